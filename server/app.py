@@ -1,0 +1,191 @@
+"""Building and running the oppmodel gRPC server (grpc.aio).
+
+``build_server(config) -> (server, port)`` wires everything and binds the port (port 0 picks a free
+one, which is what tests use) without starting; ``serve(config)`` runs it until SIGTERM or SIGINT,
+then flips health to NOT_SERVING, stops accepting calls and lets in-flight ones finish within the
+grace period, and closes the store. The server registers the standard health-checking and
+reflection services, so ``grpcurl -plaintext 127.0.0.1:PORT list`` works.
+
+Logs are JSON lines on stderr (one object per event, extra fields included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+from server.metrics import Metrics
+from server.servicer import OpponentModelServicer
+from server.sessions import Limits, SessionManager
+from server.storage import Storage
+
+log = logging.getLogger("oppmodel.server")
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OpponentModelService"].full_name
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How to run a server; defaults are safe (loopback, no TLS, no auth)."""
+
+    db_path: str
+    host: str = "127.0.0.1"
+    port: int = 50051
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    auth_tokens: frozenset[str] | None = None
+    metrics_port: int | None = None
+    limits: Limits = field(default_factory=Limits)
+    max_message_bytes: int = 256 * 1024
+    workers: int = 2
+    grace_seconds: float = 5.0
+    synchronous: str = "FULL"
+
+
+def read_tokens(path: str | Path) -> frozenset[str]:
+    """Bearer tokens from a file: one per line; blank lines and '#' comments are skipped."""
+    lines = Path(path).read_text().splitlines()
+    tokens = frozenset(s.strip() for s in lines if s.strip() and not s.strip().startswith("#"))
+    if not tokens:
+        raise ValueError(f"{path}: no tokens")
+    return tokens
+
+
+class Server:
+    """A built server: the grpc.aio server plus what it owns (store, worker pool, health)."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.metrics = Metrics()
+        self.storage = Storage(config.db_path, synchronous=config.synchronous)
+        self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="oppmodel-cpu")
+        self.manager = SessionManager(
+            self.storage, executor=self.executor, metrics=self.metrics, limits=config.limits
+        )
+        options = [
+            ("grpc.max_receive_message_length", config.max_message_bytes),
+            ("grpc.max_send_message_length", 16 * config.max_message_bytes),
+        ]
+        self.grpc = grpc.aio.server(options=options)
+        servicer = OpponentModelServicer(
+            self.manager,
+            metrics=self.metrics,
+            tokens=config.auth_tokens,
+            max_label_length=config.limits.max_label_length,
+        )
+        pb_grpc.add_OpponentModelServiceServicer_to_server(servicer, self.grpc)
+        self.health = HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
+        reflection.enable_server_reflection(
+            (
+                SERVICE_NAME,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ),
+            self.grpc,
+        )
+
+    def bind(self) -> int:
+        """Bind the configured address (TLS if cert and key are given); returns the port."""
+        address = f"{self.config.host}:{self.config.port}"
+        if self.config.tls_cert or self.config.tls_key:
+            if not (self.config.tls_cert and self.config.tls_key):
+                raise ValueError("TLS needs both --tls-cert and --tls-key")
+            credentials = grpc.ssl_server_credentials(
+                [(Path(self.config.tls_key).read_bytes(), Path(self.config.tls_cert).read_bytes())]
+            )
+            return self.grpc.add_secure_port(address, credentials)
+        return self.grpc.add_insecure_port(address)
+
+    async def start(self) -> None:
+        """Start serving; health answers SERVING for the service and overall."""
+        await self.grpc.start()
+        for name in ("", SERVICE_NAME):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if self.config.metrics_port is not None:
+            self.metrics.serve(self.config.metrics_port, self.config.host)
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Health NOT_SERVING, drain in-flight calls within ``grace`` seconds, close the store."""
+        await self.health.enter_graceful_shutdown()
+        await self.grpc.stop(self.config.grace_seconds if grace is None else grace)
+        self.executor.shutdown(wait=True)
+        await asyncio.get_running_loop().run_in_executor(None, self.storage.close)
+
+
+def build_server(config: ServerConfig) -> tuple[Server, int]:
+    """Build the server and bind its port (0 = any free port); call from the event loop."""
+    server = Server(config)
+    try:
+        port = server.bind()
+    except BaseException:
+        server.executor.shutdown()
+        server.storage.close()
+        raise
+    if port == 0:
+        server.executor.shutdown()
+        server.storage.close()
+        raise OSError(f"could not bind {config.host}:{config.port}")
+    return server, port
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per log record, with the record's extra fields."""
+
+    _STANDARD = frozenset(vars(logging.makeLogRecord({})) | {"message", "asctime"})
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Render ``record`` as a JSON line."""
+        data = {
+            "ts": round(record.created, 6),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        data.update({k: v for k, v in vars(record).items() if k not in self._STANDARD})
+        if record.exc_info:
+            data["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(data, default=str)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """JSON logs on stderr for the ``oppmodel`` loggers."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("oppmodel")
+    logger.handlers[:] = [handler]
+    logger.setLevel(level)
+    logger.propagate = False
+
+
+async def serve(config: ServerConfig, *, ready: asyncio.Future[int] | None = None) -> None:
+    """Run a server until SIGTERM/SIGINT, then shut it down gracefully."""
+    server, port = build_server(config)
+    await server.start()
+    log.info("serving", extra={"host": config.host, "port": port, "db": config.db_path})
+    if ready is not None:
+        ready.set_result(port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+        log.info("shutting down", extra={"grace_seconds": config.grace_seconds})
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        await server.stop()
+        log.info("stopped")

@@ -13,7 +13,6 @@ separated by ``|``.
 
 from __future__ import annotations
 
-import math
 import re
 from functools import cache
 
@@ -23,6 +22,7 @@ from modeling.errors import InvalidArgumentError
 from modeling.kuhn import BET, PASS, KuhnGame, kuhn_game
 from modeling.mbbr import MBBRConfig
 from modeling.observation import HandObservation, validate_observation
+from modeling.strategy import strategy_from_dict
 from oppmodel.v1 import opponent_model_pb2 as pb
 from server.sessions import ActionChoice, SessionInfo, SessionSpec
 
@@ -61,30 +61,9 @@ def parse_game(name: str) -> tuple[str, KuhnGame]:
 
 
 @cache
-def _decision_histories(game: KuhnGame, position: int) -> tuple[str, ...]:
-    """Every non-terminal history at which ``position`` acts, in breadth-first order."""
-    found, frontier = [], [""]
-    while frontier:
-        nxt = []
-        for history in frontier:
-            if game.is_terminal(history):
-                continue
-            if game.current_player(history) == position:
-                found.append(history)
-            nxt.extend(history + "pb"[a] for a in game.legal_actions(history))
-        frontier = nxt
-    return tuple(found)
-
-
-@cache
 def position_infosets(game: KuhnGame, position: int) -> tuple[tuple[int, str], ...]:
     """(index, OpenSpiel string) of every information set of ``position``, sorted by index."""
-    pairs = {
-        game.infoset_index(position, card, history)
-        for card in range(game.num_cards)
-        for history in _decision_histories(game, position)
-    }
-    return tuple((i, game.infoset_string(position, i)) for i in sorted(pairs))
+    return tuple((i, game.infoset_string(position, i)) for i in game.infosets(position))
 
 
 def policy_to_proto(game: KuhnGame, position: int, table: np.ndarray) -> list[pb.InfosetPolicy]:
@@ -127,30 +106,19 @@ def _prior_mean(
                 f"{where}.position", f"must be a distinct position in 0..{game.num_players - 1}"
             )
         seen_positions.add(position)
-        expected = dict((name, index) for index, name in position_infosets(game, position))
-        given: set[str] = set()
+        entries: dict[str, list[float]] = {}
         for j, infoset in enumerate(strategy.infosets):
-            field = f"{where}.infosets[{j}]"
-            if infoset.infostate not in expected or infoset.infostate in given:
+            if infoset.infostate in entries:
                 raise InvalidArgumentError(
-                    f"{field}.infostate",
-                    f"{infoset.infostate!r} is not a new information state of position {position}",
+                    f"{where}.infosets[{j}].infostate", f"{infoset.infostate!r} given twice"
                 )
-            given.add(infoset.infostate)
-            probs = list(infoset.probabilities)
-            if len(probs) != game.num_actions or not all(
-                math.isfinite(p) and p >= 0 for p in probs
-            ):
-                raise InvalidArgumentError(
-                    f"{field}.probabilities",
-                    f"need {game.num_actions} finite non-negative numbers, got {probs}",
-                )
-            if abs(sum(probs) - 1.0) > 1e-9:
-                raise InvalidArgumentError(f"{field}.probabilities", f"sum to {sum(probs)}, not 1")
-            table[position, expected[infoset.infostate]] = probs
-        if len(given) != len(expected):
-            missing = sorted(set(expected) - given)
-            raise InvalidArgumentError(f"{where}.infosets", f"missing {missing}")
+            entries[infoset.infostate] = list(infoset.probabilities)
+        try:
+            table[position] = strategy_from_dict(game, position, entries, f"{where}.infosets")
+        except InvalidArgumentError as exc:
+            if exc.field.startswith(where):
+                raise
+            raise renamed(exc, f"{where}.infosets") from None
     if len(seen_positions) != game.num_players:
         raise InvalidArgumentError("config.mbbr.prior_mean", "must give every position")
     return tuple(tuple(tuple(float(x) for x in row) for row in pos) for pos in table)

@@ -1,9 +1,9 @@
-"""Multiplayer Bayesian best response (MBBR): paper 003, Algorithms 2-5, as fixed in algorithms.md §1.
+"""Multiplayer Bayesian best response (MBBR): paper 003, Algorithms 2-5, per algorithms.md §1.
 
-Opponents are modelled per (opponent, position). With ACPC rotation the opponent sitting at position
-(p + d) mod n while we sit at p is always the same player (seat offset d), so one joint posterior per
-our position p, over the k^(n-1) combinations of the opponents' sampled strategies, holds every
-model: 3 tables of k x k weights in 3-player Kuhn.
+Opponents are modelled per (opponent, position). With ACPC rotation the opponent sitting at
+position (p + d) mod n while we sit at p is always the same player (seat offset d), so one joint
+posterior per our position p, over the k^(n-1) combinations of the opponents' sampled strategies,
+holds every model: 3 tables of k x k weights in 3-player Kuhn.
 
 - CreateSamples (Alg 3): per (p, d) and information set, clip the prior mean to [eps, 1 - eps],
   renormalise, draw k strategies from Dirichlet(eta * mean). The uninformed prior is Dirichlet(2).
@@ -11,10 +11,10 @@ model: 3 tables of k x k weights in 3-player Kuhn.
   probability of exactly what we saw: the opponents' actions, summed over every assignment of the
   cards we did not see (folded cards, and all cards when everyone else folded, stay hidden). Our own
   action probabilities are the same for every combination and cancel. The likelihood factorises as
-  z(s) = sum_c prod_j f_j(s_j, c_j); in 3-player Kuhn it is a k x k matrix of rank <= 3, so the update
-  is one fused pass over the table (numba) that also yields the marginals. Weights stay normalised in
-  linear space and are floored at 1e-300 of the total, so a combination is never lost to underflow
-  (the floor is far below what any double-precision sum of the weights can resolve).
+  z(s) = sum_c prod_j f_j(s_j, c_j); in 3-player Kuhn it is a k x k matrix of rank <= 3, so the
+  update is one fused pass over the table (numba) that also yields the marginals. Weights stay
+  normalised in linear space and are floored at 1e-300 of the total, so a combination is never
+  lost to underflow (the floor is far below what any double-precision sum of weights resolves).
 - Models (Alg 5): each opponent's posterior-mean strategy, sum_s p(s) tau_{s_j}.
 - Responses: ``mean`` is the paper's best response to the models. ``bayes`` is the exact Bayesian
   best response to the joint posterior, maximising sum_s p(s) EU(sigma, tau_s): expected utility is

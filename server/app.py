@@ -16,6 +16,7 @@ import json
 import logging
 import signal
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +145,7 @@ def build_server(config: ServerConfig) -> tuple[Server, int]:
 class JsonFormatter(logging.Formatter):
     """One JSON object per log record, with the record's extra fields."""
 
-    _STANDARD = frozenset(vars(logging.makeLogRecord({})) | {"message", "asctime"})
+    _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
     def format(self, record: logging.LogRecord) -> str:
         """Render ``record`` as a JSON line."""
@@ -189,3 +190,47 @@ async def serve(config: ServerConfig, *, ready: asyncio.Future[int] | None = Non
             loop.remove_signal_handler(sig)
         await server.stop()
         log.info("stopped")
+
+
+class BackgroundServer:
+    """A server running on its own event loop in a daemon thread (for the demo and tests).
+
+    ``with BackgroundServer(config) as port: ...`` starts it, yields the bound port and on exit
+    stops it gracefully (health NOT_SERVING, drain, close the store).
+    """
+
+    def __init__(self, config: ServerConfig, *, grace: float = 1.0) -> None:
+        self.config = config
+        self.grace = grace
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: Server | None = None
+
+    def __enter__(self) -> int:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> int:
+        """Build and start the server; returns its port."""
+        self._thread.start()
+
+        async def start() -> tuple[Server, int]:
+            server, port = build_server(self.config)
+            await server.start()
+            return server, port
+
+        self._server, self.port = asyncio.run_coroutine_threadsafe(start(), self._loop).result()
+        return self.port
+
+    def stop(self) -> None:
+        """Stop the server and its loop (idempotent)."""
+        if self._server is not None:
+            server, self._server = self._server, None
+            asyncio.run_coroutine_threadsafe(server.stop(self.grace), self._loop).result()
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()

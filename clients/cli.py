@@ -13,6 +13,8 @@ import sys
 
 # Order here is the order shown by ``oppmodel --help``.
 COMMAND_MODULES = (
+    "clients.commands.demo_cmd",
+    "clients.commands.serve_cmd",
     "clients.commands.eval_cmd",
     "clients.commands.match_cmd",
 )

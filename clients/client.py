@@ -61,7 +61,7 @@ class SessionDescription:
     created_unix_ms: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StrategyTable:
     """Action probabilities per information state (OpenSpiel strings), row i for infostates[i]."""
 

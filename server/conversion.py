@@ -13,12 +13,13 @@ separated by ``|``.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 
 import numpy as np
 
-from modeling.errors import InvalidArgumentError
+from modeling.errors import InvalidArgumentError, InvalidStrategyError
 from modeling.kuhn import BET, PASS, KuhnGame, kuhn_game
 from modeling.mbbr import MBBRConfig
 from modeling.observation import HandObservation, validate_observation
@@ -112,7 +113,13 @@ def _prior_mean(
                 raise InvalidArgumentError(
                     f"{where}.infosets[{j}].infostate", f"{infoset.infostate!r} given twice"
                 )
-            entries[infoset.infostate] = list(infoset.probabilities)
+            probabilities = list(infoset.probabilities)
+            if not all(math.isfinite(x) for x in probabilities):
+                raise InvalidStrategyError(
+                    f"{where}.infosets[{j}].probabilities",
+                    f"contains NaN or infinity: {probabilities}",
+                )
+            entries[infoset.infostate] = probabilities
         try:
             table[position] = strategy_from_dict(game, position, entries, f"{where}.infosets")
         except InvalidArgumentError as exc:

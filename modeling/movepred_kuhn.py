@@ -10,15 +10,15 @@ Input conventions (kept independent of the Kuhn game module on purpose):
 
 * ``history`` is the OpenSpiel betting string before the decision, e.g. ``"pb"``; an OpenSpiel
   information state string is ``<card digit><history>``, e.g. ``"2pb"`` (see :func:`parse_infoset`).
-* ``position`` counts from the first player to act (0) in seat order. Kuhn's betting goes round the
-  table once and, after a bet, once more over the players behind the bettor, always in seat order, so
-  the player acting after ``history`` sits at ``len(history) mod n``. This is the assumption the
-  feature function relies on, and it is checked: a position that disagrees raises.
+* ``position`` counts from the first player to act (0) in seat order. Kuhn's betting goes round
+  the table once and, after a bet, once more over the players behind the bettor, always in seat
+  order, so the player acting after ``history`` sits at ``len(history) mod n``. This is the
+  assumption the feature function relies on, and it is checked: a position that disagrees raises.
 
-Features (names from :func:`kuhn_feature_names`): ``card=c`` for each card; ``position=i`` for each
-seat; ``slot t=p`` / ``slot t=b`` for each action slot ``t`` of the history (a decision history has
-at most ``2n - 2`` actions); ``facing_bet`` (someone has bet), ``called_already`` (someone has called
-that bet) and ``second_turn`` (the player has acted before: ``len(history) >= n``).
+Features (names from :func:`kuhn_feature_names`): ``card=c`` for each card; ``position=i`` for
+each seat; ``slot t=p`` / ``slot t=b`` for each action slot ``t`` of the history (a decision history
+has at most ``2n - 2`` actions); ``facing_bet`` (someone has bet), ``called_already`` (someone has
+called that bet) and ``second_turn`` (the player has acted before: ``len(history) >= n``).
 
 Naive Bayes treats these as independent given the action, so it cannot represent card-by-history
 interactions exactly; that is what makes it a baseline rather than a posterior over strategies.
@@ -108,7 +108,7 @@ def kuhn_features(position: int, card: int, history: str, *, num_players: int = 
 
 
 def parse_infoset(infoset: str, *, num_players: int = 3) -> tuple[int, int, str]:
-    """Split an OpenSpiel Kuhn information state ``"<card><history>"`` into (position, card, history)."""
+    """Split an OpenSpiel Kuhn infoset ``"<card><history>"`` into (position, card, history)."""
     n = _check_num_players(num_players)
     if not isinstance(infoset, str) or not infoset or not infoset[0].isdigit():
         raise InvalidArgumentError("infoset", f"must be '<card digit><history>', got {infoset!r}")

@@ -7,6 +7,7 @@ probabilities; save/load; input validation.
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -171,7 +172,7 @@ def test_ranking_is_a_permutation_of_the_legal_moves(data, rnd):
     for i in range(4):
         order = model.rank_moves(queries[i], legal=legal[i])
         assert sorted(order) == np.flatnonzero(legal[i]).tolist()
-        assert all(probs[i, a] >= probs[i, b] for a, b in itertools_pairs(order))
+        assert all(probs[i, a] >= probs[i, b] for a, b in itertools.pairwise(order))
         assert sorted(model.rank_moves(queries[i])) == list(range(c))
         # move_ranks agrees with the position in rank_moves, and legal ranks are never worse.
         for move in order:
@@ -179,10 +180,6 @@ def test_ranking_is_a_permutation_of_the_legal_moves(data, rnd):
             rank_all = move_ranks(model, queries[i : i + 1], [move])[0]
             assert rank_legal == order.index(move) + 1
             assert rank_legal <= rank_all
-
-
-def itertools_pairs(seq):
-    return zip(seq, seq[1:], strict=False)
 
 
 def test_save_load_round_trip(tmp_path):
@@ -240,21 +237,21 @@ def test_load_rejects_other_files(tmp_path):
 )
 def test_train_validation_names_the_field(kwargs, field):
     args = {"features": [[1, 0]], "moves": [0], "n_moves": 3} | kwargs
-    with pytest.raises(InvalidArgumentError, match=f"^{field}:"):
+    with pytest.raises(InvalidArgumentError, match=rf"^{field}:"):
         train_move_model(args.pop("features"), args.pop("moves"), **args)
 
 
 def test_prediction_validation_names_the_field():
     model = train_move_model(HAND_X, HAND_Y, n_moves=3)
-    with pytest.raises(InvalidArgumentError, match="^features:"):
+    with pytest.raises(InvalidArgumentError, match=r"^features:"):
         model.predict_proba([[1, 0, 1]])
-    with pytest.raises(InvalidArgumentError, match="^legal:"):
+    with pytest.raises(InvalidArgumentError, match=r"^legal:"):
         model.predict_proba([[1, 0]], legal=[[0, 0, 0]])
-    with pytest.raises(InvalidArgumentError, match="^legal:"):
+    with pytest.raises(InvalidArgumentError, match=r"^legal:"):
         move_ranks(model, [[1, 0]], [0], legal=[[0, 1, 1]])
-    with pytest.raises(InvalidArgumentError, match="^ranks:"):
+    with pytest.raises(InvalidArgumentError, match=r"^ranks:"):
         top_n_curve([0, 1], 3)
-    with pytest.raises(InvalidArgumentError, match="^n_max:"):
+    with pytest.raises(InvalidArgumentError, match=r"^n_max:"):
         top_n_curve([1], 0)
 
 
@@ -297,14 +294,14 @@ def test_kuhn_features_exact():
     ],
 )
 def test_kuhn_feature_validation(position, card, history, field, error):
-    with pytest.raises(error, match=f"^{field}:"):
+    with pytest.raises(error, match=rf"^{field}:"):
         kuhn_features(position, card, history, num_players=3)
 
 
 def test_kuhn_model_hand_example():
-    # Balanced data: for each of 10 histories and each card c, 3 decisions of which c are bets. Then
-    # 60 bets and 60 passes, every history feature is equally frequent under both actions (it
-    # cancels), and for card features theta_bet(c') = (10c' + 1)/62, theta_pass(c') = (31 - 10c')/62.
+    # Balanced data: for each of 10 histories and each card c, 3 decisions of which c are bets.
+    # Then 60 bets and 60 passes, every history feature is equally frequent under both actions (it
+    # cancels), and for card features theta_bet(c') = (10c' + 1)/62, theta_pass = (31 - 10c')/62.
     # Card 1: odds bet:pass = (11 * 61 * 41 * 31) / (21 * 31 * 51 * 61) = 451 / 1071.
     # Card 0: odds = (1 * 51 * 41 * 31) / (31 * 41 * 51 * 61) = 1 / 61; cards 2, 3 mirror 1, 0.
     histories = ["", "p", "b", "pp", "pb", "bp", "bb", "ppb", "pbp", "pbb"]
@@ -320,9 +317,9 @@ def test_kuhn_model_hand_example():
         for h in histories:
             probs = kuhn_action_probs(model, len(h) % 3, card, h, num_players=3)
             _close(probs, [1 - expected[card], expected[card]])
-    with pytest.raises(InvalidArgumentError, match="^model:"):
+    with pytest.raises(InvalidArgumentError, match=r"^model:"):
         kuhn_action_probs(model, 0, 0, "", num_players=2)
-    with pytest.raises(InvalidArgumentError, match="^action:"):
+    with pytest.raises(InvalidArgumentError, match=r"^action:"):
         train_kuhn_model([KuhnDecision(0, 0, "", 2)])
-    with pytest.raises(InvalidArgumentError, match="^decisions:"):
+    with pytest.raises(InvalidArgumentError, match=r"^decisions:"):
         train_kuhn_model([])

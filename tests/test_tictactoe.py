@@ -57,9 +57,9 @@ def test_rules_known_answers():
     board = (1, 1, 1, 2, 2, 0, 0, 0, 0)
     assert winner(board) == 1 and legal_moves(board) == () and is_terminal(board)
     assert to_move((1, 0, 0, 0, 0, 0, 0, 0, 0)) == 2
-    with pytest.raises(IllegalActionError, match="^move:"):
+    with pytest.raises(IllegalActionError, match=r"^move:"):
         apply_move((1, 0, 0, 0, 0, 0, 0, 0, 0), 0)
-    with pytest.raises(InvalidArgumentError, match="^board:"):
+    with pytest.raises(InvalidArgumentError, match=r"^board:"):
         winner((2, 0, 0, 0, 0, 0, 0, 0, 0))
 
 
@@ -119,9 +119,9 @@ def test_logged_games_are_seeded_and_minimax_never_loses():
     player = RandomPlayer(seed=1)
     moves = [player(EMPTY_BOARD) for _ in range(200)]
     assert set(moves) == set(range(9))
-    with pytest.raises(InvalidArgumentError, match="^minimax_role:"):
+    with pytest.raises(InvalidArgumentError, match=r"^minimax_role:"):
         log_games(1, minimax_role="both")
-    with pytest.raises(InvalidArgumentError, match="^tie_break:"):
+    with pytest.raises(InvalidArgumentError, match=r"^tie_break:"):
         MinimaxPlayer("last")
 
 
@@ -168,7 +168,7 @@ def test_experiment_legal_only_dominates_state_only():
     assert result.top("legal-only", 1) > result.chance_legal[0]
     out = result.to_json()
     assert out["top3"]["state"] == result.curves["state"][2]
-    with pytest.raises(InvalidArgumentError, match="^repeats:"):
+    with pytest.raises(InvalidArgumentError, match=r"^repeats:"):
         run_topn_experiment(repeats=0)
 
 

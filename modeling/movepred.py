@@ -164,7 +164,7 @@ def chi2_scores(features: object, moves: object, *, n_moves: int) -> np.ndarray:
     2 x C table of counts (rows x_j = 0/1, columns the moves that occur), and 0 for a feature that
     never changes value in the data.
     """
-    if not isinstance(n_moves, int) or n_moves < 1:
+    if isinstance(n_moves, bool) or not isinstance(n_moves, int) or n_moves < 1:
         raise InvalidArgumentError("n_moves", "must be a positive integer")
     x = _binary_matrix("features", features)
     y = _move_vector("moves", moves, n_rows=x.shape[0], n_moves=n_moves)

@@ -38,6 +38,7 @@ __all__ = [
     "KUHN_MOVE_NAMES",
     "KuhnDecision",
     "kuhn_action_probs",
+    "kuhn_decision_probs",
     "kuhn_feature_names",
     "kuhn_features",
     "parse_infoset",
@@ -126,15 +127,8 @@ class KuhnDecision:
     action: int
 
 
-def train_kuhn_model(
-    decisions: Iterable[KuhnDecision],
-    *,
-    num_players: int = 3,
-    alpha: float = 1.0,
-    k_features: int | None = None,
-) -> MoveModel:
-    """Fit the naive Bayes move model to observed Kuhn decisions (action 0 = pass, 1 = bet)."""
-    n = _check_num_players(num_players)
+def _decision_matrix(decisions: Iterable[KuhnDecision], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Feature rows (m, d) and actions (m,) of observed decisions, validated."""
     rows = []
     actions = []
     for i, d in enumerate(decisions):
@@ -144,9 +138,27 @@ def train_kuhn_model(
         actions.append(d.action)
     if not rows:
         raise InvalidArgumentError("decisions", "needs at least one observed decision")
+    return np.array(rows), np.array(actions, dtype=np.int64)
+
+
+def _check_model(model: MoveModel, n: int) -> None:
+    if model.feature_names != kuhn_feature_names(n) or model.move_names != KUHN_MOVE_NAMES:
+        raise InvalidArgumentError("model", f"was not trained on {n}-player Kuhn features")
+
+
+def train_kuhn_model(
+    decisions: Iterable[KuhnDecision],
+    *,
+    num_players: int = 3,
+    alpha: float = 1.0,
+    k_features: int | None = None,
+) -> MoveModel:
+    """Fit the naive Bayes move model to observed Kuhn decisions (action 0 = pass, 1 = bet)."""
+    n = _check_num_players(num_players)
+    x, y = _decision_matrix(decisions, n)
     return train_move_model(
-        np.array(rows),
-        np.array(actions, dtype=np.int64),
+        x,
+        y,
         n_moves=2,
         alpha=alpha,
         k_features=k_features,
@@ -160,7 +172,20 @@ def kuhn_action_probs(
 ) -> np.ndarray:
     """Predicted ``[P(pass), P(bet)]`` of the decision described by (position, card, history)."""
     n = _check_num_players(num_players)
-    if model.feature_names != kuhn_feature_names(n) or model.move_names != KUHN_MOVE_NAMES:
-        raise InvalidArgumentError("model", f"was not trained on {n}-player Kuhn features")
+    _check_model(model, n)
     x = kuhn_features(position, card, history, num_players=n)
     return model.predict_proba(x[None, :])[0]
+
+
+def kuhn_decision_probs(
+    model: MoveModel, decisions: Iterable[KuhnDecision], *, num_players: int = 3
+) -> np.ndarray:
+    """Probability the model gave to the action actually taken in each decision: shape (m,).
+
+    Its log summed over held-out decisions is the log-likelihood a replay report can set beside
+    that of a Bayesian posterior.
+    """
+    n = _check_num_players(num_players)
+    _check_model(model, n)
+    x, y = _decision_matrix(decisions, n)
+    return model.predict_proba(x)[np.arange(y.size), y]

@@ -28,6 +28,7 @@ from modeling.movepred import (
 from modeling.movepred_kuhn import (
     KuhnDecision,
     kuhn_action_probs,
+    kuhn_decision_probs,
     kuhn_feature_names,
     kuhn_features,
     parse_infoset,
@@ -317,6 +318,8 @@ def test_kuhn_model_hand_example():
         for h in histories:
             probs = kuhn_action_probs(model, len(h) % 3, card, h, num_players=3)
             _close(probs, [1 - expected[card], expected[card]])
+    taken = kuhn_decision_probs(model, decisions[:6], num_players=3)  # card 0 then card 1, h = ""
+    _close(taken, [1 - expected[0]] * 3 + [expected[1]] + [1 - expected[1]] * 2)
     with pytest.raises(InvalidArgumentError, match=r"^model:"):
         kuhn_action_probs(model, 0, 0, "", num_players=2)
     with pytest.raises(InvalidArgumentError, match=r"^action:"):

@@ -59,6 +59,8 @@ def _check_history(history: str, num_players: int) -> str:
     if not isinstance(history, str) or any(ch not in "pb" for ch in history):
         raise InvalidArgumentError("history", f"must be a string of 'p' and 'b', got {history!r}")
     first_bet = history.find("b")
+    if first_bet >= num_players:
+        raise IllegalActionError("history", f"{history!r} goes on after everyone checked")
     if first_bet < 0:
         done = len(history) >= num_players
     else:

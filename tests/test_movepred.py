@@ -292,6 +292,7 @@ def test_kuhn_features_exact():
         (0, 0, "px", "history", InvalidArgumentError),
         (0, 0, "ppp", "history", IllegalActionError),  # everyone checked: showdown
         (0, 0, "bpp", "history", IllegalActionError),  # both players behind the bettor acted
+        (0, 0, "pppb", "history", IllegalActionError),  # a bet after the hand ended
     ],
 )
 def test_kuhn_feature_validation(position, card, history, field, error):
@@ -326,3 +327,39 @@ def test_kuhn_model_hand_example():
         train_kuhn_model([KuhnDecision(0, 0, "", 2)])
     with pytest.raises(InvalidArgumentError, match=r"^decisions:"):
         train_kuhn_model([])
+
+
+@pytest.mark.parametrize("num_players", [2, 3])
+def test_kuhn_position_assumption_against_openspiel(num_players):
+    """Every OpenSpiel decision node: the actor sits at len(history) mod n, and only there."""
+    pyspiel = pytest.importorskip("pyspiel")
+    game = pyspiel.load_game("kuhn_poker", {"players": num_players})
+    decision_histories = set()
+    stack = [game.new_initial_state()]
+    while stack:
+        state = stack.pop()
+        if state.is_terminal():
+            continue
+        if not state.is_chance_node():
+            infoset = state.information_state_string()
+            position, card, history = parse_infoset(infoset, num_players=num_players)
+            assert position == state.current_player()
+            assert card == int(infoset[0])
+            decision_histories.add(history)
+            x = kuhn_features(position, card, history, num_players=num_players)
+            assert x.shape == (len(kuhn_feature_names(num_players)),)
+        actions = [a for a, _ in state.chance_outcomes()] if state.is_chance_node() else None
+        for action in actions or state.legal_actions():
+            stack.append(state.child(action))
+    # The histories accepted are exactly OpenSpiel's decision histories (up to the longest one).
+    every = {""}
+    for _ in range(2 * num_players - 1):
+        every |= {h + a for h in every for a in "pb"}
+    accepted = set()
+    for h in every:
+        try:
+            kuhn_features(len(h) % num_players, 0, h, num_players=num_players)
+            accepted.add(h)
+        except IllegalActionError:
+            pass
+    assert accepted == decision_histories

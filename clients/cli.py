@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "clients.commands.serve_cmd",
     "clients.commands.eval_cmd",
     "clients.commands.match_cmd",
+    "clients.commands.movepred_cmd",
 )
 
 

@@ -22,6 +22,32 @@ def card_likelihoods(tau, nodes, actions, infoset_of, out):
             out[s, x] = prob
 
 
+@njit(cache=True)
+def likelihood_factors_3p(
+    tau1, nodes1, actions1, tau2, nodes2, actions2, infoset_of, first_cards, group_of, groups, a, bt
+):
+    """Rank factors of a 3-player likelihood: z = a @ bt.
+
+    Assignment m gives opponent 1 card ``first_cards[m]`` and opponent 2 card
+    ``groups[group_of[m]]``; assignments sharing opponent 2's card are summed into one column.
+    """
+    k = tau1.shape[0]
+    for s in range(k):
+        for g in range(groups.shape[0]):
+            a[s, g] = 0.0
+    for s in range(k):
+        for m in range(first_cards.shape[0]):
+            prob = 1.0
+            for i in range(nodes1.shape[0]):
+                prob *= tau1[s, infoset_of[nodes1[i], first_cards[m]], actions1[i]]
+            a[s, group_of[m]] += prob
+        for g in range(groups.shape[0]):
+            prob = 1.0
+            for i in range(nodes2.shape[0]):
+                prob *= tau2[s, infoset_of[nodes2[i], groups[g]], actions2[i]]
+            bt[g, s] = prob
+
+
 @njit(cache=True, fastmath=True)
 def update_joint2(weights, a, bt, scale, floor, row, col):
     """One Bayes step of a (k2, k3) joint posterior whose likelihood is a @ bt (rank r).

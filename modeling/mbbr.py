@@ -47,6 +47,7 @@ PRIORS = ("informed", "uninformed")
 RESPONSES = ("mean", "bayes")
 MAX_JOINT_SAMPLES = 1 << 22  # k^(n-1) per table: 2048 x 2048 in 3-player Kuhn
 WEIGHT_FLOOR = 1e-300
+MAX_CACHED_OBSERVATIONS = 4096  # distinct valid observations remembered (3p Kuhn has < 2000)
 UNINFORMED_ALPHA = 2.0
 
 
@@ -166,51 +167,74 @@ class MBBRModel:
         self._reach = [
             [self._sequence_reach(p, d) for d in range(1, n)] for p in range(n)
         ]  # [p][d-1]: (k, num_cards * num_sequences)
-        self._likelihood_buffer = np.empty((k, game.num_cards))
+        self._bayes_layout = [self._layout(p) for p in range(n)]
+        self._moves: dict[tuple[int, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._groupings: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._valid_observations: set[HandObservation] = set()
+        self._tau_flat = self.tau.reshape(n, n - 1, k, -1)
 
     # --- Alg 4: the update ---------------------------------------------------------------------
 
     def observe(self, obs: HandObservation) -> None:
         """Bayes-update the table of our position in ``obs`` with what was seen of the hand."""
         game = self.game
-        validate_observation(game, obs)
-        p, n = obs.position, game.num_players
-        node = game.node(obs.history)
-        path = _path_of(game, int(game.node_terminal[node]))
-        per_card = []
-        for d in range(1, n):
-            q = (p + d) % n
-            moves = [(nd, a) for nd, a in path if game.node_player[nd] == q]
-            nodes = np.array([m[0] for m in moves], dtype=np.int64)
-            actions = np.array([m[1] for m in moves], dtype=np.int64)
-            out = np.empty((self.config.k, game.num_cards))
-            kernels.card_likelihoods(self.tau[p, d - 1], nodes, actions, game.infoset_of, out)
-            per_card.append(out)
-        assignments = _hidden_assignments(game, obs)
-        if n == 3:
-            self._update_3p(p, per_card, assignments)
+        if obs not in self._valid_observations:
+            validate_observation(game, obs)
+            if len(self._valid_observations) < MAX_CACHED_OBSERVATIONS:
+                self._valid_observations.add(obs)
+        p = obs.position
+        moves = self._opponent_moves(p, obs.history)
+        if game.num_players == 3:
+            self._update_3p(p, moves, obs)
         else:
-            self._update_generic(p, per_card, assignments)
+            self._update_generic(p, moves, obs)
         self.hands_observed += 1
         for kind in RESPONSES:
             self._responses.pop((p, kind), None)
 
-    def _update_3p(self, p: int, per_card: list[np.ndarray], assignments: np.ndarray) -> None:
+    def _opponent_moves(self, p: int, history: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per opponent (d = 1..n-1): its decision nodes and actions in ``history``."""
+        key = (p, history)
+        if key not in self._moves:
+            game, n = self.game, self.game.num_players
+            path = _path_of(game, int(game.node_terminal[game.node(history)]))
+            self._moves[key] = [
+                (
+                    np.array([nd for nd, _ in path if game.node_player[nd] == (p + d) % n]),
+                    np.array([a for nd, a in path if game.node_player[nd] == (p + d) % n]),
+                )
+                for d in range(1, n)
+            ]
+        return self._moves[key]
+
+    def _update_3p(self, p: int, moves, obs: HandObservation) -> None:
         # z[s1, s2] = sum over assignments (x1, x2) of f1[s1, x1] f2[s2, x2], grouped by x2.
-        f1, f2 = per_card
-        groups = np.unique(assignments[:, 1])
-        a = np.zeros((f1.shape[0], len(groups)))
-        for g, x2 in enumerate(groups):
-            a[:, g] = f1[:, assignments[assignments[:, 1] == x2, 0]].sum(axis=1)
-        bt = np.ascontiguousarray(f2[:, groups].T)
+        key = (p, obs.cards)
+        if key not in self._groupings:
+            assignments = _hidden_assignments(self.game, obs)
+            groups, group_of = np.unique(assignments[:, 1], return_inverse=True)
+            self._groupings[key] = (assignments[:, 0].copy(), group_of.astype(np.int64), groups)
+        first_cards, group_of, groups = self._groupings[key]
         k = self.config.k
+        a, bt = np.empty((k, len(groups))), np.empty((len(groups), k))
+        (nodes1, actions1), (nodes2, actions2) = moves
+        kernels.likelihood_factors_3p(
+            self.tau[p, 0], nodes1, actions1, self.tau[p, 1], nodes2, actions2,
+            self.game.infoset_of, first_cards, group_of, groups, a, bt,
+        )  # fmt: skip
         row, col = np.empty(k), np.empty(k)
         total, sumsq = kernels.update_joint2(
             self._weights[p], a, bt, self._scale[p], WEIGHT_FLOOR, row, col
         )
         self._store(p, total, sumsq, [row, col])
 
-    def _update_generic(self, p: int, per_card: list[np.ndarray], assignments: np.ndarray) -> None:
+    def _update_generic(self, p: int, moves, obs: HandObservation) -> None:
+        per_card = []
+        for d, (nodes, actions) in enumerate(moves, start=1):
+            out = np.empty((self.config.k, self.game.num_cards))
+            kernels.card_likelihoods(self.tau[p, d - 1], nodes, actions, self.game.infoset_of, out)
+            per_card.append(out)
+        assignments = _hidden_assignments(self.game, obs)
         z = np.zeros_like(self._weights[p])
         for cards in assignments:
             term = per_card[0][:, cards[0]]
@@ -247,8 +271,8 @@ class MBBRModel:
         """Posterior-mean strategy (num_infosets, 2) of an opponent, and its marginal ESS."""
         d = self._offset(our_position, opponent_position)
         marginal = self._marginals[our_position][d - 1]
-        model = np.tensordot(marginal, self.tau[our_position, d - 1], axes=1)
-        return model, float(1.0 / np.square(marginal).sum())
+        model = (marginal @ self._tau_flat[our_position, d - 1]).reshape(-1, 2)
+        return model, float(1.0 / np.dot(marginal, marginal))
 
     def models_profile(self, our_position: int) -> np.ndarray:
         """A profile with every opponent replaced by its model (our row: the default strategy)."""
@@ -284,21 +308,28 @@ class MBBRModel:
 
     def _bayes_leaf_weights(self, p: int) -> np.ndarray:
         game, n = self.game, self.game.num_players
-        # Contract the last opponent's axis first; each step is a BLAS matrix product.
-        expected = self._weights[p]
-        for d in range(n - 1, 0, -1):
-            expected = np.tensordot(expected, self._reach[p][d - 1], axes=([d - 1], [0]))
-            expected = np.moveaxis(expected, -1, d - 1)
-        expected = expected * self._scale[p]
+        reach = self._reach[p]
+        if n == 3:  # the hot case: R1^T W R2, two BLAS products
+            expected = reach[0].T @ (self._weights[p] @ reach[1])
+        else:  # contract the last opponent's axis first, restoring the axis order each time
+            expected = self._weights[p]
+            for d in range(n - 1, 0, -1):
+                expected = np.tensordot(expected, reach[d - 1], axes=([d - 1], [0]))
+                expected = np.moveaxis(expected, -1, d - 1)
+        expected = np.ascontiguousarray(expected).ravel() * self._scale[p]
+        return kernels.bayes_leaf_weights(
+            expected, *self._bayes_layout[p], p, game.num_cards, game.deals, game.payoffs
+        )
+
+    def _layout(self, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(strides, sequence counts, sequence of each terminal, positions) of p's opponents."""
+        n = self.game.num_players
         opponents = np.array([(p + d) % n for d in range(1, n)], dtype=np.int64)
         sizes = np.array([self._sequences[q][1] for q in opponents], dtype=np.int64)
         sequences = np.stack([self._sequences[q][0] for q in opponents])
-        dims = game.num_cards * sizes
+        dims = self.game.num_cards * sizes
         strides = np.array([int(np.prod(dims[j + 1 :])) for j in range(n - 1)], dtype=np.int64)
-        return kernels.bayes_leaf_weights(
-            np.ascontiguousarray(expected).ravel(), strides, sizes, sequences, opponents, p,
-            game.num_cards, game.deals, game.payoffs,
-        )  # fmt: skip
+        return strides, sizes, sequences, opponents
 
     def _sequence_reach(self, p: int, d: int) -> np.ndarray:
         """(k, num_cards * S) reach probability of each sample, per (card, own sequence)."""

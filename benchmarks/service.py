@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import grpc
@@ -182,74 +183,120 @@ async def echo_saturated(port: int, streams: int, messages: int, payload: bytes)
     return sum(counts) / elapsed
 
 
+async def drive_open_loop(
+    open_stream: Callable[[], object],
+    streams: int,
+    act: Callable[[int], Awaitable[object]],
+    observation: Callable[[int], tuple[int, object]],
+    *,
+    rate: float,
+    seconds: float,
+) -> dict[str, float]:
+    """Hands arrive every 1/rate s; hand i awaits ``act(i)`` then writes ``observation(i)``.
+
+    Latency of ``act`` is measured from the scheduled arrival, so queueing anywhere (client or
+    server) counts; ``client_lag`` is the part spent before the client even started the call.
+    """
+    queues: list[asyncio.Queue] = [asyncio.Queue() for _ in range(streams)]
+
+    async def feed(queue: asyncio.Queue) -> None:
+        call = open_stream()
+
+        async def drain() -> None:
+            async for _ in call:
+                pass
+
+        reader = asyncio.create_task(drain())
+        while (message := await queue.get()) is not None:
+            await call.write(message)
+        await call.done_writing()
+        await reader
+
+    feeders = [asyncio.create_task(feed(q)) for q in queues]
+    latencies: list[float] = []
+    lags: list[float] = []
+
+    async def hand(i: int, scheduled: float) -> None:
+        lags.append((time.perf_counter() - scheduled) * 1000.0)
+        await act(i)
+        latencies.append((time.perf_counter() - scheduled) * 1000.0)
+        stream, message = observation(i)
+        queues[stream].put_nowait(message)
+
+    start = time.perf_counter() + 0.05
+    tasks = []
+    for i in range(int(rate * seconds)):
+        scheduled = start + i / rate
+        delay = scheduled - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(hand(i, scheduled)))
+    await asyncio.gather(*tasks)
+    for queue in queues:
+        queue.put_nowait(None)
+    await asyncio.gather(*feeders)
+    return {
+        "offered_hands_per_s": rate,
+        "p50_ms": float(np.percentile(latencies, 50)),
+        "p99_ms": float(np.percentile(latencies, 99)),
+        "client_lag_p99_ms": float(np.percentile(lags, 99)),
+        "actions": len(latencies),
+    }
+
+
 async def open_loop(
     port: int, sessions: list[str], hands: list[HandObservation], *, rate: float, seconds: float
 ) -> dict[str, float]:
-    """Action latency (ms, from the scheduled arrival) at ``rate`` hands/s over the sessions."""
+    """GetAction latency at ``rate`` hands/s over the sessions (each hand then observed)."""
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.OpponentModelServiceStub(channel)
-        queues = {sid: asyncio.Queue() for sid in sessions}
-        sequences = dict.fromkeys(sessions, 0)
+        sequences = []
+        for sid in sessions:  # continue each session where an earlier run left it
+            reply = await stub.GetSession(pb.GetSessionRequest(session_id=sid))
+            sequences.append(reply.session.hands_observed)
 
-        async def feed(sid: str) -> None:
-            call = stub.Observe()
-            queue = queues[sid]
-
-            async def drain() -> None:
-                async for _ in call:
-                    pass
-
-            reader = asyncio.create_task(drain())
-            while (request := await queue.get()) is not None:
-                await call.write(request)
-            await call.done_writing()
-            await reader
-
-        feeders = [asyncio.create_task(feed(sid)) for sid in sessions]
-        for sid in sessions:  # continue each session where the saturated run left it
-            sequences[sid] = (await stub.GetSession(pb.GetSessionRequest(session_id=sid))).session
-            sequences[sid] = sequences[sid].hands_observed
-        latencies: list[float] = []
-        total = int(rate * seconds)
-
-        async def hand(i: int, scheduled: float) -> None:
-            sid = sessions[i % len(sessions)]
+        def request(i: int) -> pb.GetActionRequest:
             obs = hands[i % len(hands)]
-            card = obs.cards[obs.position]
             history = ""
             while GAME.current_player(history) != obs.position:
                 history += "p"
-            await stub.GetAction(
-                pb.GetActionRequest(
-                    session_id=sid,
-                    info_state=pb.InfoState(position=obs.position, card=card, history=history),
-                    draw=i,
-                )
+            state = pb.InfoState(
+                position=obs.position, card=obs.cards[obs.position], history=history
             )
-            latencies.append((time.perf_counter() - scheduled) * 1000.0)
-            sequences[sid] += 1
-            message = observation_message(sequences[sid], obs)
-            queues[sid].put_nowait(pb.ObserveRequest(session_id=sid, observation=message))
+            return pb.GetActionRequest(
+                session_id=sessions[i % len(sessions)], info_state=state, draw=i
+            )
 
-        start = time.perf_counter() + 0.05
-        tasks = []
-        for i in range(total):
-            scheduled = start + i / rate
-            delay = scheduled - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(hand(i, scheduled)))
-        await asyncio.gather(*tasks)
-        for queue in queues.values():
-            queue.put_nowait(None)
-        await asyncio.gather(*feeders)
-    values = np.array(latencies)
-    return {
-        "offered_hands_per_s": rate,
-        "p50_ms": float(np.percentile(values, 50)),
-        "p99_ms": float(np.percentile(values, 99)),
-        "actions": len(values),
-    }
+        def observation(i: int) -> tuple[int, pb.ObserveRequest]:
+            s = i % len(sessions)
+            sequences[s] += 1
+            message = observation_message(sequences[s], hands[i % len(hands)])
+            return s, pb.ObserveRequest(session_id=sessions[s], observation=message)
+
+        return await drive_open_loop(
+            stub.Observe,
+            len(sessions),
+            lambda i: stub.GetAction(request(i)),
+            observation,
+            rate=rate,
+            seconds=seconds,
+        )
+
+
+async def echo_open_loop(
+    port: int, action: bytes, observation: bytes, *, rate: float, seconds: float
+) -> dict[str, float]:
+    """The same pattern against the echo service: a unary call, then a stream message."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        unary = channel.unary_unary("/echo.Echo/Unary")
+        return await drive_open_loop(
+            channel.stream_stream("/echo.Echo/Stream"),
+            64,
+            lambda i: unary(action),
+            lambda i: (i % 64, observation),
+            rate=rate,
+            seconds=seconds,
+        )
 
 
 async def echo_unary_rate(port: int, calls: int, payload: bytes, concurrency: int = 64) -> float:
@@ -308,6 +355,8 @@ def main() -> None:
                 latency_sessions = [
                     client.create_session(config=config).session_id for _ in range(64)
                 ]
+            # A first pass warms connections, streams and caches; the second is measured.
+            asyncio.run(open_loop(port, latency_sessions, hands, rate=args.rate, seconds=1.0))
             latency = asyncio.run(
                 open_loop(port, latency_sessions, hands, rate=args.rate, seconds=seconds)
             )
@@ -320,6 +369,14 @@ def main() -> None:
                 for _ in range(repeats)
             ]
             unary = asyncio.run(echo_unary_rate(echo_port, 2000 if args.quick else 8000, payload))
+            action = pb.GetActionRequest(
+                session_id=latency_sessions[0],
+                info_state=pb.InfoState(position=1, card=2, history="p"),
+                draw=12345,
+            ).SerializeToString()
+            echo_kwargs = dict(rate=args.rate, seconds=seconds)
+            asyncio.run(echo_open_loop(echo_port, action, payload, rate=args.rate, seconds=1.0))
+            echo_latency = asyncio.run(echo_open_loop(echo_port, action, payload, **echo_kwargs))
         finally:
             process.terminate()
             echo.terminate()
@@ -333,6 +390,7 @@ def main() -> None:
             "action_latency": latency,
             "echo_stream_round_trips_per_s": echo_rate,
             "echo_unary_calls_per_s": unary,
+            "echo_action_latency": echo_latency,
             "ratio_service_to_library_64": saturated_rates["sessions_64"] / library,
             "ratio_service_to_echo_64": saturated_rates["sessions_64"] / echo_rate,
             "goals": {
@@ -353,6 +411,10 @@ def main() -> None:
     print(
         f"GetAction at {args.rate:.0f} hands/s over 64 sessions: "
         f"p50 {latency['p50_ms']:.2f} ms, p99 {latency['p99_ms']:.2f} ms"
+    )
+    print(
+        f"echo, same pattern and load:      p50 {echo_latency['p50_ms']:.2f} ms, "
+        f"p99 {echo_latency['p99_ms']:.2f} ms"
     )
     print(
         f"ratios (64 sessions): service/library {results['ratio_service_to_library_64']:.3f}, "

@@ -41,6 +41,24 @@ class Metrics:
             registry=self.registry,
         )
 
+        self._children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._observe_latency = self.latency.labels("Observe")
+
+    def count(self, method: str, code: object, seconds: float | None) -> None:
+        """Count one finished RPC (``code`` a grpc.StatusCode) and record its latency."""
+        key = (method, code.name)  # type: ignore[attr-defined]
+        children = self._children.get(key)
+        if children is None:  # labels() lookups are slow; cache the children
+            children = (self.requests.labels(*key), self.latency.labels(method))
+            self._children[key] = children
+        children[0].inc()
+        if seconds is not None:
+            children[1].observe(seconds)
+
+    def observe_latency(self, seconds: float) -> None:
+        """Record the time to store and apply one observation of an Observe stream."""
+        self._observe_latency.observe(seconds)
+
     def serve(self, port: int, host: str = "127.0.0.1") -> None:
         """Expose /metrics over HTTP on ``host:port`` (a daemon thread)."""
         start_http_server(port, addr=host, registry=self.registry)

@@ -43,8 +43,7 @@ def _rpc(name: str) -> Callable[[Handler], Callable[..., Awaitable[Resp]]]:
                 context.set_trailing_metadata(metadata)
                 await context.abort(code, message)
             finally:
-                self.metrics.requests.labels(name, code.name).inc()
-                self.metrics.latency.labels(name).observe(time.perf_counter() - start)
+                self.metrics.count(name, code, time.perf_counter() - start)
 
         return wrapper
 
@@ -110,7 +109,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
                 session = await self.manager.get(owner, request.session_id)
                 sequence, obs = conversion.observation_from_proto(session.game, request.observation)
                 duplicate = await self.manager.observe(session, sequence, obs)
-                self.metrics.latency.labels("Observe").observe(time.perf_counter() - start)
+                self.metrics.observe_latency(time.perf_counter() - start)
                 yield pb.ObserveResponse(
                     session_id=request.session_id,
                     sequence=sequence,
@@ -122,7 +121,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
             context.set_trailing_metadata(metadata)
             await context.abort(code, message)
         finally:
-            self.metrics.requests.labels("Observe", code.name).inc()
+            self.metrics.count("Observe", code, None)
 
     @_rpc("GetModel")
     async def GetModel(self, request, context, owner):

@@ -10,8 +10,10 @@ Observation protocol (per session, sequence numbers 1, 2, ...): sequence ``s`` w
 applied; anything larger is a gap (FAILED_PRECONDITION). Nothing changes on a refused observation.
 
 Concurrency: every operation on one session holds that session's asyncio lock, so its updates are
-applied in order and queries never see a half-applied update; the model arithmetic runs on a thread
-pool so the event loop keeps serving other sessions.
+applied in order and queries never see a half-applied update. Model arithmetic on large tables
+(building, replaying, updates and responses with k^(n-1) > ``Limits.inline_joint_samples``) runs
+on a thread pool so the event loop keeps serving other sessions; small tables are cheaper to compute
+inline than to hand to a thread (see ``_compute``). Storage runs on its own thread.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class Limits:
     max_k: int = 200
     max_joint_samples: int = 1_000_000  # k ** (n - 1), the size of one joint posterior table
     max_label_length: int = 128
+    inline_joint_samples: int = 1024  # tables up to this size are computed on the event loop
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,19 @@ class SessionManager:
     async def _cpu(self, fn: Callable[..., T], *args: object) -> T:
         """Run model arithmetic on the worker pool."""
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def _compute(self, session: LiveSession, fn: Callable[..., T], *args: object) -> T:
+        """Run one session's model arithmetic: inline when small, else on the worker pool.
+
+        A thread hop costs ~0.1 ms plus a wait for the GIL (up to the 5 ms switch interval while
+        another thread computes), far more than an update or response of a small table (k = 10:
+        ~30 us), and a thread cannot run Python in parallel anyway. So tables up to
+        ``Limits.inline_joint_samples`` are computed on the event loop and larger ones on the pool.
+        """
+        joint = session.spec.config.k ** (session.spec.num_players - 1)
+        if joint <= self.limits.inline_joint_samples:
+            return fn(*args)
+        return await self._cpu(fn, *args)
 
     def check_limits(self, spec: SessionSpec) -> None:
         """Refuse a spec that would exceed the server's limits (RESOURCE_EXHAUSTED)."""
@@ -314,7 +330,7 @@ class SessionManager:
                 )
             fut = self.storage.append_observation_async(session.session_id, _row_of(sequence, obs))
             await asyncio.wrap_future(fut)
-            await self._cpu(session.model.observe, obs)
+            await self._compute(session, session.model.observe, obs)
             session.observations.append(obs)
             self.metrics.observations.inc()
             return False
@@ -334,8 +350,8 @@ class SessionManager:
         offset = spec.opponent_labels.index(opponent_label) + 1
         our_position = (opponent_position - offset) % n
         async with session.lock:
-            probs, ess = await self._cpu(
-                session.model.opponent_model, our_position, opponent_position
+            probs, ess = await self._compute(
+                session, session.model.opponent_model, our_position, opponent_position
             )
             hands = session.hands_observed
         self.metrics.ess.observe(ess)
@@ -348,7 +364,9 @@ class SessionManager:
         _check_position("our_position", our_position, session.spec.num_players)
         kind = kind or session.spec.config.response
         async with session.lock:
-            strategy, value = await self._cpu(session.model.response, our_position, kind)
+            strategy, value = await self._compute(
+                session, session.model.response, our_position, kind
+            )
             hands = session.hands_observed
         return strategy, float(value), kind, hands
 
@@ -369,20 +387,54 @@ class SessionManager:
             hands = session.hands_observed
             cached = session.policy_cache.get(position)
             if cached is None or cached[0] != hands:
-                policy = await self._cpu(session.model.policy, position)
+                policy = await self._compute(session, session.model.policy, position)
                 session.policy_cache[position] = (hands, policy)
             else:
                 policy = cached[1]
-        probs = policy[index]
-        rng = np.random.default_rng([session.spec.config.seed, hands, position, index, draw])
-        action = int(np.searchsorted(np.cumsum(probs), rng.random() * probs.sum(), side="right"))
+        probabilities = tuple(float(p) for p in policy[index])
+        u = uniform_draw(session.spec.config.seed, hands, position, index, draw)
         return ActionChoice(
-            action=min(action, len(probs) - 1),
-            probabilities=tuple(float(p) for p in probs),
+            action=draw_action(probabilities, u),
+            probabilities=probabilities,
             infostate=game.infoset_string(position, index),
             default_policy=hands < session.spec.config.hands_default,
             hands_observed=hands,
         )
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    """One step of SplitMix64 (Steele, Lea & Flood 2014): a strong 64-bit mixing function."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def uniform_draw(*keys: int) -> float:
+    """A uniform number in [0, 1) that is a fixed function of the integer keys.
+
+    The action draw is keyed by (seed, hands observed, position, infoset, draw) so the same
+    question always gets the same answer; a hash costs ~2 us where a seeded numpy Generator costs
+    ~50 us, and this runs on every GetAction.
+    """
+    h = 0
+    for key in keys:
+        h = _splitmix64(h ^ (key & _MASK64))
+    return (h >> 11) / float(1 << 53)
+
+
+def draw_action(probabilities: tuple[float, ...], u: float) -> int:
+    """The action whose cumulative-probability interval contains ``u * sum(probabilities)``."""
+    target = u * sum(probabilities)
+    total = 0.0
+    for action, p in enumerate(probabilities):
+        total += p
+        if target < total:
+            return action
+    return max(a for a, p in enumerate(probabilities) if p > 0)
 
 
 def _check_position(name: str, position: int, num_players: int) -> None:

@@ -214,3 +214,19 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
         opening = [game.infoset_index(0, c, "") for c in range(game.num_cards)]
         model = learned.strategy.as_dict()
         assert sum(model[f"{c}"][1] for c in range(4)) > prior[opening, 1].sum()
+
+
+def test_large_tables_are_computed_on_the_pool_and_equal_the_library(tmp_path: Path) -> None:
+    config = MBBRConfig(k=40, hands_default=2, seed=3)  # 1600 joint samples > the inline limit
+    observations = random_observations(8, seed=7)
+    with connected(tmp_path / "db.sqlite") as (client, _):
+        sid = client.create_session(config=config).session_id
+        client.observe(sid, observations, first_sequence=1)
+        model = MBBRModel(GAME, config)
+        for obs in observations:
+            model.observe(obs)
+        got = client.model(sid, "opp_B", 2)
+        want, ess = model.opponent_model(got.our_position, 2)
+        assert got.effective_sample_size == ess
+        assert (got.strategy.probabilities == want[GAME.infosets(2)]).all()
+        assert client.response(sid, 1, "bayes").expected_value == model.response(1, "bayes")[1]

@@ -35,15 +35,16 @@ def _rpc(name: str) -> Callable[[Handler], Callable[..., Awaitable[Resp]]]:
         @functools.wraps(handler)
         async def wrapper(self: OpponentModelServicer, request: Req, context: Any) -> Resp:
             start = time.perf_counter()
-            code = grpc.StatusCode.OK
             try:
-                return await handler(self, request, context, self.owner(context))
+                response = await handler(self, request, context, self.owner(context))
             except Exception as exc:
                 code, message, metadata = error_details(exc)
+                self.metrics.count(name, code, time.perf_counter() - start)
                 context.set_trailing_metadata(metadata)
                 await context.abort(code, message)
-            finally:
-                self.metrics.count(name, code, time.perf_counter() - start)
+            # Counted before the reply leaves, so a client that saw it also sees it counted.
+            self.metrics.count(name, grpc.StatusCode.OK, time.perf_counter() - start)
+            return response
 
         return wrapper
 
@@ -101,7 +102,6 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
     async def Observe(
         self, request_iterator: AsyncIterator[pb.ObserveRequest], context: Any
     ) -> AsyncIterator[pb.ObserveResponse]:
-        code = grpc.StatusCode.OK
         try:
             owner = self.owner(context)
             async for request in request_iterator:
@@ -118,10 +118,10 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
                 )
         except Exception as exc:
             code, message, metadata = error_details(exc)
+            self.metrics.count("Observe", code, None)
             context.set_trailing_metadata(metadata)
             await context.abort(code, message)
-        finally:
-            self.metrics.count("Observe", code, None)
+        self.metrics.count("Observe", grpc.StatusCode.OK, None)
 
     @_rpc("GetModel")
     async def GetModel(self, request, context, owner):

@@ -19,11 +19,13 @@ inline than to hand to a thread (see ``_compute``). Storage runs on its own thre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from typing import TypeVar
@@ -55,6 +57,7 @@ class Limits:
     max_joint_samples: int = 1_000_000  # k ** (n - 1), the size of one joint posterior table
     max_label_length: int = 128
     inline_joint_samples: int = 1024  # tables up to this size are computed on the event loop
+    max_live_sessions: int = 1000  # least recently used sessions beyond this leave memory
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,7 @@ class LiveSession:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     policy_cache: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)
     deleted: bool = False
+    evicted: bool = False  # dropped from memory; the next use reloads it from storage
 
     @property
     def hands_observed(self) -> int:
@@ -172,7 +176,7 @@ class SessionManager:
         self.executor = executor
         self.metrics = metrics
         self.limits = limits
-        self._live: dict[str, LiveSession] = {}
+        self._live: OrderedDict[str, LiveSession] = OrderedDict()  # least recently used first
         self._loading: dict[str, asyncio.Future[LiveSession]] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -225,8 +229,7 @@ class SessionManager:
         )
         row = SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
         await self._blocking(self.storage.create_session, row)
-        self._live[session.session_id] = session
-        self.metrics.live_sessions.set(len(self._live))
+        self._remember(session)
         log.info("session created", extra={"session_id": session.session_id, "game": spec.game})
         return session.info()
 
@@ -240,7 +243,9 @@ class SessionManager:
         Sessions of another owner are reported as not found, exactly like missing ones.
         """
         session = self._live.get(session_id)
-        if session is None:
+        if session is not None:
+            self._live.move_to_end(session_id)
+        else:
             pending = self._loading.get(session_id)
             if pending is None:
                 pending = asyncio.get_running_loop().create_future()
@@ -258,6 +263,38 @@ class SessionManager:
         if session is None or session.deleted or session.owner != owner:
             raise NotFoundError(f"session_id: no session {session_id!r}")
         return session
+
+    def _remember(self, session: LiveSession) -> None:
+        """Keep ``session`` in memory as the most recently used; evict the least recent idle ones.
+
+        An evicted session is only marked: whoever holds a reference finds the mark under the
+        session's lock and fetches the current object instead (see ``locked``), so there is never
+        more than one live copy of a session's posterior.
+        """
+        self._live[session.session_id] = session
+        self._live.move_to_end(session.session_id)
+        excess = len(self._live) - self.limits.max_live_sessions
+        for session_id, candidate in list(self._live.items()):
+            if excess <= 0:
+                break
+            if candidate is session or candidate.lock.locked():
+                continue
+            candidate.evicted = True
+            del self._live[session_id]
+            excess -= 1
+        self.metrics.live_sessions.set(len(self._live))
+
+    @contextlib.asynccontextmanager
+    async def locked(self, session: LiveSession) -> AsyncIterator[LiveSession]:
+        """Hold the lock of the session's current live object (reloaded if it was evicted)."""
+        while True:
+            async with session.lock:
+                if session.deleted:
+                    raise NotFoundError(f"session_id: no session {session.session_id!r}")
+                if not session.evicted:
+                    yield session
+                    return
+            session = await self.get(session.owner, session.session_id)
 
     async def _load(self, session_id: str) -> LiveSession | None:
         row = await self._blocking(self.storage.get_session, session_id)
@@ -283,8 +320,7 @@ class SessionManager:
             model=model,
             observations=observations,
         )
-        self._live[session_id] = session
-        self.metrics.live_sessions.set(len(self._live))
+        self._remember(session)
         log.info("session loaded", extra={"session_id": session_id, "hands": len(observations)})
         return session
 
@@ -299,9 +335,7 @@ class SessionManager:
     async def delete(self, owner: str, session_id: str) -> None:
         """Delete a session and everything stored about it."""
         session = await self.get(owner, session_id)
-        async with session.lock:
-            if session.deleted:
-                raise NotFoundError(f"session_id: no session {session_id!r}")
+        async with self.locked(session) as session:
             await self._blocking(self.storage.delete_session, session_id)
             session.deleted = True
             self._live.pop(session_id, None)
@@ -311,9 +345,7 @@ class SessionManager:
     # -- observations ----------------------------------------------------------------------------
     async def observe(self, session: LiveSession, sequence: int, obs: HandObservation) -> bool:
         """Apply observation ``sequence`` (already validated); returns whether it was a resend."""
-        async with session.lock:
-            if session.deleted:
-                raise NotFoundError(f"session_id: no session {session.session_id!r}")
+        async with self.locked(session) as session:
             expected = session.hands_observed + 1
             if sequence < 1:
                 raise InvalidArgumentError("observation.sequence", "must be >= 1")
@@ -349,7 +381,7 @@ class SessionManager:
         _check_position("opponent_position", opponent_position, n)
         offset = spec.opponent_labels.index(opponent_label) + 1
         our_position = (opponent_position - offset) % n
-        async with session.lock:
+        async with self.locked(session) as session:
             probs, ess = await self._compute(
                 session, session.model.opponent_model, our_position, opponent_position
             )
@@ -363,7 +395,7 @@ class SessionManager:
         """(strategy, expected value, kind, hands) of our best response."""
         _check_position("our_position", our_position, session.spec.num_players)
         kind = kind or session.spec.config.response
-        async with session.lock:
+        async with self.locked(session) as session:
             strategy, value = await self._compute(
                 session, session.model.response, our_position, kind
             )
@@ -383,7 +415,7 @@ class SessionManager:
             who = "the hand is over" if to_act < 0 else f"position {to_act} is to act"
             raise InvalidArgumentError("history", f"{history!r}: {who}, not position {position}")
         index = game.infoset_index(position, card, history)
-        async with session.lock:
+        async with self.locked(session) as session:
             hands = session.hands_observed
             cached = session.policy_cache.get(position)
             if cached is None or cached[0] != hands:

@@ -230,3 +230,18 @@ def test_large_tables_are_computed_on_the_pool_and_equal_the_library(tmp_path: P
         assert got.effective_sample_size == ess
         assert (got.strategy.probabilities == want[GAME.infosets(2)]).all()
         assert client.response(sid, 1, "bayes").expected_value == model.response(1, "bayes")[1]
+
+
+def test_evicted_sessions_reload_by_replay(tmp_path: Path) -> None:
+    from server.sessions import Limits
+
+    observations = random_observations(12, seed=8)
+    with connected(tmp_path / "db.sqlite", limits=Limits(max_live_sessions=2)) as (client, _):
+        sids = [client.create_session(config=CONFIG).session_id for _ in range(4)]
+        for half in (observations[:6], observations[6:]):
+            for sid in sids:  # round robin: every session is evicted and reloaded in between
+                first = client.get_session(sid).hands_observed + 1
+                client.observe(sid, half, first_sequence=first)
+        model = _library(observations)
+        for sid in sids:
+            _assert_matches_library(client, sid, model)

@@ -4,7 +4,7 @@ Before searching, the mover ``p`` looks at the heuristic values ``h`` of the cur
 the leader is the agent with the largest ``h`` (the lowest index on a tie) and the gap is the
 leader's value minus the runner-up's (the largest among the others).
 
-- ``p`` leads and ``gap > T_d``: defend, i.e. play paranoid (everyone else minimises ``p``'s payoff).
+- ``p`` leads and ``gap > T_d``: defend, i.e. play paranoid (the others minimise ``p``'s payoff).
 - another agent leads and ``gap > T_o``: attack it, i.e. max^n in which ``p`` maximises
   ``-payoffs[leader]`` at its own nodes and everyone else maximises its own payoff (offensive).
 - otherwise: plain max^n.

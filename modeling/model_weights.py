@@ -335,6 +335,8 @@ def split_rhat(draws: np.ndarray) -> float:
     within-half variance and var_plus = (m-1)/m W + B/m, B/m the variance of the half means.
     Returns 1.0 for a constant series (nothing to disagree about)."""
     x = _check_chains(draws, 4)
+    if np.ptp(x) == 0.0:
+        return 1.0
     half = x.shape[1] // 2
     halves = np.concatenate([x[:, :half], x[:, x.shape[1] - half :]], axis=0)
     within = halves.var(axis=1, ddof=1).mean()
@@ -356,6 +358,8 @@ def effective_sample_size(draws: np.ndarray) -> float:
     """
     x = _check_chains(draws, 4)
     m, s = x.shape
+    if np.ptp(x) == 0.0:
+        return float(m * s)
     centred = x - x.mean(axis=1, keepdims=True)
     size = 1 << int(np.ceil(np.log2(2 * s)))
     spectrum = np.fft.rfft(centred, n=size, axis=1)

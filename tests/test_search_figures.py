@@ -281,3 +281,18 @@ def test_invalid_inputs_name_the_field(call, field: str) -> None:
     with pytest.raises(InvalidArgumentError) as info:
         call()
     assert info.value.field == field
+
+
+def test_probmaxn_models_as_utility_functions_of_payoffs() -> None:
+    """Figure 3 with leaves carrying only payoffs and the models applied by ``evaluate``."""
+    bare = Node(0, tuple(Leaf(payoffs=lf.payoffs) for lf in paper000_figure3().children))
+    result = probmaxn(
+        bare,
+        prob_model=[[0.5, 0.5]] * 3,
+        epsilon=0.3,
+        you=0,
+        true_model=1,
+        evaluate=lambda lf: spades_utilities(lf.payoffs),
+    )
+    np.testing.assert_allclose(np.array(result.utilities)[0], [30.55, 29.45], atol=1e-12)
+    assert result.move == 1

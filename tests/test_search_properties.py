@@ -14,7 +14,7 @@ from scipy import integrate
 from modeling.search.maxn import maxn, softmaxn
 from modeling.search.maxprob import max_prob, win_probabilities
 from modeling.search.paranoid import paranoid, paranoid_alphabeta
-from modeling.search.probmaxn import probmaxn
+from modeling.search.probmaxn import combine, probmaxn
 from modeling.search.tree import Leaf, Node, Tree, iter_leaves
 
 PROPS = settings(max_examples=150, deadline=None)
@@ -177,3 +177,26 @@ def test_max_prob_values_are_probabilities_and_mover_gets_its_best(tree: Tree) -
     if isinstance(tree, Node):
         best = max(child.value[tree.player] for child in result.children)
         assert result.value[tree.player] == best
+
+
+@PROPS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(1, 4),
+    mover=st.integers(0, 2),
+    eps=st.floats(0, 1),
+)
+def test_combine_probchoice_reads_only_the_movers_rows(seed: int, k: int, mover: int, eps: float):
+    rng = np.random.default_rng(seed)
+    children = [
+        tuple(rng.integers(-3, 4, size=2).astype(float) for _ in range(3)) for _ in range(k)
+    ]
+    row = rng.dirichlet([1.0, 1.0])
+    _, first = combine(children, mover, prob_model_row=row, epsilon=eps)
+    changed = [
+        tuple(c[i] if i == mover else rng.normal(size=2) for i in range(3)) for c in children
+    ]
+    matrix, second = combine(changed, mover, prob_model_row=row, epsilon=eps)
+    np.testing.assert_array_equal(first, second)
+    assert second.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(matrix[mover], second @ np.array([c[mover] for c in children]))

@@ -37,11 +37,11 @@ Root: the same rule gives the root's matrix, probChoice and u_true. If the searc
 root, the move is the first child ``c`` with ``t_c >= max_c' t_c' - tie_tol`` (ties to the first
 child); if an opponent moves at the root there is no move (``None``) and ``t`` is its expectation.
 
-Consequences worth testing (and used as tests): with one model per player, ``eps = 0`` and no
-ties, prob-max^n's matrix is the max^n value; with ``eps = 1`` every probChoice is uniform;
-probChoice does not depend on the other players' rows. Paper 000's Figures 3-6 (``eps = 0.3``,
-equal model weights) give the root matrix ``[[30.55, 29.45], [-4.5, -4.5], [-2, -2]]`` (players
-1-3, models MT, mOT).
+Consequences worth testing (and used as tests): with one model per player, ``eps = 0`` and no ties,
+prob-max^n's matrix is the max^n value; with ``eps = 1`` every probChoice is uniform; at a node,
+probChoice depends only on the mover's rows of the children's matrices. Paper 000's Figures 3-6
+(``eps = 0.3``, equal model weights) give the root matrix
+``[[30.55, 29.45], [-4.5, -4.5], [-2, -2]]`` (players 1-3, models MT, mOT).
 
 Complexity: one pass over the tree, O(nodes x sum_i N_i). No pruning applies (every child's matrix
 is needed); transpositions are the caller's business (the Spades kernel keeps a table keyed on the
@@ -101,9 +101,9 @@ def model_choice_probabilities(
 def combine(
     children: Sequence[UtilityMatrix],
     mover: int,
+    *,
     prob_model_row: np.ndarray,
     epsilon: float,
-    *,
     tie_tol: float = TIE_TOL,
 ) -> tuple[UtilityMatrix, np.ndarray]:
     """Steps 1-4 at one node: returns (the node's utility matrix, probChoice)."""
@@ -126,8 +126,12 @@ def probmaxn(
     tie_tol: float = TIE_TOL,
     evaluate: Callable[[Leaf], Sequence[Sequence[float]]] | None = None,
 ) -> ProbMaxnResult:
-    """Prob-max^n value of ``tree`` (module docstring: the rules). ``evaluate`` maps a leaf to its
-    utility matrix (default: ``leaf.utilities``)."""
+    """Prob-max^n value of ``tree`` (module docstring: the rules).
+
+    ``evaluate`` maps a leaf to its utility matrix (default: ``leaf.utilities``); with a custom
+    ``evaluate`` the leaves need ``payoffs`` (they fix the number of players), e.g. models that are
+    utility functions of a game's payoffs.
+    """
     if evaluate is None:
         n = validate_tree(tree, need_utilities=True)
         evaluate = _leaf_utilities
@@ -153,7 +157,11 @@ def probmaxn(
             return matrix, float(matrix[you][true_model]), np.empty(0), np.empty(0)
         results = [value(child) for child in t.children]
         matrix, prob_choice = combine(
-            [r[0] for r in results], t.player, rows[t.player], epsilon, tie_tol=tie_tol
+            [r[0] for r in results],
+            t.player,
+            prob_model_row=rows[t.player],
+            epsilon=epsilon,
+            tie_tol=tie_tol,
         )
         trues = np.array([r[1] for r in results])
         u_true = float(trues.max()) if t.player == you else float(prob_choice @ trues)

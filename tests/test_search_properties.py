@@ -100,7 +100,7 @@ def test_probmaxn_with_one_greedy_model_is_maxn(tree: Tree, seed: int) -> None:
 
 @PROPS
 @given(tree=trees(), seed=st.integers(0, 2**32 - 1))
-def test_probmaxn_epsilon_one_is_uniform_and_rows_independent(tree: Tree, seed: int) -> None:
+def test_probmaxn_epsilon_one_is_uniform_and_values_stay_in_range(tree: Tree, seed: int) -> None:
     rng = np.random.default_rng(seed)
     leaves = list(iter_leaves(tree))
     n = len(leaves[0].payoffs)

@@ -282,21 +282,6 @@ def _observation_field(field: str, message: pb.Observation, by_position: dict[in
     return f"observation.{field}"
 
 
-def observation_to_proto(sequence: int, obs: HandObservation) -> pb.Observation:
-    """The Observation message of a HandObservation (OpenSpiel letters)."""
-    return pb.Observation(
-        sequence=sequence,
-        position=obs.position,
-        our_card=obs.cards[obs.position],
-        history=obs.history,
-        revealed=[
-            pb.RevealedCard(position=p, card=c)
-            for p, c in enumerate(obs.cards)
-            if c is not None and p != obs.position
-        ],
-    )
-
-
 # -- information states ----------------------------------------------------------------------------
 def acpc_card(game: KuhnGame, text: str, field: str) -> int:
     """Card index of an ACPC card string ('Js' -> 0 in 3-player Kuhn)."""

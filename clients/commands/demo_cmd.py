@@ -55,9 +55,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--hands", type=int, default=400, help="hands per seat permutation")
     parser.add_argument("--k", type=int, default=10, help="MBBR samples per model")
-    parser.add_argument("--H", type=int, default=100, dest="hands_default", help="default hands")
-    parser.add_argument("--response", choices=("mean", "bayes"), default="mean")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--H",
+        type=int,
+        default=100,
+        dest="hands_default",
+        help="hands MBBR plays its default strategy (N1) before best-responding (default 100)",
+    )
+    parser.add_argument(
+        "--response",
+        choices=("mean", "bayes"),
+        default="mean",
+        help="best response to the posterior-mean models (paper 003) or the exact Bayesian one",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="deals, opponents and MBBR samples")
     parser.add_argument(
         "--data-dir", help="where the SQLite file goes (default: a new temporary folder)"
     )

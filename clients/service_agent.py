@@ -9,11 +9,14 @@ seat permutation of the agents (6 for 3 players); ACPC rotation puts seat s at p
 (s - h) mod n in hand h. An agent's result is milli-chips per hand (mbb/h); its standard error is
 taken over hands after averaging each hand over the permutations (the duplicate average), which
 removes most of the luck of the deal. This loop stands in for the in-process match engine
-(``modeling/match.py``) until that lands.
+(``modeling/match.py``) until that lands; the agents already follow its protocol
+(``begin_match``, ``act(position, card, history)``, ``end_hand``; factories
+``factory(game, seed) -> agent``), so ``service_mbbr_factory`` plugs into its ``run_duplicate``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -24,6 +27,7 @@ import numpy as np
 
 from clients.client import OpponentModelClient
 from modeling.kuhn import KuhnGame
+from modeling.mbbr import MBBRConfig
 from modeling.observation import HandObservation, observe_hand
 
 
@@ -32,7 +36,11 @@ class Agent(Protocol):
 
     name: str
 
-    def act(self, position: int, card: int, history: str, hand: int) -> int:
+    def begin_match(self, game: KuhnGame, seat: int) -> None:
+        """Called once before the first hand."""
+        ...
+
+    def act(self, position: int, card: int, history: str) -> int:
         """The action (0 pass, 1 bet) at our turn."""
         ...
 
@@ -50,7 +58,10 @@ class FixedAgent:
         self.profile = profile
         self.rng = np.random.default_rng(seed)
 
-    def act(self, position: int, card: int, history: str, hand: int) -> int:
+    def begin_match(self, game: KuhnGame, seat: int) -> None:
+        """Nothing to prepare."""
+
+    def act(self, position: int, card: int, history: str) -> int:
         """Draw from the profile at our information set."""
         index = self.game.infoset_index(position, card, history)
         return int(self.rng.random() < self.profile[position, index, 1])
@@ -68,10 +79,17 @@ class ServiceMBBRAgent:
         self.session_id = session_id
         self.next_sequence = 1
 
-    def act(self, position: int, card: int, history: str, hand: int) -> int:
-        """GetAction at our information state (``hand`` varies the service's draw)."""
+    def begin_match(self, game: KuhnGame, seat: int) -> None:
+        """Nothing to prepare: the session was created with the agent."""
+
+    def act(self, position: int, card: int, history: str) -> int:
+        """GetAction at our information state (the hand number varies the service's draw)."""
         decision = self.client.action(
-            self.session_id, position=position, card=card, history=history, draw=hand
+            self.session_id,
+            position=position,
+            card=card,
+            history=history,
+            draw=self.next_sequence,
         )
         return decision.action
 
@@ -79,6 +97,38 @@ class ServiceMBBRAgent:
         """Stream the observation; returns once the service has stored and applied it."""
         self.client.observe(self.session_id, [obs], first_sequence=self.next_sequence)
         self.next_sequence += 1
+
+
+def service_mbbr_factory(
+    client: OpponentModelClient,
+    *,
+    name: str,
+    opponent_labels: Sequence[str],
+    config: MBBRConfig,
+    sessions: list[str] | None = None,
+) -> Callable[[KuhnGame, int], ServiceMBBRAgent]:
+    """``factory(game, seed)``: a new service session per match (seeded), and its agent.
+
+    The ids of the sessions created are appended to ``sessions`` if given.
+    """
+
+    def build(game: KuhnGame, seed: int) -> ServiceMBBRAgent:
+        session = client.create_session(
+            game=f"kuhn_poker(players={game.num_players})",
+            our_label=name,
+            opponent_labels=opponent_labels,
+            config=dataclasses.replace(config, seed=seed),
+        )
+        if sessions is not None:
+            sessions.append(session.session_id)
+        return ServiceMBBRAgent(name, client, session.session_id)
+
+    return build
+
+
+def fixed_factory(name: str, profile: np.ndarray) -> Callable[[KuhnGame, int], FixedAgent]:
+    """``factory(game, seed)`` of a FixedAgent playing ``profile``."""
+    return lambda game, seed: FixedAgent(name, game, profile, seed)
 
 
 @dataclass(frozen=True)
@@ -103,7 +153,7 @@ def play_hand(game: KuhnGame, seated: Sequence[Agent], hand: int, cards: np.ndar
     history = ""
     while not game.is_terminal(history):
         p = game.current_player(history)
-        history += "pb"[at_position[p].act(p, int(cards[p]), history, hand)]
+        history += "pb"[at_position[p].act(p, int(cards[p]), history)]
     chips = game.returns(history, [int(c) for c in cards])
     for p, agent in enumerate(at_position):
         agent.end_hand(observe_hand(game, p, history, [int(c) for c in cards]))
@@ -112,29 +162,34 @@ def play_hand(game: KuhnGame, seated: Sequence[Agent], hand: int, cards: np.ndar
 
 def play_duplicate(
     game: KuhnGame,
-    make_agents: Callable[[int], list[Agent]],
+    names: Sequence[str],
+    factories: Sequence[Callable[[KuhnGame, int], Agent]],
     *,
     hands: int,
     seed: int,
-    on_hand: Callable[[], None] | None = None,
+    on_hand: Callable[[], object] | None = None,
 ) -> list[AgentResult]:
-    """Play ``hands`` hands under every seat permutation of the agents made by ``make_agents``.
+    """Play ``hands`` hands under every seating of the agents built by ``factories``.
 
-    ``make_agents(match_index)`` returns fresh agents (same order every time) for one match.
+    Agent i of seating j is built by ``factories[i](game, seed')`` with seed' derived from
+    (seed, j, i), fresh for every match.
     """
     cards = deal_cards(game, hands, seed)
     n = game.num_players
-    permutations = list(itertools.permutations(range(n)))
-    winnings = np.zeros((len(permutations), hands, n))  # [match, hand, agent]
-    names: list[str] = []
-    for m, seat_of_agent in enumerate(permutations):
-        agents = make_agents(m)
-        names = [a.name for a in agents]
+    seatings = list(itertools.permutations(range(n)))  # seating[i] = seat of agent i
+    winnings = np.zeros((len(seatings), hands, n))  # [seating, hand, agent]
+    for j, seat_of_agent in enumerate(seatings):
+        agents = [
+            factory(game, int(np.random.SeedSequence([seed, j, i]).generate_state(1)[0]))
+            for i, factory in enumerate(factories)
+        ]
         seated = [agents[seat_of_agent.index(s)] for s in range(n)]
+        for s, agent in enumerate(seated):
+            agent.begin_match(game, s)
         for h in range(hands):
             by_seat = play_hand(game, seated, h, cards[h])
             for i in range(n):
-                winnings[m, h, i] = by_seat[seat_of_agent[i]]
+                winnings[j, h, i] = by_seat[seat_of_agent[i]]
             if on_hand is not None:
                 on_hand()
     per_hand = winnings.mean(axis=0) * 1000.0  # duplicate average, mbb

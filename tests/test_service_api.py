@@ -13,7 +13,7 @@ import pytest
 from service_support import GAME, connected, random_observations, running_server
 
 from clients.client import OpponentModelClient
-from clients.service_agent import FixedAgent, ServiceMBBRAgent, play_duplicate
+from clients.service_agent import fixed_factory, play_duplicate, service_mbbr_factory
 from modeling.errors import FailedPreconditionError, NotFoundError
 from modeling.mbbr import MBBRConfig, MBBRModel
 from modeling.panel import named_profile
@@ -187,33 +187,35 @@ def test_client_resends_unacknowledged_after_the_server_returns(tmp_path: Path) 
 
 def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
     game = GAME
+    names = ["mbbr", "always-bet", "tight-passive"]
     with connected(tmp_path / "db.sqlite") as (client, _):
-        sessions = []
-
-        def make_agents(match: int):
-            sid = client.create_session(
-                opponent_labels=("always-bet", "tight-passive"),
-                config=MBBRConfig(k=5, hands_default=10, seed=match),
-            ).session_id
-            sessions.append(sid)
-            return [
-                ServiceMBBRAgent("mbbr", client, sid),
-                FixedAgent("always-bet", game, named_profile(game, "always-bet"), seed=match),
-                FixedAgent("tight-passive", game, named_profile(game, "tight-passive"), seed=match),
-            ]
-
-        results = play_duplicate(game, make_agents, hands=30, seed=9)
-        assert [r.name for r in results] == ["mbbr", "always-bet", "tight-passive"]
+        sessions: list[str] = []
+        factories = [
+            service_mbbr_factory(
+                client,
+                name="mbbr",
+                opponent_labels=names[1:],
+                config=MBBRConfig(k=5, hands_default=10),
+                sessions=sessions,
+            ),
+            *(fixed_factory(name, named_profile(game, name)) for name in names[1:]),
+        ]
+        results = play_duplicate(game, names, factories, hands=30, seed=9)
+        assert [r.name for r in results] == names
         # Kuhn is zero-sum: the duplicate averages cancel exactly.
         assert sum(r.mbb_per_hand for r in results) == pytest.approx(0.0, abs=1e-9)
         assert [client.get_session(s).hands_observed for s in sessions] == [30] * 6
         # The opponent always bets: when it opens, its model bets more than before any hand.
         learned = client.model(sessions[0], "always-bet", 0)
-        fresh = MBBRModel(game, MBBRConfig(k=5, hands_default=10, seed=0))
+        seed = client.get_session(sessions[0]).config.seed
+        fresh = MBBRModel(game, MBBRConfig(k=5, hands_default=10, seed=seed))
         prior, _ = fresh.opponent_model(learned.our_position, 0)
         opening = [game.infoset_index(0, c, "") for c in range(game.num_cards)]
         model = learned.strategy.as_dict()
         assert sum(model[f"{c}"][1] for c in range(4)) > prior[opening, 1].sum()
+        # Same seed, same match: a second run through the service reproduces the results.
+        again = play_duplicate(game, names, factories, hands=30, seed=9)
+        assert again == results
 
 
 def test_large_tables_are_computed_on_the_pool_and_equal_the_library(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from clients.client import OpponentModelClient
-from clients.service_agent import Agent, FixedAgent, ServiceMBBRAgent, play_duplicate
+from clients.service_agent import fixed_factory, play_duplicate, service_mbbr_factory
 from modeling.kuhn import kuhn_game
 from modeling.mbbr import MBBRConfig
 from modeling.panel import named_profile, panel_names
@@ -95,24 +95,18 @@ def run(args: argparse.Namespace) -> int:
         OpponentModelClient(f"127.0.0.1:{port}") as client,
     ):
         sessions: list[str] = []
-
-        def make_agents(match: int) -> list[Agent]:
-            session = client.create_session(
-                our_label="mbbr",
-                opponent_labels=opponents,
-                config=MBBRConfig(**{**config.__dict__, "seed": args.seed + match}),
-            )
-            sessions.append(session.session_id)
-            return [
-                ServiceMBBRAgent("mbbr (service)", client, session.session_id),
-                FixedAgent(opponents[0], game, profiles[0], seed=args.seed * 100 + 2 * match),
-                FixedAgent(opponents[1], game, profiles[1], seed=args.seed * 100 + 2 * match + 1),
-            ]
-
+        names = ["mbbr (service)", *opponents]
+        factories = [
+            service_mbbr_factory(
+                client, name=names[0], opponent_labels=opponents, config=config, sessions=sessions
+            ),
+            fixed_factory(opponents[0], profiles[0]),
+            fixed_factory(opponents[1], profiles[1]),
+        ]
         total = 6 * args.hands
         with tqdm(total=total, unit="hand", disable=args.json, leave=False) as bar:
             results = play_duplicate(
-                game, make_agents, hands=args.hands, seed=args.seed, on_hand=bar.update
+                game, names, factories, hands=args.hands, seed=args.seed, on_hand=bar.update
             )
     seconds = time.perf_counter() - start
     if args.json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -155,3 +156,21 @@ def test_sigterm_drains_and_sigkill_loses_nothing_acknowledged(tmp_path: Path) -
         want, ess = library.opponent_model(got.our_position, 0)
         assert got.effective_sample_size == ess
         assert (got.strategy.probabilities == want[kuhn_game(3).infosets(0)]).all()
+
+
+def test_health_turns_not_serving_when_the_server_stops(tmp_path: Path) -> None:
+    seen: list[int] = []
+    with running_server(tmp_path / "db.sqlite") as port:
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        watch = health_pb2_grpc.HealthStub(channel).Watch(
+            health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=10
+        )
+        seen.append(next(watch).status)
+    with contextlib.suppress(grpc.RpcError):  # the stream ends when the server is gone
+        seen.extend(reply.status for reply in watch)
+    channel.close()
+    serving, not_serving = (
+        health_pb2.HealthCheckResponse.SERVING,
+        health_pb2.HealthCheckResponse.NOT_SERVING,
+    )
+    assert seen[:2] == [serving, not_serving]

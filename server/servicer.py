@@ -9,9 +9,12 @@ cannot even learn which session ids exist).
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
@@ -22,6 +25,27 @@ from server import conversion
 from server.errors import UnauthenticatedError, error_details
 from server.metrics import Metrics
 from server.sessions import SessionManager, owner_of_token
+
+_OBSERVE_WINDOW = 256  # requests read ahead of the one being processed, per stream
+
+
+@dataclass(frozen=True)
+class _EndOfStream:
+    """Queued after the last request (with the error, if reading failed)."""
+
+    error: Exception | None = None
+
+
+async def _read_into(requests: AsyncIterator[pb.ObserveRequest], queue: asyncio.Queue) -> None:
+    """Move every request of the stream into ``queue``, then an _EndOfStream."""
+    try:
+        async for request in requests:
+            await queue.put(request)
+    except Exception as exc:
+        await queue.put(_EndOfStream(exc))
+    else:
+        await queue.put(_EndOfStream())
+
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
@@ -102,25 +126,58 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
     async def Observe(
         self, request_iterator: AsyncIterator[pb.ObserveRequest], context: Any
     ) -> AsyncIterator[pb.ObserveResponse]:
+        """Acknowledge observations in order; what arrived together is committed together.
+
+        A reader task queues incoming requests; each round takes everything queued, so a client
+        that writes ahead gets one commit per round instead of one per hand (same results, same
+        order). The first bad request ends the stream after the acks of those before it.
+        """
+        queue: asyncio.Queue = asyncio.Queue(maxsize=_OBSERVE_WINDOW)
+        reader = asyncio.create_task(_read_into(request_iterator, queue))
         try:
             owner = self.owner(context)
-            async for request in request_iterator:
+            done = False
+            while not done:
+                batch = [await queue.get()]
+                while not queue.empty() and len(batch) < _OBSERVE_WINDOW:
+                    batch.append(queue.get_nowait())
+                if isinstance(batch[-1], _EndOfStream):
+                    done = True
+                    end = batch.pop()
+                    if end.error is not None:
+                        raise end.error
                 start = time.perf_counter()
-                session = await self.manager.get(owner, request.session_id)
-                sequence, obs = conversion.observation_from_proto(session.game, request.observation)
-                duplicate = await self.manager.observe(session, sequence, obs)
-                self.metrics.observe_latency(time.perf_counter() - start)
-                yield pb.ObserveResponse(
-                    session_id=request.session_id,
-                    sequence=sequence,
-                    duplicate=duplicate,
-                    hands_observed=session.hands_observed,
-                )
+                for session_id, group in itertools.groupby(batch, key=lambda r: r.session_id):
+                    requests = list(group)
+                    session = await self.manager.get(owner, session_id)
+                    items, error = [], None
+                    for request in requests:
+                        try:
+                            items.append(
+                                conversion.observation_from_proto(session.game, request.observation)
+                            )
+                        except Exception as exc:
+                            error = exc
+                            break
+                    acks, refused = await self.manager.observe(session, items)
+                    elapsed = time.perf_counter() - start
+                    for ack in acks:
+                        self.metrics.observe_latency(elapsed)
+                        yield pb.ObserveResponse(
+                            session_id=session_id,
+                            sequence=ack.sequence,
+                            duplicate=ack.duplicate,
+                            hands_observed=ack.hands_observed,
+                        )
+                    if refused is not None or error is not None:
+                        raise refused or error
         except Exception as exc:
             code, message, metadata = error_details(exc)
             self.metrics.count("Observe", code, None)
             context.set_trailing_metadata(metadata)
             await context.abort(code, message)
+        finally:
+            reader.cancel()
         self.metrics.count("Observe", grpc.StatusCode.OK, None)
 
     @_rpc("GetModel")

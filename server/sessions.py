@@ -25,7 +25,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from typing import TypeVar
@@ -110,6 +110,15 @@ class SessionInfo:
 
 
 @dataclass(frozen=True)
+class Ack:
+    """The acknowledgement of one observation: durable and applied (or applied before)."""
+
+    sequence: int
+    duplicate: bool
+    hands_observed: int
+
+
+@dataclass(frozen=True)
 class ActionChoice:
     """The action the policy picks at an information state, and why."""
 
@@ -160,6 +169,11 @@ def build_model(spec: SessionSpec) -> MBBRModel:
 
 def _row_of(sequence: int, obs: HandObservation) -> ObservationRow:
     return ObservationRow(sequence, obs.position, obs.history, tuple(obs.cards))
+
+
+def _observe_all(model: MBBRModel, observations: Sequence[HandObservation]) -> None:
+    for obs in observations:
+        model.observe(obs)
 
 
 def _obs_of(row: ObservationRow) -> HandObservation:
@@ -343,29 +357,56 @@ class SessionManager:
         log.info("session deleted", extra={"session_id": session_id})
 
     # -- observations ----------------------------------------------------------------------------
-    async def observe(self, session: LiveSession, sequence: int, obs: HandObservation) -> bool:
-        """Apply observation ``sequence`` (already validated); returns whether it was a resend."""
+    async def observe(
+        self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
+    ) -> tuple[list[Ack], Exception | None]:
+        """Apply validated observations (sequence, hand) in order; one commit for all new ones.
+
+        Returns the acknowledgements of the longest acceptable prefix and the error that stopped
+        it (None if all were accepted). Each acknowledgement reports hands_observed exactly as if
+        the items had been applied one by one. Nothing is applied before the commit returns, and
+        the commit holds all new items of the prefix or none.
+        """
         async with self.locked(session) as session:
-            expected = session.hands_observed + 1
-            if sequence < 1:
-                raise InvalidArgumentError("observation.sequence", "must be >= 1")
-            if sequence < expected:
-                if session.observations[sequence - 1] != obs:
-                    raise FailedPreconditionError(
-                        f"observation.sequence: {sequence} was already applied with "
-                        "different content"
+            before = session.hands_observed
+            new: list[HandObservation] = []
+            acks: list[Ack] = []
+            error: Exception | None = None
+            for sequence, obs in items:
+                expected = before + len(new) + 1
+                if sequence < 1:
+                    error = InvalidArgumentError("observation.sequence", "must be >= 1")
+                    break
+                if sequence > expected:
+                    error = FailedPreconditionError(
+                        f"observation.sequence: expected {expected}, got {sequence} (a gap)"
                     )
-                return True
-            if sequence > expected:
-                raise FailedPreconditionError(
-                    f"observation.sequence: expected {expected}, got {sequence} (a gap)"
+                    break
+                if sequence < expected:
+                    applied = (
+                        session.observations[sequence - 1]
+                        if sequence <= before
+                        else new[sequence - before - 1]
+                    )
+                    if applied != obs:
+                        error = FailedPreconditionError(
+                            f"observation.sequence: {sequence} was already applied with "
+                            "different content"
+                        )
+                        break
+                    acks.append(Ack(sequence, True, before + len(new)))
+                    continue
+                new.append(obs)
+                acks.append(Ack(sequence, False, before + len(new)))
+            if new:
+                rows = [_row_of(before + 1 + i, obs) for i, obs in enumerate(new)]
+                await asyncio.wrap_future(
+                    self.storage.append_observations_async(session.session_id, rows)
                 )
-            fut = self.storage.append_observation_async(session.session_id, _row_of(sequence, obs))
-            await asyncio.wrap_future(fut)
-            await self._compute(session, session.model.observe, obs)
-            session.observations.append(obs)
-            self.metrics.observations.inc()
-            return False
+                await self._compute(session, _observe_all, session.model, new)
+                session.observations.extend(new)
+                self.metrics.observations.inc(len(new))
+            return acks, error
 
     # -- queries ---------------------------------------------------------------------------------
     async def model(

@@ -110,12 +110,19 @@ class Storage:
 
     def append_observation_async(self, session_id: str, obs: ObservationRow) -> Future[None]:
         """Queue one observation; the future resolves once it is committed."""
+        return self.append_observations_async(session_id, [obs])
+
+    def append_observations_async(
+        self, session_id: str, rows: list[ObservationRow]
+    ) -> Future[None]:
+        """Queue observations stored all or none; the future resolves once they are committed."""
+        values = [
+            (session_id, row.sequence, row.position, row.history, json.dumps(row.cards))
+            for row in rows
+        ]
 
         def op(db: sqlite3.Connection) -> None:
-            db.execute(
-                "INSERT INTO observations VALUES (?, ?, ?, ?, ?)",
-                (session_id, obs.sequence, obs.position, obs.history, json.dumps(obs.cards)),
-            )
+            db.executemany("INSERT INTO observations VALUES (?, ?, ?, ?, ?)", values)
 
         return self._submit(op, write=True)
 

@@ -100,6 +100,8 @@ def start_service(db: Path, synchronous: str) -> tuple[subprocess.Popen, int]:
         stderr=subprocess.PIPE, text=True, env=_env(),
     )  # fmt: skip
     for line in process.stderr:
+        if not line.startswith("{"):
+            continue  # not one of our JSON log lines (a library warning, say)
         event = json.loads(line)
         if event["msg"] == "serving":
             return process, int(event["port"])

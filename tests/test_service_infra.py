@@ -120,6 +120,8 @@ def _serve_process(db: Path) -> tuple[subprocess.Popen, int]:
         env=env,
     )
     for line in process.stderr:
+        if not line.startswith("{"):
+            continue  # not one of our JSON log lines (a library warning, say)
         event = json.loads(line)
         if event["msg"] == "serving":
             return process, event["port"]
@@ -136,7 +138,9 @@ def test_sigterm_drains_and_sigkill_loses_nothing_acknowledged(tmp_path: Path) -
         client.observe(sid, observations[:10], first_sequence=1)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=10) == 0
-    assert any(json.loads(line)["msg"] == "stopped" for line in process.stderr)
+    assert any(
+        line.startswith("{") and json.loads(line)["msg"] == "stopped" for line in process.stderr
+    )
 
     process, port = _serve_process(db)
     with OpponentModelClient(f"127.0.0.1:{port}") as client:

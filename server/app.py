@@ -78,6 +78,7 @@ class Server:
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", 16 * config.max_message_bytes),
+            ("grpc.http2.bdp_probe", 0),
         ]
         self.grpc = grpc.aio.server(options=options)
         servicer = OpponentModelServicer(

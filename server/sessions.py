@@ -9,8 +9,10 @@ Observation protocol (per session, sequence numbers 1, 2, ...): sequence ``s`` w
 (FAILED_PRECONDITION) if it differs; ``s == hands_observed + 1`` is validated, committed, then
 applied; anything larger is a gap (FAILED_PRECONDITION). Nothing changes on a refused observation.
 
-Concurrency: every operation on one session holds that session's asyncio lock, so its updates are
-applied in order and queries never see a half-applied update. Model arithmetic on large tables
+Concurrency: observations of one session are ordered by its writers' lock, held across the commit;
+the model itself is updated and read under a second lock held only for the arithmetic, so updates
+are applied in order, queries never see a half-applied update, and a query never waits for a
+commit (an fsync can take long on a busy disk). Model arithmetic on large tables
 (building, replaying, updates and responses with k^(n-1) > ``Limits.inline_joint_samples``) runs
 on a thread pool so the event loop keeps serving other sessions; small tables are cheaper to compute
 inline than to hand to a thread (see ``_compute``). Storage runs on its own thread.
@@ -131,7 +133,12 @@ class ActionChoice:
 
 @dataclass
 class LiveSession:
-    """A session loaded in memory; mutate only while holding ``lock``."""
+    """A session loaded in memory.
+
+    ``lock`` orders the writers (observations, deletion) and is held across the commit;
+    ``model_lock`` is held only while the model is updated or read, so queries never wait for
+    the disk.
+    """
 
     session_id: str
     owner: str
@@ -141,6 +148,7 @@ class LiveSession:
     model: MBBRModel
     observations: list[HandObservation]
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    model_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     policy_cache: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)
     deleted: bool = False
     evicted: bool = False  # dropped from memory; the next use reloads it from storage
@@ -291,7 +299,7 @@ class SessionManager:
         for session_id, candidate in list(self._live.items()):
             if excess <= 0:
                 break
-            if candidate is session or candidate.lock.locked():
+            if candidate is session or candidate.lock.locked() or candidate.model_lock.locked():
                 continue
             candidate.evicted = True
             del self._live[session_id]
@@ -299,10 +307,15 @@ class SessionManager:
         self.metrics.live_sessions.set(len(self._live))
 
     @contextlib.asynccontextmanager
-    async def locked(self, session: LiveSession) -> AsyncIterator[LiveSession]:
-        """Hold the lock of the session's current live object (reloaded if it was evicted)."""
+    async def locked(
+        self, session: LiveSession, *, write: bool = True
+    ) -> AsyncIterator[LiveSession]:
+        """Hold a lock of the session's current live object (reloaded if it was evicted).
+
+        ``write``: the writers' lock (held across commits); else the model lock (for reads).
+        """
         while True:
-            async with session.lock:
+            async with session.lock if write else session.model_lock:
                 if session.deleted:
                     raise NotFoundError(f"session_id: no session {session.session_id!r}")
                 if not session.evicted:
@@ -403,8 +416,9 @@ class SessionManager:
                 await asyncio.wrap_future(
                     self.storage.append_observations_async(session.session_id, rows)
                 )
-                await self._compute(session, _observe_all, session.model, new)
-                session.observations.extend(new)
+                async with session.model_lock:
+                    await self._compute(session, _observe_all, session.model, new)
+                    session.observations.extend(new)
                 self.metrics.observations.inc(len(new))
             return acks, error
 
@@ -422,7 +436,7 @@ class SessionManager:
         _check_position("opponent_position", opponent_position, n)
         offset = spec.opponent_labels.index(opponent_label) + 1
         our_position = (opponent_position - offset) % n
-        async with self.locked(session) as session:
+        async with self.locked(session, write=False) as session:
             probs, ess = await self._compute(
                 session, session.model.opponent_model, our_position, opponent_position
             )
@@ -436,7 +450,7 @@ class SessionManager:
         """(strategy, expected value, kind, hands) of our best response."""
         _check_position("our_position", our_position, session.spec.num_players)
         kind = kind or session.spec.config.response
-        async with self.locked(session) as session:
+        async with self.locked(session, write=False) as session:
             strategy, value = await self._compute(
                 session, session.model.response, our_position, kind
             )
@@ -456,7 +470,7 @@ class SessionManager:
             who = "the hand is over" if to_act < 0 else f"position {to_act} is to act"
             raise InvalidArgumentError("history", f"{history!r}: {who}, not position {position}")
         index = game.infoset_index(position, card, history)
-        async with self.locked(session) as session:
+        async with self.locked(session, write=False) as session:
             hands = session.hands_observed
             cached = session.policy_cache.get(position)
             if cached is None or cached[0] != hands:

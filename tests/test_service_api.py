@@ -247,3 +247,43 @@ def test_evicted_sessions_reload_by_replay(tmp_path: Path) -> None:
         model = _library(observations)
         for sid in sids:
             _assert_matches_library(client, sid, model)
+
+
+def test_queries_do_not_wait_for_a_pending_commit(tmp_path: Path, monkeypatch) -> None:
+    from concurrent.futures import Future
+
+    from server.storage import Storage
+
+    gate, entered = threading.Event(), threading.Event()
+    original = Storage.append_observations_async
+
+    def gated(self, session_id, rows):  # the commit cannot finish before the gate opens
+        result: Future = Future()
+        entered.set()
+
+        def run() -> None:
+            gate.wait(30)
+            inner = original(self, session_id, rows)
+            inner.add_done_callback(lambda f: result.set_result(f.result()))
+
+        threading.Thread(target=run, daemon=True).start()
+        return result
+
+    monkeypatch.setattr(Storage, "append_observations_async", gated)
+    observations = random_observations(2, seed=9)
+    with connected(tmp_path / "db.sqlite") as (client, _):
+        sid = client.create_session(config=CONFIG).session_id
+        done: list[int] = []
+        sender = threading.Thread(
+            target=lambda: done.append(client.observe(sid, observations, first_sequence=1))
+        )
+        sender.start()
+        assert entered.wait(30)  # the observations are in the commit
+        # While the commit is held, queries answer from the last committed state.
+        assert client.action(sid, position=0, card=1, history="").hands_observed == 0
+        assert client.model(sid, "opp_A", 1).hands_observed == 0
+        assert done == []
+        gate.set()
+        sender.join(timeout=30)
+        assert done == [2]
+        assert client.action(sid, position=0, card=1, history="").hands_observed == 2

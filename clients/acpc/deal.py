@@ -1,12 +1,12 @@
 """The reference dealer's card deals: MT19937 seeded by ``init_genrand(seed)``, one draw per card.
 
 ``init_genrand`` sets ``mt[0] = seed`` and ``mt[i] = 1812433253 * (mt[i-1] ^ (mt[i-1] >> 30)) + i``
-(mod 2^32) for i = 1..623. Python's ``random.Random`` is the same MT19937 generator, so loading that
-state through ``setstate`` (with the position at 624, "regenerate before the next draw") makes
+(mod 2^32) for i = 1..623. Python's ``random.Random`` is the same MT19937 generator, so loading
+that state through ``setstate`` (with the position at 624, "regenerate before the next draw") makes
 ``getrandbits(32)`` return exactly the reference's ``genrand_int32()`` sequence.
 
-Every hand starts from the fresh deck (:attr:`GameDef.deck`) and deals hole cards to positions 0, 1,
-... in order, then the board cards round by round; each card is ``deck[i]`` with
+Every hand starts from the fresh deck (:attr:`GameDef.deck`) and deals hole cards to positions 0,
+1, ... in order, then the board cards round by round; each card is ``deck[i]`` with
 ``i = genrand_int32() % remaining`` and the deck's last card moves into the hole (reference
 ``dealCard``). Reference: ``shared/notes/acpc-protocol.md`` section 8.
 """
@@ -43,7 +43,7 @@ class Deal:
     board: tuple[str, ...]
 
 
-class Dealer:
+class CardDealer:
     """Deals hand after hand from one seeded MT19937 stream, exactly as the reference dealer."""
 
     def __init__(self, game: GameDef, seed: int) -> None:

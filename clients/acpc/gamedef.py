@@ -16,7 +16,8 @@ checks that and names everything else that is unsupported.
 
 Cards are two characters, rank ``23456789TJQKA`` then suit ``cdhs``; the dealer's deck is the
 highest ``numRanks`` ranks of the last ``numSuits`` suits, suits outer and ranks inner (reference
-``makeCard(rank, suit) = rank * 4 + suit``). Reference: ``shared/notes/acpc-protocol.md`` section 2.
+``makeCard(rank, suit) = rank * 4 + suit``). Reference: ``shared/notes/acpc-protocol.md`` section
+2.
 """
 
 from __future__ import annotations

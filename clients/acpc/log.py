@@ -12,9 +12,9 @@ Layout, one record per line (a match resumed with ``-a`` appends a second header
 In STATE lines the payoffs and names are in *position* order of that hand and every player's cards
 are shown (folded ones too); in SCORE they are in *seat* order (command-line order). Numbers are
 printed with ``%.6f`` and trailing zeros (and a trailing point) removed: ``4``, ``-2``, ``0.5``.
-Reading and writing are exact inverses on reference logs (byte for byte). :func:`check_log`
-replays every hand and recomputes its payoffs and the final score.
-Reference: ``acpc-protocol.md`` section 7.
+Reading and writing are exact inverses on reference logs (byte for byte). :func:`check_log` replays
+every hand and recomputes its payoffs and the final score. Reference: ``acpc-protocol.md`` section
+7.
 """
 
 from __future__ import annotations

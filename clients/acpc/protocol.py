@@ -1,22 +1,21 @@
 """ACPC hand state, MATCHSTATE lines and client replies (protocol version 2.0.0) for Kuhn-style
 games.
 
-A hand of a one-round limit game follows the reference dealer's rules (game.c): every position posts
-its blind (in Kuhn an ante of 1); position ``firstPlayer - 1`` acts first and the turn passes to the
-next position that has not folded. ``f`` folds, ``c`` checks or calls (matches the highest total
-put in), ``r`` bets or raises by the round's raise size. Folding is invalid when there is nothing to
-call, raising is invalid once ``maxRaises`` raises were made. The round (with one round, the hand)
-ends when one player is left, or when every unfolded player has acted and matched the highest
-total.
-Payoffs: the pot goes to the last player left, or is split among the best hole cards at a showdown;
-each player's payoff is its share minus what it put in.
+A hand of a one-round limit game follows the reference dealer's rules (game.c): every position
+posts its blind (in Kuhn an ante of 1); position ``firstPlayer - 1`` acts first and the turn passes
+to the next position that has not folded. ``f`` folds, ``c`` checks or calls (matches the highest
+total put in), ``r`` bets or raises by the round's raise size. Folding is invalid when there is
+nothing to call, raising is invalid once ``maxRaises`` raises were made. The round (with one round,
+the hand) ends when one player is left, or when every unfolded player has acted and matched the
+highest total. Payoffs: the pot goes to the last player left, or is split among the best hole cards
+at a showdown; each player's payoff is its share minus what it put in.
 
 A MATCHSTATE line (server to client) is ``MATCHSTATE:<position>:<hand>:<betting>:<cards>``, where
 cards are the hole cards by position separated by ``|`` (an empty section when hidden), followed by
 the board (none in Kuhn). A client sees its own cards always and another player's only in the final
 state of a showdown, and only if that player did not fold. A reply is the state it answers followed
-by ``:`` and an action letter: ``fF`` fold, ``cCkK`` check/call, ``rRbB`` bet/raise; the rest of the
-line is ignored. Reference: ``shared/notes/acpc-protocol.md`` sections 4-6.
+by ``:`` and an action letter: ``fF`` fold, ``cCkK`` check/call, ``rRbB`` bet/raise; the rest of
+the line is ignored. Reference: ``shared/notes/acpc-protocol.md`` sections 4-6.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ policy's ``act`` picks ``f``, ``c`` or ``r`` and the client replies with the sta
 letter.
 
 A policy is any object with ``act(decision) -> str`` and ``observe(hand) -> None``;
-:data:`POLICIES` names the built-in ones. The model-based agent (MBBR, in-process or through the
-service) plugs in here as another policy. Reference: ``shared/notes/acpc-protocol.md`` sections
-3-5.
+:func:`make_policy` builds the built-in ones (the core's fixed profiles, and the reference
+``example_player``'s weights). The model-based agent (MBBR, in-process or through the service)
+plugs in here as another policy. Reference: ``shared/notes/acpc-protocol.md`` sections 3-5.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ import random
 import socket
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TextIO
 
+import numpy as np
+
+from clients.acpc.convert import card_to_kuhn, kuhn_for
 from clients.acpc.gamedef import GameDef, kuhn_num_players
 from clients.acpc.net import LineSocket
 from clients.acpc.protocol import (
@@ -35,7 +37,10 @@ from clients.acpc.protocol import (
     format_reply,
     parse_matchstate,
 )
-from modeling.errors import InvalidArgumentError
+from modeling.errors import InvalidArgumentError, NotFoundError
+from modeling.kuhn import BET
+from modeling.panel import named_profile, panel_names
+from modeling.strategy import validate_profile
 
 
 @dataclass(frozen=True)
@@ -100,9 +105,26 @@ class WeightedPolicy:
         """A fixed strategy learns nothing."""
 
 
-def uniform_policy(game: GameDef, seed: int) -> Policy:
-    """Each valid action with equal probability (in Kuhn: pass or bet, one half each)."""
-    return WeightedPolicy({FOLD: 1.0, CALL: 1.0, RAISE: 1.0}, seed)
+class ProfilePolicy:
+    """Plays one position's row of a Kuhn profile from the core (N1, N3, uniform, ...); seeded."""
+
+    def __init__(self, game: GameDef, profile: np.ndarray, seed: int) -> None:
+        self.game = game
+        self.kuhn = kuhn_for(game)
+        self.profile = validate_profile(self.kuhn, profile)
+        self.rng = random.Random(seed)
+
+    def act(self, decision: Decision) -> str:
+        """Draw pass/bet from the profile at our information set, then write it the ACPC way."""
+        history = self.kuhn.acpc_to_history(decision.state.betting)
+        card = card_to_kuhn(self.game, decision.hole)
+        infoset = self.kuhn.infoset_index(decision.position, card, history)
+        p_bet = float(self.profile[decision.position, infoset, BET])
+        letter = "b" if self.rng.random() < p_bet else "p"
+        return self.kuhn.history_to_acpc(history + letter)[-1]
+
+    def observe(self, hand: SeatHand) -> None:
+        """A fixed strategy learns nothing."""
 
 
 def example_policy(game: GameDef, seed: int) -> Policy:
@@ -110,18 +132,21 @@ def example_policy(game: GameDef, seed: int) -> Policy:
     return WeightedPolicy({FOLD: 0.06, CALL: 0.47, RAISE: 0.47}, seed)
 
 
-POLICIES: dict[str, Callable[[GameDef, int], Policy]] = {
-    "uniform": uniform_policy,
-    "example": example_policy,
-}
+def policy_names() -> list[str]:
+    """Names ``make_policy`` knows: the core's panel (n1, n2, n3, uniform, ...) and ``example``."""
+    return [*panel_names(), "example"]
 
 
 def make_policy(name: str, game: GameDef, seed: int) -> Policy:
     """The built-in policy ``name`` for ``game``; InvalidArgumentError listing the known names."""
-    factory = POLICIES.get(name)
-    if factory is None:
-        raise InvalidArgumentError("agent", f"unknown agent {name!r}; known: {', '.join(POLICIES)}")
-    return factory(game, seed)
+    if name == "example":
+        return example_policy(game, seed)
+    try:
+        profile = named_profile(kuhn_for(game), name)
+    except NotFoundError as exc:
+        known = ", ".join(policy_names())
+        raise InvalidArgumentError("agent", f"unknown agent {name!r}; known: {known}") from exc
+    return ProfilePolicy(game, profile, seed)
 
 
 @dataclass(frozen=True)

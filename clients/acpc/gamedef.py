@@ -3,11 +3,11 @@
 The format is line oriented and case-insensitive. Reading stops at a line starting with
 ``END GAMEDEF``; a line starting with ``GAMEDEF`` is skipped, as are empty lines and lines whose
 first character is ``#``. A keyword is recognised by a case-insensitive *prefix* compare (so
-``numPlayersX = 3`` is ``numPlayers``), and before each number any spaces and ``=`` signs are
-skipped, so ``blind = 1 1 1``, ``blind=1 1 1`` and ``blind 1 1 1`` are the same. Unrecognised lines
-are silently ignored. The reference's defaults and sanity checks are kept, including its quirk that
-only the first four stacks default to unlimited (``INT32_MAX``), so games with more than four
-players need a ``stack`` line.
+``LIMIT betting`` is ``limit``), the numbers are read right after the keyword, and before each
+number any spaces and ``=`` signs are skipped, so ``blind = 1 1 1``, ``blind=1 1 1`` and
+``blind 1 1 1`` are the same. Unrecognised lines are silently ignored. The reference's defaults and
+sanity checks are kept, including its quirk that only the first four stacks default to unlimited
+(``INT32_MAX``), so games with more than four players need a ``stack`` line.
 
 Parsing handles every keyword of every ACPC game (:func:`parse_game_def`). What the project can
 model is narrower: n-player Kuhn-style limit games (one round, one hole card, no board, at most one

@@ -211,12 +211,12 @@ def play_match(
                 continue
             if hand.finished:
                 if state.hand != last_observed:
-                    last_observed = state.hand
                     try:
                         result = seat_hand(state, hand)
                     except InvalidArgumentError:  # a showdown card is missing: not a real dealer
                         ignored += 1
                         continue
+                    last_observed = state.hand
                     hands += 1
                     total += result.payoff
                     policy.observe(result)

@@ -26,6 +26,7 @@ or resume (``-T``, ``-a``). Reference: ``shared/notes/acpc-protocol.md`` section
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import sys
@@ -158,6 +159,7 @@ class MatchDealer:
         n = config.game.num_players
         self._clock = _Clock([0] * n, [0] * n)
         self._last_send = 0
+        self._cancelled: str | None = None
 
     # -- set-up -----------------------------------------------------------------------------
     def listen(self) -> tuple[int, ...]:
@@ -208,6 +210,8 @@ class MatchDealer:
                 raise _Abort(
                     f"ERROR: seat {seat + 1} did not connect within --start_timeout {timeout} ms"
                 ) from None
+            except OSError as exc:  # cancel() shut the listener down
+                raise _Abort(f"ERROR: seat {seat + 1} did not connect: {exc}") from None
             finally:
                 listener.close()
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -348,6 +352,8 @@ class MatchDealer:
                             f"Seconds cumulatively spent in match for seat {seat}: {seconds}\n"
                         )
         except _Abort as exc:
+            if self._cancelled is not None:
+                exc = _Abort(f"{exc}\nERROR: match cancelled: {self._cancelled}")
             err.write(f"{exc}\n")
             err.flush()
             self.close()
@@ -363,6 +369,14 @@ class MatchDealer:
         self.out.flush()
         self.close()
         return MatchResult(0, played, tuple(totals))
+
+    def cancel(self, reason: str) -> None:
+        """Abort the match from another thread (e.g. an agent process died): shuts the sockets
+        down so that a blocked accept or read returns and the match ends as aborted."""
+        self._cancelled = reason
+        for sock in [*self._listeners, *(conn.sock for conn in self._seats)]:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         """Close the log, the listeners and the connections (idempotent)."""

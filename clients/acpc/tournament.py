@@ -164,7 +164,7 @@ def play_tournament_match(
         stderr=dealer_err,
         on_hand=record,
     )
-    processes: list[subprocess.Popen] = []
+    processes: list[tuple[str, subprocess.Popen]] = []
     threads: list[threading.Thread] = []
     results: dict[int, AgentResult | Exception] = {}
     try:
@@ -176,7 +176,8 @@ def play_tournament_match(
                     (out / f"{match}.seat{seat + 1}.{agent.name}.out").open("wb") as so,
                     (out / f"{match}.seat{seat + 1}.{agent.name}.err").open("wb") as se,
                 ):
-                    processes.append(subprocess.Popen(argv, stdout=so, stderr=se, cwd=out))
+                    process = subprocess.Popen(argv, stdout=so, stderr=se)
+                processes.append((f"seat {seat + 1} agent {agent.name}", process))
                 continue
             policy = make_policy(
                 agent.builtin,
@@ -191,13 +192,19 @@ def play_tournament_match(
             )
             thread.start()
             threads.append(thread)
+        finished = threading.Event()
+        watcher = threading.Thread(
+            target=_watch_processes, args=(dealer, processes, finished), daemon=True
+        )
+        watcher.start()
         outcome = dealer.run()
+        finished.set()
     finally:
         dealer.close()
         dealer_err.close()
         for thread in threads:
             thread.join(timeout=10)
-        for process in processes:
+        for _, process in processes:
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -214,6 +221,19 @@ def play_tournament_match(
             f"(see {out / (match + '.err')})"
         )
     return MatchRecord(duplicate, names, out / f"{match}.log", payoffs)
+
+
+def _watch_processes(
+    dealer: MatchDealer, processes: list[tuple[str, subprocess.Popen]], finished: threading.Event
+) -> None:
+    """Cancel the match as soon as an external agent exits before it is over, rather than let the
+    dealer wait for a connection or a version line that will never come."""
+    while not finished.wait(0.05):
+        for who, process in processes:
+            code = process.poll()
+            if code is not None:
+                dealer.cancel(f"{who} exited with status {code}")
+                return
 
 
 def _run_builtin(

@@ -52,42 +52,82 @@ def scripted(*clients: ScriptedClient | dict):
     return start
 
 
-def test_oppmodel_dealer_with_seed_42_deals_exactly_the_cards_of_the_real_log(
+REFERENCE_LOG = DATA / "kuhn3p-seed42-example-players.log"
+REFERENCE_BETTING = [h.betting for h in read_log(REFERENCE_LOG).hands]
+
+
+def replay_reference(line: str, state: MatchState, hand: HandState, decision: int) -> list[str]:
+    """Play the action the reference match's player took at this point (as example_player)."""
+    return [f"{line}:{REFERENCE_BETTING[state.hand][len(state.betting)]}\n"]
+
+
+def test_oppmodel_dealer_with_seed_42_reproduces_the_reference_log_byte_for_byte(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # same command line as the reference run, with clients replaying the reference players'
+    # actions: the deals, rotation, payoffs, log and SCORE must all come out identical
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "kuhn.limit.3p.game").write_text(GAME_FILE.read_text())
     ports = free_ports(3)
     parser = argparse.ArgumentParser()
     dealer_cmd.register(parser.add_subparsers())
     args = parser.parse_args(
         [
-            *("dealer", "seed42", str(GAME_FILE), "3000", "42", "Alice", "Bob", "Carol", "-q"),
-            *("-p", ",".join(map(str, ports)), "--start_timeout", "10000"),
+            *("dealer", "kuhn3p_seed42", "kuhn.limit.3p.game", "3000", "42"),
+            *("Alice", "Bob", "Carol", "-q", "-p", ",".join(map(str, ports))),
+            *("--start_timeout", "10000"),
         ]
     )
-    agents = project_agents(("example", "example", "example"))(tuple(ports))
+    clients = [ScriptedClient(port, replay_reference).start() for port in ports]
     assert args.func(args) == 0
-    for agent in agents:
-        agent.join()
-    ours, reference = (
-        read_log(tmp_path / "seed42.log"),
-        read_log(DATA / "kuhn3p-seed42-example-players.log"),
-    )
-    assert [h.hole for h in ours.hands] == [h.hole for h in reference.hands]
-    assert [h.names for h in ours.hands] == [h.names for h in reference.hands]
-    assert check_log(GAME, ours) == []
+    for client in clients:
+        client.join()
+        assert client.error is None
+    assert (tmp_path / "kuhn3p_seed42.log").read_text() == REFERENCE_LOG.read_text()
     out = capsys.readouterr()
-    stdout = out.out.splitlines()
-    assert stdout[0] == " ".join(map(str, ports))
-    score = (tmp_path / "seed42.log").read_text().splitlines()[-1]
-    assert stdout[-1] == score and score.endswith(":Alice|Bob|Carol")
-    assert out.err.splitlines()[:4] == [
-        f"# name/game/hands/seed seed42 {GAME_FILE} 3000 42",
+    assert out.out.splitlines() == [" ".join(map(str, ports)), "SCORE:-108|66|42:Alice|Bob|Carol"]
+    assert out.err.splitlines() == [
+        "# name/game/hands/seed kuhn3p_seed42 kuhn.limit.3p.game 3000 42",
         "#--t_response 600000",
         "#--t_hand 600000",
         "#--t_per_hand 7000",
+        "SCORE:-108|66|42:Alice|Bob|Carol",
     ]
-    assert [a.result.total for a in agents] == list(ours.score.totals)
+
+
+CAPTURED_TRAFFIC = """\
+TO 1 at 1795640679.738432 MATCHSTATE:0:0::Ks||
+TO 2 at 1795640679.738459 MATCHSTATE:1:0::|As|
+TO 3 at 1795640679.738475 MATCHSTATE:2:0::||Js
+FROM 1 at 1795640679.738528 MATCHSTATE:0:0::Ks||:c
+TO 1 at 1795640679.738548 MATCHSTATE:0:0:c:Ks||
+FROM 2 at 1795640679.738595 MATCHSTATE:1:0:c:|As|:c
+FROM 3 at 1795640679.738669 MATCHSTATE:2:0:cc:||Js:r
+FROM 1 at 1795640679.738737 MATCHSTATE:0:0:ccr:Ks||:c
+FROM 2 at 1795640679.738795 MATCHSTATE:1:0:ccrc:|As|:c
+TO 1 at 1795640679.738868 MATCHSTATE:0:0:ccrcc:Ks|As|Js
+TO 1 at 1795640679.738919 MATCHSTATE:2:1::||Qs
+FROM 3 at 1795640679.776018 MATCHSTATE:0:137:ccr:As||:f
+TO 1 at 1795640679.776096 MATCHSTATE:1:137:ccrfc:|Js|Ks
+TO 3 at 1795640679.776121 MATCHSTATE:0:137:ccrfc:As|Js|Ks
+TO 3 at 1795640679.807179 MATCHSTATE:0:260:rff:Js||
+"""
+
+
+def test_the_traffic_contains_the_captured_reference_traffic_in_order(tmp_path: Path) -> None:
+    captured, _ = run_dealer(
+        tmp_path, hands=261, clients=scripted(*[{"on_act": replay_reference}] * 3)
+    )
+    assert captured.result.status == 0
+    ours = [
+        re.sub(f" at {STAMP} ", " ", line.rstrip("\r"))
+        for line in captured.stderr.splitlines()
+        if line.startswith(("TO ", "FROM "))
+    ]
+    expected = [re.sub(f" at {STAMP} ", " ", line) for line in CAPTURED_TRAFFIC.splitlines()]
+    position = 0
+    for line in expected:  # a subsequence: the capture shows some of the lines
+        position = ours.index(line, position) + 1
 
 
 def expected_messages(hand_record, number: int, shift: int) -> list[tuple[int, str]]:

@@ -318,7 +318,8 @@ class MatchDealer:
             hand.apply(self._get_action(seat, current, hand, sent_ns))
         payoffs = hand.payoffs(deal.hole)
         names = tuple(cfg.names[(p + shift) % n] for p in range(n))
-        return LoggedHand(number, hand.betting, deal.hole, deal.board, payoffs, names)
+        # one-round games: the log shows board cards only from round 1 on, so none here
+        return LoggedHand(number, hand.betting, deal.hole, (), payoffs, names)
 
     def run(self) -> MatchResult:
         """Accept the seats, play the match, write the outputs; never raises for a bad client."""

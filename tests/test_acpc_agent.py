@@ -21,7 +21,7 @@ from clients.acpc.agent import (
     play_match,
     policy_names,
 )
-from clients.acpc.convert import kuhn_for
+from clients.acpc.convert import kuhn_for, log_observations
 from clients.acpc.log import parse_log
 from clients.acpc.net import LineSocket
 from clients.acpc.protocol import HandState, MatchState
@@ -119,8 +119,8 @@ def test_an_invalid_choice_of_the_policy_becomes_a_call(capsys: pytest.CaptureFi
 
 def test_policies_are_the_cores_profiles_and_unknown_names_are_refused() -> None:
     names = policy_names()
-    assert {"n1", "n2", "n3", "uniform", "example"} <= set(names)
-    with pytest.raises(InvalidArgumentError, match="unknown agent 'nope'; known: n1"):
+    assert {"mbbr", "n1", "n2", "n3", "uniform", "example"} <= set(names)
+    with pytest.raises(InvalidArgumentError, match="unknown agent 'nope'; known: mbbr, n1"):
         make_policy("nope", GAME, 0)
 
 
@@ -185,3 +185,25 @@ def test_the_wrapper_script_plays_a_seat_with_the_reference_calling_convention(
     assert process.returncode == 0
     total = parse_log(captured.log).score.totals[0]
     assert err.startswith(f"acpc-agent n3: 30 hands, {total:+g} chips")
+
+
+def test_the_in_process_mbbr_agent_learns_from_every_hand_of_a_real_match(tmp_path: Path) -> None:
+    policies = [make_policy("mbbr", GAME, 11), make_policy("n1", GAME, 1)]
+    policies.append(make_policy("always-bet", GAME, 2))
+    hands = 130  # past H = 100: the last hands are played by the response
+
+    def start(ports: tuple[int, ...]) -> list[AgentThread]:
+        return [AgentThread(p, policy) for p, policy in zip(ports, policies, strict=True)]
+
+    captured, agents = run_dealer(tmp_path, hands=hands, clients=start, quiet=True)
+    assert captured.result.status == 0
+    model = policies[0].model
+    assert model.hands_observed == hands
+    # the model is exactly the one built from the same hands replayed offline
+    log = parse_log(captured.log)
+    replayed = make_policy("mbbr", GAME, 11).model
+    for _, observation in log_observations(GAME, log, "Alice"):
+        replayed.observe(observation)
+    for position in range(3):
+        assert np.array_equal(replayed.posterior(position), model.posterior(position))
+    assert agents[0].result.total == log.score.totals[0]

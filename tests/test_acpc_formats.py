@@ -13,6 +13,7 @@ from clients.acpc.convert import (
     full_view_observation,
     kuhn_for,
     kuhn_to_card,
+    log_observations,
     seat_observation,
 )
 from clients.acpc.deal import CardDealer, init_genrand
@@ -325,3 +326,20 @@ def test_replayed_observations_never_hold_a_card_the_seat_could_not_see() -> Non
     hand_137 = log.hands[137]
     obs = full_view_observation(GAME, position=1, betting=hand_137.betting, hole=hand_137.hole)
     assert obs.history == "ppbpb" and obs.cards == (None, 0, 2)
+
+
+def test_log_observations_are_a_players_live_view_of_every_hand() -> None:
+    log = parse_log(LOG_TEXT)
+    seen = list(log_observations(GAME, log, "Bob"))
+    assert len(seen) == 3000
+    for hand, obs in seen:
+        position = hand.names.index("Bob")
+        state = HandState.from_betting(GAME, hand.betting)
+        visible = state.visible_hole(hand.hole, position)
+        assert obs.position == position
+        assert obs.cards == tuple(card_to_kuhn(GAME, c) if c else None for c in visible)
+    # hand 137: Carol (position 0) folded the Ace; Alice and Bob never see it
+    assert [obs.cards for hand, obs in seen if hand.hand == 137] == [(None, 0, 2)]
+    with pytest.raises(InvalidArgumentError) as info:
+        list(log_observations(GAME, log, "Dave"))
+    assert info.value.field == "name"

@@ -24,7 +24,7 @@ from typing import Protocol, TextIO
 
 import numpy as np
 
-from clients.acpc.convert import card_to_kuhn, kuhn_for
+from clients.acpc.convert import card_to_kuhn, kuhn_for, seat_observation
 from clients.acpc.gamedef import GameDef, kuhn_num_players
 from clients.acpc.net import LineSocket
 from clients.acpc.protocol import (
@@ -39,6 +39,7 @@ from clients.acpc.protocol import (
 )
 from modeling.errors import InvalidArgumentError, NotFoundError
 from modeling.kuhn import BET
+from modeling.mbbr import MBBRConfig, MBBRModel
 from modeling.panel import named_profile, panel_names
 from modeling.strategy import validate_profile
 
@@ -105,26 +106,69 @@ class WeightedPolicy:
         """A fixed strategy learns nothing."""
 
 
-class ProfilePolicy:
-    """Plays one position's row of a Kuhn profile from the core (N1, N3, uniform, ...); seeded."""
+class StrategyPolicy:
+    """Samples pass/bet from a Kuhn strategy (``strategy(position)``, shape (num_infosets, 2)) at
+    our information set and writes it the ACPC way; seeded. Subclasses say where the strategy
+    comes from."""
 
-    def __init__(self, game: GameDef, profile: np.ndarray, seed: int) -> None:
+    def __init__(self, game: GameDef, seed: int) -> None:
         self.game = game
         self.kuhn = kuhn_for(game)
-        self.profile = validate_profile(self.kuhn, profile)
         self.rng = random.Random(seed)
 
+    def strategy(self, position: int) -> np.ndarray:
+        """Our strategy in ``position`` for the current hand."""
+        raise NotImplementedError
+
     def act(self, decision: Decision) -> str:
-        """Draw pass/bet from the profile at our information set, then write it the ACPC way."""
+        """Draw pass/bet at our information set, then write it as ``f``, ``c`` or ``r``."""
         history = self.kuhn.acpc_to_history(decision.state.betting)
         card = card_to_kuhn(self.game, decision.hole)
         infoset = self.kuhn.infoset_index(decision.position, card, history)
-        p_bet = float(self.profile[decision.position, infoset, BET])
+        p_bet = float(self.strategy(decision.position)[infoset, BET])
         letter = "b" if self.rng.random() < p_bet else "p"
         return self.kuhn.history_to_acpc(history + letter)[-1]
 
     def observe(self, hand: SeatHand) -> None:
         """A fixed strategy learns nothing."""
+
+
+class ProfilePolicy(StrategyPolicy):
+    """Plays a fixed Kuhn profile from the core (N1, N3, uniform, ...)."""
+
+    def __init__(self, game: GameDef, profile: np.ndarray, seed: int) -> None:
+        super().__init__(game, seed)
+        self.profile = validate_profile(self.kuhn, profile)
+
+    def strategy(self, position: int) -> np.ndarray:
+        """The profile's row for ``position``."""
+        return self.profile[position]
+
+
+class ModelPolicy(StrategyPolicy):
+    """Plays an in-process MBBR model: every finished hand updates it (with only what this seat
+    saw), and each hand's actions come from its current policy (the default strategy for the
+    first H hands, then the response to the opponent models)."""
+
+    def __init__(self, game: GameDef, model: MBBRModel, seed: int) -> None:
+        super().__init__(game, seed)
+        self.model = model
+        self._strategies: dict[int, np.ndarray] = {}
+
+    def strategy(self, position: int) -> np.ndarray:
+        """The model's policy for ``position``, computed once per hand."""
+        if position not in self._strategies:
+            self._strategies[position] = self.model.policy(position)
+        return self._strategies[position]
+
+    def observe(self, hand: SeatHand) -> None:
+        """One Bayesian update from what this seat saw."""
+        self.model.observe(
+            seat_observation(
+                self.game, position=hand.position, betting=hand.betting, hole=hand.hole
+            )
+        )
+        self._strategies.clear()
 
 
 def example_policy(game: GameDef, seed: int) -> Policy:
@@ -133,14 +177,21 @@ def example_policy(game: GameDef, seed: int) -> Policy:
 
 
 def policy_names() -> list[str]:
-    """Names ``make_policy`` knows: the core's panel (n1, n2, n3, uniform, ...) and ``example``."""
-    return [*panel_names(), "example"]
+    """Names ``make_policy`` knows: ``mbbr``, the core's panel (n1, n2, n3, uniform, ...) and
+    ``example``."""
+    return ["mbbr", *panel_names(), "example"]
 
 
 def make_policy(name: str, game: GameDef, seed: int) -> Policy:
-    """The built-in policy ``name`` for ``game``; InvalidArgumentError listing the known names."""
+    """The built-in policy ``name`` for ``game``; InvalidArgumentError listing the known names.
+
+    ``mbbr`` is the paper's MBBR agent with its default parameters, in-process, seeded with
+    ``seed`` (the same seed drives its samples and its action draws).
+    """
     if name == "example":
         return example_policy(game, seed)
+    if name == "mbbr":
+        return ModelPolicy(game, MBBRModel(kuhn_for(game), MBBRConfig(seed=seed)), seed)
     try:
         profile = named_profile(kuhn_for(game), name)
     except NotFoundError as exc:

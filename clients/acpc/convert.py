@@ -1,15 +1,18 @@
 """Between the ACPC protocol and the modeling core's Kuhn game (:mod:`modeling.kuhn`).
 
-Cards: an ACPC Kuhn deck is the top n + 1 ranks of one suit, so a card's Kuhn number is its index in
-the dealer's deck (3 players: ``Js Qs Ks As`` -> 0, 1, 2, 3). Betting: ``c`` is a pass (check) when
-no bet is outstanding and a bet (call) when one is; ``r`` is a bet; ``f`` is a pass (fold); the core
-converts and checks legality (:meth:`KuhnGame.acpc_to_history`). What a seat saw becomes a
+Cards: an ACPC Kuhn deck is the top n + 1 ranks of one suit, so a card's Kuhn number is its index
+in the dealer's deck (3 players: ``Js Qs Ks As`` -> 0, 1, 2, 3). Betting: ``c`` is a pass (check)
+when no bet is outstanding and a bet (call) when one is; ``r`` is a bet; ``f`` is a pass (fold);
+the core converts and checks legality (:meth:`KuhnGame.acpc_to_history`). What a seat saw becomes a
 :class:`HandObservation` with None for every hidden card, exactly as the protocol hid it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from clients.acpc.gamedef import GameDef, kuhn_num_players
+from clients.acpc.log import DealerLog, LoggedHand
 from modeling.errors import InvalidArgumentError
 from modeling.kuhn import KuhnGame, kuhn_game
 from modeling.observation import HandObservation
@@ -58,3 +61,27 @@ def full_view_observation(
     history = kuhn.acpc_to_history(betting)
     cards = [card_to_kuhn(game, c) for c in hole]
     return HandObservation(position, history, kuhn.visible_cards(history, cards, position))
+
+
+def log_observations(
+    game: GameDef, log: DealerLog, name: str
+) -> Iterator[tuple[LoggedHand, HandObservation]]:
+    """Every logged hand ``name`` played, with the observation ``name`` made of it live.
+
+    This is what an offline replay feeds to a model: the same observations, in the same order,
+    as the live agent in ``name``'s seat would have made (hidden cards stay hidden).
+    InvalidArgumentError naming ``name`` if it never played.
+    """
+    found = False
+    for hand in log.hands:
+        if name in hand.names:
+            found = True
+            position = hand.names.index(name)
+            yield (
+                hand,
+                full_view_observation(
+                    game, position=position, betting=hand.betting, hole=hand.hole
+                ),
+            )
+    if not found:
+        raise InvalidArgumentError("name", f"{name!r} played no hand in this log")

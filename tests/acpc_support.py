@@ -6,6 +6,7 @@ Every socket operation has a timeout, so a broken dealer or client fails a test 
 from __future__ import annotations
 
 import io
+import selectors
 import socket
 import threading
 from collections.abc import Callable
@@ -74,6 +75,54 @@ class ScriptedClient:
             conn.close()
         except BaseException as exc:  # surfaced by the test through .error
             self.error = exc
+
+
+class SeatsInOneThread:
+    """Several scripted seats served by one thread (fewer threads contending for the GIL with the
+    dealer, so long matches run faster); each seat replies through ``on_act`` when it is to act."""
+
+    def __init__(self, ports: tuple[int, ...], on_act: OnAct) -> None:
+        self.on_act = on_act
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(ports,), daemon=True)
+        self._thread.start()
+
+    def _run(self, ports: tuple[int, ...]) -> None:
+        try:
+            with selectors.DefaultSelector() as selector:
+                for port in ports:
+                    sock = connect("127.0.0.1", port, SOCKET_TIMEOUT)
+                    sock.sendall(b"VERSION:2.0.0\n")
+                    sock.setblocking(False)
+                    selector.register(sock, selectors.EVENT_READ, bytearray())
+                decisions = 0
+                while selector.get_map():
+                    events = selector.select(SOCKET_TIMEOUT)
+                    assert events, "no traffic for too long"
+                    for key, _ in events:
+                        data = key.fileobj.recv(1 << 16)
+                        if not data:
+                            selector.unregister(key.fileobj)
+                            key.fileobj.close()
+                            continue
+                        buffer = key.data
+                        buffer += data
+                        *lines, rest = buffer.split(b"\n")
+                        buffer[:] = rest
+                        for raw in lines:
+                            text = raw.decode().rstrip("\r")
+                            state, hand = parse_matchstate(GAME, text)
+                            if not hand.finished and hand.current == state.position:
+                                replies = self.on_act(text, state, hand, decisions)
+                                key.fileobj.sendall("".join(replies).encode())
+                                decisions += 1
+        except BaseException as exc:  # surfaced by the test through .error
+            self.error = exc
+
+    def join(self) -> None:
+        self._thread.join(SOCKET_TIMEOUT)
+        assert not self._thread.is_alive(), "scripted seats did not finish"
+        assert self.error is None, self.error
 
 
 @dataclass

@@ -17,6 +17,7 @@ from acpc_support import (
     GAME_FILE,
     AgentThread,
     ScriptedClient,
+    SeatsInOneThread,
     free_ports,
     run_dealer,
 )
@@ -78,11 +79,9 @@ def test_oppmodel_dealer_with_seed_42_reproduces_the_reference_log_byte_for_byte
             *("--start_timeout", "10000"),
         ]
     )
-    clients = [ScriptedClient(port, replay_reference).start() for port in ports]
+    clients = SeatsInOneThread(tuple(ports), replay_reference)
     assert args.func(args) == 0
-    for client in clients:
-        client.join()
-        assert client.error is None
+    clients.join()
     assert (tmp_path / "kuhn3p_seed42.log").read_text() == REFERENCE_LOG.read_text()
     out = capsys.readouterr()
     assert out.out.splitlines() == [" ".join(map(str, ports)), "SCORE:-108|66|42:Alice|Bob|Carol"]

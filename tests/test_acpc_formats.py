@@ -245,6 +245,12 @@ def test_check_log_finds_tampering() -> None:
         "SCORE: Bob",
         "SCORE: Carol",
     ]
+    renamed = LOG_TEXT.replace(
+        "SCORE:-108|66|42:Alice|Bob|Carol", "SCORE:-108|66|42:Alice|Bob|Dave"
+    )
+    assert check_log(GAME, parse_log(renamed)) == [
+        "SCORE: names ('Alice', 'Bob', 'Dave') are not the players ['Alice', 'Bob', 'Carol']"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -250,7 +250,6 @@ def check_log(game: GameDef, log: DealerLog) -> list[str]:
     """
     problems = []
     deck = set(game.deck)
-    totals: dict[str, float] = {}
     for hand in log.hands:
         try:
             payoffs = hand_payoffs(game, hand)
@@ -263,13 +262,17 @@ def check_log(game: GameDef, log: DealerLog) -> list[str]:
             problems.append(
                 f"hand {hand.hand}: logged payoffs {hand.payoffs}, recomputed {payoffs}"
             )
-        for name, value in zip(hand.names, hand.payoffs, strict=True):
-            totals[name] = totals.get(name, 0.0) + value
     score = log.score
-    if score is not None:
-        for name, total in zip(score.names, score.totals, strict=True):
-            if format_number(totals.get(name, 0.0)) != format_number(total):
-                problems.append(f"SCORE: {name} logged {total}, recomputed {totals.get(name, 0.0)}")
+    if score is None:
+        return problems
+    players = {name for hand in log.hands for name in hand.names}
+    if players != set(score.names):
+        problems.append(f"SCORE: names {score.names} are not the players {sorted(players)}")
+        return problems
+    recomputed = seat_totals(log.hands, score.names)
+    for name, total, summed in zip(score.names, score.totals, recomputed, strict=True):
+        if format_number(total) != format_number(summed):
+            problems.append(f"SCORE: {name} logged {total}, recomputed {summed}")
     return problems
 
 

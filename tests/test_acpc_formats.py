@@ -240,10 +240,10 @@ def test_check_log_finds_tampering() -> None:
     assert problems[0].startswith("hand 0: logged payoffs")
     assert problems[1].startswith("hand 1:") and "not finished" in problems[1]
     assert problems[2].startswith("hand 2: cards")
-    assert [p.split(" logged")[0] for p in problems[3:]] == [
-        "SCORE: Alice",
-        "SCORE: Bob",
-        "SCORE: Carol",
+    # the SCORE must be the sum of the logged payoffs: hand 0's changes Bob's and Carol's
+    assert problems[3:] == [
+        "SCORE: Bob logged 66.0, recomputed 65.0",
+        "SCORE: Carol logged 42.0, recomputed 43.0",
     ]
     renamed = LOG_TEXT.replace(
         "SCORE:-108|66|42:Alice|Bob|Carol", "SCORE:-108|66|42:Alice|Bob|Dave"

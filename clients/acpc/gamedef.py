@@ -128,7 +128,7 @@ _FILE_NAMES = {
 }
 
 
-def _scan_numbers(text: str, limit: int, keyword: str, lo: int, hi: int) -> list[int]:
+def _scan_numbers(text: str, limit: int, keyword: str, *, lo: int, hi: int) -> list[int]:
     """Read up to ``limit`` integers, skipping whitespace and ``=`` before each (like the
     reference)."""
     values: list[int] = []
@@ -187,14 +187,14 @@ def parse_game_def(text: str) -> GameDef:
             continue
         for key, (limit, lo, hi) in _LIST_KEYWORDS.items():
             if low.startswith(key):
-                values = _scan_numbers(line[len(key) :], limit, key, lo, hi)
+                values = _scan_numbers(line[len(key) :], limit, key, lo=lo, hi=hi)
                 lists[key][: len(values)] = values
                 read[key] = len(values)
                 break
         else:
             for key in _SCALAR_KEYWORDS:
                 if low.startswith(key):
-                    values = _scan_numbers(line[len(key) :], 1, key, 0, UINT8_MAX)
+                    values = _scan_numbers(line[len(key) :], 1, key, lo=0, hi=UINT8_MAX)
                     if values:
                         scalars[key] = values[0]
                     break

@@ -186,7 +186,8 @@ def play_tournament_match(
             )
             thread = threading.Thread(
                 target=_run_builtin,
-                args=(config.game, port, policy, results, seat),
+                args=(config.game, port, policy),
+                kwargs={"results": results, "seat": seat},
                 name=f"{match}-seat{seat + 1}",
                 daemon=True,
             )
@@ -237,7 +238,12 @@ def _watch_processes(
 
 
 def _run_builtin(
-    game: GameDef, port: int, policy: Policy, results: dict[int, AgentResult | Exception], seat: int
+    game: GameDef,
+    port: int,
+    policy: Policy,
+    *,
+    results: dict[int, AgentResult | Exception],
+    seat: int,
 ) -> None:
     """A built-in agent's thread: play the match, keep the tally or the error."""
     try:

@@ -21,7 +21,9 @@ Outputs follow the reference: the log (:mod:`clients.acpc.log`), stderr ``TO``/`
 with ``sec.usec`` times, ``STARTED``/``FINISHED``, the per-100-hands time lines, and the SCORE line
 (totals in seat order) on stdout and stderr; ``-q`` keeps only the header, warnings, errors and
 SCORE. Differences, by design: sockets bind to 127.0.0.1 unless told otherwise; no transaction log
-or resume (``-T``, ``-a``). Reference: ``shared/notes/acpc-protocol.md`` sections 3-7.
+or resume (``-T``, ``-a``); a seat that stops reading for ``--t_response`` while the dealer sends
+to it aborts the match (the reference would block). Reference: ``shared/notes/acpc-protocol.md``
+sections 3-7.
 """
 
 from __future__ import annotations

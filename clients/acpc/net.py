@@ -15,6 +15,12 @@ class LineSocket:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self._buffer = bytearray()
+        self._timeout: float | None = sock.gettimeout()
+
+    def _set_timeout(self, timeout: float | None) -> None:
+        if timeout != self._timeout:  # each change is a system call; most reads reuse the last
+            self.sock.settimeout(timeout)
+            self._timeout = timeout
 
     def readline(self, timeout: float | None) -> str | None:
         """The next line including its ``\\n``; None at end of stream or on a socket error.
@@ -24,6 +30,7 @@ class LineSocket:
         client sends can fail to decode.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        wait = timeout
         while True:
             end = self._buffer.find(b"\n")
             if end >= 0 or len(self._buffer) >= MAX_LINE_BYTES:
@@ -31,13 +38,7 @@ class LineSocket:
                 line = self._buffer[:end].decode("latin-1")
                 del self._buffer[:end]
                 return line
-            if deadline is None:
-                self.sock.settimeout(None)
-            else:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                self.sock.settimeout(remaining)
+            self._set_timeout(wait)
             try:
                 data = self.sock.recv(MAX_LINE_BYTES)
             except TimeoutError:
@@ -47,11 +48,15 @@ class LineSocket:
             if not data:
                 return None
             self._buffer += data
+            if deadline is not None:  # a partial line: wait only for the rest of the time
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    raise TimeoutError
 
     def send(self, text: str) -> bool:
-        """Send ``text`` whole; False if the peer is gone."""
+        """Send ``text`` whole; False if the peer is gone (or, with a read timeout set, does not
+        take the data within that time)."""
         try:
-            self.sock.settimeout(None)
             self.sock.sendall(text.encode("latin-1"))
         except OSError:
             return False

@@ -33,7 +33,7 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -162,10 +162,14 @@ class MatchDealer:
         self._clock = _Clock([0] * n, [0] * n)
         self._last_send = 0
         self._cancelled: str | None = None
+        self._header_written = False
 
     # -- set-up -----------------------------------------------------------------------------
-    def listen(self) -> tuple[int, ...]:
-        """Open the log (writing its header), bind one listener per seat, print the ports line."""
+    def _open_log(self) -> None:
+        """Write the header to the log (opened here) and to stderr, once."""
+        if self._header_written:
+            return
+        self._header_written = True
         cfg = self.config
         header = format_header(
             LogHeader(
@@ -184,6 +188,11 @@ class MatchDealer:
             self._log.write(header)
             self._log.flush()
         self.err.write(header)
+
+    def listen(self) -> tuple[int, ...]:
+        """Open the log (writing its header), bind one listener per seat, print the ports line."""
+        cfg = self.config
+        self._open_log()
         ports = cfg.ports or (0,) * cfg.game.num_players
         try:
             for port in ports:
@@ -233,8 +242,8 @@ class MatchDealer:
                 self.err.write("ERROR: this server is currently using version 2.0.0\n")
 
     # -- play -------------------------------------------------------------------------------
-    def _send(self, seat: int, state: MatchState) -> int:
-        message = f"{state}\r\n"
+    def _send(self, seat: int, state: str) -> int:
+        message = state + "\r\n"
         now = time.time_ns()
         if not self._seats[seat].send(message):
             raise _Abort(f"ERROR: could not send state to seat {seat + 1}")
@@ -255,7 +264,13 @@ class MatchDealer:
         return self._clock.match[seat] <= cfg.t_per_hand_ms * 1000 * cfg.hands
 
     def _get_action(self, seat: int, current: MatchState, hand: HandState, sent_ns: int) -> str:
-        """Read the acting seat's reply the way the reference's ``getAction`` does."""
+        """Read the acting seat's reply the way the reference's ``getAction`` does.
+
+        A reply that starts with the exact text of the current state and ``:`` is that state (the
+        common case, no parsing needed); anything else is parsed and compared as the reference
+        does (viewer, hand, betting and the viewer's own cards)."""
+        current_text = str(current)
+        skip = len(current_text)
         cfg, err = self.config, self.err
         game = cfg.game
         while True:
@@ -276,14 +291,17 @@ class MatchDealer:
                 continue
             if not self._charge(seat, (received - sent_ns) // 1000):
                 raise _Abort(f"ERROR: seat {seat + 1} ran out of time")
-            try:
-                reply, _, end = parse_matchstate_prefix(game, line)
-            except InvalidArgumentError:
-                err.write("WARNING: bad state format in response\n")
-                continue
-            if not same_state(reply, current):
-                err.write("WARNING: ignoring un-requested response\n")
-                continue
+            if line.startswith(current_text) and line[skip : skip + 1] == ":":
+                end = skip
+            else:
+                try:
+                    reply, _, end = parse_matchstate_prefix(game, line)
+                except InvalidArgumentError:
+                    err.write("WARNING: bad state format in response\n")
+                    continue
+                if not same_state(reply, current):
+                    err.write("WARNING: ignoring un-requested response\n")
+                    continue
             if line[end : end + 1] != ":":
                 err.write("WARNING: bad action format in response, changed to call\n")
                 return CALL
@@ -304,35 +322,47 @@ class MatchDealer:
         hand = HandState(cfg.game)
         shift = self._shift(number)
         positions = [(seat - shift) % n for seat in range(n)]
+        # until the hand ends, each position sees only its own cards
+        private = [tuple(c if q == p else "" for q, c in enumerate(deal.hole)) for p in range(n)]
+        heads = [f"MATCHSTATE:{p}:{number}:" for p in range(n)]
+        tails = [":" + "|".join(view) for view in private]
         self._clock.hand = [0] * n
-        while True:
-            acting = hand.current
+        while not hand.finished:
+            acting, betting = hand.current, hand.betting
             sent_ns = 0
             for seat, position in enumerate(positions):
-                visible = hand.visible_hole(deal.hole, position)
-                state = MatchState(position, number, hand.betting, visible)
-                stamp = self._send(seat, state)
+                stamp = self._send(seat, heads[position] + betting + tails[position])
                 if position == acting:
-                    sent_ns, current = stamp, state
-            if hand.finished:
-                break
-            seat = (acting + shift) % n
-            hand.apply(self._get_action(seat, current, hand, sent_ns))
+                    sent_ns = stamp
+            current = MatchState(acting, number, betting, private[acting])
+            hand.apply(self._get_action((acting + shift) % n, current, hand, sent_ns))
+        for seat, position in enumerate(positions):
+            seen = hand.visible_hole(deal.hole, position)
+            self._send(seat, str(MatchState(position, number, hand.betting, seen)))
         payoffs = hand.payoffs(deal.hole)
         names = tuple(cfg.names[(p + shift) % n] for p in range(n))
         # one-round games: the log shows board cards only from round 1 on, so none here
         return LoggedHand(number, hand.betting, deal.hole, (), payoffs, names)
 
-    def run(self) -> MatchResult:
-        """Accept the seats, play the match, write the outputs; never raises for a bad client."""
+    def run(self, seats: Sequence[LineSocket] | None = None) -> MatchResult:
+        """Accept the seats, play the match, write the outputs; never raises for a bad client.
+
+        ``seats`` are already-connected seats in seat order (anything with ``readline``, ``send``
+        and ``close`` like :class:`LineSocket`; the benchmark uses in-memory ones to time the
+        dealer alone); by default the seats are accepted on the listening ports.
+        """
         cfg, err = self.config, self.err
-        if not self.ports:
+        if seats is None and not self.ports:
             self.listen()
+        self._open_log()
         n = cfg.game.num_players
         totals = [0.0] * n
         played = 0
         try:
-            self._accept_all()
+            if seats is None:
+                self._accept_all()
+            else:
+                self._seats = list(seats)
             self._read_versions()
             if not cfg.quiet:
                 err.write(f"STARTED at {_stamp(time.time_ns())}\n")
@@ -377,7 +407,8 @@ class MatchDealer:
         """Abort the match from another thread (e.g. an agent process died): shuts the sockets
         down so that a blocked accept or read returns and the match ends as aborted."""
         self._cancelled = reason
-        for sock in [*self._listeners, *(conn.sock for conn in self._seats)]:
+        seats = [getattr(conn, "sock", None) for conn in self._seats]
+        for sock in [*self._listeners, *(s for s in seats if s is not None)]:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 

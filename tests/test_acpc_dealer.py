@@ -6,6 +6,7 @@ Expected behaviour is the reference dealer's (``shared/notes/acpc-protocol.md`` 
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import time
 from pathlib import Path
@@ -23,7 +24,8 @@ from acpc_support import (
 )
 
 from clients.acpc.agent import make_policy
-from clients.acpc.log import check_log, parse_log, read_log
+from clients.acpc.dealer import DealerConfig, MatchDealer
+from clients.acpc.log import check_log, format_number, parse_log, read_log, seat_totals
 from clients.acpc.protocol import HandState, MatchState
 from clients.commands import dealer_cmd
 
@@ -339,3 +341,49 @@ def test_the_start_timeout_gives_up_on_seats_that_never_connect(tmp_path: Path) 
     assert captured.result.status == 1
     assert time.monotonic() - started < 3
     assert "ERROR: seat 1 did not connect" in captured.stderr
+
+
+class EchoSeat:
+    """An in-memory seat (no socket) that replays the reference players' actions."""
+
+    def __init__(self) -> None:
+        self.last = "VERSION:2.0.0\r\n"
+
+    def send(self, text: str) -> bool:
+        self.last = text
+        return True
+
+    def readline(self, timeout: float | None) -> str:
+        if not self.last.startswith("MATCHSTATE:"):
+            return self.last
+        state = self.last.rstrip("\r\n")
+        hand, betting = state.split(":")[2:4]
+        return f"{state}:{REFERENCE_BETTING[int(hand)][len(betting)]}\n"
+
+    def close(self) -> None:
+        pass
+
+
+def test_pre_connected_seats_play_the_same_match_as_sockets(tmp_path: Path) -> None:
+    dealer = MatchDealer(
+        DealerConfig(
+            match="kuhn3p_seed42",
+            game_file="kuhn.limit.3p.game",
+            game=GAME,
+            hands=300,
+            seed=42,
+            names=("Alice", "Bob", "Carol"),
+            quiet=True,
+            log_path=tmp_path / "m.log",
+        ),
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    assert dealer.run([EchoSeat() for _ in range(3)]).status == 0
+    ours = (tmp_path / "m.log").read_text().splitlines()
+    reference = REFERENCE_LOG.read_text().splitlines()
+    assert ours[0] == reference[0].replace(" 3000 ", " 300 ")
+    assert ours[1:-1] == reference[1:304]  # time limits and the first 300 hands
+    names = ("Alice", "Bob", "Carol")
+    totals = seat_totals(read_log(REFERENCE_LOG).hands[:300], names)
+    assert ours[-1] == f"SCORE:{'|'.join(map(format_number, totals))}:Alice|Bob|Carol"

@@ -167,6 +167,7 @@ def play_tournament_match(
     processes: list[tuple[str, subprocess.Popen]] = []
     threads: list[threading.Thread] = []
     results: dict[int, AgentResult | Exception] = {}
+    finished = threading.Event()
     try:
         ports = dealer.listen()
         for seat, (agent, port) in enumerate(zip(agents, ports, strict=True)):
@@ -193,14 +194,13 @@ def play_tournament_match(
             )
             thread.start()
             threads.append(thread)
-        finished = threading.Event()
         watcher = threading.Thread(
             target=_watch_processes, args=(dealer, processes, finished), daemon=True
         )
         watcher.start()
         outcome = dealer.run()
-        finished.set()
     finally:
+        finished.set()
         dealer.close()
         dealer_err.close()
         for thread in threads:

@@ -7,6 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from clients.acpc.convert import (
     card_to_kuhn,
@@ -19,6 +21,7 @@ from clients.acpc.convert import (
 from clients.acpc.deal import CardDealer, init_genrand
 from clients.acpc.gamedef import GameDef, parse_game_def, read_game_def
 from clients.acpc.log import (
+    DealerLog,
     LoggedHand,
     check_log,
     format_log,
@@ -349,3 +352,44 @@ def test_log_observations_are_a_players_live_view_of_every_hand() -> None:
     with pytest.raises(InvalidArgumentError) as info:
         list(log_observations(GAME, log, "Dave"))
     assert info.value.field == "name"
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+PREFIXES = sorted({b[:i] for b in terminal_bettings(GAME) for i in range(len(b) + 1)})
+
+
+@given(
+    betting=st.sampled_from(PREFIXES),
+    deal=st.permutations(GAME.deck),
+    viewer=st.integers(0, 2),
+    number=st.integers(0, 2**32 - 1),
+)
+def test_every_state_a_dealer_can_send_prints_and_parses_back(
+    betting: str, deal: list[str], viewer: int, number: int
+) -> None:
+    hand = HandState.from_betting(GAME, betting)
+    state = MatchState(viewer, number, betting, hand.visible_hole(deal[:3], viewer))
+    parsed, replayed = parse_matchstate(GAME, f"{state}\r\n")
+    assert parsed == state
+    assert replayed.current == hand.current and replayed.finished == hand.finished
+    reply = format_reply(state, "c")
+    echoed, _, end = parse_matchstate_prefix(GAME, reply)
+    assert same_state(echoed, state) and reply[end:] == ":c\r\n"
+
+
+@given(
+    betting=st.sampled_from(terminal_bettings(GAME)),
+    deal=st.permutations(GAME.deck),
+    number=st.integers(0, 10**6),
+    names=st.permutations(["a", "bb", "c_c"]),
+)
+def test_any_logged_hand_writes_and_reads_back(
+    betting: str, deal: list[str], number: int, names: list[str]
+) -> None:
+    hole = tuple(deal[:3])
+    payoffs = HandState.from_betting(GAME, betting).payoffs(hole)
+    hand = LoggedHand(number, betting, hole, (), payoffs, tuple(names))
+    text = format_log(DealerLog((hand,)))
+    assert parse_log(text).hands == (hand,)
+    assert check_log(GAME, parse_log(text)) == []

@@ -327,6 +327,16 @@ def test_a_bad_version_line_aborts(tmp_path: Path, version: str) -> None:
     assert captured.stderr.splitlines()[-1] == f"ERROR: invalid version string {version.strip()}"
 
 
+def test_a_seat_that_never_sends_its_version_can_be_given_up_on(tmp_path: Path) -> None:
+    # the reference waits forever; tournaments bound the wait
+    mute = {"version": ""}
+    captured, _ = run_dealer(
+        tmp_path, hands=3, clients=scripted(mute, {}, {}), version_timeout_ms=200
+    )
+    assert captured.result.status == 1
+    assert "ERROR: could not read version string from seat 1" in captured.stderr.splitlines()
+
+
 def test_another_protocol_version_only_warns(tmp_path: Path) -> None:
     captured, _ = run_dealer(
         tmp_path, hands=3, clients=scripted({}, {}, {"version": "VERSION:2.1.0\r\n"}), quiet=True

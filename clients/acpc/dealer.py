@@ -71,6 +71,7 @@ class DealerConfig:
     line).
 
     ``ports`` has one entry per seat (0 = ephemeral); ``log_path`` defaults to ``<match>.log``.
+    ``version_timeout_ms`` bounds the wait for each VERSION line (None: forever, as the reference).
     """
 
     match: str
@@ -88,6 +89,7 @@ class DealerConfig:
     t_hand_ms: int = DEFAULT_T_HAND_MS
     t_per_hand_ms: int = DEFAULT_T_PER_HAND_MS
     start_timeout_ms: int | None = None
+    version_timeout_ms: int | None = None
     bind: str = "127.0.0.1"
 
     def validate(self) -> None:
@@ -230,8 +232,12 @@ class MatchDealer:
         self._listeners = []
 
     def _read_versions(self) -> None:
+        limit = self.config.version_timeout_ms
         for seat, conn in enumerate(self._seats):
-            line = conn.readline(None)
+            try:
+                line = conn.readline(None if limit is None else limit / 1000)
+            except TimeoutError:
+                line = None
             if line is None:
                 raise _Abort(f"ERROR: could not read version string from seat {seat + 1}")
             match = VERSION_RE.match(line)

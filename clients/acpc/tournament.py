@@ -159,6 +159,7 @@ def play_tournament_match(
             log_path=out / f"{match}.log",
             t_response_ms=config.t_response_ms,
             start_timeout_ms=config.start_timeout_ms,
+            version_timeout_ms=config.t_response_ms,
         ),
         stdout=io.StringIO(),
         stderr=dealer_err,

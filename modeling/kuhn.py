@@ -173,7 +173,7 @@ class KuhnGame:
 
     def infoset_from_string(self, position: int, infostate: str) -> int:
         """Inverse of :meth:`infoset_string`."""
-        if not infostate or not infostate[0].isdigit():
+        if not isinstance(infostate, str) or not infostate or not infostate[0].isdigit():
             raise InvalidArgumentError("infostate", f"{infostate!r} is not '<card><history>'")
         return self.infoset_index(position, int(infostate[0]), infostate[1:])
 

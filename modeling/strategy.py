@@ -57,7 +57,7 @@ def validate_strategy(
         raise InvalidStrategyError(
             field,
             f"probabilities at {game.infoset_string(position, bad)} sum to "
-            f"{sums[int(np.argmax(off))]!r}, not 1",
+            f"{float(sums[int(np.argmax(off))])!r}, not 1",
         )
     out = np.full((game.num_infosets, 2), 0.5)
     out[rows] = real
@@ -92,9 +92,18 @@ def strategy_from_dict(
         raise InvalidStrategyError(field, "must be an object keyed by information-state strings")
     out = np.full((game.num_infosets, 2), math.nan)
     for key, probs in table.items():
-        idx = game.infoset_from_string(position, key)
-        if not isinstance(probs, (list, tuple)) or len(probs) != 2:
-            raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_pass, p_bet]")
+        try:
+            idx = game.infoset_from_string(position, key)
+        except InvalidArgumentError as exc:
+            raise InvalidStrategyError(
+                f"{field}[{key!r}]", f"not an information state of position {position} ({exc})"
+            ) from None
+        if (
+            not isinstance(probs, (list, tuple))
+            or len(probs) != 2
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in probs)
+        ):
+            raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_pass, p_bet] numbers")
         out[idx] = [float(probs[0]), float(probs[1])]
     missing = [
         game.infoset_string(position, i) for i in game.infosets(position) if np.isnan(out[i, 0])

@@ -167,6 +167,7 @@ class MBBRModel:
         self._reach = [
             [self._sequence_reach(p, d) for d in range(1, n)] for p in range(n)
         ]  # [p][d-1]: (k, num_cards * num_sequences)
+        self._bayes_layout = [self._layout(p) for p in range(n)]
         self._moves: dict[tuple[int, str], list[tuple[np.ndarray, np.ndarray]]] = {}
         self._groupings: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._valid_observations: set[HandObservation] = set()
@@ -307,21 +308,28 @@ class MBBRModel:
 
     def _bayes_leaf_weights(self, p: int) -> np.ndarray:
         game, n = self.game, self.game.num_players
-        # Contract the last opponent's axis first; each step is a BLAS matrix product.
-        expected = self._weights[p]
-        for d in range(n - 1, 0, -1):
-            expected = np.tensordot(expected, self._reach[p][d - 1], axes=([d - 1], [0]))
-            expected = np.moveaxis(expected, -1, d - 1)
-        expected = expected * self._scale[p]
+        reach = self._reach[p]
+        if n == 3:  # the hot case: R1^T W R2, two BLAS products
+            expected = reach[0].T @ (self._weights[p] @ reach[1])
+        else:  # contract the last opponent's axis first, restoring the axis order each time
+            expected = self._weights[p]
+            for d in range(n - 1, 0, -1):
+                expected = np.tensordot(expected, reach[d - 1], axes=([d - 1], [0]))
+                expected = np.moveaxis(expected, -1, d - 1)
+        expected = np.ascontiguousarray(expected).ravel() * self._scale[p]
+        return kernels.bayes_leaf_weights(
+            expected, *self._bayes_layout[p], p, game.num_cards, game.deals, game.payoffs
+        )
+
+    def _layout(self, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(strides, sequence counts, sequence of each terminal, positions) of p's opponents."""
+        n = self.game.num_players
         opponents = np.array([(p + d) % n for d in range(1, n)], dtype=np.int64)
         sizes = np.array([self._sequences[q][1] for q in opponents], dtype=np.int64)
         sequences = np.stack([self._sequences[q][0] for q in opponents])
-        dims = game.num_cards * sizes
+        dims = self.game.num_cards * sizes
         strides = np.array([int(np.prod(dims[j + 1 :])) for j in range(n - 1)], dtype=np.int64)
-        return kernels.bayes_leaf_weights(
-            np.ascontiguousarray(expected).ravel(), strides, sizes, sequences, opponents, p,
-            game.num_cards, game.deals, game.payoffs,
-        )  # fmt: skip
+        return strides, sizes, sequences, opponents
 
     def _sequence_reach(self, p: int, d: int) -> np.ndarray:
         """(k, num_cards * S) reach probability of each sample, per (card, own sequence)."""

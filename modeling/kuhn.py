@@ -184,9 +184,14 @@ class KuhnGame:
 
     def valid_infoset_mask(self) -> np.ndarray:
         """(n, num_infosets) boolean mask of the real (non-padding) information sets."""
+        return self._valid_mask.copy()
+
+    @functools.cached_property
+    def _valid_mask(self) -> np.ndarray:
         mask = np.zeros((self.num_players, self.num_infosets), dtype=bool)
         for p in range(self.num_players):
             mask[p, : self.num_cards * int(self.nodes_of[p])] = True
+        mask.setflags(write=False)
         return mask
 
     # --- ACPC betting strings ----------------------------------------------------------------

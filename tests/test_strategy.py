@@ -142,3 +142,29 @@ def test_validation_errors_name_the_field() -> None:
         validate_profile(game, bad)
     bad[2, 1] = [1.0 + 1e-12, 0.0]  # within the sum tolerance
     assert validate_profile(game, bad)[2, 1, 0] == 1.0 + 1e-12
+
+
+@pytest.mark.parametrize(
+    "row", [[np.inf, 0.0], [np.nan, 1.0], [-0.0001, 1.0001], [0.5, 0.5 + 1e-8], [2.0, -1.0]]
+)
+@pytest.mark.parametrize("position", [0, 2])
+def test_fast_and_named_paths_reject_the_same_rows(row, position: int) -> None:
+    game = kuhn_game(3)
+    bad = uniform_profile(game)
+    bad[position, 5] = row
+    with pytest.raises(InvalidStrategyError) as err:
+        validate_profile(game, bad)
+    assert err.value.field == f"profile[{position}]"
+    with pytest.raises(InvalidStrategyError):
+        validate_strategy(game, position, bad[position], "s")
+
+
+def test_valid_profiles_pass_unchanged() -> None:
+    game = kuhn_game(3)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        profile = random_profile(game, rng)
+        clean = validate_profile(game, profile)
+        np.testing.assert_array_equal(clean, profile)
+        assert clean is not profile
+    assert validate_profile(game, uniform_profile(game).astype(np.float32)).dtype == np.float64

@@ -72,7 +72,7 @@ class KuhnGame:
     def num_terminals(self) -> int:
         return len(self.terminal_nodes)
 
-    @property
+    @functools.cached_property
     def num_infosets(self) -> int:
         """Information sets per position, padded to the largest position."""
         return self.num_cards * int(self.nodes_of.max())
@@ -193,6 +193,10 @@ class KuhnGame:
             mask[p, : self.num_cards * int(self.nodes_of[p])] = True
         mask.setflags(write=False)
         return mask
+
+    @functools.cached_property
+    def _has_padding(self) -> bool:
+        return not bool(self._valid_mask.all())
 
     # --- ACPC betting strings ----------------------------------------------------------------
 

@@ -76,7 +76,8 @@ def validate_profile(game: KuhnGame, profile: np.ndarray, field: str = "profile"
     # checks, which find and name the first offending entry.
     if kernels.first_invalid_row(arr, game._valid_mask, SUM_TOLERANCE) < 0:
         out = arr.copy()
-        out[~game._valid_mask] = 0.5
+        if game._has_padding:
+            out[~game._valid_mask] = 0.5
         return out
     return np.stack(
         [validate_strategy(game, p, arr[p], f"{field}[{p}]") for p in range(game.num_players)]

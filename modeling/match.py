@@ -129,7 +129,7 @@ def play_match(game: KuhnGame, agents: Sequence[Agent], deals: np.ndarray) -> np
             p = node_player[node]
             agent = agents[(p + h) % n]
             action = agent.act(p, cards[p], histories[node])
-            if action != 0 and action != 1:
+            if not isinstance(action, (int, np.integer)) or action not in (0, 1):
                 raise IllegalActionError("action", f"agent {agent.name} returned {action!r}")
             node = children[node][action]
         t = terminal_of[node]

@@ -198,12 +198,13 @@ def test_argument_errors_name_the_field() -> None:
     assert err.value.field == "agents"
 
 
-def test_an_illegal_action_is_reported() -> None:
+@pytest.mark.parametrize("bad", [2, -1, 1.0, "1", None])
+def test_an_illegal_action_is_reported(bad) -> None:
     game = kuhn_game(3)
 
     class Broken(RecordingAgent):
         def act(self, position, card, history):
-            return 2
+            return bad
 
     agents = _agents(game, ["uniform"] * 3, Broken)
     with pytest.raises(IllegalActionError) as err:

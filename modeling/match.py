@@ -110,6 +110,10 @@ def play_match(game: KuhnGame, agents: Sequence[Agent], deals: np.ndarray) -> np
     if len(agents) != n:
         raise InvalidArgumentError("agents", f"{game.name} needs {n} agents, got {len(agents)}")
     for seat, agent in enumerate(agents):
+        if not isinstance(agent, Agent):
+            raise InvalidArgumentError(
+                f"agents[{seat}]", f"{agent!r} lacks name, begin_match, act or end_hand"
+            )
         agent.begin_match(game, seat)
     if all(type(a) is FixedStrategyAgent for a in agents):
         return _play_fixed(game, agents, deals)

@@ -196,6 +196,9 @@ def test_argument_errors_name_the_field() -> None:
     with pytest.raises(InvalidArgumentError) as err:
         run_duplicate(game, ["a", "b"], [factory] * 2, hands=10, duplicates=1, seed=0)
     assert err.value.field == "agents"
+    with pytest.raises(InvalidArgumentError) as err:
+        play_match(game, [*_agents(game, ["n1", "n2"]), object()], deal_sequence(game, 1, 0))
+    assert err.value.field == "agents[2]"
 
 
 @pytest.mark.parametrize("bad", [2, -1, 1.0, "1", None])

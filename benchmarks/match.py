@@ -61,17 +61,17 @@ def run(quick: bool) -> dict:
     scale = 1 if quick else 5
     kernel = _hands_per_second(
         names, [_fixed(FixedStrategyAgent, nm) for nm in names],
-        hands=20_000, duplicates=2 * scale, repeats=5,
+        hands=20_000, duplicates=scale, repeats=3 if quick else 5,
     )  # fmt: skip
     python = _hands_per_second(
         names, [_fixed(PythonLoopAgent, nm) for nm in names],
-        hands=2_000, duplicates=scale, repeats=3,
+        hands=1_000 * scale, duplicates=1, repeats=3,
     )  # fmt: skip
     mbbr_names = ["mbbr", "n1", "n3"]
     mbbr = _hands_per_second(
         mbbr_names,
         [mbbr_factory(MBBRConfig()), *[_fixed(FixedStrategyAgent, nm) for nm in ("n1", "n3")]],
-        hands=500 * scale, duplicates=1, repeats=3,
+        hands=300 * scale, duplicates=1, repeats=3,
     )  # fmt: skip
     return {
         "benchmark": "match",

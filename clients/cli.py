@@ -18,6 +18,10 @@ COMMAND_MODULES = (
     "clients.commands.eval_cmd",
     "clients.commands.match_cmd",
     "clients.commands.movepred_cmd",
+    "clients.commands.tournament_cmd",
+    "clients.commands.acpc_agent_cmd",
+    "clients.commands.acpc_script_cmd",
+    "clients.commands.dealer_cmd",
 )
 
 

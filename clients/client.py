@@ -20,6 +20,8 @@ sequence numbers make that safe (a resend is acknowledged, not applied twice).
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -308,6 +310,10 @@ class OpponentModelClient:
                 time.sleep(0.05)
         return hands
 
+    def observation_stream(self, session_id: str, *, first_sequence: int) -> ObservationStream:
+        """A long-lived Observe stream for one hand at a time (see ObservationStream)."""
+        return ObservationStream(self, session_id, first_sequence)
+
     def observe_stream(self, requests: Iterator[pb.ObserveRequest]) -> Iterator[pb.ObserveResponse]:
         """The raw bidirectional stream (no resend), for callers that pipeline themselves."""
         try:
@@ -377,3 +383,81 @@ class OpponentModelClient:
             default_policy=reply.default_policy,
             hands_observed=reply.hands_observed,
         )
+
+
+class ObservationStream:
+    """One Observe stream kept open across hands: ``send`` returns once the hand is acknowledged.
+
+    Saves opening a stream per hand. If the stream breaks (UNAVAILABLE: the server went away), the
+    next ``send`` reopens it and resends every observation not yet acknowledged, for up to the
+    client's ``reconnect_seconds``; the server's sequence numbers make the resend safe.
+    """
+
+    def __init__(self, client: OpponentModelClient, session_id: str, first_sequence: int) -> None:
+        self._client = client
+        self.session_id = session_id
+        self.next_sequence = first_sequence
+        self._unacked: list[pb.ObserveRequest] = []
+        self._requests: queue.SimpleQueue | None = None
+        self._responses: Iterator[pb.ObserveResponse] | None = None
+
+    def __enter__(self) -> ObservationStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _open(self) -> None:
+        self._abandon()
+        requests: queue.SimpleQueue = queue.SimpleQueue()
+        for request in self._unacked:
+            requests.put(request)
+        self._requests = requests
+        self._responses = self._client._stub.Observe(
+            iter(requests.get, None), metadata=self._client._metadata, wait_for_ready=True
+        )
+
+    def _abandon(self) -> None:
+        if self._requests is not None:
+            self._requests.put(None)  # ends the request iterator of the old stream
+        self._requests = self._responses = None
+
+    def send(self, obs: HandObservation) -> int:
+        """Send the next hand and wait for its acknowledgement; returns hands_observed."""
+        request = pb.ObserveRequest(
+            session_id=self.session_id, observation=observation_message(self.next_sequence, obs)
+        )
+        self.next_sequence += 1
+        self._unacked.append(request)
+        if self._responses is None:
+            self._open()
+        else:
+            self._requests.put(request)
+        deadline = time.monotonic() + self._client.reconnect_seconds
+        hands = 0
+        while self._unacked:
+            try:
+                ack = next(self._responses)
+            except grpc.RpcError as exc:
+                if exc.code() not in _RETRYABLE or time.monotonic() > deadline:
+                    self._abandon()
+                    raise domain_error(exc) from None
+                time.sleep(0.05)
+                self._open()
+                continue
+            except StopIteration:  # the server closed the stream without an error
+                self._open()
+                continue
+            while self._unacked and self._unacked[0].observation.sequence <= ack.sequence:
+                self._unacked.pop(0)
+            hands = ack.hands_observed
+        return hands
+
+    def close(self) -> None:
+        """Finish the stream (every sent hand has been acknowledged)."""
+        if self._requests is not None:
+            self._requests.put(None)
+            with contextlib.suppress(grpc.RpcError):  # nothing unacknowledged is lost
+                for _ in self._responses:
+                    pass
+        self._requests = self._responses = None

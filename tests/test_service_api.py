@@ -13,8 +13,9 @@ import pytest
 from service_support import GAME, connected, random_observations, running_server
 
 from clients.client import OpponentModelClient
-from clients.service_agent import fixed_factory, play_duplicate, service_mbbr_factory
+from clients.service_agent import service_mbbr_factory
 from modeling.errors import FailedPreconditionError, NotFoundError
+from modeling.match import fixed_strategy_factory, run_duplicate
 from modeling.mbbr import MBBRConfig, MBBRModel
 from modeling.panel import named_profile
 from modeling.strategy import strategy_to_dict
@@ -198,12 +199,12 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
                 config=MBBRConfig(k=5, hands_default=10),
                 sessions=sessions,
             ),
-            *(fixed_factory(name, named_profile(game, name)) for name in names[1:]),
+            *(fixed_strategy_factory(name, named_profile(game, name)) for name in names[1:]),
         ]
-        results = play_duplicate(game, names, factories, hands=30, seed=9)
-        assert [r.name for r in results] == names
+        result = run_duplicate(game, names, factories, hands=30, duplicates=1, seed=9)
+        assert [r.name for r in result.agents] == names
         # Kuhn is zero-sum: the duplicate averages cancel exactly.
-        assert sum(r.mbb_per_hand for r in results) == pytest.approx(0.0, abs=1e-9)
+        assert sum(r.mbb_per_hand for r in result.agents) == pytest.approx(0.0, abs=1e-9)
         assert [client.get_session(s).hands_observed for s in sessions] == [30] * 6
         # The opponent always bets: when it opens, its model bets more than before any hand.
         learned = client.model(sessions[0], "always-bet", 0)
@@ -214,8 +215,24 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
         model = learned.strategy.as_dict()
         assert sum(model[f"{c}"][1] for c in range(4)) > prior[opening, 1].sum()
         # Same seed, same match: a second run through the service reproduces the results.
-        again = play_duplicate(game, names, factories, hands=30, seed=9)
-        assert again == results
+        again = run_duplicate(game, names, factories, hands=30, duplicates=1, seed=9)
+        assert again == result
+
+
+def test_observation_stream_resends_after_the_server_returns(tmp_path: Path) -> None:
+    observations = random_observations(12, seed=10)
+    db = tmp_path / "db.sqlite"
+    server = running_server(db)
+    port = server.__enter__()
+    with OpponentModelClient(f"127.0.0.1:{port}", reconnect_seconds=20) as client:
+        sid = client.create_session(config=CONFIG).session_id
+        stream = client.observation_stream(sid, first_sequence=1)
+        assert [stream.send(obs) for obs in observations[:6]] == [1, 2, 3, 4, 5, 6]
+        server.__exit__(None, None, None)  # the stream's server is gone
+        with running_server(db, port=port):
+            assert [stream.send(obs) for obs in observations[6:]] == [7, 8, 9, 10, 11, 12]
+            stream.close()
+            _assert_matches_library(client, sid, _library(observations))
 
 
 def test_large_tables_are_computed_on_the_pool_and_equal_the_library(tmp_path: Path) -> None:

@@ -1,14 +1,16 @@
 """``oppmodel demo``: the service end to end on this machine, in well under a minute.
 
-Starts the gRPC server in-process on a free loopback port with a SQLite file, plays a 3-player
-Kuhn duplicate match (6 seat permutations, same deals) in which an MBBR agent asks the service for
-every decision and streams every hand back, against two fixed opponents; prints the result table
-(mbb/h with standard errors) and where the data lives.
+Starts the gRPC server in-process on a free loopback port with a SQLite file, plays 3-player
+Kuhn duplicate matches (``modeling.match.run_duplicate``: every seating on the same cards) in which
+an MBBR agent asks the service for every decision and streams every hand back, against two fixed
+opponents; prints the result table (mbb/h with standard errors over the duplicates) and where the
+data lives.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import tempfile
@@ -18,8 +20,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from clients.client import OpponentModelClient
-from clients.service_agent import fixed_factory, play_duplicate, service_mbbr_factory
+from clients.service_agent import service_mbbr_factory
 from modeling.kuhn import kuhn_game
+from modeling.match import fixed_strategy_factory, run_duplicate, seatings
 from modeling.mbbr import MBBRConfig
 from modeling.panel import named_profile, panel_names
 from server.app import BackgroundServer, ServerConfig
@@ -30,7 +33,7 @@ serve them with `oppmodel serve --db FILE` and query them (GetModel, GetResponse
 
 examples:
   oppmodel demo
-  oppmodel demo --opponents n1,n3 --hands 1000
+  oppmodel demo --opponents n1,n3 --hands 1000 --duplicates 1
   oppmodel demo --data-dir ~/.local/share/oppmodel --json
 """
 
@@ -53,7 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="bluffer,calling-station",
         help=f"two opponent strategies, comma-separated (from: {', '.join(panel_names())})",
     )
-    parser.add_argument("--hands", type=int, default=400, help="hands per seat permutation")
+    parser.add_argument("--hands", type=int, default=400, help="hands per match (default 400)")
+    parser.add_argument(
+        "--duplicates",
+        type=int,
+        default=3,
+        help="independent duplicates, each playing all 6 seatings (default 3)",
+    )
     parser.add_argument("--k", type=int, default=10, help="MBBR samples per model")
     parser.add_argument(
         "--H",
@@ -100,20 +109,26 @@ def run(args: argparse.Namespace) -> int:
             service_mbbr_factory(
                 client, name=names[0], opponent_labels=opponents, config=config, sessions=sessions
             ),
-            fixed_factory(opponents[0], profiles[0]),
-            fixed_factory(opponents[1], profiles[1]),
+            fixed_strategy_factory(opponents[0], profiles[0]),
+            fixed_strategy_factory(opponents[1], profiles[1]),
         ]
-        total = 6 * args.hands
+        total = len(seatings(3)) * args.hands * args.duplicates
         with tqdm(total=total, unit="hand", disable=args.json, leave=False) as bar:
-            results = play_duplicate(
-                game, names, factories, hands=args.hands, seed=args.seed, on_hand=bar.update
+            result = run_duplicate(
+                game,
+                names,
+                factories,
+                hands=args.hands,
+                duplicates=args.duplicates,
+                seed=args.seed,
+                progress=bar.update,
             )
     seconds = time.perf_counter() - start
     if args.json:
         print(
             json.dumps(
                 {
-                    "results": [r.__dict__ for r in results],
+                    "results": [dataclasses.asdict(r) for r in result.agents],
                     "hands": total,
                     "seconds": seconds,
                     "db": str(db_path),
@@ -122,10 +137,14 @@ def run(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(f"3-player Kuhn duplicate match: {total} hands (6 seat permutations x {args.hands})")
+    print(
+        f"3-player Kuhn duplicate match: {total} hands "
+        f"({args.duplicates} duplicates x 6 seatings x {args.hands} hands)"
+    )
     print(f"{'agent':<18}{'mbb/h':>10}{'s.e.':>9}")
-    for r in sorted(results, key=lambda r: -r.mbb_per_hand):
-        print(f"{r.name:<18}{r.mbb_per_hand:>10.1f}{r.standard_error:>9.1f}")
+    for r in result.ranking():
+        error = "-" if r.standard_error is None else f"{r.standard_error:.1f}"
+        print(f"{r.name:<18}{r.mbb_per_hand:>10.1f}{error:>9}")
     print(f"\n{seconds:.1f} s; every MBBR decision was a GetAction call to the service.")
     print(f"data: {db_path} ({len(sessions)} sessions, {os.path.getsize(db_path)} bytes)")
     return 0

@@ -1,0 +1,442 @@
+"""Numba kernels for 3-player perfect-information Spades search (see ``modeling/spades.py``).
+
+Plain arrays in, preallocated arrays out; the validating Python API lives in ``modeling.spades``.
+
+Card ``c`` in 0..51 is suit ``c // 13`` (0 clubs, 1 diamonds, 2 hearts, 3 spades = trump) and rank
+``c % 13`` (0 = two ... 12 = ace); a hand is a ``uint64`` with bit ``c`` set for each card held.
+
+One driver, ``search``, walks the game tree depth-first with an explicit stack (numba cannot cache
+recursive functions reliably) and computes max^n or prob-max^n values, with two exact reductions:
+
+* **Move merging.** Two legal cards of one suit with no card still in play (in a hand or on the
+  table) between them lead to isomorphic subtrees, so only the lowest is searched. The merged move
+  carries its *multiplicity* (number of cards it stands for); prob-max^n spreads its epsilon mass
+  and its ties per card, so values equal those of the unmerged tree (where equivalent cards are
+  separate, tied children). Max^n breaks ties to the first child in ascending card order, which is
+  the lowest card of a merged group, so it is unchanged too.
+* **Transposition table** at trick boundaries, keyed by the three rank-compressed hands (only the
+  order of the cards still in play matters), the leader and the tricks each player has taken (the
+  subtree value depends on all of them and on nothing else once the search parameters are fixed).
+  Entries carry a generation number, so a table is reused across searches with the same parameters
+  (one hand of play) and invalidated in O(1) otherwise.
+
+Ties in prob-max^n are detected with a relative tolerance ``TIE_TOL`` because merged and unmerged
+trees sum the same products in different orders.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+N_CARDS = 52
+N_RANKS = 13
+SPADES = 3
+TIE_TOL = 1e-9
+
+_ONE = np.uint64(1)
+_SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=np.uint64)
+_H1 = np.uint64(0x9E3779B97F4A7C15)
+_H2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_H3 = np.uint64(0x165667B19E3779F9)
+_H4 = np.uint64(0xD6E8FEB86659FD93)
+
+# stats slots
+ST_NODES = 0
+ST_TT_HITS = 1
+ST_TT_STORES = 2
+ST_LEAVES = 3
+
+# search modes
+MODE_PROBMAXN = 0
+MODE_MAXN = 1
+
+# columns of the per-depth integer frame
+_TURN = 0
+_LEADER = 1
+_NTRICK = 2
+_NCHILD = 3
+_IDX = 4
+_SLOT = 5
+_WIN = 6
+FRAME_COLS = 7
+
+
+@njit(cache=True)
+def trick_winner(trick: np.ndarray, leader: int) -> int:
+    """Seat that wins a complete trick: highest spade if any, else highest card of the led suit."""
+    best = leader
+    bc = trick[leader]
+    for k in range(1, 3):
+        p = (leader + k) % 3
+        c = trick[p]
+        cs = c // N_RANKS
+        bs = bc // N_RANKS
+        if (cs == bs and c > bc) or (cs == SPADES and bs != SPADES):
+            best = p
+            bc = c
+    return best
+
+
+@njit(cache=True)
+def legal_mask(hand: np.uint64, lead_suit: int) -> np.uint64:
+    """Cards of ``hand`` that may be played: the led suit if held (follow suit), else any card."""
+    if lead_suit < 0:
+        return hand
+    s = hand & _SUIT_MASK[lead_suit]
+    if s != np.uint64(0):
+        return s
+    return hand
+
+
+@njit(cache=True)
+def _between(a: int, b: int) -> np.uint64:
+    """Bits strictly between card indices a < b."""
+    return ((_ONE << np.uint64(b)) - _ONE) ^ ((_ONE << np.uint64(a + 1)) - _ONE)
+
+
+@njit(cache=True)
+def gen_moves(
+    hands: np.ndarray,
+    trick: np.ndarray,
+    turn: int,
+    leader: int,
+    ntrick: int,
+    cards_out: np.ndarray,
+    mult_out: np.ndarray,
+) -> tuple[int, int]:
+    """Write merged moves (lowest card, multiplicity) in ascending card order.
+
+    Returns (number of merged moves, number of legal cards).
+    """
+    hand = hands[turn]
+    lead_suit = -1
+    inplay = hands[0] | hands[1] | hands[2]
+    if ntrick > 0:
+        lead_suit = trick[leader] // N_RANKS
+        for p in range(3):
+            if trick[p] >= 0:
+                inplay |= _ONE << np.uint64(trick[p])
+    legal = legal_mask(hand, lead_suit)
+    nchild = 0
+    ncards = 0
+    prev = -1
+    for c in range(N_CARDS):
+        if (legal >> np.uint64(c)) & _ONE:
+            ncards += 1
+            if prev >= 0 and c // N_RANKS == prev // N_RANKS and (inplay & _between(prev, c)) == 0:
+                mult_out[nchild - 1] += 1
+            else:
+                cards_out[nchild] = c
+                mult_out[nchild] = 1
+                nchild += 1
+            prev = c
+    return nchild, ncards
+
+
+@njit(cache=True)
+def canonical_hands(hands: np.ndarray, out: np.ndarray) -> None:
+    """Rank-compress the hands: within each suit, the k-th lowest card still in play becomes rank k.
+
+    Only the relative order of the cards in play matters for the rest of a hand, so positions with
+    equal canonical hands (and equal leader and trick counts) have equal values.
+    """
+    out[0] = np.uint64(0)
+    out[1] = np.uint64(0)
+    out[2] = np.uint64(0)
+    for s in range(4):
+        k = 0
+        for r in range(N_RANKS):
+            bit = _ONE << np.uint64(s * N_RANKS + r)
+            for p in range(3):
+                if hands[p] & bit:
+                    out[p] |= _ONE << np.uint64(s * N_RANKS + k)
+                    k += 1
+                    break
+
+
+@njit(cache=True)
+def _lowest_card(h: np.uint64) -> int:
+    c = 0
+    while not (h >> np.uint64(c)) & _ONE:
+        c += 1
+    return c
+
+
+@njit(cache=True)
+def last_trick_winner(hands: np.ndarray, leader: int) -> int:
+    """Winner of the last trick when every hand holds exactly one card, else -1.
+
+    Playing it out is forced, so the searches resolve it directly instead of expanding 3 nodes.
+    """
+    for p in range(3):
+        h = hands[p]
+        if h == 0 or (h & (h - _ONE)) != 0:
+            return -1
+    best = leader
+    bc = _lowest_card(hands[leader])
+    for k in range(1, 3):
+        p = (leader + k) % 3
+        c = _lowest_card(hands[p])
+        cs = c // N_RANKS
+        bs = bc // N_RANKS
+        if (cs == bs and c > bc) or (cs == SPADES and bs != SPADES):
+            best = p
+            bc = c
+    return best
+
+
+@njit(cache=True)
+def _tt_slot(hands: np.ndarray, meta: np.uint64, size_mask: np.uint64) -> int:
+    h = hands[0] * _H1 ^ hands[1] * _H2 ^ hands[2] * _H3 ^ meta * _H4
+    h ^= h >> np.uint64(29)
+    return np.int64(h & size_mask)
+
+
+@njit(cache=True)
+def _meta(tricks: np.ndarray, leader: int) -> np.uint64:
+    return np.uint64(leader + 4 * tricks[0] + 128 * tricks[1] + 4096 * tricks[2])
+
+
+@njit(cache=True)
+def _tt_find(hands, meta, tt_keys, tt_gen, gen) -> tuple[int, bool]:
+    """Slot of the (canonical) key and whether it holds this key in this generation."""
+    slot = _tt_slot(hands, meta, np.uint64(tt_gen.shape[0] - 1))
+    hit = (
+        tt_gen[slot] == gen
+        and tt_keys[slot, 0] == hands[0]
+        and tt_keys[slot, 1] == hands[1]
+        and tt_keys[slot, 2] == hands[2]
+        and tt_keys[slot, 3] == meta
+    )
+    return slot, hit
+
+
+@njit(cache=True)
+def _tt_claim(slot, key, meta, tt_keys, tt_gen, gen) -> None:
+    tt_keys[slot, 0] = key[0]
+    tt_keys[slot, 1] = key[1]
+    tt_keys[slot, 2] = key[2]
+    tt_keys[slot, 3] = meta
+    tt_gen[slot] = gen
+
+
+@njit(cache=True)
+def _leaf(d, tricks, me, util, utrue, res_u, res_t) -> None:
+    for p in range(3):
+        for m in range(util.shape[1]):
+            res_u[d, p, m] = util[p, m, tricks[p]]
+    res_t[d] = utrue[tricks[me]]
+
+
+@njit(cache=True)
+def _combine_probmaxn(d, turn, nchild, ncards, me, eps, pmodel, mult, cu, ct, pc, res_u, res_t):
+    """Paper 000 Table 2 (COMBINE) plus u_true, with merged moves weighted by multiplicity."""
+    n_models = cu.shape[3]
+    for i in range(nchild):
+        pc[d, i] = 0.0
+    base = eps / ncards
+    for m in range(n_models):
+        w = pmodel[turn, m]
+        if w == 0.0:
+            continue
+        best = cu[d, 0, turn, m]
+        for i in range(1, nchild):
+            if cu[d, i, turn, m] > best:
+                best = cu[d, i, turn, m]
+        thr = best - TIE_TOL * max(1.0, abs(best))
+        nbest = 0
+        for i in range(nchild):
+            if cu[d, i, turn, m] >= thr:
+                nbest += mult[d, i]
+        top = (1.0 - eps) / nbest
+        for i in range(nchild):
+            p_card = base
+            if cu[d, i, turn, m] >= thr:
+                p_card += top
+            pc[d, i] += w * mult[d, i] * p_card
+    for p in range(3):
+        for m in range(n_models):
+            acc = 0.0
+            for i in range(nchild):
+                acc += pc[d, i] * cu[d, i, p, m]
+            res_u[d, p, m] = acc
+    if turn == me:
+        bt = ct[d, 0]
+        for i in range(1, nchild):
+            if ct[d, i] > bt:
+                bt = ct[d, i]
+        res_t[d] = bt
+    else:
+        acc = 0.0
+        for i in range(nchild):
+            acc += pc[d, i] * ct[d, i]
+        res_t[d] = acc
+
+
+@njit(cache=True)
+def _combine_maxn(d, turn, nchild, cu, pc, res_u, res_t):
+    """Max^n: the child maximal in the mover's component, ties to the first; probChoice one-hot."""
+    best = 0
+    for i in range(nchild):
+        pc[d, i] = 0.0
+        if cu[d, i, turn, 0] > cu[d, best, turn, 0]:
+            best = i
+    pc[d, best] = 1.0
+    for p in range(3):
+        res_u[d, p, 0] = cu[d, best, p, 0]
+    res_t[d] = 0.0
+
+
+@njit(cache=True)
+def search(
+    mode: int,
+    hands: np.ndarray,
+    trick: np.ndarray,
+    tricks: np.ndarray,
+    turn0: int,
+    leader0: int,
+    me: int,
+    eps: float,
+    util: np.ndarray,
+    pmodel: np.ndarray,
+    utrue: np.ndarray,
+    cards: np.ndarray,
+    mult: np.ndarray,
+    ncards_at: np.ndarray,
+    cu: np.ndarray,
+    ct: np.ndarray,
+    pc: np.ndarray,
+    res_u: np.ndarray,
+    res_t: np.ndarray,
+    frame: np.ndarray,
+    saved: np.ndarray,
+    keys: np.ndarray,
+    tt_keys: np.ndarray,
+    tt_gen: np.ndarray,
+    tt_u: np.ndarray,
+    tt_t: np.ndarray,
+    gen: int,
+    stats: np.ndarray,
+) -> None:
+    """Max^n (``mode=MODE_MAXN``) or prob-max^n value of a position, in ``res_u[0]``/``res_t[0]``.
+
+    ``util[p, m, t]``: utility to player p under model m of t tricks in total (max^n: m = 0 only,
+    the utility the searcher attributes to p); ``pmodel[p, m]``: prob-max^n weight of model m for
+    player p (for ``me``, the opponents' belief about the searcher); ``utrue[t]``: the searcher's
+    true utility. ``hands``, ``trick`` (card per seat or -1), ``tricks`` describe the root and are
+    restored on return. The root's children are left in ``cards[0]``, ``mult[0]``, ``cu[0]``,
+    ``ct[0]``, ``pc[0]`` (probChoice; one-hot for max^n) and ``ncards_at[0]``. Buffers are
+    ``(depth, width, ...)`` with depth >= cards left + 1 and width >= the mover's hand size.
+    """
+    is_maxn = mode == MODE_MAXN
+    n_models = util.shape[1]
+    ntrick0 = 0
+    for p in range(3):
+        if trick[p] >= 0:
+            ntrick0 += 1
+    frame[0, _TURN] = turn0
+    frame[0, _LEADER] = leader0
+    frame[0, _NTRICK] = ntrick0
+    d = 0
+    entering = True
+    while True:
+        turn = frame[d, _TURN]
+        leader = frame[d, _LEADER]
+        ntrick = frame[d, _NTRICK]
+        done = False
+        if entering:
+            stats[ST_NODES] += 1
+            frame[d, _SLOT] = -1
+            if ntrick == 0:
+                w = -1
+                if hands[0] == 0 and hands[1] == 0 and hands[2] == 0:
+                    done = True
+                elif d > 0:
+                    w = last_trick_winner(hands, leader)
+                    done = w >= 0
+                if done:
+                    stats[ST_LEAVES] += 1
+                    if w >= 0:
+                        tricks[w] += 1
+                    _leaf(d, tricks, me, util, utrue, res_u, res_t)
+                    if w >= 0:
+                        tricks[w] -= 1
+                elif d > 0:
+                    canonical_hands(hands, keys[d])
+                    meta = _meta(tricks, leader)
+                    slot, hit = _tt_find(keys[d], meta, tt_keys, tt_gen, gen)
+                    if hit:
+                        stats[ST_TT_HITS] += 1
+                        for p in range(3):
+                            for m in range(n_models):
+                                res_u[d, p, m] = tt_u[slot, p, m]
+                        res_t[d] = tt_t[slot]
+                        done = True
+                    else:
+                        frame[d, _SLOT] = slot
+                        keys[d, 3] = meta
+            if not done:
+                nchild, ncards = gen_moves(hands, trick, turn, leader, ntrick, cards[d], mult[d])
+                frame[d, _NCHILD] = nchild
+                frame[d, _IDX] = 0
+                ncards_at[d] = ncards
+        else:
+            # back from child d + 1: undo its move and record its value
+            i = frame[d, _IDX]
+            w = frame[d, _WIN]
+            if w >= 0:
+                tricks[w] -= 1
+                for p in range(3):
+                    trick[p] = saved[d, p]
+            trick[turn] = -1
+            hands[turn] ^= _ONE << np.uint64(cards[d, i])
+            for p in range(3):
+                for m in range(n_models):
+                    cu[d, i, p, m] = res_u[d + 1, p, m]
+            ct[d, i] = res_t[d + 1]
+            frame[d, _IDX] = i + 1
+
+        if not done:
+            i = frame[d, _IDX]
+            nchild = frame[d, _NCHILD]
+            if i < nchild:
+                c = cards[d, i]
+                hands[turn] ^= _ONE << np.uint64(c)
+                trick[turn] = c
+                if ntrick == 2:
+                    w = trick_winner(trick, leader)
+                    for p in range(3):
+                        saved[d, p] = trick[p]
+                        trick[p] = -1
+                    tricks[w] += 1
+                    frame[d, _WIN] = w
+                    frame[d + 1, _TURN] = w
+                    frame[d + 1, _LEADER] = w
+                    frame[d + 1, _NTRICK] = 0
+                else:
+                    frame[d, _WIN] = -1
+                    frame[d + 1, _TURN] = (turn + 1) % 3
+                    frame[d + 1, _LEADER] = leader
+                    frame[d + 1, _NTRICK] = ntrick + 1
+                d += 1
+                entering = True
+                continue
+            if is_maxn:
+                _combine_maxn(d, turn, nchild, cu, pc, res_u, res_t)
+            else:
+                _combine_probmaxn(
+                    d, turn, nchild, ncards_at[d], me, eps, pmodel, mult, cu, ct, pc, res_u, res_t
+                )
+            slot = frame[d, _SLOT]
+            if slot >= 0:
+                stats[ST_TT_STORES] += 1
+                _tt_claim(slot, keys[d], keys[d, 3], tt_keys, tt_gen, gen)
+                for p in range(3):
+                    for m in range(n_models):
+                        tt_u[slot, p, m] = res_u[d, p, m]
+                tt_t[slot] = res_t[d]
+        if d == 0:
+            return
+        d -= 1
+        entering = False

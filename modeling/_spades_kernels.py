@@ -20,7 +20,8 @@ recursive functions reliably) and computes max^n or prob-max^n values, with two 
   Entries carry a generation number, so a table is reused across searches with the same parameters
   (one hand of play) and invalidated in O(1) otherwise.
 
-Ties in prob-max^n are detected with a relative tolerance ``TIE_TOL`` because merged and unmerged
+Prob-max^n follows ``modeling.search.probmaxn`` (the project's statement of the rules): children
+within the absolute tolerance ``TIE_TOL`` of a model's best are tied, because merged and unmerged
 trees sum the same products in different orders.
 """
 
@@ -244,7 +245,7 @@ def _combine_probmaxn(d, turn, nchild, ncards, me, eps, pmodel, mult, cu, ct, pc
         for i in range(1, nchild):
             if cu[d, i, turn, m] > best:
                 best = cu[d, i, turn, m]
-        thr = best - TIE_TOL * max(1.0, abs(best))
+        thr = best - TIE_TOL
         nbest = 0
         for i in range(nchild):
             if cu[d, i, turn, m] >= thr:

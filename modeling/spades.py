@@ -54,6 +54,7 @@ import numpy as np
 
 from modeling import _spades_kernels as K
 from modeling.errors import IllegalActionError, InvalidArgumentError
+from modeling.model_weights import choice_likelihood
 
 N_PLAYERS = 3
 N_CARDS = 52
@@ -378,6 +379,11 @@ class SearchTable:
             self._params = params
         return self._generation
 
+    def clear(self) -> None:
+        """Invalidate every entry (the next search starts cold)."""
+        self._generation += 1
+        self._params = None
+
     def values(self, kind: str, n_models: int) -> tuple[np.ndarray, np.ndarray]:
         """Value arrays (utility matrices, true utilities) of one search kind, made on first use."""
         n = self.gen.shape[0]
@@ -401,16 +407,17 @@ class MaxnResult:
 
 @dataclass(frozen=True, eq=False)
 class ProbMaxnResult:
-    """Prob-max^n at a position.
+    """Prob-max^n at a position (``modeling.search.probmaxn`` states the rules).
 
+    ``move``: the searcher's choice (``None`` when another seat moves at the root);
     ``u[p, m]``: utility matrix of the root; ``u_true``: the searcher's expected true utility;
-    ``moves[i]`` (lowest card of a merged group of ``multiplicities[i]`` cards), ``prob_choice[i]``
-    (probability the mover plays some card of group i under the models), ``child_u[i]``,
-    ``child_true[i]``; ``n_cards``: number of legal cards (the epsilon-greedy denominator).
+    ``moves[i]``: lowest card of a merged group of ``multiplicities[i]`` cards; ``prob_choice[i]``:
+    probability the mover plays some card of group i; ``child_u[i]``, ``child_true[i]``: the
+    group's values; ``n_cards``: number of legal cards (the epsilon-greedy denominator).
     """
 
     mover: int
-    move: int
+    move: int | None
     u: np.ndarray
     u_true: float
     moves: tuple[int, ...]
@@ -426,26 +433,20 @@ class ProbMaxnResult:
     def choice_likelihood(self, card: int) -> np.ndarray:
         """``L[m] = P(mover plays card | mover is epsilon-greedy model m)`` at this root.
 
-        This is the likelihood vector of an observed choice used to learn model weights
-        (paper 000, "Learning in Prob-Max^n").
+        The likelihood vector of an observed choice, for learning model weights (paper 000,
+        "Learning in Prob-Max^n"; ``modeling.model_weights.choice_likelihood`` on the unmerged
+        children, each merged move repeated once per card it stands for).
         """
         i = _group_of(self.moves, card)
-        mover_u = self.child_u[:, self.mover, :]
-        out = np.empty(mover_u.shape[1])
-        for m in range(mover_u.shape[1]):
-            col = mover_u[:, m]
-            best = col.max()
-            in_b = col >= best - K.TIE_TOL * max(1.0, abs(best))
-            nb = int(np.sum(np.asarray(self.multiplicities)[in_b]))
-            out[m] = self.eps / self.n_cards + ((1.0 - self.eps) / nb if in_b[i] else 0.0)
-        return out
+        per_card = np.repeat(self.child_u[:, self.mover, :], self.multiplicities, axis=0)
+        chosen = sum(self.multiplicities[:i])
+        return choice_likelihood(per_card, chosen, self.eps, tie_tol=K.TIE_TOL)
 
 
 def first_best(values: Sequence[float] | np.ndarray) -> int:
-    """Index of the first value within the tie tolerance of the maximum (ties to the first)."""
+    """Index of the first value within ``TIE_TOL`` of the maximum (ties to the first)."""
     v = np.asarray(values, dtype=np.float64)
-    best = v.max()
-    return int(np.argmax(v >= best - K.TIE_TOL * max(1.0, abs(best))))
+    return int(np.argmax(v >= v.max() - K.TIE_TOL))
 
 
 def _group_of(moves: Sequence[int], card: int) -> int:
@@ -574,7 +575,8 @@ def probmaxn_search(
     eps: float = 0.1,
     table: SearchTable | None = None,
 ) -> ProbMaxnResult:
-    """Prob-max^n from ``pos`` for searcher ``me`` (paper 000, Tables 1-2).
+    """Prob-max^n from ``pos`` for searcher ``me`` (paper 000, Tables 1-2; the rules are stated in
+    ``modeling.search.probmaxn``, whose numbers this reproduces on the unmerged tree).
 
     ``weights[p]`` = (P(MT), P(mOT)) for seat p; ``weights[me]`` is the opponents' belief about the
     searcher. ``true_model`` is the searcher's own utility (u_true). The move maximises u_true.
@@ -600,7 +602,7 @@ def probmaxn_search(
     )
     return ProbMaxnResult(
         mover=pos.turn,
-        move=out.moves[first_best(out.child_true)],
+        move=out.moves[first_best(out.child_true)] if pos.turn == me else None,
         u=out.u,
         u_true=out.u_true,
         moves=out.moves,

@@ -1,8 +1,10 @@
-"""Spades max^n and prob-max^n kernels (merging + transposition table) against the plain reference.
+"""Spades max^n and prob-max^n kernels (merging + transposition table) against plain tree search.
 
-The reference (``modeling._spades_reference``) expands every legal card, has no table and restates
-the rules, so agreement on many seeded small deals (3-4 cards each, roots at trick boundaries and
-mid-trick) checks the merging, the multiplicity weighting, the rank-compressed table and the rules.
+The oracle builds the whole unmerged game tree below a position with independently restated rules
+(``modeling._spades_reference``) and runs the project's reference ``modeling.search.maxn`` and
+``modeling.search.probmaxn`` on it. Agreement on many seeded small deals (3-4 cards each, roots at
+trick boundaries and mid-trick, random bids, models, weights and epsilon) checks the rules, the
+move merging and its multiplicity weighting, and the rank-compressed transposition table.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import pytest
 from modeling import _spades_reference as R
 from modeling import spades as S
 from modeling.errors import InvalidArgumentError
+from modeling.search.maxn import maxn
+from modeling.search.probmaxn import probmaxn
+from modeling.search.tree import Leaf
 
 
 def _random_root(rng: np.random.Generator, hand_size: int) -> S.Position:
@@ -24,11 +29,11 @@ def _random_root(rng: np.random.Generator, hand_size: int) -> S.Position:
     return pos
 
 
-def _ref_args(pos: S.Position):
+def _tree(pos: S.Position, make_leaf):
     hands = [set(S.mask_to_cards(h)) for h in pos.hands]
     order = [(pos.leader + k) % 3 for k in range(3)]
     played = [(p, pos.trick[p]) for p in order if pos.trick[p] != S.NO_CARD]
-    return hands, played, pos.leader, pos.turn, list(pos.tricks)
+    return R.build_tree(hands, played, pos.leader, pos.turn, list(pos.tricks), make_leaf)
 
 
 def _random_bids(rng, pos, hand_size):
@@ -41,52 +46,55 @@ CASES = [(3, seed) for seed in range(40)] + [(4, seed) for seed in range(100, 10
 
 
 @pytest.mark.parametrize(("hand_size", "seed"), CASES)
-def test_maxn_equals_reference(hand_size, seed):
+def test_maxn_equals_plain_tree_search(hand_size, seed):
     rng = np.random.default_rng(seed)
     pos = _random_root(rng, hand_size)
     b = _random_bids(rng, pos, hand_size)
     models = [S.MODELS[int(m)] for m in rng.integers(2, size=3)]
     got = S.maxn_search(pos, b, models)
-    util = [list(S.utility_table(m, bb, hand_size)) for m, bb in zip(models, b, strict=True)]
-    ref = R.maxn(*_ref_args(pos), util)
-    assert list(got.value) == ref.value
-    best = max(range(len(ref.cards)), key=lambda i: (ref.child_values[i][pos.turn], -i))
-    assert got.move == ref.cards[best]
-    assert set(got.moves) <= set(ref.cards)
-    assert sum(got.multiplicities) == len(ref.cards)
+    util = [S.utility_table(m, bb, hand_size) for m, bb in zip(models, b, strict=True)]
+    tree, cards = _tree(pos, lambda t: Leaf(payoffs=tuple(float(util[p][t[p]]) for p in range(3))))
+    ref = maxn(tree)
+    assert tuple(got.value) == ref.value
+    assert got.move == cards[ref.move]
+    assert sum(got.multiplicities) == len(cards)
     for card, v in zip(got.moves, got.child_values, strict=True):
-        assert list(v) == ref.child_values[ref.cards.index(card)]
+        assert tuple(v) == ref.children[cards.index(card)].value
 
 
 @pytest.mark.parametrize(("hand_size", "seed"), CASES)
-def test_probmaxn_equals_reference(hand_size, seed):
+def test_probmaxn_equals_plain_tree_search(hand_size, seed):
     rng = np.random.default_rng(seed)
     pos = _random_root(rng, hand_size)
     b = _random_bids(rng, pos, hand_size)
-    me = int(rng.integers(3))
+    me = pos.turn if rng.random() < 0.7 else int(rng.integers(3))
     eps = float(rng.choice([0.0, 0.1, 0.3]))
     w1 = rng.choice([0.0, 0.5, 1.0, float(rng.random())], size=3)
     weights = np.stack([w1, 1.0 - w1], axis=1)
-    true_model = S.MODELS[int(rng.integers(2))]
+    true_model = int(rng.integers(2))
     got = S.probmaxn_search(pos, b, me=me, true_model=true_model, weights=weights, eps=eps)
-    util = [[list(S.utility_table(m, bb, hand_size)) for m in S.MODELS] for bb in b]
-    utrue = list(S.utility_table(true_model, b[me], hand_size))
-    ref = R.probmaxn(*_ref_args(pos), util, weights.tolist(), utrue, me, eps)
-    np.testing.assert_allclose(got.u, ref.value, rtol=1e-10, atol=1e-10)
-    assert got.u_true == pytest.approx(ref.true, rel=1e-10, abs=1e-10)
-    assert got.move == ref.cards[S.first_best(ref.child_true)]
-    assert got.n_cards == len(ref.cards)
+    util = [[S.utility_table(m, bb, hand_size) for m in S.MODELS] for bb in b]
+    tree, cards = _tree(
+        pos,
+        lambda t: Leaf(
+            payoffs=t, utilities=tuple(tuple(float(u[t[p]]) for u in util[p]) for p in range(3))
+        ),
+    )
+    ref = probmaxn(tree, prob_model=weights, epsilon=eps, you=me, true_model=true_model)
+    np.testing.assert_allclose(got.u, np.array(ref.utilities), rtol=1e-9, atol=1e-9)
+    assert got.u_true == pytest.approx(ref.u_true, rel=1e-9, abs=1e-9)
+    assert got.move == (None if ref.move is None else cards[ref.move])
+    assert got.n_cards == len(cards)
     # each merged move stands for a run of consecutive legal cards with equal values
     i = 0
     for g, (card, k) in enumerate(zip(got.moves, got.multiplicities, strict=True)):
-        assert ref.cards[i] == card
+        assert cards[i] == card
         members = range(i, i + k)
         assert got.prob_choice[g] == pytest.approx(sum(ref.prob_choice[j] for j in members))
         for j in members:
-            np.testing.assert_allclose(got.child_u[g], ref.child_values[j], rtol=1e-10, atol=1e-10)
-            assert got.child_true[g] == pytest.approx(ref.child_true[j], rel=1e-10, abs=1e-10)
+            assert got.child_true[g] == pytest.approx(ref.child_u_true[j], rel=1e-9, abs=1e-9)
         i += k
-    assert i == len(ref.cards)
+    assert i == len(cards)
     assert got.prob_choice.sum() == pytest.approx(1.0)
 
 
@@ -111,7 +119,7 @@ def test_table_reuse_is_safe_and_hits():
     table = S.SearchTable(12)
     first = S.probmaxn_search(pos, b, me=1, true_model="mOT", weights=w, table=table)
     again = S.probmaxn_search(pos, b, me=1, true_model="mOT", weights=w, table=table)
-    assert again.u_true == first.u_true and again.move == first.move
+    assert again.u_true == first.u_true and again.move == first.move is not None
     assert again.nodes < first.nodes  # children come straight from the table
     # different parameters on the same table must not read stale entries
     w2 = np.array([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]])

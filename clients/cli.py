@@ -15,6 +15,7 @@ import sys
 COMMAND_MODULES = (
     "clients.commands.eval_cmd",
     "clients.commands.match_cmd",
+    "clients.commands.movepred_cmd",
 )
 
 

@@ -141,25 +141,41 @@ class ExactPosterior:
 
     def cdf(self, model: int, x: float) -> float:
         """P(w_model <= x): a mixture of Beta CDFs over the model's count."""
-        if not 0 <= model < self.alpha.size:
-            raise InvalidArgumentError("model", f"must be in 0..{self.alpha.size - 1}")
-        total, n_obs = self.alpha.sum(), self.count_marginals.shape[1] - 1
-        if self.alpha.size == 1:
-            return float(x >= 1.0)
-        k = np.arange(n_obs + 1)
-        a = self.alpha[model] + k
-        b = total + n_obs - a
-        return float(self.count_marginals[model] @ special.betainc(a, b, np.clip(x, 0.0, 1.0)))
+        self._check_model(model)
+        return _mixture_cdf(self.alpha, self.count_marginals, model, x)
 
     def quantile(self, model: int, q: float) -> float:
         """The ``q`` quantile of w_model (root of the exact CDF)."""
+        self._check_model(model)
         if not 0.0 <= q <= 1.0:
             raise InvalidArgumentError("q", f"must be in [0, 1], got {q}")
-        if self.alpha.size == 1:
-            return 1.0
-        if q in (0.0, 1.0):
-            return q
-        return float(optimize.brentq(lambda x: self.cdf(model, x) - q, 0.0, 1.0, xtol=1e-13))
+        return _mixture_quantile(self.alpha, self.count_marginals, model, q)
+
+    def _check_model(self, model: int) -> None:
+        if not 0 <= model < self.alpha.size:
+            raise InvalidArgumentError("model", f"must be in 0..{self.alpha.size - 1}")
+
+
+def _mixture_cdf(alpha: np.ndarray, marginals: np.ndarray, model: int, x: float) -> float:
+    """sum_k P(c_model = k) BetaCDF(x; alpha_model + k, A + T - alpha_model - k)."""
+    if alpha.size == 1:
+        return float(x >= 1.0)
+    n_obs = marginals.shape[1] - 1
+    a = alpha[model] + np.arange(n_obs + 1)
+    b = alpha.sum() + n_obs - a
+    return float(marginals[model] @ special.betainc(a, b, np.clip(x, 0.0, 1.0)))
+
+
+def _mixture_quantile(alpha: np.ndarray, marginals: np.ndarray, model: int, q: float) -> float:
+    if alpha.size == 1:
+        return 1.0
+    if q in (0.0, 1.0):
+        return q
+    return float(
+        optimize.brentq(
+            lambda x: _mixture_cdf(alpha, marginals, model, x) - q, 0.0, 1.0, xtol=1e-13
+        )
+    )
 
 
 def exact_posterior(
@@ -178,10 +194,17 @@ def exact_posterior(
     a = validate_alpha(alpha, n_models)
     _check_level(level)
     if n_models == 1:
-        ones = np.ones(1)
         marg = np.zeros((1, n_obs + 1))
         marg[0, n_obs] = 1.0
-        return ExactPosterior(a, ones, np.zeros(1), np.ones((1, 2)), level, marg, 0.0)
+        return ExactPosterior(
+            alpha=a,
+            mean=np.ones(1),
+            sd=np.zeros(1),
+            interval=np.ones((1, 2)),
+            level=level,
+            count_marginals=marg,
+            log_evidence=float(np.log(lik[:, 0]).sum()),
+        )
     if (n_obs + 1) ** (n_models - 1) > EXACT_MAX_STATES:
         raise ResourceExhaustedError(
             f"exact_posterior: {n_obs + 1}^{n_models - 1} count states exceed {EXACT_MAX_STATES}"
@@ -224,10 +247,19 @@ def exact_posterior(
         second[j] = float((post * aj * (aj + 1)).sum() / (total * (total + 1)))
         marg[j] = np.bincount(counts[j][valid], weights=post[valid], minlength=n_obs + 1)
     sd = np.sqrt(np.maximum(second - mean**2, 0.0))
-    result = ExactPosterior(a, mean, sd, np.zeros((n_models, 2)), level, marg, log_evidence)
-    lo, hi = (1 - level) / 2, (1 + level) / 2
-    interval = np.array([[result.quantile(j, lo), result.quantile(j, hi)] for j in range(n_models)])
-    return ExactPosterior(a, mean, sd, interval, level, marg, log_evidence)
+    tails = ((1 - level) / 2, (1 + level) / 2)
+    interval = np.array(
+        [[_mixture_quantile(a, marg, j, q) for q in tails] for j in range(n_models)]
+    )
+    return ExactPosterior(
+        alpha=a,
+        mean=mean,
+        sd=sd,
+        interval=interval,
+        level=level,
+        count_marginals=marg,
+        log_evidence=log_evidence,
+    )
 
 
 # --------------------------------------------------------------------------- Gibbs sampler
@@ -294,8 +326,15 @@ def gibbs_posterior(
 
     total = a.sum() + n_obs
     rb = (counts + a) / total  # E[w | z] per sweep: (chains, sweeps, N)
-    gammas = rng.standard_gamma(counts + a)
-    weights = gammas / gammas.sum(axis=2, keepdims=True)
+    shapes = counts + a
+    gammas = rng.standard_gamma(shapes)
+    sums = gammas.sum(axis=2, keepdims=True)
+    # Tiny shapes (alpha << 1 with zero counts) can underflow every Gamma draw to 0; numpy's
+    # dirichlet switches to stick-breaking there, so redraw just those rows with it.
+    for c, s_ in np.argwhere(sums[:, :, 0] == 0.0):
+        gammas[c, s_] = rng.dirichlet(shapes[c, s_])
+        sums[c, s_] = 1.0
+    weights = gammas / sums
     mean = rb.mean(axis=(0, 1))
     ess = np.array([effective_sample_size(rb[:, :, j]) for j in range(n_models)])
     rhat = np.array([split_rhat(rb[:, :, j]) for j in range(n_models)])

@@ -232,3 +232,19 @@ def test_invalid_inputs_name_the_field(call, field: str) -> None:
     with pytest.raises(InvalidArgumentError) as info:
         call()
     assert info.value.field == field
+
+
+def test_gibbs_weight_draws_survive_tiny_alpha() -> None:
+    """Gamma(1e-3) draws underflow to 0 about half the time; every weight draw must still be a
+    point of the simplex."""
+    gibbs = gibbs_posterior(np.empty((0, 2)), 1e-3, seed=3, sweeps=500, burn_in=0)
+    assert np.all(np.isfinite(gibbs.weight_samples))
+    np.testing.assert_allclose(gibbs.weight_samples.sum(axis=2), 1.0)
+
+
+def test_single_model_is_certain() -> None:
+    exact = exact_posterior([[0.2], [0.5]], [2.0])
+    assert exact.mean.tolist() == [1.0] and exact.interval.tolist() == [[1.0, 1.0]]
+    assert exact.log_evidence == pytest.approx(np.log(0.1))
+    gibbs = gibbs_posterior([[0.2], [0.5]], [2.0], seed=0, sweeps=10, burn_in=0)
+    assert gibbs.mean.tolist() == [1.0]

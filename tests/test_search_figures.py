@@ -296,3 +296,13 @@ def test_probmaxn_models_as_utility_functions_of_payoffs() -> None:
     )
     np.testing.assert_allclose(np.array(result.utilities)[0], [30.55, 29.45], atol=1e-12)
     assert result.move == 1
+
+
+def test_probmaxn_tie_tolerance_is_relative_above_one() -> None:
+    """Ties: ``x >= best - 1e-9 * max(1, |best|)`` (the spec shared with the Spades kernel)."""
+    big = model_choice_probabilities(np.array([[1000.0], [1000.0 - 5e-7]]), 0.0)
+    np.testing.assert_allclose(big[:, 0], [0.5, 0.5])  # 5e-7 <= 1e-9 * 1000: tied
+    small = model_choice_probabilities(np.array([[0.5], [0.5 - 5e-9]]), 0.0)
+    np.testing.assert_allclose(small[:, 0], [1.0, 0.0])  # 5e-9 > 1e-9 * 1: not tied
+    root = Node(0, (Leaf(utilities=((1000.0 - 5e-7,),)), Leaf(utilities=((1000.0,),))))
+    assert probmaxn(root, prob_model=[[1.0]], epsilon=0.0, you=0, true_model=0).move == 0

@@ -11,11 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
+from modeling.errors import InvalidArgumentError
 from modeling.search.maxn import maxn, softmaxn
 from modeling.search.maxprob import max_prob, win_probabilities
 from modeling.search.paranoid import paranoid, paranoid_alphabeta
 from modeling.search.probmaxn import combine, probmaxn
-from modeling.search.tree import Leaf, Node, Tree, iter_leaves
+from modeling.search.tree import Leaf, Node, Tree, build_tree, iter_leaves
 
 PROPS = settings(max_examples=150, deadline=None)
 
@@ -99,7 +100,7 @@ def test_probmaxn_with_one_greedy_model_is_maxn(tree: Tree, seed: int) -> None:
 
 @PROPS
 @given(tree=trees(), seed=st.integers(0, 2**32 - 1))
-def test_probmaxn_epsilon_one_is_uniform_and_rows_independent(tree: Tree, seed: int) -> None:
+def test_probmaxn_epsilon_one_is_uniform_and_values_stay_in_range(tree: Tree, seed: int) -> None:
     rng = np.random.default_rng(seed)
     leaves = list(iter_leaves(tree))
     n = len(leaves[0].payoffs)
@@ -200,3 +201,23 @@ def test_combine_probchoice_reads_only_the_movers_rows(seed: int, k: int, mover:
     np.testing.assert_array_equal(first, second)
     assert second.sum() == pytest.approx(1.0, abs=1e-12)
     np.testing.assert_allclose(matrix[mover], second @ np.array([c[mover] for c in children]))
+
+
+def test_build_tree_expands_a_game() -> None:
+    """A 3-player take-away game: from a pile of 4, take 1 or 2; whoever takes the last wins."""
+
+    def children(state):
+        pile, turn = state
+        return [(pile - take, (turn + 1) % 3) for take in (1, 2) if take <= pile] if pile else []
+
+    def leaf(state):
+        winner = (state[1] - 1) % 3  # the player who just moved took the last counter
+        return Leaf(payoffs=tuple(int(p == winner) for p in range(3)))
+
+    tree = build_tree((4, 0), mover=lambda s: s[1], children=children, leaf=leaf)
+    assert sum(1 for _ in iter_leaves(tree)) == 5  # compositions of 4 into 1s and 2s
+    # Backward induction: from 2 the mover takes both; from 3 the next player wins either way; so
+    # from 4 player 0 loses whatever it takes, and the tie goes to "take 1": player 2 wins.
+    assert maxn(tree).value == (0, 0, 1) and maxn(tree).move == 0
+    with pytest.raises(InvalidArgumentError):
+        build_tree((4, 0), mover=lambda s: s[1], children=children, leaf=leaf, max_nodes=5)

@@ -17,15 +17,16 @@ Inputs
 - ``epsilon`` in [0, 1]: every model is epsilon-greedy.
 - ``you``: the searching player; ``true_model``: the index of the searcher's real utility function
   among its own models; ``u_true(leaf) = u[you][true_model]``.
-- ``tie_tol`` (default ``TIE_TOL = 1e-9``, absolute): two utilities within ``tie_tol`` of the
-  maximum count as tied. Exact float equality would make results depend on summation order; the
-  tolerance makes a kernel that sums in another order agree with this module.
+- ``tie_tol`` (default ``TIE_TOL = 1e-9``): a value ``x`` ties the maximum ``best`` when
+  ``x >= best - tie_tol * max(1, |best|)`` (relative for large values, absolute below 1). Exact
+  float equality would make results depend on summation order; the tolerance makes a kernel that
+  sums in another order (or merges equal children, below) agree with this module.
 
 Recursion, at a node where player ``i`` moves, children ``c = 0..k-1`` in order, with child values
 ``u_c`` (matrix) and ``t_c`` (u_true):
 
 1. For every model ``j`` of the mover: ``best_j = max_c u_c[i][j]``;
-   ``B_j = {c : u_c[i][j] >= best_j - tie_tol}`` (the model's optimal choices).
+   ``B_j = {c : u_c[i][j] >= best_j - tie_tol * max(1, |best_j|)}`` (the model's optimal choices).
 2. ``probModelsChoice[c, j] = (1 - eps) / |B_j| + eps / k`` if ``c in B_j``, else ``eps / k``.
 3. ``probChoice[c] = sum_j prob_model[i][j] * probModelsChoice[c, j]`` (sums to 1).
 4. ``u[i'][j'] = sum_c probChoice[c] * u_c[i'][j']`` for *every* player ``i'`` and model ``j'``
@@ -34,8 +35,13 @@ Recursion, at a node where player ``i`` moves, children ``c = 0..k-1`` in order,
    ``t = sum_c probChoice[c] * t_c``.
 
 Root: the same rule gives the root's matrix, probChoice and u_true. If the searcher moves at the
-root, the move is the first child ``c`` with ``t_c >= max_c' t_c' - tie_tol`` (ties to the first
+root, the move is the first child ``c`` whose ``t_c`` ties ``max_c' t_c'`` (ties to the first
 child); if an opponent moves at the root there is no move (``None``) and ``t`` is its expectation.
+
+Merging equivalent children (e.g. adjacent cards in Spades) is allowed only if it keeps these
+semantics: ``k`` and ``|B_j|`` count the unmerged children, and a merged child's probChoice is its
+multiplicity times that of one member. Without that weighting eps / k and the (1 - eps) share
+change, and the search computes a different opponent model.
 
 Consequences worth testing (and used as tests): with one model per player, ``eps = 0`` and no ties,
 prob-max^n's matrix is the max^n value; with ``eps = 1`` every probChoice is uniform; at a node,
@@ -59,7 +65,7 @@ from modeling.errors import InvalidArgumentError
 from modeling.search.tree import Leaf, Node, Tree, validate_tree
 
 TIE_TOL = 1e-9
-"""Absolute tolerance under which two utilities count as tied (see the module docstring)."""
+"""Tolerance under which two utilities count as tied, relative above 1 (module docstring)."""
 
 UtilityMatrix = tuple[np.ndarray, ...]
 """``u[i]`` is a float64 vector of player ``i``'s utilities, one per model."""
@@ -93,7 +99,7 @@ def model_choice_probabilities(
     """
     k = child_utilities.shape[0]
     best = child_utilities.max(axis=0)
-    optimal = child_utilities >= best - tie_tol
+    optimal = child_utilities >= best - tie_tol * np.maximum(1.0, np.abs(best))
     n_best = optimal.sum(axis=0)
     return np.where(optimal, (1.0 - epsilon) / n_best + epsilon / k, epsilon / k)
 
@@ -170,7 +176,8 @@ def probmaxn(
     matrix, u_true, prob_choice, trues = value(tree)
     move = None
     if isinstance(tree, Node) and tree.player == you:
-        move = int(np.flatnonzero(trues >= trues.max() - tie_tol)[0])
+        top = trues.max()
+        move = int(np.flatnonzero(trues >= top - tie_tol * max(1.0, abs(top)))[0])
     return ProbMaxnResult(
         utilities=matrix,
         u_true=u_true,

@@ -1,0 +1,395 @@
+"""Multiplayer Bayesian best response (MBBR): paper 003, Algorithms 2-5, per algorithms.md §1.
+
+Opponents are modelled per (opponent, position). With ACPC rotation the opponent sitting at
+position (p + d) mod n while we sit at p is always the same player (seat offset d), so one joint
+posterior per our position p, over the k^(n-1) combinations of the opponents' sampled strategies,
+holds every model: 3 tables of k x k weights in 3-player Kuhn.
+
+- CreateSamples (Alg 3): per (p, d) and information set, clip the prior mean to [eps, 1 - eps],
+  renormalise, draw k strategies from Dirichlet(eta * mean). The uninformed prior is Dirichlet(2).
+- Update (Alg 4): after a hand played at position p, multiply each combination's weight by the
+  probability of exactly what we saw: the opponents' actions, summed over every assignment of the
+  cards we did not see (folded cards, and all cards when everyone else folded, stay hidden). Our own
+  action probabilities are the same for every combination and cancel. The likelihood factorises as
+  z(s) = sum_c prod_j f_j(s_j, c_j); in 3-player Kuhn it is a k x k matrix of rank <= 3, so the
+  update is one fused pass over the table (numba) that also yields the marginals. Weights stay
+  normalised in linear space and are floored at 1e-300 of the total, so a combination is never
+  lost to underflow (the floor is far below what any double-precision sum of weights resolves).
+- Models (Alg 5): each opponent's posterior-mean strategy, sum_s p(s) tau_{s_j}.
+- Responses: ``mean`` is the paper's best response to the models. ``bayes`` is the exact Bayesian
+  best response to the joint posterior, maximising sum_s p(s) EU(sigma, tau_s): expected utility is
+  multilinear, so it needs only the posterior expectation of the product of the opponents' reach
+  probabilities per combination of their (card, own action sequence), a few matrix products with
+  the table, and then one backward induction.
+- The agent plays the default strategy for the first H hands, then the configured response.
+
+Everything is deterministic in ``seed``: the same config and the same observations give
+bit-identical posteriors, which the service relies on to rebuild sessions by replay.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from modeling import _mbbr_kernels as kernels
+from modeling.errors import InvalidArgumentError, ResourceExhaustedError
+from modeling.evaluation import best_response_to_weights, leaf_weights
+from modeling.kuhn import KuhnGame
+from modeling.kuhn3p import robust_profile
+from modeling.observation import HandObservation, validate_observation
+from modeling.strategy import uniform_profile, validate_profile
+
+PRIORS = ("informed", "uninformed")
+RESPONSES = ("mean", "bayes")
+MAX_JOINT_SAMPLES = 1 << 22  # k^(n-1) per table: 2048 x 2048 in 3-player Kuhn
+WEIGHT_FLOOR = 1e-300
+MAX_CACHED_OBSERVATIONS = 4096  # distinct valid observations remembered (3p Kuhn has < 2000)
+UNINFORMED_ALPHA = 2.0
+
+
+@dataclass(frozen=True)
+class MBBRConfig:
+    """MBBR's parameters (paper 003 uses epsilon 0.05, k 10, H 100, eta 4)."""
+
+    epsilon: float = 0.05
+    k: int = 10
+    hands_default: int = 100  # H: hands of default play before exploiting
+    eta: float = 4.0
+    prior: str = "informed"
+    response: str = "mean"
+    seed: int = 0
+
+    def validate(self) -> None:
+        """Raise InvalidArgumentError naming the first bad field."""
+        if not (isinstance(self.epsilon, (int, float)) and 0.0 <= self.epsilon < 0.5):
+            raise InvalidArgumentError("epsilon", f"must be in [0, 0.5), got {self.epsilon!r}")
+        if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
+            raise InvalidArgumentError("k", f"must be a positive integer, got {self.k!r}")
+        if not isinstance(self.hands_default, int) or self.hands_default < 0:
+            raise InvalidArgumentError(
+                "hands_default", f"must be a non-negative integer, got {self.hands_default!r}"
+            )
+        if not (isinstance(self.eta, (int, float)) and math.isfinite(self.eta) and self.eta > 0):
+            raise InvalidArgumentError("eta", f"must be a positive number, got {self.eta!r}")
+        if self.prior not in PRIORS:
+            raise InvalidArgumentError("prior", f"must be one of {PRIORS}, got {self.prior!r}")
+        if self.response not in RESPONSES:
+            raise InvalidArgumentError(
+                "response", f"must be one of {RESPONSES}, got {self.response!r}"
+            )
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise InvalidArgumentError(
+                "seed", f"must be an integer in [0, 2^63), got {self.seed!r}"
+            )
+
+
+def create_samples(
+    game: KuhnGame,
+    prior_mean: np.ndarray,
+    *,
+    k: int,
+    epsilon: float,
+    eta: float,
+    prior: str,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """CreateSamples (Alg 3): (n, n-1, k, num_infosets, 2) sampled strategies.
+
+    Entry [p, d - 1] holds the samples of the opponent at position (p + d) mod n while we sit at p.
+    """
+    n, num_infosets = game.num_players, game.num_infosets
+    tau = np.full((n, n - 1, k, num_infosets, 2), 0.5)
+    for p in range(n):
+        for d in range(1, n):
+            q = (p + d) % n
+            rows = game.infosets(q)
+            if prior == "uninformed":
+                alpha = np.full((len(rows), 2), UNINFORMED_ALPHA)
+            else:
+                mean = np.clip(prior_mean[q, rows], epsilon, 1.0 - epsilon)
+                alpha = eta * mean / mean.sum(axis=1, keepdims=True)
+            draws = rng.gamma(alpha, size=(k, len(rows), 2))
+            tau[p, d - 1][:, rows] = draws / draws.sum(axis=2, keepdims=True)
+    return tau
+
+
+class MBBRModel:
+    """The MBBR posteriors of one agent over a repeated n-player Kuhn match."""
+
+    def __init__(
+        self,
+        game: KuhnGame,
+        config: MBBRConfig | None = None,
+        *,
+        default_strategy: np.ndarray | None = None,
+        prior_mean: np.ndarray | None = None,
+    ) -> None:
+        config = config or MBBRConfig()
+        config.validate()
+        n = game.num_players
+        if config.k ** (n - 1) > MAX_JOINT_SAMPLES:
+            raise ResourceExhaustedError(
+                f"k: {config.k}^{n - 1} joint samples exceed the limit of {MAX_JOINT_SAMPLES}"
+            )
+        fallback = robust_profile("N1") if n == 3 else uniform_profile(game)
+        self.default_strategy = (
+            fallback if default_strategy is None
+            else validate_profile(game, default_strategy, "default_strategy")
+        )  # fmt: skip
+        fallback = robust_profile("N3") if n == 3 else uniform_profile(game)
+        self.prior_mean = (
+            fallback if prior_mean is None else validate_profile(game, prior_mean, "prior_mean")
+        )
+        self.game = game
+        self.config = config
+        self.hands_observed = 0
+        self.tau = create_samples(
+            game,
+            self.prior_mean,
+            k=config.k,
+            epsilon=config.epsilon,
+            eta=config.eta,
+            prior=config.prior,
+            rng=np.random.default_rng(config.seed),
+        )
+        k = config.k
+        shape = (k,) * (n - 1)
+        self._weights = [np.full(shape, 1.0 / k ** (n - 1)) for _ in range(n)]
+        self._scale = [1.0] * n  # 1 / total of the stored (unnormalised) weights
+        self._marginals = [[np.full(k, 1.0 / k) for _ in range(n - 1)] for _ in range(n)]
+        self._ess = [float(k ** (n - 1))] * n
+        self._responses: dict[tuple[int, str], tuple[np.ndarray, float]] = {}
+        self._sequences = _own_sequences(game)
+        self._reach = [
+            [self._sequence_reach(p, d) for d in range(1, n)] for p in range(n)
+        ]  # [p][d-1]: (k, num_cards * num_sequences)
+        self._bayes_layout = [self._layout(p) for p in range(n)]
+        self._moves: dict[tuple[int, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._groupings: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._valid_observations: set[HandObservation] = set()
+        self._tau_flat = self.tau.reshape(n, n - 1, k, -1)
+
+    # --- Alg 4: the update ---------------------------------------------------------------------
+
+    def observe(self, obs: HandObservation) -> None:
+        """Bayes-update the table of our position in ``obs`` with what was seen of the hand."""
+        game = self.game
+        if obs not in self._valid_observations:
+            validate_observation(game, obs)
+            if len(self._valid_observations) < MAX_CACHED_OBSERVATIONS:
+                self._valid_observations.add(obs)
+        p = obs.position
+        moves = self._opponent_moves(p, obs.history)
+        if game.num_players == 3:
+            self._update_3p(p, moves, obs)
+        else:
+            self._update_generic(p, moves, obs)
+        self.hands_observed += 1
+        for kind in RESPONSES:
+            self._responses.pop((p, kind), None)
+
+    def _opponent_moves(self, p: int, history: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per opponent (d = 1..n-1): its decision nodes and actions in ``history``."""
+        key = (p, history)
+        if key not in self._moves:
+            game, n = self.game, self.game.num_players
+            path = _path_of(game, int(game.node_terminal[game.node(history)]))
+            self._moves[key] = [
+                (
+                    np.array([nd for nd, _ in path if game.node_player[nd] == (p + d) % n]),
+                    np.array([a for nd, a in path if game.node_player[nd] == (p + d) % n]),
+                )
+                for d in range(1, n)
+            ]
+        return self._moves[key]
+
+    def _update_3p(self, p: int, moves, obs: HandObservation) -> None:
+        # z[s1, s2] = sum over assignments (x1, x2) of f1[s1, x1] f2[s2, x2], grouped by x2.
+        key = (p, obs.cards)
+        if key not in self._groupings:
+            assignments = _hidden_assignments(self.game, obs)
+            groups, group_of = np.unique(assignments[:, 1], return_inverse=True)
+            self._groupings[key] = (assignments[:, 0].copy(), group_of.astype(np.int64), groups)
+        first_cards, group_of, groups = self._groupings[key]
+        k = self.config.k
+        a, bt = np.empty((k, len(groups))), np.empty((len(groups), k))
+        (nodes1, actions1), (nodes2, actions2) = moves
+        kernels.likelihood_factors_3p(
+            self.tau[p, 0], nodes1, actions1, self.tau[p, 1], nodes2, actions2,
+            self.game.infoset_of, first_cards, group_of, groups, a, bt,
+        )  # fmt: skip
+        row, col = np.empty(k), np.empty(k)
+        total, sumsq = kernels.update_joint2(
+            self._weights[p], a, bt, self._scale[p], WEIGHT_FLOOR, row, col
+        )
+        self._store(p, total, sumsq, [row, col])
+
+    def _update_generic(self, p: int, moves, obs: HandObservation) -> None:
+        per_card = []
+        for d, (nodes, actions) in enumerate(moves, start=1):
+            out = np.empty((self.config.k, self.game.num_cards))
+            kernels.card_likelihoods(self.tau[p, d - 1], nodes, actions, self.game.infoset_of, out)
+            per_card.append(out)
+        assignments = _hidden_assignments(self.game, obs)
+        z = np.zeros_like(self._weights[p])
+        for cards in assignments:
+            term = per_card[0][:, cards[0]]
+            for j in range(1, len(per_card)):
+                term = np.multiply.outer(term, per_card[j][:, cards[j]])
+            z += term
+        w = np.maximum(self._weights[p] * self._scale[p], WEIGHT_FLOOR) * z
+        self._weights[p] = w
+        axes = range(w.ndim)
+        sums = [w.sum(axis=tuple(a for a in axes if a != j)) for j in axes]
+        self._store(p, float(w.sum()), float(np.square(w).sum()), sums)
+
+    def _store(self, p: int, total: float, sumsq: float, sums: list[np.ndarray]) -> None:
+        if not (math.isfinite(total) and total > 0.0):
+            raise FloatingPointError(f"posterior of position {p} degenerated (total {total})")
+        self._scale[p] = 1.0 / total
+        self._ess[p] = total * total / sumsq
+        self._marginals[p] = [s / total for s in sums]
+
+    # --- Alg 5 and the responses -----------------------------------------------------------------
+
+    def posterior(self, our_position: int) -> np.ndarray:
+        """The normalised joint posterior of the table for our position (a copy)."""
+        self.game._check_position(our_position, "our_position")
+        w = self._weights[our_position]
+        return w / w.sum()
+
+    def effective_sample_size(self, our_position: int) -> float:
+        """1 / sum p(s)^2 of the joint posterior of the table for our position."""
+        self.game._check_position(our_position, "our_position")
+        return self._ess[our_position]
+
+    def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
+        """Posterior-mean strategy (num_infosets, 2) of an opponent, and its marginal ESS."""
+        d = self._offset(our_position, opponent_position)
+        marginal = self._marginals[our_position][d - 1]
+        model = (marginal @ self._tau_flat[our_position, d - 1]).reshape(-1, 2)
+        return model, float(1.0 / np.dot(marginal, marginal))
+
+    def models_profile(self, our_position: int) -> np.ndarray:
+        """A profile with every opponent replaced by its model (our row: the default strategy)."""
+        profile = self.default_strategy.copy()
+        n = self.game.num_players
+        for d in range(1, n):
+            q = (our_position + d) % n
+            profile[q] = self.opponent_model(our_position, q)[0]
+        return profile
+
+    def response(self, our_position: int, kind: str | None = None) -> tuple[np.ndarray, float]:
+        """Best-response strategy (num_infosets, 2) for our position and its expected value."""
+        self.game._check_position(our_position, "our_position")
+        kind = kind or self.config.response
+        if kind not in RESPONSES:
+            raise InvalidArgumentError("kind", f"must be one of {RESPONSES}, got {kind!r}")
+        key = (our_position, kind)
+        if key not in self._responses:
+            if kind == "mean":
+                weights = leaf_weights(self.game, self.models_profile(our_position), our_position)
+            else:
+                weights = self._bayes_leaf_weights(our_position)
+            self._responses[key] = best_response_to_weights(self.game, weights, our_position)
+        strategy, value = self._responses[key]
+        return strategy.copy(), value
+
+    def policy(self, our_position: int) -> np.ndarray:
+        """What the agent plays: the default strategy for the first H hands, then the response."""
+        if self.hands_observed < self.config.hands_default:
+            self.game._check_position(our_position, "our_position")
+            return self.default_strategy[our_position].copy()
+        return self.response(our_position)[0]
+
+    def _bayes_leaf_weights(self, p: int) -> np.ndarray:
+        game, n = self.game, self.game.num_players
+        reach = self._reach[p]
+        if n == 3:  # the hot case: R1^T W R2, two BLAS products
+            expected = reach[0].T @ (self._weights[p] @ reach[1])
+        else:  # contract the last opponent's axis first, restoring the axis order each time
+            expected = self._weights[p]
+            for d in range(n - 1, 0, -1):
+                expected = np.tensordot(expected, reach[d - 1], axes=([d - 1], [0]))
+                expected = np.moveaxis(expected, -1, d - 1)
+        expected = np.ascontiguousarray(expected).ravel() * self._scale[p]
+        return kernels.bayes_leaf_weights(
+            expected, *self._bayes_layout[p], p, game.num_cards, game.deals, game.payoffs
+        )
+
+    def _layout(self, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(strides, sequence counts, sequence of each terminal, positions) of p's opponents."""
+        n = self.game.num_players
+        opponents = np.array([(p + d) % n for d in range(1, n)], dtype=np.int64)
+        sizes = np.array([self._sequences[q][1] for q in opponents], dtype=np.int64)
+        sequences = np.stack([self._sequences[q][0] for q in opponents])
+        dims = self.game.num_cards * sizes
+        strides = np.array([int(np.prod(dims[j + 1 :])) for j in range(n - 1)], dtype=np.int64)
+        return strides, sizes, sequences, opponents
+
+    def _sequence_reach(self, p: int, d: int) -> np.ndarray:
+        """(k, num_cards * S) reach probability of each sample, per (card, own sequence)."""
+        game = self.game
+        q = (p + d) % game.num_players
+        seq_of_terminal, num_seq = self._sequences[q]
+        tau = self.tau[p, d - 1]
+        reach = np.ones((tau.shape[0], game.num_cards, num_seq))
+        done = np.zeros(num_seq, dtype=bool)
+        for t in range(game.num_terminals):
+            s = seq_of_terminal[t]
+            if done[s]:
+                continue
+            done[s] = True
+            for node, action in _path_of(game, t):
+                if game.node_player[node] == q:
+                    reach[:, :, s] *= tau[:, game.infoset_of[node], action]
+        return reach.reshape(tau.shape[0], -1)
+
+    def _offset(self, our_position: int, opponent_position: int) -> int:
+        self.game._check_position(our_position, "our_position")
+        self.game._check_position(opponent_position, "opponent_position")
+        d = (opponent_position - our_position) % self.game.num_players
+        if d == 0:
+            raise InvalidArgumentError("opponent_position", "is our own position")
+        return d
+
+
+def _path_of(game: KuhnGame, terminal: int) -> list[tuple[int, int]]:
+    length = int(game.path_len[terminal])
+    return [
+        (int(game.path_nodes[terminal, i]), int(game.path_actions[terminal, i]))
+        for i in range(length)
+    ]
+
+
+def _own_sequences(game: KuhnGame) -> list[tuple[np.ndarray, int]]:
+    """Per position: (sequence id of each terminal, number of distinct own action sequences)."""
+    out = []
+    for q in range(game.num_players):
+        ids: dict[tuple, int] = {}
+        seq = np.empty(game.num_terminals, dtype=np.int64)
+        for t in range(game.num_terminals):
+            key = tuple((nd, a) for nd, a in _path_of(game, t) if game.node_player[nd] == q)
+            seq[t] = ids.setdefault(key, len(ids))
+        out.append((seq, len(ids)))
+    return out
+
+
+def _hidden_assignments(game: KuhnGame, obs: HandObservation) -> np.ndarray:
+    """Every assignment of cards to the opponents consistent with what we saw: (m, n - 1)."""
+    n, p = game.num_players, obs.position
+    opponents = [(p + d) % n for d in range(1, n)]
+    known = {c for c in obs.cards if c is not None}
+    free = [c for c in range(game.num_cards) if c not in known]
+    hidden = [j for j, q in enumerate(opponents) if obs.cards[q] is None]
+    rows = []
+    for pick in itertools.permutations(free, len(hidden)):
+        cards = [obs.cards[q] for q in opponents]
+        for j, c in zip(hidden, pick, strict=True):
+            cards[j] = c
+        rows.append(cards)
+    return np.array(rows, dtype=np.int64)

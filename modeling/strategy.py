@@ -1,0 +1,172 @@
+"""Behaviour strategies as arrays, and their JSON form.
+
+A *strategy* for one position is an array ``(num_infosets, 2)`` of action probabilities (column 0 =
+pass, 1 = bet); a *profile* stacks one per position, ``(num_players, num_infosets, 2)``. Padding
+rows (information sets a position does not have) hold ``[0.5, 0.5]`` so kernels never meet a zero
+row.
+
+JSON files are keyed by OpenSpiel information-state strings so strategies move freely between this
+project and OpenSpiel's tabular policies::
+
+    {"game": "kuhn_poker", "num_players": 3,
+     "positions": [{"0": [1.0, 0.0], "0ppb": [1.0, 0.0], ...}, {...}, {...}]}
+
+A file for a single position has ``"position": p`` and ``"strategy": {...}`` instead of
+``"positions"``."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from modeling.errors import InvalidArgumentError, InvalidStrategyError
+from modeling.kuhn import KuhnGame
+
+SUM_TOLERANCE = 1e-9
+
+
+def uniform_profile(game: KuhnGame) -> np.ndarray:
+    """Every action with probability 1/2 at every information set."""
+    return np.full((game.num_players, game.num_infosets, 2), 0.5)
+
+
+def validate_strategy(
+    game: KuhnGame, position: int, strategy: np.ndarray, field: str
+) -> np.ndarray:
+    """Return ``strategy`` as a float array after checking shape, finiteness and normalisation."""
+    arr = np.asarray(strategy, dtype=float)
+    if arr.shape != (game.num_infosets, 2):
+        raise InvalidStrategyError(field, f"shape {arr.shape}, expected ({game.num_infosets}, 2)")
+    rows = game.infosets(position)
+    real = arr[rows]
+    if not np.all(np.isfinite(real)):
+        raise InvalidStrategyError(field, "contains NaN or infinity")
+    if np.any(real < 0):
+        bad = rows[int(np.argmax((real < 0).any(axis=1)))]
+        raise InvalidStrategyError(
+            field, f"negative probability at {game.infoset_string(position, bad)}"
+        )
+    sums = real.sum(axis=1)
+    off = np.abs(sums - 1.0) > SUM_TOLERANCE
+    if off.any():
+        bad = rows[int(np.argmax(off))]
+        raise InvalidStrategyError(
+            field,
+            f"probabilities at {game.infoset_string(position, bad)} sum to "
+            f"{sums[int(np.argmax(off))]!r}, not 1",
+        )
+    out = np.full((game.num_infosets, 2), 0.5)
+    out[rows] = real
+    return out
+
+
+def validate_profile(game: KuhnGame, profile: np.ndarray, field: str = "profile") -> np.ndarray:
+    """Check a whole profile ``(num_players, num_infosets, 2)``; returns a clean float copy."""
+    arr = np.asarray(profile, dtype=float)
+    if arr.shape != (game.num_players, game.num_infosets, 2):
+        raise InvalidStrategyError(
+            field, f"shape {arr.shape}, expected ({game.num_players}, {game.num_infosets}, 2)"
+        )
+    return np.stack(
+        [validate_strategy(game, p, arr[p], f"{field}[{p}]") for p in range(game.num_players)]
+    )
+
+
+def strategy_to_dict(game: KuhnGame, position: int, strategy: np.ndarray) -> dict[str, list[float]]:
+    """``{infostate string: [p_pass, p_bet]}`` for one position."""
+    return {
+        game.infoset_string(position, i): [float(strategy[i, 0]), float(strategy[i, 1])]
+        for i in game.infosets(position)
+    }
+
+
+def strategy_from_dict(
+    game: KuhnGame, position: int, table: Mapping[str, object], field: str = "strategy"
+) -> np.ndarray:
+    """Inverse of :func:`strategy_to_dict`; every information set must be present."""
+    if not isinstance(table, Mapping):
+        raise InvalidStrategyError(field, "must be an object keyed by information-state strings")
+    out = np.full((game.num_infosets, 2), math.nan)
+    for key, probs in table.items():
+        idx = game.infoset_from_string(position, key)
+        if not isinstance(probs, (list, tuple)) or len(probs) != 2:
+            raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_pass, p_bet]")
+        out[idx] = [float(probs[0]), float(probs[1])]
+    missing = [
+        game.infoset_string(position, i) for i in game.infosets(position) if np.isnan(out[i, 0])
+    ]
+    if missing:
+        raise InvalidStrategyError(field, f"missing information sets {missing[:4]}")
+    out[np.isnan(out[:, 0])] = 0.5
+    return validate_strategy(game, position, out, field)
+
+
+def profile_to_json(game: KuhnGame, profile: np.ndarray) -> dict:
+    """JSON-ready dict of a whole profile."""
+    return {
+        "game": "kuhn_poker",
+        "num_players": game.num_players,
+        "positions": [strategy_to_dict(game, p, profile[p]) for p in range(game.num_players)],
+    }
+
+
+def save_profile(game: KuhnGame, profile: np.ndarray, path: str | Path) -> None:
+    """Write a whole profile as JSON."""
+    Path(path).write_text(json.dumps(profile_to_json(game, profile), indent=1) + "\n")
+
+
+def save_strategy(game: KuhnGame, position: int, strategy: np.ndarray, path: str | Path) -> None:
+    """Write one position's strategy as JSON."""
+    doc = {
+        "game": "kuhn_poker",
+        "num_players": game.num_players,
+        "position": position,
+        "strategy": strategy_to_dict(game, position, strategy),
+    }
+    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def load_json(game: KuhnGame, path: str | Path) -> dict[int, np.ndarray]:
+    """Read a profile or single-position file; returns ``{position: strategy}``."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidArgumentError("profile", f"cannot read {path}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InvalidStrategyError("profile", f"{path}: top level must be an object")
+    if doc.get("num_players", game.num_players) != game.num_players:
+        raise InvalidStrategyError(
+            "num_players",
+            f"{path} is for {doc['num_players']} players, game has {game.num_players}",
+        )
+    if "positions" in doc:
+        positions = doc["positions"]
+        if not isinstance(positions, list) or len(positions) != game.num_players:
+            raise InvalidStrategyError("positions", f"{path}: needs {game.num_players} entries")
+        return {
+            p: strategy_from_dict(game, p, positions[p], f"positions[{p}]")
+            for p in range(game.num_players)
+        }
+    if "position" in doc and "strategy" in doc:
+        p = doc["position"]
+        game._check_position(p, "position")
+        return {p: strategy_from_dict(game, p, doc["strategy"])}
+    raise InvalidStrategyError("profile", f"{path}: needs 'positions' or 'position' + 'strategy'")
+
+
+def load_profile(game: KuhnGame, paths: list[str | Path]) -> np.ndarray:
+    """A whole profile from one file holding all positions, or one single-position file each."""
+    found: dict[int, np.ndarray] = {}
+    for path in paths:
+        for p, strat in load_json(game, path).items():
+            if p in found:
+                raise InvalidStrategyError("profile", f"position {p} given twice ({path})")
+            found[p] = strat
+    missing = sorted(set(range(game.num_players)) - set(found))
+    if missing:
+        raise InvalidStrategyError("profile", f"no strategy for positions {missing}")
+    return np.stack([found[p] for p in range(game.num_players)])

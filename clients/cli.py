@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "clients.commands.eval_cmd",
     "clients.commands.match_cmd",
     "clients.commands.movepred_cmd",
+    "clients.commands.spades_cmd",
 )
 
 

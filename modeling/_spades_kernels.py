@@ -42,6 +42,11 @@ _H2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _H3 = np.uint64(0x165667B19E3779F9)
 _H4 = np.uint64(0xD6E8FEB86659FD93)
 
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _DEBRUIJN_INDEX[((1 << _i) * 0x03F79D71B4CB0A89 & (2**64 - 1)) >> 58] = _i
+
 # stats slots
 ST_NODES = 0
 ST_TT_HITS = 1
@@ -91,9 +96,9 @@ def legal_mask(hand: np.uint64, lead_suit: int) -> np.uint64:
 
 
 @njit(cache=True)
-def _between(a: int, b: int) -> np.uint64:
-    """Bits strictly between card indices a < b."""
-    return ((_ONE << np.uint64(b)) - _ONE) ^ ((_ONE << np.uint64(a + 1)) - _ONE)
+def _bit_index(low: np.uint64) -> int:
+    """Index of the single set bit of ``low`` (de Bruijn multiplication)."""
+    return _DEBRUIJN_INDEX[(low * _DEBRUIJN) >> np.uint64(58)]
 
 
 @njit(cache=True)
@@ -121,17 +126,22 @@ def gen_moves(
     legal = legal_mask(hand, lead_suit)
     nchild = 0
     ncards = 0
+    prev_low = np.uint64(0)
     prev = -1
-    for c in range(N_CARDS):
-        if (legal >> np.uint64(c)) & _ONE:
-            ncards += 1
-            if prev >= 0 and c // N_RANKS == prev // N_RANKS and (inplay & _between(prev, c)) == 0:
-                mult_out[nchild - 1] += 1
-            else:
-                cards_out[nchild] = c
-                mult_out[nchild] = 1
-                nchild += 1
-            prev = c
+    while legal != 0:
+        low = legal & (~legal + _ONE)
+        legal ^= low
+        c = _bit_index(low)
+        ncards += 1
+        between = (low - _ONE) & ~((prev_low << _ONE) - _ONE)
+        if prev >= 0 and c // N_RANKS == prev // N_RANKS and (inplay & between) == 0:
+            mult_out[nchild - 1] += 1
+        else:
+            cards_out[nchild] = c
+            mult_out[nchild] = 1
+            nchild += 1
+        prev = c
+        prev_low = low
     return nchild, ncards
 
 
@@ -145,23 +155,30 @@ def canonical_hands(hands: np.ndarray, out: np.ndarray) -> None:
     out[0] = np.uint64(0)
     out[1] = np.uint64(0)
     out[2] = np.uint64(0)
-    for s in range(4):
-        k = 0
-        for r in range(N_RANKS):
-            bit = _ONE << np.uint64(s * N_RANKS + r)
-            for p in range(3):
-                if hands[p] & bit:
-                    out[p] |= _ONE << np.uint64(s * N_RANKS + k)
-                    k += 1
-                    break
+    inplay = hands[0] | hands[1] | hands[2]
+    suit = -1
+    k = 0
+    while inplay != 0:
+        low = inplay & (~inplay + _ONE)
+        inplay ^= low
+        c = _bit_index(low)
+        s = c // N_RANKS
+        if s != suit:
+            suit = s
+            k = s * N_RANKS
+        bit = _ONE << np.uint64(k)
+        k += 1
+        if hands[0] & low:
+            out[0] |= bit
+        elif hands[1] & low:
+            out[1] |= bit
+        else:
+            out[2] |= bit
 
 
 @njit(cache=True)
 def _lowest_card(h: np.uint64) -> int:
-    c = 0
-    while not (h >> np.uint64(c)) & _ONE:
-        c += 1
-    return c
+    return _bit_index(h & (~h + _ONE))
 
 
 @njit(cache=True)

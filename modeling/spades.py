@@ -9,12 +9,15 @@ The game (papers 000 and 002, Sturtevant & Bowling / Sturtevant):
   spade wins the trick if any spade was played, else the highest card of the led suit; the winner
   leads next.
   In a game the first trick of hand ``h`` (0-based) is led by seat ``h % 3`` (the deal rotates).
-* **Bidding** (one fixed rule for every agent, as the papers fix it outside the search). A player's
-  bid is its count of *sure winners*, at least 1:
-  every spade that outranks all the spades the two opponents hold, plus, in each other suit, the
-  number of the player's cards that outrank all the opponents' cards of that suit, capped by the
-  shorter opponent's length in that suit (an opponent that must follow suit cannot trump it).
-  The rule sees all hands, since they are public.
+* **Bidding** (one fixed rule for every agent, as the papers fix bids outside the search). The rule
+  sees all hands, since they are public. In each suit, rank the cards still in play from the top
+  (k = 1 for the highest). A player's card of rank k is a *likely winner* if the player holds at
+  least k cards of that suit (the k - 1 others guard it against higher cards). In spades (trump)
+  the count is the larger of the likely winners and the player's spade length minus the longest
+  opposing spade length (long trumps). In another suit the likely winners are capped by the
+  shorter opponent's length in it (beyond that an opponent can trump). The bid is the sum over
+  suits, at least 1. On seeded 7-card deals the bids sum to about 6 of 7 tricks, and a bid is
+  made in about 3 of 4 hands under trick-maximising play.
 * **Scoring a hand.** With bid ``b`` and ``t`` tricks: ``t >= b`` scores ``10 b + (t - b)`` (one
   point per overtrick), ``t < b`` scores ``-10 b``. Overtricks accumulate as *bags*; whenever a
   player's bags reach 10, it loses 100 points and 10 bags.
@@ -269,21 +272,23 @@ class Position:
 
 
 def bid(hands: Sequence[int], player: int) -> int:
-    """The fixed bidding rule (module docstring): sure winners of ``player``, at least 1."""
+    """The fixed bidding rule (module docstring): likely winners of ``player``, at least 1."""
     if not 0 <= player < N_PLAYERS:
         raise InvalidArgumentError("player", f"must be 0, 1 or 2, got {player}")
     mine = hands[player]
     others = [hands[q] for q in range(N_PLAYERS) if q != player]
+    in_play = hands[0] | hands[1] | hands[2]
     total = 0
     for s in range(4):
         suit_mask = ((1 << 13) - 1) << (13 * s)
-        opp_cards = (others[0] | others[1]) & suit_mask
-        top_opp = opp_cards.bit_length() - 1  # -1 if the opponents hold none of the suit
-        above = [c for c in mask_to_cards(mine & suit_mask) if c > top_opp]
+        ranked = mask_to_cards(in_play & suit_mask)[::-1]  # highest first
+        length = (mine & suit_mask).bit_count()
+        likely = sum(1 for k, c in enumerate(ranked, start=1) if (mine >> c) & 1 and length >= k)
+        opp_lengths = [(o & suit_mask).bit_count() for o in others]
         if s == SPADES:
-            total += len(above)
+            total += max(likely, length - max(opp_lengths))
         else:
-            total += min(len(above), *((o & suit_mask).bit_count() for o in others))
+            total += min(likely, *opp_lengths)
     return max(1, total)
 
 

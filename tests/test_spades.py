@@ -113,15 +113,31 @@ def test_bidding_rule_known_answers():
         S.parse_hand("QS KH 2H 7H 6C 7C 8C"),
         S.parse_hand("JS QH 5H 6H 9C TC JC"),
     )
-    # seat 0: AS KS above every opposing spade (QS, JS) -> 2; 2S no. Hearts: AH above all; the
-    # shorter opponent holds 3 hearts -> +1. Clubs: 4C 5C below opposing clubs -> 0. Total 3.
+    # seat 0, spades ranked AS KS QS JS 2S: AS (k=1) and KS (k=2) are guarded by 3 spades, 2S (k=5)
+    # is not -> 2; long trumps 3 - 1 = 2 -> 2. Hearts: AH (k=1) -> 1, capped by the shorter
+    # opponent's 3 hearts -> 1. Clubs 4C 5C rank 7th and 8th -> 0. Total 3.
     assert S.bid(hands, 0) == 3
-    # seat 1: QS below AS; KH below AH; 8C below JC -> 0 sure winners, bid at least 1.
+    # seat 1: QS is 3rd with 1 spade -> 0; KH is 2nd with 3 hearts -> 1 (cap 2); 8C is 4th with
+    # 3 clubs -> 0. Total 1.
     assert S.bid(hands, 1) == 1
-    # seat 2: JS below; QH below AH; JC TC 9C above every opposing club (8C), capped by the
-    # shorter opponent's clubs (seat 0 holds 2) -> 2.
-    assert S.bid(hands, 2) == 2
-    assert S.bids(hands) == (3, 1, 2)
+    # seat 2: JS 4th of 1 -> 0; QH 3rd with 3 hearts -> 1 (cap 2); JC TC 9C are 1st-3rd with 3
+    # clubs -> 3, capped by seat 0's 2 clubs -> 2. Total 3.
+    assert S.bid(hands, 2) == 3
+    assert S.bids(hands) == (3, 1, 3)
+
+
+def test_bidding_long_trumps_and_the_ruff_cap():
+    hands = (
+        S.parse_hand("2S 3S 4S 5S"),
+        S.parse_hand("AS 2C 3C 4C"),
+        S.parse_hand("KS 5C 6C 7C"),
+    )
+    # seat 0: 5S (3rd) and 4S (4th) guarded by 4 spades -> 2, but 4 spades against at most 1
+    # opposing spade -> 3 long trumps.
+    assert S.bid(hands, 0) == 3
+    # seat 1: AS -> 1; seat 2: KS unguarded, and its three top clubs are capped at 0 because
+    # seat 0 holds no club (it would trump them).
+    assert S.bids(hands) == (3, 1, 1)
 
 
 def test_bidding_caps_side_suit_winners_by_opponent_length():

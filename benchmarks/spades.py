@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from modeling import spades as S  # noqa: E402
+from modeling import spades as S
 
 
 def _summary(times: list[float], nodes: list[int]) -> dict:
@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res, indent=2))
         return 0
     print(f"{res['deals']} deals, {res['hand_size']} cards each, first move, cold table")
-    print(f"{'':10s} {'median ms':>10s} {'p95 ms':>10s} {'max ms':>10s} {'nodes':>10s} {'nodes/s':>12s}")
+    cols = ("median ms", "p95 ms", "max ms", "nodes")
+    print(f"{'':10s} " + " ".join(f"{c:>10s}" for c in cols) + f" {'nodes/s':>12s}")
     for name in ("probmaxn", "maxn"):
         r = res[name]
         print(

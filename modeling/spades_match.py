@@ -381,22 +381,22 @@ class MatchResult:
         """Paper 000's table row for ``type_a`` v. ``type_b``."""
         return summarise(type_a, type_b, self.games[(type_a, type_b)])
 
+    def win_pcts(self, type_a: str, type_b: str) -> np.ndarray:
+        """A's %win per deal sequence in experiment (A, B); exactly 50 when A is B (symmetry)."""
+        if type_a == type_b:
+            return np.full(len(next(iter(self.games.values()))), 50.0)
+        return np.array(
+            [
+                100.0
+                * sum(g.win_shares[s] for g in seq for s, t in enumerate(g.types) if t == type_a)
+                / len(seq)
+                for seq in self.games[(type_a, type_b)]
+            ]
+        )
+
     def win_difference(self, first: tuple[str, str], second: tuple[str, str]) -> Estimate:
         """Paired difference of A's %win between two experiments on the same deal sequences."""
-
-        def per_seq(key: tuple[str, str]) -> np.ndarray:
-            return np.array(
-                [
-                    100.0
-                    * sum(
-                        g.win_shares[s] for g in seq for s, t in enumerate(g.types) if t == key[0]
-                    )
-                    / len(seq)
-                    for seq in self.games[key]
-                ]
-            )
-
-        return _estimate(per_seq(first) - per_seq(second))
+        return _estimate(self.win_pcts(*first) - self.win_pcts(*second))
 
 
 def run_match(

@@ -130,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     for a, b in pairs:
         if a.endswith(("_p", "_pl")) and b in M.MAXN_TYPES:
             wrong, correct = M.wrong_and_correct_maxn(b, own=a.split("_")[0])
-            if (wrong, b) in result.games and (correct, b) in result.games:
+            have = {k for k in result.games} | {(b, b)}  # A v. A is 50% by symmetry
+            if (wrong, b) in have and (correct, b) in have:
                 gains[(a, b)] = (
                     result.win_difference((a, b), (wrong, b)),
                     result.win_difference((correct, b), (a, b)),

@@ -110,8 +110,10 @@ def gen_moves(
     ntrick: int,
     cards_out: np.ndarray,
     mult_out: np.ndarray,
+    row: int,
 ) -> tuple[int, int]:
-    """Write merged moves (lowest card, multiplicity) in ascending card order.
+    """Write merged moves (lowest card, multiplicity) to ``cards_out[row]``, ``mult_out[row]``,
+    in ascending card order (rows, not slices: slicing costs reference counting per node).
 
     Returns (number of merged moves, number of legal cards).
     """
@@ -135,10 +137,10 @@ def gen_moves(
         ncards += 1
         between = (low - _ONE) & ~((prev_low << _ONE) - _ONE)
         if prev >= 0 and c // N_RANKS == prev // N_RANKS and (inplay & between) == 0:
-            mult_out[nchild - 1] += 1
+            mult_out[row, nchild - 1] += 1
         else:
-            cards_out[nchild] = c
-            mult_out[nchild] = 1
+            cards_out[row, nchild] = c
+            mult_out[row, nchild] = 1
             nchild += 1
         prev = c
         prev_low = low
@@ -146,15 +148,15 @@ def gen_moves(
 
 
 @njit(cache=True)
-def canonical_hands(hands: np.ndarray, out: np.ndarray) -> None:
+def canonical_hands(hands: np.ndarray) -> tuple[np.uint64, np.uint64, np.uint64]:
     """Rank-compress the hands: within each suit, the k-th lowest card still in play becomes rank k.
 
     Only the relative order of the cards in play matters for the rest of a hand, so positions with
     equal canonical hands (and equal leader and trick counts) have equal values.
     """
-    out[0] = np.uint64(0)
-    out[1] = np.uint64(0)
-    out[2] = np.uint64(0)
+    o0 = np.uint64(0)
+    o1 = np.uint64(0)
+    o2 = np.uint64(0)
     inplay = hands[0] | hands[1] | hands[2]
     suit = -1
     k = 0
@@ -169,11 +171,12 @@ def canonical_hands(hands: np.ndarray, out: np.ndarray) -> None:
         bit = _ONE << np.uint64(k)
         k += 1
         if hands[0] & low:
-            out[0] |= bit
+            o0 |= bit
         elif hands[1] & low:
-            out[1] |= bit
+            o1 |= bit
         else:
-            out[2] |= bit
+            o2 |= bit
+    return o0, o1, o2
 
 
 @njit(cache=True)
@@ -205,37 +208,30 @@ def last_trick_winner(hands: np.ndarray, leader: int) -> int:
 
 
 @njit(cache=True)
-def _tt_slot(hands: np.ndarray, meta: np.uint64, size_mask: np.uint64) -> int:
-    h = hands[0] * _H1 ^ hands[1] * _H2 ^ hands[2] * _H3 ^ meta * _H4
-    h ^= h >> np.uint64(29)
-    return np.int64(h & size_mask)
-
-
-@njit(cache=True)
 def _meta(tricks: np.ndarray, leader: int) -> np.uint64:
     return np.uint64(leader + 4 * tricks[0] + 128 * tricks[1] + 4096 * tricks[2])
 
 
 @njit(cache=True)
-def _tt_find(hands, meta, tt_keys, tt_gen, gen) -> tuple[int, bool]:
+def _tt_find(k0, k1, k2, meta, tt_keys, tt_gen, gen) -> tuple[int, bool]:
     """Slot of the (canonical) key and whether it holds this key in this generation."""
-    slot = _tt_slot(hands, meta, np.uint64(tt_gen.shape[0] - 1))
+    h = k0 * _H1 ^ k1 * _H2 ^ k2 * _H3 ^ meta * _H4
+    h ^= h >> np.uint64(29)
+    slot = np.int64(h & np.uint64(tt_gen.shape[0] - 1))
     hit = (
         tt_gen[slot] == gen
-        and tt_keys[slot, 0] == hands[0]
-        and tt_keys[slot, 1] == hands[1]
-        and tt_keys[slot, 2] == hands[2]
+        and tt_keys[slot, 0] == k0
+        and tt_keys[slot, 1] == k1
+        and tt_keys[slot, 2] == k2
         and tt_keys[slot, 3] == meta
     )
     return slot, hit
 
 
 @njit(cache=True)
-def _tt_claim(slot, key, meta, tt_keys, tt_gen, gen) -> None:
-    tt_keys[slot, 0] = key[0]
-    tt_keys[slot, 1] = key[1]
-    tt_keys[slot, 2] = key[2]
-    tt_keys[slot, 3] = meta
+def _tt_claim(slot, keys, d, tt_keys, tt_gen, gen) -> None:
+    for j in range(4):
+        tt_keys[slot, j] = keys[d, j]
     tt_gen[slot] = gen
 
 
@@ -381,9 +377,9 @@ def search(
                     if w >= 0:
                         tricks[w] -= 1
                 elif d > 0:
-                    canonical_hands(hands, keys[d])
+                    k0, k1, k2 = canonical_hands(hands)
                     meta = _meta(tricks, leader)
-                    slot, hit = _tt_find(keys[d], meta, tt_keys, tt_gen, gen)
+                    slot, hit = _tt_find(k0, k1, k2, meta, tt_keys, tt_gen, gen)
                     if hit:
                         stats[ST_TT_HITS] += 1
                         for p in range(3):
@@ -393,9 +389,12 @@ def search(
                         done = True
                     else:
                         frame[d, _SLOT] = slot
+                        keys[d, 0] = k0
+                        keys[d, 1] = k1
+                        keys[d, 2] = k2
                         keys[d, 3] = meta
             if not done:
-                nchild, ncards = gen_moves(hands, trick, turn, leader, ntrick, cards[d], mult[d])
+                nchild, ncards = gen_moves(hands, trick, turn, leader, ntrick, cards, mult, d)
                 frame[d, _NCHILD] = nchild
                 frame[d, _IDX] = 0
                 ncards_at[d] = ncards
@@ -449,7 +448,7 @@ def search(
             slot = frame[d, _SLOT]
             if slot >= 0:
                 stats[ST_TT_STORES] += 1
-                _tt_claim(slot, keys[d], keys[d, 3], tt_keys, tt_gen, gen)
+                _tt_claim(slot, keys, d, tt_keys, tt_gen, gen)
                 for p in range(3):
                     for m in range(n_models):
                         tt_u[slot, p, m] = res_u[d, p, m]

@@ -6,7 +6,8 @@ Card ``c`` in 0..51 is suit ``c // 13`` (0 clubs, 1 diamonds, 2 hearts, 3 spades
 ``c % 13`` (0 = two ... 12 = ace); a hand is a ``uint64`` with bit ``c`` set for each card held.
 
 One driver, ``search``, walks the game tree depth-first with an explicit stack (numba cannot cache
-recursive functions reliably) and computes max^n or prob-max^n values, with two exact reductions:
+recursive functions reliably) and computes max^n, soft-max^n (sets of final trick vectors) or
+prob-max^n values, with two exact reductions:
 
 * **Move merging.** Two legal cards of one suit with no card still in play (in a hand or on the
   table) between them lead to isomorphic subtrees, so only the lowest is searched. The merged move
@@ -56,6 +57,8 @@ ST_LEAVES = 3
 # search modes
 MODE_PROBMAXN = 0
 MODE_MAXN = 1
+MODE_SOFTMAXN = 2
+_LOW32 = np.uint64(0xFFFFFFFF)
 
 # columns of the per-depth integer frame
 _TURN = 0
@@ -236,11 +239,77 @@ def _tt_claim(slot, keys, d, tt_keys, tt_gen, gen) -> None:
 
 
 @njit(cache=True)
-def _leaf(d, tricks, me, util, utrue, res_u, res_t) -> None:
+def _leaf(d, tricks, me, util, utrue, res_u, res_t, is_soft) -> None:
+    if is_soft:
+        k = util.shape[2]  # hand size + 1
+        _pack(np.uint64(1) << np.uint64(tricks[0] * k + tricks[1]), res_u, d)
+        res_t[d] = 0.0
+        return
     for p in range(3):
         for m in range(util.shape[1]):
             res_u[d, p, m] = util[p, m, tricks[p]]
     res_t[d] = utrue[tricks[me]]
+
+
+@njit(cache=True)
+def _pack(mask: np.uint64, res_u: np.ndarray, d: int) -> None:
+    """Soft-max^n: store a 64-bit outcome set exactly as two 32-bit halves in float64 slots, so the
+    driver's value plumbing (children, transposition table) carries it unchanged."""
+    res_u[d, 0, 0] = float(mask & _LOW32)
+    res_u[d, 0, 1] = float(mask >> np.uint64(32))
+
+
+@njit(cache=True)
+def unpack_set(lo: float, hi: float) -> np.uint64:
+    """Inverse of ``_pack``: outcome-set mask from its two float halves."""
+    return np.uint64(lo) | (np.uint64(hi) << np.uint64(32))
+
+
+@njit(cache=True)
+def _level_range(mask: np.uint64, mover: int, util: np.ndarray) -> tuple[float, float]:
+    """Min and max of the mover's order level ``util[mover, 0, t]`` over an outcome set."""
+    k = util.shape[2]
+    n = k - 1
+    lo = np.inf
+    hi = -np.inf
+    while mask != 0:
+        low = mask & (~mask + _ONE)
+        mask ^= low
+        idx = _bit_index(low)
+        t0 = idx // k
+        t1 = idx % k
+        t = t0 if mover == 0 else t1 if mover == 1 else n - t0 - t1
+        v = util[mover, 0, t]
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return lo, hi
+
+
+@njit(cache=True)
+def _combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t):
+    """Soft-max^n: union of the outcome sets of the children no other child dominates.
+
+    The mover's strict preference is ``level(v) > level(w)`` with ``level = util[mover, 0, t]``
+    (a strict weak order), so set S dominates T iff ``min_S >= max_T`` and ``max_S > min_T``.
+    ``pc[d, i]`` is 1 for the undominated children (the mover's possible choices), else 0.
+    Player 1's slots of ``cu`` hold each child's level range (unused otherwise in this mode).
+    """
+    for i in range(nchild):
+        lo, hi = _level_range(unpack_set(cu[d, i, 0, 0], cu[d, i, 0, 1]), turn, util)
+        cu[d, i, 1, 0] = lo
+        cu[d, i, 1, 1] = hi
+    union = np.uint64(0)
+    for i in range(nchild):
+        dominated = False
+        for j in range(nchild):
+            if j != i and cu[d, j, 1, 0] >= cu[d, i, 1, 1] and cu[d, j, 1, 1] > cu[d, i, 1, 0]:
+                dominated = True
+                break
+        pc[d, i] = 0.0 if dominated else 1.0
+        if not dominated:
+            union |= unpack_set(cu[d, i, 0, 0], cu[d, i, 0, 1])
+    _pack(union, res_u, d)
+    res_t[d] = 0.0
 
 
 @njit(cache=True)
@@ -333,7 +402,7 @@ def search(
     gen: int,
     stats: np.ndarray,
 ) -> None:
-    """Max^n (``mode=MODE_MAXN``) or prob-max^n value of a position, in ``res_u[0]``/``res_t[0]``.
+    """Max^n, soft-max^n or prob-max^n (``mode``) value of a position, in ``res_u[0]``/``res_t[0]``.
 
     ``util[p, m, t]``: utility to player p under model m of t tricks in total (max^n: m = 0 only,
     the utility the searcher attributes to p); ``pmodel[p, m]``: prob-max^n weight of model m for
@@ -342,8 +411,12 @@ def search(
     restored on return. The root's children are left in ``cards[0]``, ``mult[0]``, ``cu[0]``,
     ``ct[0]``, ``pc[0]`` (probChoice; one-hot for max^n) and ``ncards_at[0]``. Buffers are
     ``(depth, width, ...)`` with depth >= cards left + 1 and width >= the mover's hand size.
+    Soft-max^n (hand size <= 7): ``util[p, 0, t]`` is player p's order level for t tricks
+    (``util`` has 2 model slots); a value is the set of final trick vectors ``(t0, t1, t2)`` as bit
+    ``t0 * (hand size + 1) + t1`` of a 64-bit mask, packed by ``_pack``.
     """
     is_maxn = mode == MODE_MAXN
+    is_soft = mode == MODE_SOFTMAXN
     n_models = util.shape[1]
     ntrick0 = 0
     for p in range(3):
@@ -373,7 +446,7 @@ def search(
                     stats[ST_LEAVES] += 1
                     if w >= 0:
                         tricks[w] += 1
-                    _leaf(d, tricks, me, util, utrue, res_u, res_t)
+                    _leaf(d, tricks, me, util, utrue, res_u, res_t, is_soft)
                     if w >= 0:
                         tricks[w] -= 1
                 elif d > 0:
@@ -441,6 +514,8 @@ def search(
                 continue
             if is_maxn:
                 _combine_maxn(d, turn, nchild, cu, pc, res_u, res_t)
+            elif is_soft:
+                _combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t)
             else:
                 _combine_probmaxn(
                     d, turn, nchild, ncards_at[d], me, eps, pmodel, mult, cu, ct, pc, res_u, res_t

@@ -570,6 +570,94 @@ def maxn_search(
     )
 
 
+@dataclass(frozen=True, eq=False)
+class SoftMaxnResult:
+    """Soft-max^n at a position.
+
+    ``value``: the max^n set, as sorted final trick vectors; ``moves``/``multiplicities`` as for
+    prob-max^n; ``child_sets[i]``: the set of merged move i; ``choices``: the merged moves the
+    mover might make (not dominated under its order); ``move``: the searcher's pick when it moves
+    at the root: the best worst-case true utility over the child's set, then the best best-case,
+    then the first (paper 000 leaves this choice open; this is our rule).
+    """
+
+    move: int | None
+    value: tuple[tuple[int, int, int], ...]
+    moves: tuple[int, ...]
+    multiplicities: tuple[int, ...]
+    child_sets: tuple[tuple[tuple[int, int, int], ...], ...]
+    choices: tuple[int, ...]
+    nodes: int
+    tt_hits: int
+
+
+def _decode_set(lo: float, hi: float, hand_size: int) -> tuple[tuple[int, int, int], ...]:
+    mask = int(K.unpack_set(lo, hi))
+    k = hand_size + 1
+    return tuple((i // k, i % k, hand_size - i // k - i % k) for i in range(64) if (mask >> i) & 1)
+
+
+def generic_level(bid_: int, max_tricks: int) -> np.ndarray:
+    """Soft-max^n order level of an opponent of unknown type (MT or mOT): 1 if the bid is made.
+
+    MT and mOT agree exactly on "making the bid beats missing it" and disagree between any two
+    made outcomes (more vs fewer overtricks), so the intersection of their orders ranks outcomes
+    by this level alone; outcomes of equal level are incomparable (kept together in max^n sets).
+    """
+    return np.array([1.0 if t >= bid_ else 0.0 for t in range(max_tricks + 1)])
+
+
+def softmaxn_search(
+    pos: Position,
+    bids_: Sequence[int],
+    *,
+    me: int,
+    true_model: int | str,
+    table: SearchTable | None = None,
+) -> SoftMaxnResult:
+    """Soft-max^n from ``pos`` (paper 000; ``modeling.search.maxn.softmaxn`` states the rules).
+
+    The searcher orders outcomes by its true utility; each opponent by ``generic_level`` (the
+    generic model of a player that is MT or mOT). Hands of at most 7 cards (sets are 64-bit).
+    """
+    max_tricks = _prepare(pos, bids_)
+    if max_tricks > 7:
+        raise InvalidArgumentError("hand_size", "soft-max^n supports hands of at most 7 cards")
+    if not 0 <= me < N_PLAYERS:
+        raise InvalidArgumentError("me", f"must be 0, 1 or 2, got {me}")
+    own = utility_table(true_model, bids_[me], max_tricks)
+    util = np.zeros((N_PLAYERS, 2, max_tricks + 1))
+    for p in range(N_PLAYERS):
+        util[p, 0] = own if p == me else generic_level(bids_[p], max_tricks)
+    table = table or SearchTable(14)
+    out = _run(
+        K.MODE_SOFTMAXN,
+        pos,
+        me=me,
+        eps=0.0,
+        util=util,
+        pmodel=np.full((N_PLAYERS, 2), 0.5),
+        utrue=np.zeros(max_tricks + 1),
+        table=table,
+        gen=table.generation_for(("softmaxn", util.tobytes())),
+    )
+    sets = tuple(_decode_set(u[0, 0], u[0, 1], max_tricks) for u in out.child_u)
+    move = None
+    if pos.turn == me:
+        scores = [(min(own[t[me]] for t in st), max(own[t[me]] for t in st)) for st in sets]
+        move = out.moves[max(range(len(sets)), key=lambda i: (*scores[i], -i))]
+    return SoftMaxnResult(
+        move=move,
+        value=_decode_set(out.u[0, 0], out.u[0, 1], max_tricks),
+        moves=out.moves,
+        multiplicities=out.multiplicities,
+        child_sets=sets,
+        choices=tuple(m for m, p in zip(out.moves, out.prob_choice, strict=True) if p > 0),
+        nodes=out.nodes,
+        tt_hits=out.tt_hits,
+    )
+
+
 def probmaxn_search(
     pos: Position,
     bids_: Sequence[int],

@@ -13,6 +13,10 @@ Player types (paper 000; the subscript is the model a player assumes for its opp
   and, in its search tree, scores every opponent with utility Y. The tree is the same max^n tree the
   others would search if their utilities were as assumed, so ``X_Y`` also assumes that the opponents
   model it correctly (as X) -- the "second-level" assumption paper 000 discusses for mOT_mOT.
+* ``mOT_g`` (and ``MT_g``): soft-max^n with true utility mOT (MT) and the generic opponent model
+  (an opponent prefers one outcome to another only if MT and mOT both do: making its bid beats
+  missing it); at the root it takes the child with the best worst-case true utility over its
+  max^n set, then the best best case (``modeling.spades.softmaxn_search``).
 * ``mOT_p`` (and ``MT_p``): prob-max^n with true utility mOT (MT), epsilon-greedy models {MT, mOT}
   with equal weights for every opponent, and equal weights for the opponents' belief about itself.
 * ``mOT_pl`` (and ``MT_pl``): the same, learning each opponent's model weights during a game:
@@ -45,7 +49,8 @@ from modeling.model_weights import gibbs_posterior
 SEATINGS = ("AAB", "ABA", "ABB", "BAA", "BAB", "BBA")
 MAXN_TYPES = ("MT_MT", "MT_mOT", "mOT_MT", "mOT_mOT")
 PROB_TYPES = ("mOT_p", "MT_p", "mOT_pl", "MT_pl")
-PLAYER_TYPES = MAXN_TYPES + PROB_TYPES
+SOFT_TYPES = ("mOT_g", "MT_g")
+PLAYER_TYPES = MAXN_TYPES + PROB_TYPES + SOFT_TYPES
 
 
 def true_model(player_type: str) -> int:
@@ -107,6 +112,24 @@ class MaxnAgent(Agent):
         """Max^n move (ties to the lowest card)."""
         models = [self._own if p == self.seat else self._assumed for p in range(3)]
         return S.maxn_search(pos, self.bids, models, table=self.table).move
+
+
+class SoftMaxnAgent(Agent):
+    """Soft-max^n with the generic opponent model (``modeling.spades.softmaxn_search``)."""
+
+    def __init__(self, player_type: str) -> None:
+        super().__init__(player_type)
+        if player_type not in SOFT_TYPES:
+            raise InvalidArgumentError("player_type", f"{player_type!r} is not a soft-max^n type")
+        self._true = true_model(player_type)
+
+    def choose(self, pos: S.Position) -> int:
+        """Soft-max^n move."""
+        move = S.softmaxn_search(
+            pos, self.bids, me=self.seat, true_model=self._true, table=self.table
+        ).move
+        assert move is not None  # it is our turn
+        return move
 
 
 @dataclass
@@ -186,6 +209,8 @@ def make_agent(player_type: str, *, eps: float = 0.1, seed: int = 0) -> Agent:
     check_type(player_type)
     if player_type in MAXN_TYPES:
         return MaxnAgent(player_type)
+    if player_type in SOFT_TYPES:
+        return SoftMaxnAgent(player_type)
     return ProbMaxnAgent(player_type, eps=eps, seed=seed)
 
 
@@ -452,7 +477,8 @@ def run_match(
 def wrong_and_correct_maxn(type_b: str, own: str = "mOT") -> tuple[str, str]:
     """The max^n types with our utility ``own`` that model opponent ``type_b`` wrongly / correctly.
 
-    Paper 000's %Gain compares with max^n under the wrong model, %Loss with the correct one.
+    Paper 000's %Gain compares soft-max^n with max^n under the wrong model (Table 4) and prob-max^n
+    with soft-max^n (Table 5); %Loss compares with max^n under the correct model.
     """
     b_own = type_b.split("_")[0]
     other = "MT" if b_own == "mOT" else "mOT"

@@ -37,7 +37,7 @@ def _game(types, seed):
 
 
 def test_games_are_seeded_and_end_at_target():
-    types = ("mOT_p", "MT_MT", "mOT_pl")
+    types = ("mOT_g", "MT_MT", "mOT_pl")
     a = _game(types, seed=3)
     b = _game(types, seed=3)
     assert a == b
@@ -119,6 +119,8 @@ def test_spades_match_command_json(capsys):
     row = rows[("mOT_p", "MT_mOT")]
     assert row["games"] == 12 and 0 <= row["win_pct_a"][0] <= 100
     # %Loss needs mOT_MT v. MT_mOT (present); %Gain needs mOT_mOT v. MT_mOT (absent)
-    assert "gain_pct" not in row
+    assert "gain_pct" not in row and "loss_pct" in row
+    loss = rows[("mOT_MT", "MT_mOT")]["win_pct_a"][0] - row["win_pct_a"][0]
+    assert row["loss_pct"][0] == pytest.approx(loss)
     with pytest.raises(SystemExit):
         parser.parse_args(["spades-match", "--candidates", "nope"])

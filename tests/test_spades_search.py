@@ -15,7 +15,7 @@ import pytest
 from modeling import _spades_reference as R
 from modeling import spades as S
 from modeling.errors import InvalidArgumentError
-from modeling.search.maxn import maxn
+from modeling.search.maxn import maxn, softmaxn
 from modeling.search.probmaxn import probmaxn
 from modeling.search.tree import Leaf
 
@@ -96,6 +96,39 @@ def test_probmaxn_equals_plain_tree_search(hand_size, seed):
         i += k
     assert i == len(cards)
     assert got.prob_choice.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("hand_size", "seed"), CASES)
+def test_softmaxn_equals_plain_tree_search(hand_size, seed):
+    rng = np.random.default_rng(seed)
+    pos = _random_root(rng, hand_size)
+    b = _random_bids(rng, pos, hand_size)
+    me = pos.turn if rng.random() < 0.7 else int(rng.integers(3))
+    true_model = S.MODELS[int(rng.integers(2))]
+    got = S.softmaxn_search(pos, b, me=me, true_model=true_model)
+    level = [
+        S.utility_table(true_model, b[p], hand_size)
+        if p == me
+        else S.generic_level(b[p], hand_size)
+        for p in range(3)
+    ]
+    tree, cards = _tree(pos, lambda t: Leaf(payoffs=t))
+    ref = softmaxn(tree, prefers=lambda i, v, w: level[i][v[i]] > level[i][w[i]])
+    assert set(got.value) == set(ref.value)
+    i = 0
+    for card, k, st in zip(got.moves, got.multiplicities, got.child_sets, strict=True):
+        for j in range(i, i + k):
+            assert set(st) == set(ref.children[j].value)
+            assert (card in got.choices) == (j in ref.choices)
+        i += k
+    if me == pos.turn:
+        own = level[me]
+        key = [
+            (min(own[t[me]] for t in c.value), max(own[t[me]] for t in c.value))
+            for c in ref.children
+        ]
+        best = max(range(len(key)), key=lambda j: (*key[j], -j))
+        assert got.move == cards[best]
 
 
 def test_choice_likelihood_recombines_to_prob_choice():

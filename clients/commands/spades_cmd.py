@@ -24,10 +24,13 @@ player types (X_Y: own utility X, opponents assumed to have utility Y):
   MT_MT MT_mOT mOT_MT mOT_mOT   max^n with fixed models
   mOT_p MT_p                    prob-max^n, models {MT, mOT} weighted 1/2 each, epsilon-greedy
   mOT_pl MT_pl                  prob-max^n learning weights by Gibbs sampling after every hand
+  mOT_g MT_g                    soft-max^n, generic opponent model (only "made beats missed")
 
 With the max^n baselines mOT_MT and mOT_mOT among the candidates, %Gain (candidate minus max^n
-with the wrong opponent model) and %Loss (max^n with the correct model minus candidate) are shown,
-as paired differences on the same deals. Everything is seeded; --jobs does not change results.
+with the wrong opponent model, paper 000 Table 4) and %Loss (max^n with the correct model minus
+candidate) are shown; with mOT_g too, "%Gain v soft" (prob-max^n minus soft-max^n, Table 5's
+%Gain). All are paired differences on the same deals, in percentage points of A's win share.
+Everything is seeded; --jobs does not change results.
 """
 
 _EXAMPLES = """\
@@ -126,23 +129,28 @@ def run(args: argparse.Namespace) -> int:
         return 2
     elapsed = time.perf_counter() - t0
     summaries = {p: result.summary(*p) for p in pairs}
-    gains = {}
+    have = set(result.games) | {(b, b) for b in args.opponents}  # A v. A is 50% by symmetry
+    gains: dict[tuple[str, str], dict[str, M.Estimate]] = {}
     for a, b in pairs:
-        if a.endswith(("_p", "_pl")) and b in M.MAXN_TYPES:
-            wrong, correct = M.wrong_and_correct_maxn(b, own=a.split("_")[0])
-            have = {k for k in result.games} | {(b, b)}  # A v. A is 50% by symmetry
-            if (wrong, b) in have and (correct, b) in have:
-                gains[(a, b)] = (
-                    result.win_difference((a, b), (wrong, b)),
-                    result.win_difference((correct, b), (a, b)),
-                )
+        if a in M.MAXN_TYPES or b not in M.MAXN_TYPES:
+            continue
+        own = a.split("_")[0]
+        wrong, correct = M.wrong_and_correct_maxn(b, own=own)
+        row = {}
+        if (wrong, b) in have:
+            row["gain"] = result.win_difference((a, b), (wrong, b))
+        if (correct, b) in have:
+            row["loss"] = result.win_difference((correct, b), (a, b))
+        if a not in M.SOFT_TYPES and (f"{own}_g", b) in have:
+            row["gain_vs_soft"] = result.win_difference((a, b), (f"{own}_g", b))
+        if row:
+            gains[(a, b)] = row
     if args.json:
         rows = []
         for p, s in summaries.items():
             row = _row(s)
-            if p in gains:
-                row["gain_pct"] = [gains[p][0].mean, gains[p][0].half_width]
-                row["loss_pct"] = [gains[p][1].mean, gains[p][1].half_width]
+            for name, est in gains.get(p, {}).items():
+                row[f"{name}_pct"] = [est.mean, est.half_width]
             rows.append(row)
         out = {
             "seed": args.seed,
@@ -161,8 +169,9 @@ def run(args: argparse.Namespace) -> int:
     )
     print("95% confidence intervals over deal sequences; %Win is A's share of the wins (50 = even)")
     head = f"{'A v. B':<18}{'Score A':>14}{'Score B':>14}{'%Win A':>14}{'hands':>7}"
-    if gains:
-        head += f"{'%Gain':>14}{'%Loss':>14}"
+    gain_cols = [c for c in ("gain", "loss", "gain_vs_soft") if any(c in g for g in gains.values())]
+    titles = {"gain": "%Gain", "loss": "%Loss", "gain_vs_soft": "%Gain v soft"}
+    head += "".join(f"{titles[c]:>14}" for c in gain_cols)
     if any(s.learned_pairs for s in summaries.values()):
         head += f"{'leaned true':>13}{'far off':>9}"
     print(head)
@@ -171,9 +180,8 @@ def run(args: argparse.Namespace) -> int:
             f"{s.type_a + ' v. ' + s.type_b:<18}{s.score_a!s:>14}{s.score_b!s:>14}"
             f"{s.win_pct_a!s:>14}{s.mean_hands:>7.1f}"
         )
-        if gains:
-            g = gains.get(p)
-            line += f"{g[0]!s:>14}{g[1]!s:>14}" if g else f"{'':>28}"
+        g = gains.get(p, {})
+        line += "".join(f"{g[c]!s:>14}" if c in g else f"{'':>14}" for c in gain_cols)
         if s.learned_pairs:
             line += f"{s.leaned_true:>12.1f}%{s.far_off:>8.1f}%"
         print(line)

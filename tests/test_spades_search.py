@@ -183,3 +183,33 @@ def test_search_input_validation():
         S.maxn_search(pos, (1, 1, 1), ("MT", "MT", "XX"))
     with pytest.raises(InvalidArgumentError, match="bids"):
         S.maxn_search(pos, (1, 1), ("MT", "MT", "MT"))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reused_and_tiny_tables_agree_with_fresh_tables_along_a_hand(seed):
+    """Play a 5-card hand; at every position a search through a table reused for the whole hand
+    (as agents do) and one through a 256-entry table (constant overwrites) equal a fresh one."""
+    rng = np.random.default_rng(seed)
+    hands = S.deal(rng, 5)
+    b = S.bids(hands)
+    pos = S.Position.start(hands, seed % 3)
+    w = np.array([[0.5, 0.5], [0.2, 0.8], [0.7, 0.3]])
+    # one table per search kind: a table keeps the entries of the last parameters only
+    reused_p, tiny_p, reused_m, tiny_m = (S.SearchTable(n) for n in (14, 8, 14, 8))
+    hits = 0
+    while not pos.is_terminal:
+        fresh = S.probmaxn_search(pos, b, me=0, true_model="mOT", weights=w)
+        for table in (reused_p, tiny_p):
+            r = S.probmaxn_search(pos, b, me=0, true_model="mOT", weights=w, table=table)
+            np.testing.assert_allclose(r.u, fresh.u, rtol=1e-12, atol=1e-12)
+            assert r.u_true == pytest.approx(fresh.u_true, rel=1e-12, abs=1e-12)
+            assert r.move == fresh.move
+            hits += r.tt_hits if table is reused_p else 0
+        m_fresh = S.maxn_search(pos, b, ("mOT", "MT", "MT"))
+        for table in (reused_m, tiny_m):
+            m = S.maxn_search(pos, b, ("mOT", "MT", "MT"), table=table)
+            np.testing.assert_array_equal(m.value, m_fresh.value)
+            assert m.move == m_fresh.move
+        pos = pos.play(fresh.moves[int(rng.integers(len(fresh.moves)))])
+    assert hits > 0
+    assert reused_p.generation_for(None) == 2  # one generation for the whole hand (+1 for None)

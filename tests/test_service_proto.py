@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1 import perfect_info_pb2 as pi_pb
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("proto_generate", ROOT / "proto" / "generate.py")
@@ -34,15 +35,27 @@ def test_generator_pin_matches_pyproject() -> None:
     assert f'"grpcio-tools=={generate.GRPCIO_TOOLS_VERSION}"' in text
 
 
+def test_every_proto_is_generated() -> None:
+    for source in generate.proto_files():
+        for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"):
+            assert source.with_name(source.stem + suffix).exists(), (source.name, suffix)
+
+
 def test_enums_start_with_unspecified_zero() -> None:
-    for enum in pb.DESCRIPTOR.enum_types_by_name.values():
+    for enum in (
+        *pb.DESCRIPTOR.enum_types_by_name.values(),
+        *pi_pb.DESCRIPTOR.enum_types_by_name.values(),
+    ):
         first = enum.values_by_number[0]
         assert first.name.endswith("_UNSPECIFIED"), enum.name
 
 
 @pytest.mark.parametrize(
     "method",
-    list(pb.DESCRIPTOR.services_by_name["OpponentModelService"].methods),
+    [
+        *pb.DESCRIPTOR.services_by_name["OpponentModelService"].methods,
+        *pi_pb.DESCRIPTOR.services_by_name["PerfectInfoService"].methods,
+    ],
     ids=lambda m: m.name,
 )
 def test_messages_are_named_after_their_rpc(method) -> None:

@@ -28,13 +28,18 @@ from grpc_reflection.v1alpha import reflection
 
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+from oppmodel.v1 import perfect_info_pb2 as pi_pb
+from oppmodel.v1 import perfect_info_pb2_grpc as pi_pb_grpc
 from server.metrics import Metrics
+from server.perfect_info import PerfectInfoLimits, PerfectInfoManager
+from server.perfect_info_service import PerfectInfoServicer
 from server.servicer import OpponentModelServicer
 from server.sessions import Limits, SessionManager
 from server.storage import Storage
 
 log = logging.getLogger("oppmodel.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OpponentModelService"].full_name
+PERFECT_INFO_SERVICE_NAME = pi_pb.DESCRIPTOR.services_by_name["PerfectInfoService"].full_name
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class ServerConfig:
     auth_tokens: frozenset[str] | None = None
     metrics_port: int | None = None
     limits: Limits = field(default_factory=Limits)
+    perfect_info_limits: PerfectInfoLimits = field(default_factory=PerfectInfoLimits)
     max_message_bytes: int = 256 * 1024
     workers: int = 2
     grace_seconds: float = 5.0
@@ -88,11 +94,22 @@ class Server:
             max_label_length=config.limits.max_label_length,
         )
         pb_grpc.add_OpponentModelServiceServicer_to_server(servicer, self.grpc)
+        self.perfect_info = PerfectInfoManager(
+            self.storage,
+            executor=self.executor,
+            metrics=self.metrics,
+            limits=config.perfect_info_limits,
+        )
+        pi_pb_grpc.add_PerfectInfoServiceServicer_to_server(
+            PerfectInfoServicer(self.perfect_info, metrics=self.metrics, owner=servicer.owner),
+            self.grpc,
+        )
         self.health = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
         reflection.enable_server_reflection(
             (
                 SERVICE_NAME,
+                PERFECT_INFO_SERVICE_NAME,
                 health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                 reflection.SERVICE_NAME,
             ),
@@ -114,7 +131,7 @@ class Server:
     async def start(self) -> None:
         """Start serving; health answers SERVING for the service and overall."""
         await self.grpc.start()
-        for name in ("", SERVICE_NAME):
+        for name in ("", SERVICE_NAME, PERFECT_INFO_SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if self.config.metrics_port is not None:
             self.metrics.serve(self.config.metrics_port, self.config.host)

@@ -169,6 +169,18 @@ class Storage:
 
         return self._call(op)
 
+    def run(self, op: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
+        """Run ``op(connection)`` on the writer thread (writes inside its transaction); blocking.
+
+        For other session kinds that keep their own tables in the same database
+        (``server/perfect_info.py``).
+        """
+        return self._call(op, write=write)
+
+    def submit(self, op: Callable[[sqlite3.Connection], T], *, write: bool = False) -> Future[T]:
+        """Queue ``op(connection)``; the future resolves once it ran (a write: once committed)."""
+        return self._submit(op, write=write)
+
     def close(self) -> None:
         """Finish queued work, checkpoint and close the connection."""
         if self._closed:

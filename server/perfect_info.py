@@ -82,7 +82,8 @@ class PerfectInfoLimits:
     max_models: int = 16
     max_children: int = 256  # children of one choice given as utilities
     max_choices_per_message: int = 1024
-    max_choices_per_opponent: int = 100_000
+    # Gibbs work behind one posterior: choices x (sweeps + burn_in) x chains (~25M per second here)
+    max_gibbs_updates: int = 250_000_000
     max_sweeps: int = 100_000  # burn-in included
     max_chains: int = 16
     max_search_cards: int = 7  # cards a player may still hold in a searched Spades position
@@ -382,6 +383,7 @@ class PerfectInfoSession:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     cache: dict[int, tuple[int, WeightsSummary]] = field(default_factory=dict)
     deleted: bool = False
+    evicted: bool = False  # dropped from memory; writers fetch the current copy instead
 
     def info(self) -> PerfectInfoInfo:
         """A snapshot of the public description."""
@@ -442,6 +444,7 @@ class PerfectInfoManager:
             if len(self._live) <= self.limits.max_live_sessions:
                 break
             if candidate is not session and not candidate.lock.locked():
+                candidate.evicted = True
                 del self._live[session_id]  # reloaded from storage on next use
 
     async def get(self, owner: str, session_id: str) -> PerfectInfoSession:
@@ -453,14 +456,16 @@ class PerfectInfoManager:
                 session = self._live.get(session_id)  # loaded meanwhile by another call
             if row is not None and session is None:
                 choices = await self._blocking(self.store.load_choices, session_id)
-                session = PerfectInfoSession(
-                    session_id=session_id,
-                    owner=row.owner,
-                    created_unix_ms=row.created_unix_ms,
-                    spec=PerfectInfoSpec.from_json(row.spec),
-                    choices=choices,
-                )
-                self._remember(session)
+                session = self._live.get(session_id)  # loaded meanwhile by another call?
+                if session is None:
+                    session = PerfectInfoSession(
+                        session_id=session_id,
+                        owner=row.owner,
+                        created_unix_ms=row.created_unix_ms,
+                        spec=PerfectInfoSpec.from_json(row.spec),
+                        choices=choices,
+                    )
+                    self._remember(session)
         if session is None or session.deleted or session.owner != owner:
             raise NotFoundError(f"session_id: no session {session_id!r}")
         self._live.move_to_end(session_id)
@@ -478,58 +483,72 @@ class PerfectInfoManager:
     # -- choices ---------------------------------------------------------------------------------
     async def observe(
         self, session: PerfectInfoSession, items: Sequence[tuple[int, Choice]]
-    ) -> tuple[list[ChoiceAck], int]:
-        """Store the new choices of one message (all or none); returns (acks, choices observed).
+    ) -> tuple[list[ChoiceAck], int, PerfectInfoSession]:
+        """Store the new choices of one message (all or none).
+
+        Returns (acks, choices observed, the session's live copy: ``session`` unless it was
+        evicted from memory and reloaded meanwhile).
 
         Raises FailedPreconditionError on a gap or on a resend whose content differs, and
-        ResourceExhaustedError when an opponent would exceed its choice limit; nothing is stored
-        then.
+        ResourceExhaustedError when an opponent's posterior would exceed the Gibbs work limit;
+        nothing is stored then.
         """
-        async with session.lock:
-            if session.deleted:
-                raise NotFoundError(f"session_id: no session {session.session_id!r}")
-            before = len(session.choices)
-            new: list[Choice] = []
-            acks: list[ChoiceAck] = []
-            for k, (sequence, choice) in enumerate(items):
-                where = f"observations[{k}].sequence"
-                expected = before + len(new) + 1
-                if sequence < 1:
-                    raise InvalidArgumentError(where, "must be >= 1")
-                if sequence > expected:
+        while True:
+            async with session.lock:
+                if session.deleted:
+                    raise NotFoundError(f"session_id: no session {session.session_id!r}")
+                if not session.evicted:
+                    return await self._observe_locked(session, items)
+            session = await self.get(session.owner, session.session_id)
+
+    async def _observe_locked(
+        self, session: PerfectInfoSession, items: Sequence[tuple[int, Choice]]
+    ) -> tuple[list[ChoiceAck], int, PerfectInfoSession]:
+        before = len(session.choices)
+        new: list[Choice] = []
+        acks: list[ChoiceAck] = []
+        for k, (sequence, choice) in enumerate(items):
+            where = f"observations[{k}].sequence"
+            expected = before + len(new) + 1
+            if sequence < 1:
+                raise InvalidArgumentError(where, "must be >= 1")
+            if sequence > expected:
+                raise FailedPreconditionError(
+                    f"{where}: expected {expected}, got {sequence} (a gap)"
+                )
+            if sequence < expected:
+                stored = (
+                    session.choices[sequence - 1]
+                    if sequence <= before
+                    else new[sequence - before - 1]
+                )
+                if stored != choice:
                     raise FailedPreconditionError(
-                        f"{where}: expected {expected}, got {sequence} (a gap)"
+                        f"{where}: {sequence} was already stored with different content"
                     )
-                if sequence < expected:
-                    stored = (
-                        session.choices[sequence - 1]
-                        if sequence <= before
-                        else new[sequence - before - 1]
-                    )
-                    if stored != choice:
-                        raise FailedPreconditionError(
-                            f"{where}: {sequence} was already stored with different content"
-                        )
-                    acks.append(ChoiceAck(sequence, True))
-                    continue
-                new.append(choice)
-                acks.append(ChoiceAck(sequence, False))
-            counts = np.bincount(
-                [c.opponent for c in (*session.choices, *new)],
-                minlength=len(session.spec.opponents),
+                acks.append(ChoiceAck(sequence, True))
+                continue
+            new.append(choice)
+            acks.append(ChoiceAck(sequence, False))
+        g = session.spec.gibbs
+        per_choice = (g.sweeps + g.burn_in) * g.chains
+        most = self.limits.max_gibbs_updates // per_choice
+        counts = np.bincount(
+            [c.opponent for c in (*session.choices, *new)],
+            minlength=len(session.spec.opponents),
+        )
+        if any(counts[c.opponent] > most for c in new):
+            raise ResourceExhaustedError(
+                f"observations: at most {most} choices per opponent with these Gibbs "
+                f"settings on this server ({self.limits.max_gibbs_updates} updates)"
             )
-            if new and counts.max() > self.limits.max_choices_per_opponent:
-                raise ResourceExhaustedError(
-                    f"observations: at most {self.limits.max_choices_per_opponent} choices per "
-                    "opponent on this server"
-                )
-            if new:
-                await asyncio.wrap_future(
-                    self.store.append_choices(session.session_id, before + 1, new)
-                )
-                session.choices.extend(new)
-                self.metrics.observations.inc(len(new))
-            return acks, len(session.choices)
+        if new:
+            await asyncio.wrap_future(
+                self.store.append_choices(session.session_id, before + 1, new)
+            )
+            session.choices.extend(new)
+            self.metrics.observations.inc(len(new))
+        return acks, len(session.choices), session
 
     async def weights(self, session: PerfectInfoSession, index: int) -> WeightsSummary:
         """The posterior of opponent ``index``'s weights given its choices so far (cached)."""

@@ -49,14 +49,12 @@ _SUM_TOLERANCE = 1e-9
 def spec_from_proto(config: pb.PerfectInfoSessionConfig) -> PerfectInfoSpec:
     """A PerfectInfoSpec with defaults filled in (validated by the manager)."""
     opponents = []
-    for i, o in enumerate(config.opponents):
+    for o in config.opponents:
         alpha = tuple(o.alpha)
         if not alpha:
             alpha = (1.0,) * len(o.models)
         elif len(alpha) == 1:
             alpha = alpha * len(o.models)
-        if not all(math.isfinite(a) for a in alpha):
-            raise InvalidArgumentError(f"config.opponents[{i}].alpha", f"NaN or infinity: {alpha}")
         opponents.append(OpponentSpec(o.label, tuple(o.models), alpha))
     g = config.gibbs
     defaults = GibbsConfig()
@@ -340,7 +338,7 @@ class PerfectInfoServicer(pb_grpc.PerfectInfoServiceServicer):
                     choice_from_proto(session.spec, message, k, self.limits)
                     for k, message in enumerate(observations)
                 ]
-                acks, observed = await self.manager.observe(session, items)
+                acks, observed, session = await self.manager.observe(session, items)
                 touched = sorted({choice.opponent for _, choice in items})
                 weights = [await self.manager.weights(session, i) for i in touched]
                 yield pb.ObserveChoicesResponse(

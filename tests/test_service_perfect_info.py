@@ -42,7 +42,8 @@ from server.perfect_info import PerfectInfoLimits, opponent_seed
 GIBBS = GibbsSettings(sweeps=200, burn_in=40, chains=3, level=0.9)
 SEED = 20261125
 OPPONENTS = (Opponent("west", ("MT", "mOT"), (1.0, 2.0)), Opponent("east", ("mOT", "MT")))
-LIMITS = PerfectInfoLimits(max_choices_per_message=16, max_search_cards=7)
+# 50 choices per opponent: (200 sweeps + 40 burn-in) x 3 chains x 50 Gibbs updates.
+LIMITS = PerfectInfoLimits(max_choices_per_message=16, max_search_cards=7, max_gibbs_updates=36_000)
 
 
 @contextlib.contextmanager
@@ -389,6 +390,18 @@ def test_too_many_choices_in_one_message(client: PerfectInfoClient) -> None:
         client.observe_choices("no-such-session", choices[:1], first_sequence=1)
 
 
+def test_gibbs_work_limit(client: PerfectInfoClient) -> None:
+    session_id = new_session(client)
+    west = [ChoiceEvidence.from_likelihoods("west", (0.6, 0.4))] * 51
+    client.observe_choices(session_id, west[:48], first_sequence=1, per_message=16)
+    with pytest.raises(ResourceExhaustedError, match="at most 50 choices per opponent"):
+        client.observe_choices(session_id, west[48:], first_sequence=49, per_message=3)
+    assert client.get_session(session_id).choices_observed == 48
+    east = ChoiceEvidence.from_likelihoods("east", (0.5, 0.5))
+    (ack,) = client.observe_choices(session_id, [west[0], east], first_sequence=48, per_message=2)
+    assert ack.duplicates == (True, False) and ack.choices_observed == 49
+
+
 BAD_SESSIONS = {
     "unknown model": (
         {"opponents": [Opponent("a", ("MT", "MX")), Opponent("b")]},
@@ -562,3 +575,20 @@ def test_tokens_keep_sessions_apart(tmp_path: Path) -> None:
             with pytest.raises(NotFoundError):
                 bob.observe_choices(session_id, random_choices(1, seed=0), first_sequence=1)
             assert alice.get_session(session_id).choices_observed == 0
+
+
+def test_sessions_leave_memory_and_come_back_unchanged(tmp_path: Path) -> None:
+    limits = PerfectInfoLimits(max_live_sessions=1)
+    choices = random_choices(10, seed=12)
+    with (
+        running_server(tmp_path / "db.sqlite", perfect_info_limits=limits) as port,
+        PerfectInfoClient(f"127.0.0.1:{port}") as client,
+    ):
+        first, second = new_session(client), new_session(client)  # the second evicts the first
+        client.observe_choices(first, choices[:6], first_sequence=1, per_message=2)
+        client.observe_choices(second, choices, first_sequence=1, per_message=5)
+        client.observe_choices(first, choices[6:], first_sequence=7, per_message=2)
+        for session_id in (first, second):
+            weights = client.model_weights(session_id)
+            assert_same(weights["west"], in_process(choices, 0), 5)
+            assert_same(weights["east"], in_process(choices, 1), 5)

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "clients.commands.acpc_agent_cmd",
     "clients.commands.acpc_script_cmd",
     "clients.commands.dealer_cmd",
+    "clients.commands.spades_cmd",
 )
 
 

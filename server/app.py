@@ -35,7 +35,7 @@ from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pi_pb_grpc
 from server.metrics import Metrics
-from server.perfect_info import PerfectInfoLimits, PerfectInfoManager
+from server.perfect_info import PerfectInfoLimits, PerfectInfoManager, warm_up_perfect_info
 from server.perfect_info_service import PerfectInfoServicer
 from server.servicer import OpponentModelServicer
 from server.sessions import Limits, SessionManager
@@ -208,6 +208,7 @@ def warm_up() -> None:
         for kind in ("mean", "bayes"):
             model.response(0, kind)
         model.opponent_model(0, 1)
+    warm_up_perfect_info()
     gc.collect()
     gc.freeze()
 

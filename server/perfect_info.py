@@ -289,6 +289,15 @@ def _summary(spec: PerfectInfoSpec, index: int, count: int, post: GibbsPosterior
     )
 
 
+def warm_up_perfect_info() -> None:
+    """Compile (or load from numba's cache) the Gibbs and Spades kernels a request can reach."""
+    gibbs_posterior(np.ones((2, 2)), 1.0, seed=0, sweeps=4, burn_in=0, chains=2)
+    position = spades.Position.start(spades.deal(np.random.default_rng(0), 2))
+    spades.probmaxn_search(
+        position, spades.bids(position.hands), me=0, true_model="MT", weights=np.full((3, 2), 0.5)
+    )
+
+
 # -- storage ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _SessionRow:

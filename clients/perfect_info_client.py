@@ -148,6 +148,23 @@ class ProbMaxnMove:
     child_u_true: np.ndarray
     n_cards: int
     nodes: int
+    child_mover_utility: np.ndarray  # (moves, 2): the mover's (MT, mOT) utility of each move
+    epsilon: float
+
+    def choice_evidence(
+        self, opponent: str, card: int, models: Sequence[str] = spades.MODELS
+    ) -> ChoiceEvidence:
+        """The evidence of the mover playing ``card`` here, for an opponent whose session models
+        are ``models`` (in that order): one child per legal card (a merged move repeated per card
+        it stands for), as ``modeling.spades.ProbMaxnResult.choice_likelihood`` counts them."""
+        starts = np.asarray(self.moves)
+        group = int(np.searchsorted(starts, card, side="right")) - 1
+        if group < 0 or starts[group] // 13 != card // 13:
+            raise errors.InvalidArgumentError("card", f"{card} is not among the legal moves")
+        columns = [spades.MODELS.index(m) for m in models]
+        per_card = np.repeat(self.child_mover_utility[:, columns], self.multiplicities, axis=0)
+        chosen = sum(self.multiplicities[:group])
+        return ChoiceEvidence.from_utilities(opponent, per_card, chosen, self.epsilon)
 
 
 def _weights(m: pb.ModelWeights) -> Weights:
@@ -352,4 +369,6 @@ class PerfectInfoClient:
             child_u_true=np.array(r.child_u_true),
             n_cards=r.n_cards,
             nodes=r.nodes,
+            child_mover_utility=np.array([list(row.values) for row in r.child_mover_utility]),
+            epsilon=r.epsilon,
         )

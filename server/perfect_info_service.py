@@ -278,6 +278,8 @@ def _move_to_proto(
         child_u_true=result.child_true.tolist(),
         n_cards=result.n_cards,
         nodes=result.nodes,
+        child_mover_utility=_rows(result.child_u[:, result.mover, :]),
+        epsilon=result.eps,
     )
     if result.move is not None:
         reply.move = spades.card_str(result.move)

@@ -309,6 +309,30 @@ def test_move_under_learned_weights(client: PerfectInfoClient) -> None:
     assert_move_equals(served, expected)
 
 
+def test_a_search_gives_the_evidence_of_the_movers_choice(client: PerfectInfoClient) -> None:
+    pos = deal_position(4, hand_size=7)
+    me = (pos.turn + 2) % 3  # the mover sits right after us: the session's "west"
+    weights = np.array([[0.5, 0.5], [0.6, 0.4], [0.1, 0.9]])
+    served = client.probmaxn_move(pos, searcher=me, weights=weights, epsilon=0.2)
+    local = spades.probmaxn_search(
+        pos, spades.bids(pos.hands), me=me, true_model="MT", weights=weights, eps=0.2
+    )
+    assert served.epsilon == 0.2 and served.move is None
+    evidence = []
+    for card in pos.legal_moves():
+        west = served.choice_evidence("west", card)
+        lik = choice_likelihood(west.child_utilities, west.chosen, west.epsilon)
+        assert np.array_equal(lik, local.choice_likelihood(card))
+        east = served.choice_evidence("east", card, models=("mOT", "MT"))
+        assert np.array_equal(choice_likelihood(east.child_utilities, east.chosen, 0.2), lik[::-1])
+        evidence.append(west)
+    with pytest.raises(InvalidArgumentError):
+        served.choice_evidence("west", min(served.moves) - 1)  # below every legal card
+    session_id = new_session(client)
+    client.observe_choices(session_id, evidence, first_sequence=1, per_message=len(evidence))
+    assert_same(client.model_weights(session_id)["west"], in_process(evidence, 0), len(evidence))
+
+
 # -- bad input ------------------------------------------------------------------------------------
 def _likelihoods(*values: float) -> pb.ChoiceObservation:
     return pb.ChoiceObservation(

@@ -223,7 +223,7 @@ class GivenWeights(_message.Message):
     def __init__(self, seats: _Optional[_Iterable[_Union[ModelValues, _Mapping]]] = ...) -> None: ...
 
 class GetProbMaxnMoveResponse(_message.Message):
-    __slots__ = ("mover", "move", "weights", "bids", "utility", "u_true", "moves", "multiplicities", "prob_choice", "child_u_true", "n_cards", "nodes")
+    __slots__ = ("mover", "move", "weights", "bids", "utility", "u_true", "moves", "multiplicities", "prob_choice", "child_u_true", "n_cards", "nodes", "child_mover_utility", "epsilon")
     MOVER_FIELD_NUMBER: _ClassVar[int]
     MOVE_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
@@ -236,6 +236,8 @@ class GetProbMaxnMoveResponse(_message.Message):
     CHILD_U_TRUE_FIELD_NUMBER: _ClassVar[int]
     N_CARDS_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
+    CHILD_MOVER_UTILITY_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
     mover: int
     move: str
     weights: _containers.RepeatedCompositeFieldContainer[ModelValues]
@@ -248,4 +250,6 @@ class GetProbMaxnMoveResponse(_message.Message):
     child_u_true: _containers.RepeatedScalarFieldContainer[float]
     n_cards: int
     nodes: int
-    def __init__(self, mover: _Optional[int] = ..., move: _Optional[str] = ..., weights: _Optional[_Iterable[_Union[ModelValues, _Mapping]]] = ..., bids: _Optional[_Iterable[int]] = ..., utility: _Optional[_Iterable[_Union[ModelValues, _Mapping]]] = ..., u_true: _Optional[float] = ..., moves: _Optional[_Iterable[str]] = ..., multiplicities: _Optional[_Iterable[int]] = ..., prob_choice: _Optional[_Iterable[float]] = ..., child_u_true: _Optional[_Iterable[float]] = ..., n_cards: _Optional[int] = ..., nodes: _Optional[int] = ...) -> None: ...
+    child_mover_utility: _containers.RepeatedCompositeFieldContainer[ModelValues]
+    epsilon: float
+    def __init__(self, mover: _Optional[int] = ..., move: _Optional[str] = ..., weights: _Optional[_Iterable[_Union[ModelValues, _Mapping]]] = ..., bids: _Optional[_Iterable[int]] = ..., utility: _Optional[_Iterable[_Union[ModelValues, _Mapping]]] = ..., u_true: _Optional[float] = ..., moves: _Optional[_Iterable[str]] = ..., multiplicities: _Optional[_Iterable[int]] = ..., prob_choice: _Optional[_Iterable[float]] = ..., child_u_true: _Optional[_Iterable[float]] = ..., n_cards: _Optional[int] = ..., nodes: _Optional[int] = ..., child_mover_utility: _Optional[_Iterable[_Union[ModelValues, _Mapping]]] = ..., epsilon: _Optional[float] = ...) -> None: ...

@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from service_support import running_server
 
 from clients.client import OpponentModelClient
@@ -616,3 +618,45 @@ def test_sessions_leave_memory_and_come_back_unchanged(tmp_path: Path) -> None:
             weights = client.model_weights(session_id)
             assert_same(weights["west"], in_process(choices, 0), 5)
             assert_same(weights["east"], in_process(choices, 1), 5)
+
+
+_NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([0.0, -0.0, 1.0, 0.5, -1.0]),
+)
+_VALUES = st.lists(_NUMBERS, max_size=4).map(lambda v: pb.ModelValues(values=v))
+_EVIDENCE = st.one_of(
+    st.none(),
+    _VALUES.map(lambda v: {"likelihoods": v}),
+    st.builds(
+        lambda children, chosen, eps: {
+            "utilities": pb.ChoiceUtilities(children=children, chosen=chosen, epsilon=eps)
+        },
+        st.lists(_VALUES, max_size=4),
+        st.integers(-2, 5),
+        _NUMBERS,
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sequence=st.integers(0, 3),
+    opponent=st.sampled_from(["west", "east", "north", ""]),
+    evidence=_EVIDENCE,
+)
+def test_random_choices_never_break_the_server(
+    client: PerfectInfoClient, sequence: int, opponent: str, evidence: dict | None
+) -> None:
+    session_id = new_session(client)
+    message = pb.ChoiceObservation(sequence=sequence, opponent=opponent, **(evidence or {}))
+    request = pb.ObserveChoicesRequest(session_id=session_id, observations=[message])
+    try:
+        (ack,) = client.observe_stream(iter([request]))
+    except (InvalidArgumentError, FailedPreconditionError) as exc:
+        assert str(exc).startswith("observations[0]")  # names the field; never INTERNAL
+        assert client.get_session(session_id).choices_observed == 0
+    else:
+        assert sequence == 1 and ack.choices_observed == 1
+        (weights,) = ack.weights
+        assert weights.opponent == opponent and np.isclose(sum(weights.mean), 1.0)

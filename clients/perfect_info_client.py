@@ -84,6 +84,7 @@ class ChoiceEvidence:
         cls,
         opponent: str,
         child_utilities: Sequence[Sequence[float]] | np.ndarray,
+        *,
         chosen: int,
         epsilon: float,
     ) -> ChoiceEvidence:
@@ -164,7 +165,9 @@ class ProbMaxnMove:
         columns = [spades.MODELS.index(m) for m in models]
         per_card = np.repeat(self.child_mover_utility[:, columns], self.multiplicities, axis=0)
         chosen = sum(self.multiplicities[:group])
-        return ChoiceEvidence.from_utilities(opponent, per_card, chosen, self.epsilon)
+        return ChoiceEvidence.from_utilities(
+            opponent, per_card, chosen=chosen, epsilon=self.epsilon
+        )
 
 
 def _weights(m: pb.ModelWeights) -> Weights:

@@ -269,7 +269,9 @@ def weights_posterior(
     )
 
 
-def _summary(spec: PerfectInfoSpec, index: int, count: int, post: GibbsPosterior) -> WeightsSummary:
+def _summary(
+    spec: PerfectInfoSpec, index: int, *, count: int, post: GibbsPosterior
+) -> WeightsSummary:
     opponent = spec.opponents[index]
 
     def row(x: np.ndarray) -> tuple[float, ...]:
@@ -567,7 +569,7 @@ class PerfectInfoManager:
         if cached is not None and cached[0] == count:
             return cached[1]
         post = await self.cpu(weights_posterior, session.spec, index, likelihoods)
-        summary = _summary(session.spec, index, count, post)
+        summary = _summary(session.spec, index, count=count, post=post)
         current = session.cache.get(index)
         if current is None or current[0] < count:
             session.cache[index] = (count, summary)

@@ -101,7 +101,7 @@ def _finite(values: list[float], where: str) -> None:
 
 
 def choice_from_proto(
-    spec: PerfectInfoSpec, message: pb.ChoiceObservation, k: int, limits: PerfectInfoLimits
+    spec: PerfectInfoSpec, message: pb.ChoiceObservation, *, k: int, limits: PerfectInfoLimits
 ) -> tuple[int, Choice]:
     """(sequence, Choice) of the k-th observation of a request; L computed from utilities."""
     where = f"observations[{k}]"
@@ -337,7 +337,7 @@ class PerfectInfoServicer(pb_grpc.PerfectInfoServiceServicer):
                         f"observations: at most {self.limits.max_choices_per_message} per message"
                     )
                 items = [
-                    choice_from_proto(session.spec, message, k, self.limits)
+                    choice_from_proto(session.spec, message, k=k, limits=self.limits)
                     for k, message in enumerate(observations)
                 ]
                 acks, observed, session = await self.manager.observe(session, items)

@@ -79,7 +79,11 @@ def random_choices(count: int, *, seed: int) -> list[ChoiceEvidence]:
         else:
             k = int(rng.integers(2, 6))
             utilities = rng.integers(0, 4, size=(k, 2)).astype(float)
-            out.append(ChoiceEvidence.from_utilities(who, utilities, int(rng.integers(k)), 0.3))
+            out.append(
+                ChoiceEvidence.from_utilities(
+                    who, utilities, chosen=int(rng.integers(k)), epsilon=0.3
+                )
+            )
     return out
 
 
@@ -134,6 +138,9 @@ def test_session_round_trip_and_delete(client: PerfectInfoClient) -> None:
     assert session.opponents[1].alpha == (1.0, 1.0)  # empty prior = all ones
     assert (session.gibbs.sweeps, session.gibbs.burn_in, session.gibbs.chains) == (1000, 200, 4)
     assert client.get_session(session.session_id) == session
+    with pytest.raises(InvalidArgumentError) as info:
+        client.model_weights(session.session_id, "north")
+    assert info.value.field == "opponent"
     with OpponentModelClient(f"127.0.0.1:{client.port}") as other:
         assert session.session_id not in {s.session_id for s in other.list_sessions()}
     client.delete_session(session.session_id)
@@ -185,7 +192,9 @@ def epsilon_greedy_choices(
         utilities = np.stack([30.0 + tricks, 30.0 - tricks], axis=1)
         best = int(np.argmax(utilities[:, model]))
         chosen = int(rng.integers(k)) if rng.random() < eps else best
-        out.append(ChoiceEvidence.from_utilities(who, utilities[:, order], chosen, eps))
+        out.append(
+            ChoiceEvidence.from_utilities(who, utilities[:, order], chosen=chosen, epsilon=eps)
+        )
     return out
 
 

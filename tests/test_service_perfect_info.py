@@ -247,8 +247,8 @@ def test_restart_on_the_same_database_gives_identical_weights(tmp_path: Path) ->
         before = first.model_weights(session_id)
     with client_on(db) as second:
         after = second.model_weights(session_id)
-        for label in ("west", "east"):
-            assert_same(after[label], in_process(choices[:20], label == "east"), 10)
+        for index, label in enumerate(("west", "east")):
+            assert_same(after[label], in_process(choices[:20], index), 10)
             assert after[label].mean.tolist() == before[label].mean.tolist()
         (ack,) = second.observe_choices(session_id, choices[20:], first_sequence=21, per_message=10)
         assert ack.choices_observed == 30

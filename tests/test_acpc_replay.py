@@ -4,6 +4,7 @@ and the real log's report is sane."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 import sqlite3
@@ -18,10 +19,18 @@ from service_support import connected
 from clients.acpc.convert import kuhn_for
 from clients.acpc.log import DealerLog, LoggedHand, format_log, read_log
 from clients.acpc.protocol import HandState
-from clients.acpc.replay import METHODS, LocalModels, ServiceModels, replay, seat_offsets
+from clients.acpc.replay import (
+    METHODS,
+    LocalModels,
+    ServiceModels,
+    marginal_action_probs,
+    replay,
+    seat_offsets,
+)
 from clients.cli import main
 from modeling.errors import InvalidArgumentError
 from modeling.mbbr import MBBRConfig
+from modeling.observation import HandObservation
 
 LOG = read_log(DATA / "kuhn3p-seed42-example-players.log")
 CONFIG = MBBRConfig(k=8, seed=3)
@@ -109,6 +118,9 @@ def test_the_real_log_replays_completely_with_sane_numbers_on_the_same_actions()
         for m in METHODS:
             assert math.isfinite(scores[m].log_loss) and scores[m].log_loss > 0
             assert 0.0 <= scores[m].accuracy <= 1.0
+    for m in ("prior", "mbbr"):  # decisions whose card stayed hidden: marginal predictions
+        assert report.hidden[m].decisions == unscored
+        assert math.isfinite(report.hidden[m].log_loss) and 0 <= report.hidden[m].accuracy <= 1
     # the curves end at the overall means
     for m in METHODS:
         assert report.curve.log_loss[m][-1] == pytest.approx(report.overall[m].log_loss)
@@ -159,3 +171,26 @@ def test_the_command_prints_json_and_a_table_and_draws_the_curves(tmp_path: Path
     text = out.getvalue()
     assert "mean log-loss" in text and "naive-bayes" in text and "Carol @ 2" in text
     assert main(["replay", str(small), "--as", "Nobody", "--local"]) == 1
+
+
+def test_the_hidden_card_prediction_averages_the_model_over_the_cards_the_actions_allow() -> None:
+    rng = np.random.default_rng(4)
+    models = {}
+    for q in range(3):
+        table = rng.dirichlet([1.0, 1.0], size=KUHN.num_infosets)
+        models[q] = table
+    obs = HandObservation(2, "ppp", (None, None, 2))
+    # position 0 opens: nothing has happened yet, so each of the 3 cards we lack is equally likely
+    expected = np.mean([models[0][KUHN.infoset_index(0, c, "")] for c in (0, 1, 3)], axis=0)
+    assert np.allclose(marginal_action_probs(KUHN, models, obs, ""), expected)
+    # position 1 after "p": each of its cards is weighted by P(position 0 passed), summed over
+    # the cards position 0 may hold beside it
+    weights = {}
+    for c0, c1 in itertools.permutations((0, 1, 3), 2):
+        weights[c1] = weights.get(c1, 0.0) + models[0][KUHN.infoset_index(0, c0, ""), 0]
+    total = sum(weights.values())
+    expected = sum(w / total * models[1][KUHN.infoset_index(1, c, "p")] for c, w in weights.items())
+    assert np.allclose(marginal_action_probs(KUHN, models, obs, "p"), expected)
+    # a model that ignores the card is predicted as itself, whatever happened before
+    flat = {q: np.tile(models[q][:1], (KUHN.num_infosets, 1)) for q in range(3)}
+    assert np.allclose(marginal_action_probs(KUHN, flat, obs, "p"), flat[1][0])

@@ -28,6 +28,7 @@ counted as pass, equals the action taken), online: each prediction uses only ear
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from modeling.movepred_kuhn import KUHN_MOVE_NAMES, kuhn_feature_names, kuhn_fea
 from modeling.observation import HandObservation
 
 METHODS = ("prior", "counts", "naive-bayes", "mbbr")
+HIDDEN_METHODS = ("prior", "mbbr")  # the only ones that can predict without the card
 
 
 class ModelSource(Protocol):
@@ -147,6 +149,7 @@ class OpponentReport:
     position: int
     our_position: int
     scores: dict[str, Score]
+    hidden_scores: dict[str, Score]  # decisions with the card never shown (marginal prediction)
     model: dict[str, tuple[float, float]]  # OpenSpiel infostate -> (P(pass), P(bet))
     effective_sample_size: float
 
@@ -172,6 +175,7 @@ class ReplayReport:
     config: MBBRConfig
     opponents: tuple[OpponentReport, ...]
     overall: dict[str, Score]
+    hidden: dict[str, Score]
     curve: Curve
     session_id: str | None = None
 
@@ -187,6 +191,7 @@ class ReplayReport:
             "mbbr": self.config.__dict__,
             "session_id": self.session_id,
             "overall": {m: s.__dict__ for m, s in self.overall.items()},
+            "hidden_card_decisions": {m: s.__dict__ for m, s in self.hidden.items()},
             "opponents": [
                 {
                     "opponent": r.opponent,
@@ -194,6 +199,7 @@ class ReplayReport:
                     "our_position": r.our_position,
                     "effective_sample_size": r.effective_sample_size,
                     "scores": {m: s.__dict__ for m, s in r.scores.items()},
+                    "hidden_card_scores": {m: s.__dict__ for m, s in r.hidden_scores.items()},
                     "model": {k: list(v) for k, v in r.model.items()},
                 }
                 for r in self.opponents
@@ -238,6 +244,33 @@ def opponent_decisions(
         if q != obs.position:
             out.append((q, obs.cards[q], history, "pb".index(letter)))
     return out
+
+
+def marginal_action_probs(
+    kuhn: KuhnGame, models: dict[int, np.ndarray], obs: HandObservation, history: str
+) -> np.ndarray:
+    """P(pass), P(bet) of the player to act after ``history`` as we could predict it then: its
+    model's action probabilities averaged over the cards it may hold, each deal of the cards we
+    do not see weighted by how likely the models make the opponents' actions so far.
+
+    ``models`` maps each opponent's position to its (num_infosets, 2) strategy; only our own
+    card (``obs``) and the public ``history`` are used, never a card revealed later.
+    """
+    n, p = kuhn.num_players, obs.position
+    q = kuhn.current_player(history)
+    opponents = [(p + d) % n for d in range(1, n)]
+    free = [c for c in range(kuhn.num_cards) if c != obs.cards[p]]
+    weighted = np.zeros(2)
+    for deal in itertools.permutations(free, n - 1):
+        card = dict(zip(opponents, deal, strict=True))
+        weight = 1.0
+        for i, letter in enumerate(history):
+            actor = kuhn.current_player(history[:i])
+            if actor != p:
+                infoset = kuhn.infoset_index(actor, card[actor], history[:i])
+                weight *= models[actor][infoset, "pb".index(letter)]
+        weighted += weight * models[q][kuhn.infoset_index(q, card[q], history)]
+    return weighted / weighted.sum()
 
 
 class _Counts:
@@ -309,6 +342,7 @@ def replay(
     most = max(2 * len(hands), 1)  # an opponent acts at most twice per hand
     bayes = _NaiveBayes(n, n - 1, most)
     records: list[tuple[int, int, int, dict[str, float], dict[str, bool]]] = []  # (hand, d, q, ..)
+    hidden_records: list = []  # the same, for decisions whose card NAME never saw
     sample_hands: list[int] = []
     pending: list[HandObservation] = []
     played = showdowns = unscored = 0
@@ -319,16 +353,32 @@ def replay(
         obs = full_view_observation(game, position=p, betting=hand.betting, hole=hand.hole)
         decisions = opponent_decisions(kuhn, obs)
         visible = [dec for dec in decisions if dec[1] is not None]
-        unscored += len(decisions) - len(visible)
-        if visible:
-            showdowns += 1
+        hidden = [dec for dec in decisions if dec[1] is None]
+        unscored += len(hidden)
+        if decisions:
             source.observe(pending)
             pending = []
-            models: dict[int, np.ndarray] = {}
+            models = {(p + d) % n: source.model(d, (p + d) % n)[0] for d in range(1, n)}
+        if hidden:
+            prior_models = {(p + d) % n: priors[d, (p + d) % n] for d in range(1, n)}
+            for q, _, history, action in hidden:
+                predicted = {
+                    "prior": marginal_action_probs(kuhn, prior_models, obs, history),
+                    "mbbr": marginal_action_probs(kuhn, models, obs, history),
+                }
+                hidden_records.append(
+                    (
+                        played,
+                        (q - p) % n,
+                        q,
+                        {m: -math.log(float(pr[action])) for m, pr in predicted.items()},
+                        {m: int(pr[1] > pr[0]) == action for m, pr in predicted.items()},
+                    )
+                )
+        if visible:
+            showdowns += 1
             for q, card, history, action in visible:
                 d = (q - p) % n
-                if q not in models:
-                    models[q] = source.model(d, q)[0]
                 infoset = kuhn.infoset_index(q, card, history)
                 predicted = {
                     "prior": priors[d, q][infoset],
@@ -368,6 +418,9 @@ def replay(
                     position=q,
                     our_position=(q - d) % n,
                     scores=_scores(mine),
+                    hidden_scores=_scores(
+                        [r for r in hidden_records if r[1] == d and r[2] == q], HIDDEN_METHODS
+                    ),
                     model={
                         kuhn.infoset_string(q, i): (float(model[i, 0]), float(model[i, 1]))
                         for i in kuhn.infosets(q)
@@ -385,21 +438,22 @@ def replay(
         config=config,
         opponents=tuple(rows),
         overall=_scores(records),
+        hidden=_scores(hidden_records, HIDDEN_METHODS),
         curve=_curve(records, sample_hands),
         session_id=getattr(source, "session_id", None),
     )
 
 
-def _scores(records: list) -> dict[str, Score]:
+def _scores(records: list, methods: tuple[str, ...] = METHODS) -> dict[str, Score]:
     if not records:
-        return {m: Score(0, math.nan, math.nan) for m in METHODS}
+        return {m: Score(0, math.nan, math.nan) for m in methods}
     return {
         m: Score(
             len(records),
             float(np.mean([r[3][m] for r in records])),
             float(np.mean([r[4][m] for r in records])),
         )
-        for m in METHODS
+        for m in methods
     }
 
 
@@ -437,6 +491,16 @@ def format_report(report: ReplayReport) -> str:
     for r in report.opponents:
         lines.append(_row(r.opponent, str(r.position), r.scores, f"{r.effective_sample_size:6.2f}"))
     lines.append(_row("all", "", report.overall, ""))
+    hidden = report.hidden
+    lines.append(
+        f"\n{hidden['mbbr'].decisions} decisions with the card never shown, predicted by the "
+        "marginal over the unseen cards given the public history (counts and naive Bayes need "
+        "the card):"
+    )
+    for m in HIDDEN_METHODS:
+        lines.append(
+            f"  {m:<6} mean log-loss {hidden[m].log_loss:.4f}, accuracy {hidden[m].accuracy:.3f}"
+        )
     lines.append("")
     lines.append("final MBBR models, P(bet) per information state (card, history):")
     for r in report.opponents:

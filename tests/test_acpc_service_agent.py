@@ -6,11 +6,13 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
-from acpc_support import GAME, AgentThread, free_ports, run_dealer
+import pytest
+from acpc_support import GAME, GAME_FILE, AgentThread, free_ports, run_dealer
 from service_support import running_server
 
 from clients.acpc.agent import SeatHand, make_policy
@@ -18,6 +20,7 @@ from clients.acpc.convert import kuhn_for, log_observations
 from clients.acpc.log import parse_log
 from clients.acpc.service_policy import ServicePolicy
 from clients.client import OpponentModelClient
+from clients.commands.acpc_agent_cmd import main as agent_main
 from modeling.mbbr import MBBRConfig, MBBRModel
 from server.app import BackgroundServer, ServerConfig
 
@@ -157,3 +160,44 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
             server.stop()
     views = [obs for _, obs in log_observations(GAME, parse_log(captured.log), "Alice")]
     assert [r[1] for r in stored_observations(db, policy.session_id)] == [v.history for v in views]
+
+
+class CommandThread:
+    """``oppmodel acpc-agent ARGV`` in a thread (joined by run_dealer like the other clients)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.status: int | None = None
+        self._thread = threading.Thread(target=self._run, args=(argv,), daemon=True)
+        self._thread.start()
+
+    def _run(self, argv: list[str]) -> None:
+        self.status = agent_main(argv)
+
+    def join(self) -> None:
+        self._thread.join(10)
+        assert not self._thread.is_alive(), "the agent command did not finish"
+
+
+def test_the_command_plays_through_the_service_and_reports_its_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    commands: list[CommandThread] = []
+    with running_server(tmp_path / "s.sqlite", synchronous="NORMAL") as port:
+
+        def start(ports: tuple[int, ...]) -> list:
+            argv = [str(GAME_FILE), "127.0.0.1", str(ports[0]), "--service", f"127.0.0.1:{port}"]
+            argv += ["--seed", "3", "--mbbr-k", "4", "--mbbr-h", "5", "--json"]
+            argv += ["--rpc-deadline-ms", "2000"]  # the shared test machine runs at load 6-8
+            commands.append(CommandThread(argv))
+            others = [AgentThread(p, make_policy("n3", GAME, s)) for s, p in enumerate(ports[1:])]
+            return [commands[0], *others]
+
+        captured, _ = run_dealer(tmp_path, hands=25, clients=start, quiet=True)
+        tally = json.loads(capsys.readouterr().out)
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+            session = client.get_session(tally["session_id"])
+    assert captured.result.status == 0 and commands[0].status == 0
+    assert tally["agent"] == "mbbr (service)" and tally["hands"] == 25
+    assert tally["fallback_decisions"] == 0 and tally["service_decisions"] == tally["actions"]
+    assert session.hands_observed == 25
+    assert (session.config.k, session.config.hands_default, session.config.seed) == (4, 5, 3)

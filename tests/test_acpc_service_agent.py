@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -21,6 +23,7 @@ from clients.acpc.log import parse_log
 from clients.acpc.service_policy import ServicePolicy
 from clients.client import OpponentModelClient
 from clients.commands.acpc_agent_cmd import main as agent_main
+from clients.commands.acpc_script_cmd import script_text
 from modeling.mbbr import MBBRConfig, MBBRModel
 from server.app import BackgroundServer, ServerConfig
 
@@ -201,3 +204,30 @@ def test_the_command_plays_through_the_service_and_reports_its_session(
     assert tally["fallback_decisions"] == 0 and tally["service_decisions"] == tally["actions"]
     assert session.hands_observed == 25
     assert (session.config.k, session.config.hands_default, session.config.seed) == (4, 5, 3)
+
+
+def test_the_wrapper_script_with_an_unreachable_service_plays_n1_and_says_so_once(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "mbbr.sh"
+    dead = f"127.0.0.1:{free_ports(1)[0]}"
+    script.write_text(
+        script_text(gamefile=GAME_FILE, agent="mbbr", seed=1, python=sys.executable, service=dead)
+    )
+    script.chmod(0o755)
+    processes = []
+
+    def start(ports: tuple[int, ...]) -> list:
+        command = [str(script), "127.0.0.1", str(ports[0])]
+        processes.append(subprocess.Popen(command, stderr=subprocess.PIPE, text=True))
+        return [AgentThread(p, make_policy("always-bet", GAME, s)) for s, p in enumerate(ports[1:])]
+
+    captured, _ = run_dealer(tmp_path, hands=40, clients=start, quiet=True)
+    _, err = processes[0].communicate(timeout=30)
+    assert captured.result.status == 0, captured.stderr
+    assert processes[0].returncode == 0
+    assert err.count("the service is unavailable (UNAVAILABLE)") == 1
+    assert "acpc-agent mbbr (service): 40 hands" in err
+    # N1 at position 0 never opens with a bet
+    hands = parse_log(captured.log).hands
+    assert not any(h.betting.startswith("r") for h in hands if h.names[0] == "Alice")

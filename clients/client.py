@@ -446,6 +446,11 @@ class ObservationStream:
                 self._open()
                 continue
             except StopIteration:  # the server closed the stream without an error
+                if time.monotonic() > deadline:
+                    self._abandon()
+                    raise errors.FailedPreconditionError(
+                        "observation: the server keeps ending the stream without an ack"
+                    ) from None
                 self._open()
                 continue
             while self._unacked and self._unacked[0].observation.sequence <= ack.sequence:

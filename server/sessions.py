@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import time
@@ -235,11 +236,6 @@ class SessionManager:
         """Validate, store and load a new session."""
         self.check_limits(spec)
         model = await self._cpu(build_model, spec)  # validates the config and the prior
-        count = await self._blocking(self.storage.count_sessions)
-        if count >= self.limits.max_sessions:
-            raise ResourceExhaustedError(
-                f"sessions: this server holds at most {self.limits.max_sessions} sessions"
-            )
         session = LiveSession(
             session_id=uuid.uuid4().hex,
             owner=owner,
@@ -250,7 +246,11 @@ class SessionManager:
             observations=[],
         )
         row = SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
-        await self._blocking(self.storage.create_session, row)
+        await self._blocking(
+            functools.partial(
+                self.storage.create_session, row, max_sessions=self.limits.max_sessions
+            )
+        )
         self._remember(session)
         log.info("session created", extra={"session_id": session.session_id, "game": spec.game})
         return session.info()

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from modeling.errors import ResourceExhaustedError
+
 T = TypeVar("T")
 
 _SCHEMA = """
@@ -82,10 +84,20 @@ class Storage:
         ready.result()
 
     # -- public API ------------------------------------------------------------------------------
-    def create_session(self, row: SessionRow) -> None:
-        """Insert a new session."""
+    def create_session(self, row: SessionRow, *, max_sessions: int | None = None) -> None:
+        """Insert a new session; ResourceExhaustedError if ``max_sessions`` are stored already.
+
+        Counting and inserting happen in one operation on the writer thread, so concurrent
+        creations cannot overshoot the limit.
+        """
 
         def op(db: sqlite3.Connection) -> None:
+            if max_sessions is not None:
+                (count,) = db.execute("SELECT COUNT(*) FROM sessions").fetchone()
+                if count >= max_sessions:
+                    raise ResourceExhaustedError(
+                        f"sessions: this server holds at most {max_sessions} sessions"
+                    )
             db.execute(
                 "INSERT INTO sessions VALUES (?, ?, ?, ?)",
                 (row.session_id, row.owner, row.created_unix_ms, json.dumps(row.spec)),
@@ -151,10 +163,6 @@ class Storage:
             return [(SessionRow(r[0], r[1], r[2], json.loads(r[3])), r[4]) for r in rows]
 
         return self._call(op)
-
-    def count_sessions(self) -> int:
-        """Number of stored sessions."""
-        return self._call(lambda db: db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
 
     def load_observations(self, session_id: str) -> list[ObservationRow]:
         """Every observation of a session, in sequence order."""

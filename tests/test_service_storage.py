@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from modeling.errors import ResourceExhaustedError
 from server.storage import ObservationRow, SessionRow, Storage
 
 
@@ -31,7 +32,6 @@ def test_round_trip_and_reopen(tmp_path: Path) -> None:
     assert store.load_observations("s1") == rows
     assert [(r.session_id, n) for r, n in store.list_sessions()] == [("s1", 5), ("s2", 0)]
     assert [r.session_id for r, _ in store.list_sessions("bob")] == ["s2"]
-    assert store.count_sessions() == 2
     assert store.delete_session("s1") is True
     assert store.delete_session("s1") is False
     assert store.load_observations("s1") == []
@@ -88,3 +88,27 @@ def test_concurrent_writers_all_land(tmp_path: Path) -> None:
 def test_bad_synchronous_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         Storage(tmp_path / "x.sqlite", synchronous="OFF")
+
+
+def test_session_limit_is_checked_with_the_insert(tmp_path: Path) -> None:
+    store = Storage(tmp_path / "db.sqlite")
+    results: list[str] = []
+    lock = threading.Lock()
+
+    def create(i: int) -> None:
+        try:
+            store.create_session(_session(i), max_sessions=3)
+            outcome = "ok"
+        except ResourceExhaustedError:
+            outcome = "full"
+        with lock:
+            results.append(outcome)
+
+    workers = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(results) == ["full"] * 5 + ["ok"] * 3
+    assert len(store.list_sessions()) == 3
+    store.close()

@@ -1,10 +1,17 @@
-"""Benchmark: ACPC matches through the project's dealer over loopback TCP (no service).
+"""Benchmark: ACPC matches through the project's dealer over loopback TCP, with and without the
+service.
 
-Three figures, each the median over repeats of a 3p Kuhn match (seed 42):
+The figures, each the median over repeats of a 3p Kuhn match (seed 42):
 
 * ``processes``: hands per second with three agent *processes* (``acpc-agent --agent example``,
   the reference ``example_player``'s strategy), timed from the first finished hand to the last so
   that interpreter start-up is excluded. This is the set-up of a real ACPC match.
+* ``service``: the same match with the project's MBBR agents playing through the service
+  (``acpc-agent --service ADDR``: three agent processes, one ``oppmodel serve`` process; every
+  decision a GetAction, every hand an acknowledged Observe), and ``mbbr_in_process``: the same
+  MBBR agents with the model in the agent process (``--in-process``), which separates the cost of
+  the service from that of the model. Service calls that missed their deadline and fell back to
+  N1 are counted and reported (they would flatter the service's rate).
 * ``threads``: the same with the three agents as threads of the dealer's process (how
   ``oppmodel tournament`` runs built-in agents; they share the GIL with the dealer).
 * ``dealer CPU``: CPU time of the dealer thread per hand (``time.thread_time``) in the process
@@ -24,6 +31,7 @@ import argparse
 import io
 import json
 import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +40,8 @@ import threading
 import time
 from pathlib import Path
 
+import grpc
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -39,14 +49,49 @@ from clients.acpc.agent import connect, make_policy, play_match  # noqa: E402
 from clients.acpc.dealer import DealerConfig, MatchDealer  # noqa: E402
 from clients.acpc.gamedef import read_game_def  # noqa: E402
 from clients.acpc.protocol import HandState  # noqa: E402
+from clients.client import OpponentModelClient  # noqa: E402
 
 GAME_FILE = ROOT / "clients" / "acpc" / "games" / "kuhn.limit.3p.game"
 GAME = read_game_def(GAME_FILE)
 REFERENCE_HANDS_PER_SECOND = 3000 / 0.7
 
 
-def run_match(hands: int, agents: str, workdir: Path) -> tuple[float, float]:
-    """One match; returns (hands per second from first to last hand, dealer CPU s per hand)."""
+def free_port() -> int:
+    """A loopback port that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_service(workdir: Path) -> tuple[subprocess.Popen, str]:
+    """``oppmodel serve`` in its own process on a free loopback port; waits until it answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "clients.cli", "serve", "--port", str(port)]
+    command += ["--db", str(workdir / "bench.sqlite")]
+    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
+    target = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    with OpponentModelClient(target, timeout=1.0) as client:
+        while True:
+            try:
+                client.list_sessions()
+                return process, target
+            except grpc.RpcError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    process.kill()
+                    raise RuntimeError("the benchmark's service did not start") from None
+                time.sleep(0.1)
+
+
+def run_match(
+    hands: int, agents: str, workdir: Path, service: str | None = None
+) -> tuple[float, float, int]:
+    """One match; returns (hands per second from first to last hand, dealer CPU s per hand,
+    decisions the agents played without the service although they were told to use it).
+
+    ``agents``: ``processes`` (example players), ``threads`` (example players in this process),
+    ``service`` (MBBR through ``service``) or ``mbbr`` (MBBR in each agent process).
+    """
     stamps: list[float] = []
     dealer = MatchDealer(
         DealerConfig(
@@ -67,10 +112,20 @@ def run_match(hands: int, agents: str, workdir: Path) -> tuple[float, float]:
     ports = dealer.listen()
     workers: list = []
     for seed, port in enumerate(ports):
-        if agents == "processes":
+        if agents != "threads":
             command = [sys.executable, "-m", "clients.commands.acpc_agent_cmd", str(GAME_FILE)]
-            command += ["127.0.0.1", str(port), "--agent", "example", "--seed", str(seed)]
-            workers.append(subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL))
+            command += ["127.0.0.1", str(port), "--seed", str(seed), "--json"]
+            if agents == "processes":
+                command += ["--agent", "example"]
+            elif agents == "mbbr":
+                command += ["--in-process"]
+            else:
+                command += ["--service", str(service), "--rpc-deadline-ms", "1000"]
+            workers.append(
+                subprocess.Popen(
+                    command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+                )
+            )
         else:
             policy = make_policy("example", GAME, seed)
 
@@ -83,11 +138,16 @@ def run_match(hands: int, agents: str, workdir: Path) -> tuple[float, float]:
     cpu = time.thread_time()
     result = dealer.run()
     cpu = time.thread_time() - cpu
+    fallbacks = 0
     for worker in workers:
-        worker.wait() if agents == "processes" else worker.join()
+        if agents == "threads":
+            worker.join()
+        else:
+            tally = json.loads(worker.communicate()[0])
+            fallbacks += tally.get("fallback_decisions", 0)
     if result.status != 0:
         raise RuntimeError(f"the benchmark match failed: {result.error}")
-    return (len(stamps) - 1) / (stamps[-1] - stamps[0]), cpu / hands
+    return (len(stamps) - 1) / (stamps[-1] - stamps[0]), cpu / hands, fallbacks
 
 
 def terminal_bettings(prefix: str = "") -> list[str]:
@@ -159,15 +219,28 @@ def main() -> None:
         "threads": [],
         "dealer_cpu": [],
         "dealer_logic": [],
+        "service": [],
+        "mbbr_in_process": [],
     }
+    fallbacks = 0
     with tempfile.TemporaryDirectory() as tmp:
         run_match(100, "threads", Path(tmp))  # warm-up
-        for _ in range(repeats):
-            rate, cpu = run_match(hands, "processes", Path(tmp))
-            figures["processes"].append(rate)
-            figures["dealer_cpu"].append(cpu)
-            figures["threads"].append(run_match(hands, "threads", Path(tmp))[0])
-            figures["dealer_logic"].append(dealer_logic(3000, Path(tmp)))
+        server, target = start_service(Path(tmp))
+        try:
+            run_match(100, "service", Path(tmp), target)  # warm-up: the server's kernels
+            for _ in range(repeats):
+                rate, cpu, _ = run_match(hands, "processes", Path(tmp))
+                figures["processes"].append(rate)
+                figures["dealer_cpu"].append(cpu)
+                figures["threads"].append(run_match(hands, "threads", Path(tmp))[0])
+                figures["dealer_logic"].append(dealer_logic(3000, Path(tmp)))
+                rate, _, missed = run_match(hands, "service", Path(tmp), target)
+                figures["service"].append(rate)
+                fallbacks += missed
+                figures["mbbr_in_process"].append(run_match(hands, "mbbr", Path(tmp))[0])
+        finally:
+            server.terminate()
+            server.wait(30)
     median = {name: statistics.median(values) for name, values in figures.items()}
     report = {
         "benchmark": "acpc",
@@ -181,6 +254,11 @@ def main() -> None:
         "dealer_logic_us_per_hand": 1e6 * median["dealer_logic"],
         "reference_hands_per_second": REFERENCE_HANDS_PER_SECOND,
         "processes_vs_reference": median["processes"] / REFERENCE_HANDS_PER_SECOND,
+        "service_hands_per_second": median["service"],
+        "service_vs_processes": median["service"] / median["processes"],
+        "mbbr_in_process_hands_per_second": median["mbbr_in_process"],
+        "service_vs_mbbr_in_process": median["service"] / median["mbbr_in_process"],
+        "service_fallback_decisions": fallbacks,
         "samples": figures,
     }
     if args.json:
@@ -194,6 +272,15 @@ def main() -> None:
     print(
         f"  reference dealer + C example players: {REFERENCE_HANDS_PER_SECOND:.0f} hands/s "
         f"(ratio {report['processes_vs_reference']:.2f})"
+    )
+    print(
+        f"  MBBR through the service: {median['service']:8.0f} hands/s "
+        f"(x{report['service_vs_processes']:.2f} of the example players; "
+        f"{fallbacks} decisions fell back to N1)"
+    )
+    print(
+        f"  MBBR in-process:          {median['mbbr_in_process']:8.0f} hands/s "
+        f"(service / in-process x{report['service_vs_mbbr_in_process']:.2f})"
     )
 
 

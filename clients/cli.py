@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "clients.commands.movepred_cmd",
     "clients.commands.tournament_cmd",
     "clients.commands.acpc_agent_cmd",
+    "clients.commands.replay_cmd",
     "clients.commands.acpc_script_cmd",
     "clients.commands.dealer_cmd",
     "clients.commands.spades_cmd",

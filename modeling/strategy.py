@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from modeling import _strategy_kernels as kernels
 from modeling.errors import InvalidArgumentError, InvalidStrategyError
 from modeling.kuhn import KuhnGame
 
@@ -57,7 +58,7 @@ def validate_strategy(
         raise InvalidStrategyError(
             field,
             f"probabilities at {game.infoset_string(position, bad)} sum to "
-            f"{sums[int(np.argmax(off))]!r}, not 1",
+            f"{float(sums[int(np.argmax(off))])!r}, not 1",
         )
     out = np.full((game.num_infosets, 2), 0.5)
     out[rows] = real
@@ -71,6 +72,13 @@ def validate_profile(game: KuhnGame, profile: np.ndarray, field: str = "profile"
         raise InvalidStrategyError(
             field, f"shape {arr.shape}, expected ({game.num_players}, {game.num_infosets}, 2)"
         )
+    # One kernel pass accepts a valid profile; only an invalid one takes the per-position
+    # checks, which find and name the first offending entry.
+    if kernels.first_invalid_row(arr, game._valid_mask, SUM_TOLERANCE) < 0:
+        out = arr.copy()
+        if game._has_padding:
+            out[~game._valid_mask] = 0.5
+        return out
     return np.stack(
         [validate_strategy(game, p, arr[p], f"{field}[{p}]") for p in range(game.num_players)]
     )
@@ -92,9 +100,18 @@ def strategy_from_dict(
         raise InvalidStrategyError(field, "must be an object keyed by information-state strings")
     out = np.full((game.num_infosets, 2), math.nan)
     for key, probs in table.items():
-        idx = game.infoset_from_string(position, key)
-        if not isinstance(probs, (list, tuple)) or len(probs) != 2:
-            raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_pass, p_bet]")
+        try:
+            idx = game.infoset_from_string(position, key)
+        except InvalidArgumentError as exc:
+            raise InvalidStrategyError(
+                f"{field}[{key!r}]", f"not an information state of position {position} ({exc})"
+            ) from None
+        if (
+            not isinstance(probs, (list, tuple))
+            or len(probs) != 2
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in probs)
+        ):
+            raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_pass, p_bet] numbers")
         out[idx] = [float(probs[0]), float(probs[1])]
     missing = [
         game.infoset_string(position, i) for i in game.infosets(position) if np.isnan(out[i, 0])

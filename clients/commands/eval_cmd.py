@@ -1,0 +1,133 @@
+"""``oppmodel eval``: exact value of every position, best responses and nash_conv of a profile."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from modeling.errors import OppModelError
+from modeling.evaluation import best_response, expected_values
+from modeling.kuhn import kuhn_game
+from modeling.panel import named_profile, panel_names
+from modeling.strategy import load_profile
+
+GAMES = {"kuhn2p": 2, "kuhn3p": 3, "kuhn4p": 4}
+MAX_DENOMINATOR = 10_000
+FRACTION_TOLERANCE = 1e-12
+
+_DESCRIPTION = """\
+Evaluate a strategy profile of n-player Kuhn poker exactly (every deal and betting sequence is
+enumerated; no sampling). For each position it prints the profile's expected value in chips per
+hand, the value of an exact best response of that position against the others, and the gain (how
+much that position could win by deviating). nash_conv is the sum of the gains: 0 exactly at a Nash
+equilibrium, positive otherwise (OpenSpiel's definition).
+
+--profile takes a panel name (n1, n2, n3 are the robust 3-player equilibria of Szafron, Gibson &
+Sturtevant; uniform; the exploitable styles), one JSON file holding all positions, or one JSON
+file per position. Files are keyed by OpenSpiel information-state strings such as "2ppb" (see
+modeling/strategy.py). Values that equal a fraction with a small denominator are also shown
+exactly, e.g. -1/48.
+"""
+
+_EXAMPLES = """\
+examples:
+  oppmodel eval --profile N2                     # 3p Kuhn: -1/32, -1/48, +5/96, nash_conv 0
+  oppmodel eval --game kuhn2p --profile uniform  # nash_conv 11/12
+  oppmodel eval --profile mine.json --json       # a file holding every position
+  oppmodel eval --profile p0.json p1.json p2.json
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``eval`` subcommand."""
+    parser = subparsers.add_parser(
+        "eval",
+        help="exact values, best responses and nash_conv of a Kuhn profile",
+        description=_DESCRIPTION,
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--game", choices=sorted(GAMES), default="kuhn3p", help="the game (default kuhn3p)"
+    )
+    parser.add_argument(
+        "--profile",
+        nargs="+",
+        required=True,
+        metavar="NAME_OR_FILE",
+        help=f"a panel name ({', '.join(panel_names())}), or JSON files",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(func=run)
+
+
+def exact_fraction(value: float) -> Fraction | None:
+    """The fraction with denominator <= 10,000 within 1e-12 of ``value``, if there is one."""
+    frac = Fraction(value).limit_denominator(MAX_DENOMINATOR)
+    return frac if abs(float(frac) - value) <= FRACTION_TOLERANCE else None
+
+
+def load(game, specs: list[str]) -> np.ndarray:
+    """A profile from a panel name or from JSON files."""
+    if len(specs) == 1 and not Path(specs[0]).exists() and not specs[0].endswith(".json"):
+        return named_profile(game, specs[0])
+    return load_profile(game, specs)
+
+
+def evaluate(game, profile: np.ndarray) -> dict:
+    """The JSON-ready evaluation of ``profile``."""
+    values = expected_values(game, profile)
+    positions = []
+    for p in range(game.num_players):
+        br_value = best_response(game, profile, p)[1]
+        positions.append(
+            {
+                "position": p,
+                "value": float(values[p]),
+                "value_exact": _text(exact_fraction(float(values[p]))),
+                "best_response_value": br_value,
+                "gain": br_value - float(values[p]),
+            }
+        )
+    total = float(sum(entry["gain"] for entry in positions))  # = evaluation.nash_conv
+    return {
+        "positions": positions,
+        "nash_conv": total,
+        "nash_conv_exact": _text(exact_fraction(total)),
+    }
+
+
+def _text(frac: Fraction | None) -> str | None:
+    return None if frac is None else str(frac)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate and print; exit status 2 on a bad argument."""
+    try:
+        game = kuhn_game(GAMES[args.game])
+        result = {
+            "game": args.game,
+            "profile": args.profile,
+            **evaluate(game, load(game, args.profile)),
+        }
+    except OppModelError as exc:
+        print(f"oppmodel eval: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{args.game}, profile {' '.join(args.profile)}")
+    print(f"{'position':>8}  {'value':>12}  {'exact':>8}  {'best response':>13}  {'gain':>10}")
+    for entry in result["positions"]:
+        print(
+            f"{entry['position']:>8}  {entry['value']:>+12.6f}  {entry['value_exact'] or '':>8}  "
+            f"{entry['best_response_value']:>+13.6f}  {entry['gain']:>10.3g}"
+        )
+    exact = f" (= {result['nash_conv_exact']})" if result["nash_conv_exact"] else ""
+    print(f"nash_conv {result['nash_conv']:.3g}{exact}")
+    return 0

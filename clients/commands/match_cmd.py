@@ -1,0 +1,216 @@
+"""``oppmodel match``: duplicate matches between MBBR and named strategies, in mbb/h."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+import time
+from collections import Counter
+
+from tqdm import tqdm
+
+from clients.commands.eval_cmd import GAMES
+from modeling.agents import mbbr_factory
+from modeling.errors import InvalidArgumentError, OppModelError
+from modeling.kuhn import kuhn_game
+from modeling.match import AgentFactory, fixed_strategy_factory, run_duplicate, seatings
+from modeling.mbbr import PRIORS, RESPONSES, MBBRConfig
+from modeling.panel import named_profile, panel_names
+
+_DESCRIPTION = """\
+Play duplicate matches of repeated Kuhn poker between n agents (3 for kuhn3p), the protocol of
+paper 003: every one of the n! seatings of the agents plays the same cards (a seeded deck per
+duplicate), --hands hands per match, positions rotating every hand as the ACPC dealer rotates them.
+Each agent's result is its winnings in milli-chips per hand (mbb/h: 1000 x chips won per hand,
+ante 1), averaged over the seatings, with the standard error over the --duplicates independent
+duplicates. Agents are built fresh for every match, and everything is seeded by --seed: the same
+command prints the same table.
+
+Agents: "mbbr" (multiplayer Bayesian best response, paper 003; configured by the --mbbr-*
+options; it plays N1 for the first --mbbr-hands-default hands, then best-responds to its
+posterior over the opponents, who are modelled per position around the prior mean N3; with 2 or 4
+players both are uniform play), or a fixed strategy from the panel:
+%s
+"""
+
+_EXAMPLES = """\
+examples:
+  oppmodel match --agents mbbr,n1,n3 --hands 3000 --duplicates 10 --seed 7
+  oppmodel match --agents mbbr,maniac,calling-station --hands 1000 --duplicates 5
+  oppmodel match --agents mbbr,n1,n3 --mbbr-prior uninformed       # paper's Table 6
+  oppmodel match --agents mbbr,n1,n3 --mbbr-k 100 --mbbr-response bayes --json
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``match`` subcommand."""
+    parser = subparsers.add_parser(
+        "match",
+        help="duplicate matches between MBBR and panel strategies (mbb/h with standard errors)",
+        description=_DESCRIPTION
+        % textwrap.fill(
+            ", ".join(panel_names()) + " (bluffer:B bluffs the worst card with probability B).",
+            width=100,
+            initial_indent="  ",
+            subsequent_indent="  ",
+        ),
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--agents",
+        required=True,
+        help="comma-separated agent names, one per player, e.g. mbbr,n1,n3",
+    )
+    parser.add_argument(
+        "--game", choices=sorted(GAMES), default="kuhn3p", help="the game (default kuhn3p)"
+    )
+    parser.add_argument("--hands", type=int, default=3000, help="hands per match (default 3000)")
+    parser.add_argument(
+        "--duplicates",
+        type=int,
+        default=10,
+        help="independent duplicates, each playing every seating (default 10)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
+    defaults = MBBRConfig()
+    mbbr = parser.add_argument_group("mbbr options (paper 003's defaults)")
+    mbbr.add_argument(
+        "--mbbr-k", type=int, default=defaults.k, help=f"samples per opponent model ({defaults.k})"
+    )
+    mbbr.add_argument(
+        "--mbbr-response",
+        choices=RESPONSES,
+        default=defaults.response,
+        help="mean: best response to the opponents' mean models (paper); bayes: exact Bayesian "
+        f"best response to the joint posterior ({defaults.response})",
+    )
+    mbbr.add_argument(
+        "--mbbr-prior",
+        choices=PRIORS,
+        default=defaults.prior,
+        help="informed: Dirichlet around N3; uninformed: Dirichlet(2) everywhere "
+        f"({defaults.prior})",
+    )
+    mbbr.add_argument(
+        "--mbbr-epsilon",
+        type=float,
+        default=defaults.epsilon,
+        help=f"prior means clipped to [eps, 1 - eps] ({defaults.epsilon})",
+    )
+    mbbr.add_argument(
+        "--mbbr-eta",
+        type=float,
+        default=defaults.eta,
+        help=f"Dirichlet concentration of the samples ({defaults.eta})",
+    )
+    mbbr.add_argument(
+        "--mbbr-hands-default",
+        type=int,
+        default=defaults.hands_default,
+        help=f"hands of default play (N1) before exploiting, H ({defaults.hands_default})",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(func=run)
+
+
+def mbbr_config(args: argparse.Namespace) -> MBBRConfig:
+    """The MBBR configuration of the --mbbr-* options (the seed comes from each match)."""
+    config = MBBRConfig(
+        epsilon=args.mbbr_epsilon,
+        k=args.mbbr_k,
+        hands_default=args.mbbr_hands_default,
+        eta=args.mbbr_eta,
+        prior=args.mbbr_prior,
+        response=args.mbbr_response,
+    )
+    config.validate()
+    return config
+
+
+def build_agents(game, spec: str, config: MBBRConfig) -> tuple[list[str], list[AgentFactory]]:
+    """Labels (repeated names get #2, #3, ...) and factories for a comma-separated agent list."""
+    names = [name.strip().lower() for name in spec.split(",")]
+    if len(names) != game.num_players:
+        raise InvalidArgumentError(
+            "agents", f"{game.name} needs {game.num_players} agents, got {len(names)}: {spec!r}"
+        )
+    factories: list[AgentFactory] = []
+    for name in names:
+        if name == "mbbr":
+            factories.append(mbbr_factory(config))
+        else:
+            factories.append(fixed_strategy_factory(name, named_profile(game, name)))
+    seen: Counter[str] = Counter()
+    labels = []
+    for name in names:
+        seen[name] += 1
+        labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return labels, factories
+
+
+def run(args: argparse.Namespace) -> int:
+    """Play the series and print the ranking; exit status 2 on a bad argument."""
+    try:
+        game = kuhn_game(GAMES[args.game])
+        config = mbbr_config(args)
+        labels, factories = build_agents(game, args.agents, config)
+        total = args.hands * max(args.duplicates, 0) * len(seatings(game.num_players))
+        start = time.perf_counter()
+        with tqdm(total=total, unit="hand", desc="match", disable=None, file=sys.stderr) as bar:
+            result = run_duplicate(
+                game,
+                labels,
+                factories,
+                hands=args.hands,
+                duplicates=args.duplicates,
+                seed=args.seed,
+                progress=bar.update,
+            )
+        elapsed = time.perf_counter() - start
+    except OppModelError as exc:
+        print(f"oppmodel match: error: {exc}", file=sys.stderr)
+        return 2
+    ranking = result.ranking()
+    if args.json:
+        doc = {
+            "game": result.game,
+            "hands": result.hands,
+            "duplicates": result.duplicates,
+            "seatings": len(seatings(game.num_players)),
+            "seed": result.seed,
+            "mbbr": {
+                "k": config.k,
+                "response": config.response,
+                "prior": config.prior,
+                "epsilon": config.epsilon,
+                "eta": config.eta,
+                "hands_default": config.hands_default,
+            }
+            if "mbbr" in labels
+            else None,
+            "ranking": [
+                {
+                    "name": r.name,
+                    "mbb_per_hand": r.mbb_per_hand,
+                    "standard_error": r.standard_error,
+                    "per_duplicate": list(r.per_duplicate),
+                }
+                for r in ranking
+            ],
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    matches = result.duplicates * len(seatings(game.num_players))
+    print(
+        f"{result.game}: {matches} matches of {result.hands} hands "
+        f"({result.duplicates} duplicates x {matches // result.duplicates} seatings), "
+        f"seed {result.seed}, {elapsed:.1f} s"
+    )
+    print(f"{'rank':>4}  {'agent':<20}  {'mbb/h':>9}  {'std err':>8}")
+    for i, r in enumerate(ranking, start=1):
+        error = "n/a" if r.standard_error is None else f"{r.standard_error:.1f}"
+        print(f"{i:>4}  {r.name:<20}  {r.mbb_per_hand:>+9.1f}  {error:>8}")
+    return 0

@@ -1,0 +1,86 @@
+"""``oppmodel match`` end to end through clients.cli.main."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clients.cli import main
+
+
+def _run_json(capsys, *argv: str) -> dict:
+    assert main(["match", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_fixed_agents_json_is_seeded_and_sorted(capsys) -> None:
+    argv = ["--agents", "n1,maniac,tight-passive", "--hands", "300", "--duplicates", "3"]
+    a = _run_json(capsys, *argv, "--seed", "7")
+    b = _run_json(capsys, *argv, "--seed", "7")
+    c = _run_json(capsys, *argv, "--seed", "8")
+    assert a == b and a != c
+    assert (a["game"], a["hands"], a["duplicates"], a["seatings"], a["seed"]) == (
+        "kuhn3p",
+        300,
+        3,
+        6,
+        7,
+    )
+    assert a["mbbr"] is None
+    values = [r["mbb_per_hand"] for r in a["ranking"]]
+    assert values == sorted(values, reverse=True)
+    assert {r["name"] for r in a["ranking"]} == {"n1", "maniac", "tight-passive"}
+    assert sum(values) == pytest.approx(0.0, abs=1e-9)
+    for r in a["ranking"]:
+        assert len(r["per_duplicate"]) == 3 and r["standard_error"] > 0
+
+
+def test_mbbr_with_options(capsys) -> None:
+    argv = [
+        "--agents", "mbbr,maniac,calling-station", "--hands", "200", "--duplicates", "2",
+        "--mbbr-k", "12", "--mbbr-response", "bayes", "--mbbr-prior", "uninformed",
+        "--mbbr-epsilon", "0.1", "--mbbr-eta", "3", "--mbbr-hands-default", "40",
+    ]  # fmt: skip
+    doc = _run_json(capsys, *argv)
+    assert _run_json(capsys, *argv) == doc  # MBBR's samples and actions are seeded too
+    assert doc["mbbr"] == {
+        "k": 12, "response": "bayes", "prior": "uninformed", "epsilon": 0.1, "eta": 3.0,
+        "hands_default": 40,
+    }  # fmt: skip
+    assert doc["ranking"][0]["name"] == "mbbr"
+
+
+def test_repeated_names_and_other_player_counts(capsys) -> None:
+    doc = _run_json(capsys, "--game", "kuhn2p", "--agents", "uniform,uniform", "--hands", "50")
+    assert sorted(r["name"] for r in doc["ranking"]) == ["uniform", "uniform#2"]
+    assert doc["seatings"] == 2
+    doc = _run_json(
+        capsys, "--game", "kuhn4p", "--agents", "maniac,uniform,bluffer:0.3,always-bet",
+        "--hands", "20", "--duplicates", "2",
+    )  # fmt: skip
+    assert doc["seatings"] == 24 and len(doc["ranking"]) == 4
+
+
+def test_text_table(capsys) -> None:
+    assert main(["match", "--agents", "n1,n2,n3", "--hands", "100", "--duplicates", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "mbb/h" in out and "12 matches of 100 hands" in out
+    assert main(["match", "--agents", "n1,n2,n3", "--hands", "100", "--duplicates", "1"]) == 0
+    assert "n/a" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--agents", "n1,n3"], "agents: kuhn3p needs 3 agents"),
+        (["--agents", "n1,n3,nobody"], "unknown strategy 'nobody'"),
+        (["--agents", "n1,n2,n3", "--hands", "0"], "hands:"),
+        (["--agents", "n1,n2,n3", "--duplicates", "0"], "duplicates:"),
+        (["--agents", "mbbr,n2,n3", "--mbbr-k", "0"], "k:"),
+        (["--agents", "mbbr,n2,n3", "--mbbr-epsilon", "0.7"], "epsilon:"),
+    ],
+)
+def test_errors_exit_2_with_the_field(capsys, argv, message: str) -> None:
+    assert main(["match", *argv]) == 2
+    assert message in capsys.readouterr().err

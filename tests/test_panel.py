@@ -1,0 +1,75 @@
+"""The panel of named strategies: names, validity, and each exploitable style's rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from modeling.errors import NotFoundError
+from modeling.evaluation import nash_conv
+from modeling.kuhn import kuhn_game
+from modeling.kuhn3p import robust_profile
+from modeling.panel import named_profile, panel_names
+from modeling.strategy import validate_profile
+
+EXPLOITABLE = ["always-bet", "calling-station", "tight-passive", "maniac", "bluffer"]
+
+
+def test_panel_names() -> None:
+    assert panel_names() == ["n1", "n2", "n3", "uniform", *EXPLOITABLE]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("name", ["uniform", *EXPLOITABLE, "bluffer:0.25"])
+def test_named_profiles_are_valid_for_every_player_count(n: int, name: str) -> None:
+    game = kuhn_game(n)
+    profile = named_profile(game, name)
+    np.testing.assert_array_equal(validate_profile(game, profile), profile)
+    np.testing.assert_array_equal(named_profile(game, name.upper()), profile)
+    if name != "uniform":
+        assert nash_conv(game, profile) > 0.01  # exploitable, as the panel promises
+
+
+def test_equilibria_by_name() -> None:
+    game = kuhn_game(3)
+    for name in ("n1", "N2", "n3"):
+        np.testing.assert_array_equal(named_profile(game, name), robust_profile(name))
+    with pytest.raises(NotFoundError, match="n1"):
+        named_profile(kuhn_game(2), "n1")
+
+
+def _bet_probability(game, name: str, position: int, infostate: str) -> float:
+    return float(
+        named_profile(game, name)[position, game.infoset_from_string(position, infostate), 1]
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # (unopened with J, unopened with A, facing a bet with J, facing a bet with A)
+        ("always-bet", (1, 1, 1, 1)),
+        ("calling-station", (0, 0, 1, 1)),
+        ("tight-passive", (0, 0, 0, 1)),
+        ("maniac", (0.9, 0.9, 0.9, 0.9)),
+        ("bluffer", (0.75, 1, 0, 1)),
+        ("bluffer:0.1", (0.1, 1, 0, 1)),
+    ],
+)
+def test_styles_follow_their_rule(name: str, expected: tuple) -> None:
+    game = kuhn_game(3)
+    got = (
+        _bet_probability(game, name, 1, "0p"),
+        _bet_probability(game, name, 1, "3p"),
+        _bet_probability(game, name, 2, "0pb"),
+        _bet_probability(game, name, 0, "3pbp"),
+    )
+    assert got == pytest.approx(expected)
+    middle = _bet_probability(game, name, 2, "1pp")  # a middle card, unopened
+    assert middle == {"always-bet": 1, "maniac": 0.9}.get(name, 0)
+
+
+@pytest.mark.parametrize("name", ["nobody", "bluffer:2", "bluffer:x", "bluffer:-0.1", ""])
+def test_unknown_names(name: str) -> None:
+    with pytest.raises(NotFoundError):
+        named_profile(kuhn_game(3), name)

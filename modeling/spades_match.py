@@ -445,11 +445,15 @@ def run_match(
         raise InvalidArgumentError("jobs", f"must be >= 1, got {jobs}")
     if not 0.0 <= eps <= 1.0:
         raise InvalidArgumentError("eps", f"must be in [0, 1], got {eps}")
+    if not 1 <= hand_size <= S.MAX_HAND_SIZE:
+        raise InvalidArgumentError("hand_size", f"must be in 1..{S.MAX_HAND_SIZE}, got {hand_size}")
     for a, b in pairs:
         check_type(a)
         check_type(b)
         if a == b:
             raise InvalidArgumentError("pairs", f"types A and B must differ, got {a} twice")
+        if hand_size > 7 and (a in SOFT_TYPES or b in SOFT_TYPES):
+            raise InvalidArgumentError("hand_size", "soft-max^n players need hands of <= 7 cards")
     tasks = [(a, b, seed, s, eps, hand_size, target) for a, b in pairs for s in range(sequences)]
     games: dict[tuple[str, str], list[list[GameRecord]]] = {
         (a, b): [[] for _ in range(sequences)] for a, b in pairs

@@ -97,6 +97,8 @@ def test_run_match_validates_and_is_independent_of_jobs():
         M.run_match([("MT_MT", "MT_MT")], sequences=1, seed=0)
     with pytest.raises(InvalidArgumentError, match="sequences"):
         M.run_match([("mOT_p", "MT_MT")], sequences=0, seed=0)
+    with pytest.raises(InvalidArgumentError, match="hand_size"):
+        M.run_match([("mOT_g", "MT_MT")], sequences=1, seed=0, hand_size=8)
     one = M.run_match([("mOT_p", "MT_MT")], sequences=2, seed=4, hand_size=2, target=30)
     two = M.run_match([("mOT_p", "MT_MT")], sequences=2, seed=4, hand_size=2, target=30, jobs=2)
     assert one.games == two.games

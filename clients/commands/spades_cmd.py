@@ -37,6 +37,7 @@ _EXAMPLES = """\
 examples:
   oppmodel spades-match --deal-sequences 20               # mOT_p v. the four max^n types
   oppmodel spades-match --candidates mOT_p,mOT_pl,mOT_MT,mOT_mOT --jobs 2
+  oppmodel spades-match --candidates mOT_g,mOT_p,mOT_pl,mOT_MT,mOT_mOT --jobs 2  # all tables
   oppmodel spades-match --deal-sequences 100 --json       # paper size (600 games per row)
 """
 

@@ -8,12 +8,12 @@ pool, one process per core by default) and the Ray backend (one task per job on 
 
 Sweeps (paper 003, Figures 1-4, and the ``mean`` against ``bayes`` response). One MBBR parameter
 varies from the paper's setting (epsilon 0.05, k 10, H 100, eta 4, informed prior, mean response);
-MBBR plays duplicate matches against a fixed set of opponent pairs (``SWEEP_PAIRS``: two
-equilibrium pairs, an equilibrium agent beside an exploitable one, two exploitable pairs, and an
-adaptive pair), so both how much it exploits and how little it gives away against equilibria show.
-A point's value is MBBR's mbb/h averaged over the pairs, with its standard error; every point uses
-the same cards for the same (pair, repetition), so neighbouring points differ by the parameter more
-than by luck.
+MBBR plays duplicate matches against a fixed set of opponent pairs (``SWEEP_PAIRS``: three
+equilibrium pairs, one of them two copies of N2, against which no agent can win in expectation; an
+equilibrium agent beside an exploitable one; an exploitable pair; an adaptive pair), so both how
+much it exploits and how little it gives away against equilibria show. A point's value is MBBR's
+mbb/h averaged over the pairs, with its standard error; every point uses the same cards for the
+same (pair, repetition), so neighbouring points differ by the parameter more than by luck.
 
     python benchmarks/sweep.py [--params k,epsilon,H,eta,response] [--quick] [--json]
                                [--workers N] [--backend local|ray --address ADDR]
@@ -62,9 +62,9 @@ PAPER = MBBRConfig()  # epsilon 0.05, k 10, H 100, eta 4
 SWEEP_PAIRS: tuple[tuple[str, str], ...] = (
     ("n1", "n3"),
     ("n2", "n3"),
+    ("n2", "n2"),
     ("n1", "maniac"),
     ("calling-station", "bluffer"),
-    ("tight-passive", "always-bet"),
     ("switcher", "exploiter"),
 )
 
@@ -86,9 +86,18 @@ SWEEPS: dict[str, tuple[str, tuple, tuple, str]] = {
 # --- the runner ----------------------------------------------------------------------------------
 
 
-def ray_runtime_env() -> dict:
-    """Ray runtime environment that ships this checkout's ``modeling`` package to the workers."""
-    return {"py_modules": [str(Path(modeling.__file__).resolve().parent)]}
+def ray_runtime_env(address: str | None = None) -> dict:
+    """Ray runtime environment in which the workers import this checkout's ``modeling``.
+
+    A local instance (no address) puts the checkout on the workers' PYTHONPATH, so they also reuse
+    numba's compiled-kernel cache; a cluster gets the package uploaded (``py_modules``), where each
+    worker compiles the kernels once.
+    """
+    package = Path(modeling.__file__).resolve().parent
+    if address is None:
+        path = os.pathsep.join(p for p in (str(package.parent), os.environ.get("PYTHONPATH")) if p)
+        return {"env_vars": {"PYTHONPATH": path}}
+    return {"py_modules": [str(package)]}
 
 
 def run_jobs(
@@ -160,7 +169,7 @@ def _run_ray(jobs, base_seed: int, address: str | None, tick: Callable[[int], ob
             address=address,
             include_dashboard=False,
             log_to_driver=False,
-            runtime_env=ray_runtime_env(),
+            runtime_env=ray_runtime_env(address),
         )
     task = ray.remote(num_cpus=1)(run_job)
     pending = [task.remote(job, base_seed) for job in jobs]

@@ -11,6 +11,7 @@ from collections import Counter
 from tqdm import tqdm
 
 from clients.commands.eval_cmd import GAMES
+from modeling.adaptive import adaptive_factory, adaptive_names, is_adaptive
 from modeling.agents import mbbr_factory
 from modeling.errors import InvalidArgumentError, OppModelError
 from modeling.kuhn import kuhn_game
@@ -30,7 +31,9 @@ command prints the same table.
 Agents: "mbbr" (multiplayer Bayesian best response, paper 003; configured by the --mbbr-*
 options; it plays N1 for the first --mbbr-hands-default hands, then best-responds to its
 posterior over the opponents, who are modelled per position from the prior mean N3), or a fixed
-strategy from the panel: %s (bluffer:B bluffs the worst card with probability B).
+strategy from the panel: %s (bluffer:B bluffs the worst card with probability B), or an
+adaptive agent that changes its play during the match: %s (switcher:N switches style every N
+hands; see modeling/adaptive.py).
 """
 
 _EXAMPLES = """\
@@ -47,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "match",
         help="duplicate matches between MBBR and panel strategies (mbb/h with standard errors)",
-        description=_DESCRIPTION % ", ".join(panel_names()),
+        description=_DESCRIPTION % (", ".join(panel_names()), ", ".join(adaptive_names())),
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -133,6 +136,8 @@ def build_agents(game, spec: str, config: MBBRConfig) -> tuple[list[str], list[A
     for name in names:
         if name == "mbbr":
             factories.append(mbbr_factory(config))
+        elif is_adaptive(name):
+            factories.append(adaptive_factory(name))
         else:
             factories.append(fixed_strategy_factory(name, named_profile(game, name)))
     seen: Counter[str] = Counter()

@@ -70,9 +70,9 @@ SWEEP_PAIRS: tuple[tuple[str, str], ...] = (
 
 # Parameter -> (MBBRConfig field, values, quick values, x-axis scale)
 SWEEPS: dict[str, tuple[str, tuple, tuple, str]] = {
-    "epsilon": ("epsilon", (0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.45), (0.01, 0.05, 0.3), "linear"),
-    "H": ("hands_default", (0, 50, 100, 200, 500, 1000, 2000), (0, 100, 1000), "linear"),
-    "eta": ("eta", (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0), (1.0, 4.0, 16.0), "log"),
+    "epsilon": ("epsilon", (0.01, 0.05, 0.1, 0.2, 0.4), (0.01, 0.05, 0.3), "linear"),
+    "H": ("hands_default", (0, 100, 300, 1000, 2000), (0, 100, 1000), "linear"),
+    "eta": ("eta", (1.0, 2.0, 4.0, 8.0, 16.0), (1.0, 4.0, 16.0), "log"),
     "k": ("k", (1, 3, 10, 30, 100, 300, 1000), (1, 10, 100), "log"),
     "response": (
         "response",

@@ -60,14 +60,14 @@ def test_sweep_jobs_share_cards_across_points() -> None:
 
 def test_sweep_cli_writes_table_json_and_plot(tmp_path, capsys) -> None:
     pytest.importorskip("matplotlib")
-    argv = ["--params", "eta", "--quick", "--hands", "20", "--workers", "1", "--no-progress"]
+    argv = ["--params", "response", "--quick", "--hands", "20", "--workers", "1", "--no-progress"]
     assert main([*argv, "--out-dir", str(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert "| eta |" in text
-    doc = json.loads((tmp_path / "sweep_eta_quick.json").read_text())
-    values = [p["value"] for p in doc["sweep"]["eta"]]
-    assert values == list(SWEEPS["eta"][2])
-    assert (tmp_path / "sweep_eta_quick.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| response |" in text
+    doc = json.loads((tmp_path / "sweep_response_quick.json").read_text())
+    values = [p["value"] for p in doc["sweep"]["response"]]
+    assert values == list(SWEEPS["response"][2])
+    assert (tmp_path / "sweep_response_quick.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_field_jobs_and_ranking() -> None:

@@ -102,3 +102,29 @@ def test_ray_backend_gives_the_local_results() -> None:
     finally:
         ray.shutdown()
     assert remote == local
+
+
+def test_field_checks_read_the_done_when_targets() -> None:
+    def est(mean: float, se: float = 1.0) -> dict:
+        return {"mean": mean, "se": se, "samples": 3}
+
+    names = [("mbbr", 50.0), ("n1", 40.0), ("n3", 35.0), ("n2", 30.0), ("maniac", -155.0)]
+    report = {
+        "hands": 10,
+        "reps": 3,
+        "groups": 220,
+        "table1": [{"agent": a, "mbb": m, "se": 2.0} for a, m in names],
+        "table6": [{"agent": a, "mbb": -m if a == "mbbr" else m, "se": 2.0} for a, m in names],
+        "h2h": [
+            {"pair": ["n1", "n2"], "ceiling": 34.7, "mbb": [est(10.0), est(-4.0), est(-6.0)]},
+            {"pair": ["n2", "n2"], "ceiling": 0.0, "mbb": [est(-1.5), est(1.0), est(0.5)]},
+        ],
+    }
+    verdict = field.checks(report)
+    assert verdict["mbbr_first_by_more_than_its_se"]
+    assert verdict["mbbr_beats_n1_head_to_head"]
+    assert not verdict["mbbr_beats_n2_head_to_head"]  # -1.5 < 1.0 in the n2 + n2 group
+    assert not verdict["mbbr_never_below_minus_one_se_vs_an_equilibrium_pair"]  # -1.5 + 1 < 0
+    assert verdict["uninformed_mbbr_below_every_equilibrium_agent"]
+    text = field.render(report)
+    assert "| 1 | mbbr | +50.0 ± 2.0 | 48 |" in text and "n2 + n2" in text

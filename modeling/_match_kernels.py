@@ -16,6 +16,7 @@ def play_fixed(
     uniforms,
     used,
     deals,
+    first_hand,
     node_player,
     node_children,
     node_terminal,
@@ -23,15 +24,16 @@ def play_fixed(
     deal_cards,
     payoffs,
 ):
-    """Chips won per seat; seat s plays position (s - h) mod n in hand h.
+    """Chips won per seat; seat s plays position (s - h) mod n in hand h = first_hand + i.
 
     ``profiles[s]`` is seat s's profile, ``uniforms[s, used[s]]`` its next uniform (bet when below
     P(bet)); ``used`` is advanced in place.
     """
     n = profiles.shape[0]
     chips = np.zeros(n)
-    for h in range(deals.shape[0]):
-        d = deals[h]
+    for i in range(deals.shape[0]):
+        h = first_hand + i
+        d = deals[i]
         node = 0
         while node_player[node] >= 0:
             p = node_player[node]

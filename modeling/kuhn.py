@@ -72,7 +72,7 @@ class KuhnGame:
     def num_terminals(self) -> int:
         return len(self.terminal_nodes)
 
-    @property
+    @functools.cached_property
     def num_infosets(self) -> int:
         """Information sets per position, padded to the largest position."""
         return self.num_cards * int(self.nodes_of.max())
@@ -184,10 +184,19 @@ class KuhnGame:
 
     def valid_infoset_mask(self) -> np.ndarray:
         """(n, num_infosets) boolean mask of the real (non-padding) information sets."""
+        return self._valid_mask.copy()
+
+    @functools.cached_property
+    def _valid_mask(self) -> np.ndarray:
         mask = np.zeros((self.num_players, self.num_infosets), dtype=bool)
         for p in range(self.num_players):
             mask[p, : self.num_cards * int(self.nodes_of[p])] = True
+        mask.setflags(write=False)
         return mask
+
+    @functools.cached_property
+    def _has_padding(self) -> bool:
+        return not bool(self._valid_mask.all())
 
     # --- ACPC betting strings ----------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from modeling.observation import HandObservation
 from modeling.strategy import validate_profile
 
 MILLI = 1000.0
+FIXED_CHUNK_HANDS = 1 << 16  # hands per kernel call (bounds the uniforms held in memory)
 _DECK_TAG, _AGENT_TAG = 0, 1  # keep the deck's and the agents' seed streams apart
 
 
@@ -109,6 +110,10 @@ def play_match(game: KuhnGame, agents: Sequence[Agent], deals: np.ndarray) -> np
     if len(agents) != n:
         raise InvalidArgumentError("agents", f"{game.name} needs {n} agents, got {len(agents)}")
     for seat, agent in enumerate(agents):
+        if not isinstance(agent, Agent):
+            raise InvalidArgumentError(
+                f"agents[{seat}]", f"{agent!r} lacks name, begin_match, act or end_hand"
+            )
         agent.begin_match(game, seat)
     if all(type(a) is FixedStrategyAgent for a in agents):
         return _play_fixed(game, agents, deals)
@@ -128,7 +133,7 @@ def play_match(game: KuhnGame, agents: Sequence[Agent], deals: np.ndarray) -> np
             p = node_player[node]
             agent = agents[(p + h) % n]
             action = agent.act(p, cards[p], histories[node])
-            if action != 0 and action != 1:
+            if not isinstance(action, (int, np.integer)) or action not in (0, 1):
                 raise IllegalActionError("action", f"agent {agent.name} returned {action!r}")
             node = children[node][action]
         t = terminal_of[node]
@@ -162,16 +167,29 @@ def _observation_table(game: KuhnGame) -> list[list[list[HandObservation]]]:
 
 
 def _play_fixed(game: KuhnGame, agents: Sequence[FixedStrategyAgent], deals: np.ndarray):
+    """The numba twin of the Python loop, in chunks of hands to bound memory.
+
+    Each chunk draws an upper bound of uniforms per agent (max_depth per hand); afterwards every
+    generator is rewound and advanced by exactly the uniforms used, so its stream is the one the
+    Python loop would have consumed.
+    """
     n = game.num_players
-    # A hand has at most max_depth decisions, so an agent never needs more uniforms than this.
     max_depth = game.path_nodes.shape[1]
     profiles = np.stack([a.profile for a in agents])
-    uniforms = np.stack([a.rng.random(len(deals) * max_depth) for a in agents])
-    used = np.zeros(n, dtype=np.int64)
-    chips = kernels.play_fixed(
-        profiles, uniforms, used, np.asarray(deals, dtype=np.int64), game.node_player,
-        game.node_children, game.node_terminal, game.infoset_of, game.deals, game.payoffs,
-    )  # fmt: skip
+    deals = np.asarray(deals, dtype=np.int64)
+    chips = np.zeros(n)
+    for start in range(0, len(deals), FIXED_CHUNK_HANDS):
+        chunk = deals[start : start + FIXED_CHUNK_HANDS]
+        states = [a.rng.bit_generator.state for a in agents]
+        uniforms = np.stack([a.rng.random(len(chunk) * max_depth) for a in agents])
+        used = np.zeros(n, dtype=np.int64)
+        chips += kernels.play_fixed(
+            profiles, uniforms, used, chunk, start, game.node_player, game.node_children,
+            game.node_terminal, game.infoset_of, game.deals, game.payoffs,
+        )  # fmt: skip
+        for agent, state, count in zip(agents, states, used, strict=True):
+            agent.rng.bit_generator.state = state
+            agent.rng.random(int(count))
     return chips
 
 

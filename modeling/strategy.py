@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from modeling import _strategy_kernels as kernels
 from modeling.errors import InvalidArgumentError, InvalidStrategyError
 from modeling.kuhn import KuhnGame
 
@@ -71,6 +72,13 @@ def validate_profile(game: KuhnGame, profile: np.ndarray, field: str = "profile"
         raise InvalidStrategyError(
             field, f"shape {arr.shape}, expected ({game.num_players}, {game.num_infosets}, 2)"
         )
+    # One kernel pass accepts a valid profile; only an invalid one takes the per-position
+    # checks, which find and name the first offending entry.
+    if kernels.first_invalid_row(arr, game._valid_mask, SUM_TOLERANCE) < 0:
+        out = arr.copy()
+        if game._has_padding:
+            out[~game._valid_mask] = 0.5
+        return out
     return np.stack(
         [validate_strategy(game, p, arr[p], f"{field}[{p}]") for p in range(game.num_players)]
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from modeling import match
 from modeling.errors import IllegalActionError, InvalidArgumentError
 from modeling.evaluation import expected_values
 from modeling.kuhn import kuhn_game
@@ -76,15 +77,22 @@ def test_rotation_and_what_each_seat_sees(n: int) -> None:
             assert len(acts) == sum(1 for i in range(len(obs.history)) if i % n == obs.position)
 
 
+@pytest.mark.parametrize("chunk", [7, 1 << 16])
 @pytest.mark.parametrize("n", [2, 3, 4])
-def test_kernel_and_python_loop_agree(n: int) -> None:
+def test_kernel_and_python_loop_agree(n: int, chunk: int, monkeypatch) -> None:
+    monkeypatch.setattr(match, "FIXED_CHUNK_HANDS", chunk)
     game = kuhn_game(n)
     names = ["maniac", "uniform", "bluffer:0.5", "always-bet"][:n]
-    deals = deal_sequence(game, 2000, seed=5)
-    fast = play_match(game, _agents(game, names), deals)
-    slow = play_match(game, _agents(game, names, RecordingAgent), deals)
+    deals = deal_sequence(game, 500, seed=5)
+    fast_agents = _agents(game, names)
+    slow_agents = _agents(game, names, RecordingAgent)
+    fast = play_match(game, fast_agents, deals)
+    slow = play_match(game, slow_agents, deals)
     np.testing.assert_array_equal(fast, slow)
     assert fast.sum() == 0.0
+    # both paths leave every generator where the Python loop would have
+    for a, b in zip(fast_agents, slow_agents, strict=True):
+        assert a.rng.bit_generator.state == b.rng.bit_generator.state
 
 
 def test_chips_per_hand_converge_to_the_exact_value() -> None:
@@ -188,14 +196,18 @@ def test_argument_errors_name_the_field() -> None:
     with pytest.raises(InvalidArgumentError) as err:
         run_duplicate(game, ["a", "b"], [factory] * 2, hands=10, duplicates=1, seed=0)
     assert err.value.field == "agents"
+    with pytest.raises(InvalidArgumentError) as err:
+        play_match(game, [*_agents(game, ["n1", "n2"]), object()], deal_sequence(game, 1, 0))
+    assert err.value.field == "agents[2]"
 
 
-def test_an_illegal_action_is_reported() -> None:
+@pytest.mark.parametrize("bad", [2, -1, 1.0, "1", None])
+def test_an_illegal_action_is_reported(bad) -> None:
     game = kuhn_game(3)
 
     class Broken(RecordingAgent):
         def act(self, position, card, history):
-            return 2
+            return bad
 
     agents = _agents(game, ["uniform"] * 3, Broken)
     with pytest.raises(IllegalActionError) as err:

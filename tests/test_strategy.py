@@ -6,12 +6,16 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openspiel_oracle import openspiel_game, random_profile, tabular_policy
 
+from modeling._strategy_kernels import first_invalid_row
 from modeling.errors import InvalidArgumentError, InvalidStrategyError
 from modeling.kuhn import kuhn_game
 from modeling.kuhn3p import robust_profile
 from modeling.strategy import (
+    SUM_TOLERANCE,
     load_json,
     load_profile,
     profile_to_json,
@@ -142,3 +146,57 @@ def test_validation_errors_name_the_field() -> None:
         validate_profile(game, bad)
     bad[2, 1] = [1.0 + 1e-12, 0.0]  # within the sum tolerance
     assert validate_profile(game, bad)[2, 1, 0] == 1.0 + 1e-12
+
+
+@pytest.mark.parametrize(
+    "row", [[np.inf, 0.0], [np.nan, 1.0], [-0.0001, 1.0001], [0.5, 0.5 + 1e-8], [2.0, -1.0]]
+)
+@pytest.mark.parametrize("position", [0, 2])
+def test_fast_and_named_paths_reject_the_same_rows(row, position: int) -> None:
+    game = kuhn_game(3)
+    bad = uniform_profile(game)
+    bad[position, 5] = row
+    with pytest.raises(InvalidStrategyError) as err:
+        validate_profile(game, bad)
+    assert err.value.field == f"profile[{position}]"
+    with pytest.raises(InvalidStrategyError):
+        validate_strategy(game, position, bad[position], "s")
+
+
+def test_valid_profiles_pass_unchanged() -> None:
+    game = kuhn_game(3)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        profile = random_profile(game, rng)
+        clean = validate_profile(game, profile)
+        np.testing.assert_array_equal(clean, profile)
+        assert clean is not profile
+    assert validate_profile(game, uniform_profile(game).astype(np.float32)).dtype == np.float64
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    entries=st.lists(
+        st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, -0.01, 1.01, np.nan, np.inf]),
+        min_size=4,
+        max_size=4,
+    ),
+    rows=st.lists(st.integers(0, 47), min_size=2, max_size=2),
+)
+def test_fast_path_accepts_exactly_what_the_named_checks_accept(entries, rows) -> None:
+    game = kuhn_game(3)
+    profile = uniform_profile(game).reshape(-1, 2)
+    profile[rows[0]] = entries[:2]
+    profile[rows[1]] = entries[2:]
+    profile = profile.reshape(3, game.num_infosets, 2)
+    named_ok = True
+    for p in range(3):
+        try:
+            validate_strategy(game, p, profile[p], "s")
+        except InvalidStrategyError:
+            named_ok = False
+    fast_ok = first_invalid_row(profile, game.valid_infoset_mask(), SUM_TOLERANCE) < 0
+    assert fast_ok == named_ok
+    if not named_ok:
+        with pytest.raises(InvalidStrategyError):
+            validate_profile(game, profile)

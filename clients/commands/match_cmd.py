@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import time
 from collections import Counter
 
@@ -30,10 +31,11 @@ command prints the same table.
 
 Agents: "mbbr" (multiplayer Bayesian best response, paper 003; configured by the --mbbr-*
 options; it plays N1 for the first --mbbr-hands-default hands, then best-responds to its
-posterior over the opponents, who are modelled per position from the prior mean N3), or a fixed
-strategy from the panel: %s (bluffer:B bluffs the worst card with probability B), or an
-adaptive agent that changes its play during the match: %s (switcher:N switches style every N
-hands; see modeling/adaptive.py).
+posterior over the opponents, who are modelled per position around the prior mean N3; with 2 or 4
+players both are uniform play), or a fixed strategy from the panel:
+%s
+or an adaptive agent that changes its play during the match (see modeling/adaptive.py):
+%s
 """
 
 _EXAMPLES = """\
@@ -50,7 +52,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "match",
         help="duplicate matches between MBBR and panel strategies (mbb/h with standard errors)",
-        description=_DESCRIPTION % (", ".join(panel_names()), ", ".join(adaptive_names())),
+        description=_DESCRIPTION
+        % (
+            textwrap.fill(
+                ", ".join(panel_names()) + " (bluffer:B bluffs the worst card with probability B).",
+                width=100,
+                initial_indent="  ",
+                subsequent_indent="  ",
+            ),
+            "  " + ", ".join(adaptive_names()) + " (switcher:N switches style every N hands).",
+        ),
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -64,13 +64,12 @@ FIELD = (
 EQUILIBRIA = ("n1", "n2", "n3")
 PAPER_TABLE1 = {"mbbr": 48, "n1": 37, "n3": 35, "n2": 30}
 PAPER_TABLE6 = {"mbbr": -54, "n1": 47, "n3": 44, "n2": 40}
+PAPER_MBBR = MBBRConfig()  # epsilon 0.05, k 10, H 100, eta 4, informed prior, mean response
 H2H_STREAM = 1_000_000  # streams of the head-to-head groups that are not field groups
 
 
-def spec(name: str, prior: str) -> AgentSpec:
-    if name == "mbbr":
-        return AgentSpec("mbbr", MBBRConfig(prior=prior))
-    return AgentSpec(name)
+def spec(name: str, mbbr: MBBRConfig) -> AgentSpec:
+    return AgentSpec("mbbr", mbbr) if name == "mbbr" else AgentSpec(name)
 
 
 def field_groups() -> list[tuple[str, str, str]]:
@@ -81,27 +80,36 @@ def h2h_pairs() -> list[tuple[str, str]]:
     return list(itertools.combinations_with_replacement(EQUILIBRIA, 2))
 
 
-def build_jobs(hands: int, reps: int) -> tuple[list[MatchJob], dict]:
-    """Every job, and where each table's jobs are: index[(table, group)] = [job ids]."""
+def build_jobs(
+    hands: int, reps: int, *, mbbr: MBBRConfig = PAPER_MBBR, uninformed: bool = True
+) -> tuple[list[MatchJob], dict]:
+    """Every job, and where each table's jobs are: index[(table, group)] = [job ids].
+
+    ``mbbr`` is MBBR's config in Table 1 and head to head; Table 6 (if ``uninformed``) is the same
+    config with the uninformed prior.
+    """
     jobs: list[MatchJob] = []
     index: dict[tuple[str, tuple[str, ...]], list[int]] = {}
     groups = field_groups()
+    configs = {"informed": dataclasses.replace(mbbr, prior="informed")}
+    if uninformed:
+        configs["uninformed"] = dataclasses.replace(mbbr, prior="uninformed")
 
-    def add(table: str, group: tuple[str, ...], prior: str, stream0: int) -> None:
+    def add(table: str, group: tuple[str, ...], config: MBBRConfig, stream0: int) -> None:
         ids = []
         for r in range(reps):
-            agents = tuple(spec(name, prior) for name in group)
+            agents = tuple(spec(name, config) for name in group)
             jobs.append(MatchJob(len(jobs), stream0 + r, agents, hands))
             ids.append(len(jobs) - 1)
         index[(table, group)] = ids
 
     for g, group in enumerate(groups):
-        add("informed", group, "informed", 1000 * g)
-        add("uninformed", group, "uninformed", 1000 * g)  # same cards; identical if no MBBR
+        for table, config in configs.items():  # same cards; identical jobs if no MBBR
+            add(table, group, config, 1000 * g)
     for i, (a, b) in enumerate(h2h_pairs()):
         group = ("mbbr", a, b)
         stream0 = 1000 * groups.index(group) if group in groups else H2H_STREAM + 1000 * i
-        add("h2h", group, "informed", stream0)
+        add("h2h", group, configs["informed"], stream0)
     return jobs, index
 
 
@@ -158,7 +166,7 @@ def h2h_markdown(rows: list[dict]) -> str:
 
 def checks(report: dict) -> dict[str, bool]:
     """The issue's done-when targets, evaluated on a report's numbers."""
-    table1, table6, h2h = report["table1"], report["table6"], report["h2h"]
+    table1, table6, h2h = report["table1"], report.get("table6"), report["h2h"]
     first, second = table1[0], table1[1]
     out = {
         "mbbr_first_by_more_than_its_se": first["agent"] == "mbbr"
@@ -174,10 +182,11 @@ def checks(report: dict) -> dict[str, bool]:
     out["mbbr_never_below_minus_one_se_vs_an_equilibrium_pair"] = all(
         row["mbb"][0]["mean"] + (row["mbb"][0]["se"] or 0.0) >= 0.0 for row in h2h
     )
-    uninformed = next(r["mbb"] for r in table6 if r["agent"] == "mbbr")
-    out["uninformed_mbbr_below_every_equilibrium_agent"] = all(
-        uninformed < r["mbb"] for r in table6 if r["agent"] in EQUILIBRIA
-    )
+    if table6:
+        uninformed = next(r["mbb"] for r in table6 if r["agent"] == "mbbr")
+        out["uninformed_mbbr_below_every_equilibrium_agent"] = all(
+            uninformed < r["mbb"] for r in table6 if r["agent"] in EQUILIBRIA
+        )
     return out
 
 
@@ -187,13 +196,21 @@ def render(report: dict) -> str:
         f"{report['hands']} hands x 6 seatings x {report['reps']} reps per group, "
         f"{report['groups']} groups"
     )
-    rank6 = [r["agent"] for r in report["table6"]].index("mbbr") + 1
+    mbbr = report.get("mbbr", dataclasses.asdict(PAPER_MBBR))
+    setting = ", ".join(f"{key} {mbbr[key]}" for key in ("k", "epsilon", "hands_default", "eta"))
     parts = [
+        f"MBBR: {setting}, {mbbr['response']} response.\n",
         f"## Field, informed prior (paper Table 1; {size})\n",
         ranking_markdown(report["table1"], PAPER_TABLE1),
-        f"\n## Field, MBBR with the uninformed prior (paper Table 6; {size})\n",
-        ranking_markdown(report["table6"], PAPER_TABLE6),
-        f"\nUninformed MBBR ranks {rank6} of {len(report['table6'])} (paper: 13 of 14).",
+    ]
+    if report.get("table6"):
+        rank6 = [r["agent"] for r in report["table6"]].index("mbbr") + 1
+        parts += [
+            f"\n## Field, MBBR with the uninformed prior (paper Table 6; {size})\n",
+            ranking_markdown(report["table6"], PAPER_TABLE6),
+            f"\nUninformed MBBR ranks {rank6} of {len(report['table6'])} (paper: 13 of 14).",
+        ]
+    parts += [
         "\n## MBBR against pairs of equilibrium agents\n",
         h2h_markdown(report["h2h"]),
         "\n## Checks (the issue's done-when targets)\n",
@@ -220,6 +237,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--from-json", type=Path, default=None, help="print the tables of a saved report; no play"
     )
+    parser.add_argument(
+        "--mbbr-k", type=int, default=PAPER_MBBR.k, help="MBBR's samples per model (paper 10)"
+    )
+    parser.add_argument(
+        "--mbbr-response",
+        choices=("mean", "bayes"),
+        default=PAPER_MBBR.response,
+        help="MBBR's response (paper: mean)",
+    )
+    parser.add_argument(
+        "--no-uninformed", action="store_true", help="skip Table 6 (the uninformed prior)"
+    )
     add_runner_args(parser)
     args = parser.parse_args(argv)
     if args.from_json:
@@ -229,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     hands = args.hands or (300 if args.quick else 3000)
     reps = args.reps or (2 if args.quick else 10)
-    jobs, index = build_jobs(hands, reps)
+    mbbr = dataclasses.replace(PAPER_MBBR, k=args.mbbr_k, response=args.mbbr_response)
+    jobs, index = build_jobs(hands, reps, mbbr=mbbr, uninformed=not args.no_uninformed)
     began = time.perf_counter()
     results = run_jobs(
         jobs,
@@ -256,7 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": seconds,
         "machine": machine(),
         "table1": ranking_json(ranking(results, index, "informed")),
-        "table6": ranking_json(ranking(results, index, "uninformed")),
+        "mbbr": dataclasses.asdict(mbbr),
+        "table6": (
+            ranking_json(ranking(results, index, "uninformed")) if not args.no_uninformed else None
+        ),
         "paper_table1": PAPER_TABLE1,
         "paper_table6": PAPER_TABLE6,
         "h2h": h2h_rows(results, index),
@@ -266,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                 for g in mbbr_groups
             }
             for table in ("informed", "uninformed")
+            if table != "uninformed" or not args.no_uninformed
         },
     }
     report["checks"] = checks(report)

@@ -334,20 +334,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per pair (default 3)")
     parser.add_argument("--quick", action="store_true", help="few values, 300 hands, 2 reps")
+    parser.add_argument(
+        "--values",
+        default=None,
+        help="comma-separated values instead of the sweep's own (one sweep)",
+    )
+    parser.add_argument(
+        "--pairs", default=None, help="opponent pairs instead of SWEEP_PAIRS, e.g. n1+n1,n2+maniac"
+    )
     parser.add_argument("--out-dir", type=Path, default=RESULTS_DIR, help="where PNG/JSON go")
+    parser.add_argument(
+        "--suffix", default=None, help="added to the output file names (default: _quick or none)"
+    )
     add_runner_args(parser)
     args = parser.parse_args(argv)
     params = [p.strip() for p in args.params.split(",") if p.strip()]
     unknown = [p for p in params if p not in SWEEPS]
     if unknown:
         parser.error(f"unknown sweep {unknown}; known: {', '.join(SWEEPS)}")
+    if args.values and len(params) != 1:
+        parser.error("--values needs exactly one sweep in --params")
+    pairs = SWEEP_PAIRS
+    if args.pairs:
+        pairs = tuple(tuple(p.split("+", 1)) for p in args.pairs.split(","))
+        if any(len(p) != 2 for p in pairs):
+            parser.error("--pairs: write each pair as A+B")
     hands = args.hands or (300 if args.quick else 3000)
     reps = args.reps or (2 if args.quick else 3)
     jobs, spans = [], {}
     for param in params:
         values = SWEEPS[param][2 if args.quick else 1]
+        if args.values:
+            kind = type(values[0])
+            values = tuple(kind(v) for v in args.values.split(","))
         start = len(jobs)
-        jobs += sweep_jobs(param, values, hands=hands, reps=reps, first_id=start)
+        jobs += sweep_jobs(param, values, hands=hands, reps=reps, pairs=pairs, first_id=start)
         spans[param] = (values, start, len(jobs))
     began = time.perf_counter()
     results = run_jobs(
@@ -363,16 +384,16 @@ def main(argv: list[str] | None = None) -> int:
         "hands": hands,
         "reps": reps,
         "seed": args.seed,
-        "pairs": [list(p) for p in SWEEP_PAIRS],
+        "pairs": [list(p) for p in pairs],
         "backend": args.backend,
         "seconds": seconds,
         "machine": machine(),
         "sweeps": {},
     }
-    suffix = "_quick" if args.quick else ""
+    suffix = args.suffix if args.suffix is not None else ("_quick" if args.quick else "")
     for param, (values, lo, hi) in spans.items():
-        points = sweep_points(param, values, results[lo:hi], reps=reps)
-        note = f"{hands} hands x 6 seatings x {reps} reps per pair, {len(SWEEP_PAIRS)} pairs"
+        points = sweep_points(param, values, results[lo:hi], reps=reps, pairs=pairs)
+        note = f"{hands} hands x 6 seatings x {reps} reps per pair, {len(pairs)} pairs"
         plot_sweep(param, points, args.out_dir / f"sweep_{param}{suffix}.png", note=note)
         report["sweeps"][param] = [
             {
@@ -385,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if not args.json:
             print(f"\n## {param} ({note})\n")
-            print(sweep_markdown(param, points))
+            print(sweep_markdown(param, points, pairs))
         single = {key: value for key, value in report.items() if key != "sweeps"}
         single["sweep"] = {param: report["sweeps"][param]}
         (args.out_dir / f"sweep_{param}{suffix}.json").write_text(json.dumps(single, indent=1))

@@ -128,3 +128,15 @@ def test_field_checks_read_the_done_when_targets() -> None:
     assert verdict["uninformed_mbbr_below_every_equilibrium_agent"]
     text = field.render(report)
     assert "| 1 | mbbr | +50.0 ± 2.0 | 48 |" in text and "n2 + n2" in text
+
+
+def test_sweep_cli_takes_custom_values_and_pairs(tmp_path, capsys) -> None:
+    pytest.importorskip("matplotlib")
+    argv = ["--params", "k", "--values", "2,3", "--pairs", "n1+n1", "--hands", "15", "--reps", "2"]
+    argv += ["--workers", "1", "--no-progress", "--suffix", "_x", "--out-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert "| k | **mean** | n1+n1 |" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "sweep_k_x.json").read_text())
+    assert doc["pairs"] == [["n1", "n1"]] and [p["value"] for p in doc["sweep"]["k"]] == [2, 3]
+    with pytest.raises(SystemExit):
+        main(["--params", "k,eta", "--values", "2"])

@@ -13,9 +13,17 @@ import sys
 
 # Order here is the order shown by ``oppmodel --help``.
 COMMAND_MODULES = (
+    "clients.commands.demo_cmd",
+    "clients.commands.serve_cmd",
     "clients.commands.eval_cmd",
     "clients.commands.match_cmd",
     "clients.commands.movepred_cmd",
+    "clients.commands.tournament_cmd",
+    "clients.commands.acpc_agent_cmd",
+    "clients.commands.replay_cmd",
+    "clients.commands.acpc_script_cmd",
+    "clients.commands.dealer_cmd",
+    "clients.commands.spades_cmd",
 )
 
 

@@ -1,0 +1,288 @@
+"""Benchmark: ACPC matches through the project's dealer over loopback TCP, with and without the
+service.
+
+The figures, each the median over repeats of a 3p Kuhn match (seed 42):
+
+* ``processes``: hands per second with three agent *processes* (``acpc-agent --agent example``,
+  the reference ``example_player``'s strategy), timed from the first finished hand to the last so
+  that interpreter start-up is excluded. This is the set-up of a real ACPC match.
+* ``service``: the same match with the project's MBBR agents playing through the service
+  (``acpc-agent --service ADDR``: three agent processes, one ``oppmodel serve`` process; every
+  decision a GetAction, every hand an acknowledged Observe), and ``mbbr_in_process``: the same
+  MBBR agents with the model in the agent process (``--in-process``), which separates the cost of
+  the service from that of the model. Service calls that missed their deadline and fell back to
+  N1 are counted and reported (they would flatter the service's rate).
+* ``threads``: the same with the three agents as threads of the dealer's process (how
+  ``oppmodel tournament`` runs built-in agents; they share the GIL with the dealer).
+* ``dealer CPU``: CPU time of the dealer thread per hand (``time.thread_time``) in the process
+  match: what the dealer costs, system calls included, excluding the wait for the agents.
+* ``dealer logic``: wall time per hand of the dealer with in-memory seats that answer at once
+  (hand h plays the (h mod 13)-th of the 13 possible bettings): its own Python work, no sockets.
+
+The reference dealer with its C ``example_player``s plays 3000 hands in about 0.7 s (about 4300
+hands/s, ``acpc-protocol.md`` section 10); the ratio to that figure is reported.
+
+    python benchmarks/acpc.py [--quick] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from clients.acpc.agent import connect, make_policy, play_match  # noqa: E402
+from clients.acpc.dealer import DealerConfig, MatchDealer  # noqa: E402
+from clients.acpc.gamedef import read_game_def  # noqa: E402
+from clients.acpc.protocol import HandState  # noqa: E402
+from clients.client import OpponentModelClient  # noqa: E402
+
+GAME_FILE = ROOT / "clients" / "acpc" / "games" / "kuhn.limit.3p.game"
+GAME = read_game_def(GAME_FILE)
+REFERENCE_HANDS_PER_SECOND = 3000 / 0.7
+
+
+def free_port() -> int:
+    """A loopback port that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_service(workdir: Path) -> tuple[subprocess.Popen, str]:
+    """``oppmodel serve`` in its own process on a free loopback port; waits until it answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "clients.cli", "serve", "--port", str(port)]
+    command += ["--db", str(workdir / "bench.sqlite")]
+    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
+    target = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    with OpponentModelClient(target, timeout=1.0) as client:
+        while True:
+            try:
+                client.list_sessions()
+                return process, target
+            except grpc.RpcError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    process.kill()
+                    raise RuntimeError("the benchmark's service did not start") from None
+                time.sleep(0.1)
+
+
+def run_match(
+    hands: int, agents: str, workdir: Path, service: str | None = None
+) -> tuple[float, float, int]:
+    """One match; returns (hands per second from first to last hand, dealer CPU s per hand,
+    decisions the agents played without the service although they were told to use it).
+
+    ``agents``: ``processes`` (example players), ``threads`` (example players in this process),
+    ``service`` (MBBR through ``service``) or ``mbbr`` (MBBR in each agent process).
+    """
+    stamps: list[float] = []
+    dealer = MatchDealer(
+        DealerConfig(
+            match="bench",
+            game_file=GAME_FILE.name,
+            game=GAME,
+            hands=hands,
+            seed=42,
+            names=("a", "b", "c"),
+            quiet=True,
+            log_path=workdir / "bench.log",
+            start_timeout_ms=60_000,
+        ),
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+        on_hand=lambda _hand: stamps.append(time.perf_counter()),
+    )
+    ports = dealer.listen()
+    workers: list = []
+    for seed, port in enumerate(ports):
+        if agents != "threads":
+            command = [sys.executable, "-m", "clients.commands.acpc_agent_cmd", str(GAME_FILE)]
+            command += ["127.0.0.1", str(port), "--seed", str(seed), "--json"]
+            if agents == "processes":
+                command += ["--agent", "example"]
+            elif agents == "mbbr":
+                command += ["--in-process"]
+            else:
+                command += ["--service", str(service), "--rpc-deadline-ms", "1000"]
+            workers.append(
+                subprocess.Popen(
+                    command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+                )
+            )
+        else:
+            policy = make_policy("example", GAME, seed)
+
+            def play(port: int = port, policy=policy) -> None:
+                play_match(GAME, connect("127.0.0.1", port, 10), policy, read_timeout=60)
+
+            worker = threading.Thread(target=play, daemon=True)
+            worker.start()
+            workers.append(worker)
+    cpu = time.thread_time()
+    result = dealer.run()
+    cpu = time.thread_time() - cpu
+    fallbacks = 0
+    for worker in workers:
+        if agents == "threads":
+            worker.join()
+        else:
+            tally = json.loads(worker.communicate()[0])
+            fallbacks += tally.get("fallback_decisions", 0)
+    if result.status != 0:
+        raise RuntimeError(f"the benchmark match failed: {result.error}")
+    return (len(stamps) - 1) / (stamps[-1] - stamps[0]), cpu / hands, fallbacks
+
+
+def terminal_bettings(prefix: str = "") -> list[str]:
+    """The 13 finished betting strings of 3p Kuhn (betting legality does not depend on cards)."""
+    state = HandState.from_betting(GAME, prefix)
+    if state.finished:
+        return [prefix]
+    return [b for action in state.valid_actions() for b in terminal_bettings(prefix + action)]
+
+
+class MemorySeat:
+    """A seat without a socket: sends VERSION, then answers every state it must act on at once
+    with the next action of that hand's scripted betting."""
+
+    def __init__(self, bettings: list[str]) -> None:
+        self.bettings = bettings
+        self.last = "VERSION:2.0.0\r\n"
+
+    def send(self, text: str) -> bool:
+        self.last = text
+        return True
+
+    def readline(self, timeout: float | None) -> str:
+        state = self.last.rstrip("\r\n")
+        if not state.startswith("MATCHSTATE:"):
+            return self.last
+        _, _, hand, betting, _ = state.split(":")
+        return f"{state}:{self.bettings[int(hand)][len(betting)]}\n"
+
+    def close(self) -> None:
+        pass
+
+
+def dealer_logic(hands: int, workdir: Path) -> float:
+    """Seconds per hand of the dealer alone (in-memory seats answering at once)."""
+    cycle = terminal_bettings()
+    bettings = [cycle[h % len(cycle)] for h in range(hands)]
+    dealer = MatchDealer(
+        DealerConfig(
+            match="logic",
+            game_file=GAME_FILE.name,
+            game=GAME,
+            hands=hands,
+            seed=42,
+            names=("a", "b", "c"),
+            quiet=True,
+            log_path=workdir / "logic.log",
+        ),
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    seats = [MemorySeat(bettings) for _ in range(3)]
+    start = time.perf_counter()
+    result = dealer.run(seats)
+    elapsed = time.perf_counter() - start
+    if result.status != 0:
+        raise RuntimeError(f"the in-memory match failed: {result.error}")
+    return elapsed / hands
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter matches, fewer repeats")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON only")
+    args = parser.parse_args()
+    hands, repeats = (1000, 3) if args.quick else (3000, 5)
+    figures: dict[str, list[float]] = {
+        "processes": [],
+        "threads": [],
+        "dealer_cpu": [],
+        "dealer_logic": [],
+        "service": [],
+        "mbbr_in_process": [],
+    }
+    fallbacks = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        run_match(100, "threads", Path(tmp))  # warm-up
+        server, target = start_service(Path(tmp))
+        try:
+            run_match(100, "service", Path(tmp), target)  # warm-up: the server's kernels
+            for _ in range(repeats):
+                rate, cpu, _ = run_match(hands, "processes", Path(tmp))
+                figures["processes"].append(rate)
+                figures["dealer_cpu"].append(cpu)
+                figures["threads"].append(run_match(hands, "threads", Path(tmp))[0])
+                figures["dealer_logic"].append(dealer_logic(3000, Path(tmp)))
+                rate, _, missed = run_match(hands, "service", Path(tmp), target)
+                figures["service"].append(rate)
+                fallbacks += missed
+                figures["mbbr_in_process"].append(run_match(hands, "mbbr", Path(tmp))[0])
+        finally:
+            server.terminate()
+            server.wait(30)
+    median = {name: statistics.median(values) for name, values in figures.items()}
+    report = {
+        "benchmark": "acpc",
+        "hands_per_match": hands,
+        "repeats": repeats,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "processes_hands_per_second": median["processes"],
+        "threads_hands_per_second": median["threads"],
+        "dealer_cpu_us_per_hand": 1e6 * median["dealer_cpu"],
+        "dealer_logic_us_per_hand": 1e6 * median["dealer_logic"],
+        "reference_hands_per_second": REFERENCE_HANDS_PER_SECOND,
+        "processes_vs_reference": median["processes"] / REFERENCE_HANDS_PER_SECOND,
+        "service_hands_per_second": median["service"],
+        "service_vs_processes": median["service"] / median["processes"],
+        "mbbr_in_process_hands_per_second": median["mbbr_in_process"],
+        "service_vs_mbbr_in_process": median["service"] / median["mbbr_in_process"],
+        "service_fallback_decisions": fallbacks,
+        "samples": figures,
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"3p Kuhn over loopback TCP, {hands} hands per match, median of {repeats}")
+    print(f"  agent processes: {median['processes']:8.0f} hands/s")
+    print(f"  agent threads:   {median['threads']:8.0f} hands/s")
+    print(f"  dealer CPU:      {1e6 * median['dealer_cpu']:8.0f} us/hand (system calls included)")
+    print(f"  dealer logic:    {1e6 * median['dealer_logic']:8.0f} us/hand (in-memory seats)")
+    print(
+        f"  reference dealer + C example players: {REFERENCE_HANDS_PER_SECOND:.0f} hands/s "
+        f"(ratio {report['processes_vs_reference']:.2f})"
+    )
+    print(
+        f"  MBBR through the service: {median['service']:8.0f} hands/s "
+        f"(x{report['service_vs_processes']:.2f} of the example players; "
+        f"{fallbacks} decisions fell back to N1)"
+    )
+    print(
+        f"  MBBR in-process:          {median['mbbr_in_process']:8.0f} hands/s "
+        f"(service / in-process x{report['service_vs_mbbr_in_process']:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    main()

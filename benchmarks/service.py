@@ -1,0 +1,440 @@
+"""Service throughput and latency, against the in-process library and a bare gRPC echo ceiling.
+
+Usage: ``python benchmarks/service.py [--quick] [--json] [--k 10] [--synchronous FULL]``
+
+What is measured (the server always runs in its own process; the load runs here on grpc.aio):
+
+1. Saturated throughput: 1, 8 and 64 sessions each stream their hands on one Observe stream
+   (pipelined: the client writes ahead, the server acknowledges each once committed and applied);
+   hands/s = hands acknowledged / wall time.
+2. Action latency under a fixed open-loop load: hands arrive on a fixed schedule (``--rate``
+   hands/s spread over 64 sessions, default 500); each hand is one GetAction followed by its
+   observation on the session's stream. Latency is measured from the scheduled arrival (so a slow
+   server cannot hide queueing), p50 and p99 reported.
+3. Peers measured in the same run: the in-process library (``MBBRModel.observe`` on the same hands
+   at the same k: the ratio says what the service costs) and a bare grpc.aio echo service in its
+   own process with the same message pattern (a bidirectional stream per session with messages of
+   the same size, and unary calls): the ceiling for Python gRPC on this machine.
+
+Goals at k = 10: >= 1,000 hands/s with 64 sessions; at 500 hands/s offered over 64 sessions, p99
+action latency < 10 ms. Every figure is the median over ``--repeats`` runs (latency runs of the
+service and the echo alternate). The machine is shared: read the service figures against the echo
+figures of the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import grpc
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "proto")]
+
+from clients.client import OpponentModelClient, observation_message  # noqa: E402
+from modeling.kuhn import kuhn_game  # noqa: E402
+from modeling.mbbr import MBBRConfig, MBBRModel  # noqa: E402
+from modeling.observation import HandObservation, observe_hand  # noqa: E402
+from modeling.panel import named_profile  # noqa: E402
+from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
+from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc  # noqa: E402
+
+GAME = kuhn_game(3)
+_SERVE = (
+    "import argparse, sys\n"
+    "from clients.commands import serve_cmd\n"
+    "parser = argparse.ArgumentParser()\n"
+    "serve_cmd.register(parser.add_subparsers())\n"
+    "args = parser.parse_args(sys.argv[1:])\n"
+    "sys.exit(args.func(args))\n"
+)
+
+
+# -- workload --
+def hands_of(count: int, seed: int) -> list[HandObservation]:
+    """Observations of one seat over ``count`` hands of maniacs (ACPC rotation)."""
+    rng = np.random.default_rng(seed)
+    table = named_profile(GAME, "maniac")
+    out = []
+    for hand in range(count):
+        cards = [int(c) for c in rng.permutation(GAME.num_cards)[:3]]
+        history = ""
+        while not GAME.is_terminal(history):
+            p = GAME.current_player(history)
+            history += "pb"[
+                int(rng.random() < table[p, GAME.infoset_index(p, cards[p], history), 1])
+            ]
+        out.append(observe_hand(GAME, (-hand) % 3, history, cards))
+    return out
+
+
+def library_hands_per_second(hands: list[HandObservation], k: int) -> float:
+    """In-process MBBRModel.observe throughput (JIT warmed first)."""
+    MBBRModel(GAME, MBBRConfig(k=k)).observe(hands[0])
+    model = MBBRModel(GAME, MBBRConfig(k=k))
+    start = time.perf_counter()
+    for obs in hands:
+        model.observe(obs)
+    return len(hands) / (time.perf_counter() - start)
+
+
+# -- processes --
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'proto'}"}
+
+
+def start_service(db: Path, synchronous: str) -> tuple[subprocess.Popen, int]:
+    """`oppmodel serve` in a child process on a free port."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SERVE, "serve", "--db", str(db), "--port", "0",
+         "--synchronous", synchronous],
+        stderr=subprocess.PIPE, text=True, env=_env(),
+    )  # fmt: skip
+    for line in process.stderr:
+        if not line.startswith("{"):
+            continue  # not one of our JSON log lines (a library warning, say)
+        event = json.loads(line)
+        if event["msg"] == "serving":
+            return process, int(event["port"])
+    raise RuntimeError(f"server exited with {process.wait()}")
+
+
+def start_echo() -> tuple[subprocess.Popen, int]:
+    """The bare echo server (this file with --echo-server) in a child process."""
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--echo-server"], stdout=subprocess.PIPE, text=True, env=_env()
+    )
+    return process, int(process.stdout.readline())
+
+
+async def echo_server() -> None:
+    """Echo every message of a bidirectional stream and of unary calls; print the port."""
+
+    async def stream(requests, context):
+        async for message in requests:
+            yield message
+
+    async def unary(request, context):
+        return request
+
+    server = grpc.aio.server()
+    handlers = {
+        "Stream": grpc.stream_stream_rpc_method_handler(stream),
+        "Unary": grpc.unary_unary_rpc_method_handler(unary),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("echo.Echo", handlers),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print(port, flush=True)
+    await server.wait_for_termination()
+
+
+# -- load --
+async def stream_session(call, requests: list[bytes | pb.ObserveRequest]) -> int:
+    """Write every request on an open stream while reading the replies; returns replies read."""
+
+    async def writer() -> None:
+        for request in requests:
+            await call.write(request)
+        await call.done_writing()
+
+    task = asyncio.create_task(writer())
+    replies = 0
+    async for _ in call:
+        replies += 1
+    await task
+    return replies
+
+
+async def saturated(port: int, sessions: list[str], hands: list[HandObservation]) -> float:
+    """Hands/s with every session streaming all its hands at once."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = pb_grpc.OpponentModelServiceStub(channel)
+        batches = [
+            [
+                pb.ObserveRequest(session_id=sid, observation=observation_message(s, obs))
+                for s, obs in enumerate(hands, start=1)
+            ]
+            for sid in sessions
+        ]
+        start = time.perf_counter()
+        counts = await asyncio.gather(*(stream_session(stub.Observe(), batch) for batch in batches))
+        elapsed = time.perf_counter() - start
+    assert sum(counts) == len(sessions) * len(hands), counts
+    return sum(counts) / elapsed
+
+
+async def echo_saturated(port: int, streams: int, messages: int, payload: bytes) -> float:
+    """Round trips/s of the echo stream with the same pattern."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        method = channel.stream_stream("/echo.Echo/Stream")
+        start = time.perf_counter()
+        counts = await asyncio.gather(
+            *(stream_session(method(), [payload] * messages) for _ in range(streams))
+        )
+        elapsed = time.perf_counter() - start
+    return sum(counts) / elapsed
+
+
+async def drive_open_loop(
+    open_stream: Callable[[], object],
+    streams: int,
+    act: Callable[[int], Awaitable[object]],
+    observation: Callable[[int], tuple[int, object]],
+    *,
+    rate: float,
+    seconds: float,
+) -> dict[str, float]:
+    """Hands arrive every 1/rate s; hand i awaits ``act(i)`` then writes ``observation(i)``.
+
+    Latency of ``act`` is measured from the scheduled arrival, so queueing anywhere (client or
+    server) counts; ``client_lag`` is the part spent before the client even started the call.
+    """
+    queues: list[asyncio.Queue] = [asyncio.Queue() for _ in range(streams)]
+
+    async def feed(queue: asyncio.Queue) -> None:
+        call = open_stream()
+
+        async def drain() -> None:
+            async for _ in call:
+                pass
+
+        reader = asyncio.create_task(drain())
+        while (message := await queue.get()) is not None:
+            await call.write(message)
+        await call.done_writing()
+        await reader
+
+    feeders = [asyncio.create_task(feed(q)) for q in queues]
+    latencies: list[float] = []
+    lags: list[float] = []
+
+    async def hand(i: int, scheduled: float) -> None:
+        lags.append((time.perf_counter() - scheduled) * 1000.0)
+        await act(i)
+        latencies.append((time.perf_counter() - scheduled) * 1000.0)
+        stream, message = observation(i)
+        queues[stream].put_nowait(message)
+
+    start = time.perf_counter() + 0.05
+    tasks = []
+    for i in range(int(rate * seconds)):
+        scheduled = start + i / rate
+        delay = scheduled - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(hand(i, scheduled)))
+    await asyncio.gather(*tasks)
+    for queue in queues:
+        queue.put_nowait(None)
+    await asyncio.gather(*feeders)
+    return {
+        "offered_hands_per_s": rate,
+        "p50_ms": float(np.percentile(latencies, 50)),
+        "p99_ms": float(np.percentile(latencies, 99)),
+        "client_lag_p99_ms": float(np.percentile(lags, 99)),
+        "actions": len(latencies),
+    }
+
+
+async def open_loop(
+    port: int, sessions: list[str], hands: list[HandObservation], *, rate: float, seconds: float
+) -> dict[str, float]:
+    """GetAction latency at ``rate`` hands/s over the sessions (each hand then observed)."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = pb_grpc.OpponentModelServiceStub(channel)
+        sequences = []
+        for sid in sessions:  # continue each session where an earlier run left it
+            reply = await stub.GetSession(pb.GetSessionRequest(session_id=sid))
+            sequences.append(reply.session.hands_observed)
+
+        def request(i: int) -> pb.GetActionRequest:
+            obs = hands[i % len(hands)]
+            history = ""
+            while GAME.current_player(history) != obs.position:
+                history += "p"
+            state = pb.InfoState(
+                position=obs.position, card=obs.cards[obs.position], history=history
+            )
+            return pb.GetActionRequest(
+                session_id=sessions[i % len(sessions)], info_state=state, draw=i
+            )
+
+        def observation(i: int) -> tuple[int, pb.ObserveRequest]:
+            s = i % len(sessions)
+            sequences[s] += 1
+            message = observation_message(sequences[s], hands[i % len(hands)])
+            return s, pb.ObserveRequest(session_id=sessions[s], observation=message)
+
+        return await drive_open_loop(
+            stub.Observe,
+            len(sessions),
+            lambda i: stub.GetAction(request(i)),
+            observation,
+            rate=rate,
+            seconds=seconds,
+        )
+
+
+async def echo_open_loop(
+    port: int, action: bytes, observation: bytes, *, rate: float, seconds: float
+) -> dict[str, float]:
+    """The same pattern against the echo service: a unary call, then a stream message."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        unary = channel.unary_unary("/echo.Echo/Unary")
+        return await drive_open_loop(
+            channel.stream_stream("/echo.Echo/Stream"),
+            64,
+            lambda i: unary(action),
+            lambda i: (i % 64, observation),
+            rate=rate,
+            seconds=seconds,
+        )
+
+
+async def echo_unary_rate(port: int, calls: int, payload: bytes, concurrency: int = 64) -> float:
+    """Unary echo calls/s with ``concurrency`` callers."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        method = channel.unary_unary("/echo.Echo/Unary")
+
+        async def caller(n: int) -> None:
+            for _ in range(n):
+                await method(payload)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(caller(calls // concurrency) for _ in range(concurrency)))
+        return (calls // concurrency) * concurrency / (time.perf_counter() - start)
+
+
+def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Per-key median over repeated runs."""
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def main() -> None:
+    """Run the benchmark and print a table or JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer hands (a smoke run)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--rate", type=float, default=500.0, help="open-loop hands/s")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL")
+    parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.echo_server:
+        asyncio.run(echo_server())
+        return
+    repeats = 1 if args.quick else args.repeats
+    per_session = {1: 300, 8: 150, 64: 30} if args.quick else {1: 1500, 8: 600, 64: 120}
+    seconds = 2.0 if args.quick else 4.0
+    hands = hands_of(max(per_session.values()), seed=1)
+    library = statistics.median(library_hands_per_second(hands, args.k) for _ in range(3))
+    config = MBBRConfig(k=args.k, hands_default=100, seed=1)
+    results: dict[str, object] = {
+        "k": args.k,
+        "synchronous": args.synchronous,
+        "library_hands_per_s": library,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        process, port = start_service(Path(tmp) / "bench.sqlite", args.synchronous)
+        echo, echo_port = start_echo()
+        try:
+            with OpponentModelClient(f"127.0.0.1:{port}") as client:
+                warm = client.create_session(config=config).session_id
+                client.observe(warm, hands[:50], first_sequence=1)
+                runs: dict[int, list[float]] = {n: [] for n in per_session}
+                for _ in range(repeats):
+                    for n, count in per_session.items():
+                        sessions = [
+                            client.create_session(config=config).session_id for _ in range(n)
+                        ]
+                        runs[n].append(asyncio.run(saturated(port, sessions, hands[:count])))
+                latency_sessions = [
+                    client.create_session(config=config).session_id for _ in range(64)
+                ]
+            request = pb.ObserveRequest(
+                session_id=latency_sessions[0], observation=observation_message(1, hands[0])
+            )
+            payload = request.SerializeToString()
+            action = pb.GetActionRequest(
+                session_id=latency_sessions[0],
+                info_state=pb.InfoState(position=1, card=2, history="p"),
+                draw=12345,
+            ).SerializeToString()
+            echo_runs = [
+                asyncio.run(echo_saturated(echo_port, 64, per_session[64], payload))
+                for _ in range(repeats)
+            ]
+            unary = asyncio.run(echo_unary_rate(echo_port, 2000 if args.quick else 8000, payload))
+            # Service and echo alternate, so both meet the same machine; a first pass of each
+            # warms connections, streams and caches.
+            load = dict(rate=args.rate, seconds=seconds)
+            asyncio.run(open_loop(port, latency_sessions, hands, rate=args.rate, seconds=1.0))
+            asyncio.run(echo_open_loop(echo_port, action, payload, rate=args.rate, seconds=1.0))
+            latency_runs, echo_latency_runs = [], []
+            for _ in range(repeats):
+                latency_runs.append(asyncio.run(open_loop(port, latency_sessions, hands, **load)))
+                echo_latency_runs.append(
+                    asyncio.run(echo_open_loop(echo_port, action, payload, **load))
+                )
+            latency = _median_run(latency_runs)
+            echo_latency = _median_run(echo_latency_runs)
+        finally:
+            process.terminate()
+            echo.terminate()
+            process.wait(timeout=20)
+            echo.wait(timeout=20)
+    echo_rate = statistics.median(echo_runs)
+    saturated_rates = {f"sessions_{n}": statistics.median(v) for n, v in runs.items()}
+    results.update(
+        {
+            "saturated_hands_per_s": saturated_rates,
+            "action_latency": latency,
+            "echo_stream_round_trips_per_s": echo_rate,
+            "echo_unary_calls_per_s": unary,
+            "echo_action_latency": echo_latency,
+            "ratio_service_to_library_64": saturated_rates["sessions_64"] / library,
+            "ratio_service_to_echo_64": saturated_rates["sessions_64"] / echo_rate,
+            "goals": {
+                "hands_per_s_64_sessions_ge_1000": saturated_rates["sessions_64"] >= 1000,
+                "p99_action_ms_lt_10_at_500": latency["p99_ms"] < 10.0,
+            },
+        }
+    )
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"k = {args.k}, SQLite synchronous = {args.synchronous}")
+    print(f"in-process library:              {library:10.0f} hands/s")
+    for name, rate in saturated_rates.items():
+        print(f"service, {name:<22} {rate:10.0f} hands/s")
+    print(f"echo stream, 64 streams:         {echo_rate:10.0f} round trips/s")
+    print(f"echo unary, 64 callers:          {unary:10.0f} calls/s")
+    print(
+        f"GetAction at {args.rate:.0f} hands/s over 64 sessions: "
+        f"p50 {latency['p50_ms']:.2f} ms, p99 {latency['p99_ms']:.2f} ms"
+    )
+    print(
+        f"echo, same pattern and load:      p50 {echo_latency['p50_ms']:.2f} ms, "
+        f"p99 {echo_latency['p99_ms']:.2f} ms"
+    )
+    print(
+        f"ratios (64 sessions): service/library {results['ratio_service_to_library_64']:.3f}, "
+        f"service/echo {results['ratio_service_to_echo_64']:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""An ACPC agent client: connects to a dealer, answers when it is to act, reports finished hands.
+
+The client sends ``VERSION:2.0.0``, then reads MATCHSTATE lines. Comments and lines that do not
+parse are ignored; a state where another position is to act needs no reply; a final state (the hand
+is over) is turned into a :class:`SeatHand` holding only what this seat saw, and handed to the
+policy's ``observe`` hook exactly once per hand. When the state says this position is to act, the
+policy's ``act`` picks ``f``, ``c`` or ``r`` and the client replies with the state, ``:`` and the
+letter.
+
+A policy is any object with ``act(decision) -> str`` and ``observe(hand) -> None``;
+:func:`make_policy` builds the built-in ones (the core's fixed profiles, and the reference
+``example_player``'s weights). The model-based agent (MBBR, in-process or through the service)
+plugs in here as another policy. Reference: ``shared/notes/acpc-protocol.md`` sections 3-5.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from typing import Protocol, TextIO
+
+import numpy as np
+
+from clients.acpc.convert import card_to_kuhn, kuhn_for, seat_observation
+from clients.acpc.gamedef import GameDef, kuhn_num_players
+from clients.acpc.net import LineSocket
+from clients.acpc.protocol import (
+    CALL,
+    FOLD,
+    RAISE,
+    VERSION_LINE,
+    HandState,
+    MatchState,
+    format_reply,
+    parse_matchstate,
+)
+from modeling.errors import InvalidArgumentError, NotFoundError
+from modeling.kuhn import BET
+from modeling.mbbr import MBBRConfig, MBBRModel
+from modeling.panel import named_profile, panel_names
+from modeling.strategy import validate_profile
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A state where this seat is to act: the state received and its replayed betting."""
+
+    game: GameDef
+    state: MatchState
+    hand: HandState
+
+    @property
+    def position(self) -> int:
+        """Our position in this hand."""
+        return self.state.position
+
+    @property
+    def hole(self) -> str:
+        """Our hole card(s)."""
+        return self.state.hole[self.state.position]
+
+    def valid_actions(self) -> list[str]:
+        """The actions the dealer accepts now, in the order ``f c r``."""
+        return self.hand.valid_actions()
+
+
+@dataclass(frozen=True)
+class SeatHand:
+    """A finished hand as this seat saw it: hole cards '' where hidden, and our payoff."""
+
+    hand: int
+    position: int
+    betting: str
+    hole: tuple[str, ...]
+    payoff: float
+
+
+class Policy(Protocol):
+    """Decides this seat's actions and hears about every finished hand."""
+
+    def act(self, decision: Decision) -> str:
+        """One of ``f``, ``c``, ``r`` (an invalid choice is replaced by a call)."""
+        ...
+
+    def observe(self, hand: SeatHand) -> None:
+        """Called once per finished hand, before the next hand's first state."""
+        ...
+
+
+class WeightedPolicy:
+    """Picks among the valid actions with fixed weights, renormalised; seeded, so reproducible."""
+
+    def __init__(self, weights: dict[str, float], seed: int) -> None:
+        self.weights = weights
+        self.rng = random.Random(seed)
+
+    def act(self, decision: Decision) -> str:
+        """Draw an action from the weights restricted to the valid actions."""
+        valid = decision.valid_actions()
+        return self.rng.choices(valid, weights=[self.weights[a] for a in valid])[0]
+
+    def observe(self, hand: SeatHand) -> None:
+        """A fixed strategy learns nothing."""
+
+
+class StrategyPolicy:
+    """Samples pass/bet from a Kuhn strategy (``strategy(position)``, shape (num_infosets, 2)) at
+    our information set and writes it the ACPC way; seeded. Subclasses say where the strategy
+    comes from."""
+
+    def __init__(self, game: GameDef, seed: int) -> None:
+        self.game = game
+        self.kuhn = kuhn_for(game)
+        self.rng = random.Random(seed)
+
+    def strategy(self, position: int) -> np.ndarray:
+        """Our strategy in ``position`` for the current hand."""
+        raise NotImplementedError
+
+    def act(self, decision: Decision) -> str:
+        """Draw pass/bet at our information set, then write it as ``f``, ``c`` or ``r``."""
+        history = self.kuhn.acpc_to_history(decision.state.betting)
+        card = card_to_kuhn(self.game, decision.hole)
+        infoset = self.kuhn.infoset_index(decision.position, card, history)
+        p_bet = float(self.strategy(decision.position)[infoset, BET])
+        letter = "b" if self.rng.random() < p_bet else "p"
+        return self.kuhn.history_to_acpc(history + letter)[-1]
+
+    def observe(self, hand: SeatHand) -> None:
+        """A fixed strategy learns nothing."""
+
+
+class ProfilePolicy(StrategyPolicy):
+    """Plays a fixed Kuhn profile from the core (N1, N3, uniform, ...)."""
+
+    def __init__(self, game: GameDef, profile: np.ndarray, seed: int) -> None:
+        super().__init__(game, seed)
+        self.profile = validate_profile(self.kuhn, profile)
+
+    def strategy(self, position: int) -> np.ndarray:
+        """The profile's row for ``position``."""
+        return self.profile[position]
+
+
+class ModelPolicy(StrategyPolicy):
+    """Plays an in-process MBBR model: every finished hand updates it (with only what this seat
+    saw), and each hand's actions come from its current policy (the default strategy for the
+    first H hands, then the response to the opponent models)."""
+
+    def __init__(self, game: GameDef, model: MBBRModel, seed: int) -> None:
+        super().__init__(game, seed)
+        self.model = model
+        self._strategies: dict[int, np.ndarray] = {}
+
+    def strategy(self, position: int) -> np.ndarray:
+        """The model's policy for ``position``, computed once per hand."""
+        if position not in self._strategies:
+            self._strategies[position] = self.model.policy(position)
+        return self._strategies[position]
+
+    def observe(self, hand: SeatHand) -> None:
+        """One Bayesian update from what this seat saw."""
+        self.model.observe(
+            seat_observation(
+                self.game, position=hand.position, betting=hand.betting, hole=hand.hole
+            )
+        )
+        self._strategies.clear()
+
+
+def example_policy(game: GameDef, seed: int) -> Policy:
+    """The reference ``example_player``: fold/call/raise weighted 0.06/0.47/0.47 over valid ones."""
+    return WeightedPolicy({FOLD: 0.06, CALL: 0.47, RAISE: 0.47}, seed)
+
+
+def policy_names() -> list[str]:
+    """Names ``make_policy`` knows: ``mbbr``, the core's panel (n1, n2, n3, uniform, ...) and
+    ``example``."""
+    return ["mbbr", *panel_names(), "example"]
+
+
+def make_policy(name: str, game: GameDef, seed: int) -> Policy:
+    """The built-in policy ``name`` for ``game``; InvalidArgumentError listing the known names.
+
+    ``mbbr`` is the paper's MBBR agent with its default parameters, in-process, seeded with
+    ``seed`` (the same seed drives its samples and its action draws).
+    """
+    if name == "example":
+        return example_policy(game, seed)
+    if name == "mbbr":
+        return ModelPolicy(game, MBBRModel(kuhn_for(game), MBBRConfig(seed=seed)), seed)
+    try:
+        profile = named_profile(kuhn_for(game), name)
+    except NotFoundError as exc:
+        known = ", ".join(policy_names())
+        raise InvalidArgumentError("agent", f"unknown agent {name!r}; known: {known}") from exc
+    return ProfilePolicy(game, profile, seed)
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """What one match looked like from this seat."""
+
+    hands: int
+    actions: int
+    ignored_lines: int
+    total: float
+
+
+def connect(host: str, port: int, timeout: float) -> socket.socket:
+    """Connect, retrying while the dealer is not listening yet, for up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sock = socket.create_connection((host, port), timeout=max(timeout, 0.1))
+        except (ConnectionRefusedError, TimeoutError):
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+            continue
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+
+def seat_hand(state: MatchState, hand: HandState) -> SeatHand:
+    """The finished hand of ``state`` from its viewer's side (payoff from the cards it saw)."""
+    payoff = hand.payoffs(state.hole)[state.position]
+    return SeatHand(state.hand, state.position, state.betting, state.hole, payoff)
+
+
+def play_match(
+    game: GameDef,
+    sock: socket.socket,
+    policy: Policy,
+    *,
+    stderr: TextIO | None = None,
+    read_timeout: float | None = None,
+) -> AgentResult:
+    """Play until the dealer closes the connection; returns this seat's tally.
+
+    ``read_timeout`` (seconds) bounds the wait for each line; None waits as long as the dealer does.
+    """
+    kuhn_num_players(game)
+    err = stderr or sys.stderr
+    conn = LineSocket(sock)
+    hands = actions = ignored = 0
+    total = 0.0
+    last_observed = -1
+    conn.send(VERSION_LINE + "\n")
+    try:
+        while (line := conn.readline(read_timeout)) is not None:
+            text = line.rstrip("\r\n")
+            if text.startswith(("#", ";")):
+                continue
+            try:
+                state, hand = parse_matchstate(game, text)
+            except InvalidArgumentError:
+                ignored += 1
+                continue
+            if hand.finished:
+                if state.hand != last_observed:
+                    try:
+                        result = seat_hand(state, hand)
+                    except InvalidArgumentError:  # a showdown card is missing: not a real dealer
+                        ignored += 1
+                        continue
+                    last_observed = state.hand
+                    hands += 1
+                    total += result.payoff
+                    policy.observe(result)
+                continue
+            if hand.current != state.position:
+                continue
+            action = policy.act(Decision(game, state, hand))
+            if not hand.is_valid(action):
+                err.write(f"acpc-agent: policy chose invalid {action!r} at {state}; calling\n")
+                action = CALL
+            if not conn.send(format_reply(state, action)):
+                break
+            actions += 1
+    finally:
+        conn.close()
+    return AgentResult(hands, actions, ignored, total)

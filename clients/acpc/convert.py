@@ -1,0 +1,87 @@
+"""Between the ACPC protocol and the modeling core's Kuhn game (:mod:`modeling.kuhn`).
+
+Cards: an ACPC Kuhn deck is the top n + 1 ranks of one suit, so a card's Kuhn number is its index
+in the dealer's deck (3 players: ``Js Qs Ks As`` -> 0, 1, 2, 3). Betting: ``c`` is a pass (check)
+when no bet is outstanding and a bet (call) when one is; ``r`` is a bet; ``f`` is a pass (fold);
+the core converts and checks legality (:meth:`KuhnGame.acpc_to_history`). What a seat saw becomes a
+:class:`HandObservation` with None for every hidden card, exactly as the protocol hid it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from clients.acpc.gamedef import GameDef, kuhn_num_players
+from clients.acpc.log import DealerLog, LoggedHand
+from modeling.errors import InvalidArgumentError
+from modeling.kuhn import KuhnGame, kuhn_game
+from modeling.observation import HandObservation
+
+
+def kuhn_for(game: GameDef) -> KuhnGame:
+    """The core's Kuhn game for an ACPC game; UnknownGameError if the game is not Kuhn."""
+    return kuhn_game(kuhn_num_players(game))
+
+
+def card_to_kuhn(game: GameDef, card: str) -> int:
+    """Kuhn card number (0 = lowest) of an ACPC card; InvalidArgumentError if not in the deck."""
+    try:
+        return game.deck.index(card)
+    except ValueError:
+        raise InvalidArgumentError(
+            "card", f"{card!r} is not in the deck {' '.join(game.deck)}"
+        ) from None
+
+
+def kuhn_to_card(game: GameDef, card: int) -> str:
+    """ACPC card of a Kuhn card number."""
+    if not 0 <= card < len(game.deck):
+        raise InvalidArgumentError("card", f"{card} is not in 0..{len(game.deck) - 1}")
+    return game.deck[card]
+
+
+def seat_observation(
+    game: GameDef, *, position: int, betting: str, hole: tuple[str, ...]
+) -> HandObservation:
+    """A finished hand as one seat saw it (hole cards '' where hidden) as a core observation."""
+    history = kuhn_for(game).acpc_to_history(betting)
+    cards = tuple(card_to_kuhn(game, c) if c else None for c in hole)
+    return HandObservation(position, history, cards)
+
+
+def full_view_observation(
+    game: GameDef, *, position: int, betting: str, hole: tuple[str, ...]
+) -> HandObservation:
+    """What ``position`` would have seen of a hand whose every card is known (e.g. from a log).
+
+    Cards the live protocol would hide from that seat (folded cards, every card when all others
+    folded) are hidden here too, so a replay never learns more than the live agent did.
+    """
+    kuhn = kuhn_for(game)
+    history = kuhn.acpc_to_history(betting)
+    cards = [card_to_kuhn(game, c) for c in hole]
+    return HandObservation(position, history, kuhn.visible_cards(history, cards, position))
+
+
+def log_observations(
+    game: GameDef, log: DealerLog, name: str
+) -> Iterator[tuple[LoggedHand, HandObservation]]:
+    """Every logged hand ``name`` played, with the observation ``name`` made of it live.
+
+    This is what an offline replay feeds to a model: the same observations, in the same order,
+    as the live agent in ``name``'s seat would have made (hidden cards stay hidden).
+    InvalidArgumentError naming ``name`` if it never played.
+    """
+    found = False
+    for hand in log.hands:
+        if name in hand.names:
+            found = True
+            position = hand.names.index(name)
+            yield (
+                hand,
+                full_view_observation(
+                    game, position=position, betting=hand.betting, hole=hand.hole
+                ),
+            )
+    if not found:
+        raise InvalidArgumentError("name", f"{name!r} played no hand in this log")

@@ -1,0 +1,85 @@
+"""``oppmodel acpc-agent-script``: write an ``exe HOST PORT`` wrapper for the project's ACPC agent.
+
+ACPC tooling (the reference ``play_match.pl``, competition harnesses) starts each agent as
+``exe HOST PORT``. The generated POSIX shell script fixes the game, strategy and seed, and runs
+this checkout's agent with this Python, so it works from any directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+import clients
+from clients.acpc.agent import make_policy, policy_names
+from clients.acpc.gamedef import read_game_def
+from modeling.errors import InvalidArgumentError
+
+
+def script_text(
+    *, gamefile: Path, agent: str, seed: int, python: str, service: str | None = None
+) -> str:
+    """The wrapper script's text (``service``: play MBBR through the service at that address)."""
+    root = Path(clients.__file__).resolve().parent.parent
+    command = " ".join(
+        shlex.quote(part)
+        for part in (python, "-m", "clients.commands.acpc_agent_cmd", str(gamefile.resolve()))
+    )
+    return (
+        "#!/bin/sh\n"
+        f"# oppmodel ACPC agent {agent!r} (seed {seed}); usage: $0 HOST PORT\n"
+        f'PYTHONPATH={shlex.quote(str(root))}"${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec {command} "$1" "$2" --agent {shlex.quote(agent)} --seed {seed}'
+        + (f" --service {shlex.quote(service)}" if service else "")
+        + "\n"
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``acpc-agent-script`` subcommand."""
+    parser = subparsers.add_parser(
+        "acpc-agent-script",
+        help="write an `exe HOST PORT` wrapper script for the ACPC agent",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  oppmodel acpc-agent-script n1.sh kuhn.limit.3p.game --agent n1\n"
+        "  ./n1.sh 127.0.0.1 18791\n"
+        "  oppmodel acpc-agent-script mbbr.sh kuhn.limit.3p.game --agent mbbr "
+        "--service 127.0.0.1:50051",
+    )
+    parser.add_argument("out", metavar="FILE", type=Path, help="script to write (made executable)")
+    parser.add_argument("gamefile", metavar="GAMEFILE", type=Path, help="ACPC game file")
+    parser.add_argument(
+        "--agent", default="n1", metavar="NAME", help=f"strategy: {', '.join(policy_names())}"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the agent's action draws")
+    parser.add_argument("--python", default=sys.executable, help="interpreter (default: this one)")
+    parser.add_argument(
+        "--service", metavar="ADDR", help="play MBBR through the oppmodel service at HOST:PORT"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the game and agent, then write the script."""
+    try:
+        if args.service and args.agent != "mbbr":
+            raise InvalidArgumentError("agent", "--service plays mbbr only (--agent mbbr)")
+        make_policy(args.agent, read_game_def(args.gamefile), args.seed)
+    except InvalidArgumentError as exc:
+        print(f"acpc-agent-script: {exc}", file=sys.stderr)
+        return 1
+    args.out.write_text(
+        script_text(
+            gamefile=args.gamefile,
+            agent=args.agent,
+            seed=args.seed,
+            python=args.python,
+            service=args.service,
+        )
+    )
+    args.out.chmod(0o755)
+    print(f"wrote {args.out}: run it as `{args.out} HOST PORT`", file=sys.stderr)
+    return 0

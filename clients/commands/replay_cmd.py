@@ -1,0 +1,137 @@
+"""``oppmodel replay``: feed dealer logs to the service from one seat and score the models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from tqdm import tqdm
+
+from clients.acpc.convert import kuhn_for
+from clients.acpc.gamedef import read_game_def
+from clients.acpc.log import read_log
+from clients.acpc.replay import LocalModels, ServiceModels, format_report, plot_curves, replay
+from clients.client import OpponentModelClient
+from clients.commands.acpc_agent_cmd import add_mbbr_arguments, mbbr_config
+from modeling.errors import InvalidArgumentError, OppModelError
+from server.app import BackgroundServer, ServerConfig
+
+GAMES = Path(__file__).resolve().parent.parent / "acpc" / "games"
+
+EPILOG = """\
+Each logged hand NAME played becomes the observation NAME's live agent would have made (cards
+the dealer hid from NAME, folded ones and all cards when everyone else folded, stay hidden), fed
+in log order to an MBBR session. Before each hand, every opponent action in it is predicted by
+the prior alone, Laplace-smoothed counts per information state, the naive Bayes move model and
+MBBR's current model; mean log-loss (nats) and accuracy are reported per opponent and position.
+An opponent's card is known only at a showdown it reached, so only those actions can be scored
+(counts and naive Bayes learn only from them; MBBR learns from every hand).
+
+By default the service runs in this process (a free loopback port, a temporary SQLite file);
+--service uses a running one; --local skips gRPC and uses the modeling library directly.
+
+examples:
+  oppmodel replay kuhn3p-seed42-example-players.log --as Alice
+  oppmodel replay match.log --as Bob --json --plot bob.png --mbbr-k 20
+  oppmodel replay a.log b.log --as Carol --service 127.0.0.1:50051
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``replay`` subcommand."""
+    parser = subparsers.add_parser(
+        "replay",
+        help="replay dealer logs from one seat and score the opponent models",
+        description="Replay ACPC dealer logs from one player's seat through the service and "
+        "report how well the opponent models predicted each next opponent action.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("logs", metavar="LOG", nargs="+", help="dealer log files, in order")
+    parser.add_argument("--as", dest="name", required=True, metavar="NAME", help="whose seat")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--service", metavar="ADDR", help="a running service at HOST:PORT")
+    where.add_argument(
+        "--in-process",
+        action="store_true",
+        help="start the service in this process on a free loopback port (the default)",
+    )
+    where.add_argument("--local", action="store_true", help="no service: the library in-process")
+    parser.add_argument(
+        "--game", metavar="GAMEFILE", help="game definition (default: n-player Kuhn from the log)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of MBBR's samples")
+    add_mbbr_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--plot", metavar="FILE.png", help="draw the curves (needs matplotlib)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay and report; 1 on bad input or a failing service."""
+    start = time.perf_counter()
+    try:
+        config = mbbr_config(args)
+        hands = [h for path in args.logs for h in read_log(path).hands]
+        if not hands:
+            raise InvalidArgumentError("log", "no STATE lines")
+        players = len(hands[0].names)
+        game = read_game_def(args.game or GAMES / f"kuhn.limit.{players}p.game")
+        kuhn_for(game)
+        with ExitStack() as stack:
+            if args.local:
+
+                def source(labels: tuple[str, ...]) -> LocalModels:
+                    return LocalModels(kuhn_for(game), config)
+
+            else:
+                target = args.service
+                if target is None:
+                    data = stack.enter_context(tempfile.TemporaryDirectory(prefix="oppmodel-"))
+                    server = BackgroundServer(
+                        ServerConfig(
+                            db_path=str(Path(data) / "replay.sqlite"), port=0, synchronous="NORMAL"
+                        )
+                    )
+                    target = f"127.0.0.1:{stack.enter_context(server)}"
+                client = stack.enter_context(OpponentModelClient(target, timeout=30))
+
+                def source(labels: tuple[str, ...]) -> ServiceModels:
+                    return ServiceModels(
+                        client, kuhn_for(game), config=config, our_label=args.name,
+                        opponent_labels=labels,
+                    )  # fmt: skip
+
+            total = sum(args.name in h.names for h in hands)
+            with tqdm(total=total, unit="hand", leave=False, disable=None) as bar:
+                report = replay(game, hands, args.name, source, config=config, progress=bar.update)
+    except (OppModelError, OSError) as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 1
+    seconds = time.perf_counter() - start
+    if args.plot:
+        try:
+            plot_curves(report, args.plot)
+        except InvalidArgumentError as exc:
+            print(f"replay: {exc}", file=sys.stderr)
+            return 1
+    if args.json:
+        data = report.as_json()
+        data["seconds"] = seconds
+        print(json.dumps(data, default=_json_number))
+    else:
+        print(format_report(report))
+        print(f"\n{seconds:.1f} s" + (f"; curves in {args.plot}" if args.plot else ""))
+    return 0
+
+
+def _json_number(value: object) -> object:
+    """numpy scalars as Python numbers (NaN stays NaN: no decisions scored)."""
+    number = float(value)  # type: ignore[arg-type]
+    return None if math.isnan(number) else number

@@ -1,0 +1,188 @@
+"""``oppmodel spades-match``: paper 000's 3-player Spades experiments (prob-max^n v. max^n)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from tqdm import tqdm
+
+from modeling import spades_match as M
+from modeling.errors import InvalidArgumentError
+
+_DESCRIPTION = """\
+Play paper 000's Spades protocol: each deal sequence (7-card perfect-information hands, games to
+300) is played six times, once per seating of the two player types A and B (paper 000 Table 3),
+for every candidate A against every opponent B. Prints, per experiment, each type's mean final
+score and A's share of wins (50 = equal strength) with 95% confidence intervals over deal
+sequences, and for learning candidates how often the final posterior leaned to the max^n
+opponent's true utility.
+
+player types (X_Y: own utility X, opponents assumed to have utility Y):
+  MT_MT MT_mOT mOT_MT mOT_mOT   max^n with fixed models
+  mOT_p MT_p                    prob-max^n, models {MT, mOT} weighted 1/2 each, epsilon-greedy
+  mOT_pl MT_pl                  prob-max^n learning weights by Gibbs sampling after every hand
+  mOT_g MT_g                    soft-max^n, generic opponent model (only "made beats missed")
+
+With the max^n baselines mOT_MT and mOT_mOT among the candidates, %Gain (candidate minus max^n
+with the wrong opponent model, paper 000 Table 4) and %Loss (max^n with the correct model minus
+candidate) are shown; with mOT_g too, "%Gain v soft" (prob-max^n minus soft-max^n, Table 5's
+%Gain). All are paired differences on the same deals, in percentage points of A's win share.
+Everything is seeded; --jobs does not change results.
+"""
+
+_EXAMPLES = """\
+examples:
+  oppmodel spades-match --deal-sequences 20               # mOT_p v. the four max^n types
+  oppmodel spades-match --candidates mOT_p,mOT_pl,mOT_MT,mOT_mOT --jobs 2
+  oppmodel spades-match --deal-sequences 100 --json       # paper size (600 games per row)
+"""
+
+
+def _types(text: str) -> list[str]:
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    for t in out:
+        if t not in M.PLAYER_TYPES:
+            raise argparse.ArgumentTypeError(
+                f"unknown player type {t!r}; choose from {', '.join(M.PLAYER_TYPES)}"
+            )
+    return out
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``spades-match`` subcommand."""
+    parser = subparsers.add_parser(
+        "spades-match",
+        help="3-player Spades: prob-max^n and max^n players, paper 000's tables",
+        description=_DESCRIPTION,
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--candidates",
+        type=_types,
+        default=["mOT_p"],
+        help="comma-separated player types A (default mOT_p)",
+    )
+    parser.add_argument(
+        "--opponents",
+        type=_types,
+        default=list(M.MAXN_TYPES),
+        help="comma-separated player types B (default: the four max^n types)",
+    )
+    parser.add_argument(
+        "--deal-sequences", type=int, default=20, help="deal sequences (paper: 100; default 20)"
+    )
+    parser.add_argument("--seed", type=int, default=2007, help="seed of the deals (default 2007)")
+    parser.add_argument("--eps", type=float, default=0.1, help="prob-max^n epsilon (default 0.1)")
+    parser.add_argument("--hand-size", type=int, default=7, help="cards per player (default 7)")
+    parser.add_argument("--target", type=int, default=300, help="points that end a game (300)")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.set_defaults(func=run)
+
+
+def _row(summary: M.ExperimentSummary) -> dict:
+    return {
+        "a": summary.type_a,
+        "b": summary.type_b,
+        "sequences": summary.sequences,
+        "games": summary.games,
+        "score_a": [summary.score_a.mean, summary.score_a.half_width],
+        "score_b": [summary.score_b.mean, summary.score_b.half_width],
+        "win_pct_a": [summary.win_pct_a.mean, summary.win_pct_a.half_width],
+        "mean_hands_per_game": summary.mean_hands,
+        "posterior_leaned_true_pct": summary.leaned_true,
+        "posterior_far_off_pct": summary.far_off,
+        "learned_pairs": summary.learned_pairs,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Play the match and print the tables; exit status 2 on a bad argument."""
+    pairs = [(a, b) for a in args.candidates for b in args.opponents if a != b]
+    if not pairs:
+        print("oppmodel spades-match: no pair of distinct types A, B", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    try:
+        with tqdm(
+            total=len(pairs) * args.deal_sequences,
+            desc="deal sequences x experiments",
+            disable=None,
+            file=sys.stderr,
+        ) as bar:
+            result = M.run_match(
+                pairs,
+                sequences=args.deal_sequences,
+                seed=args.seed,
+                eps=args.eps,
+                hand_size=args.hand_size,
+                target=args.target,
+                jobs=args.jobs,
+                progress=bar.update,
+            )
+    except InvalidArgumentError as exc:
+        print(f"oppmodel spades-match: {exc}", file=sys.stderr)
+        return 2
+    elapsed = time.perf_counter() - t0
+    summaries = {p: result.summary(*p) for p in pairs}
+    have = set(result.games) | {(b, b) for b in args.opponents}  # A v. A is 50% by symmetry
+    gains: dict[tuple[str, str], dict[str, M.Estimate]] = {}
+    for a, b in pairs:
+        if a in M.MAXN_TYPES or b not in M.MAXN_TYPES:
+            continue
+        own = a.split("_")[0]
+        wrong, correct = M.wrong_and_correct_maxn(b, own=own)
+        row = {}
+        if (wrong, b) in have:
+            row["gain"] = result.win_difference((a, b), (wrong, b))
+        if (correct, b) in have:
+            row["loss"] = result.win_difference((correct, b), (a, b))
+        if a not in M.SOFT_TYPES and (f"{own}_g", b) in have:
+            row["gain_vs_soft"] = result.win_difference((a, b), (f"{own}_g", b))
+        if row:
+            gains[(a, b)] = row
+    if args.json:
+        rows = []
+        for p, s in summaries.items():
+            row = _row(s)
+            for name, est in gains.get(p, {}).items():
+                row[f"{name}_pct"] = [est.mean, est.half_width]
+            rows.append(row)
+        out = {
+            "seed": args.seed,
+            "eps": args.eps,
+            "hand_size": args.hand_size,
+            "target": args.target,
+            "deal_sequences": args.deal_sequences,
+            "seconds": elapsed,
+            "experiments": rows,
+        }
+        print(json.dumps(out, indent=2))
+        return 0
+    print(
+        f"{args.deal_sequences} deal sequences x 6 seatings per row, games to {args.target}, "
+        f"{args.hand_size} cards, eps {args.eps}, seed {args.seed} ({elapsed:.0f} s)"
+    )
+    print("95% confidence intervals over deal sequences; %Win is A's share of the wins (50 = even)")
+    head = f"{'A v. B':<18}{'Score A':>14}{'Score B':>14}{'%Win A':>14}{'hands':>7}"
+    gain_cols = [c for c in ("gain", "loss", "gain_vs_soft") if any(c in g for g in gains.values())]
+    titles = {"gain": "%Gain", "loss": "%Loss", "gain_vs_soft": "%Gain v soft"}
+    head += "".join(f"{titles[c]:>14}" for c in gain_cols)
+    if any(s.learned_pairs for s in summaries.values()):
+        head += f"{'leaned true':>13}{'far off':>9}"
+    print(head)
+    for p, s in summaries.items():
+        line = (
+            f"{s.type_a + ' v. ' + s.type_b:<18}{s.score_a!s:>14}{s.score_b!s:>14}"
+            f"{s.win_pct_a!s:>14}{s.mean_hands:>7.1f}"
+        )
+        g = gains.get(p, {})
+        line += "".join(f"{g[c]!s:>14}" if c in g else f"{'':>14}" for c in gain_cols)
+        if s.learned_pairs:
+            line += f"{s.leaned_true:>12.1f}%{s.far_off:>8.1f}%"
+        print(line)
+    return 0

@@ -1,0 +1,217 @@
+"""The OpponentModelService servicer: proto -> convert -> domain -> proto, nothing else.
+
+Every RPC goes through ``_rpc`` (unary) or the Observe loop, which authenticate the caller, count
+and time the call, and turn exceptions into status codes through the one table in
+``server/errors.py``. With bearer tokens configured, a session belongs to the token that created it;
+any other token gets NOT_FOUND for it, exactly as for a session that does not exist (so tokens
+cannot even learn which session ids exist).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+
+from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+from server import conversion
+from server.errors import UnauthenticatedError, error_details
+from server.metrics import Metrics
+from server.sessions import SessionManager, owner_of_token
+
+_OBSERVE_WINDOW = 256  # requests read ahead of the one being processed, per stream
+
+
+@dataclass(frozen=True)
+class _EndOfStream:
+    """Queued after the last request (with the error, if reading failed)."""
+
+    error: Exception | None = None
+
+
+async def _read_into(requests: AsyncIterator[pb.ObserveRequest], queue: asyncio.Queue) -> None:
+    """Move every request of the stream into ``queue``, then an _EndOfStream."""
+    try:
+        async for request in requests:
+            await queue.put(request)
+    except Exception as exc:
+        await queue.put(_EndOfStream(exc))
+    else:
+        await queue.put(_EndOfStream())
+
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+Handler = Callable[[Any, Req, grpc.aio.ServicerContext, str], Awaitable[Resp]]
+
+
+def _rpc(name: str) -> Callable[[Handler], Callable[..., Awaitable[Resp]]]:
+    """Wrap a unary handler ``(self, request, context, owner)`` with auth, metrics and errors."""
+
+    def decorate(handler: Handler) -> Callable[..., Awaitable[Resp]]:
+        @functools.wraps(handler)
+        async def wrapper(self: OpponentModelServicer, request: Req, context: Any) -> Resp:
+            start = time.perf_counter()
+            try:
+                response = await handler(self, request, context, self.owner(context))
+            except Exception as exc:
+                code, message, metadata = error_details(exc)
+                self.metrics.count(name, code, time.perf_counter() - start)
+                context.set_trailing_metadata(metadata)
+                await context.abort(code, message)
+            # Counted before the reply leaves, so a client that saw it also sees it counted.
+            self.metrics.count(name, grpc.StatusCode.OK, time.perf_counter() - start)
+            return response
+
+        return wrapper
+
+    return decorate
+
+
+class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
+    """Serves sessions of a SessionManager."""
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        *,
+        metrics: Metrics,
+        tokens: frozenset[str] | None,
+        max_label_length: int,
+    ) -> None:
+        self.manager = manager
+        self.metrics = metrics
+        self.tokens = tokens
+        self.max_label_length = max_label_length
+
+    def owner(self, context: grpc.aio.ServicerContext) -> str:
+        """The caller's owner id: "" without auth, else the hash of its valid bearer token."""
+        if self.tokens is None:
+            return ""
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization" and value.startswith("Bearer "):
+                token = value[len("Bearer ") :]
+                if token in self.tokens:
+                    return owner_of_token(token)
+        raise UnauthenticatedError("authorization: missing or unknown bearer token")
+
+    @_rpc("CreateSession")
+    async def CreateSession(self, request, context, owner):
+        spec = conversion.spec_from_proto(request.config, max_label_length=self.max_label_length)
+        info = await self.manager.create(owner, spec)
+        return pb.CreateSessionResponse(session=conversion.session_to_proto(info))
+
+    @_rpc("GetSession")
+    async def GetSession(self, request, context, owner):
+        session = await self.manager.get(owner, request.session_id)
+        return pb.GetSessionResponse(session=conversion.session_to_proto(session.info()))
+
+    @_rpc("ListSessions")
+    async def ListSessions(self, request, context, owner):
+        infos = await self.manager.list(owner)
+        return pb.ListSessionsResponse(sessions=[conversion.session_to_proto(i) for i in infos])
+
+    @_rpc("DeleteSession")
+    async def DeleteSession(self, request, context, owner):
+        await self.manager.delete(owner, request.session_id)
+        return pb.DeleteSessionResponse()
+
+    async def Observe(
+        self, request_iterator: AsyncIterator[pb.ObserveRequest], context: Any
+    ) -> AsyncIterator[pb.ObserveResponse]:
+        """Acknowledge observations in order; what arrived together is committed together.
+
+        A reader task queues incoming requests; each round takes everything queued, so a client
+        that writes ahead gets one commit per round instead of one per hand (same results, same
+        order). The first bad request ends the stream after the acks of those before it.
+        """
+        queue: asyncio.Queue = asyncio.Queue(maxsize=_OBSERVE_WINDOW)
+        reader = asyncio.create_task(_read_into(request_iterator, queue))
+        try:
+            owner = self.owner(context)
+            done = False
+            while not done:
+                batch = [await queue.get()]
+                while not queue.empty() and len(batch) < _OBSERVE_WINDOW:
+                    batch.append(queue.get_nowait())
+                if isinstance(batch[-1], _EndOfStream):
+                    done = True
+                    end = batch.pop()
+                    if end.error is not None:
+                        raise end.error
+                start = time.perf_counter()
+                for session_id, group in itertools.groupby(batch, key=lambda r: r.session_id):
+                    requests = list(group)
+                    session = await self.manager.get(owner, session_id)
+                    items, error = [], None
+                    for request in requests:
+                        try:
+                            items.append(
+                                conversion.observation_from_proto(session.game, request.observation)
+                            )
+                        except Exception as exc:
+                            error = exc
+                            break
+                    acks, refused = await self.manager.observe(session, items)
+                    elapsed = time.perf_counter() - start
+                    for ack in acks:
+                        self.metrics.observe_latency(elapsed)
+                        yield pb.ObserveResponse(
+                            session_id=session_id,
+                            sequence=ack.sequence,
+                            duplicate=ack.duplicate,
+                            hands_observed=ack.hands_observed,
+                        )
+                    if refused is not None or error is not None:
+                        raise refused or error
+        except Exception as exc:
+            code, message, metadata = error_details(exc)
+            self.metrics.count("Observe", code, None)
+            context.set_trailing_metadata(metadata)
+            await context.abort(code, message)
+        finally:
+            reader.cancel()
+        self.metrics.count("Observe", grpc.StatusCode.OK, None)
+
+    @_rpc("GetModel")
+    async def GetModel(self, request, context, owner):
+        session = await self.manager.get(owner, request.session_id)
+        probs, ess, our_position, hands = await self.manager.model(
+            session, request.opponent_label, request.opponent_position
+        )
+        return pb.GetModelResponse(
+            infosets=conversion.policy_to_proto(session.game, request.opponent_position, probs),
+            effective_sample_size=ess,
+            our_position=our_position,
+            hands_observed=hands,
+        )
+
+    @_rpc("GetResponse")
+    async def GetResponse(self, request, context, owner):
+        session = await self.manager.get(owner, request.session_id)
+        kind = conversion.kind_from_proto(request.kind)
+        strategy, value, kind, hands = await self.manager.response(
+            session, request.our_position, kind
+        )
+        return pb.GetResponseResponse(
+            infosets=conversion.policy_to_proto(session.game, request.our_position, strategy),
+            expected_value=value,
+            kind=conversion.kind_to_proto(kind),
+            hands_observed=hands,
+        )
+
+    @_rpc("GetAction")
+    async def GetAction(self, request, context, owner):
+        session = await self.manager.get(owner, request.session_id)
+        position, card, history = conversion.info_state_from_proto(session.game, request)
+        choice = await self.manager.action(
+            session, position=position, card=card, history=history, draw=request.draw
+        )
+        return conversion.action_to_proto(choice, history)

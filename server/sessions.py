@@ -1,0 +1,529 @@
+"""Live sessions: the in-memory MBBR models, backed by durable storage, serialised per session.
+
+A session is rebuilt from storage by constructing ``MBBRModel`` from its stored configuration and
+replaying its stored observations in order (the core guarantees bit-identical replay), so after a
+crash or restart every session resumes with exactly the posterior it had.
+
+Observation protocol (per session, sequence numbers 1, 2, ...): sequence ``s`` with
+``s <= hands_observed`` is a resend: acknowledged again if it equals the stored observation, refused
+(FAILED_PRECONDITION) if it differs; ``s == hands_observed + 1`` is validated, committed, then
+applied; anything larger is a gap (FAILED_PRECONDITION). Nothing changes on a refused observation.
+
+Concurrency: observations of one session are ordered by its writers' lock, held across the commit;
+the model itself is updated and read under a second lock held only for the arithmetic, so updates
+are applied in order, queries never see a half-applied update, and a query never waits for a
+commit (an fsync can take long on a busy disk). Model arithmetic on large tables
+(building, replaying, updates and responses with k^(n-1) > ``Limits.inline_joint_samples``) runs
+on a thread pool so the event loop keeps serving other sessions; small tables are cheaper to compute
+inline than to hand to a thread (see ``_compute``). Storage runs on its own thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import asdict, dataclass, field
+from typing import TypeVar
+
+import numpy as np
+
+from modeling.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    ResourceExhaustedError,
+)
+from modeling.kuhn import KuhnGame, kuhn_game
+from modeling.mbbr import MBBRConfig, MBBRModel
+from modeling.observation import HandObservation
+from server.metrics import Metrics
+from server.storage import ObservationRow, SessionRow, Storage
+
+T = TypeVar("T")
+log = logging.getLogger("oppmodel.server")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Server-side bounds; exceeding one is RESOURCE_EXHAUSTED."""
+
+    max_sessions: int = 10_000
+    max_k: int = 200
+    max_joint_samples: int = 1_000_000  # k ** (n - 1), the size of one joint posterior table
+    max_label_length: int = 128
+    inline_joint_samples: int = 1024  # tables up to this size are computed on the event loop
+    max_live_sessions: int = 1000  # least recently used sessions beyond this leave memory
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """Everything a session is created from; stored as JSON and enough to rebuild it."""
+
+    game: str
+    num_players: int
+    our_label: str
+    opponent_labels: tuple[str, ...]
+    config: MBBRConfig
+    # Opponents' prior mean, per position: a (num_infosets, num_actions) table; None = the default.
+    prior_mean: tuple[tuple[tuple[float, ...], ...], ...] | None = None
+
+    def to_json(self) -> dict:
+        """A JSON-serialisable dict."""
+        return {
+            "game": self.game,
+            "num_players": self.num_players,
+            "our_label": self.our_label,
+            "opponent_labels": list(self.opponent_labels),
+            "config": asdict(self.config),
+            "prior_mean": self.prior_mean,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> SessionSpec:
+        """Inverse of ``to_json``."""
+        prior = data.get("prior_mean")
+        return cls(
+            game=data["game"],
+            num_players=int(data["num_players"]),
+            our_label=data["our_label"],
+            opponent_labels=tuple(data["opponent_labels"]),
+            config=MBBRConfig(**data["config"]),
+            prior_mean=None
+            if prior is None
+            else tuple(tuple(tuple(float(x) for x in row) for row in pos) for pos in prior),
+        )
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What callers see of a session."""
+
+    session_id: str
+    spec: SessionSpec
+    hands_observed: int
+    created_unix_ms: int
+
+
+@dataclass(frozen=True)
+class Ack:
+    """The acknowledgement of one observation: durable and applied (or applied before)."""
+
+    sequence: int
+    duplicate: bool
+    hands_observed: int
+
+
+@dataclass(frozen=True)
+class ActionChoice:
+    """The action the policy picks at an information state, and why."""
+
+    action: int
+    probabilities: tuple[float, ...]
+    infostate: str
+    default_policy: bool
+    hands_observed: int
+
+
+@dataclass
+class LiveSession:
+    """A session loaded in memory.
+
+    ``lock`` orders the writers (observations, deletion) and is held across the commit;
+    ``model_lock`` is held only while the model is updated or read, so queries never wait for
+    the disk.
+    """
+
+    session_id: str
+    owner: str
+    created_unix_ms: int
+    spec: SessionSpec
+    game: KuhnGame
+    model: MBBRModel
+    observations: list[HandObservation]
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    model_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    policy_cache: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)
+    deleted: bool = False
+    evicted: bool = False  # dropped from memory; the next use reloads it from storage
+
+    @property
+    def hands_observed(self) -> int:
+        """Number of observations applied (= the last acknowledged sequence number)."""
+        return len(self.observations)
+
+    def info(self) -> SessionInfo:
+        """A snapshot of the session's public description."""
+        return SessionInfo(self.session_id, self.spec, self.hands_observed, self.created_unix_ms)
+
+
+def owner_of_token(token: str | None) -> str:
+    """The stored owner of sessions created with a bearer token (its SHA-256, never the token)."""
+    return "" if token is None else hashlib.sha256(token.encode()).hexdigest()
+
+
+def build_model(spec: SessionSpec) -> MBBRModel:
+    """A fresh model for a session spec (deterministic in the spec's seed)."""
+    game = kuhn_game(spec.num_players)
+    prior = None if spec.prior_mean is None else np.array(spec.prior_mean, dtype=np.float64)
+    return MBBRModel(game, spec.config, prior_mean=prior)
+
+
+def _row_of(sequence: int, obs: HandObservation) -> ObservationRow:
+    return ObservationRow(sequence, obs.position, obs.history, tuple(obs.cards))
+
+
+def _observe_all(model: MBBRModel, observations: Sequence[HandObservation]) -> None:
+    for obs in observations:
+        model.observe(obs)
+
+
+def _obs_of(row: ObservationRow) -> HandObservation:
+    return HandObservation(position=row.position, history=row.history, cards=tuple(row.cards))
+
+
+class SessionManager:
+    """Creates, loads, updates and queries sessions; the servicer's only domain dependency."""
+
+    def __init__(
+        self, storage: Storage, *, executor: Executor, metrics: Metrics, limits: Limits
+    ) -> None:
+        self.storage = storage
+        self.executor = executor
+        self.metrics = metrics
+        self.limits = limits
+        self._live: OrderedDict[str, LiveSession] = OrderedDict()  # least recently used first
+        self._loading: dict[str, asyncio.Future[LiveSession]] = {}
+
+    # -- helpers ---------------------------------------------------------------------------------
+    async def _cpu(self, fn: Callable[..., T], *args: object) -> T:
+        """Run model arithmetic on the worker pool."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def _compute(self, session: LiveSession, fn: Callable[..., T], *args: object) -> T:
+        """Run one session's model arithmetic: inline when small, else on the worker pool.
+
+        A thread hop costs ~0.1 ms plus a wait for the GIL (up to the 5 ms switch interval while
+        another thread computes), far more than an update or response of a small table (k = 10:
+        ~30 us), and a thread cannot run Python in parallel anyway. So tables up to
+        ``Limits.inline_joint_samples`` are computed on the event loop and larger ones on the pool.
+        """
+        joint = session.spec.config.k ** (session.spec.num_players - 1)
+        if joint <= self.limits.inline_joint_samples:
+            return fn(*args)
+        return await self._cpu(fn, *args)
+
+    def check_limits(self, spec: SessionSpec) -> None:
+        """Refuse a spec that would exceed the server's limits (RESOURCE_EXHAUSTED)."""
+        lim = self.limits
+        if spec.config.k > lim.max_k or spec.config.k ** (spec.num_players - 1) > (
+            lim.max_joint_samples
+        ):
+            raise ResourceExhaustedError(
+                f"config.mbbr.k: {spec.config.k} exceeds this server's limit "
+                f"(k <= {lim.max_k} and k^(n-1) <= {lim.max_joint_samples})"
+            )
+
+    # -- sessions --------------------------------------------------------------------------------
+    async def create(self, owner: str, spec: SessionSpec) -> SessionInfo:
+        """Validate, store and load a new session."""
+        self.check_limits(spec)
+        model = await self._cpu(build_model, spec)  # validates the config and the prior
+        session = LiveSession(
+            session_id=uuid.uuid4().hex,
+            owner=owner,
+            created_unix_ms=int(time.time() * 1000),
+            spec=spec,
+            game=kuhn_game(spec.num_players),
+            model=model,
+            observations=[],
+        )
+        row = SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
+        await self._blocking(
+            functools.partial(
+                self.storage.create_session, row, max_sessions=self.limits.max_sessions
+            )
+        )
+        self._remember(session)
+        log.info("session created", extra={"session_id": session.session_id, "game": spec.game})
+        return session.info()
+
+    async def _blocking(self, fn: Callable[..., T], *args: object) -> T:
+        """Run a blocking storage call without blocking the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+    async def get(self, owner: str, session_id: str) -> LiveSession:
+        """The live session, loading and replaying it from storage on first use.
+
+        Sessions of another owner are reported as not found, exactly like missing ones.
+        """
+        session = self._live.get(session_id)
+        if session is not None:
+            self._live.move_to_end(session_id)
+        else:
+            pending = self._loading.get(session_id)
+            if pending is None:
+                pending = asyncio.get_running_loop().create_future()
+                self._loading[session_id] = pending
+                try:
+                    session = await self._load(session_id)
+                    pending.set_result(session)
+                except BaseException as exc:
+                    pending.set_exception(exc)
+                    raise
+                finally:
+                    del self._loading[session_id]
+            else:
+                session = await asyncio.shield(pending)
+        if session is None or session.deleted or session.owner != owner:
+            raise NotFoundError(f"session_id: no session {session_id!r}")
+        return session
+
+    def _remember(self, session: LiveSession) -> None:
+        """Keep ``session`` in memory as the most recently used; evict the least recent idle ones.
+
+        An evicted session is only marked: whoever holds a reference finds the mark under the
+        session's lock and fetches the current object instead (see ``locked``), so there is never
+        more than one live copy of a session's posterior.
+        """
+        self._live[session.session_id] = session
+        self._live.move_to_end(session.session_id)
+        excess = len(self._live) - self.limits.max_live_sessions
+        for session_id, candidate in list(self._live.items()):
+            if excess <= 0:
+                break
+            if candidate is session or candidate.lock.locked() or candidate.model_lock.locked():
+                continue
+            candidate.evicted = True
+            del self._live[session_id]
+            excess -= 1
+        self.metrics.live_sessions.set(len(self._live))
+
+    @contextlib.asynccontextmanager
+    async def locked(
+        self, session: LiveSession, *, write: bool = True
+    ) -> AsyncIterator[LiveSession]:
+        """Hold a lock of the session's current live object (reloaded if it was evicted).
+
+        ``write``: the writers' lock (held across commits); else the model lock (for reads).
+        """
+        while True:
+            async with session.lock if write else session.model_lock:
+                if session.deleted:
+                    raise NotFoundError(f"session_id: no session {session.session_id!r}")
+                if not session.evicted:
+                    yield session
+                    return
+            session = await self.get(session.owner, session.session_id)
+
+    async def _load(self, session_id: str) -> LiveSession | None:
+        row = await self._blocking(self.storage.get_session, session_id)
+        if row is None:
+            return None
+        spec = SessionSpec.from_json(row.spec)
+        rows = await self._blocking(self.storage.load_observations, session_id)
+        observations = [_obs_of(r) for r in rows]
+
+        def replay() -> MBBRModel:
+            model = build_model(spec)
+            for obs in observations:
+                model.observe(obs)
+            return model
+
+        model = await self._cpu(replay)
+        session = LiveSession(
+            session_id=session_id,
+            owner=row.owner,
+            created_unix_ms=row.created_unix_ms,
+            spec=spec,
+            game=kuhn_game(spec.num_players),
+            model=model,
+            observations=observations,
+        )
+        self._remember(session)
+        log.info("session loaded", extra={"session_id": session_id, "hands": len(observations)})
+        return session
+
+    async def list(self, owner: str) -> list[SessionInfo]:
+        """The owner's sessions, oldest first (from storage, so unloaded ones are listed too)."""
+        rows = await self._blocking(self.storage.list_sessions, owner)
+        return [
+            SessionInfo(r.session_id, SessionSpec.from_json(r.spec), n, r.created_unix_ms)
+            for r, n in rows
+        ]
+
+    async def delete(self, owner: str, session_id: str) -> None:
+        """Delete a session and everything stored about it."""
+        session = await self.get(owner, session_id)
+        async with self.locked(session) as session:
+            await self._blocking(self.storage.delete_session, session_id)
+            session.deleted = True
+            self._live.pop(session_id, None)
+        self.metrics.live_sessions.set(len(self._live))
+        log.info("session deleted", extra={"session_id": session_id})
+
+    # -- observations ----------------------------------------------------------------------------
+    async def observe(
+        self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
+    ) -> tuple[list[Ack], Exception | None]:
+        """Apply validated observations (sequence, hand) in order; one commit for all new ones.
+
+        Returns the acknowledgements of the longest acceptable prefix and the error that stopped
+        it (None if all were accepted). Each acknowledgement reports hands_observed exactly as if
+        the items had been applied one by one. Nothing is applied before the commit returns, and
+        the commit holds all new items of the prefix or none.
+        """
+        async with self.locked(session) as session:
+            before = session.hands_observed
+            new: list[HandObservation] = []
+            acks: list[Ack] = []
+            error: Exception | None = None
+            for sequence, obs in items:
+                expected = before + len(new) + 1
+                if sequence < 1:
+                    error = InvalidArgumentError("observation.sequence", "must be >= 1")
+                    break
+                if sequence > expected:
+                    error = FailedPreconditionError(
+                        f"observation.sequence: expected {expected}, got {sequence} (a gap)"
+                    )
+                    break
+                if sequence < expected:
+                    applied = (
+                        session.observations[sequence - 1]
+                        if sequence <= before
+                        else new[sequence - before - 1]
+                    )
+                    if applied != obs:
+                        error = FailedPreconditionError(
+                            f"observation.sequence: {sequence} was already applied with "
+                            "different content"
+                        )
+                        break
+                    acks.append(Ack(sequence, True, before + len(new)))
+                    continue
+                new.append(obs)
+                acks.append(Ack(sequence, False, before + len(new)))
+            if new:
+                rows = [_row_of(before + 1 + i, obs) for i, obs in enumerate(new)]
+                await asyncio.wrap_future(
+                    self.storage.append_observations_async(session.session_id, rows)
+                )
+                async with session.model_lock:
+                    await self._compute(session, _observe_all, session.model, new)
+                    session.observations.extend(new)
+                self.metrics.observations.inc(len(new))
+            return acks, error
+
+    # -- queries ---------------------------------------------------------------------------------
+    async def model(
+        self, session: LiveSession, opponent_label: str, opponent_position: int
+    ) -> tuple[np.ndarray, float, int, int]:
+        """(probabilities, ESS, our position, hands) of one opponent in one position."""
+        spec = session.spec
+        if opponent_label not in spec.opponent_labels:
+            raise InvalidArgumentError(
+                "opponent_label", f"{opponent_label!r} is not one of {list(spec.opponent_labels)}"
+            )
+        n = spec.num_players
+        _check_position("opponent_position", opponent_position, n)
+        offset = spec.opponent_labels.index(opponent_label) + 1
+        our_position = (opponent_position - offset) % n
+        async with self.locked(session, write=False) as session:
+            probs, ess = await self._compute(
+                session, session.model.opponent_model, our_position, opponent_position
+            )
+            hands = session.hands_observed
+        self.metrics.ess.observe(ess)
+        return probs, float(ess), our_position, hands
+
+    async def response(
+        self, session: LiveSession, our_position: int, kind: str | None
+    ) -> tuple[np.ndarray, float, str, int]:
+        """(strategy, expected value, kind, hands) of our best response."""
+        _check_position("our_position", our_position, session.spec.num_players)
+        kind = kind or session.spec.config.response
+        async with self.locked(session, write=False) as session:
+            strategy, value = await self._compute(
+                session, session.model.response, our_position, kind
+            )
+            hands = session.hands_observed
+        return strategy, float(value), kind, hands
+
+    async def action(
+        self, session: LiveSession, *, position: int, card: int, history: str, draw: int
+    ) -> ActionChoice:
+        """The policy's action at our information state (card, history) in ``position``."""
+        game = session.game
+        _check_position("position", position, session.spec.num_players)
+        if not 0 <= card < game.num_cards:
+            raise InvalidArgumentError("card", f"must be between 0 and {game.num_cards - 1}")
+        to_act = game.current_player(history)  # IllegalActionError if not a valid prefix
+        if to_act != position:
+            who = "the hand is over" if to_act < 0 else f"position {to_act} is to act"
+            raise InvalidArgumentError("history", f"{history!r}: {who}, not position {position}")
+        index = game.infoset_index(position, card, history)
+        async with self.locked(session, write=False) as session:
+            hands = session.hands_observed
+            cached = session.policy_cache.get(position)
+            if cached is None or cached[0] != hands:
+                policy = await self._compute(session, session.model.policy, position)
+                session.policy_cache[position] = (hands, policy)
+            else:
+                policy = cached[1]
+        probabilities = tuple(float(p) for p in policy[index])
+        u = uniform_draw(session.spec.config.seed, hands, position, index, draw)
+        return ActionChoice(
+            action=draw_action(probabilities, u),
+            probabilities=probabilities,
+            infostate=game.infoset_string(position, index),
+            default_policy=hands < session.spec.config.hands_default,
+            hands_observed=hands,
+        )
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    """One step of SplitMix64 (Steele, Lea & Flood 2014): a strong 64-bit mixing function."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def uniform_draw(*keys: int) -> float:
+    """A uniform number in [0, 1) that is a fixed function of the integer keys.
+
+    The action draw is keyed by (seed, hands observed, position, infoset, draw) so the same
+    question always gets the same answer; a hash costs ~2 us where a seeded numpy Generator costs
+    ~50 us, and this runs on every GetAction.
+    """
+    h = 0
+    for key in keys:
+        h = _splitmix64(h ^ (key & _MASK64))
+    return (h >> 11) / float(1 << 53)
+
+
+def draw_action(probabilities: tuple[float, ...], u: float) -> int:
+    """The action whose cumulative-probability interval contains ``u * sum(probabilities)``."""
+    target = u * sum(probabilities)
+    total = 0.0
+    for action, p in enumerate(probabilities):
+        total += p
+        if target < total:
+            return action
+    return max(a for a, p in enumerate(probabilities) if p > 0)
+
+
+def _check_position(name: str, position: int, num_players: int) -> None:
+    if not 0 <= position < num_players:
+        raise InvalidArgumentError(name, f"must be between 0 and {num_players - 1}")

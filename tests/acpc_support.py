@@ -1,0 +1,200 @@
+"""Helpers for the ACPC network tests: scripted clients and a dealer run with captured output.
+
+Every socket operation has a timeout, so a broken dealer or client fails a test instead of hanging.
+"""
+
+from __future__ import annotations
+
+import io
+import selectors
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clients.acpc.agent import AgentResult, Policy, connect, play_match
+from clients.acpc.dealer import DealerConfig, MatchDealer, MatchResult
+from clients.acpc.gamedef import GameDef, read_game_def
+from clients.acpc.net import LineSocket
+from clients.acpc.protocol import HandState, MatchState, parse_matchstate
+
+DATA = Path("/work/shared/data/acpc")
+GAME_FILE = DATA / "kuhn.limit.3p.game"
+GAME = read_game_def(GAME_FILE)
+SOCKET_TIMEOUT = 10.0
+
+# on_act(line without newline, state, hand, decision number of this seat) -> lines to send
+OnAct = Callable[[str, MatchState, HandState, int], list[str]]
+
+
+def always_call(line: str, state: MatchState, hand: HandState, decision: int) -> list[str]:
+    """The plainest correct reply."""
+    return [f"{line}:c\r\n"]
+
+
+@dataclass
+class ScriptedClient:
+    """A raw protocol client in a thread that replies through ``on_act`` when it is to act."""
+
+    port: int
+    on_act: OnAct = always_call
+    version: str = "VERSION:2.0.0\n"
+    answer_everything: bool = False
+    close_after_version: bool = False
+    received: list[str] = field(default_factory=list)
+    error: BaseException | None = None
+
+    def start(self) -> ScriptedClient:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def join(self) -> None:
+        self._thread.join(SOCKET_TIMEOUT)
+        assert not self._thread.is_alive(), "scripted client did not finish"
+
+    def _run(self) -> None:
+        try:
+            conn = LineSocket(connect("127.0.0.1", self.port, SOCKET_TIMEOUT))
+            conn.send(self.version)
+            if self.close_after_version:
+                conn.close()
+                return
+            decisions = 0
+            while (line := conn.readline(SOCKET_TIMEOUT)) is not None:
+                self.received.append(line)
+                text = line.rstrip("\r\n")
+                state, hand = parse_matchstate(GAME, text)
+                if self.answer_everything:
+                    conn.send(f"{text}:c\n")
+                elif not hand.finished and hand.current == state.position:
+                    for reply in self.on_act(text, state, hand, decisions):
+                        conn.send(reply)
+                    decisions += 1
+            conn.close()
+        except BaseException as exc:  # surfaced by the test through .error
+            self.error = exc
+
+
+class SeatsInOneThread:
+    """Several scripted seats served by one thread (fewer threads contending for the GIL with the
+    dealer, so long matches run faster); each seat replies through ``on_act`` when it is to act."""
+
+    def __init__(self, ports: tuple[int, ...], on_act: OnAct) -> None:
+        self.on_act = on_act
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(ports,), daemon=True)
+        self._thread.start()
+
+    def _run(self, ports: tuple[int, ...]) -> None:
+        try:
+            with selectors.DefaultSelector() as selector:
+                for port in ports:
+                    sock = connect("127.0.0.1", port, SOCKET_TIMEOUT)
+                    sock.sendall(b"VERSION:2.0.0\n")
+                    sock.setblocking(False)
+                    selector.register(sock, selectors.EVENT_READ, bytearray())
+                decisions = 0
+                while selector.get_map():
+                    events = selector.select(SOCKET_TIMEOUT)
+                    assert events, "no traffic for too long"
+                    for key, _ in events:
+                        data = key.fileobj.recv(1 << 16)
+                        if not data:
+                            selector.unregister(key.fileobj)
+                            key.fileobj.close()
+                            continue
+                        buffer = key.data
+                        buffer += data
+                        *lines, rest = buffer.split(b"\n")
+                        buffer[:] = rest
+                        for raw in lines:
+                            text = raw.decode().rstrip("\r")
+                            state, hand = parse_matchstate(GAME, text)
+                            if not hand.finished and hand.current == state.position:
+                                replies = self.on_act(text, state, hand, decisions)
+                                key.fileobj.sendall("".join(replies).encode())
+                                decisions += 1
+        except BaseException as exc:  # surfaced by the test through .error
+            self.error = exc
+
+    def join(self) -> None:
+        self._thread.join(SOCKET_TIMEOUT)
+        assert not self._thread.is_alive(), "scripted seats did not finish"
+        assert self.error is None, self.error
+
+
+@dataclass
+class Captured:
+    """A finished dealer run: its result and everything it wrote."""
+
+    result: MatchResult
+    stdout: str
+    stderr: str
+    log: str
+
+
+def run_dealer(
+    tmp_path: Path,
+    *,
+    hands: int,
+    seed: int = 42,
+    clients: Callable[[tuple[int, ...]], list] | None = None,
+    game: GameDef = GAME,
+    names: tuple[str, ...] = ("Alice", "Bob", "Carol"),
+    **options: object,
+) -> tuple[Captured, list]:
+    """Run a match in this thread; ``clients(ports)`` starts the seats' clients (threads)."""
+    out, err = io.StringIO(), io.StringIO()
+    config = DealerConfig(
+        match="m",
+        game_file="kuhn.limit.3p.game",
+        game=game,
+        hands=hands,
+        seed=seed,
+        names=names,
+        log_path=tmp_path / "m.log",
+        **{"t_response_ms": 5000, "start_timeout_ms": 5000, **options},  # type: ignore[arg-type]
+    )
+    dealer = MatchDealer(config, stdout=out, stderr=err)
+    ports = dealer.listen()
+    started = clients(ports) if clients else []
+    result = dealer.run()
+    for client in started:
+        client.join()
+    log = (tmp_path / "m.log").read_text()
+    return Captured(result, out.getvalue(), err.getvalue(), log), started
+
+
+class AgentThread:
+    """The project's agent (``play_match``) in a thread, with its result kept."""
+
+    def __init__(self, port: int, policy: Policy) -> None:
+        self.result: AgentResult | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(port, policy), daemon=True)
+        self._thread.start()
+
+    def _run(self, port: int, policy: Policy) -> None:
+        try:
+            sock = connect("127.0.0.1", port, SOCKET_TIMEOUT)
+            self.result = play_match(GAME, sock, policy, read_timeout=SOCKET_TIMEOUT)
+        except BaseException as exc:
+            self.error = exc
+
+    def join(self) -> None:
+        self._thread.join(SOCKET_TIMEOUT)
+        assert not self._thread.is_alive(), "agent did not finish"
+        assert self.error is None, self.error
+
+
+def free_ports(n: int) -> list[int]:
+    """n ports that were free a moment ago (for commands that take -p)."""
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports

@@ -1,0 +1,53 @@
+"""Shared helpers of the service tests: a real server on a free loopback port, random hands."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from clients.client import OpponentModelClient
+from modeling.kuhn import KuhnGame, kuhn_game
+from modeling.observation import HandObservation, observe_hand
+from modeling.panel import named_profile
+from server.app import BackgroundServer, ServerConfig
+
+GAME = kuhn_game(3)
+
+
+@contextlib.contextmanager
+def running_server(db: Path, **overrides: object) -> Iterator[int]:
+    """A server on 127.0.0.1:<free port> over the SQLite file ``db``; yields the port."""
+    config = ServerConfig(db_path=str(db), port=overrides.pop("port", 0), **overrides)
+    with BackgroundServer(config, grace=0.5) as port:
+        yield port
+
+
+@contextlib.contextmanager
+def connected(db: Path, *, token: str | None = None, **overrides: object):
+    """(client, port) of a fresh server over ``db``."""
+    with (
+        running_server(db, **overrides) as port,
+        OpponentModelClient(f"127.0.0.1:{port}", token=token, timeout=10) as client,
+    ):
+        yield client, port
+
+
+def random_observations(
+    count: int, *, seed: int, game: KuhnGame = GAME, profile: str = "maniac"
+) -> list[HandObservation]:
+    """Observations of seat 0 over ``count`` hands (ACPC rotation), everyone playing ``profile``."""
+    rng = np.random.default_rng(seed)
+    table = named_profile(game, profile)
+    out = []
+    for hand in range(count):
+        cards = [int(c) for c in rng.permutation(game.num_cards)[: game.num_players]]
+        history = ""
+        while not game.is_terminal(history):
+            p = game.current_player(history)
+            index = game.infoset_index(p, cards[p], history)
+            history += "pb"[int(rng.random() < table[p, index, 1])]
+        out.append(observe_hand(game, (-hand) % game.num_players, history, cards))
+    return out

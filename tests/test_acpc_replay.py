@@ -1,0 +1,196 @@
+"""Offline replay: nothing hidden reaches the service, the service path equals the library path,
+and the real log's report is sane."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import math
+import sqlite3
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import numpy as np
+import pytest
+from acpc_support import DATA, GAME
+from service_support import connected
+
+from clients.acpc.convert import kuhn_for
+from clients.acpc.log import DealerLog, LoggedHand, format_log, read_log
+from clients.acpc.protocol import HandState
+from clients.acpc.replay import (
+    METHODS,
+    LocalModels,
+    ServiceModels,
+    marginal_action_probs,
+    replay,
+    seat_offsets,
+)
+from clients.cli import main
+from modeling.errors import InvalidArgumentError
+from modeling.mbbr import MBBRConfig
+from modeling.observation import HandObservation
+
+LOG = read_log(DATA / "kuhn3p-seed42-example-players.log")
+CONFIG = MBBRConfig(k=8, seed=3)
+KUHN = kuhn_for(GAME)
+
+
+def visible_to(hand: LoggedHand, viewer: int) -> list[str | None]:
+    """What the dealer shows ``viewer`` at the end of ``hand``, worked out with the dealer's own
+    betting replay (independent of the modeling core's visibility rule)."""
+    state = HandState.from_betting(GAME, hand.betting)
+    showdown = state.folded.count(False) >= 2
+    return [
+        card if (p == viewer or (showdown and not state.folded[p])) else None
+        for p, card in enumerate(hand.hole)
+    ]
+
+
+def local(labels: tuple[str, ...]) -> LocalModels:
+    return LocalModels(KUHN, CONFIG)
+
+
+def test_no_hidden_card_reaches_the_service_and_its_replay_equals_the_librarys(
+    tmp_path: Path,
+) -> None:
+    hands = LOG.hands[:240]
+    db = tmp_path / "replay.sqlite"
+    with connected(db, synchronous="NORMAL") as (client, _):
+
+        def service(labels: tuple[str, ...]) -> ServiceModels:
+            return ServiceModels(
+                client, KUHN, config=CONFIG, our_label="Carol", opponent_labels=labels
+            )
+
+        report = replay(GAME, hands, "Carol", service, config=CONFIG)
+    with sqlite3.connect(db) as conn:
+        stored = conn.execute(
+            "SELECT position, history, cards FROM observations WHERE session_id = ?"
+            " ORDER BY sequence",
+            (report.session_id,),
+        ).fetchall()
+    assert len(stored) == len(hands)
+    hidden_opponent_cards = 0
+    for hand, (position, history, cards) in zip(hands, stored, strict=True):
+        assert position == hand.names.index("Carol")
+        assert history == KUHN.acpc_to_history(hand.betting)
+        expected = [None if c is None else GAME.deck.index(c) for c in visible_to(hand, position)]
+        assert json.loads(cards) == expected
+        hidden_opponent_cards += expected.count(None)
+    assert hidden_opponent_cards >= 20  # folds and uncontested pots were really exercised
+
+    # the same replay with the library in-process gives the same numbers and models
+    mine = replay(GAME, hands, "Carol", local, config=CONFIG)
+    for a, b in zip(report.opponents, mine.opponents, strict=True):
+        assert (a.opponent, a.position) == (b.opponent, b.position)
+        for m in METHODS:
+            assert a.scores[m].decisions == b.scores[m].decisions
+            assert a.scores[m].log_loss == pytest.approx(b.scores[m].log_loss, abs=1e-12)
+            assert a.scores[m].accuracy == b.scores[m].accuracy
+        assert np.allclose(list(a.model.values()), list(b.model.values()), atol=1e-12)
+        assert a.effective_sample_size == pytest.approx(b.effective_sample_size, rel=1e-12)
+
+
+def test_the_real_log_replays_completely_with_sane_numbers_on_the_same_actions() -> None:
+    report = replay(GAME, LOG.hands, "Alice", local, config=CONFIG)
+    assert report.hands == 3000
+    # every opponent decision is either scored (card shown at a showdown) or counted as not
+    scored = unscored = 0
+    for hand in LOG.hands:
+        viewer = hand.names.index("Alice")
+        cards = visible_to(hand, viewer)
+        state = HandState(GAME)
+        for action in hand.betting:
+            if state.current != viewer:
+                if cards[state.current] is None:
+                    unscored += 1
+                else:
+                    scored += 1
+            state.apply(action)
+    assert (report.scored_decisions, report.unscored_decisions) == (scored, unscored)
+    assert sum(r.scores["mbbr"].decisions for r in report.opponents) == scored
+    for row in (*report.opponents, None):
+        scores = report.overall if row is None else row.scores
+        counts = {scores[m].decisions for m in METHODS}
+        assert len(counts) == 1  # every method scored on exactly the same actions
+        for m in METHODS:
+            assert math.isfinite(scores[m].log_loss) and scores[m].log_loss > 0
+            assert 0.0 <= scores[m].accuracy <= 1.0
+    for m in ("prior", "mbbr"):  # decisions whose card stayed hidden: marginal predictions
+        assert report.hidden[m].decisions == unscored
+        assert math.isfinite(report.hidden[m].log_loss) and 0 <= report.hidden[m].accuracy <= 1
+    # the curves end at the overall means
+    for m in METHODS:
+        assert report.curve.log_loss[m][-1] == pytest.approx(report.overall[m].log_loss)
+        assert report.curve.accuracy[m][-1] == pytest.approx(report.overall[m].accuracy)
+    # learning helps: the example players' frequencies beat the (N3-centred) prior
+    assert report.overall["counts"].log_loss < report.overall["prior"].log_loss
+    for row in report.opponents:
+        assert set(row.model) == {
+            KUHN.infoset_string(row.position, i) for i in KUHN.infosets(row.position)
+        }
+        assert all(abs(sum(p) - 1) < 1e-9 for p in row.model.values())
+        assert 1.0 <= row.effective_sample_size <= CONFIG.k
+
+
+def test_before_any_hand_mbbr_predicts_exactly_like_the_prior() -> None:
+    first = next(h for h in LOG.hands if h.names.index("Bob") == 0 and h.betting == "ccc")
+    report = replay(GAME, [first], "Bob", local, config=CONFIG)
+    assert report.scored_decisions == 2
+    assert report.overall["mbbr"] == report.overall["prior"]
+    assert report.overall["counts"].log_loss == pytest.approx(math.log(2))
+
+
+def test_a_log_whose_seat_order_changes_is_refused() -> None:
+    a = LoggedHand(0, "ccc", ("Js", "Qs", "Ks"), (), (-1, -1, 2), ("A", "B", "C"))
+    b = LoggedHand(1, "ccc", ("Js", "Qs", "Ks"), (), (-1, -1, 2), ("A", "C", "B"))
+    assert seat_offsets([a], "A") == ("B", "C")
+    with pytest.raises(InvalidArgumentError, match="seat order"):
+        seat_offsets([a, b], "A")
+    with pytest.raises(InvalidArgumentError, match="played no hand"):
+        seat_offsets([a], "Z")
+
+
+def test_the_command_prints_json_and_a_table_and_draws_the_curves(tmp_path: Path) -> None:
+    small = tmp_path / "small.log"
+    small.write_text(format_log(DealerLog((LOG.header, *LOG.hands[:150]))))
+    png = tmp_path / "curves.png"
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = main(["replay", str(small), "--as", "Bob", "--json", "--plot", str(png)])
+    assert status == 0
+    data = json.loads(out.getvalue())
+    assert data["hands"] == 150 and data["name"] == "Bob"
+    assert {r["opponent"] for r in data["opponents"]} == {"Alice", "Carol"}
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["replay", str(small), "--as", "Bob", "--local", "--mbbr-k", "4"]) == 0
+    text = out.getvalue()
+    assert "mean log-loss" in text and "naive-bayes" in text and "Carol @ 2" in text
+    assert main(["replay", str(small), "--as", "Nobody", "--local"]) == 1
+
+
+def test_the_hidden_card_prediction_averages_the_model_over_the_cards_the_actions_allow() -> None:
+    rng = np.random.default_rng(4)
+    models = {}
+    for q in range(3):
+        table = rng.dirichlet([1.0, 1.0], size=KUHN.num_infosets)
+        models[q] = table
+    obs = HandObservation(2, "ppp", (None, None, 2))
+    # position 0 opens: nothing has happened yet, so each of the 3 cards we lack is equally likely
+    expected = np.mean([models[0][KUHN.infoset_index(0, c, "")] for c in (0, 1, 3)], axis=0)
+    assert np.allclose(marginal_action_probs(KUHN, models, obs, ""), expected)
+    # position 1 after "p": each of its cards is weighted by P(position 0 passed), summed over
+    # the cards position 0 may hold beside it
+    weights = {}
+    for c0, c1 in itertools.permutations((0, 1, 3), 2):
+        weights[c1] = weights.get(c1, 0.0) + models[0][KUHN.infoset_index(0, c0, ""), 0]
+    total = sum(weights.values())
+    expected = sum(w / total * models[1][KUHN.infoset_index(1, c, "p")] for c, w in weights.items())
+    assert np.allclose(marginal_action_probs(KUHN, models, obs, "p"), expected)
+    # a model that ignores the card is predicted as itself, whatever happened before
+    flat = {q: np.tile(models[q][:1], (KUHN.num_infosets, 1)) for q in range(3)}
+    assert np.allclose(marginal_action_probs(KUHN, flat, obs, "p"), flat[1][0])

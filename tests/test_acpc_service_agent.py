@@ -1,0 +1,233 @@
+"""The ACPC agent playing through a real service: full matches over loopback TCP through the
+project's dealer, with the service up, killed mid-match, and restarted."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from acpc_support import GAME, GAME_FILE, AgentThread, free_ports, run_dealer
+from service_support import running_server
+
+from clients.acpc.agent import SeatHand, make_policy
+from clients.acpc.convert import kuhn_for, log_observations
+from clients.acpc.log import parse_log
+from clients.acpc.service_policy import ServicePolicy
+from clients.client import OpponentModelClient
+from clients.commands.acpc_agent_cmd import main as agent_main
+from clients.commands.acpc_script_cmd import script_text
+from modeling.mbbr import MBBRConfig, MBBRModel
+from server.app import BackgroundServer, ServerConfig
+
+CONFIG = MBBRConfig(k=6, hands_default=20, seed=5)
+
+
+def stored_observations(db: Path, session_id: str) -> list[tuple[int, str, tuple]]:
+    """(position, history, cards) of every observation the server stored, in sequence order,
+    read straight from its SQLite file (cards: a JSON list, null where hidden)."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT position, history, cards FROM observations WHERE session_id = ?"
+            " ORDER BY sequence",
+            (session_id,),
+        ).fetchall()
+    return [(position, history, tuple(json.loads(cards))) for position, history, cards in rows]
+
+
+def play(tmp_path: Path, policy, hands: int):
+    """A match: ``policy`` in seat 0 (Alice) against N1 and always-bet agents."""
+    policies = [policy, make_policy("n1", GAME, 1), make_policy("always-bet", GAME, 2)]
+    captured, agents = run_dealer(
+        tmp_path,
+        hands=hands,
+        clients=lambda ports: [AgentThread(p, q) for p, q in zip(ports, policies, strict=True)],
+        quiet=True,
+    )
+    return captured, agents
+
+
+def test_a_match_through_the_service_sends_only_what_the_seat_saw_and_models_exactly(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.sqlite"
+    hands = 60
+    with running_server(db, synchronous="NORMAL") as port:
+        err = io.StringIO()
+        policy = ServicePolicy(
+            GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, deadline=2.0
+        )  # a generous deadline: the shared test machine runs at load 6-8
+        captured, agents = play(tmp_path, policy, hands)
+        policy.close()
+        assert captured.result.status == 0, captured.stderr
+        assert err.getvalue() == ""
+        assert policy.fallback_decisions == 0
+        assert policy.service_decisions == agents[0].result.actions > 0
+        log = parse_log(captured.log)
+        assert agents[0].result.total == log.score.totals[0]
+        # the service's model equals an in-process MBBR model fed the same seat's view
+        replayed = MBBRModel(kuhn_for(GAME), CONFIG)
+        for _, observation in log_observations(GAME, log, "Alice"):
+            replayed.observe(observation)
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+            assert client.get_session(policy.session_id).hands_observed == hands
+            for position in range(3):
+                for d, label in enumerate(policy.opponent_labels, start=1):
+                    q = (position + d) % 3
+                    model = client.model(policy.session_id, label, q)
+                    expected, ess = replayed.opponent_model(position, q)
+                    rows = kuhn_for(GAME).infosets(q)
+                    assert np.allclose(model.strategy.probabilities, expected[rows], atol=1e-12)
+                    assert model.effective_sample_size == np.float64(ess)
+    # what reached the store is exactly the seat's view: no folded or uncontested card
+    views = [obs for _, obs in log_observations(GAME, log, "Alice")]
+    assert stored_observations(db, policy.session_id) == [
+        (v.position, v.history, v.cards) for v in views
+    ]
+    hidden = sum(c is None for v in views for c in v.cards)
+    assert hidden > hands // 2  # the check above compared plenty of hidden cards
+
+
+def test_killing_the_service_mid_match_falls_back_to_n1_once_and_the_match_completes(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.sqlite"
+    port = free_ports(1)[0]
+    server = BackgroundServer(ServerConfig(db_path=str(db), port=port, synchronous="NORMAL"))
+    server.start()
+    err = io.StringIO()
+
+    class KillAt(ServicePolicy):
+        def observe(self, hand: SeatHand) -> None:
+            super().observe(hand)
+            if hand.hand == 25:
+                server.stop()
+
+    policy = KillAt(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, connect_timeout=0.3)
+    try:
+        captured, agents = play(tmp_path, policy, 70)
+    finally:
+        policy.close()
+        server.stop()
+    assert captured.result.status == 0, captured.stderr
+    assert len(parse_log(captured.log).hands) == 70
+    assert agents[0].result.hands == 70
+    assert policy.service_decisions > 0 and policy.fallback_decisions > 0
+    assert err.getvalue().count("the service is unavailable") == 1
+    assert not policy.healthy
+
+
+def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite"
+    port = free_ports(1)[0]
+    config = ServerConfig(db_path=str(db), port=port, synchronous="NORMAL")
+    servers = [BackgroundServer(config)]
+    servers[0].start()
+    err = io.StringIO()
+
+    class KillAndRestart(ServicePolicy):
+        def observe(self, hand: SeatHand) -> None:
+            super().observe(hand)
+            if hand.hand == 20:
+                servers[0].stop()
+            if hand.hand == 40:
+                servers.append(BackgroundServer(config))
+                servers[-1].start()
+            if hand.hand == 41:  # a real match lasts long enough for the reconnection
+                deadline = time.monotonic() + 10
+                while not self.healthy and time.monotonic() < deadline:
+                    time.sleep(0.02)
+
+    policy = KillAndRestart(
+        GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, retry_interval=0.05
+    )
+    try:
+        captured, agents = play(tmp_path, policy, 120)
+        policy.close()
+        assert captured.result.status == 0, captured.stderr
+        assert "the service is back" in err.getvalue()
+        assert policy.healthy
+        # back on the service after the restart, and the session holds every hand
+        assert policy.service_decisions + policy.fallback_decisions == agents[0].result.actions
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+            assert client.get_session(policy.session_id).hands_observed == 120
+    finally:
+        for server in servers:
+            server.stop()
+    views = [obs for _, obs in log_observations(GAME, parse_log(captured.log), "Alice")]
+    assert [r[1] for r in stored_observations(db, policy.session_id)] == [v.history for v in views]
+
+
+class CommandThread:
+    """``oppmodel acpc-agent ARGV`` in a thread (joined by run_dealer like the other clients)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.status: int | None = None
+        self._thread = threading.Thread(target=self._run, args=(argv,), daemon=True)
+        self._thread.start()
+
+    def _run(self, argv: list[str]) -> None:
+        self.status = agent_main(argv)
+
+    def join(self) -> None:
+        self._thread.join(10)
+        assert not self._thread.is_alive(), "the agent command did not finish"
+
+
+def test_the_command_plays_through_the_service_and_reports_its_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    commands: list[CommandThread] = []
+    with running_server(tmp_path / "s.sqlite", synchronous="NORMAL") as port:
+
+        def start(ports: tuple[int, ...]) -> list:
+            argv = [str(GAME_FILE), "127.0.0.1", str(ports[0]), "--service", f"127.0.0.1:{port}"]
+            argv += ["--seed", "3", "--mbbr-k", "4", "--mbbr-h", "5", "--json"]
+            argv += ["--rpc-deadline-ms", "2000"]  # the shared test machine runs at load 6-8
+            commands.append(CommandThread(argv))
+            others = [AgentThread(p, make_policy("n3", GAME, s)) for s, p in enumerate(ports[1:])]
+            return [commands[0], *others]
+
+        captured, _ = run_dealer(tmp_path, hands=25, clients=start, quiet=True)
+        tally = json.loads(capsys.readouterr().out)
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+            session = client.get_session(tally["session_id"])
+    assert captured.result.status == 0 and commands[0].status == 0
+    assert tally["agent"] == "mbbr (service)" and tally["hands"] == 25
+    assert tally["fallback_decisions"] == 0 and tally["service_decisions"] == tally["actions"]
+    assert session.hands_observed == 25
+    assert (session.config.k, session.config.hands_default, session.config.seed) == (4, 5, 3)
+
+
+def test_the_wrapper_script_with_an_unreachable_service_plays_n1_and_says_so_once(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "mbbr.sh"
+    dead = f"127.0.0.1:{free_ports(1)[0]}"
+    script.write_text(
+        script_text(gamefile=GAME_FILE, agent="mbbr", seed=1, python=sys.executable, service=dead)
+    )
+    script.chmod(0o755)
+    processes = []
+
+    def start(ports: tuple[int, ...]) -> list:
+        command = [str(script), "127.0.0.1", str(ports[0])]
+        processes.append(subprocess.Popen(command, stderr=subprocess.PIPE, text=True))
+        return [AgentThread(p, make_policy("always-bet", GAME, s)) for s, p in enumerate(ports[1:])]
+
+    captured, _ = run_dealer(tmp_path, hands=40, clients=start, quiet=True)
+    _, err = processes[0].communicate(timeout=30)
+    assert captured.result.status == 0, captured.stderr
+    assert processes[0].returncode == 0
+    assert err.count("the service is unavailable (UNAVAILABLE)") == 1
+    assert "acpc-agent mbbr (service): 40 hands" in err
+    # N1 at position 0 never opens with a bet
+    hands = parse_log(captured.log).hands
+    assert not any(h.betting.startswith("r") for h in hands if h.names[0] == "Alice")

@@ -1,0 +1,59 @@
+"""Units of the server that tests through the client cannot pin down exactly."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import grpc
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from modeling import errors
+from server.errors import STATUS_BY_ERROR, UnauthenticatedError, error_details, status_of
+from server.sessions import draw_action, uniform_draw
+
+
+def test_uniform_draw_is_a_fixed_function_in_unit_interval() -> None:
+    values = [uniform_draw(7, h, 1, 3, d) for h in range(50) for d in range(40)]
+    assert values == [uniform_draw(7, h, 1, 3, d) for h in range(50) for d in range(40)]
+    assert all(0.0 <= v < 1.0 for v in values)
+    assert len(set(values)) == len(values)
+    # Roughly uniform: each tenth of [0, 1) gets 10% +- 2.5% of 2000 draws (about 5 sigma).
+    counts = [sum(int(v * 10) == b for v in values) for b in range(10)]
+    assert all(150 <= c <= 250 for c in counts), counts
+
+
+@given(
+    weights=st.lists(st.integers(0, 8), min_size=2, max_size=4).filter(lambda w: sum(w) > 0),
+)
+def test_draw_action_inverts_the_cumulative_distribution(weights) -> None:
+    total = sum(weights)
+    probabilities = tuple(w / total for w in weights)
+    grid = 120 * total  # each interval [a/total, b/total) holds exactly 120 (b - a) midpoints
+    counts = [0] * len(weights)
+    for j in range(grid):
+        action = draw_action(probabilities, (j + 0.5) / grid)
+        assert probabilities[action] > 0
+        counts[action] += 1
+    assert [Fraction(c, grid) for c in counts] == [Fraction(w, total) for w in weights]
+
+
+def test_every_domain_error_has_one_code() -> None:
+    domain = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, Exception)]
+    for cls in domain:
+        if cls is errors.OppModelError:
+            continue
+        assert cls in STATUS_BY_ERROR, cls
+    assert status_of(UnauthenticatedError("x")) is grpc.StatusCode.UNAUTHENTICATED
+    assert status_of(errors.IllegalActionError("h", "m")) is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_unexpected_errors_are_internal_and_generic(caplog: pytest.LogCaptureFixture) -> None:
+    code, message, metadata = error_details(ZeroDivisionError("secret detail"))
+    assert code is grpc.StatusCode.INTERNAL
+    assert "secret" not in message and metadata == ()
+    assert "ZeroDivisionError" in caplog.text
+    code, message, metadata = error_details(errors.InvalidArgumentError("k", "too big"))
+    assert (code, message) == (grpc.StatusCode.INVALID_ARGUMENT, "k: too big")
+    assert dict(metadata) == {"oppmodel-error": "InvalidArgumentError", "oppmodel-field": "k"}

@@ -12,6 +12,7 @@ from collections import Counter
 from tqdm import tqdm
 
 from clients.commands.eval_cmd import GAMES
+from modeling.adaptive import adaptive_factory, adaptive_names, is_adaptive
 from modeling.agents import mbbr_factory
 from modeling.errors import InvalidArgumentError, OppModelError
 from modeling.kuhn import kuhn_game
@@ -33,6 +34,8 @@ options; it plays N1 for the first --mbbr-hands-default hands, then best-respond
 posterior over the opponents, who are modelled per position around the prior mean N3; with 2 or 4
 players both are uniform play), or a fixed strategy from the panel:
 %s
+or an adaptive agent that changes its play during the match (see modeling/adaptive.py):
+%s
 """
 
 _EXAMPLES = """\
@@ -50,11 +53,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "match",
         help="duplicate matches between MBBR and panel strategies (mbb/h with standard errors)",
         description=_DESCRIPTION
-        % textwrap.fill(
-            ", ".join(panel_names()) + " (bluffer:B bluffs the worst card with probability B).",
-            width=100,
-            initial_indent="  ",
-            subsequent_indent="  ",
+        % (
+            textwrap.fill(
+                ", ".join(panel_names()) + " (bluffer:B bluffs the worst card with probability B).",
+                width=100,
+                initial_indent="  ",
+                subsequent_indent="  ",
+            ),
+            "  " + ", ".join(adaptive_names()) + " (switcher:N switches style every N hands).",
         ),
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -141,6 +147,8 @@ def build_agents(game, spec: str, config: MBBRConfig) -> tuple[list[str], list[A
     for name in names:
         if name == "mbbr":
             factories.append(mbbr_factory(config))
+        elif is_adaptive(name):
+            factories.append(adaptive_factory(name))
         else:
             factories.append(fixed_strategy_factory(name, named_profile(game, name)))
     seen: Counter[str] = Counter()

@@ -1,0 +1,318 @@
+"""Paper 003's field experiment in 3-player Kuhn poker (Tables 1 and 6), and MBBR head to head.
+
+The field: MBBR (paper settings: epsilon 0.05, k 10, H 100, eta 4, N1 default, N3 prior mean), the
+robust equilibria N1, N2, N3, and eight exploitable styles: five fixed (always-bet, calling-station,
+tight-passive, maniac, bluffer) and three that change during a match (switcher, exploiter, tilter;
+``modeling.adaptive``). They stand in for the paper's ten class-project agents, which are not
+available.
+
+For every group of 3 agents: duplicate matches over the 6 seatings, ``--hands`` hands each,
+``--reps`` repetitions (paper: 3000 and 10). Each agent's score is its mean mbb/h over all the
+groups it played in, with the standard error of that mean (``modeling.tournament``): Table 1.
+Table 6 replays every group containing MBBR with its uninformed prior (Dirichlet(2) everywhere)
+on the same cards. Head to head: MBBR against every pair of equilibrium agents (including two copies
+of one), with the exact best-response ceiling of each pair (what a perfect exploiter would win).
+
+    python benchmarks/kuhn3p_field.py [--quick] [--json] [--workers N] [--backend local|ray
+                                      --address ADDR] [--hands H] [--reps R]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.sweep import RESULTS_DIR, add_runner_args, machine, run_jobs  # noqa: E402
+from modeling.kuhn import kuhn_game  # noqa: E402
+from modeling.mbbr import MBBRConfig  # noqa: E402
+from modeling.panel import named_profile  # noqa: E402
+from modeling.tournament import (  # noqa: E402
+    AgentSpec,
+    Estimate,
+    MatchJob,
+    average_estimates,
+    mean_estimate,
+    response_ceiling,
+)
+
+FIELD = (
+    "mbbr",
+    "n1",
+    "n2",
+    "n3",
+    "always-bet",
+    "calling-station",
+    "tight-passive",
+    "maniac",
+    "bluffer",
+    "switcher",
+    "exploiter",
+    "tilter",
+)
+EQUILIBRIA = ("n1", "n2", "n3")
+PAPER_TABLE1 = {"mbbr": 48, "n1": 37, "n3": 35, "n2": 30}
+PAPER_TABLE6 = {"mbbr": -54, "n1": 47, "n3": 44, "n2": 40}
+PAPER_MBBR = MBBRConfig()  # epsilon 0.05, k 10, H 100, eta 4, informed prior, mean response
+H2H_STREAM = 1_000_000  # streams of the head-to-head groups that are not field groups
+
+
+def spec(name: str, mbbr: MBBRConfig) -> AgentSpec:
+    return AgentSpec("mbbr", mbbr) if name == "mbbr" else AgentSpec(name)
+
+
+def field_groups() -> list[tuple[str, str, str]]:
+    return list(itertools.combinations(FIELD, 3))
+
+
+def h2h_pairs() -> list[tuple[str, str]]:
+    return list(itertools.combinations_with_replacement(EQUILIBRIA, 2))
+
+
+def build_jobs(
+    hands: int, reps: int, *, mbbr: MBBRConfig = PAPER_MBBR, uninformed: bool = True
+) -> tuple[list[MatchJob], dict]:
+    """Every job, and where each table's jobs are: index[(table, group)] = [job ids].
+
+    ``mbbr`` is MBBR's config in Table 1 and head to head; Table 6 (if ``uninformed``) is the same
+    config with the uninformed prior.
+    """
+    jobs: list[MatchJob] = []
+    index: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    groups = field_groups()
+    configs = {"informed": dataclasses.replace(mbbr, prior="informed")}
+    if uninformed:
+        configs["uninformed"] = dataclasses.replace(mbbr, prior="uninformed")
+
+    def add(table: str, group: tuple[str, ...], config: MBBRConfig, stream0: int) -> None:
+        ids = []
+        for r in range(reps):
+            agents = tuple(spec(name, config) for name in group)
+            jobs.append(MatchJob(len(jobs), stream0 + r, agents, hands))
+            ids.append(len(jobs) - 1)
+        index[(table, group)] = ids
+
+    for g, group in enumerate(groups):
+        for table, config in configs.items():  # same cards; identical jobs if no MBBR
+            add(table, group, config, 1000 * g)
+    for i, (a, b) in enumerate(h2h_pairs()):
+        group = ("mbbr", a, b)
+        stream0 = 1000 * groups.index(group) if group in groups else H2H_STREAM + 1000 * i
+        add("h2h", group, configs["informed"], stream0)
+    return jobs, index
+
+
+def ranking(results, index, table: str) -> list[tuple[str, Estimate]]:
+    """Each agent's mean over the groups it played in, best first."""
+    per_agent: dict[str, list[Estimate]] = {name: [] for name in FIELD}
+    for group in field_groups():
+        ids = index[(table, group)]
+        for j, name in enumerate(group):
+            per_agent[name].append(mean_estimate([results[i].mbb[j] for i in ids]))
+    rows = [(name, average_estimates(ests)) for name, ests in per_agent.items()]
+    return sorted(rows, key=lambda row: -row[1].mean)
+
+
+def group_estimates(results, index, table: str, group) -> list[Estimate]:
+    ids = index[(table, group)]
+    return [mean_estimate([results[i].mbb[j] for i in ids]) for j in range(3)]
+
+
+def fmt(mean: float, se: float | None) -> str:
+    return f"{mean:+.1f} ± {se:.1f}" if se is not None else f"{mean:+.1f}"
+
+
+def ranking_markdown(rows: list[dict], paper: dict[str, int]) -> str:
+    lines = ["| rank | agent | mbb/h ± SE | paper |", "|---|---|---|---|"]
+    for rank, row in enumerate(rows, start=1):
+        name = row["agent"]
+        lines.append(f"| {rank} | {name} | {fmt(row['mbb'], row['se'])} | {paper.get(name, '')} |")
+    return "\n".join(lines)
+
+
+def h2h_rows(results, index) -> list[dict]:
+    game = kuhn_game(3)
+    rows = []
+    for a, b in h2h_pairs():
+        ests = group_estimates(results, index, "h2h", ("mbbr", a, b))
+        ceiling = response_ceiling(game, named_profile(game, a), named_profile(game, b))
+        rows.append(
+            {"pair": [a, b], "ceiling": ceiling, "mbb": [dataclasses.asdict(e) for e in ests]}
+        )
+    return rows
+
+
+def h2h_markdown(rows: list[dict]) -> str:
+    lines = [
+        "| opponents | MBBR mbb/h ± SE | opponent 1 | opponent 2 | exact BR ceiling |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        (a, b), (m, x, y) = row["pair"], (fmt(e["mean"], e["se"]) for e in row["mbb"])
+        lines.append(f"| {a} + {b} | {m} | {a}: {x} | {b}: {y} | {row['ceiling']:+.1f} |")
+    return "\n".join(lines)
+
+
+def checks(report: dict) -> dict[str, bool]:
+    """The issue's done-when targets, evaluated on a report's numbers."""
+    table1, table6, h2h = report["table1"], report.get("table6"), report["h2h"]
+    first, second = table1[0], table1[1]
+    out = {
+        "mbbr_first_by_more_than_its_se": first["agent"] == "mbbr"
+        and first["mbb"] - second["mbb"] > (first["se"] or float("inf"))
+    }
+    for n in EQUILIBRIA:  # in every head-to-head group holding n, MBBR wins more than n
+        out[f"mbbr_beats_{n}_head_to_head"] = all(
+            row["mbb"][0]["mean"] > row["mbb"][j]["mean"]
+            for row in h2h
+            for j in (1, 2)
+            if row["pair"][j - 1] == n
+        )
+    out["mbbr_never_below_minus_one_se_vs_an_equilibrium_pair"] = all(
+        row["mbb"][0]["mean"] + (row["mbb"][0]["se"] or 0.0) >= 0.0 for row in h2h
+    )
+    if table6:
+        uninformed = next(r["mbb"] for r in table6 if r["agent"] == "mbbr")
+        out["uninformed_mbbr_below_every_equilibrium_agent"] = all(
+            uninformed < r["mbb"] for r in table6 if r["agent"] in EQUILIBRIA
+        )
+    return out
+
+
+def render(report: dict) -> str:
+    """The report as markdown: Table 1, Table 6, head to head, and the checks."""
+    size = (
+        f"{report['hands']} hands x 6 seatings x {report['reps']} reps per group, "
+        f"{report['groups']} groups"
+    )
+    mbbr = report.get("mbbr", dataclasses.asdict(PAPER_MBBR))
+    setting = ", ".join(f"{key} {mbbr[key]}" for key in ("k", "epsilon", "hands_default", "eta"))
+    parts = [
+        f"MBBR: {setting}, {mbbr['response']} response.\n",
+        f"## Field, informed prior (paper Table 1; {size})\n",
+        ranking_markdown(report["table1"], PAPER_TABLE1),
+    ]
+    if report.get("table6"):
+        rank6 = [r["agent"] for r in report["table6"]].index("mbbr") + 1
+        parts += [
+            f"\n## Field, MBBR with the uninformed prior (paper Table 6; {size})\n",
+            ranking_markdown(report["table6"], PAPER_TABLE6),
+            f"\nUninformed MBBR ranks {rank6} of {len(report['table6'])} (paper: 13 of 14).",
+        ]
+    parts += [
+        "\n## MBBR against pairs of equilibrium agents\n",
+        h2h_markdown(report["h2h"]),
+        "\n## Checks (the issue's done-when targets)\n",
+        *[f"- {name}: {'yes' if ok else 'NO'}" for name, ok in checks(report).items()],
+    ]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=(
+            "Paper 003's field experiment: every group of 3 agents from MBBR, N1-N3 and eight "
+            "exploitable styles (three adaptive) plays duplicate matches; prints the ranking with "
+            "MBBR's informed prior (Table 1) and uninformed prior (Table 6), and MBBR against "
+            "every pair of equilibrium agents."
+        )
+    )
+    parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions per group (default 10)")
+    parser.add_argument("--quick", action="store_true", help="300 hands, 2 repetitions")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="JSON file to write (default under results/)"
+    )
+    parser.add_argument(
+        "--from-json", type=Path, default=None, help="print the tables of a saved report; no play"
+    )
+    parser.add_argument(
+        "--mbbr-k", type=int, default=PAPER_MBBR.k, help="MBBR's samples per model (paper 10)"
+    )
+    parser.add_argument(
+        "--mbbr-response",
+        choices=("mean", "bayes"),
+        default=PAPER_MBBR.response,
+        help="MBBR's response (paper: mean)",
+    )
+    parser.add_argument(
+        "--no-uninformed", action="store_true", help="skip Table 6 (the uninformed prior)"
+    )
+    add_runner_args(parser)
+    args = parser.parse_args(argv)
+    if args.from_json:
+        report = json.loads(args.from_json.read_text())
+        report["checks"] = checks(report)
+        print(json.dumps(report, indent=1) if args.json else render(report))
+        return 0
+    hands = args.hands or (300 if args.quick else 3000)
+    reps = args.reps or (2 if args.quick else 10)
+    mbbr = dataclasses.replace(PAPER_MBBR, k=args.mbbr_k, response=args.mbbr_response)
+    jobs, index = build_jobs(hands, reps, mbbr=mbbr, uninformed=not args.no_uninformed)
+    began = time.perf_counter()
+    results = run_jobs(
+        jobs,
+        base_seed=args.seed,
+        backend=args.backend,
+        workers=args.workers,
+        address=args.address,
+        progress=not args.no_progress,
+    )
+    seconds = time.perf_counter() - began
+
+    def ranking_json(rows):
+        return [{"agent": n, "mbb": e.mean, "se": e.se} for n, e in rows]
+
+    mbbr_groups = [g for g in field_groups() if "mbbr" in g]
+    report = {
+        "hands": hands,
+        "reps": reps,
+        "seed": args.seed,
+        "field": list(FIELD),
+        "groups": len(field_groups()),
+        "jobs": len(jobs),
+        "backend": args.backend,
+        "seconds": seconds,
+        "machine": machine(),
+        "table1": ranking_json(ranking(results, index, "informed")),
+        "mbbr": dataclasses.asdict(mbbr),
+        "table6": (
+            ranking_json(ranking(results, index, "uninformed")) if not args.no_uninformed else None
+        ),
+        "paper_table1": PAPER_TABLE1,
+        "paper_table6": PAPER_TABLE6,
+        "h2h": h2h_rows(results, index),
+        "mbbr_by_group": {
+            table: {
+                "+".join(g[1:]): dataclasses.asdict(group_estimates(results, index, table, g)[0])
+                for g in mbbr_groups
+            }
+            for table in ("informed", "uninformed")
+            if table != "uninformed" or not args.no_uninformed
+        },
+    }
+    report["checks"] = checks(report)
+    out = args.out or RESULTS_DIR / ("field_quick.json" if args.quick else "field.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(render(report))
+    print(f"\n{len(jobs)} jobs in {seconds:.0f} s on {args.backend}; wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,421 @@
+"""Sweep runner: match jobs on all local cores or on a Ray cluster, and MBBR's parameter sweeps.
+
+Runner. ``run_jobs`` plays a list of :class:`modeling.tournament.MatchJob` and returns their
+results in job order. Each job is seeded from ``(base seed, job stream)`` alone, so the results do
+not depend on which worker ran what or in which order: the local backend (a ``multiprocessing``
+pool, one process per core by default) and the Ray backend (one task per job on the cluster at
+``--address``, or on a fresh local instance without it) give identical tables for the same seeds.
+
+Sweeps (paper 003, Figures 1-4, and the ``mean`` against ``bayes`` response). One MBBR parameter
+varies from the paper's setting (epsilon 0.05, k 10, H 100, eta 4, informed prior, mean response);
+MBBR plays duplicate matches against a fixed set of opponent pairs (``SWEEP_PAIRS``: three
+equilibrium pairs, one of them two copies of N2, against which no agent can win in expectation; an
+equilibrium agent beside an exploitable one; an exploitable pair; an adaptive pair), so both how
+much it exploits and how little it gives away against equilibria show. A point's value is MBBR's
+mbb/h averaged over the pairs, with its standard error; every point uses the same cards for the
+same (pair, repetition), so neighbouring points differ by the parameter more than by luck.
+
+    python benchmarks/sweep.py [--params k,epsilon,H,eta,response] [--quick] [--json]
+                               [--workers N] [--backend local|ray --address ADDR]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one BLAS thread per worker: the workers are the parallelism
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import multiprocessing  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from a checkout without installing
+    sys.path.insert(0, str(ROOT))
+
+from tqdm import tqdm  # noqa: E402
+
+import modeling  # noqa: E402
+from modeling.mbbr import MBBRConfig  # noqa: E402
+from modeling.tournament import (  # noqa: E402
+    AgentSpec,
+    Estimate,
+    JobResult,
+    MatchJob,
+    average_estimates,
+    mean_estimate,
+    run_job,
+)
+
+BACKENDS = ("local", "ray")
+RESULTS_DIR = ROOT / "benchmarks" / "results"
+PAPER = MBBRConfig()  # epsilon 0.05, k 10, H 100, eta 4
+
+SWEEP_PAIRS: tuple[tuple[str, str], ...] = (
+    ("n1", "n3"),
+    ("n2", "n3"),
+    ("n2", "n2"),
+    ("n1", "maniac"),
+    ("calling-station", "bluffer"),
+    ("switcher", "exploiter"),
+)
+
+# Parameter -> (MBBRConfig field, values, quick values, x-axis scale)
+SWEEPS: dict[str, tuple[str, tuple, tuple, str]] = {
+    "epsilon": ("epsilon", (0.01, 0.05, 0.1, 0.2, 0.4), (0.01, 0.05, 0.3), "linear"),
+    "H": ("hands_default", (0, 100, 300, 1000, 2000), (0, 100, 1000), "linear"),
+    "eta": ("eta", (1.0, 2.0, 4.0, 8.0, 16.0), (1.0, 4.0, 16.0), "log"),
+    "k": ("k", (1, 3, 10, 30, 100, 300, 1000), (1, 10, 100), "log"),
+    "response": (
+        "response",
+        ("mean@10", "bayes@10", "mean@100", "bayes@100"),
+        ("mean@10", "bayes@10"),
+        "category",
+    ),
+}
+
+
+# --- the runner ----------------------------------------------------------------------------------
+
+
+def ray_runtime_env(address: str | None = None) -> dict:
+    """Ray runtime environment in which the workers import this checkout's ``modeling``.
+
+    A local instance (no address) puts the checkout on the workers' PYTHONPATH, so they also reuse
+    numba's compiled-kernel cache; a cluster gets the package uploaded (``py_modules``), where each
+    worker compiles the kernels once.
+    """
+    package = Path(modeling.__file__).resolve().parent
+    if address is None:
+        path = os.pathsep.join(p for p in (str(package.parent), os.environ.get("PYTHONPATH")) if p)
+        return {"env_vars": {"PYTHONPATH": path}}
+    return {"py_modules": [str(package)]}
+
+
+def run_jobs(
+    jobs: Sequence[MatchJob],
+    *,
+    base_seed: int,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    progress: bool = True,
+) -> list[JobResult]:
+    """Run every job; results in job order, identical for every backend and worker count.
+
+    Jobs that differ only in ``job_id`` are the same work (same agents, hands and stream) and run
+    once.
+
+    ``local``: ``workers`` processes (default: every core; 1 runs in this process). ``ray``: one
+    task per job on the cluster at ``address`` (None starts a local instance); if Ray is already
+    initialised it is used as it is, and must be able to import ``modeling`` (see
+    :func:`ray_runtime_env`).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: must be one of {BACKENDS}, got {backend!r}")
+    unique: dict[MatchJob, MatchJob] = {}  # identical work (same stream) runs once
+    for job in jobs:
+        unique.setdefault(dataclasses.replace(job, job_id=0), job)
+    todo = list(unique.values())
+    bar = tqdm(total=len(todo), desc="match jobs", unit="job", disable=not progress, leave=False)
+    try:
+        if backend == "ray":
+            done = _run_ray(todo, base_seed, address, bar.update)
+        else:
+            done = _run_local(todo, base_seed, workers or os.cpu_count() or 1, bar.update)
+    finally:
+        bar.close()
+    by_id = {r.job_id: r for r in done}
+    return [
+        JobResult(job.job_id, by_id[unique[dataclasses.replace(job, job_id=0)].job_id].mbb)
+        for job in jobs
+    ]
+
+
+def _run_one(args: tuple[MatchJob, int]) -> JobResult:
+    return run_job(*args)
+
+
+def _run_local(jobs, base_seed: int, workers: int, tick: Callable[[int], object]):
+    if workers <= 1 or len(jobs) <= 1:
+        results = []
+        for job in jobs:
+            results.append(run_job(job, base_seed))
+            tick(1)
+        return results
+    results = []
+    with multiprocessing.get_context("fork").Pool(min(workers, len(jobs))) as pool:
+        for result in pool.imap_unordered(_run_one, [(job, base_seed) for job in jobs]):
+            results.append(result)
+            tick(1)
+    return results
+
+
+def _run_ray(jobs, base_seed: int, address: str | None, tick: Callable[[int], object]):
+    try:
+        import ray
+    except ImportError as error:
+        raise SystemExit('the ray backend needs Ray: pip install "oppmodel[ray]"') from error
+    if not ray.is_initialized():
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env=ray_runtime_env(address),
+        )
+    task = ray.remote(num_cpus=1)(run_job)
+    pending = [task.remote(job, base_seed) for job in jobs]
+    results = []
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        results.extend(ray.get(done))
+        tick(len(done))
+    return results
+
+
+# --- sweeps --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """MBBR's result at one parameter value: the mean over the pairs and each pair's estimate."""
+
+    value: object
+    config: MBBRConfig
+    overall: Estimate
+    pairs: tuple[Estimate, ...]
+
+
+def point_config(param: str, value: object, base: MBBRConfig = PAPER) -> MBBRConfig:
+    """The MBBR config of one sweep point (``response`` values read ``KIND@K``)."""
+    field = SWEEPS[param][0]
+    if param == "response":
+        kind, k = str(value).split("@")
+        return dataclasses.replace(base, response=kind, k=int(k))
+    return dataclasses.replace(base, **{field: value})
+
+
+def sweep_jobs(
+    param: str,
+    values: Sequence[object],
+    *,
+    hands: int,
+    reps: int,
+    pairs: Sequence[tuple[str, str]] = SWEEP_PAIRS,
+    first_id: int = 0,
+) -> list[MatchJob]:
+    """Jobs of one sweep, point-major; the stream of (pair i, rep r) is the same at every point."""
+    jobs = []
+    for value in values:
+        config = point_config(param, value)
+        config.validate()
+        mbbr = AgentSpec("mbbr", config)
+        for i, (a, b) in enumerate(pairs):
+            for r in range(reps):
+                agents = (mbbr, AgentSpec(a), AgentSpec(b))
+                jobs.append(MatchJob(first_id + len(jobs), 1000 * i + r, agents, hands))
+    return jobs
+
+
+def sweep_points(
+    param: str,
+    values: Sequence[object],
+    results: Sequence[JobResult],
+    *,
+    reps: int,
+    pairs: Sequence[tuple[str, str]] = SWEEP_PAIRS,
+) -> list[SweepPoint]:
+    """Fold a sweep's results (in :func:`sweep_jobs` order) into one point per value."""
+    points, it = [], iter(results)
+    for value in values:
+        per_pair = []
+        for _ in pairs:
+            per_pair.append(mean_estimate([next(it).mbb[0] for _ in range(reps)]))
+        config = point_config(param, value)
+        points.append(SweepPoint(value, config, average_estimates(per_pair), tuple(per_pair)))
+    return points
+
+
+def format_se(e: Estimate) -> str:
+    return f"{e.mean:8.1f} ± {e.se:4.1f}" if e.se is not None else f"{e.mean:8.1f}"
+
+
+def sweep_markdown(param: str, points: Sequence[SweepPoint], pairs=SWEEP_PAIRS) -> str:
+    """A markdown table: one row per value, MBBR's mean over pairs then per pair (mbb/h ± SE)."""
+    head = ["**mean**", *[f"{a}+{b}" for a, b in pairs]]
+    lines = [
+        f"| {param} | " + " | ".join(head) + " |",
+        "|---" * (len(head) + 1) + "|",
+    ]
+    for p in points:
+        cells = [format_se(p.overall), *[format_se(e) for e in p.pairs]]
+        lines.append(f"| {p.value} | " + " | ".join(c.strip() for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_sweep(param: str, points: Sequence[SweepPoint], path: Path, *, note: str = "") -> None:
+    """A PNG of MBBR's mbb/h (mean over the pairs, ± 1 SE) against the parameter."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scale = SWEEPS[param][3]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    ys = [p.overall.mean for p in points]
+    errs = [p.overall.se or 0.0 for p in points]
+    if scale == "category":
+        xs = list(range(len(points)))
+        ax.set_xticks(xs, [str(p.value) for p in points])
+    else:
+        xs = [float(p.value) for p in points]
+        if scale == "log":
+            ax.set_xscale("log")
+    ax.errorbar(xs, ys, yerr=errs, fmt="o-", capsize=4, color="tab:blue", label="MBBR")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xlabel(param)
+    ax.set_ylabel("MBBR winrate (mbb/h), mean over pairs ± SE")
+    ax.set_title(f"MBBR against the sweep field, by {param}" + (f"\n{note}" if note else ""))
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def machine() -> dict:
+    """Where a result was measured."""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def add_runner_args(parser: argparse.ArgumentParser) -> None:
+    """The options shared by every script that runs match jobs."""
+    parser.add_argument("--seed", type=int, default=2024, help="base seed (default 2024)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="local worker processes (default: every core)"
+    )
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default="local", help="where jobs run (default local)"
+    )
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="Ray cluster address (e.g. auto or ray://HOST:10001); none starts a local instance",
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=(
+            "Sweep one MBBR parameter at a time (paper 003, Figures 1-4) against a fixed field of "
+            "opponent pairs; writes a table and a PNG per parameter under benchmarks/results/."
+        )
+    )
+    parser.add_argument(
+        "--params",
+        default=",".join(SWEEPS),
+        help=f"comma-separated sweeps to run, from {', '.join(SWEEPS)} (default all)",
+    )
+    parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions per pair (default 3)")
+    parser.add_argument("--quick", action="store_true", help="few values, 300 hands, 2 reps")
+    parser.add_argument(
+        "--values",
+        default=None,
+        help="comma-separated values instead of the sweep's own (one sweep)",
+    )
+    parser.add_argument(
+        "--pairs", default=None, help="opponent pairs instead of SWEEP_PAIRS, e.g. n1+n1,n2+maniac"
+    )
+    parser.add_argument("--out-dir", type=Path, default=RESULTS_DIR, help="where PNG/JSON go")
+    parser.add_argument(
+        "--suffix", default=None, help="added to the output file names (default: _quick or none)"
+    )
+    add_runner_args(parser)
+    args = parser.parse_args(argv)
+    params = [p.strip() for p in args.params.split(",") if p.strip()]
+    unknown = [p for p in params if p not in SWEEPS]
+    if unknown:
+        parser.error(f"unknown sweep {unknown}; known: {', '.join(SWEEPS)}")
+    if args.values and len(params) != 1:
+        parser.error("--values needs exactly one sweep in --params")
+    pairs = SWEEP_PAIRS
+    if args.pairs:
+        pairs = tuple(tuple(p.split("+", 1)) for p in args.pairs.split(","))
+        if any(len(p) != 2 for p in pairs):
+            parser.error("--pairs: write each pair as A+B")
+    hands = args.hands or (300 if args.quick else 3000)
+    reps = args.reps or (2 if args.quick else 3)
+    jobs, spans = [], {}
+    for param in params:
+        values = SWEEPS[param][2 if args.quick else 1]
+        if args.values:
+            kind = type(values[0])
+            values = tuple(kind(v) for v in args.values.split(","))
+        start = len(jobs)
+        jobs += sweep_jobs(param, values, hands=hands, reps=reps, pairs=pairs, first_id=start)
+        spans[param] = (values, start, len(jobs))
+    began = time.perf_counter()
+    results = run_jobs(
+        jobs,
+        base_seed=args.seed,
+        backend=args.backend,
+        workers=args.workers,
+        address=args.address,
+        progress=not args.no_progress,
+    )
+    seconds = time.perf_counter() - began
+    report = {
+        "hands": hands,
+        "reps": reps,
+        "seed": args.seed,
+        "pairs": [list(p) for p in pairs],
+        "backend": args.backend,
+        "seconds": seconds,
+        "machine": machine(),
+        "sweeps": {},
+    }
+    suffix = args.suffix if args.suffix is not None else ("_quick" if args.quick else "")
+    for param, (values, lo, hi) in spans.items():
+        points = sweep_points(param, values, results[lo:hi], reps=reps, pairs=pairs)
+        note = f"{hands} hands x 6 seatings x {reps} reps per pair, {len(pairs)} pairs"
+        plot_sweep(param, points, args.out_dir / f"sweep_{param}{suffix}.png", note=note)
+        report["sweeps"][param] = [
+            {
+                "value": p.value,
+                "mbb": p.overall.mean,
+                "se": p.overall.se,
+                "pairs": [{"mbb": e.mean, "se": e.se} for e in p.pairs],
+            }
+            for p in points
+        ]
+        if not args.json:
+            print(f"\n## {param} ({note})\n")
+            print(sweep_markdown(param, points, pairs))
+        single = {key: value for key, value in report.items() if key != "sweeps"}
+        single["sweep"] = {param: report["sweeps"][param]}
+        (args.out_dir / f"sweep_{param}{suffix}.json").write_text(json.dumps(single, indent=1))
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(f"\n{len(jobs)} jobs in {seconds:.0f} s on {args.backend}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

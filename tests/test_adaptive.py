@@ -1,0 +1,184 @@
+"""Adaptive opponents: their payoff bookkeeping, how and when they change, seeds, the CLI names."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from clients.cli import main as cli_main
+from modeling.adaptive import (
+    FrequencyExploiter,
+    SwitchingAgent,
+    TiltingAgent,
+    adaptive_factory,
+    adaptive_names,
+    is_adaptive,
+    own_payoff,
+)
+from modeling.errors import InvalidArgumentError, NotFoundError
+from modeling.kuhn import kuhn_game
+from modeling.match import FixedStrategyAgent, deal_sequence, play_match, run_duplicate
+from modeling.observation import observe_hand
+from modeling.panel import named_profile
+
+
+def _fixed(name: str):
+    def build(game, seed):
+        return FixedStrategyAgent(name, game, named_profile(game, name), seed)
+
+    return build
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_own_payoff_equals_the_game_returns_for_every_hand(n: int) -> None:
+    game = kuhn_game(n)
+    for node in game.terminal_nodes:
+        history = game.histories[node]
+        for deal in game.deals:
+            cards = [int(c) for c in deal]
+            returns = game.returns(history, cards)
+            for p in range(n):
+                obs = observe_hand(game, p, history, cards)
+                assert own_payoff(game, obs) == returns[p]
+
+
+def _unopened_bet(agent, game, hand_count: int) -> list[float]:
+    out = []
+    for h in range(hand_count):
+        out.append(agent.bet_probability(0, 1, ""))
+        obs = observe_hand(game, 0, "ppp", [1, 0, 2])
+        agent.end_hand(obs)
+        assert agent.hands_played == h + 1
+    return out
+
+
+def test_switcher_changes_style_every_period() -> None:
+    game = kuhn_game(3)
+    agent = SwitchingAgent("s", game, 0, styles=("always-bet", "tight-passive"), period=3)
+    assert _unopened_bet(agent, game, 9) == [1, 1, 1, 0, 0, 0, 1, 1, 1]
+    assert agent.current_style == "tight-passive"
+
+
+def test_switcher_plays_each_styles_profile() -> None:
+    game = kuhn_game(3)
+    agent = SwitchingAgent("s", game, 0, styles=("bluffer", "n2"), period=1)
+    for style in ("bluffer", "n2", "bluffer"):
+        profile = named_profile(game, style)
+        for node, history in enumerate(game.histories):
+            p = int(game.node_player[node])
+            if p < 0:
+                continue
+            for card in range(game.num_cards):
+                expected = profile[p, game.infoset_of[node, card], 1]
+                assert agent.bet_probability(p, card, history) == expected
+        agent.end_hand(observe_hand(game, 0, "ppp", [0, 1, 2]))
+
+
+def test_exploiter_counts_opponents_actions_only() -> None:
+    game = kuhn_game(3)
+    agent = FrequencyExploiter("e", game, 0)
+    assert agent.fold_rate == agent.open_rate == 0.5  # the Beta(1, 1) prior
+    # We (position 0) bet, both opponents fold: two folds to a bet.
+    agent.end_hand(observe_hand(game, 0, "bpp", [0, 1, 2]))
+    assert (agent.folds, agent.calls, agent.opens, agent.checks) == (2, 0, 0, 0)
+    # We check, position 1 opens, position 2 calls, we fold (our own action is not counted).
+    agent.end_hand(observe_hand(game, 0, "pbbp", [0, 1, 2]))
+    assert (agent.folds, agent.calls, agent.opens, agent.checks) == (2, 1, 1, 0)
+    # From position 2: position 0 checks, position 1 checks, we check.
+    agent.end_hand(observe_hand(game, 2, "ppp", [0, 1, 2]))
+    assert (agent.folds, agent.calls, agent.opens, agent.checks) == (2, 1, 1, 2)
+    f, g = 3 / 5, 2 / 5
+    assert agent.fold_rate == pytest.approx(f) and agent.open_rate == pytest.approx(g)
+    assert agent.bet_probability(0, 0, "") == pytest.approx(f**2)  # bluff with J
+    assert agent.bet_probability(1, 3, "p") == 1.0  # always bets the ace
+    assert agent.bet_probability(1, 2, "b") == pytest.approx(g)  # K calls as often as they open
+    assert agent.bet_probability(1, 1, "b") == pytest.approx(g**2)
+    assert agent.bet_probability(1, 0, "b") == 0.0  # J never calls
+
+
+def test_exploiter_bluffs_more_against_folders() -> None:
+    game = kuhn_game(3)
+    result = run_duplicate(
+        game,
+        ["exploiter", "tight-passive", "tight-passive#2"],
+        [adaptive_factory("exploiter"), *[_fixed("tight-passive")] * 2],
+        hands=400,
+        duplicates=1,
+        seed=5,
+    )
+    assert result.agents[0].mbb_per_hand > 0  # tight-passive folds all but aces: bluffing pays
+    agent = FrequencyExploiter("e", game, 1)
+    play_match(
+        game,
+        [agent, _fixed("tight-passive")(game, 2), _fixed("tight-passive")(game, 3)],
+        deal_sequence(game, 400, seed=1),
+    )
+    assert agent.fold_rate > 0.6 and agent.bet_probability(0, 0, "") > 0.36
+
+
+def test_tilter_tilts_after_losses_and_calms_down() -> None:
+    game = kuhn_game(3)
+    agent = TiltingAgent("t", game, 0, window=5, threshold=4.0, tilt=3)
+    calm = named_profile(game, "n1")
+    assert agent.bet_probability(0, 3, "") == calm[0, game.infoset_index(0, 3, ""), 1]
+    losing = observe_hand(game, 0, "bbb", [0, 1, 2])  # we bet the jack and both call: -2
+    agent.end_hand(losing)
+    assert agent.tilt_left == 0
+    agent.end_hand(losing)  # -4 over the window: tilt
+    assert agent.tilt_left == 3
+    assert agent.bet_probability(0, 0, "") == pytest.approx(0.9)
+    for _ in range(3):
+        agent.end_hand(observe_hand(game, 0, "ppp", [3, 1, 2]))
+    assert agent.tilt_left == 0
+    assert agent.bet_probability(0, 0, "") == calm[0, game.infoset_index(0, 0, ""), 1]
+
+
+@pytest.mark.parametrize("name", ["switcher", "switcher:7", "exploiter", "tilter"])
+def test_same_seed_same_play(name: str) -> None:
+    game = kuhn_game(3)
+    deals = deal_sequence(game, 300, seed=4)
+
+    def play(seed: int) -> tuple[list[int], np.ndarray]:
+        agent = adaptive_factory(name)(game, seed)
+        actions = []
+        act = agent.act
+
+        def recording_act(position: int, card: int, history: str) -> int:
+            actions.append(act(position, card, history))
+            return actions[-1]
+
+        agent.act = recording_act
+        agents = [agent, _fixed("maniac")(game, 1), _fixed("uniform")(game, 2)]
+        return actions, play_match(game, agents, deals)
+
+    (actions, chips), (again, chips_again) = play(9), play(9)
+    assert actions == again and np.array_equal(chips, chips_again)
+    assert play(10)[0] != actions
+    assert chips.sum() == pytest.approx(0.0)
+
+
+def test_names_and_errors() -> None:
+    assert adaptive_names() == ["switcher", "exploiter", "tilter"]
+    assert is_adaptive("Switcher:40") and not is_adaptive("maniac")
+    game = kuhn_game(3)
+    assert adaptive_factory("switcher:40")(game, 0).period == 40
+    for bad in ("switcher:0", "switcher:x", "exploiter:3", "nobody"):
+        with pytest.raises(NotFoundError):
+            adaptive_factory(bad)
+    with pytest.raises(InvalidArgumentError) as err:
+        SwitchingAgent("s", game, 0, period=0)
+    assert err.value.field == "period"
+    with pytest.raises(InvalidArgumentError) as err:
+        TiltingAgent("t", game, 0, threshold=-1.0)
+    assert err.value.field == "threshold"
+
+
+def test_adaptive_names_work_in_the_match_cli(capsys) -> None:
+    argv = ["match", "--agents", "switcher:20,exploiter,tilter", "--hands", "60"]
+    assert cli_main([*argv, "--duplicates", "2", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    names = sorted(r["name"] for r in doc["ranking"])
+    assert names == ["exploiter", "switcher:20", "tilter"]
+    assert sum(r["mbb_per_hand"] for r in doc["ranking"]) == pytest.approx(0.0, abs=1e-9)

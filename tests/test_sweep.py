@@ -1,0 +1,142 @@
+"""The sweep runner: results independent of workers and backend, sweep bookkeeping, outputs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from benchmarks import kuhn3p_field as field
+from benchmarks.sweep import (
+    SWEEPS,
+    main,
+    point_config,
+    ray_runtime_env,
+    run_jobs,
+    sweep_jobs,
+    sweep_points,
+)
+from modeling.mbbr import MBBRConfig
+from modeling.tournament import AgentSpec, JobResult, MatchJob
+
+PAIRS = (("n1", "n3"), ("maniac", "switcher"))
+
+
+def _tiny_sweep() -> list[MatchJob]:
+    return sweep_jobs("k", (2, 3), hands=25, reps=2, pairs=PAIRS)
+
+
+def test_local_results_do_not_depend_on_worker_count() -> None:
+    jobs = _tiny_sweep()
+    one = run_jobs(jobs, base_seed=11, workers=1, progress=False)
+    two = run_jobs(jobs[::-1], base_seed=11, workers=2, progress=False)
+    assert [r.job_id for r in one] == [j.job_id for j in jobs]
+    assert sorted(one, key=lambda r: r.job_id) == sorted(two, key=lambda r: r.job_id)
+    assert one != run_jobs(jobs, base_seed=12, workers=1, progress=False)
+
+
+def test_identical_jobs_run_once_and_share_the_result() -> None:
+    agents = (AgentSpec("n1"), AgentSpec("maniac"), AgentSpec("exploiter"))
+    jobs = [MatchJob(7, 3, agents, 30), MatchJob(2, 3, agents, 30), MatchJob(5, 4, agents, 30)]
+    out = run_jobs(jobs, base_seed=0, workers=1, progress=False)
+    assert [r.job_id for r in out] == [7, 2, 5]
+    assert out[0].mbb == out[1].mbb != out[2].mbb
+
+
+def test_sweep_jobs_share_cards_across_points() -> None:
+    jobs = _tiny_sweep()
+    assert len(jobs) == 2 * len(PAIRS) * 2
+    half = len(jobs) // 2
+    assert [j.stream for j in jobs[:half]] == [j.stream for j in jobs[half:]]
+    assert [j.agents[0].mbbr.k for j in jobs] == [2] * half + [3] * half
+    fake = [JobResult(j.job_id, (float(j.job_id), 0.0, 0.0)) for j in jobs]
+    points = sweep_points("k", (2, 3), fake, reps=2, pairs=PAIRS)
+    assert [p.pairs[0].mean for p in points] == [0.5, 4.5]
+    assert points[1].overall.mean == pytest.approx((4.5 + 6.5) / 2)
+    assert point_config("response", "bayes@30") == MBBRConfig(response="bayes", k=30)
+    assert point_config("H", 7).hands_default == 7
+
+
+def test_sweep_cli_writes_table_json_and_plot(tmp_path, capsys) -> None:
+    pytest.importorskip("matplotlib")
+    argv = ["--params", "response", "--quick", "--hands", "20", "--workers", "1", "--no-progress"]
+    assert main([*argv, "--out-dir", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "| response |" in text
+    doc = json.loads((tmp_path / "sweep_response_quick.json").read_text())
+    values = [p["value"] for p in doc["sweep"]["response"]]
+    assert values == list(SWEEPS["response"][2])
+    assert (tmp_path / "sweep_response_quick.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_field_jobs_and_ranking() -> None:
+    jobs, index = field.build_jobs(hands=10, reps=2)
+    groups = field.field_groups()
+    assert len(groups) == 220 and len(jobs) == 2 * 2 * 220 + 2 * 6
+    for group in groups:  # Table 6 replays each group on the same cards; only MBBR changes
+        a, b = (jobs[i] for i in (index[("informed", group)][0], index[("uninformed", group)][0]))
+        assert a.stream == b.stream
+        assert (a.agents == b.agents) == ("mbbr" not in group)
+    h2h = jobs[index[("h2h", ("mbbr", "n1", "n3"))][0]]
+    assert h2h.stream == jobs[index[("informed", ("mbbr", "n1", "n3"))][0]].stream
+    # An agent's score is the mean over its groups: give each agent a fixed per-group value.
+    value = {name: float(i) for i, name in enumerate(field.FIELD)}
+    fake = [JobResult(j.job_id, tuple(value[a.name] for a in j.agents)) for j in jobs]
+    table = field.ranking(fake, index, "informed")
+    assert [name for name, _ in table] == list(reversed(field.FIELD))
+    assert all(e.mean == value[name] and e.se == 0.0 for name, e in table)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="ray is not installed (extra 'ray')"
+)
+def test_ray_backend_gives_the_local_results() -> None:
+    import ray
+
+    jobs = _tiny_sweep()
+    local = run_jobs(jobs, base_seed=5, workers=1, progress=False)
+    ray.init(num_cpus=1, include_dashboard=False, runtime_env=ray_runtime_env())
+    try:
+        remote = run_jobs(jobs, base_seed=5, backend="ray", progress=False)
+    finally:
+        ray.shutdown()
+    assert remote == local
+
+
+def test_field_checks_read_the_done_when_targets() -> None:
+    def est(mean: float, se: float = 1.0) -> dict:
+        return {"mean": mean, "se": se, "samples": 3}
+
+    names = [("mbbr", 50.0), ("n1", 40.0), ("n3", 35.0), ("n2", 30.0), ("maniac", -155.0)]
+    report = {
+        "hands": 10,
+        "reps": 3,
+        "groups": 220,
+        "table1": [{"agent": a, "mbb": m, "se": 2.0} for a, m in names],
+        "table6": [{"agent": a, "mbb": -m if a == "mbbr" else m, "se": 2.0} for a, m in names],
+        "h2h": [
+            {"pair": ["n1", "n2"], "ceiling": 34.7, "mbb": [est(10.0), est(-4.0), est(-6.0)]},
+            {"pair": ["n2", "n2"], "ceiling": 0.0, "mbb": [est(-1.5), est(1.0), est(0.5)]},
+        ],
+    }
+    verdict = field.checks(report)
+    assert verdict["mbbr_first_by_more_than_its_se"]
+    assert verdict["mbbr_beats_n1_head_to_head"]
+    assert not verdict["mbbr_beats_n2_head_to_head"]  # -1.5 < 1.0 in the n2 + n2 group
+    assert not verdict["mbbr_never_below_minus_one_se_vs_an_equilibrium_pair"]  # -1.5 + 1 < 0
+    assert verdict["uninformed_mbbr_below_every_equilibrium_agent"]
+    text = field.render(report)
+    assert "| 1 | mbbr | +50.0 ± 2.0 | 48 |" in text and "n2 + n2" in text
+
+
+def test_sweep_cli_takes_custom_values_and_pairs(tmp_path, capsys) -> None:
+    pytest.importorskip("matplotlib")
+    argv = ["--params", "k", "--values", "2,3", "--pairs", "n1+n1", "--hands", "15", "--reps", "2"]
+    argv += ["--workers", "1", "--no-progress", "--suffix", "_x", "--out-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert "| k | **mean** | n1+n1 |" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "sweep_k_x.json").read_text())
+    assert doc["pairs"] == [["n1", "n1"]] and [p["value"] for p in doc["sweep"]["k"]] == [2, 3]
+    with pytest.raises(SystemExit):
+        main(["--params", "k,eta", "--values", "2"])

@@ -31,7 +31,6 @@ import argparse
 import io
 import json
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,22 +49,16 @@ from clients.acpc.dealer import DealerConfig, MatchDealer  # noqa: E402
 from clients.acpc.gamedef import read_game_def  # noqa: E402
 from clients.acpc.protocol import HandState  # noqa: E402
 from clients.client import OpponentModelClient  # noqa: E402
+from server.app import free_ports  # noqa: E402
 
 GAME_FILE = ROOT / "clients" / "acpc" / "games" / "kuhn.limit.3p.game"
 GAME = read_game_def(GAME_FILE)
 REFERENCE_HANDS_PER_SECOND = 3000 / 0.7
 
 
-def free_port() -> int:
-    """A loopback port that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_service(workdir: Path) -> tuple[subprocess.Popen, str]:
     """``oppmodel serve`` in its own process on a free loopback port; waits until it answers."""
-    port = free_port()
+    (port,) = free_ports()
     command = [sys.executable, "-m", "clients.cli", "serve", "--port", str(port)]
     command += ["--db", str(workdir / "bench.sqlite")]
     process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)

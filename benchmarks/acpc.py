@@ -31,13 +31,13 @@ import argparse
 import io
 import json
 import platform
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -48,24 +48,19 @@ sys.path.insert(0, str(ROOT))
 from clients.acpc.agent import connect, make_policy, play_match  # noqa: E402
 from clients.acpc.dealer import DealerConfig, MatchDealer  # noqa: E402
 from clients.acpc.gamedef import read_game_def  # noqa: E402
+from clients.acpc.log import LoggedHand  # noqa: E402
 from clients.acpc.protocol import HandState  # noqa: E402
 from clients.client import OpponentModelClient  # noqa: E402
+from server.app import free_ports  # noqa: E402
 
 GAME_FILE = ROOT / "clients" / "acpc" / "games" / "kuhn.limit.3p.game"
 GAME = read_game_def(GAME_FILE)
 REFERENCE_HANDS_PER_SECOND = 3000 / 0.7
 
 
-def free_port() -> int:
-    """A loopback port that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_service(workdir: Path) -> tuple[subprocess.Popen, str]:
     """``oppmodel serve`` in its own process on a free loopback port; waits until it answers."""
-    port = free_port()
+    (port,) = free_ports()
     command = [sys.executable, "-m", "clients.cli", "serve", "--port", str(port)]
     command += ["--db", str(workdir / "bench.sqlite")]
     process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
@@ -83,6 +78,34 @@ def start_service(workdir: Path) -> tuple[subprocess.Popen, str]:
                 time.sleep(0.1)
 
 
+def quiet_dealer(
+    match: str,
+    hands: int,
+    workdir: Path,
+    *,
+    start_timeout_ms: int | None = None,
+    on_hand: Callable[[LoggedHand], None] | None = None,
+) -> MatchDealer:
+    """A 3-seat dealer of ``hands`` hands (deck seed 42) logging to ``workdir/<match>.log``, its
+    console output swallowed, as both benchmark matches use it."""
+    return MatchDealer(
+        DealerConfig(
+            match=match,
+            game_file=GAME_FILE.name,
+            game=GAME,
+            hands=hands,
+            seed=42,
+            names=("a", "b", "c"),
+            quiet=True,
+            log_path=workdir / f"{match}.log",
+            start_timeout_ms=start_timeout_ms,
+        ),
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+        on_hand=on_hand,
+    )
+
+
 def run_match(
     hands: int, agents: str, workdir: Path, service: str | None = None
 ) -> tuple[float, float, int]:
@@ -93,20 +116,11 @@ def run_match(
     ``service`` (MBBR through ``service``) or ``mbbr`` (MBBR in each agent process).
     """
     stamps: list[float] = []
-    dealer = MatchDealer(
-        DealerConfig(
-            match="bench",
-            game_file=GAME_FILE.name,
-            game=GAME,
-            hands=hands,
-            seed=42,
-            names=("a", "b", "c"),
-            quiet=True,
-            log_path=workdir / "bench.log",
-            start_timeout_ms=60_000,
-        ),
-        stdout=io.StringIO(),
-        stderr=io.StringIO(),
+    dealer = quiet_dealer(
+        "bench",
+        hands,
+        workdir,
+        start_timeout_ms=60_000,
         on_hand=lambda _hand: stamps.append(time.perf_counter()),
     )
     ports = dealer.listen()
@@ -185,20 +199,7 @@ def dealer_logic(hands: int, workdir: Path) -> float:
     """Seconds per hand of the dealer alone (in-memory seats answering at once)."""
     cycle = terminal_bettings()
     bettings = [cycle[h % len(cycle)] for h in range(hands)]
-    dealer = MatchDealer(
-        DealerConfig(
-            match="logic",
-            game_file=GAME_FILE.name,
-            game=GAME,
-            hands=hands,
-            seed=42,
-            names=("a", "b", "c"),
-            quiet=True,
-            log_path=workdir / "logic.log",
-        ),
-        stdout=io.StringIO(),
-        stderr=io.StringIO(),
-    )
+    dealer = quiet_dealer("logic", hands, workdir)
     seats = [MemorySeat(bettings) for _ in range(3)]
     start = time.perf_counter()
     result = dealer.run(seats)

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,34 +31,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "proto")]
 
+from clients.commands import serve_cmd  # noqa: E402
 from clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient  # noqa: E402
 from modeling import spades  # noqa: E402
 from modeling.model_weights import gibbs_posterior  # noqa: E402
 
-_SERVE = (
-    "import argparse, sys\n"
-    "from clients.commands import serve_cmd\n"
-    "parser = argparse.ArgumentParser()\n"
-    "serve_cmd.register(parser.add_subparsers())\n"
-    "args = parser.parse_args(sys.argv[1:])\n"
-    "sys.exit(args.func(args))\n"
-)
 WEIGHTS = np.array([[0.5, 0.5], [0.7, 0.3], [0.2, 0.8]])
-
-
-def start_service(db: Path) -> tuple[subprocess.Popen, int]:
-    """`oppmodel serve` in a child process on a free loopback port."""
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'proto'}"}
-    process = subprocess.Popen(
-        [sys.executable, "-c", _SERVE, "serve", "--db", str(db), "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    for line in process.stderr:
-        if line.startswith("{") and json.loads(line)["msg"] == "serving":
-            return process, int(json.loads(line)["port"])
-    raise RuntimeError(f"server exited with {process.wait()}")
 
 
 def _ms(values: list[float]) -> dict:
@@ -135,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     deals, count = (10, 50) if args.quick else (args.deals, args.choices)
     with tempfile.TemporaryDirectory() as tmp:
-        process, port = start_service(Path(tmp) / "bench.sqlite")
+        process, port = serve_cmd.spawn(Path(tmp) / "bench.sqlite")
         try:
             with PerfectInfoClient(f"127.0.0.1:{port}", timeout=120) as client:
                 result = {

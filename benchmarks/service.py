@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "proto")]
 
 from clients.client import OpponentModelClient, observation_message  # noqa: E402
+from clients.commands import serve_cmd  # noqa: E402
 from modeling.kuhn import kuhn_game  # noqa: E402
 from modeling.mbbr import MBBRConfig, MBBRModel  # noqa: E402
 from modeling.observation import HandObservation, observe_hand  # noqa: E402
@@ -51,14 +52,6 @@ from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc  # noqa: E402
 
 GAME = kuhn_game(3)
-_SERVE = (
-    "import argparse, sys\n"
-    "from clients.commands import serve_cmd\n"
-    "parser = argparse.ArgumentParser()\n"
-    "serve_cmd.register(parser.add_subparsers())\n"
-    "args = parser.parse_args(sys.argv[1:])\n"
-    "sys.exit(args.func(args))\n"
-)
 
 
 # -- workload --
@@ -92,22 +85,6 @@ def library_hands_per_second(hands: list[HandObservation], k: int) -> float:
 # -- processes --
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'proto'}"}
-
-
-def start_service(db: Path, synchronous: str) -> tuple[subprocess.Popen, int]:
-    """`oppmodel serve` in a child process on a free port."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", _SERVE, "serve", "--db", str(db), "--port", "0",
-         "--synchronous", synchronous],
-        stderr=subprocess.PIPE, text=True, env=_env(),
-    )  # fmt: skip
-    for line in process.stderr:
-        if not line.startswith("{"):
-            continue  # not one of our JSON log lines (a library warning, say)
-        event = json.loads(line)
-        if event["msg"] == "serving":
-            return process, int(event["port"])
-    raise RuntimeError(f"server exited with {process.wait()}")
 
 
 def start_echo() -> tuple[subprocess.Popen, int]:
@@ -348,7 +325,9 @@ def main() -> None:
         "library_hands_per_s": library,
     }
     with tempfile.TemporaryDirectory() as tmp:
-        process, port = start_service(Path(tmp) / "bench.sqlite", args.synchronous)
+        process, port = serve_cmd.spawn(
+            Path(tmp) / "bench.sqlite", "--synchronous", args.synchronous
+        )
         echo, echo_port = start_echo()
         try:
             with OpponentModelClient(f"127.0.0.1:{port}") as client:

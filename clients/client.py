@@ -23,9 +23,10 @@ from __future__ import annotations
 import contextlib
 import queue
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any, Self
 
 import grpc
 import numpy as np
@@ -171,29 +172,29 @@ def observation_message(sequence: int, obs: HandObservation) -> pb.Observation:
     )
 
 
-class OpponentModelClient:
-    """Blocking client of OpponentModelService; use as a context manager to close the channel."""
+class GrpcClient:
+    """What both service clients share: the channel, the bearer-token metadata, closing as a
+    context manager, and ``_call``, which maps a failed unary call to its domain error."""
 
     def __init__(
         self,
         target: str,
+        stub_class: Callable[[grpc.Channel], Any],
         *,
         token: str | None = None,
         root_certificates: bytes | None = None,
         timeout: float = 30.0,
-        reconnect_seconds: float = 30.0,
     ) -> None:
         if root_certificates is None:
             self._channel = grpc.insecure_channel(target)
         else:
             credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
             self._channel = grpc.secure_channel(target, credentials)
-        self._stub = pb_grpc.OpponentModelServiceStub(self._channel)
+        self._stub = stub_class(self._channel)
         self._metadata = () if token is None else (("authorization", f"Bearer {token}"),)
         self.timeout = timeout
-        self.reconnect_seconds = reconnect_seconds
 
-    def __enter__(self) -> OpponentModelClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -208,13 +209,35 @@ class OpponentModelClient:
         """Close the channel."""
         self._channel.close()
 
-    def _call(self, method: str, request: object) -> object:
+    def _call(self, method: str, request: object) -> Any:
         try:
             return getattr(self._stub, method)(
                 request, timeout=self.timeout, metadata=self._metadata
             )
         except grpc.RpcError as exc:
             raise domain_error(exc) from None
+
+
+class OpponentModelClient(GrpcClient):
+    """Blocking client of OpponentModelService; use as a context manager to close the channel."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        root_certificates: bytes | None = None,
+        timeout: float = 30.0,
+        reconnect_seconds: float = 30.0,
+    ) -> None:
+        super().__init__(
+            target,
+            pb_grpc.OpponentModelServiceStub,
+            token=token,
+            root_certificates=root_certificates,
+            timeout=timeout,
+        )
+        self.reconnect_seconds = reconnect_seconds
 
     # -- sessions --------------------------------------------------------------------------------
     def create_session(

@@ -2,8 +2,8 @@
 
 ``PerfectInfoClient`` takes and returns domain types (``Opponent``, ``ChoiceEvidence``,
 ``modeling.spades.Position``, numpy arrays) and turns status codes back into the exceptions of
-``modeling/errors.py`` exactly as ``clients.client.OpponentModelClient`` does (same
-``domain_error``).
+``modeling/errors.py`` exactly as ``clients.client.OpponentModelClient`` does: both build on
+``clients.client.GrpcClient`` (channel, token, ``close``, ``domain_error`` mapping).
 
     with PerfectInfoClient("127.0.0.1:50051") as client:
         session = client.create_session(
@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 
 import grpc
 import numpy as np
 
-from clients.client import domain_error
+from clients.client import GrpcClient, domain_error
 from modeling import errors, spades
 from oppmodel.v1 import perfect_info_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pb_grpc
@@ -209,37 +208,11 @@ def position_message(position: spades.Position, bids: Sequence[int] | None) -> p
     )
 
 
-class PerfectInfoClient:
+class PerfectInfoClient(GrpcClient):
     """Blocking client of PerfectInfoService; use as a context manager to close the channel."""
 
     def __init__(self, target: str, *, token: str | None = None, timeout: float = 30.0) -> None:
-        self._channel = grpc.insecure_channel(target)
-        self._stub = pb_grpc.PerfectInfoServiceStub(self._channel)
-        self._metadata = () if token is None else (("authorization", f"Bearer {token}"),)
-        self.timeout = timeout
-
-    def __enter__(self) -> PerfectInfoClient:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the channel."""
-        self._channel.close()
-
-    def _call(self, method: str, request: object) -> object:
-        try:
-            return getattr(self._stub, method)(
-                request, timeout=self.timeout, metadata=self._metadata
-            )
-        except grpc.RpcError as exc:
-            raise domain_error(exc) from None
+        super().__init__(target, pb_grpc.PerfectInfoServiceStub, token=token, timeout=timeout)
 
     # -- sessions --------------------------------------------------------------------------------
     def create_session(

@@ -16,6 +16,7 @@ import gc
 import json
 import logging
 import signal
+import socket
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -162,6 +163,19 @@ def build_server(config: ServerConfig) -> tuple[Server, int]:
         server.storage.close()
         raise OSError(f"could not bind {config.host}:{config.port}")
     return server, port
+
+
+def free_ports(n: int = 1) -> list[int]:
+    """``n`` distinct loopback ports that were free a moment ago, for a process that must be told
+    its port in advance (a metrics endpoint, the ACPC dealer); prefer port 0 where it is taken."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 class JsonFormatter(logging.Formatter):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import selectors
-import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -187,14 +186,3 @@ class AgentThread:
         self._thread.join(SOCKET_TIMEOUT)
         assert not self._thread.is_alive(), "agent did not finish"
         assert self.error is None, self.error
-
-
-def free_ports(n: int) -> list[int]:
-    """n ports that were free a moment ago (for commands that take -p)."""
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports

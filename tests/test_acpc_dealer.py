@@ -19,7 +19,6 @@ from acpc_support import (
     AgentThread,
     ScriptedClient,
     SeatsInOneThread,
-    free_ports,
     run_dealer,
 )
 
@@ -28,6 +27,7 @@ from clients.acpc.dealer import DealerConfig, MatchDealer
 from clients.acpc.log import check_log, format_number, parse_log, read_log, seat_totals
 from clients.acpc.protocol import HandState, MatchState
 from clients.commands import dealer_cmd
+from server.app import free_ports
 
 STAMP = r"\d+\.\d{6}"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from acpc_support import GAME, GAME_FILE, AgentThread, free_ports, run_dealer
+from acpc_support import GAME, GAME_FILE, AgentThread, run_dealer
 from service_support import running_server
 
 from clients.acpc.agent import SeatHand, make_policy
@@ -25,7 +25,7 @@ from clients.client import OpponentModelClient
 from clients.commands.acpc_agent_cmd import main as agent_main
 from clients.commands.acpc_script_cmd import script_text
 from modeling.mbbr import MBBRConfig, MBBRModel
-from server.app import BackgroundServer, ServerConfig
+from server.app import BackgroundServer, ServerConfig, free_ports
 
 CONFIG = MBBRConfig(k=6, hands_default=20, seed=5)
 

@@ -5,11 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import signal
-import socket
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -20,10 +17,11 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from service_support import connected, random_observations, running_server
 
 from clients.client import OpponentModelClient
+from clients.commands import serve_cmd
 from modeling.errors import NotFoundError
 from modeling.kuhn import kuhn_game
 from modeling.mbbr import MBBRConfig, MBBRModel
-from server.app import SERVICE_NAME, JsonFormatter
+from server.app import SERVICE_NAME, JsonFormatter, free_ports
 
 
 def test_health_serving_and_reflection_lists_the_service(tmp_path: Path) -> None:
@@ -45,14 +43,8 @@ def test_health_serving_and_reflection_lists_the_service(tmp_path: Path) -> None
         assert reply.file_descriptor_response.file_descriptor_proto
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_metrics_endpoint(tmp_path: Path) -> None:
-    metrics_port = _free_port()
+    (metrics_port,) = free_ports()
     with connected(tmp_path / "db.sqlite", metrics_port=metrics_port) as (client, _):
         sid = client.create_session(config=MBBRConfig(k=4)).session_id
         client.observe(sid, random_observations(3, seed=1), first_sequence=1)
@@ -99,40 +91,11 @@ def test_json_log_lines() -> None:
     assert data["level"] == "INFO"
 
 
-_SERVE = (
-    "import argparse, sys\n"
-    "from clients.commands import serve_cmd\n"
-    "parser = argparse.ArgumentParser()\n"
-    "serve_cmd.register(parser.add_subparsers())\n"
-    "args = parser.parse_args(sys.argv[1:])\n"
-    "sys.exit(args.func(args))\n"
-)
-
-
-def _serve_process(db: Path) -> tuple[subprocess.Popen, int]:
-    """`oppmodel serve` in a child process on a free port; returns (process, port)."""
-    root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'proto'}"}
-    process = subprocess.Popen(
-        [sys.executable, "-c", _SERVE, "serve", "--db", str(db), "--port", "0", "--grace", "2"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    for line in process.stderr:
-        if not line.startswith("{"):
-            continue  # not one of our JSON log lines (a library warning, say)
-        event = json.loads(line)
-        if event["msg"] == "serving":
-            return process, event["port"]
-    raise AssertionError(f"server exited with {process.wait()}")
-
-
 def test_sigterm_drains_and_sigkill_loses_nothing_acknowledged(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     observations = random_observations(20, seed=8)
     config = MBBRConfig(k=5, hands_default=0, seed=2)
-    process, port = _serve_process(db)
+    process, port = serve_cmd.spawn(db, "--grace", "2")
     with OpponentModelClient(f"127.0.0.1:{port}") as client:
         sid = client.create_session(config=config).session_id
         client.observe(sid, observations[:10], first_sequence=1)
@@ -142,7 +105,7 @@ def test_sigterm_drains_and_sigkill_loses_nothing_acknowledged(tmp_path: Path) -
         line.startswith("{") and json.loads(line)["msg"] == "stopped" for line in process.stderr
     )
 
-    process, port = _serve_process(db)
+    process, port = serve_cmd.spawn(db, "--grace", "2")
     with OpponentModelClient(f"127.0.0.1:{port}") as client:
         client.observe(sid, observations[10:], first_sequence=11)
     process.kill()  # a crash: no shutdown, no checkpoint

@@ -10,8 +10,9 @@ from clients.acpc.agent import ModelPolicy, connect, make_policy, play_match, po
 from clients.acpc.convert import kuhn_for
 from clients.acpc.gamedef import read_game_def
 from clients.acpc.service_policy import ServicePolicy
+from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from modeling.errors import InvalidArgumentError
-from modeling.mbbr import MBBRConfig, MBBRModel
+from modeling.mbbr import MBBRModel
 
 EPILOG = """\
 The agent connects to HOST PORT, sends VERSION:2.0.0, answers every MATCHSTATE where it is to act
@@ -73,42 +74,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
-    """MBBR's parameters as ``--mbbr-*`` flags (paper 003's defaults)."""
-    defaults = MBBRConfig()
-    group = parser.add_argument_group("MBBR parameters")
-    group.add_argument("--mbbr-k", type=int, default=defaults.k, help="samples per opponent model")
-    group.add_argument(
-        "--mbbr-h",
-        type=int,
-        default=defaults.hands_default,
-        help="hands of default play (N1) before best-responding (default %(default)s)",
-    )
-    group.add_argument(
-        "--mbbr-epsilon", type=float, default=defaults.epsilon, help="prior clipping (%(default)s)"
-    )
-    group.add_argument(
-        "--mbbr-eta", type=float, default=defaults.eta, help="prior concentration (%(default)s)"
-    )
-    group.add_argument("--mbbr-prior", choices=("informed", "uninformed"), default=defaults.prior)
-    group.add_argument("--mbbr-response", choices=("mean", "bayes"), default=defaults.response)
-
-
-def mbbr_config(args: argparse.Namespace) -> MBBRConfig:
-    """The MBBRConfig of the ``--mbbr-*`` flags and ``--seed``; InvalidArgumentError if bad."""
-    config = MBBRConfig(
-        epsilon=args.mbbr_epsilon,
-        k=args.mbbr_k,
-        hands_default=args.mbbr_h,
-        eta=args.mbbr_eta,
-        prior=args.mbbr_prior,
-        response=args.mbbr_response,
-        seed=args.seed,
-    )
-    config.validate()
-    return config
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``acpc-agent`` subcommand."""
     parser = subparsers.add_parser(
@@ -134,11 +99,13 @@ def run(args: argparse.Namespace) -> int:
             policy = ServicePolicy(
                 game,
                 args.service,
-                config=mbbr_config(args),
+                config=mbbr_config(args, seed=args.seed),
                 deadline=args.rpc_deadline_ms / 1000,
             )
         elif agent == "mbbr":
-            policy = ModelPolicy(game, MBBRModel(kuhn_for(game), mbbr_config(args)), args.seed)
+            policy = ModelPolicy(
+                game, MBBRModel(kuhn_for(game), mbbr_config(args, seed=args.seed)), args.seed
+            )
         else:
             policy = make_policy(agent, game, args.seed)
         sock = connect(args.host, args.port, args.connect_timeout)

@@ -11,13 +11,14 @@ from collections import Counter
 
 from tqdm import tqdm
 
+from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from clients.commands.eval_cmd import GAMES
 from modeling.adaptive import adaptive_factory, adaptive_names, is_adaptive
 from modeling.agents import mbbr_factory
 from modeling.errors import InvalidArgumentError, OppModelError
 from modeling.kuhn import kuhn_game
 from modeling.match import AgentFactory, fixed_strategy_factory, run_duplicate, seatings
-from modeling.mbbr import PRIORS, RESPONSES, MBBRConfig
+from modeling.mbbr import MBBRConfig
 from modeling.panel import named_profile, panel_names
 
 _DESCRIPTION = """\
@@ -81,59 +82,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="independent duplicates, each playing every seating (default 10)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
-    defaults = MBBRConfig()
-    mbbr = parser.add_argument_group("mbbr options (paper 003's defaults)")
-    mbbr.add_argument(
-        "--mbbr-k", type=int, default=defaults.k, help=f"samples per opponent model ({defaults.k})"
-    )
-    mbbr.add_argument(
-        "--mbbr-response",
-        choices=RESPONSES,
-        default=defaults.response,
-        help="mean: best response to the opponents' mean models (paper); bayes: exact Bayesian "
-        f"best response to the joint posterior ({defaults.response})",
-    )
-    mbbr.add_argument(
-        "--mbbr-prior",
-        choices=PRIORS,
-        default=defaults.prior,
-        help="informed: Dirichlet around N3; uninformed: Dirichlet(2) everywhere "
-        f"({defaults.prior})",
-    )
-    mbbr.add_argument(
-        "--mbbr-epsilon",
-        type=float,
-        default=defaults.epsilon,
-        help=f"prior means clipped to [eps, 1 - eps] ({defaults.epsilon})",
-    )
-    mbbr.add_argument(
-        "--mbbr-eta",
-        type=float,
-        default=defaults.eta,
-        help=f"Dirichlet concentration of the samples ({defaults.eta})",
-    )
-    mbbr.add_argument(
-        "--mbbr-hands-default",
-        type=int,
-        default=defaults.hands_default,
-        help=f"hands of default play (N1) before exploiting, H ({defaults.hands_default})",
-    )
+    add_mbbr_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=run)
-
-
-def mbbr_config(args: argparse.Namespace) -> MBBRConfig:
-    """The MBBR configuration of the --mbbr-* options (the seed comes from each match)."""
-    config = MBBRConfig(
-        epsilon=args.mbbr_epsilon,
-        k=args.mbbr_k,
-        hands_default=args.mbbr_hands_default,
-        eta=args.mbbr_eta,
-        prior=args.mbbr_prior,
-        response=args.mbbr_response,
-    )
-    config.validate()
-    return config
 
 
 def build_agents(game, spec: str, config: MBBRConfig) -> tuple[list[str], list[AgentFactory]]:

@@ -18,7 +18,7 @@ from clients.acpc.gamedef import read_game_def
 from clients.acpc.log import read_log
 from clients.acpc.replay import LocalModels, ServiceModels, format_report, plot_curves, replay
 from clients.client import OpponentModelClient
-from clients.commands.acpc_agent_cmd import add_mbbr_arguments, mbbr_config
+from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from modeling.errors import InvalidArgumentError, OppModelError
 from server.app import BackgroundServer, ServerConfig
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     """Replay and report; 1 on bad input or a failing service."""
     start = time.perf_counter()
     try:
-        config = mbbr_config(args)
+        config = mbbr_config(args, seed=args.seed)
         hands = [h for path in args.logs for h in read_log(path).hands]
         if not hands:
             raise InvalidArgumentError("log", "no STATE lines")

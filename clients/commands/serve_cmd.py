@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from server.app import ServerConfig, configure_logging, read_tokens, serve
 from server.sessions import Limits
@@ -73,3 +78,33 @@ def run(args: argparse.Namespace) -> int:
     )
     asyncio.run(serve(config))
     return 0
+
+
+_ROOT = Path(__file__).resolve().parents[2]
+_CHILD = (
+    "import argparse, sys\n"
+    "from clients.commands import serve_cmd\n"
+    "parser = argparse.ArgumentParser()\n"
+    "serve_cmd.register(parser.add_subparsers())\n"
+    "args = parser.parse_args(sys.argv[1:])\n"
+    "sys.exit(args.func(args))\n"
+)
+
+
+def spawn(db: str | Path, *options: str) -> tuple[subprocess.Popen, int]:
+    """``oppmodel serve --db DB --port 0 OPTIONS`` in a child process; returns (process, port)
+    once it logs "serving". The child's stderr (JSON log lines) stays a text pipe to read."""
+    env = {**os.environ, "PYTHONPATH": f"{_ROOT}{os.pathsep}{_ROOT / 'proto'}"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, "serve", "--db", str(db), "--port", "0", *options],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    for line in process.stderr:
+        if not line.startswith("{"):
+            continue  # not one of our JSON log lines (a library warning, say)
+        event = json.loads(line)
+        if event["msg"] == "serving":
+            return process, int(event["port"])
+    raise RuntimeError(f"server exited with {process.wait()}")

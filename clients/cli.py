@@ -13,17 +13,21 @@ import sys
 
 # Order here is the order shown by ``oppmodel --help``.
 COMMAND_MODULES = (
+    # the service
     "clients.commands.demo_cmd",
     "clients.commands.serve_cmd",
+    # Kuhn poker in-process
     "clients.commands.eval_cmd",
     "clients.commands.match_cmd",
-    "clients.commands.movepred_cmd",
-    "clients.commands.tournament_cmd",
-    "clients.commands.acpc_agent_cmd",
-    "clients.commands.replay_cmd",
-    "clients.commands.acpc_script_cmd",
+    # the ACPC protocol
     "clients.commands.dealer_cmd",
+    "clients.commands.acpc_agent_cmd",
+    "clients.commands.acpc_script_cmd",
+    "clients.commands.tournament_cmd",
+    "clients.commands.replay_cmd",
+    # perfect information and move prediction
     "clients.commands.spades_cmd",
+    "clients.commands.movepred_cmd",
 )
 
 

@@ -19,6 +19,7 @@ outside the family and gives nash_conv 1/192) and N3 (midpoint).
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import numpy as np
@@ -142,6 +143,12 @@ def robust_profile(name: str) -> np.ndarray:
     key = name.upper()
     if key not in ROBUST_PARAMETERS:
         raise InvalidArgumentError("profile", f"unknown robust profile {name!r}; use N1, N2 or N3")
+    return _robust_profile(key).copy()
+
+
+@functools.cache
+def _robust_profile(key: str) -> np.ndarray:
+    """Built once per name: every MBBR model (and service session) asks for N1 and N3."""
     return sgs_profile(**ROBUST_PARAMETERS[key])
 
 

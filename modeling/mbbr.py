@@ -29,6 +29,7 @@ bit-identical posteriors, which the service relies on to rebuild sessions by rep
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -366,6 +367,7 @@ def _path_of(game: KuhnGame, terminal: int) -> list[tuple[int, int]]:
     ]
 
 
+@functools.cache  # per game: the tree never changes (kuhn_game returns one object per size)
 def _own_sequences(game: KuhnGame) -> list[tuple[np.ndarray, int]]:
     """Per position: (sequence id of each terminal, number of distinct own action sequences)."""
     out = []
@@ -375,6 +377,7 @@ def _own_sequences(game: KuhnGame) -> list[tuple[np.ndarray, int]]:
         for t in range(game.num_terminals):
             key = tuple((nd, a) for nd, a in _path_of(game, t) if game.node_player[nd] == q)
             seq[t] = ids.setdefault(key, len(ids))
+        seq.setflags(write=False)  # shared by every model of this game
         out.append((seq, len(ids)))
     return out
 

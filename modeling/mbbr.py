@@ -171,7 +171,7 @@ class MBBRModel:
         self._bayes_layout = [self._layout(p) for p in range(n)]
         self._moves: dict[tuple[int, str], list[tuple[np.ndarray, np.ndarray]]] = {}
         self._groupings: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._valid_observations: set[HandObservation] = set()
+        self._valid_observations: set[tuple] = set()
         self._tau_flat = self.tau.reshape(n, n - 1, k, -1)
 
     # --- Alg 4: the update ---------------------------------------------------------------------
@@ -179,10 +179,11 @@ class MBBRModel:
     def observe(self, obs: HandObservation) -> None:
         """Bayes-update the table of our position in ``obs`` with what was seen of the hand."""
         game = self.game
-        if obs not in self._valid_observations:
+        key = (obs.position, obs.history, obs.cards)  # a tuple of atoms: the GC untracks it
+        if key not in self._valid_observations:
             validate_observation(game, obs)
             if len(self._valid_observations) < MAX_CACHED_OBSERVATIONS:
-                self._valid_observations.add(obs)
+                self._valid_observations.add(key)
         p = obs.position
         moves = self._opponent_moves(p, obs.history)
         if game.num_players == 3:

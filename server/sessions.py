@@ -147,7 +147,10 @@ class LiveSession:
     spec: SessionSpec
     game: KuhnGame
     model: MBBRModel
-    observations: list[HandObservation]
+    # Applied hands as plain (position, history, cards) tuples, for comparing resends: the
+    # collector untracks tuples of atoms, so thousands of hands per session cost a full
+    # collection nothing (as dataclass instances they made it take ~100 ms and set the p99).
+    observations: list[HandKey]
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     model_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     policy_cache: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)
@@ -174,6 +177,13 @@ def build_model(spec: SessionSpec) -> MBBRModel:
     game = kuhn_game(spec.num_players)
     prior = None if spec.prior_mean is None else np.array(spec.prior_mean, dtype=np.float64)
     return MBBRModel(game, spec.config, prior_mean=prior)
+
+
+HandKey = tuple[int, str, tuple[int | None, ...]]
+
+
+def _key_of(obs: HandObservation) -> HandKey:
+    return (obs.position, obs.history, tuple(obs.cards))
 
 
 def _row_of(sequence: int, obs: HandObservation) -> ObservationRow:
@@ -329,12 +339,12 @@ class SessionManager:
             return None
         spec = SessionSpec.from_json(row.spec)
         rows = await self._blocking(self.storage.load_observations, session_id)
-        observations = [_obs_of(r) for r in rows]
+        observations = [(r.position, r.history, tuple(r.cards)) for r in rows]
 
         def replay() -> MBBRModel:
             model = build_model(spec)
-            for obs in observations:
-                model.observe(obs)
+            for row in rows:
+                model.observe(_obs_of(row))
             return model
 
         model = await self._cpu(replay)
@@ -399,9 +409,9 @@ class SessionManager:
                     applied = (
                         session.observations[sequence - 1]
                         if sequence <= before
-                        else new[sequence - before - 1]
+                        else _key_of(new[sequence - before - 1])
                     )
-                    if applied != obs:
+                    if applied != _key_of(obs):
                         error = FailedPreconditionError(
                             f"observation.sequence: {sequence} was already applied with "
                             "different content"
@@ -418,7 +428,7 @@ class SessionManager:
                 )
                 async with session.model_lock:
                     await self._compute(session, _observe_all, session.model, new)
-                    session.observations.extend(new)
+                    session.observations.extend(_key_of(obs) for obs in new)
                 self.metrics.observations.inc(len(new))
             return acks, error
 

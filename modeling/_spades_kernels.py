@@ -72,6 +72,14 @@ FRAME_COLS = 7
 
 
 @njit(cache=True)
+def _beats(c: int, best: int) -> bool:
+    """Whether card ``c`` beats the trick's best card so far (same suit and higher, or a trump)."""
+    cs = c // N_RANKS
+    bs = best // N_RANKS
+    return (cs == bs and c > best) or (cs == SPADES and bs != SPADES)
+
+
+@njit(cache=True)
 def trick_winner(trick: np.ndarray, leader: int) -> int:
     """Seat that wins a complete trick: highest spade if any, else highest card of the led suit."""
     best = leader
@@ -79,9 +87,7 @@ def trick_winner(trick: np.ndarray, leader: int) -> int:
     for k in range(1, 3):
         p = (leader + k) % 3
         c = trick[p]
-        cs = c // N_RANKS
-        bs = bc // N_RANKS
-        if (cs == bs and c > bc) or (cs == SPADES and bs != SPADES):
+        if _beats(c, bc):
             best = p
             bc = c
     return best
@@ -202,9 +208,7 @@ def last_trick_winner(hands: np.ndarray, leader: int) -> int:
     for k in range(1, 3):
         p = (leader + k) % 3
         c = _lowest_card(hands[p])
-        cs = c // N_RANKS
-        bs = bc // N_RANKS
-        if (cs == bs and c > bc) or (cs == SPADES and bs != SPADES):
+        if _beats(c, bc):
             best = p
             bc = c
     return best

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from modeling import _mbbr_kernels as kernels
-from modeling.errors import InvalidArgumentError, ResourceExhaustedError
+from modeling.dirichlet_posterior import DirichletPosterior
+from modeling.errors import FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError
 from modeling.evaluation import best_response_to_weights, leaf_weights
 from modeling.kuhn import KuhnGame
 from modeling.kuhn3p import robust_profile
@@ -46,6 +47,7 @@ from modeling.strategy import uniform_profile, validate_profile
 
 PRIORS = ("informed", "uninformed")
 RESPONSES = ("mean", "bayes")
+POSTERIORS = ("samples", "dirichlet")
 MAX_JOINT_SAMPLES = 1 << 22  # k^(n-1) per table: 2048 x 2048 in 3-player Kuhn
 WEIGHT_FLOOR = 1e-300
 MAX_CACHED_OBSERVATIONS = 4096  # distinct valid observations remembered (3p Kuhn has < 2000)
@@ -63,6 +65,7 @@ class MBBRConfig:
     prior: str = "informed"
     response: str = "mean"
     seed: int = 0
+    posterior: str = "samples"  # the paper's k importance-weighted samples, or "dirichlet"
 
     def validate(self) -> None:
         """Raise InvalidArgumentError naming the first bad field."""
@@ -81,6 +84,10 @@ class MBBRConfig:
         if self.response not in RESPONSES:
             raise InvalidArgumentError(
                 "response", f"must be one of {RESPONSES}, got {self.response!r}"
+            )
+        if self.posterior not in POSTERIORS:
+            raise InvalidArgumentError(
+                "posterior", f"must be one of {POSTERIORS}, got {self.posterior!r}"
             )
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
             raise InvalidArgumentError(
@@ -103,19 +110,33 @@ def create_samples(
     Entry [p, d - 1] holds the samples of the opponent at position (p + d) mod n while we sit at p.
     """
     n, num_infosets = game.num_players, game.num_infosets
+    alpha = prior_alpha(game, prior_mean, epsilon=epsilon, eta=eta, prior=prior)
     tau = np.full((n, n - 1, k, num_infosets, 2), 0.5)
     for p in range(n):
         for d in range(1, n):
-            q = (p + d) % n
-            rows = game.infosets(q)
-            if prior == "uninformed":
-                alpha = np.full((len(rows), 2), UNINFORMED_ALPHA)
-            else:
-                mean = np.clip(prior_mean[q, rows], epsilon, 1.0 - epsilon)
-                alpha = eta * mean / mean.sum(axis=1, keepdims=True)
-            draws = rng.gamma(alpha, size=(k, len(rows), 2))
+            rows = game.infosets((p + d) % n)
+            draws = rng.gamma(alpha[(p + d) % n, rows], size=(k, len(rows), 2))
             tau[p, d - 1][:, rows] = draws / draws.sum(axis=2, keepdims=True)
     return tau
+
+
+def prior_alpha(
+    game: KuhnGame, prior_mean: np.ndarray, *, epsilon: float, eta: float, prior: str
+) -> np.ndarray:
+    """(n, num_infosets, 2) Dirichlet parameters of each position's strategy under the prior.
+
+    Informed: eta times the prior mean clipped to [epsilon, 1 - epsilon] and renormalised;
+    uninformed: Dirichlet(2) everywhere. Padding rows get Dirichlet(1, 1); nothing reads them.
+    """
+    alpha = np.ones((game.num_players, game.num_infosets, 2))
+    for q in range(game.num_players):
+        rows = game.infosets(q)
+        if prior == "uninformed":
+            alpha[q, rows] = UNINFORMED_ALPHA
+        else:
+            mean = np.clip(prior_mean[q, rows], epsilon, 1.0 - epsilon)
+            alpha[q, rows] = eta * mean / mean.sum(axis=1, keepdims=True)
+    return alpha
 
 
 class MBBRModel:
@@ -132,7 +153,7 @@ class MBBRModel:
         config = config or MBBRConfig()
         config.validate()
         n = game.num_players
-        if config.k ** (n - 1) > MAX_JOINT_SAMPLES:
+        if config.posterior == "samples" and config.k ** (n - 1) > MAX_JOINT_SAMPLES:
             raise ResourceExhaustedError(
                 f"k: {config.k}^{n - 1} joint samples exceed the limit of {MAX_JOINT_SAMPLES}"
             )
@@ -148,6 +169,18 @@ class MBBRModel:
         self.game = game
         self.config = config
         self.hands_observed = 0
+        self._responses: dict[tuple[int, str], tuple[np.ndarray, float]] = {}
+        self._moves: dict[tuple[int, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._valid_observations: set[tuple] = set()
+        if config.posterior == "dirichlet":
+            alpha = prior_alpha(
+                game, self.prior_mean, epsilon=config.epsilon, eta=config.eta, prior=config.prior
+            )
+            self._dirichlet = [
+                DirichletPosterior(game, alpha[[(p + d) % n for d in range(1, n)]])
+                for p in range(n)
+            ]
+            return
         self.tau = create_samples(
             game,
             self.prior_mean,
@@ -163,15 +196,12 @@ class MBBRModel:
         self._scale = [1.0] * n  # 1 / total of the stored (unnormalised) weights
         self._marginals = [[np.full(k, 1.0 / k) for _ in range(n - 1)] for _ in range(n)]
         self._ess = [float(k ** (n - 1))] * n
-        self._responses: dict[tuple[int, str], tuple[np.ndarray, float]] = {}
         self._sequences = _own_sequences(game)
         self._reach = [
             [self._sequence_reach(p, d) for d in range(1, n)] for p in range(n)
         ]  # [p][d-1]: (k, num_cards * num_sequences)
         self._bayes_layout = [self._layout(p) for p in range(n)]
-        self._moves: dict[tuple[int, str], list[tuple[np.ndarray, np.ndarray]]] = {}
         self._groupings: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._valid_observations: set[tuple] = set()
         self._tau_flat = self.tau.reshape(n, n - 1, k, -1)
 
     # --- Alg 4: the update ---------------------------------------------------------------------
@@ -186,7 +216,11 @@ class MBBRModel:
                 self._valid_observations.add(key)
         p = obs.position
         moves = self._opponent_moves(p, obs.history)
-        if game.num_players == 3:
+        if self.config.posterior == "dirichlet":
+            self._dirichlet[p].observe(
+                (obs.history, obs.cards), lambda: _hidden_assignments(game, obs), moves
+            )
+        elif game.num_players == 3:
             self._update_3p(p, moves, obs)
         else:
             self._update_generic(p, moves, obs)
@@ -261,17 +295,28 @@ class MBBRModel:
     def posterior(self, our_position: int) -> np.ndarray:
         """The normalised joint posterior of the table for our position (a copy)."""
         self.game._check_position(our_position, "our_position")
+        self._require_samples("posterior")
         w = self._weights[our_position]
         return w / w.sum()
 
     def effective_sample_size(self, our_position: int) -> float:
         """1 / sum p(s)^2 of the joint posterior of the table for our position."""
         self.game._check_position(our_position, "our_position")
+        self._require_samples("effective_sample_size")
         return self._ess[our_position]
 
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
-        """Posterior-mean strategy (num_infosets, 2) of an opponent, and its marginal ESS."""
+        """Posterior-mean strategy (num_infosets, 2) of an opponent, and its marginal ESS.
+
+        With the Dirichlet posterior the second value is the smallest concentration
+        (alpha_0 + alpha_1) over the opponent's information sets: the prior's weight plus the
+        expected visits of the least-seen one, the number of samples the model rests on there.
+        """
         d = self._offset(our_position, opponent_position)
+        if self.config.posterior == "dirichlet":
+            posterior = self._dirichlet[our_position]
+            rows = self.game.infosets(opponent_position)
+            return posterior.mean(d), float(posterior.concentration(d)[rows].min())
         marginal = self._marginals[our_position][d - 1]
         model = (marginal @ self._tau_flat[our_position, d - 1]).reshape(-1, 2)
         return model, float(1.0 / np.dot(marginal, marginal))
@@ -293,7 +338,10 @@ class MBBRModel:
             raise InvalidArgumentError("kind", f"must be one of {RESPONSES}, got {kind!r}")
         key = (our_position, kind)
         if key not in self._responses:
-            if kind == "mean":
+            if kind == "mean" or self.config.posterior == "dirichlet":
+                # Under the Dirichlet posterior the opponents and their information sets are
+                # independent and a sequence meets each information set once, so the expected
+                # reach is the reach of the mean: the Bayesian response is the mean's response.
                 weights = leaf_weights(self.game, self.models_profile(our_position), our_position)
             else:
                 weights = self._bayes_leaf_weights(our_position)
@@ -350,6 +398,13 @@ class MBBRModel:
                 if game.node_player[node] == q:
                     reach[:, :, s] *= tau[:, game.infoset_of[node], action]
         return reach.reshape(tau.shape[0], -1)
+
+    def _require_samples(self, what: str) -> None:
+        if self.config.posterior != "samples":
+            raise FailedPreconditionError(
+                f"{what}: only the 'samples' posterior has sample weights "
+                f"(this model's posterior is {self.config.posterior!r})"
+            )
 
     def _offset(self, our_position: int, opponent_position: int) -> int:
         self.game._check_position(our_position, "our_position")

@@ -150,6 +150,7 @@ def _describe(session: pb.Session) -> SessionDescription:
             eta=m.eta,
             prior="uninformed" if m.prior == pb.PRIOR_UNINFORMED else "informed",
             response=_KIND_NAME.get(m.response, "mean"),
+            posterior="dirichlet" if m.posterior == pb.POSTERIOR_DIRICHLET else "samples",
             seed=cfg.seed,
         ),
         hands_observed=session.hands_observed,
@@ -258,6 +259,9 @@ class OpponentModelClient(GrpcClient):
             eta=config.eta,
             prior=pb.PRIOR_UNINFORMED if config.prior == "uninformed" else pb.PRIOR_INFORMED,
             response=_KIND.get(config.response, pb.RESPONSE_KIND_UNSPECIFIED),
+            posterior=(
+                pb.POSTERIOR_DIRICHLET if config.posterior == "dirichlet" else pb.POSTERIOR_SAMPLES
+            ),
         )
         for position, table in (prior_mean or {}).items():
             params.prior_mean.append(

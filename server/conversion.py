@@ -33,6 +33,8 @@ _PRIOR_NAMES = {pb.PRIOR_UNSPECIFIED: "informed", pb.PRIOR_INFORMED: "informed"}
 _PRIOR_NAMES[pb.PRIOR_UNINFORMED] = "uninformed"
 _KIND_NAMES = {pb.RESPONSE_KIND_MEAN: "mean", pb.RESPONSE_KIND_BAYES: "bayes"}
 _KIND_ENUMS = {name: value for value, name in _KIND_NAMES.items()}
+_POSTERIOR_NAMES = {pb.POSTERIOR_SAMPLES: "samples", pb.POSTERIOR_DIRICHLET: "dirichlet"}
+_POSTERIOR_ENUMS = {name: value for value, name in _POSTERIOR_NAMES.items()}
 _CONFIG_FIELDS = {"seed": "config.seed"}
 
 
@@ -148,6 +150,9 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
     if params.response not in (pb.RESPONSE_KIND_UNSPECIFIED, *_KIND_NAMES):
         raise InvalidArgumentError("config.mbbr.response", f"unknown value {params.response}")
     kwargs["response"] = _KIND_NAMES.get(params.response, "mean")
+    if params.posterior not in (pb.POSTERIOR_UNSPECIFIED, *_POSTERIOR_NAMES):
+        raise InvalidArgumentError("config.mbbr.posterior", f"unknown value {params.posterior}")
+    kwargs["posterior"] = _POSTERIOR_NAMES.get(params.posterior, "samples")
     mbbr = MBBRConfig(**kwargs)  # type: ignore[arg-type]
     try:
         mbbr.validate()
@@ -196,6 +201,7 @@ def session_to_proto(info: SessionInfo) -> pb.Session:
                 eta=cfg.eta,
                 prior=pb.PRIOR_UNINFORMED if cfg.prior == "uninformed" else pb.PRIOR_INFORMED,
                 response=_KIND_ENUMS[cfg.response],
+                posterior=_POSTERIOR_ENUMS[cfg.posterior],
                 prior_mean=[]
                 if spec.prior_mean is None
                 else _strategy_to_proto(game, spec.prior_mean),

@@ -46,8 +46,15 @@ def test_mbbr_with_options(capsys) -> None:
     assert _run_json(capsys, *argv) == doc  # MBBR's samples and actions are seeded too
     assert doc["mbbr"] == {
         "k": 12, "response": "bayes", "prior": "uninformed", "epsilon": 0.1, "eta": 3.0,
-        "hands_default": 40,
+        "hands_default": 40, "posterior": "samples",
     }  # fmt: skip
+    assert doc["ranking"][0]["name"] == "mbbr"
+
+
+def test_mbbr_with_the_dirichlet_posterior(capsys) -> None:
+    argv = ["--agents", "mbbr,maniac,n1", "--hands", "300", "--mbbr-posterior", "dirichlet"]
+    doc = _run_json(capsys, *argv)
+    assert doc["mbbr"]["posterior"] == "dirichlet"
     assert doc["ranking"][0]["name"] == "mbbr"
 
 

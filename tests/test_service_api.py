@@ -23,8 +23,8 @@ from modeling.strategy import strategy_to_dict
 CONFIG = MBBRConfig(k=6, hands_default=5, seed=11)
 
 
-def _library(observations) -> MBBRModel:
-    model = MBBRModel(GAME, CONFIG)
+def _library(observations, config: MBBRConfig = CONFIG) -> MBBRModel:
+    model = MBBRModel(GAME, config)
     for obs in observations:
         model.observe(obs)
     return model
@@ -165,6 +165,20 @@ def test_restart_mid_match_resumes_the_exact_posterior(tmp_path: Path) -> None:
         assert client.get_session(sid).hands_observed == 25
         client.observe(sid, observations[25:], first_sequence=26)
         _assert_matches_library(client, sid, _library(observations))
+
+
+def test_dirichlet_posterior_sessions_equal_the_library_across_a_restart(tmp_path: Path) -> None:
+    config = MBBRConfig(hands_default=5, seed=3, posterior="dirichlet")
+    observations = random_observations(60, seed=8)
+    db = tmp_path / "db.sqlite"
+    with connected(db) as (client, _):
+        session = client.create_session(config=config)
+        assert session.config == config
+        client.observe(session.session_id, observations[:30], first_sequence=1)
+    with connected(db) as (client, _):
+        assert client.get_session(session.session_id).config == config
+        client.observe(session.session_id, observations[30:], first_sequence=31)
+        _assert_matches_library(client, session.session_id, _library(observations, config))
 
 
 def test_client_resends_unacknowledged_after_the_server_returns(tmp_path: Path) -> None:

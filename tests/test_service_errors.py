@@ -135,6 +135,27 @@ def test_bad_session_config(server, kwargs, error, field) -> None:
     assert _state(client, sid) == before
 
 
+def test_unknown_posterior_is_refused_naming_the_field(server) -> None:
+    client, sid, port = server
+    before = _state(client, sid)
+    config = pb.SessionConfig(
+        game="kuhn_poker(players=3)",
+        our_label="us",
+        opponent_labels=["a", "b"],
+        mbbr=pb.MbbrParams(posterior=7),
+    )
+    with (
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+        pytest.raises(grpc.RpcError) as info,
+    ):
+        pb_grpc.OpponentModelServiceStub(channel).CreateSession(
+            pb.CreateSessionRequest(config=config), timeout=10
+        )
+    assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details().startswith("config.mbbr.posterior:")
+    assert _state(client, sid) == before
+
+
 def _prior(tweak=None) -> dict:
     """N3 (the default prior mean) as {position: {infostate: probabilities}}, maybe tweaked."""
     n3 = robust_profile("N3")

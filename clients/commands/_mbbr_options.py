@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from modeling.mbbr import PRIORS, RESPONSES, MBBRConfig
+from modeling.mbbr import POSTERIORS, PRIORS, RESPONSES, MBBRConfig
 
 
 def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +17,18 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = MBBRConfig()
     group = parser.add_argument_group("MBBR parameters (paper 003's defaults)")
     group.add_argument(
-        "--mbbr-k", type=int, default=defaults.k, help="samples per opponent model (%(default)s)"
+        "--mbbr-posterior",
+        choices=POSTERIORS,
+        default=defaults.posterior,
+        help="samples: k importance-weighted Dirichlet samples per opponent (paper); dirichlet: "
+        "one Dirichlet per information set fitted by variational Bayes, which keeps learning "
+        "where the samples collapse (%(default)s)",
+    )
+    group.add_argument(
+        "--mbbr-k",
+        type=int,
+        default=defaults.k,
+        help="samples per opponent model, samples posterior only (%(default)s)",
     )
     group.add_argument(
         "--mbbr-response",
@@ -63,6 +74,7 @@ def mbbr_config(args: argparse.Namespace, *, seed: int = 0) -> MBBRConfig:
         eta=args.mbbr_eta,
         prior=args.mbbr_prior,
         response=args.mbbr_response,
+        posterior=args.mbbr_posterior,
         seed=seed,
     )
     config.validate()

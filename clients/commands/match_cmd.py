@@ -147,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
                 "epsilon": config.epsilon,
                 "eta": config.eta,
                 "hands_default": config.hands_default,
+                "posterior": config.posterior,
             }
             if "mbbr" in labels
             else None,

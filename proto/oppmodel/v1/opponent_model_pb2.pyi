@@ -18,6 +18,12 @@ class Prior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRIOR_INFORMED: _ClassVar[Prior]
     PRIOR_UNINFORMED: _ClassVar[Prior]
 
+class Posterior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    POSTERIOR_UNSPECIFIED: _ClassVar[Posterior]
+    POSTERIOR_SAMPLES: _ClassVar[Posterior]
+    POSTERIOR_DIRICHLET: _ClassVar[Posterior]
+
 class ResponseKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     RESPONSE_KIND_UNSPECIFIED: _ClassVar[ResponseKind]
@@ -28,6 +34,9 @@ METHOD_MBBR: Method
 PRIOR_UNSPECIFIED: Prior
 PRIOR_INFORMED: Prior
 PRIOR_UNINFORMED: Prior
+POSTERIOR_UNSPECIFIED: Posterior
+POSTERIOR_SAMPLES: Posterior
+POSTERIOR_DIRICHLET: Posterior
 RESPONSE_KIND_UNSPECIFIED: ResponseKind
 RESPONSE_KIND_MEAN: ResponseKind
 RESPONSE_KIND_BAYES: ResponseKind
@@ -49,7 +58,7 @@ class PositionStrategy(_message.Message):
     def __init__(self, position: _Optional[int] = ..., infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ...) -> None: ...
 
 class MbbrParams(_message.Message):
-    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean")
+    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean", "posterior")
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     HANDS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +66,7 @@ class MbbrParams(_message.Message):
     PRIOR_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
     PRIOR_MEAN_FIELD_NUMBER: _ClassVar[int]
+    POSTERIOR_FIELD_NUMBER: _ClassVar[int]
     epsilon: float
     k: int
     hands_default: int
@@ -64,7 +74,8 @@ class MbbrParams(_message.Message):
     prior: Prior
     response: ResponseKind
     prior_mean: _containers.RepeatedCompositeFieldContainer[PositionStrategy]
-    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ...) -> None: ...
+    posterior: Posterior
+    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., posterior: _Optional[_Union[Posterior, str]] = ...) -> None: ...
 
 class SessionConfig(_message.Message):
     __slots__ = ("game", "our_label", "opponent_labels", "method", "mbbr", "seed")

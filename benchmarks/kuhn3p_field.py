@@ -30,6 +30,7 @@ import itertools  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -72,8 +73,17 @@ def spec(name: str, mbbr: MBBRConfig) -> AgentSpec:
     return AgentSpec("mbbr", mbbr) if name == "mbbr" else AgentSpec(name)
 
 
-def field_groups() -> list[tuple[str, str, str]]:
-    return list(itertools.combinations(FIELD, 3))
+STYLES = FIELD[4:]
+DEFAULT_SHARE = 0.3
+
+
+def competent_field(share: float) -> tuple[str, ...]:
+    """The field with every style diluted to ``share`` of its decisions (``modeling.diluted``)."""
+    return (*FIELD[:4], *(f"{style}@{share:g}" for style in STYLES))
+
+
+def field_groups(field: Sequence[str] = FIELD) -> list[tuple[str, ...]]:
+    return list(itertools.combinations(field, 3))
 
 
 def h2h_pairs() -> list[tuple[str, str]]:
@@ -81,7 +91,12 @@ def h2h_pairs() -> list[tuple[str, str]]:
 
 
 def build_jobs(
-    hands: int, reps: int, *, mbbr: MBBRConfig = PAPER_MBBR, uninformed: bool = True
+    hands: int,
+    reps: int,
+    *,
+    mbbr: MBBRConfig = PAPER_MBBR,
+    uninformed: bool = True,
+    field: Sequence[str] = FIELD,
 ) -> tuple[list[MatchJob], dict]:
     """Every job, and where each table's jobs are: index[(table, group)] = [job ids].
 
@@ -90,7 +105,7 @@ def build_jobs(
     """
     jobs: list[MatchJob] = []
     index: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-    groups = field_groups()
+    groups = field_groups(field)
     configs = {"informed": dataclasses.replace(mbbr, prior="informed")}
     if uninformed:
         configs["uninformed"] = dataclasses.replace(mbbr, prior="uninformed")
@@ -113,10 +128,10 @@ def build_jobs(
     return jobs, index
 
 
-def ranking(results, index, table: str) -> list[tuple[str, Estimate]]:
+def ranking(results, index, table: str, field: Sequence[str]) -> list[tuple[str, Estimate]]:
     """Each agent's mean over the groups it played in, best first."""
-    per_agent: dict[str, list[Estimate]] = {name: [] for name in FIELD}
-    for group in field_groups():
+    per_agent: dict[str, list[Estimate]] = {name: [] for name in field}
+    for group in field_groups(field):
         ids = index[(table, group)]
         for j, name in enumerate(group):
             per_agent[name].append(mean_estimate([results[i].mbb[j] for i in ids]))
@@ -124,13 +139,13 @@ def ranking(results, index, table: str) -> list[tuple[str, Estimate]]:
     return sorted(rows, key=lambda row: -row[1].mean)
 
 
-def head_to_head(results, index, table: str) -> list[tuple[str, Estimate]]:
+def head_to_head(results, index, table: str, field: Sequence[str]) -> list[tuple[str, Estimate]]:
     """MBBR's margin over each other agent: the mean, over the groups where both sat, of MBBR's
     mbb/h minus theirs (paired per repetition: same cards, same seatings)."""
     rows = []
-    for other in FIELD[1:]:
+    for other in field[1:]:
         margins = []
-        for group in field_groups():
+        for group in field_groups(field):
             if "mbbr" in group and other in group:
                 ids, i, j = index[(table, group)], group.index("mbbr"), group.index(other)
                 margins.append(mean_estimate([results[r].mbb[i] - results[r].mbb[j] for r in ids]))
@@ -282,6 +297,19 @@ def main(argv: list[str] | None = None) -> int:
         "(variational Bayes) posterior",
     )
     parser.add_argument(
+        "--field",
+        choices=("panel", "competent"),
+        default="panel",
+        help="panel: the eight styles as they are; competent: each diluted with N2 to --share "
+        "of its decisions, a field as hard as the paper's class agents",
+    )
+    parser.add_argument(
+        "--share",
+        type=float,
+        default=DEFAULT_SHARE,
+        help="share of its decisions a style plays in the competent field (%(default)s)",
+    )
+    parser.add_argument(
         "--no-uninformed", action="store_true", help="skip Table 6 (the uninformed prior)"
     )
     add_runner_args(parser)
@@ -296,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     mbbr = dataclasses.replace(
         PAPER_MBBR, k=args.mbbr_k, response=args.mbbr_response, posterior=args.mbbr_posterior
     )
-    jobs, index = build_jobs(hands, reps, mbbr=mbbr, uninformed=not args.no_uninformed)
+    field = FIELD if args.field == "panel" else competent_field(args.share)
+    jobs, index = build_jobs(hands, reps, mbbr=mbbr, uninformed=not args.no_uninformed, field=field)
     began = time.perf_counter()
     results = run_jobs(
         jobs,
@@ -311,21 +340,23 @@ def main(argv: list[str] | None = None) -> int:
     def ranking_json(rows):
         return [{"agent": n, "mbb": e.mean, "se": e.se} for n, e in rows]
 
-    mbbr_groups = [g for g in field_groups() if "mbbr" in g]
+    mbbr_groups = [g for g in field_groups(field) if "mbbr" in g]
     report = {
         "hands": hands,
         "reps": reps,
         "seed": args.seed,
-        "field": list(FIELD),
-        "groups": len(field_groups()),
+        "field": list(field),
+        "groups": len(field_groups(field)),
         "jobs": len(jobs),
         "backend": args.backend,
         "seconds": seconds,
         "machine": machine(),
-        "table1": ranking_json(ranking(results, index, "informed")),
+        "table1": ranking_json(ranking(results, index, "informed", field)),
         "mbbr": dataclasses.asdict(mbbr),
         "table6": (
-            ranking_json(ranking(results, index, "uninformed")) if not args.no_uninformed else None
+            ranking_json(ranking(results, index, "uninformed", field))
+            if not args.no_uninformed
+            else None
         ),
         "paper_table1": PAPER_TABLE1,
         "paper_table6": PAPER_TABLE6,
@@ -334,9 +365,9 @@ def main(argv: list[str] | None = None) -> int:
                 "agent": name,
                 "margin": e.mean,
                 "se": e.se,
-                "groups": sum("mbbr" in g and name in g for g in field_groups()),
+                "groups": sum("mbbr" in g and name in g for g in field_groups(field)),
             }
-            for name, e in head_to_head(results, index, "informed")
+            for name, e in head_to_head(results, index, "informed", field)
         ],
         "h2h": h2h_rows(results, index),
         "mbbr_by_group": {

@@ -32,6 +32,7 @@ import numpy as np
 
 from modeling.adaptive import adaptive_factory, is_adaptive
 from modeling.agents import mbbr_factory
+from modeling.diluted import diluted_factory, is_diluted
 from modeling.errors import InvalidArgumentError
 from modeling.evaluation import best_response, expected_values
 from modeling.kuhn import KuhnGame, kuhn_game
@@ -85,6 +86,8 @@ def agent_factory(spec: AgentSpec) -> AgentFactory:
         return mbbr_factory(spec.mbbr or MBBRConfig(), name=spec.display)
     if is_adaptive(name):
         return adaptive_factory(spec.name)
+    if is_diluted(name):
+        return diluted_factory(spec.name)
 
     def build(game, seed):
         return fixed_strategy_factory(spec.display, named_profile(game, spec.name))(game, seed)

@@ -83,9 +83,21 @@ def test_field_jobs_and_ranking() -> None:
     # An agent's score is the mean over its groups: give each agent a fixed per-group value.
     value = {name: float(i) for i, name in enumerate(field.FIELD)}
     fake = [JobResult(j.job_id, tuple(value[a.name] for a in j.agents)) for j in jobs]
-    table = field.ranking(fake, index, "informed")
+    table = field.ranking(fake, index, "informed", field.FIELD)
     assert [name for name, _ in table] == list(reversed(field.FIELD))
     assert all(e.mean == value[name] and e.se == 0.0 for name, e in table)
+    margins = dict(field.head_to_head(fake, index, "informed", field.FIELD))
+    assert all(margins[name].mean == -value[name] for name in field.FIELD[1:])
+
+
+def test_competent_field_dilutes_only_the_styles() -> None:
+    competent = field.competent_field(0.3)
+    assert competent[:4] == ("mbbr", "n1", "n2", "n3")
+    assert competent[4:] == tuple(f"{style}@0.3" for style in field.STYLES)
+    jobs, _ = field.build_jobs(hands=10, reps=1, field=competent, uninformed=False)
+    assert {a.name for j in jobs for a in j.agents} == set(competent)
+    result = run_jobs(jobs[:3], base_seed=1, workers=1, progress=False)
+    assert all(abs(sum(r.mbb)) < 1e-9 for r in result)  # zero-sum: every agent was built
 
 
 @pytest.mark.skipif(
@@ -115,6 +127,11 @@ def test_field_checks_read_the_done_when_targets() -> None:
         "groups": 220,
         "table1": [{"agent": a, "mbb": m, "se": 2.0} for a, m in names],
         "table6": [{"agent": a, "mbb": -m if a == "mbbr" else m, "se": 2.0} for a, m in names],
+        "head_to_head": [
+            {"agent": "n1", "margin": 12.0, "se": 3.0, "groups": 10},
+            {"agent": "n2", "margin": 2.0, "se": 3.0, "groups": 10},
+            {"agent": "n3", "margin": 9.0, "se": 3.0, "groups": 10},
+        ],
         "h2h": [
             {"pair": ["n1", "n2"], "ceiling": 34.7, "mbb": [est(10.0), est(-4.0), est(-6.0)]},
             {"pair": ["n2", "n2"], "ceiling": 0.0, "mbb": [est(-1.5), est(1.0), est(0.5)]},
@@ -123,7 +140,7 @@ def test_field_checks_read_the_done_when_targets() -> None:
     verdict = field.checks(report)
     assert verdict["mbbr_first_by_more_than_its_se"]
     assert verdict["mbbr_beats_n1_head_to_head"]
-    assert not verdict["mbbr_beats_n2_head_to_head"]  # -1.5 < 1.0 in the n2 + n2 group
+    assert not verdict["mbbr_beats_n2_head_to_head"]  # ahead by 2.0, less than its SE of 3.0
     assert not verdict["mbbr_never_below_minus_one_se_vs_an_equilibrium_pair"]  # -1.5 + 1 < 0
     assert verdict["uninformed_mbbr_below_every_equilibrium_agent"]
     text = field.render(report)

@@ -7,10 +7,12 @@ import math
 import numpy as np
 import pytest
 
+from modeling.diluted import DilutedAgent, diluted_factory
 from modeling.errors import InvalidArgumentError, NotFoundError
 from modeling.kuhn import kuhn_game
 from modeling.match import run_duplicate
 from modeling.mbbr import MBBRConfig
+from modeling.observation import observe_hand
 from modeling.panel import named_profile
 from modeling.strategy import uniform_profile
 from modeling.tournament import (
@@ -116,3 +118,34 @@ def test_fixed_value_matches_simulated_duplicates() -> None:
     exact = fixed_value(game, profiles[0], profiles[1], profiles[2])
     r = result.agents[0]
     assert abs(r.mbb_per_hand - exact) < 5 * r.standard_error
+
+
+def test_diluted_fixed_style_is_the_mixed_profile():
+    game = kuhn_game(3)
+    agent = diluted_factory("maniac@0.25")(game, 1)
+    mixed = 0.25 * named_profile(game, "maniac") + 0.75 * named_profile(game, "n2")
+    np.testing.assert_allclose(agent.profile, mixed)
+
+
+def test_diluted_adaptive_style_mixes_its_bet_probability_with_n2():
+    game = kuhn_game(3)
+    agent = diluted_factory("exploiter@0.4")(game, 3)
+    assert isinstance(agent, DilutedAgent)
+    n2 = named_profile(game, "n2")
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # the exploiter's bet probability moves with what it sees
+        card, history = int(rng.integers(4)), ["", "p", "b", "pp"][int(rng.integers(4))]
+        position = len(history)
+        own = agent.inner.bet_probability(position, card, history)
+        want = 0.4 * own + 0.6 * n2[position, game.infoset_of[game.node(history), card], 1]
+        draws = [agent.act(position, card, history) for _ in range(400)]
+        assert abs(np.mean(draws) - want) < 0.1
+        cards = [int(c) for c in rng.permutation(4)[:3]]
+        agent.end_hand(observe_hand(game, 0, "pbpp", cards))
+    assert agent.inner.hands_played == 200
+
+
+@pytest.mark.parametrize("name", ["maniac@0", "maniac@1.5", "maniac@x", "@0.3", "nobody@0.3"])
+def test_bad_diluted_names_are_not_found(name):
+    with pytest.raises(NotFoundError):
+        diluted_factory(name)(kuhn_game(3), 0)

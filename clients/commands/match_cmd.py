@@ -13,13 +13,13 @@ from tqdm import tqdm
 
 from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from clients.commands.eval_cmd import GAMES
-from modeling.adaptive import adaptive_factory, adaptive_names, is_adaptive
-from modeling.agents import mbbr_factory
+from modeling.adaptive import adaptive_names
 from modeling.errors import InvalidArgumentError, OppModelError
 from modeling.kuhn import kuhn_game
-from modeling.match import AgentFactory, fixed_strategy_factory, run_duplicate, seatings
+from modeling.match import AgentFactory, run_duplicate, seatings
 from modeling.mbbr import MBBRConfig
-from modeling.panel import named_profile, panel_names
+from modeling.panel import panel_names
+from modeling.tournament import AgentSpec, agent_factory
 
 _DESCRIPTION = """\
 Play duplicate matches of repeated Kuhn poker between n agents (3 for kuhn3p), the protocol of
@@ -37,6 +37,8 @@ players both are uniform play), or a fixed strategy from the panel:
 %s
 or an adaptive agent that changes its play during the match (see modeling/adaptive.py):
 %s
+Any of these as STYLE@S (3 players) plays STYLE at a share S of its decisions and the
+equilibrium N2 at the rest, e.g. maniac@0.3: the competent field (see modeling/diluted.py).
 """
 
 _EXAMPLES = """\
@@ -45,6 +47,7 @@ examples:
   oppmodel match --agents mbbr,maniac,calling-station --hands 1000 --duplicates 5
   oppmodel match --agents mbbr,n1,n3 --mbbr-prior uninformed       # paper's Table 6
   oppmodel match --agents mbbr,n1,n3 --mbbr-k 100 --mbbr-response bayes --json
+  oppmodel match --agents mbbr,n2,maniac@0.3 --mbbr-posterior dirichlet
 """
 
 
@@ -94,14 +97,9 @@ def build_agents(game, spec: str, config: MBBRConfig) -> tuple[list[str], list[A
         raise InvalidArgumentError(
             "agents", f"{game.name} needs {game.num_players} agents, got {len(names)}: {spec!r}"
         )
-    factories: list[AgentFactory] = []
-    for name in names:
-        if name == "mbbr":
-            factories.append(mbbr_factory(config))
-        elif is_adaptive(name):
-            factories.append(adaptive_factory(name))
-        else:
-            factories.append(fixed_strategy_factory(name, named_profile(game, name)))
+    factories = [
+        agent_factory(AgentSpec(name, config if name == "mbbr" else None)) for name in names
+    ]
     seen: Counter[str] = Counter()
     labels = []
     for name in names:

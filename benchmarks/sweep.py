@@ -80,8 +80,18 @@ SWEEPS: dict[str, tuple[str, tuple, tuple, str]] = {
         ("mean@10", "bayes@10"),
         "category",
     ),
+    # The k-sample posterior against its limit: the Dirichlet (variational Bayes) posterior is
+    # the same Bayesian model without sampling, about where k -> infinity leads.
+    "posterior": (
+        "posterior",
+        ("samples@10", "samples@100", "samples@1000", "dirichlet"),
+        ("samples@10", "dirichlet"),
+        "category",
+    ),
 }
 
+
+K_LIMIT = ("dirichlet",)  # drawn with the k sweep: what k -> infinity approaches
 
 # --- the runner ----------------------------------------------------------------------------------
 
@@ -195,11 +205,15 @@ class SweepPoint:
 
 
 def point_config(param: str, value: object, base: MBBRConfig = PAPER) -> MBBRConfig:
-    """The MBBR config of one sweep point (``response`` values read ``KIND@K``)."""
+    """The MBBR config of one sweep point (``response`` values read ``KIND@K``, ``posterior``
+    values ``samples@K`` or ``dirichlet``)."""
     field = SWEEPS[param][0]
     if param == "response":
         kind, k = str(value).split("@")
         return dataclasses.replace(base, response=kind, k=int(k))
+    if param == "posterior":
+        kind, _, k = str(value).partition("@")
+        return dataclasses.replace(base, posterior=kind, k=int(k) if k else base.k)
     return dataclasses.replace(base, **{field: value})
 
 
@@ -261,8 +275,16 @@ def sweep_markdown(param: str, points: Sequence[SweepPoint], pairs=SWEEP_PAIRS) 
     return "\n".join(lines)
 
 
-def plot_sweep(param: str, points: Sequence[SweepPoint], path: Path, *, note: str = "") -> None:
-    """A PNG of MBBR's mbb/h (mean over the pairs, ± 1 SE) against the parameter."""
+def plot_sweep(
+    param: str,
+    points: Sequence[SweepPoint],
+    path: Path,
+    *,
+    note: str = "",
+    limit: SweepPoint | None = None,
+) -> None:
+    """A PNG of MBBR's mbb/h (mean over the pairs, ± 1 SE) against the parameter; ``limit``, if
+    given, is drawn as a horizontal band (the k sweep's Dirichlet-posterior limit)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -280,6 +302,11 @@ def plot_sweep(param: str, points: Sequence[SweepPoint], path: Path, *, note: st
         if scale == "log":
             ax.set_xscale("log")
     ax.errorbar(xs, ys, yerr=errs, fmt="o-", capsize=4, color="tab:blue", label="MBBR")
+    if limit is not None:
+        se = limit.overall.se or 0.0
+        ax.axhline(limit.overall.mean, color="tab:green", ls="--", label=f"{limit.value} posterior")
+        ax.axhspan(limit.overall.mean - se, limit.overall.mean + se, color="tab:green", alpha=0.15)
+        ax.legend(loc="lower right")
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.set_xlabel(param)
     ax.set_ylabel("MBBR winrate (mbb/h), mean over pairs ± SE")
@@ -370,6 +397,13 @@ def main(argv: list[str] | None = None) -> int:
         start = len(jobs)
         jobs += sweep_jobs(param, values, hands=hands, reps=reps, pairs=pairs, first_id=start)
         spans[param] = (values, start, len(jobs))
+    limit_span = None
+    if "k" in spans:  # the k sweep's limit, on the same cards: the Dirichlet posterior
+        start = len(jobs)
+        jobs += sweep_jobs(
+            "posterior", K_LIMIT, hands=hands, reps=reps, pairs=pairs, first_id=start
+        )
+        limit_span = (start, len(jobs))
     began = time.perf_counter()
     results = run_jobs(
         jobs,
@@ -393,8 +427,13 @@ def main(argv: list[str] | None = None) -> int:
     suffix = args.suffix if args.suffix is not None else ("_quick" if args.quick else "")
     for param, (values, lo, hi) in spans.items():
         points = sweep_points(param, values, results[lo:hi], reps=reps, pairs=pairs)
+        limit = None
+        if param == "k" and limit_span is not None:
+            lo, hi = limit_span
+            (limit,) = sweep_points("posterior", K_LIMIT, results[lo:hi], reps=reps, pairs=pairs)
         note = f"{hands} hands x 6 seatings x {reps} reps per pair, {len(pairs)} pairs"
-        plot_sweep(param, points, args.out_dir / f"sweep_{param}{suffix}.png", note=note)
+        path = args.out_dir / f"sweep_{param}{suffix}.png"
+        plot_sweep(param, points, path, note=note, limit=limit)
         report["sweeps"][param] = [
             {
                 "value": p.value,
@@ -402,11 +441,11 @@ def main(argv: list[str] | None = None) -> int:
                 "se": p.overall.se,
                 "pairs": [{"mbb": e.mean, "se": e.se} for e in p.pairs],
             }
-            for p in points
+            for p in (*points, *([limit] if limit else []))
         ]
         if not args.json:
             print(f"\n## {param} ({note})\n")
-            print(sweep_markdown(param, points, pairs))
+            print(sweep_markdown(param, [*points, *([limit] if limit else [])], pairs))
         single = {key: value for key, value in report.items() if key != "sweeps"}
         single["sweep"] = {param: report["sweeps"][param]}
         (args.out_dir / f"sweep_{param}{suffix}.json").write_text(json.dumps(single, indent=1))

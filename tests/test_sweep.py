@@ -154,6 +154,14 @@ def test_sweep_cli_takes_custom_values_and_pairs(tmp_path, capsys) -> None:
     assert main(argv) == 0
     assert "| k | **mean** | n1+n1 |" in capsys.readouterr().out
     doc = json.loads((tmp_path / "sweep_k_x.json").read_text())
-    assert doc["pairs"] == [["n1", "n1"]] and [p["value"] for p in doc["sweep"]["k"]] == [2, 3]
+    assert doc["pairs"] == [["n1", "n1"]]
+    assert [p["value"] for p in doc["sweep"]["k"]] == [2, 3, "dirichlet"]  # and the k limit
     with pytest.raises(SystemExit):
         main(["--params", "k,eta", "--values", "2"])
+
+
+def test_posterior_sweep_points() -> None:
+    samples = point_config("posterior", "samples@30")
+    assert (samples.posterior, samples.k) == ("samples", 30)
+    limit = point_config("posterior", "dirichlet")
+    assert limit.posterior == "dirichlet" and limit.k == MBBRConfig().k

@@ -27,7 +27,7 @@ from modeling import _dirichlet_kernels as kernels
 from modeling.kuhn import KuhnGame
 
 MAX_SWEEPS = 500
-TOLERANCE = 1e-9  # largest change of any alpha between sweeps at convergence (alpha is O(hands))
+TOLERANCE = 1e-9  # largest change of any alpha between the last two sweeps
 
 
 class DirichletPosterior:
@@ -38,10 +38,11 @@ class DirichletPosterior:
         self.game = game
         self.alpha0 = np.array(alpha0, dtype=np.float64)
         self.alpha = self.alpha0.copy()
-        self._index: dict[tuple, int] = {}
-        self._counts = np.zeros(16)
-        self._rows: list[list[list[tuple[int, int, int]]]] = []  # per observation, per assignment
-        self._arrays: tuple[np.ndarray, ...] | None = None
+        self._index: dict[tuple, int] = {}  # distinct observation -> its row in the histogram
+        self._counts = _Growing(np.float64)  # times each distinct observation was seen
+        self._row_start = _Growing(np.int64, [0])  # its assignments: row_start[o]:row_start[o+1]
+        self._entry_start = _Growing(np.int64, [0])  # an assignment's moves: the same way
+        self._moves = _Growing(np.int64, width=3)  # (offset - 1, information set, action)
 
     def observe(
         self,
@@ -54,23 +55,25 @@ class DirichletPosterior:
         opponent at offset d."""
         o = self._index.get(key)
         if o is None:
-            o = self._index[key] = len(self._rows)
+            o = self._index[key] = len(self._counts)
+            self._counts.append([0.0])
             infoset_of = self.game.infoset_of
-            self._rows.append(
-                [
-                    [
-                        (d, int(infoset_of[node, cards[d]]), int(action))
-                        for d, (nodes, actions) in enumerate(moves)
-                        for node, action in zip(nodes, actions, strict=True)
-                    ]
-                    for cards in assignments()
+            for cards in assignments():
+                rows = [
+                    (d, int(infoset_of[node, cards[d]]), int(action))
+                    for d, (nodes, actions) in enumerate(moves)
+                    for node, action in zip(nodes, actions, strict=True)
                 ]
-            )
-            if o == len(self._counts):
-                self._counts = np.concatenate([self._counts, np.zeros(len(self._counts))])
-            self._arrays = None
-        self._counts[o] += 1.0
-        self._fit()
+                self._moves.append(rows)
+                self._entry_start.append([len(self._moves)])
+            self._row_start.append([len(self._entry_start) - 1])
+        self._counts.view()[o] += 1.0
+        moves_table = self._moves.view()
+        kernels.fit(
+            self.alpha0, self.alpha, self._counts.view(), self._row_start.view(),
+            self._entry_start.view(), moves_table[:, 0], moves_table[:, 1], moves_table[:, 2],
+            MAX_SWEEPS, TOLERANCE,
+        )  # fmt: skip
 
     def mean(self, d: int) -> np.ndarray:
         """Posterior-mean strategy (num_infosets, 2) of the opponent at offset ``d``."""
@@ -82,32 +85,31 @@ class DirichletPosterior:
         expected visits, the posterior's confidence in each row of :meth:`mean`."""
         return self.alpha[d - 1].sum(axis=1)
 
-    def _fit(self) -> None:
-        if self._arrays is None:
-            self._arrays = _flatten(self._rows)
-        kernels.fit(
-            self.alpha0, self.alpha, self._counts[: len(self._rows)], *self._arrays,
-            MAX_SWEEPS, TOLERANCE,
-        )  # fmt: skip
 
+class _Growing:
+    """An append-only array with amortised O(1) appends; ``view()`` is the filled part."""
 
-def _flatten(rows: list[list[list[tuple[int, int, int]]]]) -> tuple[np.ndarray, ...]:
-    """(row_start, entry_start, opponent, infoset, action) arrays of the observation histogram."""
-    row_start = np.zeros(len(rows) + 1, dtype=np.int64)
-    entry_counts = []
-    entries = []
-    for o, assignments in enumerate(rows):
-        row_start[o + 1] = row_start[o] + len(assignments)
-        for assignment in assignments:
-            entry_counts.append(len(assignment))
-            entries.extend(assignment)
-    entry_start = np.zeros(len(entry_counts) + 1, dtype=np.int64)
-    np.cumsum(entry_counts, out=entry_start[1:])
-    table = np.array(entries, dtype=np.int64).reshape(-1, 3)
-    return (
-        row_start,
-        entry_start,
-        np.ascontiguousarray(table[:, 0]),
-        np.ascontiguousarray(table[:, 1]),
-        np.ascontiguousarray(table[:, 2]),
-    )
+    def __init__(self, dtype, initial=(), width: int | None = None) -> None:
+        shape = (max(16, len(initial)),) if width is None else (16, width)
+        self._data = np.zeros(shape, dtype=dtype)
+        self._size = 0
+        if len(initial):
+            self.append(initial)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, rows) -> None:
+        rows = np.asarray(rows, dtype=self._data.dtype).reshape(-1, *self._data.shape[1:])
+        end = self._size + len(rows)
+        if end > len(self._data):
+            grown = np.zeros(
+                (max(end, 2 * len(self._data)), *self._data.shape[1:]), self._data.dtype
+            )
+            grown[: self._size] = self._data[: self._size]
+            self._data = grown
+        self._data[self._size : end] = rows
+        self._size = end
+
+    def view(self) -> np.ndarray:
+        return self._data[: self._size]

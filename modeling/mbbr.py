@@ -22,6 +22,11 @@ holds every model: 3 tables of k x k weights in 3-player Kuhn.
   probabilities per combination of their (card, own action sequence), a few matrix products with
   the table, and then one backward induction.
 - The agent plays the default strategy for the first H hands, then the configured response.
+- ``posterior="dirichlet"`` replaces the k samples by one Dirichlet per opponent information set,
+  fitted by variational Bayes to the same prior and likelihood (``modeling.dirichlet_posterior``).
+  The sample posterior collapses onto one sample and stops learning; this one does not, and it is
+  what the k samples approach as k grows. Its response is the best response to the posterior
+  mean, which under it is also the Bayesian response; it has no sample weights to report.
 
 Everything is deterministic in ``seed``: the same config and the same observations give
 bit-identical posteriors, which the service relies on to rebuild sessions by replay.

@@ -173,7 +173,9 @@ def test_ranking_is_a_permutation_of_the_legal_moves(data, rnd):
     for i in range(4):
         order = model.rank_moves(queries[i], legal=legal[i])
         assert sorted(order) == np.flatnonzero(legal[i]).tolist()
-        assert all(probs[i, a] >= probs[i, b] for a, b in itertools.pairwise(order))
+        # Most probable first; moves tied in exact arithmetic may differ by rounding between a
+        # batch and a single row (different BLAS kernels), in either direction.
+        assert all(probs[i, a] >= probs[i, b] - 1e-12 for a, b in itertools.pairwise(order))
         assert sorted(model.rank_moves(queries[i])) == list(range(c))
         # move_ranks agrees with the position in rank_moves, and legal ranks are never worse.
         for move in order:

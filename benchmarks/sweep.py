@@ -225,11 +225,12 @@ def sweep_jobs(
     reps: int,
     pairs: Sequence[tuple[str, str]] = SWEEP_PAIRS,
     first_id: int = 0,
+    base: MBBRConfig = PAPER,
 ) -> list[MatchJob]:
     """Jobs of one sweep, point-major; the stream of (pair i, rep r) is the same at every point."""
     jobs = []
     for value in values:
-        config = point_config(param, value)
+        config = point_config(param, value, base)
         config.validate()
         mbbr = AgentSpec("mbbr", config)
         for i, (a, b) in enumerate(pairs):
@@ -246,6 +247,7 @@ def sweep_points(
     *,
     reps: int,
     pairs: Sequence[tuple[str, str]] = SWEEP_PAIRS,
+    base: MBBRConfig = PAPER,
 ) -> list[SweepPoint]:
     """Fold a sweep's results (in :func:`sweep_jobs` order) into one point per value."""
     points, it = [], iter(results)
@@ -253,7 +255,7 @@ def sweep_points(
         per_pair = []
         for _ in pairs:
             per_pair.append(mean_estimate([next(it).mbb[0] for _ in range(reps)]))
-        config = point_config(param, value)
+        config = point_config(param, value, base)
         points.append(SweepPoint(value, config, average_estimates(per_pair), tuple(per_pair)))
     return points
 
@@ -369,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pairs", default=None, help="opponent pairs instead of SWEEP_PAIRS, e.g. n1+n1,n2+maniac"
     )
+    parser.add_argument(
+        "--posterior",
+        choices=("samples", "dirichlet"),
+        default=PAPER.posterior,
+        help="MBBR's posterior at every point that does not set it (default: the paper's samples)",
+    )
     parser.add_argument("--out-dir", type=Path, default=RESULTS_DIR, help="where PNG/JSON go")
     parser.add_argument(
         "--suffix", default=None, help="added to the output file names (default: _quick or none)"
@@ -388,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--pairs: write each pair as A+B")
     hands = args.hands or (300 if args.quick else 3000)
     reps = args.reps or (2 if args.quick else 3)
+    base = dataclasses.replace(PAPER, posterior=args.posterior)
     jobs, spans = [], {}
     for param in params:
         values = SWEEPS[param][2 if args.quick else 1]
@@ -395,7 +404,9 @@ def main(argv: list[str] | None = None) -> int:
             kind = type(values[0])
             values = tuple(kind(v) for v in args.values.split(","))
         start = len(jobs)
-        jobs += sweep_jobs(param, values, hands=hands, reps=reps, pairs=pairs, first_id=start)
+        jobs += sweep_jobs(
+            param, values, hands=hands, reps=reps, pairs=pairs, first_id=start, base=base
+        )
         spans[param] = (values, start, len(jobs))
     limit_span = None
     if "k" in spans:  # the k sweep's limit, on the same cards: the Dirichlet posterior
@@ -419,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         "reps": reps,
         "seed": args.seed,
         "pairs": [list(p) for p in pairs],
+        "posterior": args.posterior,
         "backend": args.backend,
         "seconds": seconds,
         "machine": machine(),
@@ -426,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     suffix = args.suffix if args.suffix is not None else ("_quick" if args.quick else "")
     for param, (values, lo, hi) in spans.items():
-        points = sweep_points(param, values, results[lo:hi], reps=reps, pairs=pairs)
+        points = sweep_points(param, values, results[lo:hi], reps=reps, pairs=pairs, base=base)
         limit = None
         if param == "k" and limit_span is not None:
             lo, hi = limit_span

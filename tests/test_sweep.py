@@ -165,3 +165,14 @@ def test_posterior_sweep_points() -> None:
     assert (samples.posterior, samples.k) == ("samples", 30)
     limit = point_config("posterior", "dirichlet")
     assert limit.posterior == "dirichlet" and limit.k == MBBRConfig().k
+
+
+def test_sweep_cli_sweeps_the_dirichlet_posterior(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    argv = ["--params", "epsilon", "--values", "0.01", "--pairs", "n2+n2", "--hands", "15"]
+    argv += ["--reps", "2", "--posterior", "dirichlet", "--workers", "1", "--no-progress"]
+    assert main([*argv, "--suffix", "_d", "--out-dir", str(tmp_path), "--json"]) == 0
+    doc = json.loads((tmp_path / "sweep_epsilon_d.json").read_text())
+    assert doc["posterior"] == "dirichlet"
+    jobs = sweep_jobs("epsilon", (0.01,), hands=15, reps=1, base=MBBRConfig(posterior="dirichlet"))
+    assert all(j.agents[0].mbbr.posterior == "dirichlet" for j in jobs)

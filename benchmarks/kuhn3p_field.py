@@ -34,15 +34,14 @@ import dataclasses  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.sweep import RESULTS_DIR, add_runner_args, machine, run_jobs  # noqa: E402
+from benchmarks.sweep import RESULTS_DIR, add_runner_args, machine, run_jobs_with_args  # noqa: E402
 from modeling.kuhn import kuhn_game  # noqa: E402
-from modeling.mbbr import MBBRConfig  # noqa: E402
+from modeling.mbbr import POSTERIORS, MBBRConfig  # noqa: E402
 from modeling.panel import named_profile  # noqa: E402
 from modeling.tournament import (  # noqa: E402
     AgentSpec,
@@ -239,10 +238,8 @@ def render(report: dict) -> str:
     )
     mbbr = report.get("mbbr", dataclasses.asdict(PAPER_MBBR))
     posterior = mbbr.get("posterior", "samples")
-    keys = ("epsilon", "hands_default", "eta") if posterior == "dirichlet" else ("k", "epsilon")
+    keys = ("k",) * (posterior == "samples") + ("epsilon", "hands_default", "eta")
     setting = ", ".join(f"{key} {mbbr[key]}" for key in keys)
-    if posterior == "samples":
-        setting += f", hands_default {mbbr['hands_default']}, eta {mbbr['eta']}"
     parts = [
         f"MBBR: {posterior} posterior, {setting}, {mbbr['response']} response.\n",
         f"## Field, informed prior (paper Table 1; {size})\n",
@@ -298,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--mbbr-posterior",
-        choices=("samples", "dirichlet"),
+        choices=POSTERIORS,
         default=PAPER_MBBR.posterior,
         help="MBBR's posterior: the paper's k importance-weighted samples, or the Dirichlet "
         "(variational Bayes) posterior",
@@ -333,16 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     field = FIELD if args.field == "panel" else competent_field(args.share)
     jobs, index = build_jobs(hands, reps, mbbr=mbbr, uninformed=not args.no_uninformed, field=field)
-    began = time.perf_counter()
-    results = run_jobs(
-        jobs,
-        base_seed=args.seed,
-        backend=args.backend,
-        workers=args.workers,
-        address=args.address,
-        progress=not args.no_progress,
-    )
-    seconds = time.perf_counter() - began
+    results, seconds = run_jobs_with_args(jobs, args)
 
     def ranking_json(rows):
         return [{"agent": n, "mbb": e.mean, "se": e.se} for n, e in rows]

@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout without install
 from tqdm import tqdm  # noqa: E402
 
 import modeling  # noqa: E402
-from modeling.mbbr import MBBRConfig  # noqa: E402
+from modeling.mbbr import POSTERIORS, MBBRConfig  # noqa: E402
 from modeling.tournament import (  # noqa: E402
     AgentSpec,
     Estimate,
@@ -348,6 +348,22 @@ def add_runner_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def run_jobs_with_args(
+    jobs: Sequence[MatchJob], args: argparse.Namespace
+) -> tuple[list[JobResult], float]:
+    """:func:`run_jobs` with the options of :func:`add_runner_args`; (results, wall seconds)."""
+    began = time.perf_counter()
+    results = run_jobs(
+        jobs,
+        base_seed=args.seed,
+        backend=args.backend,
+        workers=args.workers,
+        address=args.address,
+        progress=not args.no_progress,
+    )
+    return results, time.perf_counter() - began
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=(
@@ -373,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--posterior",
-        choices=("samples", "dirichlet"),
+        choices=POSTERIORS,
         default=PAPER.posterior,
         help="MBBR's posterior at every point that does not set it (default: the paper's samples)",
     )
@@ -415,16 +431,7 @@ def main(argv: list[str] | None = None) -> int:
             "posterior", K_LIMIT, hands=hands, reps=reps, pairs=pairs, first_id=start
         )
         limit_span = (start, len(jobs))
-    began = time.perf_counter()
-    results = run_jobs(
-        jobs,
-        base_seed=args.seed,
-        backend=args.backend,
-        workers=args.workers,
-        address=args.address,
-        progress=not args.no_progress,
-    )
-    seconds = time.perf_counter() - began
+    results, seconds = run_jobs_with_args(jobs, args)
     report = {
         "hands": hands,
         "reps": reps,

@@ -70,8 +70,6 @@ class DilutedAgent:
 def diluted_factory(name: str) -> AgentFactory:
     """A factory ``(game, seed) -> agent`` for ``STYLE@S`` (3-player games: N2 is the base)."""
     style, share = parse_diluted(name)
-    if not is_adaptive(style):
-        named_profile(kuhn_game(3), style)  # NotFoundError now for an unknown style
     if is_adaptive(style):
         inner_factory = adaptive_factory(style)
 
@@ -82,6 +80,8 @@ def diluted_factory(name: str) -> AgentFactory:
             return DilutedAgent(name, inner, named_profile(game, BASE), share, int(own_seed))
 
         return build
+
+    named_profile(kuhn_game(3), style)  # NotFoundError now for an unknown style
 
     def build_fixed(game: KuhnGame, seed: int):
         _check_players(game, name)

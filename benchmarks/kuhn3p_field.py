@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.sweep import RESULTS_DIR, add_runner_args, machine, run_jobs_with_args  # noqa: E402
 from modeling.kuhn import kuhn_game  # noqa: E402
-from modeling.mbbr import POSTERIORS, MBBRConfig  # noqa: E402
+from modeling.mbbr import POSTERIORS, RESPONSES, MBBRConfig  # noqa: E402
 from modeling.panel import named_profile  # noqa: E402
 from modeling.tournament import (  # noqa: E402
     AgentSpec,
@@ -289,9 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--mbbr-response",
-        choices=("mean", "bayes"),
+        choices=RESPONSES,
         default=PAPER_MBBR.response,
-        help="MBBR's response (paper: mean)",
+        help="MBBR's response (paper: mean; unclipped needs the dirichlet posterior)",
     )
     parser.add_argument(
         "--mbbr-posterior",

@@ -32,14 +32,17 @@ import grpc
 import numpy as np
 
 from modeling import errors
-from modeling.mbbr import MBBRConfig
+from modeling.mbbr import RESPONSES, MBBRConfig
 from modeling.observation import HandObservation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 
-_KIND = {None: pb.RESPONSE_KIND_UNSPECIFIED, "mean": pb.RESPONSE_KIND_MEAN}
-_KIND["bayes"] = pb.RESPONSE_KIND_BAYES
-_KIND_NAME = {pb.RESPONSE_KIND_MEAN: "mean", pb.RESPONSE_KIND_BAYES: "bayes"}
+_KIND_NAME = {
+    pb.RESPONSE_KIND_MEAN: "mean",
+    pb.RESPONSE_KIND_BAYES: "bayes",
+    pb.RESPONSE_KIND_UNCLIPPED: "unclipped",
+}
+_KIND = {None: pb.RESPONSE_KIND_UNSPECIFIED} | {name: v for v, name in _KIND_NAME.items()}
 _ERROR_BY_CODE: dict[grpc.StatusCode, type[errors.OppModelError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgumentError,
     grpc.StatusCode.NOT_FOUND: errors.NotFoundError,
@@ -367,9 +370,9 @@ class OpponentModelClient(GrpcClient):
         )
 
     def response(self, session_id: str, our_position: int, kind: str | None = None) -> BestResponse:
-        """Our best response in ``our_position`` ('mean', 'bayes', or the session's default)."""
+        """Our best response in ``our_position`` (a kind of RESPONSES, or the session's default)."""
         if kind not in _KIND:
-            raise errors.InvalidArgumentError("kind", f"{kind!r} is not 'mean' or 'bayes'")
+            raise errors.InvalidArgumentError("kind", f"{kind!r} is not one of {RESPONSES}")
         reply = self._call(
             "GetResponse",
             pb.GetResponseRequest(

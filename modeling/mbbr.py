@@ -27,6 +27,12 @@ holds every model: 3 tables of k x k weights in 3-player Kuhn.
   The sample posterior collapses onto one sample and stops learning; this one does not, and it is
   what the k samples approach as k grows. Its response is the best response to the posterior
   mean, which under it is also the Bayesian response; it has no sample weights to report.
+- ``response="unclipped"`` (Dirichlet posterior only) responds to the posterior mean with the
+  prior's epsilon floor taken out: expected action counts plus eta times the unclipped prior mean.
+  The floor keeps every hidden-card explanation possible during inference, but in the response it
+  shows up as "phantom mistakes" (5% of them at every information set the data has not reached)
+  which the mean response pays to exploit, a steady loss against a pair of equilibrium players.
+  Without them the response gives up the exploration those phantoms paid for (RESULTS.md has both).
 
 Everything is deterministic in ``seed``: the same config and the same observations give
 bit-identical posteriors, which the service relies on to rebuild sessions by replay.
@@ -51,7 +57,7 @@ from modeling.observation import HandObservation, validate_observation
 from modeling.strategy import uniform_profile, validate_profile
 
 PRIORS = ("informed", "uninformed")
-RESPONSES = ("mean", "bayes")
+RESPONSES = ("mean", "bayes", "unclipped")
 POSTERIORS = ("samples", "dirichlet")
 MAX_JOINT_SAMPLES = 1 << 22  # k^(n-1) per table: 2048 x 2048 in 3-player Kuhn
 WEIGHT_FLOOR = 1e-300
@@ -93,6 +99,10 @@ class MBBRConfig:
         if self.posterior not in POSTERIORS:
             raise InvalidArgumentError(
                 "posterior", f"must be one of {POSTERIORS}, got {self.posterior!r}"
+            )
+        if self.response == "unclipped" and self.posterior != "dirichlet":
+            raise InvalidArgumentError(
+                "response", "'unclipped' needs the 'dirichlet' posterior (it has no sample form)"
             )
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
             raise InvalidArgumentError(
@@ -185,6 +195,13 @@ class MBBRModel:
                 DirichletPosterior(game, alpha[[(p + d) % n for d in range(1, n)]])
                 for p in range(n)
             ]
+            unclipped = prior_alpha(
+                game, self.prior_mean, epsilon=0.0, eta=config.eta, prior=config.prior
+            )
+            self._unclip = [
+                unclipped[[(p + d) % n for d in range(1, n)]] - posterior.alpha0
+                for p, posterior in enumerate(self._dirichlet)
+            ]  # [p]: added to the posterior's alpha, swaps the clipped prior for the unclipped one
             return
         self.tau = create_samples(
             game,
@@ -326,13 +343,24 @@ class MBBRModel:
         model = (marginal @ self._tau_flat[our_position, d - 1]).reshape(-1, 2)
         return model, float(1.0 / np.dot(marginal, marginal))
 
-    def models_profile(self, our_position: int) -> np.ndarray:
-        """A profile with every opponent replaced by its model (our row: the default strategy)."""
+    def models_profile(self, our_position: int, *, unclipped: bool = False) -> np.ndarray:
+        """A profile with every opponent replaced by its model (our row: the default strategy).
+
+        ``unclipped`` (Dirichlet posterior only): each model is the posterior mean with the
+        prior's epsilon floor taken out, the expected action counts plus eta times the unclipped
+        prior mean.
+        """
         profile = self.default_strategy.copy()
         n = self.game.num_players
         for d in range(1, n):
             q = (our_position + d) % n
-            profile[q] = self.opponent_model(our_position, q)[0]
+            if unclipped:
+                rows = self.game.infosets(q)
+                alpha = self._dirichlet[our_position].alpha[d - 1, rows]
+                alpha = alpha + self._unclip[our_position][d - 1, rows]
+                profile[q, rows] = alpha / alpha.sum(axis=1, keepdims=True)
+            else:
+                profile[q] = self.opponent_model(our_position, q)[0]
         return profile
 
     def response(self, our_position: int, kind: str | None = None) -> tuple[np.ndarray, float]:
@@ -341,9 +369,17 @@ class MBBRModel:
         kind = kind or self.config.response
         if kind not in RESPONSES:
             raise InvalidArgumentError("kind", f"must be one of {RESPONSES}, got {kind!r}")
+        if kind == "unclipped" and self.config.posterior != "dirichlet":
+            raise FailedPreconditionError(
+                "kind: the 'unclipped' response needs the 'dirichlet' posterior "
+                f"(this model's posterior is {self.config.posterior!r})"
+            )
         key = (our_position, kind)
         if key not in self._responses:
-            if kind == "mean" or self.config.posterior == "dirichlet":
+            if kind == "unclipped":
+                profile = self.models_profile(our_position, unclipped=True)
+                weights = leaf_weights(self.game, profile, our_position)
+            elif kind == "mean" or self.config.posterior == "dirichlet":
                 # Under the Dirichlet posterior the opponents and their information sets are
                 # independent and a sequence meets each information set once, so the expected
                 # reach is the reach of the mean: the Bayesian response is the mean's response.

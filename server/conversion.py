@@ -31,7 +31,11 @@ _GAME_RE = re.compile(r"kuhn_poker(?:\(players=(\d+)\))?")
 _RANKS = "23456789TJQKA"
 _PRIOR_NAMES = {pb.PRIOR_UNSPECIFIED: "informed", pb.PRIOR_INFORMED: "informed"}
 _PRIOR_NAMES[pb.PRIOR_UNINFORMED] = "uninformed"
-_KIND_NAMES = {pb.RESPONSE_KIND_MEAN: "mean", pb.RESPONSE_KIND_BAYES: "bayes"}
+_KIND_NAMES = {
+    pb.RESPONSE_KIND_MEAN: "mean",
+    pb.RESPONSE_KIND_BAYES: "bayes",
+    pb.RESPONSE_KIND_UNCLIPPED: "unclipped",
+}
 _KIND_ENUMS = {name: value for value, name in _KIND_NAMES.items()}
 _POSTERIOR_NAMES = {pb.POSTERIOR_SAMPLES: "samples", pb.POSTERIOR_DIRICHLET: "dirichlet"}
 _POSTERIOR_ENUMS = {name: value for value, name in _POSTERIOR_NAMES.items()}
@@ -214,7 +218,7 @@ def session_to_proto(info: SessionInfo) -> pb.Session:
 
 
 def kind_from_proto(kind: int) -> str | None:
-    """'mean', 'bayes', or None for the session default."""
+    """'mean', 'bayes', 'unclipped', or None for the session default."""
     if kind == pb.RESPONSE_KIND_UNSPECIFIED:
         return None
     if kind not in _KIND_NAMES:
@@ -223,7 +227,7 @@ def kind_from_proto(kind: int) -> str | None:
 
 
 def kind_to_proto(kind: str) -> int:
-    """The ResponseKind enum value of 'mean' or 'bayes'."""
+    """The ResponseKind enum value of a response kind name."""
     return _KIND_ENUMS[kind]
 
 

@@ -18,6 +18,7 @@ from scipy.special import digamma as scipy_digamma
 
 from modeling import _dirichlet_kernels
 from modeling.errors import FailedPreconditionError, InvalidArgumentError
+from modeling.evaluation import best_response_to_weights, expected_values, leaf_weights
 from modeling.kuhn import kuhn_game
 from modeling.kuhn3p import robust_profile
 from modeling.mbbr import MBBRConfig, MBBRModel, prior_alpha
@@ -214,3 +215,41 @@ def test_unknown_posterior_names_the_field():
 
 def test_k_is_not_limited_without_samples():
     MBBRModel(GAME, MBBRConfig(posterior="dirichlet", k=10**6))
+
+
+def test_unclipped_response_answers_the_counts_plus_the_unclipped_prior():
+    hands = [h for h in random_hands(robust_profile("N2"), 400, seed=7) if None not in h.cards]
+    model = dirichlet_model(response="unclipped")
+    counts = np.zeros_like(prior_of(model, 0))
+    for obs in hands:
+        model.observe(obs)
+        for d, infoset, action in moves_of(obs, obs.cards):
+            counts[d, infoset, action] += 1
+    unclipped = prior_alpha(GAME, robust_profile("N3"), epsilon=0.0, eta=4.0, prior="informed")
+    profile = robust_profile("N1").copy()
+    for d in (1, 2):
+        rows = GAME.infosets(d)
+        alpha = unclipped[d, rows] + counts[d - 1, rows]
+        profile[d, rows] = alpha / alpha.sum(axis=1, keepdims=True)
+    expected, expected_value = best_response_to_weights(GAME, leaf_weights(GAME, profile, 0), 0)
+    strategy, value = model.response(0)
+    np.testing.assert_array_equal(strategy, expected)
+    assert value == pytest.approx(expected_value, abs=1e-12)
+
+
+@pytest.mark.parametrize("position", range(3))
+def test_without_data_the_unclipped_response_sees_only_the_equilibrium(position):
+    # The prior mean is N3 and N3 is an equilibrium: no deviation gains against it, so the
+    # response is worth exactly N3's value; the clipped prior's phantom mistakes promise more.
+    model = dirichlet_model()
+    n3_value = expected_values(GAME, robust_profile("N3"))[position]
+    assert model.response(position, "unclipped")[1] == pytest.approx(n3_value, abs=1e-12)
+    assert model.response(position, "mean")[1] > n3_value + 1e-3
+
+
+def test_unclipped_response_needs_the_dirichlet_posterior():
+    with pytest.raises(InvalidArgumentError) as info:
+        MBBRModel(GAME, MBBRConfig(response="unclipped"))
+    assert info.value.field == "response"
+    with pytest.raises(FailedPreconditionError, match="unclipped"):
+        MBBRModel(GAME, MBBRConfig()).response(0, "unclipped")

@@ -35,7 +35,9 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
         choices=RESPONSES,
         default=defaults.response,
         help="mean: best response to the opponents' mean models (paper); bayes: exact Bayesian "
-        "best response to the joint posterior (%(default)s)",
+        "best response to the joint posterior; unclipped (dirichlet posterior only): the mean "
+        "models without the prior's epsilon floor, which stays even against equilibrium pairs "
+        "(%(default)s)",
     )
     group.add_argument(
         "--mbbr-prior",

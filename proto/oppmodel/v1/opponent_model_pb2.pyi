@@ -29,6 +29,7 @@ class ResponseKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RESPONSE_KIND_UNSPECIFIED: _ClassVar[ResponseKind]
     RESPONSE_KIND_MEAN: _ClassVar[ResponseKind]
     RESPONSE_KIND_BAYES: _ClassVar[ResponseKind]
+    RESPONSE_KIND_UNCLIPPED: _ClassVar[ResponseKind]
 METHOD_UNSPECIFIED: Method
 METHOD_MBBR: Method
 PRIOR_UNSPECIFIED: Prior
@@ -40,6 +41,7 @@ POSTERIOR_DIRICHLET: Posterior
 RESPONSE_KIND_UNSPECIFIED: ResponseKind
 RESPONSE_KIND_MEAN: ResponseKind
 RESPONSE_KIND_BAYES: ResponseKind
+RESPONSE_KIND_UNCLIPPED: ResponseKind
 
 class InfosetPolicy(_message.Message):
     __slots__ = ("infostate", "probabilities")

@@ -40,8 +40,9 @@ from pathlib import Path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.sweep import RESULTS_DIR, add_runner_args, machine, run_jobs_with_args  # noqa: E402
+from modeling.errors import InvalidArgumentError  # noqa: E402
 from modeling.kuhn import kuhn_game  # noqa: E402
-from modeling.mbbr import POSTERIORS, RESPONSES, MBBRConfig  # noqa: E402
+from modeling.mbbr import POSTERIORS, MBBRConfig  # noqa: E402
 from modeling.panel import named_profile  # noqa: E402
 from modeling.tournament import (  # noqa: E402
     AgentSpec,
@@ -107,13 +108,15 @@ def build_jobs(
 ) -> tuple[list[MatchJob], dict]:
     """Every job, and where each table's jobs are: index[(table, group)] = [job ids].
 
-    ``mbbr`` is MBBR's config in Table 1 and head to head; Table 6 (if ``uninformed``) is the same
-    config with the uninformed prior.
+    ``mbbr`` is MBBR's config in Table 1 and head to head (its prior informed or typed); Table 6
+    (if ``uninformed``) is the same config with the uninformed prior.
     """
     jobs: list[MatchJob] = []
     index: dict[tuple[str, tuple[str, ...]], list[int]] = {}
     groups = field_groups(field)
-    configs = {"informed": dataclasses.replace(mbbr, prior="informed")}
+    if mbbr.prior == "uninformed":
+        raise ValueError("Table 1's MBBR has an informed (or typed) prior")
+    configs = {"informed": mbbr}
     if uninformed:
         configs["uninformed"] = dataclasses.replace(mbbr, prior="uninformed")
 
@@ -241,7 +244,8 @@ def render(report: dict) -> str:
     keys = ("k",) * (posterior == "samples") + ("epsilon", "hands_default", "eta")
     setting = ", ".join(f"{key} {mbbr[key]}" for key in keys)
     parts = [
-        f"MBBR: {posterior} posterior, {setting}, {mbbr['response']} response.\n",
+        f"MBBR: {posterior} posterior, {mbbr.get('prior', 'informed')} prior, {setting}, "
+        f"{mbbr['response']} response.\n",
         f"## Field, informed prior (paper Table 1; {size})\n",
         ranking_markdown(report["table1"], PAPER_TABLE1),
     ]
@@ -289,9 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--mbbr-response",
-        choices=RESPONSES,
+        choices=("mean", "bayes"),
         default=PAPER_MBBR.response,
-        help="MBBR's response (paper: mean; unclipped needs the dirichlet posterior)",
+        help="MBBR's response (paper: mean)",
     )
     parser.add_argument(
         "--mbbr-posterior",
@@ -299,6 +303,13 @@ def main(argv: list[str] | None = None) -> int:
         default=PAPER_MBBR.posterior,
         help="MBBR's posterior: the paper's k importance-weighted samples, or the Dirichlet "
         "(variational Bayes) posterior",
+    )
+    parser.add_argument(
+        "--mbbr-prior",
+        choices=("informed", "typed"),
+        default=PAPER_MBBR.prior,
+        help="MBBR's prior in Table 1 (paper: informed; typed needs the dirichlet posterior); "
+        "Table 6 is the uninformed one",
     )
     parser.add_argument(
         "--field",
@@ -326,8 +337,16 @@ def main(argv: list[str] | None = None) -> int:
     hands = args.hands or (300 if args.quick else 3000)
     reps = args.reps or (2 if args.quick else 10)
     mbbr = dataclasses.replace(
-        PAPER_MBBR, k=args.mbbr_k, response=args.mbbr_response, posterior=args.mbbr_posterior
+        PAPER_MBBR,
+        k=args.mbbr_k,
+        response=args.mbbr_response,
+        posterior=args.mbbr_posterior,
+        prior=args.mbbr_prior,
     )
+    try:
+        mbbr.validate()
+    except InvalidArgumentError as exc:
+        parser.error(f"MBBR {exc}")
     field = FIELD if args.field == "panel" else competent_field(args.share)
     jobs, index = build_jobs(hands, reps, mbbr=mbbr, uninformed=not args.no_uninformed, field=field)
     results, seconds = run_jobs_with_args(jobs, args)

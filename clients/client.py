@@ -32,17 +32,16 @@ import grpc
 import numpy as np
 
 from modeling import errors
-from modeling.mbbr import RESPONSES, MBBRConfig
+from modeling.mbbr import MBBRConfig
 from modeling.observation import HandObservation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 
-_KIND_NAME = {
-    pb.RESPONSE_KIND_MEAN: "mean",
-    pb.RESPONSE_KIND_BAYES: "bayes",
-    pb.RESPONSE_KIND_UNCLIPPED: "unclipped",
-}
-_KIND = {None: pb.RESPONSE_KIND_UNSPECIFIED} | {name: v for v, name in _KIND_NAME.items()}
+_KIND = {None: pb.RESPONSE_KIND_UNSPECIFIED, "mean": pb.RESPONSE_KIND_MEAN}
+_KIND["bayes"] = pb.RESPONSE_KIND_BAYES
+_KIND_NAME = {pb.RESPONSE_KIND_MEAN: "mean", pb.RESPONSE_KIND_BAYES: "bayes"}
+_PRIOR = {"informed": pb.PRIOR_INFORMED, "uninformed": pb.PRIOR_UNINFORMED, "typed": pb.PRIOR_TYPED}
+_PRIOR_NAME = {value: name for name, value in _PRIOR.items()}
 _ERROR_BY_CODE: dict[grpc.StatusCode, type[errors.OppModelError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgumentError,
     grpc.StatusCode.NOT_FOUND: errors.NotFoundError,
@@ -151,7 +150,7 @@ def _describe(session: pb.Session) -> SessionDescription:
             k=m.k,
             hands_default=m.hands_default,
             eta=m.eta,
-            prior="uninformed" if m.prior == pb.PRIOR_UNINFORMED else "informed",
+            prior=_PRIOR_NAME.get(m.prior, "informed"),
             response=_KIND_NAME.get(m.response, "mean"),
             posterior="dirichlet" if m.posterior == pb.POSTERIOR_DIRICHLET else "samples",
             seed=cfg.seed,
@@ -255,12 +254,16 @@ class OpponentModelClient(GrpcClient):
     ) -> SessionDescription:
         """Create a session; ``prior_mean`` maps position -> infostate -> probabilities."""
         config = config or MBBRConfig()
+        if config.prior not in _PRIOR:
+            raise errors.InvalidArgumentError(
+                "config.mbbr.prior", f"must be one of {tuple(_PRIOR)}, got {config.prior!r}"
+            )
         params = pb.MbbrParams(
             epsilon=config.epsilon,
             k=config.k,
             hands_default=config.hands_default,
             eta=config.eta,
-            prior=pb.PRIOR_UNINFORMED if config.prior == "uninformed" else pb.PRIOR_INFORMED,
+            prior=_PRIOR[config.prior],
             response=_KIND.get(config.response, pb.RESPONSE_KIND_UNSPECIFIED),
             posterior=(
                 pb.POSTERIOR_DIRICHLET if config.posterior == "dirichlet" else pb.POSTERIOR_SAMPLES
@@ -370,9 +373,9 @@ class OpponentModelClient(GrpcClient):
         )
 
     def response(self, session_id: str, our_position: int, kind: str | None = None) -> BestResponse:
-        """Our best response in ``our_position`` (a kind of RESPONSES, or the session's default)."""
+        """Our best response in ``our_position`` ('mean', 'bayes', or the session's default)."""
         if kind not in _KIND:
-            raise errors.InvalidArgumentError("kind", f"{kind!r} is not one of {RESPONSES}")
+            raise errors.InvalidArgumentError("kind", f"{kind!r} is not 'mean' or 'bayes'")
         reply = self._call(
             "GetResponse",
             pb.GetResponseRequest(

@@ -27,12 +27,12 @@ holds every model: 3 tables of k x k weights in 3-player Kuhn.
   The sample posterior collapses onto one sample and stops learning; this one does not, and it is
   what the k samples approach as k grows. Its response is the best response to the posterior
   mean, which under it is also the Bayesian response; it has no sample weights to report.
-- ``response="unclipped"`` (Dirichlet posterior only) responds to the posterior mean with the
-  prior's epsilon floor taken out: expected action counts plus eta times the unclipped prior mean.
-  The floor keeps every hidden-card explanation possible during inference, but in the response it
-  shows up as "phantom mistakes" (5% of them at every information set the data has not reached)
-  which the mean response pays to exploit, a steady loss against a pair of equilibrium players.
-  Without them the response gives up the exploration those phantoms paid for (RESULTS.md has both).
+- ``prior="typed"`` (Dirichlet posterior only): the informed prior's epsilon floor reads as 5%
+  mistakes at every information set the data has not reached, and the response pays to exploit
+  them, a steady loss against equilibrium players. The typed prior makes the floor a hypothesis:
+  each opponent is either an in-support player (never a move the equilibrium never makes) or the
+  informed prior's error-prone one, weighed by what its revealed cards show
+  (``modeling.typed_prior``).
 
 Everything is deterministic in ``seed``: the same config and the same observations give
 bit-identical posteriors, which the service relies on to rebuild sessions by replay.
@@ -55,9 +55,10 @@ from modeling.kuhn import KuhnGame
 from modeling.kuhn3p import robust_profile
 from modeling.observation import HandObservation, validate_observation
 from modeling.strategy import uniform_profile, validate_profile
+from modeling.typed_prior import TypedPrior
 
-PRIORS = ("informed", "uninformed")
-RESPONSES = ("mean", "bayes", "unclipped")
+PRIORS = ("informed", "uninformed", "typed")
+RESPONSES = ("mean", "bayes")
 POSTERIORS = ("samples", "dirichlet")
 MAX_JOINT_SAMPLES = 1 << 22  # k^(n-1) per table: 2048 x 2048 in 3-player Kuhn
 WEIGHT_FLOOR = 1e-300
@@ -100,9 +101,9 @@ class MBBRConfig:
             raise InvalidArgumentError(
                 "posterior", f"must be one of {POSTERIORS}, got {self.posterior!r}"
             )
-        if self.response == "unclipped" and self.posterior != "dirichlet":
+        if self.prior == "typed" and self.posterior != "dirichlet":
             raise InvalidArgumentError(
-                "response", "'unclipped' needs the 'dirichlet' posterior (it has no sample form)"
+                "prior", "'typed' needs the 'dirichlet' posterior (it has no sample form)"
             )
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
             raise InvalidArgumentError(
@@ -140,8 +141,9 @@ def prior_alpha(
 ) -> np.ndarray:
     """(n, num_infosets, 2) Dirichlet parameters of each position's strategy under the prior.
 
-    Informed: eta times the prior mean clipped to [epsilon, 1 - epsilon] and renormalised;
-    uninformed: Dirichlet(2) everywhere. Padding rows get Dirichlet(1, 1); nothing reads them.
+    Informed (and typed, whose error-prone type this is): eta times the prior mean clipped to
+    [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2) everywhere. Padding rows get
+    Dirichlet(1, 1); nothing reads them.
     """
     alpha = np.ones((game.num_players, game.num_infosets, 2))
     for q in range(game.num_players):
@@ -195,13 +197,15 @@ class MBBRModel:
                 DirichletPosterior(game, alpha[[(p + d) % n for d in range(1, n)]])
                 for p in range(n)
             ]
-            unclipped = prior_alpha(
-                game, self.prior_mean, epsilon=0.0, eta=config.eta, prior=config.prior
-            )
-            self._unclip = [
-                unclipped[[(p + d) % n for d in range(1, n)]] - posterior.alpha0
-                for p, posterior in enumerate(self._dirichlet)
-            ]  # [p]: added to the posterior's alpha, swaps the clipped prior for the unclipped one
+            self._types = None
+            if config.prior == "typed":
+                support = prior_alpha(
+                    game, self.prior_mean, epsilon=0.0, eta=config.eta, prior="informed"
+                )
+                self._types = [
+                    TypedPrior(posterior.alpha0, support[[(p + d) % n for d in range(1, n)]])
+                    for p, posterior in enumerate(self._dirichlet)
+                ]
             return
         self.tau = create_samples(
             game,
@@ -242,6 +246,8 @@ class MBBRModel:
             self._dirichlet[p].observe(
                 (obs.history, obs.cards), lambda: _hidden_assignments(game, obs), moves
             )
+            if self._types is not None:
+                self._count_revealed(p, moves, obs)
         elif game.num_players == 3:
             self._update_3p(p, moves, obs)
         else:
@@ -264,6 +270,14 @@ class MBBRModel:
                 for d in range(1, n)
             ]
         return self._moves[key]
+
+    def _count_revealed(self, p: int, moves, obs: HandObservation) -> None:
+        n = self.game.num_players
+        for d, (nodes, actions) in enumerate(moves, start=1):
+            card = obs.cards[(p + d) % n]
+            if card is not None:
+                for node, action in zip(nodes, actions, strict=True):
+                    self._types[p].observe_revealed(d, self.game.infoset_of[node, card], action)
 
     def _update_3p(self, p: int, moves, obs: HandObservation) -> None:
         # z[s1, s2] = sum over assignments (x1, x2) of f1[s1, x1] f2[s2, x2], grouped by x2.
@@ -330,7 +344,8 @@ class MBBRModel:
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
         """Posterior-mean strategy (num_infosets, 2) of an opponent, and its marginal ESS.
 
-        With the Dirichlet posterior the second value is the smallest concentration
+        Under the typed prior the strategy is the two types' mixture mean. With the Dirichlet
+        posterior the second value is the smallest concentration
         (alpha_0 + alpha_1) over the opponent's information sets: the prior's weight plus the
         expected visits of the least-seen one, the number of samples the model rests on there.
         """
@@ -338,29 +353,21 @@ class MBBRModel:
         if self.config.posterior == "dirichlet":
             posterior = self._dirichlet[our_position]
             rows = self.game.infosets(opponent_position)
-            return posterior.mean(d), float(posterior.concentration(d)[rows].min())
+            least_seen = float(posterior.concentration(d)[rows].min())
+            if self._types is not None:
+                return self._types[our_position].mean(d, posterior.alpha[d - 1]), least_seen
+            return posterior.mean(d), least_seen
         marginal = self._marginals[our_position][d - 1]
         model = (marginal @ self._tau_flat[our_position, d - 1]).reshape(-1, 2)
         return model, float(1.0 / np.dot(marginal, marginal))
 
-    def models_profile(self, our_position: int, *, unclipped: bool = False) -> np.ndarray:
-        """A profile with every opponent replaced by its model (our row: the default strategy).
-
-        ``unclipped`` (Dirichlet posterior only): each model is the posterior mean with the
-        prior's epsilon floor taken out, the expected action counts plus eta times the unclipped
-        prior mean.
-        """
+    def models_profile(self, our_position: int) -> np.ndarray:
+        """A profile with every opponent replaced by its model (our row: the default strategy)."""
         profile = self.default_strategy.copy()
         n = self.game.num_players
         for d in range(1, n):
             q = (our_position + d) % n
-            if unclipped:
-                rows = self.game.infosets(q)
-                alpha = self._dirichlet[our_position].alpha[d - 1, rows]
-                alpha = alpha + self._unclip[our_position][d - 1, rows]
-                profile[q, rows] = alpha / alpha.sum(axis=1, keepdims=True)
-            else:
-                profile[q] = self.opponent_model(our_position, q)[0]
+            profile[q] = self.opponent_model(our_position, q)[0]
         return profile
 
     def response(self, our_position: int, kind: str | None = None) -> tuple[np.ndarray, float]:
@@ -369,17 +376,9 @@ class MBBRModel:
         kind = kind or self.config.response
         if kind not in RESPONSES:
             raise InvalidArgumentError("kind", f"must be one of {RESPONSES}, got {kind!r}")
-        if kind == "unclipped" and self.config.posterior != "dirichlet":
-            raise FailedPreconditionError(
-                "kind: the 'unclipped' response needs the 'dirichlet' posterior "
-                f"(this model's posterior is {self.config.posterior!r})"
-            )
         key = (our_position, kind)
         if key not in self._responses:
-            if kind == "unclipped":
-                profile = self.models_profile(our_position, unclipped=True)
-                weights = leaf_weights(self.game, profile, our_position)
-            elif kind == "mean" or self.config.posterior == "dirichlet":
+            if kind == "mean" or self.config.posterior == "dirichlet":
                 # Under the Dirichlet posterior the opponents and their information sets are
                 # independent and a sequence meets each information set once, so the expected
                 # reach is the reach of the mean: the Bayesian response is the mean's response.

@@ -221,9 +221,6 @@ def warm_up() -> None:
         model.observe(HandObservation(0, "p" * players, tuple(range(players))))
         for kind in ("mean", "bayes"):
             model.response(0, kind)
-        model = MBBRModel(game, MBBRConfig(hands_default=0, posterior="dirichlet"))
-        model.observe(HandObservation(0, "p" * players, tuple(range(players))))
-        model.response(0, "unclipped")
         model.opponent_model(0, 1)
     warm_up_perfect_info()
     gc.collect()

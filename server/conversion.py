@@ -29,13 +29,14 @@ from server.sessions import ActionChoice, SessionInfo, SessionSpec
 
 _GAME_RE = re.compile(r"kuhn_poker(?:\(players=(\d+)\))?")
 _RANKS = "23456789TJQKA"
-_PRIOR_NAMES = {pb.PRIOR_UNSPECIFIED: "informed", pb.PRIOR_INFORMED: "informed"}
-_PRIOR_NAMES[pb.PRIOR_UNINFORMED] = "uninformed"
-_KIND_NAMES = {
-    pb.RESPONSE_KIND_MEAN: "mean",
-    pb.RESPONSE_KIND_BAYES: "bayes",
-    pb.RESPONSE_KIND_UNCLIPPED: "unclipped",
+_PRIOR_ENUMS = {
+    "informed": pb.PRIOR_INFORMED,
+    "uninformed": pb.PRIOR_UNINFORMED,
+    "typed": pb.PRIOR_TYPED,
 }
+_PRIOR_NAMES = {value: name for name, value in _PRIOR_ENUMS.items()}
+_PRIOR_NAMES[pb.PRIOR_UNSPECIFIED] = "informed"
+_KIND_NAMES = {pb.RESPONSE_KIND_MEAN: "mean", pb.RESPONSE_KIND_BAYES: "bayes"}
 _KIND_ENUMS = {name: value for value, name in _KIND_NAMES.items()}
 _POSTERIOR_NAMES = {pb.POSTERIOR_SAMPLES: "samples", pb.POSTERIOR_DIRICHLET: "dirichlet"}
 _POSTERIOR_ENUMS = {name: value for value, name in _POSTERIOR_NAMES.items()}
@@ -203,7 +204,7 @@ def session_to_proto(info: SessionInfo) -> pb.Session:
                 k=cfg.k,
                 hands_default=cfg.hands_default,
                 eta=cfg.eta,
-                prior=pb.PRIOR_UNINFORMED if cfg.prior == "uninformed" else pb.PRIOR_INFORMED,
+                prior=_PRIOR_ENUMS[cfg.prior],
                 response=_KIND_ENUMS[cfg.response],
                 posterior=_POSTERIOR_ENUMS[cfg.posterior],
                 prior_mean=[]
@@ -218,7 +219,7 @@ def session_to_proto(info: SessionInfo) -> pb.Session:
 
 
 def kind_from_proto(kind: int) -> str | None:
-    """'mean', 'bayes', 'unclipped', or None for the session default."""
+    """'mean', 'bayes', or None for the session default."""
     if kind == pb.RESPONSE_KIND_UNSPECIFIED:
         return None
     if kind not in _KIND_NAMES:
@@ -227,7 +228,7 @@ def kind_from_proto(kind: int) -> str | None:
 
 
 def kind_to_proto(kind: str) -> int:
-    """The ResponseKind enum value of a response kind name."""
+    """The ResponseKind enum value of 'mean' or 'bayes'."""
     return _KIND_ENUMS[kind]
 
 

@@ -18,7 +18,7 @@ from scipy.special import digamma as scipy_digamma
 
 from modeling import _dirichlet_kernels
 from modeling.errors import FailedPreconditionError, InvalidArgumentError
-from modeling.evaluation import best_response_to_weights, expected_values, leaf_weights
+from modeling.evaluation import expected_values
 from modeling.kuhn import kuhn_game
 from modeling.kuhn3p import robust_profile
 from modeling.mbbr import MBBRConfig, MBBRModel, prior_alpha
@@ -217,39 +217,85 @@ def test_k_is_not_limited_without_samples():
     MBBRModel(GAME, MBBRConfig(posterior="dirichlet", k=10**6))
 
 
-def test_unclipped_response_answers_the_counts_plus_the_unclipped_prior():
-    hands = [h for h in random_hands(robust_profile("N2"), 400, seed=7) if None not in h.cards]
-    model = dirichlet_model(response="unclipped")
+def revealed_counts(hands, d: int) -> np.ndarray:
+    """(num_infosets, 2) moves of the opponent at offset d in the hands that show its card."""
+    counts = np.zeros((GAME.num_infosets, 2))
+    for obs in hands:
+        q = (obs.position + d) % GAME.num_players
+        if obs.cards[q] is not None:
+            for i in range(q, len(obs.history), GAME.num_players):
+                infoset = GAME.infoset_of[GAME.node(obs.history[:i]), obs.cards[q]]
+                counts[infoset, "pb".index(obs.history[i])] += 1
+    return counts
+
+
+def test_typed_prior_weighs_the_types_by_their_beta_binomial_likelihoods():
+    # N2 never makes a move N3 never makes: only the in-support evidence grows.
+    hands = random_hands(robust_profile("N2"), 300, seed=11)
+    model = dirichlet_model(prior="typed")
+    for obs in hands:
+        model.observe(obs)
+    clipped = prior_alpha(GAME, robust_profile("N3"), epsilon=0.05, eta=4.0, prior="informed")
+    support = prior_alpha(GAME, robust_profile("N3"), epsilon=0.0, eta=4.0, prior="informed")
+    for d in (1, 2):
+        q, counts = d, revealed_counts(hands, d)
+        pure = [i for i in GAME.infosets(q) if support[q, i].min() == 0.0]
+        assert len(pure) > 4 and counts[pure].sum() > 50
+        assert counts[pure][support[q, pure] == 0.0].sum() == 0
+        log_odds = np.log(0.05 / 0.95) + sum(
+            betaln(*(clipped[q, i] + counts[i])) - betaln(*clipped[q, i]) for i in pure
+        )
+        weight = 1.0 / (1.0 + np.exp(-log_odds))
+        assert model._types[0].error_prone(d) == pytest.approx(weight, rel=1e-9)
+        assert weight < 0.05  # below the prior: the evidence favours the in-support type
+
+
+def test_typed_prior_model_is_the_mixture_of_the_two_types_posterior_means():
+    hands = [h for h in random_hands(robust_profile("N1"), 200, seed=12) if None not in h.cards]
+    model = dirichlet_model(prior="typed")
     counts = np.zeros_like(prior_of(model, 0))
     for obs in hands:
         model.observe(obs)
         for d, infoset, action in moves_of(obs, obs.cards):
             counts[d, infoset, action] += 1
-    unclipped = prior_alpha(GAME, robust_profile("N3"), epsilon=0.0, eta=4.0, prior="informed")
-    profile = robust_profile("N1").copy()
+    support = prior_alpha(GAME, robust_profile("N3"), epsilon=0.0, eta=4.0, prior="informed")
     for d in (1, 2):
         rows = GAME.infosets(d)
-        alpha = unclipped[d, rows] + counts[d - 1, rows]
-        profile[d, rows] = alpha / alpha.sum(axis=1, keepdims=True)
-    expected, expected_value = best_response_to_weights(GAME, leaf_weights(GAME, profile, 0), 0)
-    strategy, value = model.response(0)
-    np.testing.assert_array_equal(strategy, expected)
-    assert value == pytest.approx(expected_value, abs=1e-12)
+        error_prone = prior_of(model, 0)[d - 1, rows] + counts[d - 1, rows]
+        in_support = support[d, rows] + counts[d - 1, rows]
+        w = model._types[0].error_prone(d)
+        expected = w * error_prone / error_prone.sum(axis=1, keepdims=True) + (
+            1 - w
+        ) * in_support / in_support.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(model.opponent_model(0, d)[0][rows], expected, atol=1e-9)
+
+
+def test_one_revealed_mistake_makes_the_opponent_error_prone():
+    # We bet the K, position 1 calls with the J, position 2 folds, and the J is shown: N3 never
+    # calls a bet with the J, so the in-support type is ruled out for position 1 and its model is
+    # the informed prior's.
+    hand = observe_hand(GAME, 0, "bbp", [2, 0, 3])
+    typed, informed = dirichlet_model(prior="typed"), dirichlet_model()
+    support = prior_alpha(GAME, robust_profile("N3"), epsilon=0.0, eta=4.0, prior="informed")
+    assert support[1, GAME.infoset_index(1, card=0, history="b"), 1] == 0.0
+    for model in (typed, informed):
+        model.observe(hand)
+    assert typed._types[0].error_prone(1) == 1.0
+    assert typed._types[0].error_prone(2) == pytest.approx(0.05)  # its card stayed hidden
+    np.testing.assert_array_equal(typed.opponent_model(0, 1)[0], informed.opponent_model(0, 1)[0])
 
 
 @pytest.mark.parametrize("position", range(3))
-def test_without_data_the_unclipped_response_sees_only_the_equilibrium(position):
-    # The prior mean is N3 and N3 is an equilibrium: no deviation gains against it, so the
-    # response is worth exactly N3's value; the clipped prior's phantom mistakes promise more.
-    model = dirichlet_model()
+def test_typed_prior_all_but_ignores_the_phantom_mistakes_of_the_floor(position):
+    # The prior mean N3 is an equilibrium: no deviation gains against it. The informed prior's
+    # 5% phantom mistakes promise gains; the typed prior weighs them by 0.05 before any data.
     n3_value = expected_values(GAME, robust_profile("N3"))[position]
-    assert model.response(position, "unclipped")[1] == pytest.approx(n3_value, abs=1e-12)
-    assert model.response(position, "mean")[1] > n3_value + 1e-3
+    informed = dirichlet_model().response(position)[1]
+    typed = dirichlet_model(prior="typed").response(position)[1]
+    assert n3_value <= typed < n3_value + 0.1 * (informed - n3_value)
 
 
-def test_unclipped_response_needs_the_dirichlet_posterior():
+def test_typed_prior_needs_the_dirichlet_posterior():
     with pytest.raises(InvalidArgumentError) as info:
-        MBBRModel(GAME, MBBRConfig(response="unclipped"))
-    assert info.value.field == "response"
-    with pytest.raises(FailedPreconditionError, match="unclipped"):
-        MBBRModel(GAME, MBBRConfig()).response(0, "unclipped")
+        MBBRModel(GAME, MBBRConfig(prior="typed"))
+    assert info.value.field == "prior"

@@ -16,7 +16,7 @@ from clients.client import OpponentModelClient
 from clients.service_agent import service_mbbr_factory
 from modeling.errors import FailedPreconditionError, NotFoundError
 from modeling.match import fixed_strategy_factory, run_duplicate
-from modeling.mbbr import RESPONSES, MBBRConfig, MBBRModel
+from modeling.mbbr import MBBRConfig, MBBRModel
 from modeling.panel import named_profile
 from modeling.strategy import strategy_to_dict
 
@@ -42,9 +42,8 @@ def _assert_matches_library(client: OpponentModelClient, sid: str, model: MBBRMo
             assert got.strategy.as_dict() == {
                 s: tuple(p) for s, p in strategy_to_dict(GAME, opp_position, want).items()
             }
-    kinds = RESPONSES if model.config.posterior == "dirichlet" else ("mean", "bayes")
     for position in range(3):
-        for kind in kinds:
+        for kind in ("mean", "bayes"):
             got = client.response(sid, position, kind)
             strategy, value = model.response(position, kind)
             assert got.expected_value == value
@@ -169,7 +168,7 @@ def test_restart_mid_match_resumes_the_exact_posterior(tmp_path: Path) -> None:
 
 
 def test_dirichlet_posterior_sessions_equal_the_library_across_a_restart(tmp_path: Path) -> None:
-    config = MBBRConfig(hands_default=5, seed=3, posterior="dirichlet", response="unclipped")
+    config = MBBRConfig(hands_default=5, seed=3, posterior="dirichlet", prior="typed")
     observations = random_observations(60, seed=8)
     db = tmp_path / "db.sqlite"
     with connected(db) as (client, _):
@@ -180,15 +179,6 @@ def test_dirichlet_posterior_sessions_equal_the_library_across_a_restart(tmp_pat
         assert client.get_session(session.session_id).config == config
         client.observe(session.session_id, observations[30:], first_sequence=31)
         _assert_matches_library(client, session.session_id, _library(observations, config))
-
-
-def test_the_unclipped_response_of_a_samples_session_is_a_failed_precondition(
-    tmp_path: Path,
-) -> None:
-    with connected(tmp_path / "db.sqlite") as (client, _):
-        sid = client.create_session(config=CONFIG).session_id
-        with pytest.raises(FailedPreconditionError, match="unclipped"):
-            client.response(sid, 0, "unclipped")
 
 
 def test_client_resends_unacknowledged_after_the_server_returns(tmp_path: Path) -> None:

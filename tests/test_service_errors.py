@@ -116,7 +116,7 @@ BAD_CONFIGS = [
     (dict(config=MBBRConfig(hands_default=-1)), InvalidArgumentError, "config.mbbr.hands_default"),
     (dict(config=MBBRConfig(epsilon=0.7)), InvalidArgumentError, "config.mbbr.epsilon"),
     (dict(config=MBBRConfig(eta=-1.0)), InvalidArgumentError, "config.mbbr.eta"),
-    (dict(config=MBBRConfig(response="unclipped")), InvalidArgumentError, "config.mbbr.response"),
+    (dict(config=MBBRConfig(prior="typed")), InvalidArgumentError, "config.mbbr.prior"),
     (dict(config=MBBRConfig(seed=2**63)), InvalidArgumentError, "config.seed"),
     (dict(game="chess"), InvalidArgumentError, "config.game"),
     (dict(game="kuhn_poker(players=7)"), UnknownGameError, "config.game"),

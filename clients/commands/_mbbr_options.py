@@ -35,15 +35,16 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
         choices=RESPONSES,
         default=defaults.response,
         help="mean: best response to the opponents' mean models (paper); bayes: exact Bayesian "
-        "best response to the joint posterior; unclipped (dirichlet posterior only): the mean "
-        "models without the prior's epsilon floor, which stays even against equilibrium pairs "
-        "(%(default)s)",
+        "best response to the joint posterior (%(default)s)",
     )
     group.add_argument(
         "--mbbr-prior",
         choices=PRIORS,
         default=defaults.prior,
-        help="informed: Dirichlet around N3; uninformed: Dirichlet(2) everywhere (%(default)s)",
+        help="informed: Dirichlet around N3, its probabilities clipped to [epsilon, 1 - epsilon]; "
+        "uninformed: Dirichlet(2) everywhere; typed (dirichlet posterior only): informed as a "
+        "hypothesis, each opponent either never makes a move N3 never makes or is the informed "
+        "prior's error-prone player, weighed by its revealed cards (%(default)s)",
     )
     group.add_argument(
         "--mbbr-epsilon",

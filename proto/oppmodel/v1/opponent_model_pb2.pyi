@@ -17,6 +17,7 @@ class Prior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRIOR_UNSPECIFIED: _ClassVar[Prior]
     PRIOR_INFORMED: _ClassVar[Prior]
     PRIOR_UNINFORMED: _ClassVar[Prior]
+    PRIOR_TYPED: _ClassVar[Prior]
 
 class Posterior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -29,19 +30,18 @@ class ResponseKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RESPONSE_KIND_UNSPECIFIED: _ClassVar[ResponseKind]
     RESPONSE_KIND_MEAN: _ClassVar[ResponseKind]
     RESPONSE_KIND_BAYES: _ClassVar[ResponseKind]
-    RESPONSE_KIND_UNCLIPPED: _ClassVar[ResponseKind]
 METHOD_UNSPECIFIED: Method
 METHOD_MBBR: Method
 PRIOR_UNSPECIFIED: Prior
 PRIOR_INFORMED: Prior
 PRIOR_UNINFORMED: Prior
+PRIOR_TYPED: Prior
 POSTERIOR_UNSPECIFIED: Posterior
 POSTERIOR_SAMPLES: Posterior
 POSTERIOR_DIRICHLET: Posterior
 RESPONSE_KIND_UNSPECIFIED: ResponseKind
 RESPONSE_KIND_MEAN: ResponseKind
 RESPONSE_KIND_BAYES: ResponseKind
-RESPONSE_KIND_UNCLIPPED: ResponseKind
 
 class InfosetPolicy(_message.Message):
     __slots__ = ("infostate", "probabilities")

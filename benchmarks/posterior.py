@@ -5,7 +5,8 @@ the next hand (so the response is recomputed every hand), with the paper's ``mea
 exact ``bayes`` response. Figures are medians over repeats, in hands per second. The ``update only``
 figure and a bare streaming pass over the same three k x k tables (read and write every weight once,
 the memory-traffic floor of any dense update) say how close the update gets to the memory bound.
-The last row is the Dirichlet posterior over a 3000-hand stream, and its ratio to k = 10 samples.
+The last row is the Dirichlet posterior over a 3000-hand stream (informed and typed prior), and
+its ratio to k = 10 samples.
 
     python benchmarks/posterior.py [--quick] [--json]
 """
@@ -44,12 +45,21 @@ def random_hands(count: int, seed: int) -> list[HandObservation]:
 
 
 def cycle_rate(
-    k: int, response: str | None, hands: list[HandObservation], posterior: str = "samples"
+    k: int,
+    response: str | None,
+    hands: list[HandObservation],
+    posterior: str = "samples",
+    prior: str = "informed",
 ) -> float:
     """Hands per second: observe, then (unless response is None) the policy for the next hand."""
     game = kuhn_game(3)
     config = MBBRConfig(
-        k=k, seed=0, hands_default=0, response=response or "mean", posterior=posterior
+        k=k,
+        seed=0,
+        hands_default=0,
+        response=response or "mean",
+        posterior=posterior,
+        prior=prior,
     )
     model = MBBRModel(game, config)
     for obs in hands[:5]:  # warm the JIT and the caches
@@ -111,8 +121,13 @@ def main() -> None:
     for label, response in (("update_only", None), ("mean", "mean")):
         rates = [cycle_rate(1, response, hands, "dirichlet") for _ in range(repeats)]
         row[f"{label}_hands_per_s"] = round(statistics.median(rates), 1)
+    rates = [cycle_rate(1, "mean", hands, "dirichlet", "typed") for _ in range(repeats)]
+    row["typed_prior_mean_hands_per_s"] = round(statistics.median(rates), 1)
     k10 = next(r for r in results if r["k"] == 10)["mean_hands_per_s"]
     row["mean_vs_samples_k10"] = round(row["mean_hands_per_s"] / k10, 2)
+    row["typed_vs_informed"] = round(
+        row["typed_prior_mean_hands_per_s"] / row["mean_hands_per_s"], 2
+    )
     results.append(row)
     if not args.json:
         print(json.dumps(row))

@@ -41,13 +41,20 @@ class TypedPrior:
         self.forbidden = self.support == 0.0
         self.pure = self.forbidden.any(axis=2)  # (n - 1, num_infosets)
         self.revealed = np.zeros_like(self.clipped)  # moves seen with the mover's card
+        self._error_prone: list[float | None] = [None] * len(self.clipped)  # cache per offset
 
     def observe_revealed(self, d: int, infoset: int, action: int) -> None:
         """Count one move of the opponent at offset ``d`` whose card we saw."""
         self.revealed[d - 1, infoset, action] += 1.0
+        self._error_prone[d - 1] = None
 
     def error_prone(self, d: int) -> float:
         """Posterior probability that the opponent at offset ``d`` is the error-prone type."""
+        if self._error_prone[d - 1] is None:
+            self._error_prone[d - 1] = self._posterior_error_prone(d)
+        return self._error_prone[d - 1]
+
+    def _posterior_error_prone(self, d: int) -> float:
         counts = self.revealed[d - 1]
         if np.any(counts[self.forbidden[d - 1]] > 0.0):
             return 1.0

@@ -6,7 +6,8 @@ not depend on which worker ran what or in which order: the local backend (a ``mu
 pool, one process per core by default) and the Ray backend (one task per job on the cluster at
 ``--address``, or on a fresh local instance without it) give identical tables for the same seeds.
 
-Sweeps (paper 003, Figures 1-4, and the ``mean`` against ``bayes`` response). One MBBR parameter
+Sweeps (paper 003, Figures 1-4, the ``mean`` against ``bayes`` response, the posterior and the
+prior). One MBBR parameter
 varies from the paper's setting (epsilon 0.05, k 10, H 100, eta 4, informed prior, mean response);
 MBBR plays duplicate matches against a fixed set of opponent pairs (``SWEEP_PAIRS``: three
 equilibrium pairs, one of them two copies of N2, against which no agent can win in expectation; an
@@ -86,6 +87,14 @@ SWEEPS: dict[str, tuple[str, tuple, tuple, str]] = {
         "posterior",
         ("samples@10", "samples@100", "samples@1000", "dirichlet"),
         ("samples@10", "dirichlet"),
+        "category",
+    ),
+    # The prior under the Dirichlet posterior (the typed prior has no sample form): the informed
+    # prior's epsilon floor against the typed prior's per-opponent hypothesis, and uninformed.
+    "prior": (
+        "prior",
+        ("informed", "typed", "uninformed"),
+        ("informed", "typed"),
         "category",
     ),
 }
@@ -206,7 +215,7 @@ class SweepPoint:
 
 def point_config(param: str, value: object, base: MBBRConfig = PAPER) -> MBBRConfig:
     """The MBBR config of one sweep point (``response`` values read ``KIND@K``, ``posterior``
-    values ``samples@K`` or ``dirichlet``)."""
+    values ``samples@K`` or ``dirichlet``; ``prior`` points use the Dirichlet posterior)."""
     field = SWEEPS[param][0]
     if param == "response":
         kind, k = str(value).split("@")
@@ -214,6 +223,8 @@ def point_config(param: str, value: object, base: MBBRConfig = PAPER) -> MBBRCon
     if param == "posterior":
         kind, _, k = str(value).partition("@")
         return dataclasses.replace(base, posterior=kind, k=int(k) if k else base.k)
+    if param == "prior":
+        return dataclasses.replace(base, prior=str(value), posterior="dirichlet")
     return dataclasses.replace(base, **{field: value})
 
 

@@ -167,6 +167,13 @@ def test_posterior_sweep_points() -> None:
     assert limit.posterior == "dirichlet" and limit.k == MBBRConfig().k
 
 
+def test_prior_sweep_points_use_the_dirichlet_posterior() -> None:
+    for prior in SWEEPS["prior"][1]:
+        config = point_config("prior", prior)
+        config.validate()  # the typed prior exists only under the Dirichlet posterior
+        assert (config.prior, config.posterior) == (prior, "dirichlet")
+
+
 def test_sweep_cli_sweeps_the_dirichlet_posterior(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     argv = ["--params", "epsilon", "--values", "0.01", "--pairs", "n2+n2", "--hands", "15"]

@@ -84,11 +84,18 @@ def diluted_factory(name: str) -> AgentFactory:
     named_profile(kuhn_game(3), style)  # NotFoundError now for an unknown style
 
     def build_fixed(game: KuhnGame, seed: int):
-        _check_players(game, name)
-        mixed = share * named_profile(game, style) + (1.0 - share) * named_profile(game, BASE)
-        return fixed_strategy_factory(name, mixed)(game, seed)
+        return fixed_strategy_factory(name, diluted_profile(game, name))(game, seed)
 
     return build_fixed
+
+
+def diluted_profile(game: KuhnGame, name: str) -> np.ndarray:
+    """The fixed profile of ``STYLE@S`` for a fixed style: S * style + (1 - S) * N2."""
+    _check_players(game, name)
+    style, share = parse_diluted(name)
+    if is_adaptive(style):
+        raise InvalidArgumentError("agents", f"{name}: an adaptive style has no fixed profile")
+    return share * named_profile(game, style) + (1.0 - share) * named_profile(game, BASE)
 
 
 def _check_players(game: KuhnGame, name: str) -> None:

@@ -143,7 +143,11 @@ def average_estimates(estimates: Sequence[Estimate]) -> Estimate:
     return Estimate(mean, se, sum(e.samples for e in estimates))
 
 
-def _seated_profile(game: KuhnGame, p: int, us: np.ndarray | None, others: Sequence[np.ndarray]):
+def seated_profile(
+    game: KuhnGame, p: int, us: np.ndarray | None, others: Sequence[np.ndarray]
+) -> np.ndarray:
+    """``us`` (or ``others[0]``) with the opponent at offset d from position p playing
+    ``others[d - 1]``."""
     n = game.num_players
     profile = np.array(us if us is not None else others[0], copy=True)
     for d, other in enumerate(others, start=1):
@@ -160,7 +164,7 @@ def response_ceiling(game: KuhnGame, a: np.ndarray, b: np.ndarray) -> float:
     if game.num_players != 3:
         raise InvalidArgumentError("game", "the duplicate ceiling is defined for 3 players")
     values = [
-        best_response(game, _seated_profile(game, p, None, order), p)[1]
+        best_response(game, seated_profile(game, p, None, order), p)[1]
         for order in ((a, b), (b, a))
         for p in range(3)
     ]
@@ -172,7 +176,7 @@ def fixed_value(game: KuhnGame, us: np.ndarray, a: np.ndarray, b: np.ndarray) ->
     if game.num_players != 3:
         raise InvalidArgumentError("game", "the duplicate value is defined for 3 players")
     values = [
-        expected_values(game, _seated_profile(game, p, us, order))[p]
+        expected_values(game, seated_profile(game, p, us, order))[p]
         for order in ((a, b), (b, a))
         for p in range(3)
     ]

@@ -1,0 +1,179 @@
+"""What MBBR pays to learn, in exact expected value: its policy hand by hand against a fixed pair.
+
+A match against two fixed profiles is played as the duplicate protocol plays it (our position
+rotating every hand, both relative seat orders of the pair), but after every hand the script
+computes the *exact* expected value of the policy MBBR would play in the next one against the true
+pair, so there is no card luck in the figures: what is left is the variation between learning
+trajectories, over ``--seeds`` seeds. Reported per stretch of the match (mbb/h), for each prior,
+with the exact best-response ceiling of the pair beside it. Against two copies of one equilibrium
+the ceiling is 0 and every mbb/h below it is the cost of learning.
+
+MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other settings; pairs are
+panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to evaluate against).
+
+    python benchmarks/learning_cost.py [--pairs n3+n3,n2+n2] [--priors informed,typed]
+                                       [--hands 3000] [--seeds 6] [--quick] [--json]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import multiprocessing  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.sweep import machine  # noqa: E402
+from modeling.diluted import diluted_profile, is_diluted  # noqa: E402
+from modeling.evaluation import expected_values  # noqa: E402
+from modeling.kuhn import KuhnGame, kuhn_game  # noqa: E402
+from modeling.mbbr import POSTERIORS, PRIORS, MBBRConfig, MBBRModel  # noqa: E402
+from modeling.observation import observe_hand  # noqa: E402
+from modeling.panel import named_profile  # noqa: E402
+from modeling.tournament import response_ceiling, seated_profile  # noqa: E402
+
+DEFAULT_PAIRS = "n3+n3,n2+n2,n1+n1,n2+n3,calling-station+bluffer,n1+maniac,calling-station@0.35+n3"
+WINDOW_EDGES = (100, 300, 1000, 2000)
+
+
+def fixed_profile(game: KuhnGame, name: str) -> np.ndarray:
+    return diluted_profile(game, name) if is_diluted(name) else named_profile(game, name)
+
+
+def play(game: KuhnGame, profile: np.ndarray, deal, rng: np.random.Generator) -> str:
+    history = ""
+    while not game.is_terminal(history):
+        node = game.node(history)
+        player = game.node_player[node]
+        bet = rng.random() < profile[player, game.infoset_of[node, deal[player]], 1]
+        history += "b" if bet else "p"
+    return history
+
+
+def trajectory(task: tuple[str, str, MBBRConfig, int, int]) -> np.ndarray:
+    """Exact mbb/h of MBBR's policy at each hand of one match against (first, second) in order."""
+    first, second, config, seed, hands = task
+    game = kuhn_game(3)
+    pair = (fixed_profile(game, first), fixed_profile(game, second))
+    model = MBBRModel(game, config)
+    rng = np.random.default_rng([seed, 7])
+    values = np.empty(hands)
+    for t in range(hands):
+        p = t % 3
+        profile = seated_profile(game, p, model.policy(p)[None].repeat(3, axis=0), pair)
+        values[t] = 1000.0 * expected_values(game, profile)[p]
+        deal = [int(c) for c in rng.permutation(game.num_cards)[:3]]
+        model.observe(observe_hand(game, p, play(game, profile, deal, rng), deal))
+    return values
+
+
+def run_tasks(tasks: list, workers: int) -> list[np.ndarray]:
+    """Every trajectory, in task order (a process pool unless ``workers`` is 1)."""
+    bar = tqdm(total=len(tasks), desc="matches", disable=None, file=sys.stderr, leave=False)
+    results = []
+    if workers <= 1:
+        for task in tasks:
+            results.append(trajectory(task))
+            bar.update()
+    else:
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            for values in pool.imap(trajectory, tasks):
+                results.append(values)
+                bar.update()
+    bar.close()
+    return results
+
+
+def windows(values: np.ndarray) -> list[float]:
+    edges = [0, *(e for e in WINDOW_EDGES if e < len(values)), len(values)]
+    return [float(values[a:b].mean()) for a, b in itertools.pairwise(edges)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", default=DEFAULT_PAIRS, help="A+B pairs (default: %(default)s)")
+    parser.add_argument(
+        "--priors", default="informed,typed", help=f"from {', '.join(PRIORS)} (%(default)s)"
+    )
+    parser.add_argument("--posterior", choices=POSTERIORS, default="dirichlet")
+    parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per seat order (default 6)")
+    parser.add_argument("--quick", action="store_true", help="600 hands, 2 seeds")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON only")
+    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    args = parser.parse_args(argv)
+    hands = args.hands or (600 if args.quick else 3000)
+    seeds = args.seeds or (2 if args.quick else 6)
+    pairs = [tuple(p.split("+", 1)) for p in args.pairs.split(",")]
+    priors = args.priors.split(",")
+    configs = {}
+    for prior in priors:
+        configs[prior] = MBBRConfig(posterior=args.posterior, prior=prior)
+        configs[prior].validate()
+    tasks = [
+        (*order, configs[prior], seed, hands)
+        for a, b in pairs
+        for prior in priors
+        for seed in range(seeds)
+        for order in ((a, b), (b, a))
+    ]
+    results = run_tasks(tasks, args.workers)
+    game, it, rows = kuhn_game(3), iter(results), []
+    for a, b in pairs:
+        ceiling = response_ceiling(game, fixed_profile(game, a), fixed_profile(game, b))
+        for prior in priors:
+            per_seed = [np.mean([next(it), next(it)], axis=0) for _ in range(seeds)]
+            matches = [float(v.mean()) for v in per_seed]
+            rows.append(
+                {
+                    "pair": f"{a}+{b}",
+                    "prior": prior,
+                    "windows": windows(np.mean(per_seed, axis=0)),
+                    "match": float(np.mean(matches)),
+                    "se": float(np.std(matches, ddof=1) / np.sqrt(seeds)) if seeds > 1 else None,
+                    "ceiling": ceiling,
+                }
+            )
+    report = {
+        "benchmark": "mbbr_learning_cost_exact",
+        "hands": hands,
+        "seeds": seeds,
+        "posterior": args.posterior,
+        "window_edges": [e for e in WINDOW_EDGES if e < hands],
+        "machine": machine(),
+        "rows": rows,
+    }
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    edges = [0, *report["window_edges"], hands]
+    heads = [f"{lo}-{hi}" for lo, hi in itertools.pairwise(edges)]
+    print(f"Exact mbb/h of MBBR's policy ({args.posterior} posterior), {seeds} seeds x 2 orders\n")
+    print("| pair | prior | " + " | ".join(heads) + " | whole match | ceiling |")
+    print("|---" * (len(heads) + 4) + "|")
+    for row in rows:
+        cells = " | ".join(f"{w:+.1f}" for w in row["windows"])
+        se = f" ± {row['se']:.1f}" if row["se"] is not None else ""
+        print(
+            f"| {row['pair']} | {row['prior']} | {cells} | {row['match']:+.2f}{se} "
+            f"| {row['ceiling']:+.1f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -41,6 +41,7 @@ from modeling.kuhn import KuhnGame, kuhn_game  # noqa: E402
 from modeling.mbbr import POSTERIORS, PRIORS, MBBRConfig, MBBRModel  # noqa: E402
 from modeling.observation import observe_hand  # noqa: E402
 from modeling.panel import named_profile  # noqa: E402
+from modeling.strategy import sample_history  # noqa: E402
 from modeling.tournament import response_ceiling, seated_profile  # noqa: E402
 
 DEFAULT_PAIRS = "n3+n3,n2+n2,n1+n1,n2+n3,calling-station+bluffer,n1+maniac,calling-station@0.35+n3"
@@ -49,16 +50,6 @@ WINDOW_EDGES = (100, 300, 1000, 2000)
 
 def fixed_profile(game: KuhnGame, name: str) -> np.ndarray:
     return diluted_profile(game, name) if is_diluted(name) else named_profile(game, name)
-
-
-def play(game: KuhnGame, profile: np.ndarray, deal, rng: np.random.Generator) -> str:
-    history = ""
-    while not game.is_terminal(history):
-        node = game.node(history)
-        player = game.node_player[node]
-        bet = rng.random() < profile[player, game.infoset_of[node, deal[player]], 1]
-        history += "b" if bet else "p"
-    return history
 
 
 def trajectory(task: tuple[str, str, MBBRConfig, int, int]) -> np.ndarray:
@@ -71,10 +62,12 @@ def trajectory(task: tuple[str, str, MBBRConfig, int, int]) -> np.ndarray:
     values = np.empty(hands)
     for t in range(hands):
         p = t % 3
-        profile = seated_profile(game, p, model.policy(p)[None].repeat(3, axis=0), pair)
+        us = model.default_strategy.copy()
+        us[p] = model.policy(p)
+        profile = seated_profile(game, p, us, pair)
         values[t] = 1000.0 * expected_values(game, profile)[p]
         deal = [int(c) for c in rng.permutation(game.num_cards)[:3]]
-        model.observe(observe_hand(game, p, play(game, profile, deal, rng), deal))
+        model.observe(observe_hand(game, p, sample_history(game, profile, deal, rng), deal))
     return values
 
 

@@ -35,6 +35,17 @@ def uniform_profile(game: KuhnGame) -> np.ndarray:
     return np.full((game.num_players, game.num_infosets, 2), 0.5)
 
 
+def sample_history(game: KuhnGame, profile: np.ndarray, deal, rng: np.random.Generator) -> str:
+    """One hand's betting ('p'/'b' letters) with every position playing ``profile`` on ``deal``."""
+    history = ""
+    while not game.is_terminal(history):
+        node = game.node(history)
+        player = game.node_player[node]
+        bet = rng.random() < profile[player, game.infoset_of[node, deal[player]], 1]
+        history += "b" if bet else "p"
+    return history
+
+
 def validate_strategy(
     game: KuhnGame, position: int, strategy: np.ndarray, field: str
 ) -> np.ndarray:

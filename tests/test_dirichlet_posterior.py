@@ -23,18 +23,9 @@ from modeling.kuhn import kuhn_game
 from modeling.kuhn3p import robust_profile
 from modeling.mbbr import MBBRConfig, MBBRModel, prior_alpha
 from modeling.observation import observe_hand
+from modeling.strategy import sample_history
 
 GAME = kuhn_game(3)
-
-
-def play(profile: np.ndarray, deal, rng: np.random.Generator) -> str:
-    history = ""
-    while not GAME.is_terminal(history):
-        node = GAME.node(history)
-        player = GAME.node_player[node]
-        bet = rng.random() < profile[player, GAME.infoset_of[node, deal[player]], 1]
-        history += "b" if bet else "p"
-    return history
 
 
 def random_hands(profile: np.ndarray, count: int, seed: int, position: int = 0):
@@ -42,7 +33,7 @@ def random_hands(profile: np.ndarray, count: int, seed: int, position: int = 0):
     hands = []
     for _ in range(count):
         deal = [int(c) for c in rng.permutation(GAME.num_cards)[: GAME.num_players]]
-        hands.append(observe_hand(GAME, position, play(profile, deal, rng), deal))
+        hands.append(observe_hand(GAME, position, sample_history(GAME, profile, deal, rng), deal))
     return hands
 
 

@@ -6,13 +6,16 @@ computes the *exact* expected value of the policy MBBR would play in the next on
 pair, so there is no card luck in the figures: what is left is the variation between learning
 trajectories, over ``--seeds`` seeds. Reported per stretch of the match (mbb/h), for each prior,
 with the exact best-response ceiling of the pair beside it. Against two copies of one equilibrium
-the ceiling is 0 and every mbb/h below it is the cost of learning.
+the ceiling is 0 and every mbb/h below it is the cost of learning. ``--attribute`` also says where
+it is paid: per information set of ours, what switching to the better action there would have gained
+(:func:`modeling.evaluation.deviation_gains`), summed over the match.
 
 MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other settings; pairs are
 panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to evaluate against).
 
     python benchmarks/learning_cost.py [--pairs n3+n3,n2+n2] [--priors informed,typed]
-                                       [--hands 3000] [--seeds 6] [--quick] [--json]
+                                       [--hands 3000] [--seeds 6] [--quick] [--attribute]
+                                       [--json]
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.sweep import machine  # noqa: E402
 from modeling.diluted import diluted_profile, is_diluted  # noqa: E402
-from modeling.evaluation import expected_values  # noqa: E402
+from modeling.evaluation import deviation_gains, expected_values  # noqa: E402
 from modeling.kuhn import KuhnGame, kuhn_game  # noqa: E402
 from modeling.mbbr import POSTERIORS, PRIORS, MBBRConfig, MBBRModel  # noqa: E402
 from modeling.observation import observe_hand  # noqa: E402
@@ -52,26 +55,31 @@ def fixed_profile(game: KuhnGame, name: str) -> np.ndarray:
     return diluted_profile(game, name) if is_diluted(name) else named_profile(game, name)
 
 
-def trajectory(task: tuple[str, str, MBBRConfig, int, int]) -> np.ndarray:
-    """Exact mbb/h of MBBR's policy at each hand of one match against (first, second) in order."""
-    first, second, config, seed, hands = task
+def trajectory(task: tuple[str, str, MBBRConfig, int, int, bool]) -> tuple[np.ndarray, np.ndarray]:
+    """One match against (first, second) in order: exact mbb/h of MBBR's policy at each hand, and
+    (with ``attribute``) the deviation gains of our information sets summed over the hands, in
+    mbb (3, num_infosets; zeros without)."""
+    first, second, config, seed, hands, attribute = task
     game = kuhn_game(3)
     pair = (fixed_profile(game, first), fixed_profile(game, second))
     model = MBBRModel(game, config)
     rng = np.random.default_rng([seed, 7])
     values = np.empty(hands)
+    gains = np.zeros((game.num_players, game.num_infosets))
     for t in range(hands):
         p = t % 3
         us = model.default_strategy.copy()
         us[p] = model.policy(p)
         profile = seated_profile(game, p, us, pair)
         values[t] = 1000.0 * expected_values(game, profile)[p]
+        if attribute:
+            gains[p] += 1000.0 * deviation_gains(game, profile, p)
         deal = [int(c) for c in rng.permutation(game.num_cards)[:3]]
         model.observe(observe_hand(game, p, sample_history(game, profile, deal, rng), deal))
-    return values
+    return values, gains
 
 
-def run_tasks(tasks: list, workers: int) -> list[np.ndarray]:
+def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Every trajectory, in task order (a process pool unless ``workers`` is 1)."""
     bar = tqdm(total=len(tasks), desc="matches", disable=None, file=sys.stderr, leave=False)
     results = []
@@ -81,11 +89,22 @@ def run_tasks(tasks: list, workers: int) -> list[np.ndarray]:
             bar.update()
     else:
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            for values in pool.imap(trajectory, tasks):
-                results.append(values)
+            for result in pool.imap(trajectory, tasks):
+                results.append(result)
                 bar.update()
     bar.close()
     return results
+
+
+def largest_gains(game: KuhnGame, gains: np.ndarray, count: int = 5) -> dict[str, float]:
+    """The ``count`` largest per-hand gains (mbb/h) keyed "P<position + 1> <infostate>"."""
+    order = np.argsort(gains, axis=None)[::-1][:count]
+    cells = [np.unravel_index(k, gains.shape) for k in order]
+    rounded = {
+        f"P{p + 1} {game.infoset_string(int(p), int(i))}": round(float(gains[p, i]), 3)
+        for p, i in cells
+    }
+    return {key: value for key, value in rounded.items() if value > 0.0}
 
 
 def windows(values: np.ndarray) -> list[float]:
@@ -104,6 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=None, help="seeds per seat order (default 6)")
     parser.add_argument("--quick", action="store_true", help="600 hands, 2 seeds")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--attribute",
+        action="store_true",
+        help="also report where the loss is paid: per information set of ours, what switching "
+        "action there would have gained (about twice as slow)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
@@ -116,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         configs[prior] = MBBRConfig(posterior=args.posterior, prior=prior)
         configs[prior].validate()
     tasks = [
-        (*order, configs[prior], seed, hands)
+        (*order, configs[prior], seed, hands, args.attribute)
         for a, b in pairs
         for prior in priors
         for seed in range(seeds)
@@ -127,18 +152,22 @@ def main(argv: list[str] | None = None) -> int:
     for a, b in pairs:
         ceiling = response_ceiling(game, fixed_profile(game, a), fixed_profile(game, b))
         for prior in priors:
-            per_seed = [np.mean([next(it), next(it)], axis=0) for _ in range(seeds)]
+            runs = [next(it) for _ in range(2 * seeds)]
+            per_seed = [np.mean([runs[2 * s][0], runs[2 * s + 1][0]], axis=0) for s in range(seeds)]
             matches = [float(v.mean()) for v in per_seed]
-            rows.append(
-                {
-                    "pair": f"{a}+{b}",
-                    "prior": prior,
-                    "windows": windows(np.mean(per_seed, axis=0)),
-                    "match": float(np.mean(matches)),
-                    "se": float(np.std(matches, ddof=1) / np.sqrt(seeds)) if seeds > 1 else None,
-                    "ceiling": ceiling,
-                }
-            )
+            row = {
+                "pair": f"{a}+{b}",
+                "prior": prior,
+                "windows": windows(np.mean(per_seed, axis=0)),
+                "match": float(np.mean(matches)),
+                "se": float(np.std(matches, ddof=1) / np.sqrt(seeds)) if seeds > 1 else None,
+                "ceiling": ceiling,
+            }
+            if args.attribute:
+                row["deviation_gains"] = largest_gains(
+                    game, sum(r[1] for r in runs) / (2 * seeds * hands)
+                )
+            rows.append(row)
     report = {
         "benchmark": "mbbr_learning_cost_exact",
         "hands": hands,
@@ -165,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row['pair']} | {row['prior']} | {cells} | {row['match']:+.2f}{se} "
             f"| {row['ceiling']:+.1f} |"
         )
+    if args.attribute:
+        print("\nWhere it is paid: mbb/h switching one information set of ours would have gained")
+        print("(P1-P3 = our position, then card 0-3 = J-A and the history; OpenSpiel strings)\n")
+        for row in rows:
+            cells = ", ".join(f"{k} {v:.2f}" for k, v in row["deviation_gains"].items())
+            print(f"- {row['pair']} ({row['prior']}): {cells or 'none'}")
     return 0
 
 

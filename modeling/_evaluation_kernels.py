@@ -98,3 +98,48 @@ def backward_induction(
                 v[node] = pass_value + bet_value
         value += v[0]
     return strategy, value
+
+
+@njit(cache=True)
+def deviation_gains(
+    w, strategy, player, node_player, node_children, node_terminal, infoset_of, num_infosets
+):
+    """Per information set of ``player``: what switching to its better action there would gain,
+    the rest of ``strategy`` kept, given leaf weights ``w[card, terminal]``.
+
+    A backward sweep values every node under ``strategy``; a forward sweep gives the player's own
+    reach of each node; the gain at a node is that reach times (best action value - strategy's).
+    """
+    num_cards = w.shape[0]
+    num_nodes = node_player.shape[0]
+    gains = np.zeros(num_infosets)
+    v = np.empty(num_nodes)
+    reach = np.empty(num_nodes)
+    for c in range(num_cards):
+        for node in range(num_nodes - 1, -1, -1):
+            t = node_terminal[node]
+            if t >= 0:
+                v[node] = w[c, t]
+                continue
+            pass_value = v[node_children[node, 0]]
+            bet_value = v[node_children[node, 1]]
+            if node_player[node] == player:
+                idx = infoset_of[node, c]
+                v[node] = strategy[idx, 0] * pass_value + strategy[idx, 1] * bet_value
+            else:
+                v[node] = pass_value + bet_value
+        reach[0] = 1.0
+        for node in range(num_nodes):
+            if node_terminal[node] >= 0:
+                continue
+            pass_child, bet_child = node_children[node, 0], node_children[node, 1]
+            if node_player[node] == player:
+                idx = infoset_of[node, c]
+                best = max(v[pass_child], v[bet_child])
+                gains[idx] += reach[node] * (best - v[node])
+                reach[pass_child] = reach[node] * strategy[idx, 0]
+                reach[bet_child] = reach[node] * strategy[idx, 1]
+            else:
+                reach[pass_child] = reach[node]
+                reach[bet_child] = reach[node]
+    return gains

@@ -54,6 +54,18 @@ def best_response(game: KuhnGame, profile: np.ndarray, position: int) -> tuple[n
     return best_response_to_weights(game, leaf_weights(game, profile, position), position)
 
 
+def deviation_gains(game: KuhnGame, profile: np.ndarray, position: int) -> np.ndarray:
+    """(num_infosets,) what ``position`` would gain by switching to its better action at one
+    information set, keeping the rest of ``profile[position]``: where, and by how much, a strategy
+    falls short of a best response. All zero exactly when it is one (on the paths it reaches)."""
+    game._check_position(position, "position")
+    profile = validate_profile(game, profile)
+    return kernels.deviation_gains(
+        leaf_weights(game, profile, position), profile[position], position, game.node_player,
+        game.node_children, game.node_terminal, game.infoset_of, game.num_infosets,
+    )  # fmt: skip
+
+
 def nash_conv(game: KuhnGame, profile: np.ndarray) -> float:
     """Sum over positions of what a best response gains over the profile's own value."""
     profile = validate_profile(game, profile)

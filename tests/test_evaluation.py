@@ -18,7 +18,7 @@ from openspiel_oracle import (
 )
 
 from modeling.errors import InvalidArgumentError, InvalidStrategyError
-from modeling.evaluation import best_response, expected_values, nash_conv
+from modeling.evaluation import best_response, deviation_gains, expected_values, nash_conv
 from modeling.kuhn import kuhn_game
 from modeling.strategy import uniform_profile
 
@@ -155,3 +155,48 @@ def test_every_nash_conv_term_is_non_negative(n: int, data) -> None:
     terms = [best_response(game, profile, p)[1] - ev[p] for p in range(n)]
     assert min(terms) >= -1e-12
     assert nash_conv(game, profile) == pytest.approx(sum(terms), abs=1e-12)
+
+
+def _switched_gain(game, profile: np.ndarray, p: int, i: int) -> float:
+    """Brute force: the better of playing pass or bet at information set i, minus the profile."""
+    base = expected_values(game, profile)[p]
+    best = base
+    for action in range(2):
+        switched = profile.copy()
+        switched[p, i] = np.eye(2)[action]
+        best = max(best, expected_values(game, switched)[p])
+    return best - base
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.sampled_from([2, 3]), data=st.data())
+def test_deviation_gains_equal_brute_force_switching(n: int, data) -> None:
+    game = kuhn_game(n)
+    profile = data.draw(_profile_strategy(n))
+    for p in range(n):
+        gains = deviation_gains(game, profile, p)
+        assert gains.min() >= -1e-12
+        regret = best_response(game, profile, p)[1] - expected_values(game, profile)[p]
+        assert gains.max() <= regret + 1e-12
+        for i in game.infosets(p):
+            assert gains[i] == pytest.approx(_switched_gain(game, profile, p, i), abs=1e-12)
+
+
+def test_deviation_gains_locate_a_single_mistake() -> None:
+    """A best response has no gain anywhere; flip one reached action and the whole loss shows up
+    at that information set."""
+    game = kuhn_game(3)
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        profile = random_profile(game, rng)
+        for p in range(3):
+            played = profile.copy()
+            played[p] = best_response(game, profile, p)[0]
+            assert np.abs(deviation_gains(game, played, p)).max() < 1e-12
+            best_value = expected_values(game, played)[p]
+            i = int(rng.choice(game.infosets(p)))
+            played[p, i] = played[p, i][::-1]
+            loss = best_value - expected_values(game, played)[p]
+            gains = deviation_gains(game, played, p)
+            assert gains[i] == pytest.approx(loss, abs=1e-12)
+            assert gains.max() <= loss + 1e-12  # no switch can beat the best response

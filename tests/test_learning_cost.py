@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from benchmarks.learning_cost import main, trajectory
+from modeling.evaluation import deviation_gains
 from modeling.kuhn import kuhn_game
 from modeling.kuhn3p import robust_profile
 from modeling.mbbr import MBBRConfig
 from modeling.panel import named_profile
-from modeling.tournament import fixed_value
+from modeling.tournament import fixed_value, seated_profile
 
 GAME = kuhn_game(3)
 
@@ -22,7 +23,7 @@ def test_before_h_hands_the_policy_is_worth_exactly_the_default_strategy(pair):
     # For the first H hands MBBR plays N1: over both seat orders and every position the
     # trajectory's mean is the exact duplicate value of N1 against the pair.
     config = MBBRConfig(posterior="dirichlet", prior="typed", hands_default=100)
-    values = [trajectory((*order, config, 3, 30)) for order in (pair, pair[::-1])]
+    values = [trajectory((*order, config, 3, 30, False))[0] for order in (pair, pair[::-1])]
     expected = fixed_value(
         GAME, robust_profile("N1"), named_profile(GAME, pair[0]), named_profile(GAME, pair[1])
     )
@@ -31,8 +32,8 @@ def test_before_h_hands_the_policy_is_worth_exactly_the_default_strategy(pair):
 
 def test_same_seed_same_trajectory():
     config = MBBRConfig(posterior="dirichlet", hands_default=5)
-    first = trajectory(("n1", "maniac@0.35", config, 1, 40))
-    np.testing.assert_array_equal(first, trajectory(("n1", "maniac@0.35", config, 1, 40)))
+    first, _ = trajectory(("n1", "maniac@0.35", config, 1, 40, False))
+    np.testing.assert_array_equal(first, trajectory(("n1", "maniac@0.35", config, 1, 40, False))[0])
 
 
 def test_report_rows_and_ceiling(tmp_path, capsys):
@@ -46,3 +47,33 @@ def test_report_rows_and_ceiling(tmp_path, capsys):
     ]
     assert all(r["ceiling"] == pytest.approx(0.0, abs=1e-9) for r in report["rows"])
     assert json.loads(capsys.readouterr().out) == report
+
+
+def test_attribution_sums_the_default_strategys_gains_over_the_hands():
+    # Playing N1 throughout, each position's gains are its hands times N1's exact deviation gains
+    # there: zero against n1+n1 (N1 is a best response to it), not against n2+n3.
+    config = MBBRConfig(posterior="dirichlet", hands_default=1000)
+    n1 = robust_profile("N1")
+    for first, second in (("n1", "n1"), ("n2", "n3")):
+        _, gains = trajectory((first, second, config, 0, 30, True))
+        pair = (named_profile(GAME, first), named_profile(GAME, second))
+        expected = np.array(
+            [
+                10_000.0 * deviation_gains(GAME, seated_profile(GAME, p, n1, pair), p)
+                for p in range(3)
+            ]
+        )
+        np.testing.assert_allclose(gains, expected, atol=1e-9)
+        assert (gains.max() > 1.0) == (first != second)
+
+
+def test_attribution_report_names_our_information_sets(tmp_path):
+    out = tmp_path / "cost.json"
+    argv = ["--pairs", "n2+n3", "--priors", "informed", "--hands", "150", "--seeds", "1"]
+    assert main([*argv, "--workers", "1", "--attribute", "--out", str(out)]) == 0
+    gains = json.loads(out.read_text())["rows"][0]["deviation_gains"]
+    assert gains and all(v > 0 for v in gains.values())
+    for key in gains:
+        position, infostate = key.split(" ")
+        assert position in ("P1", "P2", "P3")
+        GAME.infoset_from_string(int(position[1]) - 1, infostate)  # raises if not ours

@@ -62,40 +62,48 @@ def leaf_weights(
 
 
 @njit(cache=True)
+def _node_values(
+    w, c, strategy, choose, player, node_player, node_children, node_terminal, infoset_of, v
+):
+    """Fill ``v`` with every node's value for the player holding card ``c``: it plays ``strategy``
+    or, if ``choose``, the better action (ties go to pass), written into ``strategy``.
+
+    Children have larger ids than parents, so one reverse sweep is a backward induction; a public
+    node of the player with a given card is exactly one of its information sets.
+    """
+    for node in range(node_player.shape[0] - 1, -1, -1):
+        t = node_terminal[node]
+        if t >= 0:
+            v[node] = w[c, t]
+            continue
+        pass_value = v[node_children[node, 0]]
+        bet_value = v[node_children[node, 1]]
+        if node_player[node] == player:
+            idx = infoset_of[node, c]
+            if not choose:
+                v[node] = strategy[idx, 0] * pass_value + strategy[idx, 1] * bet_value
+            elif bet_value > pass_value:
+                strategy[idx, 0], strategy[idx, 1] = 0.0, 1.0
+                v[node] = bet_value
+            else:
+                strategy[idx, 0], strategy[idx, 1] = 1.0, 0.0
+                v[node] = pass_value
+        else:
+            v[node] = pass_value + bet_value
+
+
+@njit(cache=True)
 def backward_induction(
     w, player, node_player, node_children, node_terminal, infoset_of, num_infosets
 ):
-    """Best response of ``player`` to leaf weights ``w[card, terminal]``: (strategy, value).
-
-    Children have larger ids than parents, so one reverse sweep per card is a backward induction;
-    a public node of the player with a given card is exactly one of its information sets. Ties go
-    to pass.
-    """
-    num_cards = w.shape[0]
-    num_nodes = node_player.shape[0]
+    """Best response of ``player`` to leaf weights ``w[card, terminal]``: (strategy, value)."""
     strategy = np.full((num_infosets, 2), 0.5)
-    v = np.empty(num_nodes)
+    v = np.empty(node_player.shape[0])
     value = 0.0
-    for c in range(num_cards):
-        for node in range(num_nodes - 1, -1, -1):
-            t = node_terminal[node]
-            if t >= 0:
-                v[node] = w[c, t]
-                continue
-            pass_value = v[node_children[node, 0]]
-            bet_value = v[node_children[node, 1]]
-            if node_player[node] == player:
-                idx = infoset_of[node, c]
-                if bet_value > pass_value:
-                    strategy[idx, 0] = 0.0
-                    strategy[idx, 1] = 1.0
-                    v[node] = bet_value
-                else:
-                    strategy[idx, 0] = 1.0
-                    strategy[idx, 1] = 0.0
-                    v[node] = pass_value
-            else:
-                v[node] = pass_value + bet_value
+    for c in range(w.shape[0]):
+        _node_values(
+            w, c, strategy, True, player, node_player, node_children, node_terminal, infoset_of, v
+        )
         value += v[0]
     return strategy, value
 
@@ -110,24 +118,14 @@ def deviation_gains(
     A backward sweep values every node under ``strategy``; a forward sweep gives the player's own
     reach of each node; the gain at a node is that reach times (best action value - strategy's).
     """
-    num_cards = w.shape[0]
     num_nodes = node_player.shape[0]
     gains = np.zeros(num_infosets)
     v = np.empty(num_nodes)
     reach = np.empty(num_nodes)
-    for c in range(num_cards):
-        for node in range(num_nodes - 1, -1, -1):
-            t = node_terminal[node]
-            if t >= 0:
-                v[node] = w[c, t]
-                continue
-            pass_value = v[node_children[node, 0]]
-            bet_value = v[node_children[node, 1]]
-            if node_player[node] == player:
-                idx = infoset_of[node, c]
-                v[node] = strategy[idx, 0] * pass_value + strategy[idx, 1] * bet_value
-            else:
-                v[node] = pass_value + bet_value
+    for c in range(w.shape[0]):
+        _node_values(
+            w, c, strategy, False, player, node_player, node_children, node_terminal, infoset_of, v
+        )
         reach[0] = 1.0
         for node in range(num_nodes):
             if node_terminal[node] >= 0:

@@ -18,7 +18,7 @@ from clients.acpc.gamedef import GameDef, read_game_def
 from clients.acpc.net import LineSocket
 from clients.acpc.protocol import HandState, MatchState, parse_matchstate
 
-DATA = Path("/work/shared/data/acpc")
+DATA = Path(__file__).resolve().parent / "data" / "acpc"  # copied from the shared folder
 GAME_FILE = DATA / "kuhn.limit.3p.game"
 GAME = read_game_def(GAME_FILE)
 SOCKET_TIMEOUT = 10.0

@@ -1,10 +1,116 @@
-"""Suite-wide settings: hypothesis without per-example deadlines.
+"""Suite-wide settings: hypothesis without per-example deadlines; no reads outside the repository.
 
 CI and developers share 2-core machines that are often busy; a wall-clock deadline per example
 turns load into flaky failures without testing anything about the code.
+
+The suite must pass in any clone of the repository, so a test may read only what the repository
+holds (test data lives in ``tests/data/``), what it wrote itself (temporary folders), and the
+installed Python with its packages and the system's own files. An audit hook watches every file
+opened for reading in this process while the tests run; a read elsewhere (a sibling
+``../shared`` folder, say) fails the test that made it. ``test_repository.py`` scans the test
+sources for absolute paths, which also covers what subprocesses started by tests read.
 """
 
-from hypothesis import settings
+from __future__ import annotations
 
-settings.register_profile("oppmodel", deadline=None)
+import os
+import site
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+settings.register_profile(
+    "oppmodel",
+    deadline=None,
+    database=DirectoryBasedExampleDatabase(REPOSITORY / ".hypothesis" / "examples"),
+)
 settings.load_profile("oppmodel")
+
+# Folders a test may read besides the repository: temporary files, the interpreter and its
+# packages, the user's cache folder (matplotlib's font list, say: rebuilt when missing), and the
+# operating system's own files (devices, /proc, locales, certificates).
+SYSTEM_FOLDERS = tuple(
+    os.sep + name for name in ("dev", "proc", "sys", "etc", "usr", "lib", "lib64", "bin", "run")
+)
+
+
+def _allowed_roots() -> tuple[str, ...]:
+    paths = {
+        str(REPOSITORY),
+        tempfile.gettempdir(),
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        *sysconfig.get_paths().values(),
+        *site.getsitepackages(),
+        site.getusersitepackages(),
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+        *SYSTEM_FOLDERS,
+    }
+    roots = {os.path.realpath(p) for p in paths} | {os.path.abspath(p) for p in paths}
+    return tuple(root.rstrip(os.sep) + os.sep for root in roots)
+
+
+_ALLOWED = _allowed_roots()
+_reads: list[str] = []  # outside reads during the running test (server threads included)
+
+
+class OutsideRepositoryReadError(RuntimeError):
+    """A test read a file outside the repository (not an OSError, so no caller swallows it)."""
+
+
+def _is_read(mode: object, flags: object) -> bool:
+    if isinstance(mode, str):
+        return "r" in mode or "+" in mode
+    return isinstance(flags, int) and flags & os.O_ACCMODE != os.O_WRONLY
+
+
+def _outside(path: str) -> bool:
+    if (os.path.abspath(path) + os.sep).startswith(_ALLOWED):
+        return False
+    return not (os.path.realpath(path) + os.sep).startswith(_ALLOWED)
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event != "open":
+        return
+    path, mode, flags = args
+    if isinstance(path, int) or path is None or not _is_read(mode, flags):
+        return
+    path = os.fsdecode(path)
+    if _outside(path):
+        _reads.append(path)
+        raise OutsideRepositoryReadError(
+            f"{path} is outside the repository: keep test data in tests/data/"
+        )
+
+
+sys.addaudithook(_audit)  # stays for the whole process; audit hooks cannot be removed
+
+
+@pytest.fixture(autouse=True)
+def _no_reads_outside_the_repository() -> Iterator[None]:
+    """Fail the test if it (or a thread it started) read a file outside the repository, even
+    where a caller caught the error the audit hook raised."""
+    _reads.clear()
+    yield
+    if _reads:
+        found = ", ".join(sorted(set(_reads)))
+        _reads.clear()
+        pytest.fail(f"read outside the repository: {found}")
+
+
+@pytest.fixture
+def reads_outside_the_repository() -> list[str]:
+    """The outside reads recorded so far in this test, for a test of the guard itself (clear the
+    list after checking it, or the test fails)."""
+    return _reads

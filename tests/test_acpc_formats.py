@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from acpc_support import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -42,7 +42,6 @@ from clients.acpc.protocol import (
 from modeling.errors import IllegalActionError, InvalidArgumentError
 from modeling.observation import validate_observation
 
-DATA = Path("/work/shared/data/acpc")
 LOG_TEXT = (DATA / "kuhn3p-seed42-example-players.log").read_text()
 GAME = read_game_def(DATA / "kuhn.limit.3p.game")
 

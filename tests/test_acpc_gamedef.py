@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from acpc_support import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,7 +20,6 @@ from clients.acpc.gamedef import (
 )
 from modeling.errors import InvalidArgumentError, UnknownGameError
 
-DATA = Path("/work/shared/data/acpc")
 GAMES = Path(__file__).resolve().parent.parent / "clients" / "acpc" / "games"
 
 KUHN3 = GameDef(

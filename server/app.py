@@ -145,6 +145,8 @@ class Server:
         """Health NOT_SERVING, drain in-flight calls within ``grace`` seconds, close the store."""
         await self.health.enter_graceful_shutdown()
         await self.grpc.stop(self.config.grace_seconds if grace is None else grace)
+        await self.manager.drain()  # state changes of cancelled calls run to their end
+        await self.perfect_info.drain()
         self.executor.shutdown(wait=True)
         await asyncio.get_running_loop().run_in_executor(None, self.storage.close)
 

@@ -47,6 +47,7 @@ from modeling.errors import (
 from modeling.model_weights import GibbsPosterior, gibbs_posterior
 from server.metrics import Metrics
 from server.storage import Storage
+from server.tasks import ShieldedTasks
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
@@ -421,6 +422,11 @@ class PerfectInfoManager:
         self.metrics = metrics
         self.limits = limits
         self._live: OrderedDict[str, PerfectInfoSession] = OrderedDict()
+        self._changes = ShieldedTasks()
+
+    async def drain(self) -> None:
+        """Wait for every state change in progress (their callers may be gone) to finish."""
+        await self._changes.drain()
 
     async def _blocking(self, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
@@ -483,7 +489,10 @@ class PerfectInfoManager:
         return session
 
     async def delete(self, owner: str, session_id: str) -> None:
-        """Delete a session and its stored choices."""
+        """Delete a session and its stored choices (whole even if the caller is cancelled)."""
+        await self._changes.run(self._delete(owner, session_id))
+
+    async def _delete(self, owner: str, session_id: str) -> None:
         session = await self.get(owner, session_id)
         async with session.lock:
             await self._blocking(self.store.delete_session, session_id)
@@ -502,8 +511,14 @@ class PerfectInfoManager:
 
         Raises FailedPreconditionError on a gap or on a resend whose content differs, and
         ResourceExhaustedError when an opponent's posterior would exceed the Gibbs work limit;
-        nothing is stored then.
+        nothing is stored then. Storing and remembering run as one shielded change, so a
+        cancelled caller leaves memory equal to the database.
         """
+        return await self._changes.run(self._observe(session, items))
+
+    async def _observe(
+        self, session: PerfectInfoSession, items: Sequence[tuple[int, Choice]]
+    ) -> tuple[list[ChoiceAck], int, PerfectInfoSession]:
         while True:
             async with session.lock:
                 if session.deleted:

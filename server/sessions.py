@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
 import logging
 import time
@@ -46,6 +45,7 @@ from modeling.mbbr import MBBRConfig, MBBRModel
 from modeling.observation import HandObservation
 from server.metrics import Metrics
 from server.storage import ObservationRow, SessionRow, Storage
+from server.tasks import ShieldedTasks
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
@@ -210,9 +210,14 @@ class SessionManager:
         self.metrics = metrics
         self.limits = limits
         self._live: OrderedDict[str, LiveSession] = OrderedDict()  # least recently used first
-        self._loading: dict[str, asyncio.Future[LiveSession]] = {}
+        self._loading: dict[str, asyncio.Task[LiveSession | None]] = {}
+        self._changes = ShieldedTasks()
 
     # -- helpers ---------------------------------------------------------------------------------
+    async def drain(self) -> None:
+        """Wait for every state change in progress (their callers may be gone) to finish."""
+        await self._changes.drain()
+
     async def _cpu(self, fn: Callable[..., T], *args: object) -> T:
         """Run model arithmetic on the worker pool."""
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
@@ -243,7 +248,10 @@ class SessionManager:
 
     # -- sessions --------------------------------------------------------------------------------
     async def create(self, owner: str, spec: SessionSpec) -> SessionInfo:
-        """Validate, store and load a new session."""
+        """Validate, store and load a new session (whole even if the caller is cancelled)."""
+        return await self._changes.run(self._create(owner, spec))
+
+    async def _create(self, owner: str, spec: SessionSpec) -> SessionInfo:
         self.check_limits(spec)
         model = await self._cpu(build_model, spec)  # validates the config and the prior
         session = LiveSession(
@@ -256,18 +264,12 @@ class SessionManager:
             observations=[],
         )
         row = SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
-        await self._blocking(
-            functools.partial(
-                self.storage.create_session, row, max_sessions=self.limits.max_sessions
-            )
+        await asyncio.wrap_future(
+            self.storage.create_session_async(row, max_sessions=self.limits.max_sessions)
         )
         self._remember(session)
         log.info("session created", extra={"session_id": session.session_id, "game": spec.game})
         return session.info()
-
-    async def _blocking(self, fn: Callable[..., T], *args: object) -> T:
-        """Run a blocking storage call without blocking the event loop."""
-        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
     async def get(self, owner: str, session_id: str) -> LiveSession:
         """The live session, loading and replaying it from storage on first use.
@@ -278,20 +280,11 @@ class SessionManager:
         if session is not None:
             self._live.move_to_end(session_id)
         else:
-            pending = self._loading.get(session_id)
-            if pending is None:
-                pending = asyncio.get_running_loop().create_future()
-                self._loading[session_id] = pending
-                try:
-                    session = await self._load(session_id)
-                    pending.set_result(session)
-                except BaseException as exc:
-                    pending.set_exception(exc)
-                    raise
-                finally:
-                    del self._loading[session_id]
-            else:
-                session = await asyncio.shield(pending)
+            loading = self._loading.get(session_id)
+            if loading is None:  # one load per session, shared by every caller waiting for it
+                loading = self._loading[session_id] = self._changes.start(self._load(session_id))
+                loading.add_done_callback(lambda _: self._loading.pop(session_id, None))
+            session = await asyncio.shield(loading)
         if session is None or session.deleted or session.owner != owner:
             raise NotFoundError(f"session_id: no session {session_id!r}")
         return session
@@ -334,11 +327,11 @@ class SessionManager:
             session = await self.get(session.owner, session.session_id)
 
     async def _load(self, session_id: str) -> LiveSession | None:
-        row = await self._blocking(self.storage.get_session, session_id)
-        if row is None:
+        stored = await asyncio.wrap_future(self.storage.load_session_async(session_id))
+        if stored is None:
             return None
+        row, rows = stored.row, stored.tail
         spec = SessionSpec.from_json(row.spec)
-        rows = await self._blocking(self.storage.load_observations, session_id)
         observations = [(r.position, r.history, tuple(r.cards)) for r in rows]
 
         def replay() -> MBBRModel:
@@ -363,17 +356,21 @@ class SessionManager:
 
     async def list(self, owner: str) -> list[SessionInfo]:
         """The owner's sessions, oldest first (from storage, so unloaded ones are listed too)."""
-        rows = await self._blocking(self.storage.list_sessions, owner)
+        rows = await asyncio.wrap_future(self.storage.list_sessions_async(owner))
         return [
             SessionInfo(r.session_id, SessionSpec.from_json(r.spec), n, r.created_unix_ms)
             for r, n in rows
         ]
 
     async def delete(self, owner: str, session_id: str) -> None:
-        """Delete a session and everything stored about it."""
+        """Delete a session and everything stored about it (whole even if the caller is
+        cancelled)."""
+        await self._changes.run(self._delete(owner, session_id))
+
+    async def _delete(self, owner: str, session_id: str) -> None:
         session = await self.get(owner, session_id)
         async with self.locked(session) as session:
-            await self._blocking(self.storage.delete_session, session_id)
+            await asyncio.wrap_future(self.storage.delete_session_async(session_id))
             session.deleted = True
             self._live.pop(session_id, None)
         self.metrics.live_sessions.set(len(self._live))
@@ -388,8 +385,15 @@ class SessionManager:
         Returns the acknowledgements of the longest acceptable prefix and the error that stopped
         it (None if all were accepted). Each acknowledgement reports hands_observed exactly as if
         the items had been applied one by one. Nothing is applied before the commit returns, and
-        the commit holds all new items of the prefix or none.
+        the commit holds all new items of the prefix or none. Commit and apply run as one
+        shielded change: a cancelled caller leaves either nothing or the hands committed and
+        applied.
         """
+        return await self._changes.run(self._observe(session, items))
+
+    async def _observe(
+        self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
+    ) -> tuple[list[Ack], Exception | None]:
         async with self.locked(session) as session:
             before = session.hands_observed
             new: list[HandObservation] = []

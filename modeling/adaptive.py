@@ -33,6 +33,7 @@ import numpy as np
 
 from modeling.errors import InvalidArgumentError, NotFoundError
 from modeling.kuhn import KuhnGame
+from modeling.numerals import is_numeral
 from modeling.observation import HandObservation
 from modeling.panel import named_profile
 
@@ -215,7 +216,7 @@ def adaptive_factory(name: str) -> AgentBuilder:
     if base == "switcher":
         period = DEFAULT_PERIOD
         if arg:
-            if not arg.isdigit() or int(arg) < 1:
+            if not is_numeral(arg) or int(arg) < 1:
                 raise NotFoundError(f"agent {name!r}: the switch period must be a positive integer")
             period = int(arg)
         return lambda game, seed: SwitchingAgent(name, game, seed, period=period)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from modeling.errors import IllegalActionError, InvalidArgumentError, UnknownGameError
+from modeling.numerals import DIGITS
 
 PASS, BET = 0, 1
 ACTION_LETTERS = "pb"
@@ -173,7 +174,7 @@ class KuhnGame:
 
     def infoset_from_string(self, position: int, infostate: str) -> int:
         """Inverse of :meth:`infoset_string`."""
-        if not isinstance(infostate, str) or not infostate or not infostate[0].isdigit():
+        if not isinstance(infostate, str) or not infostate or infostate[0] not in DIGITS:
             raise InvalidArgumentError("infostate", f"{infostate!r} is not '<card><history>'")
         return self.infoset_index(position, int(infostate[0]), infostate[1:])
 

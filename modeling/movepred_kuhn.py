@@ -33,6 +33,7 @@ import numpy as np
 
 from modeling.errors import IllegalActionError, InvalidArgumentError
 from modeling.movepred import MoveModel, train_move_model
+from modeling.numerals import DIGITS
 
 __all__ = [
     "KUHN_MOVE_NAMES",
@@ -113,7 +114,7 @@ def kuhn_features(position: int, card: int, history: str, *, num_players: int = 
 def parse_infoset(infoset: str, *, num_players: int = 3) -> tuple[int, int, str]:
     """Split an OpenSpiel Kuhn infoset ``"<card><history>"`` into (position, card, history)."""
     n = _check_num_players(num_players)
-    if not isinstance(infoset, str) or not infoset or not infoset[0].isdigit():
+    if not isinstance(infoset, str) or not infoset or infoset[0] not in DIGITS:
         raise InvalidArgumentError("infoset", f"must be '<card digit><history>', got {infoset!r}")
     history = _check_history(infoset[1:], n)
     return len(history) % n, int(infoset[0]), history

@@ -22,12 +22,13 @@ import numpy as np
 from modeling.errors import InvalidArgumentError, InvalidStrategyError
 from modeling.kuhn import BET, PASS, KuhnGame, kuhn_game
 from modeling.mbbr import MBBRConfig
+from modeling.numerals import is_numeral
 from modeling.observation import HandObservation, validate_observation
 from modeling.strategy import strategy_from_dict
 from oppmodel.v1 import opponent_model_pb2 as pb
 from server.sessions import ActionChoice, SessionInfo, SessionSpec
 
-_GAME_RE = re.compile(r"kuhn_poker(?:\(players=(\d+)\))?")
+_GAME_RE = re.compile(r"kuhn_poker(?:\(players=([0-9]+)\))?")
 _RANKS = "23456789TJQKA"
 _PRIOR_ENUMS = {
     "informed": pb.PRIOR_INFORMED,
@@ -285,7 +286,7 @@ def _observation_field(field: str, message: pb.Observation, by_position: dict[in
     """The request field that a core validation field ('history', 'cards[2]', ...) refers to."""
     if field == "history":
         return f"observation.{message.WhichOneof('betting')}"
-    match = re.fullmatch(r"cards\[(\d+)\]", field)
+    match = re.fullmatch(r"cards\[([0-9]+)\]", field)
     if match:
         return by_position.get(int(match.group(1)), "observation.revealed")
     if field == "cards":
@@ -311,8 +312,10 @@ def parse_matchstate(game: KuhnGame, line: str) -> tuple[int, int, str]:
             "matchstate", "expected MATCHSTATE:<position>:<hand>:<betting>:<cards>"
         )
     _, position_text, hand_text, betting, cards_text = parts
-    if not position_text.isdigit() or not hand_text.isdigit():
-        raise InvalidArgumentError("matchstate", "position and hand number must be integers")
+    if not is_numeral(position_text) or not is_numeral(hand_text):
+        raise InvalidArgumentError(
+            "matchstate", "position and hand number must be non-negative integers in digits 0-9"
+        )
     position = int(position_text)
     if position >= game.num_players:
         raise InvalidArgumentError("matchstate", f"position {position} out of range")

@@ -229,6 +229,9 @@ def test_bad_queries(server) -> None:
         (lambda: client.action(sid, matchstate="MATCHSTATE:0:0:x:Ks||"), "matchstate"),
         (lambda: client.action(sid, matchstate="HELLO"), "matchstate"),
         (lambda: client.action(sid, matchstate="MATCHSTATE:9:0::Ks||"), "matchstate"),
+        # str.isdigit() accepts '²' and int() refuses it: this was INTERNAL
+        (lambda: client.action(sid, matchstate="MATCHSTATE:²:0::Ks||"), "matchstate"),
+        (lambda: client.action(sid, matchstate="MATCHSTATE:0:²::Ks||"), "matchstate"),
     ]
     for call, field in cases:
         with pytest.raises(InvalidArgumentError) as info:

@@ -59,7 +59,7 @@ from clients.acpc.protocol import (
 )
 from modeling.errors import InvalidArgumentError
 
-VERSION_RE = re.compile(r"VERSION:(\d+)\.(\d+)\.(\d+)")
+VERSION_RE = re.compile(r"VERSION:([0-9]+)\.([0-9]+)\.([0-9]+)")
 DEFAULT_T_RESPONSE_MS = 600_000
 DEFAULT_T_HAND_MS = 600_000
 DEFAULT_T_PER_HAND_MS = 7_000

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from modeling.errors import InvalidArgumentError, UnknownGameError
+from modeling.numerals import numeral_end
 
 MAX_PLAYERS = 10
 MAX_ROUNDS = 4
@@ -139,9 +140,7 @@ def _scan_numbers(text: str, limit: int, keyword: str, *, lo: int, hi: int) -> l
         j = i
         if j < n and text[j] in "+-":
             j += 1
-        k = j
-        while k < n and text[k].isdigit():
-            k += 1
+        k = numeral_end(text, j)
         if k == j:
             break
         value = int(text[i:k])

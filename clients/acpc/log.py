@@ -26,6 +26,7 @@ from pathlib import Path
 from clients.acpc.gamedef import GameDef
 from clients.acpc.protocol import HandState
 from modeling.errors import IllegalActionError, InvalidArgumentError
+from modeling.numerals import is_numeral, parse_numeral
 
 
 @dataclass(frozen=True)
@@ -138,12 +139,6 @@ def format_log(log: DealerLog) -> str:
     return "".join(out)
 
 
-def _int(text: str, field: str) -> int:
-    if not text.isdigit():
-        raise InvalidArgumentError(field, f"expected a non-negative integer, got {text!r}")
-    return int(text)
-
-
 def _numbers(text: str, field: str) -> tuple[float, ...]:
     try:
         return tuple(float(v) for v in text.split("|"))
@@ -158,7 +153,7 @@ def _parse_hand(line: str) -> LoggedHand:
     _, hand, betting, cards, payoffs, names = parts
     hole, *board = cards.split("/")
     record = LoggedHand(
-        hand=_int(hand, "hand"),
+        hand=parse_numeral(hand, "hand"),
         betting=betting,
         hole=tuple(hole.split("|")),
         board=tuple(board),
@@ -188,7 +183,7 @@ def _parse_header(lines: list[str]) -> LogHeader | None:
     keys = ("#--t_response ", "#--t_hand ", "#--t_per_hand ")
     pairs = zip(keys, lines[1:4], strict=True)
     limits = [line[len(k) :] for k, line in pairs if line.startswith(k)]
-    if len(first) != 6 or len(limits) != 3 or not all(v.isdigit() for v in (*first[4:], *limits)):
+    if len(first) != 6 or len(limits) != 3 or not all(is_numeral(v) for v in (*first[4:], *limits)):
         return None
     header = LogHeader(first[2], first[3], int(first[4]), int(first[5]), *map(int, limits))
     return header if format_header(header) == "".join(x + "\n" for x in lines[:4]) else None

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from clients.acpc.gamedef import RANK_CHARS, SUIT_CHARS, GameDef, kuhn_num_players
 from modeling.errors import IllegalActionError, InvalidArgumentError
+from modeling.numerals import numeral_end
 
 FOLD, CALL, RAISE = "f", "c", "r"
 ACTION_LETTERS = {"f": FOLD, "F": FOLD, "c": CALL, "C": CALL, "k": CALL, "K": CALL}
@@ -185,9 +186,7 @@ def parse_matchstate_prefix(game: GameDef, text: str) -> tuple[MatchState, HandS
     i = len(head)
     numbers = []
     for field, bound in (("position", game.num_players - 1), ("hand", MAX_HAND_ID)):
-        j = i
-        while j < len(text) and text[j].isdigit():
-            j += 1
+        j = numeral_end(text, i)
         if j == i or j >= len(text) or text[j] != ":":
             raise InvalidArgumentError(field, "expected a number followed by ':'")
         value = int(text[i:j])

@@ -20,6 +20,7 @@ sequence numbers make that safe (a resend is acknowledged, not applied twice).
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import queue
 import time
@@ -124,7 +125,12 @@ def domain_error(error: grpc.RpcError) -> Exception:
     if cls is None:
         return error
     if issubclass(cls, errors.InvalidArgumentError):
-        field = str(metadata.get("oppmodel-field") or details.partition(":")[0] or "request")
+        escaped = metadata.get("oppmodel-field")  # printable ASCII: see server/errors.py
+        field = (
+            codecs.decode(str(escaped), "unicode_escape")
+            if escaped
+            else details.partition(":")[0] or "request"
+        )
         prefix = f"{field}: "
         return cls(field, details[len(prefix) :] if details.startswith(prefix) else details)
     return cls(details)

@@ -1,8 +1,9 @@
 """The one table from domain errors (``modeling/errors.py``) to gRPC status codes.
 
 A domain error becomes its status code with the error's own message ("field: why"); the class name
-and the field travel in trailing metadata (``oppmodel-error``, ``oppmodel-field``) so the client can
-raise the very same exception class. Anything else is a bug: it is logged with its traceback and the
+and the field travel in trailing metadata (``oppmodel-error``, ``oppmodel-field``, the field
+escaped to printable ASCII as metadata must be) so the client can raise the very same exception
+class. Anything else is a bug: it is logged with its traceback and the
 caller sees INTERNAL with a generic message (no internals leak).
 """
 
@@ -73,5 +74,13 @@ def error_details(exc: BaseException) -> tuple[grpc.StatusCode, str, tuple[tuple
     metadata: tuple[tuple[str, str], ...] = ((ERROR_CLASS_KEY, type(exc).__name__),)
     field = getattr(exc, "field", None)
     if field is not None:
-        metadata += ((ERROR_FIELD_KEY, field),)
+        metadata += ((ERROR_FIELD_KEY, metadata_text(field)),)
     return code, str(exc), metadata
+
+
+def metadata_text(text: str) -> str:
+    """``text`` as printable ASCII, which gRPC requires of a metadata value: other characters
+    become Python escapes (``'²p'`` -> ``'\\xb2p'``; ``codecs.decode(value, "unicode_escape")``
+    restores them). Fields can quote the client's own text, and one ``'²'`` in a trailing value
+    turned a refusal into INTERNAL ("Invalid metadata")."""
+    return text.encode("unicode_escape").decode("ascii")

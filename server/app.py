@@ -35,6 +35,7 @@ from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pi_pb_grpc
+from server.decoding import add_service
 from server.metrics import Metrics
 from server.perfect_info import PerfectInfoLimits, PerfectInfoManager, warm_up_perfect_info
 from server.perfect_info_service import PerfectInfoServicer
@@ -98,16 +99,23 @@ class Server:
             tokens=config.auth_tokens,
             max_label_length=config.limits.max_label_length,
         )
-        pb_grpc.add_OpponentModelServiceServicer_to_server(servicer, self.grpc)
+        add_service(
+            pb_grpc.add_OpponentModelServiceServicer_to_server,
+            servicer,
+            self.grpc,
+            metrics=self.metrics,
+        )
         self.perfect_info = PerfectInfoManager(
             self.storage,
             executor=self.executor,
             metrics=self.metrics,
             limits=config.perfect_info_limits,
         )
-        pi_pb_grpc.add_PerfectInfoServiceServicer_to_server(
+        add_service(
+            pi_pb_grpc.add_PerfectInfoServiceServicer_to_server,
             PerfectInfoServicer(self.perfect_info, metrics=self.metrics, owner=servicer.owner),
             self.grpc,
+            metrics=self.metrics,
         )
         self.health = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)

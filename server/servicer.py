@@ -141,11 +141,10 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
                 batch = [await queue.get()]
                 while not queue.empty() and len(batch) < _OBSERVE_WINDOW:
                     batch.append(queue.get_nowait())
+                failure = None  # reading failed after the requests before it: answer those first
                 if isinstance(batch[-1], _EndOfStream):
                     done = True
-                    end = batch.pop()
-                    if end.error is not None:
-                        raise end.error
+                    failure = batch.pop().error
                 start = time.perf_counter()
                 for session_id, group in itertools.groupby(batch, key=lambda r: r.session_id):
                     requests = list(group)
@@ -171,6 +170,8 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
                         )
                     if refused is not None or error is not None:
                         raise refused or error
+                if failure is not None:
+                    raise failure
         except Exception as exc:
             code, message, metadata = error_details(exc)
             self.metrics.count("Observe", code, None)

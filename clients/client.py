@@ -1,12 +1,12 @@
 """Typed Python client of the oppmodel gRPC service.
 
 ``OpponentModelClient`` wraps the generated stub: it takes and returns domain types
-(``MBBRConfig``, ``HandObservation``, numpy tables), sends the bearer token if given, and turns
-status codes back into the exceptions of ``modeling/errors.py`` (the server sends the exact class
-and field in trailing metadata; without it the code decides: INVALID_ARGUMENT ->
-InvalidArgumentError, NOT_FOUND -> NotFoundError, FAILED_PRECONDITION -> FailedPreconditionError,
-RESOURCE_EXHAUSTED -> ResourceExhaustedError, PERMISSION_DENIED and UNAUTHENTICATED ->
-PermissionDeniedError; anything else stays a ``grpc.RpcError``).
+(``MBBRConfig``, ``HandObservation``, numpy tables), sends the bearer token if given, and raises
+only the exceptions of ``modeling/errors.py``, never a ``grpc.RpcError``: the server sends the exact
+class and field in trailing metadata, and without them ``ERROR_BY_CODE`` decides (UNAVAILABLE ->
+UnavailableError, whose message says what likely went wrong: nothing listening, TLS on one side
+only, an untrusted certificate; DEADLINE_EXCEEDED -> DeadlineExceededError; UNAUTHENTICATED ->
+UnauthenticatedError; any code the server does not send on purpose -> ServiceError).
 
 ``observe`` streams observations with sequence numbers and, if the connection drops (the server
 restarts, say), reconnects and resends every observation not yet acknowledged; the server's
@@ -43,13 +43,16 @@ _KIND["bayes"] = pb.RESPONSE_KIND_BAYES
 _KIND_NAME = {pb.RESPONSE_KIND_MEAN: "mean", pb.RESPONSE_KIND_BAYES: "bayes"}
 _PRIOR = {"informed": pb.PRIOR_INFORMED, "uninformed": pb.PRIOR_UNINFORMED, "typed": pb.PRIOR_TYPED}
 _PRIOR_NAME = {value: name for name, value in _PRIOR.items()}
-_ERROR_BY_CODE: dict[grpc.StatusCode, type[errors.OppModelError]] = {
+# What each status code becomes when the server names no class (any other code: ServiceError).
+ERROR_BY_CODE: dict[grpc.StatusCode, type[errors.OppModelError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgumentError,
     grpc.StatusCode.NOT_FOUND: errors.NotFoundError,
     grpc.StatusCode.FAILED_PRECONDITION: errors.FailedPreconditionError,
     grpc.StatusCode.RESOURCE_EXHAUSTED: errors.ResourceExhaustedError,
     grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDeniedError,
-    grpc.StatusCode.UNAUTHENTICATED: errors.PermissionDeniedError,
+    grpc.StatusCode.UNAUTHENTICATED: errors.UnauthenticatedError,
+    grpc.StatusCode.UNAVAILABLE: errors.UnavailableError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: errors.DeadlineExceededError,
 }
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
 
@@ -114,16 +117,16 @@ class ActionDecision:
     hands_observed: int
 
 
-def domain_error(error: grpc.RpcError) -> Exception:
-    """The modeling/errors.py exception for a failed call (the RpcError itself if none fits)."""
+def domain_error(
+    error: grpc.RpcError, *, target: str = "", tls: bool = False
+) -> errors.OppModelError:
+    """The modeling/errors.py exception for a failed call to ``target`` (over TLS or not)."""
     code = error.code()
     details = error.details() or ""
     metadata = dict(error.trailing_metadata() or ())
     cls = getattr(errors, str(metadata.get("oppmodel-error", "")), None)
     if not (isinstance(cls, type) and issubclass(cls, errors.OppModelError)):
-        cls = _ERROR_BY_CODE.get(code)
-    if cls is None:
-        return error
+        cls = ERROR_BY_CODE.get(code, errors.ServiceError)
     if issubclass(cls, errors.InvalidArgumentError):
         escaped = metadata.get("oppmodel-field")  # printable ASCII: see server/errors.py
         field = (
@@ -133,7 +136,30 @@ def domain_error(error: grpc.RpcError) -> Exception:
         )
         prefix = f"{field}: "
         return cls(field, details[len(prefix) :] if details.startswith(prefix) else details)
+    if issubclass(cls, errors.ServiceError):
+        return cls(f"{code.name}: {details}", code=code.name)
+    if cls is errors.UnavailableError:
+        hint = _connection_hint(details, tls=tls)
+        return cls(f"{target or 'the server'} is unavailable: {details}{hint}")
+    if cls is errors.DeadlineExceededError:
+        return cls(f"{target or 'the server'}: {details}")
     return cls(details)
+
+
+def _connection_hint(details: str, *, tls: bool) -> str:
+    """What most likely made a connection fail, read from gRPC's details ('' if nothing)."""
+    if "Connection refused" in details:
+        return " (nothing listens there: is the server running, on that address?)"
+    if tls and "WRONG_VERSION_NUMBER" in details:
+        return " (the server does not seem to use TLS: connect without root_certificates)"
+    if tls and "CERTIFICATE_VERIFY_FAILED" in details:
+        return " (root_certificates do not verify the server's certificate)"
+    if not tls and "failed to connect" in details and "Socket closed" in details:
+        return (
+            " (the server closed the connection while it was being set up; this client is "
+            "plaintext: if the server uses TLS, give root_certificates)"
+        )
+    return ""
 
 
 def _table(infosets: Sequence[pb.InfosetPolicy]) -> StrategyTable:
@@ -182,8 +208,9 @@ def observation_message(sequence: int, obs: HandObservation) -> pb.Observation:
 
 
 class GrpcClient:
-    """What both service clients share: the channel, the bearer-token metadata, closing as a
-    context manager, and ``_call``, which maps a failed unary call to its domain error."""
+    """What both service clients share: the channel (TLS when ``root_certificates`` are given),
+    the bearer-token metadata, closing as a context manager, and ``_call`` and ``_stream``, which
+    raise a failed call as its domain exception."""
 
     def __init__(
         self,
@@ -194,6 +221,8 @@ class GrpcClient:
         root_certificates: bytes | None = None,
         timeout: float = 30.0,
     ) -> None:
+        self.target = target
+        self.tls = root_certificates is not None
         if root_certificates is None:
             self._channel = grpc.insecure_channel(target)
         else:
@@ -218,13 +247,24 @@ class GrpcClient:
         """Close the channel."""
         self._channel.close()
 
+    def _error(self, error: grpc.RpcError) -> errors.OppModelError:
+        """The domain exception for a failed call on this client's channel."""
+        return domain_error(error, target=self.target, tls=self.tls)
+
     def _call(self, method: str, request: object) -> Any:
         try:
             return getattr(self._stub, method)(
                 request, timeout=self.timeout, metadata=self._metadata
             )
         except grpc.RpcError as exc:
-            raise domain_error(exc) from None
+            raise self._error(exc) from None
+
+    def _stream(self, method: str, requests: Iterator[Any], **options: Any) -> Iterator[Any]:
+        """The responses of a streaming call, failures raised as domain exceptions."""
+        try:
+            yield from getattr(self._stub, method)(requests, metadata=self._metadata, **options)
+        except grpc.RpcError as exc:
+            raise self._error(exc) from None
 
 
 class OpponentModelClient(GrpcClient):
@@ -337,7 +377,6 @@ class OpponentModelClient(GrpcClient):
                 for ack in self._stub.Observe(
                     iter(list(pending)),
                     metadata=self._metadata,
-                    wait_for_ready=True,
                     timeout=self.timeout + 0.01 * len(pending),
                 ):
                     while pending and pending[0].observation.sequence <= ack.sequence:
@@ -345,7 +384,7 @@ class OpponentModelClient(GrpcClient):
                     hands = ack.hands_observed
             except grpc.RpcError as exc:
                 if exc.code() not in _RETRYABLE or time.monotonic() > deadline:
-                    raise domain_error(exc) from None
+                    raise self._error(exc) from None
                 time.sleep(0.05)
         return hands
 
@@ -355,10 +394,7 @@ class OpponentModelClient(GrpcClient):
 
     def observe_stream(self, requests: Iterator[pb.ObserveRequest]) -> Iterator[pb.ObserveResponse]:
         """The raw bidirectional stream (no resend), for callers that pipeline themselves."""
-        try:
-            yield from self._stub.Observe(requests, metadata=self._metadata)
-        except grpc.RpcError as exc:
-            raise domain_error(exc) from None
+        return self._stream("Observe", requests)
 
     # -- queries ---------------------------------------------------------------------------------
     def model(self, session_id: str, opponent_label: str, opponent_position: int) -> OpponentModel:
@@ -453,7 +489,7 @@ class ObservationStream:
             requests.put(request)
         self._requests = requests
         self._responses = self._client._stub.Observe(
-            iter(requests.get, None), metadata=self._client._metadata, wait_for_ready=True
+            iter(requests.get, None), metadata=self._client._metadata
         )
 
     def _abandon(self) -> None:
@@ -480,7 +516,7 @@ class ObservationStream:
             except grpc.RpcError as exc:
                 if exc.code() not in _RETRYABLE or time.monotonic() > deadline:
                     self._abandon()
-                    raise domain_error(exc) from None
+                    raise self._client._error(exc) from None
                 time.sleep(0.05)
                 self._open()
                 continue

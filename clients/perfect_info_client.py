@@ -3,7 +3,8 @@
 ``PerfectInfoClient`` takes and returns domain types (``Opponent``, ``ChoiceEvidence``,
 ``modeling.spades.Position``, numpy arrays) and turns status codes back into the exceptions of
 ``modeling/errors.py`` exactly as ``clients.client.OpponentModelClient`` does: both build on
-``clients.client.GrpcClient`` (channel, token, ``close``, ``domain_error`` mapping).
+``clients.client.GrpcClient`` (channel, TLS root certificates, token, ``close``, the error
+mapping).
 
     with PerfectInfoClient("127.0.0.1:50051") as client:
         session = client.create_session(
@@ -22,10 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-import grpc
 import numpy as np
 
-from clients.client import GrpcClient, domain_error
+from clients.client import GrpcClient
 from modeling import errors, spades
 from oppmodel.v1 import perfect_info_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pb_grpc
@@ -211,8 +211,21 @@ def position_message(position: spades.Position, bids: Sequence[int] | None) -> p
 class PerfectInfoClient(GrpcClient):
     """Blocking client of PerfectInfoService; use as a context manager to close the channel."""
 
-    def __init__(self, target: str, *, token: str | None = None, timeout: float = 30.0) -> None:
-        super().__init__(target, pb_grpc.PerfectInfoServiceStub, token=token, timeout=timeout)
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        root_certificates: bytes | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        super().__init__(
+            target,
+            pb_grpc.PerfectInfoServiceStub,
+            token=token,
+            root_certificates=root_certificates,
+            timeout=timeout,
+        )
 
     # -- sessions --------------------------------------------------------------------------------
     def create_session(
@@ -279,12 +292,7 @@ class PerfectInfoClient(GrpcClient):
         self, requests: Iterator[pb.ObserveChoicesRequest]
     ) -> Iterator[pb.ObserveChoicesResponse]:
         """The raw bidirectional stream, for callers that build their own messages."""
-        try:
-            yield from self._stub.ObserveChoices(
-                requests, metadata=self._metadata, timeout=self.timeout
-            )
-        except grpc.RpcError as exc:
-            raise domain_error(exc) from None
+        return self._stream("ObserveChoices", requests, timeout=self.timeout)
 
     @staticmethod
     def _ack(reply: pb.ObserveChoicesResponse) -> ChoicesAck:

@@ -1,4 +1,11 @@
-"""Domain errors. The server maps each class to one gRPC status code (server/errors.py)."""
+"""The errors this project raises on purpose, and the ones its service clients raise.
+
+The server maps each class to one gRPC status code (``server/errors.py``); the clients map each
+status code back to one of these classes (``clients/client.py``), so a caller of the Python client
+catches the same exceptions as a caller of the library. The last four are about the call rather
+than its content: the client raises them when the server cannot be reached, a deadline passes, the
+token is refused, or the server fails.
+"""
 
 from __future__ import annotations
 
@@ -44,3 +51,26 @@ class ResourceExhaustedError(OppModelError):
 
 class PermissionDeniedError(OppModelError):
     """The caller does not own the thing it asks for."""
+
+
+class UnauthenticatedError(OppModelError):
+    """The service requires a bearer token and the call carried none, or an unknown one."""
+
+
+class UnavailableError(OppModelError):
+    """The service could not be reached or the connection broke (not running, a wrong address,
+    TLS on one side only, an untrusted certificate: the message says which is likely)."""
+
+
+class DeadlineExceededError(OppModelError):
+    """The call did not finish within its deadline."""
+
+
+class ServiceError(OppModelError):
+    """The service failed in a way the caller cannot fix: INTERNAL (a bug; the server logged it),
+    UNKNOWN, UNIMPLEMENTED (a server without this method), CANCELLED, ... ``code`` names the
+    gRPC status."""
+
+    def __init__(self, message: str, *, code: str = "INTERNAL") -> None:
+        super().__init__(message)
+        self.code = code

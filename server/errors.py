@@ -14,6 +14,7 @@ import logging
 import grpc
 
 from modeling.errors import (
+    DeadlineExceededError,
     FailedPreconditionError,
     IllegalActionError,
     InvalidArgumentError,
@@ -22,18 +23,13 @@ from modeling.errors import (
     OppModelError,
     PermissionDeniedError,
     ResourceExhaustedError,
+    ServiceError,
+    UnauthenticatedError,
+    UnavailableError,
     UnknownGameError,
 )
 
 log = logging.getLogger("oppmodel.server")
-
-
-class UnauthenticatedError(OppModelError):
-    """The server requires a bearer token and the call carried none, or an unknown one.
-
-    A transport concern, so it lives here rather than in the domain; clients see
-    PermissionDeniedError.
-    """
 
 
 STATUS_BY_ERROR: dict[type[OppModelError], grpc.StatusCode] = {
@@ -46,6 +42,9 @@ STATUS_BY_ERROR: dict[type[OppModelError], grpc.StatusCode] = {
     ResourceExhaustedError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
+    UnavailableError: grpc.StatusCode.UNAVAILABLE,
+    DeadlineExceededError: grpc.StatusCode.DEADLINE_EXCEEDED,
+    ServiceError: grpc.StatusCode.INTERNAL,
 }
 
 ERROR_CLASS_KEY = "oppmodel-error"

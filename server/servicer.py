@@ -19,10 +19,11 @@ from typing import Any, TypeVar
 
 import grpc
 
+from modeling.errors import UnauthenticatedError
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from server import conversion
-from server.errors import UnauthenticatedError, error_details
+from server.errors import error_details
 from server.metrics import Metrics
 from server.sessions import SessionManager, owner_of_token
 

@@ -18,8 +18,8 @@ from modeling.errors import (
     InvalidArgumentError,
     InvalidStrategyError,
     NotFoundError,
-    PermissionDeniedError,
     ResourceExhaustedError,
+    UnauthenticatedError,
     UnknownGameError,
 )
 from modeling.kuhn3p import robust_profile
@@ -282,9 +282,9 @@ def test_tokens_keep_sessions_apart(tmp_path: Path) -> None:
                     call()
         for token in (None, "mallory-token"):
             with OpponentModelClient(f"127.0.0.1:{port}", token=token) as stranger:
-                with pytest.raises(PermissionDeniedError):
+                with pytest.raises(UnauthenticatedError):
                     stranger.list_sessions()
-                with pytest.raises(PermissionDeniedError):
+                with pytest.raises(UnauthenticatedError):
                     stranger.get_session(sid)
         assert alice.get_session(sid).hands_observed == 3
 

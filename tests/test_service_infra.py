@@ -18,7 +18,7 @@ from service_support import connected, random_observations, running_server
 
 from clients.client import OpponentModelClient
 from clients.commands import serve_cmd
-from modeling.errors import NotFoundError
+from modeling.errors import NotFoundError, UnavailableError
 from modeling.kuhn import kuhn_game
 from modeling.mbbr import MBBRConfig, MBBRModel
 from server.app import SERVICE_NAME, JsonFormatter, free_ports
@@ -76,7 +76,7 @@ def test_tls(tmp_path: Path) -> None:
             assert client.list_sessions() == []
         with (
             OpponentModelClient(target, timeout=2) as plaintext,
-            pytest.raises(grpc.RpcError),
+            pytest.raises(UnavailableError, match="this client is plaintext"),
         ):
             plaintext.list_sessions()
 

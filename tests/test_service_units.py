@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from modeling import errors
-from server.errors import STATUS_BY_ERROR, UnauthenticatedError, error_details, status_of
+from server.errors import STATUS_BY_ERROR, error_details, status_of
 from server.sessions import draw_action, uniform_draw
 
 
@@ -45,7 +45,7 @@ def test_every_domain_error_has_one_code() -> None:
         if cls is errors.OppModelError:
             continue
         assert cls in STATUS_BY_ERROR, cls
-    assert status_of(UnauthenticatedError("x")) is grpc.StatusCode.UNAUTHENTICATED
+    assert status_of(errors.UnauthenticatedError("x")) is grpc.StatusCode.UNAUTHENTICATED
     assert status_of(errors.IllegalActionError("h", "m")) is grpc.StatusCode.INVALID_ARGUMENT
 
 

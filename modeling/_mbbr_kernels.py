@@ -49,12 +49,13 @@ def likelihood_factors_3p(
 
 
 @njit(cache=True, fastmath=True)
-def update_joint2(weights, a, bt, scale, floor, row, col):
+def update_joint2(weights, out, a, bt, scale, floor, row, col):
     """One Bayes step of a (k2, k3) joint posterior whose likelihood is a @ bt (rank r).
 
     ``weights`` holds the previous unnormalised weights; ``scale`` = 1 / their total renormalises
     them on the fly, and no normalised weight may fall below ``floor``. Writes the new unnormalised
-    weights in place and their row and column sums; returns (total, sum of squares).
+    weights into ``out`` (``weights`` is left as it was, so a step that must be refused costs no
+    copy) and their row and column sums; returns (total, sum of squares).
     """
     k2, k3 = weights.shape
     r = a.shape[1]
@@ -73,7 +74,7 @@ def update_joint2(weights, a, bt, scale, floor, row, col):
         acc = 0.0
         for j in range(k3):
             v = max(weights[i, j] * scale, floor) * z[j]
-            weights[i, j] = v
+            out[i, j] = v
             acc += v
             col[j] += v
             sumsq += v * v

@@ -49,10 +49,15 @@ class DirichletPosterior:
         key: tuple,
         assignments: Callable[[], np.ndarray],
         moves: list[tuple[np.ndarray, np.ndarray]],
-    ) -> None:
-        """Add one hand and refit. ``key`` identifies what was seen; ``assignments()`` gives the
-        opponents' possible cards (m, n - 1), ``moves[d - 1]`` the (nodes, actions) of the
-        opponent at offset d."""
+    ) -> bool:
+        """Add one hand and refit; returns whether it was added. ``key`` identifies what was
+        seen; ``assignments()`` gives the opponents' possible cards (m, n - 1), ``moves[d - 1]``
+        the (nodes, actions) of the opponent at offset d.
+
+        A fit that does not end in finite positive parameters (not seen within the validated
+        ranges of the prior; this is the guard) is undone: the hand leaves the posterior as it
+        was and False is returned.
+        """
         o = self._index.get(key)
         if o is None:
             o = self._index[key] = len(self._counts)
@@ -69,11 +74,17 @@ class DirichletPosterior:
             self._row_start.append([len(self._entry_start) - 1])
         self._counts.view()[o] += 1.0
         moves_table = self._moves.view()
+        before = self.alpha.copy()
         kernels.fit(
             self.alpha0, self.alpha, self._counts.view(), self._row_start.view(),
             self._entry_start.view(), moves_table[:, 0], moves_table[:, 1], moves_table[:, 2],
             MAX_SWEEPS, TOLERANCE,
         )  # fmt: skip
+        if np.isfinite(self.alpha).all() and (self.alpha > 0.0).all():
+            return True
+        self.alpha = before
+        self._counts.view()[o] -= 1.0
+        return False
 
     def mean(self, d: int) -> np.ndarray:
         """Posterior-mean strategy (num_infosets, 2) of the opponent at offset ``d``."""

@@ -15,6 +15,9 @@ holds every model: 3 tables of k x k weights in 3-player Kuhn.
   update is one fused pass over the table (numba) that also yields the marginals. Weights stay
   normalised in linear space and are floored at 1e-300 of the total, so a combination is never
   lost to underflow (the floor is far below what any double-precision sum of weights resolves).
+  A hand that no combination explains at double precision (its probability under the posterior
+  below ``MIN_EVIDENCE``, only reachable at the edges of the prior's range) is counted but leaves
+  the posterior as it was: conditioning on it would leave no weight to normalise.
 - Models (Alg 5): each opponent's posterior-mean strategy, sum_s p(s) tau_{s_j}.
 - Responses: ``mean`` is the paper's best response to the models. ``bayes`` is the exact Bayesian
   best response to the joint posterior, maximising sum_s p(s) EU(sigma, tau_s): expected utility is
@@ -62,6 +65,9 @@ RESPONSES = ("mean", "bayes")
 POSTERIORS = ("samples", "dirichlet")
 MAX_JOINT_SAMPLES = 1 << 22  # k^(n-1) per table: 2048 x 2048 in 3-player Kuhn
 WEIGHT_FLOOR = 1e-300
+MIN_EVIDENCE = 1e-150  # a hand less probable than this under the posterior leaves it unchanged
+EPSILON_RANGE = (1e-6, 0.5)  # [low, high)
+ETA_RANGE = (1e-3, 1e6)  # [low, high]
 MAX_CACHED_OBSERVATIONS = 4096  # distinct valid observations remembered (3p Kuhn has < 2000)
 UNINFORMED_ALPHA = 2.0
 
@@ -81,16 +87,20 @@ class MBBRConfig:
 
     def validate(self) -> None:
         """Raise InvalidArgumentError naming the first bad field."""
-        if not (isinstance(self.epsilon, (int, float)) and 0.0 <= self.epsilon < 0.5):
-            raise InvalidArgumentError("epsilon", f"must be in [0, 0.5), got {self.epsilon!r}")
+        low, high = EPSILON_RANGE
+        if not (isinstance(self.epsilon, (int, float)) and low <= self.epsilon < high):
+            raise InvalidArgumentError(
+                "epsilon", f"must be in [{low:g}, {high:g}), got {self.epsilon!r}"
+            )
         if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
             raise InvalidArgumentError("k", f"must be a positive integer, got {self.k!r}")
         if not isinstance(self.hands_default, int) or self.hands_default < 0:
             raise InvalidArgumentError(
                 "hands_default", f"must be a non-negative integer, got {self.hands_default!r}"
             )
-        if not (isinstance(self.eta, (int, float)) and math.isfinite(self.eta) and self.eta > 0):
-            raise InvalidArgumentError("eta", f"must be a positive number, got {self.eta!r}")
+        low, high = ETA_RANGE
+        if not (isinstance(self.eta, (int, float)) and low <= self.eta <= high):
+            raise InvalidArgumentError("eta", f"must be in [{low:g}, {high:g}], got {self.eta!r}")
         if self.prior not in PRIORS:
             raise InvalidArgumentError("prior", f"must be one of {PRIORS}, got {self.prior!r}")
         if self.response not in RESPONSES:
@@ -109,6 +119,11 @@ class MBBRConfig:
             raise InvalidArgumentError(
                 "seed", f"must be an integer in [0, 2^63), got {self.seed!r}"
             )
+
+
+def _explained(total: float) -> bool:
+    """Whether a hand's evidence (its probability under the posterior) can be conditioned on."""
+    return math.isfinite(total) and total >= MIN_EVIDENCE
 
 
 def create_samples(
@@ -132,8 +147,22 @@ def create_samples(
         for d in range(1, n):
             rows = game.infosets((p + d) % n)
             draws = rng.gamma(alpha[(p + d) % n, rows], size=(k, len(rows), 2))
-            tau[p, d - 1][:, rows] = draws / draws.sum(axis=2, keepdims=True)
+            sums = draws.sum(axis=2, keepdims=True)
+            lost = np.flatnonzero(sums == 0.0)  # both draws of a row underflowed
+            if len(lost):
+                sums[sums == 0.0] = 1.0
+                draws.reshape(-1, 2)[lost] = _log_space_draws(alpha[(p + d) % n, rows], lost, rng)
+            tau[p, d - 1][:, rows] = draws / sums
     return tau
+
+
+def _log_space_draws(alpha: np.ndarray, lost: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Dirichlet draws (normalised) of the rows ``lost`` (flat indices into (k, rows)) whose
+    Gamma draws both underflowed, with tiny ``alpha``: Gamma(a) = Gamma(a + 1) U^(1/a) in logs."""
+    a = alpha[lost % len(alpha)]
+    logs = np.log(rng.gamma(a + 1.0)) + np.log(rng.random(a.shape)) / a
+    draws = np.exp(logs - logs.max(axis=1, keepdims=True))
+    return draws / draws.sum(axis=1, keepdims=True)
 
 
 def prior_alpha(
@@ -219,6 +248,7 @@ class MBBRModel:
         k = config.k
         shape = (k,) * (n - 1)
         self._weights = [np.full(shape, 1.0 / k ** (n - 1)) for _ in range(n)]
+        self._spare = np.empty(shape)  # the next weights of a 3-player update are written here
         self._scale = [1.0] * n  # 1 / total of the stored (unnormalised) weights
         self._marginals = [[np.full(k, 1.0 / k) for _ in range(n - 1)] for _ in range(n)]
         self._ess = [float(k ** (n - 1))] * n
@@ -243,10 +273,10 @@ class MBBRModel:
         p = obs.position
         moves = self._opponent_moves(p, obs.history)
         if self.config.posterior == "dirichlet":
-            self._dirichlet[p].observe(
+            applied = self._dirichlet[p].observe(
                 (obs.history, obs.cards), lambda: _hidden_assignments(game, obs), moves
             )
-            if self._types is not None:
+            if applied and self._types is not None:
                 self._count_revealed(p, moves, obs)
         elif game.num_players == 3:
             self._update_3p(p, moves, obs)
@@ -295,10 +325,14 @@ class MBBRModel:
             self.game.infoset_of, first_cards, group_of, groups, a, bt,
         )  # fmt: skip
         row, col = np.empty(k), np.empty(k)
+        spare = self._spare
         total, sumsq = kernels.update_joint2(
-            self._weights[p], a, bt, self._scale[p], WEIGHT_FLOOR, row, col
+            self._weights[p], spare, a, bt, self._scale[p], WEIGHT_FLOOR, row, col
         )
-        self._store(p, total, sumsq, [row, col])
+        if _explained(total):
+            self._spare = self._weights[p]
+            self._weights[p] = spare
+            self._store(p, total, sumsq, [row, col])
 
     def _update_generic(self, p: int, moves, obs: HandObservation) -> None:
         per_card = []
@@ -314,14 +348,14 @@ class MBBRModel:
                 term = np.multiply.outer(term, per_card[j][:, cards[j]])
             z += term
         w = np.maximum(self._weights[p] * self._scale[p], WEIGHT_FLOOR) * z
-        self._weights[p] = w
-        axes = range(w.ndim)
-        sums = [w.sum(axis=tuple(a for a in axes if a != j)) for j in axes]
-        self._store(p, float(w.sum()), float(np.square(w).sum()), sums)
+        total = float(w.sum())
+        if _explained(total):
+            self._weights[p] = w
+            axes = range(w.ndim)
+            sums = [w.sum(axis=tuple(a for a in axes if a != j)) for j in axes]
+            self._store(p, total, float(np.square(w).sum()), sums)
 
     def _store(self, p: int, total: float, sumsq: float, sums: list[np.ndarray]) -> None:
-        if not (math.isfinite(total) and total > 0.0):
-            raise FloatingPointError(f"posterior of position {p} degenerated (total {total})")
         self._scale[p] = 1.0 / total
         self._ess[p] = total * total / sumsq
         self._marginals[p] = [s / total for s in sums]

@@ -38,6 +38,7 @@ from modeling.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
+    OppModelError,
     ResourceExhaustedError,
 )
 from modeling.kuhn import KuhnGame, kuhn_game
@@ -49,6 +50,15 @@ from server.tasks import ShieldedTasks
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
+
+
+class UnloadableSessionError(FailedPreconditionError):
+    """A stored session cannot be rebuilt into a model (its spec or observations are no longer
+    accepted by this version); it can still be listed and deleted."""
+
+    def __init__(self, owner: str, message: str) -> None:
+        super().__init__(message)
+        self.owner = owner
 
 
 @dataclass(frozen=True)
@@ -284,7 +294,12 @@ class SessionManager:
             if loading is None:  # one load per session, shared by every caller waiting for it
                 loading = self._loading[session_id] = self._changes.start(self._load(session_id))
                 loading.add_done_callback(lambda _: self._loading.pop(session_id, None))
-            session = await asyncio.shield(loading)
+            try:
+                session = await asyncio.shield(loading)
+            except UnloadableSessionError as exc:
+                if exc.owner != owner:  # another owner's session: as if it did not exist
+                    raise NotFoundError(f"session_id: no session {session_id!r}") from None
+                raise
         if session is None or session.deleted or session.owner != owner:
             raise NotFoundError(f"session_id: no session {session_id!r}")
         return session
@@ -309,6 +324,13 @@ class SessionManager:
             excess -= 1
         self.metrics.live_sessions.set(len(self._live))
 
+    def _forget(self, session: LiveSession) -> None:
+        """Drop ``session`` from memory (holders of a reference reload it; see ``locked``)."""
+        session.evicted = True
+        if self._live.get(session.session_id) is session:
+            del self._live[session.session_id]
+        self.metrics.live_sessions.set(len(self._live))
+
     @contextlib.asynccontextmanager
     async def locked(
         self, session: LiveSession, *, write: bool = True
@@ -331,16 +353,25 @@ class SessionManager:
         if stored is None:
             return None
         row, rows = stored.row, stored.tail
-        spec = SessionSpec.from_json(row.spec)
         observations = [(r.position, r.history, tuple(r.cards)) for r in rows]
 
-        def replay() -> MBBRModel:
+        def replay() -> tuple[SessionSpec, MBBRModel]:
+            spec = SessionSpec.from_json(row.spec)
             model = build_model(spec)
-            for row in rows:
-                model.observe(_obs_of(row))
-            return model
+            for stored_row in rows:
+                model.observe(_obs_of(stored_row))
+            return spec, model
 
-        model = await self._cpu(replay)
+        try:
+            spec, model = await self._cpu(replay)
+        except Exception as exc:
+            log.error("session cannot be loaded", extra={"session_id": session_id}, exc_info=exc)
+            reason = str(exc) if isinstance(exc, OppModelError) else "see the server log"
+            raise UnloadableSessionError(
+                row.owner,
+                f"session_id: session {session_id!r} can no longer be loaded ({reason}); "
+                "DeleteSession still removes it",
+            ) from None
         session = LiveSession(
             session_id=session_id,
             owner=row.owner,
@@ -368,12 +399,24 @@ class SessionManager:
         await self._changes.run(self._delete(owner, session_id))
 
     async def _delete(self, owner: str, session_id: str) -> None:
-        session = await self.get(owner, session_id)
-        async with self.locked(session) as session:
-            await asyncio.wrap_future(self.storage.delete_session_async(session_id))
-            session.deleted = True
-            self._live.pop(session_id, None)
-        self.metrics.live_sessions.set(len(self._live))
+        """Delete from storage without building a model, so that a session whose stored spec
+        or observations can no longer be loaded is deleted all the same."""
+        live = self._live.get(session_id)
+        deleting = self.storage.delete_session_async
+        if live is not None and live.owner == owner:
+            async with live.lock:  # no commit of this session is in flight while it goes
+                existed = await asyncio.wrap_future(deleting(session_id, owner=owner))
+        else:
+            existed = await asyncio.wrap_future(deleting(session_id, owner=owner))
+        if not existed:
+            raise NotFoundError(f"session_id: no session {session_id!r}")
+        loading = self._loading.get(session_id)
+        if loading is not None:  # a load that read the session before it went
+            await asyncio.wait([loading])
+        for session in (live, self._live.get(session_id)):
+            if session is not None:
+                session.deleted = True
+                self._forget(session)
         log.info("session deleted", extra={"session_id": session_id})
 
     # -- observations ----------------------------------------------------------------------------
@@ -431,7 +474,18 @@ class SessionManager:
                     self.storage.append_observations_async(session.session_id, rows)
                 )
                 async with session.model_lock:
-                    await self._compute(session, _observe_all, session.model, new)
+                    try:
+                        await self._compute(session, _observe_all, session.model, new)
+                    except Exception:
+                        # Never half done: the commit is undone and the model, which may hold
+                        # part of the batch, is dropped (the next use reloads it from storage).
+                        await asyncio.wrap_future(
+                            self.storage.truncate_observations_async(
+                                session.session_id, keep=before
+                            )
+                        )
+                        self._forget(session)
+                        raise
                     session.observations.extend(_key_of(obs) for obs in new)
                 self.metrics.observations.inc(len(new))
             return acks, error

@@ -1,0 +1,135 @@
+"""Every configuration MBBRConfig accepts can be computed: no failed update, no NaN, ever."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mbbr_support import PROFILES, accepted_configs
+from service_support import random_observations
+
+from modeling.errors import InvalidArgumentError
+from modeling.kuhn import kuhn_game
+from modeling.mbbr import EPSILON_RANGE, ETA_RANGE, MBBRConfig, MBBRModel, create_samples
+from modeling.observation import observe_hand
+from modeling.panel import named_profile
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("epsilon", 0.0),
+        ("epsilon", 5e-324),
+        ("epsilon", EPSILON_RANGE[0] / 2),
+        ("epsilon", 0.5),
+        ("epsilon", math.nan),
+        ("eta", 5e-324),
+        ("eta", 0.0),
+        ("eta", ETA_RANGE[0] / 2),
+        ("eta", ETA_RANGE[1] * 2),
+        ("eta", math.inf),
+        ("eta", math.nan),
+    ],
+)
+def test_values_beyond_the_computable_ranges_are_refused_naming_the_field(field, value):
+    with pytest.raises(InvalidArgumentError) as info:
+        MBBRConfig(**{field: value}).validate()
+    assert info.value.field == field
+
+
+def assert_computable(model: MBBRModel) -> None:
+    """Every output of the model is finite and well formed."""
+    n = model.game.num_players
+    for p in range(n):
+        for q in range(n):
+            if q == p:
+                continue
+            strategy, ess = model.opponent_model(p, q)
+            rows = strategy[model.game.infosets(q)]
+            assert np.isfinite(rows).all() and (rows >= 0).all()
+            np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=1e-12)
+            assert math.isfinite(ess) and ess > 0
+        kinds = ("mean", "bayes") if model.config.posterior == "samples" else ("mean",)
+        for kind in kinds:
+            strategy, value = model.response(p, kind)
+            assert np.isfinite(strategy).all() and math.isfinite(value)
+        if model.config.posterior == "samples":
+            assert model.effective_sample_size(p) >= 1.0 - 1e-9
+            assert np.isfinite(model.posterior(p)).all()
+
+
+@settings(max_examples=60)
+@given(data=st.data(), n=st.sampled_from([2, 3, 4]))
+def test_every_accepted_config_observes_any_play_and_stays_finite(data, n):
+    game = kuhn_game(n)
+    config = data.draw(accepted_configs(max_k=6 if n == 4 else 12), label="config")
+    profile = data.draw(st.sampled_from(PROFILES), label="profile")
+    model = MBBRModel(game, config)
+    assert_computable(model)
+    hands = random_observations(
+        30, seed=data.draw(st.integers(0, 2**32 - 1)), game=game, profile=profile
+    )
+    for obs in hands:
+        model.observe(obs)
+    assert model.hands_observed == len(hands)
+    assert_computable(model)
+
+
+@settings(max_examples=25)
+@given(seed=st.integers(0, 2**63 - 1), n=st.sampled_from([2, 3, 4]))
+def test_samples_of_the_thinnest_prior_are_distributions(seed, n):
+    """eta = 1e-3, epsilon = 1e-6: both Gamma draws of a row can underflow to zero; the row is
+    then drawn in log space instead of becoming 0 / 0."""
+    game = kuhn_game(n)
+    tau = create_samples(
+        game,
+        named_profile(game, "uniform"),
+        k=64,
+        epsilon=EPSILON_RANGE[0],
+        eta=ETA_RANGE[0],
+        prior="informed",
+        rng=np.random.default_rng(seed),
+    )
+    assert np.isfinite(tau).all() and (tau >= 0).all()
+    np.testing.assert_allclose(tau.sum(axis=-1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
+    """Every sample gives the observed bet probability zero: there is no weight left to
+    normalise, so the hand must leave the posterior as it was (not fail, not NaN)."""
+    game = kuhn_game(n)
+    model = MBBRModel(game, MBBRConfig(k=3, seed=1, hands_default=0))
+    warm = random_observations(3 * n, seed=2, game=game, profile="uniform")
+    for obs in warm:
+        model.observe(obs)
+    # Position 0 sees the opponent at offset 1 open with a bet holding card 0, shown down.
+    history = "pb" + "b" * (n - 1)
+    cards = list(range(n))
+    obs = observe_hand(game, 0, history, cards)
+    opponent = 1
+    node = game.node(history[:1])
+    model.tau[0, opponent - 1, :, game.infoset_of[node, cards[opponent]]] = (1.0, 0.0)
+    before = model.posterior(0), model.effective_sample_size(0)
+    model.observe(obs)
+    assert model.hands_observed == len(warm) + 1
+    np.testing.assert_array_equal(model.posterior(0), before[0])
+    assert model.effective_sample_size(0) == before[1]
+    assert_computable(model)
+
+
+def test_a_dirichlet_fit_that_is_not_finite_is_undone():
+    game = kuhn_game(3)
+    model = MBBRModel(game, MBBRConfig(posterior="dirichlet", hands_default=0))
+    for obs in random_observations(6, seed=4, game=game, profile="maniac"):
+        model.observe(obs)
+    posterior = model._dirichlet[0]
+    before = posterior.alpha.copy()
+    posterior.alpha0[0, 0, 0] = math.nan  # a fit from here cannot be finite
+    obs = observe_hand(game, 0, "bbb", [0, 1, 2])
+    model.observe(obs)
+    np.testing.assert_array_equal(posterior.alpha, before)
+    assert model.hands_observed == 7

@@ -25,6 +25,7 @@ import numpy as np
 
 from modeling import _dirichlet_kernels as kernels
 from modeling.kuhn import KuhnGame
+from modeling.snapshot import SnapshotError, take
 
 MAX_SWEEPS = 500
 TOLERANCE = 1e-9  # largest change of any alpha between the last two sweeps
@@ -85,6 +86,45 @@ class DirichletPosterior:
         self.alpha = before
         self._counts.view()[o] -= 1.0
         return False
+
+    def state(self) -> dict[str, np.ndarray]:
+        """What the observations changed, as arrays (``modeling/snapshot.py``, version 1): the
+        fitted parameters, the histogram and its assignment tables, and the distinct
+        observations in the order they were first seen (cards -1 where hidden)."""
+        keys = list(self._index)  # insertion order = row order
+        cards = [[-1 if c is None else c for c in k[1]] for k in keys]
+        return {
+            "alpha": self.alpha.copy(),
+            "counts": self._counts.view().copy(),
+            "row_start": self._row_start.view().copy(),
+            "entry_start": self._entry_start.view().copy(),
+            "moves": self._moves.view().copy(),
+            "key_histories": np.array([k[0] for k in keys], dtype=np.str_),
+            "key_cards": np.array(cards, dtype=np.int64).reshape(len(keys), self.game.num_players),
+        }
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        """Set what ``state`` (from ``state()`` of a posterior with the same prior) holds;
+        SnapshotError if it does not fit this posterior."""
+        alpha = take(state, "alpha", "f8", self.alpha0.shape)
+        counts = take(state, "counts", "f8", (None,))
+        m = len(counts)
+        row_start = take(state, "row_start", "i8", (m + 1,))
+        entry_start = take(state, "entry_start", "i8", (int(row_start[-1]) + 1,))
+        moves = take(state, "moves", "i8", (int(entry_start[-1]), 3))
+        histories = take(state, "key_histories", "U", (m,))
+        cards = take(state, "key_cards", "i8", (m, self.game.num_players))
+        if row_start[0] != 0 or entry_start[0] != 0 or np.any(np.diff(row_start) < 1):
+            raise SnapshotError("snapshot histogram tables are not consistent")
+        self.alpha = alpha
+        self._index = {
+            (str(h), tuple(None if c < 0 else int(c) for c in row)): o
+            for o, (h, row) in enumerate(zip(histories, cards, strict=True))
+        }
+        self._counts = _Growing(np.float64, counts)
+        self._row_start = _Growing(np.int64, row_start)
+        self._entry_start = _Growing(np.int64, entry_start)
+        self._moves = _Growing(np.int64, moves, width=3)
 
     def mean(self, d: int) -> np.ndarray:
         """Posterior-mean strategy (num_infosets, 2) of the opponent at offset ``d``."""

@@ -43,7 +43,9 @@ bit-identical posteriors, which the service relies on to rebuild sessions by rep
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import itertools
 import math
 from dataclasses import dataclass
@@ -51,6 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from modeling import _mbbr_kernels as kernels
+from modeling import snapshot as snapshot_format
 from modeling.dirichlet_posterior import DirichletPosterior
 from modeling.errors import FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError
 from modeling.evaluation import best_response_to_weights, leaf_weights
@@ -359,6 +362,77 @@ class MBBRModel:
         self._scale[p] = 1.0 / total
         self._ess[p] = total * total / sumsq
         self._marginals[p] = [s / total for s in sums]
+
+    # --- snapshots (modeling/snapshot.py) ------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The model's state after the hands observed so far, as self-describing bytes.
+
+        ``restore`` into a fresh model of the same game, configuration and prior mean, then
+        observing the later hands, gives exactly the posterior of observing them all.
+        """
+        meta = {**self._snapshot_identity(), "hands_observed": self.hands_observed}
+        if self.config.posterior == "dirichlet":
+            arrays = {}
+            for p, posterior in enumerate(self._dirichlet):
+                state = posterior.state()
+                if self._types is not None:
+                    state.update(self._types[p].state())
+                arrays.update({f"p{p}.{name}": a for name, a in state.items()})
+        else:
+            arrays = {f"weights.{p}": w for p, w in enumerate(self._weights)}
+            arrays["scale"] = np.array(self._scale)
+            arrays["ess"] = np.array(self._ess)
+            arrays["marginals"] = np.array(self._marginals)
+        return snapshot_format.encode(meta, arrays)
+
+    def restore(self, blob: bytes) -> None:
+        """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it
+        is not a snapshot of a model with this game, configuration and prior mean."""
+        meta, arrays = snapshot_format.decode(blob)
+        identity = self._snapshot_identity()
+        if {key: meta.get(key) for key in identity} != identity:
+            raise snapshot_format.SnapshotError("snapshot of a model with other settings")
+        hands = meta.get("hands_observed")
+        if not isinstance(hands, int) or hands < 0:
+            raise snapshot_format.SnapshotError(f"snapshot hands_observed {hands!r}")
+        n, take = self.game.num_players, snapshot_format.take
+        if self.config.posterior == "dirichlet":
+            fresh = [DirichletPosterior(self.game, post.alpha0) for post in self._dirichlet]
+            types = self._types and [TypedPrior(t.clipped, t.support) for t in self._types]
+            for p in range(n):
+                state = {
+                    name.split(".", 1)[1]: a
+                    for name, a in arrays.items()
+                    if name.startswith(f"p{p}.")
+                }
+                fresh[p].restore(state)
+                if types is not None:
+                    types[p].restore(state)
+            self._dirichlet, self._types = fresh, types
+        else:
+            k = self.config.k
+            weights = [take(arrays, f"weights.{p}", "f8", (k,) * (n - 1)) for p in range(n)]
+            scale = take(arrays, "scale", "f8", (n,))
+            ess = take(arrays, "ess", "f8", (n,))
+            marginals = take(arrays, "marginals", "f8", (n, n - 1, k))
+            self._weights = weights
+            self._scale = [float(x) for x in scale]
+            self._ess = [float(x) for x in ess]
+            self._marginals = [list(row) for row in marginals]
+        self.hands_observed = hands
+        self._responses.clear()
+
+    def _snapshot_identity(self) -> dict:
+        """What a snapshot must agree on with the model it is restored into."""
+        return {
+            "posterior": self.config.posterior,
+            "num_players": self.game.num_players,
+            "config": dataclasses.asdict(self.config),
+            "prior_mean_sha256": hashlib.sha256(
+                np.ascontiguousarray(self.prior_mean, dtype=np.float64).tobytes()
+            ).hexdigest(),
+        }
 
     # --- Alg 5 and the responses -----------------------------------------------------------------
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
+from modeling.snapshot import take
+
 ERROR_PRONE_PRIOR = 0.05
 
 
@@ -47,6 +49,15 @@ class TypedPrior:
         """Count one move of the opponent at offset ``d`` whose card we saw."""
         self.revealed[d - 1, infoset, action] += 1.0
         self._error_prone[d - 1] = None
+
+    def state(self) -> dict[str, np.ndarray]:
+        """What the observations changed (``modeling/snapshot.py``): the revealed move counts."""
+        return {"revealed": self.revealed.copy()}
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        """Set the revealed move counts of ``state()``; SnapshotError if they do not fit."""
+        self.revealed = take(state, "revealed", "f8", self.clipped.shape)
+        self._error_prone = [None] * len(self.clipped)
 
     def error_prone(self, d: int) -> float:
         """Posterior probability that the opponent at offset ``d`` is the error-prone type."""

@@ -1,13 +1,19 @@
 """Live sessions: the in-memory MBBR models, backed by durable storage, serialised per session.
 
-A session is rebuilt from storage by constructing ``MBBRModel`` from its stored configuration and
-replaying its stored observations in order (the core guarantees bit-identical replay), so after a
-crash or restart every session resumes with exactly the posterior it had.
+A session is rebuilt from storage by constructing ``MBBRModel`` from its stored configuration,
+restoring its latest snapshot and replaying the stored observations after it in order (the core
+guarantees that this is bit-identical to replaying them all), so after a crash or restart every
+session resumes with exactly the posterior it had. A snapshot is stored after an update once the
+hands since the last one took ``Limits.snapshot_seconds`` to apply or number
+``Limits.snapshot_hands``, so a reload replays about that much at most, however long the session.
 
 Observation protocol (per session, sequence numbers 1, 2, ...): sequence ``s`` with
 ``s <= hands_observed`` is a resend: acknowledged again if it equals the stored observation, refused
 (FAILED_PRECONDITION) if it differs; ``s == hands_observed + 1`` is validated, committed, then
 applied; anything larger is a gap (FAILED_PRECONDITION). Nothing changes on a refused observation.
+Commit and apply succeed or fail together: they run as one change that a cancelled caller cannot
+cut short (``server/tasks.py``), and a failed apply undoes its commit. Only the last
+``Limits.recent_hands`` hands are kept in memory for comparing resends; older ones are read back.
 
 Concurrency: observations of one session are ordered by its writers' lock, held across the commit;
 the model itself is updated and read under a second lock held only for the arithmetic, so updates
@@ -21,14 +27,16 @@ inline than to hand to a thread (see ``_compute``). Storage runs on its own thre
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import functools
 import hashlib
 import logging
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from typing import TypeVar
 
@@ -44,8 +52,9 @@ from modeling.errors import (
 from modeling.kuhn import KuhnGame, kuhn_game
 from modeling.mbbr import MBBRConfig, MBBRModel
 from modeling.observation import HandObservation
+from modeling.snapshot import SnapshotError
 from server.metrics import Metrics
-from server.storage import ObservationRow, SessionRow, Storage
+from server.storage import ObservationRow, SessionRow, SnapshotRow, Storage
 from server.tasks import ShieldedTasks
 
 T = TypeVar("T")
@@ -71,6 +80,11 @@ class Limits:
     max_label_length: int = 128
     inline_joint_samples: int = 1024  # tables up to this size are computed on the event loop
     max_live_sessions: int = 1000  # least recently used sessions beyond this leave memory
+    # A snapshot of a session's model is stored once the hands after the last one took this
+    # long to apply (so a reload replays at most about this much) or number this many.
+    snapshot_seconds: float = 0.2
+    snapshot_hands: int = 1000
+    recent_hands: int = 64  # applied hands kept in memory per session to check resends
 
 
 @dataclass(frozen=True)
@@ -157,20 +171,18 @@ class LiveSession:
     spec: SessionSpec
     game: KuhnGame
     model: MBBRModel
-    # Applied hands as plain (position, history, cards) tuples, for comparing resends: the
-    # collector untracks tuples of atoms, so thousands of hands per session cost a full
-    # collection nothing (as dataclass instances they made it take ~100 ms and set the p99).
-    observations: list[HandKey]
+    hands_observed: int  # observations applied (= the last acknowledged sequence number)
+    # The last applied hands (at most Limits.recent_hands) as plain (position, history, cards)
+    # tuples, for comparing resends without a read (older resends are compared with storage):
+    # the collector untracks tuples of atoms, so they cost a full collection nothing.
+    recent: collections.deque[HandKey]
+    snapshot_hands: int = 0  # hands folded into the latest stored snapshot
+    replay_seconds: float = 0.0  # what applying the hands after it took: the cost of a reload
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     model_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     policy_cache: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)
     deleted: bool = False
     evicted: bool = False  # dropped from memory; the next use reloads it from storage
-
-    @property
-    def hands_observed(self) -> int:
-        """Number of observations applied (= the last acknowledged sequence number)."""
-        return len(self.observations)
 
     def info(self) -> SessionInfo:
         """A snapshot of the session's public description."""
@@ -196,6 +208,10 @@ def _key_of(obs: HandObservation) -> HandKey:
     return (obs.position, obs.history, tuple(obs.cards))
 
 
+def _key_of_row(row: ObservationRow) -> HandKey:
+    return (row.position, row.history, tuple(row.cards))
+
+
 def _row_of(sequence: int, obs: HandObservation) -> ObservationRow:
     return ObservationRow(sequence, obs.position, obs.history, tuple(obs.cards))
 
@@ -203,6 +219,41 @@ def _row_of(sequence: int, obs: HandObservation) -> ObservationRow:
 def _observe_all(model: MBBRModel, observations: Sequence[HandObservation]) -> None:
     for obs in observations:
         model.observe(obs)
+
+
+def _restored(spec_json: dict, snapshot: SnapshotRow | None) -> tuple[SessionSpec, MBBRModel]:
+    """The spec and a model built from it, with ``snapshot`` restored if it can be used (a
+    snapshot of another format version or of other settings is ignored: full replay)."""
+    spec = SessionSpec.from_json(spec_json)
+    model = build_model(spec)
+    if snapshot is not None:
+        try:
+            model.restore(snapshot.state)
+        except SnapshotError as exc:
+            log.warning("snapshot not used, replaying every hand", extra={"reason": str(exc)})
+        else:
+            if model.hands_observed != snapshot.hands:
+                raise RuntimeError(
+                    f"snapshot of {model.hands_observed} hands stored as {snapshot.hands}"
+                )
+    return spec, model
+
+
+def _replay(model: MBBRModel, rows: Sequence[ObservationRow]) -> float:
+    """Apply stored hands that follow the model's state; returns the seconds it took."""
+    start = time.perf_counter()
+    for i, row in enumerate(rows, start=model.hands_observed + 1):
+        if row.sequence != i:  # never written so: the database was edited under the server
+            raise RuntimeError(f"stored hand {row.sequence} where {i} was due")
+        model.observe(_obs_of(row))
+    return time.perf_counter() - start
+
+
+def _log_snapshot_failure(session_id: str, saving: Future) -> None:
+    if not saving.cancelled() and saving.exception() is not None:
+        log.warning(
+            "snapshot not stored", extra={"session_id": session_id}, exc_info=saving.exception()
+        )
 
 
 def _obs_of(row: ObservationRow) -> HandObservation:
@@ -271,7 +322,8 @@ class SessionManager:
             spec=spec,
             game=kuhn_game(spec.num_players),
             model=model,
-            observations=[],
+            hands_observed=0,
+            recent=collections.deque(maxlen=self.limits.recent_hands),
         )
         row = SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
         await asyncio.wrap_future(
@@ -349,21 +401,18 @@ class SessionManager:
             session = await self.get(session.owner, session.session_id)
 
     async def _load(self, session_id: str) -> LiveSession | None:
+        """Rebuild a stored session: build from its spec, restore its latest snapshot, replay
+        the hands after it (all of them if the snapshot cannot be used)."""
         stored = await asyncio.wrap_future(self.storage.load_session_async(session_id))
         if stored is None:
             return None
         row, rows = stored.row, stored.tail
-        observations = [(r.position, r.history, tuple(r.cards)) for r in rows]
-
-        def replay() -> tuple[SessionSpec, MBBRModel]:
-            spec = SessionSpec.from_json(row.spec)
-            model = build_model(spec)
-            for stored_row in rows:
-                model.observe(_obs_of(stored_row))
-            return spec, model
-
         try:
-            spec, model = await self._cpu(replay)
+            spec, model = await self._cpu(_restored, row.spec, stored.snapshot)
+            base = model.hands_observed  # 0 if there is no snapshot or it cannot be used
+            if stored.snapshot is not None and base != stored.snapshot.hands:
+                rows = await asyncio.wrap_future(self.storage.load_observations_async(session_id))
+            seconds = await self._cpu(_replay, model, rows)
         except Exception as exc:
             log.error("session cannot be loaded", extra={"session_id": session_id}, exc_info=exc)
             reason = str(exc) if isinstance(exc, OppModelError) else "see the server log"
@@ -379,10 +428,17 @@ class SessionManager:
             spec=spec,
             game=kuhn_game(spec.num_players),
             model=model,
-            observations=observations,
+            hands_observed=model.hands_observed,
+            recent=collections.deque(map(_key_of_row, rows), maxlen=self.limits.recent_hands),
+            snapshot_hands=base,
+            replay_seconds=seconds,
         )
         self._remember(session)
-        log.info("session loaded", extra={"session_id": session_id, "hands": len(observations)})
+        log.info(
+            "session loaded",
+            extra={"session_id": session_id, "hands": session.hands_observed,
+                   "replayed": len(rows), "replay_seconds": round(seconds, 4)},
+        )  # fmt: skip
         return session
 
     async def list(self, owner: str) -> list[SessionInfo]:
@@ -454,7 +510,7 @@ class SessionManager:
                     break
                 if sequence < expected:
                     applied = (
-                        session.observations[sequence - 1]
+                        await self._applied(session, sequence)
                         if sequence <= before
                         else _key_of(new[sequence - before - 1])
                     )
@@ -474,6 +530,7 @@ class SessionManager:
                     self.storage.append_observations_async(session.session_id, rows)
                 )
                 async with session.model_lock:
+                    start = time.perf_counter()
                     try:
                         await self._compute(session, _observe_all, session.model, new)
                     except Exception:
@@ -486,9 +543,43 @@ class SessionManager:
                         )
                         self._forget(session)
                         raise
-                    session.observations.extend(_key_of(obs) for obs in new)
+                    session.replay_seconds += time.perf_counter() - start
+                    session.hands_observed += len(new)
+                    session.recent.extend(_key_of(obs) for obs in new)
+                    if (
+                        session.replay_seconds >= self.limits.snapshot_seconds
+                        or session.hands_observed - session.snapshot_hands
+                        >= self.limits.snapshot_hands
+                    ):
+                        await self._snapshot(session)
                 self.metrics.observations.inc(len(new))
             return acks, error
+
+    async def _applied(self, session: LiveSession, sequence: int) -> HandKey:
+        """The applied hand ``sequence`` (<= hands_observed): from memory if recent, else read."""
+        first_recent = session.hands_observed - len(session.recent) + 1
+        if sequence >= first_recent:
+            return session.recent[sequence - first_recent]
+        row = await asyncio.wrap_future(
+            self.storage.load_observation_async(session.session_id, sequence)
+        )
+        if row is None:  # never written so: the database was edited under the server
+            raise RuntimeError(f"session {session.session_id}: hand {sequence} is not stored")
+        return _key_of_row(row)
+
+    async def _snapshot(self, session: LiveSession) -> None:
+        """Store a snapshot of the session's model (under its model lock, after an update).
+
+        Not awaited: the hands are durable already, and a snapshot only shortens reloads; it is
+        queued behind the commit of its hands, so it never covers a hand that is not stored.
+        """
+        state = await self._compute(session, session.model.snapshot)
+        saving = self.storage.save_snapshot_async(
+            session.session_id, SnapshotRow(session.hands_observed, state)
+        )
+        saving.add_done_callback(functools.partial(_log_snapshot_failure, session.session_id))
+        session.snapshot_hands = session.hands_observed
+        session.replay_seconds = 0.0
 
     # -- queries ---------------------------------------------------------------------------------
     async def model(

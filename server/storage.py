@@ -268,7 +268,13 @@ class Storage:
 
     def load_observations(self, session_id: str, *, after: int = 0) -> list[ObservationRow]:
         """The observations of a session with sequence > ``after``, in sequence order."""
-        return self._call(lambda db: _observations(db, session_id, after))
+        return self.load_observations_async(session_id, after=after).result()
+
+    def load_observations_async(
+        self, session_id: str, *, after: int = 0
+    ) -> Future[list[ObservationRow]]:
+        """Queue ``load_observations``."""
+        return self._submit(lambda db: _observations(db, session_id, after))
 
     def load_observation_async(
         self, session_id: str, sequence: int

@@ -1,0 +1,129 @@
+"""The service stores snapshots as it goes; a reload restores the latest, replays only the tail."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mbbr_support import POSTERIORS_AND_PRIORS
+from service_support import connected, random_observations
+
+from modeling.errors import FailedPreconditionError
+from modeling.kuhn import kuhn_game
+from modeling.mbbr import MBBRConfig, MBBRModel
+from server.metrics import Metrics
+from server.sessions import Limits, SessionManager, SessionSpec
+from server.storage import Storage
+
+
+def _library(config: MBBRConfig, hands, n: int = 3) -> MBBRModel:
+    model = MBBRModel(kuhn_game(n), config)
+    for obs in hands:
+        model.observe(obs)
+    return model
+
+
+async def _observe_then_reload(db: Path, spec: SessionSpec, hands, limits: Limits, batch: int):
+    """Observe ``hands`` in batches, stop, then load the session in a fresh manager."""
+    with ThreadPoolExecutor(1) as executor:
+        store = Storage(db)
+        manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
+        sid = (await manager.create("", spec)).session_id
+        session = await manager.get("", sid)
+        items = list(enumerate(hands, start=1))
+        for i in range(0, len(items), batch):
+            _, error = await manager.observe(session, items[i : i + batch])
+            assert error is None
+        live = session.model.snapshot()
+        await manager.drain()
+        store.close()
+
+        store = Storage(db)
+        manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
+        reloaded = await manager.get("", sid)
+        store.close()
+    return live, reloaded
+
+
+@pytest.mark.parametrize(("posterior", "prior"), POSTERIORS_AND_PRIORS)
+def test_reload_restores_the_snapshot_and_replays_the_tail_only(tmp_path, caplog, posterior, prior):
+    config = MBBRConfig(k=4, hands_default=0, seed=3, posterior=posterior, prior=prior)
+    spec = SessionSpec("kuhn_poker(players=3)", 3, "us", ("a", "b"), config)
+    hands = random_observations(44, seed=6, profile="uniform")
+    limits = Limits(snapshot_hands=10, snapshot_seconds=1e9)
+    with caplog.at_level(logging.INFO, logger="oppmodel.server"):
+        live, reloaded = asyncio.run(
+            _observe_then_reload(tmp_path / "db.sqlite", spec, hands, limits, batch=3)
+        )
+    (loaded,) = [r for r in caplog.records if r.msg == "session loaded"]
+    # Batches of 3 end at 3, 6, ..., 42, 44: snapshots after 12, 24 and 36 hands.
+    assert reloaded.snapshot_hands == 36
+    assert (loaded.hands, loaded.replayed) == (44, 8)
+    assert reloaded.model.snapshot() == live  # bit for bit what memory held
+    assert reloaded.model.snapshot() == _library(config, hands).snapshot()  # and a full replay
+
+
+def test_a_snapshot_that_cannot_be_used_means_a_full_replay(tmp_path):
+    config = MBBRConfig(k=4, hands_default=0, seed=3)
+    spec = SessionSpec("kuhn_poker(players=3)", 3, "us", ("a", "b"), config)
+    hands = random_observations(30, seed=6)
+    limits = Limits(snapshot_hands=10, snapshot_seconds=1e9)
+    db = tmp_path / "db.sqlite"
+    asyncio.run(_observe_then_reload(db, spec, hands[:20], limits, batch=10))
+    with sqlite3.connect(db) as raw:
+        (stored,) = raw.execute("SELECT hands FROM snapshots").fetchone()
+        raw.execute("UPDATE snapshots SET state = ?", (b"damaged",))
+    assert stored == 20
+
+    async def reload():
+        with ThreadPoolExecutor(1) as executor:
+            store = Storage(db)
+            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
+            (info,) = await manager.list("")
+            session = await manager.get("", info.session_id)
+            store.close()
+        return session
+
+    session = asyncio.run(reload())
+    assert session.snapshot_hands == 0 and session.hands_observed == 20
+    assert session.model.snapshot() == _library(config, hands[:20]).snapshot()
+
+
+def test_resends_older_than_the_recent_window_are_checked_against_storage(tmp_path):
+    hands = random_observations(20, seed=4)
+    limits = Limits(recent_hands=4)
+    with connected(tmp_path / "db.sqlite", limits=limits) as (client, _):
+        sid = client.create_session(config=MBBRConfig(k=3)).session_id
+        assert client.observe(sid, hands, first_sequence=1) == 20
+        assert client.observe(sid, hands[2:4], first_sequence=3) == 20  # old resends, equal
+        with pytest.raises(FailedPreconditionError, match="different content"):
+            client.observe(sid, [hands[5]], first_sequence=3)
+        assert client.observe(sid, hands[18:20], first_sequence=19) == 20  # recent ones
+        assert client.get_session(sid).hands_observed == 20
+
+
+@pytest.mark.parametrize("posterior", ["samples", "dirichlet"])
+def test_through_the_server_a_restart_resumes_exactly(tmp_path, posterior):
+    config = MBBRConfig(k=5, hands_default=0, seed=8, posterior=posterior)
+    hands = random_observations(60, seed=9)
+    limits = Limits(snapshot_hands=16)
+    db = tmp_path / "db.sqlite"
+    with connected(db, limits=limits) as (client, _):
+        sid = client.create_session(config=config).session_id
+        for i in range(0, 50, 5):
+            client.observe(sid, hands[i : i + 5], first_sequence=i + 1)
+    with sqlite3.connect(db) as raw:
+        ((stored,),) = raw.execute("SELECT hands FROM snapshots").fetchall()
+        assert 16 <= stored <= 50
+    library = _library(config, hands)
+    with connected(db, limits=limits) as (client, _):
+        assert client.observe(sid, hands[50:], first_sequence=51) == 60
+        got = client.model(sid, "opp_A", 1)
+        want, ess = library.opponent_model(got.our_position, 1)
+        assert got.effective_sample_size == ess
+        assert np.array_equal(got.strategy.probabilities, want[kuhn_game(3).infosets(1)])

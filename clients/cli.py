@@ -3,6 +3,14 @@
 Each subcommand lives in ``clients/commands/<name>.py`` and exposes ``register(subparsers)``,
 which adds its parser and sets ``func`` to a callable taking the parsed arguments and
 returning an exit status.
+
+Mistakes end the same way in every subcommand: one line ``oppmodel CMD: error: MESSAGE`` on
+stderr and exit status 2. argparse reports usage errors so (a number out of range included: see
+``commands/_types.py``); :func:`run_command` reports the rest, the project's own errors
+(``modeling.errors``: a bad value, an unknown name, a refused request) and the operating system's
+(a missing file, a port in use), raised by the command before it leaves anything behind.
+Anything else is a bug and keeps its traceback. Status 1 is kept for a run that started and then
+failed (an ACPC match aborted by a timeout or a crashed agent), as the reference dealer does.
 """
 
 from __future__ import annotations
@@ -10,6 +18,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
+
+from modeling.errors import OppModelError
+
+USER_ERRORS = (OppModelError, OSError)
+USAGE_ERROR_STATUS = 2  # argparse's status for a usage error, used for every mistake
 
 # Order here is the order shown by ``oppmodel --help``.
 COMMAND_MODULES = (
@@ -46,14 +60,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def error_message(exc: BaseException) -> str:
+    """One line naming the problem: the file and the reason for an OSError about a file."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def run_command(
+    prog: str, func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace
+) -> int:
+    """Run a subcommand; a user error becomes ``PROG: error: MESSAGE`` on stderr and status 2."""
+    try:
+        return int(func(args) or 0)
+    except USER_ERRORS as exc:
+        print(f"{prog}: error: {error_message(exc)}", file=sys.stderr)
+        return USAGE_ERROR_STATUS
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
-    return int(args.func(args) or 0)
+        return USAGE_ERROR_STATUS
+    return run_command(f"{parser.prog} {args.command}", args.func, args)
 
 
 if __name__ == "__main__":

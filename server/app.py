@@ -12,13 +12,17 @@ Logs are JSON lines on stderr (one object per event, extra fields included).
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import json
 import logging
 import signal
 import socket
+import sqlite3
+import ssl
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +32,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
+from modeling.errors import InvalidArgumentError
 from modeling.kuhn import kuhn_game
 from modeling.mbbr import MBBRConfig, MBBRModel
 from modeling.observation import HandObservation
@@ -46,6 +51,7 @@ from server.storage import Storage
 log = logging.getLogger("oppmodel.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OpponentModelService"].full_name
 PERFECT_INFO_SERVICE_NAME = pi_pb.DESCRIPTOR.services_by_name["PerfectInfoService"].full_name
+MAX_PORT = 65535
 
 
 @dataclass(frozen=True)
@@ -66,33 +72,128 @@ class ServerConfig:
     grace_seconds: float = 5.0
     synchronous: str = "FULL"
 
+    def __post_init__(self) -> None:
+        for name in ("port", "metrics_port"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= MAX_PORT:
+                raise InvalidArgumentError(name, f"must be from 0 to {MAX_PORT}, got {value}")
+
 
 def read_tokens(path: str | Path) -> frozenset[str]:
     """Bearer tokens from a file: one per line; blank lines and '#' comments are skipped."""
-    lines = Path(path).read_text().splitlines()
-    tokens = frozenset(s.strip() for s in lines if s.strip() and not s.strip().startswith("#"))
+    text = _read_file("auth_tokens", path).decode("utf-8", errors="replace")
+    lines = (line.strip() for line in text.splitlines())
+    tokens = frozenset(line for line in lines if line and not line.startswith("#"))
     if not tokens:
-        raise ValueError(f"{path}: no tokens")
+        raise InvalidArgumentError("auth_tokens", f"{path}: no tokens")
     return tokens
 
 
+def _read_file(field: str, path: str | Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidArgumentError(field, f"cannot read {path}: {exc.strerror}") from exc
+
+
+def tls_credentials(cert: str | None, key: str | None) -> grpc.ServerCredentials | None:
+    """Server credentials from a PEM certificate chain and its key (None without either);
+    InvalidArgumentError naming the files if they are missing, unreadable or do not match."""
+    if not (cert or key):
+        return None
+    if not (cert and key):
+        raise InvalidArgumentError("tls", "TLS needs both a certificate and a key")
+    key_pem, cert_pem = _read_file("tls_key", key), _read_file("tls_cert", cert)
+
+    def encrypted(*_: object) -> str:
+        raise InvalidArgumentError("tls_key", f"{key} is encrypted; gRPC needs a plain key")
+
+    try:  # gRPC's own check only logs its reason and then fails to bind
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password=encrypted)
+    except ssl.SSLError as exc:
+        raise InvalidArgumentError(
+            "tls",
+            f"{cert} and {key} are not a PEM certificate chain and its private key"
+            + (f" ({exc.reason})" if exc.reason else ""),
+        ) from exc
+    return grpc.ssl_server_credentials([(key_pem, cert_pem)])
+
+
+def ensure_bindable(host: str, port: int) -> None:
+    """Raise OSError naming ``host:port`` unless a listener could bind it now.
+
+    gRPC's own failure says only "Failed to bind" (with its reasons logged to stderr); this check
+    names the reason first (the port is in use, the address is not this machine's). A port some
+    address of ``host`` has in use is refused even if another address of it is free, so a second
+    server never shares a name with the first.
+    """
+    try:
+        addresses = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise OSError(f"cannot bind {host}:{port}: {exc.strerror}") from exc
+    failures = []
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's listener
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise OSError(f"{host}:{port} is already in use") from exc
+                failures.append(exc)
+    if len(failures) == len(addresses):
+        raise OSError(f"cannot bind {host}:{port}: {failures[0].strerror}")
+
+
+def open_storage(path: str, *, synchronous: str) -> Storage:
+    """The SQLite store at ``path``; InvalidArgumentError naming the file if it cannot be one."""
+    folder = Path(path).expanduser().parent
+    if not folder.is_dir():
+        raise InvalidArgumentError("db_path", f"cannot create {path}: no folder {folder}")
+    try:
+        return Storage(path, synchronous=synchronous)
+    except sqlite3.Error as exc:
+        raise InvalidArgumentError("db_path", f"cannot use {path}: {exc}") from exc
+
+
 class Server:
-    """A built server: the grpc.aio server plus what it owns (store, worker pool, health)."""
+    """A built server: the grpc.aio server bound to its port, plus what it owns (store, worker
+    pool, health, metrics endpoint).
+
+    Everything that can fail on the configuration (TLS files, the ports, the database) is tried
+    before the database is opened or created, so a refused configuration leaves no file behind.
+    """
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.metrics = Metrics()
-        self.storage = Storage(config.db_path, synchronous=config.synchronous)
-        self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="oppmodel-cpu")
-        self.manager = SessionManager(
-            self.storage, executor=self.executor, metrics=self.metrics, limits=config.limits
-        )
+        credentials = tls_credentials(config.tls_cert, config.tls_key)
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", 16 * config.max_message_bytes),
             ("grpc.http2.bdp_probe", 0),
+            ("grpc.so_reuseport", 0),  # a second server on a busy port must fail, not share it
         ]
         self.grpc = grpc.aio.server(options=options)
+        self.port = self._bind(credentials)
+        self.metrics = Metrics()
+        self.metrics_port: int | None = None
+        if config.metrics_port is not None:
+            try:
+                ensure_bindable(config.host, config.metrics_port)
+                self.metrics_port = self.metrics.serve(config.metrics_port, config.host)
+            except OSError as exc:
+                raise OSError(f"metrics endpoint: {exc}") from exc
+        try:
+            self.storage = open_storage(config.db_path, synchronous=config.synchronous)
+        except BaseException:
+            self.metrics.close()
+            raise
+        self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="oppmodel-cpu")
+        self.manager = SessionManager(
+            self.storage, executor=self.executor, metrics=self.metrics, limits=config.limits
+        )
         servicer = OpponentModelServicer(
             self.manager,
             metrics=self.metrics,
@@ -129,25 +230,26 @@ class Server:
             self.grpc,
         )
 
-    def bind(self) -> int:
-        """Bind the configured address (TLS if cert and key are given); returns the port."""
+    def _bind(self, credentials: grpc.ServerCredentials | None) -> int:
+        """Bind the configured address (TLS with ``credentials``); returns the port."""
+        ensure_bindable(self.config.host, self.config.port)
         address = f"{self.config.host}:{self.config.port}"
-        if self.config.tls_cert or self.config.tls_key:
-            if not (self.config.tls_cert and self.config.tls_key):
-                raise ValueError("TLS needs both --tls-cert and --tls-key")
-            credentials = grpc.ssl_server_credentials(
-                [(Path(self.config.tls_key).read_bytes(), Path(self.config.tls_cert).read_bytes())]
-            )
-            return self.grpc.add_secure_port(address, credentials)
-        return self.grpc.add_insecure_port(address)
+        try:
+            if credentials is not None:
+                port = self.grpc.add_secure_port(address, credentials)
+            else:
+                port = self.grpc.add_insecure_port(address)
+        except RuntimeError as exc:  # gRPC's "Failed to bind", e.g. lost a race for the port
+            raise OSError(f"cannot bind {address}") from exc
+        if port == 0:
+            raise OSError(f"cannot bind {address}")
+        return port
 
     async def start(self) -> None:
         """Start serving; health answers SERVING for the service and overall."""
         await self.grpc.start()
         for name in ("", SERVICE_NAME, PERFECT_INFO_SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        if self.config.metrics_port is not None:
-            self.metrics.serve(self.config.metrics_port, self.config.host)
 
     async def stop(self, grace: float | None = None) -> None:
         """Health NOT_SERVING, drain in-flight calls within ``grace`` seconds, close the store."""
@@ -155,24 +257,19 @@ class Server:
         await self.grpc.stop(self.config.grace_seconds if grace is None else grace)
         await self.manager.drain()  # state changes of cancelled calls run to their end
         await self.perfect_info.drain()
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    def close(self) -> None:
+        """Release what the server owns (call after stopping, or instead of starting)."""
+        self.metrics.close()
         self.executor.shutdown(wait=True)
-        await asyncio.get_running_loop().run_in_executor(None, self.storage.close)
+        self.storage.close()
 
 
 def build_server(config: ServerConfig) -> tuple[Server, int]:
     """Build the server and bind its port (0 = any free port); call from the event loop."""
     server = Server(config)
-    try:
-        port = server.bind()
-    except BaseException:
-        server.executor.shutdown()
-        server.storage.close()
-        raise
-    if port == 0:
-        server.executor.shutdown()
-        server.storage.close()
-        raise OSError(f"could not bind {config.host}:{config.port}")
-    return server, port
+    return server, server.port
 
 
 def free_ports(n: int = 1) -> list[int]:
@@ -237,14 +334,29 @@ def warm_up() -> None:
     gc.freeze()
 
 
-async def serve(config: ServerConfig, *, ready: asyncio.Future[int] | None = None) -> None:
-    """Run a server until SIGTERM/SIGINT, then shut it down gracefully."""
-    warm_up()
-    server, port = build_server(config)
-    await server.start()
-    log.info("serving", extra={"host": config.host, "port": port, "db": config.db_path})
-    if ready is not None:
-        ready.set_result(port)
+async def serve(
+    config: ServerConfig, *, on_serving: Callable[[Server], None] | None = None
+) -> None:
+    """Run a server until SIGTERM/SIGINT, then shut it down gracefully; ``on_serving`` is called
+    with the started server (its ``port`` and ``metrics_port`` are the bound ones)."""
+    server, port = build_server(config)  # before the warm-up: a bad configuration fails at once
+    try:
+        warm_up()
+        await server.start()
+    except BaseException:
+        server.close()
+        raise
+    log.info(
+        "serving",
+        extra={
+            "host": config.host,
+            "port": port,
+            "metrics_port": server.metrics_port,
+            "db": config.db_path,
+        },
+    )
+    if on_serving is not None:
+        on_serving(server)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -289,7 +401,11 @@ class BackgroundServer:
             await server.start()
             return server, port
 
-        self._server, self.port = asyncio.run_coroutine_threadsafe(start(), self._loop).result()
+        try:
+            self._server, self.port = asyncio.run_coroutine_threadsafe(start(), self._loop).result()
+        except BaseException:
+            self.stop()  # a refused configuration leaves no loop thread behind
+            raise
         return self.port
 
     def stop(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from wsgiref.simple_server import WSGIServer
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0, 5.0)
@@ -12,6 +14,7 @@ class Metrics:
     """Requests and latencies per RPC, live sessions, observations applied, posterior ESS."""
 
     def __init__(self) -> None:
+        self._http: WSGIServer | None = None
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "oppmodel_requests",
@@ -59,6 +62,15 @@ class Metrics:
         """Record the time to store and apply one observation of an Observe stream."""
         self._observe_latency.observe(seconds)
 
-    def serve(self, port: int, host: str = "127.0.0.1") -> None:
-        """Expose /metrics over HTTP on ``host:port`` (a daemon thread)."""
-        start_http_server(port, addr=host, registry=self.registry)
+    def serve(self, port: int, host: str = "127.0.0.1") -> int:
+        """Expose /metrics over HTTP on ``host:port`` (a daemon thread); returns the bound port
+        (``port`` 0 picks a free one)."""
+        self._http, _ = start_http_server(port, addr=host, registry=self.registry)
+        return self._http.server_port
+
+    def close(self) -> None:
+        """Stop serving /metrics (idempotent; nothing to do if it never served)."""
+        http, self._http = self._http, None
+        if http is not None:
+            http.shutdown()
+            http.server_close()

@@ -10,13 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from server.app import ServerConfig, configure_logging, read_tokens, serve
+from clients.commands._types import non_negative_float, port, positive_int
+from server.app import Server, ServerConfig, configure_logging, read_tokens, serve
 from server.sessions import Limits
 
 _EPILOG = """\
 Sessions live in the SQLite file given by --db (WAL mode): every observation is acknowledged only
 once it is committed, and after a crash or restart each session resumes with exactly the posterior
-it had. The server listens on loopback unless --host says otherwise.
+it had. The server listens on loopback unless --host says otherwise, and refuses a port that is
+already in use. Once it serves, it prints its address (and the metrics URL) on stdout; logs are
+JSON lines on stderr.
 
 examples:
   oppmodel serve --db ~/oppmodel.sqlite
@@ -38,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
-    parser.add_argument("--port", type=int, default=50051, help="port; 0 picks a free one")
+    parser.add_argument(
+        "--port", type=port, default=50051, help="port (default %(default)s); 0 picks a free one"
+    )
     parser.add_argument("--db", required=True, help="SQLite file holding the sessions")
     parser.add_argument("--tls-cert", help="PEM certificate chain (with --tls-key: serve TLS)")
     parser.add_argument("--tls-key", help="PEM private key")
@@ -48,10 +53,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="require 'authorization: Bearer TOKEN'; FILE has one token per line; "
         "a session is visible only to the token that created it",
     )
-    parser.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
-    parser.add_argument("--max-sessions", type=int, default=Limits.max_sessions)
-    parser.add_argument("--max-k", type=int, default=Limits.max_k)
-    parser.add_argument("--grace", type=float, default=5.0, help="seconds to drain on shutdown")
+    parser.add_argument(
+        "--metrics-port",
+        type=port,
+        help="serve Prometheus /metrics on this port (0 picks a free one and prints it)",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=positive_int,
+        default=Limits.max_sessions,
+        help="sessions stored at most (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-k",
+        type=positive_int,
+        default=Limits.max_k,
+        help="largest number of MBBR samples a session may ask for (default %(default)s)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=non_negative_float,
+        default=5.0,
+        help="seconds to drain on shutdown (default %(default)s)",
+    )
     parser.add_argument(
         "--synchronous",
         choices=("FULL", "NORMAL"),
@@ -76,8 +100,17 @@ def run(args: argparse.Namespace) -> int:
         grace_seconds=args.grace,
         synchronous=args.synchronous,
     )
-    asyncio.run(serve(config))
+    asyncio.run(serve(config, on_serving=announce))
     return 0
+
+
+def announce(server: Server) -> None:
+    """Print where the started server listens (the chosen ports when 0 was asked for)."""
+    host = server.config.host
+    line = f"serving on {host}:{server.port} (db {server.config.db_path})"
+    if server.metrics_port is not None:
+        line += f"; metrics on http://{host}:{server.metrics_port}/metrics"
+    print(line, flush=True)
 
 
 _ROOT = Path(__file__).resolve().parents[2]

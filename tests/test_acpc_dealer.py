@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -328,13 +332,16 @@ def test_a_bad_version_line_aborts(tmp_path: Path, version: str) -> None:
 
 
 def test_a_seat_that_never_sends_its_version_can_be_given_up_on(tmp_path: Path) -> None:
-    # the reference waits forever; tournaments bound the wait
+    # the reference waits forever; ours gives up after version_timeout_ms (10 s by default)
     mute = {"version": ""}
     captured, _ = run_dealer(
         tmp_path, hands=3, clients=scripted(mute, {}, {}), version_timeout_ms=200
     )
     assert captured.result.status == 1
-    assert "ERROR: could not read version string from seat 1" in captured.stderr.splitlines()
+    assert (
+        "ERROR: could not read version string from seat 1: none within 200 ms"
+        in captured.stderr.splitlines()
+    )
 
 
 def test_another_protocol_version_only_warns(tmp_path: Path) -> None:
@@ -397,3 +404,47 @@ def test_pre_connected_seats_play_the_same_match_as_sockets(tmp_path: Path) -> N
     names = ("Alice", "Bob", "Carol")
     totals = seat_totals(read_log(REFERENCE_LOG).hands[:300], names)
     assert ours[-1] == f"SCORE:{'|'.join(map(format_number, totals))}:Alice|Bob|Carol"
+
+
+def _dealer_args(*extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    dealer_cmd.register(parser.add_subparsers())
+    return parser.parse_args(["dealer", "m", "kuhn3p", "1", "42", "a", "b", "c", *extra])
+
+
+def test_the_version_wait_is_bounded_by_default_and_zero_restores_the_reference() -> None:
+    assert dealer_cmd.dealer_config(_dealer_args()).version_timeout_ms == 10_000
+    assert dealer_cmd.dealer_config(_dealer_args("--t_version", "250")).version_timeout_ms == 250
+    assert dealer_cmd.dealer_config(_dealer_args("--t_version", "0")).version_timeout_ms is None
+    assert DealerConfig("m", "g", GAME, 1, 42, ("a", "b", "c")).version_timeout_ms == 10_000
+
+
+def test_the_command_gives_up_on_a_client_that_connects_and_stays_silent(tmp_path: Path) -> None:
+    """Real TCP clients that connect and never send their VERSION line: the reference would wait
+    forever; ``oppmodel dealer`` aborts the match after --t_version."""
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'proto'}"}
+    argv = ["dealer", "m", "kuhn3p", "5", "42", "a", "b", "c", "-q", "--t_version", "300"]
+    dealer = subprocess.Popen(
+        [sys.executable, "-m", "clients.cli", *argv],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    silent = []
+    try:
+        ports = [int(p) for p in dealer.stdout.readline().split()]
+        silent = [socket.create_connection(("127.0.0.1", p), timeout=10) for p in ports]
+        _, err = dealer.communicate(timeout=60)
+    finally:
+        for sock in silent:
+            sock.close()
+        dealer.kill()
+        dealer.wait()
+    assert dealer.returncode == 1
+    assert err.splitlines()[-1] == (
+        "ERROR: could not read version string from seat 1: none within 300 ms"
+    )
+    assert "SCORE" not in err

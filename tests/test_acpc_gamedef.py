@@ -10,10 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clients.acpc.gamedef import (
+    BUNDLED_GAMES,
     INT32_MAX,
     LIMIT,
     NOLIMIT,
     GameDef,
+    game_path,
     kuhn_num_players,
     parse_game_def,
     read_game_def,
@@ -228,3 +230,38 @@ def test_to_text_parses_back_to_the_same_game(
         sizes = data.draw(st.lists(st.integers(1, 50), min_size=rounds, max_size=rounds))
         game = GameDef(**{**game.__dict__, "raise_size": tuple(sizes)})
     assert parse_game_def(game.to_text()) == game
+
+
+@pytest.mark.parametrize("name", sorted(BUNDLED_GAMES))
+def test_every_bundled_game_has_a_short_name(name: str) -> None:
+    players = int(name.removeprefix("kuhn").removesuffix("p"))
+    game = read_game_def(name)
+    assert game == read_game_def(GAMES / BUNDLED_GAMES[name])
+    assert game_path(name.upper()) == GAMES / BUNDLED_GAMES[name]
+    assert kuhn_num_players(game) == players
+
+
+def test_the_short_names_cover_every_bundled_file() -> None:
+    assert sorted(BUNDLED_GAMES.values()) == sorted(p.name for p in GAMES.glob("*.game"))
+
+
+def test_an_existing_path_beats_a_short_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "kuhn3p").write_text((GAMES / "kuhn.limit.2p.game").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert read_game_def("kuhn3p").num_players == 2
+
+
+def test_an_unknown_name_lists_the_bundled_games() -> None:
+    with pytest.raises(
+        InvalidArgumentError, match=r"nor a bundled game \(kuhn2p, kuhn3p, kuhn4p\)"
+    ):
+        read_game_def("kuhn.limit.3p.game")  # a file name only the package folder holds
+
+
+def test_a_file_that_is_not_a_game_is_refused_naming_the_file(tmp_path: Path) -> None:
+    junk = tmp_path / "notes.txt"
+    junk.write_text("shopping list\n")
+    with pytest.raises(InvalidArgumentError, match=f"{junk} is not a valid game definition"):
+        read_game_def(junk)

@@ -170,7 +170,7 @@ def test_the_command_prints_json_and_a_table_and_draws_the_curves(tmp_path: Path
         assert main(["replay", str(small), "--as", "Bob", "--local", "--mbbr-k", "4"]) == 0
     text = out.getvalue()
     assert "mean log-loss" in text and "naive-bayes" in text and "Carol @ 2" in text
-    assert main(["replay", str(small), "--as", "Nobody", "--local"]) == 1
+    assert main(["replay", str(small), "--as", "Nobody", "--local"]) == 2
 
 
 def test_the_hidden_card_prediction_averages_the_model_over_the_cards_the_actions_allow() -> None:

@@ -211,16 +211,19 @@ class AgentResult:
 
 
 def connect(host: str, port: int, timeout: float) -> socket.socket:
-    """Connect, retrying while the dealer is not listening yet, for up to ``timeout`` seconds."""
+    """Connect, retrying while the dealer is not listening yet, for up to ``timeout`` seconds;
+    OSError naming the address if it cannot."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             sock = socket.create_connection((host, port), timeout=max(timeout, 0.1))
-        except (ConnectionRefusedError, TimeoutError):
+        except (ConnectionRefusedError, TimeoutError) as exc:
             if time.monotonic() >= deadline:
-                raise
+                raise OSError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from exc
             time.sleep(0.05)
             continue
+        except OSError as exc:  # an unknown host, an unreachable network: retrying will not help
+            raise OSError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
 

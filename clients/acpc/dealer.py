@@ -3,7 +3,8 @@
 One listening TCP socket per seat (ports from ``-p`` or ephemeral; the first stdout line lists them
 in seat order). Seats are accepted in order 0, 1, ...; each listener is closed after its accept and
 the connection gets TCP_NODELAY. Then one ``VERSION:2.0.0`` line is read from each seat in order
-(no timeout, as in the reference; a line that does not parse aborts, another version only warns).
+(a line that does not parse aborts, another version only warns); a seat that sends none within
+``--t_version`` (10 s by default) aborts the match, where the reference would wait forever.
 
 Each hand: deal from the match's MT19937 stream (:mod:`clients.acpc.deal`); seat ``s`` plays
 position ``(s - h) mod n`` in hand ``h`` (position = seat with ``-f``). After every action, and
@@ -22,8 +23,10 @@ with ``sec.usec`` times, ``STARTED``/``FINISHED``, the per-100-hands time lines,
 (totals in seat order) on stdout and stderr; ``-q`` keeps only the header, warnings, errors and
 SCORE. Differences, by design: sockets bind to 127.0.0.1 unless told otherwise; no transaction log
 or resume (``-T``, ``-a``); a seat that stops reading for ``--t_response`` while the dealer sends
-to it aborts the match (the reference would block). Reference: ``shared/notes/acpc-protocol.md``
-sections 3-7.
+to it aborts the match (the reference would block); a seat that connects and never sends its
+VERSION line aborts the match after ``--t_version`` (the reference waits forever; 0 restores
+that); a port that cannot be bound leaves no log file behind. Reference:
+``shared/notes/acpc-protocol.md`` sections 3-7.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ VERSION_RE = re.compile(r"VERSION:([0-9]+)\.([0-9]+)\.([0-9]+)")
 DEFAULT_T_RESPONSE_MS = 600_000
 DEFAULT_T_HAND_MS = 600_000
 DEFAULT_T_PER_HAND_MS = 7_000
+DEFAULT_T_VERSION_MS = 10_000  # the reference has no such bound: it waits forever
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,8 @@ class DealerConfig:
     line).
 
     ``ports`` has one entry per seat (0 = ephemeral); ``log_path`` defaults to ``<match>.log``.
-    ``version_timeout_ms`` bounds the wait for each VERSION line (None: forever, as the reference).
+    ``version_timeout_ms`` bounds the wait for each VERSION line (None: forever, as the reference;
+    the default is 10 s, so a client that connects and stays silent cannot hold the match).
     """
 
     match: str
@@ -89,7 +94,7 @@ class DealerConfig:
     t_hand_ms: int = DEFAULT_T_HAND_MS
     t_per_hand_ms: int = DEFAULT_T_PER_HAND_MS
     start_timeout_ms: int | None = None
-    version_timeout_ms: int | None = None
+    version_timeout_ms: int | None = DEFAULT_T_VERSION_MS
     bind: str = "127.0.0.1"
 
     def validate(self) -> None:
@@ -108,6 +113,9 @@ class DealerConfig:
         for name in ("t_response_ms", "t_hand_ms", "t_per_hand_ms"):
             if getattr(self, name) <= 0:
                 raise InvalidArgumentError(name, "must be positive")
+        for name in ("start_timeout_ms", "version_timeout_ms"):
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
+                raise InvalidArgumentError(name, "must be positive (None: no limit)")
         for name in self.names:
             if not name or any(c in name for c in ":| \r\n"):
                 raise InvalidArgumentError("names", f"{name!r} is empty or has ':', '|' or space")
@@ -192,20 +200,22 @@ class MatchDealer:
         self.err.write(header)
 
     def listen(self) -> tuple[int, ...]:
-        """Open the log (writing its header), bind one listener per seat, print the ports line."""
+        """Bind one listener per seat, open the log (writing its header), print the ports line.
+
+        OSError naming the address if a port cannot be bound (nothing is written then)."""
         cfg = self.config
-        self._open_log()
         ports = cfg.ports or (0,) * cfg.game.num_players
-        try:
-            for port in ports:
-                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                self._listeners.append(sock)
+        for port in ports:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._listeners.append(sock)
+            try:
                 sock.bind((cfg.bind, port))
                 sock.listen(1)
-        except OSError as exc:
-            self.close()
-            raise InvalidArgumentError("ports", f"cannot listen on {cfg.bind}: {exc}") from exc
+            except OSError as exc:
+                self.close()
+                raise OSError(f"cannot listen on {cfg.bind}:{port}: {exc.strerror}") from exc
+        self._open_log()
         self.ports = tuple(s.getsockname()[1] for s in self._listeners)
         self.out.write(" ".join(map(str, self.ports)) + "\n")
         self.out.flush()
@@ -237,7 +247,10 @@ class MatchDealer:
             try:
                 line = conn.readline(None if limit is None else limit / 1000)
             except TimeoutError:
-                line = None
+                raise _Abort(
+                    f"ERROR: could not read version string from seat {seat + 1}: "
+                    f"none within {limit} ms"
+                ) from None
             if line is None:
                 raise _Abort(f"ERROR: could not read version string from seat {seat + 1}")
             match = VERSION_RE.match(line)

@@ -14,6 +14,9 @@ model is narrower: n-player Kuhn-style limit games (one round, one hole card, no
 bet, a deck of n + 1 ranks of a single suit, antes of 1, bet size 1); :func:`kuhn_num_players`
 checks that and names everything else that is unsupported.
 
+The games the package bundles have short names (:data:`BUNDLED_GAMES`, e.g. ``kuhn3p``); wherever a
+game file is asked for, :func:`read_game_def` takes a short name or a path.
+
 Cards are two characters, rank ``23456789TJQKA`` then suit ``cdhs``; the dealer's deck is the
 highest ``numRanks`` ranks of the last ``numSuits`` suits, suits outer and ranks inner (reference
 ``makeCard(rank, suit) = rank * 4 + suit``). Reference: ``shared/notes/acpc-protocol.md`` section
@@ -43,6 +46,14 @@ SUIT_CHARS = "cdhs"
 
 LIMIT = "limit"
 NOLIMIT = "nolimit"
+
+GAMES_FOLDER = Path(__file__).resolve().parent / "games"
+# Short name -> game file in GAMES_FOLDER: the one table of bundled games.
+BUNDLED_GAMES = {
+    "kuhn2p": "kuhn.limit.2p.game",
+    "kuhn3p": "kuhn.limit.3p.game",
+    "kuhn4p": "kuhn.limit.4p.game",
+}
 
 
 @dataclass(frozen=True)
@@ -262,13 +273,34 @@ def _checked(
     )
 
 
-def read_game_def(path: str | Path) -> GameDef:
-    """Read and parse a game definition file."""
+def game_path(name_or_path: str | Path) -> Path:
+    """The file a game argument names: a path that exists as given, else a bundled game's short
+    name (``kuhn3p``); InvalidArgumentError otherwise."""
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return path
+    bundled = BUNDLED_GAMES.get(str(name_or_path).lower())
+    if bundled is not None:
+        return GAMES_FOLDER / bundled
+    raise InvalidArgumentError(
+        "gamefile",
+        f"cannot read {name_or_path}: no such file, nor a bundled game "
+        f"({', '.join(BUNDLED_GAMES)})",
+    )
+
+
+def read_game_def(name_or_path: str | Path) -> GameDef:
+    """Read and parse a game definition file, given by path or by a bundled game's short name;
+    every error names the file."""
+    path = game_path(name_or_path)
     try:
-        text = Path(path).read_text(encoding="ascii", errors="replace")
+        text = path.read_text(encoding="ascii", errors="replace")
     except OSError as exc:
         raise InvalidArgumentError("gamefile", f"cannot read {path}: {exc.strerror}") from exc
-    return parse_game_def(text)
+    try:
+        return parse_game_def(text)
+    except InvalidArgumentError as exc:
+        raise type(exc)("gamefile", f"{path} is not a valid game definition: {exc}") from exc
 
 
 def kuhn_unsupported(game: GameDef) -> list[str]:

@@ -219,12 +219,22 @@ def parse_log(text: str) -> DealerLog:
 
 
 def read_log(path: str | Path) -> DealerLog:
-    """Read and parse a dealer log file."""
+    """Read and parse a dealer log file; every error names the file."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise InvalidArgumentError("log", f"cannot read {path}: {exc.strerror}") from exc
-    return parse_log(text)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidArgumentError(
+            "log", f"{path} is not a dealer log: line {line} is not UTF-8 text"
+        ) from exc
+    try:
+        return parse_log(text)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError("log", f"{path}: {exc}") from exc
 
 
 def hand_payoffs(game: GameDef, hand: LoggedHand) -> tuple[float, ...]:

@@ -23,6 +23,7 @@ import io
 import itertools
 import math
 import shlex
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
@@ -89,6 +90,15 @@ class TournamentConfig:
         for agent in self.agents:
             if agent.builtin is not None:
                 make_policy(agent.builtin, self.game, 0)
+                continue
+            try:
+                program = shlex.split(agent.command)[0]
+            except ValueError as exc:  # an unclosed quote
+                raise InvalidArgumentError("agent", f"{agent.name}: {exc}") from exc
+            if shutil.which(program) is None:
+                raise InvalidArgumentError(
+                    "agent", f"{agent.name}: {program!r} is not an executable program"
+                )
         if self.hands < 1:
             raise InvalidArgumentError("hands", "must be at least 1")
         if self.duplicates < 1:

@@ -8,8 +8,31 @@ with the same meaning. ``--mbbr-h`` is kept as a short alias of ``--mbbr-hands-d
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Callable
 
+from modeling.errors import InvalidArgumentError
 from modeling.mbbr import POSTERIORS, PRIORS, RESPONSES, MBBRConfig
+
+
+def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[str], int | float]:
+    """An argparse type for MBBRConfig's field ``name``: the value must pass the config's own
+    validation, so the flag's range is the library's (one definition) and a bad value is a usage
+    error naming the flag."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {convert.__name__}") from None
+        try:
+            dataclasses.replace(MBBRConfig(), **{name: value}).validate()
+        except InvalidArgumentError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{name}: ")) from None
+        return value
+
+    parse.__name__ = name
+    return parse
 
 
 def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +49,7 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--mbbr-k",
-        type=int,
+        type=config_field("k", int),
         default=defaults.k,
         help="samples per opponent model, samples posterior only (%(default)s)",
     )
@@ -48,20 +71,20 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--mbbr-epsilon",
-        type=float,
+        type=config_field("epsilon", float),
         default=defaults.epsilon,
         help="prior means clipped to [eps, 1 - eps] (%(default)s)",
     )
     group.add_argument(
         "--mbbr-eta",
-        type=float,
+        type=config_field("eta", float),
         default=defaults.eta,
         help="Dirichlet concentration of the samples (%(default)s)",
     )
     group.add_argument(
         "--mbbr-hands-default",
         "--mbbr-h",
-        type=int,
+        type=config_field("hands_default", int),
         default=defaults.hands_default,
         help="hands of default play (N1) before best-responding, H (%(default)s)",
     )

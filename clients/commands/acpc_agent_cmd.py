@@ -8,13 +8,15 @@ import sys
 
 from clients.acpc.agent import ModelPolicy, connect, make_policy, play_match, policy_names
 from clients.acpc.convert import kuhn_for
-from clients.acpc.gamedef import read_game_def
+from clients.acpc.gamedef import BUNDLED_GAMES, read_game_def
 from clients.acpc.service_policy import ServicePolicy
+from clients.cli import run_command
 from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
+from clients.commands._types import non_negative_float, port, positive_float, seed
 from modeling.errors import InvalidArgumentError
 from modeling.mbbr import MBBRModel
 
-EPILOG = """\
+EPILOG = f"""\
 The agent connects to HOST PORT, sends VERSION:2.0.0, answers every MATCHSTATE where it is to act
 and plays until the dealer closes the connection. Comments and unexpected lines are ignored.
 At the end it prints a one-line tally on stderr (or JSON on stdout with --json).
@@ -25,22 +27,24 @@ uncontested cards stay hidden) and asks GetAction for every decision. Every RPC 
 (--rpc-deadline-ms); if the service is unreachable or fails, the agent says so once on stderr and
 plays N1 (MBBR's default strategy) while it reconnects in the background, resending the hands
 the service missed; the match never waits for it. --in-process plays the same MBBR model inside
-this process instead.
+this process instead. GAMEFILE is a path or a bundled game's name ({", ".join(BUNDLED_GAMES)}).
 
 examples:
-  oppmodel acpc-agent kuhn.limit.3p.game 127.0.0.1 18791 --agent n1 --seed 7
+  oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --agent n1 --seed 7
   oppmodel serve --db oppmodel.sqlite --port 50051 &
-  oppmodel acpc-agent kuhn.limit.3p.game 127.0.0.1 18791 --service 127.0.0.1:50051 --seed 7
-  oppmodel acpc-agent kuhn.limit.3p.game 127.0.0.1 18791 --in-process --mbbr-k 20
-  oppmodel acpc-agent-script n1.sh kuhn.limit.3p.game --agent n1   # an `exe HOST PORT` wrapper
+  oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --service 127.0.0.1:50051 --seed 7
+  oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --in-process --mbbr-k 20
+  oppmodel acpc-agent-script n1.sh kuhn3p --agent n1   # an `exe HOST PORT` wrapper
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The agent's arguments (shared with the stand-alone entry point :func:`main`)."""
-    parser.add_argument("gamefile", metavar="GAMEFILE", help="ACPC game definition file")
+    parser.add_argument(
+        "gamefile", metavar="GAMEFILE", help="ACPC game definition file, or a bundled game's name"
+    )
     parser.add_argument("host", metavar="HOST", help="dealer host")
-    parser.add_argument("port", metavar="PORT", type=int, help="this seat's dealer port")
+    parser.add_argument("port", metavar="PORT", type=port, help="this seat's dealer port")
     parser.add_argument(
         "--agent",
         metavar="NAME",
@@ -57,15 +61,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_mbbr_arguments(parser)
     parser.add_argument(
         "--rpc-deadline-ms",
-        type=float,
+        type=positive_float,
         default=200.0,
         metavar="MS",
         help="deadline of each service call made while the dealer waits (default %(default)g)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the agent's action draws")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="seed of the agent's action draws (default 0)"
+    )
     parser.add_argument(
         "--connect-timeout",
-        type=float,
+        type=non_negative_float,
         default=10.0,
         metavar="SEC",
         help="keep retrying the connection this long (default %(default)s)",
@@ -87,35 +93,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Play the match; 1 if the game, agent or connection is bad."""
+    """Play the match."""
     modeled = bool(args.service or args.in_process)
     agent = args.agent or ("mbbr" if modeled else "n1")
-    policy = None
+    if modeled and agent != "mbbr":
+        raise InvalidArgumentError("agent", "--service and --in-process play mbbr only")
+    game = read_game_def(args.gamefile)
+    if args.service:
+        policy = ServicePolicy(
+            game,
+            args.service,
+            config=mbbr_config(args, seed=args.seed),
+            deadline=args.rpc_deadline_ms / 1000,
+        )
+    elif agent == "mbbr":
+        policy = ModelPolicy(
+            game, MBBRModel(kuhn_for(game), mbbr_config(args, seed=args.seed)), args.seed
+        )
+    else:
+        policy = make_policy(agent, game, args.seed)
     try:
-        if modeled and agent != "mbbr":
-            raise InvalidArgumentError("agent", "--service and --in-process play mbbr only")
-        game = read_game_def(args.gamefile)
-        if args.service:
-            policy = ServicePolicy(
-                game,
-                args.service,
-                config=mbbr_config(args, seed=args.seed),
-                deadline=args.rpc_deadline_ms / 1000,
-            )
-        elif agent == "mbbr":
-            policy = ModelPolicy(
-                game, MBBRModel(kuhn_for(game), mbbr_config(args, seed=args.seed)), args.seed
-            )
-        else:
-            policy = make_policy(agent, game, args.seed)
-        sock = connect(args.host, args.port, args.connect_timeout)
-    except (InvalidArgumentError, OSError) as exc:
-        print(f"acpc-agent: {exc}", file=sys.stderr)
-        if isinstance(policy, ServicePolicy):
-            policy.close()
-        return 1
-    try:
-        result = play_match(game, sock, policy)
+        result = play_match(game, connect(args.host, args.port, args.connect_timeout), policy)
     finally:
         if isinstance(policy, ServicePolicy):
             policy.close()
@@ -143,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry point, used by generated wrapper scripts (starts faster than the CLI)."""
     parser = argparse.ArgumentParser(prog="oppmodel acpc-agent", epilog=EPILOG)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return run_command(parser.prog, run, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

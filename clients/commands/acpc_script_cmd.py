@@ -14,7 +14,8 @@ from pathlib import Path
 
 import clients
 from clients.acpc.agent import make_policy, policy_names
-from clients.acpc.gamedef import read_game_def
+from clients.acpc.gamedef import game_path, read_game_def
+from clients.commands._types import seed
 from modeling.errors import InvalidArgumentError
 
 
@@ -44,17 +45,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write an `exe HOST PORT` wrapper script for the ACPC agent",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  oppmodel acpc-agent-script n1.sh kuhn.limit.3p.game --agent n1\n"
+        epilog="examples:\n  oppmodel acpc-agent-script n1.sh kuhn3p --agent n1\n"
         "  ./n1.sh 127.0.0.1 18791\n"
         "  oppmodel acpc-agent-script mbbr.sh kuhn.limit.3p.game --agent mbbr "
         "--service 127.0.0.1:50051",
     )
     parser.add_argument("out", metavar="FILE", type=Path, help="script to write (made executable)")
-    parser.add_argument("gamefile", metavar="GAMEFILE", type=Path, help="ACPC game file")
+    parser.add_argument(
+        "gamefile", metavar="GAMEFILE", help="ACPC game file, or a bundled game's name"
+    )
     parser.add_argument(
         "--agent", default="n1", metavar="NAME", help=f"strategy: {', '.join(policy_names())}"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the agent's action draws")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="seed of the agent's action draws (default 0)"
+    )
     parser.add_argument("--python", default=sys.executable, help="interpreter (default: this one)")
     parser.add_argument(
         "--service", metavar="ADDR", help="play MBBR through the oppmodel service at HOST:PORT"
@@ -64,16 +69,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the game and agent, then write the script."""
-    try:
-        if args.service and args.agent != "mbbr":
-            raise InvalidArgumentError("agent", "--service plays mbbr only (--agent mbbr)")
-        make_policy(args.agent, read_game_def(args.gamefile), args.seed)
-    except InvalidArgumentError as exc:
-        print(f"acpc-agent-script: {exc}", file=sys.stderr)
-        return 1
+    if args.service and args.agent != "mbbr":
+        raise InvalidArgumentError("agent", "--service plays mbbr only (--agent mbbr)")
+    gamefile = game_path(args.gamefile)
+    make_policy(args.agent, read_game_def(gamefile), args.seed)
     args.out.write_text(
         script_text(
-            gamefile=args.gamefile,
+            gamefile=gamefile,
             agent=args.agent,
             seed=args.seed,
             python=args.python,

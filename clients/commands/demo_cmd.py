@@ -13,15 +13,19 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from tqdm import tqdm
+import numpy as np
 
 from clients.client import OpponentModelClient
+from clients.commands._types import non_negative_int, positive_int, seed
+from clients.progress import progress_bar
 from clients.service_agent import service_mbbr_factory
-from modeling.kuhn import kuhn_game
+from modeling.errors import InvalidArgumentError
+from modeling.kuhn import KuhnGame, kuhn_game
 from modeling.match import fixed_strategy_factory, run_duplicate, seatings
 from modeling.mbbr import MBBRConfig
 from modeling.panel import named_profile, panel_names
@@ -56,17 +60,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="bluffer,calling-station",
         help=f"two opponent strategies, comma-separated (from: {', '.join(panel_names())})",
     )
-    parser.add_argument("--hands", type=int, default=400, help="hands per match (default 400)")
+    parser.add_argument(
+        "--hands", type=positive_int, default=400, help="hands per match (default 400)"
+    )
     parser.add_argument(
         "--duplicates",
-        type=int,
+        type=positive_int,
         default=3,
         help="independent duplicates, each playing all 6 seatings (default 3)",
     )
-    parser.add_argument("--k", type=int, default=10, help="MBBR samples per model")
+    parser.add_argument("--k", type=positive_int, default=10, help="MBBR samples per model")
     parser.add_argument(
         "--H",
-        type=int,
+        type=non_negative_int,
         default=100,
         dest="hands_default",
         help="hands MBBR plays its default strategy (N1) before best-responding (default 100)",
@@ -77,7 +83,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="mean",
         help="best response to the posterior-mean models (paper 003) or the exact Bayesian one",
     )
-    parser.add_argument("--seed", type=int, default=0, help="deals, opponents and MBBR samples")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="deals, opponents and MBBR samples (default 0)"
+    )
     parser.add_argument(
         "--data-dir", help="where the SQLite file goes (default: a new temporary folder)"
     )
@@ -86,18 +94,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the demo; returns 0."""
+    """Run the demo; returns 0. Everything is checked before the data folder is made, and a
+    folder the demo made is removed again if the demo fails."""
     game = kuhn_game(3)
     opponents = [name.strip() for name in args.opponents.split(",")]
     if len(opponents) != 2:
-        raise SystemExit("--opponents needs exactly two names")
+        raise InvalidArgumentError("opponents", f"needs exactly two names, got {args.opponents!r}")
     profiles = [named_profile(game, name) for name in opponents]
-    data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="oppmodel-demo-")).expanduser()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    db_path = data_dir / "oppmodel.sqlite"
     config = MBBRConfig(
         k=args.k, hands_default=args.hands_default, response=args.response, seed=args.seed
     )
+    config.validate()
+    data_dir = Path(args.data_dir).expanduser() if args.data_dir else None
+    made = data_dir is None or not data_dir.exists()
+    if data_dir is None:
+        data_dir = Path(tempfile.mkdtemp(prefix="oppmodel-demo-"))
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        summary = _play(args, game=game, opponents=opponents, profiles=profiles, config=config,
+                       db_path=data_dir / "oppmodel.sqlite")  # fmt: skip
+    except BaseException:
+        if made:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        raise
+    print(summary)
+    return 0
+
+
+def _play(
+    args: argparse.Namespace,
+    *,
+    game: KuhnGame,
+    opponents: list[str],
+    profiles: list[np.ndarray],
+    config: MBBRConfig,
+    db_path: Path,
+) -> str:
+    """Serve, play the duplicate match through the service and return the text to print."""
     start = time.perf_counter()
     with (
         BackgroundServer(ServerConfig(db_path=str(db_path), port=0)) as port,
@@ -113,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             fixed_strategy_factory(opponents[1], profiles[1]),
         ]
         total = len(seatings(3)) * args.hands * args.duplicates
-        with tqdm(total=total, unit="hand", disable=args.json, leave=False) as bar:
+        with progress_bar(total, unit="hand", show=not args.json) as bar:
             result = run_duplicate(
                 game,
                 names,
@@ -125,26 +158,33 @@ def run(args: argparse.Namespace) -> int:
             )
     seconds = time.perf_counter() - start
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "results": [dataclasses.asdict(r) for r in result.agents],
-                    "hands": total,
-                    "seconds": seconds,
-                    "db": str(db_path),
-                    "sessions": sessions,
-                }
-            )
+        return json.dumps(
+            {
+                "results": [dataclasses.asdict(r) for r in result.agents],
+                "hands": total,
+                "seconds": seconds,
+                "db": str(db_path),
+                "sessions": sessions,
+            }
         )
-        return 0
-    print(
+    lines = [
         f"3-player Kuhn duplicate match: {total} hands "
-        f"({args.duplicates} duplicates x 6 seatings x {args.hands} hands)"
-    )
-    print(f"{'agent':<18}{'mbb/h':>10}{'s.e.':>9}")
+        f"({args.duplicates} duplicates x 6 seatings x {args.hands} hands)",
+        f"{'agent':<18}{'mbb/h':>10}{'s.e.':>9}",
+    ]
     for r in result.ranking():
         error = "-" if r.standard_error is None else f"{r.standard_error:.1f}"
-        print(f"{r.name:<18}{r.mbb_per_hand:>10.1f}{error:>9}")
-    print(f"\n{seconds:.1f} s; every MBBR decision was a GetAction call to the service.")
-    print(f"data: {db_path} ({len(sessions)} sessions, {os.path.getsize(db_path)} bytes)")
-    return 0
+        lines.append(f"{r.name:<18}{r.mbb_per_hand:>10.1f}{error:>9}")
+    lines += [
+        "",
+        MBB_PER_HAND,
+        f"{seconds:.1f} s; every MBBR decision was a GetAction call to the service.",
+        f"data: {db_path} ({len(sessions)} sessions, {os.path.getsize(db_path)} bytes)",
+    ]
+    return "\n".join(lines)
+
+
+MBB_PER_HAND = (
+    "mbb/h: milli-chips won per hand (1000 x chips per hand; each player antes 1 chip), "
+    "averaged over the seatings;\ns.e.: its standard error over the duplicates."
+)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
-from modeling.errors import OppModelError
 from modeling.evaluation import best_response, expected_values
 from modeling.kuhn import kuhn_game
 from modeling.panel import named_profile, panel_names
@@ -107,17 +105,13 @@ def _text(frac: Fraction | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Evaluate and print; exit status 2 on a bad argument."""
-    try:
-        game = kuhn_game(GAMES[args.game])
-        result = {
-            "game": args.game,
-            "profile": args.profile,
-            **evaluate(game, load(game, args.profile)),
-        }
-    except OppModelError as exc:
-        print(f"oppmodel eval: error: {exc}", file=sys.stderr)
-        return 2
+    """Evaluate and print."""
+    game = kuhn_game(GAMES[args.game])
+    result = {
+        "game": args.game,
+        "profile": args.profile,
+        **evaluate(game, load(game, args.profile)),
+    }
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import textwrap
 import time
 from collections import Counter
 
-from tqdm import tqdm
-
 from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
+from clients.commands._types import positive_int, seed
 from clients.commands.eval_cmd import GAMES
+from clients.progress import progress_bar
 from modeling.adaptive import adaptive_names
-from modeling.errors import InvalidArgumentError, OppModelError
+from modeling.errors import InvalidArgumentError
 from modeling.kuhn import kuhn_game
 from modeling.match import AgentFactory, run_duplicate, seatings
 from modeling.mbbr import MBBRConfig
@@ -77,14 +76,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--game", choices=sorted(GAMES), default="kuhn3p", help="the game (default kuhn3p)"
     )
-    parser.add_argument("--hands", type=int, default=3000, help="hands per match (default 3000)")
+    parser.add_argument(
+        "--hands", type=positive_int, default=3000, help="hands per match (default 3000)"
+    )
     parser.add_argument(
         "--duplicates",
-        type=int,
+        type=positive_int,
         default=10,
         help="independent duplicates, each playing every seating (default 10)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="seed of everything random (default 0)"
+    )
     add_mbbr_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=run)
@@ -109,27 +112,23 @@ def build_agents(game, spec: str, config: MBBRConfig) -> tuple[list[str], list[A
 
 
 def run(args: argparse.Namespace) -> int:
-    """Play the series and print the ranking; exit status 2 on a bad argument."""
-    try:
-        game = kuhn_game(GAMES[args.game])
-        config = mbbr_config(args)
-        labels, factories = build_agents(game, args.agents, config)
-        total = args.hands * max(args.duplicates, 0) * len(seatings(game.num_players))
-        start = time.perf_counter()
-        with tqdm(total=total, unit="hand", desc="match", disable=None, file=sys.stderr) as bar:
-            result = run_duplicate(
-                game,
-                labels,
-                factories,
-                hands=args.hands,
-                duplicates=args.duplicates,
-                seed=args.seed,
-                progress=bar.update,
-            )
-        elapsed = time.perf_counter() - start
-    except OppModelError as exc:
-        print(f"oppmodel match: error: {exc}", file=sys.stderr)
-        return 2
+    """Play the series and print the ranking."""
+    game = kuhn_game(GAMES[args.game])
+    config = mbbr_config(args)
+    labels, factories = build_agents(game, args.agents, config)
+    total = args.hands * args.duplicates * len(seatings(game.num_players))
+    start = time.perf_counter()
+    with progress_bar(total, unit="hand", desc="match") as bar:
+        result = run_duplicate(
+            game,
+            labels,
+            factories,
+            hands=args.hands,
+            duplicates=args.duplicates,
+            seed=args.seed,
+            progress=bar.update,
+        )
+    elapsed = time.perf_counter() - start
     ranking = result.ranking()
     if args.json:
         doc = {

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from tqdm import tqdm
-
-from modeling.errors import InvalidArgumentError
+from clients.commands._types import positive_float, positive_int, seed
+from clients.progress import progress_bar
 from modeling.tictactoe import ENCODINGS, run_topn_experiment
 
 _DESCRIPTION = """\
@@ -43,20 +41,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--games", type=int, default=100, help="training games (default 100)")
-    parser.add_argument("--test-games", type=int, default=10, help="test games (default 10)")
     parser.add_argument(
-        "--repeats", type=int, default=1, help="independent replications pooled (default 1)"
+        "--games", type=positive_int, default=100, help="training games (default 100)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of everything random (default 0)")
+    parser.add_argument(
+        "--test-games", type=positive_int, default=10, help="test games (default 10)"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=1,
+        help="independent replications pooled (default 1)",
+    )
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="seed of everything random (default 0)"
+    )
     parser.add_argument(
         "--k-features",
-        type=int,
+        type=positive_int,
         default=None,
         help="keep this many features by chi-squared score (default: all)",
     )
     parser.add_argument(
-        "--alpha", type=float, default=1.0, help="Laplace smoothing pseudo-count (default 1)"
+        "--alpha",
+        type=positive_float,
+        default=1.0,
+        help="Laplace smoothing pseudo-count (default 1)",
     )
     parser.add_argument(
         "--tie-break",
@@ -75,23 +85,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the experiment and print the curves; exit status 2 on a bad argument."""
-    try:
-        with tqdm(total=args.repeats, desc="replications", disable=None, file=sys.stderr) as bar:
-            result = run_topn_experiment(
-                train_games=args.games,
-                test_games=args.test_games,
-                repeats=args.repeats,
-                seed=args.seed,
-                k_features=args.k_features,
-                alpha=args.alpha,
-                minimax_role=args.minimax_role,
-                tie_break=args.tie_break,
-                progress=bar.update,
-            )
-    except InvalidArgumentError as exc:
-        print(f"oppmodel movepred: {exc}", file=sys.stderr)
-        return 2
+    """Run the experiment and print the curves."""
+    with progress_bar(args.repeats, desc="replications") as bar:
+        result = run_topn_experiment(
+            train_games=args.games,
+            test_games=args.test_games,
+            repeats=args.repeats,
+            seed=args.seed,
+            k_features=args.k_features,
+            alpha=args.alpha,
+            minimax_role=args.minimax_role,
+            tie_break=args.tie_break,
+            progress=bar.update,
+        )
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
         return 0

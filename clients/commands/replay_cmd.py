@@ -5,24 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from tqdm import tqdm
-
 from clients.acpc.convert import kuhn_for
-from clients.acpc.gamedef import read_game_def
+from clients.acpc.gamedef import BUNDLED_GAMES, read_game_def
 from clients.acpc.log import read_log
 from clients.acpc.replay import LocalModels, ServiceModels, format_report, plot_curves, replay
 from clients.client import OpponentModelClient
 from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
-from modeling.errors import InvalidArgumentError, OppModelError
+from clients.commands._types import seed
+from clients.progress import progress_bar
+from modeling.errors import InvalidArgumentError
 from server.app import BackgroundServer, ServerConfig
-
-GAMES = Path(__file__).resolve().parent.parent / "acpc" / "games"
 
 EPILOG = """\
 Each logged hand NAME played becomes the observation NAME's live agent would have made (cards
@@ -64,9 +61,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     where.add_argument("--local", action="store_true", help="no service: the library in-process")
     parser.add_argument(
-        "--game", metavar="GAMEFILE", help="game definition (default: n-player Kuhn from the log)"
+        "--game",
+        metavar="GAMEFILE",
+        help=f"game definition file or a bundled game ({', '.join(BUNDLED_GAMES)}; "
+        "default: n-player Kuhn from the log)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of MBBR's samples")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of MBBR's samples (default 0)")
     add_mbbr_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the curves (needs matplotlib)")
@@ -74,53 +74,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Replay and report; 1 on bad input or a failing service."""
+    """Replay and report."""
     start = time.perf_counter()
-    try:
-        config = mbbr_config(args, seed=args.seed)
-        hands = [h for path in args.logs for h in read_log(path).hands]
-        if not hands:
-            raise InvalidArgumentError("log", "no STATE lines")
-        players = len(hands[0].names)
-        game = read_game_def(args.game or GAMES / f"kuhn.limit.{players}p.game")
-        kuhn_for(game)
-        with ExitStack() as stack:
-            if args.local:
+    config = mbbr_config(args, seed=args.seed)
+    hands = [h for path in args.logs for h in read_log(path).hands]
+    if not hands:
+        raise InvalidArgumentError("log", "no STATE lines")
+    players = len(hands[0].names)
+    game = read_game_def(args.game or f"kuhn{players}p")
+    kuhn_for(game)
+    with ExitStack() as stack:
+        if args.local:
 
-                def source(labels: tuple[str, ...]) -> LocalModels:
-                    return LocalModels(kuhn_for(game), config)
+            def source(labels: tuple[str, ...]) -> LocalModels:
+                return LocalModels(kuhn_for(game), config)
 
-            else:
-                target = args.service
-                if target is None:
-                    data = stack.enter_context(tempfile.TemporaryDirectory(prefix="oppmodel-"))
-                    server = BackgroundServer(
-                        ServerConfig(
-                            db_path=str(Path(data) / "replay.sqlite"), port=0, synchronous="NORMAL"
-                        )
+        else:
+            target = args.service
+            if target is None:
+                data = stack.enter_context(tempfile.TemporaryDirectory(prefix="oppmodel-"))
+                server = BackgroundServer(
+                    ServerConfig(
+                        db_path=str(Path(data) / "replay.sqlite"), port=0, synchronous="NORMAL"
                     )
-                    target = f"127.0.0.1:{stack.enter_context(server)}"
-                client = stack.enter_context(OpponentModelClient(target, timeout=30))
+                )
+                target = f"127.0.0.1:{stack.enter_context(server)}"
+            client = stack.enter_context(OpponentModelClient(target, timeout=30))
 
-                def source(labels: tuple[str, ...]) -> ServiceModels:
-                    return ServiceModels(
-                        client, kuhn_for(game), config=config, our_label=args.name,
-                        opponent_labels=labels,
-                    )  # fmt: skip
+            def source(labels: tuple[str, ...]) -> ServiceModels:
+                return ServiceModels(
+                    client, kuhn_for(game), config=config, our_label=args.name,
+                    opponent_labels=labels,
+                )  # fmt: skip
 
-            total = sum(args.name in h.names for h in hands)
-            with tqdm(total=total, unit="hand", leave=False, disable=None) as bar:
-                report = replay(game, hands, args.name, source, config=config, progress=bar.update)
-    except (OppModelError, OSError) as exc:
-        print(f"replay: {exc}", file=sys.stderr)
-        return 1
+        total = sum(args.name in h.names for h in hands)
+        with progress_bar(total, unit="hand") as bar:
+            report = replay(game, hands, args.name, source, config=config, progress=bar.update)
     seconds = time.perf_counter() - start
     if args.plot:
-        try:
-            plot_curves(report, args.plot)
-        except InvalidArgumentError as exc:
-            print(f"replay: {exc}", file=sys.stderr)
-            return 1
+        plot_curves(report, args.plot)
     if args.json:
         data = report.as_json()
         data["seconds"] = seconds

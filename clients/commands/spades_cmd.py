@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
-from tqdm import tqdm
-
+from clients.commands._types import float_in, int_in, positive_int, seed
+from clients.progress import progress_bar
+from modeling import spades
 from modeling import spades_match as M
 from modeling.errors import InvalidArgumentError
 
@@ -74,13 +74,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="comma-separated player types B (default: the four max^n types)",
     )
     parser.add_argument(
-        "--deal-sequences", type=int, default=20, help="deal sequences (paper: 100; default 20)"
+        "--deal-sequences",
+        type=positive_int,
+        default=20,
+        help="deal sequences (paper: 100; default 20)",
     )
-    parser.add_argument("--seed", type=int, default=2007, help="seed of the deals (default 2007)")
-    parser.add_argument("--eps", type=float, default=0.1, help="prob-max^n epsilon (default 0.1)")
-    parser.add_argument("--hand-size", type=int, default=7, help="cards per player (default 7)")
-    parser.add_argument("--target", type=int, default=300, help="points that end a game (300)")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--seed", type=seed, default=2007, help="seed of the deals (default 2007)")
+    parser.add_argument(
+        "--eps", type=float_in(0.0, 1.0), default=0.1, help="prob-max^n epsilon (default 0.1)"
+    )
+    parser.add_argument(
+        "--hand-size",
+        type=int_in(1, spades.MAX_HAND_SIZE),
+        default=7,
+        help="cards per player (default 7)",
+    )
+    parser.add_argument(
+        "--target", type=positive_int, default=300, help="points that end a game (300)"
+    )
+    parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default 1)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=run)
 
@@ -102,32 +114,22 @@ def _row(summary: M.ExperimentSummary) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Play the match and print the tables; exit status 2 on a bad argument."""
+    """Play the match and print the tables."""
     pairs = [(a, b) for a in args.candidates for b in args.opponents if a != b]
     if not pairs:
-        print("oppmodel spades-match: no pair of distinct types A, B", file=sys.stderr)
-        return 2
+        raise InvalidArgumentError("candidates", "no pair of distinct types A, B")
     t0 = time.perf_counter()
-    try:
-        with tqdm(
-            total=len(pairs) * args.deal_sequences,
-            desc="deal sequences x experiments",
-            disable=None,
-            file=sys.stderr,
-        ) as bar:
-            result = M.run_match(
-                pairs,
-                sequences=args.deal_sequences,
-                seed=args.seed,
-                eps=args.eps,
-                hand_size=args.hand_size,
-                target=args.target,
-                jobs=args.jobs,
-                progress=bar.update,
-            )
-    except InvalidArgumentError as exc:
-        print(f"oppmodel spades-match: {exc}", file=sys.stderr)
-        return 2
+    with progress_bar(len(pairs) * args.deal_sequences, desc="deal sequences x experiments") as bar:
+        result = M.run_match(
+            pairs,
+            sequences=args.deal_sequences,
+            seed=args.seed,
+            eps=args.eps,
+            hand_size=args.hand_size,
+            target=args.target,
+            jobs=args.jobs,
+            progress=bar.update,
+        )
     elapsed = time.perf_counter() - t0
     summaries = {p: result.summary(*p) for p in pairs}
     have = set(result.games) | {(b, b) for b in args.opponents}  # A v. A is 50% by symmetry

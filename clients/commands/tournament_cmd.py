@@ -8,10 +8,8 @@ import math
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
 from clients.acpc.agent import policy_names
-from clients.acpc.gamedef import read_game_def
+from clients.acpc.gamedef import BUNDLED_GAMES, game_path, read_game_def
 from clients.acpc.tournament import (
     AgentSpec,
     TournamentConfig,
@@ -19,9 +17,9 @@ from clients.acpc.tournament import (
     results_json,
     run_tournament,
 )
-from modeling.errors import FailedPreconditionError, InvalidArgumentError
-
-DEFAULT_GAME = Path(__file__).resolve().parent.parent / "acpc" / "games" / "kuhn.limit.3p.game"
+from clients.commands._types import int_in, positive_int
+from clients.progress import progress_bar
+from modeling.errors import FailedPreconditionError
 
 EPILOG = f"""\
 Each --agent is NAME=COMMAND. COMMAND `builtin:POLICY` plays the project's agent in-process
@@ -30,7 +28,8 @@ executable, started as `COMMAND HOST PORT` for every match. There must be one ag
 Every duplicate set plays all seatings (6 for 3 players) with the same cards (card seed SEED + set
 number), through the project's dealer over loopback TCP. Results: each agent's mean in mbb/h
 (milli-chips per hand) over the duplicate hands with its standard error, then every match's.
-Logs (MATCH.log, dealer MATCH.err, external agents' output) are kept in --out.
+Logs (MATCH.log, dealer MATCH.err, external agents' output) are kept in --out. Exit status 1
+means a match was aborted (an agent failed), 2 a mistake in the command.
 
 example:
   oppmodel tournament --agent n1=builtin:n1 --agent n3=builtin:n3 \\
@@ -56,17 +55,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an agent (repeat once per player)",
     )
     parser.add_argument(
-        "--game", type=Path, default=DEFAULT_GAME, help="ACPC game file (default: 3p Kuhn)"
+        "--game",
+        default="kuhn3p",
+        help=f"ACPC game file or a bundled game ({', '.join(BUNDLED_GAMES)}; default %(default)s)",
     )
-    parser.add_argument("--hands", type=int, default=3000, help="hands per match (default 3000)")
-    parser.add_argument("--duplicates", type=int, default=1, help="duplicate sets (default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="card seed of the first set")
+    parser.add_argument(
+        "--hands", type=positive_int, default=3000, help="hands per match (default 3000)"
+    )
+    parser.add_argument(
+        "--duplicates", type=positive_int, default=1, help="duplicate sets (default 1)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int_in(0, 2**32 - 1),
+        default=0,
+        help="card seed of the first set (default 0; set i uses seed + i)",
+    )
     parser.add_argument(
         "--out", type=Path, default=Path("acpc-tournament"), help="folder for the logs"
     )
     parser.add_argument(
         "--t_response",
-        type=int,
+        type=positive_int,
         default=60_000,
         metavar="MS",
         help="abort a match if an agent takes longer to reply (default %(default)s)",
@@ -76,28 +86,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Play the tournament and print the table (or JSON)."""
-    try:
-        config = TournamentConfig(
-            game=read_game_def(args.game),
-            game_file=args.game.name,
-            agents=tuple(AgentSpec.parse(a) for a in args.agents),
-            hands=args.hands,
-            duplicates=args.duplicates,
-            seed=args.seed,
-            out_dir=args.out,
-            t_response_ms=args.t_response,
-        )
-        config.validate()
-    except InvalidArgumentError as exc:
-        print(f"tournament: {exc}", file=sys.stderr)
-        return 1
+    """Play the tournament and print the table (or JSON); 1 if a match was aborted."""
+    game = game_path(args.game)
+    config = TournamentConfig(
+        game=read_game_def(game),
+        game_file=game.name,
+        agents=tuple(AgentSpec.parse(a) for a in args.agents),
+        hands=args.hands,
+        duplicates=args.duplicates,
+        seed=args.seed,
+        out_dir=args.out,
+        t_response_ms=args.t_response,
+    )
+    config.validate()
     total = args.hands * args.duplicates * math.factorial(config.game.num_players)
-    with tqdm(total=total, unit="hand", desc="tournament", disable=None) as bar:
+    with progress_bar(total, unit="hand", desc="tournament") as bar:
         try:
             records = run_tournament(config, on_hand=lambda _hand: bar.update())
-        except (FailedPreconditionError, OSError) as exc:
-            print(f"tournament: {exc}", file=sys.stderr)
+        except FailedPreconditionError as exc:  # a match aborted: the run failed, not the command
+            print(f"oppmodel tournament: error: {exc}", file=sys.stderr)
             return 1
     if args.json:
         print(json.dumps(results_json(config, records), indent=2))

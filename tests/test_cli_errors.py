@@ -1,0 +1,303 @@
+"""Every command-line mistake ends alike: one line naming the problem, status 2, no leftovers.
+
+Each case runs ``oppmodel`` in this process (``main(argv)``) with the working folder and the
+temporary folder pointed at empty folders of its own, and checks stderr (at the file-descriptor
+level, so that a line printed by gRPC's C core would count too), the exit status, and that both
+folders are still empty. Usage errors come from argparse (its usage lines, then the error line);
+every other mistake prints the error line alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clients.cli import build_parser, main
+from clients.commands import acpc_agent_cmd
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (argv with {inputs} and {busy} placeholders, text the error line must contain)
+MISTAKES = {
+    # demo: validated before its data folder is made
+    "demo-unknown-opponent": ("demo --opponents foo,bar", "unknown strategy 'foo'"),
+    "demo-one-opponent": ("demo --opponents n1", "opponents: needs exactly two names"),
+    "demo-negative-hands": ("demo --hands -3", "argument --hands: must be at least 1, got -3"),
+    "demo-no-duplicates": ("demo --duplicates 0", "argument --duplicates: must be at least 1"),
+    "demo-k-zero": ("demo --k 0", "argument --k: must be at least 1, got 0"),
+    "demo-negative-seed": ("demo --seed -1", "argument --seed: must be from 0 to"),
+    "demo-data-dir-is-a-file": ("demo --data-dir {inputs}/junk.txt", "junk.txt: File exists"),
+    # serve: everything is checked before the database is opened or created
+    "serve-missing-folder": ("serve --db {inputs}/no/such/x.sqlite --port 0", "no folder"),
+    "serve-not-a-database": (
+        "serve --db {inputs}/junk.txt --port 0",
+        "junk.txt: file is not a database",
+    ),
+    "serve-missing-tls-files": (
+        "serve --db new.sqlite --port 0 --tls-cert no.pem --tls-key no.key",
+        "cannot read no.key: No such file or directory",
+    ),
+    "serve-tls-files-not-pem": (
+        "serve --db new.sqlite --port 0 --tls-cert {inputs}/junk.txt --tls-key {inputs}/junk.txt",
+        "are not a PEM certificate chain and its private key",
+    ),
+    "serve-tls-cert-alone": (
+        "serve --db new.sqlite --port 0 --tls-cert {inputs}/junk.txt",
+        "TLS needs both a certificate and a key",
+    ),
+    "serve-missing-token-file": (
+        "serve --db new.sqlite --port 0 --auth-tokens no.txt",
+        "auth_tokens: cannot read no.txt",
+    ),
+    "serve-empty-token-file": (
+        "serve --db new.sqlite --port 0 --auth-tokens {inputs}/empty.txt",
+        "empty.txt: no tokens",
+    ),
+    "serve-foreign-address": (
+        "serve --db new.sqlite --host 192.0.2.1 --port 0",  # TEST-NET-1: never this machine's
+        "cannot bind 192.0.2.1:0",
+    ),
+    "serve-busy-port": ("serve --db new.sqlite --port {busy}", ":{busy} is already in use"),
+    "serve-port-out-of-range": ("serve --db new.sqlite --port 70000", "argument --port: must be"),
+    "serve-busy-metrics-port": (
+        "serve --db new.sqlite --port 0 --metrics-port {busy}",
+        "metrics endpoint: 127.0.0.1:{busy} is already in use",
+    ),
+    "serve-metrics-port-out-of-range": (
+        "serve --db new.sqlite --metrics-port 65536",
+        "argument --metrics-port: must be from 0 to 65535",
+    ),
+    "serve-negative-max-k": ("serve --db new.sqlite --max-k -1", "argument --max-k: must be"),
+    "serve-no-sessions": ("serve --db new.sqlite --max-sessions 0", "argument --max-sessions"),
+    "serve-negative-grace": ("serve --db new.sqlite --grace -1", "argument --grace: must be"),
+    # eval and match
+    "eval-unknown-profile": ("eval --profile nonesuch", "unknown strategy 'nonesuch'"),
+    "match-too-few-agents": ("match --agents n1,n3", "agents: kuhn3p needs 3 agents"),
+    "match-no-hands": ("match --agents n1,n2,n3 --hands 0", "argument --hands: must be"),
+    "match-bad-k": ("match --agents mbbr,n2,n3 --mbbr-k 0", "argument --mbbr-k: must be"),
+    "match-bad-epsilon": (
+        "match --agents mbbr,n2,n3 --mbbr-epsilon 0.7",
+        "argument --mbbr-epsilon: must be in",
+    ),
+    "match-eta-not-a-number": (
+        "match --agents mbbr,n2,n3 --mbbr-eta x",
+        "argument --mbbr-eta: 'x' is not a float",
+    ),
+    # the ACPC commands
+    "dealer-not-a-game-file": (
+        "dealer m {inputs}/junk.txt 10 1 a b c",
+        "junk.txt is not a valid game definition",
+    ),
+    "dealer-missing-game": ("dealer m nope.game 10 1 a b c", "cannot read nope.game"),
+    "dealer-wrong-player-count": ("dealer m kuhn3p 10 1 a b", "names: the game has 3 players"),
+    "dealer-busy-port": (
+        "dealer m kuhn3p 10 1 a b c -p {busy},0,0",
+        "cannot listen on 127.0.0.1:{busy}",
+    ),
+    "dealer-port-out-of-range": ("dealer m kuhn3p 10 1 a b c -p 1,2,70000", "argument -p"),
+    "dealer-negative-seed": ("dealer m kuhn3p 10 -1 a b c", "argument SEED: must be from 0"),
+    "dealer-negative-version-wait": (
+        "dealer m kuhn3p 10 1 a b c --t_version -1",
+        "argument --t_version: must be at least 0",
+    ),
+    "acpc-agent-missing-game": ("acpc-agent nope.game 127.0.0.1 1", "cannot read nope.game"),
+    "acpc-agent-no-dealer": (
+        "acpc-agent kuhn3p 127.0.0.1 {closed} --connect-timeout 0",
+        "cannot connect to 127.0.0.1:{closed}",
+    ),
+    "acpc-agent-service-plays-mbbr": (
+        "acpc-agent kuhn3p 127.0.0.1 1 --service 127.0.0.1:1 --agent n1",
+        "--service and --in-process play mbbr only",
+    ),
+    "acpc-agent-script-unknown-agent": (
+        "acpc-agent-script out.sh kuhn3p --agent nonesuch",
+        "nonesuch",
+    ),
+    "tournament-missing-program": (
+        "tournament --agent a=builtin:n1 --agent b=builtin:n3 --agent c=./no-such-agent.sh",
+        "c: './no-such-agent.sh' is not an executable program",
+    ),
+    "tournament-too-few-agents": (
+        "tournament --agent a=builtin:n1 --agent b=builtin:n3",
+        "agent: the game has 3 players, got 2",
+    ),
+    "tournament-no-hands": (
+        "tournament --agent a=builtin:n1 --hands 0",
+        "argument --hands: must be at least 1",
+    ),
+    "replay-not-utf8": (
+        "replay {inputs}/latin1.log --as Alice --local",
+        "latin1.log is not a dealer log: line 2 is not UTF-8 text",
+    ),
+    "replay-not-a-log": ("replay {inputs}/junk.txt --as Alice --local", "junk.txt: line 1"),
+    "replay-missing-log": ("replay nope.log --as Alice --local", "cannot read nope.log"),
+    "replay-unknown-game": (
+        "replay {inputs}/small.log --as Alice --local --game nope",
+        "cannot read nope: no such file, nor a bundled game (kuhn2p, kuhn3p, kuhn4p)",
+    ),
+    # perfect information and move prediction
+    "spades-no-pair": (
+        "spades-match --candidates mOT_p --opponents mOT_p",
+        "no pair of distinct types",
+    ),
+    "spades-bad-eps": ("spades-match --eps 2", "argument --eps: must be at least 0"),
+    "spades-bad-hand-size": ("spades-match --hand-size 0", "argument --hand-size: must be"),
+    "movepred-no-games": ("movepred --games 0", "argument --games: must be at least 1"),
+    "movepred-zero-alpha": ("movepred --alpha 0", "argument --alpha: must be above 0"),
+}
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> Path:
+    """Files the mistakes point at, in a folder of their own."""
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    (folder / "junk.txt").write_text("this is neither a database nor a game nor a log\n")
+    (folder / "empty.txt").write_text("# no tokens here\n\n")
+    log = (ROOT / "tests" / "data" / "acpc" / "kuhn3p-seed42-example-players.log").read_bytes()
+    lines = log.splitlines(keepends=True)
+    (folder / "small.log").write_bytes(b"".join(lines[:20]))
+    (folder / "latin1.log").write_bytes(lines[0] + "# Zoë\n".encode("latin-1"))
+    return folder
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A loopback port with a listener on it."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nobody listens on (free a moment ago)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path]]:
+    """An empty working folder and an empty temporary folder; the ``oppmodel`` logger restored
+    (``serve`` points it at the stderr of the moment)."""
+    cwd, tmp = tmp_path / "cwd", tmp_path / "tmp"
+    cwd.mkdir()
+    tmp.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    logger = logging.getLogger("oppmodel")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    yield cwd, tmp
+    logger.handlers[:], logger.level, logger.propagate = saved
+
+
+def run_cli(argv: list[str]) -> int:
+    """``oppmodel ARGV`` in this process; the exit status (argparse's too)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code)
+
+
+def error_line(stderr: str, command: str) -> str:
+    """The one error line of ``stderr``, after checking that nothing else was printed but
+    argparse's usage block."""
+    lines = stderr.splitlines()
+    assert lines, "nothing on stderr"
+    *before, last = lines
+    assert last.startswith(f"oppmodel {command}: error: "), stderr
+    if before:  # a usage error: argparse's usage block, then the error line
+        assert before[0].startswith(f"usage: oppmodel {command} "), stderr
+        assert all(line.startswith(" ") for line in before[1:]), stderr
+    return last
+
+
+@pytest.mark.parametrize("case", sorted(MISTAKES))
+def test_a_mistake_ends_in_one_line_status_2_and_no_leftovers(
+    case: str,
+    inputs: Path,
+    busy_port: int,
+    closed_port: int,
+    isolated: tuple[Path, Path],
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    template, expected = MISTAKES[case]
+    values = {"inputs": inputs, "busy": busy_port, "closed": closed_port}
+    argv = template.format(**values).split()
+    before = sorted(inputs.iterdir())
+    status = run_cli(argv)
+    captured = capfd.readouterr()
+    assert status == 2, captured.err
+    assert expected.format(**values) in error_line(captured.err, argv[0])
+    assert "Traceback" not in captured.err
+    assert captured.out == ""
+    cwd, tmp = isolated
+    assert list(cwd.iterdir()) == [], "left behind in the working folder"
+    assert list(tmp.iterdir()) == [], "left behind in the temporary folder"
+    assert sorted(inputs.iterdir()) == before
+
+
+def test_the_installed_command_exits_2_with_one_line(tmp_path: Path) -> None:
+    """The console script, not just ``main``: a usage error and a domain error."""
+    oppmodel = Path(sys.executable).parent / "oppmodel"
+    for argv, expected in (
+        (["demo", "--k", "0"], "oppmodel demo: error: argument --k: must be at least 1, got 0"),
+        (["dealer", "m", "nope", "1", "1", "a", "b", "c"], "oppmodel dealer: error: gamefile:"),
+    ):
+        done = subprocess.run(
+            [str(oppmodel), *argv],
+            cwd=tmp_path,
+            env={**os.environ, "TMPDIR": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2
+        assert done.stderr.splitlines()[-1].startswith(expected), done.stderr
+        assert "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def _options(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.Action]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from ((f"{name} {label}", a) for label, a in _options(sub))
+        else:
+            yield "/".join(action.option_strings) or action.dest, action
+
+
+def test_every_numeric_option_has_a_range() -> None:
+    """A bare ``int`` or ``float`` type accepts -3 hands or port 70000; every numeric option of
+    every subcommand uses a ranged type instead."""
+    bare = [label for label, action in _options(build_parser()) if action.type in (int, float)]
+    assert bare == []
+
+
+def test_every_command_is_covered_by_a_mistake() -> None:
+    commands = {name for name, _ in (argv.split(maxsplit=1) for argv, _ in MISTAKES.values())}
+    parser = build_parser()
+    (subparsers,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert commands == set(subparsers.choices)
+
+
+def test_the_stand_alone_agent_entry_point_follows_the_convention(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``python -m clients.commands.acpc_agent_cmd`` (what generated wrapper scripts run)."""
+    assert acpc_agent_cmd.main(["nope.game", "127.0.0.1", "1"]) == 2
+    assert capsys.readouterr().err == (
+        "oppmodel acpc-agent: error: gamefile: cannot read nope.game: no such file, "
+        "nor a bundled game (kuhn2p, kuhn3p, kuhn4p)\n"
+    )

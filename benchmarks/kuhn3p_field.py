@@ -39,7 +39,13 @@ from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.sweep import RESULTS_DIR, add_runner_args, machine, run_jobs_with_args  # noqa: E402
+from benchmarks.sweep import (  # noqa: E402
+    RESULTS_DIR,
+    add_runner_args,
+    machine,
+    report_written,
+    run_jobs_with_args,
+)
 from modeling.errors import InvalidArgumentError  # noqa: E402
 from modeling.kuhn import kuhn_game  # noqa: E402
 from modeling.mbbr import POSTERIORS, MBBRConfig  # noqa: E402
@@ -397,11 +403,12 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or RESULTS_DIR / ("field_quick.json" if args.quick else "field.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
+    report_written(out)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
     print(render(report))
-    print(f"\n{len(jobs)} jobs in {seconds:.0f} s on {args.backend}; wrote {out}")
+    print(f"\n{len(jobs)} jobs in {seconds:.0f} s on {args.backend}")
     return 0
 
 

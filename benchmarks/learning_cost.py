@@ -33,11 +33,11 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from tqdm import tqdm  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.sweep import machine  # noqa: E402
+from benchmarks.sweep import machine, report_written  # noqa: E402
+from clients.progress import progress_bar  # noqa: E402
 from modeling.diluted import diluted_profile, is_diluted  # noqa: E402
 from modeling.evaluation import deviation_gains, expected_values  # noqa: E402
 from modeling.kuhn import KuhnGame, kuhn_game  # noqa: E402
@@ -81,7 +81,7 @@ def trajectory(task: tuple[str, str, MBBRConfig, int, int, bool]) -> tuple[np.nd
 
 def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Every trajectory, in task order (a process pool unless ``workers`` is 1)."""
-    bar = tqdm(total=len(tasks), desc="matches", disable=None, file=sys.stderr, leave=False)
+    bar = progress_bar(len(tasks), desc="matches")
     results = []
     if workers <= 1:
         for task in tasks:
@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
+        report_written(args.out)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0

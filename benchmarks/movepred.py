@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from clients.progress import progress_bar
 from modeling.movepred import move_ranks, train_move_model
 from modeling.tictactoe import (
     CELLS,
@@ -46,7 +46,7 @@ def _experiment(args: argparse.Namespace, desc: str, **overrides: object) -> Top
         "repeats": args.repeats,
         "seed": args.seed,
     } | overrides
-    with tqdm(total=args.repeats, desc=desc, disable=None, file=sys.stderr, leave=False) as bar:
+    with progress_bar(args.repeats, desc=desc) as bar:
         return run_topn_experiment(progress=bar.update, **kwargs)
 
 
@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.plot:
         _plot(main_result, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
         report["plot"] = args.plot
     if args.json:
         print(json.dumps(report, indent=2))

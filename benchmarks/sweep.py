@@ -42,9 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from tqdm import tqdm  # noqa: E402
-
 import modeling  # noqa: E402
+from clients.progress import progress_bar  # noqa: E402
 from modeling.mbbr import POSTERIORS, MBBRConfig  # noqa: E402
 from modeling.tournament import (  # noqa: E402
     AgentSpec,
@@ -58,6 +57,13 @@ from modeling.tournament import (  # noqa: E402
 
 BACKENDS = ("local", "ray")
 RESULTS_DIR = ROOT / "benchmarks" / "results"
+
+
+def report_written(path: Path) -> None:
+    """Say on stderr which file a benchmark wrote (stdout stays the table or the JSON)."""
+    print(f"wrote {path}", file=sys.stderr)
+
+
 PAPER = MBBRConfig()  # epsilon 0.05, k 10, H 100, eta 4
 
 SWEEP_PAIRS: tuple[tuple[str, str], ...] = (
@@ -144,7 +150,7 @@ def run_jobs(
     for job in jobs:
         unique.setdefault(dataclasses.replace(job, job_id=0), job)
     todo = list(unique.values())
-    bar = tqdm(total=len(todo), desc="match jobs", unit="job", disable=not progress, leave=False)
+    bar = progress_bar(len(todo), desc="match jobs", unit="job", show=progress)
     try:
         if backend == "ray":
             done = _run_ray(todo, base_seed, address, bar.update)
@@ -329,6 +335,7 @@ def plot_sweep(
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
+    report_written(path)
 
 
 def machine() -> dict:
@@ -478,7 +485,9 @@ def main(argv: list[str] | None = None) -> int:
             print(sweep_markdown(param, [*points, *([limit] if limit else [])], pairs))
         single = {key: value for key, value in report.items() if key != "sweeps"}
         single["sweep"] = {param: report["sweeps"][param]}
-        (args.out_dir / f"sweep_{param}{suffix}.json").write_text(json.dumps(single, indent=1))
+        written = args.out_dir / f"sweep_{param}{suffix}.json"
+        written.write_text(json.dumps(single, indent=1))
+        report_written(written)
     if args.json:
         print(json.dumps(report, indent=1))
     else:

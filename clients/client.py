@@ -298,7 +298,11 @@ class OpponentModelClient(GrpcClient):
         config: MBBRConfig | None = None,
         prior_mean: Mapping[int, Mapping[str, Sequence[float]]] | None = None,
     ) -> SessionDescription:
-        """Create a session; ``prior_mean`` maps position -> infostate -> probabilities."""
+        """Create a session; ``prior_mean`` maps position -> infostate -> probabilities.
+
+        ``opponent_labels`` are in seat order after ours: ``opponent_labels[i]`` sits ``i + 1``
+        seats after us, so in a hand where we play position ``p`` it plays ``(p + i + 1) % n``.
+        """
         config = config or MBBRConfig()
         if config.prior not in _PRIOR:
             raise errors.InvalidArgumentError(
@@ -398,7 +402,8 @@ class OpponentModelClient(GrpcClient):
 
     # -- queries ---------------------------------------------------------------------------------
     def model(self, session_id: str, opponent_label: str, opponent_position: int) -> OpponentModel:
-        """The model of opponent ``opponent_label`` when it sits in ``opponent_position``."""
+        """The model of opponent ``opponent_label`` when it sits in ``opponent_position`` (we then
+        sit ``i + 1`` positions before it, ``i`` its index in the session's opponent labels)."""
         reply = self._call(
             "GetModel",
             pb.GetModelRequest(
@@ -441,7 +446,12 @@ class OpponentModelClient(GrpcClient):
         matchstate: str | None = None,
         draw: int = 0,
     ) -> ActionDecision:
-        """The action to take at (position, card, history) or at an ACPC MATCHSTATE line."""
+        """The action to take at (position, card, history) or at an ACPC MATCHSTATE line.
+
+        The action is drawn from the policy by a generator seeded with the session's seed, the
+        hands observed, the information state and ``draw``: the same call gives the same action,
+        so pass a different ``draw`` (the hand number, say) to vary it.
+        """
         request = pb.GetActionRequest(session_id=session_id, draw=draw)
         if matchstate is not None:
             request.matchstate = matchstate

@@ -30,7 +30,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from modeling.errors import InvalidArgumentError
 from modeling.kuhn import kuhn_game
@@ -219,16 +219,21 @@ class Server:
             metrics=self.metrics,
         )
         self.health = HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
-        reflection.enable_server_reflection(
-            (
-                SERVICE_NAME,
-                PERFECT_INFO_SERVICE_NAME,
-                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                reflection.SERVICE_NAME,
-            ),
-            self.grpc,
+        names = (
+            SERVICE_NAME,
+            PERFECT_INFO_SERVICE_NAME,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
         )
+        # health, and what reflection.enable_server_reflection registers, guarded like ours
+        for add_to_server, standard in (
+            (health_pb2_grpc.add_HealthServicer_to_server, self.health),
+            (
+                reflection_pb2_grpc.add_ServerReflectionServicer_to_server,
+                reflection.aio.ReflectionServicer(names),
+            ),
+        ):
+            add_service(add_to_server, standard, self.grpc, metrics=self.metrics)
 
     def _bind(self, credentials: grpc.ServerCredentials | None) -> int:
         """Bind the configured address (TLS with ``credentials``); returns the port."""

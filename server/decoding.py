@@ -8,10 +8,12 @@ through its generated ``add_..._to_server`` function with every method handler w
 - the request deserializer never raises; bytes that do not parse become an ``Undecodable`` holding
   the InvalidArgumentError that ``locate_decode_error`` finds by walking the wire format against
   the request's descriptor (``observation.history: not valid UTF-8``);
-- a unary method answers an Undecodable with INVALID_ARGUMENT (counted in the metrics like any
-  other refusal) before the servicer sees it;
+- a method that takes one request answers an Undecodable with INVALID_ARGUMENT (counted in the
+  metrics like any other refusal) before the servicer sees it;
 - a streaming method's request iterator raises that InvalidArgumentError where the message stood,
   so what the servicer acknowledged before it stands and the stream ends with INVALID_ARGUMENT.
+
+``server/app.py`` registers every service this way, the standard health and reflection ones too.
 
 The walk follows the protobuf encoding spec as the upb parser applies it (tags of at most 5 bytes,
 varints of at most 10, field number 0 and wire types 6 and 7 refused, groups skipped when they nest
@@ -21,6 +23,7 @@ nesting); a test holds the walk and the parser to agree on mutated messages.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -205,61 +208,61 @@ async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
         yield request
 
 
+# (request streaming, response streaming) -> the handler attribute and its constructor
+_KINDS = {
+    (False, False): ("unary_unary", grpc.unary_unary_rpc_method_handler),
+    (False, True): ("unary_stream", grpc.unary_stream_rpc_method_handler),
+    (True, False): ("stream_unary", grpc.stream_unary_rpc_method_handler),
+    (True, True): ("stream_stream", grpc.stream_stream_rpc_method_handler),
+}
+
+
 def _guard(
     service: str, method: str, handler: grpc.RpcMethodHandler, metrics: Metrics
 ) -> grpc.RpcMethodHandler:
-    """``handler`` with a deserializer that never raises and behaviour that refuses Undecodable."""
+    """``handler`` with a deserializer that never raises and behaviour that refuses Undecodable
+    (streamed responses may be yielded or written with ``context.write``: both are kept)."""
     descriptor = descriptor_pool.Default().FindServiceByName(service)
     input_type = descriptor.methods_by_name[method].input_type
     deserialize = _deserializer(handler.request_deserializer, input_type)
+    attribute, make = _KINDS[handler.request_streaming, handler.response_streaming]
+    behaviour = getattr(handler, attribute)
 
-    async def refuse(request: Undecodable, context: grpc.aio.ServicerContext) -> None:
-        code, message, metadata = error_details(request.error)
+    async def refuse(error: InvalidArgumentError, context: grpc.aio.ServicerContext) -> None:
+        code, message, metadata = error_details(error)
         metrics.count(method, code, None)
         context.set_trailing_metadata(metadata)
         await context.abort(code, message)
 
-    if handler.unary_unary is not None:
-        behaviour = handler.unary_unary
+    async def admit(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        """What the servicer gets: a stream checked message by message, or the single request
+        (refused here if it could not be decoded)."""
+        if handler.request_streaming:
+            return _checked(request)
+        if isinstance(request, Undecodable):
+            await refuse(request.error, context)
+        return request
 
-        async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            if isinstance(request, Undecodable):
-                await refuse(request, context)
-            return await behaviour(request, context)
+    # A servicer that does not map errors itself (health, reflection) lets the stream's
+    # InvalidArgumentError escape: it is refused here as ours are.
+    if inspect.isasyncgenfunction(behaviour):
 
-        return grpc.unary_unary_rpc_method_handler(
-            unary_unary, deserialize, handler.response_serializer
-        )
-    if handler.unary_stream is not None:
-        generate = handler.unary_stream
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                async for response in behaviour(await admit(request, context), context):
+                    yield response
+            except InvalidArgumentError as exc:
+                await refuse(exc, context)
 
-        async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            if isinstance(request, Undecodable):
-                await refuse(request, context)
-            async for response in generate(request, context):
-                yield response
+    else:
 
-        return grpc.unary_stream_rpc_method_handler(
-            unary_stream, deserialize, handler.response_serializer
-        )
-    if handler.stream_unary is not None:
-        consume = handler.stream_unary
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return await behaviour(await admit(request, context), context)
+            except InvalidArgumentError as exc:
+                await refuse(exc, context)
 
-        async def stream_unary(requests: AsyncIterator[Any], context: Any) -> Any:
-            return await consume(_checked(requests), context)
-
-        return grpc.stream_unary_rpc_method_handler(
-            stream_unary, deserialize, handler.response_serializer
-        )
-    stream = handler.stream_stream
-
-    async def stream_stream(requests: AsyncIterator[Any], context: Any) -> Any:
-        async for response in stream(_checked(requests), context):
-            yield response
-
-    return grpc.stream_stream_rpc_method_handler(
-        stream_stream, deserialize, handler.response_serializer
-    )
+    return make(guarded, deserialize, handler.response_serializer)
 
 
 class _GuardedGenericHandler(grpc.GenericRpcHandler):

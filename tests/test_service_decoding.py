@@ -320,3 +320,24 @@ def test_undecodable_message_mid_observe_choices_stream(server) -> None:
         assert info.value.details() == "observations[0].opponent: not valid UTF-8"
         assert [a.choices_observed for a in answers] == [1]
         assert perfect.get_session(sid).choices_observed == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("/grpc.health.v1.Health/Check", "unary_unary"),
+        ("/grpc.health.v1.Health/Watch", "unary_stream"),
+        ("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "stream_stream"),
+    ],
+)
+def test_health_and_reflection_refuse_undecodable_requests_too(server, path: str, kind: str):
+    _, port = server
+    data = b"\x0a\x02\xff\xfe"  # field 1 (service / host) with bad UTF-8
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        call = getattr(channel, kind)(path, _identity, _identity)
+        with pytest.raises(grpc.RpcError) as info:
+            reply = call(iter([data]) if kind.startswith("stream") else data, timeout=10)
+            if kind.endswith("stream"):
+                list(reply)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details().endswith(": not valid UTF-8")

@@ -210,12 +210,13 @@ def observation_message(sequence: int, obs: HandObservation) -> pb.Observation:
 class GrpcClient:
     """What both service clients share: the channel (TLS when ``root_certificates`` are given),
     the bearer-token metadata, closing as a context manager, and ``_call`` and ``_stream``, which
-    raise a failed call as its domain exception."""
+    raise a failed call as its domain exception. A subclass names its generated stub class."""
+
+    stub_class: Callable[[grpc.Channel], Any]
 
     def __init__(
         self,
         target: str,
-        stub_class: Callable[[grpc.Channel], Any],
         *,
         token: str | None = None,
         root_certificates: bytes | None = None,
@@ -228,7 +229,7 @@ class GrpcClient:
         else:
             credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
             self._channel = grpc.secure_channel(target, credentials)
-        self._stub = stub_class(self._channel)
+        self._stub = self.stub_class(self._channel)
         self._metadata = () if token is None else (("authorization", f"Bearer {token}"),)
         self.timeout = timeout
 
@@ -270,6 +271,8 @@ class GrpcClient:
 class OpponentModelClient(GrpcClient):
     """Blocking client of OpponentModelService; use as a context manager to close the channel."""
 
+    stub_class = pb_grpc.OpponentModelServiceStub
+
     def __init__(
         self,
         target: str,
@@ -279,13 +282,7 @@ class OpponentModelClient(GrpcClient):
         timeout: float = 30.0,
         reconnect_seconds: float = 30.0,
     ) -> None:
-        super().__init__(
-            target,
-            pb_grpc.OpponentModelServiceStub,
-            token=token,
-            root_certificates=root_certificates,
-            timeout=timeout,
-        )
+        super().__init__(target, token=token, root_certificates=root_certificates, timeout=timeout)
         self.reconnect_seconds = reconnect_seconds
 
     # -- sessions --------------------------------------------------------------------------------

@@ -209,23 +209,11 @@ def position_message(position: spades.Position, bids: Sequence[int] | None) -> p
 
 
 class PerfectInfoClient(GrpcClient):
-    """Blocking client of PerfectInfoService; use as a context manager to close the channel."""
+    """Blocking client of PerfectInfoService; use as a context manager to close the channel.
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        token: str | None = None,
-        root_certificates: bytes | None = None,
-        timeout: float = 30.0,
-    ) -> None:
-        super().__init__(
-            target,
-            pb_grpc.PerfectInfoServiceStub,
-            token=token,
-            root_certificates=root_certificates,
-            timeout=timeout,
-        )
+    Takes ``target`` and, keyword-only, ``token``, ``root_certificates`` and ``timeout``."""
+
+    stub_class = pb_grpc.PerfectInfoServiceStub
 
     # -- sessions --------------------------------------------------------------------------------
     def create_session(

@@ -205,9 +205,13 @@ class _NoSuchServiceStub:
         )
 
 
+class _NoSuchServiceClient(GrpcClient):
+    stub_class = _NoSuchServiceStub
+
+
 def test_a_code_the_server_never_sends_on_purpose_is_a_service_error(tmp_path: Path) -> None:
     with running_server(tmp_path / "db.sqlite") as port:
-        client = GrpcClient(f"127.0.0.1:{port}", _NoSuchServiceStub, timeout=10)
+        client = _NoSuchServiceClient(f"127.0.0.1:{port}", timeout=10)
         with client, pytest.raises(errors.ServiceError) as info:
             client._call("Nothing", pb.ListSessionsRequest())
     assert info.value.code == "UNIMPLEMENTED"

@@ -8,6 +8,8 @@ the middle of each bidirectional stream (what came before it is acknowledged and
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 import pytest
 from hypothesis import given, settings
@@ -268,6 +270,17 @@ def test_undecodable_unary_request_is_invalid_argument_naming_the_field(server, 
                 assert expected.field == "request"
 
 
+def _raw_stream(port: int, service, method: str, messages: list[bytes]) -> tuple[list, Any]:
+    """(the answers received, the RpcError that ended the stream) of raw messages."""
+    answers = []
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        call = channel.stream_stream(f"/{service.full_name}/{method}", _identity, _identity)
+        with pytest.raises(grpc.RpcError) as info:
+            for answer in call(iter(messages), timeout=30):
+                answers.append(answer)
+    return answers, info.value
+
+
 def test_undecodable_message_mid_observe_stream(server) -> None:
     """What came before stands (acknowledged and applied), then INVALID_ARGUMENT, field named."""
     client, port = server
@@ -278,18 +291,10 @@ def test_undecodable_message_mid_observe_stream(server) -> None:
     ]
     good = [r.SerializeToString() for r in requests]
     bad = _with_bad_utf8(requests[2], requests[2].observation.history)
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        observe = channel.stream_stream(
-            f"/{OPPONENT_MODEL.full_name}/Observe", request_serializer=_identity,
-            response_deserializer=pb.ObserveResponse.FromString,
-        )  # fmt: skip
-        acks = []
-        with pytest.raises(grpc.RpcError) as info:
-            for ack in observe(iter([*good[:2], bad, good[3]]), timeout=10):
-                acks.append(ack.sequence)
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert info.value.details() == "observation.history: not valid UTF-8"
-    assert acks == [1, 2]
+    acks, error = _raw_stream(port, OPPONENT_MODEL, "Observe", [*good[:2], bad, good[3]])
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.details() == "observation.history: not valid UTF-8"
+    assert [pb.ObserveResponse.FromString(a).sequence for a in acks] == [1, 2]
     assert client.get_session(sid).hands_observed == 2
 
 
@@ -307,18 +312,12 @@ def test_undecodable_message_mid_observe_choices_stream(server) -> None:
             observations=[ChoiceEvidence.from_likelihoods("w", [0.9, 0.1]).to_proto(2)],
         )
         bad = _with_bad_utf8(second, "w")
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            observe = channel.stream_stream(
-                f"/{PERFECT_INFO.full_name}/ObserveChoices", request_serializer=_identity,
-                response_deserializer=pi.ObserveChoicesResponse.FromString,
-            )  # fmt: skip
-            answers = []
-            with pytest.raises(grpc.RpcError) as info:
-                for answer in observe(iter([first.SerializeToString(), bad]), timeout=30):
-                    answers.append(answer)
-        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert info.value.details() == "observations[0].opponent: not valid UTF-8"
-        assert [a.choices_observed for a in answers] == [1]
+        answers, error = _raw_stream(
+            port, PERFECT_INFO, "ObserveChoices", [first.SerializeToString(), bad]
+        )
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert error.details() == "observations[0].opponent: not valid UTF-8"
+        assert [pi.ObserveChoicesResponse.FromString(a).choices_observed for a in answers] == [1]
         assert perfect.get_session(sid).choices_observed == 1
 
 

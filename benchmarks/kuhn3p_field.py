@@ -76,7 +76,7 @@ FIELD = (
 EQUILIBRIA = ("n1", "n2", "n3")
 PAPER_TABLE1 = {"mbbr": 48, "n1": 37, "n3": 35, "n2": 30}
 PAPER_TABLE6 = {"mbbr": -54, "n1": 47, "n3": 44, "n2": 40}
-PAPER_MBBR = MBBRConfig()  # epsilon 0.05, k 10, H 100, eta 4, informed prior, mean response
+PAPER_MBBR = MBBRConfig(posterior="samples")  # eps 0.05, k 10, H 100, eta 4, informed, mean
 H2H_STREAM = 1_000_000  # streams of the head-to-head groups that are not field groups
 
 

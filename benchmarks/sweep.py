@@ -64,7 +64,7 @@ def report_written(path: Path) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
-PAPER = MBBRConfig()  # epsilon 0.05, k 10, H 100, eta 4
+PAPER = MBBRConfig(posterior="samples")  # epsilon 0.05, k 10, H 100, eta 4, k samples
 
 SWEEP_PAIRS: tuple[tuple[str, str], ...] = (
     ("n1", "n3"),

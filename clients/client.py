@@ -13,7 +13,7 @@ restarts, say), reconnects and resends every observation not yet acknowledged; t
 sequence numbers make that safe (a resend is acknowledged, not applied twice).
 
     with OpponentModelClient("127.0.0.1:50051") as client:
-        session = client.create_session(config=MBBRConfig(k=10, seed=7))
+        session = client.create_session(config=MBBRConfig(seed=7))  # the Dirichlet posterior
         client.observe(session.session_id, [obs1, obs2], first_sequence=1)
         move = client.action(session.session_id, position=0, card=2, history="")
 """
@@ -184,6 +184,7 @@ def _describe(session: pb.Session) -> SessionDescription:
             eta=m.eta,
             prior=_PRIOR_NAME.get(m.prior, "informed"),
             response=_KIND_NAME.get(m.response, "mean"),
+            # servers fill it in; one from before posteriors were a setting leaves it unset: samples
             posterior="dirichlet" if m.posterior == pb.POSTERIOR_DIRICHLET else "samples",
             seed=cfg.seed,
         ),

@@ -25,11 +25,12 @@ holds every model: 3 tables of k x k weights in 3-player Kuhn.
   probabilities per combination of their (card, own action sequence), a few matrix products with
   the table, and then one backward induction.
 - The agent plays the default strategy for the first H hands, then the configured response.
-- ``posterior="dirichlet"`` replaces the k samples by one Dirichlet per opponent information set,
-  fitted by variational Bayes to the same prior and likelihood (``modeling.dirichlet_posterior``).
-  The sample posterior collapses onto one sample and stops learning; this one does not, and it is
-  what the k samples approach as k grows. Its response is the best response to the posterior
-  mean, which under it is also the Bayesian response; it has no sample weights to report.
+- ``posterior="dirichlet"``, the default, replaces the k samples by one Dirichlet per opponent
+  information set, fitted by variational Bayes to the same prior and likelihood
+  (``modeling.dirichlet_posterior``). The sample posterior collapses onto one sample and stops
+  learning; this one does not, and it is what the k samples approach as k grows. Its response is
+  the best response to the posterior mean, which under it is also the Bayesian response; it has no
+  sample weights to report. ``posterior="samples"`` is the paper's method as published.
 - ``prior="typed"`` (Dirichlet posterior only): the informed prior's epsilon floor reads as 5%
   mistakes at every information set the data has not reached, and the response pays to exploit
   them, a steady loss against equilibrium players. The typed prior makes the floor a hypothesis:
@@ -65,7 +66,7 @@ from modeling.typed_prior import TypedPrior
 
 PRIORS = ("informed", "uninformed", "typed")
 RESPONSES = ("mean", "bayes")
-POSTERIORS = ("samples", "dirichlet")
+POSTERIORS = ("dirichlet", "samples")  # the default first
 MAX_JOINT_SAMPLES = 1 << 22  # k^(n-1) per table: 2048 x 2048 in 3-player Kuhn
 WEIGHT_FLOOR = 1e-300
 MIN_EVIDENCE = 1e-150  # a hand less probable than this under the posterior leaves it unchanged
@@ -77,7 +78,9 @@ UNINFORMED_ALPHA = 2.0
 
 @dataclass(frozen=True)
 class MBBRConfig:
-    """MBBR's parameters (paper 003 uses epsilon 0.05, k 10, H 100, eta 4)."""
+    """MBBR's parameters (paper 003 uses epsilon 0.05, k 10, H 100, eta 4 and the sample
+    posterior; the default posterior here is the Dirichlet one, ``posterior="samples"`` is the
+    paper's)."""
 
     epsilon: float = 0.05
     k: int = 10
@@ -86,7 +89,10 @@ class MBBRConfig:
     prior: str = "informed"
     response: str = "mean"
     seed: int = 0
-    posterior: str = "samples"  # the paper's k importance-weighted samples, or "dirichlet"
+    # "dirichlet" (the default): one Dirichlet per information set, fitted by variational Bayes;
+    # "samples": the paper's k importance-weighted samples, which collapse onto one and stop
+    # learning (paper 003 as published; k is used only by it)
+    posterior: str = "dirichlet"
 
     def validate(self) -> None:
         """Raise InvalidArgumentError naming the first bad field."""

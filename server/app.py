@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import gc
+import itertools
 import json
 import logging
 import signal
@@ -327,9 +328,14 @@ def warm_up() -> None:
     ``gc.freeze``: a full collection over them takes ~70 ms here, which showed up as the p99 of
     queries.
     """
-    for players in (3, 2, 4):
+    configs = [
+        MBBRConfig(k=2, hands_default=0, posterior="samples"),
+        MBBRConfig(hands_default=0, posterior="dirichlet"),
+        MBBRConfig(hands_default=0, posterior="dirichlet", prior="typed"),
+    ]
+    for players, config in itertools.product((3, 2, 4), configs):
         game = kuhn_game(players)
-        model = MBBRModel(game, MBBRConfig(k=2, hands_default=0))
+        model = MBBRModel(game, config)
         model.observe(HandObservation(0, "p" * players, tuple(range(players))))
         for kind in ("mean", "bayes"):
             model.response(0, kind)

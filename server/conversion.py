@@ -158,7 +158,8 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
     kwargs["response"] = _KIND_NAMES.get(params.response, "mean")
     if params.posterior not in (pb.POSTERIOR_UNSPECIFIED, *_POSTERIOR_NAMES):
         raise InvalidArgumentError("config.mbbr.posterior", f"unknown value {params.posterior}")
-    kwargs["posterior"] = _POSTERIOR_NAMES.get(params.posterior, "samples")
+    if params.posterior != pb.POSTERIOR_UNSPECIFIED:  # unset: MBBRConfig's default (dirichlet)
+        kwargs["posterior"] = _POSTERIOR_NAMES[params.posterior]
     mbbr = MBBRConfig(**kwargs)  # type: ignore[arg-type]
     try:
         mbbr.validate()

@@ -112,14 +112,15 @@ class SessionSpec:
 
     @classmethod
     def from_json(cls, data: dict) -> SessionSpec:
-        """Inverse of ``to_json``."""
+        """Inverse of ``to_json``. A spec stored before MBBRConfig had a posterior has none: its
+        session was created with the sample posterior, and keeps it whatever today's default."""
         prior = data.get("prior_mean")
         return cls(
             game=data["game"],
             num_players=int(data["num_players"]),
             our_label=data["our_label"],
             opponent_labels=tuple(data["opponent_labels"]),
-            config=MBBRConfig(**data["config"]),
+            config=MBBRConfig(**{"posterior": "samples", **data["config"]}),
             prior_mean=None
             if prior is None
             else tuple(tuple(tuple(float(x) for x in row) for row in pos) for pos in prior),

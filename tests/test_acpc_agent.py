@@ -205,5 +205,9 @@ def test_the_in_process_mbbr_agent_learns_from_every_hand_of_a_real_match(tmp_pa
     for _, observation in log_observations(GAME, log, "Alice"):
         replayed.observe(observation)
     for position in range(3):
-        assert np.array_equal(replayed.posterior(position), model.posterior(position))
+        for opponent in range(3):
+            if opponent != position:
+                want, spread = replayed.opponent_model(position, opponent)
+                got, got_spread = model.opponent_model(position, opponent)
+                assert np.array_equal(got, want) and got_spread == spread
     assert agents[0].result.total == log.score.totals[0]

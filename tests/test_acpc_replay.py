@@ -23,6 +23,8 @@ from clients.acpc.replay import (
     METHODS,
     LocalModels,
     ServiceModels,
+    column_legend,
+    format_report,
     marginal_action_probs,
     replay,
     seat_offsets,
@@ -33,7 +35,7 @@ from modeling.mbbr import MBBRConfig
 from modeling.observation import HandObservation
 
 LOG = read_log(DATA / "kuhn3p-seed42-example-players.log")
-CONFIG = MBBRConfig(k=8, seed=3)
+CONFIG = MBBRConfig(k=8, seed=3, posterior="samples")  # the ESS checks below are the samples'
 KUHN = kuhn_for(GAME)
 
 
@@ -163,13 +165,16 @@ def test_the_command_prints_json_and_a_table_and_draws_the_curves(tmp_path: Path
     assert status == 0
     data = json.loads(out.getvalue())
     assert data["hands"] == 150 and data["name"] == "Bob"
+    assert data["posterior"] == data["mbbr"]["posterior"] == "dirichlet"  # the default
     assert {r["opponent"] for r in data["opponents"]} == {"Alice", "Carol"}
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["replay", str(small), "--as", "Bob", "--local", "--mbbr-k", "4"]) == 0
+        argv = ["replay", str(small), "--as", "Bob", "--local"]
+        assert main([*argv, "--mbbr-posterior", "samples", "--mbbr-k", "4"]) == 0
     text = out.getvalue()
     assert "mean log-loss" in text and "naive-bayes" in text and "Carol @ 2" in text
+    assert "MBBR with the samples posterior (paper 003's k samples): k=4" in text
     assert main(["replay", str(small), "--as", "Nobody", "--local"]) == 2
 
 
@@ -194,3 +199,24 @@ def test_the_hidden_card_prediction_averages_the_model_over_the_cards_the_action
     # a model that ignores the card is predicted as itself, whatever happened before
     flat = {q: np.tile(models[q][:1], (KUHN.num_infosets, 1)) for q in range(3)}
     assert np.allclose(marginal_action_probs(KUHN, flat, obs, "p"), flat[1][0])
+
+
+@pytest.mark.parametrize(("posterior", "spread"), [("dirichlet", "conc"), ("samples", "ESS")])
+def test_the_report_names_its_posterior_and_explains_every_column(
+    posterior: str, spread: str
+) -> None:
+    config = MBBRConfig(posterior=posterior, seed=1)
+    report = replay(GAME, LOG.hands[:60], "Bob", lambda _: LocalModels(KUHN, config), config=config)
+    text = format_report(report)
+    assert f"MBBR with the {posterior} posterior" in text
+    headers = text.splitlines()[4].replace("|", " ").split()
+    assert headers[-1] == spread
+    headers += ["mean log-loss (nats)", "accuracy"]  # the group headers of the line below
+    legend = column_legend(config)
+    assert set(headers) == set(legend)  # every column explained, nothing else
+    block = text[text.index("columns:\n") :].splitlines()[1 : len(legend) + 1]
+    for line, (name, meaning) in zip(block, legend.items(), strict=True):
+        assert line.split(None, 1)[0] == name.split()[0] and line.endswith(meaning)
+    data = report.as_json()
+    assert data["posterior"] == posterior and data["columns"] == legend
+    json.dumps(data)  # serialisable as it stands

@@ -189,7 +189,8 @@ def test_the_command_plays_through_the_service_and_reports_its_session(
 
         def start(ports: tuple[int, ...]) -> list:
             argv = [str(GAME_FILE), "127.0.0.1", str(ports[0]), "--service", f"127.0.0.1:{port}"]
-            argv += ["--seed", "3", "--mbbr-k", "4", "--mbbr-h", "5", "--json"]
+            argv += ["--seed", "3", "--mbbr-posterior", "samples", "--mbbr-k", "4", "--mbbr-h", "5"]
+            argv += ["--json"]
             argv += ["--rpc-deadline-ms", "2000"]  # the shared test machine runs at load 6-8
             commands.append(CommandThread(argv))
             others = [AgentThread(p, make_policy("n3", GAME, s)) for s, p in enumerate(ports[1:])]
@@ -203,7 +204,8 @@ def test_the_command_plays_through_the_service_and_reports_its_session(
     assert tally["agent"] == "mbbr (service)" and tally["hands"] == 25
     assert tally["fallback_decisions"] == 0 and tally["service_decisions"] == tally["actions"]
     assert session.hands_observed == 25
-    assert (session.config.k, session.config.hands_default, session.config.seed) == (4, 5, 3)
+    config = session.config
+    assert (config.posterior, config.k, config.hands_default, config.seed) == ("samples", 4, 5, 3)
 
 
 def test_the_wrapper_script_with_an_unreachable_service_plays_n1_and_says_so_once(

@@ -288,5 +288,5 @@ def test_typed_prior_all_but_ignores_the_phantom_mistakes_of_the_floor(position)
 
 def test_typed_prior_needs_the_dirichlet_posterior():
     with pytest.raises(InvalidArgumentError) as info:
-        MBBRModel(GAME, MBBRConfig(prior="typed"))
+        MBBRModel(GAME, MBBRConfig(prior="typed", posterior="samples"))
     assert info.value.field == "prior"

@@ -42,6 +42,7 @@ def test_mbbr_with_options(capsys) -> None:
         "--agents", "mbbr,maniac,calling-station", "--hands", "200", "--duplicates", "2",
         "--mbbr-k", "12", "--mbbr-response", "bayes", "--mbbr-prior", "uninformed",
         "--mbbr-epsilon", "0.1", "--mbbr-eta", "3", "--mbbr-hands-default", "40",
+        "--mbbr-posterior", "samples",
     ]  # fmt: skip
     doc = _run_json(capsys, *argv)
     assert _run_json(capsys, *argv) == doc  # MBBR's samples and actions are seeded too
@@ -52,9 +53,8 @@ def test_mbbr_with_options(capsys) -> None:
     assert doc["ranking"][0]["name"] == "mbbr"
 
 
-def test_mbbr_with_the_dirichlet_posterior(capsys) -> None:
-    argv = ["--agents", "mbbr,maniac,n1", "--hands", "300", "--mbbr-posterior", "dirichlet"]
-    doc = _run_json(capsys, *argv)
+def test_mbbr_plays_the_dirichlet_posterior_by_default(capsys) -> None:
+    doc = _run_json(capsys, "--agents", "mbbr,maniac,n1", "--hands", "300")
     assert doc["mbbr"]["posterior"] == "dirichlet"
     assert doc["ranking"][0]["name"] == "mbbr"
 

@@ -102,7 +102,7 @@ def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
     """Every sample gives the observed bet probability zero: there is no weight left to
     normalise, so the hand must leave the posterior as it was (not fail, not NaN)."""
     game = kuhn_game(n)
-    model = MBBRModel(game, MBBRConfig(k=3, seed=1, hands_default=0))
+    model = MBBRModel(game, MBBRConfig(k=3, seed=1, hands_default=0, posterior="samples"))
     warm = random_observations(3 * n, seed=2, game=game, profile="uniform")
     for obs in warm:
         model.observe(obs)

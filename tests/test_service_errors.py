@@ -111,12 +111,13 @@ def test_bad_observation(server, observation, error, field) -> None:
     assert _state(client, sid) == before
 
 
+PAPER_TYPED = MBBRConfig(prior="typed", posterior="samples")  # typed has no sample form
 BAD_CONFIGS = [
     (dict(config=MBBRConfig(k=0)), InvalidArgumentError, "config.mbbr.k"),
     (dict(config=MBBRConfig(hands_default=-1)), InvalidArgumentError, "config.mbbr.hands_default"),
     (dict(config=MBBRConfig(epsilon=0.7)), InvalidArgumentError, "config.mbbr.epsilon"),
     (dict(config=MBBRConfig(eta=-1.0)), InvalidArgumentError, "config.mbbr.eta"),
-    (dict(config=MBBRConfig(prior="typed")), InvalidArgumentError, "config.mbbr.prior"),
+    (dict(config=PAPER_TYPED), InvalidArgumentError, "config.mbbr.prior"),
     (dict(config=MBBRConfig(seed=2**63)), InvalidArgumentError, "config.seed"),
     (dict(game="chess"), InvalidArgumentError, "config.game"),
     (dict(game="kuhn_poker(players=7)"), UnknownGameError, "config.game"),

@@ -185,8 +185,9 @@ def policy_names() -> list[str]:
 def make_policy(name: str, game: GameDef, seed: int) -> Policy:
     """The built-in policy ``name`` for ``game``; InvalidArgumentError listing the known names.
 
-    ``mbbr`` is the paper's MBBR agent with its default parameters, in-process, seeded with
-    ``seed`` (the same seed drives its samples and its action draws).
+    ``mbbr`` is MBBR with MBBRConfig's defaults (paper 003's parameters, the Dirichlet posterior),
+    in-process, seeded with ``seed`` (its action draws, and its samples under the paper's sample
+    posterior).
     """
     if name == "example":
         return example_policy(game, seed)

@@ -13,7 +13,8 @@ Before each hand is fed, every action an opponent takes in it is predicted by fo
 * ``naive-bayes``: the naive Bayes move model of :mod:`modeling.movepred_kuhn` (one per opponent,
   its position a feature), retrained after each hand on the same decisions;
 * ``mbbr``: the posterior-mean strategy of the opponent in that position (Alg 5 of paper 003),
-  i.e. its predictive probability for the next action, given every earlier hand.
+  i.e. its predictive probability for the next action, given every earlier hand, under the
+  configured posterior (the Dirichlet one by default, or the paper's k samples).
 
 An opponent's information state includes its card, which NAME sees only at a showdown and only if
 that opponent did not fold. So the counts and naive Bayes can only learn from those decisions, and
@@ -23,7 +24,8 @@ are ever scored); the report says how many decisions it left out. MBBR itself le
 hand (it sums over the hidden cards).
 
 Scores: mean log-loss, -ln P(action taken), in nats, and accuracy (the more probable action, ties
-counted as pass, equals the action taken), online: each prediction uses only earlier hands.
+counted as pass, equals the action taken), online: each prediction uses only earlier hands. The
+report names the posterior and explains each column (:func:`column_legend`, also in the JSON).
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ class ModelSource(Protocol):
 
     def model(self, offset: int, opponent_position: int) -> tuple[np.ndarray, float]:
         """(num_infosets, 2) strategy of the opponent ``offset`` seats after us when it sits at
-        ``opponent_position``, and its marginal effective sample size."""
+        ``opponent_position``, and its spread (ESS of the samples, or least concentration of
+        the Dirichlet posterior: :func:`column_legend`)."""
         ...
 
     def close(self) -> None:
@@ -143,7 +146,7 @@ class Score:
 
 @dataclass(frozen=True)
 class OpponentReport:
-    """One opponent in one position: scores per method, final MBBR model and its ESS."""
+    """One opponent in one position: scores per method, final MBBR model and its spread."""
 
     opponent: str
     position: int
@@ -151,7 +154,7 @@ class OpponentReport:
     scores: dict[str, Score]
     hidden_scores: dict[str, Score]  # decisions with the card never shown (marginal prediction)
     model: dict[str, tuple[float, float]]  # OpenSpiel infostate -> (P(pass), P(bet))
-    effective_sample_size: float
+    effective_sample_size: float  # the posterior's spread: ESS or least concentration
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,9 @@ class ReplayReport:
             "scored_decisions": self.scored_decisions,
             "unscored_decisions": self.unscored_decisions,
             "scored_on": "opponent decisions in showdown hands by opponents who did not fold",
+            "posterior": self.config.posterior,
             "mbbr": self.config.__dict__,
+            "columns": column_legend(self.config),
             "session_id": self.session_id,
             "overall": {m: s.__dict__ for m, s in self.overall.items()},
             "hidden_card_decisions": {m: s.__dict__ for m, s in self.hidden.items()},
@@ -470,14 +475,68 @@ def _curve(records: list, sample_hands: list[int]) -> Curve:
     return Curve(np.array(sample_hands), loss, acc)
 
 
+def posterior_description(config: MBBRConfig) -> str:
+    """One line naming MBBR's posterior and the parameters it uses."""
+    common = (
+        f"prior={config.prior} epsilon={config.epsilon} eta={config.eta} "
+        f"H={config.hands_default} seed={config.seed}"
+    )
+    if config.posterior == "samples":
+        return f"MBBR with the samples posterior (paper 003's k samples): k={config.k} {common}"
+    return f"MBBR with the dirichlet posterior (the default; variational Bayes): {common}"
+
+
+def spread_column(config: MBBRConfig) -> str:
+    """The header of the last column: what the posterior reports about its own certainty."""
+    return "ESS" if config.posterior == "samples" else "conc"
+
+
+def column_legend(config: MBBRConfig) -> dict[str, str]:
+    """What each column of the report means, by header, in the order of the table."""
+    predictors = {
+        "prior": "predictor: MBBR's prior mean alone, never updated (N3 clipped to "
+        "[epsilon, 1 - epsilon]; uniform with the uninformed prior)",
+        "counts": "predictor: Laplace-smoothed frequencies of the opponent's actions per "
+        "position and information state, (n_a + 1) / (n + 2), from the decisions seen so far",
+        "naive-bayes": "predictor: the naive Bayes move model (modeling.movepred_kuhn), "
+        "retrained after each hand on the same decisions",
+        "mbbr": f"predictor: MBBR's model of the opponent in that position ({config.posterior} "
+        "posterior, its posterior mean given every earlier hand, folds included)",
+    }
+    if config.posterior == "samples":
+        spread = (
+            "effective sample size of MBBR's posterior over this opponent's k samples, "
+            f"1 / sum w^2: 1 = collapsed onto one sample (learning has stopped), k = {config.k} "
+            "= as spread as the prior"
+        )
+    else:
+        spread = (
+            "smallest Dirichlet concentration alpha_0 + alpha_1 over this opponent's information "
+            "sets in that position: the prior's weight plus the expected visits of the least-seen "
+            "one, the hands MBBR's model rests on there"
+        )
+    return {
+        "opponent": "the opponent modelled (its name in the log); 'all' = every row together",
+        "pos": "the position the opponent sat in (0 acts first)",
+        "n": "opponent decisions scored: in showdown hands, by opponents who did not fold",
+        **predictors,
+        "mean log-loss (nats)": "-ln P(action taken) under each predictor, averaged; lower is "
+        "better, ln 2 = 0.693 is a coin flip",
+        "accuracy": "share of decisions where each predictor's more probable action (ties: pass) "
+        "was the action taken; higher is better",
+        spread_column(config): spread,
+    }
+
+
 def format_report(report: ReplayReport) -> str:
-    """The text table: per opponent and position, log-loss and accuracy per method, ESS."""
+    """The text table: per opponent and position, log-loss and accuracy per method, the
+    posterior's spread, and a legend line per column."""
+    spread = spread_column(report.config)
     lines = [
         f"replay as {report.name}: {report.hands} hands, {report.showdown_hands} with an "
         f"opponent card shown; {report.scored_decisions} opponent decisions scored "
         f"(showdown, card known), {report.unscored_decisions} not scored (card never shown)",
-        f"MBBR k={report.config.k} epsilon={report.config.epsilon} eta={report.config.eta} "
-        f"prior={report.config.prior} seed={report.config.seed}"
+        posterior_description(report.config)
         + (f"; session {report.session_id}" if report.session_id else ""),
         "",
         "online prediction of each next opponent action (before updating on its hand)",
@@ -485,12 +544,17 @@ def format_report(report: ReplayReport) -> str:
         + "".join(f"{m:>12}" for m in METHODS)
         + " | "
         + "".join(f"{m:>12}" for m in METHODS)
-        + f" | {'ESS':>6}",
+        + f" | {spread:>6}",
         f"{'':<22} | {'mean log-loss (nats)':^48} | {'accuracy':^48} |",
     ]
     for r in report.opponents:
         lines.append(_row(r.opponent, str(r.position), r.scores, f"{r.effective_sample_size:6.2f}"))
     lines.append(_row("all", "", report.overall, ""))
+    lines.append("")
+    lines.append("columns:")
+    legend = column_legend(report.config)
+    width = max(len(name) for name in legend)
+    lines.extend(f"  {name:<{width}}  {text}" for name, text in legend.items())
     hidden = report.hidden
     lines.append(
         f"\n{hidden['mbbr'].decisions} decisions with the card never shown, predicted by the "

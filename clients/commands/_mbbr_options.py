@@ -1,8 +1,9 @@
 """The ``--mbbr-*`` command-line options, shared by every subcommand that plays MBBR.
 
-One definition of the flags (paper 003's defaults, from ``MBBRConfig``) and of the
-``MBBRConfig`` they build, so ``match``, ``acpc-agent`` and ``replay`` accept the same options
-with the same meaning. ``--mbbr-h`` is kept as a short alias of ``--mbbr-hands-default``.
+One definition of the flags (``MBBRConfig``'s defaults: paper 003's parameters with the Dirichlet
+posterior; ``--mbbr-posterior samples`` is the paper's k samples) and of the ``MBBRConfig`` they
+build, so ``match``, ``acpc-agent`` and ``replay`` accept the same options with the same meaning.
+``--mbbr-h`` is kept as a short alias of ``--mbbr-hands-default``.
 """
 
 from __future__ import annotations
@@ -36,22 +37,25 @@ def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[
 
 
 def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add MBBR's parameters as ``--mbbr-*`` flags (defaults: paper 003's, as in MBBRConfig)."""
+    """Add MBBR's parameters as ``--mbbr-*`` flags (defaults as in MBBRConfig)."""
     defaults = MBBRConfig()
-    group = parser.add_argument_group("MBBR parameters (paper 003's defaults)")
+    group = parser.add_argument_group(
+        "MBBR parameters (paper 003's, except the posterior: Dirichlet by default)"
+    )
     group.add_argument(
         "--mbbr-posterior",
         choices=POSTERIORS,
         default=defaults.posterior,
-        help="samples: k importance-weighted Dirichlet samples per opponent (paper); dirichlet: "
-        "one Dirichlet per information set fitted by variational Bayes, which keeps learning "
-        "where the samples collapse (%(default)s)",
+        help="dirichlet: one Dirichlet per opponent information set, fitted by variational "
+        "Bayes; it keeps learning where the samples collapse onto one. samples: the paper's k "
+        "importance-weighted Dirichlet samples per opponent (paper 003 as published) "
+        "(%(default)s)",
     )
     group.add_argument(
         "--mbbr-k",
         type=config_field("k", int),
-        default=defaults.k,
-        help="samples per opponent model, samples posterior only (%(default)s)",
+        metavar="K",
+        help=f"samples per opponent model; only with --mbbr-posterior samples ({defaults.k})",
     )
     group.add_argument(
         "--mbbr-response",
@@ -79,7 +83,7 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
         "--mbbr-eta",
         type=config_field("eta", float),
         default=defaults.eta,
-        help="Dirichlet concentration of the samples (%(default)s)",
+        help="concentration eta of the Dirichlet prior around the prior mean (%(default)s)",
     )
     group.add_argument(
         "--mbbr-hands-default",
@@ -92,10 +96,17 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
 
 def mbbr_config(args: argparse.Namespace, *, seed: int = 0) -> MBBRConfig:
     """The validated MBBRConfig of the ``--mbbr-*`` flags with ``seed``; InvalidArgumentError if
-    a value is out of range."""
+    a value is out of range, or if ``--mbbr-k`` is given to a posterior that has no samples (it
+    would be silently ignored)."""
+    if args.mbbr_k is not None and args.mbbr_posterior != "samples":
+        raise InvalidArgumentError(
+            "--mbbr-k",
+            f"the {args.mbbr_posterior} posterior has no samples; add --mbbr-posterior samples "
+            "for the paper's k samples",
+        )
     config = MBBRConfig(
         epsilon=args.mbbr_epsilon,
-        k=args.mbbr_k,
+        k=MBBRConfig.k if args.mbbr_k is None else args.mbbr_k,
         hands_default=args.mbbr_hands_default,
         eta=args.mbbr_eta,
         prior=args.mbbr_prior,

@@ -33,7 +33,7 @@ examples:
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --agent n1 --seed 7
   oppmodel serve --db oppmodel.sqlite --port 50051 &
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --service 127.0.0.1:50051 --seed 7
-  oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --in-process --mbbr-k 20
+  oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --in-process --mbbr-posterior samples
   oppmodel acpc-agent-script n1.sh kuhn3p --agent n1   # an `exe HOST PORT` wrapper
 """
 

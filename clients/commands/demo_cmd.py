@@ -27,7 +27,7 @@ from clients.service_agent import service_mbbr_factory
 from modeling.errors import InvalidArgumentError
 from modeling.kuhn import KuhnGame, kuhn_game
 from modeling.match import fixed_strategy_factory, run_duplicate, seatings
-from modeling.mbbr import MBBRConfig
+from modeling.mbbr import POSTERIORS, MBBRConfig
 from modeling.panel import named_profile, panel_names
 from server.app import BackgroundServer, ServerConfig
 
@@ -69,7 +69,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=3,
         help="independent duplicates, each playing all 6 seatings (default 3)",
     )
-    parser.add_argument("--k", type=positive_int, default=10, help="MBBR samples per model")
+    parser.add_argument(
+        "--posterior",
+        choices=POSTERIORS,
+        default=MBBRConfig().posterior,
+        help="MBBR's posterior: dirichlet (one Dirichlet per information set, variational Bayes) "
+        "or samples (paper 003's k importance-weighted samples) (default %(default)s)",
+    )
+    parser.add_argument(
+        "--k", type=positive_int, default=10, help="MBBR samples per model, samples posterior only"
+    )
     parser.add_argument(
         "--H",
         type=non_negative_int,
@@ -102,7 +111,11 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("opponents", f"needs exactly two names, got {args.opponents!r}")
     profiles = [named_profile(game, name) for name in opponents]
     config = MBBRConfig(
-        k=args.k, hands_default=args.hands_default, response=args.response, seed=args.seed
+        k=args.k,
+        hands_default=args.hands_default,
+        response=args.response,
+        posterior=args.posterior,
+        seed=args.seed,
     )
     config.validate()
     data_dir = Path(args.data_dir).expanduser() if args.data_dir else None
@@ -165,6 +178,7 @@ def _play(
                 "seconds": seconds,
                 "db": str(db_path),
                 "sessions": sessions,
+                "posterior": config.posterior,
             }
         )
     lines = [
@@ -178,7 +192,8 @@ def _play(
     lines += [
         "",
         MBB_PER_HAND,
-        f"{seconds:.1f} s; every MBBR decision was a GetAction call to the service.",
+        f"{seconds:.1f} s; every MBBR decision was a GetAction call to the service "
+        f"({config.posterior} posterior).",
         f"data: {db_path} ({len(sessions)} sessions, {os.path.getsize(db_path)} bytes)",
     ]
     return "\n".join(lines)

@@ -32,7 +32,8 @@ command prints the same table.
 Agents: "mbbr" (multiplayer Bayesian best response, paper 003; configured by the --mbbr-*
 options; it plays N1 for the first --mbbr-hands-default hands, then best-responds to its
 posterior over the opponents, who are modelled per position around the prior mean N3; with 2 or 4
-players both are uniform play), or a fixed strategy from the panel:
+players both are uniform play; the posterior is a Dirichlet per information set unless
+--mbbr-posterior samples asks for the paper's k samples), or a fixed strategy from the panel:
 %s
 or an adaptive agent that changes its play during the match (see modeling/adaptive.py):
 %s
@@ -44,9 +45,9 @@ _EXAMPLES = """\
 examples:
   oppmodel match --agents mbbr,n1,n3 --hands 3000 --duplicates 10 --seed 7
   oppmodel match --agents mbbr,maniac,calling-station --hands 1000 --duplicates 5
-  oppmodel match --agents mbbr,n1,n3 --mbbr-prior uninformed       # paper's Table 6
-  oppmodel match --agents mbbr,n1,n3 --mbbr-k 100 --mbbr-response bayes --json
-  oppmodel match --agents mbbr,n2,maniac@0.3 --mbbr-posterior dirichlet
+  oppmodel match --agents mbbr,n1,n3 --mbbr-posterior samples --mbbr-prior uninformed  # Table 6
+  oppmodel match --agents mbbr,n2,maniac@0.3 --mbbr-prior typed
+  oppmodel match --agents mbbr,n1,n3 --mbbr-posterior samples --mbbr-k 100 --mbbr-response bayes
 """
 
 

@@ -28,14 +28,17 @@ in log order to an MBBR session. Before each hand, every opponent action in it i
 the prior alone, Laplace-smoothed counts per information state, the naive Bayes move model and
 MBBR's current model; mean log-loss (nats) and accuracy are reported per opponent and position.
 An opponent's card is known only at a showdown it reached, so only those actions can be scored
-(counts and naive Bayes learn only from them; MBBR learns from every hand).
+(counts and naive Bayes learn only from them; MBBR learns from every hand). MBBR uses the
+Dirichlet posterior unless --mbbr-posterior samples asks for the paper's k samples; the report
+names the posterior and explains every column (a legend in the text, "columns" in the JSON).
 
 By default the service runs in this process (a free loopback port, a temporary SQLite file);
 --service uses a running one; --local skips gRPC and uses the modeling library directly.
 
 examples:
   oppmodel replay kuhn3p-seed42-example-players.log --as Alice
-  oppmodel replay match.log --as Bob --json --plot bob.png --mbbr-k 20
+  oppmodel replay match.log --as Bob --json --plot bob.png
+  oppmodel replay match.log --as Bob --mbbr-posterior samples --mbbr-k 20   # paper 003's MBBR
   oppmodel replay a.log b.log --as Carol --service 127.0.0.1:50051
 """
 
@@ -66,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"game definition file or a bundled game ({', '.join(BUNDLED_GAMES)}; "
         "default: n-player Kuhn from the log)",
     )
-    parser.add_argument("--seed", type=seed, default=0, help="seed of MBBR's samples (default 0)")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="MBBR's seed: its samples' draws (default 0)"
+    )
     add_mbbr_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the curves (needs matplotlib)")

@@ -1,6 +1,7 @@
 """Service throughput and latency, against the in-process library and a bare gRPC echo ceiling.
 
-Usage: ``python benchmarks/service.py [--quick] [--json] [--k 10] [--synchronous FULL]``
+Usage: ``python benchmarks/service.py [--quick] [--json] [--posterior samples --k 10]
+[--synchronous FULL]``
 
 What is measured (the server always runs in its own process; the load runs here on grpc.aio):
 
@@ -16,10 +17,11 @@ What is measured (the server always runs in its own process; the load runs here 
    own process with the same message pattern (a bidirectional stream per session with messages of
    the same size, and unary calls): the ceiling for Python gRPC on this machine.
 
-Goals at k = 10: >= 1,000 hands/s with 64 sessions; at 500 hands/s offered over 64 sessions, p99
-action latency < 10 ms. Every figure is the median over ``--repeats`` runs (latency runs of the
-service and the echo alternate). The machine is shared: read the service figures against the echo
-figures of the same run.
+Sessions use the default MBBR settings (the Dirichlet posterior); ``--posterior samples --k K``
+measures the paper's k samples instead. Goals on the defaults: >= 1,000 hands/s with 64 sessions;
+at 500 hands/s offered over 64 sessions, p99 action latency < 10 ms. Every figure is the median
+over ``--repeats`` runs (latency runs of the service and the echo alternate). The machine is
+shared: read the service figures against the echo figures of the same run.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "proto")]
 from clients.client import OpponentModelClient, observation_message  # noqa: E402
 from clients.commands import serve_cmd  # noqa: E402
 from modeling.kuhn import kuhn_game  # noqa: E402
-from modeling.mbbr import MBBRConfig, MBBRModel  # noqa: E402
+from modeling.mbbr import POSTERIORS, MBBRConfig, MBBRModel  # noqa: E402
 from modeling.observation import HandObservation, observe_hand  # noqa: E402
 from modeling.panel import named_profile  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
@@ -72,10 +74,10 @@ def hands_of(count: int, seed: int) -> list[HandObservation]:
     return out
 
 
-def library_hands_per_second(hands: list[HandObservation], k: int) -> float:
+def library_hands_per_second(hands: list[HandObservation], config: MBBRConfig) -> float:
     """In-process MBBRModel.observe throughput (JIT warmed first)."""
-    MBBRModel(GAME, MBBRConfig(k=k)).observe(hands[0])
-    model = MBBRModel(GAME, MBBRConfig(k=k))
+    MBBRModel(GAME, config).observe(hands[0])
+    model = MBBRModel(GAME, config)
     start = time.perf_counter()
     for obs in hands:
         model.observe(obs)
@@ -304,7 +306,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer hands (a smoke run)")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument(
+        "--posterior",
+        choices=POSTERIORS,
+        default=MBBRConfig().posterior,
+        help="MBBR's posterior (default: the library's, %(default)s)",
+    )
+    parser.add_argument("--k", type=int, default=10, help="samples per model (samples only)")
     parser.add_argument("--rate", type=float, default=500.0, help="open-loop hands/s")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL")
@@ -317,10 +325,11 @@ def main() -> None:
     per_session = {1: 300, 8: 150, 64: 30} if args.quick else {1: 1500, 8: 600, 64: 120}
     seconds = 2.0 if args.quick else 4.0
     hands = hands_of(max(per_session.values()), seed=1)
-    library = statistics.median(library_hands_per_second(hands, args.k) for _ in range(3))
-    config = MBBRConfig(k=args.k, hands_default=100, seed=1)
+    config = MBBRConfig(k=args.k, hands_default=100, seed=1, posterior=args.posterior)
+    library = statistics.median(library_hands_per_second(hands, config) for _ in range(3))
     results: dict[str, object] = {
-        "k": args.k,
+        "posterior": args.posterior,
+        "k": args.k if args.posterior == "samples" else None,
         "synchronous": args.synchronous,
         "library_hands_per_s": library,
     }
@@ -395,7 +404,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"k = {args.k}, SQLite synchronous = {args.synchronous}")
+    k = f", k = {args.k}" if args.posterior == "samples" else ""
+    print(f"{args.posterior} posterior{k}, SQLite synchronous = {args.synchronous}")
     print(f"in-process library:              {library:10.0f} hands/s")
     for name, rate in saturated_rates.items():
         print(f"service, {name:<22} {rate:10.0f} hands/s")

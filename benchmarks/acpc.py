@@ -40,8 +40,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import grpc
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -51,6 +49,7 @@ from clients.acpc.gamedef import read_game_def  # noqa: E402
 from clients.acpc.log import LoggedHand  # noqa: E402
 from clients.acpc.protocol import HandState  # noqa: E402
 from clients.client import OpponentModelClient  # noqa: E402
+from modeling.errors import OppModelError  # noqa: E402
 from server.app import free_ports  # noqa: E402
 
 GAME_FILE = ROOT / "clients" / "acpc" / "games" / "kuhn.limit.3p.game"
@@ -71,7 +70,7 @@ def start_service(workdir: Path) -> tuple[subprocess.Popen, str]:
             try:
                 client.list_sessions()
                 return process, target
-            except grpc.RpcError:
+            except OppModelError:  # not serving yet
                 if time.monotonic() > deadline or process.poll() is not None:
                     process.kill()
                     raise RuntimeError("the benchmark's service did not start") from None
@@ -134,7 +133,7 @@ def run_match(
             elif agents == "mbbr":
                 command += ["--in-process"]
             else:
-                command += ["--service", str(service), "--rpc-deadline-ms", "1000"]
+                command += ["--service", str(service)]  # the default decision budget
             workers.append(
                 subprocess.Popen(
                     command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True

@@ -31,6 +31,7 @@ from typing import Any, Self
 
 import grpc
 import numpy as np
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from modeling import errors
 from modeling.mbbr import MBBRConfig
@@ -210,8 +211,10 @@ def observation_message(sequence: int, obs: HandObservation) -> pb.Observation:
 
 class GrpcClient:
     """What both service clients share: the channel (TLS when ``root_certificates`` are given),
-    the bearer-token metadata, closing as a context manager, and ``_call`` and ``_stream``, which
-    raise a failed call as its domain exception. A subclass names its generated stub class."""
+    the bearer-token metadata, closing as a context manager, the server's health check, and
+    ``_call`` and ``_stream``, which raise a failed call as its domain exception. A subclass names
+    its generated stub class. ``channel_options`` are gRPC channel arguments (the reconnection
+    backoff, say)."""
 
     stub_class: Callable[[grpc.Channel], Any]
 
@@ -222,14 +225,15 @@ class GrpcClient:
         token: str | None = None,
         root_certificates: bytes | None = None,
         timeout: float = 30.0,
+        channel_options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         self.target = target
         self.tls = root_certificates is not None
         if root_certificates is None:
-            self._channel = grpc.insecure_channel(target)
+            self._channel = grpc.insecure_channel(target, options=list(channel_options))
         else:
             credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-            self._channel = grpc.secure_channel(target, credentials)
+            self._channel = grpc.secure_channel(target, credentials, options=list(channel_options))
         self._stub = self.stub_class(self._channel)
         self._metadata = () if token is None else (("authorization", f"Bearer {token}"),)
         self.timeout = timeout
@@ -249,15 +253,30 @@ class GrpcClient:
         """Close the channel."""
         self._channel.close()
 
+    def check_health(self, *, wait_for_ready: bool = False) -> None:
+        """Return once the server answers its health check with SERVING (within the client's
+        timeout); raise its failure otherwise. ``wait_for_ready``: wait for the connection
+        instead of failing at once while the server is unreachable, so the call returns as soon
+        as the server answers again."""
+        reply = self._call_stub(
+            health_pb2_grpc.HealthStub(self._channel).Check,
+            health_pb2.HealthCheckRequest(),
+            wait_for_ready=wait_for_ready,
+        )
+        if reply.status != health_pb2.HealthCheckResponse.SERVING:
+            status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+            raise errors.FailedPreconditionError(f"health: the server is {status}")
+
     def _error(self, error: grpc.RpcError) -> errors.OppModelError:
         """The domain exception for a failed call on this client's channel."""
         return domain_error(error, target=self.target, tls=self.tls)
 
     def _call(self, method: str, request: object) -> Any:
+        return self._call_stub(getattr(self._stub, method), request)
+
+    def _call_stub(self, method: Callable[..., Any], request: object, **options: Any) -> Any:
         try:
-            return getattr(self._stub, method)(
-                request, timeout=self.timeout, metadata=self._metadata
-            )
+            return method(request, timeout=self.timeout, metadata=self._metadata, **options)
         except grpc.RpcError as exc:
             raise self._error(exc) from None
 
@@ -282,8 +301,15 @@ class OpponentModelClient(GrpcClient):
         root_certificates: bytes | None = None,
         timeout: float = 30.0,
         reconnect_seconds: float = 30.0,
+        channel_options: Sequence[tuple[str, Any]] = (),
     ) -> None:
-        super().__init__(target, token=token, root_certificates=root_certificates, timeout=timeout)
+        super().__init__(
+            target,
+            token=token,
+            root_certificates=root_certificates,
+            timeout=timeout,
+            channel_options=channel_options,
+        )
         self.reconnect_seconds = reconnect_seconds
 
     # -- sessions --------------------------------------------------------------------------------
@@ -443,12 +469,15 @@ class OpponentModelClient(GrpcClient):
         history: str = "",
         matchstate: str | None = None,
         draw: int = 0,
+        wait_for_ready: bool = False,
     ) -> ActionDecision:
         """The action to take at (position, card, history) or at an ACPC MATCHSTATE line.
 
         The action is drawn from the policy by a generator seeded with the session's seed, the
         hands observed, the information state and ``draw``: the same call gives the same action,
-        so pass a different ``draw`` (the hand number, say) to vary it.
+        so pass a different ``draw`` (the hand number, say) to vary it. ``wait_for_ready``: while
+        the server is unreachable, wait for it (within the client's timeout) instead of failing at
+        once.
         """
         request = pb.GetActionRequest(session_id=session_id, draw=draw)
         if matchstate is not None:
@@ -457,7 +486,7 @@ class OpponentModelClient(GrpcClient):
             if position is None or card is None:
                 raise errors.InvalidArgumentError("info_state", "give position and card")
             request.info_state.CopyFrom(pb.InfoState(position=position, card=card, history=history))
-        reply = self._call("GetAction", request)
+        reply = self._call_stub(self._stub.GetAction, request, wait_for_ready=wait_for_ready)
         return ActionDecision(
             action=reply.action,
             acpc_action=reply.acpc_action,

@@ -120,8 +120,10 @@ def test_killing_the_service_mid_match_falls_back_to_n1_once_and_the_match_compl
     assert len(parse_log(captured.log).hands) == 70
     assert agents[0].result.hands == 70
     assert policy.service_decisions > 0 and policy.fallback_decisions > 0
-    assert err.getvalue().count("the service is unavailable") == 1
+    assert err.getvalue().count("the service failed (UNAVAILABLE: ") == 1
     assert not policy.healthy
+    (outage,) = policy.outages  # from the first decision after the kill; never back
+    assert outage.first_hand in (26, 27) and outage.back_at_hand is None
 
 
 def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Path) -> None:
@@ -152,7 +154,9 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
         captured, agents = play(tmp_path, policy, 120)
         policy.close()
         assert captured.result.status == 0, captured.stderr
-        assert "the service is back" in err.getvalue()
+        (outage,) = policy.outages
+        assert 20 < outage.first_hand <= 21 < 40 < outage.back_at_hand <= 42
+        assert f"hand {outage.back_at_hand}: back on the service" in err.getvalue()
         assert policy.healthy
         # back on the service after the restart, and the session holds every hand
         assert policy.service_decisions + policy.fallback_decisions == agents[0].result.actions
@@ -228,9 +232,12 @@ def test_the_wrapper_script_with_an_unreachable_service_plays_n1_and_says_so_onc
     _, err = processes[0].communicate(timeout=30)
     assert captured.result.status == 0, captured.stderr
     assert processes[0].returncode == 0
-    assert err.count("the service is unavailable (") == 1
+    assert err.count("the service failed (UNAVAILABLE: ") == 1
     assert "nothing listens there" in err  # the client's UnavailableError says why
     assert "acpc-agent mbbr (service): 40 hands" in err
+    tally = err[err.index("acpc-agent mbbr (service)") :]
+    assert "decisions: 0 by the service (0.0%)" in tally
+    assert "by the fallback n1 (100.0%); 1 outage(s), hands on the fallback: never back" in tally
     # N1 at position 0 never opens with a bet
     hands = parse_log(captured.log).hands
     assert not any(h.betting.startswith("r") for h in hands if h.names[0] == "Alice")

@@ -1,25 +1,47 @@
 """An ACPC agent policy that plays through the oppmodel service, falling back to N1 without it.
 
-``ServicePolicy`` creates one seeded MBBR session on the service, turns every finished hand into
-an observation holding only what this seat saw (:func:`clients.acpc.convert.seat_observation`),
-streams it to the service with sequence numbers 1, 2, ... and asks GetAction (with the MATCHSTATE
-line itself) for every decision; the service answers from the agent's policy (the default
-strategy for the first H hands, then the best response to its models).
+``ServicePolicy`` creates one seeded MBBR session on the service and asks GetAction (with the
+MATCHSTATE line itself) for every decision; the service answers from the agent's policy (the
+default strategy for the first H hands, then the best response to its models). Every finished
+hand becomes an observation holding only what this seat saw
+(:func:`clients.acpc.convert.seat_observation`).
 
-The match must never stall on the service. Every RPC made while the dealer waits has a short
-deadline (``deadline`` seconds, 200 ms by default). The first failure (unreachable, a deadline
-missed, any error) switches the policy to its default strategy (N1, the same one MBBR opens with)
-and prints one line on stderr; from then on decisions are local and instant, while a background
-thread keeps trying to reach the service: it re-creates the session if the server lost it, resends
-every hand the service has not acknowledged (the server's sequence numbers make a resend safe) and
-only then hands play back to the service, so the service's model always holds every hand.
+Each decision comes from one of two sources:
+
+* the **service**: one GetAction call whose deadline is the per-decision budget (``deadline``);
+* the **fallback**: the default strategy (N1 in 3-player Kuhn, MBBR's own opening), local and
+  instant.
+
+A decision call that fails (unreachable, deadline missed, any error) switches to the fallback at
+once, for that decision too; the match never waits for the service longer than one budget.
+
+Everything else runs on one background thread, so that no decision ever waits for it:
+
+* it sends every finished hand (Observe, sequence numbers 1, 2, ...), resending whatever the
+  service has not acknowledged; if the server lost the session (a fresh database, a deletion) it
+  creates it again and resends every hand. The server's sequence numbers make a resend safe.
+* on the fallback, it probes the service every ``retry_interval`` and hands the decisions back
+  as soon as the service's port accepts a connection again (a HOST:PORT target; other targets
+  are probed with the gRPC health check). gRPC's own reconnection takes tens of milliseconds
+  more, in which a fast match plays dozens of hands, so the first decision after the return
+  waits for the connection (and for the server to load the session) within its budget instead:
+  the dealer waits for that decision, not for hands played on the fallback. The hands the
+  service missed are resent behind it; GetAction answers from those that have arrived.
+* a service that fails a decision again before answering one since it was handed back (it answers
+  health checks, not GetAction) is left alone for a quarantine that doubles each time (up to
+  ``MAX_QUARANTINE``), so it costs at most one budget per quarantine.
+
+``decisions()`` and ``outages`` are the tally: decisions per source, and every stretch on the
+fallback (from its first hand to the hand of the first service decision after it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
 import sys
 import threading
+from dataclasses import dataclass
 from typing import TextIO
 
 import grpc
@@ -27,8 +49,8 @@ import grpc
 from clients.acpc.agent import Decision, ProfilePolicy, SeatHand
 from clients.acpc.convert import kuhn_for, seat_observation
 from clients.acpc.gamedef import GameDef
-from clients.client import OpponentModelClient
-from modeling.errors import NotFoundError, OppModelError
+from clients.client import ERROR_BY_CODE, OpponentModelClient
+from modeling.errors import NotFoundError, OppModelError, ServiceError
 from modeling.kuhn import KuhnGame
 from modeling.kuhn3p import robust_profile
 from modeling.mbbr import MBBRConfig
@@ -36,6 +58,9 @@ from modeling.observation import HandObservation
 from modeling.strategy import uniform_profile
 
 ServiceFailure = (grpc.RpcError, OppModelError)
+_STATUS_OF = {error: code.name for code, error in ERROR_BY_CODE.items()}
+MAX_QUARANTINE = 5.0  # seconds; see the module docstring
+MAX_REPORTED_OUTAGES = 10  # outages said on stderr; later ones are in the tally only
 
 
 def default_profile(kuhn: KuhnGame):
@@ -43,8 +68,44 @@ def default_profile(kuhn: KuhnGame):
     return robust_profile("N1") if kuhn.num_players == 3 else uniform_profile(kuhn)
 
 
+def fallback_name(kuhn: KuhnGame) -> str:
+    """The fallback's name in messages and tallies."""
+    return "n1" if kuhn.num_players == 3 else "uniform"
+
+
+def tcp_address(target: str) -> tuple[str, int] | None:
+    """(host, port) of a plain ``HOST:PORT`` or ``[IPV6]:PORT`` target, None for other gRPC
+    target forms (``dns:///...``, ``unix:...``), which are not probed over TCP."""
+    host, _, port = target.rpartition(":")
+    if not (port.isascii() and port.isdigit()) or not host or "/" in host:
+        return None
+    if host.startswith("[") and host.endswith("]"):
+        return host[1:-1], int(port)
+    return None if ":" in host else (host, int(port))
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A short name of what went wrong: its gRPC status, or the error's class and message."""
+    if isinstance(exc, grpc.RpcError):
+        return exc.code().name
+    if isinstance(exc, ServiceError):
+        return exc.code
+    status = _STATUS_OF.get(type(exc))
+    return status or f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A stretch on the fallback: from ``first_hand`` to ``back_at_hand`` (the hand of the first
+    service decision after it; None if the service never came back), and why it began."""
+
+    first_hand: int
+    back_at_hand: int | None
+    reason: str
+
+
 class ServicePolicy:
-    """MBBR through the service (one session per match), N1 whenever the service cannot answer."""
+    """MBBR through the service (one session per match), the fallback whenever it cannot answer."""
 
     def __init__(
         self,
@@ -54,11 +115,15 @@ class ServicePolicy:
         config: MBBRConfig,
         our_label: str = "acpc-agent",
         opponent_labels: tuple[str, ...] | None = None,
-        deadline: float = 0.2,
+        deadline: float = 1.75,
         connect_timeout: float = 2.0,
-        retry_interval: float = 0.5,
+        retry_interval: float = 0.005,
         stderr: TextIO | None = None,
     ) -> None:
+        """``deadline``: the per-decision budget (s); ``connect_timeout``: the deadline of the
+        background calls (session creation, Observe); ``retry_interval``: how often the channels
+        try to reconnect to an unreachable service (and the pause after a failed background
+        call)."""
         self.game = game
         self.kuhn = kuhn_for(game)
         n = self.kuhn.num_players
@@ -66,139 +131,234 @@ class ServicePolicy:
         self.our_label = our_label
         self.opponent_labels = opponent_labels or tuple(f"seat+{d}" for d in range(1, n))
         self.fallback = ProfilePolicy(game, default_profile(self.kuhn), config.seed)
+        self.fallback_name = fallback_name(self.kuhn)
         self.retry_interval = retry_interval
+        self.deadline = deadline
+        self._address = tcp_address(target)
         self.err = stderr or sys.stderr
-        self.session_id: str | None = None
         self.service_decisions = 0
         self.fallback_decisions = 0
-        self._client = OpponentModelClient(target, timeout=deadline, reconnect_seconds=0.0)
-        self._recovery_client = OpponentModelClient(
-            target, timeout=connect_timeout, reconnect_seconds=0.0
+        self.outages: list[Outage] = []
+        backoff = max(1, round(retry_interval * 1000))
+        options = (
+            ("grpc.initial_reconnect_backoff_ms", backoff),
+            ("grpc.max_reconnect_backoff_ms", backoff),
         )
-        self._lock = threading.Lock()
+        self._decisions = OpponentModelClient(
+            target, timeout=deadline, reconnect_seconds=0.0, channel_options=options
+        )
+        self._background = OpponentModelClient(
+            target, timeout=connect_timeout, reconnect_seconds=0.0, channel_options=options
+        )
+        self._wake = threading.Condition()
         self._observations: list[HandObservation] = []
         self._acked = 0  # observations the current session has acknowledged
-        self._healthy = False
-        self._warned = False
-        self._stop = threading.Event()
-        self._recovery: threading.Thread | None = None
+        self._session_id: str | None = None
+        self._on_service = False
+        self._untested_return = False  # handed back to the service, no decision answered since
+        self._quarantine = 0.0
+        self._hand = 0  # the hand being played
+        self._stop = False
         try:
-            self._catch_up(self._recovery_client)
+            self._create_session()
         except ServiceFailure as exc:
-            self._fail(exc)
+            self._fall_back(exc)
+        else:
+            self._on_service = True
+        self._worker = threading.Thread(target=self._run, name="service-policy", daemon=True)
+        self._worker.start()
+
+    @property
+    def session_id(self) -> str | None:
+        """The session on the service (None if it was never reached)."""
+        return self._session_id
 
     @property
     def healthy(self) -> bool:
-        """Whether decisions currently come from the service."""
-        return self._healthy
+        """Whether decisions currently go to the service."""
+        return self._on_service
+
+    def decisions(self) -> dict[str, int]:
+        """Decisions made by each source: ``service`` and ``fallback:<name>``."""
+        return {
+            "service": self.service_decisions,
+            f"fallback:{self.fallback_name}": self.fallback_decisions,
+        }
 
     # -- the Policy protocol ---------------------------------------------------------------
     def act(self, decision: Decision) -> str:
-        """The service's action for this MATCHSTATE, or N1's if the service cannot answer."""
-        if self._healthy:
+        """The service's action for this MATCHSTATE, or the fallback's if the service cannot
+        answer within the budget."""
+        hand = decision.state.hand
+        with self._wake:
+            self._hand = hand
+            session_id = self._session_id if self._on_service else None
+            returning = self._untested_return
+        if session_id is not None:
             try:
-                self._flush(self._client)
-                choice = self._client.action(
-                    self.session_id, matchstate=str(decision.state), draw=decision.state.hand
+                choice = self._decisions.action(
+                    session_id,
+                    matchstate=str(decision.state),
+                    draw=hand,
+                    wait_for_ready=returning,
                 )
             except ServiceFailure as exc:
-                self._fail(exc)
+                self._fall_back(exc)
             else:
-                self.service_decisions += 1
+                self._answered(hand)
                 return choice.acpc_action
         self.fallback_decisions += 1
         return self.fallback.act(decision)
 
     def observe(self, hand: SeatHand) -> None:
-        """Queue what this seat saw of the hand; send it now if the service is up."""
+        """Queue what this seat saw of the hand for the background sender (never waits)."""
         obs = seat_observation(
             self.game, position=hand.position, betting=hand.betting, hole=hand.hole
         )
-        with self._lock:
+        with self._wake:
             self._observations.append(obs)
-        if self._healthy:
-            try:
-                self._flush(self._client)
-            except ServiceFailure as exc:
-                self._fail(exc)
+            self._hand = hand.hand + 1
+            self._wake.notify()
 
     def close(self) -> None:
-        """Stop reconnecting, make one last bounded attempt to hand the service every hand (the
-        match is over, nobody waits), and close the channels."""
-        self._stop.set()
-        with self._lock:
-            recovery = self._recovery
-        if recovery is not None:
-            recovery.join()
+        """Stop the background thread, make one last bounded attempt to hand the service every
+        hand (the match is over, nobody waits), and close the channels."""
+        with self._wake:
+            self._stop = True
+            self._wake.notify()
+        self._worker.join()
         with contextlib.suppress(*ServiceFailure):
-            self._catch_up(self._recovery_client)
-        self._client.close()
-        self._recovery_client.close()
+            self._send_pending()
+        self._decisions.close()
+        self._background.close()
 
-    # -- internals -------------------------------------------------------------------------
-    def _flush(self, client: OpponentModelClient) -> None:
-        """Send every hand not yet acknowledged (one stream, the client's deadline)."""
-        with self._lock:
-            pending = self._observations[self._acked :]
-            first = self._acked + 1
-        if pending:
-            client.observe(self.session_id, pending, first_sequence=first)
-            with self._lock:
-                self._acked = max(self._acked, first - 1 + len(pending))
+    # -- decisions' side -------------------------------------------------------------------
+    def _answered(self, hand: int) -> None:
+        with self._wake:
+            self.service_decisions += 1
+            self._untested_return = False
+            self._quarantine = 0.0
+            if self.outages and self.outages[-1].back_at_hand is None:
+                outage = self.outages[-1]
+                self.outages[-1] = Outage(outage.first_hand, hand, outage.reason)
+                if len(self.outages) <= MAX_REPORTED_OUTAGES:
+                    self._say(
+                        f"hand {hand}: back on the service after {hand - outage.first_hand} "
+                        f"hands on {self.fallback_name}"
+                    )
 
-    def _catch_up(self, client: OpponentModelClient) -> None:
-        """Create the session if there is none (or the server lost it), resend what it lacks,
-        then let play go through the service again."""
-        if self.session_id is not None:
-            try:
-                client.get_session(self.session_id)
-            except NotFoundError:
-                self.session_id = None
-        if self.session_id is None:
-            session = client.create_session(
-                game=f"kuhn_poker(players={self.kuhn.num_players})",
-                our_label=self.our_label,
-                opponent_labels=self.opponent_labels,
-                config=self.config,
-            )
-            # the first response the server computes loads its kernels: do it now, not while
-            # the dealer waits for a decision
-            client.response(session.session_id, 0)
-            with self._lock:
-                self.session_id, self._acked = session.session_id, 0
+    def _fall_back(self, exc: BaseException) -> None:
+        """Switch decisions to the fallback, open an outage unless one is open (the service has
+        not answered a decision since it began), and wake the prober."""
+        with self._wake:
+            if self._on_service and self._untested_return:  # failed again before any answer
+                self._quarantine = min(max(2 * self._quarantine, 0.05), MAX_QUARANTINE)
+            self._on_service = self._untested_return = False
+            if isinstance(exc, NotFoundError):  # the server lost the session: a new one, all hands
+                self._session_id = None
+            self._wake.notify()
+            if self.outages and self.outages[-1].back_at_hand is None:
+                return
+            reason = failure_reason(exc)
+            self.outages.append(Outage(self._hand, None, reason))
+            if len(self.outages) <= MAX_REPORTED_OUTAGES:
+                detail = "" if reason.endswith(str(exc)) else f": {exc}"
+                self._say(
+                    f"hand {self._hand}: the service failed ({reason}{detail}); playing "
+                    f"{self.fallback_name} until it answers"
+                    + (
+                        "; further outages are counted in the tally only"
+                        if len(self.outages) == MAX_REPORTED_OUTAGES
+                        else ""
+                    )
+                )
+
+    def _say(self, message: str) -> None:
+        self.err.write(f"acpc-agent: {message}\n")
+        self.err.flush()
+
+    # -- the background thread -------------------------------------------------------------
+    def _run(self) -> None:
+        """Send hands while the service answers; probe it and hand decisions back while it
+        does not."""
         while True:
-            self._flush(client)
-            with self._lock:
-                if self._acked == len(self._observations):
-                    self._healthy = True
-                    self._recovery = None  # a later failure starts a new reconnection thread
+            with self._wake:
+                while not self._stop and self._on_service and not self._unsent():
+                    self._wake.wait()
+                if self._stop:
+                    return
+                on_service, quarantine = self._on_service, self._quarantine
+            try:
+                if not on_service:
+                    if quarantine and self._pause(quarantine):
+                        return
+                    self._await_service()
+                    if self._session_id is not None:
+                        with self._wake:
+                            self._on_service = self._untested_return = True
+                    # the background channel reconnects on its own schedule: wait for it
+                    self._background.check_health(wait_for_ready=True)
+                    if self._session_id is None:
+                        self._create_session()
+                        with self._wake:
+                            self._on_service = self._untested_return = True
+                self._send_pending()
+            except ServiceFailure as exc:
+                self._fall_back(exc)
+                if self._pause(self.retry_interval):
+                    return
+            except OSError:  # the service's port refused the probe: still down
+                if self._pause(self.retry_interval):
                     return
 
-    def _fail(self, exc: BaseException) -> None:
-        """Switch to the fallback, say so once, and start reconnecting in the background."""
-        with self._lock:
-            self._healthy = False
-        if not self._warned:
-            self._warned = True
-            reason = exc.code().name if isinstance(exc, grpc.RpcError) else str(exc)
-            self.err.write(
-                f"acpc-agent: the service is unavailable ({reason}); playing the default "
-                "strategy (N1) until it is back\n"
-            )
-            self.err.flush()
-        with self._lock:
-            if self._recovery is not None:
-                return
-            thread = self._recovery = threading.Thread(target=self._reconnect, daemon=True)
-        thread.start()
-
-    def _reconnect(self) -> None:
-        while not self._stop.wait(self.retry_interval):
-            try:
-                self._catch_up(self._recovery_client)
-            except ServiceFailure:
-                continue
-            self.err.write(
-                f"acpc-agent: the service is back; session {self.session_id} holds every hand\n"
-            )
+    def _await_service(self) -> None:
+        """Return once the service is probably back: its port accepts a TCP connection, or
+        (other targets) it answers the health check; raise OSError or a ServiceFailure if not."""
+        if self._address is None:
+            self._decisions.check_health(wait_for_ready=True)
             return
+        with socket.create_connection(self._address, timeout=self.deadline):
+            pass
+
+    def _unsent(self) -> bool:
+        return self._session_id is None or self._acked < len(self._observations)
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` unless stopped; whether the policy was stopped."""
+        with self._wake:
+            self._wake.wait_for(lambda: self._stop, timeout=seconds)
+            return self._stop
+
+    def _create_session(self) -> None:
+        session = self._background.create_session(
+            game=f"kuhn_poker(players={self.kuhn.num_players})",
+            our_label=self.our_label,
+            opponent_labels=self.opponent_labels,
+            config=self.config,
+        )
+        # the first response the server computes loads its kernels (a server started without
+        # its warm-up, as in tests): do it now, not while the dealer waits for a decision
+        self._background.response(session.session_id, 0)
+        with self._wake:
+            self._session_id, self._acked = session.session_id, 0
+
+    def _send_pending(self) -> None:
+        """Send every hand the session has not acknowledged; create the session again (and
+        resend every hand) if the server lost it."""
+        while True:
+            with self._wake:
+                session_id, first = self._session_id, self._acked + 1
+                pending = self._observations[self._acked :]
+            if session_id is None:
+                self._create_session()
+                continue
+            if not pending:
+                return
+            try:
+                self._background.observe(session_id, pending, first_sequence=first)
+            except NotFoundError:
+                self._create_session()
+                continue
+            with self._wake:
+                if self._session_id == session_id:
+                    self._acked = max(self._acked, first - 1 + len(pending))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from collections import Counter
 
 from clients.acpc.agent import ModelPolicy, connect, make_policy, play_match, policy_names
 from clients.acpc.convert import kuhn_for
@@ -14,7 +16,10 @@ from clients.cli import run_command
 from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from clients.commands._types import non_negative_float, port, positive_float, seed
 from modeling.errors import InvalidArgumentError
+from modeling.kuhn import KuhnGame
 from modeling.mbbr import MBBRModel
+
+REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
 
 EPILOG = f"""\
 The agent connects to HOST PORT, sends VERSION:2.0.0, answers every MATCHSTATE where it is to act
@@ -22,12 +27,22 @@ and plays until the dealer closes the connection. Comments and unexpected lines 
 At the end it prints a one-line tally on stderr (or JSON on stdout with --json).
 
 With --service ADDR the agent is MBBR played by the oppmodel service: it creates a session (the
---mbbr-* parameters, --seed), sends every finished hand as this seat saw it (folded and
-uncontested cards stay hidden) and asks GetAction for every decision. Every RPC has a deadline
-(--rpc-deadline-ms); if the service is unreachable or fails, the agent says so once on stderr and
-plays N1 (MBBR's default strategy) while it reconnects in the background, resending the hands
-the service missed; the match never waits for it. --in-process plays the same MBBR model inside
-this process instead. GAMEFILE is a path or a bundled game's name ({", ".join(BUNDLED_GAMES)}).
+--mbbr-* parameters, --seed) and asks GetAction for every decision, waiting at most
+--decision-budget-ms for each answer. A background thread sends every finished hand as this seat
+saw it (folded and uncontested cards stay hidden), so a decision never waits for it. If a
+decision call fails (unreachable, too slow, any error) the agent says so on stderr and plays the
+fallback, N1 (MBBR's default strategy), while the background thread probes the service; it
+returns to the service as soon as the service answers, and resends the hands it missed. The
+tally counts the decisions each source made and the hands each outage lasted. --in-process plays
+the same MBBR model inside this process instead. GAMEFILE is a path or a bundled game's name
+({", ".join(BUNDLED_GAMES)}).
+
+The decision budget: the reference dealer aborts a match when a seat exceeds --t_per_hand (7000
+ms per hand on average over the match; also --t_response and --t_hand, 600000 ms by default). The
+agent cannot read the dealer's options, so its default budget assumes the reference's: half of
+7000 ms shared by the most decisions a seat makes in one hand (2 in Kuhn), 1750 ms. Even if every
+decision waited that long the seat would use half its time. Against a dealer with tighter limits
+give at most t_per_hand / 2 / decisions per hand (and well below t_response).
 
 examples:
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --agent n1 --seed 7
@@ -60,11 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_mbbr_arguments(parser)
     parser.add_argument(
+        "--decision-budget-ms",
         "--rpc-deadline-ms",
         type=positive_float,
-        default=200.0,
         metavar="MS",
-        help="deadline of each service call made while the dealer waits (default %(default)g)",
+        help="the longest a decision waits for the service (GetAction's deadline) before playing "
+        "the fallback (default: the reference dealer's 7000 ms per hand / 2 / the most decisions "
+        "per hand, 1750 in Kuhn; see below)",
     )
     parser.add_argument(
         "--seed", type=seed, default=0, help="seed of the agent's action draws (default 0)"
@@ -99,12 +116,13 @@ def run(args: argparse.Namespace) -> int:
     if modeled and agent != "mbbr":
         raise InvalidArgumentError("agent", "--service and --in-process play mbbr only")
     game = read_game_def(args.gamefile)
+    budget_ms = args.decision_budget_ms or default_decision_budget_ms(kuhn_for(game))
     if args.service:
         policy = ServicePolicy(
             game,
             args.service,
             config=mbbr_config(args, seed=args.seed),
-            deadline=args.rpc_deadline_ms / 1000,
+            deadline=budget_ms / 1000,
         )
     elif agent == "mbbr":
         policy = ModelPolicy(
@@ -118,23 +136,66 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(policy, ServicePolicy):
             policy.close()
     label = f"{agent} (service)" if args.service else agent
-    extra = {}
-    if isinstance(policy, ServicePolicy):
-        extra = {
-            "session_id": policy.session_id,
-            "service_decisions": policy.service_decisions,
-            "fallback_decisions": policy.fallback_decisions,
-        }
+    extra = service_tally(policy, budget_ms) if isinstance(policy, ServicePolicy) else {}
     if args.json:
         print(json.dumps({"agent": label, **result.__dict__, **extra}))
     else:
         rate = 1000 * result.total / result.hands if result.hands else 0.0
         print(
             f"acpc-agent {label}: {result.hands} hands, {result.total:+g} chips "
-            f"({rate:+.1f} mbb/h), {result.actions} actions, {result.ignored_lines} lines ignored",
+            f"({rate:+.1f} mbb/h), {result.actions} actions, {result.ignored_lines} lines ignored"
+            + (f"; {describe_sources(extra)}" if extra else ""),
             file=sys.stderr,
         )
     return 0
+
+
+def most_decisions_per_hand(kuhn: KuhnGame) -> int:
+    """The most actions one position takes in a hand of ``kuhn`` (2 in every Kuhn game)."""
+    most = 0
+    for t, length in enumerate(kuhn.path_len):
+        players = Counter(int(kuhn.node_player[node]) for node in kuhn.path_nodes[t, :length])
+        most = max(most, *players.values())
+    return most
+
+
+def default_decision_budget_ms(kuhn: KuhnGame) -> float:
+    """Half the reference dealer's time per hand, shared by the most decisions of one hand."""
+    return REFERENCE_TIME_PER_HAND_MS / 2 / most_decisions_per_hand(kuhn)
+
+
+def service_tally(policy: ServicePolicy, budget_ms: float) -> dict:
+    """The service agent's part of the tally: decisions per source, outages, its session."""
+    made = policy.service_decisions + policy.fallback_decisions
+    return {
+        "session_id": policy.session_id,
+        "decision_budget_ms": budget_ms,
+        "decisions": policy.decisions(),
+        "service_decisions": policy.service_decisions,
+        "fallback_decisions": policy.fallback_decisions,
+        "fallback": policy.fallback_name,
+        "service_share": policy.service_decisions / made if made else None,
+        "outages": [dataclasses.asdict(outage) for outage in policy.outages],
+    }
+
+
+def describe_sources(tally: dict) -> str:
+    """One phrase: decisions per source, and the outages (hands on the fallback)."""
+    made = tally["service_decisions"] + tally["fallback_decisions"]
+    share = 100 * (tally["service_share"] or 0.0)
+    text = (
+        f"decisions: {tally['service_decisions']} by the service ({share:.1f}%), "
+        f"{tally['fallback_decisions']} by the fallback {tally['fallback']} "
+        f"({100 - share if made else 0.0:.1f}%)"
+    )
+    outages = tally["outages"]
+    if outages:
+        lengths = [
+            "never back" if o["back_at_hand"] is None else str(o["back_at_hand"] - o["first_hand"])
+            for o in outages
+        ]
+        text += f"; {len(outages)} outage(s), hands on the fallback: {', '.join(lengths)}"
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:

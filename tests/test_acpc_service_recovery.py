@@ -1,0 +1,161 @@
+"""The service agent in real matches, every part a process on 127.0.0.1: ``oppmodel dealer``, three
+``oppmodel acpc-agent`` (MBBR through the service in seat 0, N1 and N3) and ``oppmodel serve``. The
+MBBR agent makes at least 99% of its decisions through the service, and after the service is
+killed (kill -9) and restarted mid-match (same database, same port) it is back on the service
+within 10 hands of the restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clients.client import OpponentModelClient
+from clients.commands import serve_cmd
+from server.app import free_ports
+
+ROOT = Path(__file__).resolve().parents[1]
+GAME_FILE = ROOT / "clients" / "acpc" / "games" / "kuhn.limit.3p.game"
+TIMEOUT = 60.0  # the longest any step may take
+
+
+def oppmodel(*args: object, **popen: object) -> subprocess.Popen:
+    """``oppmodel ARGS`` in a child process running this checkout."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'proto'}"}
+    command = [sys.executable, "-m", "clients.cli", *map(str, args)]
+    return subprocess.Popen(command, env=env, text=True, **popen)  # type: ignore[call-overload]
+
+
+def serve(db: Path, port: int) -> subprocess.Popen:
+    """``oppmodel serve --db DB --port PORT``, returned once it serves; its log is drained."""
+    process, _ = serve_cmd.spawn(db, "--port", str(port))
+    threading.Thread(target=process.stderr.read, daemon=True).start()
+    return process
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.002)
+
+
+class Match:
+    """A dealer and three agent processes; MBBR through the service at ``target`` is Alice."""
+
+    def __init__(self, tmp_path: Path, hands: int, target: str) -> None:
+        self.log = tmp_path / "m.log"
+        seats = free_ports(3)
+        self.dealer = oppmodel(
+            "dealer", tmp_path / "m", GAME_FILE, hands, 42, "Alice", "Bob", "Carol",
+            "-p", ",".join(map(str, seats)), "-q", "--start_timeout", 60_000,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        self.dealer.stdout.readline()  # the ports: it listens
+        self.mbbr = oppmodel(
+            "acpc-agent", GAME_FILE, "127.0.0.1", seats[0], "--service", target, "--seed", 1,
+            "--json", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        self.others = [
+            oppmodel("acpc-agent", GAME_FILE, "127.0.0.1", port, "--agent", name, **quiet)
+            for port, name in zip(seats[1:], ("n1", "n3"), strict=True)
+        ]
+        self.messages: list[str] = []  # the MBBR agent's stderr, line by line
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.mbbr.stderr:
+            self.messages.append(line)
+
+    def hands_logged(self) -> int:
+        """Hands the dealer has logged so far (it flushes each one, after its header)."""
+        try:
+            return self.log.read_text().count("\nSTATE:")
+        except FileNotFoundError:
+            return 0
+
+    def said(self, pattern: str) -> re.Match | None:
+        return next((m for line in self.messages if (m := re.search(pattern, line))), None)
+
+    def tally(self) -> dict:
+        """The MBBR agent's JSON tally, once every process has finished."""
+        out = self.mbbr.stdout.read()
+        assert self.mbbr.wait(TIMEOUT) == 0, self.messages
+        for process in (self.dealer, *self.others):
+            process.wait(TIMEOUT)
+        self._reader.join(TIMEOUT)
+        return json.loads(out)
+
+    def kill(self) -> None:
+        for process in (self.dealer, self.mbbr, *self.others):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+@pytest.mark.slow  # four processes start: ~10 s on an idle machine
+def test_through_the_dealer_the_mbbr_agent_decides_through_the_service(tmp_path: Path) -> None:
+    port = free_ports(1)[0]
+    server = serve(tmp_path / "s.sqlite", port)
+    match = Match(tmp_path, 1000, f"127.0.0.1:{port}")
+    try:
+        tally = match.tally()
+        assert match.dealer.returncode == 0
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+            held = client.get_session(tally["session_id"]).hands_observed
+    finally:
+        match.kill()
+        server.terminate()
+        server.wait(TIMEOUT)
+    assert tally["hands"] == held == 1000  # every hand reached the service
+    decisions = tally["service_decisions"] + tally["fallback_decisions"]
+    assert decisions == tally["actions"] > 1000
+    assert tally["decisions"] == {"service": tally["service_decisions"],
+                                  "fallback:n1": tally["fallback_decisions"]}  # fmt: skip
+    assert tally["service_share"] >= 0.99, tally
+    assert tally["decision_budget_ms"] == 1750.0  # 7000 ms per hand / 2 / 2 decisions
+
+
+@pytest.mark.slow  # five processes start, one twice: ~15 s on an idle machine
+def test_after_kill_9_and_a_restart_the_agent_is_back_on_the_service_within_10_hands(
+    tmp_path: Path,
+) -> None:
+    db, port = tmp_path / "s.sqlite", free_ports(1)[0]
+    server = serve(db, port)
+    match = Match(tmp_path, 50_000, f"127.0.0.1:{port}")  # ended once the agent is back
+    try:
+        wait_until(lambda: match.hands_logged() >= 300, "300 hands")
+        server.send_signal(signal.SIGKILL)
+        server.wait(TIMEOUT)
+        wait_until(lambda: match.said("the service failed"), "the agent to notice")
+        server = serve(db, port)  # the same database, the same port
+        restarted = match.hands_logged()  # counted after it serves: at least the true count
+        wait_until(lambda: match.said(r"hand (\d+): back on the service"), "the agent's return")
+        back = int(match.said(r"hand (\d+): back on the service")[1])
+        wait_until(lambda: match.hands_logged() >= back + 200, "200 hands on the service")
+        match.dealer.terminate()  # the agents see the dealer go and print their tallies
+        tally = match.tally()
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+            held = client.get_session(tally["session_id"]).hands_observed
+    finally:
+        match.kill()
+        server.terminate()
+        server.wait(TIMEOUT)
+    (outage,) = tally["outages"]
+    assert outage["reason"] == "UNAVAILABLE"
+    assert 300 <= outage["first_hand"] < restarted  # it left when the service died
+    assert outage["back_at_hand"] == back
+    assert back - restarted <= 10, (restarted, back)  # back within 10 hands of the restart
+    assert tally["fallback_decisions"] > 0 and tally["service_decisions"] > 0
+    assert held == tally["hands"] >= back + 200  # the hands played on N1 reached it too

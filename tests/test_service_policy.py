@@ -1,0 +1,226 @@
+"""The service agent's state machine, driven decision by decision against real servers on
+127.0.0.1: on the service, on the fallback when the service fails, back as soon as it answers,
+hands sent in the background, a hung service quarantined, a lost session created again."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clients.acpc.agent import Decision, SeatHand
+from clients.acpc.gamedef import read_game_def
+from clients.acpc.protocol import parse_matchstate
+from clients.acpc.service_policy import Outage, ServicePolicy, tcp_address
+from clients.client import OpponentModelClient
+from clients.commands import serve_cmd
+from modeling.mbbr import MBBRConfig
+from server.app import BackgroundServer, ServerConfig, free_ports
+
+GAME = read_game_def(Path(__file__).resolve().parents[1] / "clients/acpc/games/kuhn.limit.3p.game")
+CONFIG = MBBRConfig(hands_default=5, seed=2)
+CARDS = ("Js", "Qs", "Ks", "As")
+
+
+def decision(hand: int) -> Decision:
+    """Position 0's first decision of hand ``hand`` (it holds the J)."""
+    state, replayed = parse_matchstate(GAME, f"MATCHSTATE:0:{hand}::Js||")
+    return Decision(GAME, state, replayed)
+
+
+def finished(hand: int) -> SeatHand:
+    """Hand ``hand`` as position 0 saw it: everyone checked, every card shown."""
+    return SeatHand(hand, 0, "ccc", CARDS[:3], -1.0)
+
+
+def play(policy: ServicePolicy, hands: range) -> list[str]:
+    """Decide and finish each hand, as the agent does; the actions chosen."""
+    actions = []
+    for hand in hands:
+        actions.append(policy.act(decision(hand)))
+        policy.observe(finished(hand))
+    return actions
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def hands_held(port: int, session_id: str) -> int:
+    with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+        return client.get_session(session_id).hands_observed
+
+
+def server_config(db: Path, port: int) -> ServerConfig:
+    return ServerConfig(db_path=str(db), port=port, synchronous="NORMAL")
+
+
+def test_tcp_probe_addresses() -> None:
+    assert tcp_address("127.0.0.1:50051") == ("127.0.0.1", 50051)
+    assert tcp_address("localhost:7") == ("localhost", 7)
+    assert tcp_address("[::1]:50051") == ("::1", 50051)
+    for other in ("dns:///localhost:50051", "unix:/tmp/s.sock", "ipv4:127.0.0.1:5", "host",
+                  "host:", "host:５０"):  # fmt: skip
+        assert tcp_address(other) is None, other
+
+
+def test_decisions_go_to_the_service_and_every_hand_reaches_it_in_the_background(
+    tmp_path: Path,
+) -> None:
+    with BackgroundServer(server_config(tmp_path / "s.sqlite", 0)) as port:
+        err = io.StringIO()
+        policy = ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err)
+        try:
+            assert policy.healthy and policy.session_id is not None
+            play(policy, range(40))
+            wait_until(lambda: hands_held(port, policy.session_id) == 40)
+        finally:
+            policy.close()
+    assert policy.decisions() == {"service": 40, "fallback:n1": 0}
+    assert policy.outages == [] and err.getvalue() == ""
+
+
+def test_a_service_unreachable_at_the_start_is_joined_once_it_listens(tmp_path: Path) -> None:
+    port = free_ports(1)[0]
+    err = io.StringIO()
+    policy = ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err)
+    try:
+        assert not policy.healthy and policy.session_id is None
+        play(policy, range(10))  # N1 meanwhile; the hands wait for the service
+        assert policy.decisions() == {"service": 0, "fallback:n1": 10}
+        with BackgroundServer(server_config(tmp_path / "s.sqlite", port)):
+            hand = 10
+            while policy.service_decisions == 0:
+                assert hand < 10_000, "never back on the service"
+                play(policy, range(hand, hand + 1))
+                hand += 1
+                time.sleep(0.001)
+            wait_until(lambda: hands_held(port, policy.session_id) == hand)
+            (outage,) = policy.outages
+            assert outage.first_hand == 0 and outage.back_at_hand == hand - 1
+            assert policy.fallback_decisions == hand - 1
+    finally:
+        policy.close()
+    assert "hand 0: the service failed (UNAVAILABLE: " in err.getvalue()
+    assert "nothing listens there" in err.getvalue()  # the client's reason, passed on
+    assert f"hand {hand - 1}: back on the service after {hand - 1} hands on n1" in err.getvalue()
+
+
+def test_a_stopped_service_is_left_at_once_and_rejoined_after_its_restart(tmp_path: Path) -> None:
+    db, port = tmp_path / "s.sqlite", free_ports(1)[0]
+    server = BackgroundServer(server_config(db, port))
+    server.start()
+    policy = ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=io.StringIO())
+    try:
+        play(policy, range(20))
+        server.stop()
+        started = time.monotonic()
+        play(policy, range(20, 21))  # unreachable: the decision fails fast, N1 plays it
+        assert time.monotonic() - started < policy.deadline / 2
+        play(policy, range(21, 30))
+        assert policy.decisions() == {"service": 20, "fallback:n1": 10}
+        server = BackgroundServer(server_config(db, port))
+        server.start()
+        hand = 30
+        while not policy.outages[-1].back_at_hand:
+            assert hand < 10_000, "never back on the service"
+            play(policy, range(hand, hand + 1))
+            hand += 1
+            time.sleep(0.001)
+        # the restarted service holds every hand, those played on the fallback too
+        wait_until(lambda: hands_held(port, policy.session_id) == hand)
+        assert policy.outages == [Outage(20, hand - 1, "UNAVAILABLE")]
+    finally:
+        policy.close()
+        server.stop()
+
+
+def test_a_service_that_lost_the_session_gets_a_new_one_with_every_hand(tmp_path: Path) -> None:
+    port = free_ports(1)[0]
+    server = BackgroundServer(server_config(tmp_path / "a.sqlite", port))
+    server.start()
+    policy = ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=io.StringIO())
+    try:
+        play(policy, range(15))
+        wait_until(lambda: hands_held(port, policy.session_id) == 15)
+        first = policy.session_id
+        server.stop()
+        server = BackgroundServer(server_config(tmp_path / "b.sqlite", port))  # an empty one
+        server.start()
+        hand = 15
+        while policy.session_id in (first, None) or not policy.healthy:
+            assert hand < 10_000, "no new session"
+            play(policy, range(hand, hand + 1))
+            hand += 1
+            time.sleep(0.001)
+        play(policy, range(hand, hand + 5))
+        wait_until(lambda: hands_held(port, policy.session_id) == hand + 5)
+    finally:
+        policy.close()
+        server.stop()
+
+
+def test_a_hung_service_costs_at_most_one_budget_per_doubling_quarantine(tmp_path: Path) -> None:
+    # SIGSTOP: the server's port still accepts connections (the kernel does that), nothing
+    # answers. Every return to it costs a decision its whole budget; the quarantine bounds how
+    # often that happens, and observe() never waits.
+    process, port = serve_cmd.spawn(tmp_path / "s.sqlite", "--synchronous", "NORMAL")
+    budget = 0.1
+    policy = ServicePolicy(
+        GAME, f"127.0.0.1:{port}", config=CONFIG, deadline=budget, connect_timeout=budget / 2,
+        stderr=io.StringIO(),
+    )  # fmt: skip
+    try:
+        play(policy, range(5))
+        os.kill(process.pid, signal.SIGSTOP)
+        slow = hand = 0
+        waited = 0.0
+        started = time.monotonic()
+        while time.monotonic() - started < 3.0:
+            began = time.monotonic()
+            policy.act(decision(5 + hand))
+            took = time.monotonic() - began
+            assert took < budget + 0.5  # never much longer than the budget
+            slow += took >= budget
+            waited += took
+            began = time.monotonic()
+            policy.observe(finished(5 + hand))
+            assert time.monotonic() - began < 0.05  # the background thread sends it
+            hand += 1
+            time.sleep(0.002)
+        # each return costs a decision its budget; the quarantines between returns, 0.05 s
+        # doubling, allow at most 6 returns in 3 s (without them: one every ~0.1 s)
+        assert 1 <= slow <= 7, slow
+        assert waited < 1.0, waited
+        assert len(policy.outages) == 1  # one outage: no decision was answered in between
+        os.kill(process.pid, signal.SIGCONT)
+        while policy.outages[-1].back_at_hand is None:
+            assert time.monotonic() - started < 20, "never back on the service"
+            policy.act(decision(5 + hand))
+            policy.observe(finished(5 + hand))
+            hand += 1
+            time.sleep(0.002)
+        wait_until(lambda: hands_held(port, policy.session_id) == 5 + hand)
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+        policy.close()
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.mark.parametrize("hands", [0, 3])
+def test_closing_hands_the_service_every_hand(tmp_path: Path, hands: int) -> None:
+    with BackgroundServer(server_config(tmp_path / "s.sqlite", 0)) as port:
+        policy = ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=io.StringIO())
+        for hand in range(hands):
+            policy.observe(finished(hand))
+        policy.close()
+        assert hands_held(port, policy.session_id) == hands

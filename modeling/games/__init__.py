@@ -1,0 +1,1 @@
+"""Games the modeling core compiles to flat arrays."""

@@ -1,0 +1,47 @@
+"""The games and solved strategies the package ships, by short name: the one table of them.
+
+Wherever a game is asked for, a short name (``leduc3p``) or a path to an ACPC game definition
+file will do; :func:`game_path` resolves either. The Leduc files are verbatim copies of the ACPC
+files (``shared/data/acpc/``); the Kuhn files follow the reference ``kuhn.limit.3p.game``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from modeling.errors import InvalidArgumentError
+
+GAMES_FOLDER = Path(__file__).resolve().parent / "games"
+# Short name -> file in GAMES_FOLDER.
+BUNDLED_GAMES = {
+    "kuhn2p": "kuhn.limit.2p.game",
+    "kuhn3p": "kuhn.limit.3p.game",
+    "kuhn4p": "kuhn.limit.4p.game",
+    "leduc2p": "leduc.limit.2p.game",
+    "leduc3p": "leduc.limit.3p.game",
+}
+
+
+def game_path(name_or_path: str | Path) -> Path:
+    """The file a game argument names: a path that exists as given, else a bundled game's short
+    name (``kuhn3p``) or file name (``kuhn.limit.3p.game``); InvalidArgumentError otherwise."""
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return path
+    name = str(name_or_path)
+    bundled = BUNDLED_GAMES.get(name.lower()) or (name if name in BUNDLED_GAMES.values() else None)
+    if bundled is not None:
+        return GAMES_FOLDER / bundled
+    raise InvalidArgumentError(
+        "gamefile",
+        f"cannot read {name_or_path}: no such file, nor a bundled game "
+        f"({', '.join(BUNDLED_GAMES)})",
+    )
+
+
+def short_name(path: Path) -> str | None:
+    """The short name of a bundled game file, or None."""
+    for name, file in BUNDLED_GAMES.items():
+        if path.resolve() == GAMES_FOLDER / file:
+            return name
+    return None

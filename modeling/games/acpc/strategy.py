@@ -1,0 +1,188 @@
+"""Behaviour strategies of limit games as arrays, and their JSON files.
+
+A *profile* is ``(num_players, num_infosets, 3)``: per position and information set the
+probabilities of fold, call and raise (action codes 0, 1, 2). Illegal actions have probability 0
+exactly (folding when nothing is to call, raising past the round's cap); padding rows (a position
+with fewer information sets than the largest) hold a pure call so that kernels never meet an
+empty row.
+
+Files are keyed by the information-state strings of :mod:`modeling.games.acpc.limit_game`, one
+``[p_fold, p_call, p_raise]`` per information set, so a strategy reads without the code::
+
+    {"game": "leduc2p", "num_players": 2, "actions": "fcr",
+     "positions": [{"Ks:": [0.0, 0.7, 0.3], "Ks:r": [0.1, 0.6, 0.3], ...}, {...}],
+     "solver": {...}}
+
+``solver`` (optional) records how a strategy was made (algorithm, iterations, nash_conv); a file
+for a single position has ``"position": p`` and ``"strategy": {...}`` instead of ``"positions"``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from modeling import _strategy_kernels
+from modeling.errors import InvalidArgumentError, InvalidStrategyError
+from modeling.games.acpc.limit_game import ACTION_LETTERS, CALL, NUM_ACTIONS, LimitGame
+
+SUM_TOLERANCE = 1e-9
+
+
+def uniform_profile(game: LimitGame) -> np.ndarray:
+    """Every legal action equally likely at every information set."""
+    legal = game.legal_mask
+    return legal / legal.sum(axis=2, keepdims=True)
+
+
+def random_profile(
+    game: LimitGame, rng: np.random.Generator, *, pure_share: float = 0.2
+) -> np.ndarray:
+    """A random profile: Dirichlet(1) over the legal actions, with about ``pure_share`` of the
+    information sets pure (one legal action), so that exact ties and zero reach occur."""
+    legal = game.legal_mask
+    weights = rng.exponential(size=legal.shape) * legal
+    pure = rng.random(legal.shape[:2]) < pure_share
+    pick = np.argmax(np.where(legal, rng.random(legal.shape), -1.0), axis=2)
+    weights[pure] = np.eye(NUM_ACTIONS)[pick[pure]]
+    return weights / weights.sum(axis=2, keepdims=True)
+
+
+def validate_profile(game: LimitGame, profile: np.ndarray, field: str = "profile") -> np.ndarray:
+    """A clean float copy of ``profile`` after checking shape, finiteness, normalisation and that
+    illegal actions have probability 0; the first offending information set is named."""
+    arr = np.asarray(profile, dtype=float)
+    shape = (game.num_players, game.num_infosets, NUM_ACTIONS)
+    if arr.shape != shape:
+        raise InvalidStrategyError(field, f"shape {arr.shape}, expected {shape}")
+    mask = game.valid_infoset_mask
+    bad = _strategy_kernels.first_invalid_row(arr, mask, SUM_TOLERANCE)
+    illegal = mask[:, :, None] & ~game.legal_mask & (arr != 0.0)
+    if bad < 0 and not illegal.any():
+        out = arr.copy()
+        out[~mask] = np.eye(NUM_ACTIONS)[CALL]
+        return out
+    if bad >= 0:
+        p, i = divmod(int(bad), game.num_infosets)
+        row = arr[p, i]
+        where = f"{field}[{p}] at {game.infoset_string(p, i)!r}"
+        if not np.all(np.isfinite(row)) or np.any(row < 0):
+            raise InvalidStrategyError(where, f"{row.tolist()} is not a probability vector")
+        raise InvalidStrategyError(where, f"probabilities sum to {float(row.sum())!r}, not 1")
+    p, i, a = (int(x) for x in np.argwhere(illegal)[0])
+    raise InvalidStrategyError(
+        f"{field}[{p}] at {game.infoset_string(p, i)!r}",
+        f"probability {arr[p, i, a]!r} on the illegal action {ACTION_LETTERS[a]!r}",
+    )
+
+
+def strategy_to_dict(game: LimitGame, position: int, strategy: np.ndarray) -> dict:
+    """``{infostate: [p_fold, p_call, p_raise]}`` for one position."""
+    return {
+        game.infoset_string(position, i): [float(x) for x in strategy[i]]
+        for i in game.infosets(position)
+    }
+
+
+def strategy_from_dict(
+    game: LimitGame, position: int, table: Mapping[str, object], field: str = "strategy"
+) -> np.ndarray:
+    """Inverse of :func:`strategy_to_dict`; every information set must be present."""
+    if not isinstance(table, Mapping):
+        raise InvalidStrategyError(field, "must be an object keyed by information-state strings")
+    out = np.full((game.num_infosets, NUM_ACTIONS), np.nan)
+    for key, probs in table.items():
+        try:
+            i = game.infoset_from_string(position, key)
+        except InvalidArgumentError as exc:
+            raise InvalidStrategyError(
+                f"{field}[{key!r}]", f"not an information state of position {position} ({exc})"
+            ) from None
+        if (
+            not isinstance(probs, list | tuple)
+            or len(probs) != NUM_ACTIONS
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in probs)
+        ):
+            raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_fold, p_call, p_raise]")
+        out[i] = probs
+    real = np.asarray(game.infosets(position))
+    missing = [game.infoset_string(position, i) for i in real if np.isnan(out[i, 0])]
+    if missing:
+        raise InvalidStrategyError(
+            field, f"missing {len(missing)} information sets, e.g. {missing[:3]}"
+        )
+    out[len(real) :] = np.eye(NUM_ACTIONS)[CALL]
+    profile = np.tile(np.eye(NUM_ACTIONS)[CALL], (game.num_players, game.num_infosets, 1))
+    profile[position] = out
+    return validate_profile(game, profile, field)[position]
+
+
+def profile_to_json(game: LimitGame, profile: np.ndarray, *, solver: dict | None = None) -> dict:
+    """The JSON document of a whole profile (``solver``: how it was made, if known)."""
+    profile = validate_profile(game, profile)
+    doc = {
+        "game": game.name,
+        "num_players": game.num_players,
+        "actions": ACTION_LETTERS,
+        "positions": [strategy_to_dict(game, p, profile[p]) for p in range(game.num_players)],
+    }
+    if solver is not None:
+        doc["solver"] = solver
+    return doc
+
+
+def save_profile(
+    game: LimitGame, profile: np.ndarray, path: str | Path, *, solver: dict | None = None
+) -> None:
+    """Write a whole profile as JSON, one information set per line (diffs stay readable)."""
+    doc = profile_to_json(game, profile, solver=solver)
+    positions = doc.pop("positions")
+    lines = [json.dumps(doc)[:-1] + ', "positions": [']
+    for p, table in enumerate(positions):
+        rows = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in table.items()]
+        lines.append(" {\n" + ",\n".join(rows) + "\n }" + ("," if p + 1 < len(positions) else ""))
+    lines.append("]}")
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def load_json(game: LimitGame, path: str | Path) -> tuple[dict[int, np.ndarray], dict]:
+    """Read a profile or single-position file: ``({position: strategy}, the whole document)``."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidArgumentError("profile", f"cannot read {path}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InvalidStrategyError("profile", f"{path}: top level must be an object")
+    if doc.get("num_players", game.num_players) != game.num_players:
+        raise InvalidStrategyError(
+            "num_players", f"{path} is for {doc['num_players']} players, {game.name} has "
+            f"{game.num_players}",
+        )  # fmt: skip
+    if doc.get("actions", ACTION_LETTERS) != ACTION_LETTERS:
+        raise InvalidStrategyError("actions", f"{path}: actions must be {ACTION_LETTERS!r}")
+    if "positions" in doc:
+        positions = doc["positions"]
+        if not isinstance(positions, list) or len(positions) != game.num_players:
+            raise InvalidStrategyError("positions", f"{path}: needs {game.num_players} entries")
+        found = {
+            p: strategy_from_dict(game, p, positions[p], f"positions[{p}]")
+            for p in range(game.num_players)
+        }
+        return found, doc
+    if "position" in doc and "strategy" in doc:
+        p = doc["position"]
+        game.check_position(p)
+        return {p: strategy_from_dict(game, p, doc["strategy"])}, doc
+    raise InvalidStrategyError("profile", f"{path}: needs 'positions' or 'position' + 'strategy'")
+
+
+def load_profile(game: LimitGame, path: str | Path) -> np.ndarray:
+    """A whole profile from one file holding every position."""
+    found, _ = load_json(game, path)
+    missing = sorted(set(range(game.num_players)) - set(found))
+    if missing:
+        raise InvalidStrategyError("profile", f"{path}: no strategy for positions {missing}")
+    return np.stack([found[p] for p in range(game.num_players)])

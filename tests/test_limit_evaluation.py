@@ -1,0 +1,194 @@
+"""Exact evaluation of limit games: Kuhn as an instance equals the Kuhn kernels, every quantity
+equals a pure-Python oracle on small random games, and best responses and deviation gains mean
+what they say."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from limit_oracle import best_response_value, brute_force_best_response
+from limit_oracle import expected_values as oracle_expected_values
+from openspiel_oracle import random_profile as random_kuhn_profile
+from test_limit_game import game_text, small_games
+
+from clients.acpc.gamedef import parse_game_def
+from modeling import evaluation as kuhn_evaluation
+from modeling.errors import InvalidStrategyError
+from modeling.games.acpc.compiler import compile_limit_game, limit_game
+from modeling.games.acpc.limit_game import LimitGame
+from modeling.games.acpc.strategy import random_profile, uniform_profile
+from modeling.kuhn import KuhnGame, kuhn_game
+from modeling.limit_evaluation import best_response, deviation_gains, expected_values, nash_conv
+
+RANDOM_PROFILES = 50
+
+
+def kuhn_infoset(kuhn: KuhnGame, game: LimitGame, position: int, index: int) -> int:
+    """Our information set for one of KuhnGame's: "2ppb" is "Ks:ccr" in 3-player Kuhn."""
+    text = kuhn.infoset_string(position, index)
+    card, history = int(text[0]), text[1:]
+    return game.infoset_from_string(position, f"{game.deck[card]}:{kuhn.history_to_acpc(history)}")
+
+
+def from_kuhn(kuhn: KuhnGame, game: LimitGame, profile: np.ndarray) -> np.ndarray:
+    """A Kuhn profile (pass, bet) as a limit-game profile (fold, call, raise)."""
+    out = uniform_profile(game)
+    for p in range(kuhn.num_players):
+        for i in kuhn.infosets(p):
+            j = kuhn_infoset(kuhn, game, p, i)
+            passing, betting = profile[p, i]
+            facing = game.legal_mask[p, j, 0]
+            out[p, j] = [passing, betting, 0.0] if facing else [0.0, passing, betting]
+    return out
+
+
+def policy(game: LimitGame, profile: np.ndarray) -> dict:
+    return {
+        (p, game.infoset_string(p, i)): tuple(profile[p, i])
+        for p in range(game.num_players)
+        for i in game.infosets(p)
+    }
+
+
+# --- Kuhn is one instance ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_kuhn_information_sets_map_one_to_one(n: int) -> None:
+    kuhn, game = kuhn_game(n), limit_game(f"kuhn{n}p")
+    for p in range(n):
+        mapped = [kuhn_infoset(kuhn, game, p, i) for i in kuhn.infosets(p)]
+        assert sorted(mapped) == list(game.infosets(p))
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_kuhn_results_equal_the_kuhn_kernels(n: int) -> None:
+    kuhn, game = kuhn_game(n), limit_game(f"kuhn{n}p")
+    rng = np.random.default_rng(40 + n)
+    for _ in range(RANDOM_PROFILES):
+        kp = random_kuhn_profile(kuhn, rng)
+        lp = from_kuhn(kuhn, game, kp)
+        np.testing.assert_allclose(
+            expected_values(game, lp), kuhn_evaluation.expected_values(kuhn, kp), atol=1e-12
+        )
+        assert nash_conv(game, lp) == pytest.approx(kuhn_evaluation.nash_conv(kuhn, kp), abs=1e-12)
+        for p in range(n):
+            strategy, value = best_response(game, lp, p)
+            k_strategy, k_value = kuhn_evaluation.best_response(kuhn, kp, p)
+            assert value == pytest.approx(k_value, abs=1e-12)
+            # the same tie rule (pass first) gives the very same pure strategy
+            k_full = np.stack([k_strategy] * n)
+            np.testing.assert_array_equal(from_kuhn(kuhn, game, k_full)[p], strategy)
+            gains = deviation_gains(game, lp, p)
+            k_gains = kuhn_evaluation.deviation_gains(kuhn, kp, p)
+            for i in kuhn.infosets(p):
+                assert gains[kuhn_infoset(kuhn, game, p, i)] == pytest.approx(k_gains[i], abs=1e-12)
+
+
+# --- a pure-Python oracle on small games ---------------------------------------------------
+
+
+@settings(max_examples=12)
+@given(small_games(), st.integers(0, 2**32 - 1))
+def test_values_and_best_responses_equal_the_oracle(text: str, seed: int) -> None:
+    gamedef = parse_game_def(text)
+    game = compile_limit_game(gamedef, "small")
+    profile = random_profile(game, np.random.default_rng(seed))
+    table = policy(game, profile)
+    np.testing.assert_allclose(
+        expected_values(game, profile), oracle_expected_values(gamedef, table), atol=1e-9
+    )
+    for p in range(game.num_players):
+        assert best_response(game, profile, p)[1] == pytest.approx(
+            best_response_value(gamedef, table, p), abs=1e-9
+        )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"numRounds": "1", "raiseSize": "2", "firstPlayer": "2", "maxRaises": "1"},
+        {"numRounds": "1", "blind": "1 2", "raiseSize": "2", "firstPlayer": "1", "maxRaises": "1"},
+    ],
+)
+def test_best_response_beats_every_pure_strategy_in_tiny_games(fields) -> None:
+    fields = {"numSuits": "1", "numRanks": "3", "numBoardCards": "0", **fields}
+    gamedef = parse_game_def(game_text(**fields))
+    game = compile_limit_game(gamedef, "tiny")
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        profile = random_profile(game, rng)
+        for p in range(game.num_players):
+            assert best_response(game, profile, p)[1] == pytest.approx(
+                brute_force_best_response(gamedef, policy(game, profile), p), abs=1e-12
+            )
+
+
+# --- properties ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["leduc2p", "leduc3p"])
+def test_a_best_response_achieves_its_value_and_has_no_deviation_gain(name: str) -> None:
+    game = limit_game(name)
+    rng = np.random.default_rng(11)
+    profile = random_profile(game, rng)
+    for p in range(game.num_players):
+        strategy, value = best_response(game, profile, p)
+        played = profile.copy()
+        played[p] = strategy
+        assert expected_values(game, played)[p] == pytest.approx(value, abs=1e-12)
+        assert value >= expected_values(game, profile)[p] - 1e-12
+        assert np.abs(deviation_gains(game, played, p)).max() < 1e-12
+
+
+def test_a_deviation_gain_is_what_switching_at_that_information_set_gains() -> None:
+    game = limit_game("leduc2p")
+    rng = np.random.default_rng(3)
+    profile = random_profile(game, rng, pure_share=0.0)
+    for p in range(2):
+        gains = deviation_gains(game, profile, p)
+        assert (gains >= -1e-12).all() and gains.max() > 0
+        base = expected_values(game, profile)[p]
+        for i in rng.choice(list(game.infosets(p)), size=12, replace=False):
+            best = None
+            for a in np.flatnonzero(game.legal_mask[p, i]):
+                switched = profile.copy()
+                switched[p, i] = np.eye(3)[a]
+                value = expected_values(game, switched)[p]
+                best = value if best is None else max(best, value)
+            assert gains[i] == pytest.approx(best - base, abs=1e-12)
+
+
+def test_nash_conv_is_the_sum_of_the_best_response_gains() -> None:
+    game = limit_game("leduc3p")
+    profile = random_profile(game, np.random.default_rng(8))
+    ev = expected_values(game, profile)
+    gains = [best_response(game, profile, p)[1] - ev[p] for p in range(3)]
+    assert nash_conv(game, profile) == pytest.approx(sum(gains), abs=1e-12)
+    assert all(g > 0 for g in gains)
+
+
+# --- validation ----------------------------------------------------------------------------
+
+
+def test_bad_profiles_are_refused_and_named() -> None:
+    game = limit_game("leduc2p")
+    good = uniform_profile(game)
+    with pytest.raises(InvalidStrategyError, match="shape"):
+        expected_values(game, good[:, :-1])
+    bad = good.copy()
+    bad[0, 0] = [0.5, 0.25, 0.25]  # folding with nothing to call
+    with pytest.raises(InvalidStrategyError, match=r"'Qh:'.*illegal action 'f'"):
+        expected_values(game, bad)
+    bad = good.copy()
+    bad[1, 5, 1] += 0.01
+    with pytest.raises(InvalidStrategyError, match="sum to"):
+        best_response(game, bad, 0)
+    bad = good.copy()
+    bad[1, 5] = [np.nan, 0.5, 0.5]
+    with pytest.raises(InvalidStrategyError, match="not a probability vector"):
+        nash_conv(game, bad)
+    with pytest.raises(InvalidStrategyError):
+        deviation_gains(game, bad, 0)

@@ -50,9 +50,10 @@ from clients.acpc.log import LoggedHand  # noqa: E402
 from clients.acpc.protocol import HandState  # noqa: E402
 from clients.client import OpponentModelClient  # noqa: E402
 from modeling.errors import OppModelError  # noqa: E402
+from modeling.games.acpc.bundled import game_path  # noqa: E402
 from server.app import free_ports  # noqa: E402
 
-GAME_FILE = ROOT / "clients" / "acpc" / "games" / "kuhn.limit.3p.game"
+GAME_FILE = game_path("kuhn3p")
 GAME = read_game_def(GAME_FILE)
 REFERENCE_HANDS_PER_SECOND = 3000 / 0.7
 

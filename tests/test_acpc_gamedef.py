@@ -10,19 +10,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clients.acpc.gamedef import (
-    BUNDLED_GAMES,
     INT32_MAX,
     LIMIT,
     NOLIMIT,
     GameDef,
-    game_path,
     kuhn_num_players,
     parse_game_def,
     read_game_def,
 )
 from modeling.errors import InvalidArgumentError, UnknownGameError
+from modeling.games.acpc.bundled import BUNDLED_GAMES, GAMES_FOLDER, game_path
 
-GAMES = Path(__file__).resolve().parent.parent / "clients" / "acpc" / "games"
+GAMES = Path(__file__).resolve().parent.parent / "modeling" / "games" / "acpc" / "games"
 
 KUHN3 = GameDef(
     betting=LIMIT,
@@ -234,14 +233,19 @@ def test_to_text_parses_back_to_the_same_game(
 
 @pytest.mark.parametrize("name", sorted(BUNDLED_GAMES))
 def test_every_bundled_game_has_a_short_name(name: str) -> None:
-    players = int(name.removeprefix("kuhn").removesuffix("p"))
+    family, players = name[:-2], int(name[-2])
     game = read_game_def(name)
     assert game == read_game_def(GAMES / BUNDLED_GAMES[name])
     assert game_path(name.upper()) == GAMES / BUNDLED_GAMES[name]
-    assert kuhn_num_players(game) == players
+    assert game.num_players == players
+    if family == "kuhn":
+        assert kuhn_num_players(game) == players
+    else:
+        assert game.num_rounds == 2 and game.num_ranks == players + 1
 
 
 def test_the_short_names_cover_every_bundled_file() -> None:
+    assert GAMES_FOLDER == GAMES
     assert sorted(BUNDLED_GAMES.values()) == sorted(p.name for p in GAMES.glob("*.game"))
 
 
@@ -255,7 +259,8 @@ def test_an_existing_path_beats_a_short_name(
 
 def test_an_unknown_name_lists_the_bundled_games() -> None:
     with pytest.raises(
-        InvalidArgumentError, match=r"nor a bundled game \(kuhn2p, kuhn3p, kuhn4p\)"
+        InvalidArgumentError,
+        match=r"nor a bundled game \(kuhn2p, kuhn3p, kuhn4p, leduc2p, leduc3p\)",
     ):
         read_game_def("kuhn.limit.3p.game")  # a file name only the package folder holds
 

@@ -21,10 +21,11 @@ import pytest
 
 from clients.client import OpponentModelClient
 from clients.commands import serve_cmd
+from modeling.games.acpc.bundled import game_path
 from server.app import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
-GAME_FILE = ROOT / "clients" / "acpc" / "games" / "kuhn.limit.3p.game"
+GAME_FILE = game_path("kuhn3p")
 TIMEOUT = 60.0  # the longest any step may take
 
 

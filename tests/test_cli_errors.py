@@ -142,7 +142,8 @@ MISTAKES = {
     "replay-missing-log": ("replay nope.log --as Alice --local", "cannot read nope.log"),
     "replay-unknown-game": (
         "replay {inputs}/small.log --as Alice --local --game nope",
-        "cannot read nope: no such file, nor a bundled game (kuhn2p, kuhn3p, kuhn4p)",
+        "cannot read nope: no such file, nor a bundled game "
+        "(kuhn2p, kuhn3p, kuhn4p, leduc2p, leduc3p)",
     ),
     # perfect information and move prediction
     "spades-no-pair": (
@@ -299,5 +300,5 @@ def test_the_stand_alone_agent_entry_point_follows_the_convention(
     assert acpc_agent_cmd.main(["nope.game", "127.0.0.1", "1"]) == 2
     assert capsys.readouterr().err == (
         "oppmodel acpc-agent: error: gamefile: cannot read nope.game: no such file, "
-        "nor a bundled game (kuhn2p, kuhn3p, kuhn4p)\n"
+        "nor a bundled game (kuhn2p, kuhn3p, kuhn4p, leduc2p, leduc3p)\n"
     )

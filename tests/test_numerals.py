@@ -8,8 +8,6 @@ with its own domain error.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,12 +18,13 @@ from clients.acpc.log import parse_log
 from clients.acpc.protocol import parse_matchstate_prefix
 from modeling.adaptive import adaptive_factory
 from modeling.errors import InvalidArgumentError, NotFoundError
+from modeling.games.acpc.bundled import game_path
 from modeling.kuhn import kuhn_game
 from modeling.movepred_kuhn import parse_infoset
 from modeling.numerals import is_numeral, numeral_end, parse_numeral
 from server.conversion import parse_game, parse_matchstate
 
-GAME_FILE = Path(__file__).parents[1] / "clients" / "acpc" / "games" / "kuhn.limit.3p.game"
+GAME_FILE = game_path("kuhn3p")
 NOT_ASCII_DIGITS = ["²", "٣", "३", "３", "①"]  # superscript, Arabic-Indic, Devanagari, fullwidth
 
 

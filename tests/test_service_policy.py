@@ -22,7 +22,7 @@ from clients.commands import serve_cmd
 from modeling.mbbr import MBBRConfig
 from server.app import BackgroundServer, ServerConfig, free_ports
 
-GAME = read_game_def(Path(__file__).resolve().parents[1] / "clients/acpc/games/kuhn.limit.3p.game")
+GAME = read_game_def("kuhn3p")
 CONFIG = MBBRConfig(hands_default=5, seed=2)
 CARDS = ("Js", "Qs", "Ks", "As")
 

@@ -14,7 +14,8 @@ model is narrower: n-player Kuhn-style limit games (one round, one hole card, no
 bet, a deck of n + 1 ranks of a single suit, antes of 1, bet size 1); :func:`kuhn_num_players`
 checks that and names everything else that is unsupported.
 
-The games the package bundles have short names (:data:`BUNDLED_GAMES`, e.g. ``kuhn3p``); wherever a
+The games the package bundles have short names (``kuhn3p``, ``leduc2p``: the table is
+:data:`modeling.games.acpc.bundled.BUNDLED_GAMES`); wherever a
 game file is asked for, :func:`read_game_def` takes a short name or a path.
 
 Cards are two characters, rank ``23456789TJQKA`` then suit ``cdhs``; the dealer's deck is the
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from modeling.errors import InvalidArgumentError, UnknownGameError
+from modeling.games.acpc.bundled import game_path
 from modeling.numerals import numeral_end
 
 MAX_PLAYERS = 10
@@ -46,14 +48,6 @@ SUIT_CHARS = "cdhs"
 
 LIMIT = "limit"
 NOLIMIT = "nolimit"
-
-GAMES_FOLDER = Path(__file__).resolve().parent / "games"
-# Short name -> game file in GAMES_FOLDER: the one table of bundled games.
-BUNDLED_GAMES = {
-    "kuhn2p": "kuhn.limit.2p.game",
-    "kuhn3p": "kuhn.limit.3p.game",
-    "kuhn4p": "kuhn.limit.4p.game",
-}
 
 
 @dataclass(frozen=True)
@@ -270,22 +264,6 @@ def _checked(
         num_ranks=ranks,
         num_hole_cards=hole,
         num_board_cards=tuple(board),
-    )
-
-
-def game_path(name_or_path: str | Path) -> Path:
-    """The file a game argument names: a path that exists as given, else a bundled game's short
-    name (``kuhn3p``); InvalidArgumentError otherwise."""
-    path = Path(name_or_path).expanduser()
-    if path.exists():
-        return path
-    bundled = BUNDLED_GAMES.get(str(name_or_path).lower())
-    if bundled is not None:
-        return GAMES_FOLDER / bundled
-    raise InvalidArgumentError(
-        "gamefile",
-        f"cannot read {name_or_path}: no such file, nor a bundled game "
-        f"({', '.join(BUNDLED_GAMES)})",
     )
 
 

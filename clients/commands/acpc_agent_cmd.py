@@ -10,12 +10,13 @@ from collections import Counter
 
 from clients.acpc.agent import ModelPolicy, connect, make_policy, play_match, policy_names
 from clients.acpc.convert import kuhn_for
-from clients.acpc.gamedef import BUNDLED_GAMES, read_game_def
+from clients.acpc.gamedef import read_game_def
 from clients.acpc.service_policy import ServicePolicy
 from clients.cli import run_command
 from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from clients.commands._types import non_negative_float, port, positive_float, seed
 from modeling.errors import InvalidArgumentError
+from modeling.games.acpc.bundled import BUNDLED_GAMES
 from modeling.kuhn import KuhnGame
 from modeling.mbbr import MBBRModel
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import clients
 from clients.acpc.agent import make_policy, policy_names
-from clients.acpc.gamedef import game_path, read_game_def
+from clients.acpc.gamedef import read_game_def
 from clients.commands._types import seed
 from modeling.errors import InvalidArgumentError
+from modeling.games.acpc.bundled import game_path
 
 
 def script_text(

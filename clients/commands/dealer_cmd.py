@@ -13,8 +13,9 @@ from clients.acpc.dealer import (
     DealerConfig,
     MatchDealer,
 )
-from clients.acpc.gamedef import BUNDLED_GAMES, game_path, read_game_def
+from clients.acpc.gamedef import read_game_def
 from clients.commands._types import int_in, non_negative_int, port, positive_int, seed
+from modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
 
 EPILOG = f"""\
 The dealer opens one TCP port per seat and prints them, in seat order, as the first line on stdout;

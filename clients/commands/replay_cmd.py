@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from clients.acpc.convert import kuhn_for
-from clients.acpc.gamedef import BUNDLED_GAMES, read_game_def
+from clients.acpc.gamedef import read_game_def
 from clients.acpc.log import read_log
 from clients.acpc.replay import LocalModels, ServiceModels, format_report, plot_curves, replay
 from clients.client import OpponentModelClient
@@ -19,6 +19,7 @@ from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from clients.commands._types import seed
 from clients.progress import progress_bar
 from modeling.errors import InvalidArgumentError
+from modeling.games.acpc.bundled import BUNDLED_GAMES
 from server.app import BackgroundServer, ServerConfig
 
 EPILOG = """\

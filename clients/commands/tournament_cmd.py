@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from clients.acpc.agent import policy_names
-from clients.acpc.gamedef import BUNDLED_GAMES, game_path, read_game_def
+from clients.acpc.gamedef import read_game_def
 from clients.acpc.tournament import (
     AgentSpec,
     TournamentConfig,
@@ -20,6 +20,7 @@ from clients.acpc.tournament import (
 from clients.commands._types import int_in, positive_int
 from clients.progress import progress_bar
 from modeling.errors import FailedPreconditionError
+from modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
 
 EPILOG = f"""\
 Each --agent is NAME=COMMAND. COMMAND `builtin:POLICY` plays the project's agent in-process

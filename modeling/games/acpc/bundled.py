@@ -24,12 +24,11 @@ BUNDLED_GAMES = {
 
 def game_path(name_or_path: str | Path) -> Path:
     """The file a game argument names: a path that exists as given, else a bundled game's short
-    name (``kuhn3p``) or file name (``kuhn.limit.3p.game``); InvalidArgumentError otherwise."""
+    name (``kuhn3p``); InvalidArgumentError otherwise."""
     path = Path(name_or_path).expanduser()
     if path.exists():
         return path
-    name = str(name_or_path)
-    bundled = BUNDLED_GAMES.get(name.lower()) or (name if name in BUNDLED_GAMES.values() else None)
+    bundled = BUNDLED_GAMES.get(str(name_or_path).lower())
     if bundled is not None:
         return GAMES_FOLDER / bundled
     raise InvalidArgumentError(

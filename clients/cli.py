@@ -33,6 +33,8 @@ COMMAND_MODULES = (
     # Kuhn poker in-process
     "clients.commands.eval_cmd",
     "clients.commands.match_cmd",
+    # limit games (Kuhn, Leduc, any small ACPC limit game)
+    "clients.commands.solve_cmd",
     # the ACPC protocol
     "clients.commands.dealer_cmd",
     "clients.commands.acpc_agent_cmd",

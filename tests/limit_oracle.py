@@ -243,3 +243,84 @@ def brute_force_best_response(game: GameDef, policy: Policy, player: int) -> flo
             pure[player, k] = tuple(float(a == x) for x in "fcr")
         best = max(best, expected_values(game, pure)[player])
     return best
+
+
+def cfr_reference(
+    game: GameDef, iterations: int, *, algorithm: str, delay: int, alpha=1.5, beta=0.0, gamma=2.0
+) -> tuple[Policy, Policy]:
+    """(current, average) strategies after ``iterations`` of CFR+ or DCFR with alternating
+    updates, written from the published update rules over the history tree (small games)."""
+    legal: dict[tuple[int, str], str] = {}
+    for deal in deals(game):
+        for _, hand in _histories(deal):
+            if not hand.over:
+                legal[hand.player, hand.infostate(game.deck)] = hand.legal
+    regrets = {key: [0.0, 0.0, 0.0] for key in legal}
+    sums = {key: [0.0, 0.0, 0.0] for key in legal}
+
+    def matched(key: tuple[int, str]) -> tuple[float, ...]:
+        positive = [
+            max(r, 0.0) if "fcr"[a] in legal[key] else 0.0 for a, r in enumerate(regrets[key])
+        ]
+        total = sum(positive)
+        if total > 0:
+            return tuple(x / total for x in positive)
+        return tuple(("fcr"[a] in legal[key]) / len(legal[key]) for a in range(3))
+
+    current = {key: matched(key) for key in legal}
+    for t in range(1, iterations + 1):
+        for player in range(game.num_players):
+            cfv, own = _counterfactual_values(game, current, player)
+            for key, row in cfv.items():
+                k = (player, key)
+                value = sum(current[k][a] * row[a] for a in range(3))
+                for a in range(3):
+                    if "fcr"[a] not in legal[k]:
+                        continue
+                    r = regrets[k][a] + row[a] - value
+                    if algorithm == "cfr+":
+                        regrets[k][a] = max(r, 0.0)
+                        sums[k][a] += max(t - delay, 0) * own[key] * current[k][a]
+                    else:
+                        regrets[k][a] = r * (
+                            t**alpha / (t**alpha + 1) if r > 0 else t**beta / (t**beta + 1)
+                        )
+                        sums[k][a] = (sums[k][a] + own[key] * current[k][a]) * (
+                            t / (t + 1)
+                        ) ** gamma
+                current[k] = matched(k)
+    average = {}
+    for key, row in sums.items():
+        total = sum(row)
+        average[key] = tuple(x / total for x in row) if total > 0 else current[key]
+    return current, average
+
+
+def _counterfactual_values(
+    game: GameDef, current: Policy, player: int
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Per information set of ``player``: each action's value summed over its histories,
+    weighted by the others' reach, and the player's own reach."""
+    cfv: dict[str, list[float]] = {}
+    own: dict[str, float] = {}
+
+    def walk(hand: Hand, others: float, mine: float) -> float:
+        if hand.over:
+            return others * float(hand.payoffs()[player])
+        key = hand.infostate(game.deck)
+        probs = current[hand.player, key]
+        if hand.player != player:
+            return sum(walk(hand.act(a), others * probs["fcr".index(a)], mine) for a in hand.legal)
+        own[key] = mine
+        row = cfv.setdefault(key, [0.0, 0.0, 0.0])
+        total = 0.0
+        for a in hand.legal:
+            i = "fcr".index(a)
+            v = walk(hand.act(a), others, mine * probs[i])
+            row[i] += v
+            total += probs[i] * v
+        return total
+
+    for deal in deals(game):
+        walk(deal, 1.0, 1.0)
+    return cfv, own

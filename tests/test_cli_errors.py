@@ -79,6 +79,20 @@ MISTAKES = {
     "serve-negative-max-k": ("serve --db new.sqlite --max-k -1", "argument --max-k: must be"),
     "serve-no-sessions": ("serve --db new.sqlite --max-sessions 0", "argument --max-sessions"),
     "serve-negative-grace": ("serve --db new.sqlite --grace -1", "argument --grace: must be"),
+    # solve
+    "solve-unknown-game": ("solve nope --iterations 5 --out s.json", "nor a bundled game"),
+    "solve-not-a-limit-game": (
+        "solve {inputs}/junk.txt --iterations 5 --out s.json",
+        "numRounds: invalid number of rounds: 0",
+    ),
+    "solve-no-iterations": (
+        "solve leduc2p --iterations 0 --out s.json",
+        "argument --iterations: must be at least 1, got 0",
+    ),
+    "solve-not-a-state": (
+        "solve kuhn2p --iterations 5 --out s.json --resume {inputs}/junk.txt",
+        "junk.txt is not a solver state",
+    ),
     # eval and match
     "eval-unknown-profile": ("eval --profile nonesuch", "unknown strategy 'nonesuch'"),
     "match-too-few-agents": ("match --agents n1,n3", "agents: kuhn3p needs 3 agents"),

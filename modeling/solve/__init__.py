@@ -1,0 +1,1 @@
+"""Equilibrium solvers (CFR+, discounted CFR) for the compiled limit games."""

@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -337,6 +338,8 @@ def main() -> None:
         process, port = serve_cmd.spawn(
             Path(tmp) / "bench.sqlite", "--synchronous", args.synchronous
         )
+        # its log (a line per session) must be read, or a full pipe stops the server
+        threading.Thread(target=process.stderr.read, daemon=True).start()
         echo, echo_port = start_echo()
         try:
             with OpponentModelClient(f"127.0.0.1:{port}") as client:

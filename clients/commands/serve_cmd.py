@@ -130,6 +130,7 @@ def spawn(db: str | Path, *options: str) -> tuple[subprocess.Popen, int]:
     env = {**os.environ, "PYTHONPATH": f"{_ROOT}{os.pathsep}{_ROOT / 'proto'}"}
     process = subprocess.Popen(
         [sys.executable, "-c", _CHILD, "serve", "--db", str(db), "--port", "0", *options],
+        stdout=subprocess.DEVNULL,  # "serving on ...": for people; the caller's stdout is its own
         stderr=subprocess.PIPE,
         text=True,
         env=env,

@@ -35,6 +35,12 @@ def connected(db: Path, *, token: str | None = None, **overrides: object):
         yield client, port
 
 
+def hands_held(port: int, session_id: str) -> int:
+    """How many hands the session on 127.0.0.1:``port`` has acknowledged."""
+    with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+        return client.get_session(session_id).hands_observed
+
+
 def random_observations(
     count: int, *, seed: int, game: KuhnGame = GAME, profile: str = "maniac"
 ) -> list[HandObservation]:

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from service_support import hands_held
 
-from clients.client import OpponentModelClient
 from clients.commands import serve_cmd
 from modeling.games.acpc.bundled import game_path
 from server.app import free_ports
@@ -41,6 +41,13 @@ def serve(db: Path, port: int) -> subprocess.Popen:
     process, _ = serve_cmd.spawn(db, "--port", str(port))
     threading.Thread(target=process.stderr.read, daemon=True).start()
     return process
+
+
+def stop(match: Match, server: subprocess.Popen) -> None:
+    """End whatever still runs of the match, and the server."""
+    match.kill()
+    server.terminate()
+    server.wait(TIMEOUT)
 
 
 def wait_until(condition: Callable[[], bool], what: str) -> None:
@@ -113,12 +120,9 @@ def test_through_the_dealer_the_mbbr_agent_decides_through_the_service(tmp_path:
     try:
         tally = match.tally()
         assert match.dealer.returncode == 0
-        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
-            held = client.get_session(tally["session_id"]).hands_observed
+        held = hands_held(port, tally["session_id"])
     finally:
-        match.kill()
-        server.terminate()
-        server.wait(TIMEOUT)
+        stop(match, server)
     assert tally["hands"] == held == 1000  # every hand reached the service
     decisions = tally["service_decisions"] + tally["fallback_decisions"]
     assert decisions == tally["actions"] > 1000
@@ -147,12 +151,9 @@ def test_after_kill_9_and_a_restart_the_agent_is_back_on_the_service_within_10_h
         wait_until(lambda: match.hands_logged() >= back + 200, "200 hands on the service")
         match.dealer.terminate()  # the agents see the dealer go and print their tallies
         tally = match.tally()
-        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
-            held = client.get_session(tally["session_id"]).hands_observed
+        held = hands_held(port, tally["session_id"])
     finally:
-        match.kill()
-        server.terminate()
-        server.wait(TIMEOUT)
+        stop(match, server)
     (outage,) = tally["outages"]
     assert outage["reason"] == "UNAVAILABLE"
     assert 300 <= outage["first_hand"] < restarted  # it left when the service died

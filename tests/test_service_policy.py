@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from service_support import hands_held
 
 from clients.acpc.agent import Decision, SeatHand
 from clients.acpc.gamedef import read_game_def
 from clients.acpc.protocol import parse_matchstate
 from clients.acpc.service_policy import Outage, ServicePolicy, tcp_address
-from clients.client import OpponentModelClient
 from clients.commands import serve_cmd
 from modeling.mbbr import MBBRConfig
 from server.app import BackgroundServer, ServerConfig, free_ports
@@ -52,11 +52,6 @@ def wait_until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
-
-
-def hands_held(port: int, session_id: str) -> int:
-    with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
-        return client.get_session(session_id).hands_observed
 
 
 def server_config(db: Path, port: int) -> ServerConfig:

@@ -17,7 +17,7 @@ from clients.acpc.gamedef import parse_game_def
 from clients.cli import main
 from modeling.errors import InvalidArgumentError
 from modeling.games.acpc.compiler import compile_limit_game, limit_game
-from modeling.games.acpc.openspiel import openspiel_tabular_policy
+from modeling.games.acpc.openspiel import openspiel_tabular_policy, profile_from_openspiel
 from modeling.games.acpc.strategy import load_json, load_profile
 from modeling.limit_evaluation import expected_values, nash_conv
 from modeling.solve.cfr import CFRSolver, SolverConfig, strategy_label
@@ -48,6 +48,22 @@ def test_iterations_equal_the_published_update_rules_run_in_pure_python(text, co
             key = (p, game.infoset_string(p, i))
             np.testing.assert_allclose(ours_current[p, i], current[key], atol=1e-12)
             np.testing.assert_allclose(ours_average[p, i], average[key], atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("name", "os_name"),
+    [("kuhn3p", "kuhn_poker(players=3)"), ("leduc2p", "leduc_poker(players=2)")],
+)
+def test_cfr_plus_without_delay_equals_openspiels_cfr_plus_solver(name: str, os_name: str) -> None:
+    """OpenSpiel's C++ CFRPlusSolver (alternating updates, regret matching+, linear averaging
+    from the first iteration): the same average strategy after every iteration."""
+    game, os_game = limit_game(name), pyspiel.load_game(os_name)
+    ours, theirs = CFRSolver(game, SolverConfig("cfr+", delay=0)), pyspiel.CFRPlusSolver(os_game)
+    for _ in range(8):
+        ours.run(1)
+        theirs.evaluate_and_update_policy()
+        average = profile_from_openspiel(game, os_game, theirs.average_policy())
+        np.testing.assert_allclose(ours.average_profile(), average, rtol=0, atol=1e-12)
 
 
 def test_cfr_plus_solves_two_player_kuhn() -> None:

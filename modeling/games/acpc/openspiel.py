@@ -114,7 +114,8 @@ def openspiel_tabular_policy(game: LimitGame, profile: np.ndarray, os_game: Any)
 
 
 def profile_from_openspiel(game: LimitGame, os_game: Any, policy: Any) -> np.ndarray:
-    """Our profile from an OpenSpiel policy: a Python ``Policy`` (``action_probabilities``), a
+    """Our profile from an OpenSpiel policy: any policy with ``action_probabilities(state)``
+    (Python's ``Policy`` or pyspiel's, e.g. ``CFRPlusSolver.average_policy()``), a
     ``pyspiel.TabularPolicy``, or a table ``{information-state string: [(action, prob)]}``."""
     if hasattr(policy, "policy_table"):
         policy = policy.policy_table()
@@ -130,7 +131,7 @@ def profile_from_openspiel(game: LimitGame, os_game: Any, policy: Any) -> np.nda
     at = {key: k for k, key in enumerate(pairing.keys)}
     for state, p, _, _ in _decision_states(game, os_game):
         k = at[state.information_state_string(p)]
-        _fill(profile, p, pairing.index[k], policy.action_probabilities(state, p), pairing, k)
+        _fill(profile, p, pairing.index[k], policy.action_probabilities(state), pairing, k)
     return profile
 
 

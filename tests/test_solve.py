@@ -16,8 +16,13 @@ from test_limit_game import game_text
 from clients.acpc.gamedef import parse_game_def
 from clients.cli import main
 from modeling.errors import InvalidArgumentError
+from modeling.games.acpc.bundled import strategy_path
 from modeling.games.acpc.compiler import compile_limit_game, limit_game
-from modeling.games.acpc.openspiel import openspiel_tabular_policy, profile_from_openspiel
+from modeling.games.acpc.openspiel import (
+    openspiel_policy_table,
+    openspiel_tabular_policy,
+    profile_from_openspiel,
+)
 from modeling.games.acpc.strategy import load_json, load_profile
 from modeling.limit_evaluation import expected_values, nash_conv
 from modeling.solve.cfr import CFRSolver, SolverConfig, strategy_label
@@ -160,3 +165,23 @@ def test_solve_prints_a_readable_summary(tmp_path, capsys) -> None:
     text = capsys.readouterr().out
     assert "kuhn2p: cfr+ 50 iterations" in text and "nash_conv" in text
     assert "written to" in text
+
+
+# --- the bundled strategies ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["leduc2p", "leduc3p"])
+def test_the_bundled_strategies_are_what_their_files_say(name: str) -> None:
+    game = limit_game(name)
+    found, doc = load_json(game, strategy_path(name))
+    profile = np.stack([found[p] for p in range(game.num_players)])
+    solver = doc["solver"]
+    assert solver["command"].startswith(f"oppmodel solve {name} --iterations ")
+    assert solver["nash_conv"] == pytest.approx(nash_conv(game, profile), abs=1e-12)
+    if game.num_players == 2:
+        assert solver["nash_conv"] < 1e-5
+        os_game = pyspiel.load_game("leduc_poker(players=2)")
+        theirs = pyspiel.nash_conv(os_game, openspiel_policy_table(game, profile, os_game))
+        assert theirs == pytest.approx(solver["nash_conv"], abs=1e-9)
+    else:
+        assert "no equilibrium guarantee" in solver["strategy"]

@@ -3,6 +3,11 @@
 Wherever a game is asked for, a short name (``leduc3p``) or a path to an ACPC game definition
 file will do; :func:`game_path` resolves either. The Leduc files are verbatim copies of the ACPC
 files (``shared/data/acpc/``); the Kuhn files follow the reference ``kuhn.limit.3p.game``.
+
+The solved strategies are strategy files (:mod:`modeling.games.acpc.strategy`) written by
+``oppmodel solve``; each records in its ``solver`` entry the command, the iterations and the
+nash_conv that produced it. ``leduc2p``'s approximates a Nash equilibrium; ``leduc3p``'s is a CFR+
+average strategy of a 3-player game, with no equilibrium guarantee.
 """
 
 from __future__ import annotations
@@ -19,6 +24,12 @@ BUNDLED_GAMES = {
     "kuhn4p": "kuhn.limit.4p.game",
     "leduc2p": "leduc.limit.2p.game",
     "leduc3p": "leduc.limit.3p.game",
+}
+
+# Short name -> solved strategy file in GAMES_FOLDER.
+BUNDLED_STRATEGIES = {
+    "leduc2p": "leduc2p.cfr.json",
+    "leduc3p": "leduc3p.cfr.json",
 }
 
 
@@ -44,3 +55,13 @@ def short_name(path: Path) -> str | None:
         if path.resolve() == GAMES_FOLDER / file:
             return name
     return None
+
+
+def strategy_path(name: str) -> Path:
+    """The solved strategy bundled for a game's short name; InvalidArgumentError if none is."""
+    file = BUNDLED_STRATEGIES.get(str(name).lower())
+    if file is None:
+        raise InvalidArgumentError(
+            "game", f"no bundled strategy for {name!r} (there are: {', '.join(BUNDLED_STRATEGIES)})"
+        )
+    return GAMES_FOLDER / file

@@ -502,7 +502,9 @@ class ObservationStream:
 
     Saves opening a stream per hand. If the stream breaks (UNAVAILABLE: the server went away), the
     next ``send`` reopens it and resends every observation not yet acknowledged, for up to the
-    client's ``reconnect_seconds``; the server's sequence numbers make the resend safe.
+    client's ``reconnect_seconds``; the server's sequence numbers make the resend safe. A stream
+    the server closed for carrying nothing too long (``IdleStreamError``) is reopened the same
+    way.
     """
 
     def __init__(self, client: OpponentModelClient, session_id: str, first_sequence: int) -> None:
@@ -547,13 +549,19 @@ class ObservationStream:
             self._requests.put(request)
         deadline = time.monotonic() + self._client.reconnect_seconds
         hands = 0
+        reopened_idle = False
         while self._unacked:
             try:
                 ack = next(self._responses)
             except grpc.RpcError as exc:
+                error = self._client._error(exc)
+                if isinstance(error, errors.IdleStreamError) and not reopened_idle:
+                    reopened_idle = True  # closed while we had nothing to send: go on anew
+                    self._open()
+                    continue
                 if exc.code() not in _RETRYABLE or time.monotonic() > deadline:
                     self._abandon()
-                    raise self._client._error(exc) from None
+                    raise error from None
                 time.sleep(0.05)
                 self._open()
                 continue

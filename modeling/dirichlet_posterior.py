@@ -25,6 +25,7 @@ import numpy as np
 
 from modeling import _dirichlet_kernels as kernels
 from modeling.kuhn import KuhnGame
+from modeling.memory import ENTRY_BYTES, array_bytes
 from modeling.snapshot import SnapshotError, take
 
 MAX_SWEEPS = 500
@@ -125,6 +126,12 @@ class DirichletPosterior:
         self._row_start = _Growing(np.int64, row_start)
         self._entry_start = _Growing(np.int64, entry_start)
         self._moves = _Growing(np.int64, moves, width=3)
+
+    def nbytes(self) -> int:
+        """Approximate bytes held: the arrays (at capacity) and the index of observations."""
+        tables = (self._counts, self._row_start, self._entry_start, self._moves)
+        arrays = [self.alpha0, self.alpha, *(t._data for t in tables)]
+        return array_bytes(arrays) + len(self._index) * ENTRY_BYTES
 
     def mean(self, d: int) -> np.ndarray:
         """Posterior-mean strategy (num_infosets, 2) of the opponent at offset ``d``."""

@@ -49,6 +49,11 @@ class ResourceExhaustedError(OppModelError):
     """A configured limit (sessions, k, message size) would be exceeded."""
 
 
+class IdleStreamError(ResourceExhaustedError):
+    """The server closed a stream that carried nothing for longer than its idle limit; nothing
+    sent was lost, and a new stream continues where it stopped."""
+
+
 class PermissionDeniedError(OppModelError):
     """The caller does not own the thing it asks for."""
 

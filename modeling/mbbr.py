@@ -60,6 +60,7 @@ from modeling.errors import FailedPreconditionError, InvalidArgumentError, Resou
 from modeling.evaluation import best_response_to_weights, leaf_weights
 from modeling.kuhn import KuhnGame
 from modeling.kuhn3p import robust_profile
+from modeling.memory import ENTRY_BYTES, array_bytes
 from modeling.observation import HandObservation, validate_observation
 from modeling.strategy import uniform_profile, validate_profile
 from modeling.typed_prior import TypedPrior
@@ -368,6 +369,32 @@ class MBBRModel:
         self._scale[p] = 1.0 / total
         self._ess[p] = total * total / sumsq
         self._marginals[p] = [s / total for s in sums]
+
+    # --- memory ----------------------------------------------------------------------------------
+
+    def nbytes(self) -> int:
+        """Approximate bytes the model holds: its arrays exactly, its caches of small Python
+        objects at ``ENTRY_BYTES`` per entry. Bounded whatever the number of hands: every table
+        and cache is sized by the game and the configuration, not by the hands seen."""
+        arrays = [self.default_strategy, self.prior_mean]
+        for cached in self._responses.values():
+            arrays.append(cached[0])
+        for moves in self._moves.values():
+            arrays.extend(a for pair in moves for a in pair)
+        entries = len(self._valid_observations) + len(self._moves) + len(self._responses)
+        if self.config.posterior == "dirichlet":
+            extra = sum(posterior.nbytes() for posterior in self._dirichlet)
+            if self._types is not None:
+                extra += sum(t.nbytes() for t in self._types)
+        else:
+            arrays += [self.tau, self._spare, *self._weights]
+            arrays += [a for row in self._reach for a in row]
+            arrays += [a for row in self._marginals for a in row]
+            arrays += [a for layout in self._bayes_layout for a in layout]
+            arrays += [a for grouping in self._groupings.values() for a in grouping]
+            entries += len(self._groupings)
+            extra = 0
+        return array_bytes(arrays) + entries * ENTRY_BYTES + extra
 
     # --- snapshots (modeling/snapshot.py) ------------------------------------------------------
 

@@ -59,6 +59,11 @@ class TypedPrior:
         self.revealed = take(state, "revealed", "f8", self.clipped.shape)
         self._error_prone = [None] * len(self.clipped)
 
+    def nbytes(self) -> int:
+        """Bytes of the arrays held."""
+        arrays = (self.clipped, self.support, self.forbidden, self.pure, self.revealed)
+        return sum(a.nbytes for a in arrays)
+
     def error_prone(self, d: int) -> float:
         """Posterior probability that the opponent at offset ``d`` is the error-prone type."""
         if self._error_prone[d - 1] is None:

@@ -69,6 +69,7 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     perfect_info_limits: PerfectInfoLimits = field(default_factory=PerfectInfoLimits)
     max_message_bytes: int = 256 * 1024
+    max_rpcs: int = 1024  # calls in progress at once (streams included); more: RESOURCE_EXHAUSTED
     workers: int = 2
     grace_seconds: float = 5.0
     synchronous: str = "FULL"
@@ -176,7 +177,7 @@ class Server:
             ("grpc.http2.bdp_probe", 0),
             ("grpc.so_reuseport", 0),  # a second server on a busy port must fail, not share it
         ]
-        self.grpc = grpc.aio.server(options=options)
+        self.grpc = grpc.aio.server(options=options, maximum_concurrent_rpcs=config.max_rpcs)
         self.port = self._bind(credentials)
         self.metrics = Metrics()
         self.metrics_port: int | None = None
@@ -340,6 +341,7 @@ def warm_up() -> None:
         for kind in ("mean", "bayes"):
             model.response(0, kind)
         model.opponent_model(0, 1)
+        MBBRModel(game, config).restore(model.snapshot())
     warm_up_perfect_info()
     gc.collect()
     gc.freeze()

@@ -16,6 +16,7 @@ import grpc
 from modeling.errors import (
     DeadlineExceededError,
     FailedPreconditionError,
+    IdleStreamError,
     IllegalActionError,
     InvalidArgumentError,
     InvalidStrategyError,
@@ -40,6 +41,7 @@ STATUS_BY_ERROR: dict[type[OppModelError], grpc.StatusCode] = {
     NotFoundError: grpc.StatusCode.NOT_FOUND,
     FailedPreconditionError: grpc.StatusCode.FAILED_PRECONDITION,
     ResourceExhaustedError: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    IdleStreamError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
     UnavailableError: grpc.StatusCode.UNAVAILABLE,

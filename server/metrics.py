@@ -32,6 +32,11 @@ class Metrics:
         self.live_sessions = Gauge(
             "oppmodel_live_sessions", "Sessions loaded in memory", registry=self.registry
         )
+        self.live_session_bytes = Gauge(
+            "oppmodel_live_session_bytes",
+            "Estimated memory of the sessions loaded (bounded by --memory-mb)",
+            registry=self.registry,
+        )
         self.observations = Counter(
             "oppmodel_observations_applied",
             "Observations committed and applied to a posterior",

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from modeling.errors import UnauthenticatedError
+from modeling.errors import IdleStreamError, ResourceExhaustedError, UnauthenticatedError
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from server import conversion
@@ -37,10 +37,19 @@ class _EndOfStream:
     error: Exception | None = None
 
 
-async def _read_into(requests: AsyncIterator[pb.ObserveRequest], queue: asyncio.Queue) -> None:
-    """Move every request of the stream into ``queue``, then an _EndOfStream."""
+async def _read_into(
+    requests: AsyncIterator[pb.ObserveRequest], queue: asyncio.Queue, *, max_bytes: int
+) -> None:
+    """Move every request of the stream into ``queue``, then an _EndOfStream. A request larger
+    than ``max_bytes`` (an observation is a few dozen) ends the stream, so the read-ahead of a
+    stream holds at most ``queue.maxsize * max_bytes``."""
     try:
         async for request in requests:
+            size = request.ByteSize()
+            if size > max_bytes:
+                raise ResourceExhaustedError(
+                    f"request: {size} bytes; an Observe request holds at most {max_bytes}"
+                )
             await queue.put(request)
     except Exception as exc:
         await queue.put(_EndOfStream(exc))
@@ -91,6 +100,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         self.metrics = metrics
         self.tokens = tokens
         self.max_label_length = max_label_length
+        self._streams = 0  # Observe streams open now
 
     def owner(self, context: grpc.aio.ServicerContext) -> str:
         """The caller's owner id: "" without auth, else the hash of its valid bearer token."""
@@ -133,13 +143,30 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         that writes ahead gets one commit per round instead of one per hand (same results, same
         order). The first bad request ends the stream after the acks of those before it.
         """
+        limits = self.manager.limits
         queue: asyncio.Queue = asyncio.Queue(maxsize=_OBSERVE_WINDOW)
-        reader = asyncio.create_task(_read_into(request_iterator, queue))
+        reader = None
+        self._streams += 1
         try:
+            if self._streams > limits.max_streams:
+                raise ResourceExhaustedError(
+                    f"streams: this server serves at most {limits.max_streams} Observe streams "
+                    "at once (oppmodel serve --max-streams)"
+                )
             owner = self.owner(context)
+            reader = asyncio.create_task(
+                _read_into(request_iterator, queue, max_bytes=limits.max_observe_request_bytes)
+            )
             done = False
             while not done:
-                batch = [await queue.get()]
+                try:
+                    async with asyncio.timeout(limits.stream_idle_seconds):
+                        batch = [await queue.get()]
+                except TimeoutError:
+                    raise IdleStreamError(
+                        f"stream: nothing arrived for {limits.stream_idle_seconds:g} s "
+                        "(oppmodel serve --stream-idle-seconds); open a new stream to go on"
+                    ) from None
                 while not queue.empty() and len(batch) < _OBSERVE_WINDOW:
                     batch.append(queue.get_nowait())
                 failure = None  # reading failed after the requests before it: answer those first
@@ -179,7 +206,9 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
             context.set_trailing_metadata(metadata)
             await context.abort(code, message)
         finally:
-            reader.cancel()
+            self._streams -= 1
+            if reader is not None:
+                reader.cancel()
         self.metrics.count("Observe", grpc.StatusCode.OK, None)
 
     @_rpc("GetModel")

@@ -51,6 +51,7 @@ from modeling.errors import (
 )
 from modeling.kuhn import KuhnGame, kuhn_game
 from modeling.mbbr import MBBRConfig, MBBRModel
+from modeling.memory import ENTRY_BYTES
 from modeling.observation import HandObservation
 from modeling.snapshot import SnapshotError
 from server.metrics import Metrics
@@ -70,21 +71,38 @@ class UnloadableSessionError(FailedPreconditionError):
         self.owner = owner
 
 
+class SessionTooLargeError(ResourceExhaustedError):
+    """A stored session needs more memory than the whole budget for live sessions."""
+
+    def __init__(self, owner: str, message: str) -> None:
+        super().__init__(message)
+        self.owner = owner
+
+
 @dataclass(frozen=True)
 class Limits:
     """Server-side bounds; exceeding one is RESOURCE_EXHAUSTED."""
 
     max_sessions: int = 10_000
     max_k: int = 200
-    max_joint_samples: int = 1_000_000  # k ** (n - 1), the size of one joint posterior table
+    # k ** (n - 1), the size of one joint posterior table: every k <= 200 with 3 players, k <= 40
+    # with 4. A snapshot of a session holds n such tables and is due every ~0.2 s of updates, so
+    # its size sets the write volume: 4 players at k = 100 (10^6) took 32 MB every 4-20 hands.
+    max_joint_samples: int = 1 << 16
     max_label_length: int = 128
     inline_joint_samples: int = 1024  # tables up to this size are computed on the event loop
-    max_live_sessions: int = 1000  # least recently used sessions beyond this leave memory
+    # Estimated bytes of the sessions kept in memory (``LiveSession.nbytes``): the least recently
+    # used idle ones leave memory beyond it (and reload on their next use); a session that alone
+    # needs more is refused.
+    memory_bytes: int = 1 << 30
     # A snapshot of a session's model is stored once the hands after the last one took this
     # long to apply (so a reload replays at most about this much) or number this many.
     snapshot_seconds: float = 0.2
     snapshot_hands: int = 1000
     recent_hands: int = 64  # applied hands kept in memory per session to check resends
+    max_streams: int = 512  # Observe streams open at once
+    stream_idle_seconds: float = 120.0  # an Observe stream that carries nothing this long ends
+    max_observe_request_bytes: int = 4096  # one Observe request (an observation is ~30 bytes)
 
 
 @dataclass(frozen=True)
@@ -179,11 +197,16 @@ class LiveSession:
     recent: collections.deque[HandKey]
     snapshot_hands: int = 0  # hands folded into the latest stored snapshot
     replay_seconds: float = 0.0  # what applying the hands after it took: the cost of a reload
+    nbytes: int = 0  # estimated memory, as counted against Limits.memory_bytes
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     model_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     policy_cache: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)
     deleted: bool = False
     evicted: bool = False  # dropped from memory; the next use reloads it from storage
+
+    def estimate_nbytes(self) -> int:
+        """The session's estimated memory: its model, its recent hands, a fixed overhead."""
+        return self.model.nbytes() + len(self.recent) * ENTRY_BYTES + SESSION_OVERHEAD_BYTES
 
     def info(self) -> SessionInfo:
         """A snapshot of the session's public description."""
@@ -203,6 +226,7 @@ def build_model(spec: SessionSpec) -> MBBRModel:
 
 
 HandKey = tuple[int, str, tuple[int | None, ...]]
+SESSION_OVERHEAD_BYTES = 8192  # a live session's objects besides its model and hands, measured
 
 
 def _key_of(obs: HandObservation) -> HandKey:
@@ -272,6 +296,7 @@ class SessionManager:
         self.metrics = metrics
         self.limits = limits
         self._live: OrderedDict[str, LiveSession] = OrderedDict()  # least recently used first
+        self._live_bytes = 0  # the sum of their ``nbytes``
         self._loading: dict[str, asyncio.Task[LiveSession | None]] = {}
         self._changes = ShieldedTasks()
 
@@ -326,6 +351,7 @@ class SessionManager:
             hands_observed=0,
             recent=collections.deque(maxlen=self.limits.recent_hands),
         )
+        self._fits(session)  # refused before anything is stored
         row = SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
         await asyncio.wrap_future(
             self.storage.create_session_async(row, max_sessions=self.limits.max_sessions)
@@ -349,7 +375,7 @@ class SessionManager:
                 loading.add_done_callback(lambda _: self._loading.pop(session_id, None))
             try:
                 session = await asyncio.shield(loading)
-            except UnloadableSessionError as exc:
+            except (UnloadableSessionError, SessionTooLargeError) as exc:
                 if exc.owner != owner:  # another owner's session: as if it did not exist
                     raise NotFoundError(f"session_id: no session {session_id!r}") from None
                 raise
@@ -358,31 +384,52 @@ class SessionManager:
         return session
 
     def _remember(self, session: LiveSession) -> None:
-        """Keep ``session`` in memory as the most recently used; evict the least recent idle ones.
+        """Keep ``session`` in memory as the most recently used, its size counted against the
+        memory budget; evict the least recently used idle sessions beyond the budget.
 
-        An evicted session is only marked: whoever holds a reference finds the mark under the
-        session's lock and fetches the current object instead (see ``locked``), so there is never
-        more than one live copy of a session's posterior.
+        ResourceExhaustedError (and nothing kept) if the session alone exceeds the budget. An
+        evicted session is only marked: whoever holds a reference finds the mark under the
+        session's lock and fetches the current object instead (see ``locked``), so there is
+        never more than one live copy of a session's posterior.
         """
+        nbytes = self._fits(session)
+        if self._live.get(session.session_id) is session:
+            self._live_bytes -= session.nbytes
+        session.nbytes = nbytes
+        self._live_bytes += nbytes
         self._live[session.session_id] = session
         self._live.move_to_end(session.session_id)
-        excess = len(self._live) - self.limits.max_live_sessions
-        for session_id, candidate in list(self._live.items()):
-            if excess <= 0:
+        for candidate in list(self._live.values()):
+            if self._live_bytes <= self.limits.memory_bytes:
                 break
             if candidate is session or candidate.lock.locked() or candidate.model_lock.locked():
                 continue
-            candidate.evicted = True
-            del self._live[session_id]
-            excess -= 1
+            self._forget(candidate)
+        self._count_live()
+
+    def _fits(self, session: LiveSession) -> int:
+        """The session's estimated bytes; ResourceExhaustedError if it alone exceeds the
+        memory budget."""
+        nbytes = session.estimate_nbytes()
+        if nbytes > self.limits.memory_bytes:
+            raise ResourceExhaustedError(
+                f"memory: this session needs about {nbytes / 2**20:.1f} MiB, more than the "
+                f"{self.limits.memory_bytes / 2**20:.1f} MiB this server keeps for live "
+                "sessions (oppmodel serve --memory-mb)"
+            )
+        return nbytes
+
+    def _count_live(self) -> None:
         self.metrics.live_sessions.set(len(self._live))
+        self.metrics.live_session_bytes.set(self._live_bytes)
 
     def _forget(self, session: LiveSession) -> None:
         """Drop ``session`` from memory (holders of a reference reload it; see ``locked``)."""
         session.evicted = True
         if self._live.get(session.session_id) is session:
             del self._live[session.session_id]
-        self.metrics.live_sessions.set(len(self._live))
+            self._live_bytes -= session.nbytes
+        self._count_live()
 
     @contextlib.asynccontextmanager
     async def locked(
@@ -434,7 +481,10 @@ class SessionManager:
             snapshot_hands=base,
             replay_seconds=seconds,
         )
-        self._remember(session)
+        try:
+            self._remember(session)
+        except ResourceExhaustedError as exc:
+            raise SessionTooLargeError(row.owner, str(exc)) from None
         log.info(
             "session loaded",
             extra={"session_id": session_id, "hands": session.hands_observed,
@@ -547,6 +597,7 @@ class SessionManager:
                     session.replay_seconds += time.perf_counter() - start
                     session.hands_observed += len(new)
                     session.recent.extend(_key_of(obs) for obs in new)
+                    self._resize(session)
                     if (
                         session.replay_seconds >= self.limits.snapshot_seconds
                         or session.hands_observed - session.snapshot_hands
@@ -555,6 +606,16 @@ class SessionManager:
                         await self._snapshot(session)
                 self.metrics.observations.inc(len(new))
             return acks, error
+
+    def _resize(self, session: LiveSession) -> None:
+        """Count the session's current size (its tables and caches can grow up to their
+        bounds); others make room if the total exceeds the budget."""
+        if self._live.get(session.session_id) is not session:
+            return
+        try:
+            self._remember(session)
+        except ResourceExhaustedError:  # it grew beyond the whole budget: it leaves memory
+            self._forget(session)
 
     async def _applied(self, session: LiveSession, sequence: int) -> HandKey:
         """The applied hand ``sequence`` (<= hands_observed): from memory if recent, else read."""

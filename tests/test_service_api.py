@@ -269,7 +269,7 @@ def test_evicted_sessions_reload_by_replay(tmp_path: Path) -> None:
     from server.sessions import Limits
 
     observations = random_observations(12, seed=8)
-    with connected(tmp_path / "db.sqlite", limits=Limits(max_live_sessions=2)) as (client, _):
+    with connected(tmp_path / "db.sqlite", limits=Limits(memory_bytes=150_000)) as (client, _):
         sids = [client.create_session(config=CONFIG).session_id for _ in range(4)]
         for half in (observations[:6], observations[6:]):
             for sid in sids:  # round robin: every session is evicted and reloaded in between

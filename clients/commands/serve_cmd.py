@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clients.commands._types import non_negative_float, port, positive_int
+from clients.commands._types import float_in, non_negative_float, port, positive_int
 from server.app import Server, ServerConfig, configure_logging, read_tokens, serve
 from server.sessions import Limits
 
@@ -58,17 +58,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=port,
         help="serve Prometheus /metrics on this port (0 picks a free one and prints it)",
     )
-    parser.add_argument(
+    limits = parser.add_argument_group(
+        "limits",
+        "What the server holds at most; going beyond one is refused with RESOURCE_EXHAUSTED "
+        "naming it. Memory stays below about 250 MiB + --memory-mb + 1 MiB per --max-streams "
+        "+ 256 KiB per --max-rpcs (the README's server section has the arithmetic).",
+    )
+    limits.add_argument(
         "--max-sessions",
         type=positive_int,
         default=Limits.max_sessions,
         help="sessions stored at most (default %(default)s)",
     )
-    parser.add_argument(
+    limits.add_argument(
         "--max-k",
         type=positive_int,
         default=Limits.max_k,
         help="largest number of MBBR samples a session may ask for (default %(default)s)",
+    )
+    limits.add_argument(
+        "--memory-mb",
+        type=positive_int,
+        default=Limits.memory_bytes >> 20,
+        help="estimated memory of the sessions kept loaded; the least recently used leave "
+        "memory beyond it and reload on their next use, one that alone needs more is refused "
+        "(default %(default)s)",
+    )
+    limits.add_argument(
+        "--max-streams",
+        type=positive_int,
+        default=Limits.max_streams,
+        help="Observe streams open at once (default %(default)s)",
+    )
+    limits.add_argument(
+        "--stream-idle-seconds",
+        type=float_in(0.0, low_open=True),
+        default=Limits.stream_idle_seconds,
+        help="an Observe stream that carries nothing this long is closed; clients reopen it "
+        "(default %(default)s)",
+    )
+    limits.add_argument(
+        "--max-rpcs",
+        type=positive_int,
+        default=ServerConfig.max_rpcs,
+        help="calls in progress at once, streams included (default %(default)s)",
     )
     parser.add_argument(
         "--grace",
@@ -96,7 +129,14 @@ def run(args: argparse.Namespace) -> int:
         tls_key=args.tls_key,
         auth_tokens=read_tokens(args.auth_tokens) if args.auth_tokens else None,
         metrics_port=args.metrics_port,
-        limits=Limits(max_sessions=args.max_sessions, max_k=args.max_k),
+        limits=Limits(
+            max_sessions=args.max_sessions,
+            max_k=args.max_k,
+            memory_bytes=args.memory_mb << 20,
+            max_streams=args.max_streams,
+            stream_idle_seconds=args.stream_idle_seconds,
+        ),
+        max_rpcs=args.max_rpcs,
         grace_seconds=args.grace,
         synchronous=args.synchronous,
     )

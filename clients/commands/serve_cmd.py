@@ -104,6 +104,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="calls in progress at once, streams included (default %(default)s)",
     )
     parser.add_argument(
+        "--snapshot-hands",
+        type=positive_int,
+        default=Limits.snapshot_hands,
+        help="store a snapshot of a session's model at least every this many hands (and once "
+        f"the hands since the last took {Limits.snapshot_seconds:g} s to apply), so a reload "
+        "replays at most that many; fewer: faster reloads, more writes (default %(default)s)",
+    )
+    parser.add_argument(
         "--grace",
         type=non_negative_float,
         default=5.0,
@@ -135,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
             memory_bytes=args.memory_mb << 20,
             max_streams=args.max_streams,
             stream_idle_seconds=args.stream_idle_seconds,
+            snapshot_hands=args.snapshot_hands,
         ),
         max_rpcs=args.max_rpcs,
         grace_seconds=args.grace,

@@ -40,18 +40,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]
 
-from clients.acpc.agent import connect, make_policy, play_match  # noqa: E402
-from clients.acpc.dealer import DealerConfig, MatchDealer  # noqa: E402
-from clients.acpc.gamedef import read_game_def  # noqa: E402
-from clients.acpc.log import LoggedHand  # noqa: E402
-from clients.acpc.protocol import HandState  # noqa: E402
-from clients.client import OpponentModelClient  # noqa: E402
-from modeling.errors import OppModelError  # noqa: E402
-from modeling.games.acpc.bundled import game_path  # noqa: E402
-from server.app import free_ports  # noqa: E402
+from oppmodel.clients.acpc.agent import connect, make_policy, play_match  # noqa: E402
+from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer  # noqa: E402
+from oppmodel.clients.acpc.log import LoggedHand  # noqa: E402
+from oppmodel.clients.acpc.protocol import HandState  # noqa: E402
+from oppmodel.clients.client import OpponentModelClient  # noqa: E402
+from oppmodel.modeling.errors import OppModelError  # noqa: E402
+from oppmodel.modeling.games.acpc.bundled import game_path  # noqa: E402
+from oppmodel.modeling.games.acpc.gamedef import read_game_def  # noqa: E402
+from oppmodel.server.app import free_ports  # noqa: E402
 
 GAME_FILE = game_path("kuhn3p")
 GAME = read_game_def(GAME_FILE)
@@ -61,7 +60,7 @@ REFERENCE_HANDS_PER_SECOND = 3000 / 0.7
 def start_service(workdir: Path) -> tuple[subprocess.Popen, str]:
     """``oppmodel serve`` in its own process on a free loopback port; waits until it answers."""
     (port,) = free_ports()
-    command = [sys.executable, "-m", "clients.cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "oppmodel.clients.cli", "serve", "--port", str(port)]
     command += ["--db", str(workdir / "bench.sqlite")]
     process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
     target = f"127.0.0.1:{port}"
@@ -127,7 +126,12 @@ def run_match(
     workers: list = []
     for seed, port in enumerate(ports):
         if agents != "threads":
-            command = [sys.executable, "-m", "clients.commands.acpc_agent_cmd", str(GAME_FILE)]
+            command = [
+                sys.executable,
+                "-m",
+                "oppmodel.clients.commands.acpc_agent_cmd",
+                str(GAME_FILE),
+            ]
             command += ["127.0.0.1", str(port), "--seed", str(seed), "--json"]
             if agents == "processes":
                 command += ["--agent", "example"]

@@ -6,9 +6,9 @@ profiles (interleaved, so machine load affects both alike), and the best-respons
 checked to agree within 1e-9.
 
 What is timed:
-- ``ours_api``: ``modeling.evaluation.best_response(game, profile, position)``: validating the whole
-  profile, the leaf weights (chance x the others' reach x payoff) and the backward induction;
-  returns the pure best-response strategy and its value.
+- ``ours_api``: ``oppmodel.modeling.evaluation.kuhn.best_response(game, profile, position)``:
+  validating the whole profile, the leaf weights (chance x the others' reach x payoff) and the
+  backward induction; returns the pure best-response strategy and its value.
 - ``ours_kernel``: the same without validation (``leaf_weights`` + ``best_response_to_weights``),
   which is what MBBR calls on its own, already valid, models.
 - ``openspiel``: ``pyspiel.TabularBestResponse.set_policy(policy)`` then
@@ -30,15 +30,12 @@ import json
 import platform
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pyspiel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from modeling.evaluation import best_response, best_response_to_weights, leaf_weights
-from modeling.kuhn import kuhn_game
+from oppmodel.modeling.evaluation.kuhn import best_response, best_response_to_weights, leaf_weights
+from oppmodel.modeling.games.kuhn import kuhn_game
 
 GOAL_RATIO = 0.1
 

@@ -2,20 +2,20 @@
 
 The field: MBBR (paper settings: epsilon 0.05, k 10, H 100, eta 4, N1 default, N3 prior mean; its
 posterior is the paper's k samples or, with ``--mbbr-posterior dirichlet``, the Dirichlet posterior
-of ``modeling.dirichlet_posterior``), the robust equilibria N1, N2, N3, and eight exploitable
+of ``oppmodel.modeling.mbbr.dirichlet``), the robust equilibria N1, N2, N3, and eight exploitable
 styles: five fixed (always-bet, calling-station, tight-passive, maniac, bluffer) and three that
-change during a match (switcher, exploiter, tilter; ``modeling.adaptive``). They stand in for the
-paper's ten class-project agents, which are not available. ``--field competent`` dilutes every
-style with N2 to ``--share`` of its decisions (``modeling.diluted``): a field as hard as the
-paper's.
+change during a match (switcher, exploiter, tilter; ``oppmodel.modeling.play.adaptive``). They stand
+in for the paper's ten class-project agents, which are not available. ``--field competent`` dilutes
+every style with N2 to ``--share`` of its decisions (``oppmodel.modeling.play.diluted``): a field as
+hard as the paper's.
 
 For every group of 3 agents: duplicate matches over the 6 seatings, ``--hands`` hands each,
 ``--reps`` repetitions (paper: 3000 and 10). Each agent's score is its mean mbb/h over all the
-groups it played in, with the standard error of that mean (``modeling.tournament``): Table 1.
-Table 6 replays every group containing MBBR with its uninformed prior (Dirichlet(2) everywhere)
-on the same cards. Head to head: MBBR's paired margin over each agent in the groups both played,
-and MBBR against every pair of equilibrium agents (including two copies of one) with the exact
-best-response ceiling of each pair (what a perfect exploiter would win).
+groups it played in, with the standard error of that mean (``oppmodel.modeling.play.tournament``):
+Table 1. Table 6 replays every group containing MBBR with its uninformed prior (Dirichlet(2)
+everywhere) on the same cards. Head to head: MBBR's paired margin over each agent in the groups both
+played, and MBBR against every pair of equilibrium agents (including two copies of one) with the
+exact best-response ceiling of each pair (what a perfect exploiter would win).
 
     python benchmarks/kuhn3p_field.py [--quick] [--json] [--workers N] [--backend local|ray
                                       --address ADDR] [--hands H] [--reps R] [--field F]
@@ -37,7 +37,8 @@ import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if not __package__:  # run as a script: make benchmarks.sweep importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.sweep import (  # noqa: E402
     RESULTS_DIR,
@@ -46,11 +47,11 @@ from benchmarks.sweep import (  # noqa: E402
     report_written,
     run_jobs_with_args,
 )
-from modeling.errors import InvalidArgumentError  # noqa: E402
-from modeling.kuhn import kuhn_game  # noqa: E402
-from modeling.mbbr import POSTERIORS, MBBRConfig  # noqa: E402
-from modeling.panel import named_profile  # noqa: E402
-from modeling.tournament import (  # noqa: E402
+from oppmodel.modeling.errors import InvalidArgumentError  # noqa: E402
+from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
+from oppmodel.modeling.mbbr.model import POSTERIORS, MBBRConfig  # noqa: E402
+from oppmodel.modeling.play.panel import named_profile  # noqa: E402
+from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
     Estimate,
     MatchJob,
@@ -92,7 +93,8 @@ DEFAULT_SHARE = 0.35
 
 
 def competent_field(share: float) -> tuple[str, ...]:
-    """The field with every style diluted to ``share`` of its decisions (``modeling.diluted``)."""
+    """The field with every style diluted to ``share`` of its decisions
+    (``oppmodel.modeling.play.diluted``)."""
     return (*FIELD[:4], *(f"{style}@{share:g}" for style in STYLES))
 
 

@@ -8,7 +8,7 @@ trajectories, over ``--seeds`` seeds. Reported per stretch of the match (mbb/h),
 with the exact best-response ceiling of the pair beside it. Against two copies of one equilibrium
 the ceiling is 0 and every mbb/h below it is the cost of learning. ``--attribute`` also says where
 it is paid: per information set of ours, what switching to the better action there would have gained
-(:func:`modeling.evaluation.deviation_gains`), summed over the match.
+(:func:`oppmodel.modeling.evaluation.kuhn.deviation_gains`), summed over the match.
 
 MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other settings; pairs are
 panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to evaluate against).
@@ -34,18 +34,19 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if not __package__:  # run as a script: make benchmarks.sweep importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.sweep import machine, report_written  # noqa: E402
-from clients.progress import progress_bar  # noqa: E402
-from modeling.diluted import diluted_profile, is_diluted  # noqa: E402
-from modeling.evaluation import deviation_gains, expected_values  # noqa: E402
-from modeling.kuhn import KuhnGame, kuhn_game  # noqa: E402
-from modeling.mbbr import POSTERIORS, PRIORS, MBBRConfig, MBBRModel  # noqa: E402
-from modeling.observation import observe_hand  # noqa: E402
-from modeling.panel import named_profile  # noqa: E402
-from modeling.strategy import sample_history  # noqa: E402
-from modeling.tournament import response_ceiling, seated_profile  # noqa: E402
+from oppmodel.clients.progress import progress_bar  # noqa: E402
+from oppmodel.modeling.evaluation.kuhn import deviation_gains, expected_values  # noqa: E402
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game  # noqa: E402
+from oppmodel.modeling.mbbr.model import POSTERIORS, PRIORS, MBBRConfig, MBBRModel  # noqa: E402
+from oppmodel.modeling.observation import observe_hand  # noqa: E402
+from oppmodel.modeling.play.diluted import diluted_profile, is_diluted  # noqa: E402
+from oppmodel.modeling.play.panel import named_profile  # noqa: E402
+from oppmodel.modeling.play.tournament import response_ceiling, seated_profile  # noqa: E402
+from oppmodel.modeling.strategy import sample_history  # noqa: E402
 
 DEFAULT_PAIRS = "n3+n3,n2+n2,n1+n1,n2+n3,calling-station+bluffer,n1+maniac,calling-station@0.35+n3"
 WINDOW_EDGES = (100, 300, 1000, 2000)

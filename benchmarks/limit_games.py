@@ -4,13 +4,13 @@ Both sides run in this process on the same inputs, interleaved where they are re
 machine load affects both alike; medians are reported with the load average before and after.
 
 - **Best response** in 3-player Leduc (``--br-game``) to fresh random profiles (seeded; the
-  position cycles 0, 1, 2). Ours: ``modeling.limit_evaluation.best_response(game, profile, p)``,
-  validation included. OpenSpiel: ``pyspiel.TabularBestResponse.set_policy(table)`` then
-  ``value_from_state(root)`` on one best-responder per position built beforehand (construction,
-  16 s or more here, is reported apart and not charged); the table is OpenSpiel's
-  ``{infostate: [(action, prob)]}`` form, converted beforehand (not charged either). The values
-  must agree within 1e-9. OpenSpiel is slow here (seconds per call), so it is measured on a few
-  profiles only (``--openspiel-calls``); ours on many more.
+  position cycles 0, 1, 2). Ours: ``oppmodel.modeling.evaluation.limit.best_response(game, profile,
+  p)``, validation included. OpenSpiel: ``pyspiel.TabularBestResponse.set_policy(table)`` then
+  ``value_from_state(root)`` on one best-responder per position built beforehand (construction, 16 s
+  or more here, is reported apart and not charged); the table is OpenSpiel's ``{infostate: [(action,
+  prob)]}`` form, converted beforehand (not charged either). The values must agree within 1e-9.
+  OpenSpiel is slow here (seconds per call), so it is measured on a few profiles only
+  (``--openspiel-calls``); ours on many more.
 - **One CFR+ iteration** in 2- and 3-player Leduc. Ours: ``CFRSolver.run(1)`` (alternating
   updates over the compiled tree, every deal). OpenSpiel: ``CFRPlusSolver.evaluate_and_update_
   policy()`` (C++; alternating updates, regret matching+, linear averaging, likewise exact).
@@ -35,13 +35,11 @@ from pathlib import Path
 import numpy as np
 import pyspiel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from modeling.games.acpc.compiler import limit_game
-from modeling.games.acpc.openspiel import openspiel_policy_table
-from modeling.games.acpc.strategy import random_profile
-from modeling.limit_evaluation import best_response
-from modeling.solve.cfr import CFRSolver
+from oppmodel.modeling.evaluation.limit import best_response
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.openspiel import openspiel_policy_table
+from oppmodel.modeling.games.acpc.strategy import random_profile
+from oppmodel.modeling.solve.cfr import CFRSolver
 
 BR_GOAL = 0.01
 CFR_GOAL = 0.1

@@ -1,7 +1,7 @@
 """Match engine throughput in hands per second (3-player Kuhn, duplicate series).
 
-Timed: ``modeling.match.run_duplicate`` over whole duplicate series (agents built per match, decks
-drawn, every seating played, results aggregated), median of several repeats, for
+Timed: ``oppmodel.modeling.play.match.run_duplicate`` over whole duplicate series (agents built per
+match, decks drawn, every seating played, results aggregated), median of several repeats, for
 - ``fixed_kernel``: three fixed-strategy agents (n1, maniac, n3): the numba kernel path;
 - ``fixed_python``: the same agents through the engine's Python loop (a ``FixedStrategyAgent``
   subclass, which the kernel path does not take): what any non-fixed agent pays for the engine;
@@ -19,17 +19,14 @@ import json
 import platform
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from modeling.agents import mbbr_factory
-from modeling.kuhn import kuhn_game
-from modeling.match import FixedStrategyAgent, run_duplicate
-from modeling.mbbr import MBBRConfig
-from modeling.panel import named_profile
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.play.agents import mbbr_factory
+from oppmodel.modeling.play.match import FixedStrategyAgent, run_duplicate
+from oppmodel.modeling.play.panel import named_profile
 
 GOAL_FIXED_HANDS_PER_SECOND = 50_000
 

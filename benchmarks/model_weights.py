@@ -21,14 +21,15 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from modeling._model_weights_kernels import gibbs_chains
-from modeling.model_weights import choice_likelihood, exact_posterior, gibbs_posterior
+from oppmodel.modeling.perfect_info._model_weights_kernels import gibbs_chains
+from oppmodel.modeling.perfect_info.model_weights import (
+    choice_likelihood,
+    exact_posterior,
+    gibbs_posterior,
+)
 
 
 def problem(n_obs: int, n_models: int, seed: int) -> np.ndarray:

@@ -1,12 +1,13 @@
 """Paper 004's Figure 5 reproduced: top-N curves of predicting a minimax tic-tac-toe player's moves.
 
-Trains the naive Bayes move model (``modeling.movepred``) on the minimax player's positions in games
-against a random player (100 training games, 10 test games per replication, as in the paper; the
-replications are pooled so that the curves are not decided by ~35 test positions) and prints the
-three top-N curves of ``modeling.tictactoe``: ``state``, ``state+legal`` and ``legal-only``, with
-top-1 and top-3 called out, the check that ranking among legal moves beats state-only ranking at
-every N, a sweep over the number of chi-squared-selected features, the same with a minimax player
-that breaks ties at random, and the speed of fitting and ranking (medians).
+Trains the naive Bayes move model (``oppmodel.modeling.movepred.naive_bayes``) on the minimax
+player's positions in games against a random player (100 training games, 10 test games per
+replication, as in the paper; the replications are pooled so that the curves are not decided by ~35
+test positions) and prints the three top-N curves of ``oppmodel.modeling.movepred.tictactoe``:
+``state``, ``state+legal`` and ``legal-only``, with top-1 and top-3 called out, the check that
+ranking among legal moves beats state-only ranking at every N, a sweep over the number of
+chi-squared-selected features, the same with a minimax player that breaks ties at random, and the
+speed of fitting and ranking (medians).
 
 Usage: ``python benchmarks/movepred.py [--json] [--quick] [--plot FILE.png]``. The plot needs
 matplotlib (``pip install ".[plot]"``); without ``--plot`` it is never imported.
@@ -19,15 +20,12 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from clients.progress import progress_bar
-from modeling.movepred import move_ranks, train_move_model
-from modeling.tictactoe import (
+from oppmodel.clients.progress import progress_bar
+from oppmodel.modeling.movepred.naive_bayes import move_ranks, train_move_model
+from oppmodel.modeling.movepred.tictactoe import (
     CELLS,
     ENCODINGS,
     TopNResult,

@@ -4,8 +4,8 @@ Three figures, each next to its in-process peer measured in the same run (the ma
 compare within a run):
 
 1. **GetProbMaxnMove** on seeded 7-card deals (given weights, eps 0.1): client wall time per call,
-   against ``modeling.spades.probmaxn_search`` in-process with the same fresh table size; the
-   moves must agree.
+   against ``oppmodel.modeling.perfect_info.spades_search.probmaxn_search`` in-process with the same
+   fresh table size; the moves must agree.
 2. **ObserveChoices**: one choice per stream message for one opponent, default Gibbs settings
    (1000 sweeps, 200 burn-in, 4 chains); the ack latency over the last acks (each ack carries a
    freshly sampled posterior), against ``gibbs_posterior`` in-process on the same number of
@@ -29,12 +29,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "proto")]
 
-from clients.commands import serve_cmd  # noqa: E402
-from clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient  # noqa: E402
-from modeling import spades  # noqa: E402
-from modeling.model_weights import gibbs_posterior  # noqa: E402
+from oppmodel.clients.commands import serve_cmd  # noqa: E402
+from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient  # noqa: E402
+from oppmodel.modeling.perfect_info import spades_search as spades  # noqa: E402
+from oppmodel.modeling.perfect_info.model_weights import gibbs_posterior  # noqa: E402
 
 WEIGHTS = np.array([[0.5, 0.5], [0.7, 0.3], [0.2, 0.8]])
 

@@ -26,9 +26,9 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from modeling.kuhn import kuhn_game  # noqa: E402
-from modeling.mbbr import MBBRConfig, MBBRModel  # noqa: E402
-from modeling.observation import HandObservation, observe_hand  # noqa: E402
+from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel  # noqa: E402
+from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
 
 GOALS = {100: 5000.0, 1000: 300.0}  # hands/s for the full cycle, from the issue
 

@@ -25,21 +25,19 @@ import os
 import signal
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "proto")]
 
-from clients.client import OpponentModelClient  # noqa: E402
-from clients.commands import serve_cmd  # noqa: E402
-from modeling.kuhn import kuhn_game  # noqa: E402
-from modeling.mbbr import MBBRConfig  # noqa: E402
-from modeling.observation import HandObservation, observe_hand  # noqa: E402
-from modeling.panel import named_profile  # noqa: E402
-from server.sessions import Limits  # noqa: E402
+from oppmodel.clients.client import OpponentModelClient  # noqa: E402
+from oppmodel.clients.commands import serve_cmd  # noqa: E402
+from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
+from oppmodel.modeling.mbbr.model import MBBRConfig  # noqa: E402
+from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
+from oppmodel.modeling.play.panel import named_profile  # noqa: E402
+from oppmodel.server.sessions import Limits  # noqa: E402
 
 
 def largest_k(players: int, limits: Limits) -> int:

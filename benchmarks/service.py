@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -43,14 +42,13 @@ import grpc
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "proto")]
 
-from clients.client import OpponentModelClient, observation_message  # noqa: E402
-from clients.commands import serve_cmd  # noqa: E402
-from modeling.kuhn import kuhn_game  # noqa: E402
-from modeling.mbbr import POSTERIORS, MBBRConfig, MBBRModel  # noqa: E402
-from modeling.observation import HandObservation, observe_hand  # noqa: E402
-from modeling.panel import named_profile  # noqa: E402
+from oppmodel.clients.client import OpponentModelClient, observation_message  # noqa: E402
+from oppmodel.clients.commands import serve_cmd  # noqa: E402
+from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
+from oppmodel.modeling.mbbr.model import POSTERIORS, MBBRConfig, MBBRModel  # noqa: E402
+from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
+from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc  # noqa: E402
 
@@ -86,14 +84,10 @@ def library_hands_per_second(hands: list[HandObservation], config: MBBRConfig) -
 
 
 # -- processes --
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'proto'}"}
-
-
 def start_echo() -> tuple[subprocess.Popen, int]:
     """The bare echo server (this file with --echo-server) in a child process."""
     process = subprocess.Popen(
-        [sys.executable, __file__, "--echo-server"], stdout=subprocess.PIPE, text=True, env=_env()
+        [sys.executable, __file__, "--echo-server"], stdout=subprocess.PIPE, text=True
     )
     return process, int(process.stdout.readline())
 

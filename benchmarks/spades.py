@@ -16,13 +16,10 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from modeling import spades as S
+from oppmodel.modeling.perfect_info import spades_search as S
 
 
 def _summary(times: list[float], cpu: list[float], nodes: list[int]) -> dict:

@@ -1,10 +1,11 @@
 """Sweep runner: match jobs on all local cores or on a Ray cluster, and MBBR's parameter sweeps.
 
-Runner. ``run_jobs`` plays a list of :class:`modeling.tournament.MatchJob` and returns their
-results in job order. Each job is seeded from ``(base seed, job stream)`` alone, so the results do
-not depend on which worker ran what or in which order: the local backend (a ``multiprocessing``
-pool, one process per core by default) and the Ray backend (one task per job on the cluster at
-``--address``, or on a fresh local instance without it) give identical tables for the same seeds.
+Runner. ``run_jobs`` plays a list of :class:`oppmodel.modeling.play.tournament.MatchJob` and returns
+their results in job order. Each job is seeded from ``(base seed, job stream)`` alone, so the
+results do not depend on which worker ran what or in which order: the local backend (a
+``multiprocessing`` pool, one process per core by default) and the Ray backend (one task per job on
+the cluster at ``--address``, or on a fresh local instance without it) give identical tables for the
+same seeds.
 
 Sweeps (paper 003, Figures 1-4, the ``mean`` against ``bayes`` response, the posterior and the
 prior). One MBBR parameter
@@ -32,20 +33,20 @@ import dataclasses  # noqa: E402
 import json  # noqa: E402
 import multiprocessing  # noqa: E402
 import platform  # noqa: E402
+import shutil  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script from a checkout without installing
-    sys.path.insert(0, str(ROOT))
 
-import modeling  # noqa: E402
-from clients.progress import progress_bar  # noqa: E402
-from modeling.mbbr import POSTERIORS, MBBRConfig  # noqa: E402
-from modeling.tournament import (  # noqa: E402
+import oppmodel.modeling  # noqa: E402
+from oppmodel.clients.progress import progress_bar  # noqa: E402
+from oppmodel.modeling.mbbr.model import POSTERIORS, MBBRConfig  # noqa: E402
+from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
     Estimate,
     JobResult,
@@ -112,17 +113,27 @@ K_LIMIT = ("dirichlet",)  # drawn with the k sweep: what k -> infinity approache
 
 
 def ray_runtime_env(address: str | None = None) -> dict:
-    """Ray runtime environment in which the workers import this checkout's ``modeling``.
+    """Ray runtime environment in which the workers import this checkout's ``oppmodel.modeling``.
 
-    A local instance (no address) puts the checkout on the workers' PYTHONPATH, so they also reuse
-    numba's compiled-kernel cache; a cluster gets the package uploaded (``py_modules``), where each
-    worker compiles the kernels once.
+    A local instance (no address) runs this Python, where the package is installed, with the
+    checkout on the workers' PYTHONPATH (``benchmarks``), so they also reuse numba's
+    compiled-kernel cache; a cluster gets the package uploaded (``py_modules``), where each worker
+    compiles the kernels once.
     """
-    package = Path(modeling.__file__).resolve().parent
     if address is None:
-        path = os.pathsep.join(p for p in (str(package.parent), os.environ.get("PYTHONPATH")) if p)
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
         return {"env_vars": {"PYTHONPATH": path}}
-    return {"py_modules": [str(package)]}
+    return {"py_modules": [str(_upload_package())]}
+
+
+def _upload_package() -> Path:
+    """``oppmodel`` holding ``modeling`` (all a worker runs), in the installed layout, copied into
+    a temporary folder for Ray to upload."""
+    package = Path(tempfile.mkdtemp(prefix="oppmodel-ray-")) / "oppmodel"
+    source = Path(oppmodel.modeling.__file__).resolve().parent
+    shutil.copytree(source, package / "modeling", ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "__init__.py").touch()
+    return package
 
 
 def run_jobs(

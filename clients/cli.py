@@ -7,8 +7,8 @@ returning an exit status.
 Mistakes end the same way in every subcommand: one line ``oppmodel CMD: error: MESSAGE`` on
 stderr and exit status 2. argparse reports usage errors so (a number out of range included: see
 ``commands/_types.py``); :func:`run_command` reports the rest, the project's own errors
-(``modeling.errors``: a bad value, an unknown name, a refused request) and the operating system's
-(a missing file, a port in use), raised by the command before it leaves anything behind.
+(``oppmodel.modeling.errors``: a bad value, an unknown name, a refused request) and the operating
+system's (a missing file, a port in use), raised by the command before it leaves anything behind.
 Anything else is a bug and keeps its traceback. Status 1 is kept for a run that started and then
 failed (an ACPC match aborted by a timeout or a crashed agent), as the reference dealer does.
 """
@@ -20,7 +20,7 @@ import importlib
 import sys
 from collections.abc import Callable
 
-from modeling.errors import OppModelError
+from oppmodel.modeling.errors import OppModelError
 
 USER_ERRORS = (OppModelError, OSError)
 USAGE_ERROR_STATUS = 2  # argparse's status for a usage error, used for every mistake
@@ -28,22 +28,22 @@ USAGE_ERROR_STATUS = 2  # argparse's status for a usage error, used for every mi
 # Order here is the order shown by ``oppmodel --help``.
 COMMAND_MODULES = (
     # the service
-    "clients.commands.demo_cmd",
-    "clients.commands.serve_cmd",
+    "oppmodel.clients.commands.demo_cmd",
+    "oppmodel.clients.commands.serve_cmd",
     # Kuhn poker in-process
-    "clients.commands.eval_cmd",
-    "clients.commands.match_cmd",
+    "oppmodel.clients.commands.eval_cmd",
+    "oppmodel.clients.commands.match_cmd",
     # limit games (Kuhn, Leduc, any small ACPC limit game)
-    "clients.commands.solve_cmd",
+    "oppmodel.clients.commands.solve_cmd",
     # the ACPC protocol
-    "clients.commands.dealer_cmd",
-    "clients.commands.acpc_agent_cmd",
-    "clients.commands.acpc_script_cmd",
-    "clients.commands.tournament_cmd",
-    "clients.commands.replay_cmd",
+    "oppmodel.clients.commands.dealer_cmd",
+    "oppmodel.clients.commands.acpc_agent_cmd",
+    "oppmodel.clients.commands.acpc_script_cmd",
+    "oppmodel.clients.commands.tournament_cmd",
+    "oppmodel.clients.commands.replay_cmd",
     # perfect information and move prediction
-    "clients.commands.spades_cmd",
-    "clients.commands.movepred_cmd",
+    "oppmodel.clients.commands.spades_cmd",
+    "oppmodel.clients.commands.movepred_cmd",
 )
 
 

@@ -33,9 +33,9 @@ import grpc
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from modeling import errors
-from modeling.mbbr import MBBRConfig
-from modeling.observation import HandObservation
+from oppmodel.modeling import errors
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.observation import HandObservation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 

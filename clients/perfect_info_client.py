@@ -1,9 +1,10 @@
 """Typed Python client of PerfectInfoService (perfect-information sessions, prob-max^n moves).
 
 ``PerfectInfoClient`` takes and returns domain types (``Opponent``, ``ChoiceEvidence``,
-``modeling.spades.Position``, numpy arrays) and turns status codes back into the exceptions of
-``modeling/errors.py`` exactly as ``clients.client.OpponentModelClient`` does: both build on
-``clients.client.GrpcClient`` (channel, TLS root certificates, token, ``close``, the error
+``oppmodel.modeling.perfect_info.spades_search.Position``, numpy arrays) and turns status codes back
+into the exceptions of ``modeling/errors.py`` exactly as
+``oppmodel.clients.client.OpponentModelClient`` does: both build on
+``oppmodel.clients.client.GrpcClient`` (channel, TLS root certificates, token, ``close``, the error
 mapping).
 
     with PerfectInfoClient("127.0.0.1:50051") as client:
@@ -25,8 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clients.client import GrpcClient
-from modeling import errors, spades
+from oppmodel.clients.client import GrpcClient
+from oppmodel.modeling import errors
+from oppmodel.modeling.perfect_info import spades_search as spades
 from oppmodel.v1 import perfect_info_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pb_grpc
 
@@ -156,7 +158,9 @@ class ProbMaxnMove:
     ) -> ChoiceEvidence:
         """The evidence of the mover playing ``card`` here, for an opponent whose session models
         are ``models`` (in that order): one child per legal card (a merged move repeated per card
-        it stands for), as ``modeling.spades.ProbMaxnResult.choice_likelihood`` counts them."""
+        it stands for), as
+        ``oppmodel.modeling.perfect_info.spades_search.ProbMaxnResult.choice_likelihood`` counts
+        them."""
         starts = np.asarray(self.moves)
         group = int(np.searchsorted(starts, card, side="right")) - 1
         if group < 0 or starts[group] // 13 != card // 13:

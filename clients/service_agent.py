@@ -1,4 +1,4 @@
-"""An MBBR agent for the match engine (``modeling/match.py``) that plays through the service.
+"""An MBBR agent for the match engine (``modeling/play/match.py``) that plays through the service.
 
 ``ServiceMBBRAgent`` asks the service for every decision (GetAction; the service follows the
 agent's policy: the default strategy for the first H hands, then the best response) and streams
@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from clients.client import ObservationStream, OpponentModelClient
-from modeling.errors import InvalidArgumentError
-from modeling.kuhn import KuhnGame
-from modeling.mbbr import MBBRConfig
-from modeling.observation import HandObservation
+from oppmodel.clients.client import ObservationStream, OpponentModelClient
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.observation import HandObservation
 
 
 class ServiceMBBRAgent:

@@ -1,4 +1,4 @@
-"""Numba kernel behind :func:`modeling.strategy.validate_profile`'s fast path.
+"""Numba kernel behind :func:`oppmodel.modeling.strategy.validate_profile`'s fast path.
 
 One pass over the profile instead of a dozen numpy reductions (each costs microseconds on
 arrays this small, which dominated a validated best response).

@@ -10,7 +10,7 @@ a number from outside text goes through here, and only 0-9 counts as a digit.
 
 from __future__ import annotations
 
-from modeling.errors import InvalidArgumentError
+from oppmodel.modeling.errors import InvalidArgumentError
 
 DIGITS = "0123456789"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from modeling.errors import IllegalActionError, InvalidArgumentError
-from modeling.kuhn import KuhnGame
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.kuhn import KuhnGame
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from modeling import _strategy_kernels as kernels
-from modeling.errors import InvalidArgumentError, InvalidStrategyError
-from modeling.kuhn import KuhnGame
+from oppmodel.modeling import _strategy_kernels as kernels
+from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
+from oppmodel.modeling.games.kuhn import KuhnGame
 
 SUM_TOLERANCE = 1e-9
 

@@ -33,21 +33,21 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
-from modeling.errors import InvalidArgumentError
-from modeling.kuhn import kuhn_game
-from modeling.mbbr import MBBRConfig, MBBRModel
-from modeling.observation import HandObservation
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.observation import HandObservation
+from oppmodel.server.decoding import add_service
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.perfect_info import PerfectInfoLimits, PerfectInfoManager, warm_up_perfect_info
+from oppmodel.server.perfect_info_service import PerfectInfoServicer
+from oppmodel.server.servicer import OpponentModelServicer
+from oppmodel.server.sessions import Limits, SessionManager
+from oppmodel.server.storage import Storage
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pi_pb_grpc
-from server.decoding import add_service
-from server.metrics import Metrics
-from server.perfect_info import PerfectInfoLimits, PerfectInfoManager, warm_up_perfect_info
-from server.perfect_info_service import PerfectInfoServicer
-from server.servicer import OpponentModelServicer
-from server.sessions import Limits, SessionManager
-from server.storage import Storage
 
 log = logging.getLogger("oppmodel.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OpponentModelService"].full_name

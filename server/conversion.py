@@ -19,14 +19,14 @@ from functools import cache
 
 import numpy as np
 
-from modeling.errors import InvalidArgumentError, InvalidStrategyError
-from modeling.kuhn import BET, PASS, KuhnGame, kuhn_game
-from modeling.mbbr import MBBRConfig
-from modeling.numerals import is_numeral
-from modeling.observation import HandObservation, validate_observation
-from modeling.strategy import strategy_from_dict
+from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
+from oppmodel.modeling.games.kuhn import BET, PASS, KuhnGame, kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.numerals import is_numeral
+from oppmodel.modeling.observation import HandObservation, validate_observation
+from oppmodel.modeling.strategy import strategy_from_dict
+from oppmodel.server.sessions import ActionChoice, SessionInfo, SessionSpec
 from oppmodel.v1 import opponent_model_pb2 as pb
-from server.sessions import ActionChoice, SessionInfo, SessionSpec
 
 _GAME_RE = re.compile(r"kuhn_poker(?:\(players=([0-9]+)\))?")
 _RANKS = "23456789TJQKA"

@@ -32,9 +32,9 @@ import grpc
 from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from modeling.errors import InvalidArgumentError
-from server.errors import error_details
-from server.metrics import Metrics
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.server.errors import error_details
+from oppmodel.server.metrics import Metrics
 
 MAX_DEPTH = 100  # upb's default nesting limit (messages and groups)
 _VARINT, _FIXED64, _LENGTH, _START_GROUP, _END_GROUP, _FIXED32 = range(6)

@@ -13,7 +13,7 @@ import logging
 
 import grpc
 
-from modeling.errors import (
+from oppmodel.modeling.errors import (
     DeadlineExceededError,
     FailedPreconditionError,
     IdleStreamError,

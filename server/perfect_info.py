@@ -4,10 +4,11 @@ Paper 000 ("Learning in Prob-Max^n"; algorithms.md section 2). Each opponent i o
 models ``m_{i,0..N_i-1}`` and a Dirichlet(alpha_i) prior over its model weights w_i. An observed
 choice t of opponent i contributes a likelihood vector ``L_t[j] = P(choice | model j)``; the
 posterior of w_i given its choices is computed by the collapsed Gibbs sampler of
-``modeling.model_weights.gibbs_posterior`` with the session's settings and the seed
-``opponent_seed(session seed, i)``. The posterior is therefore a pure function of (the opponent's
-stored likelihood vectors, the settings, the seed): it is computed on demand and cached by the
-opponent's choice count, and a restart (which reloads the stored vectors) gives identical numbers.
+``oppmodel.modeling.perfect_info.model_weights.gibbs_posterior`` with the session's settings and the
+seed ``opponent_seed(session seed, i)``. The posterior is therefore a pure function of (the
+opponent's stored likelihood vectors, the settings, the seed): it is computed on demand and cached
+by the opponent's choice count, and a restart (which reloads the stored vectors) gives identical
+numbers.
 
 Storage: two tables of their own (``pi_sessions``, ``pi_choices``) in the server's SQLite database,
 written through the same writer thread (``Storage.run``/``Storage.submit``), so a choice is
@@ -36,18 +37,18 @@ from typing import TypeVar
 
 import numpy as np
 
-from modeling import spades
-from modeling.errors import (
+from oppmodel.modeling.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
     ResourceExhaustedError,
     UnknownGameError,
 )
-from modeling.model_weights import GibbsPosterior, gibbs_posterior
-from server.metrics import Metrics
-from server.storage import Storage
-from server.tasks import ShieldedTasks
+from oppmodel.modeling.perfect_info import spades_search as spades
+from oppmodel.modeling.perfect_info.model_weights import GibbsPosterior, gibbs_posterior
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.storage import Storage
+from oppmodel.server.tasks import ShieldedTasks
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")

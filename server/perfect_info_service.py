@@ -2,13 +2,14 @@
 
 Thin, like ``server/servicer.py``: each RPC converts and validates its request (raising domain
 errors whose field is the request's field path, e.g. ``observations[2].likelihoods`` or
-``position.hands[1]``), calls ``server.perfect_info.PerfectInfoManager`` or the Spades search, and
-converts the result back. Authentication, metrics and the error table are shared with the
-opponent-model service (``server.servicer._rpc`` and ``server/errors.py``).
+``position.hands[1]``), calls ``oppmodel.server.perfect_info.PerfectInfoManager`` or the Spades
+search, and converts the result back. Authentication, metrics and the error table are shared with
+the opponent-model service (``oppmodel.server.servicer._rpc`` and ``server/errors.py``).
 
-The prob-max^n query runs ``modeling.spades.probmaxn_search`` (paper 000; the rules are those of
-``modeling.search.probmaxn``) on the worker pool with a fresh transposition table, so the answer
-depends only on the request (and, with a session, on its learned weights).
+The prob-max^n query runs ``oppmodel.modeling.perfect_info.spades_search.probmaxn_search`` (paper
+000; the rules are those of ``oppmodel.modeling.perfect_info.search.probmaxn``) on the worker pool
+with a fresh transposition table, so the answer depends only on the request (and, with a session, on
+its learned weights).
 """
 
 from __future__ import annotations
@@ -20,15 +21,13 @@ from typing import Any
 import grpc
 import numpy as np
 
-from modeling import spades
-from modeling.errors import InvalidArgumentError, ResourceExhaustedError
-from modeling.model_weights import choice_likelihood
-from oppmodel.v1 import perfect_info_pb2 as pb
-from oppmodel.v1 import perfect_info_pb2_grpc as pb_grpc
-from server.conversion import renamed
-from server.errors import error_details
-from server.metrics import Metrics
-from server.perfect_info import (
+from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
+from oppmodel.modeling.perfect_info import spades_search as spades
+from oppmodel.modeling.perfect_info.model_weights import choice_likelihood
+from oppmodel.server.conversion import renamed
+from oppmodel.server.errors import error_details
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.perfect_info import (
     Choice,
     GibbsConfig,
     OpponentSpec,
@@ -38,7 +37,9 @@ from server.perfect_info import (
     PerfectInfoSpec,
     WeightsSummary,
 )
-from server.servicer import _rpc
+from oppmodel.server.servicer import _rpc
+from oppmodel.v1 import perfect_info_pb2 as pb
+from oppmodel.v1 import perfect_info_pb2_grpc as pb_grpc
 
 DEFAULT_EPSILON = 0.1
 DEFAULT_SEARCHER_WEIGHTS = (0.5, 0.5)

@@ -19,13 +19,13 @@ from typing import Any, TypeVar
 
 import grpc
 
-from modeling.errors import IdleStreamError, ResourceExhaustedError, UnauthenticatedError
+from oppmodel.modeling.errors import IdleStreamError, ResourceExhaustedError, UnauthenticatedError
+from oppmodel.server import conversion
+from oppmodel.server.errors import error_details
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.sessions import SessionManager, owner_of_token
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
-from server import conversion
-from server.errors import error_details
-from server.metrics import Metrics
-from server.sessions import SessionManager, owner_of_token
 
 _OBSERVE_WINDOW = 256  # requests read ahead of the one being processed, per stream
 

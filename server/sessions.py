@@ -42,21 +42,21 @@ from typing import TypeVar
 
 import numpy as np
 
-from modeling.errors import (
+from oppmodel.modeling.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
     OppModelError,
     ResourceExhaustedError,
 )
-from modeling.kuhn import KuhnGame, kuhn_game
-from modeling.mbbr import MBBRConfig, MBBRModel
-from modeling.memory import ENTRY_BYTES
-from modeling.observation import HandObservation
-from modeling.snapshot import SnapshotError
-from server.metrics import Metrics
-from server.storage import ObservationRow, SessionRow, SnapshotRow, Storage
-from server.tasks import ShieldedTasks
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.mbbr.memory import ENTRY_BYTES
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.snapshot import SnapshotError
+from oppmodel.modeling.observation import HandObservation
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.storage import ObservationRow, SessionRow, SnapshotRow, Storage
+from oppmodel.server.tasks import ShieldedTasks
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")

@@ -5,7 +5,7 @@ seed), every observation in sequence order, and the latest snapshot of its model
 modeling core guarantees that replaying the same observations into a fresh model with the same
 configuration reproduces the posterior exactly, and that restoring a snapshot taken after hand
 ``s`` and replaying hands ``s + 1, ...`` gives the same bits as replaying them all
-(``modeling/snapshot.py``), so a reload costs one snapshot plus a bounded tail of hands.
+(``modeling/mbbr/snapshot.py``), so a reload costs one snapshot plus a bounded tail of hands.
 
 Every database operation runs on one dedicated thread that owns the connection. Writes queued while
 a transaction is being committed are applied together in the next transaction, each inside its own
@@ -25,7 +25,7 @@ PostgreSQL, with BYTEA for BLOB), so another backend can implement the same meth
   null where hidden; sequence runs 1, 2, ... per session without gaps.
 - ``snapshots(session_id, hands, state)``: at most one per session, the state after hands
   1..hands; ``state`` is self-describing (format name, version, posterior kind; see
-  ``modeling/snapshot.py``). A snapshot only ever moves forward.
+  ``modeling/mbbr/snapshot.py``). A snapshot only ever moves forward.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from modeling.errors import ResourceExhaustedError
+from oppmodel.modeling.errors import ResourceExhaustedError
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
@@ -92,7 +92,8 @@ class ObservationRow:
 
 @dataclass(frozen=True)
 class SnapshotRow:
-    """A stored model state: the state after observations 1..``hands`` (``modeling.snapshot``)."""
+    """A stored model state: the state after observations 1..``hands``
+    (``oppmodel.modeling.mbbr.snapshot``)."""
 
     hands: int
     state: bytes

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clients.acpc.agent import AgentResult, Policy, connect, play_match
-from clients.acpc.dealer import DealerConfig, MatchDealer, MatchResult
-from clients.acpc.gamedef import GameDef, read_game_def
-from clients.acpc.net import LineSocket
-from clients.acpc.protocol import HandState, MatchState, parse_matchstate
+from oppmodel.clients.acpc.agent import AgentResult, Policy, connect, play_match
+from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer, MatchResult
+from oppmodel.clients.acpc.net import LineSocket
+from oppmodel.clients.acpc.protocol import HandState, MatchState, parse_matchstate
+from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
 
 DATA = Path(__file__).resolve().parent / "data" / "acpc"  # copied from the shared folder
 GAME_FILE = DATA / "kuhn.limit.3p.game"

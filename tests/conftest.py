@@ -13,6 +13,8 @@ sources for absolute paths, which also covers what subprocesses started by tests
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import os
 import site
 import sys
@@ -26,6 +28,12 @@ from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 REPOSITORY = Path(__file__).resolve().parent.parent
+
+# The repository's root is not on sys.path: its folders import only as oppmodel.* (installed), never
+# by their bare names. The benchmark scripts, which tests run too, import as benchmarks.*.
+_benchmarks = importlib.machinery.ModuleSpec("benchmarks", None, is_package=True)
+_benchmarks.submodule_search_locations = [str(REPOSITORY / "benchmarks")]
+sys.modules["benchmarks"] = importlib.util.module_from_spec(_benchmarks)
 
 settings.register_profile(
     "oppmodel",

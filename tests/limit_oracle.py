@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from clients.acpc.gamedef import GameDef
-from modeling.games.acpc.hand_rank import hand_strength
+from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.acpc.hand_rank import hand_strength
 
 Policy = dict[tuple[int, str], tuple[float, float, float]]  # (position, infostate) -> f, c, r
 

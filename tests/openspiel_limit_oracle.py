@@ -76,8 +76,9 @@ class FlatTree:
         return _edge_probabilities(self.parent, self.info, self.action, self.chance_prob, probs)
 
     def edge_probabilities_of(self, pairing, profile: np.ndarray) -> np.ndarray:
-        """The same for our profile, through a :class:`~modeling.games.acpc.openspiel.Pairing`
-        (no table of strings per profile: the pairing's keys are looked up once)."""
+        """The same for our profile, through a
+        :class:`~oppmodel.modeling.games.acpc.openspiel.Pairing` (no table of strings per profile:
+        the pairing's keys are looked up once)."""
         if getattr(self, "_paired", None) is not pairing:
             self._rows = np.array([self.info_ids[key] for key in pairing.keys])
             self._paired = pairing

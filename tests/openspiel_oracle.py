@@ -10,7 +10,7 @@ import pyspiel
 from open_spiel.python import policy as os_policy
 from open_spiel.python.algorithms import expected_game_score
 
-from modeling.kuhn import KuhnGame
+from oppmodel.modeling.games.kuhn import KuhnGame
 
 
 def openspiel_game(num_players: int) -> pyspiel.Game:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from clients.client import OpponentModelClient
-from modeling.kuhn import KuhnGame, kuhn_game
-from modeling.observation import HandObservation, observe_hand
-from modeling.panel import named_profile
-from server.app import BackgroundServer, ServerConfig
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.observation import HandObservation, observe_hand
+from oppmodel.modeling.play.panel import named_profile
+from oppmodel.server.app import BackgroundServer, ServerConfig
 
 GAME = kuhn_game(3)
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from acpc_support import GAME, GAME_FILE, SOCKET_TIMEOUT, AgentThread, run_dealer
 
-from clients.acpc.agent import (
+from oppmodel.clients.acpc.agent import (
     Decision,
     ProfilePolicy,
     SeatHand,
@@ -21,12 +21,12 @@ from clients.acpc.agent import (
     play_match,
     policy_names,
 )
-from clients.acpc.convert import kuhn_for, log_observations
-from clients.acpc.log import parse_log
-from clients.acpc.net import LineSocket
-from clients.acpc.protocol import HandState, MatchState
-from clients.commands.acpc_script_cmd import script_text
-from modeling.errors import InvalidArgumentError
+from oppmodel.clients.acpc.convert import kuhn_for, log_observations
+from oppmodel.clients.acpc.log import parse_log
+from oppmodel.clients.acpc.net import LineSocket
+from oppmodel.clients.acpc.protocol import HandState, MatchState
+from oppmodel.clients.commands.acpc_script_cmd import script_text
+from oppmodel.modeling.errors import InvalidArgumentError
 
 
 class Recorder:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import re
 import socket
 import subprocess
@@ -26,12 +25,12 @@ from acpc_support import (
     run_dealer,
 )
 
-from clients.acpc.agent import make_policy
-from clients.acpc.dealer import DealerConfig, MatchDealer
-from clients.acpc.log import check_log, format_number, parse_log, read_log, seat_totals
-from clients.acpc.protocol import HandState, MatchState
-from clients.commands import dealer_cmd
-from server.app import free_ports
+from oppmodel.clients.acpc.agent import make_policy
+from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer
+from oppmodel.clients.acpc.log import check_log, format_number, parse_log, read_log, seat_totals
+from oppmodel.clients.acpc.protocol import HandState, MatchState
+from oppmodel.clients.commands import dealer_cmd
+from oppmodel.server.app import free_ports
 
 STAMP = r"\d+\.\d{6}"
 
@@ -422,13 +421,10 @@ def test_the_version_wait_is_bounded_by_default_and_zero_restores_the_reference(
 def test_the_command_gives_up_on_a_client_that_connects_and_stays_silent(tmp_path: Path) -> None:
     """Real TCP clients that connect and never send their VERSION line: the reference would wait
     forever; ``oppmodel dealer`` aborts the match after --t_version."""
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'proto'}"}
     argv = ["dealer", "m", "kuhn3p", "5", "42", "a", "b", "c", "-q", "--t_version", "300"]
     dealer = subprocess.Popen(
-        [sys.executable, "-m", "clients.cli", *argv],
+        [sys.executable, "-m", "oppmodel.clients.cli", *argv],
         cwd=tmp_path,
-        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -10,7 +10,7 @@ from acpc_support import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clients.acpc.convert import (
+from oppmodel.clients.acpc.convert import (
     card_to_kuhn,
     full_view_observation,
     kuhn_for,
@@ -18,9 +18,8 @@ from clients.acpc.convert import (
     log_observations,
     seat_observation,
 )
-from clients.acpc.deal import CardDealer, init_genrand
-from clients.acpc.gamedef import GameDef, parse_game_def, read_game_def
-from clients.acpc.log import (
+from oppmodel.clients.acpc.deal import CardDealer, init_genrand
+from oppmodel.clients.acpc.log import (
     DealerLog,
     LoggedHand,
     check_log,
@@ -31,7 +30,7 @@ from clients.acpc.log import (
     read_log,
     seat_totals,
 )
-from clients.acpc.protocol import (
+from oppmodel.clients.acpc.protocol import (
     HandState,
     MatchState,
     format_reply,
@@ -39,8 +38,9 @@ from clients.acpc.protocol import (
     parse_matchstate_prefix,
     same_state,
 )
-from modeling.errors import IllegalActionError, InvalidArgumentError
-from modeling.observation import validate_observation
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def, read_game_def
+from oppmodel.modeling.observation import validate_observation
 
 LOG_TEXT = (DATA / "kuhn3p-seed42-example-players.log").read_text()
 GAME = read_game_def(DATA / "kuhn.limit.3p.game")

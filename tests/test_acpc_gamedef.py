@@ -9,7 +9,9 @@ from acpc_support import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clients.acpc.gamedef import (
+from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, GAMES_FOLDER, game_path
+from oppmodel.modeling.games.acpc.gamedef import (
     INT32_MAX,
     LIMIT,
     NOLIMIT,
@@ -18,8 +20,6 @@ from clients.acpc.gamedef import (
     parse_game_def,
     read_game_def,
 )
-from modeling.errors import InvalidArgumentError, UnknownGameError
-from modeling.games.acpc.bundled import BUNDLED_GAMES, GAMES_FOLDER, game_path
 
 GAMES = Path(__file__).resolve().parent.parent / "modeling" / "games" / "acpc" / "games"
 

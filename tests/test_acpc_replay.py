@@ -16,10 +16,10 @@ import pytest
 from acpc_support import DATA, GAME
 from service_support import connected
 
-from clients.acpc.convert import kuhn_for
-from clients.acpc.log import DealerLog, LoggedHand, format_log, read_log
-from clients.acpc.protocol import HandState
-from clients.acpc.replay import (
+from oppmodel.clients.acpc.convert import kuhn_for
+from oppmodel.clients.acpc.log import DealerLog, LoggedHand, format_log, read_log
+from oppmodel.clients.acpc.protocol import HandState
+from oppmodel.clients.acpc.replay import (
     METHODS,
     LocalModels,
     ServiceModels,
@@ -29,10 +29,10 @@ from clients.acpc.replay import (
     replay,
     seat_offsets,
 )
-from clients.cli import main
-from modeling.errors import InvalidArgumentError
-from modeling.mbbr import MBBRConfig
-from modeling.observation import HandObservation
+from oppmodel.clients.cli import main
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.observation import HandObservation
 
 LOG = read_log(DATA / "kuhn3p-seed42-example-players.log")
 CONFIG = MBBRConfig(k=8, seed=3, posterior="samples")  # the ESS checks below are the samples'

@@ -17,15 +17,15 @@ import pytest
 from acpc_support import GAME, GAME_FILE, AgentThread, run_dealer
 from service_support import running_server
 
-from clients.acpc.agent import SeatHand, make_policy
-from clients.acpc.convert import kuhn_for, log_observations
-from clients.acpc.log import parse_log
-from clients.acpc.service_policy import ServicePolicy
-from clients.client import OpponentModelClient
-from clients.commands.acpc_agent_cmd import main as agent_main
-from clients.commands.acpc_script_cmd import script_text
-from modeling.mbbr import MBBRConfig, MBBRModel
-from server.app import BackgroundServer, ServerConfig, free_ports
+from oppmodel.clients.acpc.agent import SeatHand, make_policy
+from oppmodel.clients.acpc.convert import kuhn_for, log_observations
+from oppmodel.clients.acpc.log import parse_log
+from oppmodel.clients.acpc.service_policy import ServicePolicy
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.commands.acpc_agent_cmd import main as agent_main
+from oppmodel.clients.commands.acpc_script_cmd import script_text
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 
 CONFIG = MBBRConfig(k=6, hands_default=20, seed=5)
 

@@ -7,7 +7,6 @@ within 10 hands of the restart."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -20,9 +19,9 @@ from pathlib import Path
 import pytest
 from service_support import hands_held
 
-from clients.commands import serve_cmd
-from modeling.games.acpc.bundled import game_path
-from server.app import free_ports
+from oppmodel.clients.commands import serve_cmd
+from oppmodel.modeling.games.acpc.bundled import game_path
+from oppmodel.server.app import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 GAME_FILE = game_path("kuhn3p")
@@ -31,9 +30,8 @@ TIMEOUT = 60.0  # the longest any step may take
 
 def oppmodel(*args: object, **popen: object) -> subprocess.Popen:
     """``oppmodel ARGS`` in a child process running this checkout."""
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'proto'}"}
-    command = [sys.executable, "-m", "clients.cli", *map(str, args)]
-    return subprocess.Popen(command, env=env, text=True, **popen)  # type: ignore[call-overload]
+    command = [sys.executable, "-m", "oppmodel.clients.cli", *map(str, args)]
+    return subprocess.Popen(command, text=True, **popen)  # type: ignore[call-overload]
 
 
 def serve(db: Path, port: int) -> subprocess.Popen:

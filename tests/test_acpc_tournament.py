@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 from acpc_support import DATA, GAME, GAME_FILE
 
-from clients.acpc.log import check_log, read_log
-from clients.acpc.protocol import HandState
-from clients.acpc.tournament import (
+from oppmodel.clients.acpc.log import check_log, read_log
+from oppmodel.clients.acpc.protocol import HandState
+from oppmodel.clients.acpc.tournament import (
     AgentSpec,
     MatchRecord,
     TournamentConfig,
     summarize,
 )
-from clients.commands import tournament_cmd
-from modeling.errors import InvalidArgumentError
+from oppmodel.clients.commands import tournament_cmd
+from oppmodel.modeling.errors import InvalidArgumentError
 
 EXTERNAL = f"{sys.executable} {Path(__file__).resolve().parent / 'acpc_external_agent.py'}"
 

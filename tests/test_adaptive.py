@@ -7,8 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from clients.cli import main as cli_main
-from modeling.adaptive import (
+from oppmodel.clients.cli import main as cli_main
+from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.observation import observe_hand
+from oppmodel.modeling.play.adaptive import (
     FrequencyExploiter,
     SwitchingAgent,
     TiltingAgent,
@@ -17,11 +20,13 @@ from modeling.adaptive import (
     is_adaptive,
     own_payoff,
 )
-from modeling.errors import InvalidArgumentError, NotFoundError
-from modeling.kuhn import kuhn_game
-from modeling.match import FixedStrategyAgent, deal_sequence, play_match, run_duplicate
-from modeling.observation import observe_hand
-from modeling.panel import named_profile
+from oppmodel.modeling.play.match import (
+    FixedStrategyAgent,
+    deal_sequence,
+    play_match,
+    run_duplicate,
+)
+from oppmodel.modeling.play.panel import named_profile
 
 
 def _fixed(name: str):

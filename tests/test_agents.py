@@ -7,12 +7,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from modeling.agents import MBBRAgent, mbbr_factory
-from modeling.errors import InvalidArgumentError
-from modeling.kuhn import kuhn_game
-from modeling.match import deal_sequence, fixed_strategy_factory, play_match, run_duplicate
-from modeling.mbbr import MBBRConfig
-from modeling.panel import named_profile
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.play.agents import MBBRAgent, mbbr_factory
+from oppmodel.modeling.play.match import (
+    deal_sequence,
+    fixed_strategy_factory,
+    play_match,
+    run_duplicate,
+)
+from oppmodel.modeling.play.panel import named_profile
 
 GAME = kuhn_game(3)
 CONFIG = MBBRConfig(k=8, hands_default=20)

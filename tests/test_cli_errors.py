@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from clients.cli import build_parser, main
-from clients.commands import acpc_agent_cmd
+from oppmodel.clients.cli import build_parser, main
+from oppmodel.clients.commands import acpc_agent_cmd
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -310,7 +310,8 @@ def test_every_command_is_covered_by_a_mistake() -> None:
 def test_the_stand_alone_agent_entry_point_follows_the_convention(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """``python -m clients.commands.acpc_agent_cmd`` (what generated wrapper scripts run)."""
+    """``python -m oppmodel.clients.commands.acpc_agent_cmd`` (what generated wrapper scripts
+    run)."""
     assert acpc_agent_cmd.main(["nope.game", "127.0.0.1", "1"]) == 2
     assert capsys.readouterr().err == (
         "oppmodel acpc-agent: error: gamefile: cannot read nope.game: no such file, "

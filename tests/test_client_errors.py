@@ -1,5 +1,6 @@
-"""Both clients raise only ``modeling.errors`` exceptions, as the README promises, against real
-servers: unreachable, silent, TLS on one side only, an untrusted certificate, a refused token."""
+"""Both clients raise only ``oppmodel.modeling.errors`` exceptions, as the README promises, against
+real servers: unreachable, silent, TLS on one side only, an untrusted certificate, a refused
+token."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ import grpc
 import pytest
 from service_support import random_observations, running_server
 
-from clients.client import ERROR_BY_CODE, GrpcClient, OpponentModelClient, domain_error
-from clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
-from modeling import errors, spades
+from oppmodel.clients.client import ERROR_BY_CODE, GrpcClient, OpponentModelClient, domain_error
+from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
+from oppmodel.modeling import errors
+from oppmodel.modeling.perfect_info import spades_search as spades
+from oppmodel.server.app import free_ports
 from oppmodel.v1 import opponent_model_pb2 as pb
-from server.app import free_ports
 
 OBS = random_observations(2, seed=1)
 POSITION = spades.Position(

@@ -14,12 +14,12 @@ import pytest
 from acpc_support import GAME as ACPC_GAME
 from service_support import connected, random_observations
 
-from clients.acpc.agent import make_policy
-from clients.cli import build_parser, main
-from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
-from modeling.errors import InvalidArgumentError
-from modeling.kuhn import kuhn_game
-from modeling.mbbr import MBBRConfig, MBBRModel
+from oppmodel.clients.acpc.agent import make_policy
+from oppmodel.clients.cli import build_parser, main
+from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 GAME = kuhn_game(3)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from clients.cli import main
-from clients.commands import demo_cmd
+from oppmodel.clients.cli import main
+from oppmodel.clients.commands import demo_cmd
 
 
 def test_the_demo_explains_its_units_and_says_where_the_data_is(

@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 from scipy.special import betaln
 from scipy.special import digamma as scipy_digamma
 
-from modeling import _dirichlet_kernels
-from modeling.errors import FailedPreconditionError, InvalidArgumentError
-from modeling.evaluation import expected_values
-from modeling.kuhn import kuhn_game
-from modeling.kuhn3p import robust_profile
-from modeling.mbbr import MBBRConfig, MBBRModel, prior_alpha
-from modeling.observation import observe_hand
-from modeling.strategy import sample_history
+from oppmodel.modeling.errors import FailedPreconditionError, InvalidArgumentError
+from oppmodel.modeling.evaluation.kuhn import expected_values
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr import _dirichlet_kernels
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel, prior_alpha
+from oppmodel.modeling.observation import observe_hand
+from oppmodel.modeling.strategy import sample_history
 
 GAME = kuhn_game(3)
 

@@ -1,4 +1,4 @@
-"""``oppmodel eval`` end to end through clients.cli.main."""
+"""``oppmodel eval`` end to end through oppmodel.clients.cli.main."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from clients.cli import main
-from clients.commands.eval_cmd import exact_fraction
-from modeling.kuhn import kuhn_game
-from modeling.kuhn3p import n2_as_printed, robust_profile
-from modeling.strategy import save_profile, save_strategy
+from oppmodel.clients.cli import main
+from oppmodel.clients.commands.eval_cmd import exact_fraction
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import n2_as_printed, robust_profile
+from oppmodel.modeling.strategy import save_profile, save_strategy
 
 
 def _run_json(capsys, *argv: str) -> dict:

@@ -17,10 +17,15 @@ from openspiel_oracle import (
     tabular_policy,
 )
 
-from modeling.errors import InvalidArgumentError, InvalidStrategyError
-from modeling.evaluation import best_response, deviation_gains, expected_values, nash_conv
-from modeling.kuhn import kuhn_game
-from modeling.strategy import uniform_profile
+from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
+from oppmodel.modeling.evaluation.kuhn import (
+    best_response,
+    deviation_gains,
+    expected_values,
+    nash_conv,
+)
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.strategy import uniform_profile
 
 RANDOM_PROFILES = 100
 

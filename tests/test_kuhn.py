@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from openspiel_oracle import openspiel_game
 
-from modeling.errors import IllegalActionError, InvalidArgumentError, UnknownGameError
-from modeling.kuhn import BET, PASS, kuhn_game
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError, UnknownGameError
+from oppmodel.modeling.games.kuhn import BET, PASS, kuhn_game
 
 PLAYER_COUNTS = (2, 3, 4)
 

@@ -12,10 +12,10 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from modeling.errors import InvalidArgumentError
-from modeling.evaluation import expected_values, nash_conv
-from modeling.kuhn import kuhn_game
-from modeling.kuhn3p import (
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.evaluation.kuhn import expected_values, nash_conv
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import (
     ROBUST_PARAMETERS,
     n2_as_printed,
     profile_from_tables,

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from benchmarks.learning_cost import main, trajectory
-from modeling.evaluation import deviation_gains
-from modeling.kuhn import kuhn_game
-from modeling.kuhn3p import robust_profile
-from modeling.mbbr import MBBRConfig
-from modeling.panel import named_profile
-from modeling.tournament import fixed_value, seated_profile
+from oppmodel.modeling.evaluation.kuhn import deviation_gains
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.play.panel import named_profile
+from oppmodel.modeling.play.tournament import fixed_value, seated_profile
 
 GAME = kuhn_game(3)
 

@@ -13,14 +13,19 @@ from limit_oracle import expected_values as oracle_expected_values
 from openspiel_oracle import random_profile as random_kuhn_profile
 from test_limit_game import game_text, small_games
 
-from clients.acpc.gamedef import parse_game_def
-from modeling import evaluation as kuhn_evaluation
-from modeling.errors import InvalidStrategyError
-from modeling.games.acpc.compiler import compile_limit_game, limit_game
-from modeling.games.acpc.limit_game import LimitGame
-from modeling.games.acpc.strategy import random_profile, uniform_profile
-from modeling.kuhn import KuhnGame, kuhn_game
-from modeling.limit_evaluation import best_response, deviation_gains, expected_values, nash_conv
+from oppmodel.modeling.errors import InvalidStrategyError
+from oppmodel.modeling.evaluation import kuhn as kuhn_evaluation
+from oppmodel.modeling.evaluation.limit import (
+    best_response,
+    deviation_gains,
+    expected_values,
+    nash_conv,
+)
+from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game
+from oppmodel.modeling.games.acpc.gamedef import parse_game_def
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.strategy import random_profile, uniform_profile
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 
 RANDOM_PROFILES = 50
 

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from limit_oracle import infostates
 
-from clients.acpc.gamedef import parse_game_def
-from modeling.errors import IllegalActionError, InvalidArgumentError, UnknownGameError
-from modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
-from modeling.games.acpc.compiler import MAX_STATES, compile_limit_game, limit_game
-from modeling.games.acpc.hand_rank import (
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError, UnknownGameError
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
+from oppmodel.modeling.games.acpc.compiler import MAX_STATES, compile_limit_game, limit_game
+from oppmodel.modeling.games.acpc.gamedef import parse_game_def
+from oppmodel.modeling.games.acpc.hand_rank import (
     FLUSH,
     FULL_HOUSE,
     HIGH_CARD,

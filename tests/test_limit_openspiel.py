@@ -11,18 +11,18 @@ from open_spiel.python import policy as os_policy
 from open_spiel.python.algorithms import expected_game_score, exploitability
 from openspiel_limit_oracle import FlatTree
 
-from clients.acpc.gamedef import RANK_CHARS, SUIT_CHARS
-from modeling.games.acpc.bundled import game_path
-from modeling.games.acpc.compiler import compile_limit_game, limit_game, parse_game_def
-from modeling.games.acpc.hand_rank import hand_strength
-from modeling.games.acpc.openspiel import (
+from oppmodel.modeling.evaluation.limit import best_response, expected_values, nash_conv
+from oppmodel.modeling.games.acpc.bundled import game_path
+from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game, parse_game_def
+from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
+from oppmodel.modeling.games.acpc.hand_rank import hand_strength
+from oppmodel.modeling.games.acpc.openspiel import (
     openspiel_policy_table,
     openspiel_tabular_policy,
     pair_with_openspiel,
     profile_from_openspiel,
 )
-from modeling.games.acpc.strategy import random_profile, uniform_profile
-from modeling.limit_evaluation import best_response, expected_values, nash_conv
+from oppmodel.modeling.games.acpc.strategy import random_profile, uniform_profile
 
 RANDOM_PROFILES = 50
 TOLERANCE = 1e-9

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeling import match
-from modeling.errors import IllegalActionError, InvalidArgumentError
-from modeling.evaluation import expected_values
-from modeling.kuhn import kuhn_game
-from modeling.match import (
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.evaluation.kuhn import expected_values
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.observation import validate_observation
+from oppmodel.modeling.play import match
+from oppmodel.modeling.play.match import (
     FixedStrategyAgent,
     deal_sequence,
     fixed_strategy_factory,
@@ -17,8 +18,7 @@ from modeling.match import (
     run_duplicate,
     seatings,
 )
-from modeling.observation import validate_observation
-from modeling.panel import named_profile
+from oppmodel.modeling.play.panel import named_profile
 
 
 class RecordingAgent(FixedStrategyAgent):

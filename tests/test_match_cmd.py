@@ -1,4 +1,4 @@
-"""``oppmodel match`` end to end through clients.cli.main."""
+"""``oppmodel match`` end to end through oppmodel.clients.cli.main."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clients.cli import main
+from oppmodel.clients.cli import main
 
 
 def _run_json(capsys, *argv: str) -> dict:

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modeling.errors import InvalidArgumentError, ResourceExhaustedError
-from modeling.evaluation import best_response_to_weights, leaf_weights
-from modeling.kuhn import kuhn_game
-from modeling.kuhn3p import robust_profile
-from modeling.mbbr import MBBRConfig, MBBRModel, create_samples
-from modeling.observation import HandObservation, observe_hand
+from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
+from oppmodel.modeling.evaluation.kuhn import best_response_to_weights, leaf_weights
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel, create_samples
+from oppmodel.modeling.observation import HandObservation, observe_hand
 
 SAMPLES = functools.partial(MBBRConfig, posterior="samples")  # the posterior tested here
 

@@ -11,11 +11,17 @@ from hypothesis import strategies as st
 from mbbr_support import PROFILES, accepted_configs
 from service_support import random_observations
 
-from modeling.errors import InvalidArgumentError
-from modeling.kuhn import kuhn_game
-from modeling.mbbr import EPSILON_RANGE, ETA_RANGE, MBBRConfig, MBBRModel, create_samples
-from modeling.observation import observe_hand
-from modeling.panel import named_profile
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import (
+    EPSILON_RANGE,
+    ETA_RANGE,
+    MBBRConfig,
+    MBBRModel,
+    create_samples,
+)
+from oppmodel.modeling.observation import observe_hand
+from oppmodel.modeling.play.panel import named_profile
 
 
 @pytest.mark.parametrize(

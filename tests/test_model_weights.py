@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from modeling._model_weights_kernels import gibbs_chains
-from modeling.errors import InvalidArgumentError
-from modeling.model_weights import (
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.perfect_info._model_weights_kernels import gibbs_chains
+from oppmodel.modeling.perfect_info.model_weights import (
     choice_likelihood,
     effective_sample_size,
     exact_posterior,

@@ -1,4 +1,4 @@
-"""Tests of the naive Bayes move model (modeling/movepred.py) and its Kuhn features.
+"""Tests of the naive Bayes move model (modeling/movepred/naive_bayes.py) and its Kuhn features.
 
 Tiers: a hand-computed example in exact fractions; an exact-fraction twin of the classifier and
 scipy's chi-squared test as oracles on random data; hypothesis properties of rankings and
@@ -17,15 +17,8 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modeling.errors import IllegalActionError, InvalidArgumentError
-from modeling.movepred import (
-    chi2_scores,
-    load_move_model,
-    move_ranks,
-    top_n_curve,
-    train_move_model,
-)
-from modeling.movepred_kuhn import (
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.movepred.kuhn import (
     KuhnDecision,
     kuhn_action_probs,
     kuhn_decision_probs,
@@ -33,6 +26,13 @@ from modeling.movepred_kuhn import (
     kuhn_features,
     parse_infoset,
     train_kuhn_model,
+)
+from oppmodel.modeling.movepred.naive_bayes import (
+    chi2_scores,
+    load_move_model,
+    move_ranks,
+    top_n_curve,
+    train_move_model,
 )
 
 # Hand example: 3 rows, 2 features, 3 moves (move 2 never made), alpha = 1.

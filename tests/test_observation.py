@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from modeling.errors import IllegalActionError, InvalidArgumentError
-from modeling.kuhn import kuhn_game
-from modeling.observation import HandObservation, observe_hand, validate_observation
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.observation import HandObservation, observe_hand, validate_observation
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeling.errors import NotFoundError
-from modeling.evaluation import nash_conv
-from modeling.kuhn import kuhn_game
-from modeling.kuhn3p import robust_profile
-from modeling.panel import named_profile, panel_names
-from modeling.strategy import validate_profile
+from oppmodel.modeling.errors import NotFoundError
+from oppmodel.modeling.evaluation.kuhn import nash_conv
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.play.panel import named_profile, panel_names
+from oppmodel.modeling.strategy import validate_profile
 
 EXPLOITABLE = ["always-bet", "calling-station", "tight-passive", "maniac", "bluffer"]
 

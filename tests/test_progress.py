@@ -12,7 +12,7 @@ import termios
 
 import pytest
 
-from clients.progress import progress_bar
+from oppmodel.clients.progress import progress_bar
 
 
 def test_no_bar_when_stderr_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:

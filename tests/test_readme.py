@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from service_support import running_server
 
-from clients.cli import build_parser
-from modeling.games.acpc.bundled import game_path
+from oppmodel.clients.cli import build_parser
+from oppmodel.modeling.games.acpc.bundled import game_path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)

@@ -11,13 +11,17 @@ from itertools import permutations
 import numpy as np
 import pytest
 
-from modeling.errors import InvalidArgumentError
-from modeling.search.maxn import maxn, softmaxn
-from modeling.search.maxprob import bounded_max_prob, max_prob, win_probabilities
-from modeling.search.mpmix import choose_strategy, mp_mix
-from modeling.search.paranoid import paranoid, paranoid_alphabeta
-from modeling.search.probmaxn import model_choice_probabilities, probmaxn
-from modeling.search.tree import Leaf, Node, find, leaf, node
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.perfect_info.search.maxn import maxn, softmaxn
+from oppmodel.modeling.perfect_info.search.maxprob import (
+    bounded_max_prob,
+    max_prob,
+    win_probabilities,
+)
+from oppmodel.modeling.perfect_info.search.mpmix import choose_strategy, mp_mix
+from oppmodel.modeling.perfect_info.search.paranoid import paranoid, paranoid_alphabeta
+from oppmodel.modeling.perfect_info.search.probmaxn import model_choice_probabilities, probmaxn
+from oppmodel.modeling.perfect_info.search.tree import Leaf, Node, find, leaf, node
 
 
 def paper000_figure1() -> Node:

@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
-from modeling.errors import InvalidArgumentError
-from modeling.search.maxn import maxn, softmaxn
-from modeling.search.maxprob import max_prob, win_probabilities
-from modeling.search.paranoid import paranoid, paranoid_alphabeta
-from modeling.search.probmaxn import combine, probmaxn
-from modeling.search.tree import Leaf, Node, Tree, build_tree, iter_leaves
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.perfect_info.search.maxn import maxn, softmaxn
+from oppmodel.modeling.perfect_info.search.maxprob import max_prob, win_probabilities
+from oppmodel.modeling.perfect_info.search.paranoid import paranoid, paranoid_alphabeta
+from oppmodel.modeling.perfect_info.search.probmaxn import combine, probmaxn
+from oppmodel.modeling.perfect_info.search.tree import Leaf, Node, Tree, build_tree, iter_leaves
 
 PROPS = settings(max_examples=150, deadline=None)
 

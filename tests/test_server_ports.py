@@ -9,7 +9,6 @@ port outside 0..65535 (gRPC served ``--port 70000`` on 4464, the number modulo 6
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,8 +20,8 @@ import grpc
 import pytest
 from service_support import running_server
 
-from modeling.errors import InvalidArgumentError
-from server.app import BackgroundServer, ServerConfig
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.server.app import BackgroundServer, ServerConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,9 +70,8 @@ def test_every_port_in_range_is_accepted(value: int) -> None:
 
 
 def _oppmodel(*argv: str, **options: object) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'proto'}"}
     return subprocess.Popen(
-        [sys.executable, "-m", "clients.cli", *argv], text=True, env=env, **options
+        [sys.executable, "-m", "oppmodel.clients.cli", *argv], text=True, **options
     )
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from service_support import GAME, connected, random_observations, running_server
 
-from clients.client import OpponentModelClient
-from clients.service_agent import service_mbbr_factory
-from modeling.errors import FailedPreconditionError, NotFoundError
-from modeling.match import fixed_strategy_factory, run_duplicate
-from modeling.mbbr import MBBRConfig, MBBRModel
-from modeling.panel import named_profile
-from modeling.strategy import strategy_to_dict
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.service_agent import service_mbbr_factory
+from oppmodel.modeling.errors import FailedPreconditionError, NotFoundError
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate
+from oppmodel.modeling.play.panel import named_profile
+from oppmodel.modeling.strategy import strategy_to_dict
 
 CONFIG = MBBRConfig(k=6, hands_default=5, seed=11)
 
@@ -149,7 +149,7 @@ def test_duplicates_acknowledged_once_and_gaps_refused(tmp_path: Path) -> None:
 
 
 def _request(sid, sequence, obs):
-    from clients.client import observation_message
+    from oppmodel.clients.client import observation_message
     from oppmodel.v1 import opponent_model_pb2 as pb
 
     return pb.ObserveRequest(session_id=sid, observation=observation_message(sequence, obs))
@@ -266,7 +266,7 @@ def test_large_tables_are_computed_on_the_pool_and_equal_the_library(tmp_path: P
 
 
 def test_evicted_sessions_reload_by_replay(tmp_path: Path) -> None:
-    from server.sessions import Limits
+    from oppmodel.server.sessions import Limits
 
     observations = random_observations(12, seed=8)
     with connected(tmp_path / "db.sqlite", limits=Limits(memory_bytes=150_000)) as (client, _):
@@ -283,7 +283,7 @@ def test_evicted_sessions_reload_by_replay(tmp_path: Path) -> None:
 def test_queries_do_not_wait_for_a_pending_commit(tmp_path: Path, monkeypatch) -> None:
     from concurrent.futures import Future
 
-    from server.storage import Storage
+    from oppmodel.server.storage import Storage
 
     gate, entered = threading.Event(), threading.Event()
     original = Storage.append_observations_async

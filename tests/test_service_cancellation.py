@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from service_support import random_observations
 
-from modeling.kuhn import kuhn_game
-from modeling.mbbr import MBBRConfig, MBBRModel
-from server.metrics import Metrics
-from server.perfect_info import (
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.perfect_info import (
     SPADES3P,
     Choice,
     GibbsConfig,
@@ -24,8 +24,8 @@ from server.perfect_info import (
     PerfectInfoManager,
     PerfectInfoSpec,
 )
-from server.sessions import Limits, SessionManager, SessionSpec
-from server.storage import ObservationRow, SessionRow, Storage
+from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
+from oppmodel.server.storage import ObservationRow, SessionRow, Storage
 
 
 def _session(i: int) -> SessionRow:

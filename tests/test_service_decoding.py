@@ -16,12 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from service_support import GAME, connected, random_observations
 
-from clients.client import domain_error, observation_message
-from clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
-from modeling.errors import InvalidArgumentError
+from oppmodel.clients.client import domain_error, observation_message
+from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.server.decoding import MAX_DEPTH, malformation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi
-from server.decoding import MAX_DEPTH, malformation
 
 OPPONENT_MODEL = pb.DESCRIPTOR.services_by_name["OpponentModelService"]
 PERFECT_INFO = pi.DESCRIPTOR.services_by_name["PerfectInfoService"]

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from service_support import GAME, connected, random_observations
 
-from clients.client import OpponentModelClient, observation_message
-from modeling.errors import (
+from oppmodel.clients.client import OpponentModelClient, observation_message
+from oppmodel.modeling.errors import (
     IllegalActionError,
     InvalidArgumentError,
     InvalidStrategyError,
@@ -22,10 +22,10 @@ from modeling.errors import (
     UnauthenticatedError,
     UnknownGameError,
 )
-from modeling.kuhn3p import robust_profile
-from modeling.mbbr import MBBRConfig
-from modeling.observation import HandObservation, validate_observation
-from modeling.strategy import strategy_to_dict
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.observation import HandObservation, validate_observation
+from oppmodel.modeling.strategy import strategy_to_dict
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 
@@ -246,7 +246,7 @@ def test_bad_queries(server) -> None:
 
 
 def test_limits(tmp_path: Path) -> None:
-    from server.sessions import Limits
+    from oppmodel.server.sessions import Limits
 
     with connected(
         tmp_path / "db.sqlite", limits=Limits(max_sessions=2, max_k=50), max_message_bytes=2048

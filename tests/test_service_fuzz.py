@@ -33,16 +33,16 @@ import grpc
 import pytest
 from service_support import GAME, random_observations, running_server
 
-from clients.client import observation_message
-from clients.perfect_info_client import ChoiceEvidence
-from modeling.kuhn import kuhn_game
-from modeling.kuhn3p import robust_profile
-from modeling.observation import HandObservation
-from modeling.strategy import strategy_to_dict
+from oppmodel.clients.client import observation_message
+from oppmodel.clients.perfect_info_client import ChoiceEvidence
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.strategy import strategy_to_dict
+from oppmodel.server.perfect_info import PerfectInfoLimits
+from oppmodel.server.sessions import Limits
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi
-from server.perfect_info import PerfectInfoLimits
-from server.sessions import Limits
 
 SEED = 13
 PER_RPC = 730  # x 14 RPCs: >= 10,000 requests

@@ -16,12 +16,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from service_support import connected, random_observations, running_server
 
-from clients.client import OpponentModelClient
-from clients.commands import serve_cmd
-from modeling.errors import NotFoundError, UnavailableError
-from modeling.kuhn import kuhn_game
-from modeling.mbbr import MBBRConfig, MBBRModel
-from server.app import SERVICE_NAME, JsonFormatter, free_ports
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.commands import serve_cmd
+from oppmodel.modeling.errors import NotFoundError, UnavailableError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.server.app import SERVICE_NAME, JsonFormatter, free_ports
 
 
 def test_health_serving_and_reflection_lists_the_service(tmp_path: Path) -> None:

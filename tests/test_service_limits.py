@@ -14,15 +14,15 @@ import grpc
 import pytest
 from service_support import connected, random_observations
 
-from clients.client import observation_message
-from clients.commands import serve_cmd
-from modeling.errors import ResourceExhaustedError
-from modeling.mbbr import MBBRConfig
+from oppmodel.clients.client import observation_message
+from oppmodel.clients.commands import serve_cmd
+from oppmodel.modeling.errors import ResourceExhaustedError
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
+from oppmodel.server.storage import Storage
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
-from server.metrics import Metrics
-from server.sessions import Limits, SessionManager, SessionSpec
-from server.storage import Storage
 
 
 def _spec(config: MBBRConfig) -> SessionSpec:

@@ -2,7 +2,8 @@
 
 Oracles: the learned weights equal ``gibbs_posterior`` run in-process on the same likelihood
 vectors with the session's settings and seed (bit for bit), and the move query equals
-``modeling.spades.probmaxn_search`` in-process on the same position and weights.
+``oppmodel.modeling.perfect_info.spades_search.probmaxn_search`` in-process on the same position and
+weights.
 """
 
 from __future__ import annotations
@@ -20,26 +21,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from service_support import running_server
 
-from clients.client import OpponentModelClient
-from clients.perfect_info_client import (
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.perfect_info_client import (
     ChoiceEvidence,
     GibbsSettings,
     Opponent,
     PerfectInfoClient,
     Weights,
 )
-from modeling import spades
-from modeling.errors import (
+from oppmodel.modeling.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
     ResourceExhaustedError,
     UnknownGameError,
 )
-from modeling.model_weights import choice_likelihood, gibbs_posterior
+from oppmodel.modeling.perfect_info import spades_search as spades
+from oppmodel.modeling.perfect_info.model_weights import choice_likelihood, gibbs_posterior
+from oppmodel.server.app import PERFECT_INFO_SERVICE_NAME
+from oppmodel.server.perfect_info import PerfectInfoLimits, opponent_seed
 from oppmodel.v1 import perfect_info_pb2 as pb
-from server.app import PERFECT_INFO_SERVICE_NAME
-from server.perfect_info import PerfectInfoLimits, opponent_seed
 
 GIBBS = GibbsSettings(sweeps=200, burn_in=40, chains=3, level=0.9)
 SEED = 20261125

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from service_support import hands_held
 
-from clients.acpc.agent import Decision, SeatHand
-from clients.acpc.gamedef import read_game_def
-from clients.acpc.protocol import parse_matchstate
-from clients.acpc.service_policy import Outage, ServicePolicy, tcp_address
-from clients.commands import serve_cmd
-from modeling.mbbr import MBBRConfig
-from server.app import BackgroundServer, ServerConfig, free_ports
+from oppmodel.clients.acpc.agent import Decision, SeatHand
+from oppmodel.clients.acpc.protocol import parse_matchstate
+from oppmodel.clients.acpc.service_policy import Outage, ServicePolicy, tcp_address
+from oppmodel.clients.commands import serve_cmd
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 
 GAME = read_game_def("kuhn3p")
 CONFIG = MBBRConfig(hands_default=5, seed=2)

@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from mbbr_support import PROFILES, accepted_configs
 from service_support import connected, random_observations
 
-from modeling.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
-from modeling.kuhn import kuhn_game
-from modeling.mbbr import MBBRConfig, MBBRModel
-from modeling.panel import named_profile
-from modeling.strategy import strategy_to_dict
-from server.metrics import Metrics
-from server.sessions import Limits, SessionManager, SessionSpec, owner_of_token
-from server.storage import ObservationRow, SessionRow, Storage
+from oppmodel.modeling.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.play.panel import named_profile
+from oppmodel.modeling.strategy import strategy_to_dict
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.sessions import Limits, SessionManager, SessionSpec, owner_of_token
+from oppmodel.server.storage import ObservationRow, SessionRow, Storage
 
 LIMITS = Limits()
 

@@ -13,12 +13,12 @@ import pytest
 from mbbr_support import POSTERIORS_AND_PRIORS
 from service_support import connected, random_observations
 
-from modeling.errors import FailedPreconditionError
-from modeling.kuhn import kuhn_game
-from modeling.mbbr import MBBRConfig, MBBRModel
-from server.metrics import Metrics
-from server.sessions import Limits, SessionManager, SessionSpec
-from server.storage import Storage
+from oppmodel.modeling.errors import FailedPreconditionError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
+from oppmodel.server.storage import Storage
 
 
 def _library(config: MBBRConfig, hands, n: int = 3) -> MBBRModel:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from modeling.errors import ResourceExhaustedError
-from server.storage import ObservationRow, SessionRow, Storage
+from oppmodel.modeling.errors import ResourceExhaustedError
+from oppmodel.server.storage import ObservationRow, SessionRow, Storage
 
 
 def _session(i: int, owner: str = "") -> SessionRow:

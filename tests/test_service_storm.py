@@ -18,17 +18,17 @@ import grpc
 import numpy as np
 from service_support import random_observations
 
-from clients.client import OpponentModelClient, observation_message
-from clients.commands import serve_cmd
-from modeling.kuhn import kuhn_game
-from modeling.mbbr import MBBRConfig
-from modeling.observation import HandObservation
+from oppmodel.clients.client import OpponentModelClient, observation_message
+from oppmodel.clients.commands import serve_cmd
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.observation import HandObservation
+from oppmodel.server.app import free_ports
+from oppmodel.server.errors import INTERNAL_MESSAGE
+from oppmodel.server.sessions import SessionSpec, build_model
+from oppmodel.server.storage import ObservationRow
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
-from server.app import free_ports
-from server.errors import INTERNAL_MESSAGE
-from server.sessions import SessionSpec, build_model
-from server.storage import ObservationRow
 
 GAME = kuhn_game(3)
 CONFIGS = (

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from modeling import errors
-from server.errors import STATUS_BY_ERROR, error_details, status_of
-from server.sessions import draw_action, uniform_draw
+from oppmodel.modeling import errors
+from oppmodel.server.errors import STATUS_BY_ERROR, error_details, status_of
+from oppmodel.server.sessions import draw_action, uniform_draw
 
 
 def test_uniform_draw_is_a_fixed_function_in_unit_interval() -> None:

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from mbbr_support import POSTERIORS_AND_PRIORS, PROFILES, accepted_configs
 from service_support import random_observations
 
-from modeling import snapshot
-from modeling.kuhn import kuhn_game
-from modeling.mbbr import MBBRConfig, MBBRModel
-from modeling.panel import named_profile
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr import snapshot
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.play.panel import named_profile
 
 
 def _replayed(game, config, hands, prior_mean=None) -> MBBRModel:

@@ -13,19 +13,19 @@ from limit_oracle import cfr_reference
 from open_spiel.python.algorithms import exploitability
 from test_limit_game import game_text
 
-from clients.acpc.gamedef import parse_game_def
-from clients.cli import main
-from modeling.errors import InvalidArgumentError
-from modeling.games.acpc.bundled import strategy_path
-from modeling.games.acpc.compiler import compile_limit_game, limit_game
-from modeling.games.acpc.openspiel import (
+from oppmodel.clients.cli import main
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.evaluation.limit import expected_values, nash_conv
+from oppmodel.modeling.games.acpc.bundled import strategy_path
+from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game
+from oppmodel.modeling.games.acpc.gamedef import parse_game_def
+from oppmodel.modeling.games.acpc.openspiel import (
     openspiel_policy_table,
     openspiel_tabular_policy,
     profile_from_openspiel,
 )
-from modeling.games.acpc.strategy import load_json, load_profile
-from modeling.limit_evaluation import expected_values, nash_conv
-from modeling.solve.cfr import CFRSolver, SolverConfig, strategy_label
+from oppmodel.modeling.games.acpc.strategy import load_json, load_profile
+from oppmodel.modeling.solve.cfr import CFRSolver, SolverConfig, strategy_label
 
 SMALL_TWO_ROUNDS = game_text(
     blind="1 2", raiseSize="1 2", firstPlayer="2 1", maxRaises="1 2", numRanks="2"

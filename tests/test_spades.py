@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modeling import spades as S
-from modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.perfect_info import spades_search as S
 
 
 def c(text: str) -> int:

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from clients.commands import spades_cmd
-from modeling import spades as S
-from modeling import spades_match as M
-from modeling.errors import InvalidArgumentError
+from oppmodel.clients.commands import spades_cmd
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.perfect_info import spades_match as M
+from oppmodel.modeling.perfect_info import spades_search as S
 
 
 def test_seatings_are_paper_table_3():

@@ -1,10 +1,12 @@
 """Spades max^n and prob-max^n kernels (merging + transposition table) against plain tree search.
 
 The oracle builds the whole unmerged game tree below a position with independently restated rules
-(``modeling._spades_reference``) and runs the project's reference ``modeling.search.maxn`` and
-``modeling.search.probmaxn`` on it. Agreement on many seeded small deals (3-4 cards each, roots at
-trick boundaries and mid-trick, random bids, models, weights and epsilon) checks the rules, the
-move merging and its multiplicity weighting, and the rank-compressed transposition table.
+(``oppmodel.modeling.perfect_info._spades_reference``) and runs the project's reference
+``oppmodel.modeling.perfect_info.search.maxn`` and
+``oppmodel.modeling.perfect_info.search.probmaxn`` on it. Agreement on many seeded small deals (3-4
+cards each, roots at trick boundaries and mid-trick, random bids, models, weights and epsilon)
+checks the rules, the move merging and its multiplicity weighting, and the rank-compressed
+transposition table.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeling import _spades_reference as R
-from modeling import spades as S
-from modeling.errors import InvalidArgumentError
-from modeling.search.maxn import maxn, softmaxn
-from modeling.search.probmaxn import probmaxn
-from modeling.search.tree import Leaf
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.perfect_info import _spades_reference as R
+from oppmodel.modeling.perfect_info import spades_search as S
+from oppmodel.modeling.perfect_info.search.maxn import maxn, softmaxn
+from oppmodel.modeling.perfect_info.search.probmaxn import probmaxn
+from oppmodel.modeling.perfect_info.search.tree import Leaf
 
 
 def _random_root(rng: np.random.Generator, hand_size: int) -> S.Position:

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openspiel_oracle import openspiel_game, random_profile, tabular_policy
 
-from modeling._strategy_kernels import first_invalid_row
-from modeling.errors import InvalidArgumentError, InvalidStrategyError
-from modeling.kuhn import kuhn_game
-from modeling.kuhn3p import robust_profile
-from modeling.strategy import (
+from oppmodel.modeling._strategy_kernels import first_invalid_row
+from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.strategy import (
     SUM_TOLERANCE,
     load_json,
     load_profile,

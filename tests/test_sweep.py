@@ -17,8 +17,8 @@ from benchmarks.sweep import (
     sweep_jobs,
     sweep_points,
 )
-from modeling.mbbr import MBBRConfig
-from modeling.tournament import AgentSpec, JobResult, MatchJob
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.play.tournament import AgentSpec, JobResult, MatchJob
 
 PAIRS = (("n1", "n3"), ("maniac", "switcher"))
 

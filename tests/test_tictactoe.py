@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clients.commands import movepred_cmd
-from modeling.errors import IllegalActionError, InvalidArgumentError
-from modeling.tictactoe import (
+from oppmodel.clients.commands import movepred_cmd
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.movepred.tictactoe import (
     EMPTY_BOARD,
     ENCODINGS,
     LEGAL_FEATURE_NAMES,

@@ -7,15 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from modeling.diluted import DilutedAgent, diluted_factory
-from modeling.errors import InvalidArgumentError, NotFoundError
-from modeling.kuhn import kuhn_game
-from modeling.match import run_duplicate
-from modeling.mbbr import MBBRConfig
-from modeling.observation import observe_hand
-from modeling.panel import named_profile
-from modeling.strategy import uniform_profile
-from modeling.tournament import (
+from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.observation import observe_hand
+from oppmodel.modeling.play.diluted import DilutedAgent, diluted_factory
+from oppmodel.modeling.play.match import run_duplicate
+from oppmodel.modeling.play.panel import named_profile
+from oppmodel.modeling.play.tournament import (
     AgentSpec,
     Estimate,
     MatchJob,
@@ -27,6 +26,7 @@ from modeling.tournament import (
     response_ceiling,
     run_job,
 )
+from oppmodel.modeling.strategy import uniform_profile
 
 
 def _random_profile(game, rng) -> np.ndarray:

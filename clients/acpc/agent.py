@@ -24,10 +24,9 @@ from typing import Protocol, TextIO
 
 import numpy as np
 
-from clients.acpc.convert import card_to_kuhn, kuhn_for, seat_observation
-from clients.acpc.gamedef import GameDef, kuhn_num_players
-from clients.acpc.net import LineSocket
-from clients.acpc.protocol import (
+from oppmodel.clients.acpc.convert import card_to_kuhn, kuhn_for, seat_observation
+from oppmodel.clients.acpc.net import LineSocket
+from oppmodel.clients.acpc.protocol import (
     CALL,
     FOLD,
     RAISE,
@@ -37,11 +36,12 @@ from clients.acpc.protocol import (
     format_reply,
     parse_matchstate,
 )
-from modeling.errors import InvalidArgumentError, NotFoundError
-from modeling.kuhn import BET
-from modeling.mbbr import MBBRConfig, MBBRModel
-from modeling.panel import named_profile, panel_names
-from modeling.strategy import validate_profile
+from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
+from oppmodel.modeling.games.kuhn import BET
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.play.panel import named_profile, panel_names
+from oppmodel.modeling.strategy import validate_profile
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Between the ACPC protocol and the modeling core's Kuhn game (:mod:`modeling.kuhn`).
+"""Between the ACPC protocol and the modeling core's Kuhn game
+(:mod:`oppmodel.modeling.games.kuhn`).
 
 Cards: an ACPC Kuhn deck is the top n + 1 ranks of one suit, so a card's Kuhn number is its index
 in the dealer's deck (3 players: ``Js Qs Ks As`` -> 0, 1, 2, 3). Betting: ``c`` is a pass (check)
@@ -11,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from clients.acpc.gamedef import GameDef, kuhn_num_players
-from clients.acpc.log import DealerLog, LoggedHand
-from modeling.errors import InvalidArgumentError
-from modeling.kuhn import KuhnGame, kuhn_game
-from modeling.observation import HandObservation
+from oppmodel.clients.acpc.log import DealerLog, LoggedHand
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.observation import HandObservation
 
 
 def kuhn_for(game: GameDef) -> KuhnGame:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from clients.acpc.gamedef import GameDef
-from modeling.errors import InvalidArgumentError
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import GameDef
 
 MT_N = 624
 

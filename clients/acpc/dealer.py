@@ -6,26 +6,26 @@ the connection gets TCP_NODELAY. Then one ``VERSION:2.0.0`` line is read from ea
 (a line that does not parse aborts, another version only warns); a seat that sends none within
 ``--t_version`` (10 s by default) aborts the match, where the reference would wait forever.
 
-Each hand: deal from the match's MT19937 stream (:mod:`clients.acpc.deal`); seat ``s`` plays
-position ``(s - h) mod n`` in hand ``h`` (position = seat with ``-f``). After every action, and
-once before the first, every seat in seat order gets its MATCHSTATE (``\\r\\n`` terminated); the
+Each hand: deal from the match's MT19937 stream (:mod:`oppmodel.clients.acpc.deal`); seat ``s``
+plays position ``(s - h) mod n`` in hand ``h`` (position = seat with ``-f``). After every action,
+and once before the first, every seat in seat order gets its MATCHSTATE (``\\r\\n`` terminated); the
 acting seat's reply is then read. Comments (``#``, ``;``) are skipped; a line whose state does not
 parse is ignored with ``WARNING: bad state format in response``; a state other than the current one
-with ``WARNING: ignoring un-requested response``; a missing action becomes a call with
-``WARNING: bad action format in response, changed to call``; an unknown or invalid action becomes a
-call with ``WARNING: invalid action, changed to call``. Every non-comment line is charged the time
-since the state was sent, against ``--t_response`` (per reply), ``--t_hand`` (per seat and hand)
-and ``--t_per_hand`` x hands (per seat and match); a seat that sends nothing for ``--t_response``
-or over-runs a budget aborts the match (exit status 1, no SCORE; the log keeps the finished hands).
+with ``WARNING: ignoring un-requested response``; a missing action becomes a call with ``WARNING:
+bad action format in response, changed to call``; an unknown or invalid action becomes a call with
+``WARNING: invalid action, changed to call``. Every non-comment line is charged the time since the
+state was sent, against ``--t_response`` (per reply), ``--t_hand`` (per seat and hand) and
+``--t_per_hand`` x hands (per seat and match); a seat that sends nothing for ``--t_response`` or
+over-runs a budget aborts the match (exit status 1, no SCORE; the log keeps the finished hands).
 
-Outputs follow the reference: the log (:mod:`clients.acpc.log`), stderr ``TO``/``FROM`` traffic
-with ``sec.usec`` times, ``STARTED``/``FINISHED``, the per-100-hands time lines, and the SCORE line
-(totals in seat order) on stdout and stderr; ``-q`` keeps only the header, warnings, errors and
-SCORE. Differences, by design: sockets bind to 127.0.0.1 unless told otherwise; no transaction log
-or resume (``-T``, ``-a``); a seat that stops reading for ``--t_response`` while the dealer sends
-to it aborts the match (the reference would block); a seat that connects and never sends its
-VERSION line aborts the match after ``--t_version`` (the reference waits forever; 0 restores
-that); a port that cannot be bound leaves no log file behind. Reference:
+Outputs follow the reference: the log (:mod:`oppmodel.clients.acpc.log`), stderr ``TO``/``FROM``
+traffic with ``sec.usec`` times, ``STARTED``/``FINISHED``, the per-100-hands time lines, and the
+SCORE line (totals in seat order) on stdout and stderr; ``-q`` keeps only the header, warnings,
+errors and SCORE. Differences, by design: sockets bind to 127.0.0.1 unless told otherwise; no
+transaction log or resume (``-T``, ``-a``); a seat that stops reading for ``--t_response`` while the
+dealer sends to it aborts the match (the reference would block); a seat that connects and never
+sends its VERSION line aborts the match after ``--t_version`` (the reference waits forever; 0
+restores that); a port that cannot be bound leaves no log file behind. Reference:
 ``shared/notes/acpc-protocol.md`` sections 3-7.
 """
 
@@ -41,9 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from clients.acpc.deal import CardDealer
-from clients.acpc.gamedef import GameDef, kuhn_num_players
-from clients.acpc.log import (
+from oppmodel.clients.acpc.deal import CardDealer
+from oppmodel.clients.acpc.log import (
     LoggedHand,
     LogHeader,
     LogScore,
@@ -51,8 +50,8 @@ from clients.acpc.log import (
     format_header,
     format_score,
 )
-from clients.acpc.net import LineSocket
-from clients.acpc.protocol import (
+from oppmodel.clients.acpc.net import LineSocket
+from oppmodel.clients.acpc.protocol import (
     ACTION_LETTERS,
     CALL,
     HandState,
@@ -60,7 +59,8 @@ from clients.acpc.protocol import (
     parse_matchstate_prefix,
     same_state,
 )
-from modeling.errors import InvalidArgumentError
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
 
 VERSION_RE = re.compile(r"VERSION:([0-9]+)\.([0-9]+)\.([0-9]+)")
 DEFAULT_T_RESPONSE_MS = 600_000

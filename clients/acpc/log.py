@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clients.acpc.gamedef import GameDef
-from clients.acpc.protocol import HandState
-from modeling.errors import IllegalActionError, InvalidArgumentError
-from modeling.numerals import is_numeral, parse_numeral
+from oppmodel.clients.acpc.protocol import HandState
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.numerals import is_numeral, parse_numeral
 
 
 @dataclass(frozen=True)

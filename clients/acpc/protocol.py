@@ -24,9 +24,9 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from clients.acpc.gamedef import RANK_CHARS, SUIT_CHARS, GameDef, kuhn_num_players
-from modeling.errors import IllegalActionError, InvalidArgumentError
-from modeling.numerals import numeral_end
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS, GameDef, kuhn_num_players
+from oppmodel.modeling.numerals import numeral_end
 
 FOLD, CALL, RAISE = "f", "c", "r"
 ACTION_LETTERS = {"f": FOLD, "F": FOLD, "c": CALL, "C": CALL, "k": CALL, "K": CALL}

@@ -1,8 +1,8 @@
 """Offline replay of dealer logs: how well opponent models predict, from one player's seat.
 
 Every logged hand NAME played is turned into the observation NAME's live agent would have made
-(:func:`clients.acpc.convert.log_observations`: folded cards, and every card when all others
-folded, stay hidden) and fed, in log order, to an MBBR model: a session on the service (the
+(:func:`oppmodel.clients.acpc.convert.log_observations`: folded cards, and every card when all
+others folded, stay hidden) and fed, in log order, to an MBBR model: a session on the service (the
 default) or the modeling library in this process (``LocalModels``, no gRPC).
 
 Before each hand is fed, every action an opponent takes in it is predicted by four methods:
@@ -10,8 +10,8 @@ Before each hand is fed, every action an opponent takes in it is predicted by fo
 * ``prior``: the model before any observation (the MBBR prior mean, epsilon-clipped);
 * ``counts``: Laplace-smoothed frequencies per (opponent, its position, information state),
   P(a) = (n_a + 1) / (n + 2), trained online on the decisions NAME saw;
-* ``naive-bayes``: the naive Bayes move model of :mod:`modeling.movepred_kuhn` (one per opponent,
-  its position a feature), retrained after each hand on the same decisions;
+* ``naive-bayes``: the naive Bayes move model of :mod:`oppmodel.modeling.movepred.kuhn` (one per
+  opponent, its position a feature), retrained after each hand on the same decisions;
 * ``mbbr``: the posterior-mean strategy of the opponent in that position (Alg 5 of paper 003),
   i.e. its predictive probability for the next action, given every earlier hand, under the
   configured posterior (the Dirichlet one by default, or the paper's k samples).
@@ -38,16 +38,16 @@ from typing import Protocol
 
 import numpy as np
 
-from clients.acpc.convert import full_view_observation, kuhn_for
-from clients.acpc.gamedef import GameDef
-from clients.acpc.log import LoggedHand
-from clients.client import OpponentModelClient
-from modeling.errors import InvalidArgumentError
-from modeling.kuhn import KuhnGame
-from modeling.mbbr import MBBRConfig, MBBRModel
-from modeling.movepred import train_move_model
-from modeling.movepred_kuhn import KUHN_MOVE_NAMES, kuhn_feature_names, kuhn_features
-from modeling.observation import HandObservation
+from oppmodel.clients.acpc.convert import full_view_observation, kuhn_for
+from oppmodel.clients.acpc.log import LoggedHand
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.movepred.kuhn import KUHN_MOVE_NAMES, kuhn_feature_names, kuhn_features
+from oppmodel.modeling.movepred.naive_bayes import train_move_model
+from oppmodel.modeling.observation import HandObservation
 
 METHODS = ("prior", "counts", "naive-bayes", "mbbr")
 HIDDEN_METHODS = ("prior", "mbbr")  # the only ones that can predict without the card
@@ -498,7 +498,7 @@ def column_legend(config: MBBRConfig) -> dict[str, str]:
         "[epsilon, 1 - epsilon]; uniform with the uninformed prior)",
         "counts": "predictor: Laplace-smoothed frequencies of the opponent's actions per "
         "position and information state, (n_a + 1) / (n + 2), from the decisions seen so far",
-        "naive-bayes": "predictor: the naive Bayes move model (modeling.movepred_kuhn), "
+        "naive-bayes": "predictor: the naive Bayes move model (oppmodel.modeling.movepred.kuhn), "
         "retrained after each hand on the same decisions",
         "mbbr": f"predictor: MBBR's model of the opponent in that position ({config.posterior} "
         "posterior, its posterior mean given every earlier hand, folds included)",

@@ -4,7 +4,7 @@
 MATCHSTATE line itself) for every decision; the service answers from the agent's policy (the
 default strategy for the first H hands, then the best response to its models). Every finished
 hand becomes an observation holding only what this seat saw
-(:func:`clients.acpc.convert.seat_observation`).
+(:func:`oppmodel.clients.acpc.convert.seat_observation`).
 
 Each decision comes from one of two sources:
 
@@ -46,16 +46,16 @@ from typing import TextIO
 
 import grpc
 
-from clients.acpc.agent import Decision, ProfilePolicy, SeatHand
-from clients.acpc.convert import kuhn_for, seat_observation
-from clients.acpc.gamedef import GameDef
-from clients.client import ERROR_BY_CODE, OpponentModelClient
-from modeling.errors import NotFoundError, OppModelError, ServiceError
-from modeling.kuhn import KuhnGame
-from modeling.kuhn3p import robust_profile
-from modeling.mbbr import MBBRConfig
-from modeling.observation import HandObservation
-from modeling.strategy import uniform_profile
+from oppmodel.clients.acpc.agent import Decision, ProfilePolicy, SeatHand
+from oppmodel.clients.acpc.convert import kuhn_for, seat_observation
+from oppmodel.clients.client import ERROR_BY_CODE, OpponentModelClient
+from oppmodel.modeling.errors import NotFoundError, OppModelError, ServiceError
+from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.strategy import uniform_profile
 
 ServiceFailure = (grpc.RpcError, OppModelError)
 _STATUS_OF = {error: code.name for code, error in ERROR_BY_CODE.items()}

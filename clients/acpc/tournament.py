@@ -32,11 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
-from clients.acpc.agent import AgentResult, Policy, connect, make_policy, play_match
-from clients.acpc.dealer import DealerConfig, MatchDealer
-from clients.acpc.gamedef import GameDef
-from clients.acpc.log import LoggedHand
-from modeling.errors import FailedPreconditionError, InvalidArgumentError
+from oppmodel.clients.acpc.agent import AgentResult, Policy, connect, make_policy, play_match
+from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer
+from oppmodel.clients.acpc.log import LoggedHand
+from oppmodel.modeling.errors import FailedPreconditionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import GameDef
 
 BUILTIN = "builtin:"
 HOST = "127.0.0.1"

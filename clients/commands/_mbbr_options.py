@@ -12,8 +12,8 @@ import argparse
 import dataclasses
 from collections.abc import Callable
 
-from modeling.errors import InvalidArgumentError
-from modeling.mbbr import POSTERIORS, PRIORS, RESPONSES, MBBRConfig
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.mbbr.model import POSTERIORS, PRIORS, RESPONSES, MBBRConfig
 
 
 def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[str], int | float]:

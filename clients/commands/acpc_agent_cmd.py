@@ -8,17 +8,17 @@ import json
 import sys
 from collections import Counter
 
-from clients.acpc.agent import ModelPolicy, connect, make_policy, play_match, policy_names
-from clients.acpc.convert import kuhn_for
-from clients.acpc.gamedef import read_game_def
-from clients.acpc.service_policy import ServicePolicy
-from clients.cli import run_command
-from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
-from clients.commands._types import non_negative_float, port, positive_float, seed
-from modeling.errors import InvalidArgumentError
-from modeling.games.acpc.bundled import BUNDLED_GAMES
-from modeling.kuhn import KuhnGame
-from modeling.mbbr import MBBRModel
+from oppmodel.clients.acpc.agent import ModelPolicy, connect, make_policy, play_match, policy_names
+from oppmodel.clients.acpc.convert import kuhn_for
+from oppmodel.clients.acpc.service_policy import ServicePolicy
+from oppmodel.clients.cli import run_command
+from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
+from oppmodel.clients.commands._types import non_negative_float, port, positive_float, seed
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.mbbr.model import MBBRModel
 
 REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
 

@@ -2,7 +2,7 @@
 
 ACPC tooling (the reference ``play_match.pl``, competition harnesses) starts each agent as
 ``exe HOST PORT``. The generated POSIX shell script fixes the game, strategy and seed, and runs
-this checkout's agent with this Python, so it works from any directory.
+the agent with this Python (where oppmodel is installed), so it works from any directory.
 """
 
 from __future__ import annotations
@@ -12,27 +12,29 @@ import shlex
 import sys
 from pathlib import Path
 
-import clients
-from clients.acpc.agent import make_policy, policy_names
-from clients.acpc.gamedef import read_game_def
-from clients.commands._types import seed
-from modeling.errors import InvalidArgumentError
-from modeling.games.acpc.bundled import game_path
+from oppmodel.clients.acpc.agent import make_policy, policy_names
+from oppmodel.clients.commands._types import seed
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.bundled import game_path
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 
 def script_text(
     *, gamefile: Path, agent: str, seed: int, python: str, service: str | None = None
 ) -> str:
     """The wrapper script's text (``service``: play MBBR through the service at that address)."""
-    root = Path(clients.__file__).resolve().parent.parent
     command = " ".join(
         shlex.quote(part)
-        for part in (python, "-m", "clients.commands.acpc_agent_cmd", str(gamefile.resolve()))
+        for part in (
+            python,
+            "-m",
+            "oppmodel.clients.commands.acpc_agent_cmd",
+            str(gamefile.resolve()),
+        )
     )
     return (
         "#!/bin/sh\n"
         f"# oppmodel ACPC agent {agent!r} (seed {seed}); usage: $0 HOST PORT\n"
-        f'PYTHONPATH={shlex.quote(str(root))}"${{PYTHONPATH:+:$PYTHONPATH}}" '
         f'exec {command} "$1" "$2" --agent {shlex.quote(agent)} --seed {seed}'
         + (f" --service {shlex.quote(service)}" if service else "")
         + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from clients.acpc.dealer import (
+from oppmodel.clients.acpc.dealer import (
     DEFAULT_T_HAND_MS,
     DEFAULT_T_PER_HAND_MS,
     DEFAULT_T_RESPONSE_MS,
@@ -13,9 +13,9 @@ from clients.acpc.dealer import (
     DealerConfig,
     MatchDealer,
 )
-from clients.acpc.gamedef import read_game_def
-from clients.commands._types import int_in, non_negative_int, port, positive_int, seed
-from modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
+from oppmodel.clients.commands._types import int_in, non_negative_int, port, positive_int, seed
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 EPILOG = f"""\
 The dealer opens one TCP port per seat and prints them, in seat order, as the first line on stdout;

@@ -1,10 +1,10 @@
 """``oppmodel demo``: the service end to end on this machine, in well under a minute.
 
 Starts the gRPC server in-process on a free loopback port with a SQLite file, plays 3-player
-Kuhn duplicate matches (``modeling.match.run_duplicate``: every seating on the same cards) in which
-an MBBR agent asks the service for every decision and streams every hand back, against two fixed
-opponents; prints the result table (mbb/h with standard errors over the duplicates) and where the
-data lives.
+Kuhn duplicate matches (``oppmodel.modeling.play.match.run_duplicate``: every seating on the same
+cards) in which an MBBR agent asks the service for every decision and streams every hand back,
+against two fixed opponents; prints the result table (mbb/h with standard errors over the
+duplicates) and where the data lives.
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from clients.client import OpponentModelClient
-from clients.commands._types import non_negative_int, positive_int, seed
-from clients.progress import progress_bar
-from clients.service_agent import service_mbbr_factory
-from modeling.errors import InvalidArgumentError
-from modeling.kuhn import KuhnGame, kuhn_game
-from modeling.match import fixed_strategy_factory, run_duplicate, seatings
-from modeling.mbbr import POSTERIORS, MBBRConfig
-from modeling.panel import named_profile, panel_names
-from server.app import BackgroundServer, ServerConfig
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.commands._types import non_negative_int, positive_int, seed
+from oppmodel.clients.progress import progress_bar
+from oppmodel.clients.service_agent import service_mbbr_factory
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.mbbr.model import POSTERIORS, MBBRConfig
+from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate, seatings
+from oppmodel.modeling.play.panel import named_profile, panel_names
+from oppmodel.server.app import BackgroundServer, ServerConfig
 
 _EPILOG = """\
 The agent's sessions stay in the SQLite file afterwards; inspect them with any SQLite client, or

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from modeling.evaluation import best_response, expected_values
-from modeling.kuhn import kuhn_game
-from modeling.panel import named_profile, panel_names
-from modeling.strategy import load_profile
+from oppmodel.modeling.evaluation.kuhn import best_response, expected_values
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.play.panel import named_profile, panel_names
+from oppmodel.modeling.strategy import load_profile
 
 GAMES = {"kuhn2p": 2, "kuhn3p": 3, "kuhn4p": 4}
 MAX_DENOMINATOR = 10_000

@@ -8,17 +8,17 @@ import textwrap
 import time
 from collections import Counter
 
-from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
-from clients.commands._types import positive_int, seed
-from clients.commands.eval_cmd import GAMES
-from clients.progress import progress_bar
-from modeling.adaptive import adaptive_names
-from modeling.errors import InvalidArgumentError
-from modeling.kuhn import kuhn_game
-from modeling.match import AgentFactory, run_duplicate, seatings
-from modeling.mbbr import MBBRConfig
-from modeling.panel import panel_names
-from modeling.tournament import AgentSpec, agent_factory
+from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
+from oppmodel.clients.commands._types import positive_int, seed
+from oppmodel.clients.commands.eval_cmd import GAMES
+from oppmodel.clients.progress import progress_bar
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.play.adaptive import adaptive_names
+from oppmodel.modeling.play.match import AgentFactory, run_duplicate, seatings
+from oppmodel.modeling.play.panel import panel_names
+from oppmodel.modeling.play.tournament import AgentSpec, agent_factory
 
 _DESCRIPTION = """\
 Play duplicate matches of repeated Kuhn poker between n agents (3 for kuhn3p), the protocol of
@@ -35,10 +35,10 @@ posterior over the opponents, who are modelled per position around the prior mea
 players both are uniform play; the posterior is a Dirichlet per information set unless
 --mbbr-posterior samples asks for the paper's k samples), or a fixed strategy from the panel:
 %s
-or an adaptive agent that changes its play during the match (see modeling/adaptive.py):
+or an adaptive agent that changes its play during the match (see modeling/play/adaptive.py):
 %s
 Any of these as STYLE@S (3 players) plays STYLE at a share S of its decisions and the
-equilibrium N2 at the rest, e.g. maniac@0.3: the competent field (see modeling/diluted.py).
+equilibrium N2 at the rest, e.g. maniac@0.3: the competent field (see modeling/play/diluted.py).
 """
 
 _EXAMPLES = """\

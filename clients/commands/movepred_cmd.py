@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from clients.commands._types import positive_float, positive_int, seed
-from clients.progress import progress_bar
-from modeling.tictactoe import ENCODINGS, run_topn_experiment
+from oppmodel.clients.commands._types import positive_float, positive_int, seed
+from oppmodel.clients.progress import progress_bar
+from oppmodel.modeling.movepred.tictactoe import ENCODINGS, run_topn_experiment
 
 _DESCRIPTION = """\
 Learn to predict a minimax tic-tac-toe player's moves from logged games against a random player

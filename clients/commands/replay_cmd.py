@@ -10,17 +10,23 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from clients.acpc.convert import kuhn_for
-from clients.acpc.gamedef import read_game_def
-from clients.acpc.log import read_log
-from clients.acpc.replay import LocalModels, ServiceModels, format_report, plot_curves, replay
-from clients.client import OpponentModelClient
-from clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
-from clients.commands._types import seed
-from clients.progress import progress_bar
-from modeling.errors import InvalidArgumentError
-from modeling.games.acpc.bundled import BUNDLED_GAMES
-from server.app import BackgroundServer, ServerConfig
+from oppmodel.clients.acpc.convert import kuhn_for
+from oppmodel.clients.acpc.log import read_log
+from oppmodel.clients.acpc.replay import (
+    LocalModels,
+    ServiceModels,
+    format_report,
+    plot_curves,
+    replay,
+)
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
+from oppmodel.clients.commands._types import seed
+from oppmodel.clients.progress import progress_bar
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.server.app import BackgroundServer, ServerConfig
 
 EPILOG = """\
 Each logged hand NAME played becomes the observation NAME's live agent would have made (cards

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from clients.commands._types import float_in, non_negative_float, port, positive_int
-from server.app import Server, ServerConfig, configure_logging, read_tokens, serve
-from server.sessions import Limits
+from oppmodel.clients.commands._types import float_in, non_negative_float, port, positive_int
+from oppmodel.server.app import Server, ServerConfig, configure_logging, read_tokens, serve
+from oppmodel.server.sessions import Limits
 
 _EPILOG = """\
 Sessions live in the SQLite file given by --db (WAL mode): every observation is acknowledged only
@@ -162,10 +161,9 @@ def announce(server: Server) -> None:
     print(line, flush=True)
 
 
-_ROOT = Path(__file__).resolve().parents[2]
 _CHILD = (
     "import argparse, sys\n"
-    "from clients.commands import serve_cmd\n"
+    "from oppmodel.clients.commands import serve_cmd\n"
     "parser = argparse.ArgumentParser()\n"
     "serve_cmd.register(parser.add_subparsers())\n"
     "args = parser.parse_args(sys.argv[1:])\n"
@@ -176,13 +174,11 @@ _CHILD = (
 def spawn(db: str | Path, *options: str) -> tuple[subprocess.Popen, int]:
     """``oppmodel serve --db DB --port 0 OPTIONS`` in a child process; returns (process, port)
     once it logs "serving". The child's stderr (JSON log lines) stays a text pipe to read."""
-    env = {**os.environ, "PYTHONPATH": f"{_ROOT}{os.pathsep}{_ROOT / 'proto'}"}
     process = subprocess.Popen(
         [sys.executable, "-c", _CHILD, "serve", "--db", str(db), "--port", "0", *options],
         stdout=subprocess.DEVNULL,  # "serving on ...": for people; the caller's stdout is its own
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
     )
     for line in process.stderr:
         if not line.startswith("{"):

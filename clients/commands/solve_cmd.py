@@ -8,13 +8,19 @@ import math
 import time
 from pathlib import Path
 
-from clients.commands._types import non_negative_int, positive_int
-from clients.progress import progress_bar
-from modeling.errors import InvalidArgumentError
-from modeling.games.acpc.bundled import BUNDLED_GAMES
-from modeling.games.acpc.compiler import limit_game
-from modeling.games.acpc.strategy import save_profile
-from modeling.solve.cfr import ALGORITHMS, DEFAULT_DELAY, CFRSolver, SolverConfig, strategy_label
+from oppmodel.clients.commands._types import non_negative_int, positive_int
+from oppmodel.clients.progress import progress_bar
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.strategy import save_profile
+from oppmodel.modeling.solve.cfr import (
+    ALGORITHMS,
+    DEFAULT_DELAY,
+    CFRSolver,
+    SolverConfig,
+    strategy_label,
+)
 
 CHECKPOINTS = 50  # progress-bar updates (with nash_conv) and state saves per run
 

@@ -6,11 +6,11 @@ import argparse
 import json
 import time
 
-from clients.commands._types import float_in, int_in, positive_int, seed
-from clients.progress import progress_bar
-from modeling import spades
-from modeling import spades_match as M
-from modeling.errors import InvalidArgumentError
+from oppmodel.clients.commands._types import float_in, int_in, positive_int, seed
+from oppmodel.clients.progress import progress_bar
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.perfect_info import spades_match as M
+from oppmodel.modeling.perfect_info import spades_search as spades
 
 _DESCRIPTION = """\
 Play paper 000's Spades protocol: each deal sequence (7-card perfect-information hands, games to

@@ -8,19 +8,19 @@ import math
 import sys
 from pathlib import Path
 
-from clients.acpc.agent import policy_names
-from clients.acpc.gamedef import read_game_def
-from clients.acpc.tournament import (
+from oppmodel.clients.acpc.agent import policy_names
+from oppmodel.clients.acpc.tournament import (
     AgentSpec,
     TournamentConfig,
     format_table,
     results_json,
     run_tournament,
 )
-from clients.commands._types import int_in, positive_int
-from clients.progress import progress_bar
-from modeling.errors import FailedPreconditionError
-from modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
+from oppmodel.clients.commands._types import int_in, positive_int
+from oppmodel.clients.progress import progress_bar
+from oppmodel.modeling.errors import FailedPreconditionError
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 EPILOG = f"""\
 Each --agent is NAME=COMMAND. COMMAND `builtin:POLICY` plays the project's agent in-process

@@ -1,9 +1,9 @@
 """Numba kernels of the CFR solvers (see modeling/solve/cfr.py).
 
 One iteration updates the positions one after the other (alternating updates): a sweep of
-``modeling._limit_evaluation_kernels.sweep`` gives the position's counterfactual action values
-and own reach under the current profile, then :func:`update_position` turns them into regrets,
-the average-strategy sums and the position's next strategy, in place.
+``oppmodel.modeling.evaluation._limit_kernels.sweep`` gives the position's counterfactual action
+values and own reach under the current profile, then :func:`update_position` turns them into
+regrets, the average-strategy sums and the position's next strategy, in place.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from modeling._limit_evaluation_kernels import sweep
+from oppmodel.modeling.evaluation._limit_kernels import sweep
 
 CFR_PLUS, DCFR = 0, 1
 NUM_ACTIONS = 3

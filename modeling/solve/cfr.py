@@ -33,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from modeling.errors import InvalidArgumentError
-from modeling.games.acpc.limit_game import CALL, NUM_ACTIONS, LimitGame
-from modeling.limit_evaluation import nash_conv
-from modeling.solve import _cfr_kernels as kernels
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.evaluation.limit import nash_conv
+from oppmodel.modeling.games.acpc.limit_game import CALL, NUM_ACTIONS, LimitGame
+from oppmodel.modeling.solve import _cfr_kernels as kernels
 
 ALGORITHMS = ("cfr+", "dcfr")
 DEFAULT_DELAY = 10

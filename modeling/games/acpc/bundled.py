@@ -4,7 +4,7 @@ Wherever a game is asked for, a short name (``leduc3p``) or a path to an ACPC ga
 file will do; :func:`game_path` resolves either. The Leduc files are verbatim copies of the ACPC
 files (``shared/data/acpc/``); the Kuhn files follow the reference ``kuhn.limit.3p.game``.
 
-The solved strategies are strategy files (:mod:`modeling.games.acpc.strategy`) written by
+The solved strategies are strategy files (:mod:`oppmodel.modeling.games.acpc.strategy`) written by
 ``oppmodel solve``; each records in its ``solver`` entry the command, the iterations and the
 nash_conv that produced it. ``leduc2p``'s approximates a Nash equilibrium; ``leduc3p``'s is a CFR+
 average strategy of a 3-player game, with no equilibrium guarantee.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from modeling.errors import InvalidArgumentError
+from oppmodel.modeling.errors import InvalidArgumentError
 
 GAMES_FOLDER = Path(__file__).resolve().parent / "games"
 # Short name -> file in GAMES_FOLDER.

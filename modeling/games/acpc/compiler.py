@@ -1,21 +1,21 @@
 """The compiler from an ACPC ``limit`` game definition to a :class:`LimitGame`.
 
-The input is a parsed game definition (:class:`clients.acpc.gamedef.GameDef`): several betting
-rounds, board cards revealed between rounds, a raise size and a raise cap (``maxRaises``) per
-round, the first player of each round, blinds or antes, any number of hole cards, the dealer's
-deck. The betting rules are the reference dealer's (``game.c``): a raise puts in the round's raise
-size over the largest contribution and is legal while the round has seen fewer than ``maxRaises``
-raises; folding is legal only when facing a bet; a round ends once every player still in has acted
-since the last raise and matched it (counted as the reference counts it: the calls since the last
-raise, plus the raise); the next round starts with its ``firstPlayer`` (or the next player still
-in); the hand ends when one player is left or the last round ends. A showdown gives the pot to
-the best poker hand over hole and board cards, equal best hands splitting it
-(:mod:`modeling.games.acpc.hand_rank`).
+The input is a parsed game definition (:class:`oppmodel.modeling.games.acpc.gamedef.GameDef`):
+several betting rounds, board cards revealed between rounds, a raise size and a raise cap
+(``maxRaises``) per round, the first player of each round, blinds or antes, any number of hole
+cards, the dealer's deck. The betting rules are the reference dealer's (``game.c``): a raise puts in
+the round's raise size over the largest contribution and is legal while the round has seen fewer
+than ``maxRaises`` raises; folding is legal only when facing a bet; a round ends once every player
+still in has acted since the last raise and matched it (counted as the reference counts it: the
+calls since the last raise, plus the raise); the next round starts with its ``firstPlayer`` (or the
+next player still in); the hand ends when one player is left or the last round ends. A showdown
+gives the pot to the best poker hand over hole and board cards, equal best hands splitting it
+(:mod:`oppmodel.modeling.games.acpc.hand_rank`).
 
 A game that is too large to enumerate (public nodes x deals above :data:`MAX_STATES`, or more
 than :data:`MAX_DEALS` deals), no-limit betting, an unbounded raise cap, and stacks small enough
-to bind are refused with :class:`~modeling.errors.UnknownGameError`, which names the size and
-the bound, or the rule. Reference: ``shared/notes/acpc-protocol.md`` sections 2, 8 and 13.
+to bind are refused with :class:`~oppmodel.modeling.errors.UnknownGameError`, which names the size
+and the bound, or the rule. Reference: ``shared/notes/acpc-protocol.md`` sections 2, 8 and 13.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from clients.acpc.gamedef import LIMIT, UINT8_MAX, GameDef, parse_game_def
-from modeling.errors import InvalidArgumentError, UnknownGameError
-from modeling.games.acpc.bundled import game_path, short_name
-from modeling.games.acpc.hand_rank import hand_strength
-from modeling.games.acpc.limit_game import (
+from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
+from oppmodel.modeling.games.acpc.bundled import game_path, short_name
+from oppmodel.modeling.games.acpc.gamedef import LIMIT, UINT8_MAX, GameDef, parse_game_def
+from oppmodel.modeling.games.acpc.hand_rank import hand_strength
+from oppmodel.modeling.games.acpc.limit_game import (
     ACTION_LETTERS,
     CALL,
     FOLD,

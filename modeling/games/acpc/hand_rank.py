@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from clients.acpc.gamedef import RANK_CHARS, SUIT_CHARS
-from modeling.errors import InvalidArgumentError
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
 
 HIGH_CARD, PAIR, TWO_PAIR, TRIPS, STRAIGHT, FLUSH, FULL_HOUSE, QUADS, STRAIGHT_FLUSH = range(9)
 HAND_SIZE = 5

@@ -1,7 +1,7 @@
 """A compiled ACPC ``limit`` game: the flat arrays numba kernels walk, and its names.
 
-:func:`modeling.games.acpc.compiler.compile_limit_game` builds a :class:`LimitGame` from a game
-definition; this module holds what it builds.
+:func:`oppmodel.modeling.games.acpc.compiler.compile_limit_game` builds a :class:`LimitGame` from a
+game definition; this module holds what it builds.
 
 * **The public betting tree.** A node is a betting sequence; its children are the legal actions
   ``f`` (fold), ``c`` (check or call) and ``r`` (bet or raise), action codes 0, 1, 2 in that order
@@ -41,8 +41,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from clients.acpc.gamedef import GameDef
-from modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import GameDef
 
 FOLD, CALL, RAISE = 0, 1, 2
 ACTION_LETTERS = "fcr"

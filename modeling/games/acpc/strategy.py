@@ -6,8 +6,8 @@ exactly (folding when nothing is to call, raising past the round's cap); padding
 with fewer information sets than the largest) hold a pure call so that kernels never meet an
 empty row.
 
-Files are keyed by the information-state strings of :mod:`modeling.games.acpc.limit_game`, one
-``[p_fold, p_call, p_raise]`` per information set, so a strategy reads without the code::
+Files are keyed by the information-state strings of :mod:`oppmodel.modeling.games.acpc.limit_game`,
+one ``[p_fold, p_call, p_raise]`` per information set, so a strategy reads without the code::
 
     {"game": "leduc2p", "num_players": 2, "actions": "fcr",
      "positions": [{"Ks:": [0.0, 0.7, 0.3], "Ks:r": [0.1, 0.6, 0.3], ...}, {...}],
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from modeling import _strategy_kernels
-from modeling.errors import InvalidArgumentError, InvalidStrategyError
-from modeling.games.acpc.limit_game import ACTION_LETTERS, CALL, NUM_ACTIONS, LimitGame
+from oppmodel.modeling import _strategy_kernels
+from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
+from oppmodel.modeling.games.acpc.limit_game import ACTION_LETTERS, CALL, NUM_ACTIONS, LimitGame
 
 SUM_TOLERANCE = 1e-9
 

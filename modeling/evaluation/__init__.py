@@ -1,0 +1,1 @@
+"""Exact evaluation: expected values, best responses, nash_conv, deviation gains."""

@@ -1,0 +1,140 @@
+"""Numba kernels for exact evaluation of limit-game profiles (see modeling/evaluation/limit.py).
+
+``tree`` is a :class:`oppmodel.modeling.games.acpc.limit_game.LimitTree`; a profile is ``(n, I, 3)``
+action probabilities per position and information set (``f c r``). Every kernel carries one
+vector over all deals through the public tree, so a sweep costs public nodes x deals and no
+history tree is ever built. Values are sums over deals; callers divide by the number of deals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+NUM_ACTIONS = 3
+
+
+@njit(cache=True)
+def expected_values(tree, profile):
+    """Sum over deals of each position's payoff, weighted by everyone's reach probability.
+
+    One forward sweep in pre-order: ``reach[depth]`` holds the current node's reach per deal; a
+    node's parent sits one level up and is still there, since the nodes between a parent and a
+    child in pre-order are deeper ones or the child's earlier siblings.
+    """
+    n = profile.shape[0]
+    num_deals = tree.deal_view.shape[1]
+    reach = np.empty((tree.max_depth + 1, num_deals))
+    reach[0, :] = 1.0
+    ev = np.zeros(n)
+    for node in range(1, tree.node_player.shape[0]):
+        parent = tree.node_parent[node]
+        k = tree.node_depth[node]
+        p = tree.node_player[parent]
+        r = tree.node_round[parent]
+        base = tree.node_base[parent]
+        a = tree.node_action[node]
+        for d in range(num_deals):
+            reach[k, d] = reach[k - 1, d] * profile[p, base + tree.deal_view[r, d, p], a]
+        t = tree.node_terminal[node]
+        if t < 0:
+            continue
+        cls, pot = tree.terminal_class[t], tree.terminal_pot[t]
+        for d in range(num_deals):
+            w = reach[k, d]
+            if w != 0.0:
+                for i in range(n):
+                    ev[i] += w * (tree.share[cls, d, i] * pot - tree.terminal_spent[t, i])
+    return ev
+
+
+@njit(cache=True)
+def sweep(tree, profile, player, best, cfv, own_reach, choice):
+    """One depth-first sweep for ``player``: counterfactual values and, if ``best``, a best
+    response. Returns the root value (summed over deals).
+
+    Going down, each level carries per deal the others' reach (chance is uniform and left out)
+    and the player's own reach. Coming up, a node's value per deal is the others'-reach-weighted
+    payoff below it: at the player's nodes under ``profile[player]`` or, with ``best``, under the
+    action that is best for the whole information set (the sum over its deals, ties to the lower
+    action code), which makes this an exact backward induction over information sets. Written:
+    ``cfv[I, a]`` (added to: the counterfactual value of action a at information set I, summed over
+    its deals), ``own_reach[I]`` (the player's own reach of I) and, with ``best``, ``choice[I]``.
+    """
+    num_deals = tree.deal_view.shape[1]
+    levels = tree.max_depth + 1
+    others = np.empty((levels, num_deals))
+    mine = np.empty((levels, num_deals))
+    values = np.empty((levels, NUM_ACTIONS, num_deals))
+    root = np.empty(num_deals)
+    node_at = np.zeros(levels, dtype=np.int64)
+    next_action = np.zeros(levels, dtype=np.int64)
+    others[0, :] = 1.0
+    mine[0, :] = 1.0
+    k = 0
+    while k >= 0:
+        node = node_at[k]
+        t = tree.node_terminal[node]
+        if t >= 0:
+            out = values[k - 1, tree.node_action[node]]
+            cls, pot = tree.terminal_class[t], tree.terminal_pot[t]
+            spent = tree.terminal_spent[t, player]
+            for d in range(num_deals):
+                out[d] = others[k, d] * (tree.share[cls, d, player] * pot - spent)
+            k -= 1
+            continue
+        p = tree.node_player[node]
+        r = tree.node_round[node]
+        base = tree.node_base[node]
+        a = next_action[k]
+        while a < NUM_ACTIONS and tree.node_children[node, a] < 0:
+            a += 1
+        if a < NUM_ACTIONS:  # go down into the next child
+            next_action[k] = a + 1
+            if p == player:
+                for d in range(num_deals):
+                    others[k + 1, d] = others[k, d]
+                    mine[k + 1, d] = mine[k, d] * profile[p, base + tree.deal_view[r, d, p], a]
+            else:
+                for d in range(num_deals):
+                    others[k + 1, d] = others[k, d] * profile[p, base + tree.deal_view[r, d, p], a]
+                    mine[k + 1, d] = mine[k, d]
+            node_at[k + 1] = tree.node_children[node, a]
+            next_action[k + 1] = 0
+            k += 1
+            continue
+        out = values[k - 1, tree.node_action[node]] if k > 0 else root
+        children = tree.node_children[node]
+        if p == player:
+            for d in range(num_deals):
+                i = base + tree.deal_view[r, d, p]
+                own_reach[i] = mine[k, d]
+                for b in range(NUM_ACTIONS):
+                    if children[b] >= 0:
+                        cfv[i, b] += values[k, b, d]
+            if best:
+                for i in range(base, base + tree.round_views[r]):
+                    pick = -1
+                    for b in range(NUM_ACTIONS):
+                        if children[b] >= 0 and (pick < 0 or cfv[i, b] > cfv[i, pick]):
+                            pick = b
+                    choice[i] = pick
+                for d in range(num_deals):
+                    out[d] = values[k, choice[base + tree.deal_view[r, d, p]], d]
+            else:
+                for d in range(num_deals):
+                    i = base + tree.deal_view[r, d, p]
+                    total = 0.0
+                    for b in range(NUM_ACTIONS):
+                        if children[b] >= 0:
+                            total += profile[p, i, b] * values[k, b, d]
+                    out[d] = total
+        else:
+            for d in range(num_deals):
+                total = 0.0
+                for b in range(NUM_ACTIONS):
+                    if children[b] >= 0:
+                        total += values[k, b, d]
+                out[d] = total
+        k -= 1
+    return root.sum()

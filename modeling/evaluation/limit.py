@@ -1,0 +1,86 @@
+"""Exact evaluation of limit-game profiles: expected values, best responses, nash_conv and the
+per-information-set deviation gains, for any game :mod:`oppmodel.modeling.games.acpc.compiler`
+compiles.
+
+Every quantity is exact: the kernels (``_limit_evaluation_kernels``) enumerate every deal and
+betting sequence, carrying a vector over deals through the public tree. A best response is a
+backward induction over the responder's information sets: per deal the counterfactual value of
+each action comes up from below, and each information set (many deals: the cards the responder
+cannot see, in later rounds fewer) takes the action whose summed value is largest, so the
+response is one action per information set even as board cards refine what the player knows.
+nash_conv = sum over positions of (best-response value - expected value), OpenSpiel's definition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oppmodel.modeling.evaluation import _limit_kernels as kernels
+from oppmodel.modeling.games.acpc.limit_game import NUM_ACTIONS, LimitGame
+from oppmodel.modeling.games.acpc.strategy import validate_profile
+
+
+def expected_values(game: LimitGame, profile: np.ndarray) -> np.ndarray:
+    """Expected chips per hand won by each position under ``profile``."""
+    profile = validate_profile(game, profile)
+    return kernels.expected_values(game.tree, profile) / game.num_deals
+
+
+def counterfactual_values(
+    game: LimitGame, profile: np.ndarray, position: int, *, best: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One sweep for ``position`` over a validated profile (no checks: for the solver's loop).
+
+    Returns ``(cfv, own_reach, choice, value)``: ``cfv[I, a]`` the counterfactual value of
+    action a at information set I (chance included), ``own_reach[I]`` the position's own reach
+    probability of I, ``choice[I]`` the best action (with ``best``; -1 otherwise), and the root
+    value: the position's expected value, or a best response's value with ``best``.
+    """
+    size = game.num_infosets
+    cfv = np.zeros((size, NUM_ACTIONS))
+    own_reach = np.zeros(size)
+    choice = np.full(size, -1, dtype=np.int64)
+    value = kernels.sweep(game.tree, profile, position, best, cfv, own_reach, choice)
+    return cfv / game.num_deals, own_reach, choice, float(value) / game.num_deals
+
+
+def best_response(game: LimitGame, profile: np.ndarray, position: int) -> tuple[np.ndarray, float]:
+    """A pure best response of ``position`` to the others' strategies in ``profile`` and its
+    value. ``profile[position]`` is ignored (but must be valid); ties go to the lower action
+    code (fold before call before raise)."""
+    game.check_position(position)
+    profile = validate_profile(game, profile)
+    _, _, choice, value = counterfactual_values(game, profile, position, best=True)
+    strategy = np.zeros((game.num_infosets, NUM_ACTIONS))
+    real = choice >= 0
+    strategy[real, choice[real]] = 1.0
+    strategy[~real, 1] = 1.0  # padding: call
+    return strategy, value
+
+
+def nash_conv(game: LimitGame, profile: np.ndarray) -> float:
+    """Sum over positions of what a best response gains over the profile's own value."""
+    profile = validate_profile(game, profile)
+    ev = kernels.expected_values(game.tree, profile) / game.num_deals
+    return float(
+        sum(
+            counterfactual_values(game, profile, p, best=True)[3] - ev[p]
+            for p in range(game.num_players)
+        )
+    )
+
+
+def deviation_gains(game: LimitGame, profile: np.ndarray, position: int) -> np.ndarray:
+    """(num_infosets,) what ``position`` would gain by switching to its better action at one
+    information set, keeping the rest of ``profile[position]``: where, and by how much, a
+    strategy falls short of a best response. All zero exactly when it is one on the paths it
+    reaches. Gain = own reach x (best action's counterfactual value - the strategy's)."""
+    game.check_position(position)
+    profile = validate_profile(game, profile)
+    cfv, own_reach, _, _ = counterfactual_values(game, profile, position)
+    legal = game.legal_mask[position]
+    best = np.where(legal, cfv, -np.inf).max(axis=1)
+    current = (profile[position] * cfv).sum(axis=1)
+    gains = own_reach * (best - current)
+    gains[~game.valid_infoset_mask[position]] = 0.0
+    return gains

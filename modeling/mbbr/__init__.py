@@ -1,0 +1,1 @@
+"""MBBR: the posteriors over opponent strategies, their priors and responses."""

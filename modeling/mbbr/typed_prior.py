@@ -1,0 +1,96 @@
+"""The typed prior: is this opponent an equilibrium-support player or an error-prone one?
+
+The informed prior clips the equilibrium's probabilities to [epsilon, 1 - epsilon], so it expects
+every opponent to make the moves the equilibrium never makes ("mistakes") 5% of the time at every
+information set. Where the data has not reached, a best response pays to exploit those phantom
+mistakes, and against equilibrium players that is a steady loss. The typed prior is a mixture of two
+opponent types instead:
+
+- *in support* (probability 1 - ERROR_PRONE_PRIOR): Dirichlet(eta * the unclipped prior mean); a
+  move the equilibrium never makes has probability zero;
+- *error-prone* (ERROR_PRONE_PRIOR): the informed prior, Dirichlet(eta * the clipped mean).
+
+The two differ only at the information sets where the equilibrium is pure, so the evidence between
+them is what the opponent did there. It is read from the hands in which its card was revealed: one
+revealed mistake rules the in-support type out; every revealed equilibrium move makes it more
+likely, by the ratio of the two types' Dirichlet-multinomial likelihoods. Hands with hidden cards
+are left out of this test (their card assignments are fitted under the error-prone type's floor,
+which would count its own phantom mistakes as evidence).
+
+The opponent's model is the mixture's posterior mean: w * (the Dirichlet posterior's mean) +
+(1 - w) * (the same expected counts, without the ones at forbidden moves, plus eta times the
+unclipped prior mean), w the posterior probability of the error-prone type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln
+
+from oppmodel.modeling.mbbr.snapshot import take
+
+ERROR_PRONE_PRIOR = 0.05
+
+
+class TypedPrior:
+    """Posterior type weights and mixture means for the opponents of one position."""
+
+    def __init__(self, clipped: np.ndarray, support: np.ndarray) -> None:
+        """``clipped``, ``support``: (n - 1, num_infosets, 2) Dirichlet parameters of the two
+        types (support has zeros at the moves the equilibrium never makes)."""
+        self.clipped = np.asarray(clipped, dtype=np.float64)
+        self.support = np.asarray(support, dtype=np.float64)
+        self.forbidden = self.support == 0.0
+        self.pure = self.forbidden.any(axis=2)  # (n - 1, num_infosets)
+        self.revealed = np.zeros_like(self.clipped)  # moves seen with the mover's card
+        self._error_prone: list[float | None] = [None] * len(self.clipped)  # cache per offset
+
+    def observe_revealed(self, d: int, infoset: int, action: int) -> None:
+        """Count one move of the opponent at offset ``d`` whose card we saw."""
+        self.revealed[d - 1, infoset, action] += 1.0
+        self._error_prone[d - 1] = None
+
+    def state(self) -> dict[str, np.ndarray]:
+        """What the observations changed (``modeling/mbbr/snapshot.py``): the revealed move
+        counts."""
+        return {"revealed": self.revealed.copy()}
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        """Set the revealed move counts of ``state()``; SnapshotError if they do not fit."""
+        self.revealed = take(state, "revealed", "f8", self.clipped.shape)
+        self._error_prone = [None] * len(self.clipped)
+
+    def nbytes(self) -> int:
+        """Bytes of the arrays held."""
+        arrays = (self.clipped, self.support, self.forbidden, self.pure, self.revealed)
+        return sum(a.nbytes for a in arrays)
+
+    def error_prone(self, d: int) -> float:
+        """Posterior probability that the opponent at offset ``d`` is the error-prone type."""
+        if self._error_prone[d - 1] is None:
+            self._error_prone[d - 1] = self._posterior_error_prone(d)
+        return self._error_prone[d - 1]
+
+    def _posterior_error_prone(self, d: int) -> float:
+        counts = self.revealed[d - 1]
+        if np.any(counts[self.forbidden[d - 1]] > 0.0):
+            return 1.0
+        rows = self.pure[d - 1]
+        alpha, n = self.clipped[d - 1, rows], counts[rows]
+        # log p(counts | error-prone); p(counts | in support) = 1 (its pure rows are point masses)
+        log_likelihood = float(
+            np.sum(gammaln(alpha.sum(axis=1)) - gammaln(alpha.sum(axis=1) + n.sum(axis=1)))
+            + np.sum(gammaln(alpha + n) - gammaln(alpha))
+        )
+        odds = ERROR_PRONE_PRIOR / (1.0 - ERROR_PRONE_PRIOR) * np.exp(log_likelihood)
+        return float(odds / (1.0 + odds))
+
+    def mean(self, d: int, alpha: np.ndarray) -> np.ndarray:
+        """The mixture's posterior mean (num_infosets, 2), given the fitted Dirichlet ``alpha``
+        of the opponent at offset ``d`` (fitted under the clipped prior)."""
+        error_prone = alpha / alpha.sum(axis=1, keepdims=True)
+        counts = np.where(self.forbidden[d - 1], 0.0, np.maximum(alpha - self.clipped[d - 1], 0.0))
+        in_support = counts + self.support[d - 1]
+        in_support = in_support / in_support.sum(axis=1, keepdims=True)
+        w = self.error_prone(d)
+        return w * error_prone + (1.0 - w) * in_support

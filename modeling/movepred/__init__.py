@@ -1,0 +1,1 @@
+"""Move prediction from logged play: naive Bayes models and their games."""

@@ -1,0 +1,1 @@
+"""Perfect-information multiplayer search, Spades, opponent-model weights."""

@@ -1,0 +1,493 @@
+"""Spades matches between search agents: the experimental protocol of papers 000 and 002.
+
+Protocol (paper 000, "Experimental Results"; paper 002, Table 3): a *deal sequence* is a seeded
+stream of 7-card deals (hand ``h`` of sequence ``s`` is dealt from ``default_rng([seed, s, h])``).
+Each sequence is played six times, once per way of seating two player types A and B in three seats
+with both types present (``SEATINGS``, paper 000 Table 3), each time as a full game to 300
+(``oppmodel.modeling.perfect_info.spades_search.Scoreboard``). Every agent bids by the same fixed
+rule (``oppmodel.modeling.perfect_info.spades_search.bid``); the first trick of hand ``h`` is led by
+seat ``h % 3``.
+
+Player types (paper 000; the subscript is the model a player assumes for its opponents):
+
+* ``MT_MT``, ``MT_mOT``, ``mOT_MT``, ``mOT_mOT``: max^n players. ``X_Y`` maximises its own utility X
+  and, in its search tree, scores every opponent with utility Y. The tree is the same max^n tree the
+  others would search if their utilities were as assumed, so ``X_Y`` also assumes that the opponents
+  model it correctly (as X) -- the "second-level" assumption paper 000 discusses for mOT_mOT.
+* ``mOT_g`` (and ``MT_g``): soft-max^n with true utility mOT (MT) and the generic opponent model
+  (an opponent prefers one outcome to another only if MT and mOT both do: making its bid beats
+  missing it); at the root it takes the child with the best worst-case true utility over its
+  max^n set, then the best best case
+  (``oppmodel.modeling.perfect_info.spades_search.softmaxn_search``).
+* ``mOT_p`` (and ``MT_p``): prob-max^n with true utility mOT (MT), epsilon-greedy models {MT, mOT}
+  with equal weights for every opponent, and equal weights for the opponents' belief about itself.
+* ``mOT_pl`` (and ``MT_pl``): the same, learning each opponent's model weights during a game:
+  every choice an opponent makes yields the likelihood vector ``L[j] = P(choice | model j)`` from
+  the learner's own prob-max^n search at that position; after each hand the weights become the
+  posterior means of a Dirichlet(1, 1) prior given all of that opponent's choices so far in the
+  game, by collapsed Gibbs sampling
+  (``oppmodel.modeling.perfect_info.model_weights.gibbs_posterior``). Weights change only between
+  hands, so the transposition table stays valid within a hand.
+
+Reported per (A, B) experiment: each type's mean final score and share of wins (a tie for the
+lead splits the win), with 95% confidence intervals from the t distribution over the deal-sequence
+means (the six seatings of one sequence share its cards, so sequences are the independent units);
+with learning, the share of (learner, max^n opponent) pairs whose final posterior mean put more
+than 1/2 on the opponent's true utility, and less than 0.3 ("far off", paper 000).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.perfect_info import spades_search as S
+from oppmodel.modeling.perfect_info.model_weights import gibbs_posterior
+
+SEATINGS = ("AAB", "ABA", "ABB", "BAA", "BAB", "BBA")
+MAXN_TYPES = ("MT_MT", "MT_mOT", "mOT_MT", "mOT_mOT")
+PROB_TYPES = ("mOT_p", "MT_p", "mOT_pl", "MT_pl")
+SOFT_TYPES = ("mOT_g", "MT_g")
+PLAYER_TYPES = MAXN_TYPES + PROB_TYPES + SOFT_TYPES
+
+
+def true_model(player_type: str) -> int:
+    """Index (``S.MT`` or ``S.MOT``) of a player type's own utility."""
+    check_type(player_type)
+    return S.MODELS.index(player_type.split("_")[0])
+
+
+def check_type(player_type: str) -> None:
+    """Raise ``InvalidArgumentError`` unless ``player_type`` is one of ``PLAYER_TYPES``."""
+    if player_type not in PLAYER_TYPES:
+        raise InvalidArgumentError(
+            "player_type", f"unknown {player_type!r}; expected one of {', '.join(PLAYER_TYPES)}"
+        )
+
+
+class Agent(ABC):
+    """A player: told the hand's bids and its seat, asked for a card, shown everyone's cards."""
+
+    def __init__(self, player_type: str) -> None:
+        check_type(player_type)
+        self.player_type = player_type
+        self.seat = 0
+        self.bids: tuple[int, int, int] = (1, 1, 1)
+        self.table = S.SearchTable(16)
+
+    def start_game(self, seat: int) -> None:
+        """Forget everything from previous games."""
+        self.seat = seat
+
+    def start_hand(self, bids: tuple[int, int, int]) -> None:
+        """A new hand with these bids begins."""
+        self.bids = bids
+
+    @abstractmethod
+    def choose(self, pos: S.Position) -> int:
+        """The card to play at ``pos`` (this agent's turn)."""
+
+    def observe(self, pos: S.Position, card: int) -> None:
+        """Another seat played ``card`` at ``pos`` (default: ignore)."""
+        return
+
+    def end_hand(self) -> None:
+        """The hand is over (default: nothing to do)."""
+        return
+
+
+class MaxnAgent(Agent):
+    """Max^n with fixed models: own utility for itself, the assumed utility for both opponents."""
+
+    def __init__(self, player_type: str) -> None:
+        super().__init__(player_type)
+        if player_type not in MAXN_TYPES:
+            raise InvalidArgumentError("player_type", f"{player_type!r} is not a max^n type")
+        own, assumed = player_type.split("_")
+        self._own, self._assumed = own, assumed
+
+    def choose(self, pos: S.Position) -> int:
+        """Max^n move (ties to the lowest card)."""
+        models = [self._own if p == self.seat else self._assumed for p in range(3)]
+        return S.maxn_search(pos, self.bids, models, table=self.table).move
+
+
+class SoftMaxnAgent(Agent):
+    """Soft-max^n with the generic opponent model
+    (``oppmodel.modeling.perfect_info.spades_search.softmaxn_search``)."""
+
+    def __init__(self, player_type: str) -> None:
+        super().__init__(player_type)
+        if player_type not in SOFT_TYPES:
+            raise InvalidArgumentError("player_type", f"{player_type!r} is not a soft-max^n type")
+        self._true = true_model(player_type)
+
+    def choose(self, pos: S.Position) -> int:
+        """Soft-max^n move."""
+        move = S.softmaxn_search(
+            pos, self.bids, me=self.seat, true_model=self._true, table=self.table
+        ).move
+        assert move is not None  # it is our turn
+        return move
+
+
+@dataclass
+class LearningRecord:
+    """Likelihood vectors of each opponent seat's observed choices in the current game."""
+
+    likelihoods: dict[int, list[np.ndarray]] = field(default_factory=dict)
+
+
+class ProbMaxnAgent(Agent):
+    """Prob-max^n over {MT, mOT} models, with fixed equal weights or (``*_pl``) learned weights."""
+
+    def __init__(
+        self, player_type: str, *, eps: float = 0.1, seed: int = 0, gibbs_sweeps: int = 400
+    ) -> None:
+        super().__init__(player_type)
+        if player_type not in PROB_TYPES:
+            raise InvalidArgumentError("player_type", f"{player_type!r} is not a prob-max^n type")
+        self.eps = eps
+        self.learning = player_type.endswith("_pl")
+        self._true = true_model(player_type)
+        self._seed = seed
+        self._sweeps = gibbs_sweeps
+        self.weights = np.full((3, 2), 0.5)
+        self.record = LearningRecord()
+        self._hands_seen = 0
+
+    def start_game(self, seat: int) -> None:
+        """Reset the weights to equal and forget observed choices."""
+        super().start_game(seat)
+        self.weights = np.full((3, 2), 0.5)
+        self.record = LearningRecord({p: [] for p in range(3) if p != seat})
+        self._hands_seen = 0
+
+    def _search(self, pos: S.Position) -> S.ProbMaxnResult:
+        return S.probmaxn_search(
+            pos,
+            self.bids,
+            me=self.seat,
+            true_model=self._true,
+            weights=self.weights,
+            eps=self.eps,
+            table=self.table,
+        )
+
+    def choose(self, pos: S.Position) -> int:
+        """The card maximising u_true."""
+        move = self._search(pos).move
+        assert move is not None  # it is our turn
+        return move
+
+    def observe(self, pos: S.Position, card: int) -> None:
+        """Record the likelihood vector of an opponent's choice (learning agents only)."""
+        if self.learning:
+            self.record.likelihoods[pos.turn].append(self._search(pos).choice_likelihood(card))
+
+    def end_hand(self) -> None:
+        """Learning agents replace each opponent's weights by its posterior mean."""
+        self._hands_seen += 1
+        if not self.learning:
+            return
+        for p, liks in self.record.likelihoods.items():
+            if liks:
+                post = gibbs_posterior(
+                    np.array(liks),
+                    1.0,
+                    seed=self._seed * 1000 + self._hands_seen,
+                    sweeps=self._sweeps,
+                    burn_in=50,
+                    chains=2,
+                )
+                self.weights[p] = post.mean / post.mean.sum()
+
+
+def make_agent(player_type: str, *, eps: float = 0.1, seed: int = 0) -> Agent:
+    """A fresh agent of ``player_type``."""
+    check_type(player_type)
+    if player_type in MAXN_TYPES:
+        return MaxnAgent(player_type)
+    if player_type in SOFT_TYPES:
+        return SoftMaxnAgent(player_type)
+    return ProbMaxnAgent(player_type, eps=eps, seed=seed)
+
+
+@dataclass(frozen=True)
+class GameRecord:
+    """Result of one game: final scores and bags, each seat's share of the win, hands played,
+    and, for learning agents, their final weights for each seat (row = seat, NaN if none)."""
+
+    types: tuple[str, str, str]
+    scores: tuple[int, int, int]
+    bags: tuple[int, int, int]
+    win_shares: tuple[float, float, float]
+    hands: int
+    learned: tuple[tuple[tuple[float, float], ...] | None, ...]
+
+
+def play_game(
+    agents: Sequence[Agent],
+    *,
+    seed: int,
+    sequence: int,
+    hand_size: int = S.DEFAULT_HAND_SIZE,
+    target: int = 300,
+    max_hands: int = 200,
+) -> GameRecord:
+    """Play one game to ``target`` points on deal sequence ``sequence`` of ``seed``."""
+    if len(agents) != 3:
+        raise InvalidArgumentError("agents", "a game needs exactly three agents")
+    for seat, agent in enumerate(agents):
+        agent.start_game(seat)
+    board = S.Scoreboard()
+    h = 0
+    while h < max_hands and not board.is_over(target):
+        hands = S.deal(np.random.default_rng([seed, sequence, h]), hand_size)
+        bids = S.bids(hands)
+        for agent in agents:
+            agent.start_hand(bids)
+        pos = S.Position.start(hands, h % 3)
+        while not pos.is_terminal:
+            card = agents[pos.turn].choose(pos)
+            for seat, agent in enumerate(agents):
+                if seat != pos.turn:
+                    agent.observe(pos, card)
+            pos = pos.play(card)
+        for agent in agents:
+            agent.end_hand()
+        board = board.after_hand(bids, pos.tricks)
+        h += 1
+    learned = tuple(
+        tuple(tuple(float(x) for x in row) for row in a.weights)
+        if isinstance(a, ProbMaxnAgent) and a.learning
+        else None
+        for a in agents
+    )
+    return GameRecord(
+        types=tuple(a.player_type for a in agents),  # type: ignore[arg-type]
+        scores=board.scores,
+        bags=board.bags,
+        win_shares=board.win_shares(),
+        hands=h,
+        learned=learned,
+    )
+
+
+def seating_types(seating: str, type_a: str, type_b: str) -> tuple[str, str, str]:
+    """Player types by seat for one row of ``SEATINGS``."""
+    return tuple(type_a if x == "A" else type_b for x in seating)  # type: ignore[return-value]
+
+
+def play_sequence(
+    type_a: str,
+    type_b: str,
+    *,
+    seed: int,
+    sequence: int,
+    eps: float = 0.1,
+    hand_size: int = S.DEFAULT_HAND_SIZE,
+    target: int = 300,
+) -> list[GameRecord]:
+    """The six games (one per seating) of one deal sequence."""
+    out = []
+    for k, seating in enumerate(SEATINGS):
+        types = seating_types(seating, type_a, type_b)
+        agents = [
+            make_agent(t, eps=eps, seed=(seed * 7919 + sequence) * 16 + 3 * k + i)
+            for i, t in enumerate(types)
+        ]
+        out.append(
+            play_game(agents, seed=seed, sequence=sequence, hand_size=hand_size, target=target)
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean with its 95% confidence interval half-width."""
+
+    mean: float
+    half_width: float
+
+    def __str__(self) -> str:
+        return f"{self.mean:.1f} ± {self.half_width:.1f}"
+
+
+def _estimate(per_sequence: np.ndarray) -> Estimate:
+    n = per_sequence.size
+    mean = float(per_sequence.mean())
+    if n < 2:
+        return Estimate(mean, float("nan"))
+    sem = float(per_sequence.std(ddof=1)) / np.sqrt(n)
+    return Estimate(mean, float(stats.t.ppf(0.975, n - 1)) * sem)
+
+
+@dataclass(frozen=True)
+class ExperimentSummary:
+    """Paper 000's table row for one (A, B) experiment, with 95% confidence intervals."""
+
+    type_a: str
+    type_b: str
+    sequences: int
+    games: int
+    score_a: Estimate
+    score_b: Estimate
+    win_pct_a: Estimate
+    mean_hands: float
+    leaned_true: float | None = None
+    far_off: float | None = None
+    learned_pairs: int = 0
+
+
+def summarise(type_a: str, type_b: str, games: Sequence[Sequence[GameRecord]]) -> ExperimentSummary:
+    """Summarise ``games[s]`` (the six games of deal sequence s)."""
+    score_a, score_b, win_a = [], [], []
+    leaned, far, pairs = 0, 0, 0
+    for seq in games:
+        sa, sb, wa = [], [], 0.0
+        for g in seq:
+            for seat, t in enumerate(g.types):
+                is_a = t == type_a
+                (sa if is_a else sb).append(g.scores[seat])
+                if is_a:
+                    wa += g.win_shares[seat]
+            for seat, weights in enumerate(g.learned):
+                if weights is None:
+                    continue
+                for opp, t in enumerate(g.types):
+                    if opp == seat or t not in MAXN_TYPES:
+                        continue
+                    p_true = weights[opp][true_model(t)]
+                    pairs += 1
+                    leaned += p_true > 0.5
+                    far += p_true < 0.3
+        score_a.append(np.mean(sa))
+        score_b.append(np.mean(sb))
+        win_a.append(100.0 * wa / len(seq))
+    n_games = sum(len(s) for s in games)
+    return ExperimentSummary(
+        type_a=type_a,
+        type_b=type_b,
+        sequences=len(games),
+        games=n_games,
+        score_a=_estimate(np.array(score_a)),
+        score_b=_estimate(np.array(score_b)),
+        win_pct_a=_estimate(np.array(win_a)),
+        mean_hands=float(np.mean([g.hands for s in games for g in s])),
+        leaned_true=100.0 * leaned / pairs if pairs else None,
+        far_off=100.0 * far / pairs if pairs else None,
+        learned_pairs=pairs,
+    )
+
+
+def _sequence_task(
+    args: tuple[str, str, int, int, float, int, int],
+) -> tuple[str, str, int, list[GameRecord]]:
+    type_a, type_b, seed, sequence, eps, hand_size, target = args
+    games = play_sequence(
+        type_a, type_b, seed=seed, sequence=sequence, eps=eps, hand_size=hand_size, target=target
+    )
+    return type_a, type_b, sequence, games
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """All experiments of a match: per (A, B) pair, the games of every deal sequence."""
+
+    seed: int
+    eps: float
+    hand_size: int
+    target: int
+    games: dict[tuple[str, str], list[list[GameRecord]]]
+
+    def summary(self, type_a: str, type_b: str) -> ExperimentSummary:
+        """Paper 000's table row for ``type_a`` v. ``type_b``."""
+        return summarise(type_a, type_b, self.games[(type_a, type_b)])
+
+    def win_pcts(self, type_a: str, type_b: str) -> np.ndarray:
+        """A's %win per deal sequence in experiment (A, B); exactly 50 when A is B (symmetry)."""
+        if type_a == type_b:
+            return np.full(len(next(iter(self.games.values()))), 50.0)
+        return np.array(
+            [
+                100.0
+                * sum(g.win_shares[s] for g in seq for s, t in enumerate(g.types) if t == type_a)
+                / len(seq)
+                for seq in self.games[(type_a, type_b)]
+            ]
+        )
+
+    def win_difference(self, first: tuple[str, str], second: tuple[str, str]) -> Estimate:
+        """Paired difference of A's %win between two experiments on the same deal sequences."""
+        return _estimate(self.win_pcts(*first) - self.win_pcts(*second))
+
+
+def run_match(
+    pairs: Sequence[tuple[str, str]],
+    *,
+    sequences: int,
+    seed: int,
+    eps: float = 0.1,
+    hand_size: int = S.DEFAULT_HAND_SIZE,
+    target: int = 300,
+    jobs: int = 1,
+    progress=None,
+) -> MatchResult:
+    """Play every (A, B) pair on deal sequences ``0..sequences-1``; ``progress(n)`` per sequence.
+
+    ``jobs > 1`` plays sequences in that many worker processes; results do not depend on it.
+    """
+    if sequences < 1:
+        raise InvalidArgumentError("sequences", f"must be >= 1, got {sequences}")
+    if jobs < 1:
+        raise InvalidArgumentError("jobs", f"must be >= 1, got {jobs}")
+    if not 0.0 <= eps <= 1.0:
+        raise InvalidArgumentError("eps", f"must be in [0, 1], got {eps}")
+    if not 1 <= hand_size <= S.MAX_HAND_SIZE:
+        raise InvalidArgumentError("hand_size", f"must be in 1..{S.MAX_HAND_SIZE}, got {hand_size}")
+    for a, b in pairs:
+        check_type(a)
+        check_type(b)
+        if a == b:
+            raise InvalidArgumentError("pairs", f"types A and B must differ, got {a} twice")
+        if hand_size > 7 and (a in SOFT_TYPES or b in SOFT_TYPES):
+            raise InvalidArgumentError("hand_size", "soft-max^n players need hands of <= 7 cards")
+    tasks = [(a, b, seed, s, eps, hand_size, target) for a, b in pairs for s in range(sequences)]
+    games: dict[tuple[str, str], list[list[GameRecord]]] = {
+        (a, b): [[] for _ in range(sequences)] for a, b in pairs
+    }
+
+    def record(out: tuple[str, str, int, list[GameRecord]]) -> None:
+        a, b, s, recs = out
+        games[(a, b)][s] = recs
+        if progress is not None:
+            progress(1)
+
+    if jobs == 1:
+        for task in tasks:
+            record(_sequence_task(task))
+    else:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_sequence_task, t) for t in tasks]
+            for fut in as_completed(futures):
+                record(fut.result())
+    return MatchResult(seed=seed, eps=eps, hand_size=hand_size, target=target, games=games)
+
+
+def wrong_and_correct_maxn(type_b: str, own: str = "mOT") -> tuple[str, str]:
+    """The max^n types with our utility ``own`` that model opponent ``type_b`` wrongly / correctly.
+
+    Paper 000's %Gain compares soft-max^n with max^n under the wrong model (Table 4) and prob-max^n
+    with soft-max^n (Table 5); %Loss compares with max^n under the correct model.
+    """
+    b_own = type_b.split("_")[0]
+    other = "MT" if b_own == "mOT" else "mOT"
+    return f"{own}_{other}", f"{own}_{b_own}"

@@ -1,0 +1,1 @@
+"""Playing Kuhn: the match engine, agents, named styles and tournaments."""

@@ -1,0 +1,48 @@
+"""Numba kernel of the match engine for fixed-strategy agents (see modeling/play/match.py).
+
+It plays the same hands as the engine's Python loop and consumes each seat's uniforms in the same
+order (one per decision), so both give identical chips.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def play_fixed(
+    profiles,
+    uniforms,
+    used,
+    deals,
+    first_hand,
+    node_player,
+    node_children,
+    node_terminal,
+    infoset_of,
+    deal_cards,
+    payoffs,
+):
+    """Chips won per seat; seat s plays position (s - h) mod n in hand h = first_hand + i.
+
+    ``profiles[s]`` is seat s's profile, ``uniforms[s, used[s]]`` its next uniform (bet when below
+    P(bet)); ``used`` is advanced in place.
+    """
+    n = profiles.shape[0]
+    chips = np.zeros(n)
+    for i in range(deals.shape[0]):
+        h = first_hand + i
+        d = deals[i]
+        node = 0
+        while node_player[node] >= 0:
+            p = node_player[node]
+            seat = (p + h) % n
+            u = uniforms[seat, used[seat]]
+            used[seat] += 1
+            action = 1 if u < profiles[seat, p, infoset_of[node, deal_cards[d, p]], 1] else 0
+            node = node_children[node, action]
+        t = node_terminal[node]
+        for p in range(n):
+            chips[(p + h) % n] += payoffs[t, d, p]
+    return chips

@@ -1,0 +1,92 @@
+"""Agents for the match engine built on the modeling core: MBBR as a player.
+
+:class:`MBBRAgent` plays what :meth:`MBBRModel.policy` says (the default strategy for the first H
+hands, then the configured best response) and feeds every finished hand to the model. A policy only
+changes when the table of that position was updated (each hand updates the table of the position we
+sat in) or when the default phase ends, so the agent caches one strategy per position keyed by both
+and asks the model again only when the key changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.play.match import AgentFactory
+
+
+class MBBRAgent:
+    """MBBR (paper 003) as a match-engine agent; actions sampled with its own seeded generator."""
+
+    def __init__(
+        self,
+        game: KuhnGame,
+        config: MBBRConfig,
+        *,
+        seed: int,
+        name: str = "mbbr",
+        default_strategy: np.ndarray | None = None,
+        prior_mean: np.ndarray | None = None,
+    ) -> None:
+        self.name = name
+        self.game = game
+        self.model = MBBRModel(
+            game, config, default_strategy=default_strategy, prior_mean=prior_mean
+        )
+        self.rng = np.random.default_rng(seed)
+        self._version = [0] * game.num_players  # observations folded into each position's table
+        self._cache: dict[int, tuple[tuple[int, bool], np.ndarray]] = {}
+
+    def begin_match(self, game: KuhnGame, seat: int) -> None:
+        if game is not self.game:
+            raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
+
+    def policy(self, position: int) -> np.ndarray:
+        """The strategy (num_infosets, 2) played in ``position`` now (cached; do not modify)."""
+        model = self.model
+        key = (self._version[position], model.hands_observed < model.config.hands_default)
+        cached = self._cache.get(position)
+        if cached is None or cached[0] != key:
+            cached = (key, model.policy(position))
+            self._cache[position] = cached
+        return cached[1]
+
+    def act(self, position: int, card: int, history: str) -> int:
+        infoset = self.game.infoset_of[self.game.node(history), card]
+        return int(self.rng.random() < self.policy(position)[infoset, 1])
+
+    def end_hand(self, obs: HandObservation) -> None:
+        self.model.observe(obs)
+        self._version[obs.position] += 1
+
+
+def mbbr_factory(
+    config: MBBRConfig,
+    *,
+    name: str = "mbbr",
+    default_strategy: np.ndarray | None = None,
+    prior_mean: np.ndarray | None = None,
+) -> AgentFactory:
+    """A factory of fresh :class:`MBBRAgent`; the match seed replaces ``config.seed``.
+
+    The model's samples are seeded with the match seed and the action sampling with a separate
+    stream derived from it, so every match of a duplicate series draws its own samples.
+    """
+    config.validate()
+
+    def build(game: KuhnGame, seed: int) -> MBBRAgent:
+        return MBBRAgent(
+            game,
+            dataclasses.replace(config, seed=seed),
+            seed=int(np.random.SeedSequence([seed, 1]).generate_state(1)[0]),
+            name=name,
+            default_strategy=default_strategy,
+            prior_mean=prior_mean,
+        )
+
+    return build

@@ -1,0 +1,104 @@
+"""Exploitable styles diluted with equilibrium play: ``STYLE@S`` plays STYLE at a share S of its
+decisions and the equilibrium N2 at the rest.
+
+Paper 003's field was class-project agents, most of them competent (several within a few mbb/h of
+the equilibria); the panel's pure styles are far weaker. Diluting a style keeps its character (what
+an exploiter must find) while shrinking how much it gives away, so a field of diluted styles is as
+hard as the paper's. N2 is the base because it is neither MBBR's default strategy (N1) nor its prior
+mean (N3): a field leaning on either would flatter MBBR's informed prior.
+
+Mixing per decision: a fixed style diluted is the fixed profile S * style + (1 - S) * N2 (played by
+the match kernel); an adaptive style (``oppmodel.modeling.play.adaptive``) is wrapped, its bet
+probability mixed the same way at each decision while it keeps learning or switching from every hand
+it sees.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.play.adaptive import adaptive_factory, is_adaptive
+from oppmodel.modeling.play.match import AgentFactory, fixed_strategy_factory
+from oppmodel.modeling.play.panel import named_profile
+
+BASE = "n2"
+
+
+def is_diluted(name: str) -> bool:
+    """Whether ``name`` has the ``STYLE@S`` form."""
+    return "@" in name
+
+
+def parse_diluted(name: str) -> tuple[str, float]:
+    """(style, share) of ``STYLE@S``; NotFoundError unless 0 < S <= 1."""
+    style, _, share_text = name.lower().rpartition("@")
+    try:
+        share = float(share_text)
+    except ValueError:
+        share = float("nan")
+    if not style or not 0.0 < share <= 1.0:
+        raise NotFoundError(f"agent {name!r}: expected STYLE@S with a share S in (0, 1]")
+    return style, share
+
+
+class DilutedAgent:
+    """An adaptive agent playing its own style at a share of its decisions and N2 at the rest."""
+
+    def __init__(self, name: str, inner, base: np.ndarray, share: float, seed: int) -> None:
+        self.name = name
+        self.inner = inner
+        self.game = inner.game
+        self.base = base
+        self.share = share
+        self.rng = np.random.default_rng(seed)
+
+    def begin_match(self, game: KuhnGame, seat: int) -> None:
+        self.inner.begin_match(game, seat)
+
+    def act(self, position: int, card: int, history: str) -> int:
+        infoset = self.game.infoset_of[self.game.node(history), card]
+        own = self.inner.bet_probability(position, card, history)
+        bet = self.share * own + (1.0 - self.share) * self.base[position, infoset, 1]
+        return int(self.rng.random() < bet)
+
+    def end_hand(self, obs: HandObservation) -> None:
+        self.inner.end_hand(obs)
+
+
+def diluted_factory(name: str) -> AgentFactory:
+    """A factory ``(game, seed) -> agent`` for ``STYLE@S`` (3-player games: N2 is the base)."""
+    style, share = parse_diluted(name)
+    if is_adaptive(style):
+        inner_factory = adaptive_factory(style)
+
+        def build(game: KuhnGame, seed: int) -> DilutedAgent:
+            _check_players(game, name)
+            inner_seed, own_seed = np.random.SeedSequence(seed).generate_state(2)
+            inner = inner_factory(game, int(inner_seed))
+            return DilutedAgent(name, inner, named_profile(game, BASE), share, int(own_seed))
+
+        return build
+
+    named_profile(kuhn_game(3), style)  # NotFoundError now for an unknown style
+
+    def build_fixed(game: KuhnGame, seed: int):
+        return fixed_strategy_factory(name, diluted_profile(game, name))(game, seed)
+
+    return build_fixed
+
+
+def diluted_profile(game: KuhnGame, name: str) -> np.ndarray:
+    """The fixed profile of ``STYLE@S`` for a fixed style: S * style + (1 - S) * N2."""
+    _check_players(game, name)
+    style, share = parse_diluted(name)
+    if is_adaptive(style):
+        raise InvalidArgumentError("agents", f"{name}: an adaptive style has no fixed profile")
+    return share * named_profile(game, style) + (1.0 - share) * named_profile(game, BASE)
+
+
+def _check_players(game: KuhnGame, name: str) -> None:
+    if game.num_players != 3:
+        raise InvalidArgumentError("agents", f"{name}: diluted styles need 3 players (N2 is 3p)")

@@ -45,9 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 from oppmodel.clients.acpc.agent import connect, make_policy, play_match  # noqa: E402
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer  # noqa: E402
 from oppmodel.clients.acpc.log import LoggedHand  # noqa: E402
-from oppmodel.clients.acpc.protocol import HandState  # noqa: E402
 from oppmodel.clients.client import OpponentModelClient  # noqa: E402
 from oppmodel.modeling.errors import OppModelError  # noqa: E402
+from oppmodel.modeling.games.acpc.betting import HandState  # noqa: E402
 from oppmodel.modeling.games.acpc.bundled import game_path  # noqa: E402
 from oppmodel.modeling.games.acpc.gamedef import read_game_def  # noqa: E402
 from oppmodel.server.app import free_ports  # noqa: E402

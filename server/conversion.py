@@ -4,11 +4,10 @@ Every conversion from a request validates as it goes and raises a domain error w
 request's field path (``config.mbbr.k``, ``observation.revealed[1].card``, ``matchstate``), so the
 caller learns exactly what to fix; nothing is changed by a request that fails here.
 
-ACPC conventions (notes/acpc-protocol.md): betting letters ``c`` (check/call), ``r`` (bet), ``f``
-(fold); cards are rank+suit of the highest n + 1 ranks of spades, so in 3-player Kuhn
-``Js Qs Ks As`` are cards 0..3; a MATCHSTATE line is
-``MATCHSTATE:<position>:<hand>:<betting>:<cards>`` with the hole cards of every position
-separated by ``|``.
+A MATCHSTATE line (``GetActionRequest.matchstate``) is read by the one MATCHSTATE parser,
+:mod:`oppmodel.modeling.games.acpc.matchstate`, against the ACPC definition of the session's Kuhn
+game (the bundled ``kuhn<n>p`` file: the highest n + 1 ranks of spades, so in 3-player Kuhn
+``Js Qs Ks As`` are cards 0..3); the viewer's own card must be shown and be a card of that deck.
 """
 
 from __future__ import annotations
@@ -20,16 +19,16 @@ from functools import cache
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
+from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
+from oppmodel.modeling.games.acpc.matchstate import parse_matchstate
 from oppmodel.modeling.games.kuhn import BET, PASS, KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr.model import MBBRConfig
-from oppmodel.modeling.numerals import is_numeral
 from oppmodel.modeling.observation import HandObservation, validate_observation
 from oppmodel.modeling.strategy import strategy_from_dict
 from oppmodel.server.sessions import ActionChoice, SessionInfo, SessionSpec
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 _GAME_RE = re.compile(r"kuhn_poker(?:\(players=([0-9]+)\))?")
-_RANKS = "23456789TJQKA"
 _PRIOR_ENUMS = {
     "informed": pb.PRIOR_INFORMED,
     "uninformed": pb.PRIOR_UNINFORMED,
@@ -296,46 +295,35 @@ def _observation_field(field: str, message: pb.Observation, by_position: dict[in
 
 
 # -- information states ----------------------------------------------------------------------------
-def acpc_card(game: KuhnGame, text: str, field: str) -> int:
-    """Card index of an ACPC card string ('Js' -> 0 in 3-player Kuhn)."""
-    lowest = len(_RANKS) - game.num_cards
-    if len(text) != 2 or text[1] != "s" or text[0] not in _RANKS[lowest:]:
-        deck = " ".join(r + "s" for r in _RANKS[lowest:])
-        raise InvalidArgumentError(field, f"{text!r} is not a card of this deck ({deck})")
-    return _RANKS.index(text[0]) - lowest
+@cache
+def _acpc_game(num_players: int) -> GameDef:
+    """The ACPC game definition of n-player Kuhn."""
+    return read_game_def(f"kuhn{num_players}p")
 
 
-def parse_matchstate(game: KuhnGame, line: str) -> tuple[int, int, str]:
-    """(position, our card, history) of an ACPC MATCHSTATE line."""
-    parts = line.strip().split(":")
-    if len(parts) != 5 or parts[0] != "MATCHSTATE":
-        raise InvalidArgumentError(
-            "matchstate", "expected MATCHSTATE:<position>:<hand>:<betting>:<cards>"
-        )
-    _, position_text, hand_text, betting, cards_text = parts
-    if not is_numeral(position_text) or not is_numeral(hand_text):
-        raise InvalidArgumentError(
-            "matchstate", "position and hand number must be non-negative integers in digits 0-9"
-        )
-    position = int(position_text)
-    if position >= game.num_players:
-        raise InvalidArgumentError("matchstate", f"position {position} out of range")
-    holes = cards_text.split("|")
-    if len(holes) != game.num_players:
-        raise InvalidArgumentError("matchstate", f"need {game.num_players} card sections")
-    card = acpc_card(game, holes[position], "matchstate")
+def matchstate_info_state(game: KuhnGame, line: str) -> tuple[int, int, str]:
+    """(position, our card, history) of an ACPC MATCHSTATE line; every error names
+    ``matchstate``."""
+    gamedef = _acpc_game(game.num_players)
     try:
-        history = game.acpc_to_history(betting)
+        state, _ = parse_matchstate(gamedef, line.strip())
     except InvalidArgumentError as exc:
-        raise renamed(exc, "matchstate") from None
-    return position, card, history
+        raise type(exc)("matchstate", str(exc)) from None
+    ours = state.hole[state.position]
+    if ours not in gamedef.deck:
+        raise InvalidArgumentError(
+            "matchstate",
+            f"position {state.position}'s card {ours!r} is not a card of this deck "
+            f"({' '.join(gamedef.deck)})",
+        )
+    return state.position, gamedef.deck.index(ours), game.acpc_to_history(state.betting)
 
 
 def info_state_from_proto(game: KuhnGame, request: pb.GetActionRequest) -> tuple[int, int, str]:
     """(position, card, history) of a GetActionRequest's information state."""
     which = request.WhichOneof("state")
     if which == "matchstate":
-        return parse_matchstate(game, request.matchstate)
+        return matchstate_info_state(game, request.matchstate)
     if which is None:
         raise InvalidArgumentError("info_state", "is required (or matchstate)")
     state = request.info_state

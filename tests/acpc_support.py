@@ -15,8 +15,9 @@ from pathlib import Path
 from oppmodel.clients.acpc.agent import AgentResult, Policy, connect, play_match
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer, MatchResult
 from oppmodel.clients.acpc.net import LineSocket
-from oppmodel.clients.acpc.protocol import HandState, MatchState, parse_matchstate
+from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
+from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 
 DATA = Path(__file__).resolve().parent / "data" / "acpc"  # copied from the shared folder
 GAME_FILE = DATA / "kuhn.limit.3p.game"

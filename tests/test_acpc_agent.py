@@ -24,9 +24,10 @@ from oppmodel.clients.acpc.agent import (
 from oppmodel.clients.acpc.convert import kuhn_for, log_observations
 from oppmodel.clients.acpc.log import parse_log
 from oppmodel.clients.acpc.net import LineSocket
-from oppmodel.clients.acpc.protocol import HandState, MatchState
 from oppmodel.clients.commands.acpc_script_cmd import script_text
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import HandState
+from oppmodel.modeling.games.acpc.matchstate import MatchState
 
 
 class Recorder:

@@ -28,8 +28,9 @@ from acpc_support import (
 from oppmodel.clients.acpc.agent import make_policy
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer
 from oppmodel.clients.acpc.log import check_log, format_number, parse_log, read_log, seat_totals
-from oppmodel.clients.acpc.protocol import HandState, MatchState
 from oppmodel.clients.commands import dealer_cmd
+from oppmodel.modeling.games.acpc.betting import HandState
+from oppmodel.modeling.games.acpc.matchstate import MatchState
 from oppmodel.server.app import free_ports
 
 STAMP = r"\d+\.\d{6}"

@@ -30,16 +30,15 @@ from oppmodel.clients.acpc.log import (
     read_log,
     seat_totals,
 )
-from oppmodel.clients.acpc.protocol import (
-    HandState,
+from oppmodel.clients.acpc.protocol import format_reply, same_state
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import HandState
+from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def, read_game_def
+from oppmodel.modeling.games.acpc.matchstate import (
     MatchState,
-    format_reply,
     parse_matchstate,
     parse_matchstate_prefix,
-    same_state,
 )
-from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
-from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def, read_game_def
 from oppmodel.modeling.observation import validate_observation
 
 LOG_TEXT = (DATA / "kuhn3p-seed42-example-players.log").read_text()

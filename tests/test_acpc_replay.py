@@ -18,7 +18,6 @@ from service_support import connected
 
 from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.log import DealerLog, LoggedHand, format_log, read_log
-from oppmodel.clients.acpc.protocol import HandState
 from oppmodel.clients.acpc.replay import (
     METHODS,
     LocalModels,
@@ -31,6 +30,7 @@ from oppmodel.clients.acpc.replay import (
 )
 from oppmodel.clients.cli import main
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.mbbr.model import MBBRConfig
 from oppmodel.modeling.observation import HandObservation
 

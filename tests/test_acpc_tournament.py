@@ -13,7 +13,6 @@ import pytest
 from acpc_support import DATA, GAME, GAME_FILE
 
 from oppmodel.clients.acpc.log import check_log, read_log
-from oppmodel.clients.acpc.protocol import HandState
 from oppmodel.clients.acpc.tournament import (
     AgentSpec,
     MatchRecord,
@@ -22,6 +21,7 @@ from oppmodel.clients.acpc.tournament import (
 )
 from oppmodel.clients.commands import tournament_cmd
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import HandState
 
 EXTERNAL = f"{sys.executable} {Path(__file__).resolve().parent / 'acpc_external_agent.py'}"
 

@@ -14,15 +14,16 @@ from hypothesis import strategies as st
 
 from oppmodel.clients.acpc.dealer import VERSION_RE
 from oppmodel.clients.acpc.log import parse_log
-from oppmodel.clients.acpc.protocol import parse_matchstate_prefix
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.acpc.bundled import game_path
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
+from oppmodel.modeling.games.acpc.matchstate import parse_matchstate_prefix
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.movepred.kuhn import parse_infoset
 from oppmodel.modeling.numerals import is_numeral, numeral_end, parse_numeral
 from oppmodel.modeling.play.adaptive import adaptive_factory
-from oppmodel.server.conversion import parse_game, parse_matchstate
+from oppmodel.server.conversion import matchstate_info_state as parse_matchstate
+from oppmodel.server.conversion import parse_game
 
 GAME_FILE = game_path("kuhn3p")
 NOT_ASCII_DIGITS = ["²", "٣", "३", "３", "①"]  # superscript, Arabic-Indic, Devanagari, fullwidth

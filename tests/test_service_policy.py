@@ -15,10 +15,10 @@ import pytest
 from service_support import hands_held
 
 from oppmodel.clients.acpc.agent import Decision, SeatHand
-from oppmodel.clients.acpc.protocol import parse_matchstate
 from oppmodel.clients.acpc.service_policy import Outage, ServicePolicy, tcp_address
 from oppmodel.clients.commands import serve_cmd
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.modeling.games.acpc.matchstate import parse_matchstate
 from oppmodel.modeling.mbbr.model import MBBRConfig
 from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 

@@ -26,18 +26,11 @@ import numpy as np
 
 from oppmodel.clients.acpc.convert import card_to_kuhn, kuhn_for, seat_observation
 from oppmodel.clients.acpc.net import LineSocket
-from oppmodel.clients.acpc.protocol import (
-    CALL,
-    FOLD,
-    RAISE,
-    VERSION_LINE,
-    HandState,
-    MatchState,
-    format_reply,
-    parse_matchstate,
-)
+from oppmodel.clients.acpc.protocol import VERSION_LINE, format_reply
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, HandState
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
+from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
 from oppmodel.modeling.play.panel import named_profile, panel_names
@@ -173,7 +166,7 @@ class ModelPolicy(StrategyPolicy):
 
 def example_policy(game: GameDef, seed: int) -> Policy:
     """The reference ``example_player``: fold/call/raise weighted 0.06/0.47/0.47 over valid ones."""
-    return WeightedPolicy({FOLD: 0.06, CALL: 0.47, RAISE: 0.47}, seed)
+    return WeightedPolicy(dict(zip(ACTION_LETTERS, (0.06, 0.47, 0.47), strict=True)), seed)
 
 
 def policy_names() -> list[str]:
@@ -231,7 +224,7 @@ def connect(host: str, port: int, timeout: float) -> socket.socket:
 
 def seat_hand(state: MatchState, hand: HandState) -> SeatHand:
     """The finished hand of ``state`` from its viewer's side (payoff from the cards it saw)."""
-    payoff = hand.payoffs(state.hole)[state.position]
+    payoff = hand.payoffs(state.hole, state.board)[state.position]
     return SeatHand(state.hand, state.position, state.betting, state.hole, payoff)
 
 
@@ -281,7 +274,7 @@ def play_match(
             action = policy.act(Decision(game, state, hand))
             if not hand.is_valid(action):
                 err.write(f"acpc-agent: policy chose invalid {action!r} at {state}; calling\n")
-                action = CALL
+                action = ACTION_LETTERS[CALL]
             if not conn.send(format_reply(state, action)):
                 break
             actions += 1

@@ -51,16 +51,11 @@ from oppmodel.clients.acpc.log import (
     format_score,
 )
 from oppmodel.clients.acpc.net import LineSocket
-from oppmodel.clients.acpc.protocol import (
-    ACTION_LETTERS,
-    CALL,
-    HandState,
-    MatchState,
-    parse_matchstate_prefix,
-    same_state,
-)
+from oppmodel.clients.acpc.protocol import same_state
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, LETTER_VARIANTS, HandState
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
+from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate_prefix
 
 VERSION_RE = re.compile(r"VERSION:([0-9]+)\.([0-9]+)\.([0-9]+)")
 DEFAULT_T_RESPONSE_MS = 600_000
@@ -323,11 +318,11 @@ class MatchDealer:
                     continue
             if line[end : end + 1] != ":":
                 err.write("WARNING: bad action format in response, changed to call\n")
-                return CALL
-            action = ACTION_LETTERS.get(line[end + 1 : end + 2])
+                return ACTION_LETTERS[CALL]
+            action = LETTER_VARIANTS.get(line[end + 1 : end + 2])
             if action is None or not hand.is_valid(action):
                 err.write("WARNING: invalid action, changed to call\n")
-                return CALL
+                return ACTION_LETTERS[CALL]
             return action
 
     def _shift(self, number: int) -> int:

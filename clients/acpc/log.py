@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from oppmodel.clients.acpc.protocol import HandState
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.numerals import is_numeral, parse_numeral
 
@@ -244,7 +244,7 @@ def hand_payoffs(game: GameDef, hand: LoggedHand) -> tuple[float, ...]:
         raise IllegalActionError("betting", f"hand {hand.hand}: {hand.betting!r} is not finished")
     if len(hand.hole) != game.num_players:
         raise InvalidArgumentError("cards", f"hand {hand.hand}: expected {game.num_players} hands")
-    return state.payoffs(hand.hole)
+    return state.payoffs(hand.hole, hand.board)
 
 
 def check_log(game: GameDef, log: DealerLog) -> list[str]:
@@ -261,7 +261,9 @@ def check_log(game: GameDef, log: DealerLog) -> list[str]:
         except InvalidArgumentError as exc:
             problems.append(f"hand {hand.hand}: {exc}")
             continue
-        if set(hand.hole) - deck or len(set(hand.hole)) != len(hand.hole):
+        text = "".join((*hand.hole, *hand.board))
+        cards = [text[i : i + 2] for i in range(0, len(text), 2)]
+        if set(cards) - deck or len(set(cards)) != len(cards):
             problems.append(f"hand {hand.hand}: cards {hand.hole} are not distinct deck cards")
         if payoffs != hand.payoffs:
             problems.append(

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from oppmodel.modeling.evaluation import _limit_kernels as kernels
-from oppmodel.modeling.games.acpc.limit_game import NUM_ACTIONS, LimitGame
+from oppmodel.modeling.games.acpc.betting import NUM_ACTIONS
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import validate_profile
 
 

@@ -35,7 +35,8 @@ import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.evaluation.limit import nash_conv
-from oppmodel.modeling.games.acpc.limit_game import CALL, NUM_ACTIONS, LimitGame
+from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.solve import _cfr_kernels as kernels
 
 ALGORITHMS = ("cfr+", "dcfr")

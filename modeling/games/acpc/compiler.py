@@ -3,14 +3,10 @@
 The input is a parsed game definition (:class:`oppmodel.modeling.games.acpc.gamedef.GameDef`):
 several betting rounds, board cards revealed between rounds, a raise size and a raise cap
 (``maxRaises``) per round, the first player of each round, blinds or antes, any number of hole
-cards, the dealer's deck. The betting rules are the reference dealer's (``game.c``): a raise puts in
-the round's raise size over the largest contribution and is legal while the round has seen fewer
-than ``maxRaises`` raises; folding is legal only when facing a bet; a round ends once every player
-still in has acted since the last raise and matched it (counted as the reference counts it: the
-calls since the last raise, plus the raise); the next round starts with its ``firstPlayer`` (or the
-next player still in); the hand ends when one player is left or the last round ends. A showdown
-gives the pot to the best poker hand over hole and board cards, equal best hands splitting it
-(:mod:`oppmodel.modeling.games.acpc.hand_rank`).
+cards, the dealer's deck. The compiler walks every betting sequence of the reference dealer's rules
+(:mod:`oppmodel.modeling.games.acpc.betting`, the one implementation of them) and every deal; a
+showdown gives the pot to the best poker hand over hole and board cards, equal best hands
+splitting it (:mod:`oppmodel.modeling.games.acpc.hand_rank`).
 
 A game that is too large to enumerate (public nodes x deals above :data:`MAX_STATES`, or more
 than :data:`MAX_DEALS` deals), no-limit betting, an unbounded raise cap, and stacks small enough
@@ -23,41 +19,27 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
+from oppmodel.modeling.games.acpc.betting import (
+    NUM_ACTIONS,
+    BettingState,
+    after,
+    betting_unsupported,
+    legal_actions,
+    opening,
+)
 from oppmodel.modeling.games.acpc.bundled import game_path, short_name
 from oppmodel.modeling.games.acpc.gamedef import LIMIT, UINT8_MAX, GameDef, parse_game_def
 from oppmodel.modeling.games.acpc.hand_rank import hand_strength
-from oppmodel.modeling.games.acpc.limit_game import (
-    ACTION_LETTERS,
-    CALL,
-    FOLD,
-    NUM_ACTIONS,
-    RAISE,
-    LimitGame,
-    LimitTree,
-)
+from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
 
 MAX_DEALS = 2_000_000
 MAX_STATES = 50_000_000  # public nodes x deals: what one sweep of a kernel touches
 MAX_NODES = 2_000_000
-
-
-@dataclass(frozen=True)
-class _Public:
-    """The public state of a hand between actions, while the tree is being built."""
-
-    betting: str
-    round: int
-    player: int
-    spent: tuple[int, ...]
-    folded: tuple[bool, ...]
-    raises: int  # raises made this round
-    called: int  # the reference's count: calls since the last raise, plus that raise
 
 
 def limit_game(name_or_path: str | Path) -> LimitGame:
@@ -78,10 +60,9 @@ def _compiled(text: str, name: str) -> LimitGame:
 
 def unsupported(gamedef: GameDef) -> list[str]:
     """Rules of ``gamedef`` the compiler cannot model (empty when it can)."""
-    problems = []
     if gamedef.betting != LIMIT:
-        problems.append("no-limit betting (only limit games)")
-        return problems
+        return betting_unsupported(gamedef)
+    problems = []
     for r in range(gamedef.num_rounds):
         if gamedef.max_raises[r] >= UINT8_MAX:
             problems.append(f"round {r + 1} has no raise cap (maxRaises), so no finite tree")
@@ -89,16 +70,7 @@ def unsupported(gamedef: GameDef) -> list[str]:
             problems.append(f"round {r + 1} has raiseSize {gamedef.raise_size[r]} (must be > 0)")
     if any(b < 0 for b in gamedef.blind):
         problems.append("a negative blind")
-    if not problems:
-        most = max(gamedef.blind) + sum(
-            m * s for m, s in zip(gamedef.max_raises, gamedef.raise_size, strict=True)
-        )
-        if min(gamedef.stack) < most:
-            problems.append(
-                f"a stack below {most} chips, the most a player can put in (all-in play is not "
-                "modelled)"
-            )
-    return problems
+    return problems or betting_unsupported(gamedef)
 
 
 def num_deals(gamedef: GameDef) -> int:
@@ -130,20 +102,10 @@ def compile_limit_game(gamedef: GameDef, name: str = "acpc") -> LimitGame:
     return _assemble(gamedef, name, nodes)
 
 
-def _build_tree(gamedef: GameDef, name: str, deals: int) -> list[tuple[_Public, int, int]]:
+def _build_tree(gamedef: GameDef, name: str, deals: int) -> list[tuple[BettingState, int, int]]:
     """Every public state in depth-first pre-order, as (state, parent id, action)."""
-    n = gamedef.num_players
-    root = _Public(
-        betting="",
-        round=0,
-        player=gamedef.first_player[0],
-        spent=tuple(gamedef.blind),
-        folded=(False,) * n,
-        raises=0,
-        called=0,
-    )
-    out: list[tuple[_Public, int, int]] = []
-    stack: list[tuple[_Public, int, int]] = [(root, -1, -1)]
+    out: list[tuple[BettingState, int, int]] = []
+    stack: list[tuple[BettingState, int, int]] = [(opening(gamedef), -1, -1)]
     bound = min(MAX_NODES, MAX_STATES // deals + 1)
     while stack:
         state, parent, action = stack.pop()
@@ -155,59 +117,9 @@ def _build_tree(gamedef: GameDef, name: str, deals: int) -> list[tuple[_Public, 
                 f"{name} has more than {bound:,} public nodes with {deals:,} deals, above the "
                 f"bound of {MAX_STATES:,} states (too large)",
             )
-        if state.player < 0:
-            continue
-        for a in reversed(_legal_actions(gamedef, state)):  # popped in order f, c, r
-            stack.append((_apply(gamedef, state, a), me, a))
+        for a in reversed(legal_actions(gamedef, state)):  # popped in order f, c, r
+            stack.append((after(gamedef, state, a), me, a))
     return out
-
-
-def _legal_actions(gamedef: GameDef, state: _Public) -> list[int]:
-    facing = state.spent[state.player] < max(state.spent)
-    actions = [FOLD] if facing else []
-    actions.append(CALL)
-    if state.raises < gamedef.max_raises[state.round]:
-        actions.append(RAISE)
-    return actions
-
-
-def _apply(gamedef: GameDef, state: _Public, action: int) -> _Public:
-    """The public state after ``action`` by the player to act (reference ``doAction``)."""
-    n, p = gamedef.num_players, state.player
-    spent, folded = list(state.spent), list(state.folded)
-    raises, called = state.raises, state.called
-    if action == FOLD:
-        folded[p] = True
-    elif action == CALL:
-        spent[p] = max(spent)
-        called += 1
-    else:
-        spent[p] = max(spent) + gamedef.raise_size[state.round]
-        raises += 1
-        called = 1
-    betting = state.betting + ACTION_LETTERS[action]
-    live = folded.count(False)
-    common = {"spent": tuple(spent), "folded": tuple(folded)}
-    if live == 1:
-        return _Public(betting, state.round, -1, raises=raises, called=called, **common)
-    if called >= live:  # the round is over
-        if state.round + 1 == gamedef.num_rounds:
-            return _Public(betting, state.round, -1, raises=raises, called=called, **common)
-        nxt = state.round + 1
-        first = _next_in(gamedef.first_player[nxt], folded)
-        return _Public(betting + "/", nxt, first, raises=0, called=0, **common)
-    return _Public(
-        betting, state.round, _next_in((p + 1) % n, folded), raises=raises, called=called, **common
-    )
-
-
-def _next_in(start: int, folded: list[bool]) -> int:
-    """The first position from ``start`` on (cyclically) that has not folded."""
-    n = len(folded)
-    for k in range(n):
-        if not folded[(start + k) % n]:
-            return (start + k) % n
-    raise AssertionError("no player left")  # unreachable: a hand ends with one player left
 
 
 def _enumerate_deals(gamedef: GameDef) -> np.ndarray:
@@ -294,11 +206,7 @@ def _shares(
     return share
 
 
-def _strength(deck: tuple[str, ...], hole: np.ndarray, board: np.ndarray) -> tuple[int, ...]:
-    return hand_strength([deck[c] for c in (*hole, *board)])
-
-
-def _assemble(gamedef: GameDef, name: str, nodes: list[tuple[_Public, int, int]]) -> LimitGame:
+def _assemble(gamedef: GameDef, name: str, nodes: list[tuple[BettingState, int, int]]) -> LimitGame:
     n = gamedef.num_players
     deck = gamedef.deck
     num_nodes = len(nodes)

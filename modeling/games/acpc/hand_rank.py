@@ -54,6 +54,8 @@ def hand_strength(cards: Sequence[str]) -> tuple[int, ...]:
     parsed = [card_rank_suit(c) for c in cards]
     if not parsed or len(set(parsed)) != len(parsed):
         raise InvalidArgumentError("cards", f"need distinct cards, got {list(cards)}")
+    if len(parsed) == 1:  # a lone card (Kuhn): its rank, without the search below
+        return (HIGH_CARD, parsed[0][0])
     ranks = sorted((r for r, _ in parsed), reverse=True)
     by_suit: dict[int, list[int]] = {}
     for r, s in parsed:

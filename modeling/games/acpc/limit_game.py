@@ -42,11 +42,8 @@ from typing import NamedTuple
 import numpy as np
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.gamedef import GameDef
-
-FOLD, CALL, RAISE = 0, 1, 2
-ACTION_LETTERS = "fcr"
-NUM_ACTIONS = 3
 
 
 class LimitTree(NamedTuple):

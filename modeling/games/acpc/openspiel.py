@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import CALL, FOLD, NUM_ACTIONS, RAISE
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
-from oppmodel.modeling.games.acpc.limit_game import CALL, FOLD, NUM_ACTIONS, RAISE, LimitGame
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 
 PEERS = ("kuhn_poker", "leduc_poker", "universal_poker")
 MAX_KEPT_PAIRINGS = 8

@@ -27,7 +27,8 @@ import numpy as np
 
 from oppmodel.modeling import _strategy_kernels
 from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
-from oppmodel.modeling.games.acpc.limit_game import ACTION_LETTERS, CALL, NUM_ACTIONS, LimitGame
+from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, NUM_ACTIONS
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 
 SUM_TOLERANCE = 1e-9
 

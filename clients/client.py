@@ -2,11 +2,9 @@
 
 ``OpponentModelClient`` wraps the generated stub: it takes and returns domain types
 (``MBBRConfig``, ``HandObservation``, numpy tables), sends the bearer token if given, and raises
-only the exceptions of ``modeling/errors.py``, never a ``grpc.RpcError``: the server sends the exact
-class and field in trailing metadata, and without them ``ERROR_BY_CODE`` decides (UNAVAILABLE ->
-UnavailableError, whose message says what likely went wrong: nothing listening, TLS on one side
-only, an untrusted certificate; DEADLINE_EXCEEDED -> DeadlineExceededError; UNAUTHENTICATED ->
-UnauthenticatedError; any code the server does not send on purpose -> ServiceError).
+only the exceptions of ``modeling/errors.py``, never a ``grpc.RpcError``
+(:mod:`oppmodel.clients.grpc_base` turns a failed call back into the server's exception). Enum
+fields go through the API's one table of them (:mod:`oppmodel.v1_enums`).
 
 ``observe`` streams observations with sequence numbers and, if the connection drops (the server
 restarts, say), reconnects and resends every observation not yet acknowledged; the server's
@@ -20,41 +18,24 @@ sequence numbers make that safe (a resend is acknowledged, not applied twice).
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import queue
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import grpc
 import numpy as np
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from oppmodel.clients.grpc_base import GrpcClient
 from oppmodel.modeling import errors
 from oppmodel.modeling.mbbr.model import MBBRConfig
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED
 
-_KIND = {None: pb.RESPONSE_KIND_UNSPECIFIED, "mean": pb.RESPONSE_KIND_MEAN}
-_KIND["bayes"] = pb.RESPONSE_KIND_BAYES
-_KIND_NAME = {pb.RESPONSE_KIND_MEAN: "mean", pb.RESPONSE_KIND_BAYES: "bayes"}
-_PRIOR = {"informed": pb.PRIOR_INFORMED, "uninformed": pb.PRIOR_UNINFORMED, "typed": pb.PRIOR_TYPED}
-_PRIOR_NAME = {value: name for name, value in _PRIOR.items()}
-# What each status code becomes when the server names no class (any other code: ServiceError).
-ERROR_BY_CODE: dict[grpc.StatusCode, type[errors.OppModelError]] = {
-    grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgumentError,
-    grpc.StatusCode.NOT_FOUND: errors.NotFoundError,
-    grpc.StatusCode.FAILED_PRECONDITION: errors.FailedPreconditionError,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: errors.ResourceExhaustedError,
-    grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDeniedError,
-    grpc.StatusCode.UNAUTHENTICATED: errors.UnauthenticatedError,
-    grpc.StatusCode.UNAVAILABLE: errors.UnavailableError,
-    grpc.StatusCode.DEADLINE_EXCEEDED: errors.DeadlineExceededError,
-}
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
 
 
@@ -118,51 +99,6 @@ class ActionDecision:
     hands_observed: int
 
 
-def domain_error(
-    error: grpc.RpcError, *, target: str = "", tls: bool = False
-) -> errors.OppModelError:
-    """The modeling/errors.py exception for a failed call to ``target`` (over TLS or not)."""
-    code = error.code()
-    details = error.details() or ""
-    metadata = dict(error.trailing_metadata() or ())
-    cls = getattr(errors, str(metadata.get("oppmodel-error", "")), None)
-    if not (isinstance(cls, type) and issubclass(cls, errors.OppModelError)):
-        cls = ERROR_BY_CODE.get(code, errors.ServiceError)
-    if issubclass(cls, errors.InvalidArgumentError):
-        escaped = metadata.get("oppmodel-field")  # printable ASCII: see server/errors.py
-        field = (
-            codecs.decode(str(escaped), "unicode_escape")
-            if escaped
-            else details.partition(":")[0] or "request"
-        )
-        prefix = f"{field}: "
-        return cls(field, details[len(prefix) :] if details.startswith(prefix) else details)
-    if issubclass(cls, errors.ServiceError):
-        return cls(f"{code.name}: {details}", code=code.name)
-    if cls is errors.UnavailableError:
-        hint = _connection_hint(details, tls=tls)
-        return cls(f"{target or 'the server'} is unavailable: {details}{hint}")
-    if cls is errors.DeadlineExceededError:
-        return cls(f"{target or 'the server'}: {details}")
-    return cls(details)
-
-
-def _connection_hint(details: str, *, tls: bool) -> str:
-    """What most likely made a connection fail, read from gRPC's details ('' if nothing)."""
-    if "Connection refused" in details:
-        return " (nothing listens there: is the server running, on that address?)"
-    if tls and "WRONG_VERSION_NUMBER" in details:
-        return " (the server does not seem to use TLS: connect without root_certificates)"
-    if tls and "CERTIFICATE_VERIFY_FAILED" in details:
-        return " (root_certificates do not verify the server's certificate)"
-    if not tls and "failed to connect" in details and "Socket closed" in details:
-        return (
-            " (the server closed the connection while it was being set up; this client is "
-            "plaintext: if the server uses TLS, give root_certificates)"
-        )
-    return ""
-
-
 def _table(infosets: Sequence[pb.InfosetPolicy]) -> StrategyTable:
     return StrategyTable(
         infostates=tuple(i.infostate for i in infosets),
@@ -183,10 +119,10 @@ def _describe(session: pb.Session) -> SessionDescription:
             k=m.k,
             hands_default=m.hands_default,
             eta=m.eta,
-            prior=_PRIOR_NAME.get(m.prior, "informed"),
-            response=_KIND_NAME.get(m.response, "mean"),
+            prior=PRIOR.name(m.prior, "informed"),
+            response=RESPONSE_KIND.name(m.response, "mean"),
             # servers fill it in; one from before posteriors were a setting leaves it unset: samples
-            posterior="dirichlet" if m.posterior == pb.POSTERIOR_DIRICHLET else "samples",
+            posterior=POSTERIOR.name(m.posterior, "samples"),
             seed=cfg.seed,
         ),
         hands_observed=session.hands_observed,
@@ -207,85 +143,6 @@ def observation_message(sequence: int, obs: HandObservation) -> pb.Observation:
             if c is not None and p != obs.position
         ],
     )
-
-
-class GrpcClient:
-    """What both service clients share: the channel (TLS when ``root_certificates`` are given),
-    the bearer-token metadata, closing as a context manager, the server's health check, and
-    ``_call`` and ``_stream``, which raise a failed call as its domain exception. A subclass names
-    its generated stub class. ``channel_options`` are gRPC channel arguments (the reconnection
-    backoff, say)."""
-
-    stub_class: Callable[[grpc.Channel], Any]
-
-    def __init__(
-        self,
-        target: str,
-        *,
-        token: str | None = None,
-        root_certificates: bytes | None = None,
-        timeout: float = 30.0,
-        channel_options: Sequence[tuple[str, Any]] = (),
-    ) -> None:
-        self.target = target
-        self.tls = root_certificates is not None
-        if root_certificates is None:
-            self._channel = grpc.insecure_channel(target, options=list(channel_options))
-        else:
-            credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-            self._channel = grpc.secure_channel(target, credentials, options=list(channel_options))
-        self._stub = self.stub_class(self._channel)
-        self._metadata = () if token is None else (("authorization", f"Bearer {token}"),)
-        self.timeout = timeout
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the channel."""
-        self._channel.close()
-
-    def check_health(self, *, wait_for_ready: bool = False) -> None:
-        """Return once the server answers its health check with SERVING (within the client's
-        timeout); raise its failure otherwise. ``wait_for_ready``: wait for the connection
-        instead of failing at once while the server is unreachable, so the call returns as soon
-        as the server answers again."""
-        reply = self._call_stub(
-            health_pb2_grpc.HealthStub(self._channel).Check,
-            health_pb2.HealthCheckRequest(),
-            wait_for_ready=wait_for_ready,
-        )
-        if reply.status != health_pb2.HealthCheckResponse.SERVING:
-            status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-            raise errors.FailedPreconditionError(f"health: the server is {status}")
-
-    def _error(self, error: grpc.RpcError) -> errors.OppModelError:
-        """The domain exception for a failed call on this client's channel."""
-        return domain_error(error, target=self.target, tls=self.tls)
-
-    def _call(self, method: str, request: object) -> Any:
-        return self._call_stub(getattr(self._stub, method), request)
-
-    def _call_stub(self, method: Callable[..., Any], request: object, **options: Any) -> Any:
-        try:
-            return method(request, timeout=self.timeout, metadata=self._metadata, **options)
-        except grpc.RpcError as exc:
-            raise self._error(exc) from None
-
-    def _stream(self, method: str, requests: Iterator[Any], **options: Any) -> Iterator[Any]:
-        """The responses of a streaming call, failures raised as domain exceptions."""
-        try:
-            yield from getattr(self._stub, method)(requests, metadata=self._metadata, **options)
-        except grpc.RpcError as exc:
-            raise self._error(exc) from None
 
 
 class OpponentModelClient(GrpcClient):
@@ -328,20 +185,18 @@ class OpponentModelClient(GrpcClient):
         seats after us, so in a hand where we play position ``p`` it plays ``(p + i + 1) % n``.
         """
         config = config or MBBRConfig()
-        if config.prior not in _PRIOR:
+        if config.prior not in PRIOR.values:
             raise errors.InvalidArgumentError(
-                "config.mbbr.prior", f"must be one of {tuple(_PRIOR)}, got {config.prior!r}"
+                "config.mbbr.prior", f"must be one of {PRIOR.names}, got {config.prior!r}"
             )
         params = pb.MbbrParams(
             epsilon=config.epsilon,
             k=config.k,
             hands_default=config.hands_default,
             eta=config.eta,
-            prior=_PRIOR[config.prior],
-            response=_KIND.get(config.response, pb.RESPONSE_KIND_UNSPECIFIED),
-            posterior=(
-                pb.POSTERIOR_DIRICHLET if config.posterior == "dirichlet" else pb.POSTERIOR_SAMPLES
-            ),
+            prior=PRIOR.values[config.prior],
+            response=RESPONSE_KIND.values.get(config.response, UNSPECIFIED),
+            posterior=POSTERIOR.values.get(config.posterior, pb.POSTERIOR_SAMPLES),
         )
         for position, table in (prior_mean or {}).items():
             params.prior_mean.append(
@@ -445,18 +300,17 @@ class OpponentModelClient(GrpcClient):
 
     def response(self, session_id: str, our_position: int, kind: str | None = None) -> BestResponse:
         """Our best response in ``our_position`` ('mean', 'bayes', or the session's default)."""
-        if kind not in _KIND:
+        if kind is not None and kind not in RESPONSE_KIND.values:
             raise errors.InvalidArgumentError("kind", f"{kind!r} is not 'mean' or 'bayes'")
+        value = UNSPECIFIED if kind is None else RESPONSE_KIND.values[kind]
         reply = self._call(
             "GetResponse",
-            pb.GetResponseRequest(
-                session_id=session_id, our_position=our_position, kind=_KIND[kind]
-            ),
+            pb.GetResponseRequest(session_id=session_id, our_position=our_position, kind=value),
         )
         return BestResponse(
             strategy=_table(reply.infosets),
             expected_value=reply.expected_value,
-            kind=_KIND_NAME[reply.kind],
+            kind=RESPONSE_KIND.name(reply.kind),
             hands_observed=reply.hands_observed,
         )
 

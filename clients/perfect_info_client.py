@@ -4,8 +4,8 @@
 ``oppmodel.modeling.perfect_info.spades_search.Position``, numpy arrays) and turns status codes back
 into the exceptions of ``modeling/errors.py`` exactly as
 ``oppmodel.clients.client.OpponentModelClient`` does: both build on
-``oppmodel.clients.client.GrpcClient`` (channel, TLS root certificates, token, ``close``, the error
-mapping).
+``oppmodel.clients.grpc_base.GrpcClient`` (channel, TLS root certificates, token, ``close``,
+the error mapping).
 
     with PerfectInfoClient("127.0.0.1:50051") as client:
         session = client.create_session(
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from oppmodel.clients.client import GrpcClient
+from oppmodel.clients.grpc_base import GrpcClient
 from oppmodel.modeling import errors
 from oppmodel.modeling.perfect_info import spades_search as spades
 from oppmodel.v1 import perfect_info_pb2 as pb

@@ -1,10 +1,10 @@
 """The errors this project raises on purpose, and the ones its service clients raise.
 
 The server maps each class to one gRPC status code (``server/errors.py``); the clients map each
-status code back to one of these classes (``clients/client.py``), so a caller of the Python client
-catches the same exceptions as a caller of the library. The last four are about the call rather
-than its content: the client raises them when the server cannot be reached, a deadline passes, the
-token is refused, or the server fails.
+status code back to one of these classes (``clients/grpc_base.py``), so a caller of the Python
+client catches the same exceptions as a caller of the library. The last four are about the call
+rather than its content: the client raises them when the server cannot be reached, a deadline
+passes, the token is refused, or the server fails.
 """
 
 from __future__ import annotations

@@ -27,19 +27,9 @@ from oppmodel.modeling.observation import HandObservation, validate_observation
 from oppmodel.modeling.strategy import strategy_from_dict
 from oppmodel.server.sessions import ActionChoice, SessionInfo, SessionSpec
 from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED, EnumNames
 
 _GAME_RE = re.compile(r"kuhn_poker(?:\(players=([0-9]+)\))?")
-_PRIOR_ENUMS = {
-    "informed": pb.PRIOR_INFORMED,
-    "uninformed": pb.PRIOR_UNINFORMED,
-    "typed": pb.PRIOR_TYPED,
-}
-_PRIOR_NAMES = {value: name for name, value in _PRIOR_ENUMS.items()}
-_PRIOR_NAMES[pb.PRIOR_UNSPECIFIED] = "informed"
-_KIND_NAMES = {pb.RESPONSE_KIND_MEAN: "mean", pb.RESPONSE_KIND_BAYES: "bayes"}
-_KIND_ENUMS = {name: value for value, name in _KIND_NAMES.items()}
-_POSTERIOR_NAMES = {pb.POSTERIOR_SAMPLES: "samples", pb.POSTERIOR_DIRICHLET: "dirichlet"}
-_POSTERIOR_ENUMS = {name: value for value, name in _POSTERIOR_NAMES.items()}
 _CONFIG_FIELDS = {"seed": "config.seed"}
 
 
@@ -50,6 +40,17 @@ def renamed(exc: InvalidArgumentError, field: str) -> InvalidArgumentError:
     if message.startswith(prefix):
         message = message[len(prefix) :]
     return type(exc)(field, message)
+
+
+def _choice(table: EnumNames, value: int, field: str, *, unset: str | None) -> str | None:
+    """The domain name of an enum field's value, ``unset`` for UNSPECIFIED; InvalidArgumentError
+    naming ``field`` for a value the table does not know."""
+    if value == UNSPECIFIED:
+        return unset
+    name = table.name(value)
+    if name is None:
+        raise InvalidArgumentError(field, f"unknown value {value}")
+    return name
 
 
 # -- games and information states -----------------------------------------------------------------
@@ -149,16 +150,13 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
     for name in ("epsilon", "k", "hands_default", "eta"):
         if params.HasField(name):
             kwargs[name] = getattr(params, name)
-    if params.prior not in _PRIOR_NAMES:
-        raise InvalidArgumentError("config.mbbr.prior", f"unknown value {params.prior}")
-    kwargs["prior"] = _PRIOR_NAMES[params.prior]
-    if params.response not in (pb.RESPONSE_KIND_UNSPECIFIED, *_KIND_NAMES):
-        raise InvalidArgumentError("config.mbbr.response", f"unknown value {params.response}")
-    kwargs["response"] = _KIND_NAMES.get(params.response, "mean")
-    if params.posterior not in (pb.POSTERIOR_UNSPECIFIED, *_POSTERIOR_NAMES):
-        raise InvalidArgumentError("config.mbbr.posterior", f"unknown value {params.posterior}")
-    if params.posterior != pb.POSTERIOR_UNSPECIFIED:  # unset: MBBRConfig's default (dirichlet)
-        kwargs["posterior"] = _POSTERIOR_NAMES[params.posterior]
+    kwargs["prior"] = _choice(PRIOR, params.prior, "config.mbbr.prior", unset="informed")
+    kwargs["response"] = _choice(
+        RESPONSE_KIND, params.response, "config.mbbr.response", unset="mean"
+    )
+    posterior = _choice(POSTERIOR, params.posterior, "config.mbbr.posterior", unset=None)
+    if posterior is not None:  # unset: MBBRConfig's default (dirichlet)
+        kwargs["posterior"] = posterior
     mbbr = MBBRConfig(**kwargs)  # type: ignore[arg-type]
     try:
         mbbr.validate()
@@ -205,9 +203,9 @@ def session_to_proto(info: SessionInfo) -> pb.Session:
                 k=cfg.k,
                 hands_default=cfg.hands_default,
                 eta=cfg.eta,
-                prior=_PRIOR_ENUMS[cfg.prior],
-                response=_KIND_ENUMS[cfg.response],
-                posterior=_POSTERIOR_ENUMS[cfg.posterior],
+                prior=PRIOR.values[cfg.prior],
+                response=RESPONSE_KIND.values[cfg.response],
+                posterior=POSTERIOR.values[cfg.posterior],
                 prior_mean=[]
                 if spec.prior_mean is None
                 else _strategy_to_proto(game, spec.prior_mean),
@@ -221,16 +219,12 @@ def session_to_proto(info: SessionInfo) -> pb.Session:
 
 def kind_from_proto(kind: int) -> str | None:
     """'mean', 'bayes', or None for the session default."""
-    if kind == pb.RESPONSE_KIND_UNSPECIFIED:
-        return None
-    if kind not in _KIND_NAMES:
-        raise InvalidArgumentError("kind", f"unknown value {kind}")
-    return _KIND_NAMES[kind]
+    return _choice(RESPONSE_KIND, kind, "kind", unset=None)
 
 
 def kind_to_proto(kind: str) -> int:
     """The ResponseKind enum value of 'mean' or 'bayes'."""
-    return _KIND_ENUMS[kind]
+    return RESPONSE_KIND.values[kind]
 
 
 # -- observations ----------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ import grpc
 import pytest
 from service_support import random_observations, running_server
 
-from oppmodel.clients.client import ERROR_BY_CODE, GrpcClient, OpponentModelClient, domain_error
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.grpc_base import ERROR_BY_CODE, GrpcClient, domain_error
 from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
 from oppmodel.modeling import errors
 from oppmodel.modeling.perfect_info import spades_search as spades

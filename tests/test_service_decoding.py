@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from service_support import GAME, connected, random_observations
 
-from oppmodel.clients.client import domain_error, observation_message
+from oppmodel.clients.client import observation_message
+from oppmodel.clients.grpc_base import domain_error
 from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.server.decoding import MAX_DEPTH, malformation

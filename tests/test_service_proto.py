@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from oppmodel.modeling.mbbr.model import MBBRConfig
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
+from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("proto_generate", ROOT / "proto" / "generate.py")
@@ -61,3 +63,20 @@ def test_enums_start_with_unspecified_zero() -> None:
 def test_messages_are_named_after_their_rpc(method) -> None:
     assert method.input_type.name == f"{method.name}Request"
     assert method.output_type.name == f"{method.name}Response"
+
+
+@pytest.mark.parametrize(
+    ("table", "enum", "field"),
+    [
+        (PRIOR, pb.Prior, "prior"),
+        (POSTERIOR, pb.Posterior, "posterior"),
+        (RESPONSE_KIND, pb.ResponseKind, "response"),
+    ],
+    ids=["prior", "posterior", "response"],
+)
+def test_the_enum_table_names_every_value_with_a_choice_of_the_core(table, enum, field) -> None:
+    assert sorted(table.values.values()) == sorted(v for v in enum.values() if v != UNSPECIFIED)
+    for name, value in table.values.items():
+        assert table.name(value) == name
+        MBBRConfig(**{field: name}).validate()  # a name the core knows
+    assert table.name(UNSPECIFIED) is None and table.name(UNSPECIFIED, "default") == "default"

@@ -48,7 +48,8 @@ import grpc
 
 from oppmodel.clients.acpc.agent import Decision, ProfilePolicy, SeatHand
 from oppmodel.clients.acpc.convert import kuhn_for, seat_observation
-from oppmodel.clients.client import ERROR_BY_CODE, OpponentModelClient
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.grpc_base import ERROR_BY_CODE
 from oppmodel.modeling.errors import NotFoundError, OppModelError, ServiceError
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.kuhn import KuhnGame

@@ -1,0 +1,52 @@
+"""The v1 API's enums and the domain names they stand for: the one table of them.
+
+Each enum of ``opponent_model.proto`` whose values are choices of the modeling core (MBBR's prior,
+posterior and response kind) maps here, value by value, to the name the core gives the choice
+(``MBBRConfig.prior`` ``"informed"``, ``.posterior`` ``"dirichlet"``, ``.response`` ``"mean"``,
+...). Keys are those names as strings, so a core enum whose values are these strings (a
+``StrEnum``) looks up the same. An enum's ``*_UNSPECIFIED`` value (0) has no name here: what an
+unset field means is decided where it is read (the server fills a request's defaults; the client
+reads an older server's sessions).
+
+Why here, beside the generated code (``proto/oppmodel/v1/``, which stays generated and untouched)
+and not in ``server/`` or ``clients/``: both ends of the wire read and write these fields, and
+neither may import the other. ``clients/`` sits above ``server/`` (the ``serve``, ``demo`` and
+``replay`` commands start servers), so the service must not import clients; and a client of the
+service must not need the service's own code. The API package is below both and, like this
+table, knows only protobuf; the core (``modeling/``) knows no protobuf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from oppmodel.v1 import opponent_model_pb2 as pb
+
+UNSPECIFIED = 0  # every enum's first value (tests/test_service_proto.py checks it)
+
+
+@dataclass(frozen=True)
+class EnumNames:
+    """One proto enum: the domain name of each of its values but UNSPECIFIED."""
+
+    values: Mapping[str, int]  # domain name -> enum value
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The domain names, in the enum's order."""
+        return tuple(self.values)
+
+    def name(self, value: int, default: str | None = None) -> str | None:
+        """The domain name of ``value``; ``default`` for UNSPECIFIED or an unknown value."""
+        for name, known in self.values.items():
+            if known == value:
+                return name
+        return default
+
+
+PRIOR = EnumNames(
+    {"informed": pb.PRIOR_INFORMED, "uninformed": pb.PRIOR_UNINFORMED, "typed": pb.PRIOR_TYPED}
+)
+POSTERIOR = EnumNames({"samples": pb.POSTERIOR_SAMPLES, "dirichlet": pb.POSTERIOR_DIRICHLET})
+RESPONSE_KIND = EnumNames({"mean": pb.RESPONSE_KIND_MEAN, "bayes": pb.RESPONSE_KIND_BAYES})

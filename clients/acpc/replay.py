@@ -25,7 +25,7 @@ hand (it sums over the hidden cards).
 
 Scores: mean log-loss, -ln P(action taken), in nats, and accuracy (the more probable action, ties
 counted as pass, equals the action taken), online: each prediction uses only earlier hands. The
-report names the posterior and explains each column (:func:`column_legend`, also in the JSON).
+report (:mod:`oppmodel.clients.acpc.replay_report`) names the posterior and explains each column.
 """
 
 from __future__ import annotations
@@ -40,6 +40,14 @@ import numpy as np
 
 from oppmodel.clients.acpc.convert import full_view_observation, kuhn_for
 from oppmodel.clients.acpc.log import LoggedHand
+from oppmodel.clients.acpc.replay_report import (
+    HIDDEN_METHODS,
+    METHODS,
+    Curve,
+    OpponentReport,
+    ReplayReport,
+    Score,
+)
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.gamedef import GameDef
@@ -48,9 +56,6 @@ from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
 from oppmodel.modeling.movepred.kuhn import KUHN_MOVE_NAMES, kuhn_feature_names, kuhn_features
 from oppmodel.modeling.movepred.naive_bayes import train_move_model
 from oppmodel.modeling.observation import HandObservation
-
-METHODS = ("prior", "counts", "naive-bayes", "mbbr")
-HIDDEN_METHODS = ("prior", "mbbr")  # the only ones that can predict without the card
 
 
 class ModelSource(Protocol):
@@ -135,83 +140,6 @@ class ServiceModels:
         return table, reply.effective_sample_size
 
 
-@dataclass(frozen=True)
-class Score:
-    """A method's online predictions: decisions scored, mean log-loss (nats), accuracy."""
-
-    decisions: int
-    log_loss: float
-    accuracy: float
-
-
-@dataclass(frozen=True)
-class OpponentReport:
-    """One opponent in one position: scores per method, final MBBR model and its spread."""
-
-    opponent: str
-    position: int
-    our_position: int
-    scores: dict[str, Score]
-    hidden_scores: dict[str, Score]  # decisions with the card never shown (marginal prediction)
-    model: dict[str, tuple[float, float]]  # OpenSpiel infostate -> (P(pass), P(bet))
-    effective_sample_size: float  # the posterior's spread: ESS or least concentration
-
-
-@dataclass(frozen=True)
-class Curve:
-    """Running means over the scored decisions, sampled after each hand that had one."""
-
-    hands: np.ndarray  # hands replayed so far
-    log_loss: dict[str, np.ndarray]
-    accuracy: dict[str, np.ndarray]
-
-
-@dataclass(frozen=True)
-class ReplayReport:
-    """The whole replay: per (opponent, position) rows, overall scores and the curves."""
-
-    name: str
-    hands: int
-    showdown_hands: int
-    scored_decisions: int
-    unscored_decisions: int  # opponent decisions whose card NAME never saw
-    config: MBBRConfig
-    opponents: tuple[OpponentReport, ...]
-    overall: dict[str, Score]
-    hidden: dict[str, Score]
-    curve: Curve
-    session_id: str | None = None
-
-    def as_json(self) -> dict:
-        """A JSON-ready dict (curves left out; they are what --plot draws)."""
-        return {
-            "name": self.name,
-            "hands": self.hands,
-            "showdown_hands": self.showdown_hands,
-            "scored_decisions": self.scored_decisions,
-            "unscored_decisions": self.unscored_decisions,
-            "scored_on": "opponent decisions in showdown hands by opponents who did not fold",
-            "posterior": self.config.posterior,
-            "mbbr": self.config.__dict__,
-            "columns": column_legend(self.config),
-            "session_id": self.session_id,
-            "overall": {m: s.__dict__ for m, s in self.overall.items()},
-            "hidden_card_decisions": {m: s.__dict__ for m, s in self.hidden.items()},
-            "opponents": [
-                {
-                    "opponent": r.opponent,
-                    "position": r.position,
-                    "our_position": r.our_position,
-                    "effective_sample_size": r.effective_sample_size,
-                    "scores": {m: s.__dict__ for m, s in r.scores.items()},
-                    "hidden_card_scores": {m: s.__dict__ for m, s in r.hidden_scores.items()},
-                    "model": {k: list(v) for k, v in r.model.items()},
-                }
-                for r in self.opponents
-            ],
-        }
-
-
 def seat_offsets(hands: Sequence[LoggedHand], name: str) -> tuple[str, ...]:
     """The opponents of ``name`` by seat offset (1, 2, ...): constant under ACPC rotation.
 
@@ -237,17 +165,48 @@ def seat_offsets(hands: Sequence[LoggedHand], name: str) -> tuple[str, ...]:
     return labels
 
 
-def opponent_decisions(
-    game: KuhnGame, obs: HandObservation
-) -> list[tuple[int, int | None, str, int]]:
-    """(opponent position, its card or None if hidden from us, history before, action) of every
-    opponent action in the hand."""
+@dataclass(frozen=True)
+class OpponentDecision:
+    """One action an opponent took in a hand."""
+
+    position: int
+    card: int | None  # None: hidden from us (the opponent folded, or nobody showed down)
+    history: str  # the betting before it (OpenSpiel letters)
+    action: int  # 0 pass, 1 bet
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """How each method predicted one opponent decision, before learning from its hand."""
+
+    hand: int  # index of the hand among the ones replayed
+    offset: int  # the opponent's seats after us
+    position: int  # the opponent's position in that hand
+    log_loss: dict[str, float]  # method -> -ln P(action taken)
+    correct: dict[str, bool]  # method -> its more probable action (ties: pass) was taken
+
+    @classmethod
+    def scored(
+        cls, *, hand: int, offset: int, position: int, action: int, predicted: dict[str, np.ndarray]
+    ) -> Prediction:
+        """The record of ``predicted`` (method -> P(pass), P(bet)) against the action taken."""
+        return cls(
+            hand,
+            offset,
+            position,
+            {m: -math.log(float(pr[action])) for m, pr in predicted.items()},
+            {m: int(pr[1] > pr[0]) == action for m, pr in predicted.items()},
+        )
+
+
+def opponent_decisions(game: KuhnGame, obs: HandObservation) -> list[OpponentDecision]:
+    """Every opponent action in the hand, in order."""
     out = []
     for i, letter in enumerate(obs.history):
         history = obs.history[:i]
         q = game.current_player(history)
         if q != obs.position:
-            out.append((q, obs.cards[q], history, "pb".index(letter)))
+            out.append(OpponentDecision(q, obs.cards[q], history, "pb".index(letter)))
     return out
 
 
@@ -346,8 +305,8 @@ def replay(
     counts = _Counts(kuhn, n - 1)
     most = max(2 * len(hands), 1)  # an opponent acts at most twice per hand
     bayes = _NaiveBayes(n, n - 1, most)
-    records: list[tuple[int, int, int, dict[str, float], dict[str, bool]]] = []  # (hand, d, q, ..)
-    hidden_records: list = []  # the same, for decisions whose card NAME never saw
+    records: list[Prediction] = []
+    hidden_records: list[Prediction] = []  # the same, for decisions whose card NAME never saw
     sample_hands: list[int] = []
     pending: list[HandObservation] = []
     played = showdowns = unscored = 0
@@ -357,8 +316,8 @@ def replay(
         p = hand.names.index(name)
         obs = full_view_observation(game, position=p, betting=hand.betting, hole=hand.hole)
         decisions = opponent_decisions(kuhn, obs)
-        visible = [dec for dec in decisions if dec[1] is not None]
-        hidden = [dec for dec in decisions if dec[1] is None]
+        visible = [dec for dec in decisions if dec.card is not None]
+        hidden = [dec for dec in decisions if dec.card is None]
         unscored += len(hidden)
         if decisions:
             source.observe(pending)
@@ -366,45 +325,41 @@ def replay(
             models = {(p + d) % n: source.model(d, (p + d) % n)[0] for d in range(1, n)}
         if hidden:
             prior_models = {(p + d) % n: priors[d, (p + d) % n] for d in range(1, n)}
-            for q, _, history, action in hidden:
+            for dec in hidden:
                 predicted = {
-                    "prior": marginal_action_probs(kuhn, prior_models, obs, history),
-                    "mbbr": marginal_action_probs(kuhn, models, obs, history),
+                    "prior": marginal_action_probs(kuhn, prior_models, obs, dec.history),
+                    "mbbr": marginal_action_probs(kuhn, models, obs, dec.history),
                 }
                 hidden_records.append(
-                    (
-                        played,
-                        (q - p) % n,
-                        q,
-                        {m: -math.log(float(pr[action])) for m, pr in predicted.items()},
-                        {m: int(pr[1] > pr[0]) == action for m, pr in predicted.items()},
+                    Prediction.scored(
+                        hand=played,
+                        offset=(dec.position - p) % n,
+                        position=dec.position,
+                        action=dec.action,
+                        predicted=predicted,
                     )
                 )
         if visible:
             showdowns += 1
-            for q, card, history, action in visible:
-                d = (q - p) % n
-                infoset = kuhn.infoset_index(q, card, history)
+            for dec in visible:
+                d, q = (dec.position - p) % n, dec.position
+                infoset = kuhn.infoset_index(q, dec.card, dec.history)
                 predicted = {
                     "prior": priors[d, q][infoset],
                     "counts": counts.predict(d, q, infoset),
-                    "naive-bayes": bayes.predict(d, q, card, history),
+                    "naive-bayes": bayes.predict(d, q, dec.card, dec.history),
                     "mbbr": models[q][infoset],
                 }
                 records.append(
-                    (
-                        played,
-                        d,
-                        q,
-                        {m: -math.log(float(pr[action])) for m, pr in predicted.items()},
-                        {m: int(pr[1] > pr[0]) == action for m, pr in predicted.items()},
+                    Prediction.scored(
+                        hand=played, offset=d, position=q, action=dec.action, predicted=predicted
                     )
                 )
-            for q, card, history, action in visible:
-                d = (q - p) % n
-                counts.add(d, q, kuhn.infoset_index(q, card, history), action)
-                bayes.add(d, q, card, history, action)
-            for d in {(q - p) % n for q, *_ in visible}:
+            for dec in visible:
+                d, q = (dec.position - p) % n, dec.position
+                counts.add(d, q, kuhn.infoset_index(q, dec.card, dec.history), dec.action)
+                bayes.add(d, q, dec.card, dec.history, dec.action)
+            for d in {(dec.position - p) % n for dec in visible}:
                 bayes.retrain(d)
             sample_hands.append(played + 1)
         pending.append(obs)
@@ -415,7 +370,7 @@ def replay(
     rows = []
     for d in range(1, n):
         for q in range(n):
-            mine = [r for r in records if r[1] == d and r[2] == q]
+            mine = [r for r in records if (r.offset, r.position) == (d, q)]
             model, ess = source.model(d, q)
             rows.append(
                 OpponentReport(
@@ -424,7 +379,8 @@ def replay(
                     our_position=(q - d) % n,
                     scores=_scores(mine),
                     hidden_scores=_scores(
-                        [r for r in hidden_records if r[1] == d and r[2] == q], HIDDEN_METHODS
+                        [r for r in hidden_records if (r.offset, r.position) == (d, q)],
+                        HIDDEN_METHODS,
                     ),
                     model={
                         kuhn.infoset_string(q, i): (float(model[i, 0]), float(model[i, 1]))
@@ -449,161 +405,27 @@ def replay(
     )
 
 
-def _scores(records: list, methods: tuple[str, ...] = METHODS) -> dict[str, Score]:
+def _scores(records: list[Prediction], methods: tuple[str, ...] = METHODS) -> dict[str, Score]:
     if not records:
         return {m: Score(0, math.nan, math.nan) for m in methods}
     return {
         m: Score(
             len(records),
-            float(np.mean([r[3][m] for r in records])),
-            float(np.mean([r[4][m] for r in records])),
+            float(np.mean([r.log_loss[m] for r in records])),
+            float(np.mean([r.correct[m] for r in records])),
         )
         for m in methods
     }
 
 
-def _curve(records: list, sample_hands: list[int]) -> Curve:
+def _curve(records: list[Prediction], sample_hands: list[int]) -> Curve:
     """Running means after each hand that had scored decisions."""
     if not records:
         empty = {m: np.array([]) for m in METHODS}
         return Curve(np.array([], dtype=np.int64), empty, empty)
-    hand_of = np.array([r[0] for r in records])
+    hand_of = np.array([r.hand for r in records])
     last = np.searchsorted(hand_of, np.array(sample_hands) - 1, side="right") - 1
     count = np.arange(1, len(records) + 1)
-    loss = {m: np.cumsum([r[3][m] for r in records])[last] / count[last] for m in METHODS}
-    acc = {m: np.cumsum([r[4][m] for r in records])[last] / count[last] for m in METHODS}
+    loss = {m: np.cumsum([r.log_loss[m] for r in records])[last] / count[last] for m in METHODS}
+    acc = {m: np.cumsum([r.correct[m] for r in records])[last] / count[last] for m in METHODS}
     return Curve(np.array(sample_hands), loss, acc)
-
-
-def posterior_description(config: MBBRConfig) -> str:
-    """One line naming MBBR's posterior and the parameters it uses."""
-    common = (
-        f"prior={config.prior} epsilon={config.epsilon} eta={config.eta} "
-        f"H={config.hands_default} seed={config.seed}"
-    )
-    if config.posterior == "samples":
-        return f"MBBR with the samples posterior (paper 003's k samples): k={config.k} {common}"
-    return f"MBBR with the dirichlet posterior (the default; variational Bayes): {common}"
-
-
-def spread_column(config: MBBRConfig) -> str:
-    """The header of the last column: what the posterior reports about its own certainty."""
-    return "ESS" if config.posterior == "samples" else "conc"
-
-
-def column_legend(config: MBBRConfig) -> dict[str, str]:
-    """What each column of the report means, by header, in the order of the table."""
-    predictors = {
-        "prior": "predictor: MBBR's prior mean alone, never updated (N3 clipped to "
-        "[epsilon, 1 - epsilon]; uniform with the uninformed prior)",
-        "counts": "predictor: Laplace-smoothed frequencies of the opponent's actions per "
-        "position and information state, (n_a + 1) / (n + 2), from the decisions seen so far",
-        "naive-bayes": "predictor: the naive Bayes move model (oppmodel.modeling.movepred.kuhn), "
-        "retrained after each hand on the same decisions",
-        "mbbr": f"predictor: MBBR's model of the opponent in that position ({config.posterior} "
-        "posterior, its posterior mean given every earlier hand, folds included)",
-    }
-    if config.posterior == "samples":
-        spread = (
-            "effective sample size of MBBR's posterior over this opponent's k samples, "
-            f"1 / sum w^2: 1 = collapsed onto one sample (learning has stopped), k = {config.k} "
-            "= as spread as the prior"
-        )
-    else:
-        spread = (
-            "smallest Dirichlet concentration alpha_0 + alpha_1 over this opponent's information "
-            "sets in that position: the prior's weight plus the expected visits of the least-seen "
-            "one, the hands MBBR's model rests on there"
-        )
-    return {
-        "opponent": "the opponent modelled (its name in the log); 'all' = every row together",
-        "pos": "the position the opponent sat in (0 acts first)",
-        "n": "opponent decisions scored: in showdown hands, by opponents who did not fold",
-        **predictors,
-        "mean log-loss (nats)": "-ln P(action taken) under each predictor, averaged; lower is "
-        "better, ln 2 = 0.693 is a coin flip",
-        "accuracy": "share of decisions where each predictor's more probable action (ties: pass) "
-        "was the action taken; higher is better",
-        spread_column(config): spread,
-    }
-
-
-def format_report(report: ReplayReport) -> str:
-    """The text table: per opponent and position, log-loss and accuracy per method, the
-    posterior's spread, and a legend line per column."""
-    spread = spread_column(report.config)
-    lines = [
-        f"replay as {report.name}: {report.hands} hands, {report.showdown_hands} with an "
-        f"opponent card shown; {report.scored_decisions} opponent decisions scored "
-        f"(showdown, card known), {report.unscored_decisions} not scored (card never shown)",
-        posterior_description(report.config)
-        + (f"; session {report.session_id}" if report.session_id else ""),
-        "",
-        "online prediction of each next opponent action (before updating on its hand)",
-        f"{'opponent':<12}{'pos':>4}{'n':>6} | "
-        + "".join(f"{m:>12}" for m in METHODS)
-        + " | "
-        + "".join(f"{m:>12}" for m in METHODS)
-        + f" | {spread:>6}",
-        f"{'':<22} | {'mean log-loss (nats)':^48} | {'accuracy':^48} |",
-    ]
-    for r in report.opponents:
-        lines.append(_row(r.opponent, str(r.position), r.scores, f"{r.effective_sample_size:6.2f}"))
-    lines.append(_row("all", "", report.overall, ""))
-    lines.append("")
-    lines.append("columns:")
-    legend = column_legend(report.config)
-    width = max(len(name) for name in legend)
-    lines.extend(f"  {name:<{width}}  {text}" for name, text in legend.items())
-    hidden = report.hidden
-    lines.append(
-        f"\n{hidden['mbbr'].decisions} decisions with the card never shown, predicted by the "
-        "marginal over the unseen cards given the public history (counts and naive Bayes need "
-        "the card):"
-    )
-    for m in HIDDEN_METHODS:
-        lines.append(
-            f"  {m:<6} mean log-loss {hidden[m].log_loss:.4f}, accuracy {hidden[m].accuracy:.3f}"
-        )
-    lines.append("")
-    lines.append("final MBBR models, P(bet) per information state (card, history):")
-    for r in report.opponents:
-        cells = " ".join(f"{k}:{v[1]:.2f}" for k, v in r.model.items())
-        lines.append(f"  {r.opponent} @ {r.position}: {cells}")
-    return "\n".join(lines)
-
-
-def _row(label: str, position: str, scores: dict[str, Score], ess: str) -> str:
-    n = scores[METHODS[0]].decisions
-    return (
-        f"{label:<12}{position:>4}{n:>6} | "
-        + "".join(f"{scores[m].log_loss:>12.4f}" for m in METHODS)
-        + " | "
-        + "".join(f"{scores[m].accuracy:>12.3f}" for m in METHODS)
-        + f" | {ess:>6}"
-    )
-
-
-def plot_curves(report: ReplayReport, path: str) -> None:
-    """Running mean log-loss and accuracy over hands, one line per method, as a PNG."""
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise InvalidArgumentError(
-            "plot", "needs matplotlib (pip install 'oppmodel[plot]')"
-        ) from exc
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    for m in METHODS:
-        top.plot(report.curve.hands, report.curve.log_loss[m], label=m)
-        bottom.plot(report.curve.hands, report.curve.accuracy[m], label=m)
-    top.set_ylabel("running mean log-loss (nats)")
-    bottom.set_ylabel("running accuracy")
-    bottom.set_xlabel(f"hands replayed as {report.name}")
-    top.set_title("online prediction of opponent actions (showdown decisions, card known)")
-    top.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)

@@ -12,13 +12,8 @@ from pathlib import Path
 
 from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.log import read_log
-from oppmodel.clients.acpc.replay import (
-    LocalModels,
-    ServiceModels,
-    format_report,
-    plot_curves,
-    replay,
-)
+from oppmodel.clients.acpc.replay import LocalModels, ServiceModels, replay
+from oppmodel.clients.acpc.replay_report import format_report, plot_curves
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from oppmodel.clients.commands._types import seed

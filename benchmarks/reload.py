@@ -97,8 +97,9 @@ def replayed(players: int, config: MBBRConfig, observations: list[HandObservatio
 def longest_tail(players: int, config: MBBRConfig, observations: list[HandObservation]) -> int:
     """The most hands a reload can have to replay: the server snapshots once the hands since
     the last snapshot took ``snapshot_seconds`` to apply (or number ``snapshot_hands``), checked
-    after each batch (100 hands here), so a crash just before that leaves about that many plus
-    one batch. Apply times are measured here, on the session's last hands."""
+    after each commit, and commits at most ``snapshot_seconds`` of hands at once (and at most a
+    batch, 100 hands here), so a crash just before a due snapshot leaves about one budget plus
+    one commit. Apply times are measured here, on the session's last hands."""
     limits = Limits()
     model = replayed(players, config, observations[:-200])
     start = time.perf_counter()
@@ -106,7 +107,8 @@ def longest_tail(players: int, config: MBBRConfig, observations: list[HandObserv
         model.observe(obs)
     per_hand = (time.perf_counter() - start) / 200
     within_budget = math.ceil(limits.snapshot_seconds / per_hand)
-    return min(len(observations), min(limits.snapshot_hands, within_budget) + 100)
+    one_commit = min(100, within_budget)
+    return min(len(observations), min(limits.snapshot_hands, within_budget) + one_commit)
 
 
 def _stop(process) -> None:

@@ -197,6 +197,7 @@ class LiveSession:
     recent: collections.deque[HandKey]
     snapshot_hands: int = 0  # hands folded into the latest stored snapshot
     replay_seconds: float = 0.0  # what applying the hands after it took: the cost of a reload
+    seconds_per_hand: float = 0.0  # what the last update took per hand (0: not measured yet)
     nbytes: int = 0  # estimated memory, as counted against Limits.memory_bytes
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     model_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -480,6 +481,7 @@ class SessionManager:
             recent=collections.deque(map(_key_of_row, rows), maxlen=self.limits.recent_hands),
             snapshot_hands=base,
             replay_seconds=seconds,
+            seconds_per_hand=seconds / len(rows) if rows else 0.0,
         )
         try:
             self._remember(session)
@@ -534,10 +536,11 @@ class SessionManager:
 
         Returns the acknowledgements of the longest acceptable prefix and the error that stopped
         it (None if all were accepted). Each acknowledgement reports hands_observed exactly as if
-        the items had been applied one by one. Nothing is applied before the commit returns, and
-        the commit holds all new items of the prefix or none. Commit and apply run as one
-        shielded change: a cancelled caller leaves either nothing or the hands committed and
-        applied.
+        the items had been applied one by one. Nothing is applied before its commit returns, and
+        a commit holds all new items of the prefix or none, unless they would take more than
+        ``Limits.snapshot_seconds`` to apply: then they go in several commits, in order (see
+        ``_chunk_size``). Commits and applies run as one shielded change: a cancelled caller
+        leaves either nothing or the hands committed and applied.
         """
         return await self._changes.run(self._observe(session, items))
 
@@ -575,37 +578,53 @@ class SessionManager:
                     continue
                 new.append(obs)
                 acks.append(Ack(sequence, False, before + len(new)))
-            if new:
-                rows = [_row_of(before + 1 + i, obs) for i, obs in enumerate(new)]
-                await asyncio.wrap_future(
-                    self.storage.append_observations_async(session.session_id, rows)
-                )
-                async with session.model_lock:
-                    start = time.perf_counter()
-                    try:
-                        await self._compute(session, _observe_all, session.model, new)
-                    except Exception:
-                        # Never half done: the commit is undone and the model, which may hold
-                        # part of the batch, is dropped (the next use reloads it from storage).
-                        await asyncio.wrap_future(
-                            self.storage.truncate_observations_async(
-                                session.session_id, keep=before
-                            )
-                        )
-                        self._forget(session)
-                        raise
-                    session.replay_seconds += time.perf_counter() - start
-                    session.hands_observed += len(new)
-                    session.recent.extend(_key_of(obs) for obs in new)
-                    self._resize(session)
-                    if (
-                        session.replay_seconds >= self.limits.snapshot_seconds
-                        or session.hands_observed - session.snapshot_hands
-                        >= self.limits.snapshot_hands
-                    ):
-                        await self._snapshot(session)
-                self.metrics.observations.inc(len(new))
+            while new:
+                size = self._chunk_size(session)
+                await self._commit_and_apply(session, new[:size])
+                new = new[size:]
             return acks, error
+
+    def _chunk_size(self, session: LiveSession) -> int:
+        """Hands committed and applied together: about ``Limits.snapshot_seconds`` of updates.
+
+        What is committed but not yet in a snapshot is what a reload after a crash replays, so
+        a large batch for a costly session goes in several commits, each followed by a
+        snapshot when one is due.
+        """
+        if session.seconds_per_hand <= 0.0:
+            return 16  # not measured yet
+        return max(1, int(self.limits.snapshot_seconds / session.seconds_per_hand))
+
+    async def _commit_and_apply(self, session: LiveSession, new: list[HandObservation]) -> None:
+        """Commit ``new`` (the next hands of the session) and apply them, both or neither;
+        store a snapshot if one is due. The caller holds the session's writers' lock."""
+        before = session.hands_observed
+        rows = [_row_of(before + 1 + i, obs) for i, obs in enumerate(new)]
+        await asyncio.wrap_future(self.storage.append_observations_async(session.session_id, rows))
+        async with session.model_lock:
+            start = time.perf_counter()
+            try:
+                await self._compute(session, _observe_all, session.model, new)
+            except Exception:
+                # Never half done: the commit is undone and the model, which may hold part of
+                # the hands, is dropped (the next use reloads it from storage).
+                await asyncio.wrap_future(
+                    self.storage.truncate_observations_async(session.session_id, keep=before)
+                )
+                self._forget(session)
+                raise
+            seconds = time.perf_counter() - start
+            session.replay_seconds += seconds
+            session.seconds_per_hand = seconds / len(new)
+            session.hands_observed += len(new)
+            session.recent.extend(_key_of(obs) for obs in new)
+            self._resize(session)
+            if (
+                session.replay_seconds >= self.limits.snapshot_seconds
+                or session.hands_observed - session.snapshot_hands >= self.limits.snapshot_hands
+            ):
+                await self._snapshot(session)
+        self.metrics.observations.inc(len(new))
 
     def _resize(self, session: LiveSession) -> None:
         """Count the session's current size (its tables and caches can grow up to their
@@ -635,7 +654,11 @@ class SessionManager:
         Not awaited: the hands are durable already, and a snapshot only shortens reloads; it is
         queued behind the commit of its hands, so it never covers a hand that is not stored.
         """
-        state = await self._compute(session, session.model.snapshot)
+        try:
+            state = await self._compute(session, session.model.snapshot)
+        except Exception as exc:  # a bug; the hands are stored and applied all the same
+            log.error("snapshot failed", extra={"session_id": session.session_id}, exc_info=exc)
+            return
         saving = self.storage.save_snapshot_async(
             session.session_id, SnapshotRow(session.hands_observed, state)
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
@@ -127,3 +128,41 @@ def test_through_the_server_a_restart_resumes_exactly(tmp_path, posterior):
         want, ess = library.opponent_model(got.our_position, 1)
         assert got.effective_sample_size == ess
         assert np.array_equal(got.strategy.probabilities, want[kuhn_game(3).infosets(1)])
+
+
+def test_a_costly_batch_is_committed_in_chunks_each_followed_by_a_due_snapshot(
+    tmp_path, monkeypatch
+):
+    """What is committed but not in a snapshot is what a reload after a crash replays, so a
+    batch that would take more than snapshot_seconds to apply goes in several commits."""
+    hands = list(enumerate(random_observations(40, seed=2), start=1))
+    commits: list[int] = []
+    stored_snapshots: list[int] = []
+
+    async def scenario():
+        store = Storage(tmp_path / "db.sqlite")
+        append, save = store.append_observations_async, store.save_snapshot_async
+
+        def counted_append(sid, rows):
+            commits.append(len(rows))
+            return append(sid, rows)
+
+        def counted_save(sid, row):
+            stored_snapshots.append(row.hands)
+            return save(sid, row)
+
+        monkeypatch.setattr(store, "append_observations_async", counted_append)
+        monkeypatch.setattr(store, "save_snapshot_async", counted_save)
+        limits = Limits(snapshot_seconds=1e-9)  # every hand costs more than the budget
+        with ThreadPoolExecutor(1) as executor:
+            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
+            spec = SessionSpec("kuhn_poker(players=3)", 3, "us", ("a", "b"), MBBRConfig())
+            session = await manager.get("", (await manager.create("", spec)).session_id)
+            acks, error = await manager.observe(session, hands)
+        store.close()
+        return acks, error
+
+    acks, error = asyncio.run(scenario())
+    assert error is None and [a.hands_observed for a in acks] == list(range(1, 41))
+    assert commits == [16] + [1] * 24  # unmeasured: 16 hands; then one hand's worth each
+    assert stored_snapshots == list(itertools.accumulate(commits))

@@ -49,7 +49,7 @@ from benchmarks.sweep import (  # noqa: E402
 )
 from oppmodel.modeling.errors import InvalidArgumentError  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.model import POSTERIORS, MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response, choice_names  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
@@ -301,20 +301,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--mbbr-response",
-        choices=("mean", "bayes"),
+        choices=choice_names(Response),
         default=PAPER_MBBR.response,
         help="MBBR's response (paper: mean)",
     )
     parser.add_argument(
         "--mbbr-posterior",
-        choices=POSTERIORS,
+        choices=choice_names(Posterior),
         default=PAPER_MBBR.posterior,
         help="MBBR's posterior: the paper's k importance-weighted samples, or the Dirichlet "
         "(variational Bayes) posterior",
     )
     parser.add_argument(
         "--mbbr-prior",
-        choices=("informed", "typed"),
+        choices=(Prior.INFORMED.value, Prior.TYPED.value),
         default=PAPER_MBBR.prior,
         help="MBBR's prior in Table 1 (paper: informed; typed needs the dirichlet posterior); "
         "Table 6 is the uninformed one",

@@ -41,7 +41,8 @@ from benchmarks.sweep import machine, report_written  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
 from oppmodel.modeling.evaluation.kuhn import deviation_gains, expected_values  # noqa: E402
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.model import POSTERIORS, PRIORS, MBBRConfig, MBBRModel  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, choice_names  # noqa: E402
+from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import observe_hand  # noqa: E402
 from oppmodel.modeling.play.diluted import diluted_profile, is_diluted  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
@@ -63,7 +64,7 @@ def trajectory(task: tuple[str, str, MBBRConfig, int, int, bool]) -> tuple[np.nd
     first, second, config, seed, hands, attribute = task
     game = kuhn_game(3)
     pair = (fixed_profile(game, first), fixed_profile(game, second))
-    model = MBBRModel(game, config)
+    model = build_model(game, config)
     rng = np.random.default_rng([seed, 7])
     values = np.empty(hands)
     gains = np.zeros((game.num_players, game.num_infosets))
@@ -117,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", default=DEFAULT_PAIRS, help="A+B pairs (default: %(default)s)")
     parser.add_argument(
-        "--priors", default="informed,typed", help=f"from {', '.join(PRIORS)} (%(default)s)"
+        "--priors", default="informed,typed", help=f"from {', '.join(Prior)} (%(default)s)"
     )
-    parser.add_argument("--posterior", choices=POSTERIORS, default="dirichlet")
+    parser.add_argument("--posterior", choices=choice_names(Posterior), default=Posterior.DIRICHLET)
     parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per seat order (default 6)")
     parser.add_argument("--quick", action="store_true", help="600 hands, 2 seeds")

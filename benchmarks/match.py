@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.agents import mbbr_factory
 from oppmodel.modeling.play.match import FixedStrategyAgent, run_duplicate
 from oppmodel.modeling.play.panel import named_profile

@@ -27,7 +27,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
 
 GOALS = {100: 5000.0, 1000: 300.0}  # hands/s for the full cycle, from the issue
@@ -61,7 +62,7 @@ def cycle_rate(
         posterior=posterior,
         prior=prior,
     )
-    model = MBBRModel(game, config)
+    model = build_model(game, config)
     for obs in hands[:5]:  # warm the JIT and the caches
         model.observe(obs)
         model.policy(obs.position)

@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 from oppmodel.clients.client import OpponentModelClient  # noqa: E402
 from oppmodel.clients.commands import serve_cmd  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model  # noqa: E402
 from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.server.sessions import Limits  # noqa: E402
@@ -88,7 +89,7 @@ def hands_of(players: int, count: int, seed: int) -> list[HandObservation]:
 
 def replayed(players: int, config: MBBRConfig, observations: list[HandObservation]) -> MBBRModel:
     """The library's model after ``observations`` (what the server's would be)."""
-    model = MBBRModel(kuhn_game(players), config)
+    model = build_model(kuhn_game(players), config)
     for obs in observations:
         model.observe(obs)
     return model

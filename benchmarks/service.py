@@ -46,7 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 from oppmodel.clients.client import OpponentModelClient, observation_message  # noqa: E402
 from oppmodel.clients.commands import serve_cmd  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.model import POSTERIORS, MBBRConfig, MBBRModel  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, choice_names  # noqa: E402
+from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
@@ -75,8 +76,8 @@ def hands_of(count: int, seed: int) -> list[HandObservation]:
 
 def library_hands_per_second(hands: list[HandObservation], config: MBBRConfig) -> float:
     """In-process MBBRModel.observe throughput (JIT warmed first)."""
-    MBBRModel(GAME, config).observe(hands[0])
-    model = MBBRModel(GAME, config)
+    build_model(GAME, config).observe(hands[0])
+    model = build_model(GAME, config)
     start = time.perf_counter()
     for obs in hands:
         model.observe(obs)
@@ -303,7 +304,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--posterior",
-        choices=POSTERIORS,
+        choices=choice_names(Posterior),
         default=MBBRConfig().posterior,
         help="MBBR's posterior (default: the library's, %(default)s)",
     )
@@ -324,7 +325,7 @@ def main() -> None:
     library = statistics.median(library_hands_per_second(hands, config) for _ in range(3))
     results: dict[str, object] = {
         "posterior": args.posterior,
-        "k": args.k if args.posterior == "samples" else None,
+        "k": args.k if args.posterior == Posterior.SAMPLES else None,
         "synchronous": args.synchronous,
         "library_hands_per_s": library,
     }
@@ -401,7 +402,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    k = f", k = {args.k}" if args.posterior == "samples" else ""
+    k = f", k = {args.k}" if args.posterior == Posterior.SAMPLES else ""
     print(f"{args.posterior} posterior{k}, SQLite synchronous = {args.synchronous}")
     print(f"in-process library:              {library:10.0f} hands/s")
     for name, rate in saturated_rates.items():

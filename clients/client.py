@@ -30,7 +30,7 @@ import numpy as np
 
 from oppmodel.clients.grpc_base import GrpcClient
 from oppmodel.modeling import errors
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from oppmodel.clients.client import ObservationStream, OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation
 
 

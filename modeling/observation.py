@@ -29,7 +29,7 @@ def observe_hand(game: KuhnGame, position: int, history: str, cards: list[int]) 
 
 def validate_observation(game: KuhnGame, obs: HandObservation) -> None:
     """Raise InvalidArgumentError / IllegalActionError naming the field if ``obs`` is impossible."""
-    game._check_position(obs.position, "position")
+    game.check_position(obs.position)
     if not isinstance(obs.history, str):
         raise IllegalActionError("history", "must be a string of 'p'/'b'")
     if not game.is_terminal(obs.history):

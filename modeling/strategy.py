@@ -181,7 +181,7 @@ def load_json(game: KuhnGame, path: str | Path) -> dict[int, np.ndarray]:
         }
     if "position" in doc and "strategy" in doc:
         p = doc["position"]
-        game._check_position(p, "position")
+        game.check_position(p)
         return {p: strategy_from_dict(game, p, doc["strategy"])}
     raise InvalidStrategyError("profile", f"{path}: needs 'positions' or 'position' + 'strategy'")
 

@@ -35,7 +35,8 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.server.decoding import add_service
 from oppmodel.server.metrics import Metrics
@@ -330,18 +331,18 @@ def warm_up() -> None:
     queries.
     """
     configs = [
-        MBBRConfig(k=2, hands_default=0, posterior="samples"),
-        MBBRConfig(hands_default=0, posterior="dirichlet"),
-        MBBRConfig(hands_default=0, posterior="dirichlet", prior="typed"),
+        MBBRConfig(k=2, hands_default=0, posterior=Posterior.SAMPLES),
+        MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET),
+        MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET, prior=Prior.TYPED),
     ]
     for players, config in itertools.product((3, 2, 4), configs):
         game = kuhn_game(players)
-        model = MBBRModel(game, config)
+        model = build_model(game, config)
         model.observe(HandObservation(0, "p" * players, tuple(range(players))))
-        for kind in ("mean", "bayes"):
+        for kind in Response:
             model.response(0, kind)
         model.opponent_model(0, 1)
-        MBBRModel(game, config).restore(model.snapshot())
+        build_model(game, config).restore(model.snapshot())
     warm_up_perfect_info()
     gc.collect()
     gc.freeze()

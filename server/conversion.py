@@ -22,7 +22,7 @@ from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
 from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
 from oppmodel.modeling.games.acpc.matchstate import parse_matchstate
 from oppmodel.modeling.games.kuhn import BET, PASS, KuhnGame, kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation, validate_observation
 from oppmodel.modeling.strategy import strategy_from_dict
 from oppmodel.server.sessions import ActionChoice, SessionInfo, SessionSpec
@@ -110,10 +110,9 @@ def _prior_mean(
     for i, strategy in enumerate(strategies):
         where = f"config.mbbr.prior_mean[{i}]"
         position = strategy.position
-        if not 0 <= position < game.num_players or position in seen_positions:
-            raise InvalidArgumentError(
-                f"{where}.position", f"must be a distinct position in 0..{game.num_players - 1}"
-            )
+        game.check_position(position, f"{where}.position")
+        if position in seen_positions:
+            raise InvalidArgumentError(f"{where}.position", f"position {position} given twice")
         seen_positions.add(position)
         entries: dict[str, list[float]] = {}
         for j, infoset in enumerate(strategy.infosets):
@@ -247,8 +246,7 @@ def observation_from_proto(game: KuhnGame, message: pb.Observation) -> tuple[int
     """(sequence, validated HandObservation) of an Observation message."""
     n = game.num_players
     position = message.position
-    if not 0 <= position < n:
-        raise InvalidArgumentError("observation.position", f"must be between 0 and {n - 1}")
+    game.check_position(position, "observation.position")
     if not message.HasField("our_card"):
         raise InvalidArgumentError("observation.our_card", "is required")
     if message.WhichOneof("betting") is None:
@@ -259,8 +257,7 @@ def observation_from_proto(game: KuhnGame, message: pb.Observation) -> tuple[int
     field_of_position = {position: "observation.our_card"}
     for j, revealed in enumerate(message.revealed):
         where = f"observation.revealed[{j}]"
-        if not 0 <= revealed.position < n:
-            raise InvalidArgumentError(f"{where}.position", f"must be between 0 and {n - 1}")
+        game.check_position(revealed.position, f"{where}.position")
         if revealed.position in field_of_position:
             raise InvalidArgumentError(
                 f"{where}.position",

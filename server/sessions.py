@@ -1,6 +1,6 @@
 """Live sessions: the in-memory MBBR models, backed by durable storage, serialised per session.
 
-A session is rebuilt from storage by constructing ``MBBRModel`` from its stored configuration,
+A session is rebuilt from storage by building its MBBR model from its stored configuration,
 restoring its latest snapshot and replaying the stored observations after it in order (the core
 guarantees that this is bit-identical to replaying them all), so after a crash or restart every
 session resumes with exactly the posterior it had. A snapshot is stored after an update once the
@@ -50,8 +50,9 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
 )
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.mbbr import model as mbbr
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
 from oppmodel.modeling.mbbr.snapshot import SnapshotError
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.server.metrics import Metrics
@@ -138,7 +139,7 @@ class SessionSpec:
             num_players=int(data["num_players"]),
             our_label=data["our_label"],
             opponent_labels=tuple(data["opponent_labels"]),
-            config=MBBRConfig(**{"posterior": "samples", **data["config"]}),
+            config=MBBRConfig(**{"posterior": Posterior.SAMPLES, **data["config"]}),
             prior_mean=None
             if prior is None
             else tuple(tuple(tuple(float(x) for x in row) for row in pos) for pos in prior),
@@ -189,7 +190,7 @@ class LiveSession:
     created_unix_ms: int
     spec: SessionSpec
     game: KuhnGame
-    model: MBBRModel
+    model: mbbr.MBBRModel
     hands_observed: int  # observations applied (= the last acknowledged sequence number)
     # The last applied hands (at most Limits.recent_hands) as plain (position, history, cards)
     # tuples, for comparing resends without a read (older resends are compared with storage):
@@ -219,11 +220,11 @@ def owner_of_token(token: str | None) -> str:
     return "" if token is None else hashlib.sha256(token.encode()).hexdigest()
 
 
-def build_model(spec: SessionSpec) -> MBBRModel:
+def build_model(spec: SessionSpec) -> mbbr.MBBRModel:
     """A fresh model for a session spec (deterministic in the spec's seed)."""
     game = kuhn_game(spec.num_players)
     prior = None if spec.prior_mean is None else np.array(spec.prior_mean, dtype=np.float64)
-    return MBBRModel(game, spec.config, prior_mean=prior)
+    return mbbr.build_model(game, spec.config, prior_mean=prior)
 
 
 HandKey = tuple[int, str, tuple[int | None, ...]]
@@ -242,12 +243,12 @@ def _row_of(sequence: int, obs: HandObservation) -> ObservationRow:
     return ObservationRow(sequence, obs.position, obs.history, tuple(obs.cards))
 
 
-def _observe_all(model: MBBRModel, observations: Sequence[HandObservation]) -> None:
+def _observe_all(model: mbbr.MBBRModel, observations: Sequence[HandObservation]) -> None:
     for obs in observations:
         model.observe(obs)
 
 
-def _restored(spec_json: dict, snapshot: SnapshotRow | None) -> tuple[SessionSpec, MBBRModel]:
+def _restored(spec_json: dict, snapshot: SnapshotRow | None) -> tuple[SessionSpec, mbbr.MBBRModel]:
     """The spec and a model built from it, with ``snapshot`` restored if it can be used (a
     snapshot of another format version or of other settings is ignored: full replay)."""
     spec = SessionSpec.from_json(spec_json)
@@ -265,7 +266,7 @@ def _restored(spec_json: dict, snapshot: SnapshotRow | None) -> tuple[SessionSpe
     return spec, model
 
 
-def _replay(model: MBBRModel, rows: Sequence[ObservationRow]) -> float:
+def _replay(model: mbbr.MBBRModel, rows: Sequence[ObservationRow]) -> float:
     """Apply stored hands that follow the model's state; returns the seconds it took."""
     start = time.perf_counter()
     for i, row in enumerate(rows, start=model.hands_observed + 1):
@@ -676,10 +677,9 @@ class SessionManager:
             raise InvalidArgumentError(
                 "opponent_label", f"{opponent_label!r} is not one of {list(spec.opponent_labels)}"
             )
-        n = spec.num_players
-        _check_position("opponent_position", opponent_position, n)
+        session.game.check_position(opponent_position, "opponent_position")
         offset = spec.opponent_labels.index(opponent_label) + 1
-        our_position = (opponent_position - offset) % n
+        our_position = (opponent_position - offset) % spec.num_players
         async with self.locked(session, write=False) as session:
             probs, ess = await self._compute(
                 session, session.model.opponent_model, our_position, opponent_position
@@ -692,7 +692,7 @@ class SessionManager:
         self, session: LiveSession, our_position: int, kind: str | None
     ) -> tuple[np.ndarray, float, str, int]:
         """(strategy, expected value, kind, hands) of our best response."""
-        _check_position("our_position", our_position, session.spec.num_players)
+        session.game.check_position(our_position, "our_position")
         kind = kind or session.spec.config.response
         async with self.locked(session, write=False) as session:
             strategy, value = await self._compute(
@@ -706,7 +706,7 @@ class SessionManager:
     ) -> ActionChoice:
         """The policy's action at our information state (card, history) in ``position``."""
         game = session.game
-        _check_position("position", position, session.spec.num_players)
+        game.check_position(position)
         if not 0 <= card < game.num_cards:
             raise InvalidArgumentError("card", f"must be between 0 and {game.num_cards - 1}")
         to_act = game.current_player(history)  # IllegalActionError if not a valid prefix
@@ -766,8 +766,3 @@ def draw_action(probabilities: tuple[float, ...], u: float) -> int:
         if target < total:
             return action
     return max(a for a, p in enumerate(probabilities) if p > 0)
-
-
-def _check_position(name: str, position: int, num_players: int) -> None:
-    if not 0 <= position < num_players:
-        raise InvalidArgumentError(name, f"must be between 0 and {num_players - 1}")

@@ -6,7 +6,7 @@ import math
 
 from hypothesis import strategies as st
 
-from oppmodel.modeling.mbbr.model import EPSILON_RANGE, ETA_RANGE, MBBRConfig
+from oppmodel.modeling.mbbr.config import EPSILON_RANGE, ETA_RANGE, MBBRConfig
 
 PROFILES = ("uniform", "always-bet", "calling-station", "tight-passive", "maniac", "bluffer")
 POSTERIORS_AND_PRIORS = (

@@ -29,7 +29,7 @@ from oppmodel.clients.acpc.replay_report import METHODS, column_legend, format_r
 from oppmodel.clients.cli import main
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import HandState
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation
 
 LOG = read_log(DATA / "kuhn3p-seed42-example-players.log")

@@ -24,7 +24,8 @@ from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands.acpc_agent_cmd import main as agent_main
 from oppmodel.clients.commands.acpc_script_cmd import script_text
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 
 CONFIG = MBBRConfig(k=6, hands_default=20, seed=5)
@@ -73,7 +74,7 @@ def test_a_match_through_the_service_sends_only_what_the_seat_saw_and_models_exa
         log = parse_log(captured.log)
         assert agents[0].result.total == log.score.totals[0]
         # the service's model equals an in-process MBBR model fed the same seat's view
-        replayed = MBBRModel(kuhn_for(GAME), CONFIG)
+        replayed = build_model(kuhn_for(GAME), CONFIG)
         for _, observation in log_observations(GAME, log, "Alice"):
             replayed.observe(observation)
         with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:

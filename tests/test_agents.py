@@ -9,7 +9,7 @@ import pytest
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.agents import MBBRAgent, mbbr_factory
 from oppmodel.modeling.play.match import (
     deal_sequence,

@@ -19,7 +19,8 @@ from oppmodel.clients.cli import build_parser, main
 from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 GAME = kuhn_game(3)
@@ -74,7 +75,7 @@ def write_old_database(path: Path, sessions: dict[str, dict], observations) -> N
 
 def test_the_library_default_is_the_dirichlet_posterior_and_samples_are_the_papers() -> None:
     assert MBBRConfig().posterior == "dirichlet"
-    assert MBBRModel(GAME, MBBRConfig()).config.posterior == "dirichlet"
+    assert build_model(GAME, MBBRConfig()).config.posterior == "dirichlet"
     paper = MBBRConfig(posterior="samples")
     assert (paper.epsilon, paper.k, paper.hands_default, paper.eta) == (0.05, 10, 100, 4.0)
 
@@ -146,7 +147,7 @@ def test_sessions_stored_by_the_earlier_release_keep_the_sample_posterior(tmp_pa
     )
     expected = {}
     for posterior in ("samples", "dirichlet"):
-        model = MBBRModel(GAME, MBBRConfig(**{**OLD_CONFIG, "posterior": posterior}))
+        model = build_model(GAME, MBBRConfig(**{**OLD_CONFIG, "posterior": posterior}))
         for obs in hands:
             model.observe(obs)
         expected[posterior] = model

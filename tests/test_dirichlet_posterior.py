@@ -21,7 +21,9 @@ from oppmodel.modeling.evaluation.kuhn import expected_values
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr import _dirichlet_kernels
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel, prior_alpha
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
+from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.observation import observe_hand
 from oppmodel.modeling.strategy import sample_history
 
@@ -58,7 +60,7 @@ def consistent_deals(obs) -> list[tuple[int, ...]]:
 
 
 def dirichlet_model(**kwargs) -> MBBRModel:
-    return MBBRModel(GAME, MBBRConfig(posterior="dirichlet", hands_default=0, **kwargs))
+    return build_model(GAME, MBBRConfig(posterior="dirichlet", hands_default=0, **kwargs))
 
 
 def fitted_alpha(model: MBBRModel, p: int) -> np.ndarray:
@@ -200,12 +202,12 @@ def test_sample_queries_are_a_failed_precondition():
 
 def test_unknown_posterior_names_the_field():
     with pytest.raises(InvalidArgumentError) as info:
-        MBBRModel(GAME, MBBRConfig(posterior="particles"))
+        build_model(GAME, MBBRConfig(posterior="particles"))
     assert info.value.field == "posterior"
 
 
 def test_k_is_not_limited_without_samples():
-    MBBRModel(GAME, MBBRConfig(posterior="dirichlet", k=10**6))
+    build_model(GAME, MBBRConfig(posterior="dirichlet", k=10**6))
 
 
 def revealed_counts(hands, d: int) -> np.ndarray:
@@ -288,5 +290,5 @@ def test_typed_prior_all_but_ignores_the_phantom_mistakes_of_the_floor(position)
 
 def test_typed_prior_needs_the_dirichlet_posterior():
     with pytest.raises(InvalidArgumentError) as info:
-        MBBRModel(GAME, MBBRConfig(prior="typed", posterior="samples"))
+        build_model(GAME, MBBRConfig(prior="typed", posterior="samples"))
     assert info.value.field == "prior"

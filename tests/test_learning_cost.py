@@ -11,7 +11,7 @@ from benchmarks.learning_cost import main, trajectory
 from oppmodel.modeling.evaluation.kuhn import deviation_gains
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.play.tournament import fixed_value, seated_profile
 

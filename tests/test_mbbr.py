@@ -15,7 +15,9 @@ from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedErro
 from oppmodel.modeling.evaluation.kuhn import best_response_to_weights, leaf_weights
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel, create_samples
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
+from oppmodel.modeling.mbbr.priors import create_samples
 from oppmodel.modeling.observation import HandObservation, observe_hand
 
 SAMPLES = functools.partial(MBBRConfig, posterior="samples")  # the posterior tested here
@@ -83,7 +85,7 @@ def play_observations(game, hands, rotate: bool = True):
 @pytest.mark.parametrize("prior", ["informed", "uninformed"])
 def test_posterior_equals_brute_force_3p(prior):
     game = kuhn_game(3)
-    model = MBBRModel(game, SAMPLES(k=4, seed=11, prior=prior))
+    model = build_model(game, SAMPLES(k=4, seed=11, prior=prior))
     observations = play_observations(game, HANDS_3P * 2)
     for obs in observations:
         model.observe(obs)
@@ -97,7 +99,7 @@ def test_each_hand_kind_from_one_seat():
     """Folds, showdowns and all-fold hands, every one seen from each position in turn."""
     game = kuhn_game(3)
     for p in range(3):
-        model = MBBRModel(game, SAMPLES(k=3, seed=p))
+        model = build_model(game, SAMPLES(k=3, seed=p))
         observations = [observe_hand(game, p, hist, deal) for hist, deal in HANDS_3P]
         assert any(all(c is None for i, c in enumerate(o.cards) if i != p) for o in observations)
         assert any(all(c is not None for c in o.cards) for o in observations)
@@ -110,7 +112,7 @@ def test_each_hand_kind_from_one_seat():
 @pytest.mark.parametrize(("n", "k"), [(2, 5), (4, 2)])
 def test_posterior_and_bayes_response_other_player_counts(n, k):
     game = kuhn_game(n)
-    model = MBBRModel(game, SAMPLES(k=k, seed=5))
+    model = build_model(game, SAMPLES(k=k, seed=5))
     rng = np.random.default_rng(n)
     observations = []
     for h in range(3 * n):
@@ -130,7 +132,7 @@ def test_posterior_and_bayes_response_other_player_counts(n, k):
 
 def test_bayes_response_equals_brute_force_3p():
     game = kuhn_game(3)
-    model = MBBRModel(game, SAMPLES(k=5, seed=2))
+    model = build_model(game, SAMPLES(k=5, seed=2))
     for obs in play_observations(game, HANDS_3P * 3):
         model.observe(obs)
     for p in range(3):
@@ -169,7 +171,7 @@ def _value_of(game, w, strategy, p) -> float:
 
 def test_models_are_posterior_mixtures_of_samples():
     game = kuhn_game(3)
-    model = MBBRModel(game, SAMPLES(k=4, seed=9))
+    model = build_model(game, SAMPLES(k=4, seed=9))
     for obs in play_observations(game, HANDS_3P):
         model.observe(obs)
     for p in range(3):
@@ -214,9 +216,9 @@ def test_uninformed_prior_is_dirichlet_two():
 def test_same_seed_same_posterior_and_replay_is_bit_identical():
     game = kuhn_game(3)
     observations = play_observations(game, HANDS_3P * 5)
-    a = MBBRModel(game, SAMPLES(k=30, seed=4))
-    b = MBBRModel(game, SAMPLES(k=30, seed=4))
-    c = MBBRModel(game, SAMPLES(k=30, seed=5))
+    a = build_model(game, SAMPLES(k=30, seed=4))
+    b = build_model(game, SAMPLES(k=30, seed=4))
+    c = build_model(game, SAMPLES(k=30, seed=5))
     for obs in observations:
         a.observe(obs)
         b.observe(obs)
@@ -228,7 +230,7 @@ def test_same_seed_same_posterior_and_replay_is_bit_identical():
 
 def test_policy_is_default_for_first_h_hands():
     game = kuhn_game(3)
-    model = MBBRModel(game, MBBRConfig(k=5, hands_default=3, seed=1))
+    model = build_model(game, MBBRConfig(k=5, hands_default=3, seed=1))
     n1 = robust_profile("N1")
     for obs in play_observations(game, HANDS_3P[:3]):
         np.testing.assert_array_equal(model.policy(obs.position), n1[obs.position])
@@ -239,7 +241,7 @@ def test_policy_is_default_for_first_h_hands():
 def test_weights_never_underflow():
     """A thousand hands that one sample explains far better than the others: nothing hits 0."""
     game = kuhn_game(3)
-    model = MBBRModel(game, SAMPLES(k=20, seed=3))
+    model = build_model(game, SAMPLES(k=20, seed=3))
     obs = observe_hand(game, 0, "pbbb", [0, 1, 3])
     for _ in range(1000):
         model.observe(obs)
@@ -262,18 +264,18 @@ def test_weights_never_underflow():
 )
 def test_bad_config_names_the_field(field, kwargs):
     with pytest.raises(InvalidArgumentError) as info:
-        MBBRModel(kuhn_game(3), MBBRConfig(**kwargs))
+        build_model(kuhn_game(3), MBBRConfig(**kwargs))
     assert info.value.field == field
 
 
 def test_k_too_large_is_resource_exhausted():
     with pytest.raises(ResourceExhaustedError):
-        MBBRModel(kuhn_game(3), SAMPLES(k=5000))
+        build_model(kuhn_game(3), SAMPLES(k=5000))
 
 
 def test_bad_observation_changes_nothing():
     game = kuhn_game(3)
-    model = MBBRModel(game, SAMPLES(k=4, seed=0))
+    model = build_model(game, SAMPLES(k=4, seed=0))
     model.observe(observe_hand(game, 0, "pbbb", [0, 1, 3]))
     before = [model.posterior(p) for p in range(3)]
     with pytest.raises(InvalidArgumentError) as info:
@@ -295,7 +297,7 @@ def test_bad_observation_changes_nothing():
 )
 def test_posterior_is_a_distribution(seed, hands):
     game = kuhn_game(3)
-    model = MBBRModel(game, SAMPLES(k=6, seed=seed))
+    model = build_model(game, SAMPLES(k=6, seed=seed))
     for t, deck, p in hands:
         model.observe(observe_hand(game, p, game.histories[game.terminal_nodes[t]], deck[:3]))
     for p in range(3):

@@ -13,13 +13,9 @@ from service_support import random_observations
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import (
-    EPSILON_RANGE,
-    ETA_RANGE,
-    MBBRConfig,
-    MBBRModel,
-    create_samples,
-)
+from oppmodel.modeling.mbbr.config import EPSILON_RANGE, ETA_RANGE, MBBRConfig
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
+from oppmodel.modeling.mbbr.priors import create_samples
 from oppmodel.modeling.observation import observe_hand
 from oppmodel.modeling.play.panel import named_profile
 
@@ -73,7 +69,7 @@ def test_every_accepted_config_observes_any_play_and_stays_finite(data, n):
     game = kuhn_game(n)
     config = data.draw(accepted_configs(max_k=6 if n == 4 else 12), label="config")
     profile = data.draw(st.sampled_from(PROFILES), label="profile")
-    model = MBBRModel(game, config)
+    model = build_model(game, config)
     assert_computable(model)
     hands = random_observations(
         30, seed=data.draw(st.integers(0, 2**32 - 1)), game=game, profile=profile
@@ -108,7 +104,7 @@ def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
     """Every sample gives the observed bet probability zero: there is no weight left to
     normalise, so the hand must leave the posterior as it was (not fail, not NaN)."""
     game = kuhn_game(n)
-    model = MBBRModel(game, MBBRConfig(k=3, seed=1, hands_default=0, posterior="samples"))
+    model = build_model(game, MBBRConfig(k=3, seed=1, hands_default=0, posterior="samples"))
     warm = random_observations(3 * n, seed=2, game=game, profile="uniform")
     for obs in warm:
         model.observe(obs)
@@ -129,7 +125,7 @@ def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
 
 def test_a_dirichlet_fit_that_is_not_finite_is_undone():
     game = kuhn_game(3)
-    model = MBBRModel(game, MBBRConfig(posterior="dirichlet", hands_default=0))
+    model = build_model(game, MBBRConfig(posterior="dirichlet", hands_default=0))
     for obs in random_observations(6, seed=4, game=game, profile="maniac"):
         model.observe(obs)
     posterior = model._dirichlet[0]

@@ -15,7 +15,8 @@ from service_support import GAME, connected, random_observations, running_server
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.service_agent import service_mbbr_factory
 from oppmodel.modeling.errors import FailedPreconditionError, NotFoundError
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import strategy_to_dict
@@ -24,7 +25,7 @@ CONFIG = MBBRConfig(k=6, hands_default=5, seed=11)
 
 
 def _library(observations, config: MBBRConfig = CONFIG) -> MBBRModel:
-    model = MBBRModel(GAME, config)
+    model = build_model(GAME, config)
     for obs in observations:
         model.observe(obs)
     return model
@@ -223,7 +224,7 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
         # The opponent always bets: when it opens, its model bets more than before any hand.
         learned = client.model(sessions[0], "always-bet", 0)
         seed = client.get_session(sessions[0]).config.seed
-        fresh = MBBRModel(game, MBBRConfig(k=5, hands_default=10, seed=seed))
+        fresh = build_model(game, MBBRConfig(k=5, hands_default=10, seed=seed))
         prior, _ = fresh.opponent_model(learned.our_position, 0)
         opening = [game.infoset_index(0, c, "") for c in range(game.num_cards)]
         model = learned.strategy.as_dict()
@@ -255,7 +256,7 @@ def test_large_tables_are_computed_on_the_pool_and_equal_the_library(tmp_path: P
     with connected(tmp_path / "db.sqlite") as (client, _):
         sid = client.create_session(config=config).session_id
         client.observe(sid, observations, first_sequence=1)
-        model = MBBRModel(GAME, config)
+        model = build_model(GAME, config)
         for obs in observations:
             model.observe(obs)
         got = client.model(sid, "opp_B", 2)

@@ -13,7 +13,8 @@ import pytest
 from service_support import random_observations
 
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info import (
     SPADES3P,
@@ -88,7 +89,7 @@ def test_an_exception_of_an_operation_reaches_its_caller_only(tmp_path: Path) ->
 
 
 def _library_model(observations, config: MBBRConfig) -> MBBRModel:
-    model = MBBRModel(kuhn_game(3), config)
+    model = build_model(kuhn_game(3), config)
     for obs in observations:
         model.observe(obs)
     return model

@@ -23,7 +23,7 @@ from oppmodel.modeling.errors import (
     UnknownGameError,
 )
 from oppmodel.modeling.games.kuhn3p import robust_profile
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation, validate_observation
 from oppmodel.modeling.strategy import strategy_to_dict
 from oppmodel.v1 import opponent_model_pb2 as pb

@@ -20,7 +20,8 @@ from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands import serve_cmd
 from oppmodel.modeling.errors import NotFoundError, UnavailableError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import SERVICE_NAME, JsonFormatter, free_ports
 
 
@@ -111,7 +112,7 @@ def test_sigterm_drains_and_sigkill_loses_nothing_acknowledged(tmp_path: Path) -
     process.kill()  # a crash: no shutdown, no checkpoint
     process.wait(timeout=10)
 
-    library = MBBRModel(kuhn_game(3), config)
+    library = build_model(kuhn_game(3), config)
     for obs in observations:
         library.observe(obs)
     with connected(db) as (client, _):

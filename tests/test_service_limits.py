@@ -17,7 +17,7 @@ from service_support import connected, random_observations
 from oppmodel.clients.client import observation_message
 from oppmodel.clients.commands import serve_cmd
 from oppmodel.modeling.errors import ResourceExhaustedError
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
 from oppmodel.server.storage import Storage

@@ -19,7 +19,7 @@ from oppmodel.clients.acpc.service_policy import Outage, ServicePolicy, tcp_addr
 from oppmodel.clients.commands import serve_cmd
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.matchstate import parse_matchstate
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 
 GAME = read_game_def("kuhn3p")

@@ -17,7 +17,8 @@ from service_support import connected, random_observations
 
 from oppmodel.modeling.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import strategy_to_dict
 from oppmodel.server.metrics import Metrics
@@ -194,7 +195,7 @@ def test_an_update_that_fails_after_its_commit_is_undone(tmp_path, monkeypatch) 
     stored, stored_after_failure, hands_observed, model = asyncio.run(scenario())
     assert stored_after_failure == 3
     assert [r.sequence for r in stored] == list(range(1, 7)) and hands_observed == 6
-    library = MBBRModel(kuhn_game(3), config)
+    library = build_model(kuhn_game(3), config)
     for obs in hands:
         library.observe(obs)
     for p in range(3):

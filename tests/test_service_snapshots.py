@@ -16,14 +16,15 @@ from service_support import connected, random_observations
 
 from oppmodel.modeling.errors import FailedPreconditionError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
 from oppmodel.server.storage import Storage
 
 
 def _library(config: MBBRConfig, hands, n: int = 3) -> MBBRModel:
-    model = MBBRModel(kuhn_game(n), config)
+    model = build_model(kuhn_game(n), config)
     for obs in hands:
         model.observe(obs)
     return model

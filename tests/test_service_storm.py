@@ -21,7 +21,7 @@ from service_support import random_observations
 from oppmodel.clients.client import OpponentModelClient, observation_message
 from oppmodel.clients.commands import serve_cmd
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.server.app import free_ports
 from oppmodel.server.errors import INTERNAL_MESSAGE

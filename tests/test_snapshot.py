@@ -15,12 +15,13 @@ from service_support import random_observations
 
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr import snapshot
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.play.panel import named_profile
 
 
 def _replayed(game, config, hands, prior_mean=None) -> MBBRModel:
-    model = MBBRModel(game, config, prior_mean=prior_mean)
+    model = build_model(game, config, prior_mean=prior_mean)
     for obs in hands:
         model.observe(obs)
     return model
@@ -53,7 +54,7 @@ def test_restore_plus_tail_is_bit_identical_to_full_replay(n, posterior, prior):
     hands = random_observations(90, seed=n, game=game, profile="uniform")
     full = _replayed(game, config, hands)
     for split in (0, 1, 37, 90):
-        restored = MBBRModel(game, config)
+        restored = build_model(game, config)
         restored.restore(_replayed(game, config, hands[:split]).snapshot())
         assert restored.hands_observed == split
         for obs in hands[split:]:
@@ -72,7 +73,7 @@ def test_any_accepted_config_snapshot_restores_exactly(data, n):
     profile = data.draw(st.sampled_from(PROFILES), label="profile")
     hands = random_observations(40, seed=data.draw(st.integers(0, 99)), game=game, profile=profile)
     split = data.draw(st.integers(0, len(hands)), label="split")
-    restored = MBBRModel(game, config, prior_mean=prior_mean)
+    restored = build_model(game, config, prior_mean=prior_mean)
     restored.restore(_replayed(game, config, hands[:split], prior_mean).snapshot())
     for obs in hands[split:]:
         restored.observe(obs)

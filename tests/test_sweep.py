@@ -17,7 +17,7 @@ from benchmarks.sweep import (
     sweep_jobs,
     sweep_points,
 )
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.tournament import AgentSpec, JobResult, MatchJob
 
 PAIRS = (("n1", "n3"), ("maniac", "switcher"))

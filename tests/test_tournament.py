@@ -9,7 +9,7 @@ import pytest
 
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import observe_hand
 from oppmodel.modeling.play.diluted import DilutedAgent, diluted_factory
 from oppmodel.modeling.play.match import run_duplicate

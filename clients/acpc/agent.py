@@ -32,7 +32,8 @@ from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, HandState
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.kuhn import BET
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.play.panel import named_profile, panel_names
 from oppmodel.modeling.strategy import validate_profile
 
@@ -185,7 +186,7 @@ def make_policy(name: str, game: GameDef, seed: int) -> Policy:
     if name == "example":
         return example_policy(game, seed)
     if name == "mbbr":
-        return ModelPolicy(game, MBBRModel(kuhn_for(game), MBBRConfig(seed=seed)), seed)
+        return ModelPolicy(game, build_model(kuhn_for(game), MBBRConfig(seed=seed)), seed)
     try:
         profile = named_profile(kuhn_for(game), name)
     except NotFoundError as exc:

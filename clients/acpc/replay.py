@@ -52,7 +52,8 @@ from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.movepred.kuhn import KUHN_MOVE_NAMES, kuhn_feature_names, kuhn_features
 from oppmodel.modeling.movepred.naive_bayes import train_move_model
 from oppmodel.modeling.observation import HandObservation
@@ -80,7 +81,7 @@ class LocalModels:
     """The modeling library's MBBRModel in this process."""
 
     def __init__(self, game: KuhnGame, config: MBBRConfig) -> None:
-        self.model_ = MBBRModel(game, config)
+        self.model_ = build_model(game, config)
         self.game = game
 
     def observe(self, observations: Sequence[HandObservation]) -> None:

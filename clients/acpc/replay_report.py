@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior
 
 METHODS = ("prior", "counts", "naive-bayes", "mbbr")
 HIDDEN_METHODS = ("prior", "mbbr")  # the only ones that can predict without the card
@@ -102,14 +102,14 @@ def posterior_description(config: MBBRConfig) -> str:
         f"prior={config.prior} epsilon={config.epsilon} eta={config.eta} "
         f"H={config.hands_default} seed={config.seed}"
     )
-    if config.posterior == "samples":
+    if config.posterior == Posterior.SAMPLES:
         return f"MBBR with the samples posterior (paper 003's k samples): k={config.k} {common}"
     return f"MBBR with the dirichlet posterior (the default; variational Bayes): {common}"
 
 
 def spread_column(config: MBBRConfig) -> str:
     """The header of the last column: what the posterior reports about its own certainty."""
-    return "ESS" if config.posterior == "samples" else "conc"
+    return "ESS" if config.posterior == Posterior.SAMPLES else "conc"
 
 
 def column_legend(config: MBBRConfig) -> dict[str, str]:
@@ -124,7 +124,7 @@ def column_legend(config: MBBRConfig) -> dict[str, str]:
         "mbbr": f"predictor: MBBR's model of the opponent in that position ({config.posterior} "
         "posterior, its posterior mean given every earlier hand, folds included)",
     }
-    if config.posterior == "samples":
+    if config.posterior == Posterior.SAMPLES:
         spread = (
             "effective sample size of MBBR's posterior over this opponent's k samples, "
             f"1 / sum w^2: 1 = collapsed onto one sample (learning has stopped), k = {config.k} "

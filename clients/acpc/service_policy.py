@@ -54,7 +54,7 @@ from oppmodel.modeling.errors import NotFoundError, OppModelError, ServiceError
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.modeling.strategy import uniform_profile
 

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.mbbr.model import POSTERIORS, PRIORS, RESPONSES, MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response, choice_names
 
 
 def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[str], int | float]:
@@ -44,7 +44,7 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--mbbr-posterior",
-        choices=POSTERIORS,
+        choices=choice_names(Posterior),
         default=defaults.posterior,
         help="dirichlet: one Dirichlet per opponent information set, fitted by variational "
         "Bayes; it keeps learning where the samples collapse onto one. samples: the paper's k "
@@ -59,14 +59,14 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--mbbr-response",
-        choices=RESPONSES,
+        choices=choice_names(Response),
         default=defaults.response,
         help="mean: best response to the opponents' mean models (paper); bayes: exact Bayesian "
         "best response to the joint posterior (%(default)s)",
     )
     group.add_argument(
         "--mbbr-prior",
-        choices=PRIORS,
+        choices=choice_names(Prior),
         default=defaults.prior,
         help="informed: Dirichlet around N3, its probabilities clipped to [epsilon, 1 - epsilon]; "
         "uninformed: Dirichlet(2) everywhere; typed (dirichlet posterior only): informed as a "
@@ -98,7 +98,7 @@ def mbbr_config(args: argparse.Namespace, *, seed: int = 0) -> MBBRConfig:
     """The validated MBBRConfig of the ``--mbbr-*`` flags with ``seed``; InvalidArgumentError if
     a value is out of range, or if ``--mbbr-k`` is given to a posterior that has no samples (it
     would be silently ignored)."""
-    if args.mbbr_k is not None and args.mbbr_posterior != "samples":
+    if args.mbbr_k is not None and args.mbbr_posterior != Posterior.SAMPLES:
         raise InvalidArgumentError(
             "--mbbr-k",
             f"the {args.mbbr_posterior} posterior has no samples; add --mbbr-posterior samples "

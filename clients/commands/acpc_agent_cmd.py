@@ -18,7 +18,7 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.mbbr.model import MBBRModel
+from oppmodel.modeling.mbbr.model import build_model
 
 REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
 
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         )
     elif agent == "mbbr":
         policy = ModelPolicy(
-            game, MBBRModel(kuhn_for(game), mbbr_config(args, seed=args.seed)), args.seed
+            game, build_model(kuhn_for(game), mbbr_config(args, seed=args.seed)), args.seed
         )
     else:
         policy = make_policy(agent, game, args.seed)

@@ -14,7 +14,7 @@ from oppmodel.clients.commands.eval_cmd import GAMES
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_names
 from oppmodel.modeling.play.match import AgentFactory, run_duplicate, seatings
 from oppmodel.modeling.play.panel import panel_names

@@ -49,7 +49,7 @@ def best_response(game: KuhnGame, profile: np.ndarray, position: int) -> tuple[n
 
     ``profile[position]`` is ignored.
     """
-    game._check_position(position, "position")
+    game.check_position(position)
     profile = validate_profile(game, profile)
     return best_response_to_weights(game, leaf_weights(game, profile, position), position)
 
@@ -58,7 +58,7 @@ def deviation_gains(game: KuhnGame, profile: np.ndarray, position: int) -> np.nd
     """(num_infosets,) what ``position`` would gain by switching to its better action at one
     information set, keeping the rest of ``profile[position]``: where, and by how much, a strategy
     falls short of a best response. All zero exactly when it is one (on the paths it reaches)."""
-    game._check_position(position, "position")
+    game.check_position(position)
     profile = validate_profile(game, profile)
     return kernels.deviation_gains(
         leaf_weights(game, profile, position), profile[position], position, game.node_player,

@@ -139,7 +139,7 @@ class KuhnGame:
         if not self.is_terminal(history):
             raise IllegalActionError("history", f"{history!r} is not a finished hand")
         self.validate_cards(cards)
-        self._check_position(viewer, "viewer")
+        self.check_position(viewer, "viewer")
         folded = _folded(history, self.num_players)
         showdown = folded.count(False) >= 2
         return tuple(
@@ -149,9 +149,14 @@ class KuhnGame:
 
     # --- information sets --------------------------------------------------------------------
 
+    def check_position(self, position: int, field: str = "position") -> None:
+        """InvalidArgumentError naming ``field`` unless ``position`` is a seat of this game."""
+        if not isinstance(position, (int, np.integer)) or not 0 <= position < self.num_players:
+            raise InvalidArgumentError(field, f"{position!r} not in 0..{self.num_players - 1}")
+
     def infoset_index(self, position: int, card: int, history: str) -> int:
         """Index of the information set of ``position`` holding ``card`` after ``history``."""
-        self._check_position(position, "position")
+        self.check_position(position)
         if not isinstance(card, (int, np.integer)) or not 0 <= card < self.num_cards:
             raise InvalidArgumentError("card", f"card {card!r} not in 0..{self.num_cards - 1}")
         node = self.node(history)
@@ -163,7 +168,7 @@ class KuhnGame:
 
     def infoset_string(self, position: int, index: int) -> str:
         """OpenSpiel information-state string (``"2ppb"``) of an information set."""
-        self._check_position(position, "position")
+        self.check_position(position)
         n_local = int(self.nodes_of[position])
         if not 0 <= index < self.num_cards * n_local:
             raise InvalidArgumentError(
@@ -180,7 +185,7 @@ class KuhnGame:
 
     def infosets(self, position: int) -> list[int]:
         """The valid information-set indices of ``position`` (the rest are padding)."""
-        self._check_position(position, "position")
+        self.check_position(position)
         return list(range(self.num_cards * int(self.nodes_of[position])))
 
     def valid_infoset_mask(self) -> np.ndarray:
@@ -234,10 +239,6 @@ class KuhnGame:
         return "".join(out)
 
     # --- helpers -----------------------------------------------------------------------------
-
-    def _check_position(self, position: int, field: str) -> None:
-        if not isinstance(position, (int, np.integer)) or not 0 <= position < self.num_players:
-            raise InvalidArgumentError(field, f"{position!r} not in 0..{self.num_players - 1}")
 
     @functools.cached_property
     def _decision_nodes_by_position(self) -> list[list[int]]:

@@ -15,6 +15,13 @@ per hand, independent of any k.
 The posterior depends on the observations only through how often each distinct one was seen (they
 are i.i.d. given the strategies), so the fit runs over that histogram: at most a few hundred
 entries per position in 3-player Kuhn, however long the match.
+
+``DirichletModel`` is MBBR with this posterior, one ``DirichletPosterior`` per our position. Its
+response is the best response to the posterior mean, which under it is also the Bayesian response:
+the opponents and their information sets are independent and a sequence meets each information set
+once, so the expected reach is the reach of the mean. It has no sample weights to report. With the
+typed prior (``typed_prior.py``) each opponent's model is the mixture mean of the two types,
+weighed by the moves its revealed cards show.
 """
 
 from __future__ import annotations
@@ -23,13 +30,125 @@ from collections.abc import Callable
 
 import numpy as np
 
+from oppmodel.modeling.errors import FailedPreconditionError
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import _dirichlet_kernels as kernels
+from oppmodel.modeling.mbbr.base import ModelBase
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
+from oppmodel.modeling.mbbr.evidence import Moves, hidden_assignments
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
+from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
+from oppmodel.modeling.mbbr.typed_prior import TypedPrior
+from oppmodel.modeling.observation import HandObservation
 
 MAX_SWEEPS = 500
 TOLERANCE = 1e-9  # largest change of any alpha between the last two sweeps
+
+
+class DirichletModel(ModelBase):
+    """MBBR with the variational Dirichlet posterior (``Posterior.DIRICHLET``), the default."""
+
+    POSTERIOR = Posterior.DIRICHLET
+
+    def __init__(
+        self,
+        game: KuhnGame,
+        config: MBBRConfig,
+        *,
+        default_strategy: np.ndarray | None = None,
+        prior_mean: np.ndarray | None = None,
+    ) -> None:
+        super().__init__(game, config, default_strategy=default_strategy, prior_mean=prior_mean)
+        n = game.num_players
+        alpha = prior_alpha(
+            game, self.prior_mean, epsilon=config.epsilon, eta=config.eta, prior=config.prior
+        )
+        self._dirichlet = [
+            DirichletPosterior(game, alpha[[(p + d) % n for d in range(1, n)]]) for p in range(n)
+        ]
+        # Under the typed prior: the type weights of the opponents of each position; else None.
+        self._types: list[TypedPrior] | None = None
+        if config.prior == Prior.TYPED:
+            support = prior_alpha(
+                game, self.prior_mean, epsilon=0.0, eta=config.eta, prior=Prior.INFORMED
+            )
+            self._types = [
+                TypedPrior(posterior.alpha0, support[[(p + d) % n for d in range(1, n)]])
+                for p, posterior in enumerate(self._dirichlet)
+            ]
+
+    @classmethod
+    def _refuse_oversized(cls, game: KuhnGame, config: MBBRConfig) -> None:
+        """Nothing to refuse: no table grows with k, which this posterior does not use."""
+
+    def _update(self, p: int, moves: Moves, obs: HandObservation) -> None:
+        applied = self._dirichlet[p].observe(
+            (obs.history, obs.cards), lambda: hidden_assignments(self.game, obs), moves
+        )
+        if applied and self._types is not None:
+            n = self.game.num_players
+            for d, (nodes, actions) in enumerate(moves, start=1):
+                card = obs.cards[(p + d) % n]
+                if card is not None:
+                    for node, action in zip(nodes, actions, strict=True):
+                        self._types[p].observe_revealed(d, self.game.infoset_of[node, card], action)
+
+    def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
+        """The posterior mean (under the typed prior: the two types' mixture mean), and the
+        smallest concentration (alpha_0 + alpha_1) over the opponent's information sets: the
+        prior's weight plus the expected visits of the least-seen one, the number of samples the
+        model rests on there."""
+        posterior = self._dirichlet[p]
+        rows = self.game.infosets((p + d) % self.game.num_players)
+        least_seen = float(posterior.concentration(d)[rows].min())
+        if self._types is not None:
+            return self._types[p].mean(d, posterior.alpha[d - 1]), least_seen
+        return posterior.mean(d), least_seen
+
+    def _leaf_weights(self, p: int, kind: Response) -> np.ndarray:
+        return self._mean_leaf_weights(p)  # the Bayesian response too (see the module docstring)
+
+    def posterior(self, our_position: int) -> np.ndarray:
+        """Refused: only the sample posterior has sample weights."""
+        raise self._no_samples("posterior")
+
+    def effective_sample_size(self, our_position: int) -> float:
+        """Refused: only the sample posterior has sample weights."""
+        raise self._no_samples("effective_sample_size")
+
+    def _no_samples(self, what: str) -> FailedPreconditionError:
+        return FailedPreconditionError(
+            f"{what}: only the 'samples' posterior has sample weights "
+            f"(this model's posterior is {self.POSTERIOR.value!r})"
+        )
+
+    def _state(self) -> dict[str, np.ndarray]:
+        arrays = {}
+        for p, posterior in enumerate(self._dirichlet):
+            state = posterior.state()
+            if self._types is not None:
+                state.update(self._types[p].state())
+            arrays.update({f"p{p}.{name}": a for name, a in state.items()})
+        return arrays
+
+    def _restore_state(self, arrays: dict[str, np.ndarray]) -> None:
+        fresh = [DirichletPosterior(self.game, post.alpha0) for post in self._dirichlet]
+        types = self._types and [TypedPrior(t.clipped, t.support) for t in self._types]
+        for p in range(self.game.num_players):
+            state = {
+                name.split(".", 1)[1]: a for name, a in arrays.items() if name.startswith(f"p{p}.")
+            }
+            fresh[p].restore(state)
+            if types is not None:
+                types[p].restore(state)
+        self._dirichlet, self._types = fresh, types
+
+    def _posterior_nbytes(self) -> int:
+        extra = sum(posterior.nbytes() for posterior in self._dirichlet)
+        if self._types is not None:
+            extra += sum(t.nbytes() for t in self._types)
+        return extra
 
 
 class DirichletPosterior:

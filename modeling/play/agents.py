@@ -1,6 +1,6 @@
 """Agents for the match engine built on the modeling core: MBBR as a player.
 
-:class:`MBBRAgent` plays what :meth:`MBBRModel.policy` says (the default strategy for the first H
+:class:`MBBRAgent` plays what its model's ``policy`` says (the default strategy for the first H
 hands, then the configured best response) and feeds every finished hand to the model. A policy only
 changes when the table of that position was updated (each hand updates the table of the position we
 sat in) or when the default phase ends, so the agent caches one strategy per position keyed by both
@@ -15,7 +15,8 @@ import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.mbbr.model import MBBRConfig, MBBRModel
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.modeling.play.match import AgentFactory
 
@@ -35,7 +36,7 @@ class MBBRAgent:
     ) -> None:
         self.name = name
         self.game = game
-        self.model = MBBRModel(
+        self.model = build_model(
             game, config, default_strategy=default_strategy, prior_mean=prior_mean
         )
         self.rng = np.random.default_rng(seed)

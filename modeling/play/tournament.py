@@ -34,7 +34,7 @@ import numpy as np
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.evaluation.kuhn import best_response, expected_values
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
-from oppmodel.modeling.mbbr.model import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_factory, is_adaptive
 from oppmodel.modeling.play.agents import mbbr_factory
 from oppmodel.modeling.play.diluted import diluted_factory, is_diluted

@@ -1,0 +1,222 @@
+"""What every MBBR model shares, whatever its posterior (Ganzfried, Wang & Chiswick 2024, Alg 2).
+
+The agent plays the default strategy for the first H hands, then the configured response to its
+opponent models. Everything here is posterior-independent: validating the inputs (once per distinct
+observation), reading each opponent's moves off a hand, the responses (best response to the
+posterior-mean models, computed once per table update), the default phase, the snapshot header and
+the memory estimate of these caches. A posterior class fills in what depends on it: how a hand
+updates the table of a position, the model of one opponent, the leaf weights a response is computed
+from, and the arrays a snapshot holds. Every model is deterministic in ``config.seed``: the same
+configuration and observations give bit-identical posteriors, which the service relies on to
+rebuild sessions by replay.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import hashlib
+from typing import ClassVar
+
+import numpy as np
+
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.evaluation.kuhn import best_response_to_weights, leaf_weights
+from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.mbbr import snapshot as snapshot_format
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response, choice_names
+from oppmodel.modeling.mbbr.evidence import Moves, opponent_moves
+from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
+from oppmodel.modeling.mbbr.priors import default_strategy_of, prior_mean_of
+from oppmodel.modeling.observation import HandObservation, validate_observation
+
+MAX_CACHED_OBSERVATIONS = 4096  # distinct valid observations remembered (3p Kuhn has < 2000)
+
+
+class ModelBase(abc.ABC):
+    """The posterior-independent part of an MBBR model (see the module docstring); a subclass
+    implements one posterior and is built by ``oppmodel.modeling.mbbr.model.build_model``."""
+
+    POSTERIOR: ClassVar[Posterior]  # the config.posterior this class implements
+
+    def __init__(
+        self,
+        game: KuhnGame,
+        config: MBBRConfig,
+        *,
+        default_strategy: np.ndarray | None = None,
+        prior_mean: np.ndarray | None = None,
+    ) -> None:
+        config.validate()
+        if config.posterior != self.POSTERIOR:
+            raise InvalidArgumentError(
+                "posterior", f"{type(self).__name__} is the {self.POSTERIOR.value!r} posterior"
+            )
+        self._refuse_oversized(game, config)
+        self.default_strategy = default_strategy_of(game, default_strategy)
+        self.prior_mean = prior_mean_of(game, prior_mean)
+        self.game = game
+        self.config = config
+        self.hands_observed = 0
+        self._responses: dict[tuple[int, Response], tuple[np.ndarray, float]] = {}
+        self._moves: dict[tuple[int, str], Moves] = {}
+        self._valid_observations: set[tuple] = set()
+
+    # --- what a posterior implements -------------------------------------------------------------
+
+    @classmethod
+    @abc.abstractmethod
+    def _refuse_oversized(cls, game: KuhnGame, config: MBBRConfig) -> None:
+        """ResourceExhaustedError if this posterior's tables for ``game`` and a valid ``config``
+        would exceed its limit (checked before anything is built)."""
+
+    @abc.abstractmethod
+    def _update(self, p: int, moves: Moves, obs: HandObservation) -> None:
+        """Bayes-update the table of position ``p`` with a validated hand; a hand the posterior
+        cannot condition on leaves it as it was."""
+
+    @abc.abstractmethod
+    def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
+        """(posterior-mean strategy, spread) of the opponent at offset ``d`` of position ``p``."""
+
+    @abc.abstractmethod
+    def _leaf_weights(self, p: int, kind: Response) -> np.ndarray:
+        """The leaf weights (``evaluation.kuhn.leaf_weights``) that the ``kind`` response of
+        position ``p`` best-responds to."""
+
+    @abc.abstractmethod
+    def _state(self) -> dict[str, np.ndarray]:
+        """The arrays the observations changed (``snapshot.py`` names them)."""
+
+    @abc.abstractmethod
+    def _restore_state(self, arrays: dict[str, np.ndarray]) -> None:
+        """Set the state of ``_state()``'s arrays: SnapshotError, with nothing changed, if they
+        do not fit this model."""
+
+    @abc.abstractmethod
+    def _posterior_nbytes(self) -> int:
+        """Approximate bytes of the posterior's own tables and caches."""
+
+    # --- observing -------------------------------------------------------------------------------
+
+    def observe(self, obs: HandObservation) -> None:
+        """Bayes-update the table of our position in ``obs`` with what was seen of the hand."""
+        key = (obs.position, obs.history, obs.cards)  # a tuple of atoms: the GC untracks it
+        if key not in self._valid_observations:
+            validate_observation(self.game, obs)
+            if len(self._valid_observations) < MAX_CACHED_OBSERVATIONS:
+                self._valid_observations.add(key)
+        p = obs.position
+        self._update(p, self._opponent_moves(p, obs.history), obs)
+        self.hands_observed += 1
+        for kind in Response:
+            self._responses.pop((p, kind), None)
+
+    def _opponent_moves(self, p: int, history: str) -> Moves:
+        """Per opponent (d = 1..n-1): its decision nodes and actions in ``history`` (cached)."""
+        key = (p, history)
+        if key not in self._moves:
+            self._moves[key] = opponent_moves(self.game, p, history)
+        return self._moves[key]
+
+    # --- models and responses --------------------------------------------------------------------
+
+    def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
+        """Posterior-mean strategy (num_infosets, 2) of an opponent, and the number of samples the
+        model rests on (the posterior's spread: see the posterior's ``_opponent_model``)."""
+        return self._opponent_model(our_position, self._offset(our_position, opponent_position))
+
+    def models_profile(self, our_position: int) -> np.ndarray:
+        """A profile with every opponent replaced by its model (our row: the default strategy)."""
+        profile = self.default_strategy.copy()
+        n = self.game.num_players
+        for d in range(1, n):
+            q = (our_position + d) % n
+            profile[q] = self.opponent_model(our_position, q)[0]
+        return profile
+
+    def response(
+        self, our_position: int, kind: Response | str | None = None
+    ) -> tuple[np.ndarray, float]:
+        """Best-response strategy (num_infosets, 2) for our position and its expected value."""
+        self.game.check_position(our_position, "our_position")
+        kind = kind or self.config.response
+        try:
+            kind = Response(kind)
+        except ValueError:
+            raise InvalidArgumentError(
+                "kind", f"must be one of {choice_names(Response)}, got {kind!r}"
+            ) from None
+        key = (our_position, kind)
+        if key not in self._responses:
+            weights = self._leaf_weights(our_position, kind)
+            self._responses[key] = best_response_to_weights(self.game, weights, our_position)
+        strategy, value = self._responses[key]
+        return strategy.copy(), value
+
+    def policy(self, our_position: int) -> np.ndarray:
+        """What the agent plays: the default strategy for the first H hands, then the response."""
+        if self.hands_observed < self.config.hands_default:
+            self.game.check_position(our_position, "our_position")
+            return self.default_strategy[our_position].copy()
+        return self.response(our_position)[0]
+
+    def _mean_leaf_weights(self, p: int) -> np.ndarray:
+        """Leaf weights of the opponents' posterior-mean models: the paper's ``mean`` response."""
+        return leaf_weights(self.game, self.models_profile(p), p)
+
+    def _offset(self, our_position: int, opponent_position: int) -> int:
+        self.game.check_position(our_position, "our_position")
+        self.game.check_position(opponent_position, "opponent_position")
+        d = (opponent_position - our_position) % self.game.num_players
+        if d == 0:
+            raise InvalidArgumentError("opponent_position", "is our own position")
+        return d
+
+    # --- snapshots (``snapshot.py``) and memory --------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The model's state after the hands observed so far, as self-describing bytes.
+
+        ``restore`` into a fresh model of the same game, configuration and prior mean, then
+        observing the later hands, gives exactly the posterior of observing them all.
+        """
+        meta = {**self._snapshot_identity(), "hands_observed": self.hands_observed}
+        return snapshot_format.encode(meta, self._state())
+
+    def restore(self, blob: bytes) -> None:
+        """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it
+        is not a snapshot of a model with this game, configuration and prior mean."""
+        meta, arrays = snapshot_format.decode(blob)
+        identity = self._snapshot_identity()
+        if {key: meta.get(key) for key in identity} != identity:
+            raise snapshot_format.SnapshotError("snapshot of a model with other settings")
+        hands = meta.get("hands_observed")
+        if not isinstance(hands, int) or hands < 0:
+            raise snapshot_format.SnapshotError(f"snapshot hands_observed {hands!r}")
+        self._restore_state(arrays)
+        self.hands_observed = hands
+        self._responses.clear()
+
+    def _snapshot_identity(self) -> dict:
+        """What a snapshot must agree on with the model it is restored into."""
+        return {
+            "posterior": self.config.posterior,
+            "num_players": self.game.num_players,
+            "config": dataclasses.asdict(self.config),
+            "prior_mean_sha256": hashlib.sha256(
+                np.ascontiguousarray(self.prior_mean, dtype=np.float64).tobytes()
+            ).hexdigest(),
+        }
+
+    def nbytes(self) -> int:
+        """Approximate bytes the model holds: its arrays exactly, its caches of small Python
+        objects at ``ENTRY_BYTES`` per entry. Bounded whatever the number of hands: every table
+        and cache is sized by the game and the configuration, not by the hands seen."""
+        arrays = [self.default_strategy, self.prior_mean]
+        for cached in self._responses.values():
+            arrays.append(cached[0])
+        for moves in self._moves.values():
+            arrays.extend(a for pair in moves for a in pair)
+        entries = len(self._valid_observations) + len(self._moves) + len(self._responses)
+        return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes()

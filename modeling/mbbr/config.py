@@ -1,0 +1,111 @@
+"""MBBR's parameters: the configuration record, its choices and the ranges it accepts.
+
+The choices are string enums whose values are the names stored in session specs and snapshots,
+given on the command line and in the JSON output, so a member compares, hashes and serialises
+exactly as its name does: ``Posterior.SAMPLES == "samples"``, ``json.dumps`` writes ``"samples"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from dataclasses import dataclass
+
+from oppmodel.modeling.errors import InvalidArgumentError
+
+EPSILON_RANGE = (1e-6, 0.5)  # [low, high)
+ETA_RANGE = (1e-3, 1e6)  # [low, high]
+
+
+class Prior(enum.StrEnum):
+    """The prior over each opponent's strategy (``oppmodel.modeling.mbbr.priors``)."""
+
+    INFORMED = "informed"  # Dirichlet(eta * the prior mean clipped to [epsilon, 1 - epsilon])
+    UNINFORMED = "uninformed"  # Dirichlet(2) everywhere
+    TYPED = "typed"  # in-support or error-prone player (``typed_prior``); Dirichlet only
+
+
+class Posterior(enum.StrEnum):
+    """How the posterior is represented; the default first."""
+
+    DIRICHLET = "dirichlet"  # one Dirichlet per information set, variational Bayes
+    SAMPLES = "samples"  # the paper's k importance-weighted samples
+
+
+class Response(enum.StrEnum):
+    """What the agent plays after the default phase."""
+
+    MEAN = "mean"  # best response to the opponents' posterior-mean models (the paper's)
+    BAYES = "bayes"  # the Bayesian best response to the joint posterior
+
+
+def choice_names(choice: type[enum.StrEnum]) -> tuple[str, ...]:
+    """The names of a choice's members in their order (as plain strings, for messages and CLI
+    ``choices``, whose error messages show the repr of each)."""
+    return tuple(member.value for member in choice)
+
+
+_CHOICES: tuple[tuple[str, type[enum.StrEnum]], ...] = (
+    ("prior", Prior),
+    ("response", Response),
+    ("posterior", Posterior),
+)
+
+
+@dataclass(frozen=True)
+class MBBRConfig:
+    """MBBR's parameters (Ganzfried, Wang & Chiswick 2024 use epsilon 0.05, k 10, H 100, eta 4
+    and the sample posterior; the default posterior here is the Dirichlet one,
+    ``posterior="samples"`` is the paper's).
+
+    The choice fields take a member or its name; a name is stored as its member. Nothing is
+    checked on construction: :meth:`validate` names the first bad field.
+    """
+
+    epsilon: float = 0.05
+    k: int = 10
+    hands_default: int = 100  # H: hands of default play before exploiting
+    eta: float = 4.0
+    prior: Prior = Prior.INFORMED
+    response: Response = Response.MEAN
+    seed: int = 0
+    # DIRICHLET (the default): one Dirichlet per information set, fitted by variational Bayes;
+    # SAMPLES: the paper's k importance-weighted samples, which collapse onto one and stop
+    # learning (the paper as published; k is used only by it)
+    posterior: Posterior = Posterior.DIRICHLET
+
+    def __post_init__(self) -> None:
+        for name, choice in _CHOICES:
+            with contextlib.suppress(ValueError):  # not a name: validate() reports it
+                object.__setattr__(self, name, choice(getattr(self, name)))
+
+    def validate(self) -> None:
+        """Raise InvalidArgumentError naming the first bad field."""
+        low, high = EPSILON_RANGE
+        if not (isinstance(self.epsilon, (int, float)) and low <= self.epsilon < high):
+            raise InvalidArgumentError(
+                "epsilon", f"must be in [{low:g}, {high:g}), got {self.epsilon!r}"
+            )
+        if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
+            raise InvalidArgumentError("k", f"must be a positive integer, got {self.k!r}")
+        if not isinstance(self.hands_default, int) or self.hands_default < 0:
+            raise InvalidArgumentError(
+                "hands_default", f"must be a non-negative integer, got {self.hands_default!r}"
+            )
+        low, high = ETA_RANGE
+        if not (isinstance(self.eta, (int, float)) and low <= self.eta <= high):
+            raise InvalidArgumentError("eta", f"must be in [{low:g}, {high:g}], got {self.eta!r}")
+        for name, choice in _CHOICES:
+            value = getattr(self, name)
+            if not isinstance(value, choice):
+                raise InvalidArgumentError(
+                    name, f"must be one of {choice_names(choice)}, got {value!r}"
+                )
+        if self.prior == Prior.TYPED and self.posterior != Posterior.DIRICHLET:
+            raise InvalidArgumentError(
+                "prior", "'typed' needs the 'dirichlet' posterior (it has no sample form)"
+            )
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise InvalidArgumentError(
+                "seed", f"must be an integer in [0, 2^63), got {self.seed!r}"
+            )

@@ -1,0 +1,95 @@
+"""MBBR's priors over opponent strategies: their Dirichlet parameters and the paper's samples.
+
+Each opponent position's strategy is a priori Dirichlet at every information set. Informed (and
+the error-prone type of the typed prior): eta times the prior mean, clipped to
+[epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2). CreateSamples (Ganzfried, Wang &
+Chiswick 2024, Alg 3) draws the sample posterior's k strategies per (position, opponent) from it.
+Without a prior mean or a default strategy given, 3-player Kuhn uses the robust equilibria N3 (prior
+mean) and N1 (default strategy) of Szafron, Gibson & Sturtevant 2013; other sizes play uniformly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr.config import Prior
+from oppmodel.modeling.strategy import uniform_profile, validate_profile
+
+UNINFORMED_ALPHA = 2.0
+
+
+def default_strategy_of(game: KuhnGame, given: np.ndarray | None) -> np.ndarray:
+    """The validated default strategy (what is played for the first H hands): ``given``, else N1
+    in 3-player Kuhn and uniform play otherwise."""
+    if given is not None:
+        return validate_profile(game, given, "default_strategy")
+    return robust_profile("N1") if game.num_players == 3 else uniform_profile(game)
+
+
+def prior_mean_of(game: KuhnGame, given: np.ndarray | None) -> np.ndarray:
+    """The validated prior mean of every position: ``given``, else N3 in 3-player Kuhn and
+    uniform play otherwise."""
+    if given is not None:
+        return validate_profile(game, given, "prior_mean")
+    return robust_profile("N3") if game.num_players == 3 else uniform_profile(game)
+
+
+def prior_alpha(
+    game: KuhnGame, prior_mean: np.ndarray, *, epsilon: float, eta: float, prior: Prior
+) -> np.ndarray:
+    """(n, num_infosets, 2) Dirichlet parameters of each position's strategy under the prior.
+
+    Informed (and typed, whose error-prone type this is): eta times the prior mean clipped to
+    [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2) everywhere. Padding rows get
+    Dirichlet(1, 1); nothing reads them.
+    """
+    alpha = np.ones((game.num_players, game.num_infosets, 2))
+    for q in range(game.num_players):
+        rows = game.infosets(q)
+        if prior == Prior.UNINFORMED:
+            alpha[q, rows] = UNINFORMED_ALPHA
+        else:
+            mean = np.clip(prior_mean[q, rows], epsilon, 1.0 - epsilon)
+            alpha[q, rows] = eta * mean / mean.sum(axis=1, keepdims=True)
+    return alpha
+
+
+def create_samples(
+    game: KuhnGame,
+    prior_mean: np.ndarray,
+    *,
+    k: int,
+    epsilon: float,
+    eta: float,
+    prior: Prior,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """CreateSamples (Alg 3): (n, n-1, k, num_infosets, 2) sampled strategies.
+
+    Entry [p, d - 1] holds the samples of the opponent at position (p + d) mod n while we sit at p.
+    """
+    n, num_infosets = game.num_players, game.num_infosets
+    alpha = prior_alpha(game, prior_mean, epsilon=epsilon, eta=eta, prior=prior)
+    tau = np.full((n, n - 1, k, num_infosets, 2), 0.5)
+    for p in range(n):
+        for d in range(1, n):
+            rows = game.infosets((p + d) % n)
+            draws = rng.gamma(alpha[(p + d) % n, rows], size=(k, len(rows), 2))
+            sums = draws.sum(axis=2, keepdims=True)
+            lost = np.flatnonzero(sums == 0.0)  # both draws of a row underflowed
+            if len(lost):
+                sums[sums == 0.0] = 1.0
+                draws.reshape(-1, 2)[lost] = _log_space_draws(alpha[(p + d) % n, rows], lost, rng)
+            tau[p, d - 1][:, rows] = draws / sums
+    return tau
+
+
+def _log_space_draws(alpha: np.ndarray, lost: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Dirichlet draws (normalised) of the rows ``lost`` (flat indices into (k, rows)) whose
+    Gamma draws both underflowed, with tiny ``alpha``: Gamma(a) = Gamma(a + 1) U^(1/a) in logs."""
+    a = alpha[lost % len(alpha)]
+    logs = np.log(rng.gamma(a + 1.0)) + np.log(rng.random(a.shape)) / a
+    draws = np.exp(logs - logs.max(axis=1, keepdims=True))
+    return draws / draws.sum(axis=1, keepdims=True)

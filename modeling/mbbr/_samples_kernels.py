@@ -1,4 +1,4 @@
-"""Numba kernels of the MBBR posterior (see modeling/mbbr/model.py)."""
+"""Numba kernels of the sample posterior (see modeling/mbbr/samples.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The snapshot format of a model's state: named arrays plus a JSON header, in a .npz file.
 
-A snapshot holds everything of an ``MBBRModel`` that its observations changed, and nothing that a
+A snapshot holds everything of an MBBR model that its observations changed, and nothing that a
 fresh build from the same configuration recreates (the sampled strategies, the game, the caches),
 so restoring a snapshot taken after hand s into a fresh model and replaying hands s + 1, ... gives
 the same bits as replaying every hand (tested for every posterior and prior).
@@ -13,7 +13,7 @@ always gives the same bytes) of NumPy ``.npy`` arrays, readable with ``numpy.loa
   ``hands_observed``, ``config`` (every field of the MBBRConfig, the seed included) and
   ``prior_mean_sha256`` (of the prior-mean table's float64 bytes). A restore refuses a snapshot
   whose header does not match the model it is restored into.
-- the posterior's arrays, named by ``MBBRModel`` (``modeling/mbbr/model.py``) for the sample
+- the posterior's arrays, named by ``SampleModel`` (``modeling/mbbr/samples.py``) for the sample
   posterior and by ``DirichletPosterior.state`` / ``TypedPrior.state`` prefixed ``p<position>.`` for
   the Dirichlet posterior. Version 1 has:
   - samples: ``weights.<p>`` (the unnormalised joint table of position p), ``scale`` (n,),

@@ -49,7 +49,7 @@ from benchmarks.sweep import (  # noqa: E402
 )
 from oppmodel.modeling.errors import InvalidArgumentError  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response, choice_names  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
@@ -301,13 +301,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--mbbr-response",
-        choices=choice_names(Response),
+        choices=Response.names(),
         default=PAPER_MBBR.response,
         help="MBBR's response (paper: mean)",
     )
     parser.add_argument(
         "--mbbr-posterior",
-        choices=choice_names(Posterior),
+        choices=Posterior.names(),
         default=PAPER_MBBR.posterior,
         help="MBBR's posterior: the paper's k importance-weighted samples, or the Dirichlet "
         "(variational Bayes) posterior",

@@ -41,7 +41,7 @@ from benchmarks.sweep import machine, report_written  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
 from oppmodel.modeling.evaluation.kuhn import deviation_gains, expected_values  # noqa: E402
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, choice_names  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import observe_hand  # noqa: E402
 from oppmodel.modeling.play.diluted import diluted_profile, is_diluted  # noqa: E402
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--priors", default="informed,typed", help=f"from {', '.join(Prior)} (%(default)s)"
     )
-    parser.add_argument("--posterior", choices=choice_names(Posterior), default=Posterior.DIRICHLET)
+    parser.add_argument("--posterior", choices=Posterior.names(), default=Posterior.DIRICHLET)
     parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per seat order (default 6)")
     parser.add_argument("--quick", action="store_true", help="600 hands, 2 seeds")

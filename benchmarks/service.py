@@ -46,10 +46,11 @@ ROOT = Path(__file__).resolve().parents[1]
 from oppmodel.clients.client import OpponentModelClient, observation_message  # noqa: E402
 from oppmodel.clients.commands import serve_cmd  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, choice_names  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
+from oppmodel.server.storage import Synchronous  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc  # noqa: E402
 
@@ -304,14 +305,14 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--posterior",
-        choices=choice_names(Posterior),
+        choices=Posterior.names(),
         default=MBBRConfig().posterior,
         help="MBBR's posterior (default: the library's, %(default)s)",
     )
     parser.add_argument("--k", type=int, default=10, help="samples per model (samples only)")
     parser.add_argument("--rate", type=float, default=500.0, help="open-loop hands/s")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL")
+    parser.add_argument("--synchronous", choices=Synchronous.names(), default=Synchronous.FULL)
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.echo_server:

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 import oppmodel.modeling  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, choice_names  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
     Estimate,
@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--posterior",
-        choices=choice_names(Posterior),
+        choices=Posterior.names(),
         default=PAPER.posterior,
         help="MBBR's posterior at every point that does not set it (default: the paper's samples)",
     )

@@ -44,7 +44,7 @@ from oppmodel.server.perfect_info import PerfectInfoLimits, PerfectInfoManager, 
 from oppmodel.server.perfect_info_service import PerfectInfoServicer
 from oppmodel.server.servicer import OpponentModelServicer
 from oppmodel.server.sessions import Limits, SessionManager
-from oppmodel.server.storage import Storage
+from oppmodel.server.storage import Storage, Synchronous
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
@@ -73,7 +73,7 @@ class ServerConfig:
     max_rpcs: int = 1024  # calls in progress at once (streams included); more: RESOURCE_EXHAUSTED
     workers: int = 2
     grace_seconds: float = 5.0
-    synchronous: str = "FULL"
+    synchronous: Synchronous | str = Synchronous.FULL  # or its name, any case
 
     def __post_init__(self) -> None:
         for name in ("port", "metrics_port"):
@@ -150,7 +150,7 @@ def ensure_bindable(host: str, port: int) -> None:
         raise OSError(f"cannot bind {host}:{port}: {failures[0].strerror}")
 
 
-def open_storage(path: str, *, synchronous: str) -> Storage:
+def open_storage(path: str, *, synchronous: Synchronous | str) -> Storage:
     """The SQLite store at ``path``; InvalidArgumentError naming the file if it cannot be one."""
     folder = Path(path).expanduser().parent
     if not folder.is_dir():

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from oppmodel.modeling.choice import Choice
 from oppmodel.modeling.errors import ResourceExhaustedError
 
 T = TypeVar("T")
@@ -109,6 +110,13 @@ class StoredSession:
     tail: list[ObservationRow]
 
 
+class Synchronous(Choice):
+    """SQLite's ``PRAGMA synchronous``: what a committed write survives."""
+
+    FULL = "FULL"  # power loss (the default)
+    NORMAL = "NORMAL"  # a crash of the process only
+
+
 class Storage:
     """SQLite store of sessions, observations and snapshots; every method is thread-safe.
 
@@ -116,16 +124,18 @@ class Storage:
     it is committed); the others block until it is done.
     """
 
-    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
-        if synchronous.upper() not in ("FULL", "NORMAL"):
-            raise ValueError("synchronous must be FULL or NORMAL")
+    def __init__(self, path: str | Path, *, synchronous: Synchronous | str = "FULL") -> None:
+        try:
+            mode = Synchronous(synchronous.upper())
+        except ValueError:
+            raise ValueError("synchronous must be FULL or NORMAL") from None
         self.path = str(path)
         self._queue: queue.SimpleQueue[tuple[Callable[[sqlite3.Connection], Any], Future, bool]]
         self._queue = queue.SimpleQueue()
         self._closed = False
         ready: Future[None] = Future()
         self._thread = threading.Thread(
-            target=self._run, args=(synchronous.upper(), ready), name="oppmodel-sqlite", daemon=True
+            target=self._run, args=(mode, ready), name="oppmodel-sqlite", daemon=True
         )
         self._thread.start()
         ready.result()
@@ -341,7 +351,7 @@ class Storage:
     def _call(self, op: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
         return self._submit(op, write=write).result()
 
-    def _run(self, synchronous: str, ready: Future[None]) -> None:
+    def _run(self, synchronous: Synchronous, ready: Future[None]) -> None:
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response, choice_names
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 
 
 def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[str], int | float]:
@@ -44,7 +44,7 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--mbbr-posterior",
-        choices=choice_names(Posterior),
+        choices=Posterior.names(),
         default=defaults.posterior,
         help="dirichlet: one Dirichlet per opponent information set, fitted by variational "
         "Bayes; it keeps learning where the samples collapse onto one. samples: the paper's k "
@@ -59,14 +59,14 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--mbbr-response",
-        choices=choice_names(Response),
+        choices=Response.names(),
         default=defaults.response,
         help="mean: best response to the opponents' mean models (paper); bayes: exact Bayesian "
         "best response to the joint posterior (%(default)s)",
     )
     group.add_argument(
         "--mbbr-prior",
-        choices=choice_names(Prior),
+        choices=Prior.names(),
         default=defaults.prior,
         help="informed: Dirichlet around N3, its probabilities clipped to [epsilon, 1 - epsilon]; "
         "uninformed: Dirichlet(2) everywhere; typed (dirichlet posterior only): informed as a "

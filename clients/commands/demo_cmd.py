@@ -26,7 +26,7 @@ from oppmodel.clients.progress import progress_bar
 from oppmodel.clients.service_agent import service_mbbr_factory
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response, choice_names
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
 from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate, seatings
 from oppmodel.modeling.play.panel import named_profile, panel_names
 from oppmodel.server.app import BackgroundServer, ServerConfig
@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--posterior",
-        choices=choice_names(Posterior),
+        choices=Posterior.names(),
         default=MBBRConfig().posterior,
         help="MBBR's posterior: dirichlet (one Dirichlet per information set, variational Bayes) "
         "or samples (paper 003's k importance-weighted samples) (default %(default)s)",
@@ -88,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--response",
-        choices=choice_names(Response),
+        choices=Response.names(),
         default=Response.MEAN,
         help="best response to the posterior-mean models (paper 003) or the exact Bayesian one",
     )

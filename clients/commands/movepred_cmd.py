@@ -7,7 +7,12 @@ import json
 
 from oppmodel.clients.commands._types import positive_float, positive_int, seed
 from oppmodel.clients.progress import progress_bar
-from oppmodel.modeling.movepred.tictactoe import ENCODINGS, run_topn_experiment
+from oppmodel.modeling.movepred.tictactoe import (
+    ENCODINGS,
+    MinimaxRole,
+    TieBreak,
+    run_topn_experiment,
+)
 
 _DESCRIPTION = """\
 Learn to predict a minimax tic-tac-toe player's moves from logged games against a random player
@@ -70,14 +75,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--tie-break",
-        choices=("first", "random"),
-        default="first",
+        choices=TieBreak.names(),
+        default=TieBreak.FIRST,
         help="minimax's choice among equally good moves: lowest cell, or seeded uniform",
     )
     parser.add_argument(
         "--minimax-role",
-        choices=("x", "o", "alternate"),
-        default="alternate",
+        choices=MinimaxRole.names(),
+        default=MinimaxRole.ALTERNATE,
         help="which side the minimax player takes (default: X and O in turn)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -12,6 +12,7 @@ from pathlib import Path
 from oppmodel.clients.commands._types import float_in, non_negative_float, port, positive_int
 from oppmodel.server.app import Server, ServerConfig, configure_logging, read_tokens, serve
 from oppmodel.server.sessions import Limits
+from oppmodel.server.storage import Synchronous
 
 _EPILOG = """\
 Sessions live in the SQLite file given by --db (WAL mode): every observation is acknowledged only
@@ -118,8 +119,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--synchronous",
-        choices=("FULL", "NORMAL"),
-        default="FULL",
+        choices=Synchronous.names(),
+        default=Synchronous.FULL,
         help="SQLite durability: FULL survives power loss, NORMAL only a crash of the process",
     )
     parser.set_defaults(func=run)

@@ -15,8 +15,8 @@ from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.strategy import save_profile
 from oppmodel.modeling.solve.cfr import (
-    ALGORITHMS,
     DEFAULT_DELAY,
+    Algorithm,
     CFRSolver,
     SolverConfig,
     strategy_label,
@@ -64,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--iterations", type=positive_int, required=True, help="total iterations to reach"
     )
     parser.add_argument(
-        "--algorithm", choices=ALGORITHMS, help="cfr+ (default) or dcfr; a resumed state keeps its"
+        "--algorithm",
+        choices=Algorithm.names(),
+        help="cfr+ (default) or dcfr; a resumed state keeps its",
     )
     parser.add_argument(
         "--delay",
@@ -90,7 +92,7 @@ def _solver(args: argparse.Namespace, game) -> CFRSolver:
                 raise InvalidArgumentError(field, message)
         return solver
     config = SolverConfig(
-        algorithm=args.algorithm or "cfr+",
+        algorithm=args.algorithm or Algorithm.CFR_PLUS,
         delay=DEFAULT_DELAY if args.delay is None else args.delay,
     )
     return CFRSolver(game, config)

@@ -24,7 +24,7 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.evaluation.kuhn import best_response_to_weights, leaf_weights
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response, choice_names
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
 from oppmodel.modeling.mbbr.evidence import Moves, opponent_moves
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import default_strategy_of, prior_mean_of
@@ -145,7 +145,7 @@ class ModelBase(abc.ABC):
             kind = Response(kind)
         except ValueError:
             raise InvalidArgumentError(
-                "kind", f"must be one of {choice_names(Response)}, got {kind!r}"
+                "kind", f"must be one of {Response.names()}, got {kind!r}"
             ) from None
         key = (our_position, kind)
         if key not in self._responses:

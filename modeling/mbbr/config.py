@@ -1,23 +1,22 @@
 """MBBR's parameters: the configuration record, its choices and the ranges it accepts.
 
-The choices are string enums whose values are the names stored in session specs and snapshots,
-given on the command line and in the JSON output, so a member compares, hashes and serialises
-exactly as its name does: ``Posterior.SAMPLES == "samples"``, ``json.dumps`` writes ``"samples"``.
+The choices are string enums (``oppmodel.modeling.choice``) whose values are the names stored in
+session specs and snapshots, given on the command line and in the JSON output.
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
 from dataclasses import dataclass
 
+from oppmodel.modeling.choice import Choice
 from oppmodel.modeling.errors import InvalidArgumentError
 
 EPSILON_RANGE = (1e-6, 0.5)  # [low, high)
 ETA_RANGE = (1e-3, 1e6)  # [low, high]
 
 
-class Prior(enum.StrEnum):
+class Prior(Choice):
     """The prior over each opponent's strategy (``oppmodel.modeling.mbbr.priors``)."""
 
     INFORMED = "informed"  # Dirichlet(eta * the prior mean clipped to [epsilon, 1 - epsilon])
@@ -25,27 +24,21 @@ class Prior(enum.StrEnum):
     TYPED = "typed"  # in-support or error-prone player (``typed_prior``); Dirichlet only
 
 
-class Posterior(enum.StrEnum):
+class Posterior(Choice):
     """How the posterior is represented; the default first."""
 
     DIRICHLET = "dirichlet"  # one Dirichlet per information set, variational Bayes
     SAMPLES = "samples"  # the paper's k importance-weighted samples
 
 
-class Response(enum.StrEnum):
+class Response(Choice):
     """What the agent plays after the default phase."""
 
     MEAN = "mean"  # best response to the opponents' posterior-mean models (the paper's)
     BAYES = "bayes"  # the Bayesian best response to the joint posterior
 
 
-def choice_names(choice: type[enum.StrEnum]) -> tuple[str, ...]:
-    """The names of a choice's members in their order (as plain strings, for messages and CLI
-    ``choices``, whose error messages show the repr of each)."""
-    return tuple(member.value for member in choice)
-
-
-_CHOICES: tuple[tuple[str, type[enum.StrEnum]], ...] = (
+_CHOICES: tuple[tuple[str, type[Choice]], ...] = (
     ("prior", Prior),
     ("response", Response),
     ("posterior", Posterior),
@@ -98,9 +91,7 @@ class MBBRConfig:
         for name, choice in _CHOICES:
             value = getattr(self, name)
             if not isinstance(value, choice):
-                raise InvalidArgumentError(
-                    name, f"must be one of {choice_names(choice)}, got {value!r}"
-                )
+                raise InvalidArgumentError(name, f"must be one of {choice.names()}, got {value!r}")
         if self.prior == Prior.TYPED and self.posterior != Posterior.DIRICHLET:
             raise InvalidArgumentError(
                 "prior", "'typed' needs the 'dirichlet' posterior (it has no sample form)"

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oppmodel.modeling.choice import Choice
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
 from oppmodel.modeling.movepred.naive_bayes import move_ranks, top_n_curve, train_move_model
 
@@ -181,20 +182,36 @@ class RandomPlayer:
         return int(moves[self._rng.integers(len(moves))])
 
 
+class TieBreak(Choice):
+    """How the minimax player picks among equally good moves."""
+
+    FIRST = "first"  # the lowest cell: a fixed function of the state, as in the paper
+    RANDOM = "random"  # a seeded uniform choice
+
+
+class MinimaxRole(Choice):
+    """Which side the minimax player takes in logged games."""
+
+    CROSSES = "x"  # X, who moves first
+    NOUGHTS = "o"
+    ALTERNATE = "alternate"  # X in even-numbered games, O in odd ones
+
+
 class MinimaxPlayer:
     """Plays a minimax-optimal move; ties to the lowest cell or to a seeded uniform choice."""
 
     def __init__(
-        self, tie_break: str = "first", seed: int | np.random.Generator | None = 0
+        self, tie_break: TieBreak | str = TieBreak.FIRST, seed: int | np.random.Generator | None = 0
     ) -> None:
-        if tie_break not in ("first", "random"):
-            raise InvalidArgumentError("tie_break", "must be 'first' or 'random'")
-        self.tie_break = tie_break
+        try:
+            self.tie_break = TieBreak(tie_break)
+        except ValueError:
+            raise InvalidArgumentError("tie_break", "must be 'first' or 'random'") from None
         self._rng = np.random.default_rng(seed)
 
     def __call__(self, board: Board) -> int:
         moves = best_moves(board)
-        if self.tie_break == "first" or len(moves) == 1:
+        if self.tie_break == TieBreak.FIRST or len(moves) == 1:
             return moves[0]
         return int(moves[self._rng.integers(len(moves))])
 
@@ -221,7 +238,11 @@ def play_game(x_player: Player, o_player: Player) -> tuple[tuple[int, ...], int]
 
 
 def log_games(
-    n_games: int, *, seed: int = 0, minimax_role: str = "alternate", tie_break: str = "first"
+    n_games: int,
+    *,
+    seed: int = 0,
+    minimax_role: MinimaxRole | str = MinimaxRole.ALTERNATE,
+    tie_break: TieBreak | str = TieBreak.FIRST,
 ) -> tuple[GameRecord, ...]:
     """Play ``n_games`` of a random player against a minimax player (seeded).
 
@@ -229,14 +250,16 @@ def log_games(
     """
     if isinstance(n_games, bool) or not isinstance(n_games, int) or n_games < 1:
         raise InvalidArgumentError("n_games", "must be a positive integer")
-    if minimax_role not in ("x", "o", "alternate"):
-        raise InvalidArgumentError("minimax_role", "must be 'x', 'o' or 'alternate'")
+    try:
+        role = MinimaxRole(minimax_role)
+    except ValueError:
+        raise InvalidArgumentError("minimax_role", "must be 'x', 'o' or 'alternate'") from None
     random_seed, minimax_seed = np.random.SeedSequence(seed).spawn(2)
     rand = RandomPlayer(np.random.default_rng(random_seed))
     mini = MinimaxPlayer(tie_break, np.random.default_rng(minimax_seed))
     games = []
     for g in range(n_games):
-        mark = {"x": 1, "o": 2}.get(minimax_role, 1 if g % 2 == 0 else 2)
+        mark = {MinimaxRole.CROSSES: 1, MinimaxRole.NOUGHTS: 2}.get(role, 1 if g % 2 == 0 else 2)
         played, won = play_game(mini, rand) if mark == 1 else play_game(rand, mini)
         games.append(GameRecord(moves=played, minimax_mark=mark, winner=won))
     return tuple(games)
@@ -333,8 +356,8 @@ def run_topn_experiment(
     seed: int = 0,
     k_features: int | None = None,
     alpha: float = 1.0,
-    minimax_role: str = "alternate",
-    tie_break: str = "first",
+    minimax_role: MinimaxRole | str = MinimaxRole.ALTERNATE,
+    tie_break: TieBreak | str = TieBreak.FIRST,
     progress: Callable[[int], None] | None = None,
 ) -> TopNResult:
     """Paper 004's Figure 5: train on logged games, rank the minimax player's test moves.

@@ -33,43 +33,52 @@ from pathlib import Path
 
 import numpy as np
 
+from oppmodel.modeling.choice import Choice
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.evaluation.limit import nash_conv
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.solve import _cfr_kernels as kernels
 
-ALGORITHMS = ("cfr+", "dcfr")
 DEFAULT_DELAY = 10
 STATE_FORMAT = 1
+
+
+class Algorithm(Choice):
+    """Which counterfactual-regret minimisation runs."""
+
+    CFR_PLUS = "cfr+"  # Tammelin 2014: regrets floored at zero, linear averaging after a delay
+    DCFR = "dcfr"  # Brown & Sandholm 2019: discounted regrets and averages (alpha, beta, gamma)
 
 
 @dataclass(frozen=True)
 class SolverConfig:
     """Which CFR and its parameters. ``delay`` is CFR+'s, the rest DCFR's."""
 
-    algorithm: str = "cfr+"
+    algorithm: Algorithm = Algorithm.CFR_PLUS  # or its name
     delay: int = DEFAULT_DELAY
     alpha: float = 1.5
     beta: float = 0.0
     gamma: float = 2.0
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
+        try:
+            object.__setattr__(self, "algorithm", Algorithm(self.algorithm))
+        except ValueError:
             raise InvalidArgumentError(
-                "algorithm", f"{self.algorithm!r} is not one of {', '.join(ALGORITHMS)}"
-            )
+                "algorithm", f"{self.algorithm!r} is not one of {', '.join(Algorithm)}"
+            ) from None
         if not isinstance(self.delay, int) or self.delay < 0:
             raise InvalidArgumentError("delay", f"must be a whole number >= 0, got {self.delay!r}")
 
     def kernel_params(self) -> tuple[float, float, float, float, float]:
-        code = kernels.CFR_PLUS if self.algorithm == "cfr+" else kernels.DCFR
+        code = kernels.CFR_PLUS if self.algorithm == Algorithm.CFR_PLUS else kernels.DCFR
         return (float(code), float(self.delay), self.alpha, self.beta, self.gamma)
 
 
 def strategy_label(game: LimitGame, config: SolverConfig) -> str:
     """What a solved profile is, in words, for files and reports."""
-    name = "CFR+" if config.algorithm == "cfr+" else "DCFR"
+    name = "CFR+" if config.algorithm == Algorithm.CFR_PLUS else "DCFR"
     if game.num_players == 2:
         return f"{name} average strategy (approximates a Nash equilibrium: 2-player zero-sum)"
     return (

@@ -61,8 +61,13 @@ class ModelBase(abc.ABC):
         self._responses: dict[tuple[int, Response], tuple[np.ndarray, float]] = {}
         self._moves: dict[tuple[int, str], Moves] = {}
         self._valid_observations: set[tuple] = set()
+        self._build_posterior()
 
     # --- what a posterior implements -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _build_posterior(self) -> None:
+        """Set every attribute of the posterior, at the prior (called once, by ``__init__``)."""
 
     @classmethod
     @abc.abstractmethod

@@ -51,15 +51,9 @@ class DirichletModel(ModelBase):
 
     POSTERIOR = Posterior.DIRICHLET
 
-    def __init__(
-        self,
-        game: KuhnGame,
-        config: MBBRConfig,
-        *,
-        default_strategy: np.ndarray | None = None,
-        prior_mean: np.ndarray | None = None,
-    ) -> None:
-        super().__init__(game, config, default_strategy=default_strategy, prior_mean=prior_mean)
+    def _build_posterior(self) -> None:
+        """One Dirichlet posterior per our position, at the prior (and the typed prior's types)."""
+        game, config = self.game, self.config
         n = game.num_players
         alpha = prior_alpha(
             game, self.prior_mean, epsilon=config.epsilon, eta=config.eta, prior=config.prior

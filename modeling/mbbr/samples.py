@@ -58,15 +58,9 @@ class SampleModel(ModelBase):
 
     POSTERIOR = Posterior.SAMPLES
 
-    def __init__(
-        self,
-        game: KuhnGame,
-        config: MBBRConfig,
-        *,
-        default_strategy: np.ndarray | None = None,
-        prior_mean: np.ndarray | None = None,
-    ) -> None:
-        super().__init__(game, config, default_strategy=default_strategy, prior_mean=prior_mean)
+    def _build_posterior(self) -> None:
+        """Draw the samples; every table starts uniform."""
+        game, config = self.game, self.config
         n, k = game.num_players, config.k
         self.tau = create_samples(
             game,

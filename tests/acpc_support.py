@@ -42,6 +42,7 @@ class ScriptedClient:
     version: str = "VERSION:2.0.0\n"
     answer_everything: bool = False
     close_after_version: bool = False
+    game: GameDef = GAME
     received: list[str] = field(default_factory=list)
     error: BaseException | None = None
 
@@ -65,7 +66,7 @@ class ScriptedClient:
             while (line := conn.readline(SOCKET_TIMEOUT)) is not None:
                 self.received.append(line)
                 text = line.rstrip("\r\n")
-                state, hand = parse_matchstate(GAME, text)
+                state, hand = parse_matchstate(self.game, text)
                 if self.answer_everything:
                     conn.send(f"{text}:c\n")
                 elif not hand.finished and hand.current == state.position:
@@ -81,8 +82,9 @@ class SeatsInOneThread:
     """Several scripted seats served by one thread (fewer threads contending for the GIL with the
     dealer, so long matches run faster); each seat replies through ``on_act`` when it is to act."""
 
-    def __init__(self, ports: tuple[int, ...], on_act: OnAct) -> None:
+    def __init__(self, ports: tuple[int, ...], on_act: OnAct, game: GameDef = GAME) -> None:
         self.on_act = on_act
+        self.game = game
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(ports,), daemon=True)
         self._thread.start()
@@ -111,7 +113,7 @@ class SeatsInOneThread:
                         buffer[:] = rest
                         for raw in lines:
                             text = raw.decode().rstrip("\r")
-                            state, hand = parse_matchstate(GAME, text)
+                            state, hand = parse_matchstate(self.game, text)
                             if not hand.finished and hand.current == state.position:
                                 replies = self.on_act(text, state, hand, decisions)
                                 key.fileobj.sendall("".join(replies).encode())
@@ -170,7 +172,8 @@ def run_dealer(
 class AgentThread:
     """The project's agent (``play_match``) in a thread, with its result kept."""
 
-    def __init__(self, port: int, policy: Policy) -> None:
+    def __init__(self, port: int, policy: Policy, game: GameDef = GAME) -> None:
+        self.game = game
         self.result: AgentResult | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(port, policy), daemon=True)
@@ -179,7 +182,7 @@ class AgentThread:
     def _run(self, port: int, policy: Policy) -> None:
         try:
             sock = connect("127.0.0.1", port, SOCKET_TIMEOUT)
-            self.result = play_match(GAME, sock, policy, read_timeout=SOCKET_TIMEOUT)
+            self.result = play_match(self.game, sock, policy, read_timeout=SOCKET_TIMEOUT)
         except BaseException as exc:
             self.error = exc
 

@@ -6,17 +6,25 @@ the connection gets TCP_NODELAY. Then one ``VERSION:2.0.0`` line is read from ea
 (a line that does not parse aborts, another version only warns); a seat that sends none within
 ``--t_version`` (10 s by default) aborts the match, where the reference would wait forever.
 
-Each hand: deal from the match's MT19937 stream (:mod:`oppmodel.clients.acpc.deal`); seat ``s``
-plays position ``(s - h) mod n`` in hand ``h`` (position = seat with ``-f``). After every action,
-and once before the first, every seat in seat order gets its MATCHSTATE (``\\r\\n`` terminated); the
-acting seat's reply is then read. Comments (``#``, ``;``) are skipped; a line whose state does not
-parse is ignored with ``WARNING: bad state format in response``; a state other than the current one
-with ``WARNING: ignoring un-requested response``; a missing action becomes a call with ``WARNING:
-bad action format in response, changed to call``; an unknown or invalid action becomes a call with
-``WARNING: invalid action, changed to call``. Every non-comment line is charged the time since the
-state was sent, against ``--t_response`` (per reply), ``--t_hand`` (per seat and hand) and
-``--t_per_hand`` x hands (per seat and match); a seat that sends nothing for ``--t_response`` or
-over-runs a budget aborts the match (exit status 1, no SCORE; the log keeps the finished hands).
+Any ``limit`` game (Kuhn, Leduc, ...): several rounds, board cards, per-round raise sizes,
+``maxRaises`` and ``firstPlayer``, as the one implementation of the betting rules plays them
+(:mod:`oppmodel.modeling.games.acpc.betting`). Each hand: deal every card of the hand (hole cards,
+then every round's board, even rounds the hand will not reach) from the match's MT19937 stream
+(:mod:`oppmodel.clients.acpc.deal`); seat ``s`` plays position ``(s - h) mod n`` in hand ``h``
+(position = seat with ``-f``). After every action, and once before the first, every seat in seat
+order gets its MATCHSTATE (``\\r\\n`` terminated; the board of each round reached,
+``/``-separated); the acting seat's reply is then read. Comments (``#``, ``;``) are skipped; a line
+whose state does not parse is ignored with ``WARNING: bad state format in response``; a state
+other than the current one with ``WARNING: ignoring un-requested response``; a missing action
+becomes a call with ``WARNING: bad action format in response, changed to call``; an unknown or
+invalid action becomes a call with ``WARNING: invalid action, changed to call``. Every non-comment
+line is charged the time since the state was sent, against ``--t_response`` (per reply),
+``--t_hand`` (per seat and hand) and ``--t_per_hand`` x hands (per seat and match); a seat that
+sends nothing for ``--t_response`` or over-runs a budget aborts the match (exit status 1, no SCORE;
+the log keeps the finished hands).
+
+A finished hand pays the last player in, or splits the pot equally among the best poker hands
+over hole and board cards (so chips can be fractions, logged as ``2.5``).
 
 Outputs follow the reference: the log (:mod:`oppmodel.clients.acpc.log`), stderr ``TO``/``FROM``
 traffic with ``sec.usec`` times, ``STARTED``/``FINISHED``, the per-100-hands time lines, and the
@@ -25,8 +33,9 @@ errors and SCORE. Differences, by design: sockets bind to 127.0.0.1 unless told 
 transaction log or resume (``-T``, ``-a``); a seat that stops reading for ``--t_response`` while the
 dealer sends to it aborts the match (the reference would block); a seat that connects and never
 sends its VERSION line aborts the match after ``--t_version`` (the reference waits forever; 0
-restores that); a port that cannot be bound leaves no log file behind. Reference:
-``shared/notes/acpc-protocol.md`` sections 3-7.
+restores that); a port that cannot be bound leaves no log file behind; games with board cards in
+the first round are refused (none of the ACPC games has them). Reference:
+``shared/notes/acpc-protocol.md`` sections 3-7 and 13.
 """
 
 from __future__ import annotations
@@ -52,9 +61,16 @@ from oppmodel.clients.acpc.log import (
 )
 from oppmodel.clients.acpc.net import LineSocket
 from oppmodel.clients.acpc.protocol import same_state
-from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, LETTER_VARIANTS, HandState
-from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
+from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
+from oppmodel.modeling.games.acpc.betting import (
+    ACTION_LETTERS,
+    CALL,
+    LETTER_VARIANTS,
+    ROUND_SEPARATOR,
+    HandState,
+    betting_unsupported,
+)
+from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate_prefix
 
 VERSION_RE = re.compile(r"VERSION:([0-9]+)\.([0-9]+)\.([0-9]+)")
@@ -62,6 +78,16 @@ DEFAULT_T_RESPONSE_MS = 600_000
 DEFAULT_T_HAND_MS = 600_000
 DEFAULT_T_PER_HAND_MS = 7_000
 DEFAULT_T_VERSION_MS = 10_000  # the reference has no such bound: it waits forever
+
+
+def dealer_unsupported(game: GameDef) -> list[str]:
+    """Rules of ``game`` this dealer does not deal (empty when it deals the game exactly as the
+    reference): no-limit betting, stacks that could bind, and board cards in round 0 (the log
+    prints those glued to the last hole cards, which no reader here splits back)."""
+    problems = betting_unsupported(game)
+    if game.num_board_cards[0]:
+        problems.append(f"{game.num_board_cards[0]} board card(s) in round 1 (only from round 2)")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -94,7 +120,12 @@ class DealerConfig:
 
     def validate(self) -> None:
         """InvalidArgumentError naming the first bad field."""
-        n = kuhn_num_players(self.game)
+        problems = dealer_unsupported(self.game)
+        if problems:
+            raise UnknownGameError(
+                "game", "the dealer cannot deal this game: " + "; ".join(problems)
+            )
+        n = self.game.num_players
         if len(self.names) != n:
             raise InvalidArgumentError("names", f"the game has {n} players, got {len(self.names)}")
         if not 0 <= self.hands <= 0xFFFFFFFF:
@@ -336,27 +367,32 @@ class MatchDealer:
         hand = HandState(cfg.game)
         shift = self._shift(number)
         positions = [(seat - shift) % n for seat in range(n)]
-        # until the hand ends, each position sees only its own cards
+        # until the hand ends, each position sees only its own hole cards (and the board so far)
         private = [tuple(c if q == p else "" for q, c in enumerate(deal.hole)) for p in range(n)]
         heads = [f"MATCHSTATE:{p}:{number}:" for p in range(n)]
-        tails = [":" + "|".join(view) for view in private]
+        holes = [":" + "|".join(view) for view in private]
         self._clock.hand = [0] * n
+        board_round, board, board_text = -1, (), ""
         while not hand.finished:
             acting, betting = hand.current, hand.betting
+            if hand.round != board_round:  # a new round shows its board cards
+                board_round, board = hand.round, deal.board[: hand.round + 1]
+                board_text = ROUND_SEPARATOR.join(board)
             sent_ns = 0
             for seat, position in enumerate(positions):
-                stamp = self._send(seat, heads[position] + betting + tails[position])
+                stamp = self._send(seat, heads[position] + betting + holes[position] + board_text)
                 if position == acting:
                     sent_ns = stamp
-            current = MatchState(acting, number, betting, private[acting])
+            current = MatchState(acting, number, betting, private[acting], board)
             hand.apply(self._get_action((acting + shift) % n, current, hand, sent_ns))
+        board = deal.board[: hand.round + 1]
         for seat, position in enumerate(positions):
             seen = hand.visible_hole(deal.hole, position)
-            self._send(seat, str(MatchState(position, number, hand.betting, seen)))
-        payoffs = hand.payoffs(deal.hole)
+            self._send(seat, str(MatchState(position, number, hand.betting, seen, board)))
+        payoffs = hand.payoffs(deal.hole, board)
         names = tuple(cfg.names[(p + shift) % n] for p in range(n))
-        # one-round games: the log shows board cards only from round 1 on, so none here
-        return LoggedHand(number, hand.betting, deal.hole, (), payoffs, names)
+        # the log's board: the sections after the hole cards, one per round from round 1 on
+        return LoggedHand(number, hand.betting, deal.hole, board[1:], payoffs, names)
 
     def run(self, seats: Sequence[LineSocket] | None = None) -> MatchResult:
         """Accept the seats, play the match, write the outputs; never raises for a bad client.

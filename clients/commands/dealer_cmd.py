@@ -23,8 +23,8 @@ seat i is the i-th port and plays as the i-th NAME. Agents connect (the referenc
 convention is `AGENT HOST PORT`), send VERSION:2.0.0 and answer the MATCHSTATE lines where they are
 to act. The button moves every hand (seat s plays position (s - h) mod n) unless -f is given.
 The log goes to MATCHNAME.log; the final SCORE line (totals in seat order) to stdout and stderr.
-A timeout aborts the match with exit status 1 and no SCORE. GAMEFILE is a path or the short name
-of a bundled game ({", ".join(BUNDLED_GAMES)}).
+A timeout aborts the match with exit status 1 and no SCORE. GAMEFILE (any limit game) is a path
+or the short name of a bundled game ({", ".join(BUNDLED_GAMES)}).
 
 Unlike the reference, which waits forever, the dealer gives up on a seat that connects but sends
 no VERSION line within --t_version (0 waits forever, as the reference does).
@@ -33,6 +33,12 @@ example (3 agents, 3000 hands, the reference's seed-42 cards):
   oppmodel dealer m1 kuhn3p 3000 42 Alice Bob Carol -p 18791,18792,18793 -q &
   for p in 18791 18792 18793; do
     oppmodel acpc-agent kuhn3p 127.0.0.1 $p --agent n1 &
+  done
+
+example (3-player Leduc: two rounds, a board card, the bundled CFR strategy):
+  oppmodel dealer m2 leduc3p 3000 42 Alice Bob Carol -p 18791,18792,18793 -q &
+  for p in 18791 18792 18793; do
+    oppmodel acpc-agent leduc3p 127.0.0.1 $p --agent cfr --seed $p &
   done
 """
 

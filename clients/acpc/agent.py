@@ -7,19 +7,26 @@ policy's ``observe`` hook exactly once per hand. When the state says this positi
 policy's ``act`` picks ``f``, ``c`` or ``r`` and the client replies with the state, ``:`` and the
 letter.
 
+The client plays any limit game (Kuhn, Leduc, ...): several rounds, board cards, the legal actions
+of the one implementation of the betting rules (:mod:`oppmodel.modeling.games.acpc.betting`).
+
 A policy is any object with ``act(decision) -> str`` and ``observe(hand) -> None``;
-:func:`make_policy` builds the built-in ones (the core's fixed profiles, and the reference
-``example_player``'s weights). The model-based agent (MBBR, in-process or through the service)
-plugs in here as another policy. Reference: ``shared/notes/acpc-protocol.md`` sections 3-5.
+:func:`make_policy` builds the built-in ones: in every game ``cfr`` (the game's bundled solved
+strategy) and the reference ``example_player``'s weights; in Kuhn games also the core's fixed
+profiles (n1, n3, the styles, ...) and MBBR. :func:`strategy_policy` plays any strategy file. The
+model-based agent (MBBR, in-process or through the service) plugs in here as another policy.
+Reference: ``shared/notes/acpc-protocol.md`` sections 3-5 and 13.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import socket
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, TextIO
 
 import numpy as np
@@ -29,8 +36,12 @@ from oppmodel.clients.acpc.net import LineSocket
 from oppmodel.clients.acpc.protocol import VERSION_LINE, format_reply
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, HandState
-from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES, strategy_path
+from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
+from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported, read_game_def
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
+from oppmodel.modeling.games.acpc.strategy import load_profile
 from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
@@ -55,6 +66,11 @@ class Decision:
     def hole(self) -> str:
         """Our hole card(s)."""
         return self.state.hole[self.state.position]
+
+    @property
+    def board(self) -> tuple[str, ...]:
+        """The board cards of each round reached (round 0's first, ``""`` where none)."""
+        return self.state.board
 
     def valid_actions(self) -> list[str]:
         """The actions the dealer accepts now, in the order ``f c r``."""
@@ -165,15 +181,70 @@ class ModelPolicy(StrategyPolicy):
         self._strategies.clear()
 
 
+class LimitStrategyPolicy:
+    """Plays a fixed profile of a limit game (``(num_players, num_infosets, 3)``, fold / call /
+    raise per information set, :mod:`oppmodel.modeling.games.acpc.strategy`): draws the action at
+    our information set; seeded, so reproducible."""
+
+    def __init__(self, game: LimitGame, profile: np.ndarray, seed: int) -> None:
+        self.game = game
+        self.profile = np.asarray(profile, dtype=float)
+        self.rng = random.Random(seed)
+
+    def infoset(self, decision: Decision) -> int:
+        """Our information set's index in ``decision`` (row of ``profile[position]``)."""
+        key = self.game.infostate(decision.hole, decision.board, decision.state.betting)
+        return self.game.infoset_from_string(decision.position, key)
+
+    def act(self, decision: Decision) -> str:
+        """Draw f, c or r with the profile's probabilities at our information set."""
+        probabilities = self.profile[decision.position, self.infoset(decision)]
+        return self.rng.choices(ACTION_LETTERS, weights=probabilities)[0]
+
+    def observe(self, hand: SeatHand) -> None:
+        """A fixed strategy learns nothing."""
+
+
+def strategy_policy(game: GameDef, path: str | Path, seed: int) -> LimitStrategyPolicy:
+    """Play the profile of a strategy file (every position's strategy, keyed by information-state
+    strings); InvalidArgumentError or InvalidStrategyError naming what is wrong with the file."""
+    limit = limit_game_of(game)
+    return LimitStrategyPolicy(limit, load_profile(limit, path), seed)
+
+
+def cfr_policy(game: GameDef, seed: int) -> LimitStrategyPolicy:
+    """Play the solved strategy bundled for ``game`` (whatever file its rules were read from);
+    InvalidArgumentError if none is bundled."""
+    name = bundled_name(game)
+    if name not in BUNDLED_STRATEGIES:
+        raise InvalidArgumentError(
+            "agent",
+            f"cfr plays a bundled solved strategy, and there is none for this game (there are: "
+            f"{', '.join(BUNDLED_STRATEGIES)}); play a strategy file instead",
+        )
+    return LimitStrategyPolicy(limit_game_of(game), _bundled_profile(name), seed)
+
+
+@functools.cache
+def _bundled_profile(name: str) -> np.ndarray:
+    """A bundled solved profile, read once per process (a tournament seats it in every match)."""
+    profile = load_profile(limit_game_of(read_game_def(name)), strategy_path(name))
+    profile.setflags(write=False)
+    return profile
+
+
 def example_policy(game: GameDef, seed: int) -> Policy:
     """The reference ``example_player``: fold/call/raise weighted 0.06/0.47/0.47 over valid ones."""
     return WeightedPolicy(dict(zip(ACTION_LETTERS, (0.06, 0.47, 0.47), strict=True)), seed)
 
 
-def policy_names() -> list[str]:
-    """Names ``make_policy`` knows: ``mbbr``, the core's panel (n1, n2, n3, uniform, ...) and
-    ``example``."""
-    return ["mbbr", *panel_names(), "example"]
+def policy_names(game: GameDef | None = None) -> list[str]:
+    """Names ``make_policy`` knows for ``game`` (None: for some game). Kuhn games: ``mbbr``, the
+    core's panel (n1, n2, n3, uniform, the styles, ...) and ``example``; every game: ``cfr`` where
+    a solved strategy is bundled, and ``example``."""
+    kuhn = game is None or not kuhn_unsupported(game)
+    cfr = game is None or bundled_name(game) in BUNDLED_STRATEGIES
+    return [*(["mbbr", *panel_names()] if kuhn else []), "example", *(["cfr"] if cfr else [])]
 
 
 def make_policy(name: str, game: GameDef, seed: int) -> Policy:
@@ -185,12 +256,16 @@ def make_policy(name: str, game: GameDef, seed: int) -> Policy:
     """
     if name == "example":
         return example_policy(game, seed)
+    if name == "cfr":
+        return cfr_policy(game, seed)
+    known = ", ".join(policy_names(game))
+    if kuhn_unsupported(game):
+        raise InvalidArgumentError("agent", f"unknown agent {name!r} for this game; known: {known}")
     if name == "mbbr":
         return ModelPolicy(game, build_model(kuhn_for(game), MBBRConfig(seed=seed)), seed)
     try:
         profile = named_profile(kuhn_for(game), name)
     except NotFoundError as exc:
-        known = ", ".join(policy_names())
         raise InvalidArgumentError("agent", f"unknown agent {name!r}; known: {known}") from exc
     return ProfilePolicy(game, profile, seed)
 
@@ -241,7 +316,7 @@ def play_match(
 
     ``read_timeout`` (seconds) bounds the wait for each line; None waits as long as the dealer does.
     """
-    kuhn_num_players(game)
+    HandState(game)  # refuses a game whose betting the rules do not play (no-limit, small stacks)
     err = stderr or sys.stderr
     conn = LineSocket(sock)
     hands = actions = ignored = 0

@@ -6,18 +6,27 @@ import argparse
 import dataclasses
 import json
 import sys
-from collections import Counter
 
-from oppmodel.clients.acpc.agent import ModelPolicy, connect, make_policy, play_match, policy_names
+import numpy as np
+
+from oppmodel.clients.acpc.agent import (
+    ModelPolicy,
+    connect,
+    make_policy,
+    play_match,
+    policy_names,
+    strategy_policy,
+)
 from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.cli import run_command
 from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from oppmodel.clients.commands._types import non_negative_float, port, positive_float, seed
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
-from oppmodel.modeling.games.acpc.gamedef import read_game_def
-from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, BUNDLED_STRATEGIES
+from oppmodel.modeling.games.acpc.compiler import limit_game_of
+from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported, read_game_def
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr.model import build_model
 
 REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
@@ -25,7 +34,15 @@ REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand defau
 EPILOG = f"""\
 The agent connects to HOST PORT, sends VERSION:2.0.0, answers every MATCHSTATE where it is to act
 and plays until the dealer closes the connection. Comments and unexpected lines are ignored.
-At the end it prints a one-line tally on stderr (or JSON on stdout with --json).
+At the end it prints a one-line tally on stderr (or JSON on stdout with --json). It plays any
+limit game (Kuhn, Leduc, any ACPC limit game file): several rounds, board cards, the legal
+actions of the reference dealer's rules.
+
+Fixed strategies: --agent cfr plays the solved strategy bundled with the game
+({", ".join(BUNDLED_STRATEGIES)}); --strategy FILE plays a strategy file (as `oppmodel solve`
+writes them: every position's [p_fold, p_call, p_raise] keyed by information-state strings such as
+"Ks/Qh:rc/cr"); --agent example plays the reference example_player's weights. In Kuhn games the
+core's profiles and styles (n1, n3, uniform, maniac, ...) and MBBR are agents too.
 
 With --service ADDR the agent is MBBR played by the oppmodel service: it creates a session (the
 --mbbr-* parameters, --seed) and asks GetAction for every decision, waiting at most
@@ -35,18 +52,21 @@ decision call fails (unreachable, too slow, any error) the agent says so on stde
 fallback, N1 (MBBR's default strategy), while the background thread probes the service; it
 returns to the service as soon as the service answers, and resends the hands it missed. The
 tally counts the decisions each source made and the hands each outage lasted. --in-process plays
-the same MBBR model inside this process instead. GAMEFILE is a path or a bundled game's name
-({", ".join(BUNDLED_GAMES)}).
+the same MBBR model inside this process instead (MBBR agents play Kuhn games). GAMEFILE is a
+path or a bundled game's name ({", ".join(BUNDLED_GAMES)}).
 
 The decision budget: the reference dealer aborts a match when a seat exceeds --t_per_hand (7000
 ms per hand on average over the match; also --t_response and --t_hand, 600000 ms by default). The
 agent cannot read the dealer's options, so its default budget assumes the reference's: half of
-7000 ms shared by the most decisions a seat makes in one hand (2 in Kuhn), 1750 ms. Even if every
+7000 ms shared by the most decisions a seat makes in one hand: 1750 ms in Kuhn (2 decisions), 875
+ms in 2-player Leduc (4), 583 ms in 3-player Leduc (6). Even if every
 decision waited that long the seat would use half its time. Against a dealer with tighter limits
 give at most t_per_hand / 2 / decisions per hand (and well below t_response).
 
 examples:
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --agent n1 --seed 7
+  oppmodel acpc-agent leduc3p 127.0.0.1 18791 --agent cfr --seed 7
+  oppmodel acpc-agent leduc2p 127.0.0.1 18791 --strategy my-leduc2p.json
   oppmodel serve --db oppmodel.sqlite --port 50051 &
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --service 127.0.0.1:50051 --seed 7
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --in-process --mbbr-posterior samples
@@ -65,9 +85,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--agent",
         metavar="NAME",
         help=f"strategy to play: {', '.join(policy_names())} (default: mbbr with --service or "
-        "--in-process, n1 otherwise)",
+        "--in-process, else n1 in Kuhn games and cfr in others)",
     )
     where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--strategy",
+        metavar="FILE",
+        help="play the fixed strategy of this strategy file (every position's, keyed by "
+        "information-state strings)",
+    )
     where.add_argument(
         "--service", metavar="ADDR", help="play MBBR through the oppmodel service at HOST:PORT"
     )
@@ -112,12 +138,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Play the match."""
+    game = read_game_def(args.gamefile)
     modeled = bool(args.service or args.in_process)
-    agent = args.agent or ("mbbr" if modeled else "n1")
+    kuhn = not kuhn_unsupported(game)
+    agent = args.agent or ("mbbr" if modeled else "n1" if kuhn else "cfr")
     if modeled and agent != "mbbr":
         raise InvalidArgumentError("agent", "--service and --in-process play mbbr only")
-    game = read_game_def(args.gamefile)
-    budget_ms = args.decision_budget_ms or default_decision_budget_ms(kuhn_for(game))
+    if args.strategy and args.agent:
+        raise InvalidArgumentError("agent", "--strategy plays the file's strategy: drop --agent")
+    if modeled and not kuhn:
+        raise InvalidArgumentError(
+            "gamefile", "--service and --in-process (MBBR) play Kuhn games only for now"
+        )
+    budget_ms = args.decision_budget_ms or default_decision_budget_ms(limit_game_of(game))
     if args.service:
         policy = ServicePolicy(
             game,
@@ -129,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
         policy = ModelPolicy(
             game, build_model(kuhn_for(game), mbbr_config(args, seed=args.seed)), args.seed
         )
+    elif args.strategy:
+        agent = f"strategy {args.strategy}"
+        policy = strategy_policy(game, args.strategy, args.seed)
     else:
         policy = make_policy(agent, game, args.seed)
     try:
@@ -151,18 +187,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def most_decisions_per_hand(kuhn: KuhnGame) -> int:
-    """The most actions one position takes in a hand of ``kuhn`` (2 in every Kuhn game)."""
-    most = 0
-    for t, length in enumerate(kuhn.path_len):
-        players = Counter(int(kuhn.node_player[node]) for node in kuhn.path_nodes[t, :length])
-        most = max(most, *players.values())
-    return most
+def most_decisions_per_hand(game: LimitGame) -> int:
+    """The most actions one position takes in a hand of ``game`` (2 in every Kuhn game, 4 in
+    2-player Leduc, 6 in 3-player Leduc: check, then call two raises, in each round)."""
+    tree = game.tree
+    counts = np.zeros((game.num_nodes, game.num_players), dtype=np.int64)
+    for node in range(1, game.num_nodes):  # pre-order: a parent comes before its children
+        parent = tree.node_parent[node]
+        counts[node] = counts[parent]
+        counts[node, tree.node_player[parent]] += 1
+    return int(counts.max())
 
 
-def default_decision_budget_ms(kuhn: KuhnGame) -> float:
+def default_decision_budget_ms(game: LimitGame) -> float:
     """Half the reference dealer's time per hand, shared by the most decisions of one hand."""
-    return REFERENCE_TIME_PER_HAND_MS / 2 / most_decisions_per_hand(kuhn)
+    return REFERENCE_TIME_PER_HAND_MS / 2 / most_decisions_per_hand(game)
 
 
 def service_tally(policy: ServicePolicy, budget_ms: float) -> dict:

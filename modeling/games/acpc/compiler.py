@@ -32,7 +32,12 @@ from oppmodel.modeling.games.acpc.betting import (
     legal_actions,
     opening,
 )
-from oppmodel.modeling.games.acpc.bundled import game_path, short_name
+from oppmodel.modeling.games.acpc.bundled import (
+    BUNDLED_GAMES,
+    GAMES_FOLDER,
+    game_path,
+    short_name,
+)
 from oppmodel.modeling.games.acpc.gamedef import LIMIT, UINT8_MAX, GameDef, parse_game_def
 from oppmodel.modeling.games.acpc.hand_rank import hand_strength
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
@@ -51,6 +56,23 @@ def limit_game(name_or_path: str | Path) -> LimitGame:
     except OSError as exc:
         raise InvalidArgumentError("gamefile", f"cannot read {path}: {exc.strerror}") from exc
     return _compiled(text, short_name(path) or path.name)
+
+
+def bundled_name(gamedef: GameDef) -> str | None:
+    """The short name of the bundled game with exactly these rules (whatever file they were read
+    from), or None."""
+    for name, file in BUNDLED_GAMES.items():
+        text = (GAMES_FOLDER / file).read_text(encoding="ascii")
+        if parse_game_def(text) == gamedef:
+            return name
+    return None
+
+
+def limit_game_of(gamedef: GameDef) -> LimitGame:
+    """The compiled game of parsed rules: the bundled game's (with its short name) when the rules
+    are a bundled game's, else compiled under the name ``acpc`` (once per distinct rules)."""
+    name = bundled_name(gamedef)
+    return limit_game(name) if name is not None else _compiled(gamedef.to_text(), "acpc")
 
 
 @functools.lru_cache(maxsize=16)

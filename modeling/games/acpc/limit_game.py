@@ -193,6 +193,20 @@ class LimitGame:
             )
         return int(self.tree.node_base[node]) + view
 
+    def infostate(self, hole: str, board: Sequence[str], betting: str) -> str:
+        """The information-state string of a player holding ``hole`` (``"Ks"``) who has seen the
+        board of each round reached (``board[r]``, one entry per round, as a MATCHSTATE lists
+        them) after ``betting``: the key of its row in a strategy file. Cards are put in deck
+        order inside each group; InvalidArgumentError for a card outside the deck."""
+        view = self._in_deck_order(hole)
+        for r, cards in enumerate(board):
+            if r > 0 or cards:
+                view += "/" + self._in_deck_order(cards)
+        return f"{view}:{betting}"
+
+    def _in_deck_order(self, text: str) -> str:
+        return "".join(self.deck[c] for c in sorted(self._cards(text)))
+
     @functools.cached_property
     def legal_mask(self) -> np.ndarray:
         """(n, num_infosets, 3) the legal actions of every information set (padding: call)."""

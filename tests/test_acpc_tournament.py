@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from acpc_support import DATA, GAME, GAME_FILE
 
+from oppmodel.clients.acpc.deal import CardDealer
 from oppmodel.clients.acpc.log import check_log, read_log
 from oppmodel.clients.acpc.tournament import (
     AgentSpec,
@@ -22,6 +23,7 @@ from oppmodel.clients.acpc.tournament import (
 from oppmodel.clients.commands import tournament_cmd
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import HandState
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 EXTERNAL = f"{sys.executable} {Path(__file__).resolve().parent / 'acpc_external_agent.py'}"
 
@@ -192,3 +194,65 @@ def test_summary_is_the_mean_and_standard_error_of_the_duplicate_hands(tmp_path:
         assert s.mbb_per_hand == pytest.approx(1000 * mean)
         assert s.standard_error == pytest.approx(1000 * sd / 2)
         assert s.hands == 24
+
+
+LEDUC3P_LOG = DATA / "leduc3p-seed42-example-players.log"
+
+
+def test_a_leduc3p_tournament_of_cfr_agents_deals_every_seating_the_same_cards(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hands = 12
+    status = run_cli(
+        [
+            *("--game", "leduc3p", "--agent", "cfr1=builtin:cfr", "--agent", "cfr2=builtin:cfr"),
+            *("--agent", "ex=builtin:example"),
+            *("--hands", str(hands), "--seed", "42", "--out", str(tmp_path), "--json"),
+        ]
+    )
+    assert status == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["game_file"] == "leduc.limit.3p.game"
+    assert [r["agent"] for r in report["results"]] == ["cfr1", "cfr2", "ex"]
+    assert abs(sum(r["mbb_per_hand"] for r in report["results"])) < 1e-9  # zero-sum
+    game = read_game_def("leduc3p")
+    reference = read_log(LEDUC3P_LOG).hands[:hands]
+    dealer = CardDealer(game, 42)
+    boards = [dealer.deal().board for _ in range(hands)]
+    assert len(report["matches"]) == 6
+    for match in report["matches"]:
+        log = read_log(match["log"])
+        assert check_log(game, log) == [] and len(log.hands) == hands
+        # duplicate: every seating gets the seed-42 cards of the reference log, board included
+        for ours, theirs, board in zip(log.hands, reference, boards, strict=True):
+            assert ours.hole == theirs.hole
+            assert ours.board == board[1 : len(ours.board) + 1]
+        totals = dict(zip(log.score.names, log.score.totals, strict=True))
+        assert {n: 1000 * t / hands for n, t in totals.items()} == pytest.approx(
+            match["mbb_per_hand"]
+        )
+    assert any("/" in h.betting for m in report["matches"] for h in read_log(m["log"]).hands)
+
+
+def test_a_leduc2p_tournament_plays_both_seatings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = run_cli(
+        [
+            *("--game", "leduc2p", "--agent", "cfr=builtin:cfr", "--agent", "ex=builtin:example"),
+            *("--hands", "20", "--duplicates", "2", "--out", str(tmp_path), "--json"),
+        ]
+    )
+    assert status == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(m["duplicate"], m["seating"]) for m in report["matches"]] == [
+        (0, ["cfr", "ex"]),
+        (0, ["ex", "cfr"]),
+        (1, ["cfr", "ex"]),
+        (1, ["ex", "cfr"]),
+    ]
+    results = {r["agent"]: r for r in report["results"]}
+    assert results["cfr"]["mbb_per_hand"] == pytest.approx(-results["ex"]["mbb_per_hand"])
+    assert all(r["hands"] == 2 * 2 * 20 for r in report["results"])
+    game = read_game_def("leduc2p")
+    assert all(check_log(game, read_log(m["log"])) == [] for m in report["matches"])

@@ -1,15 +1,16 @@
 """Duplicate tournaments through the project's dealer over TCP.
 
-n agents play every seating (all n! assignments of agents to seats: 6 for 3 players) with the same
-cards, and this is repeated for ``duplicates`` sets with card seeds ``seed, seed + 1, ...``.
-Playing the same cards from every seat removes most of the luck of the deal (duplicate poker),
-which is how paper 003 evaluates MBBR (3000 hands, the 6 seatings, 10 sets).
+Any limit game the dealer deals (Kuhn, Leduc, ...). n agents play every seating (all n!
+assignments of agents to seats: 6 for 3 players) with the same cards, and this is repeated for
+``duplicates`` sets with card seeds ``seed, seed + 1, ...``. Playing the same cards from every
+seat removes most of the luck of the deal (duplicate poker), which is how paper 003 evaluates MBBR
+(3000 hands, the 6 seatings, 10 sets).
 
 Estimate: for agent ``a`` let ``x[d, h]`` be its payoff in hand ``h`` of duplicate set ``d``,
 averaged over the n! seatings (each seating deals hand ``h`` of set ``d`` identically). The result
-is ``mean(x)`` in milli-chips per hand (mbb/h; in Kuhn the ante is the big blind) with the standard
-error ``sd(x) / sqrt(#x)``, treating the duplicate hands as independent. Per-seating results are
-the plain means of each match.
+is ``mean(x)`` in milli-chips per hand (mbb/h; in Kuhn and Leduc the ante is the big blind) with
+the standard error ``sd(x) / sqrt(#x)``, treating the duplicate hands as independent. Per-seating
+results are the plain means of each match.
 
 An agent is ``NAME=COMMAND``: ``builtin:POLICY`` runs the project's agent in-process (over a real
 socket, one thread per seat, seeded from the tournament seed) and anything else is an executable

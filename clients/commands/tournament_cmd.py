@@ -24,17 +24,21 @@ from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 EPILOG = f"""\
 Each --agent is NAME=COMMAND. COMMAND `builtin:POLICY` plays the project's agent in-process
-(POLICY: {", ".join(policy_names())}); any other COMMAND is an ACPC agent
-executable, started as `COMMAND HOST PORT` for every match. There must be one agent per player.
+(POLICY: {", ".join(policy_names())}; in other games than Kuhn: cfr and example); any other
+COMMAND is an ACPC agent executable, started as `COMMAND HOST PORT` for every match (for instance
+`oppmodel acpc-agent leduc3p --strategy my.json`). There must be one agent per player. --game is
+any limit game (Kuhn, Leduc, an ACPC game file).
 Every duplicate set plays all seatings (6 for 3 players) with the same cards (card seed SEED + set
 number), through the project's dealer over loopback TCP. Results: each agent's mean in mbb/h
 (milli-chips per hand) over the duplicate hands with its standard error, then every match's.
 Logs (MATCH.log, dealer MATCH.err, external agents' output) are kept in --out. Exit status 1
 means a match was aborted (an agent failed), 2 a mistake in the command.
 
-example:
+examples:
   oppmodel tournament --agent n1=builtin:n1 --agent n3=builtin:n3 \\
       --agent ext=./my_agent.sh --hands 3000 --duplicates 2 --seed 42 --out results/
+  oppmodel tournament --game leduc3p --agent a=builtin:cfr --agent b=builtin:cfr \\
+      --agent ext=./my_agent.sh --hands 3000 --seed 42 --out leduc-results/
 """
 
 

@@ -172,8 +172,11 @@ def run_dealer(
 class AgentThread:
     """The project's agent (``play_match``) in a thread, with its result kept."""
 
-    def __init__(self, port: int, policy: Policy, game: GameDef = GAME) -> None:
+    def __init__(
+        self, port: int, policy: Policy, game: GameDef = GAME, read_timeout: float = SOCKET_TIMEOUT
+    ) -> None:
         self.game = game
+        self.read_timeout = read_timeout
         self.result: AgentResult | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(port, policy), daemon=True)
@@ -182,7 +185,7 @@ class AgentThread:
     def _run(self, port: int, policy: Policy) -> None:
         try:
             sock = connect("127.0.0.1", port, SOCKET_TIMEOUT)
-            self.result = play_match(self.game, sock, policy, read_timeout=SOCKET_TIMEOUT)
+            self.result = play_match(self.game, sock, policy, read_timeout=self.read_timeout)
         except BaseException as exc:
             self.error = exc
 

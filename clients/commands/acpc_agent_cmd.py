@@ -150,8 +150,9 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(
             "gamefile", "--service and --in-process (MBBR) play Kuhn games only for now"
         )
-    budget_ms = args.decision_budget_ms or default_decision_budget_ms(limit_game_of(game))
+    budget_ms = args.decision_budget_ms
     if args.service:
+        budget_ms = budget_ms or default_decision_budget_ms(limit_game_of(game))
         policy = ServicePolicy(
             game,
             args.service,

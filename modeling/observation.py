@@ -3,13 +3,29 @@
 Observability follows the ACPC dealer: a seat always sees its own card and every action; it sees
 another player's card only at a showdown (two or more players did not fold) and only if that player
 did not fold. A folded card, and every card when all but one fold, stays hidden (None).
+
+Two records, one per kind of compiled game, each with its maker and its validator:
+
+- ``HandObservation`` (``observe_hand``, ``validate_observation``) for ``KuhnGame``: the betting in
+  OpenSpiel letters, cards as integers. The service, its protos and snapshots, the ACPC harness and
+  the Kuhn match engine speak it, so it stays exactly as it is.
+- ``LimitObservation`` (``observe_limit_hand``, ``validate_limit_observation``) for any compiled
+  ACPC limit game (``LimitGame``: Leduc, and Kuhn compiled from its game file): the ACPC betting of
+  every round, hole and board cards as the dealer writes them. The MBBR model of a game takes the
+  record of its game kind (``MBBRModel.observe``).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import FOLD
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
 
 
@@ -62,3 +78,142 @@ def validate_observation(game: KuhnGame, obs: HandObservation) -> None:
         if not visible and c is not None:
             reason = "folded" if folded[i] else "won without a showdown"
             raise InvalidArgumentError(f"cards[{i}]", f"position {i} {reason}: its card is hidden")
+
+
+# --- any compiled ACPC limit game ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LimitObservation:
+    """One finished hand of a compiled limit game (``LimitGame``) from our seat's point of view,
+    in ACPC notation (cards as the dealer writes them, ``"Ks"``; several cards run together,
+    ``"AsKh"``).
+
+    ``hole[p]`` is position p's hole cards: ours always, another's only if it was shown at a
+    showdown (two or more players did not fold) and that player did not fold; None where hidden.
+    ``board[r]`` is the board cards dealt for round r, for every round the hand reached (round 0
+    first, ``""`` where a round deals none: Leduc's round 0), so a hand that ended in round r has
+    r + 1 entries.
+    """
+
+    position: int  # our position in this hand
+    betting: str  # the finished ACPC betting, '/' between rounds ("rc/cr")
+    hole: tuple[str | None, ...]  # per position; ours required, others None when hidden
+    board: tuple[str, ...]  # per round reached
+
+
+def observe_limit_hand(
+    game: LimitGame, position: int, deal: int, terminal: int
+) -> LimitObservation:
+    """The observation ``position`` makes of the hand dealt ``game.deal_cards[deal]`` that ended
+    at terminal ``terminal`` (an index into the game's terminals, ``tree.node_terminal``)."""
+    game.check_position(position)
+    if not isinstance(deal, (int, np.integer)) or not 0 <= deal < game.num_deals:
+        raise InvalidArgumentError("deal", f"{deal!r} not in 0..{game.num_deals - 1}")
+    if not isinstance(terminal, (int, np.integer)) or not 0 <= terminal < game.num_terminals:
+        raise InvalidArgumentError("terminal", f"{terminal!r} not in 0..{game.num_terminals - 1}")
+    facts = _limit_facts(game)
+    node = int(facts.terminal_node[terminal])
+    live = facts.live[terminal]
+    showdown = int(live.sum()) >= 2
+    hole = tuple(
+        facts.hole_text[deal][p] if p == position or (showdown and live[p]) else None
+        for p in range(game.num_players)
+    )
+    board = facts.board_text[deal][: int(game.tree.node_round[node]) + 1]
+    return LimitObservation(int(position), game.bettings[node], hole, board)
+
+
+def validate_limit_observation(game: LimitGame, obs: LimitObservation) -> None:
+    """Raise InvalidArgumentError / IllegalActionError naming the field if ``obs`` is impossible
+    in ``game`` (the ACPC dealer could not have shown it to that seat)."""
+    game.check_position(obs.position)
+    if not isinstance(obs.betting, str):
+        raise IllegalActionError("betting", "must be a string of ACPC actions")
+    node = game.node(obs.betting)
+    terminal = int(game.tree.node_terminal[node])
+    if terminal < 0:
+        raise IllegalActionError("betting", f"{obs.betting!r} is not a finished hand")
+    n, gamedef = game.num_players, game.gamedef
+    if not isinstance(obs.hole, tuple) or len(obs.hole) != n:
+        raise InvalidArgumentError("hole", f"needs a tuple of {n} entries, got {obs.hole!r}")
+    rounds = int(game.tree.node_round[node]) + 1
+    if not isinstance(obs.board, tuple) or len(obs.board) != rounds:
+        raise InvalidArgumentError(
+            "board", f"needs a tuple of {rounds} entries (one per round reached), got {obs.board!r}"
+        )
+    index = _limit_facts(game).card_index
+    seen: dict[str, str] = {}
+
+    def read(field: str, text: object, size: int) -> None:
+        if not isinstance(text, str) or len(text) != 2 * size:
+            raise InvalidArgumentError(field, f"needs {size} card(s) like 'Ks', got {text!r}")
+        for i in range(0, len(text), 2):
+            card = text[i : i + 2]
+            if card not in index:
+                raise InvalidArgumentError(
+                    field, f"{card!r} is not in the deck {' '.join(game.deck)}"
+                )
+            if card in seen:
+                raise InvalidArgumentError(field, f"{card} is already in {seen[card]}")
+            seen[card] = field
+
+    for p, text in enumerate(obs.hole):
+        if text is not None:
+            read(f"hole[{p}]", text, gamedef.num_hole_cards)
+    for r, text in enumerate(obs.board):
+        read(f"board[{r}]", text, gamedef.num_board_cards[r])
+    if obs.hole[obs.position] is None:
+        raise InvalidArgumentError(f"hole[{obs.position}]", "our own hole cards are required")
+    live = _limit_facts(game).live[terminal]
+    showdown = int(live.sum()) >= 2
+    for p, text in enumerate(obs.hole):
+        if p == obs.position:
+            continue
+        visible = showdown and bool(live[p])
+        if visible and text is None:
+            raise InvalidArgumentError(f"hole[{p}]", "cards shown at the showdown are missing")
+        if not visible and text is not None:
+            reason = "folded" if not live[p] else "won without a showdown"
+            raise InvalidArgumentError(f"hole[{p}]", f"position {p} {reason}: its cards are hidden")
+
+
+class _LimitFacts(NamedTuple):
+    """What observations of one game read over and over, built once per game."""
+
+    terminal_node: np.ndarray  # (T,) node id of each terminal
+    live: np.ndarray  # (T, n) True for the positions that did not fold
+    hole_text: list[tuple[str, ...]]  # [deal][position] hole cards, deck order
+    board_text: list[tuple[str, ...]]  # [deal][round] board cards, deck order
+    card_index: dict[str, int]
+
+
+@functools.cache  # per game object: compiled games are cached and immutable
+def _limit_facts(game: LimitGame) -> _LimitFacts:
+    tree, n, gamedef = game.tree, game.num_players, game.gamedef
+    terminal_node = np.flatnonzero(tree.node_terminal >= 0)
+    terminal_node = terminal_node[np.argsort(tree.node_terminal[terminal_node])]
+    live = np.ones((len(terminal_node), n), dtype=bool)
+    for t, node in enumerate(terminal_node):
+        while node > 0:  # walk up: a fold (action 0) by the parent's player
+            parent = int(tree.node_parent[node])
+            if tree.node_action[node] == FOLD:
+                live[t, int(tree.node_player[parent])] = False
+            node = parent
+    h = gamedef.num_hole_cards
+    ends = np.cumsum([n * h, *gamedef.num_board_cards])
+    hole_text, board_text = [], []
+    for row in game.deal_cards.tolist():
+        hole_text.append(
+            tuple("".join(game.deck[c] for c in row[p * h : (p + 1) * h]) for p in range(n))
+        )
+        board_text.append(
+            tuple(
+                "".join(game.deck[c] for c in row[ends[r] : ends[r + 1]])
+                for r in range(game.num_rounds)
+            )
+        )
+    live.setflags(write=False)
+    return _LimitFacts(
+        terminal_node, live, hole_text, board_text, {c: i for i, c in enumerate(game.deck)}
+    )

@@ -177,11 +177,12 @@ def test_the_wrapper_script_plays_a_seat_with_the_reference_calling_convention(
                 text=True,
             )
         )
-        return [AgentThread(p, make_policy("uniform", GAME, 0)) for p in ports[1:]]
+        return [AgentThread(p, make_policy("uniform", GAME, 0), read_timeout=60) for p in ports[1:]]
 
-    captured, _ = run_dealer(tmp_path, hands=30, clients=start, quiet=True)
+    # a fresh interpreter took 5 s to connect at load 18: the dealer and the others wait longer
+    captured, _ = run_dealer(tmp_path, hands=30, clients=start, quiet=True, start_timeout_ms=60_000)
     (process,) = processes
-    _, err = process.communicate(timeout=SOCKET_TIMEOUT)
+    _, err = process.communicate(timeout=60)
     assert captured.result.status == 0, captured.stderr
     assert process.returncode == 0
     total = parse_log(captured.log).score.totals[0]

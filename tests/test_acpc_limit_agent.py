@@ -17,10 +17,12 @@ from acpc_support import DATA, AgentThread, run_dealer
 from oppmodel.clients.acpc.agent import (
     Decision,
     LimitStrategyPolicy,
+    SeatHand,
     make_policy,
     policy_names,
     strategy_policy,
 )
+from oppmodel.clients.acpc.deal import CardDealer
 from oppmodel.clients.acpc.log import check_log, parse_log
 from oppmodel.clients.commands import acpc_agent_cmd
 from oppmodel.modeling.errors import InvalidArgumentError
@@ -30,6 +32,7 @@ from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def, read_game_def
 from oppmodel.modeling.games.acpc.matchstate import MatchState
 from oppmodel.modeling.games.acpc.strategy import load_profile, random_profile, save_profile
+from oppmodel.modeling.observation import observe_limit_hand
 
 LEDUC2P = read_game_def(DATA / "leduc.limit.2p.game")
 LEDUC3P = read_game_def(DATA / "leduc.limit.3p.game")
@@ -94,17 +97,29 @@ def pure_profile(game, seed: int) -> np.ndarray:
     return np.eye(3)[mixed.argmax(axis=2)] * game.legal_mask
 
 
+class Remembering(LimitStrategyPolicy):
+    """A fixed strategy that keeps every finished hand it is told about."""
+
+    def __init__(self, game, profile: np.ndarray, seed: int) -> None:
+        super().__init__(game, profile, seed)
+        self.seen: list[SeatHand] = []
+
+    def observe(self, hand: SeatHand) -> None:
+        self.seen.append(hand)
+
+
 def test_pure_strategies_act_as_their_information_sets_say_in_a_real_match(
     tmp_path: Path,
 ) -> None:
     game = limit_game_of(LEDUC3P)
     profiles = [pure_profile(game, seed) for seed in range(3)]
+    policies = [Remembering(game, profile, 0) for profile in profiles]
     hands = 60
 
     def start(ports: tuple[int, ...]) -> list[AgentThread]:
         return [
-            AgentThread(port, LimitStrategyPolicy(game, profile, 0), game=LEDUC3P)
-            for port, profile in zip(ports, profiles, strict=True)
+            AgentThread(port, policy, game=LEDUC3P)
+            for port, policy in zip(ports, policies, strict=True)
         ]
 
     captured, agents = run_dealer(tmp_path, hands=hands, game=LEDUC3P, clients=start, quiet=True)
@@ -130,6 +145,17 @@ def test_pure_strategies_act_as_their_information_sets_say_in_a_real_match(
     # each agent's own tally (from what it saw, board included) equals its seat's SCORE
     assert [a.result.total for a in agents] == list(log.score.totals)
     assert all(a.result.hands == hands and a.result.ignored_lines == 0 for a in agents)
+    # what each seat was told of a hand is the core's observation of that deal and terminal
+    dealer = CardDealer(LEDUC3P, 42)
+    for hand in log.hands:
+        deal = dealer.deal()
+        d = game.deal_index(deal.hole, deal.board)
+        terminal = int(game.tree.node_terminal[game.node(hand.betting)])
+        for policy, name in zip(policies, ("Alice", "Bob", "Carol"), strict=True):
+            seen = policy.seen[hand.hand]
+            assert seen.hand == hand.hand and seen.position == hand.names.index(name)
+            want = observe_limit_hand(game, seen.position, d, terminal)
+            assert seen.limit_observation() == want
 
 
 def test_the_command_plays_a_strategy_file_and_cfr_in_a_leduc_match(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ from oppmodel.modeling.games.acpc.strategy import load_profile
 from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
+from oppmodel.modeling.observation import LimitObservation
 from oppmodel.modeling.play.panel import named_profile, panel_names
 from oppmodel.modeling.strategy import validate_profile
 
@@ -79,13 +80,20 @@ class Decision:
 
 @dataclass(frozen=True)
 class SeatHand:
-    """A finished hand as this seat saw it: hole cards '' where hidden, and our payoff."""
+    """A finished hand as this seat saw it: hole cards '' where hidden, our payoff, and the board
+    of each round reached (round 0's first; ``("",)`` in Kuhn)."""
 
     hand: int
     position: int
     betting: str
     hole: tuple[str, ...]
     payoff: float
+    board: tuple[str, ...] = ("",)
+
+    def limit_observation(self) -> LimitObservation:
+        """The hand as the modeling core's observation of a limit game (None where hidden)."""
+        hole = tuple(cards or None for cards in self.hole)
+        return LimitObservation(self.position, self.betting, hole, self.board)
 
 
 class Policy(Protocol):
@@ -301,7 +309,7 @@ def connect(host: str, port: int, timeout: float) -> socket.socket:
 def seat_hand(state: MatchState, hand: HandState) -> SeatHand:
     """The finished hand of ``state`` from its viewer's side (payoff from the cards it saw)."""
     payoff = hand.payoffs(state.hole, state.board)[state.position]
-    return SeatHand(state.hand, state.position, state.betting, state.hole, payoff)
+    return SeatHand(state.hand, state.position, state.betting, state.hole, payoff, state.board)
 
 
 def play_match(

@@ -33,6 +33,7 @@ import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -77,7 +78,8 @@ FIELD = (
 EQUILIBRIA = ("n1", "n2", "n3")
 PAPER_TABLE1 = {"mbbr": 48, "n1": 37, "n3": 35, "n2": 30}
 PAPER_TABLE6 = {"mbbr": -54, "n1": 47, "n3": 44, "n2": 40}
-PAPER_MBBR = MBBRConfig(posterior="samples")  # eps 0.05, k 10, H 100, eta 4, informed, mean
+# eps 0.05, k 10, H 100, eta 4, informed, mean, no safety budget
+PAPER_MBBR = MBBRConfig(posterior="samples", safety_budget=math.inf)
 H2H_STREAM = 1_000_000  # streams of the head-to-head groups that are not field groups
 
 
@@ -113,11 +115,13 @@ def build_jobs(
     mbbr: MBBRConfig = PAPER_MBBR,
     uninformed: bool = True,
     field: Sequence[str] = FIELD,
+    mbbr_only: bool = False,
 ) -> tuple[list[MatchJob], dict]:
     """Every job, and where each table's jobs are: index[(table, group)] = [job ids].
 
     ``mbbr`` is MBBR's config in Table 1 and head to head (its prior informed or typed); Table 6
-    (if ``uninformed``) is the same config with the uninformed prior.
+    (if ``uninformed``) is the same config with the uninformed prior. ``mbbr_only``: only the
+    groups MBBR sits in (the same cards as in the full run, so MBBR's figures are the same).
     """
     jobs: list[MatchJob] = []
     index: dict[tuple[str, tuple[str, ...]], list[int]] = {}
@@ -137,6 +141,8 @@ def build_jobs(
         index[(table, group)] = ids
 
     for g, group in enumerate(groups):
+        if mbbr_only and "mbbr" not in group:
+            continue
         for table, config in configs.items():  # same cards; identical jobs if no MBBR
             add(table, group, config, 1000 * g)
     for i, (a, b) in enumerate(h2h_pairs()):
@@ -150,6 +156,8 @@ def ranking(results, index, table: str, field: Sequence[str]) -> list[tuple[str,
     """Each agent's mean over the groups it played in, best first."""
     per_agent: dict[str, list[Estimate]] = {name: [] for name in field}
     for group in field_groups(field):
+        if (table, group) not in index:  # --mbbr-only: the groups MBBR did not sit in
+            continue
         ids = index[(table, group)]
         for j, name in enumerate(group):
             per_agent[name].append(mean_estimate([results[i].mbb[j] for i in ids]))
@@ -335,6 +343,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-uninformed", action="store_true", help="skip Table 6 (the uninformed prior)"
     )
+    parser.add_argument(
+        "--mbbr-safety-budget",
+        type=float,
+        default=math.inf,
+        help="MBBR's safety budget, mbb/h (oppmodel.modeling.mbbr.safety; paper: inf, none)",
+    )
+    parser.add_argument(
+        "--mbbr-only",
+        action="store_true",
+        help="play only the groups MBBR sits in: MBBR's figures are those of the full run (same "
+        "cards), the other agents' are over those groups only",
+    )
     add_runner_args(parser)
     args = parser.parse_args(argv)
     if args.from_json:
@@ -350,13 +370,21 @@ def main(argv: list[str] | None = None) -> int:
         response=args.mbbr_response,
         posterior=args.mbbr_posterior,
         prior=args.mbbr_prior,
+        safety_budget=args.mbbr_safety_budget,
     )
     try:
         mbbr.validate()
     except InvalidArgumentError as exc:
         parser.error(f"MBBR {exc}")
     field = FIELD if args.field == "panel" else competent_field(args.share)
-    jobs, index = build_jobs(hands, reps, mbbr=mbbr, uninformed=not args.no_uninformed, field=field)
+    jobs, index = build_jobs(
+        hands,
+        reps,
+        mbbr=mbbr,
+        uninformed=not args.no_uninformed,
+        field=field,
+        mbbr_only=args.mbbr_only,
+    )
     results, seconds = run_jobs_with_args(jobs, args)
 
     def ranking_json(rows):
@@ -369,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "field": list(field),
         "groups": len(field_groups(field)),
+        "mbbr_only": args.mbbr_only,
         "jobs": len(jobs),
         "backend": args.backend,
         "seconds": seconds,

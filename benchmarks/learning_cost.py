@@ -10,12 +10,15 @@ the ceiling is 0 and every mbb/h below it is the cost of learning. ``--attribute
 it is paid: per information set of ours, what switching to the better action there would have gained
 (:func:`oppmodel.modeling.evaluation.kuhn.deviation_gains`), summed over the match.
 
-MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other settings; pairs are
-panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to evaluate against).
+MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other settings, without a
+safety budget unless ``--safety-budgets`` gives some (mbb/h, ``inf`` = none; one row per prior and
+budget: ``oppmodel.modeling.mbbr.safety`` bounds the cost against pairs of N1, N2 and N3 by the
+budget); pairs are panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to
+evaluate against).
 
     python benchmarks/learning_cost.py [--pairs n3+n3,n2+n2] [--priors informed,typed]
-                                       [--hands 3000] [--seeds 6] [--quick] [--attribute]
-                                       [--json]
+                                       [--safety-budgets inf,0.5] [--hands 3000] [--seeds 6]
+                                       [--quick] [--attribute] [--json]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -121,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         "--priors", default="informed,typed", help=f"from {', '.join(Prior)} (%(default)s)"
     )
     parser.add_argument("--posterior", choices=Posterior.names(), default=Posterior.DIRICHLET)
+    parser.add_argument(
+        "--safety-budgets",
+        default="inf",
+        help="safety budgets B in mbb/h, 'inf' for none; a row per prior and budget (%(default)s)",
+    )
     parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per seat order (default 6)")
     parser.add_argument("--quick", action="store_true", help="600 hands, 2 seeds")
@@ -137,15 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     hands = args.hands or (600 if args.quick else 3000)
     seeds = args.seeds or (2 if args.quick else 6)
     pairs = [tuple(p.split("+", 1)) for p in args.pairs.split(",")]
-    priors = args.priors.split(",")
+    budgets = [float(b) for b in args.safety_budgets.split(",")]
+    settings = [(prior, budget) for prior in args.priors.split(",") for budget in budgets]
     configs = {}
-    for prior in priors:
-        configs[prior] = MBBRConfig(posterior=args.posterior, prior=prior)
-        configs[prior].validate()
+    for prior, budget in settings:
+        configs[prior, budget] = MBBRConfig(
+            posterior=args.posterior, prior=prior, safety_budget=budget
+        )
+        configs[prior, budget].validate()
     tasks = [
-        (*order, configs[prior], seed, hands, args.attribute)
+        (*order, configs[setting], seed, hands, args.attribute)
         for a, b in pairs
-        for prior in priors
+        for setting in settings
         for seed in range(seeds)
         for order in ((a, b), (b, a))
     ]
@@ -153,13 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     game, it, rows = kuhn_game(3), iter(results), []
     for a, b in pairs:
         ceiling = response_ceiling(game, fixed_profile(game, a), fixed_profile(game, b))
-        for prior in priors:
+        for prior, budget in settings:
             runs = [next(it) for _ in range(2 * seeds)]
             per_seed = [np.mean([runs[2 * s][0], runs[2 * s + 1][0]], axis=0) for s in range(seeds)]
             matches = [float(v.mean()) for v in per_seed]
             row = {
                 "pair": f"{a}+{b}",
                 "prior": prior,
+                "safety_budget": None if math.isinf(budget) else budget,
                 "windows": windows(np.mean(per_seed, axis=0)),
                 "match": float(np.mean(matches)),
                 "se": float(np.std(matches, ddof=1) / np.sqrt(seeds)) if seeds > 1 else None,
@@ -188,13 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     edges = [0, *report["window_edges"], hands]
     heads = [f"{lo}-{hi}" for lo, hi in itertools.pairwise(edges)]
     print(f"Exact mbb/h of MBBR's policy ({args.posterior} posterior), {seeds} seeds x 2 orders\n")
-    print("| pair | prior | " + " | ".join(heads) + " | whole match | ceiling |")
-    print("|---" * (len(heads) + 4) + "|")
+    print("| pair | prior | budget | " + " | ".join(heads) + " | whole match | ceiling |")
+    print("|---" * (len(heads) + 5) + "|")
     for row in rows:
         cells = " | ".join(f"{w:+.1f}" for w in row["windows"])
-        se = f" ± {row['se']:.1f}" if row["se"] is not None else ""
+        se = f" ± {row['se']:.2f}" if row["se"] is not None else ""
+        budget = "none" if row["safety_budget"] is None else f"{row['safety_budget']:g}"
         print(
-            f"| {row['pair']} | {row['prior']} | {cells} | {row['match']:+.2f}{se} "
+            f"| {row['pair']} | {row['prior']} | {budget} | {cells} | {row['match']:+.2f}{se} "
             f"| {row['ceiling']:+.1f} |"
         )
     if args.attribute:
@@ -202,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         print("(P1-P3 = our position, then card 0-3 = J-A and the history; OpenSpiel strings)\n")
         for row in rows:
             cells = ", ".join(f"{k} {v:.2f}" for k, v in row["deviation_gains"].items())
-            print(f"- {row['pair']} ({row['prior']}): {cells or 'none'}")
+            print(f"- {row['pair']} ({row['prior']}, B {row['safety_budget']}): {cells or 'none'}")
     return 0
 
 

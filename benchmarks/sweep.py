@@ -31,6 +31,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import platform  # noqa: E402
 import shutil  # noqa: E402
@@ -65,7 +66,8 @@ def report_written(path: Path) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
-PAPER = MBBRConfig(posterior="samples")  # epsilon 0.05, k 10, H 100, eta 4, k samples
+# epsilon 0.05, k 10, H 100, eta 4, k samples, no safety budget
+PAPER = MBBRConfig(posterior="samples", safety_budget=math.inf)
 
 SWEEP_PAIRS: tuple[tuple[str, str], ...] = (
     ("n1", "n3"),

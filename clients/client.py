@@ -19,6 +19,7 @@ sequence numbers make that safe (a resend is acknowledged, not applied twice).
 from __future__ import annotations
 
 import contextlib
+import math
 import queue
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -123,6 +124,8 @@ def _describe(session: pb.Session) -> SessionDescription:
             response=RESPONSE_KIND.name(m.response, "mean"),
             # servers fill it in; one from before posteriors were a setting leaves it unset: samples
             posterior=POSTERIOR.name(m.posterior, "samples"),
+            # a server from before the safety budget leaves it unset: it plays without one
+            safety_budget=m.safety_budget if m.HasField("safety_budget") else math.inf,
             seed=cfg.seed,
         ),
         hands_observed=session.hands_observed,
@@ -197,6 +200,7 @@ class OpponentModelClient(GrpcClient):
             prior=PRIOR.values[config.prior],
             response=RESPONSE_KIND.values.get(config.response, UNSPECIFIED),
             posterior=POSTERIOR.values.get(config.posterior, pb.POSTERIOR_SAMPLES),
+            safety_budget=config.safety_budget,
         )
         for position, table in (prior_mean or {}).items():
             params.prior_mean.append(

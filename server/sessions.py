@@ -32,6 +32,7 @@ import contextlib
 import functools
 import hashlib
 import logging
+import math
 import time
 import uuid
 from collections import OrderedDict
@@ -125,21 +126,25 @@ class SessionSpec:
             "num_players": self.num_players,
             "our_label": self.our_label,
             "opponent_labels": list(self.opponent_labels),
-            "config": asdict(self.config),
+            "config": {**asdict(self.config), "safety_budget": _budget_to_json(self.config)},
             "prior_mean": self.prior_mean,
         }
 
     @classmethod
     def from_json(cls, data: dict) -> SessionSpec:
         """Inverse of ``to_json``. A spec stored before MBBRConfig had a posterior has none: its
-        session was created with the sample posterior, and keeps it whatever today's default."""
+        session was created with the sample posterior, and keeps it whatever today's default; one
+        stored before the safety budget has none either, and keeps playing without one."""
         prior = data.get("prior_mean")
+        config = {"posterior": Posterior.SAMPLES, **data["config"]}
+        if config.get("safety_budget") is None:  # before the budget existed, or off (null)
+            config["safety_budget"] = math.inf
         return cls(
             game=data["game"],
             num_players=int(data["num_players"]),
             our_label=data["our_label"],
             opponent_labels=tuple(data["opponent_labels"]),
-            config=MBBRConfig(**{"posterior": Posterior.SAMPLES, **data["config"]}),
+            config=MBBRConfig(**config),
             prior_mean=None
             if prior is None
             else tuple(tuple(tuple(float(x) for x in row) for row in pos) for pos in prior),
@@ -766,3 +771,8 @@ def draw_action(probabilities: tuple[float, ...], u: float) -> int:
         if target < total:
             return action
     return max(a for a, p in enumerate(probabilities) if p > 0)
+
+
+def _budget_to_json(config: MBBRConfig) -> float | None:
+    """The safety budget as standard JSON: null when off (infinite)."""
+    return None if math.isinf(config.safety_budget) else config.safety_budget

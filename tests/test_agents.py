@@ -49,7 +49,7 @@ def test_cached_policy_always_equals_the_models() -> None:
     assert agent.model.hands_observed == 120
 
 
-def test_policy_recomputed_only_when_its_table_changes() -> None:
+def test_policy_recomputed_only_after_a_hand() -> None:
     agent = MBBRAgent(GAME, CONFIG, seed=1)
     play_match(GAME, [agent, *_opponents(5)], deal_sequence(GAME, 30, seed=2))
     calls = []
@@ -62,13 +62,13 @@ def test_policy_recomputed_only_when_its_table_changes() -> None:
         for p in range(3):
             agent.policy(p)
     assert calls == []
-    # one more hand: hand 0 of a match seats us (seat 0) in position 0, so only table 0 changes
+    # one more hand: it moves the safety bankroll, which every position's policy depends on
     play_match(GAME, [agent, *_opponents(6)], deal_sequence(GAME, 1, seed=3))
     calls.clear()
     for p in range(3):
         agent.policy(p)
         agent.policy(p)
-    assert calls == [0]
+    assert calls == [0, 1, 2]
 
 
 def test_actions_follow_the_policy() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sqlite3
 from pathlib import Path
 
@@ -160,6 +161,7 @@ def test_sessions_stored_by_the_earlier_release_keep_the_sample_posterior(tmp_pa
             session = client.get_session(session_id)
             assert session.config.posterior == posterior
             assert (session.config.k, session.hands_observed) == (6, 40)
+            assert session.config.safety_budget == math.inf  # before the budget: none
             for position in range(3):
                 got = client.model(session_id, "opp_A", (position + 1) % 3)
                 want, ess = expected[posterior].opponent_model(position, (position + 1) % 3)

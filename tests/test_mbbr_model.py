@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +22,16 @@ from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.mbbr.samples import SampleModel
 
 SNAPSHOTS = Path(__file__).parent / "data" / "snapshots"
-# The configurations of tests/data/snapshots/v1-*.npz (see tests/data/README.md).
+# The configurations of tests/data/snapshots/v1-*.npz (see tests/data/README.md), written before
+# the safety budget existed: without one (inf) they restore as they were.
 STORED = {
-    "samples": MBBRConfig(k=4, hands_default=0, seed=3, posterior="samples", response="bayes"),
-    "dirichlet": MBBRConfig(hands_default=0, seed=3, posterior="dirichlet"),
-    "typed": MBBRConfig(hands_default=0, seed=3, posterior="dirichlet", prior="typed"),
+    "samples": MBBRConfig(
+        k=4, hands_default=0, seed=3, posterior="samples", response="bayes", safety_budget=math.inf
+    ),
+    "dirichlet": MBBRConfig(hands_default=0, seed=3, posterior="dirichlet", safety_budget=math.inf),
+    "typed": MBBRConfig(
+        hands_default=0, seed=3, posterior="dirichlet", prior="typed", safety_budget=math.inf
+    ),
 }
 
 
@@ -81,7 +87,7 @@ def test_choices_are_stored_as_the_names_they_always_had():
     assert hash(config) == hash(MBBRConfig(prior=Prior.TYPED, response=Response.BAYES))
     assert json.dumps(dataclasses.asdict(config)) == (
         '{"epsilon": 0.05, "k": 10, "hands_default": 100, "eta": 4.0, "prior": "typed", '
-        '"response": "bayes", "seed": 0, "posterior": "dirichlet"}'
+        '"response": "bayes", "seed": 0, "posterior": "dirichlet", "safety_budget": 0.5}'
     )
     assert MBBRConfig(prior="informed ").prior == "informed "  # not a name: validate() refuses it
 

@@ -92,6 +92,16 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
         default=defaults.hands_default,
         help="hands of default play (N1) before best-responding, H (%(default)s)",
     )
+    group.add_argument(
+        "--mbbr-safety-budget",
+        type=config_field("safety_budget", float),
+        default=defaults.safety_budget,
+        metavar="MBB_PER_HAND",
+        help="risk budget B in mbb/h: deviate from the default strategy only as far as a "
+        "bankroll per hypothesis 'the opponents play N1, N2 or N3' covers, so against such "
+        "opponents the expected winnings stay within B mbb/h of the default's; a hypothesis "
+        "dies at the first move it cannot explain. 'inf': off, the plain response (%(default)s)",
+    )
 
 
 def mbbr_config(args: argparse.Namespace, *, seed: int = 0) -> MBBRConfig:
@@ -112,6 +122,7 @@ def mbbr_config(args: argparse.Namespace, *, seed: int = 0) -> MBBRConfig:
         prior=args.mbbr_prior,
         response=args.mbbr_response,
         posterior=args.mbbr_posterior,
+        safety_budget=args.mbbr_safety_budget,
         seed=seed,
     )
     config.validate()

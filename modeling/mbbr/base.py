@@ -28,6 +28,8 @@ from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
 from oppmodel.modeling.mbbr.evidence import Moves, opponent_moves
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import default_strategy_of, prior_mean_of
+from oppmodel.modeling.mbbr.safety import SafetyBankroll, is_off
+from oppmodel.modeling.mbbr.snapshot import take
 from oppmodel.modeling.observation import HandObservation, validate_observation
 
 MAX_CACHED_OBSERVATIONS = 4096  # distinct valid observations remembered (3p Kuhn has < 2000)
@@ -61,6 +63,12 @@ class ModelBase(abc.ABC):
         self._responses: dict[tuple[int, Response], tuple[np.ndarray, float]] = {}
         self._moves: dict[tuple[int, str], Moves] = {}
         self._valid_observations: set[tuple] = set()
+        # The bankroll that bounds what learning costs against equilibrium players (safety.py)
+        self._safety = (
+            None
+            if is_off(config.safety_budget)
+            else SafetyBankroll(game, self.default_strategy, config.safety_budget)
+        )
         self._build_posterior()
 
     # --- what a posterior implements -------------------------------------------------------------
@@ -112,7 +120,10 @@ class ModelBase(abc.ABC):
             if len(self._valid_observations) < MAX_CACHED_OBSERVATIONS:
                 self._valid_observations.add(key)
         p = obs.position
-        self._update(p, self._opponent_moves(p, obs.history), obs)
+        moves = self._opponent_moves(p, obs.history)
+        if self._safety is not None:  # book the hand as played, before the posterior moves
+            self._safety.record(obs, self._candidate(p), moves)
+        self._update(p, moves, obs)
         self.hands_observed += 1
         for kind in Response:
             self._responses.pop((p, kind), None)
@@ -160,7 +171,24 @@ class ModelBase(abc.ABC):
         return strategy.copy(), value
 
     def policy(self, our_position: int) -> np.ndarray:
-        """What the agent plays: the default strategy for the first H hands, then the response."""
+        """What the agent plays: the default strategy for the first H hands, then the response;
+        with a finite ``config.safety_budget``, mixed with the default as far as the safety
+        bankroll allows (``safety.py``: it changes after every hand, whatever the position)."""
+        candidate = self._candidate(our_position)
+        if self._safety is None:
+            return candidate
+        return self._safety.policy(our_position, candidate)[0]
+
+    def safety_share(self, our_position: int) -> float:
+        """The share of the response in what is played in ``our_position`` now (1 without a
+        safety budget)."""
+        if self._safety is None:
+            self.game.check_position(our_position, "our_position")
+            return 1.0
+        return self._safety.policy(our_position, self._candidate(our_position))[1]
+
+    def _candidate(self, our_position: int) -> np.ndarray:
+        """The unconstrained policy: the default for the first H hands, then the response."""
         if self.hands_observed < self.config.hands_default:
             self.game.check_position(our_position, "our_position")
             return self.default_strategy[our_position].copy()
@@ -187,7 +215,10 @@ class ModelBase(abc.ABC):
         observing the later hands, gives exactly the posterior of observing them all.
         """
         meta = {**self._snapshot_identity(), "hands_observed": self.hands_observed}
-        return snapshot_format.encode(meta, self._state())
+        arrays = self._state()
+        if self._safety is not None:
+            arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
+        return snapshot_format.encode(meta, arrays)
 
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it
@@ -199,16 +230,28 @@ class ModelBase(abc.ABC):
         hands = meta.get("hands_observed")
         if not isinstance(hands, int) or hands < 0:
             raise snapshot_format.SnapshotError(f"snapshot hands_observed {hands!r}")
+        safety = None
+        if self._safety is not None:
+            size = (len(self._safety),)
+            safety = (
+                take(arrays, "safety.bank", "f8", size),
+                take(arrays, "safety.alive", "i8", size),
+            )
         self._restore_state(arrays)
+        if safety is not None:
+            self._safety.restore(*safety)
         self.hands_observed = hands
         self._responses.clear()
 
     def _snapshot_identity(self) -> dict:
         """What a snapshot must agree on with the model it is restored into."""
+        config = dataclasses.asdict(self.config)
+        if self._safety is None:  # as snapshots were before the budget existed
+            del config["safety_budget"]
         return {
             "posterior": self.config.posterior,
             "num_players": self.game.num_players,
-            "config": dataclasses.asdict(self.config),
+            "config": config,
             "prior_mean_sha256": hashlib.sha256(
                 np.ascontiguousarray(self.prior_mean, dtype=np.float64).tobytes()
             ).hexdigest(),
@@ -224,4 +267,5 @@ class ModelBase(abc.ABC):
         for moves in self._moves.values():
             arrays.extend(a for pair in moves for a in pair)
         entries = len(self._valid_observations) + len(self._moves) + len(self._responses)
-        return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes()
+        safety = 0 if self._safety is None else self._safety.nbytes()
+        return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes() + safety

@@ -14,6 +14,9 @@ from oppmodel.modeling.errors import InvalidArgumentError
 
 EPSILON_RANGE = (1e-6, 0.5)  # [low, high)
 ETA_RANGE = (1e-3, 1e6)  # [low, high]
+# The safety budget's default (mbb/h): the exact learning cost against pairs of N1, N2 and N3 is
+# at most this by construction (``safety.py``); math.inf turns the bankroll off (plain MBBR).
+SAFETY_BUDGET = 0.5
 
 
 class Prior(Choice):
@@ -66,6 +69,9 @@ class MBBRConfig:
     # SAMPLES: the paper's k importance-weighted samples, which collapse onto one and stop
     # learning (the paper as published; k is used only by it)
     posterior: Posterior = Posterior.DIRICHLET
+    # B, mbb/h: deviate from the default only as far as a bankroll per equilibrium hypothesis
+    # covers (``oppmodel.modeling.mbbr.safety``); math.inf: off, the plain response
+    safety_budget: float = SAFETY_BUDGET
 
     def __post_init__(self) -> None:
         for name, choice in _CHOICES:
@@ -95,6 +101,11 @@ class MBBRConfig:
         if self.prior == Prior.TYPED and self.posterior != Posterior.DIRICHLET:
             raise InvalidArgumentError(
                 "prior", "'typed' needs the 'dirichlet' posterior (it has no sample form)"
+            )
+        budget = self.safety_budget
+        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
+            raise InvalidArgumentError(
+                "safety_budget", f"must be a number >= 0 (mbb/h; inf: off), got {budget!r}"
             )
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
             raise InvalidArgumentError(

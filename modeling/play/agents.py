@@ -1,10 +1,10 @@
 """Agents for the match engine built on the modeling core: MBBR as a player.
 
 :class:`MBBRAgent` plays what its model's ``policy`` says (the default strategy for the first H
-hands, then the configured best response) and feeds every finished hand to the model. A policy only
-changes when the table of that position was updated (each hand updates the table of the position we
-sat in) or when the default phase ends, so the agent caches one strategy per position keyed by both
-and asks the model again only when the key changed.
+hands, then the configured best response, as far as its safety budget allows) and feeds every
+finished hand to the model. A policy changes only when the model observed a hand (the response of
+the position it sat in, and with a safety budget the share of every position's response), so the
+agent caches one strategy per position keyed by the hands observed.
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ class MBBRAgent:
             game, config, default_strategy=default_strategy, prior_mean=prior_mean
         )
         self.rng = np.random.default_rng(seed)
-        self._version = [0] * game.num_players  # observations folded into each position's table
-        self._cache: dict[int, tuple[tuple[int, bool], np.ndarray]] = {}
+        self._cache: dict[int, tuple[int, np.ndarray]] = {}
 
     def begin_match(self, game: KuhnGame, seat: int) -> None:
         if game is not self.game:
@@ -49,11 +48,10 @@ class MBBRAgent:
 
     def policy(self, position: int) -> np.ndarray:
         """The strategy (num_infosets, 2) played in ``position`` now (cached; do not modify)."""
-        model = self.model
-        key = (self._version[position], model.hands_observed < model.config.hands_default)
+        hands = self.model.hands_observed
         cached = self._cache.get(position)
-        if cached is None or cached[0] != key:
-            cached = (key, model.policy(position))
+        if cached is None or cached[0] != hands:
+            cached = (hands, self.model.policy(position))
             self._cache[position] = cached
         return cached[1]
 
@@ -63,7 +61,6 @@ class MBBRAgent:
 
     def end_hand(self, obs: HandObservation) -> None:
         self.model.observe(obs)
-        self._version[obs.position] += 1
 
 
 def mbbr_factory(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 
 import pytest
 
@@ -54,7 +55,8 @@ def test_sweep_jobs_share_cards_across_points() -> None:
     points = sweep_points("k", (2, 3), fake, reps=2, pairs=PAIRS)
     assert [p.pairs[0].mean for p in points] == [0.5, 4.5]
     assert points[1].overall.mean == pytest.approx((4.5 + 6.5) / 2)
-    paper = MBBRConfig(posterior="samples", response="bayes", k=30)  # the sweeps are the paper's
+    # the sweeps are the paper's: no safety budget
+    paper = MBBRConfig(posterior="samples", response="bayes", k=30, safety_budget=math.inf)
     assert point_config("response", "bayes@30") == paper
     assert point_config("H", 7).hands_default == 7
 

@@ -3,7 +3,8 @@ caller uses, and the one factory that builds it.
 
 An MBBR model keeps a posterior over the strategies of each opponent of each position from what
 one seat saw of finished hands, models each opponent by its posterior mean, and plays the default
-strategy for the first H hands, then the configured response to the models. ``MBBRModel`` is what
+strategy for the first H hands, then the configured response to the models, mixed with the default
+as far as the safety budget allows (``safety.py``). ``MBBRModel`` is what
 the agents, the match engine, the service and the snapshots rely on; ``build_model`` picks the
 class that implements the configured posterior:
 
@@ -67,7 +68,12 @@ class MBBRModel(Protocol):
 
     def policy(self, our_position: int) -> np.ndarray:
         """What the agent plays in ``our_position`` now: the default strategy for the first
-        ``config.hands_default`` hands, then the configured response."""
+        ``config.hands_default`` hands, then the configured response, mixed with the default as
+        far as the safety budget allows (it can change after any hand)."""
+        ...
+
+    def safety_share(self, our_position: int) -> float:
+        """The share of the response in :meth:`policy` (1 without a safety budget)."""
         ...
 
     def snapshot(self) -> bytes:

@@ -20,7 +20,10 @@ always gives the same bytes) of NumPy ``.npy`` arrays, readable with ``numpy.loa
     ``ess`` (n,), ``marginals`` (n, n - 1, k);
   - dirichlet: ``p<p>.alpha``, ``p<p>.counts``, ``p<p>.row_start``, ``p<p>.entry_start``,
     ``p<p>.moves``, ``p<p>.key_histories``, ``p<p>.key_cards`` (-1 where hidden), and with the
-    typed prior ``p<p>.revealed``.
+    typed prior ``p<p>.revealed``;
+  - with a finite safety budget (``safety.py``; the config then names it, and a snapshot of a model
+    without one does not restore into one with one): ``safety.bank`` (float64, one bankroll per
+    hypothesis, chips) and ``safety.alive`` (int64, 1 for a live hypothesis).
 
 A change of what is stored is a new ``VERSION``; a reader that meets a version it does not know
 refuses it (``SnapshotError``) and the caller rebuilds by full replay instead.

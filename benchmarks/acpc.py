@@ -20,7 +20,7 @@ The figures, each the median over repeats of a 3p Kuhn match (seed 42):
   (hand h plays the (h mod 13)-th of the 13 possible bettings): its own Python work, no sockets.
 
 The reference dealer with its C ``example_player``s plays 3000 hands in about 0.7 s (about 4300
-hands/s, ``acpc-protocol.md`` section 10); the ratio to that figure is reported.
+hands/s, timed on the reference log of a seed-42 match); the ratio to that figure is reported.
 
     python benchmarks/acpc.py [--quick] [--json]
 """

@@ -1,4 +1,4 @@
-"""Paper 003's field experiment in 3-player Kuhn poker (Tables 1 and 6), and MBBR head to head.
+"""The field experiment of Ganzfried et al. 2024 (Tables 1 and 6), and MBBR head to head.
 
 The field: MBBR (paper settings: epsilon 0.05, k 10, H 100, eta 4, N1 default, N3 prior mean; its
 posterior is the paper's k samples or, with ``--mbbr-posterior dirichlet``, the Dirichlet posterior
@@ -289,10 +289,10 @@ def render(report: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=(
-            "Paper 003's field experiment: every group of 3 agents from MBBR, N1-N3 and eight "
-            "exploitable styles (three adaptive) plays duplicate matches; prints the ranking with "
-            "MBBR's informed prior (Table 1) and uninformed prior (Table 6), and MBBR against "
-            "every pair of equilibrium agents."
+            "The field experiment of Ganzfried et al. 2024: every group of 3 agents from MBBR, "
+            "N1-N3 and eight exploitable styles (three adaptive) plays duplicate matches; prints "
+            "the ranking with MBBR's informed prior (Table 1) and uninformed prior (Table 6), and "
+            "MBBR against every pair of equilibrium agents."
         )
     )
     parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")

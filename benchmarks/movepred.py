@@ -1,4 +1,4 @@
-"""Paper 004's Figure 5 reproduced: top-N curves of predicting a minimax tic-tac-toe player's moves.
+"""Hicks-Wright & Schkufza 2006, Figure 5: top-N curves of predicting a minimax player's moves.
 
 Trains the naive Bayes move model (``oppmodel.modeling.movepred.naive_bayes``) on the minimax
 player's positions in games against a random player (100 training games, 10 test games per

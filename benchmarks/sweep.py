@@ -7,8 +7,8 @@ results do not depend on which worker ran what or in which order: the local back
 the cluster at ``--address``, or on a fresh local instance without it) give identical tables for the
 same seeds.
 
-Sweeps (paper 003, Figures 1-4, the ``mean`` against ``bayes`` response, the posterior and the
-prior). One MBBR parameter
+Sweeps (Ganzfried et al. 2024, Figures 1-4, the ``mean`` against ``bayes`` response, the posterior
+and the prior). One MBBR parameter
 varies from the paper's setting (epsilon 0.05, k 10, H 100, eta 4, informed prior, mean response);
 MBBR plays duplicate matches against a fixed set of opponent pairs (``SWEEP_PAIRS``: three
 equilibrium pairs, one of them two copies of N2, against which no agent can win in expectation; an
@@ -398,8 +398,9 @@ def run_jobs_with_args(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=(
-            "Sweep one MBBR parameter at a time (paper 003, Figures 1-4) against a fixed field of "
-            "opponent pairs; writes a table and a PNG per parameter under benchmarks/results/."
+            "Sweep one MBBR parameter at a time (Ganzfried et al. 2024, Figures 1-4) against a "
+            "fixed field of opponent pairs; writes a table and a PNG per parameter under "
+            "benchmarks/results/."
         )
     )
     parser.add_argument(

@@ -1,6 +1,6 @@
 """The project's dealer over real loopback TCP: deals, traffic, outputs and bad clients.
 
-Expected behaviour is the reference dealer's (``shared/notes/acpc-protocol.md`` sections 3-7).
+Expected behaviour is the reference dealer's (project_acpc_server 1.0.42, protocol 2.0.0).
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ def test_the_command_prints_json_and_a_table_and_draws_the_curves(tmp_path: Path
         assert main([*argv, "--mbbr-posterior", "samples", "--mbbr-k", "4"]) == 0
     text = out.getvalue()
     assert "mean log-loss" in text and "naive-bayes" in text and "Carol @ 2" in text
-    assert "MBBR with the samples posterior (paper 003's k samples): k=4" in text
+    assert "MBBR with the samples posterior (Ganzfried et al. 2024): k=4" in text
     assert main(["replay", str(small), "--as", "Nobody", "--local"]) == 2
 
 

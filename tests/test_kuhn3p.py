@@ -1,6 +1,6 @@
 """The Szafron-Gibson-Sturtevant family of 3p Kuhn equilibria, N1/N2/N3, and its bounds.
 
-Values and bounds are those of shared/notes/kuhn3p-equilibria.md; every bound is checked from
+Values and bounds are those of Szafron, Gibson & Sturtevant (2013); every bound is checked from
 both sides: the constructor rejects a parameter 1/64 outside (naming it), and the same table built
 without validation has positive nash_conv while the boundary point itself has nash_conv 0.
 """

@@ -25,10 +25,11 @@ from oppmodel.modeling.perfect_info.search.tree import Leaf, Node, find, leaf, n
 
 
 def paper000_figure1() -> Node:
-    """Paper 000, Figure 1. The text gives (a) = {(6,4,0), (1,4,5)}, (b) = {(3,4,3), (1,3,6)} and
-    (5,4,1) as the first (tie-winning) child of (c). The second child of (c) is not in the text; it
-    must give Player 2 a 4 (a tie) and Player 1 between 3 and 5 (Figure 2: moving to (c) guarantees
-    3, only (a) can give 6). We read it as (3,4,3); every leaf then sums to 10, as in the paper."""
+    """Sturtevant et al. 2006, Figure 1. The text gives (a) = {(6,4,0), (1,4,5)}, (b) = {(3,4,3),
+    (1,3,6)} and (5,4,1) as the first (tie-winning) child of (c). The second child of (c) is not in
+    the text; it must give Player 2 a 4 (a tie) and Player 1 between 3 and 5 (Figure 2: moving to
+    (c) guarantees 3, only (a) can give 6). We read it as (3,4,3); every leaf then sums to 10, as in
+    the paper."""
     a = node(1, leaf(6, 4, 0), leaf(1, 4, 5), label="a")
     b = node(1, leaf(3, 4, 3), leaf(1, 3, 6), label="b")
     c = node(1, leaf(5, 4, 1), leaf(3, 4, 3), label="c")
@@ -66,15 +67,15 @@ def test_softmaxn_coarser_order_widens_sets() -> None:
 
 
 def spades_utilities(payoffs: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
-    """Paper 000's two models per player: MT = the payoff; mOT = the payoff minus 2 per overtrick
-    (Figure 4: 31 with one overtrick is worth 31 to MT and 29 to mOT). One point is scored per
-    overtrick, so a made bid's overtricks are ``payoff mod 10``; a missed bid (negative) has
+    """Sturtevant et al. 2006, two models per player: MT = the payoff; mOT = the payoff minus 2 per
+    overtrick (Figure 4: 31 with one overtrick is worth 31 to MT and 29 to mOT). One point is scored
+    per overtrick, so a made bid's overtricks are ``payoff mod 10``; a missed bid (negative) has
     none."""
     return tuple((p, p - 2 * (p % 10 if p > 0 else 0)) for p in payoffs)
 
 
 def paper000_figure3() -> Node:
-    """Paper 000, Figures 3 and 5: Player 1 chooses among three outcomes (a), (b), (c)."""
+    """Sturtevant et al. 2006, Figures 3 and 5: Player 1 chooses among outcomes (a), (b), (c)."""
     payoffs = {"a": (31, 10, -20), "b": (30, -10, 20), "c": (31, -10, -20)}
     leaves = [Leaf(payoffs=p, utilities=spades_utilities(p), label=k) for k, p in payoffs.items()]
     return Node(player=0, children=tuple(leaves), label="root")
@@ -139,10 +140,10 @@ def test_probmaxn_searcher_row_uses_opponents_belief_below_root() -> None:
 
 
 def paper001_figure1() -> Node:
-    """Paper 001, Figure 1 (agent 1 = 0 searches, agent 2 = 1 moves at a and b). Agent 2 loses at
-    every leaf. Under (a) it picks c or d, after which agent 1 or agent 3 wins: c = (1,0,0),
-    d = (0,0,1). Under (b), agents 1 and 3 each win with 2/3, and agent 1 wins at e and g (the
-    text: agent 2 "will choose ... either node e or node g with a probability of 1/3"), so f is
+    """Hashavit & Markovitch, Figure 1 (agent 1 = 0 searches, agent 2 = 1 moves at a and b). Agent 2
+    loses at every leaf. Under (a) it picks c or d, after which agent 1 or agent 3 wins: c =
+    (1,0,0), d = (0,0,1). Under (b), agents 1 and 3 each win with 2/3, and agent 1 wins at e and g
+    (the text: agent 2 "will choose ... either node e or node g with a probability of 1/3"), so f is
     (0,0,1) and one of e, g is a shared win: we read e = (1,0,1), g = (1,0,0)."""
     a = node(1, leaf(1, 0, 0, label="c"), leaf(0, 0, 1, label="d"), label="a")
     b = node(
@@ -185,9 +186,9 @@ def test_paper001_figure1_paranoid_and_maxn_expected_values() -> None:
 
 
 def paper001_figure2() -> Node:
-    """Paper 001, Figure 2 (bounded Max-Prob). Node b, as the text computes it: agent 1's value is
-    uniform on [4, 6], agent 2's on [3, 5], and agent 3 "has no chance": we give it [0, 2].
-    Node a: agent 1 always highest; we give it [7, 8], [1, 3], [2, 4]. The text does not give c
+    """Hashavit & Markovitch, Figure 2 (bounded Max-Prob). Node b, as the text computes it: agent
+    1's value is uniform on [4, 6], agent 2's on [3, 5], and agent 3 "has no chance": we give it [0,
+    2]. Node a: agent 1 always highest; we give it [7, 8], [1, 3], [2, 4]. The text does not give c
     and d; we chose them so that, as the text says, agent 2 has one maximal child at e and two at
     f: c = ([0, 1], [2, 4], [2, 4]) and d = ([2, 4], [2, 4], [0, 1])."""
     a = Leaf(bounds=((7, 8), (1, 3), (2, 4)), label="a")

@@ -75,7 +75,7 @@ def test_alphabeta_equals_plain_paranoid(tree: Tree, data) -> None:
 @PROPS
 @given(tree=trees(n_players=2), data=st.data())
 def test_paranoid_is_minimax_is_maxn_in_zero_sum_two_player(tree: Tree, data) -> None:
-    """Paper 002: with two players and zero-sum payoffs, max^n is minimax (= paranoid)."""
+    """Sturtevant 2004: with two players and zero-sum payoffs, max^n is minimax (= paranoid)."""
 
     def zero_sum(t: Tree) -> Tree:
         if isinstance(t, Leaf):

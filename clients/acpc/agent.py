@@ -15,7 +15,7 @@ A policy is any object with ``act(decision) -> str`` and ``observe(hand) -> None
 strategy) and the reference ``example_player``'s weights; in Kuhn games also the core's fixed
 profiles (n1, n3, the styles, ...) and MBBR. :func:`strategy_policy` plays any strategy file. The
 model-based agent (MBBR, in-process or through the service) plugs in here as another policy.
-Reference: ``shared/notes/acpc-protocol.md`` sections 3-5 and 13.
+Reference: project_acpc_server 1.0.42's ``example_player`` (protocol 2.0.0).
 """
 
 from __future__ import annotations
@@ -258,9 +258,9 @@ def policy_names(game: GameDef | None = None) -> list[str]:
 def make_policy(name: str, game: GameDef, seed: int) -> Policy:
     """The built-in policy ``name`` for ``game``; InvalidArgumentError listing the known names.
 
-    ``mbbr`` is MBBR with MBBRConfig's defaults (paper 003's parameters, the Dirichlet posterior),
-    in-process, seeded with ``seed`` (its action draws, and its samples under the paper's sample
-    posterior).
+    ``mbbr`` is MBBR with MBBRConfig's defaults (Ganzfried et al. 2024's parameters, the Dirichlet
+    posterior), in-process, seeded with ``seed`` (its action draws, and its samples under the
+    paper's sample posterior).
     """
     if name == "example":
         return example_policy(game, seed)

@@ -8,7 +8,7 @@ that state through ``setstate`` (with the position at 624, "regenerate before th
 Every hand starts from the fresh deck (:attr:`GameDef.deck`) and deals hole cards to positions 0,
 1, ... in order, then the board cards round by round; each card is ``deck[i]`` with
 ``i = genrand_int32() % remaining`` and the deck's last card moves into the hole (reference
-``dealCard``). Reference: ``shared/notes/acpc-protocol.md`` section 8.
+``dealCard``).
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ transaction log or resume (``-T``, ``-a``); a seat that stops reading for ``--t_
 dealer sends to it aborts the match (the reference would block); a seat that connects and never
 sends its VERSION line aborts the match after ``--t_version`` (the reference waits forever; 0
 restores that); a port that cannot be bound leaves no log file behind; games with board cards in
-the first round are refused (none of the ACPC games has them). Reference:
-``shared/notes/acpc-protocol.md`` sections 3-7 and 13.
+the first round are refused (none of the ACPC games has them). Reference: project_acpc_server
+1.0.42's ``dealer`` (protocol 2.0.0).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ In STATE lines the payoffs and names are in *position* order of that hand and ev
 are shown (folded ones too); in SCORE they are in *seat* order (command-line order). Numbers are
 printed with ``%.6f`` and trailing zeros (and a trailing point) removed: ``4``, ``-2``, ``0.5``.
 Reading and writing are exact inverses on reference logs (byte for byte). :func:`check_log` replays
-every hand and recomputes its payoffs and the final score. Reference: ``acpc-protocol.md`` section
-7.
+every hand and recomputes its payoffs and the final score. Reference: the logs the
+reference dealer (project_acpc_server 1.0.42) writes.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ with, its reply to a state, and the dealer's test that a reply answers the curre
 
 A reply is the MATCHSTATE it answers (:mod:`oppmodel.modeling.games.acpc.matchstate`) followed by
 ``:`` and an action letter: ``fF`` fold, ``cCkK`` check/call, ``rRbB`` bet/raise; the rest of the
-line is ignored. Reference: ``shared/notes/acpc-protocol.md`` sections 3 and 5.
+line is ignored. Reference: the ACPC reference
+server's dealer (project_acpc_server 1.0.42), protocol 2.0.0.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ Before each hand is fed, every action an opponent takes in it is predicted by fo
   P(a) = (n_a + 1) / (n + 2), trained online on the decisions NAME saw;
 * ``naive-bayes``: the naive Bayes move model of :mod:`oppmodel.modeling.movepred.kuhn` (one per
   opponent, its position a feature), retrained after each hand on the same decisions;
-* ``mbbr``: the posterior-mean strategy of the opponent in that position (Alg 5 of paper 003),
+* ``mbbr``: the posterior-mean strategy of the opponent in that position (Alg 5 of Ganzfried et al.
+2024),
   i.e. its predictive probability for the next action, given every earlier hand, under the
   configured posterior (the Dirichlet one by default, or the paper's k samples).
 

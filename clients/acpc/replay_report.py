@@ -103,7 +103,7 @@ def posterior_description(config: MBBRConfig) -> str:
         f"H={config.hands_default} seed={config.seed}"
     )
     if config.posterior == Posterior.SAMPLES:
-        return f"MBBR with the samples posterior (paper 003's k samples): k={config.k} {common}"
+        return f"MBBR with the samples posterior (Ganzfried et al. 2024): k={config.k} {common}"
     return f"MBBR with the dirichlet posterior (the default; variational Bayes): {common}"
 
 

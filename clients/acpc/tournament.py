@@ -3,8 +3,8 @@
 Any limit game the dealer deals (Kuhn, Leduc, ...). n agents play every seating (all n!
 assignments of agents to seats: 6 for 3 players) with the same cards, and this is repeated for
 ``duplicates`` sets with card seeds ``seed, seed + 1, ...``. Playing the same cards from every
-seat removes most of the luck of the deal (duplicate poker), which is how paper 003 evaluates MBBR
-(3000 hands, the 6 seatings, 10 sets).
+seat removes most of the luck of the deal (duplicate poker), which is how Ganzfried et al. 2024
+evaluate MBBR (3000 hands, the 6 seatings, 10 sets).
 
 Estimate: for agent ``a`` let ``x[d, h]`` be its payoff in hand ``h`` of duplicate set ``d``,
 averaged over the n! seatings (each seating deals hand ``h`` of set ``d`` identically). The result

@@ -1,9 +1,9 @@
 """The ``--mbbr-*`` command-line options, shared by every subcommand that plays MBBR.
 
-One definition of the flags (``MBBRConfig``'s defaults: paper 003's parameters with the Dirichlet
-posterior; ``--mbbr-posterior samples`` is the paper's k samples) and of the ``MBBRConfig`` they
-build, so ``match``, ``acpc-agent`` and ``replay`` accept the same options with the same meaning.
-``--mbbr-h`` is kept as a short alias of ``--mbbr-hands-default``.
+One definition of the flags (``MBBRConfig``'s defaults: Ganzfried et al. 2024's parameters with the
+Dirichlet posterior; ``--mbbr-posterior samples`` is the paper's k samples) and of the
+``MBBRConfig`` they build, so ``match``, ``acpc-agent`` and ``replay`` accept the same options with
+the same meaning. ``--mbbr-h`` is kept as a short alias of ``--mbbr-hands-default``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     """Add MBBR's parameters as ``--mbbr-*`` flags (defaults as in MBBRConfig)."""
     defaults = MBBRConfig()
     group = parser.add_argument_group(
-        "MBBR parameters (paper 003's, except the posterior: Dirichlet by default)"
+        "MBBR parameters (Ganzfried et al. 2024's, except the posterior: Dirichlet by default)"
     )
     group.add_argument(
         "--mbbr-posterior",
@@ -48,7 +48,7 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
         default=defaults.posterior,
         help="dirichlet: one Dirichlet per opponent information set, fitted by variational "
         "Bayes; it keeps learning where the samples collapse onto one. samples: the paper's k "
-        "importance-weighted Dirichlet samples per opponent (paper 003 as published) "
+        "importance-weighted Dirichlet samples per opponent (as Ganzfried et al. 2024 publish it) "
         "(%(default)s)",
     )
     group.add_argument(

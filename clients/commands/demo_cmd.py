@@ -74,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=Posterior.names(),
         default=MBBRConfig().posterior,
         help="MBBR's posterior: dirichlet (one Dirichlet per information set, variational Bayes) "
-        "or samples (paper 003's k importance-weighted samples) (default %(default)s)",
+        "or samples (Ganzfried et al. 2024's k importance-weighted samples) (default %(default)s)",
     )
     parser.add_argument(
         "--k", type=positive_int, default=10, help="MBBR samples per model, samples posterior only"
@@ -90,7 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--response",
         choices=Response.names(),
         default=Response.MEAN,
-        help="best response to the posterior-mean models (paper 003) or the exact Bayesian one",
+        help="best response to the posterior-mean models (Ganzfried et al. 2024) or the exact "
+        "Bayesian one",
     )
     parser.add_argument(
         "--seed", type=seed, default=0, help="deals, opponents and MBBR samples (default 0)"

@@ -22,15 +22,15 @@ from oppmodel.modeling.play.tournament import AgentSpec, agent_factory
 
 _DESCRIPTION = """\
 Play duplicate matches of repeated Kuhn poker between n agents (3 for kuhn3p), the protocol of
-paper 003: every one of the n! seatings of the agents plays the same cards (a seeded deck per
-duplicate), --hands hands per match, positions rotating every hand as the ACPC dealer rotates them.
-Each agent's result is its winnings in milli-chips per hand (mbb/h: 1000 x chips won per hand,
-ante 1), averaged over the seatings, with the standard error over the --duplicates independent
-duplicates. Agents are built fresh for every match, and everything is seeded by --seed: the same
-command prints the same table.
+Ganzfried et al. 2024: every one of the n! seatings of the agents plays the same cards (a seeded
+deck per duplicate), --hands hands per match, positions rotating every hand as the ACPC dealer
+rotates them. Each agent's result is its winnings in milli-chips per hand (mbb/h: 1000 x chips won
+per hand, ante 1), averaged over the seatings, with the standard error over the --duplicates
+independent duplicates. Agents are built fresh for every match, and everything is seeded by --seed:
+the same command prints the same table.
 
-Agents: "mbbr" (multiplayer Bayesian best response, paper 003; configured by the --mbbr-*
-options; it plays N1 for the first --mbbr-hands-default hands, then best-responds to its
+Agents: "mbbr" (multiplayer Bayesian best response, Ganzfried et al. 2024; configured by the
+--mbbr-* options; it plays N1 for the first --mbbr-hands-default hands, then best-responds to its
 posterior over the opponents, who are modelled per position around the prior mean N3; with 2 or 4
 players both are uniform play; the posterior is a Dirichlet per information set unless
 --mbbr-posterior samples asks for the paper's k samples), or a fixed strategy from the panel:

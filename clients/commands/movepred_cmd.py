@@ -1,4 +1,4 @@
-"""``oppmodel movepred``: paper 004's tic-tac-toe move-prediction experiment (Figure 5)."""
+"""``oppmodel movepred``: the tic-tac-toe move prediction of Hicks-Wright & Schkufza 2006."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from oppmodel.modeling.movepred.tictactoe import (
 
 _DESCRIPTION = """\
 Learn to predict a minimax tic-tac-toe player's moves from logged games against a random player
-(paper 004, Figure 5). A naive Bayes model with chi-squared feature selection is trained on the
-minimax player's positions in --games games and ranks its moves in --test-games fresh games; the
-output is the top-N curve (how often the move actually played is among the first N ranked) for
-three set-ups:
+(Hicks-Wright & Schkufza 2006, Figure 5). A naive Bayes model with chi-squared feature selection is
+trained on the minimax player's positions in --games games and ranks its moves in --test-games fresh
+games; the output is the top-N curve (how often the move actually played is among the first N
+ranked) for three set-ups:
 
   state        board facts only, all 9 cells ranked as if every move were legal
   state+legal  board facts plus legal-move facts, all 9 cells ranked
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``movepred`` subcommand."""
     parser = subparsers.add_parser(
         "movepred",
-        help="tic-tac-toe move prediction from logged play (paper 004)",
+        help="tic-tac-toe move prediction from logged play (Hicks-Wright & Schkufza 2006)",
         description=_DESCRIPTION,
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

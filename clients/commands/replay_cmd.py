@@ -40,7 +40,7 @@ By default the service runs in this process (a free loopback port, a temporary S
 examples:
   oppmodel replay kuhn3p-seed42-example-players.log --as Alice
   oppmodel replay match.log --as Bob --json --plot bob.png
-  oppmodel replay match.log --as Bob --mbbr-posterior samples --mbbr-k 20   # paper 003's MBBR
+  oppmodel replay match.log --as Bob --mbbr-posterior samples --mbbr-k 20  # as published
   oppmodel replay a.log b.log --as Carol --service 127.0.0.1:50051
 """
 

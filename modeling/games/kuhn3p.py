@@ -1,9 +1,9 @@
 """The Szafron-Gibson-Sturtevant equilibrium family of 3-player Kuhn poker, and N1, N2, N3.
 
 Szafron, Gibson & Sturtevant, "A Parameterized Family of Equilibrium Profiles for Three-Player Kuhn
-Poker", AAMAS 2013; the facts used here are restated (and checked by exact best response) in
-``shared/notes/kuhn3p-equilibria.md``. Parameters a_jk, b_jk, c_jk are P(bet) in situation 1 and
-P(call) in situations 2-4 for positions 0, 1, 2 holding card j (1 = J ... 4 = A):
+Poker", AAMAS 2013; every fact used here is checked by exact best response in the tests.
+Parameters a_jk, b_jk, c_jk are P(bet) in situation 1 and P(call) in situations 2-4 for positions
+0, 1, 2 holding card j (1 = J ... 4 = A):
 
     situation   position 0   position 1   position 2
     1 unopened  ""           "p"          "pp"
@@ -13,8 +13,8 @@ P(call) in situations 2-4 for positions 0, 1, 2 holding card j (1 = J ... 4 = A)
 
 Three sub-families by c11 (= 0, = 1/2, strictly between); every bound is tight (one step outside
 gives positive nash_conv), so the constructor rejects any parameter outside its bound, naming it.
-The paper's robust profiles: N1 (lower), N2 (upper, b32 = 15/16: the 1 printed in paper 003 lies
-outside the family and gives nash_conv 1/192) and N3 (midpoint).
+The robust profiles: N1 (lower), N2 (upper, b32 = 15/16: the 1 printed by Ganzfried et al. 2024
+lies outside the family and gives nash_conv 1/192) and N3 (midpoint).
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def _robust_profile(key: str) -> np.ndarray:
 
 
 def n2_as_printed() -> np.ndarray:
-    """N2 with b32 = 1 exactly as paper 003 prints it (outside the family; nash_conv 1/192)."""
+    """N2 with b32 = 1 as Ganzfried et al. 2024 print it (outside the family; nash_conv 1/192)."""
     a, b, c = sgs_tables(**ROBUST_PARAMETERS["N2"])
     b[2, 1] = 1.0
     return profile_from_tables((a, b, c))

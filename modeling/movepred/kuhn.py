@@ -1,10 +1,10 @@
 """Kuhn poker decisions as binary features for the naive Bayes move model (a non-Bayesian baseline).
 
-Paper 004's model (``oppmodel.modeling.movepred.naive_bayes``) needs no game tree: it learns
-``P(action | features)`` from logged decisions. Here a decision of an n-player Kuhn poker opponent
-(n + 1 cards ``0..n``, one card each, actions 0 = pass/check/fold ``p`` and 1 = bet/call ``b``,
-OpenSpiel's numbering) is described by binary features, so the ACPC replay report can set this
-baseline beside the Bayesian posteriors.
+Hicks-Wright & Schkufza 2006's model (``oppmodel.modeling.movepred.naive_bayes``) needs no game
+tree: it learns ``P(action | features)`` from logged decisions. Here a decision of an n-player Kuhn
+poker opponent (n + 1 cards ``0..n``, one card each, actions 0 = pass/check/fold ``p`` and 1 =
+bet/call ``b``, OpenSpiel's numbering) is described by binary features, so the ACPC replay report
+can set this baseline beside the Bayesian posteriors.
 
 Input conventions (kept independent of the Kuhn game module on purpose):
 

@@ -1,10 +1,10 @@
 """Move prediction from logged play: Bernoulli naive Bayes with chi-squared feature selection.
 
-Paper 004 (Hicks-Wright & Schkufza 2006, "A Machine Learning Approach to Opponent Modeling in
+Hicks-Wright & Schkufza (2006, "A Machine Learning Approach to Opponent Modeling in
 General Game Playing") trains a classifier on pairs (binary state features x, move made y) logged
 from an opponent's games, then ranks the opponent's moves in a new state by predicted probability
 and judges the ranking with top-N curves (the fraction of test positions whose actual move is ranked
-in the first N). This module is that model; see ``/work/shared/notes/algorithms.md`` section 4.
+in the first N). This module is that model.
 
 Model (multivariate Bernoulli naive Bayes, McCallum & Nigam 1998). With ``m`` training rows, ``n_c``
 rows whose move is ``c`` (``C`` moves in the vocabulary), ``n_cj`` of them with feature ``j`` on,

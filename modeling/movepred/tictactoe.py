@@ -1,6 +1,6 @@
-"""Tic-tac-toe, a random and a minimax player, logged games, and paper 004's top-N experiment.
+"""Tic-tac-toe, a random and a minimax player, logged games, and a top-N move-prediction test.
 
-Paper 004 (Hicks-Wright & Schkufza 2006, section 5.1.2 and Figure 5) logs 100 games of a random
+Hicks-Wright & Schkufza (2006, section 5.1.2 and Figure 5) logs 100 games of a random
 player against a minimax player, trains a naive Bayes move model
 (``oppmodel.modeling.movepred.naive_bayes``) on the minimax player's moves and ranks its moves in 10
 test games. Figure 5 compares three set-ups, named here:
@@ -360,7 +360,7 @@ def run_topn_experiment(
     tie_break: TieBreak | str = TieBreak.FIRST,
     progress: Callable[[int], None] | None = None,
 ) -> TopNResult:
-    """Paper 004's Figure 5: train on logged games, rank the minimax player's test moves.
+    """Hicks-Wright & Schkufza's Figure 5: train on logged games, rank the minimax player's moves.
 
     Each of ``repeats`` replications logs ``train_games`` and ``test_games`` fresh games (seeds
     drawn from ``seed``); the ranks of all test positions are pooled into one curve per encoding.

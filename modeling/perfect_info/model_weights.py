@@ -1,6 +1,6 @@
-"""Bayesian inference of an opponent's model weights (paper 000, "Learning in Prob-Max^n").
+"""Bayesian inference of an opponent's model weights (Sturtevant et al. 2006, "Learning ...").
 
-Setting (algorithms.md section 2). An opponent has N models (utility functions); prob-max^n needs
+Setting. An opponent has N models (utility functions); prob-max^n needs
 ``probModel[i, :] = w``, the probability that it plays each. Give ``w`` a Dirichlet(alpha) prior and
 treat the model behind each observed choice t as a latent ``z_t ~ Categorical(w)``. A choice's
 likelihood vector is ``L_t[j] = P(choice t | model j)``: the epsilon-greedy probability of the
@@ -65,7 +65,7 @@ def choice_likelihood(
 
     ``child_utilities[c][j]`` is model j's utility of child c (prob-max^n's ``u_c[i][j]`` for the
     mover i). Model j's optimal children B_j (within ``tie_tol`` of its best) get
-    ``(1 - eps)/|B_j| + eps/k``, the others ``eps/k`` (paper 000, Figure 5).
+    ``(1 - eps)/|B_j| + eps/k``, the others ``eps/k`` (ibid., Figure 5).
     """
     u = np.asarray(child_utilities, dtype=np.float64)
     if u.ndim != 2 or u.shape[0] < 1 or u.shape[1] < 1:

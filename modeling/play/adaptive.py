@@ -1,10 +1,11 @@
 """Adaptive exploitable opponents: agents whose strategy changes during a match.
 
 The panel's fixed styles (``oppmodel.modeling.play.panel``) are stationary, which is exactly what
-MBBR's model assumes (paper 003, §3: each opponent plays one fixed behaviour strategy per position).
-Paper 003's class-project field also held agents "that are potentially dynamic", so the field
-experiment needs opponents that break that assumption. Each agent here is a plain rule on the card's
-rank and the public betting, like the panel's, plus a state that moves with what the agent has seen:
+MBBR's model assumes (Ganzfried et al. 2024, §3: each opponent plays one fixed behaviour strategy
+per position). That paper's class-project field also held agents "that are potentially dynamic", so
+the field experiment needs opponents that break that assumption. Each agent here is a plain rule on
+the card's rank and the public betting, like the panel's, plus a state that moves with what the
+agent has seen:
 
 - ``switcher[:N]``: cycles through fixed styles (tight-passive, maniac, calling-station, bluffer),
   switching every N hands (default 250). A stationary model is always partly out of date.

@@ -22,7 +22,7 @@ from oppmodel.modeling.play.match import AgentFactory
 
 
 class MBBRAgent:
-    """MBBR (paper 003) as a match-engine agent; actions sampled with its own seeded generator."""
+    """MBBR (Ganzfried et al. 2024) as a match-engine agent, drawing actions with its seeded rng."""
 
     def __init__(
         self,

@@ -1,11 +1,12 @@
 """Exploitable styles diluted with equilibrium play: ``STYLE@S`` plays STYLE at a share S of its
 decisions and the equilibrium N2 at the rest.
 
-Paper 003's field was class-project agents, most of them competent (several within a few mbb/h of
-the equilibria); the panel's pure styles are far weaker. Diluting a style keeps its character (what
-an exploiter must find) while shrinking how much it gives away, so a field of diluted styles is as
-hard as the paper's. N2 is the base because it is neither MBBR's default strategy (N1) nor its prior
-mean (N3): a field leaning on either would flatter MBBR's informed prior.
+Ganzfried et al. 2024's field was class-project agents, most of them competent (several within a few
+mbb/h of the equilibria); the panel's pure styles are far weaker. Diluting a style keeps its
+character (what an exploiter must find) while shrinking how much it gives away, so a field of
+diluted styles is as hard as the paper's. N2 is the base because it is neither MBBR's default
+strategy (N1) nor its prior mean (N3): a field leaning on either would flatter MBBR's informed
+prior.
 
 Mixing per decision: a fixed style diluted is the fixed profile S * style + (1 - S) * N2 (played by
 the match kernel); an adaptive style (``oppmodel.modeling.play.adaptive``) is wrapped, its bet

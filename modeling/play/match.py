@@ -7,12 +7,12 @@ acts with its card and the public betting only, and after each hand is told what
 (:meth:`KuhnGame.visible_cards`): its own card, and other cards only at a showdown and only for
 players who did not fold.
 
-*Duplicate* matches (paper 003's protocol) play the same cards in every one of the n! seatings of
-the n agents: the deal of hand h is drawn per duplicate from a seeded deck, by position, and every
-seating replays it. An agent's luck of the cards then cancels over the seatings, so the variance
-left is mostly that of the agents' own decisions. Each agent's result is its chips won per hand,
-times 1000 (milli-chips per hand, mbb/h), averaged over the seatings of one duplicate; the standard
-error is over the independent duplicates (sample standard deviation / sqrt(duplicates)).
+*Duplicate* matches (Ganzfried et al. 2024's protocol) play the same cards in every one of the n!
+seatings of the n agents: the deal of hand h is drawn per duplicate from a seeded deck, by position,
+and every seating replays it. An agent's luck of the cards then cancels over the seatings, so the
+variance left is mostly that of the agents' own decisions. Each agent's result is its chips won per
+hand, times 1000 (milli-chips per hand, mbb/h), averaged over the seatings of one duplicate; the
+standard error is over the independent duplicates (sample standard deviation / sqrt(duplicates)).
 
 Agents are built fresh for every match from factories ``factory(game, seed) -> Agent``, so nothing
 leaks between matches. Every seed is derived from one match seed with ``numpy.random.SeedSequence``:

@@ -1,7 +1,7 @@
 """Match jobs for tournaments and parameter sweeps: agent specs, seeding, and aggregation.
 
-A *job* is one duplicate of one group of agents (paper 003's unit of evaluation): the n! seatings of
-the group, ``hands`` hands each, on one shared deal sequence
+A *job* is one duplicate of one group of agents (Ganzfried et al. 2024's unit of evaluation): the n!
+seatings of the group, ``hands`` hands each, on one shared deal sequence
 (``oppmodel.modeling.play.match.run_duplicate`` with one duplicate). Its result is each agent's
 milli-chips per hand averaged over the seatings.
 

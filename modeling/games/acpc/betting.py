@@ -18,8 +18,8 @@ reference's letter variants (``F``; ``C``, ``k``, ``K``; ``R``, ``b``, ``B``).
 At the end of a hand the pot goes to the last player in, or is split equally among the best
 poker hands over hole and board cards (:mod:`oppmodel.modeling.games.acpc.hand_rank`). A player
 sees another's hole cards only at a showdown, and never a folded player's. Stacks that could bind
-(all-in play) and no-limit betting are refused. Reference: ``shared/notes/acpc-protocol.md``
-sections 4, 6 and 13.
+(all-in play) and no-limit betting are refused. Reference: the ACPC reference
+server (project_acpc_server 1.0.42), protocol 2.0.0.
 """
 
 from __future__ import annotations

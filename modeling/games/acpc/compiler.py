@@ -11,7 +11,7 @@ splitting it (:mod:`oppmodel.modeling.games.acpc.hand_rank`).
 A game that is too large to enumerate (public nodes x deals above :data:`MAX_STATES`, or more
 than :data:`MAX_DEALS` deals), no-limit betting, an unbounded raise cap, and stacks small enough
 to bind are refused with :class:`~oppmodel.modeling.errors.UnknownGameError`, which names the size
-and the bound, or the rule. Reference: ``shared/notes/acpc-protocol.md`` sections 2, 8 and 13.
+and the bound, or the rule. Reference: the ACPC reference server (project_acpc_server 1.0.42).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ game file is asked for, :func:`read_game_def` takes a short name or a path.
 
 Cards are two characters, rank ``23456789TJQKA`` then suit ``cdhs``; the dealer's deck is the
 highest ``numRanks`` ranks of the last ``numSuits`` suits, suits outer and ranks inner (reference
-``makeCard(rank, suit) = rank * 4 + suit``). Reference: ``shared/notes/acpc-protocol.md`` section
-2.
+``makeCard(rank, suit) = rank * 4 + suit``). Reference: ``readGame`` in the
+reference server's game.c (project_acpc_server 1.0.42).
 """
 
 from __future__ import annotations

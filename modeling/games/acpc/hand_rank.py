@@ -11,8 +11,8 @@ card). Players whose strengths are equal split the pot.
 
 Cards are written as in ACPC files: rank ``23456789TJQKA`` then suit ``cdhs``. Strength is a
 tuple ``(category, ranks...)``, compared lexicographically; the game compiler turns the tuples
-into small integers. Reference: the dealer's ``rankCardset`` (evalHandTables) and
-``shared/notes/acpc-protocol.md`` section 13.
+into small integers. Reference: the dealer's ``rankCardset`` (evalHandTables) in
+project_acpc_server 1.0.42.
 """
 
 from __future__ import annotations

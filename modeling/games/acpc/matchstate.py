@@ -1,7 +1,7 @@
 """MATCHSTATE lines: the ACPC text of one position's view of a hand, read and written for any
 limit game (the one parser of them; the dealer, the agent and the service all read through it).
 
-The grammar (protocol version 2.0.0; ``shared/notes/acpc-protocol.md`` sections 4 and 13)::
+The grammar (protocol version 2.0.0, as the reference dealer project_acpc_server 1.0.42 writes it)::
 
     MATCHSTATE:<position>:<hand>:<betting>:<hole 0>|<hole 1>|...|<hole n-1><board 0>[/<board 1>...]
 

@@ -1,4 +1,4 @@
-"""Max^n (Luckhardt & Irani 1986; papers 000 and 002) and soft-max^n (Sturtevant & Bowling 2006).
+"""Max^n (Luckhardt & Irani 1986; Sturtevant 2004) and soft-max^n (Sturtevant & Bowling 2006).
 
 Max^n: leaves are n-tuples of payoffs; at a node where player ``i`` moves, the node's value is the
 value of the child whose ``i``-th component is largest, ties to the first child. In a two-player
@@ -12,8 +12,8 @@ vectors. A leaf's set is its own payoffs. Child set ``S`` dominates child set ``
 ``t in T`` (under the default order: ``min_S v[i] >= max_T v[i]`` and ``max_S v[i] > min_T v[i]``).
 The node's set is the union, in child order without repeats, of the sets of the children no other
 child dominates; with singleton sets and the default order this keeps exactly the tied maximal
-children, which is paper 000's Figure 2. A coarser order (e.g. "prefers only by 2 or more") widens
-the sets, which is how soft-max^n expresses uncertainty about an opponent's utility.
+children, which is Sturtevant et al. 2006's Figure 2. A coarser order (e.g. "prefers only by 2 or
+more") widens the sets, which is how soft-max^n expresses uncertainty about an opponent's utility.
 """
 
 from __future__ import annotations

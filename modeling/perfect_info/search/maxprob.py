@@ -1,4 +1,4 @@
-"""Max-Prob (Hashavit & Markovitch; paper 001): search for unbiased rational agents.
+"""Max-Prob (Hashavit & Markovitch): search for unbiased rational agents.
 
 Unbounded version (binary-utility games). Leaf payoffs are the agents' win indicators (or, more
 generally, win probabilities). An unbiased rational agent picks uniformly among the children that
@@ -7,8 +7,8 @@ maximise its own win probability, so at a node where ``a`` moves with children `
     C_max = {c in C : P_w(c)[a] >= max_c' P_w(c')[a] - tie_tol}
     P_w(node)[b] = (1 / |C_max|) * sum_{c in C_max} P_w(c)[b]      for every agent b
 
-(paper 001, section 2 and Figure 3). The searcher picks a child in ``C_max`` at the root (the paper
-picks at random; ``best_moves`` is the whole set and ``move`` its first element).
+(Hashavit & Markovitch, section 2 and Figure 3). The searcher picks a child in ``C_max`` at the root
+(the paper picks at random; ``best_moves`` is the whole set and ``move`` its first element).
 
 Bounded version (section 3). A search-horizon leaf carries a heuristic interval ``[l_a, u_a]`` per
 agent; agent ``a``'s final value is modelled as ``X_a ~ Uniform[l_a, u_a]`` (a point mass when
@@ -16,11 +16,11 @@ agent; agent ``a``'s final value is modelled as ``X_a ~ Uniform[l_a, u_a]`` (a p
 value is the largest (ties count as wins, as in Definition 1's ``>=``). So::
 
     P_w(leaf)[a] = P(X_a >= X_a' for all a' != a)
-                 = integral_{l_a}^{u_a} f_a(x) prod_{a' != a} F_a'(x) dx     (paper 001, eq. 1)
+                 = integral_{l_a}^{u_a} f_a(x) prod_{a' != a} F_a'(x) dx     (ibid., eq. 1)
 
 :func:`win_probabilities` evaluates this exactly: between consecutive interval endpoints every
 ``F_a'`` is 0, 1 or linear, so the integrand is a polynomial of degree <= n - 1, integrated in
-closed form piece by piece. Integer or Fraction bounds give exact Fractions (paper 001's node b:
+closed form piece by piece. Integer or Fraction bounds give exact Fractions (the paper's node b:
 7/8); float bounds give floats. With non-degenerate intervals the win probabilities sum to 1.
 The bounded search then propagates these leaf values with the unbounded rule.
 """

@@ -1,4 +1,4 @@
-"""MP-Mix (Zuckerman, Felner & Kraus 2009, as described in paper 001 section 4.1).
+"""MP-Mix (Zuckerman, Felner & Kraus 2009, as described by Hashavit & Markovitch, section 4.1).
 
 Before searching, the mover ``p`` looks at the heuristic values ``h`` of the current position:
 the leader is the agent with the largest ``h`` (the lowest index on a tie) and the gap is the

@@ -1,12 +1,12 @@
-"""The paranoid algorithm (Sturtevant & Korf 2000; papers 001 and 002), plain and with alpha-beta.
+"""The paranoid algorithm (Sturtevant & Korf 2000; Sturtevant 2004), plain and with alpha-beta.
 
 Paranoid reduces an n-player game to two players: the searching player ``p`` maximises its own
 payoff ``v = payoffs[p]`` and assumes every other player minimises it (a coalition against ``p``).
 The value is the minimax value of ``v``; alpha-beta returns the same value and the same root move
-(the first child attaining it) while visiting fewer nodes (paper 002: the branching factor drops
-from b to O(b^((n-1)/n)) in the best case). :func:`paranoid` is the plain reference search, and
-also returns every root child attaining the value (``best_moves``) for tie-breaking experiments
-such as paper 001's Figure 1, where paranoid's uniform tie-breaker earns 7/12.
+(the first child attaining it) while visiting fewer nodes (Sturtevant 2004: the branching factor
+drops from b to O(b^((n-1)/n)) in the best case). :func:`paranoid` is the plain reference search,
+and also returns every root child attaining the value (``best_moves``) for tie-breaking experiments
+such as Hashavit & Markovitch's Figure 1, where paranoid's uniform tie-breaker earns 7/12.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Prob-max^n (Sturtevant, Zinkevich & Bowling, AAAI 2006; paper 000): the reference semantics.
+"""Prob-max^n (Sturtevant, Zinkevich & Bowling, AAAI 2006): the reference semantics.
 
 This module is the single statement of prob-max^n's rules in the project. Fast implementations (the
 Spades numba kernel) must return the same numbers as :func:`probmaxn` on the same tree, to 1e-9
@@ -11,7 +11,7 @@ Inputs
   (``Leaf.utilities``; ragged when the N_i differ).
 - ``prob_model[i][j]`` >= 0, each row summing to 1 (within 1e-9): the belief that player ``i``
   plays model ``j``. For opponents it is the searcher's belief. For the searcher's own row
-  ``prob_model[you]`` it is *the opponents' belief about the searcher* (paper 000: "the recursive
+  ``prob_model[you]`` it is *the opponents' belief about the searcher* (the paper: "the recursive
   belief of how the other players model the prob-max^n player"), used at every node where the
   searcher moves, the root included, to compute the utility matrix and probChoice.
 - ``epsilon`` in [0, 1]: every model is epsilon-greedy.
@@ -30,7 +30,7 @@ Recursion, at a node where player ``i`` moves, children ``c = 0..k-1`` in order,
 2. ``probModelsChoice[c, j] = (1 - eps) / |B_j| + eps / k`` if ``c in B_j``, else ``eps / k``.
 3. ``probChoice[c] = sum_j prob_model[i][j] * probModelsChoice[c, j]`` (sums to 1).
 4. ``u[i'][j'] = sum_c probChoice[c] * u_c[i'][j']`` for *every* player ``i'`` and model ``j'``
-   (paper 000, eq. 1), the mover's and the searcher's rows included.
+   (the paper's eq. 1), the mover's and the searcher's rows included.
 5. ``t = max_c t_c`` if ``i == you`` (the searcher knows its own decision rule), else
    ``t = sum_c probChoice[c] * t_c``.
 
@@ -45,7 +45,7 @@ change, and the search computes a different opponent model.
 
 Consequences worth testing (and used as tests): with one model per player, ``eps = 0`` and no ties,
 prob-max^n's matrix is the max^n value; with ``eps = 1`` every probChoice is uniform; at a node,
-probChoice depends only on the mover's rows of the children's matrices. Paper 000's Figures 3-6
+probChoice depends only on the mover's rows of the children's matrices. The paper's Figures 3-6
 (``eps = 0.3``, equal model weights) give the root matrix
 ``[[30.55, 29.45], [-4.5, -4.5], [-2, -2]]`` (players 1-3, models MT, mOT).
 

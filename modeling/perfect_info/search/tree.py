@@ -9,8 +9,8 @@ A tree is made of two frozen records:
   max^n, soft-max^n, paranoid and Max-Prob read (a tuple of 0/1 for a binary-utility game).
   ``utilities[i][j]`` is the utility of player ``i`` under its model ``j`` (prob-max^n; player
   ``i`` may have its own number of models). ``bounds[i] = (l, u)`` is a heuristic interval for
-  player ``i``'s final value (bounded Max-Prob, paper 001 section 3). Fields an algorithm does not
-  read may be left out.
+  player ``i``'s final value (bounded Max-Prob, Hashavit & Markovitch section 3). Fields an
+  algorithm does not read may be left out.
 
 Numbers may be ints, floats or ``fractions.Fraction``; the algorithms that only add, multiply and
 compare (max^n, soft-max^n, paranoid, Max-Prob) keep Fractions exact, which lets tests check a

@@ -31,11 +31,11 @@ import numpy as np
 
 from oppmodel.clients.grpc_base import GrpcClient
 from oppmodel.modeling import errors
-from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
-from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED
+from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
 
@@ -120,10 +120,10 @@ def _describe(session: pb.Session) -> SessionDescription:
             k=m.k,
             hands_default=m.hands_default,
             eta=m.eta,
-            prior=PRIOR.name(m.prior, "informed"),
-            response=RESPONSE_KIND.name(m.response, "mean"),
+            prior=Prior(PRIOR.name(m.prior, Prior.INFORMED)),
+            response=Response(RESPONSE_KIND.name(m.response, Response.MEAN)),
             # servers fill it in; one from before posteriors were a setting leaves it unset: samples
-            posterior=POSTERIOR.name(m.posterior, "samples"),
+            posterior=Posterior(POSTERIOR.name(m.posterior, Posterior.SAMPLES)),
             # a server from before the safety budget leaves it unset: it plays without one
             safety_budget=m.safety_budget if m.HasField("safety_budget") else math.inf,
             seed=cfg.seed,
@@ -198,7 +198,7 @@ class OpponentModelClient(GrpcClient):
             hands_default=config.hands_default,
             eta=config.eta,
             prior=PRIOR.values[config.prior],
-            response=RESPONSE_KIND.values.get(config.response, UNSPECIFIED),
+            response=RESPONSE_KIND.values.get(config.response, pb.RESPONSE_KIND_UNSPECIFIED),
             posterior=POSTERIOR.values.get(config.posterior, pb.POSTERIOR_SAMPLES),
             safety_budget=config.safety_budget,
         )
@@ -306,7 +306,7 @@ class OpponentModelClient(GrpcClient):
         """Our best response in ``our_position`` ('mean', 'bayes', or the session's default)."""
         if kind is not None and kind not in RESPONSE_KIND.values:
             raise errors.InvalidArgumentError("kind", f"{kind!r} is not 'mean' or 'bayes'")
-        value = UNSPECIFIED if kind is None else RESPONSE_KIND.values[kind]
+        value = pb.RESPONSE_KIND_UNSPECIFIED if kind is None else RESPONSE_KIND.values[kind]
         reply = self._call(
             "GetResponse",
             pb.GetResponseRequest(session_id=session_id, our_position=our_position, kind=value),
@@ -314,7 +314,7 @@ class OpponentModelClient(GrpcClient):
         return BestResponse(
             strategy=_table(reply.infosets),
             expected_value=reply.expected_value,
-            kind=RESPONSE_KIND.name(reply.kind),
+            kind=RESPONSE_KIND.name(reply.kind, f"unknown ({reply.kind})"),
             hands_observed=reply.hands_observed,
         )
 
@@ -379,15 +379,17 @@ class ObservationStream:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _open(self) -> None:
+    def _open(self) -> Iterator[pb.ObserveResponse]:
+        """A new stream that resends every unacknowledged observation; returns its responses."""
         self._abandon()
         requests: queue.SimpleQueue = queue.SimpleQueue()
         for request in self._unacked:
             requests.put(request)
         self._requests = requests
-        self._responses = self._client._stub.Observe(
+        self._responses = responses = self._client._stub.Observe(
             iter(requests.get, None), metadata=self._client._metadata
         )
+        return responses
 
     def _abandon(self) -> None:
         if self._requests is not None:
@@ -401,27 +403,28 @@ class ObservationStream:
         )
         self.next_sequence += 1
         self._unacked.append(request)
-        if self._responses is None:
-            self._open()
+        if self._requests is None or self._responses is None:
+            responses = self._open()
         else:
             self._requests.put(request)
+            responses = self._responses
         deadline = time.monotonic() + self._client.reconnect_seconds
         hands = 0
         reopened_idle = False
         while self._unacked:
             try:
-                ack = next(self._responses)
+                ack = next(responses)
             except grpc.RpcError as exc:
                 error = self._client._error(exc)
                 if isinstance(error, errors.IdleStreamError) and not reopened_idle:
                     reopened_idle = True  # closed while we had nothing to send: go on anew
-                    self._open()
+                    responses = self._open()
                     continue
                 if exc.code() not in _RETRYABLE or time.monotonic() > deadline:
                     self._abandon()
                     raise error from None
                 time.sleep(0.05)
-                self._open()
+                responses = self._open()
                 continue
             except StopIteration:  # the server closed the stream without an error
                 if time.monotonic() > deadline:
@@ -429,7 +432,7 @@ class ObservationStream:
                     raise errors.FailedPreconditionError(
                         "observation: the server keeps ending the stream without an ack"
                     ) from None
-                self._open()
+                responses = self._open()
                 continue
             while self._unacked and self._unacked[0].observation.sequence <= ack.sequence:
                 self._unacked.pop(0)
@@ -438,7 +441,7 @@ class ObservationStream:
 
     def close(self) -> None:
         """Finish the stream (every sent hand has been acknowledged)."""
-        if self._requests is not None:
+        if self._requests is not None and self._responses is not None:
             self._requests.put(None)
             with contextlib.suppress(grpc.RpcError):  # nothing unacknowledged is lost
                 for _ in self._responses:

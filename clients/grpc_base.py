@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -41,7 +41,10 @@ def domain_error(
     """The modeling/errors.py exception for a failed call to ``target`` (over TLS or not)."""
     code = error.code()
     details = error.details() or ""
-    metadata = dict(error.trailing_metadata() or ())
+    # types-grpcio declares RpcError.trailing_metadata() as _Metadatum objects; grpc returns the
+    # (key, value) pairs of grpc.Call.trailing_metadata().
+    pairs = cast("Sequence[tuple[str, str | bytes]]", error.trailing_metadata() or ())
+    metadata = dict(pairs)
     cls = getattr(errors, str(metadata.get("oppmodel-error", "")), None)
     if not (isinstance(cls, type) and issubclass(cls, errors.OppModelError)):
         cls = ERROR_BY_CODE.get(code, errors.ServiceError)

@@ -194,7 +194,8 @@ def _limit_facts(game: LimitGame) -> _LimitFacts:
     terminal_node = np.flatnonzero(tree.node_terminal >= 0)
     terminal_node = terminal_node[np.argsort(tree.node_terminal[terminal_node])]
     live = np.ones((len(terminal_node), n), dtype=bool)
-    for t, node in enumerate(terminal_node):
+    for t, leaf in enumerate(terminal_node):
+        node = int(leaf)
         while node > 0:  # walk up: a fold (action 0) by the parent's player
             parent = int(tree.node_parent[node])
             if tree.node_action[node] == FOLD:

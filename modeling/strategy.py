@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,9 @@ def uniform_profile(game: KuhnGame) -> np.ndarray:
     return np.full((game.num_players, game.num_infosets, 2), 0.5)
 
 
-def sample_history(game: KuhnGame, profile: np.ndarray, deal, rng: np.random.Generator) -> str:
+def sample_history(
+    game: KuhnGame, profile: np.ndarray, deal: Sequence[int] | np.ndarray, rng: np.random.Generator
+) -> str:
     """One hand's betting ('p'/'b' letters) with every position playing ``profile`` on ``deal``."""
     history = ""
     while not game.is_terminal(history):
@@ -186,7 +188,7 @@ def load_json(game: KuhnGame, path: str | Path) -> dict[int, np.ndarray]:
     raise InvalidStrategyError("profile", f"{path}: needs 'positions' or 'position' + 'strategy'")
 
 
-def load_profile(game: KuhnGame, paths: list[str | Path]) -> np.ndarray:
+def load_profile(game: KuhnGame, paths: Iterable[str | Path]) -> np.ndarray:
     """A whole profile from one file holding all positions, or one single-position file each."""
     found: dict[int, np.ndarray] = {}
     for path in paths:

@@ -222,7 +222,7 @@ def kind_from_proto(kind: int) -> str | None:
     return _choice(RESPONSE_KIND, kind, "kind", unset=None)
 
 
-def kind_to_proto(kind: str) -> int:
+def kind_to_proto(kind: str) -> pb.ResponseKind:
     """The ResponseKind enum value of 'mean' or 'bayes'."""
     return RESPONSE_KIND.values[kind]
 

@@ -191,7 +191,14 @@ class Undecodable:
     error: InvalidArgumentError
 
 
-def _deserializer(decode: Callable[[bytes], Any], descriptor: Descriptor) -> Callable[[bytes], Any]:
+def _deserializer(
+    decode: Callable[[bytes], Any] | None, descriptor: Descriptor
+) -> Callable[[bytes], Any] | None:
+    """``decode`` made total: bytes it cannot decode become :class:`Undecodable`. A handler without
+    a deserializer takes the raw bytes, which cannot fail, and keeps none."""
+    if decode is None:
+        return None
+
     def deserialize(data: bytes) -> Any:
         try:
             return decode(data)
@@ -245,23 +252,22 @@ def _guard(
 
     # A servicer that does not map errors itself (health, reflection) lets the stream's
     # InvalidArgumentError escape: it is refused here as ours are.
-    if inspect.isasyncgenfunction(behaviour):
+    # A servicer that does not map errors itself (health, reflection) lets the stream's
+    # InvalidArgumentError escape: it is refused here as ours are.
+    async def streamed(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        try:
+            async for response in behaviour(await admit(request, context), context):
+                yield response
+        except InvalidArgumentError as exc:
+            await refuse(exc, context)
 
-        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            try:
-                async for response in behaviour(await admit(request, context), context):
-                    yield response
-            except InvalidArgumentError as exc:
-                await refuse(exc, context)
+    async def single(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await behaviour(await admit(request, context), context)
+        except InvalidArgumentError as exc:
+            await refuse(exc, context)
 
-    else:
-
-        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            try:
-                return await behaviour(await admit(request, context), context)
-            except InvalidArgumentError as exc:
-                await refuse(exc, context)
-
+    guarded = streamed if inspect.isasyncgenfunction(behaviour) else single
     return make(guarded, deserialize, handler.response_serializer)
 
 

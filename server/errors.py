@@ -57,7 +57,7 @@ INTERNAL_MESSAGE = "internal error; the server log has the details"
 def status_of(exc: BaseException) -> grpc.StatusCode:
     """The status code for an exception: the nearest class in the table, else INTERNAL."""
     for cls in type(exc).__mro__:
-        code = STATUS_BY_ERROR.get(cls)  # type: ignore[call-overload]
+        code = STATUS_BY_ERROR.get(cls)
         if code is not None:
             return code
     return grpc.StatusCode.INTERNAL

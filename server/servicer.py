@@ -76,6 +76,7 @@ def _rpc(name: str) -> Callable[[Handler], Callable[..., Awaitable[Resp]]]:
                 self.metrics.count(name, code, time.perf_counter() - start)
                 context.set_trailing_metadata(metadata)
                 await context.abort(code, message)
+                raise  # not reached: abort() raises
             # Counted before the reply leaves, so a client that saw it also sees it counted.
             self.metrics.count(name, grpc.StatusCode.OK, time.perf_counter() - start)
             return response
@@ -107,7 +108,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         if self.tokens is None:
             return ""
         for key, value in context.invocation_metadata() or ():
-            if key == "authorization" and value.startswith("Bearer "):
+            if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
                 token = value[len("Bearer ") :]
                 if token in self.tokens:
                     return owner_of_token(token)
@@ -196,8 +197,9 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
                             duplicate=ack.duplicate,
                             hands_observed=ack.hands_observed,
                         )
-                    if refused is not None or error is not None:
-                        raise refused or error
+                    stop = refused or error
+                    if stop is not None:
+                        raise stop
                 if failure is not None:
                     raise failure
         except Exception as exc:

@@ -27,6 +27,7 @@ inline than to hand to a thread (see ``_compute``). Storage runs on its own thre
 from __future__ import annotations
 
 import asyncio
+import builtins
 import collections
 import contextlib
 import functools
@@ -293,7 +294,11 @@ def _obs_of(row: ObservationRow) -> HandObservation:
 
 
 class SessionManager:
-    """Creates, loads, updates and queries sessions; the servicer's only domain dependency."""
+    """Creates, loads, updates and queries sessions; the servicer's only domain dependency.
+
+    Its method ``list`` shadows the builtin in the class body: annotations there name
+    ``builtins.list``.
+    """
 
     def __init__(
         self, storage: Storage, *, executor: Executor, metrics: Metrics, limits: Limits
@@ -537,7 +542,7 @@ class SessionManager:
     # -- observations ----------------------------------------------------------------------------
     async def observe(
         self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
-    ) -> tuple[list[Ack], Exception | None]:
+    ) -> tuple[builtins.list[Ack], Exception | None]:
         """Apply validated observations (sequence, hand) in order; one commit for all new ones.
 
         Returns the acknowledgements of the longest acceptable prefix and the error that stopped
@@ -552,7 +557,7 @@ class SessionManager:
 
     async def _observe(
         self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
-    ) -> tuple[list[Ack], Exception | None]:
+    ) -> tuple[builtins.list[Ack], Exception | None]:
         async with self.locked(session) as session:
             before = session.hands_observed
             new: list[HandObservation] = []
@@ -601,7 +606,9 @@ class SessionManager:
             return 16  # not measured yet
         return max(1, int(self.limits.snapshot_seconds / session.seconds_per_hand))
 
-    async def _commit_and_apply(self, session: LiveSession, new: list[HandObservation]) -> None:
+    async def _commit_and_apply(
+        self, session: LiveSession, new: builtins.list[HandObservation]
+    ) -> None:
         """Commit ``new`` (the next hands of the session) and apply them, both or neither;
         store a snapshot if one is due. The caller holds the session's writers' lock."""
         before = session.hands_observed

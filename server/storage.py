@@ -180,9 +180,9 @@ class Storage:
         """
 
         def op(db: sqlite3.Connection) -> bool:
-            where, args = "session_id = ?", (session_id,)
+            where, args = "session_id = ?", [session_id]
             if owner is not None:
-                where, args = "session_id = ? AND owner = ?", (session_id, owner)
+                where, args = "session_id = ? AND owner = ?", [session_id, owner]
             if db.execute(f"SELECT 1 FROM sessions WHERE {where}", args).fetchone() is None:
                 return False
             for table in ("snapshots", "observations", "sessions"):
@@ -429,8 +429,8 @@ def _run_batch(db: sqlite3.Connection, batch: list) -> Future | None:
         done = {id(fut) for fut, *_ in results}
         results = [(f, v, exc if w else e, w) for f, v, e, w in results]
         results += [(f, None, exc, w) for _op, f, w in runnable if id(f) not in done]
-    for fut, value, error, _write in results:
-        _resolve(fut, value, error)
+    for fut, result, failure, _write in results:
+        _resolve(fut, result, failure)
     return stop
 
 

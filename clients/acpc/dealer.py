@@ -372,7 +372,8 @@ class MatchDealer:
         heads = [f"MATCHSTATE:{p}:{number}:" for p in range(n)]
         holes = [":" + "|".join(view) for view in private]
         self._clock.hand = [0] * n
-        board_round, board, board_text = -1, (), ""
+        board_round, board_text = -1, ""
+        board: tuple[str, ...] = ()
         while not hand.finished:
             acting, betting = hand.current, hand.betting
             if hand.round != board_round:  # a new round shows its board cards

@@ -312,13 +312,14 @@ def replay(
     sample_hands: list[int] = []
     pending: list[HandObservation] = []
     played = showdowns = unscored = 0
+    models: dict[int, np.ndarray] = {}  # the opponents' models, refreshed before each decision
     for hand in hands:
         if name not in hand.names:
             continue
         p = hand.names.index(name)
         obs = full_view_observation(game, position=p, betting=hand.betting, hole=hand.hole)
         decisions = opponent_decisions(kuhn, obs)
-        visible = [dec for dec in decisions if dec.card is not None]
+        visible = [(dec, dec.card) for dec in decisions if dec.card is not None]
         hidden = [dec for dec in decisions if dec.card is None]
         unscored += len(hidden)
         if decisions:
@@ -343,13 +344,13 @@ def replay(
                 )
         if visible:
             showdowns += 1
-            for dec in visible:
+            for dec, card in visible:
                 d, q = (dec.position - p) % n, dec.position
-                infoset = kuhn.infoset_index(q, dec.card, dec.history)
+                infoset = kuhn.infoset_index(q, card, dec.history)
                 predicted = {
                     "prior": priors[d, q][infoset],
                     "counts": counts.predict(d, q, infoset),
-                    "naive-bayes": bayes.predict(d, q, dec.card, dec.history),
+                    "naive-bayes": bayes.predict(d, q, card, dec.history),
                     "mbbr": models[q][infoset],
                 }
                 records.append(
@@ -357,11 +358,11 @@ def replay(
                         hand=played, offset=d, position=q, action=dec.action, predicted=predicted
                     )
                 )
-            for dec in visible:
+            for dec, card in visible:
                 d, q = (dec.position - p) % n, dec.position
-                counts.add(d, q, kuhn.infoset_index(q, dec.card, dec.history), dec.action)
-                bayes.add(d, q, dec.card, dec.history, dec.action)
-            for d in {(dec.position - p) % n for dec in visible}:
+                counts.add(d, q, kuhn.infoset_index(q, card, dec.history), dec.action)
+                bayes.add(d, q, card, dec.history, dec.action)
+            for d in {(dec.position - p) % n for dec, _card in visible}:
                 bayes.retrain(d)
             sample_hands.append(played + 1)
         pending.append(obs)

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 import grpc
+import numpy as np
 
 from oppmodel.clients.acpc.agent import Decision, ProfilePolicy, SeatHand
 from oppmodel.clients.acpc.convert import kuhn_for, seat_observation
@@ -59,12 +60,12 @@ from oppmodel.modeling.observation import HandObservation
 from oppmodel.modeling.strategy import uniform_profile
 
 ServiceFailure = (grpc.RpcError, OppModelError)
-_STATUS_OF = {error: code.name for code, error in ERROR_BY_CODE.items()}
+_STATUS_OF: dict[type[BaseException], str] = {e: code.name for code, e in ERROR_BY_CODE.items()}
 MAX_QUARANTINE = 5.0  # seconds; see the module docstring
 MAX_REPORTED_OUTAGES = 10  # outages said on stderr; later ones are in the tally only
 
 
-def default_profile(kuhn: KuhnGame):
+def default_profile(kuhn: KuhnGame) -> np.ndarray:
     """The fallback: N1 in 3-player Kuhn (MBBR's own default strategy), uniform otherwise."""
     return robust_profile("N1") if kuhn.num_players == 3 else uniform_profile(kuhn)
 

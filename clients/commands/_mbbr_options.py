@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
@@ -27,7 +28,8 @@ def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {convert.__name__}") from None
         try:
-            dataclasses.replace(MBBRConfig(), **{name: value}).validate()
+            change: dict[str, Any] = {name: value}  # the field is named at run time
+            dataclasses.replace(MBBRConfig(), **change).validate()
         except InvalidArgumentError as exc:
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{name}: ")) from None
         return value

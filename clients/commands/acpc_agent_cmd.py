@@ -11,6 +11,7 @@ import numpy as np
 
 from oppmodel.clients.acpc.agent import (
     ModelPolicy,
+    Policy,
     connect,
     make_policy,
     play_match,
@@ -151,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
             "gamefile", "--service and --in-process (MBBR) play Kuhn games only for now"
         )
     budget_ms = args.decision_budget_ms
+    policy: Policy
     if args.service:
         budget_ms = budget_ms or default_decision_budget_ms(limit_game_of(game))
         policy = ServicePolicy(

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from oppmodel.modeling.evaluation.kuhn import best_response, expected_values
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.play.panel import named_profile, panel_names
 from oppmodel.modeling.strategy import load_profile
 
@@ -70,29 +70,31 @@ def exact_fraction(value: float) -> Fraction | None:
     return frac if abs(float(frac) - value) <= FRACTION_TOLERANCE else None
 
 
-def load(game, specs: list[str]) -> np.ndarray:
+def load(game: KuhnGame, specs: list[str]) -> np.ndarray:
     """A profile from a panel name or from JSON files."""
     if len(specs) == 1 and not Path(specs[0]).exists() and not specs[0].endswith(".json"):
         return named_profile(game, specs[0])
     return load_profile(game, specs)
 
 
-def evaluate(game, profile: np.ndarray) -> dict:
+def evaluate(game: KuhnGame, profile: np.ndarray) -> dict:
     """The JSON-ready evaluation of ``profile``."""
     values = expected_values(game, profile)
     positions = []
+    gains = []
     for p in range(game.num_players):
         br_value = best_response(game, profile, p)[1]
+        gains.append(br_value - float(values[p]))
         positions.append(
             {
                 "position": p,
                 "value": float(values[p]),
                 "value_exact": _text(exact_fraction(float(values[p]))),
                 "best_response_value": br_value,
-                "gain": br_value - float(values[p]),
+                "gain": gains[-1],
             }
         )
-    total = float(sum(entry["gain"] for entry in positions))  # = evaluation.nash_conv
+    total = float(sum(gains))  # = evaluation.nash_conv
     return {
         "positions": positions,
         "nash_conv": total,

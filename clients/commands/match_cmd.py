@@ -13,7 +13,7 @@ from oppmodel.clients.commands._types import positive_int, seed
 from oppmodel.clients.commands.eval_cmd import GAMES
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_names
 from oppmodel.modeling.play.match import AgentFactory, run_duplicate, seatings
@@ -94,7 +94,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def build_agents(game, spec: str, config: MBBRConfig) -> tuple[list[str], list[AgentFactory]]:
+def build_agents(
+    game: KuhnGame, spec: str, config: MBBRConfig
+) -> tuple[list[str], list[AgentFactory]]:
     """Labels (repeated names get #2, #3, ...) and factories for a comma-separated agent list."""
     names = [name.strip().lower() for name in spec.split(",")]
     if len(names) != game.num_players:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.log import read_log
-from oppmodel.clients.acpc.replay import LocalModels, ServiceModels, replay
+from oppmodel.clients.acpc.replay import LocalModels, ModelSource, ServiceModels, replay
 from oppmodel.clients.acpc.replay_report import format_report, plot_curves
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
@@ -93,22 +93,22 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         if args.local:
 
-            def source(labels: tuple[str, ...]) -> LocalModels:
+            def source(labels: tuple[str, ...]) -> ModelSource:
                 return LocalModels(kuhn_for(game), config)
 
         else:
             target = args.service
             if target is None:
-                data = stack.enter_context(tempfile.TemporaryDirectory(prefix="oppmodel-"))
+                data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="oppmodel-"))
                 server = BackgroundServer(
                     ServerConfig(
-                        db_path=str(Path(data) / "replay.sqlite"), port=0, synchronous="NORMAL"
+                        db_path=str(Path(data_dir) / "replay.sqlite"), port=0, synchronous="NORMAL"
                     )
                 )
                 target = f"127.0.0.1:{stack.enter_context(server)}"
             client = stack.enter_context(OpponentModelClient(target, timeout=30))
 
-            def source(labels: tuple[str, ...]) -> ServiceModels:
+            def source(labels: tuple[str, ...]) -> ModelSource:
                 return ServiceModels(
                     client, kuhn_for(game), config=config, our_label=args.name,
                     opponent_labels=labels,

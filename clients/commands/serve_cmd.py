@@ -181,6 +181,7 @@ def spawn(db: str | Path, *options: str) -> tuple[subprocess.Popen, int]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert process.stderr is not None  # stderr=PIPE
     for line in process.stderr:
         if not line.startswith("{"):
             continue  # not one of our JSON log lines (a library warning, say)

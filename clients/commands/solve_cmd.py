@@ -13,6 +13,7 @@ from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import save_profile
 from oppmodel.modeling.solve.cfr import (
     DEFAULT_DELAY,
@@ -81,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _solver(args: argparse.Namespace, game) -> CFRSolver:
+def _solver(args: argparse.Namespace, game: LimitGame) -> CFRSolver:
     if args.resume is not None and args.resume.exists():
         solver = CFRSolver.load(game, args.resume)
         asked = {"algorithm": args.algorithm, "delay": args.delay}

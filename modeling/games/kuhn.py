@@ -305,7 +305,7 @@ def kuhn_game(num_players: int = 3) -> KuhnGame:
     node_local = np.full(num_nodes, -1, dtype=np.int64)
     node_terminal = np.full(num_nodes, -1, dtype=np.int64)
     nodes_of = np.zeros(n, dtype=np.int64)
-    terminal_nodes = []
+    terminal_nodes: list[int] = []
     for i, h in enumerate(histories):
         if _is_terminal_history(h, n):
             node_terminal[i] = len(terminal_nodes)

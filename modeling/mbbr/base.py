@@ -238,7 +238,7 @@ class ModelBase(abc.ABC):
                 take(arrays, "safety.alive", "i8", size),
             )
         self._restore_state(arrays)
-        if safety is not None:
+        if self._safety is not None and safety is not None:
             self._safety.restore(*safety)
         self.hands_observed = hands
         self._responses.clear()

@@ -26,9 +26,10 @@ weighed by the moves its revealed cards show.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from oppmodel.modeling.errors import FailedPreconditionError
 from oppmodel.modeling.games.kuhn import KuhnGame
@@ -260,7 +261,12 @@ class DirichletPosterior:
 class _Growing:
     """An append-only array with amortised O(1) appends; ``view()`` is the filled part."""
 
-    def __init__(self, dtype, initial=(), width: int | None = None) -> None:
+    def __init__(
+        self,
+        dtype: npt.DTypeLike,
+        initial: Sequence[float] | np.ndarray = (),
+        width: int | None = None,
+    ) -> None:
         shape = (max(16, len(initial)),) if width is None else (16, width)
         self._data = np.zeros(shape, dtype=dtype)
         self._size = 0
@@ -270,7 +276,7 @@ class _Growing:
     def __len__(self) -> int:
         return self._size
 
-    def append(self, rows) -> None:
+    def append(self, rows: npt.ArrayLike) -> None:
         rows = np.asarray(rows, dtype=self._data.dtype).reshape(-1, *self._data.shape[1:])
         end = self._size + len(rows)
         if end > len(self._data):

@@ -149,7 +149,7 @@ class SafetyBankroll:
             return cached[3], cached[1]
         gains = np.zeros(len(self))
         for h in np.flatnonzero(self.alive):
-            gains[h] = self._value(h, position, candidate) - self._default_value[h, position]
+            gains[h] = self._value(int(h), position, candidate) - self._default_value[h, position]
         allowance = self.bank + self.budget_chips
         share = 1.0
         for h in np.flatnonzero(self.alive & (gains < 0.0)):

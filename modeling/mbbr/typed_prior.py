@@ -67,9 +67,10 @@ class TypedPrior:
 
     def error_prone(self, d: int) -> float:
         """Posterior probability that the opponent at offset ``d`` is the error-prone type."""
-        if self._error_prone[d - 1] is None:
-            self._error_prone[d - 1] = self._posterior_error_prone(d)
-        return self._error_prone[d - 1]
+        cached = self._error_prone[d - 1]
+        if cached is None:
+            cached = self._error_prone[d - 1] = self._posterior_error_prone(d)
+        return cached
 
     def _posterior_error_prone(self, d: int) -> float:
         counts = self.revealed[d - 1]

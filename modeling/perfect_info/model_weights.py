@@ -312,7 +312,7 @@ def gibbs_posterior(
             raise InvalidArgumentError(name, f"must be an integer >= {low}, got {value!r}")
     if isinstance(seed, np.random.Generator):
         rng, seed_record = seed, None
-        kernel_seeds = rng.integers(1, 2**63, size=chains, dtype=np.uint64)
+        kernel_seeds: np.ndarray = rng.integers(1, 2**63, size=chains, dtype=np.uint64)
     elif isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0:
         kernel_ss, draw_ss = np.random.SeedSequence(int(seed)).spawn(2)
         kernel_seeds = kernel_ss.generate_state(chains, dtype=np.uint64)

@@ -43,7 +43,7 @@ DEFAULT_CYCLE = ("tight-passive", "maniac", "calling-station", "bluffer")
 DEFAULT_PERIOD = 250
 
 
-class _RuleAgent:
+class RuleAgent:
     """Shared plumbing: a name, a seeded generator, one uniform per decision."""
 
     def __init__(self, name: str, game: KuhnGame, seed: int) -> None:
@@ -67,7 +67,7 @@ class _RuleAgent:
         self.hands_played += 1
 
 
-class SwitchingAgent(_RuleAgent):
+class SwitchingAgent(RuleAgent):
     """Plays ``styles[(hands played // period) % len(styles)]`` (panel names)."""
 
     def __init__(
@@ -97,7 +97,7 @@ class SwitchingAgent(_RuleAgent):
         return float(profile[position, self.game.infoset_of[self.game.node(history), card], 1])
 
 
-class FrequencyExploiter(_RuleAgent):
+class FrequencyExploiter(RuleAgent):
     """Bluffs as often as opponents fold, calls as light as opponents bet (see module doc)."""
 
     def __init__(self, name: str, game: KuhnGame, seed: int) -> None:
@@ -142,7 +142,7 @@ class FrequencyExploiter(_RuleAgent):
         super().end_hand(obs)
 
 
-class TiltingAgent(_RuleAgent):
+class TiltingAgent(RuleAgent):
     """Calm until it loses ``threshold`` chips over ``window`` hands, then a maniac for a while."""
 
     def __init__(
@@ -194,11 +194,12 @@ def own_payoff(game: KuhnGame, obs: HandObservation) -> float:
     if folded[me]:
         return -float(put_in[me])
     live = [p for p in range(n) if not folded[p]]
-    won = len(live) == 1 or max(live, key=lambda p: obs.cards[p]) == me
+    shown = {p: c for p in live if (c := obs.cards[p]) is not None}  # a showdown shows them all
+    won = len(live) == 1 or max(shown, key=shown.__getitem__) == me
     return float(sum(put_in) - put_in[me] if won else -put_in[me])
 
 
-AgentBuilder = Callable[[KuhnGame, int], _RuleAgent]
+AgentBuilder = Callable[[KuhnGame, int], RuleAgent]
 
 
 def adaptive_names() -> list[str]:

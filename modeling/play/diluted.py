@@ -21,8 +21,8 @@ import numpy as np
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.observation import HandObservation
-from oppmodel.modeling.play.adaptive import adaptive_factory, is_adaptive
-from oppmodel.modeling.play.match import AgentFactory, fixed_strategy_factory
+from oppmodel.modeling.play.adaptive import RuleAgent, adaptive_factory, is_adaptive
+from oppmodel.modeling.play.match import Agent, AgentFactory, fixed_strategy_factory
 from oppmodel.modeling.play.panel import named_profile
 
 BASE = "n2"
@@ -48,7 +48,9 @@ def parse_diluted(name: str) -> tuple[str, float]:
 class DilutedAgent:
     """An adaptive agent playing its own style at a share of its decisions and N2 at the rest."""
 
-    def __init__(self, name: str, inner, base: np.ndarray, share: float, seed: int) -> None:
+    def __init__(
+        self, name: str, inner: RuleAgent, base: np.ndarray, share: float, seed: int
+    ) -> None:
         self.name = name
         self.inner = inner
         self.game = inner.game
@@ -85,7 +87,7 @@ def diluted_factory(name: str) -> AgentFactory:
 
     named_profile(kuhn_game(3), style)  # NotFoundError now for an unknown style
 
-    def build_fixed(game: KuhnGame, seed: int):
+    def build_fixed(game: KuhnGame, seed: int) -> Agent:
         return fixed_strategy_factory(name, diluted_profile(game, name))(game, seed)
 
     return build_fixed

@@ -115,8 +115,9 @@ def play_match(game: KuhnGame, agents: Sequence[Agent], deals: np.ndarray) -> np
                 f"agents[{seat}]", f"{agent!r} lacks name, begin_match, act or end_hand"
             )
         agent.begin_match(game, seat)
-    if all(type(a) is FixedStrategyAgent for a in agents):
-        return _play_fixed(game, agents, deals)
+    fixed = [a for a in agents if type(a) is FixedStrategyAgent]
+    if len(fixed) == n:
+        return _play_fixed(game, fixed, deals)
     observations = _observation_table(game)
     # Python lists: indexing them is several times faster than indexing numpy arrays.
     node_player = game.node_player.tolist()
@@ -166,7 +167,9 @@ def _observation_table(game: KuhnGame) -> list[list[list[HandObservation]]]:
     ]
 
 
-def _play_fixed(game: KuhnGame, agents: Sequence[FixedStrategyAgent], deals: np.ndarray):
+def _play_fixed(
+    game: KuhnGame, agents: Sequence[FixedStrategyAgent], deals: np.ndarray
+) -> np.ndarray:
     """The numba twin of the Python loop, in chunks of hands to bound memory.
 
     Each chunk draws an upper bound of uniforms per agent (max_depth per hand); afterwards every

@@ -138,9 +138,10 @@ def average_estimates(estimates: Sequence[Estimate]) -> Estimate:
         raise InvalidArgumentError("estimates", "needs at least one estimate")
     g = len(estimates)
     mean = sum(e.mean for e in estimates) / g
-    if any(e.se is None for e in estimates):
+    errors = [e.se for e in estimates if e.se is not None]
+    if len(errors) < g:
         return Estimate(mean, None, sum(e.samples for e in estimates))
-    se = math.sqrt(sum(e.se**2 for e in estimates)) / g  # type: ignore[operator]
+    se = math.sqrt(sum(s**2 for s in errors)) / g
     return Estimate(mean, se, sum(e.samples for e in estimates))
 
 

@@ -20,23 +20,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar, overload
 
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 UNSPECIFIED = 0  # every enum's first value (tests/test_service_proto.py checks it)
 
 
+E = TypeVar("E", bound=int)  # a generated enum type (its values are ints)
+
+
 @dataclass(frozen=True)
-class EnumNames:
+class EnumNames(Generic[E]):
     """One proto enum: the domain name of each of its values but UNSPECIFIED."""
 
-    values: Mapping[str, int]  # domain name -> enum value
+    values: Mapping[str, E]  # domain name -> enum value
 
     @property
     def names(self) -> tuple[str, ...]:
         """The domain names, in the enum's order."""
         return tuple(self.values)
 
+    @overload
+    def name(self, value: int) -> str | None: ...
+    @overload
+    def name(self, value: int, default: str) -> str: ...
     def name(self, value: int, default: str | None = None) -> str | None:
         """The domain name of ``value``; ``default`` for UNSPECIFIED or an unknown value."""
         for name, known in self.values.items():

@@ -172,7 +172,7 @@ def _views(
     strings = []
     for r in range(rounds):
         index: dict[tuple[int, ...], int] = {}
-        texts = []
+        texts: list[str] = []
         for d, row in enumerate(deal_cards):
             board = tuple(int(c) for c in row[n * h : board_at[r + 1]])
             for p in range(n):

@@ -61,7 +61,12 @@ def bounded_max_prob(tree: Tree, *, tie_tol: float = MAXPROB_TIE_TOL) -> MaxProb
     """Bounded Max-Prob: leaf values are :func:`win_probabilities` of the leaf's ``bounds``."""
     validate_tree(tree, need_bounds=True)
     _check_tol(tie_tol)
-    return _search(tree, lambda lf: win_probabilities(lf.bounds), tie_tol)
+    return _search(tree, _bounded_leaf_value, tie_tol)
+
+
+def _bounded_leaf_value(lf: Leaf) -> tuple[Number, ...]:
+    assert lf.bounds is not None  # validate_tree(need_bounds=True) checked every leaf
+    return win_probabilities(lf.bounds)
 
 
 def _check_tol(tie_tol: float) -> None:

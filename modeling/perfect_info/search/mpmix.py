@@ -67,7 +67,7 @@ def mp_mix(
     if strategy == "paranoid":
         result = paranoid_alphabeta(tree, player=player)
         return MpMixResult(strategy=strategy, target=None, move=result.move, value=result.value)
-    if strategy == "offensive":
+    if target is not None:  # offensive: only that strategy has a target
 
         def utility(mover: int, payoffs: Payoffs) -> Number:
             return -payoffs[target] if mover == player else payoffs[mover]

@@ -61,7 +61,7 @@ def paranoid_alphabeta(tree: Tree, *, player: int) -> ParanoidResult:
     _check(tree, player)
     counter = [0]
 
-    def search(t: Tree, alpha: float, beta: float) -> Number:
+    def search(t: Tree, alpha: Number, beta: Number) -> Number:
         counter[0] += 1
         if isinstance(t, Leaf):
             return t.payoffs[player]

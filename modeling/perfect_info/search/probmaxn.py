@@ -62,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.perfect_info.search.tree import Leaf, Node, Tree, validate_tree
+from oppmodel.modeling.perfect_info.search.tree import Leaf, Node, Number, Tree, validate_tree
 
 TIE_TOL = 1e-9
 """Tolerance under which two utilities count as tied, relative above 1 (module docstring)."""
@@ -131,7 +131,7 @@ def probmaxn(
     you: int,
     true_model: int,
     tie_tol: float = TIE_TOL,
-    evaluate: Callable[[Leaf], Sequence[Sequence[float]]] | None = None,
+    evaluate: Callable[[Leaf], Sequence[Sequence[Number]]] | None = None,
 ) -> ProbMaxnResult:
     """Prob-max^n value of ``tree`` (module docstring: the rules).
 
@@ -188,7 +188,7 @@ def probmaxn(
     )
 
 
-def _leaf_utilities(lf: Leaf) -> Sequence[Sequence[float]]:
+def _leaf_utilities(lf: Leaf) -> Sequence[Sequence[Number]]:
     assert lf.utilities is not None  # validate_tree(need_utilities=True) guarantees it
     return lf.utilities
 

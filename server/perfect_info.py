@@ -1,6 +1,6 @@
 """Perfect-information sessions: opponents' model weights learned from their choices.
 
-Paper 000 ("Learning in Prob-Max^n"; algorithms.md section 2). Each opponent i of a session has
+Sturtevant et al. 2006, "Learning in Prob-Max^n". Each opponent i of a session has
 models ``m_{i,0..N_i-1}`` and a Dirichlet(alpha_i) prior over its model weights w_i. An observed
 choice t of opponent i contributes a likelihood vector ``L_t[j] = P(choice | model j)``; the
 posterior of w_i given its choices is computed by the collapsed Gibbs sampler of
@@ -31,7 +31,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from typing import TypeVar
 
@@ -355,7 +355,9 @@ class PerfectInfoStore:
 
         self.storage.run(op, write=True)
 
-    def append_choices(self, session_id: str, first: int, choices: Sequence[Choice]):
+    def append_choices(
+        self, session_id: str, first: int, choices: Sequence[Choice]
+    ) -> Future[sqlite3.Cursor]:
         """Queue choices numbered first, first + 1, ...; the future resolves once committed."""
         values = [
             (session_id, first + i, c.opponent, json.dumps(c.likelihoods))

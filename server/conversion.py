@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -145,7 +146,7 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
     if config.method not in (pb.METHOD_UNSPECIFIED, pb.METHOD_MBBR):
         raise InvalidArgumentError("config.method", f"unsupported method {config.method}")
     params = config.mbbr
-    kwargs: dict[str, object] = {"seed": int(config.seed)}
+    kwargs: dict[str, Any] = {"seed": int(config.seed)}  # fields chosen at run time
     for name in ("epsilon", "k", "hands_default", "eta", "safety_budget"):
         if params.HasField(name):
             kwargs[name] = getattr(params, name)
@@ -156,7 +157,7 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
     posterior = _choice(POSTERIOR, params.posterior, "config.mbbr.posterior", unset=None)
     if posterior is not None:  # unset: MBBRConfig's default (dirichlet)
         kwargs["posterior"] = posterior
-    mbbr = MBBRConfig(**kwargs)  # type: ignore[arg-type]
+    mbbr = MBBRConfig(**kwargs)
     try:
         mbbr.validate()
     except InvalidArgumentError as exc:

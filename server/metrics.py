@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from wsgiref.simple_server import WSGIServer
 
+import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0, 5.0)
@@ -52,9 +53,9 @@ class Metrics:
         self._children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
         self._observe_latency = self.latency.labels("Observe")
 
-    def count(self, method: str, code: object, seconds: float | None) -> None:
-        """Count one finished RPC (``code`` a grpc.StatusCode) and record its latency."""
-        key = (method, code.name)  # type: ignore[attr-defined]
+    def count(self, method: str, code: grpc.StatusCode, seconds: float | None) -> None:
+        """Count one finished RPC and record its latency."""
+        key = (method, code.name)
         children = self._children.get(key)
         if children is None:  # labels() lookups are slow; cache the children
             children = (self.requests.labels(*key), self.latency.labels(method))

@@ -9,6 +9,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import SupportsFloat
 
 from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.log import read_log
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_number(value: object) -> object:
-    """numpy scalars as Python numbers (NaN stays NaN: no decisions scored)."""
-    number = float(value)  # type: ignore[arg-type]
+def _json_number(value: SupportsFloat) -> float | None:
+    """numpy scalars as Python numbers (NaN, no decisions scored, becomes null)."""
+    number = float(value)
     return None if math.isnan(number) else number

@@ -1,4 +1,5 @@
-"""``oppmodel eval``: exact value of every position, best responses and nash_conv of a profile."""
+"""``oppmodel eval``: exact value of every position, best responses and nash_conv of a profile
+of Kuhn or of any compiled limit game (Leduc)."""
 
 from __future__ import annotations
 
@@ -9,27 +10,35 @@ from pathlib import Path
 
 import numpy as np
 
-from oppmodel.modeling.evaluation.kuhn import best_response, expected_values
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
-from oppmodel.modeling.play.panel import named_profile, panel_names
+from oppmodel.clients.commands._games import GAME_HELP, resolve_game
+from oppmodel.modeling.errors import InvalidStrategyError
+from oppmodel.modeling.games.acpc import strategy as limit_strategy
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.play.diluted import fixed_profile
+from oppmodel.modeling.play.match import Game
+from oppmodel.modeling.play.panel import panel_names
+from oppmodel.modeling.play.tournament import evaluation_of
 from oppmodel.modeling.strategy import load_profile
 
-GAMES = {"kuhn2p": 2, "kuhn3p": 3, "kuhn4p": 4}
 MAX_DENOMINATOR = 10_000
 FRACTION_TOLERANCE = 1e-12
 
 _DESCRIPTION = """\
-Evaluate a strategy profile of n-player Kuhn poker exactly (every deal and betting sequence is
-enumerated; no sampling). For each position it prints the profile's expected value in chips per
-hand, the value of an exact best response of that position against the others, and the gain (how
-much that position could win by deviating). nash_conv is the sum of the gains: 0 exactly at a Nash
-equilibrium, positive otherwise (OpenSpiel's definition).
+Evaluate a strategy profile of n-player Kuhn poker, Leduc hold'em or any small ACPC limit game
+exactly (every deal and betting sequence is enumerated; no sampling). For each position it prints
+the profile's expected value in chips per hand, the value of an exact best response of that
+position against the others, and the gain (how much that position could win by deviating).
+nash_conv is the sum of the gains: 0 exactly at a Nash equilibrium, positive otherwise
+(OpenSpiel's definition).
 
---profile takes a panel name (n1, n2, n3 are the robust 3-player equilibria of Szafron, Gibson &
-Sturtevant; uniform; the exploitable styles), one JSON file holding all positions, or one JSON
-file per position. Files are keyed by OpenSpiel information-state strings such as "2ppb" (see
-modeling/strategy.py). Values that equal a fraction with a small denominator are also shown
-exactly, e.g. -1/48.
+--profile takes a panel name (n1, n2, n3 are the robust 3-player Kuhn equilibria of Szafron,
+Gibson & Sturtevant; cfr is a limit game's bundled CFR strategy; uniform; the exploitable styles,
+defined from hand strength in every game), STYLE@S (STYLE at a share S of the decisions, the
+equilibrium N2 or the bundled cfr strategy at the rest), one JSON file holding all positions, or
+one JSON file per position. Kuhn files are keyed by OpenSpiel information-state strings such as
+"2ppb" (modeling/strategy.py), limit-game files by "Ks/Qh:rc/cr" (modeling/games/acpc/strategy.py,
+as `oppmodel solve` writes them). Values that equal a fraction with a small denominator are also
+shown exactly, e.g. -1/48.
 """
 
 _EXAMPLES = """\
@@ -37,6 +46,8 @@ examples:
   oppmodel eval --profile N2                     # 3p Kuhn: -1/32, -1/48, +5/96, nash_conv 0
   oppmodel eval --game kuhn2p --profile uniform  # nash_conv 11/12
   oppmodel eval --profile mine.json --json       # a file holding every position
+  oppmodel eval --game leduc3p --profile maniac  # Leduc hold'em, 3 players
+  oppmodel eval --game leduc2p --profile cfr     # the bundled CFR strategy: nash_conv ~1e-4
   oppmodel eval --profile p0.json p1.json p2.json
 """
 
@@ -45,20 +56,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``eval`` subcommand."""
     parser = subparsers.add_parser(
         "eval",
-        help="exact values, best responses and nash_conv of a Kuhn profile",
+        help="exact values, best responses and nash_conv of a Kuhn or Leduc profile",
         description=_DESCRIPTION,
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--game", choices=sorted(GAMES), default="kuhn3p", help="the game (default kuhn3p)"
-    )
+    parser.add_argument("--game", default="kuhn3p", help=GAME_HELP)
     parser.add_argument(
         "--profile",
         nargs="+",
         required=True,
         metavar="NAME_OR_FILE",
-        help=f"a panel name ({', '.join(panel_names())}), or JSON files",
+        help=f"a panel name ({', '.join([*panel_names(), 'cfr'])}), STYLE@S, or JSON files",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=run)
@@ -70,15 +79,28 @@ def exact_fraction(value: float) -> Fraction | None:
     return frac if abs(float(frac) - value) <= FRACTION_TOLERANCE else None
 
 
-def load(game: KuhnGame, specs: list[str]) -> np.ndarray:
-    """A profile from a panel name or from JSON files."""
+def load(game: Game, specs: list[str]) -> np.ndarray:
+    """A profile from a panel name, ``STYLE@S``, or JSON files."""
     if len(specs) == 1 and not Path(specs[0]).exists() and not specs[0].endswith(".json"):
-        return named_profile(game, specs[0])
-    return load_profile(game, specs)
+        return fixed_profile(game, specs[0])
+    if not isinstance(game, LimitGame):
+        return load_profile(game, specs)
+    found: dict[int, np.ndarray] = {}
+    for path in specs:
+        for p, strategy in limit_strategy.load_json(game, path)[0].items():
+            if p in found:
+                raise InvalidStrategyError("profile", f"position {p} given twice ({path})")
+            found[p] = strategy
+    missing = sorted(set(range(game.num_players)) - set(found))
+    if missing:
+        raise InvalidStrategyError("profile", f"no strategy for positions {missing}")
+    return np.stack([found[p] for p in range(game.num_players)])
 
 
-def evaluate(game: KuhnGame, profile: np.ndarray) -> dict:
+def evaluate(game: Game, profile: np.ndarray) -> dict:
     """The JSON-ready evaluation of ``profile``."""
+    evaluation = evaluation_of(game)
+    expected_values, best_response = evaluation.expected_values, evaluation.best_response
     values = expected_values(game, profile)
     positions = []
     gains = []
@@ -108,16 +130,16 @@ def _text(frac: Fraction | None) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print."""
-    game = kuhn_game(GAMES[args.game])
+    game = resolve_game(args.game)
     result = {
-        "game": args.game,
+        "game": game.name,
         "profile": args.profile,
         **evaluate(game, load(game, args.profile)),
     }
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"{args.game}, profile {' '.join(args.profile)}")
+    print(f"{game.name}, profile {' '.join(args.profile)}")
     print(f"{'position':>8}  {'value':>12}  {'exact':>8}  {'best response':>13}  {'gain':>10}")
     for entry in result["positions"]:
         print(

@@ -8,26 +8,26 @@ import textwrap
 import time
 from collections import Counter
 
+from oppmodel.clients.commands._games import GAME_HELP, resolve_game
 from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from oppmodel.clients.commands._types import positive_int, seed
-from oppmodel.clients.commands.eval_cmd import GAMES
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_names
-from oppmodel.modeling.play.match import AgentFactory, run_duplicate, seatings
+from oppmodel.modeling.play.match import AgentFactory, Game, run_duplicate, seatings
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.modeling.play.tournament import AgentSpec, agent_factory
 
 _DESCRIPTION = """\
-Play duplicate matches of repeated Kuhn poker between n agents (3 for kuhn3p), the protocol of
-Ganzfried et al. 2024: every one of the n! seatings of the agents plays the same cards (a seeded
-deck per duplicate), --hands hands per match, positions rotating every hand as the ACPC dealer
-rotates them. Each agent's result is its winnings in milli-chips per hand (mbb/h: 1000 x chips won
-per hand, ante 1), averaged over the seatings, with the standard error over the --duplicates
-independent duplicates. Agents are built fresh for every match, and everything is seeded by --seed:
-the same command prints the same table.
+Play duplicate matches of repeated Kuhn poker, Leduc hold'em or any small ACPC limit game (--game)
+between n agents (3 for kuhn3p and leduc3p), the protocol of Ganzfried et al. 2024: every one of
+the n! seatings of the agents plays the same cards (hole and board cards from a seeded deck per
+duplicate), --hands hands per match, positions rotating every hand as the ACPC dealer rotates them.
+Each agent's result is its winnings in milli-chips per hand (mbb/h: 1000 x chips won per hand,
+ante 1), averaged over the seatings, with the standard error over the --duplicates independent
+duplicates. Agents are built fresh for every match, and everything is seeded by --seed: the same
+command prints the same table.
 
 Agents: "mbbr" (multiplayer Bayesian best response, Ganzfried et al. 2024; configured by the
 --mbbr-* options; it plays N1 for the first --mbbr-hands-default hands, then best-responds to its
@@ -39,6 +39,12 @@ or an adaptive agent that changes its play during the match (see modeling/play/a
 %s
 Any of these as STYLE@S (3 players) plays STYLE at a share S of its decisions and the
 equilibrium N2 at the rest, e.g. maniac@0.3: the competent field (see modeling/play/diluted.py).
+
+In a limit game (leduc2p, leduc3p, a game file) the agents are "cfr" (the game's bundled CFR
+strategy), uniform and the styles above, defined from hand strength (the nuts: a hand no
+opponent's cards beat, e.g. a pair with the board; the worst: one none loses to), STYLE@S
+diluted with the bundled CFR strategy, and "mbbr" (its default strategy and prior mean are the
+bundled CFR strategy). The Kuhn equilibria and the adaptive agents play Kuhn only.
 """
 
 _EXAMPLES = """\
@@ -48,6 +54,8 @@ examples:
   oppmodel match --agents mbbr,n1,n3 --mbbr-posterior samples --mbbr-prior uninformed  # Table 6
   oppmodel match --agents mbbr,n2,maniac@0.3 --mbbr-prior typed
   oppmodel match --agents mbbr,n1,n3 --mbbr-posterior samples --mbbr-k 100 --mbbr-response bayes
+  oppmodel match --game leduc3p --agents mbbr,cfr,maniac@0.35 --hands 3000 --duplicates 10
+  oppmodel match --game leduc2p --agents cfr,calling-station --duplicates 20 --json
 """
 
 
@@ -74,9 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         required=True,
         help="comma-separated agent names, one per player, e.g. mbbr,n1,n3",
     )
-    parser.add_argument(
-        "--game", choices=sorted(GAMES), default="kuhn3p", help="the game (default kuhn3p)"
-    )
+    parser.add_argument("--game", default="kuhn3p", help=GAME_HELP)
     parser.add_argument(
         "--hands", type=positive_int, default=3000, help="hands per match (default 3000)"
     )
@@ -94,9 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def build_agents(
-    game: KuhnGame, spec: str, config: MBBRConfig
-) -> tuple[list[str], list[AgentFactory]]:
+def build_agents(game: Game, spec: str, config: MBBRConfig) -> tuple[list[str], list[AgentFactory]]:
     """Labels (repeated names get #2, #3, ...) and factories for a comma-separated agent list."""
     names = [name.strip().lower() for name in spec.split(",")]
     if len(names) != game.num_players:
@@ -116,7 +120,7 @@ def build_agents(
 
 def run(args: argparse.Namespace) -> int:
     """Play the series and print the ranking."""
-    game = kuhn_game(GAMES[args.game])
+    game = resolve_game(args.game)
     config = mbbr_config(args)
     labels, factories = build_agents(game, args.agents, config)
     total = args.hands * args.duplicates * len(seatings(game.num_players))

@@ -1,5 +1,6 @@
 """Exploitable styles diluted with equilibrium play: ``STYLE@S`` plays STYLE at a share S of its
-decisions and the equilibrium N2 at the rest.
+decisions and the equilibrium N2 at the rest (3-player Kuhn), or the game's bundled CFR strategy
+(a limit game such as Leduc: ``oppmodel.modeling.play.panel.bundled_profile``).
 
 Ganzfried et al. 2024's field was class-project agents, most of them competent (several within a few
 mbb/h of the equilibria); the panel's pure styles are far weaker. Diluting a style keeps its
@@ -8,8 +9,8 @@ diluted styles is as hard as the paper's. N2 is the base because it is neither M
 strategy (N1) nor its prior mean (N3): a field leaning on either would flatter MBBR's informed
 prior.
 
-Mixing per decision: a fixed style diluted is the fixed profile S * style + (1 - S) * N2 (played by
-the match kernel); an adaptive style (``oppmodel.modeling.play.adaptive``) is wrapped, its bet
+Mixing per decision: a fixed style diluted is the fixed profile S * style + (1 - S) * base (played
+by the match kernel); an adaptive style (``oppmodel.modeling.play.adaptive``) is wrapped, its bet
 probability mixed the same way at each decision while it keeps learning or switching from every hand
 it sees.
 """
@@ -19,11 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.modeling.play.adaptive import RuleAgent, adaptive_factory, is_adaptive
-from oppmodel.modeling.play.match import Agent, AgentFactory, fixed_strategy_factory
-from oppmodel.modeling.play.panel import named_profile
+from oppmodel.modeling.play.match import Agent, AgentFactory, Game, fixed_strategy_factory
+from oppmodel.modeling.play.panel import CFR, bundled_profile, named_profile
 
 BASE = "n2"
 
@@ -85,23 +87,42 @@ def diluted_factory(name: str) -> AgentFactory:
 
         return build
 
-    named_profile(kuhn_game(3), style)  # NotFoundError now for an unknown style
+    if style != CFR:
+        named_profile(kuhn_game(3), style)  # NotFoundError now for an unknown style
 
-    def build_fixed(game: KuhnGame, seed: int) -> Agent:
+    def build_fixed(game: Game, seed: int) -> Agent:
         return fixed_strategy_factory(name, diluted_profile(game, name))(game, seed)
 
     return build_fixed
 
 
-def diluted_profile(game: KuhnGame, name: str) -> np.ndarray:
-    """The fixed profile of ``STYLE@S`` for a fixed style: S * style + (1 - S) * N2."""
+def diluted_profile(game: Game, name: str) -> np.ndarray:
+    """The fixed profile of ``STYLE@S`` for a fixed style: S * style + (1 - S) * base (N2 in
+    3-player Kuhn, the bundled CFR strategy in a limit game)."""
     _check_players(game, name)
     style, share = parse_diluted(name)
     if is_adaptive(style):
         raise InvalidArgumentError("agents", f"{name}: an adaptive style has no fixed profile")
-    return share * named_profile(game, style) + (1.0 - share) * named_profile(game, BASE)
+    return share * named_profile(game, style) + (1.0 - share) * base_profile(game)
 
 
-def _check_players(game: KuhnGame, name: str) -> None:
+def fixed_profile(game: Game, name: str) -> np.ndarray:
+    """The profile of a fixed agent name: a panel name or a fixed ``STYLE@S``."""
+    return diluted_profile(game, name) if is_diluted(name) else named_profile(game, name)
+
+
+def base_profile(game: Game) -> np.ndarray:
+    """What a diluted style plays at the decisions it does not play its style: N2 (3-player
+    Kuhn) or the game's bundled CFR strategy (a limit game)."""
+    return bundled_profile(game) if isinstance(game, LimitGame) else named_profile(game, BASE)
+
+
+def _check_players(game: Game, name: str) -> None:
+    if isinstance(game, LimitGame):
+        if is_adaptive(parse_diluted(name)[0]):
+            raise InvalidArgumentError(
+                "agents", f"{name}: adaptive styles play Kuhn only; a limit game takes fixed ones"
+            )
+        return
     if game.num_players != 3:
         raise InvalidArgumentError("agents", f"{name}: diluted styles need 3 players (N2 is 3p)")

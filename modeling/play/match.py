@@ -1,18 +1,20 @@
-"""An in-process match engine: repeated n-player Kuhn with ACPC rotation, and duplicate matches.
+"""An in-process match engine: repeated n-player Kuhn, or any compiled limit game (Leduc, ...),
+with ACPC rotation, and duplicate matches.
 
 A *match* seats n agents and plays ``hands`` hands. As the ACPC dealer does, positions rotate
 every hand: in hand h the agent in seat s plays position (s - h) mod n, so each agent meets every
 position equally often and the opponent at seat offset d from it is always the same agent. An agent
-acts with its card and the public betting only, and after each hand is told what its seat saw
-(:meth:`KuhnGame.visible_cards`): its own card, and other cards only at a showdown and only for
-players who did not fold.
+acts with its private cards and the public betting only, and after each hand is told what its seat
+saw: its own cards, the board, and other players' cards only at a showdown and only for players
+who did not fold (Kuhn: :meth:`KuhnGame.visible_cards`; limit games: the generic observation).
 
 *Duplicate* matches (Ganzfried et al. 2024's protocol) play the same cards in every one of the n!
-seatings of the n agents: the deal of hand h is drawn per duplicate from a seeded deck, by position,
-and every seating replays it. An agent's luck of the cards then cancels over the seatings, so the
-variance left is mostly that of the agents' own decisions. Each agent's result is its chips won per
-hand, times 1000 (milli-chips per hand, mbb/h), averaged over the seatings of one duplicate; the
-standard error is over the independent duplicates (sample standard deviation / sqrt(duplicates)).
+seatings of the n agents: the deal of hand h (hole cards by position and, in a limit game, the
+board) is drawn per duplicate from a seeded deck, and every seating replays it. An agent's luck of
+the cards then cancels over the seatings, so the variance left is mostly that of the agents' own
+decisions. Each agent's result is its chips won per hand, times 1000 (milli-chips per hand,
+mbb/h), averaged over the seatings of one duplicate; the standard error is over the independent
+duplicates (sample standard deviation / sqrt(duplicates)).
 
 Agents are built fresh for every match from factories ``factory(game, seed) -> Agent``, so nothing
 leaks between matches. Every seed is derived from one match seed with ``numpy.random.SeedSequence``:
@@ -35,8 +37,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc import strategy as limit_strategy
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.observation import HandObservation, observe_limit_hand
 from oppmodel.modeling.play import _match_kernels as kernels
 from oppmodel.modeling.strategy import validate_profile
 
@@ -47,65 +51,90 @@ _DECK_TAG, _AGENT_TAG = 0, 1  # keep the deck's and the agents' seed streams apa
 
 @runtime_checkable
 class Agent(Protocol):
-    """A player of repeated Kuhn poker that sees only what its seat sees."""
+    """A player of a repeated game that sees only what its seat sees."""
 
     name: str
 
-    def begin_match(self, game: KuhnGame, seat: int) -> None:
+    def begin_match(self, game: Game, seat: int) -> None:
         """Called once before the first hand."""
 
-    def act(self, position: int, card: int, history: str) -> int:
-        """The action (0 = pass, 1 = bet) of ``position`` holding ``card`` after ``history``."""
+    def act(self, position: int, private: int, history: str) -> int:
+        """The action of ``position`` with private cards ``private`` after ``history``.
+
+        Kuhn: ``private`` is the card, ``history`` the betting in OpenSpiel letters, the action
+        0 = pass, 1 = bet. A limit game: ``private`` is the view (hole and board cards so far,
+        an index into ``game.view_strings[round]``), ``history`` the ACPC betting, the action
+        0 = fold, 1 = check/call, 2 = bet/raise."""
         ...
 
-    def end_hand(self, obs: HandObservation) -> None:
+    def end_hand(self, obs) -> None:
         """What this seat saw of the finished hand."""
 
 
-AgentFactory = Callable[[KuhnGame, int], Agent]
+Game = KuhnGame | LimitGame
+AgentFactory = Callable[[Game, int], Agent]
 
 
 class FixedStrategyAgent:
     """Plays ``profile[position]`` in every position, sampling with its own seeded generator.
 
-    One uniform is drawn per decision (bet when it is below P(bet)); the numba match kernel draws
-    the same uniforms in the same order.
+    One uniform is drawn per decision: Kuhn bets when it is below P(bet); a limit game folds
+    below P(fold), calls below P(fold) + P(call), else raises. The numba match kernels draw the
+    same uniforms in the same order and choose the same way.
     """
 
-    def __init__(self, name: str, game: KuhnGame, profile: np.ndarray, seed: int) -> None:
+    def __init__(self, name: str, game: Game, profile: np.ndarray, seed: int) -> None:
         self.name = name
         self.game = game
-        self.profile = validate_profile(game, profile)
+        self.limit = isinstance(game, LimitGame)
+        validate = limit_strategy.validate_profile if self.limit else validate_profile
+        self.profile = validate(game, profile)
         self.rng = np.random.default_rng(seed)
 
-    def begin_match(self, game: KuhnGame, seat: int) -> None:
+    def begin_match(self, game: Game, seat: int) -> None:
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 
-    def act(self, position: int, card: int, history: str) -> int:
-        infoset = self.game.infoset_of[self.game.node(history), card]
+    def act(self, position: int, private: int, history: str) -> int:
+        if self.limit:
+            node = self.game.node(history)
+            row = self.profile[position, self.game.tree.node_base[node] + private]
+            return limit_action(self.game, node, row, self.rng.random())
+        infoset = self.game.infoset_of[self.game.node(history), private]
         return int(self.rng.random() < self.profile[position, infoset, 1])
 
-    def end_hand(self, obs: HandObservation) -> None:
+    def end_hand(self, obs) -> None:
         return None
+
+
+def limit_action(game: LimitGame, node: int, row: np.ndarray, u: float) -> int:
+    """The action one uniform ``u`` picks from ``row`` (fold, call, raise) at ``node``, as the
+    match kernel picks it (a raise left by rounding past the cap is a call)."""
+    fold = row[0]
+    action = 0 if u < fold else 1 if u < fold + row[1] else 2
+    if action == 2 and game.tree.node_children[node, 2] < 0:
+        return 1
+    return action
 
 
 def fixed_strategy_factory(name: str, profile: np.ndarray) -> AgentFactory:
     """A factory of :class:`FixedStrategyAgent` playing ``profile``."""
 
-    def build(game: KuhnGame, seed: int) -> FixedStrategyAgent:
+    def build(game: Game, seed: int) -> FixedStrategyAgent:
         return FixedStrategyAgent(name, game, profile, seed)
 
     return build
 
 
-def deal_sequence(game: KuhnGame, hands: int, seed: int) -> np.ndarray:
-    """(hands,) indices into ``game.deals`` (cards by position), uniformly at random."""
-    return np.random.default_rng(seed).integers(0, len(game.deals), size=hands)
+def deal_sequence(game: Game, hands: int, seed: int) -> np.ndarray:
+    """(hands,) deal indices, uniformly at random: into ``game.deals`` (Kuhn: cards by position)
+    or ``game.deal_cards`` (a limit game: hole cards by position, then the board)."""
+    count = game.num_deals if isinstance(game, LimitGame) else len(game.deals)
+    return np.random.default_rng(seed).integers(0, count, size=hands)
 
 
-def play_match(game: KuhnGame, agents: Sequence[Agent], deals: np.ndarray) -> np.ndarray:
-    """Play one hand per entry of ``deals`` (indices into ``game.deals``); chips won per seat."""
+def play_match(game: Game, agents: Sequence[Agent], deals: np.ndarray) -> np.ndarray:
+    """Play one hand per entry of ``deals`` (see :func:`deal_sequence`); chips won per seat."""
     n = game.num_players
     if len(agents) != n:
         raise InvalidArgumentError("agents", f"{game.name} needs {n} agents, got {len(agents)}")
@@ -118,6 +147,8 @@ def play_match(game: KuhnGame, agents: Sequence[Agent], deals: np.ndarray) -> np
     fixed = [a for a in agents if type(a) is FixedStrategyAgent]
     if len(fixed) == n:
         return _play_fixed(game, fixed, deals)
+    if isinstance(game, LimitGame):
+        return _play_limit(game, agents, deals)
     observations = _observation_table(game)
     # Python lists: indexing them is several times faster than indexing numpy arrays.
     node_player = game.node_player.tolist()
@@ -147,6 +178,41 @@ def play_match(game: KuhnGame, agents: Sequence[Agent], deals: np.ndarray) -> np
     return np.array(chips)
 
 
+def _play_limit(game: LimitGame, agents: Sequence[Agent], deals: np.ndarray) -> np.ndarray:
+    """The Python loop over a limit game's tree (agents that learn or adapt)."""
+    n, tree = game.num_players, game.tree
+    node_player = tree.node_player.tolist()
+    node_round = tree.node_round.tolist()
+    children = tree.node_children.tolist()
+    terminal_of = tree.node_terminal.tolist()
+    deal_view = tree.deal_view.tolist()
+    bettings = game.bettings
+    chips = [0.0] * n
+    for h, d in enumerate(np.asarray(deals).tolist()):
+        node = 0
+        while node_player[node] >= 0:
+            p = node_player[node]
+            agent = agents[(p + h) % n]
+            action = agent.act(p, deal_view[node_round[node]][d][p], bettings[node])
+            if (
+                not isinstance(action, (int, np.integer))
+                or not 0 <= action < 3
+                or children[node][action] < 0
+            ):
+                raise IllegalActionError(
+                    "action", f"agent {agent.name} returned {action!r} after {bettings[node]!r}"
+                )
+            node = children[node][action]
+        t = terminal_of[node]
+        share = tree.share[tree.terminal_class[t], d]
+        pot = tree.terminal_pot[t]
+        for p in range(n):
+            seat = (p + h) % n
+            chips[seat] += float(share[p] * pot - tree.terminal_spent[t, p])
+            agents[seat].end_hand(observe_limit_hand(game, p, d, t))
+    return np.array(chips)
+
+
 @functools.cache
 def _observation_table(game: KuhnGame) -> list[list[list[HandObservation]]]:
     """[terminal][deal][position]: the observation of that position (see ``visible_cards``).
@@ -167,17 +233,16 @@ def _observation_table(game: KuhnGame) -> list[list[list[HandObservation]]]:
     ]
 
 
-def _play_fixed(
-    game: KuhnGame, agents: Sequence[FixedStrategyAgent], deals: np.ndarray
-) -> np.ndarray:
+def _play_fixed(game: Game, agents: Sequence[FixedStrategyAgent], deals: np.ndarray) -> np.ndarray:
     """The numba twin of the Python loop, in chunks of hands to bound memory.
 
-    Each chunk draws an upper bound of uniforms per agent (max_depth per hand); afterwards every
-    generator is rewound and advanced by exactly the uniforms used, so its stream is the one the
-    Python loop would have consumed.
+    Each chunk draws an upper bound of uniforms per agent (the longest betting per hand);
+    afterwards every generator is rewound and advanced by exactly the uniforms used, so its
+    stream is the one the Python loop would have consumed.
     """
     n = game.num_players
-    max_depth = game.path_nodes.shape[1]
+    limit = isinstance(game, LimitGame)
+    max_depth = game.tree.max_depth if limit else game.path_nodes.shape[1]
     profiles = np.stack([a.profile for a in agents])
     deals = np.asarray(deals, dtype=np.int64)
     chips = np.zeros(n)
@@ -186,10 +251,13 @@ def _play_fixed(
         states = [a.rng.bit_generator.state for a in agents]
         uniforms = np.stack([a.rng.random(len(chunk) * max_depth) for a in agents])
         used = np.zeros(n, dtype=np.int64)
-        chips += kernels.play_fixed(
-            profiles, uniforms, used, chunk, start, game.node_player, game.node_children,
-            game.node_terminal, game.infoset_of, game.deals, game.payoffs,
-        )  # fmt: skip
+        if limit:
+            chips += kernels.play_fixed_limit(profiles, uniforms, used, chunk, start, game.tree)
+        else:
+            chips += kernels.play_fixed(
+                profiles, uniforms, used, chunk, start, game.node_player, game.node_children,
+                game.node_terminal, game.infoset_of, game.deals, game.payoffs,
+            )  # fmt: skip
         for agent, state, count in zip(agents, states, used, strict=True):
             agent.rng.bit_generator.state = state
             agent.rng.random(int(count))
@@ -239,7 +307,7 @@ def deck_seed(seed: int, duplicate: int) -> int:
 
 
 def run_duplicate(
-    game: KuhnGame,
+    game: Game,
     names: Sequence[str],
     factories: Sequence[AgentFactory],
     *,

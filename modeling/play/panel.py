@@ -1,79 +1,170 @@
-"""Named strategies: the equilibria, uniform play, and simple exploitable opponents.
+"""Named strategies: the equilibria, uniform play, and simple exploitable opponents, for Kuhn
+(:class:`KuhnGame`) and for any compiled limit game (:class:`LimitGame`: Leduc, ...).
 
-The exploitable styles are rules on the card's rank and on whether a bet is outstanding, so they are
-defined for every player count. Names (case-insensitive) are what the CLI and tests use:
+The exploitable styles are rules on the strength of the hand and on whether a bet is to be
+called, so they are defined for every game and player count. A hand is the *nuts* when no
+opponent's hole cards (consistent with what the player sees) make a better hand now, the *worst*
+when none makes a worse one, else *middle*. In Kuhn that is the top card and the bottom card; in
+Leduc's first round the top and bottom ranks, in the second a pair with the board is the nuts
+(an ace on a king board is not: an opponent may hold the other king). Names (case-insensitive)
+are what the CLI and tests use:
 
-- ``n1``, ``n2``, ``n3``: the robust 3p equilibria (see ``kuhn3p``); ``uniform``: 1/2 everywhere.
-- ``always-bet``: bets every unopened pot and calls every bet.
-- ``calling-station``: never bets, always calls.
-- ``tight-passive``: never bets, calls only with the best card.
-- ``maniac``: bets unopened pots and calls bets with probability 0.9.
-- ``bluffer[:B]``: bets the best card, bluffs the worst card with probability B (default 0.75),
-  checks the rest; calls only with the best card.
+- ``n1``, ``n2``, ``n3``: the robust 3p Kuhn equilibria (see ``kuhn3p``); ``uniform``: every
+  legal action equally likely; ``cfr`` (limit games): the game's bundled CFR strategy.
+- ``always-bet`` (alias ``always-raise``): bets or raises whenever it may, else calls.
+- ``calling-station``: never bets or raises, always checks or calls.
+- ``tight-passive``: never bets or raises; facing a bet, calls with the nuts, folds the rest.
+- ``maniac``: bets or raises with probability 0.9 at every decision, else checks or folds.
+- ``bluffer[:B]``: bets or raises with the nuts, bluffs the worst hand into an unopened pot with
+  probability B (default 0.75), checks the rest; facing a bet it folds all but the nuts.
+
+A style's rule gives, for a hand class and whether a bet is faced, the probabilities
+``(raise, call)``; the rest is fold (check when nothing is to be called). Where a raise is not
+allowed (Kuhn facing a bet, a round at its raise cap) its probability goes to the call. Kuhn's
+two actions are pass and bet: bet is the raise when unopened, raise + call when facing a bet, so
+a Kuhn profile is the limit-game profile of the same rule on the compiled Kuhn game (a test
+checks it bit for bit).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Callable
 
 import numpy as np
 
-from oppmodel.modeling.errors import NotFoundError
+from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.acpc import strategy as limit_strategy
+from oppmodel.modeling.games.acpc.betting import FOLD, RAISE
+from oppmodel.modeling.games.acpc.bundled import strategy_path
+from oppmodel.modeling.games.acpc.hand_rank import hand_strength
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.strategy import uniform_profile
 
-# rule(card, num_cards, facing_bet) -> P(bet or call)
-Rule = Callable[[int, int, bool], float]
+WORST, MIDDLE, NUTS = 0, 1, 2  # hand classes
 
-
-def profile_from_rule(game: KuhnGame, rule: Rule) -> np.ndarray:
-    """The profile playing ``rule`` in every position."""
-    profile = uniform_profile(game)
-    for node, history in enumerate(game.histories):
-        p = int(game.node_player[node])
-        if p < 0:
-            continue
-        for card in range(game.num_cards):
-            q = float(rule(card, game.num_cards, "b" in history))
-            profile[p, game.infoset_of[node, card]] = [1.0 - q, q]
-    return profile
+# rule(hand class, facing a bet) -> (P(bet or raise), P(check or call)); the rest folds
+Rule = Callable[[int, bool], tuple[float, float]]
 
 
 def _bluffer(bluff: float) -> Rule:
-    def rule(card: int, num_cards: int, facing_bet: bool) -> float:
-        top = card == num_cards - 1
-        if facing_bet:
-            return 1.0 if top else 0.0
-        return 1.0 if top else (bluff if card == 0 else 0.0)
+    def rule(hand: int, facing_bet: bool) -> tuple[float, float]:
+        if hand == NUTS:
+            return (1.0, 0.0)
+        return (bluff if hand == WORST and not facing_bet else 0.0, 0.0)
 
     return rule
 
 
 EXPLOITABLE_RULES: dict[str, Rule] = {
-    "always-bet": lambda card, num_cards, facing_bet: 1.0,
-    "calling-station": lambda card, num_cards, facing_bet: 1.0 if facing_bet else 0.0,
-    "tight-passive": lambda card, num_cards, facing_bet: (
-        1.0 if facing_bet and card == num_cards - 1 else 0.0
+    "always-bet": lambda hand, facing_bet: (1.0, 0.0),
+    "calling-station": lambda hand, facing_bet: (0.0, 1.0),
+    "tight-passive": lambda hand, facing_bet: (
+        (0.0, 1.0) if hand == NUTS or not facing_bet else (0.0, 0.0)
     ),
-    "maniac": lambda card, num_cards, facing_bet: 0.9,
+    "maniac": lambda hand, facing_bet: (0.9, 0.0),
     "bluffer": _bluffer(0.75),
 }
+ALIASES = {"always-raise": "always-bet"}
 EQUILIBRIUM_NAMES = ("n1", "n2", "n3")
+CFR = "cfr"
 
 
-def panel_names() -> list[str]:
-    """Every fixed-strategy name the panel knows (``bluffer`` also takes ``:B``)."""
+def kuhn_hand(card: int, num_cards: int) -> int:
+    """The hand class of a Kuhn card: the top card is the nuts, the bottom one the worst."""
+    return NUTS if card == num_cards - 1 else WORST if card == 0 else MIDDLE
+
+
+def profile_from_rule(game: KuhnGame | LimitGame, rule: Rule) -> np.ndarray:
+    """The profile playing ``rule`` in every position."""
+    if isinstance(game, LimitGame):
+        return _limit_profile_from_rule(game, rule)
+    profile = uniform_profile(game)
+    for node, history in enumerate(game.histories):
+        p = int(game.node_player[node])
+        if p < 0:
+            continue
+        facing = "b" in history
+        for card in range(game.num_cards):
+            raise_, call = rule(kuhn_hand(card, game.num_cards), facing)
+            q = raise_ + call if facing else raise_
+            profile[p, game.infoset_of[node, card]] = [1.0 - q, q]
+    return profile
+
+
+def _limit_profile_from_rule(game: LimitGame, rule: Rule) -> np.ndarray:
+    profile = limit_strategy.uniform_profile(game)
+    legal = game.legal_mask
+    classes = hand_classes(game)
+    for p in range(game.num_players):
+        for i in game.infosets(p):
+            node = int(game.infoset_node[p][i])
+            hand = int(classes[game.tree.node_round[node]][game.infoset_view[p][i]])
+            facing, may_raise = bool(legal[p, i, FOLD]), bool(legal[p, i, RAISE])
+            raise_, call = rule(hand, facing)
+            if facing:
+                fold = 1.0 - (raise_ + call)
+                row = [fold, call, raise_] if may_raise else [fold, call + raise_, 0.0]
+            else:
+                row = [0.0, 1.0 - raise_, raise_] if may_raise else [0.0, 1.0, 0.0]
+            profile[p, i] = row
+    return limit_strategy.validate_profile(game, profile)
+
+
+@functools.cache
+def hand_classes(game: LimitGame) -> tuple[np.ndarray, ...]:
+    """Per round, the hand class (WORST, MIDDLE, NUTS) of every view (hole + board so far).
+
+    A view is the nuts when its hand (hole and board cards, ranked as at a showdown) is at least
+    as strong as every hand an opponent could hold with cards the player does not see, the worst
+    when it is at most as strong as every such hand.
+    """
+    holes = game.gamedef.num_hole_cards
+    out = []
+    for views in game.view_strings:
+        classes = np.empty(len(views), dtype=np.int64)
+        for w, text in enumerate(views):
+            cards = _split_cards(text)
+            hole, board = cards[:holes], cards[holes:]
+            rest = [c for c in game.deck if c not in cards]
+            ours = hand_strength(hole + board)
+            theirs = [
+                hand_strength([*other, *board]) for other in itertools.combinations(rest, holes)
+            ]
+            classes[w] = NUTS if ours >= max(theirs) else WORST if ours <= min(theirs) else MIDDLE
+        classes.setflags(write=False)
+        out.append(classes)
+    return tuple(out)
+
+
+def _split_cards(view: str) -> list[str]:
+    """The cards of a view string ("Ks/Qh" -> ["Ks", "Qh"])."""
+    text = view.replace("/", "")
+    return [text[k : k + 2] for k in range(0, len(text), 2)]
+
+
+def panel_names(game: KuhnGame | LimitGame | None = None) -> list[str]:
+    """Every fixed-strategy name the panel knows (``bluffer`` also takes ``:B``); for a limit
+    game, ``cfr`` and the styles (the Kuhn equilibria are Kuhn's own)."""
+    if isinstance(game, LimitGame):
+        return [CFR, "uniform", *EXPLOITABLE_RULES]
     return [*EQUILIBRIUM_NAMES, "uniform", *EXPLOITABLE_RULES]
 
 
-def named_profile(game: KuhnGame, name: str) -> np.ndarray:
-    """The profile for a panel name; equilibria exist for 3 players only."""
-    key = name.lower()
-    if key in EQUILIBRIUM_NAMES and game.num_players == 3:
+def named_profile(game: KuhnGame | LimitGame, name: str) -> np.ndarray:
+    """The profile for a panel name; Kuhn's equilibria exist for 3-player Kuhn only, ``cfr``
+    for limit games with a bundled strategy."""
+    key = ALIASES.get(name.lower(), name.lower())
+    limit = isinstance(game, LimitGame)
+    if key in EQUILIBRIUM_NAMES and not limit and game.num_players == 3:
         return robust_profile(key)
+    if key == CFR and limit:
+        return bundled_profile(game)
     if key == "uniform":
-        return uniform_profile(game)
+        return limit_strategy.uniform_profile(game) if limit else uniform_profile(game)
     if key.startswith("bluffer:"):
         try:
             bluff = float(key.split(":", 1)[1])
@@ -85,5 +176,22 @@ def named_profile(game: KuhnGame, name: str) -> np.ndarray:
     if key in EXPLOITABLE_RULES:
         return profile_from_rule(game, EXPLOITABLE_RULES[key])
     raise NotFoundError(
-        f"unknown strategy {name!r} for {game.name}; known: {', '.join(panel_names())}"
+        f"unknown strategy {name!r} for {game.name}; known: {', '.join(panel_names(game))}"
     )
+
+
+def bundled_profile(game: LimitGame) -> np.ndarray:
+    """The solved strategy bundled for the game (``leduc2p``, ``leduc3p``): the ``cfr`` agent's
+    and the base of diluted styles. InvalidArgumentError naming the game if none is bundled."""
+    return _bundled_profile(game).copy()
+
+
+@functools.cache
+def _bundled_profile(game: LimitGame) -> np.ndarray:
+    try:
+        path = strategy_path(game.name)
+    except InvalidArgumentError:
+        raise NotFoundError(
+            f"no bundled CFR strategy for {game.name} (cfr and STYLE@S need one)"
+        ) from None
+    return limit_strategy.load_profile(game, path)

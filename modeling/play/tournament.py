@@ -32,13 +32,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.evaluation.kuhn import best_response, expected_values
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.evaluation import kuhn as kuhn_evaluation
+from oppmodel.modeling.evaluation import limit as limit_evaluation
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_factory, is_adaptive
 from oppmodel.modeling.play.agents import mbbr_factory
 from oppmodel.modeling.play.diluted import diluted_factory, is_diluted
-from oppmodel.modeling.play.match import AgentFactory, fixed_strategy_factory, run_duplicate
+from oppmodel.modeling.play.match import AgentFactory, Game, fixed_strategy_factory, run_duplicate
 from oppmodel.modeling.play.panel import named_profile
 
 
@@ -86,7 +88,16 @@ def agent_factory(spec: AgentSpec) -> AgentFactory:
     if name == "mbbr":
         return mbbr_factory(spec.mbbr or MBBRConfig(), name=spec.display)
     if is_adaptive(name):
-        return adaptive_factory(spec.name)
+        adaptive = adaptive_factory(spec.name)
+
+        def build_adaptive(game, seed):
+            if isinstance(game, LimitGame):
+                raise InvalidArgumentError(
+                    "agents", f"{spec.name}: adaptive agents play Kuhn only, not {game.name}"
+                )
+            return adaptive(game, seed)
+
+        return build_adaptive
     if is_diluted(name):
         return diluted_factory(spec.name)
 
@@ -145,8 +156,13 @@ def average_estimates(estimates: Sequence[Estimate]) -> Estimate:
     return Estimate(mean, se, sum(e.samples for e in estimates))
 
 
+def evaluation_of(game: Game):
+    """The exact-evaluation module of a game: Kuhn's kernels or the limit games'."""
+    return limit_evaluation if isinstance(game, LimitGame) else kuhn_evaluation
+
+
 def seated_profile(
-    game: KuhnGame, p: int, us: np.ndarray | None, others: Sequence[np.ndarray]
+    game: Game, p: int, us: np.ndarray | None, others: Sequence[np.ndarray]
 ) -> np.ndarray:
     """``us`` (or ``others[0]``) with the opponent at offset d from position p playing
     ``others[d - 1]``."""
@@ -157,7 +173,7 @@ def seated_profile(
     return profile
 
 
-def response_ceiling(game: KuhnGame, a: np.ndarray, b: np.ndarray) -> float:
+def response_ceiling(game: Game, a: np.ndarray, b: np.ndarray) -> float:
     """Best possible mbb/h against fixed profiles ``a`` and ``b`` under the duplicate protocol.
 
     The mean, over both relative seat orders and every position of ours, of the exact
@@ -165,6 +181,7 @@ def response_ceiling(game: KuhnGame, a: np.ndarray, b: np.ndarray) -> float:
     """
     if game.num_players != 3:
         raise InvalidArgumentError("game", "the duplicate ceiling is defined for 3 players")
+    best_response = evaluation_of(game).best_response
     values = [
         best_response(game, seated_profile(game, p, None, order), p)[1]
         for order in ((a, b), (b, a))
@@ -173,10 +190,11 @@ def response_ceiling(game: KuhnGame, a: np.ndarray, b: np.ndarray) -> float:
     return 1000.0 * float(np.mean(values))
 
 
-def fixed_value(game: KuhnGame, us: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+def fixed_value(game: Game, us: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
     """Expected mbb/h of fixed profile ``us`` against ``a`` and ``b`` (duplicate protocol)."""
     if game.num_players != 3:
         raise InvalidArgumentError("game", "the duplicate value is defined for 3 players")
+    expected_values = evaluation_of(game).expected_values
     values = [
         expected_values(game, seated_profile(game, p, us, order))[p]
         for order in ((a, b), (b, a))

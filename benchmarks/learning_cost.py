@@ -14,10 +14,14 @@ MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other sett
 safety budget unless ``--safety-budgets`` gives some (mbb/h, ``inf`` = none; one row per prior and
 budget: ``oppmodel.modeling.mbbr.safety`` bounds the cost against pairs of N1, N2 and N3 by the
 budget); pairs are panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to
-evaluate against).
+evaluate against). ``--game`` is 3-player Kuhn (default) or any 3-player limit game, e.g.
+``leduc3p``, where the pair defaults to two ``cfr`` agents (the bundled CFR strategy, also MBBR's
+default strategy and prior mean there) and each hand's exact value is one sweep over Leduc's 1,120
+public nodes x 1,680 deals.
 
-    python benchmarks/learning_cost.py [--pairs n3+n3,n2+n2] [--priors informed,typed]
-                                       [--safety-budgets inf,0.5] [--hands 3000] [--seeds 6]
+    python benchmarks/learning_cost.py [--game leduc3p] [--pairs n3+n3,n2+n2]
+                                       [--priors informed,typed] [--safety-budgets inf,0.5]
+                                       [--hands 3000] [--seeds 6]
                                        [--quick] [--attribute] [--json]
 """
 
@@ -42,31 +46,34 @@ if not __package__:  # run as a script: make benchmarks.sweep importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.sweep import machine, report_written  # noqa: E402
+from oppmodel.clients.commands._games import resolve_game  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
-from oppmodel.modeling.evaluation.kuhn import deviation_gains, expected_values  # noqa: E402
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game  # noqa: E402
+from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
-from oppmodel.modeling.observation import observe_hand  # noqa: E402
-from oppmodel.modeling.play.diluted import diluted_profile, is_diluted  # noqa: E402
-from oppmodel.modeling.play.panel import named_profile  # noqa: E402
-from oppmodel.modeling.play.tournament import response_ceiling, seated_profile  # noqa: E402
+from oppmodel.modeling.observation import observe_hand, observe_limit_hand  # noqa: E402
+from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
+from oppmodel.modeling.play.match import Game, sample_terminal  # noqa: E402
+from oppmodel.modeling.play.tournament import (  # noqa: E402
+    evaluation_of,
+    response_ceiling,
+    seated_profile,
+)
 from oppmodel.modeling.strategy import sample_history  # noqa: E402
 
 DEFAULT_PAIRS = "n3+n3,n2+n2,n1+n1,n2+n3,calling-station+bluffer,n1+maniac,calling-station@0.35+n3"
+DEFAULT_LIMIT_PAIRS = "cfr+cfr"
 WINDOW_EDGES = (100, 300, 1000, 2000)
 
 
-def fixed_profile(game: KuhnGame, name: str) -> np.ndarray:
-    return diluted_profile(game, name) if is_diluted(name) else named_profile(game, name)
-
-
-def trajectory(task: tuple[str, str, MBBRConfig, int, int, bool]) -> tuple[np.ndarray, np.ndarray]:
+def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray]:
     """One match against (first, second) in order: exact mbb/h of MBBR's policy at each hand, and
     (with ``attribute``) the deviation gains of our information sets summed over the hands, in
-    mbb (3, num_infosets; zeros without)."""
-    first, second, config, seed, hands, attribute = task
-    game = kuhn_game(3)
+    mbb (3, num_infosets; zeros without). ``task`` is (first, second, config, seed, hands,
+    attribute[, game]); the game defaults to kuhn3p."""
+    first, second, config, seed, hands, attribute, *game_name = task
+    game = resolve_game(game_name[0] if game_name else "kuhn3p")
+    evaluation = evaluation_of(game)
     pair = (fixed_profile(game, first), fixed_profile(game, second))
     model = build_model(game, config)
     rng = np.random.default_rng([seed, 7])
@@ -77,12 +84,20 @@ def trajectory(task: tuple[str, str, MBBRConfig, int, int, bool]) -> tuple[np.nd
         us = model.default_strategy.copy()
         us[p] = model.policy(p)
         profile = seated_profile(game, p, us, pair)
-        values[t] = 1000.0 * expected_values(game, profile)[p]
+        values[t] = 1000.0 * evaluation.expected_values(game, profile)[p]
         if attribute:
-            gains[p] += 1000.0 * deviation_gains(game, profile, p)
-        deal = [int(c) for c in rng.permutation(game.num_cards)[:3]]
-        model.observe(observe_hand(game, p, sample_history(game, profile, deal, rng), deal))
+            gains[p] += 1000.0 * evaluation.deviation_gains(game, profile, p)
+        model.observe(_sample_observation(game, profile, p, rng))
     return values, gains
+
+
+def _sample_observation(game: Game, profile: np.ndarray, position: int, rng: np.random.Generator):
+    """What ``position`` sees of one hand dealt and played from ``profile``."""
+    if isinstance(game, LimitGame):
+        deal = int(rng.integers(game.num_deals))
+        return observe_limit_hand(game, position, deal, sample_terminal(game, profile, deal, rng))
+    deal = [int(c) for c in rng.permutation(game.num_cards)[:3]]
+    return observe_hand(game, position, sample_history(game, profile, deal, rng), deal)
 
 
 def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -102,7 +117,7 @@ def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray]]:
     return results
 
 
-def largest_gains(game: KuhnGame, gains: np.ndarray, count: int = 5) -> dict[str, float]:
+def largest_gains(game: Game, gains: np.ndarray, count: int = 5) -> dict[str, float]:
     """The ``count`` largest per-hand gains (mbb/h) keyed "P<position + 1> <infostate>"."""
     order = np.argsort(gains, axis=None)[::-1][:count]
     cells = [np.unravel_index(k, gains.shape) for k in order]
@@ -120,9 +135,16 @@ def windows(values: np.ndarray) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", default=DEFAULT_PAIRS, help="A+B pairs (default: %(default)s)")
     parser.add_argument(
-        "--priors", default="informed,typed", help=f"from {', '.join(Prior)} (%(default)s)"
+        "--game", default="kuhn3p", help="kuhn3p (default) or a 3-player limit game: leduc3p"
+    )
+    parser.add_argument(
+        "--pairs",
+        help=f"A+B pairs (default: {DEFAULT_PAIRS}; in a limit game {DEFAULT_LIMIT_PAIRS})",
+    )
+    parser.add_argument(
+        "--priors",
+        help=f"from {', '.join(Prior)} (default: informed,typed; in a limit game informed)",
     )
     parser.add_argument("--posterior", choices=Posterior.names(), default=Posterior.DIRICHLET)
     parser.add_argument(
@@ -145,9 +167,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     hands = args.hands or (600 if args.quick else 3000)
     seeds = args.seeds or (2 if args.quick else 6)
-    pairs = [tuple(p.split("+", 1)) for p in args.pairs.split(",")]
+    game = resolve_game(args.game)
+    limit = isinstance(game, LimitGame)
+    if game.num_players != 3:
+        parser.error(
+            f"--game: the duplicate protocol here is for 3 players; {game.name} has "
+            f"{game.num_players}"
+        )
+    pairs_text = args.pairs or (DEFAULT_LIMIT_PAIRS if limit else DEFAULT_PAIRS)
+    pairs = [tuple(p.split("+", 1)) for p in pairs_text.split(",")]
+    priors = (args.priors or ("informed" if limit else "informed,typed")).split(",")
     budgets = [float(b) for b in args.safety_budgets.split(",")]
-    settings = [(prior, budget) for prior in args.priors.split(",") for budget in budgets]
+    settings = [(prior, budget) for prior in priors for budget in budgets]
     configs = {}
     for prior, budget in settings:
         configs[prior, budget] = MBBRConfig(
@@ -155,14 +186,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         configs[prior, budget].validate()
     tasks = [
-        (*order, configs[setting], seed, hands, args.attribute)
+        (*order, configs[setting], seed, hands, args.attribute, args.game)
         for a, b in pairs
         for setting in settings
         for seed in range(seeds)
         for order in ((a, b), (b, a))
     ]
     results = run_tasks(tasks, args.workers)
-    game, it, rows = kuhn_game(3), iter(results), []
+    it, rows = iter(results), []
     for a, b in pairs:
         ceiling = response_ceiling(game, fixed_profile(game, a), fixed_profile(game, b))
         for prior, budget in settings:
@@ -185,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
     report = {
         "benchmark": "mbbr_learning_cost_exact",
+        "game": game.name,
         "hands": hands,
         "seeds": seeds,
         "posterior": args.posterior,
@@ -200,7 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     edges = [0, *report["window_edges"], hands]
     heads = [f"{lo}-{hi}" for lo, hi in itertools.pairwise(edges)]
-    print(f"Exact mbb/h of MBBR's policy ({args.posterior} posterior), {seeds} seeds x 2 orders\n")
+    print(
+        f"Exact mbb/h of MBBR's policy in {game.name} ({args.posterior} posterior), "
+        f"{seeds} seeds x 2 orders\n"
+    )
     print("| pair | prior | budget | " + " | ".join(heads) + " | whole match | ceiling |")
     print("|---" * (len(heads) + 5) + "|")
     for row in rows:

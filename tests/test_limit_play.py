@@ -30,6 +30,7 @@ from oppmodel.modeling.play.match import (
     limit_action,
     play_match,
     run_duplicate,
+    sample_terminal,
 )
 from oppmodel.modeling.play.panel import (
     MIDDLE,
@@ -272,6 +273,28 @@ def test_chips_per_hand_converge_to_the_exact_value() -> None:
     chips = play_match(game, agents, deal_sequence(game, hands, seed=9))
     # a Leduc 3p hand moves at most 13 chips from a seat (ante, 2 x 2 raises, 2 x 4 raises)
     np.testing.assert_allclose(chips / hands, expected, atol=5 * 13 / np.sqrt(hands) / 2)
+
+
+def test_sampled_hands_follow_the_reach_probabilities() -> None:
+    """sample_terminal (the learning-cost benchmark's hands) reaches each terminal of a deal with
+    the product of the profile's probabilities along its path."""
+    game = limit_game("leduc2p")
+    profile = fixed_profile(game, "maniac@0.5")
+    tree, deal, draws = game.tree, 17, 40_000
+    rng = np.random.default_rng(0)
+    counts = np.bincount(
+        [sample_terminal(game, profile, deal, rng) for _ in range(draws)],
+        minlength=game.num_terminals,
+    )
+    exact = np.ones(game.num_terminals)
+    for t, node in enumerate(np.flatnonzero(tree.node_terminal >= 0)):
+        while (parent := tree.node_parent[node]) >= 0:
+            p, r = tree.node_player[parent], tree.node_round[parent]
+            infoset = tree.node_base[parent] + tree.deal_view[r, deal, p]
+            exact[t] *= profile[p, infoset, tree.node_action[node]]
+            node = parent
+    assert exact.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(counts / draws, exact, atol=5 * 0.5 / np.sqrt(draws))
 
 
 def test_deals_cover_hole_and_board_cards_uniformly() -> None:

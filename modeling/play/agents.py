@@ -1,4 +1,5 @@
-"""Agents for the match engine built on the modeling core: MBBR as a player.
+"""Agents for the match engine built on the modeling core: MBBR as a player, in Kuhn or in any
+compiled limit game (Leduc).
 
 :class:`MBBRAgent` plays what its model's ``policy`` says (the default strategy for the first H
 hands, then the configured best response, as far as its safety budget allows) and feeds every
@@ -14,11 +15,10 @@ import dataclasses
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
-from oppmodel.modeling.observation import HandObservation
-from oppmodel.modeling.play.match import AgentFactory
+from oppmodel.modeling.play.match import AgentFactory, Game, limit_action
 
 
 class MBBRAgent:
@@ -26,7 +26,7 @@ class MBBRAgent:
 
     def __init__(
         self,
-        game: KuhnGame,
+        game: Game,
         config: MBBRConfig,
         *,
         seed: int,
@@ -36,18 +36,20 @@ class MBBRAgent:
     ) -> None:
         self.name = name
         self.game = game
+        self.limit = isinstance(game, LimitGame)
         self.model = build_model(
             game, config, default_strategy=default_strategy, prior_mean=prior_mean
         )
         self.rng = np.random.default_rng(seed)
         self._cache: dict[int, tuple[int, np.ndarray]] = {}
 
-    def begin_match(self, game: KuhnGame, seat: int) -> None:
+    def begin_match(self, game: Game, seat: int) -> None:
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 
     def policy(self, position: int) -> np.ndarray:
-        """The strategy (num_infosets, 2) played in ``position`` now (cached; do not modify)."""
+        """The strategy (num_infosets, actions) played in ``position`` now (cached; do not
+        modify)."""
         hands = self.model.hands_observed
         cached = self._cache.get(position)
         if cached is None or cached[0] != hands:
@@ -55,11 +57,15 @@ class MBBRAgent:
             self._cache[position] = cached
         return cached[1]
 
-    def act(self, position: int, card: int, history: str) -> int:
-        infoset = self.game.infoset_of[self.game.node(history), card]
+    def act(self, position: int, private: int, history: str) -> int:
+        if self.limit:
+            node = self.game.node(history)
+            row = self.policy(position)[self.game.tree.node_base[node] + private]
+            return limit_action(self.game, node, row, self.rng.random())
+        infoset = self.game.infoset_of[self.game.node(history), private]
         return int(self.rng.random() < self.policy(position)[infoset, 1])
 
-    def end_hand(self, obs: HandObservation) -> None:
+    def end_hand(self, obs) -> None:
         self.model.observe(obs)
 
 
@@ -77,7 +83,7 @@ def mbbr_factory(
     """
     config.validate()
 
-    def build(game: KuhnGame, seed: int) -> MBBRAgent:
+    def build(game: Game, seed: int) -> MBBRAgent:
         return MBBRAgent(
             game,
             dataclasses.replace(config, seed=seed),

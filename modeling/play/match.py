@@ -117,6 +117,20 @@ def limit_action(game: LimitGame, node: int, row: np.ndarray, u: float) -> int:
     return action
 
 
+def sample_terminal(
+    game: LimitGame, profile: np.ndarray, deal: int, rng: np.random.Generator
+) -> int:
+    """The terminal (index into the game's terminals) of one hand of deal ``deal`` played from
+    ``profile`` by every position, one uniform of ``rng`` per decision."""
+    tree = game.tree
+    node = 0
+    while tree.node_player[node] >= 0:
+        p = tree.node_player[node]
+        infoset = tree.node_base[node] + tree.deal_view[tree.node_round[node], deal, p]
+        node = tree.node_children[node, limit_action(game, node, profile[p, infoset], rng.random())]
+    return int(tree.node_terminal[node])
+
+
 def fixed_strategy_factory(name: str, profile: np.ndarray) -> AgentFactory:
     """A factory of :class:`FixedStrategyAgent` playing ``profile``."""
 

@@ -331,30 +331,62 @@ def run_duplicate(
     progress: Callable[[int], object] | None = None,
 ) -> DuplicateResult:
     """Play ``duplicates`` x n! matches of ``hands`` hands; ``progress(hands_done)`` after each."""
-    n = game.num_players
-    if len(factories) != n or len(names) != n:
-        raise InvalidArgumentError("agents", f"{game.name} needs {n} agents, got {len(factories)}")
-    if not isinstance(hands, int) or hands < 1:
-        raise InvalidArgumentError("hands", f"must be a positive integer, got {hands!r}")
     if not isinstance(duplicates, int) or duplicates < 1:
         raise InvalidArgumentError("duplicates", f"must be a positive integer, got {duplicates!r}")
-    if not isinstance(seed, int) or seed < 0:
-        raise InvalidArgumentError("seed", f"must be a non-negative integer, got {seed!r}")
+    _check_series(game, names, factories, hands, seed)
+    rows = [
+        play_duplicate(game, factories, hands=hands, seed=seed, duplicate=dup, progress=progress)
+        for dup in range(duplicates)
+    ]
+    return summarize(game, names, rows, hands=hands, seed=seed)
+
+
+def play_duplicate(
+    game: Game,
+    factories: Sequence[AgentFactory],
+    *,
+    hands: int,
+    seed: int,
+    duplicate: int,
+    progress: Callable[[int], object] | None = None,
+) -> np.ndarray:
+    """mbb/h of each agent over the n! seatings of duplicate number ``duplicate`` of the series
+    seeded ``seed``: one row of :func:`run_duplicate`, so that the duplicates of a series can be
+    played on several processes and gathered by :func:`summarize` into the same result."""
+    n = game.num_players
     orders = seatings(n)
-    per_duplicate = np.zeros((duplicates, n))
-    for dup in range(duplicates):
-        deals = deal_sequence(game, hands, deck_seed(seed, dup))
-        for j, order in enumerate(orders):
-            agents = [factories[i](game, agent_seed(seed, dup, j, i)) for i in order]
-            chips = play_match(game, agents, deals)
-            for s, i in enumerate(order):
-                per_duplicate[dup, i] += chips[s]
-            if progress is not None:
-                progress(hands)
-    per_duplicate *= MILLI / (hands * len(orders))
+    row = np.zeros(n)
+    deals = deal_sequence(game, hands, deck_seed(seed, duplicate))
+    for j, order in enumerate(orders):
+        agents = [factories[i](game, agent_seed(seed, duplicate, j, i)) for i in order]
+        chips = play_match(game, agents, deals)
+        for s, i in enumerate(order):
+            row[i] += chips[s]
+        if progress is not None:
+            progress(hands)
+    row *= MILLI / (hands * len(orders))
+    return row
+
+
+def summarize(
+    game: Game, names: Sequence[str], rows: Sequence[np.ndarray], *, hands: int, seed: int
+) -> DuplicateResult:
+    """The series result of per-duplicate rows (:func:`play_duplicate`, in duplicate order)."""
+    per_duplicate = np.array(rows, dtype=float).reshape(len(rows), game.num_players)
+    duplicates = len(rows)
     results = []
     for i, name in enumerate(names):
         column = per_duplicate[:, i]
         error = float(column.std(ddof=1) / math.sqrt(duplicates)) if duplicates > 1 else None
         results.append(AgentResult(name, float(column.mean()), error, tuple(map(float, column))))
     return DuplicateResult(game.name, hands, duplicates, seed, tuple(results))
+
+
+def _check_series(game: Game, names, factories, hands: int, seed: int) -> None:
+    n = game.num_players
+    if len(factories) != n or len(names) != n:
+        raise InvalidArgumentError("agents", f"{game.name} needs {n} agents, got {len(factories)}")
+    if not isinstance(hands, int) or hands < 1:
+        raise InvalidArgumentError("hands", f"must be a positive integer, got {hands!r}")
+    if not isinstance(seed, int) or seed < 0:
+        raise InvalidArgumentError("seed", f"must be a non-negative integer, got {seed!r}")

@@ -1,0 +1,241 @@
+"""MBBR in 3-player Leduc duplicate matches, with the exact references beside the results.
+
+Groups: MBBR with one ``cfr`` agent (the bundled CFR strategy) and one exploitable style, for
+every style of the panel, and MBBR with two ``cfr`` agents. Each group plays ``--duplicates``
+duplicates x 6 seatings x ``--hands`` hands (duplicate cards: every seating plays the same hole and
+board cards); each duplicate runs on its own process and the group's result is exactly what
+
+    oppmodel match --game leduc3p --agents mbbr,cfr,STYLE --hands H --duplicates D --seed S
+
+prints. Per group: every agent's mbb/h with its standard error over the duplicates, MBBR's margin
+over the runner-up with the standard error of the per-duplicate differences (paired: the same
+cards), the exact best-response ceiling against the pair under the duplicate protocol
+(:func:`oppmodel.modeling.play.tournament.response_ceiling`: the most any agent can win), and the
+exact value of playing ``cfr`` in MBBR's seat. Against two ``cfr`` agents also MBBR's exact
+learning cost: the exact expected value of the policy MBBR plays hand by hand
+(``benchmarks/learning_cost.py``'s trajectories, no card luck) over ``--cost-seeds`` seeds (both
+seat orders of two cfr agents are one), and the ceiling minus it.
+
+    python benchmarks/leduc_field.py [--hands 3000] [--duplicates 12] [--seed 15]
+                                     [--styles always-bet,...] [--cost-seeds 4] [--workers 2]
+                                     [--quick] [--out FILE] [--json]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import multiprocessing  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+if not __package__:  # run as a script: make benchmarks.* importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.learning_cost import trajectory  # noqa: E402
+from benchmarks.sweep import machine, report_written  # noqa: E402
+from oppmodel.clients.commands._games import resolve_game  # noqa: E402
+from oppmodel.clients.progress import progress_bar  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
+from oppmodel.modeling.play.match import play_duplicate, summarize  # noqa: E402
+from oppmodel.modeling.play.tournament import (  # noqa: E402
+    AgentSpec,
+    agent_factory,
+    fixed_value,
+    response_ceiling,
+)
+
+GAME = "leduc3p"
+STYLES = "always-bet,calling-station,tight-passive,maniac,bluffer,maniac@0.35"
+
+
+def group_agents(style: str) -> list[str]:
+    """The agents of a group, as ``oppmodel match --agents`` takes them."""
+    return ["mbbr", "cfr", style]
+
+
+def labels(agents: list[str]) -> list[str]:
+    """``oppmodel match``'s labels: a repeated name gets #2."""
+    return [
+        a if agents[:i].count(a) == 0 else f"{a}#{agents[:i].count(a) + 1}"
+        for i, a in enumerate(agents)
+    ]
+
+
+def play_job(job: tuple) -> tuple:
+    """One duplicate of one group: (key, per-agent mbb/h, seconds)."""
+    key, agents, hands, seed, duplicate, config = job
+    game = resolve_game(GAME)
+    factories = [agent_factory(AgentSpec(a, config if a == "mbbr" else None)) for a in agents]
+    start = time.perf_counter()
+    row = play_duplicate(game, factories, hands=hands, seed=seed, duplicate=duplicate)
+    return key, row, time.perf_counter() - start
+
+
+def cost_job(job: tuple) -> tuple:
+    """One exact learning-cost trajectory against cfr + cfr: (key, mean mbb/h, seconds)."""
+    key, config, seed, hands = job
+    start = time.perf_counter()
+    values, _ = trajectory(("cfr", "cfr", config, seed, hands, False, GAME))
+    return key, float(values.mean()), time.perf_counter() - start
+
+
+def run_job(job: tuple) -> tuple:
+    return play_job(job[1:]) if job[0] == "play" else cost_job(job[1:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hands", type=int, default=None, help="hands per match (3000)")
+    parser.add_argument("--duplicates", type=int, default=None, help="per group (12)")
+    parser.add_argument("--seed", type=int, default=15, help="series seed (%(default)s)")
+    parser.add_argument("--styles", default=STYLES, help="exploitable styles (%(default)s)")
+    parser.add_argument("--cost-seeds", type=int, default=None, help="learning-cost seeds (4)")
+    parser.add_argument("--quick", action="store_true", help="300 hands, 2 duplicates, 1 seed")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON only")
+    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    args = parser.parse_args(argv)
+    hands = args.hands or (300 if args.quick else 3000)
+    duplicates = args.duplicates or (2 if args.quick else 12)
+    cost_seeds = args.cost_seeds if args.cost_seeds is not None else (1 if args.quick else 4)
+    config = MBBRConfig()
+    config.validate()
+    groups = [*args.styles.split(","), "cfr"]
+    jobs = [
+        ("play", (style, d), group_agents(style), hands, args.seed, d, config)
+        for style in groups
+        for d in range(duplicates)
+    ]
+    jobs += [("cost", ("cost", s), config, s, hands) for s in range(cost_seeds)]
+    jobs.sort(key=lambda job: job[0] != "cost")  # the longest jobs first
+    results: dict = {}
+    seconds: dict = {"play": [], "cost": []}
+    bar = progress_bar(len(jobs), desc="leduc3p jobs")
+    with multiprocessing.get_context("spawn").Pool(max(1, args.workers)) as pool:
+        for key, value, took in pool.imap_unordered(run_job, jobs):
+            results[key] = value
+            seconds["cost" if key[0] == "cost" else "play"].append(took)
+            bar.update()
+    bar.close()
+
+    game = resolve_game(GAME)
+    cfr = fixed_profile(game, "cfr")
+    rows = []
+    for style in groups:
+        agents = group_agents(style)
+        names = labels(agents)
+        per_dup = [results[(style, d)] for d in range(duplicates)]
+        series = summarize(game, names, per_dup, hands=hands, seed=args.seed)
+        mbbr = np.array([r[0] for r in per_dup])
+        runner_up = int(np.argmax([series.agents[i].mbb_per_hand for i in (1, 2)])) + 1
+        margin = mbbr - np.array([r[runner_up] for r in per_dup])
+        pair = (cfr, fixed_profile(game, style))
+        row = {
+            "opponents": f"cfr+{style}",
+            "agents": [
+                {"name": a.name, "mbb_per_hand": a.mbb_per_hand, "se": a.standard_error}
+                for a in series.agents
+            ],
+            "ranking": [a.name for a in series.ranking()],
+            "mbbr_margin_over_runner_up": float(margin.mean()),
+            "margin_se": _se(margin),
+            "ceiling": response_ceiling(game, *pair),
+            "cfr_in_mbbr_seat": fixed_value(game, cfr, *pair),
+            "per_duplicate_mbbr": [float(x) for x in mbbr],
+            "command": f"oppmodel match --game {GAME} --agents {','.join(agents)} "
+            f"--hands {hands} --duplicates {duplicates} --seed {args.seed}",
+        }
+        if style == "cfr" and cost_seeds > 0:
+            cost = np.array([results[("cost", s)] for s in range(cost_seeds)])
+            row["learning"] = {
+                "mbbr_exact_mbb_per_hand": float(cost.mean()),
+                "se": _se(cost),
+                "seeds": cost_seeds,
+                "learning_cost": row["ceiling"] - float(cost.mean()),
+                "command": f"python benchmarks/learning_cost.py --game {GAME} --pairs cfr+cfr "
+                f"--hands {hands} --seeds {cost_seeds}",
+            }
+        rows.append(row)
+    report = {
+        "benchmark": "leduc3p_field",
+        "game": GAME,
+        "hands": hands,
+        "duplicates": duplicates,
+        "seatings": 6,
+        "seed": args.seed,
+        "mbbr": {
+            "posterior": config.posterior,
+            "prior": config.prior,
+            "response": config.response,
+            "hands_default": config.hands_default,
+        },
+        "seconds_per_duplicate_median": float(np.median(seconds["play"])),
+        "seconds_per_cost_trajectory_median": (
+            float(np.median(seconds["cost"])) if seconds["cost"] else None
+        ),
+        "load_average": os.getloadavg(),
+        "machine": machine(),
+        "rows": rows,
+    }
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+        report_written(args.out)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(markdown(report))
+    return 0
+
+
+def _se(values: np.ndarray) -> float | None:
+    return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else None
+
+
+def _pm(mean: float, se: float | None) -> str:
+    return f"{mean:+.1f}" + (f" ± {se:.1f}" if se is not None else "")
+
+
+def markdown(report: dict) -> str:
+    """The report as the table of benchmarks/RESULTS.md."""
+    lines = [
+        f"{report['game']}: {report['duplicates']} duplicates x 6 seatings x {report['hands']} "
+        f"hands, seed {report['seed']}; mbb/h ± standard error over the duplicates",
+        "",
+        "| opponents | MBBR | cfr | style | MBBR − runner-up | ranking | BR ceiling "
+        "| cfr in MBBR's seat |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        cells = [_pm(a["mbb_per_hand"], a["se"]) for a in row["agents"]]
+        lines.append(
+            f"| {row['opponents']} | {' | '.join(cells)} | "
+            f"{_pm(row['mbbr_margin_over_runner_up'], row['margin_se'])} | "
+            f"{' > '.join(row['ranking'])} | {row['ceiling']:+.1f} | "
+            f"{row['cfr_in_mbbr_seat']:+.1f} |"
+        )
+    for row in report["rows"]:
+        if "learning" in row:
+            learning = row["learning"]
+            lines += [
+                "",
+                f"Against cfr+cfr: BR ceiling {row['ceiling']:+.2f} mbb/h; MBBR's policy is worth "
+                f"{_pm(learning['mbbr_exact_mbb_per_hand'], learning['se'])} mbb/h exactly "
+                f"({learning['seeds']} seeds), a learning cost of "
+                f"{learning['learning_cost']:.2f} mbb/h.",
+            ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -34,7 +34,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import itertools  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import sys  # noqa: E402
@@ -45,7 +44,7 @@ import numpy as np  # noqa: E402
 if not __package__:  # run as a script: make benchmarks.sweep importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.sweep import machine, report_written  # noqa: E402
+from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
@@ -224,11 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "rows": rows,
     }
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
-        report_written(args.out)
-    if args.json:
-        print(json.dumps(report, indent=1))
+    if emit_report(report, args.out, args.json):
         return 0
     edges = [0, *report["window_edges"], hands]
     heads = [f"{lo}-{hi}" for lo, hi in itertools.pairwise(edges)]

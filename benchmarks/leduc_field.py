@@ -29,7 +29,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import sys  # noqa: E402
@@ -42,7 +41,7 @@ if not __package__:  # run as a script: make benchmarks.* importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.learning_cost import trajectory  # noqa: E402
-from benchmarks.sweep import machine, report_written  # noqa: E402
+from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
@@ -94,6 +93,15 @@ def run_job(job: tuple) -> tuple:
     return play_job(job[1:]) if job[0] == "play" else cost_job(job[1:])
 
 
+def _run_all(jobs: list, workers: int):
+    """Every job's result, as they finish (in this process when ``workers`` is 1)."""
+    if workers <= 1:
+        yield from map(run_job, jobs)
+        return
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        yield from pool.imap_unordered(run_job, jobs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hands", type=int, default=None, help="hands per match (3000)")
@@ -122,11 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {}
     seconds: dict = {"play": [], "cost": []}
     bar = progress_bar(len(jobs), desc="leduc3p jobs")
-    with multiprocessing.get_context("spawn").Pool(max(1, args.workers)) as pool:
-        for key, value, took in pool.imap_unordered(run_job, jobs):
-            results[key] = value
-            seconds["cost" if key[0] == "cost" else "play"].append(took)
-            bar.update()
+    for key, value, took in _run_all(jobs, args.workers):
+        results[key] = value
+        seconds["cost" if key[0] == "cost" else "play"].append(took)
+        bar.update()
     bar.close()
 
     game = resolve_game(GAME)
@@ -188,11 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "rows": rows,
     }
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
-        report_written(args.out)
-    if args.json:
-        print(json.dumps(report, indent=1))
+    if emit_report(report, args.out, args.json):
         return 0
     print(markdown(report))
     return 0

@@ -66,6 +66,17 @@ def report_written(path: Path) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
+def emit_report(report: dict, out: Path | None, as_json: bool) -> bool:
+    """Write ``report`` as JSON to ``out`` (if given) and print it (if ``as_json``); whether it
+    was printed, so the caller prints its table otherwise."""
+    if out:
+        out.write_text(json.dumps(report, indent=1))
+        report_written(out)
+    if as_json:
+        print(json.dumps(report, indent=1))
+    return as_json
+
+
 # epsilon 0.05, k 10, H 100, eta 4, k samples, no safety budget
 PAPER = MBBRConfig(posterior="samples", safety_budget=math.inf)
 

@@ -258,23 +258,6 @@ def test_an_illegal_limit_action_is_reported() -> None:
         play_match(game, agents, deal_sequence(game, 3, seed=1))
 
 
-def test_chips_per_hand_converge_to_the_exact_value() -> None:
-    game = limit_game("leduc3p")
-    names = ["maniac", "cfr", "calling-station"]
-    profiles = [fixed_profile(game, nm) for nm in names]
-    expected = np.zeros(3)
-    for h in range(3):
-        composed = np.stack([profiles[(p + h) % 3][p] for p in range(3)])
-        ev = expected_values(game, composed)
-        for p in range(3):
-            expected[(p + h) % 3] += ev[p] / 3
-    hands = 200_000
-    agents = [FixedStrategyAgent(nm, game, profiles[i], i) for i, nm in enumerate(names)]
-    chips = play_match(game, agents, deal_sequence(game, hands, seed=9))
-    # a Leduc 3p hand moves at most 13 chips from a seat (ante, 2 x 2 raises, 2 x 4 raises)
-    np.testing.assert_allclose(chips / hands, expected, atol=5 * 13 / np.sqrt(hands) / 2)
-
-
 def test_sampled_hands_follow_the_reach_probabilities() -> None:
     """sample_terminal (the learning-cost benchmark's hands) reaches each terminal of a deal with
     the product of the profile's probabilities along its path."""

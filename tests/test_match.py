@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from oppmodel.clients.commands._games import resolve_game
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
-from oppmodel.modeling.evaluation.kuhn import expected_values
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.observation import validate_observation
 from oppmodel.modeling.play import match
@@ -19,6 +19,7 @@ from oppmodel.modeling.play.match import (
     seatings,
 )
 from oppmodel.modeling.play.panel import named_profile
+from oppmodel.modeling.play.tournament import evaluation_of
 
 
 class RecordingAgent(FixedStrategyAgent):
@@ -95,21 +96,27 @@ def test_kernel_and_python_loop_agree(n: int, chunk: int, monkeypatch) -> None:
         assert a.rng.bit_generator.state == b.rng.bit_generator.state
 
 
-def test_chips_per_hand_converge_to_the_exact_value() -> None:
+@pytest.mark.parametrize(
+    ("name", "names", "hands", "most"),
+    [
+        ("kuhn3p", ["maniac", "n2", "bluffer"], 300_000, 3.0),
+        # a Leduc 3p seat risks at most 13 chips a hand (ante, 2 x 2 and 2 x 4 raises)
+        ("leduc3p", ["maniac", "cfr", "calling-station"], 200_000, 13.0),
+    ],
+)
+def test_chips_per_hand_converge_to_the_exact_value(name, names, hands, most) -> None:
     """Seat s plays position (s - h) mod 3, so its expectation is the mean of its three EVs."""
-    game = kuhn_game(3)
-    names = ["maniac", "n2", "bluffer"]
+    game = resolve_game(name)
     profiles = [named_profile(game, nm) for nm in names]
     expected = np.zeros(3)
     for h in range(3):
         composed = np.stack([profiles[(p + h) % 3][p] for p in range(3)])
-        ev = expected_values(game, composed)
+        ev = evaluation_of(game).expected_values(game, composed)
         for p in range(3):
             expected[(p + h) % 3] += ev[p] / 3
-    hands = 300_000
     chips = play_match(game, _agents(game, names), deal_sequence(game, hands, seed=9))
-    # per-hand chips are bounded by 3 in magnitude, so 5 * 3 / sqrt(hands) is a safe margin
-    np.testing.assert_allclose(chips / hands, expected, atol=5 * 3 / np.sqrt(hands))
+    # per-hand chips are bounded by ``most`` in magnitude, so 5 * most / sqrt(hands) is safe
+    np.testing.assert_allclose(chips / hands, expected, atol=5 * most / np.sqrt(hands))
 
 
 def test_duplicate_seatings_share_the_cards() -> None:

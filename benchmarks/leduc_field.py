@@ -29,6 +29,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import sys  # noqa: E402
@@ -111,6 +112,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cost-seeds", type=int, default=None, help="learning-cost seeds (4)")
     parser.add_argument("--quick", action="store_true", help="300 hands, 2 duplicates, 1 seed")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--journal",
+        type=Path,
+        default=None,
+        help="append each finished job here and skip the jobs it already holds (resumable)",
+    )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="play nothing: report what the journal holds (groups with fewer duplicates)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
@@ -120,36 +132,84 @@ def main(argv: list[str] | None = None) -> int:
     config = MBBRConfig()
     config.validate()
     groups = [*args.styles.split(","), "cfr"]
-    jobs = [
+    # one learning-cost trajectory first, then duplicate d of every group before d + 1, so an
+    # interrupted run leaves every group with its first duplicates
+    jobs = [("cost", ("cost", 0), config, 0, hands)] if cost_seeds > 0 else []
+    jobs += [
         ("play", (style, d), group_agents(style), hands, args.seed, d, config)
-        for style in groups
         for d in range(duplicates)
+        for style in groups
     ]
-    jobs += [("cost", ("cost", s), config, s, hands) for s in range(cost_seeds)]
-    jobs.sort(key=lambda job: job[0] != "cost")  # the longest jobs first
-    results: dict = {}
-    seconds: dict = {"play": [], "cost": []}
-    bar = progress_bar(len(jobs), desc="leduc3p jobs")
-    for key, value, took in _run_all(jobs, args.workers):
+    jobs += [("cost", ("cost", s), config, s, hands) for s in range(1, cost_seeds)]
+    results, seconds = _read_journal(args.journal, hands, args.seed)
+    todo = [] if args.report else [job for job in jobs if job[1] not in results]
+    bar = progress_bar(len(todo), desc="leduc3p jobs")
+    for key, value, took in _run_all(todo, args.workers):
         results[key] = value
         seconds["cost" if key[0] == "cost" else "play"].append(took)
+        if args.journal:
+            with args.journal.open("a") as journal:
+                entry = {"key": list(key), "value": np.asarray(value).tolist(), "seconds": took}
+                journal.write(json.dumps({**entry, "hands": hands, "seed": args.seed}) + "\n")
         bar.update()
     bar.close()
+    report = build_report(results, seconds, groups, hands, duplicates, cost_seeds, args.seed)
+    report["mbbr"] = {
+        "posterior": config.posterior,
+        "prior": config.prior,
+        "response": config.response,
+        "hands_default": config.hands_default,
+    }
+    if emit_report(report, args.out, args.json):
+        return 0
+    print(markdown(report))
+    return 0
 
+
+def _read_journal(path: Path | None, hands: int, seed: int) -> tuple[dict, dict]:
+    """The results (and seconds) of the journal's jobs played at these hands and seed."""
+    results: dict = {}
+    seconds: dict = {"play": [], "cost": []}
+    if path is None or not path.exists():
+        return results, seconds
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["hands"] != hands or entry["seed"] != seed:
+            continue
+        key = tuple(entry["key"])
+        results[key] = entry["value"] if key[0] == "cost" else np.array(entry["value"])
+        seconds["cost" if key[0] == "cost" else "play"].append(entry["seconds"])
+    return results, seconds
+
+
+def _prefix(results: dict, name: str, count: int) -> int:
+    """How many of keys (name, 0), (name, 1), ... are in ``results`` without a gap."""
+    k = 0
+    while k < count and (name, k) in results:
+        k += 1
+    return k
+
+
+def build_report(results, seconds, groups, hands, duplicates, cost_seeds, seed) -> dict:
+    """Rows for every group with at least one duplicate (a group's rows use its first k
+    duplicates without a gap, so ``oppmodel match --duplicates k`` prints the same)."""
     game = resolve_game(GAME)
     cfr = fixed_profile(game, "cfr")
     rows = []
     for style in groups:
+        played = _prefix(results, style, duplicates)
+        if played == 0:
+            continue
         agents = group_agents(style)
-        names = labels(agents)
-        per_dup = [results[(style, d)] for d in range(duplicates)]
-        series = summarize(game, names, per_dup, hands=hands, seed=args.seed)
+        per_dup = [results[(style, d)] for d in range(played)]
+        series = summarize(game, labels(agents), per_dup, hands=hands, seed=seed)
         mbbr = np.array([r[0] for r in per_dup])
         runner_up = int(np.argmax([series.agents[i].mbb_per_hand for i in (1, 2)])) + 1
         margin = mbbr - np.array([r[runner_up] for r in per_dup])
         pair = (cfr, fixed_profile(game, style))
         row = {
             "opponents": f"cfr+{style}",
+            "duplicates": played,
             "agents": [
                 {"name": a.name, "mbb_per_hand": a.mbb_per_hand, "se": a.standard_error}
                 for a in series.agents
@@ -161,33 +221,30 @@ def main(argv: list[str] | None = None) -> int:
             "cfr_in_mbbr_seat": fixed_value(game, cfr, *pair),
             "per_duplicate_mbbr": [float(x) for x in mbbr],
             "command": f"oppmodel match --game {GAME} --agents {','.join(agents)} "
-            f"--hands {hands} --duplicates {duplicates} --seed {args.seed}",
+            f"--hands {hands} --duplicates {played} --seed {seed}",
         }
-        if style == "cfr" and cost_seeds > 0:
-            cost = np.array([results[("cost", s)] for s in range(cost_seeds)])
+        traced = _prefix(results, "cost", cost_seeds)
+        if style == "cfr" and traced > 0:
+            cost = np.array([results[("cost", s)] for s in range(traced)])
             row["learning"] = {
                 "mbbr_exact_mbb_per_hand": float(cost.mean()),
                 "se": _se(cost),
-                "seeds": cost_seeds,
+                "seeds": traced,
                 "learning_cost": row["ceiling"] - float(cost.mean()),
                 "command": f"python benchmarks/learning_cost.py --game {GAME} --pairs cfr+cfr "
-                f"--hands {hands} --seeds {cost_seeds}",
+                f"--priors informed --hands {hands} --seeds {traced}",
             }
         rows.append(row)
-    report = {
+    return {
         "benchmark": "leduc3p_field",
         "game": GAME,
         "hands": hands,
-        "duplicates": duplicates,
+        "duplicates_asked": duplicates,
         "seatings": 6,
-        "seed": args.seed,
-        "mbbr": {
-            "posterior": config.posterior,
-            "prior": config.prior,
-            "response": config.response,
-            "hands_default": config.hands_default,
-        },
-        "seconds_per_duplicate_median": float(np.median(seconds["play"])),
+        "seed": seed,
+        "seconds_per_duplicate_median": (
+            float(np.median(seconds["play"])) if seconds["play"] else None
+        ),
         "seconds_per_cost_trajectory_median": (
             float(np.median(seconds["cost"])) if seconds["cost"] else None
         ),
@@ -195,10 +252,6 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "rows": rows,
     }
-    if emit_report(report, args.out, args.json):
-        return 0
-    print(markdown(report))
-    return 0
 
 
 def _se(values: np.ndarray) -> float | None:
@@ -212,17 +265,17 @@ def _pm(mean: float, se: float | None) -> str:
 def markdown(report: dict) -> str:
     """The report as the table of benchmarks/RESULTS.md."""
     lines = [
-        f"{report['game']}: {report['duplicates']} duplicates x 6 seatings x {report['hands']} "
-        f"hands, seed {report['seed']}; mbb/h ± standard error over the duplicates",
+        f"{report['game']}: duplicates x 6 seatings x {report['hands']} hands, seed "
+        f"{report['seed']}; mbb/h ± standard error over the duplicates",
         "",
-        "| opponents | MBBR | cfr | style | MBBR − runner-up | ranking | BR ceiling "
+        "| opponents | duplicates | MBBR | cfr | style | MBBR − runner-up | ranking | BR ceiling "
         "| cfr in MBBR's seat |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["rows"]:
         cells = [_pm(a["mbb_per_hand"], a["se"]) for a in row["agents"]]
         lines.append(
-            f"| {row['opponents']} | {' | '.join(cells)} | "
+            f"| {row['opponents']} | {row['duplicates']} | {' | '.join(cells)} | "
             f"{_pm(row['mbbr_margin_over_runner_up'], row['margin_se'])} | "
             f"{' > '.join(row['ranking'])} | {row['ceiling']:+.1f} | "
             f"{row['cfr_in_mbbr_seat']:+.1f} |"

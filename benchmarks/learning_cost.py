@@ -173,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             f"--game: the duplicate protocol here is for 3 players; {game.name} has "
             f"{game.num_players}"
         )
+    if limit:  # until MBBR for limit games lands (leduc-mbbr)
+        parser.error(f"--game: MBBR for limit games ({game.name}) is not in this build")
     pairs_text = args.pairs or (DEFAULT_LIMIT_PAIRS if limit else DEFAULT_PAIRS)
     pairs = [tuple(p.split("+", 1)) for p in pairs_text.split(",")]
     priors = (args.priors or ("informed" if limit else "informed,typed")).split(",")

@@ -1,5 +1,4 @@
-"""Agents for the match engine built on the modeling core: MBBR as a player, in Kuhn or in any
-compiled limit game (Leduc).
+"""Agents for the match engine built on the modeling core: MBBR as a player.
 
 :class:`MBBRAgent` plays what its model's ``policy`` says (the default strategy for the first H
 hands, then the configured best response, as far as its safety budget allows) and feeds every
@@ -16,9 +15,11 @@ import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
-from oppmodel.modeling.play.match import AgentFactory, Game, limit_action
+from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.play.match import AgentFactory
 
 
 class MBBRAgent:
@@ -26,7 +27,7 @@ class MBBRAgent:
 
     def __init__(
         self,
-        game: Game,
+        game: KuhnGame,
         config: MBBRConfig,
         *,
         seed: int,
@@ -36,20 +37,18 @@ class MBBRAgent:
     ) -> None:
         self.name = name
         self.game = game
-        self.limit = isinstance(game, LimitGame)
         self.model = build_model(
             game, config, default_strategy=default_strategy, prior_mean=prior_mean
         )
         self.rng = np.random.default_rng(seed)
         self._cache: dict[int, tuple[int, np.ndarray]] = {}
 
-    def begin_match(self, game: Game, seat: int) -> None:
+    def begin_match(self, game: KuhnGame, seat: int) -> None:
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 
     def policy(self, position: int) -> np.ndarray:
-        """The strategy (num_infosets, actions) played in ``position`` now (cached; do not
-        modify)."""
+        """The strategy (num_infosets, 2) played in ``position`` now (cached; do not modify)."""
         hands = self.model.hands_observed
         cached = self._cache.get(position)
         if cached is None or cached[0] != hands:
@@ -57,15 +56,11 @@ class MBBRAgent:
             self._cache[position] = cached
         return cached[1]
 
-    def act(self, position: int, private: int, history: str) -> int:
-        if self.limit:
-            node = self.game.node(history)
-            row = self.policy(position)[self.game.tree.node_base[node] + private]
-            return limit_action(self.game, node, row, self.rng.random())
-        infoset = self.game.infoset_of[self.game.node(history), private]
+    def act(self, position: int, card: int, history: str) -> int:
+        infoset = self.game.infoset_of[self.game.node(history), card]
         return int(self.rng.random() < self.policy(position)[infoset, 1])
 
-    def end_hand(self, obs) -> None:
+    def end_hand(self, obs: HandObservation) -> None:
         self.model.observe(obs)
 
 
@@ -83,7 +78,11 @@ def mbbr_factory(
     """
     config.validate()
 
-    def build(game: Game, seed: int) -> MBBRAgent:
+    def build(game: KuhnGame, seed: int) -> MBBRAgent:
+        if isinstance(game, LimitGame):
+            raise InvalidArgumentError(
+                "agents", f"{name}: MBBR for limit games ({game.name}) is not in this build"
+            )
         return MBBRAgent(
             game,
             dataclasses.replace(config, seed=seed),

@@ -79,8 +79,9 @@ def diluted_factory(name: str) -> AgentFactory:
     if is_adaptive(style):
         inner_factory = adaptive_factory(style)
 
-        def build(game: KuhnGame, seed: int) -> DilutedAgent:
+        def build(game: Game, seed: int) -> Agent:
             _check_players(game, name)
+            assert isinstance(game, KuhnGame)  # _check_players refuses limit games here
             inner_seed, own_seed = np.random.SeedSequence(seed).generate_state(2)
             inner = inner_factory(game, int(inner_seed))
             return DilutedAgent(name, inner, named_profile(game, BASE), share, int(own_seed))

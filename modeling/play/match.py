@@ -32,7 +32,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
 from oppmodel.modeling.games.acpc import strategy as limit_strategy
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.observation import HandObservation, observe_limit_hand
+from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_hand
 from oppmodel.modeling.play import _match_kernels as kernels
 from oppmodel.modeling.strategy import validate_profile
 
@@ -55,8 +55,8 @@ class Agent(Protocol):
 
     name: str
 
-    def begin_match(self, game: Game, seat: int) -> None:
-        """Called once before the first hand."""
+    def begin_match(self, game: Any, seat: int) -> None:
+        """Called once before the first hand (with the game the factory built it for)."""
 
     def act(self, position: int, private: int, history: str) -> int:
         """The action of ``position`` with private cards ``private`` after ``history``.
@@ -67,12 +67,16 @@ class Agent(Protocol):
         0 = fold, 1 = check/call, 2 = bet/raise."""
         ...
 
-    def end_hand(self, obs) -> None:
-        """What this seat saw of the finished hand."""
+    def end_hand(self, obs: Any) -> None:
+        """What this seat saw of the finished hand (Kuhn: a HandObservation; a limit game: a
+        LimitObservation; typed Any so that agents of one kind of game are Agents)."""
 
 
 Game = KuhnGame | LimitGame
-AgentFactory = Callable[[Game, int], Agent]
+Observation = HandObservation | LimitObservation
+# (game, seed) -> a fresh agent; the game is Any because most factories build agents of one kind
+# of game only (Kuhn's adaptive agents) and say so when given another
+AgentFactory = Callable[[Any, int], Agent]
 
 
 class FixedStrategyAgent:
@@ -86,9 +90,10 @@ class FixedStrategyAgent:
     def __init__(self, name: str, game: Game, profile: np.ndarray, seed: int) -> None:
         self.name = name
         self.game = game
-        self.limit = isinstance(game, LimitGame)
-        validate = limit_strategy.validate_profile if self.limit else validate_profile
-        self.profile = validate(game, profile)
+        if isinstance(game, LimitGame):
+            self.profile = limit_strategy.validate_profile(game, profile)
+        else:
+            self.profile = validate_profile(game, profile)
         self.rng = np.random.default_rng(seed)
 
     def begin_match(self, game: Game, seat: int) -> None:
@@ -96,14 +101,15 @@ class FixedStrategyAgent:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 
     def act(self, position: int, private: int, history: str) -> int:
-        if self.limit:
-            node = self.game.node(history)
-            row = self.profile[position, self.game.tree.node_base[node] + private]
-            return limit_action(self.game, node, row, self.rng.random())
-        infoset = self.game.infoset_of[self.game.node(history), private]
+        game = self.game
+        if isinstance(game, LimitGame):
+            node = game.node(history)
+            row = self.profile[position, int(game.tree.node_base[node]) + private]
+            return limit_action(game, node, row, self.rng.random())
+        infoset = game.infoset_of[game.node(history), private]
         return int(self.rng.random() < self.profile[position, infoset, 1])
 
-    def end_hand(self, obs) -> None:
+    def end_hand(self, obs: Observation) -> None:
         return None
 
 
@@ -255,8 +261,7 @@ def _play_fixed(game: Game, agents: Sequence[FixedStrategyAgent], deals: np.ndar
     stream is the one the Python loop would have consumed.
     """
     n = game.num_players
-    limit = isinstance(game, LimitGame)
-    max_depth = game.tree.max_depth if limit else game.path_nodes.shape[1]
+    max_depth = game.tree.max_depth if isinstance(game, LimitGame) else game.path_nodes.shape[1]
     profiles = np.stack([a.profile for a in agents])
     deals = np.asarray(deals, dtype=np.int64)
     chips = np.zeros(n)
@@ -265,7 +270,7 @@ def _play_fixed(game: Game, agents: Sequence[FixedStrategyAgent], deals: np.ndar
         states = [a.rng.bit_generator.state for a in agents]
         uniforms = np.stack([a.rng.random(len(chunk) * max_depth) for a in agents])
         used = np.zeros(n, dtype=np.int64)
-        if limit:
+        if isinstance(game, LimitGame):
             chips += kernels.play_fixed_limit(profiles, uniforms, used, chunk, start, game.tree)
         else:
             chips += kernels.play_fixed(
@@ -382,7 +387,13 @@ def summarize(
     return DuplicateResult(game.name, hands, duplicates, seed, tuple(results))
 
 
-def _check_series(game: Game, names, factories, hands: int, seed: int) -> None:
+def _check_series(
+    game: Game,
+    names: Sequence[str],
+    factories: Sequence[AgentFactory],
+    hands: int,
+    seed: int,
+) -> None:
     n = game.num_players
     if len(factories) != n or len(names) != n:
         raise InvalidArgumentError("agents", f"{game.name} needs {n} agents, got {len(factories)}")

@@ -158,13 +158,15 @@ def named_profile(game: KuhnGame | LimitGame, name: str) -> np.ndarray:
     """The profile for a panel name; Kuhn's equilibria exist for 3-player Kuhn only, ``cfr``
     for limit games with a bundled strategy."""
     key = ALIASES.get(name.lower(), name.lower())
-    limit = isinstance(game, LimitGame)
-    if key in EQUILIBRIUM_NAMES and not limit and game.num_players == 3:
+    if isinstance(game, LimitGame):
+        if key == CFR:
+            return bundled_profile(game)
+        if key == "uniform":
+            return limit_strategy.uniform_profile(game)
+    elif key in EQUILIBRIUM_NAMES and game.num_players == 3:
         return robust_profile(key)
-    if key == CFR and limit:
-        return bundled_profile(game)
-    if key == "uniform":
-        return limit_strategy.uniform_profile(game) if limit else uniform_profile(game)
+    elif key == "uniform":
+        return uniform_profile(game)
     if key.startswith("bluffer:"):
         try:
             bluff = float(key.split(":", 1)[1])

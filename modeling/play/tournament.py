@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
@@ -156,7 +157,7 @@ def average_estimates(estimates: Sequence[Estimate]) -> Estimate:
     return Estimate(mean, se, sum(e.samples for e in estimates))
 
 
-def evaluation_of(game: Game):
+def evaluation_of(game: Game) -> ModuleType:
     """The exact-evaluation module of a game: Kuhn's kernels or the limit games'."""
     return limit_evaluation if isinstance(game, LimitGame) else kuhn_evaluation
 

@@ -332,7 +332,7 @@ def test_eval_a_leduc_profile_by_name_and_by_file(capsys, tmp_path) -> None:
     values = expected_values(game, fixed_profile(game, "maniac@0.35"))
     assert [e["value"] for e in doc["positions"]] == pytest.approx(values, abs=1e-12)
     assert doc["nash_conv"] == pytest.approx(nash_conv(game, fixed_profile(game, "maniac@0.35")))
-    # the uniform profile's values are OpenSpiel's (acpc-protocol.md section 13)
+    # the uniform profile's values are OpenSpiel's for its leduc_poker (-5/64, 5/64)
     doc = _cli_json(capsys, "eval", "--game", "leduc2p", "--profile", "uniform")
     assert [e["value_exact"] for e in doc["positions"]] == ["-5/64", "5/64"]
     two = limit_game("leduc2p")

@@ -82,13 +82,55 @@ def test_cfr_plays_the_bundled_strategy_at_the_seats_information_set() -> None:
 
 
 def test_agent_names_depend_on_the_game_and_unknown_ones_are_refused() -> None:
-    assert policy_names(LEDUC3P) == ["example", "cfr"]
-    assert {"mbbr", "n1", "example"} <= set(policy_names(read_game_def("kuhn3p")))
-    assert "cfr" not in policy_names(read_game_def("kuhn3p"))
-    with pytest.raises(InvalidArgumentError, match="unknown agent 'n1' for this game; known: ex"):
+    leduc = policy_names(LEDUC3P)
+    assert leduc[:2] == ["cfr", "uniform"] and {"maniac", "bluffer", "example"} <= set(leduc)
+    assert "mbbr" not in leduc and "n1" not in leduc
+    assert {"mbbr", "n1", "maniac", "example"} <= set(policy_names(read_game_def("kuhn3p")))
+    with pytest.raises(InvalidArgumentError, match="unknown agent 'n1'; known: cfr, uniform"):
         make_policy("n1", LEDUC3P, 0)
-    with pytest.raises(InvalidArgumentError, match=r"none for this game \(there are: leduc2p"):
+    with pytest.raises(InvalidArgumentError, match="unknown agent 'cfr'; known: mbbr, n1"):
         make_policy("cfr", read_game_def("kuhn3p"), 0)
+    with pytest.raises(InvalidArgumentError, match="bluff probability"):
+        make_policy("bluffer:2", LEDUC3P, 0)
+    no_strategy = parse_game_def(TWO_CARDS.to_text())
+    with pytest.raises(InvalidArgumentError, match="no bundled CFR strategy"):
+        make_policy("maniac@0.5", no_strategy, 0)
+
+
+def test_styles_play_leduc_by_their_rules_in_a_real_match(tmp_path: Path) -> None:
+    agents = ("always-bet", "calling-station", "maniac@0.35")
+
+    def start(ports: tuple[int, ...]) -> list[AgentThread]:
+        return [
+            AgentThread(port, make_policy(name, LEDUC3P, seed), game=LEDUC3P)
+            for seed, (name, port) in enumerate(zip(agents, ports, strict=True))
+        ]
+
+    captured, _ = run_dealer(
+        tmp_path, hands=30, game=LEDUC3P, names=("raiser", "station", "diluted"), clients=start
+    )
+    assert captured.result.status == 0, captured.stderr
+    log = parse_log(captured.log)
+    assert check_log(LEDUC3P, log) == []
+    played = Counter()
+    for hand in log.hands:
+        state = HandState(LEDUC3P)
+        for action in hand.betting.replace("/", ""):
+            name = hand.names[state.current]
+            if name == "raiser":  # raises whenever it may, else calls
+                assert action == ("r" if state.is_valid("r") else "c")
+            elif name == "station":  # never raises, never folds
+                assert action == "c"
+            played[name, action] += 1
+            state.apply(action)
+    assert played["diluted", "r"] and played["raiser", "r"] and played["station", "c"]
+    # the diluted maniac is the profile 0.35 maniac + 0.65 cfr, played at its information sets
+    game = limit_game_of(LEDUC3P)
+    diluted = make_policy("maniac@0.35", LEDUC3P, 0).profile
+    maniac = make_policy("maniac", LEDUC3P, 0).profile
+    cfr = make_policy("cfr", LEDUC3P, 0).profile
+    assert np.allclose(diluted, 0.35 * maniac + 0.65 * cfr)
+    assert diluted.shape == (3, game.num_infosets, 3)
 
 
 def pure_profile(game, seed: int) -> np.ndarray:
@@ -210,7 +252,7 @@ def test_the_command_plays_a_strategy_file_and_cfr_in_a_leduc_match(tmp_path: Pa
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--agent", "n1"], "unknown agent 'n1' for this game"),
+        (["--agent", "n1"], "unknown agent 'n1'; known: cfr"),
         (["--in-process"], "play Kuhn games only"),
         (["--strategy", "x.json", "--agent", "cfr"], "drop --agent"),
     ],

@@ -11,16 +11,17 @@ The client plays any limit game (Kuhn, Leduc, ...): several rounds, board cards,
 of the one implementation of the betting rules (:mod:`oppmodel.modeling.games.acpc.betting`).
 
 A policy is any object with ``act(decision) -> str`` and ``observe(hand) -> None``;
-:func:`make_policy` builds the built-in ones: in every game ``cfr`` (the game's bundled solved
-strategy) and the reference ``example_player``'s weights; in Kuhn games also the core's fixed
-profiles (n1, n3, the styles, ...) and MBBR. :func:`strategy_policy` plays any strategy file. The
-model-based agent (MBBR, in-process or through the service) plugs in here as another policy.
+:func:`make_policy` builds the built-in ones: the core's panel of fixed strategies for the game
+(:mod:`oppmodel.modeling.play.panel`: in Kuhn n1, n3, uniform, the styles, ...; in other limit
+games ``cfr``, the game's bundled solved strategy, uniform and the same styles, defined from hand
+strength; ``STYLE@S`` diluted with the equilibrium), MBBR in Kuhn games, and the reference
+``example_player``'s weights. :func:`strategy_policy` plays any strategy file. The model-based
+agent (MBBR, in-process or through the service) plugs in here as another policy.
 Reference: project_acpc_server 1.0.42's ``example_player`` (protocol 2.0.0).
 """
 
 from __future__ import annotations
 
-import functools
 import random
 import socket
 import sys
@@ -36,9 +37,8 @@ from oppmodel.clients.acpc.net import LineSocket
 from oppmodel.clients.acpc.protocol import VERSION_LINE, format_reply
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, HandState
-from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES, strategy_path
-from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
-from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported, read_game_def
+from oppmodel.modeling.games.acpc.compiler import limit_game_of
+from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.acpc.strategy import load_profile
@@ -46,7 +46,8 @@ from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.observation import LimitObservation
-from oppmodel.modeling.play.panel import named_profile, panel_names
+from oppmodel.modeling.play.diluted import fixed_profile
+from oppmodel.modeling.play.panel import ALIASES, panel_names
 from oppmodel.modeling.strategy import validate_profile
 
 
@@ -220,39 +221,19 @@ def strategy_policy(game: GameDef, path: str | Path, seed: int) -> LimitStrategy
     return LimitStrategyPolicy(limit, load_profile(limit, path), seed)
 
 
-def cfr_policy(game: GameDef, seed: int) -> LimitStrategyPolicy:
-    """Play the solved strategy bundled for ``game`` (whatever file its rules were read from);
-    InvalidArgumentError if none is bundled."""
-    name = bundled_name(game)
-    if name not in BUNDLED_STRATEGIES:
-        raise InvalidArgumentError(
-            "agent",
-            f"cfr plays a bundled solved strategy, and there is none for this game (there are: "
-            f"{', '.join(BUNDLED_STRATEGIES)}); play a strategy file instead",
-        )
-    return LimitStrategyPolicy(limit_game_of(game), _bundled_profile(name), seed)
-
-
-@functools.cache
-def _bundled_profile(name: str) -> np.ndarray:
-    """A bundled solved profile, read once per process (a tournament seats it in every match)."""
-    profile = load_profile(limit_game_of(read_game_def(name)), strategy_path(name))
-    profile.setflags(write=False)
-    return profile
-
-
 def example_policy(game: GameDef, seed: int) -> Policy:
     """The reference ``example_player``: fold/call/raise weighted 0.06/0.47/0.47 over valid ones."""
     return WeightedPolicy(dict(zip(ACTION_LETTERS, (0.06, 0.47, 0.47), strict=True)), seed)
 
 
 def policy_names(game: GameDef | None = None) -> list[str]:
-    """Names ``make_policy`` knows for ``game`` (None: for some game). Kuhn games: ``mbbr``, the
-    core's panel (n1, n2, n3, uniform, the styles, ...) and ``example``; every game: ``cfr`` where
-    a solved strategy is bundled, and ``example``."""
-    kuhn = game is None or not kuhn_unsupported(game)
-    cfr = game is None or bundled_name(game) in BUNDLED_STRATEGIES
-    return [*(["mbbr", *panel_names()] if kuhn else []), "example", *(["cfr"] if cfr else [])]
+    """Names ``make_policy`` knows for ``game`` (None: for Kuhn, then ``cfr``). Kuhn games:
+    ``mbbr``, the core's panel (n1, n2, n3, uniform, the styles) and ``example``; other limit
+    games: ``cfr`` (the bundled solved strategy), uniform, the styles and ``example``. Styles also
+    take ``STYLE@S`` (diluted with the equilibrium: N2 in 3-player Kuhn, cfr elsewhere)."""
+    if game is not None and kuhn_unsupported(game):
+        return [*panel_names(limit_game_of(game)), "example"]
+    return ["mbbr", *panel_names(), "example", *(["cfr"] if game is None else [])]
 
 
 def make_policy(name: str, game: GameDef, seed: int) -> Policy:
@@ -260,22 +241,25 @@ def make_policy(name: str, game: GameDef, seed: int) -> Policy:
 
     ``mbbr`` is MBBR with MBBRConfig's defaults (Ganzfried et al. 2024's parameters, the Dirichlet
     posterior), in-process, seeded with ``seed`` (its action draws, and its samples under the
-    paper's sample posterior).
+    paper's sample posterior). Fixed strategies are the core's panel
+    (:mod:`oppmodel.modeling.play.panel`).
     """
     if name == "example":
         return example_policy(game, seed)
-    if name == "cfr":
-        return cfr_policy(game, seed)
-    known = ", ".join(policy_names(game))
-    if kuhn_unsupported(game):
-        raise InvalidArgumentError("agent", f"unknown agent {name!r} for this game; known: {known}")
-    if name == "mbbr":
+    known = policy_names(game)
+    style = name.lower().partition("@")[0].partition(":")[0]
+    if ALIASES.get(style, style) not in known:
+        raise InvalidArgumentError("agent", f"unknown agent {name!r}; known: {', '.join(known)}")
+    kuhn = not kuhn_unsupported(game)
+    if kuhn and name == "mbbr":
         return ModelPolicy(game, build_model(kuhn_for(game), MBBRConfig(seed=seed)), seed)
     try:
-        profile = named_profile(kuhn_for(game), name)
-    except NotFoundError as exc:
-        raise InvalidArgumentError("agent", f"unknown agent {name!r}; known: {known}") from exc
-    return ProfilePolicy(game, profile, seed)
+        if kuhn:
+            return ProfilePolicy(game, fixed_profile(kuhn_for(game), name), seed)
+        limit = limit_game_of(game)
+        return LimitStrategyPolicy(limit, fixed_profile(limit, name), seed)
+    except NotFoundError as exc:  # a bad parameter (bluffer:2), a game with no bundled strategy
+        raise InvalidArgumentError("agent", str(exc)) from exc
 
 
 @dataclass(frozen=True)

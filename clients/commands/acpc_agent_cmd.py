@@ -42,8 +42,10 @@ actions of the reference dealer's rules.
 Fixed strategies: --agent cfr plays the solved strategy bundled with the game
 ({", ".join(BUNDLED_STRATEGIES)}); --strategy FILE plays a strategy file (as `oppmodel solve`
 writes them: every position's [p_fold, p_call, p_raise] keyed by information-state strings such as
-"Ks/Qh:rc/cr"); --agent example plays the reference example_player's weights. In Kuhn games the
-core's profiles and styles (n1, n3, uniform, maniac, ...) and MBBR are agents too.
+"Ks/Qh:rc/cr"); --agent example plays the reference example_player's weights. The styles
+(always-bet, calling-station, tight-passive, maniac, bluffer[:B]) are defined from hand strength
+and play every game; STYLE@S plays a style at a share S of the decisions and the equilibrium at
+the rest (cfr, or N2 in 3-player Kuhn). In Kuhn games n1, n2, n3 and MBBR are agents too.
 
 With --service ADDR the agent is MBBR played by the oppmodel service: it creates a session (the
 --mbbr-* parameters, --seed) and asks GetAction for every decision, waiting at most
@@ -67,6 +69,7 @@ give at most t_per_hand / 2 / decisions per hand (and well below t_response).
 examples:
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --agent n1 --seed 7
   oppmodel acpc-agent leduc3p 127.0.0.1 18791 --agent cfr --seed 7
+  oppmodel acpc-agent leduc3p 127.0.0.1 18792 --agent maniac@0.35 --seed 7
   oppmodel acpc-agent leduc2p 127.0.0.1 18791 --strategy my-leduc2p.json
   oppmodel serve --db oppmodel.sqlite --port 50051 &
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --service 127.0.0.1:50051 --seed 7

@@ -24,9 +24,10 @@ from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 EPILOG = f"""\
 Each --agent is NAME=COMMAND. COMMAND `builtin:POLICY` plays the project's agent in-process
-(POLICY: {", ".join(policy_names())}; in other games than Kuhn: cfr and example); any other
-COMMAND is an ACPC agent executable, started as `COMMAND HOST PORT` for every match (for instance
-`oppmodel acpc-agent leduc3p --strategy my.json`). There must be one agent per player. --game is
+(POLICY: {", ".join(policy_names())}; the styles and cfr play every limit game, MBBR and n1-n3
+Kuhn games; STYLE@S dilutes a style with the equilibrium); any other COMMAND is an ACPC agent
+executable, started as `COMMAND HOST PORT` for every match (for instance `oppmodel acpc-agent
+leduc3p --strategy my.json`). There must be one agent per player. --game is
 any limit game (Kuhn, Leduc, an ACPC game file).
 Every duplicate set plays all seatings (6 for 3 players) with the same cards (card seed SEED + set
 number), through the project's dealer over loopback TCP. Results: each agent's mean in mbb/h

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr.config import Prior
@@ -37,27 +38,44 @@ def prior_mean_of(game: KuhnGame, given: np.ndarray | None) -> np.ndarray:
 
 
 def prior_alpha(
-    game: KuhnGame, prior_mean: np.ndarray, *, epsilon: float, eta: float, prior: Prior
+    game: KuhnGame | LimitGame,
+    prior_mean: np.ndarray,
+    *,
+    epsilon: float,
+    eta: float,
+    prior: Prior,
 ) -> np.ndarray:
-    """(n, num_infosets, 2) Dirichlet parameters of each position's strategy under the prior.
+    """(n, num_infosets, num_actions) Dirichlet parameters of each position's strategy under the
+    prior, over the actions of :func:`action_mask` (0 elsewhere: illegal actions of a limit game).
 
     Informed (and typed, whose error-prone type this is): eta times the prior mean clipped to
     [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2) everywhere. Padding rows get
-    Dirichlet(1, 1); nothing reads them.
+    Dirichlet(1, ...) over their actions; nothing reads them.
     """
-    alpha = np.ones((game.num_players, game.num_infosets, 2))
+    legal = action_mask(game)
+    alpha = legal.astype(np.float64)
     for q in range(game.num_players):
         rows = game.infosets(q)
         if prior == Prior.UNINFORMED:
-            alpha[q, rows] = UNINFORMED_ALPHA
+            alpha[q, rows] = np.where(legal[q, rows], UNINFORMED_ALPHA, 0.0)
         else:
-            mean = np.clip(prior_mean[q, rows], epsilon, 1.0 - epsilon)
+            mean = np.where(
+                legal[q, rows], np.clip(prior_mean[q, rows], epsilon, 1.0 - epsilon), 0.0
+            )
             alpha[q, rows] = eta * mean / mean.sum(axis=1, keepdims=True)
     return alpha
 
 
+def action_mask(game: KuhnGame | LimitGame) -> np.ndarray:
+    """(n, num_infosets, num_actions) the actions a prior puts weight on: both actions
+    everywhere in Kuhn; the legal actions in a limit game (padding rows: call)."""
+    if isinstance(game, LimitGame):
+        return game.legal_mask
+    return np.ones((game.num_players, game.num_infosets, game.num_actions), dtype=bool)
+
+
 def create_samples(
-    game: KuhnGame,
+    game: KuhnGame | LimitGame,
     prior_mean: np.ndarray,
     *,
     k: int,
@@ -66,22 +84,28 @@ def create_samples(
     prior: Prior,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """CreateSamples (Alg 3): (n, n-1, k, num_infosets, 2) sampled strategies.
+    """CreateSamples (Alg 3): (n, n-1, k, num_infosets, num_actions) sampled strategies.
 
     Entry [p, d - 1] holds the samples of the opponent at position (p + d) mod n while we sit at p.
+    Illegal actions of a limit game have prior weight 0 and so probability 0 in every sample.
     """
-    n, num_infosets = game.num_players, game.num_infosets
+    n, num_infosets, num_actions = game.num_players, game.num_infosets, game.num_actions
     alpha = prior_alpha(game, prior_mean, epsilon=epsilon, eta=eta, prior=prior)
-    tau = np.full((n, n - 1, k, num_infosets, 2), 0.5)
+    legal = action_mask(game)
+    padding = legal / legal.sum(axis=2, keepdims=True)
+    tau = np.empty((n, n - 1, k, num_infosets, num_actions))
+    tau[:] = padding[(np.arange(n)[:, None] + np.arange(1, n)) % n][:, :, None]
     for p in range(n):
         for d in range(1, n):
             rows = game.infosets((p + d) % n)
-            draws = rng.gamma(alpha[(p + d) % n, rows], size=(k, len(rows), 2))
+            draws = rng.gamma(alpha[(p + d) % n, rows], size=(k, len(rows), num_actions))
             sums = draws.sum(axis=2, keepdims=True)
             lost = np.flatnonzero(sums == 0.0)  # both draws of a row underflowed
             if len(lost):
                 sums[sums == 0.0] = 1.0
-                draws.reshape(-1, 2)[lost] = _log_space_draws(alpha[(p + d) % n, rows], lost, rng)
+                draws.reshape(-1, num_actions)[lost] = _log_space_draws(
+                    alpha[(p + d) % n, rows], lost, rng
+                )
             tau[p, d - 1][:, rows] = draws / sums
     return tau
 
@@ -90,6 +114,9 @@ def _log_space_draws(alpha: np.ndarray, lost: np.ndarray, rng: np.random.Generat
     """Dirichlet draws (normalised) of the rows ``lost`` (flat indices into (k, rows)) whose
     Gamma draws both underflowed, with tiny ``alpha``: Gamma(a) = Gamma(a + 1) U^(1/a) in logs."""
     a = alpha[lost % len(alpha)]
-    logs = np.log(rng.gamma(a + 1.0)) + np.log(rng.random(a.shape)) / a
+    with np.errstate(divide="ignore"):  # an illegal action (a = 0) gets log 0 = -inf
+        logs = np.log(rng.gamma(a + 1.0)) + np.where(
+            a > 0, np.log(rng.random(a.shape)), -np.inf
+        ) / np.where(a > 0, a, 1.0)
     draws = np.exp(logs - logs.max(axis=1, keepdims=True))
     return draws / draws.sum(axis=1, keepdims=True)

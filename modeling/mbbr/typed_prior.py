@@ -35,12 +35,19 @@ ERROR_PRONE_PRIOR = 0.05
 class TypedPrior:
     """Posterior type weights and mixture means for the opponents of one position."""
 
-    def __init__(self, clipped: np.ndarray, support: np.ndarray) -> None:
-        """``clipped``, ``support``: (n - 1, num_infosets, 2) Dirichlet parameters of the two
-        types (support has zeros at the moves the equilibrium never makes)."""
+    def __init__(
+        self, clipped: np.ndarray, support: np.ndarray, legal: np.ndarray | None = None
+    ) -> None:
+        """``clipped``, ``support``: (n - 1, num_infosets, num_actions) Dirichlet parameters of
+        the two types (support has zeros at the moves the equilibrium never makes); ``legal``:
+        the actions that exist (a limit game's illegal actions are zero in both and are no
+        mistakes; None: every action, as in Kuhn)."""
         self.clipped = np.asarray(clipped, dtype=np.float64)
         self.support = np.asarray(support, dtype=np.float64)
+        self.legal = None if legal is None else np.asarray(legal, dtype=bool)
         self.forbidden = self.support == 0.0
+        if self.legal is not None:
+            self.forbidden &= self.legal
         self.pure = self.forbidden.any(axis=2)  # (n - 1, num_infosets)
         self.revealed = np.zeros_like(self.clipped)  # moves seen with the mover's card
         self._error_prone: list[float | None] = [None] * len(self.clipped)  # cache per offset
@@ -78,17 +85,21 @@ class TypedPrior:
             return 1.0
         rows = self.pure[d - 1]
         alpha, n = self.clipped[d - 1, rows], counts[rows]
+        with np.errstate(invalid="ignore"):
+            per_action = gammaln(alpha + n) - gammaln(alpha)
+        if self.legal is not None:  # illegal actions: gammaln(0) - gammaln(0), dropped
+            per_action[~self.legal[d - 1, rows]] = 0.0
         # log p(counts | error-prone); p(counts | in support) = 1 (its pure rows are point masses)
         log_likelihood = float(
             np.sum(gammaln(alpha.sum(axis=1)) - gammaln(alpha.sum(axis=1) + n.sum(axis=1)))
-            + np.sum(gammaln(alpha + n) - gammaln(alpha))
+            + np.sum(per_action)
         )
         odds = ERROR_PRONE_PRIOR / (1.0 - ERROR_PRONE_PRIOR) * np.exp(log_likelihood)
         return float(odds / (1.0 + odds))
 
     def mean(self, d: int, alpha: np.ndarray) -> np.ndarray:
-        """The mixture's posterior mean (num_infosets, 2), given the fitted Dirichlet ``alpha``
-        of the opponent at offset ``d`` (fitted under the clipped prior)."""
+        """The mixture's posterior mean (num_infosets, num_actions), given the fitted Dirichlet
+        ``alpha`` of the opponent at offset ``d`` (fitted under the clipped prior)."""
         error_prone = alpha / alpha.sum(axis=1, keepdims=True)
         counts = np.where(self.forbidden[d - 1], 0.0, np.maximum(alpha - self.clipped[d - 1], 0.0))
         in_support = counts + self.support[d - 1]

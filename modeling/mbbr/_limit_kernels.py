@@ -1,0 +1,227 @@
+"""Numba kernels of MBBR in limit games (see ``limit_dirichlet.py``, ``limit_samples.py`` and
+``limit_model.py``).
+
+Opponent moves are ``entry`` indices into a flattened ``(n - 1, num_infosets, 3)`` table:
+``(offset - 1) * num_infosets * 3 + infoset * 3 + action``; the three entries of a row (one
+information set) start at ``entry - entry % 3``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+NUM_ACTIONS = 3
+
+
+@njit(cache=True)
+def refresh_classes(
+    alpha0, expected, means, counts, resp, row_start, entry_start, entries, classes, added,
+    scores, own, own_row,
+):  # fmt: skip
+    """Collapsed variational Bayes steps (CVB0), one per class in ``classes``.
+
+    Class o (a distinct observation, seen ``counts[o]`` times) is explained by the assignments
+    ``row_start[o]:row_start[o + 1]``, assignment r making the moves ``entries[entry_start[r]:
+    entry_start[r + 1]]``; ``resp[r]`` is its current responsibility and ``expected`` (flat) holds
+    sum over classes of counts x responsibilities x moves, so alpha = alpha0 + expected. A step
+    gives each assignment a responsibility in proportion to the posterior predictive probability
+    of its moves given every other hand: the product of the posterior means of alpha less one
+    copy of the class's own contribution. Then it adds ``added[j]`` to the class's count, swaps
+    its contribution in ``expected`` and brings ``means`` (alpha / row sum) up to date on the rows
+    it touched. ``own`` and ``own_row`` are zeroed scratch arrays the size of ``expected`` (left
+    zeroed). Returns the largest change of any entry of ``expected``.
+    """
+    change = 0.0
+    for j in range(classes.shape[0]):
+        o = classes[j]
+        first, last = row_start[o], row_start[o + 1]
+        old = counts[o]
+        new = old + added[j]
+        if last - first == 1:  # nothing hidden: the one explanation takes the whole count
+            if added[j] != 0.0:
+                for e in range(entry_start[first], entry_start[first + 1]):
+                    expected[entries[e]] += added[j]
+                    _mean_row(alpha0, expected, means, entries[e])
+                change = max(change, abs(added[j]))
+            counts[o] = new
+            continue
+        if old > 0.0:  # one copy's own contribution, left out of its predictive
+            for r in range(first, last):
+                for e in range(entry_start[r], entry_start[r + 1]):
+                    f = entries[e]
+                    own[f] += resp[r]
+                    own_row[f - f % NUM_ACTIONS] += resp[r]
+        best = -np.inf
+        for r in range(first, last):
+            s = 0.0
+            for e in range(entry_start[r], entry_start[r + 1]):
+                f = entries[e]
+                b = f - f % NUM_ACTIONS
+                total = -own_row[b]
+                for a in range(NUM_ACTIONS):
+                    total += alpha0[b + a] + expected[b + a]
+                s += math.log(max(alpha0[f] + expected[f] - own[f], alpha0[f]))
+                s -= math.log(max(total, alpha0[b] + alpha0[b + 1] + alpha0[b + 2]))
+            scores[r - first] = s
+            best = max(best, s)
+        if old > 0.0:
+            for r in range(first, last):
+                for e in range(entry_start[r], entry_start[r + 1]):
+                    f = entries[e]
+                    own[f] = 0.0
+                    own_row[f - f % NUM_ACTIONS] = 0.0
+        norm = 0.0
+        for r in range(first, last):
+            scores[r - first] = math.exp(scores[r - first] - best)
+            norm += scores[r - first]
+        for r in range(first, last):
+            fresh = scores[r - first] / norm
+            delta = new * fresh - old * resp[r]
+            resp[r] = fresh
+            if delta != 0.0:
+                for e in range(entry_start[r], entry_start[r + 1]):
+                    expected[entries[e]] += delta
+                change = max(change, abs(delta))
+        for e in range(entry_start[first], entry_start[last]):
+            _mean_row(alpha0, expected, means, entries[e])
+        counts[o] = new
+    return change
+
+
+@njit(cache=True)
+def _mean_row(alpha0, expected, means, entry):
+    """means = alpha / (its row's sum) on the row of ``entry``."""
+    b = entry - entry % NUM_ACTIONS
+    total = 0.0
+    for a in range(NUM_ACTIONS):
+        total += alpha0[b + a] + expected[b + a]
+    for a in range(NUM_ACTIONS):
+        means[b + a] = (alpha0[b + a] + expected[b + a]) / total
+
+
+@njit(cache=True)
+def recount(expected, counts, resp, row_start, entry_start, entries):
+    """``expected`` recomputed from scratch (the sum the refresh steps keep up to date)."""
+    expected[:] = 0.0
+    for o in range(counts.shape[0]):
+        for r in range(row_start[o], row_start[o + 1]):
+            w = counts[o] * resp[r]
+            for e in range(entry_start[r], entry_start[r + 1]):
+                expected[entries[e]] += w
+
+
+@njit(cache=True)
+def sample_factors(tau, rows, offset, out):
+    """out[s, r] = prod over the moves of assignment r made by the opponent at ``offset`` (1-based)
+    of tau[s, information set, action]; ``rows`` is (m, L, 3) as ``LimitEvidence.rows``."""
+    k = tau.shape[0]
+    m, moves = rows.shape[0], rows.shape[1]
+    for s in range(k):
+        for r in range(m):
+            prob = 1.0
+            for j in range(moves):
+                if rows[r, j, 0] == offset - 1:
+                    prob *= tau[s, rows[r, j, 1], rows[r, j, 2]]
+            out[s, r] = prob
+
+
+@njit(cache=True)
+def bayes_leaf_values(tree, taus, opponents, weights, strides, player, deals, out):
+    """out[t, j]: the posterior expectation, over the joint table ``weights`` (flat, normalised;
+    combination s at sum_i s_i * strides[i]), of the opponents' reach of terminal t under deal
+    ``deals[j]``, times ``player``'s payoff there. ``taus[i]`` (k, num_infosets, 3) are the
+    samples of the opponent at position ``opponents[i]``.
+
+    One pre-order sweep carries, per depth, each opponent's reach under each of its samples for
+    every deal (a node's parent is the last node seen one level up).
+    """
+    m = opponents.shape[0]
+    k = taus.shape[1]
+    num = deals.shape[0]
+    reach = np.empty((tree.max_depth + 1, m, k, num))
+    reach[0] = 1.0
+    combos = weights.shape[0]
+    for node in range(1, tree.node_player.shape[0]):
+        parent = tree.node_parent[node]
+        depth = tree.node_depth[node]
+        q = tree.node_player[parent]
+        rnd = tree.node_round[parent]
+        base = tree.node_base[parent]
+        a = tree.node_action[node]
+        reach[depth] = reach[depth - 1]
+        for i in range(m):
+            if opponents[i] == q:
+                for s in range(k):
+                    for j in range(num):
+                        v = tree.deal_view[rnd, deals[j], q]
+                        reach[depth, i, s, j] *= taus[i, s, base + v, a]
+        t = tree.node_terminal[node]
+        if t < 0:
+            continue
+        cls, pot = tree.terminal_class[t], tree.terminal_pot[t]
+        spent = tree.terminal_spent[t, player]
+        for j in range(num):
+            total = 0.0
+            for c in range(combos):
+                w = weights[c]
+                if w == 0.0:
+                    continue
+                rest = c
+                for i in range(m):
+                    w *= reach[depth, i, rest // strides[i], j]
+                    rest = rest % strides[i]
+                total += w
+            out[t, j] = total * (tree.share[cls, deals[j], player] * pot - spent)
+
+
+@njit(cache=True)
+def best_response_to_leaf_values(tree, leaf, player, deals, choice):
+    """Backward induction of ``player`` over the deals ``deals``: leaf[t, j] is the value of
+    terminal t under deal ``deals[j]`` (others' reach and payoff folded in). Each information set
+    of the player met by these deals takes the action whose value summed over its deals is
+    largest (ties to the lower action code) and writes it to ``choice``. Returns the value.
+
+    Nodes are in pre-order, so a reverse sweep meets every child before its parent.
+    """
+    num_nodes = tree.node_player.shape[0]
+    num = deals.shape[0]
+    value = np.zeros((num_nodes, num))
+    sums = np.zeros((tree.round_views.max(), NUM_ACTIONS))
+    for node in range(num_nodes - 1, -1, -1):
+        t = tree.node_terminal[node]
+        if t >= 0:
+            for j in range(num):
+                value[node, j] = leaf[t, j]
+            continue
+        children = tree.node_children[node]
+        if tree.node_player[node] != player:
+            for a in range(NUM_ACTIONS):
+                if children[a] >= 0:
+                    for j in range(num):
+                        value[node, j] += value[children[a], j]
+            continue
+        rnd = tree.node_round[node]
+        base = tree.node_base[node]
+        views = tree.round_views[rnd]
+        sums[:views] = 0.0
+        for j in range(num):
+            v = tree.deal_view[rnd, deals[j], player]
+            for a in range(NUM_ACTIONS):
+                if children[a] >= 0:
+                    sums[v, a] += value[children[a], j]
+        for j in range(num):
+            v = tree.deal_view[rnd, deals[j], player]
+            pick = choice[base + v]
+            if pick < 0:
+                for a in range(NUM_ACTIONS):
+                    if children[a] >= 0 and (pick < 0 or sums[v, a] > sums[v, pick]):
+                        pick = a
+                choice[base + v] = pick
+            value[node, j] = value[children[pick], j]
+    total = 0.0
+    for j in range(num):
+        total += value[0, j]
+    return total

@@ -1,0 +1,192 @@
+"""The Dirichlet posterior in limit games, fitted incrementally: the cost of a hand does not grow
+with the match.
+
+The model is Kuhn's (``dirichlet.py``): a Dirichlet prior per opponent information set over its
+legal actions, the likelihood of a hand summed over the hidden cards, and a posterior
+approximated by a product of Dirichlets, alpha = alpha0 + expected action counts, each hand's
+count split over the card assignments that explain it. Two things differ from Kuhn's fit:
+
+- **The split is collapsed variational Bayes (CVB0; Asuncion, Welling, Smyth & Teh 2009).** An
+  assignment's responsibility is proportional to the posterior predictive probability of its
+  moves given every other hand: the product, over its moves, of the posterior mean with this
+  hand's own contribution left out. Kuhn's mean-field fit weighs by exp(E[log tau]) instead; in
+  Leduc that fit has several fixed points (cards of equal rank in different suits are different
+  information sets that play alike, and a hidden card's count settles on either suit) and its
+  means strayed up to 0.2 from the exact posterior's on four-hand data sets, while CVB0 stays
+  within 0.035 (tests enumerate the exact posterior) and reaches one fixed point whatever the
+  order of the hands.
+- **The fit is incremental (coordinate steps, one observation class at a time, as incremental
+  EM does).** A Leduc match sees thousands of distinct observations, so nothing is refitted over
+  all of them: each distinct observation class keeps its count and the responsibilities of its
+  assignments, and ``expected`` = sum over classes of count x responsibilities x moves is kept up
+  to date as classes change. A hand refreshes its own class (one with nothing hidden is one exact
+  conjugate count) and ``REFRESH_PER_HAND`` classes with hidden cards in round-robin order, so a
+  hand costs O(its class + a few more) however long the match, and every class is revisited as
+  it goes on. :meth:`LimitDirichletPosterior.converge` runs the steps over every class to the
+  fixed point; after 1000 hands of Leduc the incremental fit is within 0.03 (2p) of it.
+
+With every card seen this is the exact conjugate posterior at every hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from oppmodel.modeling.mbbr import _limit_kernels as kernels
+from oppmodel.modeling.mbbr.dirichlet import _Growing
+from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
+from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
+
+REFRESH_PER_HAND = 8  # classes with hidden cards revisited after each hand, round robin
+CONVERGE_SWEEPS = 500
+CONVERGE_TOLERANCE = 1e-9  # largest change of any expected count in the last sweep
+
+
+class LimitDirichletPosterior:
+    """Collapsed variational Dirichlet posterior over the strategies of the opponents of one
+    position, fitted incrementally (see the module docstring)."""
+
+    def __init__(self, alpha0: np.ndarray) -> None:
+        """``alpha0``: (n - 1, num_infosets, 3) prior parameters (0 at illegal actions),
+        opponent d - 1 at offset d."""
+        self.alpha0 = np.array(alpha0, dtype=np.float64)
+        self._alpha0 = self.alpha0.ravel()
+        self._expected = np.zeros_like(self._alpha0)
+        self._means = (self.alpha0 / self.alpha0.sum(axis=2, keepdims=True)).ravel()
+        self._own = np.zeros_like(self._alpha0)  # scratch of the kernel, kept zeroed
+        self._own_row = np.zeros_like(self._alpha0)
+        self._index: dict[object, int] = {}  # distinct observation -> its class
+        self._counts = _Growing(np.float64)  # times each class was seen
+        self._row_start = _Growing(np.int64, [0])  # its assignments: row_start[o]:row_start[o+1]
+        self._entry_start = _Growing(np.int64, [0])  # an assignment's moves, the same way
+        self._entries = _Growing(np.int64)  # flat (offset - 1, information set, action)
+        self._resp = _Growing(np.float64)  # each assignment's responsibility within its class
+        self._hidden: list[int] = []  # classes with more than one assignment
+        self._cursor = 0  # next of ``_hidden`` to refresh
+        self._scores = np.empty(1)
+        self.version = 0  # bumped by every change of alpha
+
+    @property
+    def alpha(self) -> np.ndarray:
+        """(n - 1, num_infosets, 3) the posterior's parameters, alpha0 + expected counts."""
+        return (self._alpha0 + self._expected).reshape(self.alpha0.shape)
+
+    @property
+    def num_classes(self) -> int:
+        """Distinct observations seen."""
+        return len(self._counts)
+
+    def observe(self, key: object, evidence: Callable[[], LimitEvidence]) -> tuple[bool, int]:
+        """Add one hand and update incrementally. ``key`` identifies what was seen;
+        ``evidence()`` (called the first time a key is seen) gives its assignments.
+
+        Returns (whether the hand was added, its class). A step that does not end in finite
+        parameters (not seen within the validated ranges of the prior; this is the guard) is
+        undone: the hand leaves the posterior as it was.
+        """
+        o = self._index.get(key)
+        if o is None:
+            o = self._add_class(evidence())
+            self._index[key] = o
+        classes = [o, *self._round_robin(o)]
+        saved = self._save(classes)
+        change = self._refresh(classes, [1.0] + [0.0] * (len(classes) - 1))
+        if not np.isfinite(change):
+            self._restore(classes, saved)
+            return False, o
+        self.version += 1
+        return True, o
+
+    def converge(
+        self, tolerance: float = CONVERGE_TOLERANCE, max_sweeps: int = CONVERGE_SWEEPS
+    ) -> int:
+        """Steps over every class with hidden cards until no expected count moves by more than
+        ``tolerance`` (the fixed point of the CVB0 equations); returns the sweeps made."""
+        self._recount()
+        if not self._hidden:
+            return 0
+        classes = np.array(self._hidden, dtype=np.int64)
+        sweeps = 0
+        while sweeps < max_sweeps:
+            sweeps += 1
+            if self._refresh(classes, np.zeros(len(classes))) <= tolerance:
+                break
+        self.version += 1
+        return sweeps
+
+    def mean(self, d: int) -> np.ndarray:
+        """Posterior-mean strategy (num_infosets, 3) of the opponent at offset ``d`` (a view
+        of the table kept up to date hand by hand: do not modify it)."""
+        return self._means.reshape(self.alpha0.shape)[d - 1]
+
+    def concentration(self, d: int) -> np.ndarray:
+        """Sum of alpha per information set of the opponent at offset ``d``: prior weight plus
+        expected visits."""
+        return self.alpha[d - 1].sum(axis=1)
+
+    def nbytes(self) -> int:
+        """Approximate bytes held: the arrays (at capacity) and the index of observations."""
+        tables = (self._counts, self._row_start, self._entry_start, self._entries, self._resp)
+        arrays = [self.alpha0, self._expected, self._means, self._scores]
+        arrays += [t._data for t in tables]
+        return array_bytes(arrays) + (len(self._index) + len(self._hidden)) * ENTRY_BYTES
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _add_class(self, evidence: LimitEvidence) -> int:
+        rows = evidence.rows
+        num_infosets = self.alpha0.shape[1]
+        flat = (rows[:, :, 0] * num_infosets + rows[:, :, 1]) * kernels.NUM_ACTIONS + rows[:, :, 2]
+        o = len(self._counts)
+        self._counts.append([0.0])
+        self._entries.append(flat.ravel())
+        base = len(self._entries) - flat.size
+        self._entry_start.append(base + flat.shape[1] * np.arange(1, len(flat) + 1))
+        self._row_start.append([len(self._entry_start) - 1])
+        self._resp.append(np.full(len(flat), 1.0 / len(flat)))
+        if len(flat) > 1:
+            self._hidden.append(o)
+            if len(flat) > len(self._scores):
+                self._scores = np.empty(len(flat))
+        return o
+
+    def _round_robin(self, o: int) -> list[int]:
+        picked: list[int] = []
+        for _ in range(min(REFRESH_PER_HAND, len(self._hidden))):
+            c = self._hidden[self._cursor]
+            self._cursor = (self._cursor + 1) % len(self._hidden)
+            if c != o and c not in picked:
+                picked.append(c)
+        return picked
+
+    def _refresh(self, classes, added) -> float:
+        return kernels.refresh_classes(
+            self._alpha0, self._expected, self._means, self._counts.view(), self._resp.view(),
+            self._row_start.view(), self._entry_start.view(), self._entries.view(),
+            np.asarray(classes, dtype=np.int64), np.asarray(added, dtype=np.float64),
+            self._scores, self._own, self._own_row,
+        )  # fmt: skip
+
+    def _recount(self) -> None:
+        kernels.recount(
+            self._expected, self._counts.view(), self._resp.view(), self._row_start.view(),
+            self._entry_start.view(), self._entries.view(),
+        )  # fmt: skip
+        alpha = self.alpha
+        self._means[:] = (alpha / alpha.sum(axis=2, keepdims=True)).ravel()
+
+    def _save(self, classes: list[int]) -> list[tuple[float, np.ndarray]]:
+        starts = self._row_start.view()
+        return [
+            (float(self._counts.view()[o]), self._resp.view()[starts[o] : starts[o + 1]].copy())
+            for o in classes
+        ]
+
+    def _restore(self, classes: list[int], saved: list[tuple[float, np.ndarray]]) -> None:
+        starts = self._row_start.view()
+        for o, (count, resp) in zip(classes, saved, strict=True):
+            self._counts.view()[o] = count
+            self._resp.view()[starts[o] : starts[o + 1]] = resp
+        self._recount()

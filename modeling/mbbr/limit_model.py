@@ -1,0 +1,496 @@
+"""MBBR for any compiled ACPC limit game (Leduc, Kuhn from its game file, ...): the models and the
+one factory, ``build_limit_model``.
+
+The same algorithm as Kuhn's ``model.py`` (paper 003, Alg 2-5): one posterior per our position
+over the strategies of the opponents sitting at each seat offset, fed with what our seat saw of
+each finished hand (``LimitObservation``), hidden cards summed out exactly; the default strategy
+for the first H hands, then the configured response. ``Posterior.DIRICHLET`` (the default) is
+``limit_dirichlet.py``'s incremental collapsed-variational Dirichlet posterior (with
+``Prior.TYPED``: the typed prior of ``typed_prior.py``); ``Posterior.SAMPLES`` is the paper's
+``limit_samples.py``.
+
+Responses go through the limit-game kernels. ``mean``: the best response to the opponents'
+posterior-mean models (for the Dirichlet posterior this is also the Bayesian response: the
+fitted product of Dirichlets is independent across information sets and a sequence meets each
+information set once, so the expected reach is the reach of the means).
+``bayes`` (samples): the exact best response to sum_s p(s) EU(., tau_s), from the posterior
+expectation of the opponents' joint reach of every terminal under every deal.
+
+A response is computed lazily, one hole of ours at a time: an information set's best action
+depends only on the deals that give us its hole cards, so :meth:`LimitModel.action_probabilities`
+(what an agent asks at each decision) solves the deals of that hole only (Leduc 3p: 1/8 of the
+tree's deals), and only once per change of the posterior of that position.
+
+Defaults (no profile given): the bundled solved strategy of the game (``leduc2p``, ``leduc3p``) is
+both the default strategy and the prior mean; compiled 3-player Kuhn uses N1 and N3 as
+``KuhnGame`` does; any other game plays uniformly.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+from typing import ClassVar, NamedTuple
+
+import numpy as np
+
+from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
+from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
+from oppmodel.modeling.games.acpc.betting import CALL, FOLD, NUM_ACTIONS
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES, strategy_path
+from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
+from oppmodel.modeling.games.acpc.strategy import load_profile, uniform_profile, validate_profile
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr import _limit_kernels as kernels
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
+from oppmodel.modeling.mbbr.limit_dirichlet import LimitDirichletPosterior
+from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, limit_evidence
+from oppmodel.modeling.mbbr.limit_samples import LimitSamplePosterior
+from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
+from oppmodel.modeling.mbbr.priors import create_samples, prior_alpha
+from oppmodel.modeling.mbbr.samples import MAX_JOINT_SAMPLES
+from oppmodel.modeling.mbbr.typed_prior import TypedPrior
+from oppmodel.modeling.observation import LimitObservation, validate_limit_observation
+
+MAX_CACHED_EVIDENCE = 8192  # distinct valid observations whose evidence is kept
+MAX_SAMPLE_BYTES = 1 << 29  # the sampled strategies of every (position, opponent)
+
+
+class LimitModel(abc.ABC):
+    """The posterior-independent part of MBBR in a limit game (see the module docstring); a
+    subclass implements one posterior. Build one with :func:`build_limit_model`."""
+
+    POSTERIOR: ClassVar[Posterior]
+
+    def __init__(
+        self,
+        game: LimitGame,
+        config: MBBRConfig,
+        *,
+        default_strategy: np.ndarray | None = None,
+        prior_mean: np.ndarray | None = None,
+    ) -> None:
+        config.validate()
+        if config.posterior != self.POSTERIOR:
+            raise InvalidArgumentError(
+                "posterior", f"{type(self).__name__} is the {self.POSTERIOR.value!r} posterior"
+            )
+        self._refuse_oversized(game, config)
+        self.game = game
+        self.config = config
+        self.default_strategy = _profile_or_default(game, default_strategy, "default_strategy")
+        self.prior_mean = _profile_or_default(game, prior_mean, "prior_mean")
+        self.hands_observed = 0
+        self._holes = hole_split(game)
+        self._evidence: dict[LimitObservation, LimitEvidence] = {}
+        self._profiles: dict[int, tuple[int, np.ndarray]] = {}  # p -> (version, models profile)
+        self._lazy: dict[tuple[int, Response], _LazyResponse] = {}
+        self._build_posterior()
+
+    # --- what a posterior implements -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _build_posterior(self) -> None:
+        """Set every attribute of the posterior, at the prior."""
+
+    @classmethod
+    @abc.abstractmethod
+    def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
+        """ResourceExhaustedError if the posterior's tables would exceed its limit."""
+
+    @abc.abstractmethod
+    def _update(self, p: int, obs: LimitObservation) -> None:
+        """Bayes-update the posterior of position ``p`` with a hand (validated by
+        :meth:`_evidence_of` the first time it is seen)."""
+
+    @abc.abstractmethod
+    def _version(self, p: int) -> int:
+        """A number that changes whenever the posterior of position ``p`` changes."""
+
+    @abc.abstractmethod
+    def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
+        """(posterior-mean strategy, spread) of the opponent at offset ``d`` of position ``p``."""
+
+    @abc.abstractmethod
+    def _posterior_nbytes(self) -> int:
+        """Approximate bytes of the posterior's own tables."""
+
+    def _solve_hole(self, p: int, kind: Response, h: int, choice: np.ndarray) -> float:
+        """Best actions (into ``choice``) of the information sets of position ``p`` with hole
+        ``h`` for the ``kind`` response; returns the value summed over those deals. The ``mean``
+        response here; the sample posterior adds ``bayes``."""
+        subtree = self._holes.subtrees[p][h]
+        cfv = np.zeros((self.game.num_infosets, NUM_ACTIONS))
+        own_reach = np.zeros(self.game.num_infosets)
+        return evaluation_kernels.sweep(
+            subtree, self.models_profile(p), p, True, cfv, own_reach, choice
+        )
+
+    # --- observing -------------------------------------------------------------------------------
+
+    def observe(self, obs: LimitObservation) -> None:
+        """Bayes-update the posterior of our position in ``obs`` with what that seat saw.
+        InvalidArgumentError / IllegalActionError naming the field, and nothing changed, if the
+        dealer could not have shown it."""
+        try:
+            hash(obs)  # the posteriors key their caches by the observation
+        except TypeError:
+            validate_limit_observation(self.game, obs)  # names the unhashable field
+            raise
+        self.game.check_position(obs.position)
+        self._update(obs.position, obs)
+        self.hands_observed += 1
+
+    def _evidence_of(self, obs: LimitObservation) -> LimitEvidence:
+        """The evidence of ``obs``, validating it the first time it is seen."""
+        evidence = self._evidence.get(obs)
+        if evidence is None:
+            validate_limit_observation(self.game, obs)
+            evidence = limit_evidence(self.game, obs)
+            if len(self._evidence) < MAX_CACHED_EVIDENCE:
+                self._evidence[obs] = evidence
+        return evidence
+
+    # --- models and responses --------------------------------------------------------------------
+
+    def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
+        """Posterior-mean strategy (num_infosets, 3) of an opponent while we sit at
+        ``our_position``, and the spread it rests on (samples: the effective sample size of its
+        marginal; Dirichlet: the least concentration over its information sets)."""
+        model, spread = self._opponent_model(
+            our_position, self._offset(our_position, opponent_position)
+        )
+        return model.copy(), spread
+
+    def models_profile(self, our_position: int) -> np.ndarray:
+        """The profile with every opponent replaced by its model (our row: the default strategy;
+        the array is cached: do not modify it)."""
+        self.game.check_position(our_position, "our_position")
+        version = self._version(our_position)
+        cached = self._profiles.get(our_position)
+        if cached is None or cached[0] != version:
+            profile = self.default_strategy.copy()
+            n = self.game.num_players
+            for d in range(1, n):
+                profile[(our_position + d) % n] = self._opponent_model(our_position, d)[0]
+            cached = self._profiles[our_position] = (version, profile)
+        return cached[1]
+
+    def response(
+        self, our_position: int, kind: Response | str | None = None
+    ) -> tuple[np.ndarray, float]:
+        """The ``kind`` best response (num_infosets, 3) for our position (default: the
+        configured one) and its expected value per hand."""
+        lazy = self._response_of(our_position, kind)
+        for h in range(len(lazy.values)):
+            self._ensure(our_position, lazy, h)
+        return lazy.strategy.copy(), float(lazy.values.sum()) / self.game.num_deals
+
+    def policy(self, our_position: int) -> np.ndarray:
+        """What the agent plays: the default strategy for the first H hands, then the response."""
+        if self.hands_observed < self.config.hands_default:
+            self.game.check_position(our_position, "our_position")
+            return self.default_strategy[our_position].copy()
+        return self.response(our_position)[0]
+
+    def action_probabilities(self, our_position: int, infoset: int) -> np.ndarray:
+        """What the agent plays at one information set (as :meth:`policy`, but solving only the
+        deals of that information set's hole cards, once per change of the posterior)."""
+        game = self.game
+        game.check_position(our_position, "our_position")
+        if not isinstance(infoset, (int, np.integer)) or not 0 <= infoset < len(
+            game.infosets(our_position)
+        ):
+            raise InvalidArgumentError("infoset", f"{infoset!r} is not one of position's sets")
+        if self.hands_observed < self.config.hands_default:
+            return self.default_strategy[our_position, infoset].copy()
+        lazy = self._response_of(our_position, None)
+        self._ensure(our_position, lazy, int(self._holes.hole_of_infoset[our_position][infoset]))
+        return lazy.strategy[infoset].copy()
+
+    def _response_of(self, p: int, kind: Response | str | None) -> _LazyResponse:
+        self.game.check_position(p, "our_position")
+        kind = kind or self.config.response
+        try:
+            kind = Response(kind)
+        except ValueError:
+            raise InvalidArgumentError(
+                "kind", f"must be one of {Response.names()}, got {kind!r}"
+            ) from None
+        version = self._version(p)
+        lazy = self._lazy.get((p, kind))
+        if lazy is None or lazy.version != version:
+            holes = len(self._holes.subtrees[p])
+            strategy = np.zeros((self.game.num_infosets, NUM_ACTIONS))
+            strategy[len(self.game.infosets(p)) :, CALL] = 1.0  # padding
+            lazy = _LazyResponse(kind, version, strategy, np.full(holes, np.nan))
+            self._lazy[(p, kind)] = lazy
+        return lazy
+
+    def _ensure(self, p: int, lazy: _LazyResponse, h: int) -> None:
+        if not np.isnan(lazy.values[h]):
+            return
+        choice = np.full(self.game.num_infosets, -1, dtype=np.int64)
+        lazy.values[h] = self._solve_hole(p, lazy.kind, h, choice)
+        rows = self._holes.infosets_of_hole[p][h]
+        lazy.strategy[rows] = 0.0
+        lazy.strategy[rows, choice[rows]] = 1.0
+
+    def _offset(self, our_position: int, opponent_position: int) -> int:
+        self.game.check_position(our_position, "our_position")
+        self.game.check_position(opponent_position, "opponent_position")
+        d = (opponent_position - our_position) % self.game.num_players
+        if d == 0:
+            raise InvalidArgumentError("opponent_position", "is our own position")
+        return d
+
+    def nbytes(self) -> int:
+        """Approximate bytes held: the model's arrays and caches and the posterior's tables."""
+        arrays = [self.default_strategy, self.prior_mean]
+        arrays += [profile for _, profile in self._profiles.values()]
+        arrays += [a for lazy in self._lazy.values() for a in (lazy.strategy, lazy.values)]
+        arrays += [e.rows for e in self._evidence.values()]
+        entries = len(self._evidence) + len(self._profiles) + len(self._lazy)
+        return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes()
+
+
+class _LazyResponse(NamedTuple):
+    kind: Response
+    version: int
+    strategy: np.ndarray  # (num_infosets, 3), filled hole by hole
+    values: np.ndarray  # (holes,) value summed over the hole's deals; NaN until solved
+
+
+class LimitDirichletModel(LimitModel):
+    """MBBR in a limit game with the incremental Dirichlet posterior (the default)."""
+
+    POSTERIOR = Posterior.DIRICHLET
+
+    def _build_posterior(self) -> None:
+        game, config = self.game, self.config
+        n = game.num_players
+        alpha = prior_alpha(
+            game, self.prior_mean, epsilon=config.epsilon, eta=config.eta, prior=config.prior
+        )
+        seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
+        self._dirichlet = [LimitDirichletPosterior(alpha[seats[p]]) for p in range(n)]
+        self._types: list[TypedPrior] | None = None
+        if config.prior == Prior.TYPED:
+            support = prior_alpha(
+                game, self.prior_mean, epsilon=0.0, eta=config.eta, prior=Prior.INFORMED
+            )
+            legal = game.legal_mask
+            self._types = [
+                TypedPrior(alpha[seats[p]], support[seats[p]], legal[seats[p]]) for p in range(n)
+            ]
+        self._type_versions = [0] * n
+
+    @classmethod
+    def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
+        """Nothing to refuse: the tables are sized by the game and the distinct observations."""
+
+    def _update(self, p: int, obs: LimitObservation) -> None:
+        applied, _ = self._dirichlet[p].observe(obs, lambda: self._evidence_of(obs))
+        if applied and self._types is not None:
+            evidence = self._evidence_of(obs)
+            for d_1, i, a in evidence.rows[0]:
+                if evidence.revealed[d_1]:
+                    self._types[p].observe_revealed(int(d_1) + 1, int(i), int(a))
+                    self._type_versions[p] += 1
+
+    def _version(self, p: int) -> int:
+        return self._dirichlet[p].version + self._type_versions[p]
+
+    def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
+        posterior = self._dirichlet[p]
+        rows = self.game.infosets((p + d) % self.game.num_players)
+        least_seen = float(posterior.concentration(d)[rows].min())
+        if self._types is not None:
+            return self._types[p].mean(d, posterior.alpha[d - 1]), least_seen
+        return posterior.mean(d), least_seen
+
+    def converge(self) -> None:
+        """Bring every position's fit to the fixed point of its equations (the incremental fit
+        stays near it; tests and offline analyses call this)."""
+        for posterior in self._dirichlet:
+            posterior.converge()
+
+    def _posterior_nbytes(self) -> int:
+        extra = sum(posterior.nbytes() for posterior in self._dirichlet)
+        if self._types is not None:
+            extra += sum(t.nbytes() for t in self._types)
+        return extra
+
+
+class LimitSampleModel(LimitModel):
+    """MBBR in a limit game with the paper's importance-weighted sample posterior."""
+
+    POSTERIOR = Posterior.SAMPLES
+
+    def _build_posterior(self) -> None:
+        game, config = self.game, self.config
+        self.tau = create_samples(
+            game,
+            self.prior_mean,
+            k=config.k,
+            epsilon=config.epsilon,
+            eta=config.eta,
+            prior=config.prior,
+            rng=np.random.default_rng(config.seed),
+        )
+        self._samples = [LimitSamplePosterior(self.tau[p]) for p in range(game.num_players)]
+
+    @classmethod
+    def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
+        n, k = game.num_players, config.k
+        if k ** (n - 1) > MAX_JOINT_SAMPLES:
+            raise ResourceExhaustedError(
+                f"k: {k}^{n - 1} joint samples exceed the limit of {MAX_JOINT_SAMPLES}"
+            )
+        sample_bytes = n * (n - 1) * k * game.num_infosets * NUM_ACTIONS * 8
+        if sample_bytes > MAX_SAMPLE_BYTES:
+            raise ResourceExhaustedError(
+                f"k: {k} samples of every opponent need {sample_bytes:,} bytes in {game.name}, "
+                f"above the limit of {MAX_SAMPLE_BYTES:,}"
+            )
+
+    def _update(self, p: int, obs: LimitObservation) -> None:
+        self._samples[p].observe(self._evidence_of(obs))
+
+    def _version(self, p: int) -> int:
+        return self._samples[p].version
+
+    def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
+        marginal = self._samples[p].marginals[d - 1]
+        return self._samples[p].mean(d), float(1.0 / np.dot(marginal, marginal))
+
+    def posterior(self, our_position: int) -> np.ndarray:
+        """The normalised joint posterior over sample combinations for our position."""
+        self.game.check_position(our_position, "our_position")
+        return self._samples[our_position].posterior()
+
+    def effective_sample_size(self, our_position: int) -> float:
+        """1 / sum p(s)^2 of the joint posterior for our position."""
+        self.game.check_position(our_position, "our_position")
+        return self._samples[our_position].effective_sample_size()
+
+    def _solve_hole(self, p: int, kind: Response, h: int, choice: np.ndarray) -> float:
+        if kind == Response.MEAN:
+            return super()._solve_hole(p, kind, h, choice)
+        game, n = self.game, self.game.num_players
+        deals = self._holes.deals_of_hole[p][h]
+        weights = self._samples[p].posterior().ravel()
+        k = self.config.k
+        strides = np.array([k ** (n - 2 - i) for i in range(n - 1)], dtype=np.int64)
+        opponents = np.array([(p + d) % n for d in range(1, n)], dtype=np.int64)
+        leaf = np.empty((game.num_terminals, len(deals)))
+        kernels.bayes_leaf_values(
+            game.tree, self.tau[p], opponents, weights, strides, p, deals, leaf
+        )
+        return kernels.best_response_to_leaf_values(game.tree, leaf, p, deals, choice)
+
+    def _posterior_nbytes(self) -> int:
+        arrays = [self.tau]
+        for s in self._samples:
+            arrays += [s.weights, *s.marginals]
+        return array_bytes(arrays)
+
+
+MODEL_CLASSES: dict[Posterior, type[LimitModel]] = {
+    Posterior.DIRICHLET: LimitDirichletModel,
+    Posterior.SAMPLES: LimitSampleModel,
+}
+
+
+def build_limit_model(
+    game: LimitGame,
+    config: MBBRConfig | None = None,
+    *,
+    default_strategy: np.ndarray | None = None,
+    prior_mean: np.ndarray | None = None,
+) -> LimitModel:
+    """A fresh MBBR model of ``config`` (default ``MBBRConfig()``) for a compiled limit game, of
+    the class of its posterior. ``default_strategy`` and ``prior_mean`` are profiles
+    (n, num_infosets, 3), e.g. read from strategy files with ``acpc.strategy.load_profile``; None
+    gives :func:`default_profile`. InvalidArgumentError names a bad field; ResourceExhaustedError
+    refuses tables beyond the posterior's limit."""
+    config = config or MBBRConfig()
+    config.validate()
+    return MODEL_CLASSES[config.posterior](
+        game, config, default_strategy=default_strategy, prior_mean=prior_mean
+    )
+
+
+def default_profile(game: LimitGame, role: str) -> np.ndarray:
+    """The default strategy (``role="default_strategy"``) or prior mean (``"prior_mean"``) of a
+    game: its bundled solved strategy, N1 / N3 in compiled 3-player Kuhn, else uniform play."""
+    if game.name in BUNDLED_STRATEGIES:
+        return load_profile(game, strategy_path(game.name))
+    if game.name == "kuhn3p":
+        return kuhn_profile_on(game, robust_profile("N1" if role == "default_strategy" else "N3"))
+    return uniform_profile(game)
+
+
+def kuhn_profile_on(game: LimitGame, kuhn_profile: np.ndarray) -> np.ndarray:
+    """A ``KuhnGame`` profile (pass/bet) on the same Kuhn game compiled from its ACPC file
+    (fold/call/raise): pass is check or fold, bet is bet or call."""
+    kuhn = kuhn_game(game.num_players)
+    out = uniform_profile(game)
+    for p in range(game.num_players):
+        for i in game.infosets(p):
+            view, betting = game.infoset_string(p, i).split(":")
+            card = game.deck.index(view)
+            pass_, bet = kuhn_profile[p, kuhn.infoset_index(p, card, kuhn.acpc_to_history(betting))]
+            facing = bool(game.legal_mask[p, i, FOLD])
+            out[p, i] = [pass_, bet, 0.0] if facing else [0.0, pass_, bet]
+    return validate_profile(game, out)
+
+
+def _profile_or_default(game: LimitGame, given: np.ndarray | None, field: str) -> np.ndarray:
+    if given is None:
+        return default_profile(game, field)
+    return validate_profile(game, given, field)
+
+
+class HoleSplit(NamedTuple):
+    """A game's deals and information sets grouped by one position's hole cards."""
+
+    hole_of_infoset: tuple[np.ndarray, ...]  # position -> (I_p,) hole (round-0 view) of each set
+    infosets_of_hole: tuple[tuple[np.ndarray, ...], ...]  # position -> hole -> its sets
+    deals_of_hole: tuple[tuple[np.ndarray, ...], ...]  # position -> hole -> its deals
+    subtrees: tuple[tuple[LimitTree, ...], ...]  # position -> hole -> tree over its deals
+
+
+@functools.cache  # per game object: compiled games are cached and immutable
+def hole_split(game: LimitGame) -> HoleSplit:
+    """Per position, the deals and the information sets of each of its hole cards, and the tree
+    restricted to those deals (the evaluation kernels take it as they take the whole tree)."""
+    tree = game.tree
+    hole_of_view = []
+    for r in range(game.num_rounds):
+        mapping = np.full(int(tree.round_views[r]), -1, dtype=np.int64)
+        mapping[tree.deal_view[r].ravel()] = tree.deal_view[0].ravel()
+        hole_of_view.append(mapping)
+    of_infoset, infosets, deals, subtrees = [], [], [], []
+    for p in range(game.num_players):
+        rounds = tree.node_round[game.infoset_node[p]]
+        holes = np.array(
+            [hole_of_view[r][v] for r, v in zip(rounds, game.infoset_view[p], strict=True)],
+            dtype=np.int64,
+        )
+        count = int(tree.deal_view[0, :, p].max()) + 1
+        of_infoset.append(holes)
+        infosets.append(tuple(np.flatnonzero(holes == h) for h in range(count)))
+        by_hole = tuple(np.flatnonzero(tree.deal_view[0, :, p] == h) for h in range(count))
+        deals.append(by_hole)
+        subtrees.append(
+            tuple(
+                tree._replace(
+                    deal_view=np.ascontiguousarray(tree.deal_view[:, d]),
+                    share=np.ascontiguousarray(tree.share[:, d]),
+                )
+                for d in by_hole
+            )
+        )
+    return HoleSplit(tuple(of_infoset), tuple(infosets), tuple(deals), tuple(subtrees))

@@ -1,0 +1,69 @@
+"""The paper's sample posterior in limit games (Ganzfried, Wang & Chiswick 2024, Alg 3-5): k
+sampled strategies per (our position, opponent), one joint table of k^(n-1) weights per our
+position, Bayes-updated with the probability of exactly what was seen, hidden cards summed out.
+
+As in Kuhn (``samples.py``): z(s) = sum over assignments c of prod_j f_j(s_j, c), where f_j is the
+probability of opponent j's moves under its sample s_j and the cards c gives it; our own action
+probabilities cancel. Weights stay normalised in linear space and floored at ``WEIGHT_FLOOR`` of
+the total, and a hand less probable than ``MIN_EVIDENCE`` under the posterior leaves it as it was.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from oppmodel.modeling.mbbr import _limit_kernels as kernels
+from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
+from oppmodel.modeling.mbbr.samples import WEIGHT_FLOOR, _explained
+
+
+class LimitSamplePosterior:
+    """Importance weights over the joint samples of the opponents of one position."""
+
+    def __init__(self, tau: np.ndarray) -> None:
+        """``tau``: (n - 1, k, num_infosets, 3) sampled strategies, opponent d - 1 at offset d."""
+        self.tau = tau
+        m, k = tau.shape[0], tau.shape[1]
+        self.weights = np.full((k,) * m, 1.0 / k**m)  # unnormalised; ``scale`` = 1 / total
+        self.scale = 1.0
+        self.marginals = [np.full(k, 1.0 / k) for _ in range(m)]
+        self.version = 0
+        letters = string.ascii_letters
+        # z = sum_r prod_j F_j[s_j, r]: "ar,br->ab" for two opponents
+        self._einsum = ",".join(f"{letters[j]}z" for j in range(m)) + "->" + letters[:m]
+
+    def observe(self, evidence: LimitEvidence) -> bool:
+        """Multiply every combination's weight by the likelihood of ``evidence``; returns whether
+        the hand was explained (else the table is left as it was)."""
+        m, k = self.tau.shape[0], self.tau.shape[1]
+        factors = []
+        for d in range(1, m + 1):
+            out = np.empty((k, len(evidence.rows)))
+            kernels.sample_factors(self.tau[d - 1], evidence.rows, d, out)
+            factors.append(out)
+        z = np.einsum(self._einsum, *factors)
+        w = np.maximum(self.weights * self.scale, WEIGHT_FLOOR) * z
+        total = float(w.sum())
+        if not _explained(total):
+            return False
+        self.weights = w
+        self.scale = 1.0 / total
+        axes = range(m)
+        self.marginals = [w.sum(axis=tuple(a for a in axes if a != j)) / total for j in axes]
+        self.version += 1
+        return True
+
+    def posterior(self) -> np.ndarray:
+        """The normalised joint table."""
+        return self.weights / self.weights.sum()
+
+    def effective_sample_size(self) -> float:
+        """1 / sum p(s)^2 of the joint table."""
+        p = self.posterior()
+        return float(1.0 / np.sum(p * p))
+
+    def mean(self, d: int) -> np.ndarray:
+        """Posterior-mean strategy (Alg 5) of the opponent at offset ``d``."""
+        return np.tensordot(self.marginals[d - 1], self.tau[d - 1], axes=1)

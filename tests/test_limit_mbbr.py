@@ -1,0 +1,451 @@
+"""MBBR in limit games (Leduc; Kuhn compiled from its game file) against brute-force oracles:
+the sample posterior and the Bayesian response by enumeration of sample combinations and deals,
+the Dirichlet posterior against the conjugate update, its fixed-point equations and the exact
+posterior mean, the lazy per-hole response against the evaluation's best response."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import limit_mbbr_oracle as oracle
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.evaluation import kuhn as kuhn_evaluation
+from oppmodel.modeling.evaluation import limit as limit_evaluation
+from oppmodel.modeling.games.acpc.bundled import strategy_path
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.strategy import load_profile
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.limit_model import build_limit_model, kuhn_profile_on
+from oppmodel.modeling.observation import LimitObservation, observe_limit_hand
+
+LEDUC2P = functools.partial(limit_game, "leduc2p")
+
+# (betting, deal) of each kind of finished 2p Leduc hand; deals index game.deal_cards
+HANDS_2P = [
+    ("rf", 3),  # a round-0 fold: nothing shown, no board
+    ("crf", 17),
+    ("cc/rf", 40),  # a round-1 fold: the board is seen, the hole cards are not
+    ("rc/crc", 55),  # showdown
+    ("cc/cc", 80),
+    ("rrc/rrf", 101),
+    ("crrf", 7),
+    ("rc/rrc", 64),
+]
+
+
+def hands_2p(game, positions=(0, 1)) -> list[LimitObservation]:
+    terminal_of = {game.bettings[t]: int(game.tree.node_terminal[t]) for t in range(game.num_nodes)}
+    return [
+        observe_limit_hand(game, positions[h % len(positions)], deal, terminal_of[betting])
+        for h, (betting, deal) in enumerate(HANDS_2P)
+    ]
+
+
+def random_hands(game, count: int, seed: int, profile=None, positions=None):
+    """Hands played by ``profile`` (default: the game's bundled or uniform profile)."""
+    rng = np.random.default_rng(seed)
+    tree, n = game.tree, game.num_players
+    profile = limit_evaluation.validate_profile(game, profile) if profile is not None else None
+    out = []
+    for h in range(count):
+        deal = int(rng.integers(game.num_deals))
+        node = 0
+        while tree.node_player[node] >= 0:
+            q = tree.node_player[node]
+            infoset = tree.node_base[node] + tree.deal_view[tree.node_round[node], deal, q]
+            probs = (
+                profile[q, infoset] if profile is not None else game.legal_mask[q, infoset] / 1.0
+            )
+            probs = probs / probs.sum()
+            node = tree.node_children[node, rng.choice(3, p=probs)]
+        position = positions[h % len(positions)] if positions else h % n
+        out.append(observe_limit_hand(game, position, deal, int(tree.node_terminal[node])))
+    return out
+
+
+# --- the sample posterior ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prior", ["informed", "uninformed"])
+def test_sample_posterior_equals_brute_force_leduc2p(prior):
+    game = LEDUC2P()
+    model = build_limit_model(game, MBBRConfig(posterior="samples", k=4, seed=3, prior=prior))
+    observations = hands_2p(game) + random_hands(game, 16, seed=1)
+    for obs in observations:
+        model.observe(obs)
+    for p in range(2):
+        expected = oracle.sample_posterior(game, model.tau[p], observations, p)
+        np.testing.assert_allclose(model.posterior(p), expected, rtol=0, atol=1e-12)
+
+
+def test_sample_posterior_equals_brute_force_leduc3p():
+    game = limit_game("leduc3p")
+    model = build_limit_model(game, MBBRConfig(posterior="samples", k=3, seed=4))
+    observations = random_hands(game, 9, seed=2)
+    kinds = {sum(c is None for c in o.hole) for o in observations}
+    assert kinds >= {0, 2}  # showdowns and hands won by folds
+    for obs in observations:
+        model.observe(obs)
+    for p in range(3):
+        expected = oracle.sample_posterior(game, model.tau[p], observations, p)
+        np.testing.assert_allclose(model.posterior(p), expected, rtol=0, atol=1e-12)
+
+
+def test_samples_give_illegal_actions_no_weight():
+    game = LEDUC2P()
+    model = build_limit_model(game, MBBRConfig(posterior="samples", k=5, seed=0))
+    legal = game.legal_mask
+    for p, d in itertools.product(range(2), range(1)):
+        q = (p + d + 1) % 2
+        rows = list(game.infosets(q))
+        tau = model.tau[p, d][:, rows]
+        assert np.all(tau[:, ~legal[q, rows]] == 0.0)
+        np.testing.assert_allclose(tau.sum(axis=2), 1.0)
+
+
+def _assert_best_response(game, p, strategy, value, leaf):
+    sums, oracle_value = oracle.best_response(game, p, leaf)
+    assert value == pytest.approx(oracle_value, abs=1e-12)
+    for i, total in sums.items():
+        chosen = int(np.argmax(strategy[i]))
+        assert strategy[i, chosen] == 1.0
+        assert total[chosen] >= total.max() - 1e-12, game.infoset_string(p, i)
+
+
+def test_bayes_response_equals_brute_force_leduc2p():
+    game = LEDUC2P()
+    model = build_limit_model(game, MBBRConfig(posterior="samples", k=4, seed=5))
+    for obs in hands_2p(game) + random_hands(game, 10, seed=3):
+        model.observe(obs)
+    for p in range(2):
+        posterior = model.posterior(p)
+        q = 1 - p
+
+        def leaf(betting, deal, p=p, q=q, posterior=posterior):
+            reach = sum(
+                posterior[s]
+                * oracle.reach_of_opponents(game, p, betting, deal, {q: model.tau[p, 0, s]})
+                for s in range(model.config.k)
+            )
+            return reach * oracle.payoff(game, p, betting, deal)
+
+        strategy, value = model.response(p, "bayes")
+        _assert_best_response(game, p, strategy, value, leaf)
+
+
+def test_mean_response_equals_brute_force_leduc2p():
+    game = LEDUC2P()
+    model = build_limit_model(game, MBBRConfig(hands_default=0))
+    for obs in random_hands(game, 40, seed=4):
+        model.observe(obs)
+    for p in range(2):
+        profile = model.models_profile(p)
+
+        def leaf(betting, deal, p=p, profile=profile):
+            reach = oracle.reach_of_opponents(game, p, betting, deal, profile)
+            return reach * oracle.payoff(game, p, betting, deal)
+
+        strategy, value = model.response(p)
+        _assert_best_response(game, p, strategy, value, leaf)
+
+
+@pytest.mark.parametrize("name", ["kuhn3p", "leduc2p", "leduc3p"])
+def test_lazy_per_hole_response_is_the_full_best_response(name):
+    """Solving hole by hole gives exactly the evaluation's best response to the models."""
+    game = limit_game(name)
+    model = build_limit_model(game, MBBRConfig(hands_default=0))
+    for obs in random_hands(game, 30, seed=5):
+        model.observe(obs)
+    for p in range(game.num_players):
+        lazy = [model.action_probabilities(p, i) for i in game.infosets(p)]
+        strategy, value = model.response(p)
+        full, full_value = limit_evaluation.best_response(game, model.models_profile(p), p)
+        np.testing.assert_array_equal(strategy, full)
+        np.testing.assert_array_equal(np.array(lazy), full[: len(lazy)])
+        assert value == pytest.approx(full_value, abs=1e-12)
+
+
+def test_bayes_is_mean_with_one_sample_and_for_the_dirichlet_posterior():
+    game = LEDUC2P()
+    observations = random_hands(game, 30, seed=6)
+    for config in (MBBRConfig(posterior="samples", k=1), MBBRConfig()):
+        model = build_limit_model(game, config)
+        for obs in observations:
+            model.observe(obs)
+        for p in range(2):
+            bayes, bayes_value = model.response(p, "bayes")
+            mean, mean_value = model.response(p, "mean")
+            np.testing.assert_array_equal(bayes, mean)
+            assert bayes_value == pytest.approx(mean_value, abs=1e-12)
+
+
+# --- the Dirichlet posterior ------------------------------------------------------------------
+
+
+def dirichlet(game, **kwargs):
+    return build_limit_model(game, MBBRConfig(hands_default=0, **kwargs))
+
+
+def test_fully_observed_hands_give_the_conjugate_posterior_exactly():
+    game = limit_game("leduc3p")
+    hands = [o for o in random_hands(game, 400, seed=7, positions=[1]) if None not in o.hole]
+    assert len(hands) > 30
+    model = dirichlet(game)
+    posterior = model._dirichlet[1]
+    counts = np.zeros_like(posterior.alpha0)
+    for obs in hands:
+        model.observe(obs)
+        for d_1, infoset, action in oracle.opponent_moves(
+            game, obs, oracle.consistent(game, obs)[0]
+        ):
+            counts[d_1, infoset, action] += 1
+    np.testing.assert_allclose(posterior.alpha, posterior.alpha0 + counts, rtol=0, atol=1e-9)
+
+
+def check_the_classes(game, posterior, hands, *, fixed_point: bool) -> None:
+    """alpha = alpha0 + sum over distinct observations of count x responsibilities x moves, the
+    moves enumerated by the oracle; with ``fixed_point``, every class's responsibilities solve
+    the CVB0 equations: proportional to the product over its moves of alpha less one copy of the
+    class's own contribution, divided by the row total less the same."""
+    distinct = list(dict.fromkeys(hands))  # the posterior numbers classes in first-seen order
+    counts = [hands.count(obs) for obs in distinct]
+    starts = posterior._row_start.view()
+    resp = [posterior._resp.view()[starts[o] : starts[o + 1]] for o in range(len(distinct))]
+    options = [oracle.assignments(game, obs) for obs in distinct]
+    expected = np.zeros_like(posterior.alpha0)
+    for count, weights, explanations in zip(counts, resp, options, strict=True):
+        for weight, moves in zip(weights, explanations, strict=True):
+            for m in moves:
+                expected[m] += count * weight
+    alpha = posterior.alpha
+    np.testing.assert_allclose(alpha, posterior.alpha0 + expected, rtol=0, atol=1e-9)
+    if not fixed_point:
+        return
+    for weights, explanations in zip(resp, options, strict=True):
+        if len(explanations) == 1:
+            continue
+        own = np.zeros_like(alpha)
+        for weight, moves in zip(weights, explanations, strict=True):
+            for m in moves:
+                own[m] += weight
+        rest = alpha - own
+        predictive = rest / rest.sum(axis=2, keepdims=True)
+        scores = np.array([np.prod([predictive[m] for m in moves]) for moves in explanations])
+        np.testing.assert_allclose(weights, scores / scores.sum(), rtol=0, atol=1e-6)
+
+
+def test_every_hand_counts_through_its_class():
+    game = limit_game("leduc3p")
+    hands = random_hands(game, 150, seed=8, positions=[2])
+    model = dirichlet(game)
+    for obs in hands:
+        model.observe(obs)
+    check_the_classes(game, model._dirichlet[2], hands, fixed_point=False)
+
+
+def test_converged_fit_solves_the_cvb0_equations():
+    game = LEDUC2P()
+    model = dirichlet(game)
+    hands = random_hands(game, 300, seed=8, positions=[0])
+    assert sum(None in o.hole for o in hands) > 100
+    for obs in hands:
+        model.observe(obs)
+    model.converge()
+    check_the_classes(game, model._dirichlet[0], hands, fixed_point=True)
+
+
+def test_the_order_of_the_hands_does_not_matter_once_converged():
+    game = LEDUC2P()
+    hands = random_hands(game, 300, seed=10, positions=[1])
+    forward, backward = dirichlet(game), dirichlet(game)
+    for obs in hands:
+        forward.observe(obs)
+    for obs in reversed(hands):
+        backward.observe(obs)
+    forward.converge()
+    backward.converge()
+    np.testing.assert_allclose(
+        forward._dirichlet[1].alpha, backward._dirichlet[1].alpha, rtol=0, atol=1e-6
+    )
+
+
+def test_the_incremental_fit_stays_near_its_fixed_point():
+    """Hand by hand the fit refreshes only a few classes; solving the mean-field equations from
+    where it stands after 1000 hands moves no model by much, and a best response to the
+    incremental models loses next to nothing against the solved ones."""
+    game = LEDUC2P()
+    model = dirichlet(game)
+    for obs in random_hands(game, 1000, seed=9, positions=[0]):
+        model.observe(obs)
+    incremental = model.models_profile(0).copy()
+    response, _ = model.response(0)
+    model.converge()
+    converged = model.models_profile(0)
+    assert np.abs(incremental - converged).max() < 0.03
+    _, best = limit_evaluation.best_response(game, converged, 0)
+    played = converged.copy()
+    played[0] = response
+    assert best - limit_evaluation.expected_values(game, played)[0] < 1e-3
+
+
+def test_expected_counts_are_the_sum_of_the_classes():
+    """The sufficient statistics kept up to date hand by hand equal their sum from scratch."""
+    game = limit_game("leduc3p")
+    model = dirichlet(game)
+    for obs in random_hands(game, 500, seed=11):
+        model.observe(obs)
+    for posterior in model._dirichlet:
+        kept = posterior._expected.copy()
+        posterior._recount()
+        np.testing.assert_allclose(kept, posterior._expected, rtol=0, atol=1e-9)
+        alpha = posterior.alpha
+        np.testing.assert_allclose(
+            posterior._means.reshape(alpha.shape), alpha / alpha.sum(axis=2, keepdims=True)
+        )
+
+
+def exact_posterior_mean(game, alpha0, hands) -> np.ndarray:
+    """E[tau | hands] under the product-Dirichlet prior, every joint assignment enumerated."""
+    legal = alpha0 > 0
+    options = [oracle.assignments(game, obs) for obs in hands]
+
+    def log_beta(a):
+        return np.where(legal, gammaln(np.where(legal, a, 1.0)), 0.0).sum(axis=2) - gammaln(
+            a.sum(axis=2)
+        )
+
+    log_weights, means = [], []
+    for choice in itertools.product(*options):
+        counts = np.zeros_like(alpha0)
+        for moves in choice:
+            for m in moves:
+                counts[m] += 1
+        post = alpha0 + counts
+        log_weights.append(float(np.sum(log_beta(post) - log_beta(alpha0))))
+        means.append(post / post.sum(axis=2, keepdims=True))
+    w = np.exp(np.array(log_weights) - max(log_weights))
+    return np.tensordot(w / w.sum(), np.array(means), axes=1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_close_to_the_exact_posterior_mean_with_hidden_cards(seed):
+    game = LEDUC2P()
+    pool = random_hands(game, 60, seed=20 + seed, positions=[0])
+    hands = [o for o in pool if None in o.hole][:4]
+    model = dirichlet(game)
+    for obs in hands:
+        model.observe(obs)
+    posterior = model._dirichlet[0]
+    exact = exact_posterior_mean(game, posterior.alpha0, hands)
+    incremental = posterior.mean(1).copy()
+    model.converge()
+    assert np.abs(posterior.mean(1) - exact[0]).max() < 0.035  # Kuhn's fit: up to 0.2 here
+    assert np.abs(incremental - exact[0]).max() < 0.035
+
+
+def test_typed_prior_in_leduc_weighs_revealed_moves_only():
+    game = LEDUC2P()
+    model = dirichlet(game, prior="typed")
+    for obs in random_hands(game, 200, seed=12):
+        model.observe(obs)
+    for p in range(2):
+        strategy, _ = model.opponent_model(p, 1 - p)
+        rows = list(game.infosets(1 - p))
+        assert np.all(np.isfinite(strategy))
+        np.testing.assert_allclose(strategy[rows].sum(axis=1), 1.0)
+        assert np.all(strategy[rows][~game.legal_mask[1 - p, rows]] == 0.0)
+    # the uniform players of random_hands make the bundled strategy's never-made moves
+    assert model._types[0].error_prone(1) == 1.0
+
+
+# --- defaults, validation, the default phase ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["leduc2p", "leduc3p"])
+def test_leduc_defaults_are_the_bundled_cfr_strategy(name):
+    game = limit_game(name)
+    model = build_limit_model(game)
+    bundled = load_profile(game, strategy_path(name))
+    np.testing.assert_array_equal(model.default_strategy, bundled)
+    np.testing.assert_array_equal(model.prior_mean, bundled)
+
+
+def test_compiled_kuhn_defaults_are_n1_and_n3():
+    game = limit_game("kuhn3p")
+    model = build_limit_model(game)
+    for role, name in (("default_strategy", "N1"), ("prior_mean", "N3")):
+        ours = limit_evaluation.expected_values(game, getattr(model, role))
+        kuhn = kuhn_evaluation.expected_values(kuhn_game(3), robust_profile(name))
+        np.testing.assert_allclose(ours, kuhn, rtol=0, atol=1e-12)
+
+
+def test_kuhn_profiles_map_onto_the_compiled_game():
+    game, kuhn = limit_game("kuhn3p"), kuhn_game(3)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        profile = rng.dirichlet([1, 1], size=(3, kuhn.num_infosets))
+        mapped = kuhn_profile_on(game, profile)
+        np.testing.assert_allclose(
+            limit_evaluation.expected_values(game, mapped),
+            kuhn_evaluation.expected_values(kuhn, profile),
+            rtol=0,
+            atol=1e-12,
+        )
+
+
+@pytest.mark.parametrize(
+    ("obs", "field", "error"),
+    [
+        (LimitObservation(2, "rf", ("Ks", None), ("",)), "position", InvalidArgumentError),
+        (LimitObservation(0, "r", ("Ks", None), ("",)), "betting", IllegalActionError),
+        (LimitObservation(0, "rf", ("Ks", "Qs"), ("",)), "hole[1]", InvalidArgumentError),
+        (LimitObservation(0, "rc/cc", ("Ks", None), ("", "Qs")), "hole[1]", InvalidArgumentError),
+    ],
+)
+@pytest.mark.parametrize("posterior", ["dirichlet", "samples"])
+def test_a_bad_observation_names_the_field_and_changes_nothing(obs, field, error, posterior):
+    game = LEDUC2P()
+    model = build_limit_model(game, MBBRConfig(posterior=posterior, hands_default=0))
+    for good in hands_2p(game):
+        model.observe(good)
+    before = [model.response(p)[0] for p in range(2)]
+    models = [model.opponent_model(p, 1 - p)[0] for p in range(2)]
+    with pytest.raises(error) as err:
+        model.observe(obs)
+    assert err.value.field == field
+    assert model.hands_observed == len(HANDS_2P)
+    for p in range(2):
+        np.testing.assert_array_equal(model.response(p)[0], before[p])
+        np.testing.assert_array_equal(model.opponent_model(p, 1 - p)[0], models[p])
+
+
+def test_policy_is_the_default_for_the_first_h_hands():
+    game = LEDUC2P()
+    model = build_limit_model(game, MBBRConfig(hands_default=3))
+    hands = hands_2p(game)
+    for obs in hands[:3]:
+        np.testing.assert_array_equal(model.policy(0), model.default_strategy[0])
+        np.testing.assert_array_equal(
+            model.action_probabilities(1, 5), model.default_strategy[1, 5]
+        )
+        model.observe(obs)
+    np.testing.assert_array_equal(model.policy(0), model.response(0)[0])
+    np.testing.assert_array_equal(model.action_probabilities(1, 5), model.response(1)[0][5])
+
+
+def test_same_seed_same_posterior():
+    game = limit_game("leduc3p")
+    hands = random_hands(game, 60, seed=13)
+    models = [build_limit_model(game, MBBRConfig(posterior="samples", k=3, seed=9)) for _ in "ab"]
+    for model in models:
+        for obs in hands:
+            model.observe(obs)
+    for p in range(3):
+        np.testing.assert_array_equal(models[0].posterior(p), models[1].posterior(p))

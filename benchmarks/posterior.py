@@ -1,14 +1,24 @@
 """Benchmark: MBBR's full hand cycle (posterior update, opponent models, response) on one core.
 
-For each k the agent observes a stream of seeded random 3p Kuhn hands and computes its policy for
-the next hand (so the response is recomputed every hand), with the paper's ``mean`` response and the
-exact ``bayes`` response. Figures are medians over repeats, in hands per second. The ``update only``
-figure and a bare streaming pass over the same three k x k tables (read and write every weight once,
-the memory-traffic floor of any dense update) say how close the update gets to the memory bound.
-The last row is the Dirichlet posterior over a 3000-hand stream (informed and typed prior), and
-its ratio to k = 10 samples.
+Kuhn (no ``--game``): for each k the agent observes a stream of seeded random 3p Kuhn hands and
+computes its policy for the next hand (so the response is recomputed every hand), with the paper's
+``mean`` response and the exact ``bayes`` response. Figures are medians over repeats, in hands per
+second. The ``update only`` figure and a bare streaming pass over the same three k x k tables (read
+and write every weight once, the memory-traffic floor of any dense update) say how close the update
+gets to the memory bound. The last row is the Dirichlet posterior over a 3000-hand stream (informed
+and typed prior), and its ratio to k = 10 samples.
+
+Any limit game (``--game kuhn3p|leduc2p|leduc3p|FILE``): the Dirichlet posterior of
+``limit_model.build_limit_model`` over a whole 3000-hand stream of seeded random hands (random deal,
+random finished betting, seen from the rotating position), so that a per-hand cost that grows with
+the match shows in the average. Each hand is observed, then the response is asked as the agent
+asks it: the action probabilities of an information set of the next hand's position and hole
+cards (solving that hole's deals once). Beside it, in the same run: the same cycle with the whole
+response table every hand, and Kuhn's own path (``model.build_model`` on ``KuhnGame``, its policy
+every hand) on the same 3p Kuhn hands, whose hands/s the ratio divides by.
 
     python benchmarks/posterior.py [--quick] [--json]
+    python benchmarks/posterior.py --game leduc3p [--hands 3000] [--repeats 5] [--json]
 """
 
 from __future__ import annotations
@@ -26,12 +36,21 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
+from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.limit_model import build_limit_model, hole_split  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
-from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
+from oppmodel.modeling.observation import (  # noqa: E402
+    HandObservation,
+    LimitObservation,
+    observe_hand,
+    observe_limit_hand,
+)
 
 GOALS = {100: 5000.0, 1000: 300.0}  # hands/s for the full cycle, from the issue
+LIMIT_GOALS = {"kuhn3p": 10_000.0, "leduc2p": 2_000.0, "leduc3p": 500.0}  # Dirichlet, issue 15
 
 
 def random_hands(count: int, seed: int) -> list[HandObservation]:
@@ -74,6 +93,80 @@ def cycle_rate(
     return len(hands) / (time.perf_counter() - start)
 
 
+def limit_hands(game: LimitGame, count: int, seed: int) -> list[tuple[LimitObservation, int]]:
+    """(observation, the next hand's information set to ask about) of seeded random hands: a
+    random deal and finished betting, seen from position h mod n; the information set is one
+    of position (h + 1) mod n holding the next hand's hole cards."""
+    rng = np.random.default_rng(seed)
+    n, split = game.num_players, hole_split(game)
+    deals = rng.integers(game.num_deals, size=count + 1)
+    terminals = rng.integers(game.num_terminals, size=count + 1)
+    out = []
+    for h in range(count):
+        obs = observe_limit_hand(game, h % n, int(deals[h]), int(terminals[h]))
+        p = (h + 1) % n
+        hole = int(game.tree.deal_view[0, deals[h + 1], p])
+        out.append((obs, int(split.infosets_of_hole[p][hole][0])))
+    return out
+
+
+def limit_cycle_rate(game: LimitGame, hands: list[tuple[LimitObservation, int]], *, lazy: bool):
+    """Hands per second of the Dirichlet cycle: observe, then the response for the next hand
+    (``lazy``: as the agent asks it, one hole; else the whole table)."""
+    model = build_limit_model(game, MBBRConfig(hands_default=0))
+    n = game.num_players
+    for h, (obs, infoset) in enumerate(hands[:5]):  # warm the JIT
+        model.observe(obs)
+        model.action_probabilities((h + 1) % n, infoset)
+        model.policy((h + 1) % n)
+    model = build_limit_model(game, MBBRConfig(hands_default=0))
+    start = time.perf_counter()
+    if lazy:
+        for h, (obs, infoset) in enumerate(hands):
+            model.observe(obs)
+            model.action_probabilities((h + 1) % n, infoset)
+    else:
+        for h, (obs, _) in enumerate(hands):
+            model.observe(obs)
+            model.policy((h + 1) % n)
+    return len(hands) / (time.perf_counter() - start)
+
+
+def as_kuhn(obs: LimitObservation) -> HandObservation:
+    """A compiled-kuhn3p observation as Kuhn's own record (cards: deck index = Kuhn card)."""
+    kuhn, deck = kuhn_game(3), limit_game("kuhn3p").deck
+    cards = tuple(None if c is None else deck.index(c) for c in obs.hole)
+    return HandObservation(obs.position, kuhn.acpc_to_history(obs.betting), cards)
+
+
+def limit_report(name: str, count: int, repeats: int) -> dict:
+    """The ``--game`` figures (see the module docstring)."""
+    game = limit_game(name)
+    hands = limit_hands(game, count, seed=1)
+    row: dict = {"game": game.name, "hands": count, "sizes": game.sizes()}
+    for label, lazy in (("cycle", True), ("cycle_whole_table", False)):
+        rates = [limit_cycle_rate(game, hands, lazy=lazy) for _ in range(repeats)]
+        row[f"{label}_hands_per_s"] = round(statistics.median(rates), 1)
+    kuhn_hands = [as_kuhn(obs) for obs, _ in limit_hands(limit_game("kuhn3p"), count, seed=1)]
+    rates = [cycle_rate(1, "mean", kuhn_hands, "dirichlet") for _ in range(repeats)]
+    row["kuhn_path_kuhn3p_hands_per_s"] = round(statistics.median(rates), 1)
+    row["cycle_vs_kuhn_path"] = round(
+        row["cycle_hands_per_s"] / row["kuhn_path_kuhn3p_hands_per_s"], 2
+    )
+    goal = LIMIT_GOALS.get(game.name)
+    if goal is not None:
+        row["goal_hands_per_s"] = goal
+        row["cycle_vs_goal"] = round(row["cycle_hands_per_s"] / goal, 2)
+    row["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return {
+        "benchmark": "mbbr_hand_cycle_limit_game",
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
+        "repeats": repeats,
+        "statistic": "median",
+        "results": [row],
+    }
+
+
 def streaming_rate(k: int, passes: int) -> float:
     """Passes per second of reading and writing a k x k float64 table once (in place).
 
@@ -94,8 +187,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer hands and repeats (< 30 s)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON only")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per figure (median)")
+    parser.add_argument(
+        "--game", default=None, help="a limit game (kuhn3p, leduc2p, leduc3p or a game file)"
+    )
+    parser.add_argument("--hands", type=int, default=3000, help="hands per stream (--game)")
     args = parser.parse_args()
     repeats = args.repeats or (3 if args.quick else 7)
+    if args.game is not None:
+        report = limit_report(args.game, args.hands, args.repeats or (3 if args.quick else 5))
+        print(json.dumps(report, indent=1 if args.json else None))
+        return
     sizes = {10: 3000, 100: 3000, 1000: 300} if args.quick else {10: 3000, 100: 3000, 1000: 1000}
     results = []
     for k, count in sizes.items():

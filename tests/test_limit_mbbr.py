@@ -296,19 +296,27 @@ def test_the_incremental_fit_stays_near_its_fixed_point():
 
 
 def test_expected_counts_are_the_sum_of_the_classes():
-    """The sufficient statistics kept up to date hand by hand equal their sum from scratch."""
+    """The sufficient statistics kept up to date hand by hand equal their sum from scratch, and
+    the models profile holds their posterior means."""
     game = limit_game("leduc3p")
     model = dirichlet(game)
     for obs in random_hands(game, 500, seed=11):
         model.observe(obs)
-    for posterior in model._dirichlet:
-        kept = posterior._expected.copy()
-        posterior._recount()
-        np.testing.assert_allclose(kept, posterior._expected, rtol=0, atol=1e-9)
+    for p, posterior in enumerate(model._dirichlet):
+        counts, resp = posterior._counts.view(), posterior._resp.view()
+        rows, starts = posterior._row_start.view(), posterior._entry_start.view()
+        entries = posterior._entries.view()
+        expected = np.zeros_like(posterior._expected)
+        for o, count in enumerate(counts):
+            for r in range(rows[o], rows[o + 1]):
+                np.add.at(expected, entries[starts[r] : starts[r + 1]], count * resp[r])
+        np.testing.assert_allclose(posterior._expected, expected, rtol=0, atol=1e-9)
         alpha = posterior.alpha
+        seats = [(p + d) % 3 for d in (1, 2)]
         np.testing.assert_allclose(
-            posterior._means.reshape(alpha.shape), alpha / alpha.sum(axis=2, keepdims=True)
+            model.models_profile(p)[seats], alpha / alpha.sum(axis=2, keepdims=True), atol=1e-12
         )
+        np.testing.assert_array_equal(model.models_profile(p)[p], model.default_strategy[p])
 
 
 def exact_posterior_mean(game, alpha0, hands) -> np.ndarray:

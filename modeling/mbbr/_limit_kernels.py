@@ -17,89 +17,124 @@ NUM_ACTIONS = 3
 
 
 @njit(cache=True)
-def refresh_classes(
-    alpha0, expected, means, counts, resp, row_start, entry_start, entries, classes, added,
+def observe_class(
+    o, added, refresh, hidden, num_hidden, cursor, alpha0, expected, profile, seats, counts, resp,
+    row_start, entry_start, entries, scores, own, own_row,
+):  # fmt: skip
+    """One hand of class ``o``: a step of that class adding ``added`` to its count, then steps of
+    up to ``refresh`` other classes of ``hidden[:num_hidden]`` from ``cursor`` on, round robin.
+    Returns (the next cursor, whether the hand's own step was taken; if not, nothing changed).
+    The other arrays are those of :func:`step_class`."""
+    if step_class(
+        o, added, alpha0, expected, profile, seats, counts, resp, row_start, entry_start, entries,
+        scores, own, own_row,
+    ) < 0.0:  # fmt: skip
+        return cursor, False
+    picked = 0
+    tries = 0
+    while picked < refresh and tries < num_hidden:
+        c = hidden[cursor]
+        cursor = (cursor + 1) % num_hidden
+        tries += 1
+        if c != o:
+            step_class(
+                c, 0.0, alpha0, expected, profile, seats, counts, resp, row_start, entry_start,
+                entries, scores, own, own_row,
+            )  # fmt: skip
+            picked += 1
+    return cursor, True
+
+
+@njit(cache=True)
+def step_class(
+    o, added, alpha0, expected, profile, seats, counts, resp, row_start, entry_start, entries,
     scores, own, own_row,
 ):  # fmt: skip
-    """Collapsed variational Bayes steps (CVB0), one per class in ``classes``.
+    """A collapsed variational Bayes step (CVB0) of class o; returns the largest change of any
+    entry of ``expected``, or -1 (and nothing changed) if the step would not be finite.
 
     Class o (a distinct observation, seen ``counts[o]`` times) is explained by the assignments
     ``row_start[o]:row_start[o + 1]``, assignment r making the moves ``entries[entry_start[r]:
     entry_start[r + 1]]``; ``resp[r]`` is its current responsibility and ``expected`` (flat) holds
-    sum over classes of counts x responsibilities x moves, so alpha = alpha0 + expected. A step
+    sum over classes of counts x responsibilities x moves, so alpha = alpha0 + expected. The step
     gives each assignment a responsibility in proportion to the posterior predictive probability
-    of its moves given every other hand: the product of the posterior means of alpha less one
-    copy of the class's own contribution. Then it adds ``added[j]`` to the class's count, swaps
-    its contribution in ``expected`` and brings ``means`` (alpha / row sum) up to date on the rows
-    it touched. ``own`` and ``own_row`` are zeroed scratch arrays the size of ``expected`` (left
-    zeroed). Returns the largest change of any entry of ``expected``.
+    of its moves given every other hand: the product of the posterior means of alpha less one copy
+    of the class's own contribution. Then it adds ``added`` to the class's count, swaps its
+    contribution in ``expected`` and writes the posterior means (alpha / row sum) of the rows it
+    touched into ``profile`` (flat (n, num_infosets, 3); the opponent at offset d is position
+    ``seats[d - 1]``). ``own`` and ``own_row`` are zeroed scratch arrays the size of ``expected``
+    (left zeroed).
     """
-    change = 0.0
-    for j in range(classes.shape[0]):
-        o = classes[j]
-        first, last = row_start[o], row_start[o + 1]
-        old = counts[o]
-        new = old + added[j]
-        if last - first == 1:  # nothing hidden: the one explanation takes the whole count
-            if added[j] != 0.0:
-                for e in range(entry_start[first], entry_start[first + 1]):
-                    expected[entries[e]] += added[j]
-                    _mean_row(alpha0, expected, means, entries[e])
-                change = max(change, abs(added[j]))
-            counts[o] = new
-            continue
-        if old > 0.0:  # one copy's own contribution, left out of its predictive
-            for r in range(first, last):
-                for e in range(entry_start[r], entry_start[r + 1]):
-                    f = entries[e]
-                    own[f] += resp[r]
-                    own_row[f - f % NUM_ACTIONS] += resp[r]
-        best = -np.inf
+    first, last = row_start[o], row_start[o + 1]
+    old = counts[o]
+    new = old + added
+    if last - first == 1:  # nothing hidden: the one explanation takes the whole count
+        if added != 0.0:
+            for e in range(entry_start[first], entry_start[first + 1]):
+                expected[entries[e]] += added
+                _mean_row(alpha0, expected, profile, seats, entries[e])
+        counts[o] = new
+        return abs(added)
+    if old > 0.0:  # one copy's own contribution, left out of its predictive
         for r in range(first, last):
-            s = 0.0
             for e in range(entry_start[r], entry_start[r + 1]):
                 f = entries[e]
-                b = f - f % NUM_ACTIONS
-                total = -own_row[b]
-                for a in range(NUM_ACTIONS):
-                    total += alpha0[b + a] + expected[b + a]
-                s += math.log(max(alpha0[f] + expected[f] - own[f], alpha0[f]))
-                s -= math.log(max(total, alpha0[b] + alpha0[b + 1] + alpha0[b + 2]))
-            scores[r - first] = s
-            best = max(best, s)
-        if old > 0.0:
-            for r in range(first, last):
-                for e in range(entry_start[r], entry_start[r + 1]):
-                    f = entries[e]
-                    own[f] = 0.0
-                    own_row[f - f % NUM_ACTIONS] = 0.0
-        norm = 0.0
+                own[f] += resp[r]
+                own_row[f - f % NUM_ACTIONS] += resp[r]
+    best = -np.inf
+    for r in range(first, last):
+        s = 0.0
+        for e in range(entry_start[r], entry_start[r + 1]):
+            f = entries[e]
+            b = f - f % NUM_ACTIONS
+            total = -own_row[b]
+            floor = 0.0
+            for a in range(NUM_ACTIONS):
+                total += alpha0[b + a] + expected[b + a]
+                floor += alpha0[b + a]
+            s += math.log(max(alpha0[f] + expected[f] - own[f], alpha0[f]))
+            s -= math.log(max(total, floor))
+        scores[r - first] = s
+        best = max(best, s)
+    if old > 0.0:
         for r in range(first, last):
-            scores[r - first] = math.exp(scores[r - first] - best)
-            norm += scores[r - first]
-        for r in range(first, last):
-            fresh = scores[r - first] / norm
-            delta = new * fresh - old * resp[r]
-            resp[r] = fresh
-            if delta != 0.0:
-                for e in range(entry_start[r], entry_start[r + 1]):
-                    expected[entries[e]] += delta
-                change = max(change, abs(delta))
-        for e in range(entry_start[first], entry_start[last]):
-            _mean_row(alpha0, expected, means, entries[e])
-        counts[o] = new
+            for e in range(entry_start[r], entry_start[r + 1]):
+                f = entries[e]
+                own[f] = 0.0
+                own_row[f - f % NUM_ACTIONS] = 0.0
+    if not np.isfinite(best):
+        return -1.0
+    norm = 0.0
+    for r in range(first, last):
+        scores[r - first] = math.exp(scores[r - first] - best)
+        norm += scores[r - first]
+    change = 0.0
+    for r in range(first, last):
+        fresh = scores[r - first] / norm
+        delta = new * fresh - old * resp[r]
+        resp[r] = fresh
+        if delta != 0.0:
+            for e in range(entry_start[r], entry_start[r + 1]):
+                expected[entries[e]] += delta
+            change = max(change, abs(delta))
+    for e in range(entry_start[first], entry_start[last]):
+        _mean_row(alpha0, expected, profile, seats, entries[e])
+    counts[o] = new
     return change
 
 
 @njit(cache=True)
-def _mean_row(alpha0, expected, means, entry):
-    """means = alpha / (its row's sum) on the row of ``entry``."""
-    b = entry - entry % NUM_ACTIONS
+def _mean_row(alpha0, expected, profile, seats, entry):
+    """The posterior mean (alpha / its row's sum) of the row of ``entry``, into ``profile``."""
+    num_infosets = alpha0.shape[0] // (NUM_ACTIONS * seats.shape[0])
+    row = entry // NUM_ACTIONS
+    b = row * NUM_ACTIONS
+    target = (seats[row // num_infosets] * num_infosets + row % num_infosets) * NUM_ACTIONS
     total = 0.0
     for a in range(NUM_ACTIONS):
         total += alpha0[b + a] + expected[b + a]
     for a in range(NUM_ACTIONS):
-        means[b + a] = (alpha0[b + a] + expected[b + a]) / total
+        profile[target + a] = (alpha0[b + a] + expected[b + a]) / total
 
 
 @njit(cache=True)

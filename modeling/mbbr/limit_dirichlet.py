@@ -46,15 +46,22 @@ CONVERGE_TOLERANCE = 1e-9  # largest change of any expected count in the last sw
 
 class LimitDirichletPosterior:
     """Collapsed variational Dirichlet posterior over the strategies of the opponents of one
-    position, fitted incrementally (see the module docstring)."""
+    position, fitted incrementally (see the module docstring).
 
-    def __init__(self, alpha0: np.ndarray) -> None:
-        """``alpha0``: (n - 1, num_infosets, 3) prior parameters (0 at illegal actions),
-        opponent d - 1 at offset d."""
+    It keeps each opponent's posterior mean in the rows ``profile[seats[d - 1]]`` of a profile
+    the caller owns (the models profile of this position, ready for the response kernels), up to
+    date hand by hand; the caller's own row is never touched.
+    """
+
+    def __init__(self, alpha0: np.ndarray, profile: np.ndarray, seats: np.ndarray) -> None:
+        """``alpha0``: (n - 1, num_infosets, 3) prior parameters (0 at illegal actions), opponent
+        d - 1 at offset d; ``profile``: (n, num_infosets, 3), C-contiguous; ``seats``: (n - 1,)
+        the position of the opponent at each offset."""
         self.alpha0 = np.array(alpha0, dtype=np.float64)
         self._alpha0 = self.alpha0.ravel()
         self._expected = np.zeros_like(self._alpha0)
-        self._means = (self.alpha0 / self.alpha0.sum(axis=2, keepdims=True)).ravel()
+        self.profile = profile
+        self.seats = np.asarray(seats, dtype=np.int64)
         self._own = np.zeros_like(self._alpha0)  # scratch of the kernel, kept zeroed
         self._own_row = np.zeros_like(self._alpha0)
         self._index: dict[object, int] = {}  # distinct observation -> its class
@@ -63,10 +70,11 @@ class LimitDirichletPosterior:
         self._entry_start = _Growing(np.int64, [0])  # an assignment's moves, the same way
         self._entries = _Growing(np.int64)  # flat (offset - 1, information set, action)
         self._resp = _Growing(np.float64)  # each assignment's responsibility within its class
-        self._hidden: list[int] = []  # classes with more than one assignment
+        self._hidden = _Growing(np.int64)  # classes with more than one assignment
         self._cursor = 0  # next of ``_hidden`` to refresh
         self._scores = np.empty(1)
         self.version = 0  # bumped by every change of alpha
+        self._write_means()
 
     @property
     def alpha(self) -> np.ndarray:
@@ -78,48 +86,50 @@ class LimitDirichletPosterior:
         """Distinct observations seen."""
         return len(self._counts)
 
-    def observe(self, key: object, evidence: Callable[[], LimitEvidence]) -> tuple[bool, int]:
+    def observe(self, key: object, evidence: Callable[[], LimitEvidence]) -> bool:
         """Add one hand and update incrementally. ``key`` identifies what was seen;
-        ``evidence()`` (called the first time a key is seen) gives its assignments.
-
-        Returns (whether the hand was added, its class). A step that does not end in finite
-        parameters (not seen within the validated ranges of the prior; this is the guard) is
-        undone: the hand leaves the posterior as it was.
-        """
+        ``evidence()`` (called the first time a key is seen) gives its assignments. Returns
+        whether the hand was added: a step that would not end in finite parameters (not seen
+        within the validated ranges of the prior; this is the guard) leaves everything as it
+        was."""
         o = self._index.get(key)
         if o is None:
             o = self._add_class(evidence())
             self._index[key] = o
-        classes = [o, *self._round_robin(o)]
-        saved = self._save(classes)
-        change = self._refresh(classes, [1.0] + [0.0] * (len(classes) - 1))
-        if not np.isfinite(change):
-            self._restore(classes, saved)
-            return False, o
-        self.version += 1
-        return True, o
+        self._cursor, applied = kernels.observe_class(
+            o, 1.0, REFRESH_PER_HAND, self._hidden.view(), len(self._hidden), self._cursor,
+            self._alpha0, self._expected, self._flat_profile, self.seats, self._counts.view(),
+            self._resp.view(), self._row_start.view(), self._entry_start.view(),
+            self._entries.view(), self._scores, self._own, self._own_row,
+        )  # fmt: skip
+        self.version += applied
+        return applied
 
     def converge(
         self, tolerance: float = CONVERGE_TOLERANCE, max_sweeps: int = CONVERGE_SWEEPS
     ) -> int:
         """Steps over every class with hidden cards until no expected count moves by more than
         ``tolerance`` (the fixed point of the CVB0 equations); returns the sweeps made."""
-        self._recount()
-        if not self._hidden:
-            return 0
-        classes = np.array(self._hidden, dtype=np.int64)
+        kernels.recount(
+            self._expected, self._counts.view(), self._resp.view(), self._row_start.view(),
+            self._entry_start.view(), self._entries.view(),
+        )  # fmt: skip
+        self._write_means()
         sweeps = 0
-        while sweeps < max_sweeps:
+        while len(self._hidden) and sweeps < max_sweeps:
             sweeps += 1
-            if self._refresh(classes, np.zeros(len(classes))) <= tolerance:
+            change = 0.0
+            for o in self._hidden.view():
+                change = max(change, self._step(int(o)))
+            if change <= tolerance:
                 break
         self.version += 1
         return sweeps
 
     def mean(self, d: int) -> np.ndarray:
-        """Posterior-mean strategy (num_infosets, 3) of the opponent at offset ``d`` (a view
-        of the table kept up to date hand by hand: do not modify it)."""
-        return self._means.reshape(self.alpha0.shape)[d - 1]
+        """Posterior-mean strategy (num_infosets, 3) of the opponent at offset ``d`` (a view of
+        the profile's row: do not modify it)."""
+        return self.profile[self.seats[d - 1]]
 
     def concentration(self, d: int) -> np.ndarray:
         """Sum of alpha per information set of the opponent at offset ``d``: prior weight plus
@@ -129,11 +139,27 @@ class LimitDirichletPosterior:
     def nbytes(self) -> int:
         """Approximate bytes held: the arrays (at capacity) and the index of observations."""
         tables = (self._counts, self._row_start, self._entry_start, self._entries, self._resp)
-        arrays = [self.alpha0, self._expected, self._means, self._scores]
-        arrays += [t._data for t in tables]
-        return array_bytes(arrays) + (len(self._index) + len(self._hidden)) * ENTRY_BYTES
+        arrays = [self.alpha0, self._expected, self._own, self._own_row, self._scores]
+        arrays += [t._data for t in (*tables, self._hidden)]
+        return array_bytes(arrays) + len(self._index) * ENTRY_BYTES
 
     # --- internals -------------------------------------------------------------------------------
+
+    @property
+    def _flat_profile(self) -> np.ndarray:
+        return self.profile.reshape(-1)
+
+    def _write_means(self) -> None:
+        alpha = self.alpha
+        self.profile[self.seats] = alpha / alpha.sum(axis=2, keepdims=True)
+
+    def _step(self, o: int) -> float:
+        return kernels.step_class(
+            o, 0.0, self._alpha0, self._expected, self._flat_profile, self.seats,
+            self._counts.view(), self._resp.view(), self._row_start.view(),
+            self._entry_start.view(), self._entries.view(), self._scores, self._own,
+            self._own_row,
+        )  # fmt: skip
 
     def _add_class(self, evidence: LimitEvidence) -> int:
         rows = evidence.rows
@@ -147,46 +173,7 @@ class LimitDirichletPosterior:
         self._row_start.append([len(self._entry_start) - 1])
         self._resp.append(np.full(len(flat), 1.0 / len(flat)))
         if len(flat) > 1:
-            self._hidden.append(o)
+            self._hidden.append([o])
             if len(flat) > len(self._scores):
                 self._scores = np.empty(len(flat))
         return o
-
-    def _round_robin(self, o: int) -> list[int]:
-        picked: list[int] = []
-        for _ in range(min(REFRESH_PER_HAND, len(self._hidden))):
-            c = self._hidden[self._cursor]
-            self._cursor = (self._cursor + 1) % len(self._hidden)
-            if c != o and c not in picked:
-                picked.append(c)
-        return picked
-
-    def _refresh(self, classes, added) -> float:
-        return kernels.refresh_classes(
-            self._alpha0, self._expected, self._means, self._counts.view(), self._resp.view(),
-            self._row_start.view(), self._entry_start.view(), self._entries.view(),
-            np.asarray(classes, dtype=np.int64), np.asarray(added, dtype=np.float64),
-            self._scores, self._own, self._own_row,
-        )  # fmt: skip
-
-    def _recount(self) -> None:
-        kernels.recount(
-            self._expected, self._counts.view(), self._resp.view(), self._row_start.view(),
-            self._entry_start.view(), self._entries.view(),
-        )  # fmt: skip
-        alpha = self.alpha
-        self._means[:] = (alpha / alpha.sum(axis=2, keepdims=True)).ravel()
-
-    def _save(self, classes: list[int]) -> list[tuple[float, np.ndarray]]:
-        starts = self._row_start.view()
-        return [
-            (float(self._counts.view()[o]), self._resp.view()[starts[o] : starts[o + 1]].copy())
-            for o in classes
-        ]
-
-    def _restore(self, classes: list[int], saved: list[tuple[float, np.ndarray]]) -> None:
-        starts = self._row_start.view()
-        for o, (count, resp) in zip(classes, saved, strict=True):
-            self._counts.view()[o] = count
-            self._resp.view()[starts[o] : starts[o + 1]] = resp
-        self._recount()

@@ -124,7 +124,7 @@ class LimitModel(abc.ABC):
         cfv = np.zeros((self.game.num_infosets, NUM_ACTIONS))
         own_reach = np.zeros(self.game.num_infosets)
         return evaluation_kernels.sweep(
-            subtree, self.models_profile(p), p, True, cfv, own_reach, choice
+            subtree, self._models_profile(p), p, True, cfv, own_reach, choice
         )
 
     # --- observing -------------------------------------------------------------------------------
@@ -167,14 +167,17 @@ class LimitModel(abc.ABC):
         """The profile with every opponent replaced by its model (our row: the default strategy;
         the array is cached: do not modify it)."""
         self.game.check_position(our_position, "our_position")
-        version = self._version(our_position)
-        cached = self._profiles.get(our_position)
+        return self._models_profile(our_position)
+
+    def _models_profile(self, p: int) -> np.ndarray:
+        version = self._version(p)
+        cached = self._profiles.get(p)
         if cached is None or cached[0] != version:
             profile = self.default_strategy.copy()
             n = self.game.num_players
             for d in range(1, n):
-                profile[(our_position + d) % n] = self._opponent_model(our_position, d)[0]
-            cached = self._profiles[our_position] = (version, profile)
+                profile[(p + d) % n] = self._opponent_model(p, d)[0]
+            cached = self._profiles[p] = (version, profile)
         return cached[1]
 
     def response(
@@ -199,10 +202,13 @@ class LimitModel(abc.ABC):
         deals of that information set's hole cards, once per change of the posterior)."""
         game = self.game
         game.check_position(our_position, "our_position")
-        if not isinstance(infoset, (int, np.integer)) or not 0 <= infoset < len(
-            game.infosets(our_position)
+        if not (
+            isinstance(infoset, (int, np.integer))
+            and 0 <= infoset < game.infosets_per_position[our_position]
         ):
-            raise InvalidArgumentError("infoset", f"{infoset!r} is not one of position's sets")
+            raise InvalidArgumentError(
+                "infoset", f"{infoset!r} is not an information set of position {our_position}"
+            )
         if self.hands_observed < self.config.hands_default:
             return self.default_strategy[our_position, infoset].copy()
         lazy = self._response_of(our_position, None)
@@ -274,7 +280,10 @@ class LimitDirichletModel(LimitModel):
             game, self.prior_mean, epsilon=config.epsilon, eta=config.eta, prior=config.prior
         )
         seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
-        self._dirichlet = [LimitDirichletPosterior(alpha[seats[p]]) for p in range(n)]
+        self._dirichlet = [
+            LimitDirichletPosterior(alpha[seats[p]], self.default_strategy.copy(), seats[p])
+            for p in range(n)
+        ]
         self._types: list[TypedPrior] | None = None
         if config.prior == Prior.TYPED:
             support = prior_alpha(
@@ -290,8 +299,13 @@ class LimitDirichletModel(LimitModel):
     def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
         """Nothing to refuse: the tables are sized by the game and the distinct observations."""
 
+    def _models_profile(self, p: int) -> np.ndarray:
+        if self._types is None:  # kept up to date by the posterior, hand by hand
+            return self._dirichlet[p].profile
+        return super()._models_profile(p)
+
     def _update(self, p: int, obs: LimitObservation) -> None:
-        applied, _ = self._dirichlet[p].observe(obs, lambda: self._evidence_of(obs))
+        applied = self._dirichlet[p].observe(obs, lambda: self._evidence_of(obs))
         if applied and self._types is not None:
             evidence = self._evidence_of(obs)
             for d_1, i, a in evidence.rows[0]:

@@ -23,7 +23,7 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model, kuhn_profile_on
-from oppmodel.modeling.observation import LimitObservation, observe_limit_hand
+from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_hand
 
 LEDUC2P = functools.partial(limit_game, "leduc2p")
 
@@ -415,6 +415,8 @@ def test_kuhn_profiles_map_onto_the_compiled_game():
         (LimitObservation(0, "r", ("Ks", None), ("",)), "betting", IllegalActionError),
         (LimitObservation(0, "rf", ("Ks", "Qs"), ("",)), "hole[1]", InvalidArgumentError),
         (LimitObservation(0, "rc/cc", ("Ks", None), ("", "Qs")), "hole[1]", InvalidArgumentError),
+        (LimitObservation(0, "rf", ["Ks", None], ("",)), "hole", InvalidArgumentError),
+        (HandObservation(0, "bp", (0, None)), "observation", InvalidArgumentError),
     ],
 )
 @pytest.mark.parametrize("posterior", ["dirichlet", "samples"])

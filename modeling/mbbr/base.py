@@ -22,6 +22,7 @@ import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.evaluation.kuhn import best_response_to_weights, leaf_weights
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
@@ -49,11 +50,7 @@ class ModelBase(abc.ABC):
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
     ) -> None:
-        config.validate()
-        if config.posterior != self.POSTERIOR:
-            raise InvalidArgumentError(
-                "posterior", f"{type(self).__name__} is the {self.POSTERIOR.value!r} posterior"
-            )
+        check_posterior(type(self), config)
         self._refuse_oversized(game, config)
         self.default_strategy = default_strategy_of(game, default_strategy)
         self.prior_mean = prior_mean_of(game, prior_mean)
@@ -156,13 +153,7 @@ class ModelBase(abc.ABC):
     ) -> tuple[np.ndarray, float]:
         """Best-response strategy (num_infosets, 2) for our position and its expected value."""
         self.game.check_position(our_position, "our_position")
-        kind = kind or self.config.response
-        try:
-            kind = Response(kind)
-        except ValueError:
-            raise InvalidArgumentError(
-                "kind", f"must be one of {Response.names()}, got {kind!r}"
-            ) from None
+        kind = response_kind(kind, self.config)
         key = (our_position, kind)
         if key not in self._responses:
             weights = self._leaf_weights(our_position, kind)
@@ -199,12 +190,7 @@ class ModelBase(abc.ABC):
         return leaf_weights(self.game, self.models_profile(p), p)
 
     def _offset(self, our_position: int, opponent_position: int) -> int:
-        self.game.check_position(our_position, "our_position")
-        self.game.check_position(opponent_position, "opponent_position")
-        d = (opponent_position - our_position) % self.game.num_players
-        if d == 0:
-            raise InvalidArgumentError("opponent_position", "is our own position")
-        return d
+        return seat_offset(self.game, our_position, opponent_position)
 
     # --- snapshots (``snapshot.py``) and memory --------------------------------------------------
 
@@ -269,3 +255,37 @@ class ModelBase(abc.ABC):
         entries = len(self._valid_observations) + len(self._moves) + len(self._responses)
         safety = 0 if self._safety is None else self._safety.nbytes()
         return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes() + safety
+
+
+# --- what the Kuhn models and the limit-game models (``limit_model.py``) share -------------------
+
+
+def check_posterior(model_class: type, config: MBBRConfig) -> None:
+    """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for the
+    posterior ``model_class`` implements (its ``POSTERIOR``)."""
+    config.validate()
+    if config.posterior != model_class.POSTERIOR:
+        raise InvalidArgumentError(
+            "posterior", f"{model_class.__name__} is the {model_class.POSTERIOR.value!r} posterior"
+        )
+
+
+def response_kind(kind: Response | str | None, config: MBBRConfig) -> Response:
+    """The response asked for (None: the configured one); InvalidArgumentError names ``kind``."""
+    kind = kind or config.response
+    try:
+        return Response(kind)
+    except ValueError:
+        raise InvalidArgumentError(
+            "kind", f"must be one of {Response.names()}, got {kind!r}"
+        ) from None
+
+
+def seat_offset(game: KuhnGame | LimitGame, our_position: int, opponent_position: int) -> int:
+    """The seat offset d (1..n-1) of an opponent's position from ours, both checked."""
+    game.check_position(our_position, "our_position")
+    game.check_position(opponent_position, "opponent_position")
+    d = (opponent_position - our_position) % game.num_players
+    if d == 0:
+        raise InvalidArgumentError("opponent_position", "is our own position")
+    return d

@@ -40,7 +40,7 @@ from oppmodel.modeling.mbbr.evidence import Moves, hidden_assignments
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
-from oppmodel.modeling.mbbr.typed_prior import TypedPrior
+from oppmodel.modeling.mbbr.typed_prior import TypedPrior, typed_priors
 from oppmodel.modeling.observation import HandObservation
 
 MAX_SWEEPS = 500
@@ -65,13 +65,8 @@ class DirichletModel(ModelBase):
         # Under the typed prior: the type weights of the opponents of each position; else None.
         self._types: list[TypedPrior] | None = None
         if config.prior == Prior.TYPED:
-            support = prior_alpha(
-                game, self.prior_mean, epsilon=0.0, eta=config.eta, prior=Prior.INFORMED
-            )
-            self._types = [
-                TypedPrior(posterior.alpha0, support[[(p + d) % n for d in range(1, n)]])
-                for p, posterior in enumerate(self._dirichlet)
-            ]
+            clipped = [posterior.alpha0 for posterior in self._dirichlet]
+            self._types = typed_priors(game, self.prior_mean, clipped, eta=config.eta)
 
     @classmethod
     def _refuse_oversized(cls, game: KuhnGame, config: MBBRConfig) -> None:

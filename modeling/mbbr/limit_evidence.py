@@ -18,6 +18,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.observation import LimitObservation
@@ -40,33 +41,33 @@ def limit_evidence(game: LimitGame, obs: LimitObservation) -> LimitEvidence:
     terminal = int(tree.node_terminal[game.node(obs.betting)])
     nodes, actions, movers = _terminal_moves(game)[terminal]
     theirs = movers != p
-    nodes, actions, movers = nodes[theirs], actions[theirs], movers[theirs]
-    deals = consistent_deals(game, obs)
-    h = game.gamedef.num_hole_cards
-    key = np.zeros(len(deals), dtype=np.int64)
-    for q in range(n):  # the hidden cards of a deal as one number: one deal per assignment
-        if obs.hole[q] is None:
-            for c in range(q * h, (q + 1) * h):
-                key = key * len(game.deck) + game.deal_cards[deals, c]
-    _, first = np.unique(key, return_index=True)
-    representatives = deals[np.sort(first)]
-    rows = np.empty((len(representatives), len(nodes), 3), dtype=np.int64)
-    rows[:, :, 0] = (movers - p) % n - 1
-    rows[:, :, 1] = (
-        tree.node_base[nodes]
-        + tree.deal_view[tree.node_round[nodes][None, :], representatives[:, None], movers[None, :]]
-    )
-    rows[:, :, 2] = actions
+    known, hidden = _known_cards(game, obs)
+    representatives = np.empty(game.num_deals, dtype=np.int64)
+    m = _representatives(game.deal_cards, known, hidden, len(game.deck), representatives)
+    rows = np.empty((m, int(theirs.sum()), 3), dtype=np.int64)
+    _rows(
+        representatives[:m], nodes[theirs], actions[theirs], movers[theirs], p, n,
+        tree.node_base, tree.node_round, tree.deal_view, rows,
+    )  # fmt: skip
     revealed = tuple(obs.hole[(p + d) % n] is not None for d in range(1, n))
     return LimitEvidence(terminal, rows, revealed)
 
 
 def consistent_deals(game: LimitGame, obs: LimitObservation) -> np.ndarray:
     """Indices of the deals (``game.deal_cards``) that agree with every card ``obs`` shows."""
+    known, _ = _known_cards(game, obs)
+    columns = np.flatnonzero(known >= 0)
+    return np.flatnonzero((game.deal_cards[:, columns] == known[columns]).all(axis=1))
+
+
+def _known_cards(game: LimitGame, obs: LimitObservation) -> tuple[np.ndarray, np.ndarray]:
+    """(the card every column of ``game.deal_cards`` must hold, -1 where unknown; the columns
+    of the hidden hole cards). A group's cards are stored sorted, so are these."""
     gamedef, n = game.gamedef, game.num_players
     h = gamedef.num_hole_cards
     index = _card_index(game)
-    keep = np.ones(game.num_deals, dtype=bool)
+    known = np.full(game.deal_cards.shape[1], -1, dtype=np.int64)
+    hidden = []
     start = n * h
     groups = [(q * h, h, text) for q, text in enumerate(obs.hole)]
     for r, size in enumerate(gamedef.num_board_cards):
@@ -74,12 +75,53 @@ def consistent_deals(game: LimitGame, obs: LimitObservation) -> np.ndarray:
             groups.append((start, size, obs.board[r]))
         start += size
     for column, size, text in groups:
-        if text is None or size == 0:
+        if text is None:
+            hidden.extend(range(column, column + size))
+        elif size:
+            known[column : column + size] = sorted(
+                index[text[i : i + 2]] for i in range(0, 2 * size, 2)
+            )
+    return known, np.array(hidden, dtype=np.int64)
+
+
+@njit(cache=True)
+def _representatives(deal_cards, known, hidden, deck_size, out):
+    """The first deal (in deal order) of every distinct assignment of the hidden hole cards among
+    the deals that hold every known card, into ``out``; returns how many."""
+    m = 0
+    keys = np.empty(deal_cards.shape[0], dtype=np.int64)
+    for d in range(deal_cards.shape[0]):
+        ok = True
+        for c in range(known.shape[0]):
+            if known[c] >= 0 and deal_cards[d, c] != known[c]:
+                ok = False
+                break
+        if not ok:
             continue
-        cards = sorted(index[text[i : i + 2]] for i in range(0, 2 * size, 2))
-        for j, card in enumerate(cards):  # a group's cards are stored sorted
-            keep &= game.deal_cards[:, column + j] == card
-    return np.flatnonzero(keep)
+        key = 0
+        for c in hidden:
+            key = key * deck_size + deal_cards[d, c]
+        fresh = True
+        for j in range(m):
+            if keys[j] == key:
+                fresh = False
+                break
+        if fresh:
+            keys[m] = key
+            out[m] = d
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def _rows(deals, nodes, actions, movers, p, n, node_base, node_round, deal_view, rows):
+    """rows[r, j] = (offset - 1, information set, action) of move j under deal ``deals[r]``."""
+    for r in range(deals.shape[0]):
+        for j in range(nodes.shape[0]):
+            q = movers[j]
+            rows[r, j, 0] = (q - p) % n - 1
+            rows[r, j, 1] = node_base[nodes[j]] + deal_view[node_round[nodes[j]], deals[r], q]
+            rows[r, j, 2] = actions[j]
 
 
 @functools.cache  # per game object: compiled games are cached and immutable

@@ -43,6 +43,7 @@ from oppmodel.modeling.games.acpc.strategy import load_profile, uniform_profile,
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
+from oppmodel.modeling.mbbr.base import check_posterior, response_kind, seat_offset
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.limit_dirichlet import LimitDirichletPosterior
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, limit_evidence
@@ -50,7 +51,7 @@ from oppmodel.modeling.mbbr.limit_samples import LimitSamplePosterior
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import create_samples, prior_alpha
 from oppmodel.modeling.mbbr.samples import MAX_JOINT_SAMPLES
-from oppmodel.modeling.mbbr.typed_prior import TypedPrior
+from oppmodel.modeling.mbbr.typed_prior import TypedPrior, typed_priors
 from oppmodel.modeling.observation import LimitObservation, validate_limit_observation
 
 MAX_CACHED_EVIDENCE = 8192  # distinct valid observations whose evidence is kept
@@ -71,11 +72,7 @@ class LimitModel(abc.ABC):
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
     ) -> None:
-        config.validate()
-        if config.posterior != self.POSTERIOR:
-            raise InvalidArgumentError(
-                "posterior", f"{type(self).__name__} is the {self.POSTERIOR.value!r} posterior"
-            )
+        check_posterior(type(self), config)
         self._refuse_oversized(game, config)
         self.game = game
         self.config = config
@@ -133,6 +130,10 @@ class LimitModel(abc.ABC):
         """Bayes-update the posterior of our position in ``obs`` with what that seat saw.
         InvalidArgumentError / IllegalActionError naming the field, and nothing changed, if the
         dealer could not have shown it."""
+        if not isinstance(obs, LimitObservation):
+            raise InvalidArgumentError(
+                "observation", f"a limit game takes a LimitObservation, not {type(obs).__name__}"
+            )
         try:
             hash(obs)  # the posteriors key their caches by the observation
         except TypeError:
@@ -159,7 +160,7 @@ class LimitModel(abc.ABC):
         ``our_position``, and the spread it rests on (samples: the effective sample size of its
         marginal; Dirichlet: the least concentration over its information sets)."""
         model, spread = self._opponent_model(
-            our_position, self._offset(our_position, opponent_position)
+            our_position, seat_offset(self.game, our_position, opponent_position)
         )
         return model.copy(), spread
 
@@ -217,13 +218,7 @@ class LimitModel(abc.ABC):
 
     def _response_of(self, p: int, kind: Response | str | None) -> _LazyResponse:
         self.game.check_position(p, "our_position")
-        kind = kind or self.config.response
-        try:
-            kind = Response(kind)
-        except ValueError:
-            raise InvalidArgumentError(
-                "kind", f"must be one of {Response.names()}, got {kind!r}"
-            ) from None
+        kind = response_kind(kind, self.config)
         version = self._version(p)
         lazy = self._lazy.get((p, kind))
         if lazy is None or lazy.version != version:
@@ -242,14 +237,6 @@ class LimitModel(abc.ABC):
         rows = self._holes.infosets_of_hole[p][h]
         lazy.strategy[rows] = 0.0
         lazy.strategy[rows, choice[rows]] = 1.0
-
-    def _offset(self, our_position: int, opponent_position: int) -> int:
-        self.game.check_position(our_position, "our_position")
-        self.game.check_position(opponent_position, "opponent_position")
-        d = (opponent_position - our_position) % self.game.num_players
-        if d == 0:
-            raise InvalidArgumentError("opponent_position", "is our own position")
-        return d
 
     def nbytes(self) -> int:
         """Approximate bytes held: the model's arrays and caches and the posterior's tables."""
@@ -286,13 +273,10 @@ class LimitDirichletModel(LimitModel):
         ]
         self._types: list[TypedPrior] | None = None
         if config.prior == Prior.TYPED:
-            support = prior_alpha(
-                game, self.prior_mean, epsilon=0.0, eta=config.eta, prior=Prior.INFORMED
+            clipped = [posterior.alpha0 for posterior in self._dirichlet]
+            self._types = typed_priors(
+                game, self.prior_mean, clipped, eta=config.eta, legal=game.legal_mask
             )
-            legal = game.legal_mask
-            self._types = [
-                TypedPrior(alpha[seats[p]], support[seats[p]], legal[seats[p]]) for p in range(n)
-            ]
         self._type_versions = [0] * n
 
     @classmethod

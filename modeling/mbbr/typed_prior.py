@@ -27,6 +27,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.mbbr.config import Prior
+from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.mbbr.snapshot import take
 
 ERROR_PRONE_PRIOR = 0.05
@@ -106,3 +110,24 @@ class TypedPrior:
         in_support = in_support / in_support.sum(axis=1, keepdims=True)
         w = self.error_prone(d)
         return w * error_prone + (1.0 - w) * in_support
+
+
+def typed_priors(
+    game: KuhnGame | LimitGame,
+    prior_mean: np.ndarray,
+    clipped: list[np.ndarray],
+    *,
+    eta: float,
+    legal: np.ndarray | None = None,
+) -> list[TypedPrior]:
+    """One :class:`TypedPrior` per our position p: the error-prone type's parameters are
+    ``clipped[p]`` (the informed prior of p's opponents, (n - 1, num_infosets, num_actions)), the
+    in-support type's eta times the unclipped prior mean; ``legal`` (n, num_infosets,
+    num_actions): a limit game's legal actions."""
+    n = game.num_players
+    support = prior_alpha(game, prior_mean, epsilon=0.0, eta=eta, prior=Prior.INFORMED)
+    out = []
+    for p in range(n):
+        seats = [(p + d) % n for d in range(1, n)]
+        out.append(TypedPrior(clipped[p], support[seats], None if legal is None else legal[seats]))
+    return out

@@ -50,7 +50,7 @@ class ModelBase(abc.ABC):
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
     ) -> None:
-        check_posterior(type(self), config)
+        check_posterior(config, self.POSTERIOR, type(self).__name__)
         self._refuse_oversized(game, config)
         self.default_strategy = default_strategy_of(game, default_strategy)
         self.prior_mean = prior_mean_of(game, prior_mean)
@@ -260,13 +260,13 @@ class ModelBase(abc.ABC):
 # --- what the Kuhn models and the limit-game models (``limit_model.py``) share -------------------
 
 
-def check_posterior(model_class: type, config: MBBRConfig) -> None:
-    """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for the
-    posterior ``model_class`` implements (its ``POSTERIOR``)."""
+def check_posterior(config: MBBRConfig, posterior: Posterior, model_name: str) -> None:
+    """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for
+    ``posterior``, the one the class ``model_name`` implements."""
     config.validate()
-    if config.posterior != model_class.POSTERIOR:
+    if config.posterior != posterior:
         raise InvalidArgumentError(
-            "posterior", f"{model_class.__name__} is the {model_class.POSTERIOR.value!r} posterior"
+            "posterior", f"{model_name} is the {posterior.value!r} posterior"
         )
 
 

@@ -30,7 +30,7 @@ With every card seen this is the exact conjugate posterior at every hand.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class LimitDirichletPosterior:
     date hand by hand; the caller's own row is never touched.
     """
 
-    def __init__(self, alpha0: np.ndarray, profile: np.ndarray, seats: np.ndarray) -> None:
+    def __init__(self, alpha0: np.ndarray, profile: np.ndarray, seats: Sequence[int]) -> None:
         """``alpha0``: (n - 1, num_infosets, 3) prior parameters (0 at illegal actions), opponent
         d - 1 at offset d; ``profile``: (n, num_infosets, 3), C-contiguous; ``seats``: (n - 1,)
         the position of the opponent at each offset."""

@@ -67,7 +67,7 @@ def _known_cards(game: LimitGame, obs: LimitObservation) -> tuple[np.ndarray, np
     h = gamedef.num_hole_cards
     index = _card_index(game)
     known = np.full(game.deal_cards.shape[1], -1, dtype=np.int64)
-    hidden = []
+    hidden: list[int] = []
     start = n * h
     groups = [(q * h, h, text) for q, text in enumerate(obs.hole)]
     for r, size in enumerate(gamedef.num_board_cards):

@@ -75,7 +75,7 @@ class LimitModel(abc.ABC):
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
     ) -> None:
-        check_posterior(type(self), config)
+        check_posterior(config, self.POSTERIOR, type(self).__name__)
         self._refuse_oversized(game, config)
         self.game = game
         self.config = config

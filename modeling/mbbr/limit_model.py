@@ -1,11 +1,11 @@
 """MBBR for any compiled ACPC limit game (Leduc, Kuhn from its game file, ...): the models and the
 one factory, ``build_limit_model``.
 
-The same algorithm as Kuhn's ``model.py`` (paper 003, Alg 2-5): one posterior per our position
-over the strategies of the opponents sitting at each seat offset, fed with what our seat saw of
-each finished hand (``LimitObservation``), hidden cards summed out exactly; the default strategy
-for the first H hands, then the configured response. ``Posterior.DIRICHLET`` (the default) is
-``limit_dirichlet.py``'s incremental collapsed-variational Dirichlet posterior (with
+The same algorithm as Kuhn's ``model.py`` (Ganzfried et al. 2024, Alg 2-5): one posterior per our
+position over the strategies of the opponents sitting at each seat offset, fed with what our seat
+saw of each finished hand (``LimitObservation``), hidden cards summed out exactly; the default
+strategy for the first H hands, then the configured response. ``Posterior.DIRICHLET`` (the default)
+is ``limit_dirichlet.py``'s incremental collapsed-variational Dirichlet posterior (with
 ``Prior.TYPED``: the typed prior of ``typed_prior.py``); ``Posterior.SAMPLES`` is the paper's
 ``limit_samples.py``.
 

@@ -49,6 +49,7 @@ from oppmodel.clients.commands._games import resolve_game  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior  # noqa: E402
+from oppmodel.modeling.mbbr.limit_model import build_limit_model  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import observe_hand, observe_limit_hand  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
@@ -74,7 +75,7 @@ def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray]:
     game = resolve_game(game_name[0] if game_name else "kuhn3p")
     evaluation = evaluation_of(game)
     pair = (fixed_profile(game, first), fixed_profile(game, second))
-    model = build_model(game, config)
+    model = (build_limit_model if isinstance(game, LimitGame) else build_model)(game, config)
     rng = np.random.default_rng([seed, 7])
     values = np.empty(hands)
     gains = np.zeros((game.num_players, game.num_infosets))
@@ -173,8 +174,6 @@ def main(argv: list[str] | None = None) -> int:
             f"--game: the duplicate protocol here is for 3 players; {game.name} has "
             f"{game.num_players}"
         )
-    if limit:  # until MBBR for limit games lands (leduc-mbbr)
-        parser.error(f"--game: MBBR for limit games ({game.name}) is not in this build")
     pairs_text = args.pairs or (DEFAULT_LIMIT_PAIRS if limit else DEFAULT_PAIRS)
     pairs = [tuple(p.split("+", 1)) for p in pairs_text.split(",")]
     priors = (args.priors or ("informed" if limit else "informed,typed")).split(",")

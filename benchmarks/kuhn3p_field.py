@@ -259,10 +259,15 @@ def render(report: dict) -> str:
     posterior = mbbr.get("posterior", "samples")
     keys = ("k",) * (posterior == "samples") + ("epsilon", "hands_default", "eta")
     setting = ", ".join(f"{key} {mbbr[key]}" for key in keys)
+    budget = mbbr.get("safety_budget")  # none in reports from before the budget
+    budget = (
+        "no safety budget" if budget is None or math.isinf(budget) else f"safety budget {budget}"
+    )
     parts = [
         f"MBBR: {posterior} posterior, {mbbr.get('prior', 'informed')} prior, {setting}, "
-        f"{mbbr['response']} response.\n",
-        f"## Field, informed prior (paper Table 1; {size})\n",
+        f"{mbbr['response']} response, {budget}.\n",
+        f"## Field, informed prior (paper Table 1; {size}"
+        f"{'; only the groups MBBR sat in' if report.get('mbbr_only') else ''})\n",
         ranking_markdown(report["table1"], PAPER_TABLE1),
     ]
     if report.get("table6"):

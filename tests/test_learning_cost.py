@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks.learning_cost import main, trajectory
+from benchmarks.safety_frontier import collect, markdown
 from oppmodel.modeling.evaluation.kuhn import deviation_gains
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
@@ -77,3 +78,23 @@ def test_attribution_report_names_our_information_sets(tmp_path):
         position, infostate = key.split(" ")
         assert position in ("P1", "P2", "P3")
         GAME.infoset_from_string(int(position[1]) - 1, infostate)  # raises if not ours
+
+
+def test_every_trajectory_is_within_its_safety_budget(tmp_path):
+    """With a budget B the exact cost against a pair of N1, N2, N3 is at most B on every seed
+    (the bound holds path by path), and the frontier reads the rows back as within it."""
+    out = tmp_path / "cost.json"
+    argv = ["--pairs", "n3+n3,n2+n3", "--priors", "informed", "--hands", "300"]
+    argv += ["--seeds", "2", "--workers", "1", "--safety-budgets", "1,inf", "--out", str(out)]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(out.read_text())
+    rows = {(r["pair"], r["safety_budget"]): r for r in report["rows"]}
+    assert set(rows) == {("n3+n3", 1.0), ("n3+n3", None), ("n2+n3", 1.0), ("n2+n3", None)}
+    for seed in range(3):  # each match on its own: 100 hands in each position, N1 worth 0
+        values, _ = trajectory(("n3", "n2", MBBRConfig(safety_budget=1.0), seed, 300, False))
+        assert values.mean() >= -1.0 - 1e-9
+    assert rows["n3+n3", 1.0]["match"] >= -1.0 - 1e-9
+    frontier = {r["setting"]: r for r in collect([report], [])}
+    assert frontier["informed, B = 1"]["within_bound"] is True
+    assert frontier["informed, no budget"]["within_bound"] is None
+    assert "| informed, B = 1 |" in markdown(list(frontier.values()))

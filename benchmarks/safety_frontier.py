@@ -80,14 +80,17 @@ def _cell(cell: dict | None, digits: int = 2) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    head = [*EQUILIBRIUM_PAIRS, "bound", "within", EXPLOITABLE_PAIR, "competent field"]
+    head = [*EQUILIBRIUM_PAIRS, "bound", "within", EXPLOITABLE_PAIR, "seeds", "competent field"]
     lines = ["| setting | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
     for row in rows:
         pairs = row["pairs"]
         bound = "" if row["safety_budget"] is None else f"-{row['safety_budget']:g}"
         within = {None: "", True: "yes", False: "no"}[row["within_bound"]]
         cells = [_cell(pairs.get(p)) for p in EQUILIBRIUM_PAIRS]
-        cells += [bound, within, _cell(pairs.get(EXPLOITABLE_PAIR)), _cell(row["field"], 1)]
+        seeds = "/".join(
+            str(pairs[p]["seeds"]) for p in (*EQUILIBRIUM_PAIRS, EXPLOITABLE_PAIR) if p in pairs
+        )
+        cells += [bound, within, _cell(pairs.get(EXPLOITABLE_PAIR)), seeds, _cell(row["field"], 1)]
         lines.append(f"| {row['setting']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

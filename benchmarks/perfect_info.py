@@ -32,8 +32,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from oppmodel.clients.commands import serve_cmd  # noqa: E402
 from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient  # noqa: E402
-from oppmodel.modeling.perfect_info import spades_search as spades  # noqa: E402
+from oppmodel.modeling.games.spades.bidding import bids  # noqa: E402
+from oppmodel.modeling.games.spades.cards import deal  # noqa: E402
+from oppmodel.modeling.games.spades.state import SpadesState  # noqa: E402
 from oppmodel.modeling.perfect_info.model_weights import gibbs_posterior  # noqa: E402
+from oppmodel.modeling.perfect_info.spades_search import probmaxn_search  # noqa: E402
 
 WEIGHTS = np.array([[0.5, 0.5], [0.7, 0.3], [0.2, 0.8]])
 
@@ -46,14 +49,14 @@ def _ms(values: list[float]) -> dict:
 def move_queries(client: PerfectInfoClient, deals: int, seed: int) -> dict:
     """Service vs in-process prob-max^n first moves on seeded deals."""
     rng = np.random.default_rng(seed)
-    positions = [spades.Position.start(spades.deal(rng), leader=i % 3) for i in range(deals + 1)]
+    states = [SpadesState.start(deal(rng), leader=i % 3) for i in range(deals + 1)]
     served_t, local_t = [], []
-    for i, pos in enumerate(positions):
+    for i, state in enumerate(states):
         t0 = time.perf_counter()
-        served = client.probmaxn_move(pos, searcher=pos.turn, weights=WEIGHTS)
+        served = client.probmaxn_move(state, searcher=state.turn, weights=WEIGHTS)
         t1 = time.perf_counter()
-        local = spades.probmaxn_search(
-            pos, spades.bids(pos.hands), me=pos.turn, true_model="MT", weights=WEIGHTS
+        local = probmaxn_search(
+            state, bids(state.hands), me=state.turn, true_model="MT", weights=WEIGHTS
         )
         t2 = time.perf_counter()
         if served.move != local.move:

@@ -19,6 +19,9 @@ import time
 
 import numpy as np
 
+from oppmodel.modeling.games.spades.bidding import bids
+from oppmodel.modeling.games.spades.cards import deal
+from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info import spades_search as S
 
 
@@ -49,16 +52,16 @@ def run(n_deals: int, hand_size: int, seed: int, eps: float) -> dict:
         return time.perf_counter() - t0, time.process_time() - c0, nodes
 
     def one(deal_index: int, rng: np.random.Generator) -> tuple[tuple, tuple]:
-        hands = S.deal(rng, hand_size)
+        hands = deal(rng, hand_size)
         leader = deal_index % 3
-        pos = S.Position.start(hands, leader)
-        b = S.bids(hands)
+        state = SpadesState.start(hands, leader)
+        b = bids(hands)
         pm = timed(
             lambda: S.probmaxn_search(
-                pos, b, me=leader, true_model="mOT", weights=weights, eps=eps, table=table
+                state, b, me=leader, true_model="mOT", weights=weights, eps=eps, table=table
             )
         )
-        mx = timed(lambda: S.maxn_search(pos, b, ("mOT", "MT", "MT"), table=table))
+        mx = timed(lambda: S.maxn_search(state, b, ("mOT", "MT", "MT"), table=table))
         return pm, mx
 
     one(0, np.random.default_rng([seed, 10**6]))  # warm the JIT (and the table's pages)

@@ -1,7 +1,7 @@
 """Typed Python client of PerfectInfoService (perfect-information sessions, prob-max^n moves).
 
 ``PerfectInfoClient`` takes and returns domain types (``Opponent``, ``ChoiceEvidence``,
-``oppmodel.modeling.perfect_info.spades_search.Position``, numpy arrays) and turns status codes back
+``oppmodel.modeling.games.spades.state.SpadesState``, numpy arrays) and turns status codes back
 into the exceptions of ``modeling/errors.py`` exactly as
 ``oppmodel.clients.client.OpponentModelClient`` does: both build on
 ``oppmodel.clients.grpc_base.GrpcClient`` (channel, TLS root certificates, token, ``close``,
@@ -28,7 +28,9 @@ import numpy as np
 
 from oppmodel.clients.grpc_base import GrpcClient
 from oppmodel.modeling import errors
-from oppmodel.modeling.perfect_info import spades_search as spades
+from oppmodel.modeling.games.spades.cards import NO_CARD, card_str, hand_str, parse_card
+from oppmodel.modeling.games.spades.scoring import MODEL_LABELS
+from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.v1 import perfect_info_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pb_grpc
 
@@ -38,7 +40,7 @@ class Opponent:
     """An opponent of a session: label, model names, Dirichlet prior (empty = all 1)."""
 
     label: str
-    models: tuple[str, ...] = spades.MODELS
+    models: tuple[str, ...] = MODEL_LABELS
     alpha: tuple[float, ...] = ()
 
 
@@ -154,7 +156,7 @@ class ProbMaxnMove:
     epsilon: float
 
     def choice_evidence(
-        self, opponent: str, card: int, models: Sequence[str] = spades.MODELS
+        self, opponent: str, card: int, models: Sequence[str] = MODEL_LABELS
     ) -> ChoiceEvidence:
         """The evidence of the mover playing ``card`` here, for an opponent whose session models
         are ``models`` (in that order): one child per legal card (a merged move repeated per card
@@ -165,7 +167,7 @@ class ProbMaxnMove:
         group = int(np.searchsorted(starts, card, side="right")) - 1
         if group < 0 or starts[group] // 13 != card // 13:
             raise errors.InvalidArgumentError("card", f"{card} is not among the legal moves")
-        columns = [spades.MODELS.index(m) for m in models]
+        columns = [MODEL_LABELS.index(m) for m in models]
         per_card = np.repeat(self.child_mover_utility[:, columns], self.multiplicities, axis=0)
         chosen = sum(self.multiplicities[:group])
         return ChoiceEvidence.from_utilities(
@@ -200,11 +202,11 @@ def _describe(s: pb.PerfectInfoSession) -> PerfectInfoSessionDescription:
     )
 
 
-def position_message(position: spades.Position, bids: Sequence[int] | None) -> pb.SpadesPosition:
-    """The SpadesPosition message of a Position (bids None: the server's fixed rule)."""
+def position_message(position: SpadesState, bids: Sequence[int] | None) -> pb.SpadesPosition:
+    """The SpadesPosition message of a SpadesState (bids None: the server's fixed rule)."""
     return pb.SpadesPosition(
-        hands=[spades.hand_str(h) for h in position.hands],
-        trick=[spades.card_str(c) if c != spades.NO_CARD else "" for c in position.trick],
+        hands=[hand_str(h) for h in position.hands],
+        trick=[card_str(c) if c != NO_CARD else "" for c in position.trick],
         leader=position.leader,
         turn=position.turn,
         tricks=list(position.tricks),
@@ -305,7 +307,7 @@ class PerfectInfoClient(GrpcClient):
 
     def probmaxn_move(
         self,
-        position: spades.Position,
+        position: SpadesState,
         *,
         searcher: int,
         bids: Sequence[int] | None = None,
@@ -334,12 +336,12 @@ class PerfectInfoClient(GrpcClient):
         r = self._call("GetProbMaxnMove", request)
         return ProbMaxnMove(
             mover=r.mover,
-            move=spades.parse_card(r.move) if r.HasField("move") else None,
+            move=parse_card(r.move) if r.HasField("move") else None,
             weights=np.array([list(row.values) for row in r.weights]),
             bids=tuple(r.bids),
             utility=np.array([list(row.values) for row in r.utility]),
             u_true=r.u_true,
-            moves=tuple(spades.parse_card(c) for c in r.moves),
+            moves=tuple(parse_card(c) for c in r.moves),
             multiplicities=tuple(r.multiplicities),
             prob_choice=np.array(r.prob_choice),
             child_u_true=np.array(r.child_u_true),

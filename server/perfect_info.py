@@ -44,8 +44,12 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
     UnknownGameError,
 )
-from oppmodel.modeling.perfect_info import spades_search as spades
+from oppmodel.modeling.games.spades import bidding
+from oppmodel.modeling.games.spades.cards import N_PLAYERS, deal
+from oppmodel.modeling.games.spades.scoring import MODEL_LABELS
+from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info.model_weights import GibbsPosterior, gibbs_posterior
+from oppmodel.modeling.perfect_info.spades_search import probmaxn_search
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.storage import Storage
 from oppmodel.server.tasks import ShieldedTasks
@@ -54,9 +58,9 @@ T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
 
 SPADES3P = "spades3p"
-GAME_MODELS: dict[str, tuple[str, ...]] = {SPADES3P: spades.MODELS}
+GAME_MODELS: dict[str, tuple[str, ...]] = {SPADES3P: MODEL_LABELS}
 """Games a session can be about, with the model names their search knows."""
-GAME_OPPONENTS: dict[str, int] = {SPADES3P: spades.N_PLAYERS - 1}
+GAME_OPPONENTS: dict[str, int] = {SPADES3P: N_PLAYERS - 1}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pi_sessions (
@@ -296,9 +300,9 @@ def _summary(
 def warm_up_perfect_info() -> None:
     """Compile (or load from numba's cache) the Gibbs and Spades kernels a request can reach."""
     gibbs_posterior(np.ones((2, 2)), 1.0, seed=0, sweeps=4, burn_in=0, chains=2)
-    position = spades.Position.start(spades.deal(np.random.default_rng(0), 2))
-    spades.probmaxn_search(
-        position, spades.bids(position.hands), me=0, true_model="MT", weights=np.full((3, 2), 0.5)
+    state = SpadesState.start(deal(np.random.default_rng(0), 2))
+    probmaxn_search(
+        state, bidding.bids(state.hands), me=0, true_model="MT", weights=np.full((3, 2), 0.5)
     )
 
 

@@ -22,8 +22,19 @@ import grpc
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
-from oppmodel.modeling.perfect_info import spades_search as spades
+from oppmodel.modeling.games.spades import bidding
+from oppmodel.modeling.games.spades.cards import (
+    MAX_HAND_SIZE,
+    N_PLAYERS,
+    NO_CARD,
+    card_str,
+    cards_to_mask,
+    parse_card,
+)
+from oppmodel.modeling.games.spades.scoring import MODEL_LABELS, UtilityModel
+from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info.model_weights import choice_likelihood
+from oppmodel.modeling.perfect_info.spades_search import ProbMaxnResult, probmaxn_search
 from oppmodel.server.conversion import renamed
 from oppmodel.server.errors import error_details
 from oppmodel.server.metrics import Metrics
@@ -174,28 +185,28 @@ def weights_to_proto(s: WeightsSummary) -> pb.ModelWeights:
 # -- Spades positions ------------------------------------------------------------------------------
 def _cards(text: str, field: str) -> list[int]:
     try:
-        cards = [spades.parse_card(t) for t in text.split()]
+        cards = [parse_card(t) for t in text.split()]
     except InvalidArgumentError as exc:
         raise renamed(exc, field) from None
     seen: set[int] = set()
     for c in cards:
         if c in seen:
-            raise InvalidArgumentError(field, f"{spades.card_str(c)} is listed twice")
+            raise InvalidArgumentError(field, f"{card_str(c)} is listed twice")
         seen.add(c)
     return cards
 
 
 def _seat(value: int, field: str) -> int:
-    if not 0 <= value < spades.N_PLAYERS:
+    if not 0 <= value < N_PLAYERS:
         raise InvalidArgumentError(field, f"must be 0, 1 or 2, got {value}")
     return value
 
 
 def position_from_proto(
     message: pb.SpadesPosition, limits: PerfectInfoLimits
-) -> tuple[spades.Position, tuple[int, int, int]]:
-    """(validated Position, bids) of a SpadesPosition; bids from the fixed rule if not given."""
-    n = spades.N_PLAYERS
+) -> tuple[SpadesState, tuple[int, int, int]]:
+    """(validated SpadesState, bids) of a SpadesPosition; bids from the fixed rule if not given."""
+    n = N_PLAYERS
     if len(message.hands) != n:
         raise InvalidArgumentError("position.hands", f"needs {n} hands, got {len(message.hands)}")
     hands = [_cards(h, f"position.hands[{p}]") for p, h in enumerate(message.hands)]
@@ -205,7 +216,7 @@ def position_from_proto(
                 f"position.hands[{p}]: at most {limits.max_search_cards} cards per hand are "
                 "searched on this server"
             )
-    trick = [spades.NO_CARD] * n
+    trick = [NO_CARD] * n
     if message.trick:
         if len(message.trick) != n:
             raise InvalidArgumentError(
@@ -222,8 +233,8 @@ def position_from_proto(
         if len(message.tricks) != n:
             raise InvalidArgumentError("position.tricks", f"needs {n} entries or none")
         tricks = list(message.tricks)
-    position = spades.Position(
-        hands=tuple(spades.cards_to_mask(h) for h in hands),  # type: ignore[arg-type]
+    position = SpadesState(
+        hands=tuple(cards_to_mask(h) for h in hands),  # type: ignore[arg-type]
         trick=tuple(trick),  # type: ignore[arg-type]
         leader=_seat(message.leader, "position.leader"),
         turn=_seat(message.turn, "position.turn"),
@@ -236,9 +247,9 @@ def position_from_proto(
     if position.is_terminal:
         raise InvalidArgumentError("position", "the hand is over; there is nothing to search")
     if message.bids:
-        if len(message.bids) != n or any(not 0 <= b <= spades.MAX_HAND_SIZE for b in message.bids):
+        if len(message.bids) != n or any(not 0 <= b <= MAX_HAND_SIZE for b in message.bids):
             raise InvalidArgumentError(
-                "position.bids", f"must be {n} integers in 0..{spades.MAX_HAND_SIZE}"
+                "position.bids", f"must be {n} integers in 0..{MAX_HAND_SIZE}"
             )
         bids = tuple(int(b) for b in message.bids)
     else:
@@ -246,12 +257,12 @@ def position_from_proto(
             raise InvalidArgumentError(
                 "position.bids", "required once a card has been played (the rule sees full hands)"
             )
-        bids = spades.bids(position.hands)
+        bids = bidding.bids(position.hands)
     return position, bids  # type: ignore[return-value]
 
 
 def _weight_row(values: list[float], field: str) -> np.ndarray:
-    if len(values) != len(spades.MODELS):
+    if len(values) != len(UtilityModel):
         raise InvalidArgumentError(field, f"needs (P(MT), P(mOT)), got {len(values)} values")
     if not all(math.isfinite(x) and x >= 0 for x in values):
         raise InvalidArgumentError(field, f"entries must be finite and >= 0, got {values}")
@@ -265,7 +276,7 @@ def _rows(matrix: np.ndarray) -> list[pb.ModelValues]:
 
 
 def _move_to_proto(
-    result: spades.ProbMaxnResult, weights: np.ndarray, bids: tuple[int, ...]
+    result: ProbMaxnResult, weights: np.ndarray, bids: tuple[int, ...]
 ) -> pb.GetProbMaxnMoveResponse:
     reply = pb.GetProbMaxnMoveResponse(
         mover=result.mover,
@@ -273,7 +284,7 @@ def _move_to_proto(
         bids=list(bids),
         utility=_rows(result.u),
         u_true=result.u_true,
-        moves=[spades.card_str(c) for c in result.moves],
+        moves=[card_str(c) for c in result.moves],
         multiplicities=list(result.multiplicities),
         prob_choice=result.prob_choice.tolist(),
         child_u_true=result.child_true.tolist(),
@@ -283,7 +294,7 @@ def _move_to_proto(
         epsilon=result.eps,
     )
     if result.move is not None:
-        reply.move = spades.card_str(result.move)
+        reply.move = card_str(result.move)
     return reply
 
 
@@ -375,17 +386,17 @@ class PerfectInfoServicer(pb_grpc.PerfectInfoServiceServicer):
     async def GetProbMaxnMove(self, request, context, owner):
         position, bids = position_from_proto(request.position, self.limits)
         searcher = _seat(request.searcher, "searcher")
-        true_model = request.true_model or spades.MODELS[spades.MT]
-        if true_model not in spades.MODELS:
-            raise InvalidArgumentError("true_model", f"must be one of {spades.MODELS}")
+        true_model = request.true_model or UtilityModel.MT.label
+        if true_model not in MODEL_LABELS:
+            raise InvalidArgumentError("true_model", f"must be one of {MODEL_LABELS}")
         eps = request.epsilon if request.HasField("epsilon") else DEFAULT_EPSILON
         if not 0.0 <= eps <= 1.0:
             raise InvalidArgumentError("epsilon", f"must be in [0, 1], got {eps}")
         which = request.WhichOneof("weights")
         if which == "given":
-            if len(request.given.seats) != spades.N_PLAYERS:
+            if len(request.given.seats) != N_PLAYERS:
                 raise InvalidArgumentError(
-                    "given.seats", f"needs {spades.N_PLAYERS} rows, got {len(request.given.seats)}"
+                    "given.seats", f"needs {N_PLAYERS} rows, got {len(request.given.seats)}"
                 )
             weights = np.stack(
                 [
@@ -400,15 +411,15 @@ class PerfectInfoServicer(pb_grpc.PerfectInfoServiceServicer):
                 else np.array(DEFAULT_SEARCHER_WEIGHTS)
             )
             session = await self.manager.get(owner, request.session_id)
-            weights = np.zeros((spades.N_PLAYERS, len(spades.MODELS)))
+            weights = np.zeros((N_PLAYERS, len(UtilityModel)))
             weights[searcher] = own
             learned = await self.manager.learned_weights(session)
             for i, row in enumerate(learned):
-                weights[(searcher + 1 + i) % spades.N_PLAYERS] = row
+                weights[(searcher + 1 + i) % N_PLAYERS] = row
         else:
             raise InvalidArgumentError("weights", "give session_id (learned) or given")
         result = await self.manager.cpu(
-            lambda: spades.probmaxn_search(
+            lambda: probmaxn_search(
                 position, bids, me=searcher, true_model=true_model, weights=weights, eps=eps
             )
         )

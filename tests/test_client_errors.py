@@ -19,13 +19,14 @@ from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.grpc_base import ERROR_BY_CODE, GrpcClient, domain_error
 from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
 from oppmodel.modeling import errors
-from oppmodel.modeling.perfect_info import spades_search as spades
+from oppmodel.modeling.games.spades.cards import parse_hand
+from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.server.app import free_ports
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 OBS = random_observations(2, seed=1)
-POSITION = spades.Position(
-    hands=tuple(spades.parse_hand(h) for h in ("AS 2C", "KH 3D", "QC 4S")), leader=0, turn=0
+POSITION = SpadesState(
+    hands=tuple(parse_hand(h) for h in ("AS 2C", "KH 3D", "QC 4S")), leader=0, turn=0
 )
 
 

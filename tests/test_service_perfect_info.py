@@ -36,8 +36,12 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
     UnknownGameError,
 )
-from oppmodel.modeling.perfect_info import spades_search as spades
+from oppmodel.modeling.games.spades import bidding
+from oppmodel.modeling.games.spades.cards import deal, parse_hand
+from oppmodel.modeling.games.spades.scoring import UtilityModel
+from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info.model_weights import choice_likelihood, gibbs_posterior
+from oppmodel.modeling.perfect_info.spades_search import ProbMaxnResult, probmaxn_search
 from oppmodel.server.app import PERFECT_INFO_SERVICE_NAME
 from oppmodel.server.perfect_info import PerfectInfoLimits, opponent_seed
 from oppmodel.v1 import perfect_info_pb2 as pb
@@ -201,8 +205,8 @@ def epsilon_greedy_choices(
 
 def test_weights_lean_to_the_true_model(client: PerfectInfoClient) -> None:
     session_id = new_session(client, seed=5)
-    west = epsilon_greedy_choices(spades.MT, 40, eps=0.2, seed=2, who="west")  # MT player
-    east = epsilon_greedy_choices(spades.MOT, 40, eps=0.2, seed=3, who="east", order=(1, 0))
+    west = epsilon_greedy_choices(UtilityModel.MT, 40, eps=0.2, seed=2, who="west")  # MT player
+    east = epsilon_greedy_choices(UtilityModel.MOT, 40, eps=0.2, seed=3, who="east", order=(1, 0))
     mixed = [c for pair in zip(west, east, strict=True) for c in pair]
     client.observe_choices(session_id, mixed, first_sequence=1, per_message=8)
     weights = client.model_weights(session_id)
@@ -257,12 +261,12 @@ def test_restart_on_the_same_database_gives_identical_weights(tmp_path: Path) ->
 
 
 # -- the prob-max^n query -------------------------------------------------------------------------
-def deal_position(seed: int, hand_size: int = 6) -> spades.Position:
-    hands = spades.deal(np.random.default_rng(seed), hand_size)
-    return spades.Position.start(hands, leader=seed % 3)
+def deal_position(seed: int, hand_size: int = 6) -> SpadesState:
+    hands = deal(np.random.default_rng(seed), hand_size)
+    return SpadesState.start(hands, leader=seed % 3)
 
 
-def assert_move_equals(served, expected: spades.ProbMaxnResult) -> None:
+def assert_move_equals(served, expected: ProbMaxnResult) -> None:
     assert served.mover == expected.mover
     assert served.move == expected.move
     assert np.array_equal(served.utility, expected.u)
@@ -281,8 +285,8 @@ def test_move_equals_in_process_search(client: PerfectInfoClient, seed: int) -> 
     weights = np.array([[0.5, 0.5], [0.8, 0.2], [0.3, 0.7]])
     me = pos.turn if seed != 2 else (pos.turn + 1) % 3  # seed 2: an opponent moves at the root
     served = client.probmaxn_move(pos, searcher=me, weights=weights, epsilon=0.2, true_model="mOT")
-    bids = spades.bids(pos.hands)
-    expected = spades.probmaxn_search(pos, bids, me=me, true_model="mOT", weights=weights, eps=0.2)
+    bids = bidding.bids(pos.hands)
+    expected = probmaxn_search(pos, bids, me=me, true_model="mOT", weights=weights, eps=0.2)
     assert served.bids == bids
     assert_move_equals(served, expected)
     assert (served.move is None) == (seed == 2)
@@ -295,7 +299,7 @@ def test_move_mid_trick_with_given_bids(client: PerfectInfoClient) -> None:
     bids = (2, 1, 2)
     weights = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])
     served = client.probmaxn_move(pos, searcher=pos.turn, bids=bids, weights=weights)
-    expected = spades.probmaxn_search(pos, bids, me=pos.turn, true_model="MT", weights=weights)
+    expected = probmaxn_search(pos, bids, me=pos.turn, true_model="MT", weights=weights)
     assert_move_equals(served, expected)
     assert served.move in pos.legal_moves()
 
@@ -315,8 +319,8 @@ def test_move_under_learned_weights(client: PerfectInfoClient) -> None:
     weights[(me + 1) % 3] = west  # (MT, mOT)
     weights[(me + 2) % 3] = east[::-1]  # east's models are (mOT, MT)
     assert np.array_equal(served.weights, weights)
-    expected = spades.probmaxn_search(
-        pos, spades.bids(pos.hands), me=me, true_model="MT", weights=weights
+    expected = probmaxn_search(
+        pos, bidding.bids(pos.hands), me=me, true_model="MT", weights=weights
     )
     assert_move_equals(served, expected)
 
@@ -326,8 +330,8 @@ def test_a_search_gives_the_evidence_of_the_movers_choice(client: PerfectInfoCli
     me = (pos.turn + 2) % 3  # the mover sits right after us: the session's "west"
     weights = np.array([[0.5, 0.5], [0.6, 0.4], [0.1, 0.9]])
     served = client.probmaxn_move(pos, searcher=me, weights=weights, epsilon=0.2)
-    local = spades.probmaxn_search(
-        pos, spades.bids(pos.hands), me=me, true_model="MT", weights=weights, eps=0.2
+    local = probmaxn_search(
+        pos, bidding.bids(pos.hands), me=me, true_model="MT", weights=weights, eps=0.2
     )
     assert served.epsilon == 0.2 and served.move is None
     evidence = []
@@ -483,9 +487,7 @@ def test_session_limits(client: PerfectInfoClient) -> None:
         client.create_session(opponents=OPPONENTS, gibbs=GibbsSettings(sweeps=10**6))
 
 
-START = spades.Position.start(
-    (spades.parse_hand("AS KS 2C"), spades.parse_hand("QS 3C 4D"), spades.parse_hand("5H 6H 7H"))
-)
+START = SpadesState.start((parse_hand("AS KS 2C"), parse_hand("QS 3C 4D"), parse_hand("5H 6H 7H")))
 EVEN = [[0.5, 0.5]] * 3
 
 

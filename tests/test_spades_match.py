@@ -11,8 +11,8 @@ from scipy import stats
 
 from oppmodel.clients.commands import spades_cmd
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.spades.scoring import UtilityModel
 from oppmodel.modeling.perfect_info import spades_match as M
-from oppmodel.modeling.perfect_info import spades_search as S
 
 
 def test_seatings_are_paper_table_3():
@@ -26,7 +26,7 @@ def test_seatings_are_paper_table_3():
 def test_wrong_and_correct_models():
     assert M.wrong_and_correct_maxn("MT_mOT") == ("mOT_mOT", "mOT_MT")
     assert M.wrong_and_correct_maxn("mOT_MT") == ("mOT_MT", "mOT_mOT")
-    assert M.true_model("MT_mOT") == S.MT and M.true_model("mOT_pl") == S.MOT
+    assert M.true_model("MT_mOT") == UtilityModel.MT and M.true_model("mOT_pl") == UtilityModel.MOT
     with pytest.raises(InvalidArgumentError, match="player_type"):
         M.make_agent("MT_X")
 

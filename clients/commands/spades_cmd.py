@@ -9,8 +9,8 @@ import time
 from oppmodel.clients.commands._types import float_in, int_in, positive_int, seed
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.spades.cards import MAX_HAND_SIZE
 from oppmodel.modeling.perfect_info import spades_match as M
-from oppmodel.modeling.perfect_info import spades_search as spades
 
 _DESCRIPTION = """\
 Play paper 000's Spades protocol: each deal sequence (7-card perfect-information hands, games to
@@ -85,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--hand-size",
-        type=int_in(1, spades.MAX_HAND_SIZE),
+        type=int_in(1, MAX_HAND_SIZE),
         default=7,
         help="cards per player (default 7)",
     )

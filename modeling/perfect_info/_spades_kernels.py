@@ -1,11 +1,8 @@
-"""Numba kernels for 3-player perfect-information Spades search (see
-``modeling/perfect_info/spades_search.py``).
+"""Numba kernels for 3-player perfect-information Spades search (see ``spades_search.py``).
 
 Plain arrays in, preallocated arrays out; the validating Python API lives in
-``oppmodel.modeling.perfect_info.spades_search``.
-
-Card ``c`` in 0..51 is suit ``c // 13`` (0 clubs, 1 diamonds, 2 hearts, 3 spades = trump) and rank
-``c % 13`` (0 = two ... 12 = ace); a hand is a ``uint64`` with bit ``c`` set for each card held.
+``oppmodel.modeling.perfect_info.spades_search``; the rules (follow suit, trick winner) are the
+game's, ``oppmodel.modeling.games.spades._rules_kernels``.
 
 One driver, ``search``, walks the game tree depth-first with an explicit stack (numba cannot cache
 recursive functions reliably) and computes max^n, soft-max^n (sets of final trick vectors) or
@@ -33,22 +30,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-N_CARDS = 52
-N_RANKS = 13
-SPADES = 3
+from oppmodel.modeling.games.spades._rules_kernels import (
+    ONE,
+    bit_index,
+    last_trick_winner,
+    legal_mask,
+    trick_winner,
+)
+from oppmodel.modeling.games.spades.cards import N_RANKS
+
 TIE_TOL = 1e-9
 
-_ONE = np.uint64(1)
-_SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=np.uint64)
 _H1 = np.uint64(0x9E3779B97F4A7C15)
 _H2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _H3 = np.uint64(0x165667B19E3779F9)
 _H4 = np.uint64(0xD6E8FEB86659FD93)
-
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
-for _i in range(64):
-    _DEBRUIJN_INDEX[((1 << _i) * 0x03F79D71B4CB0A89 & (2**64 - 1)) >> 58] = _i
 
 # stats slots
 ST_NODES = 0
@@ -74,45 +70,6 @@ FRAME_COLS = 7
 
 
 @njit(cache=True)
-def _beats(c: int, best: int) -> bool:
-    """Whether card ``c`` beats the trick's best card so far (same suit and higher, or a trump)."""
-    cs = c // N_RANKS
-    bs = best // N_RANKS
-    return (cs == bs and c > best) or (cs == SPADES and bs != SPADES)
-
-
-@njit(cache=True)
-def trick_winner(trick: np.ndarray, leader: int) -> int:
-    """Seat that wins a complete trick: highest spade if any, else highest card of the led suit."""
-    best = leader
-    bc = trick[leader]
-    for k in range(1, 3):
-        p = (leader + k) % 3
-        c = trick[p]
-        if _beats(c, bc):
-            best = p
-            bc = c
-    return best
-
-
-@njit(cache=True)
-def legal_mask(hand: np.uint64, lead_suit: int) -> np.uint64:
-    """Cards of ``hand`` that may be played: the led suit if held (follow suit), else any card."""
-    if lead_suit < 0:
-        return hand
-    s = hand & _SUIT_MASK[lead_suit]
-    if s != np.uint64(0):
-        return s
-    return hand
-
-
-@njit(cache=True)
-def _bit_index(low: np.uint64) -> int:
-    """Index of the single set bit of ``low`` (de Bruijn multiplication)."""
-    return _DEBRUIJN_INDEX[(low * _DEBRUIJN) >> np.uint64(58)]
-
-
-@njit(cache=True)
 def gen_moves(
     hands: np.ndarray,
     trick: np.ndarray,
@@ -135,18 +92,18 @@ def gen_moves(
         lead_suit = trick[leader] // N_RANKS
         for p in range(3):
             if trick[p] >= 0:
-                inplay |= _ONE << np.uint64(trick[p])
+                inplay |= ONE << np.uint64(trick[p])
     legal = legal_mask(hand, lead_suit)
     nchild = 0
     ncards = 0
     prev_low = np.uint64(0)
     prev = -1
     while legal != 0:
-        low = legal & (~legal + _ONE)
+        low = legal & (~legal + ONE)
         legal ^= low
-        c = _bit_index(low)
+        c = bit_index(low)
         ncards += 1
-        between = (low - _ONE) & ~((prev_low << _ONE) - _ONE)
+        between = (low - ONE) & ~((prev_low << ONE) - ONE)
         if prev >= 0 and c // N_RANKS == prev // N_RANKS and (inplay & between) == 0:
             mult_out[row, nchild - 1] += 1
         else:
@@ -172,14 +129,14 @@ def canonical_hands(hands: np.ndarray) -> tuple[np.uint64, np.uint64, np.uint64]
     suit = -1
     k = 0
     while inplay != 0:
-        low = inplay & (~inplay + _ONE)
+        low = inplay & (~inplay + ONE)
         inplay ^= low
-        c = _bit_index(low)
+        c = bit_index(low)
         s = c // N_RANKS
         if s != suit:
             suit = s
             k = s * N_RANKS
-        bit = _ONE << np.uint64(k)
+        bit = ONE << np.uint64(k)
         k += 1
         if hands[0] & low:
             o0 |= bit
@@ -188,32 +145,6 @@ def canonical_hands(hands: np.ndarray) -> tuple[np.uint64, np.uint64, np.uint64]
         else:
             o2 |= bit
     return o0, o1, o2
-
-
-@njit(cache=True)
-def _lowest_card(h: np.uint64) -> int:
-    return _bit_index(h & (~h + _ONE))
-
-
-@njit(cache=True)
-def last_trick_winner(hands: np.ndarray, leader: int) -> int:
-    """Winner of the last trick when every hand holds exactly one card, else -1.
-
-    Playing it out is forced, so the searches resolve it directly instead of expanding 3 nodes.
-    """
-    for p in range(3):
-        h = hands[p]
-        if h == 0 or (h & (h - _ONE)) != 0:
-            return -1
-    best = leader
-    bc = _lowest_card(hands[leader])
-    for k in range(1, 3):
-        p = (leader + k) % 3
-        c = _lowest_card(hands[p])
-        if _beats(c, bc):
-            best = p
-            bc = c
-    return best
 
 
 @njit(cache=True)
@@ -279,9 +210,9 @@ def _level_range(mask: np.uint64, mover: int, util: np.ndarray) -> tuple[float, 
     lo = np.inf
     hi = -np.inf
     while mask != 0:
-        low = mask & (~mask + _ONE)
+        low = mask & (~mask + ONE)
         mask ^= low
-        idx = _bit_index(low)
+        idx = bit_index(low)
         t0 = idx // k
         t1 = idx % k
         t = t0 if mover == 0 else t1 if mover == 1 else n - t0 - t1
@@ -320,7 +251,8 @@ def _combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t):
 
 @njit(cache=True)
 def _combine_probmaxn(d, turn, nchild, ncards, me, eps, pmodel, mult, cu, ct, pc, res_u, res_t):
-    """Paper 000 Table 2 (COMBINE) plus u_true, with merged moves weighted by multiplicity."""
+    """Sturtevant, Zinkevich & Bowling (2006) Table 2 (COMBINE) plus u_true, with merged moves
+    weighted by multiplicity."""
     n_models = cu.shape[3]
     for i in range(nchild):
         pc[d, i] = 0.0
@@ -486,7 +418,7 @@ def search(
                 for p in range(3):
                     trick[p] = saved[d, p]
             trick[turn] = -1
-            hands[turn] ^= _ONE << np.uint64(cards[d, i])
+            hands[turn] ^= ONE << np.uint64(cards[d, i])
             for p in range(3):
                 for m in range(n_models):
                     cu[d, i, p, m] = res_u[d + 1, p, m]
@@ -498,7 +430,7 @@ def search(
             nchild = frame[d, _NCHILD]
             if i < nchild:
                 c = cards[d, i]
-                hands[turn] ^= _ONE << np.uint64(c)
+                hands[turn] ^= ONE << np.uint64(c)
                 trick[turn] = c
                 if ntrick == 2:
                     w = trick_winner(trick, leader)

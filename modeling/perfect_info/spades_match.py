@@ -1,19 +1,22 @@
-"""Spades matches between search agents: the experimental protocol of papers 000 and 002.
+"""Spades matches between search agents: the experimental protocol of Sturtevant, Zinkevich &
+Bowling (2006) and Sturtevant (2004).
 
-Protocol (paper 000, "Experimental Results"; paper 002, Table 3): a *deal sequence* is a seeded
-stream of 7-card deals (hand ``h`` of sequence ``s`` is dealt from ``default_rng([seed, s, h])``).
-Each sequence is played six times, once per way of seating two player types A and B in three seats
-with both types present (``SEATINGS``, paper 000 Table 3), each time as a full game to 300
-(``oppmodel.modeling.perfect_info.spades_search.Scoreboard``). Every agent bids by the same fixed
-rule (``oppmodel.modeling.perfect_info.spades_search.bid``); the first trick of hand ``h`` is led by
-seat ``h % 3``.
+Protocol (Sturtevant, Zinkevich & Bowling 2006, "Experimental Results"; Sturtevant 2004, Table 3):
+a *deal sequence* is a seeded stream of 7-card deals (hand ``h`` of sequence ``s`` is dealt from
+``default_rng([seed, s, h])``). Each sequence is played six times, once per way of seating two
+player types A and B in three seats with both types present (``SEATINGS``, Sturtevant, Zinkevich
+& Bowling 2006, Table 3), each time as a full game to 300
+(``oppmodel.modeling.games.spades.scoring.Scoreboard``). Every agent bids by the same fixed rule
+(``oppmodel.modeling.games.spades.bidding.bid``); the first trick of hand ``h`` is led by seat
+``h % 3``.
 
-Player types (paper 000; the subscript is the model a player assumes for its opponents):
+Player types (Sturtevant, Zinkevich & Bowling 2006; the subscript is the model a player assumes for
+its opponents):
 
 * ``MT_MT``, ``MT_mOT``, ``mOT_MT``, ``mOT_mOT``: max^n players. ``X_Y`` maximises its own utility X
   and, in its search tree, scores every opponent with utility Y. The tree is the same max^n tree the
   others would search if their utilities were as assumed, so ``X_Y`` also assumes that the opponents
-  model it correctly (as X) -- the "second-level" assumption paper 000 discusses for mOT_mOT.
+  model it correctly (as X) -- the "second-level" assumption the paper discusses for mOT_mOT.
 * ``mOT_g`` (and ``MT_g``): soft-max^n with true utility mOT (MT) and the generic opponent model
   (an opponent prefers one outcome to another only if MT and mOT both do: making its bid beats
   missing it); at the root it takes the child with the best worst-case true utility over its
@@ -33,7 +36,7 @@ Reported per (A, B) experiment: each type's mean final score and share of wins (
 lead splits the win), with 95% confidence intervals from the t distribution over the deal-sequence
 means (the six seatings of one sequence share its cards, so sequences are the independent units);
 with learning, the share of (learner, max^n opponent) pairs whose final posterior mean put more
-than 1/2 on the opponent's true utility, and less than 0.3 ("far off", paper 000).
+than 1/2 on the opponent's true utility, and less than 0.3 ("far off" in the paper).
 """
 
 from __future__ import annotations
@@ -46,8 +49,18 @@ import numpy as np
 from scipy import stats
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.perfect_info import spades_search as S
+from oppmodel.modeling.games.spades import bidding
+from oppmodel.modeling.games.spades.cards import DEFAULT_HAND_SIZE, MAX_HAND_SIZE, deal
+from oppmodel.modeling.games.spades.scoring import Scoreboard, UtilityModel
+from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info.model_weights import gibbs_posterior
+from oppmodel.modeling.perfect_info.spades_search import (
+    ProbMaxnResult,
+    SearchTable,
+    maxn_search,
+    probmaxn_search,
+    softmaxn_search,
+)
 
 SEATINGS = ("AAB", "ABA", "ABB", "BAA", "BAB", "BBA")
 MAXN_TYPES = ("MT_MT", "MT_mOT", "mOT_MT", "mOT_mOT")
@@ -56,10 +69,10 @@ SOFT_TYPES = ("mOT_g", "MT_g")
 PLAYER_TYPES = MAXN_TYPES + PROB_TYPES + SOFT_TYPES
 
 
-def true_model(player_type: str) -> int:
-    """Index (``S.MT`` or ``S.MOT``) of a player type's own utility."""
+def true_model(player_type: str) -> UtilityModel:
+    """A player type's own utility."""
     check_type(player_type)
-    return S.MODELS.index(player_type.split("_")[0])
+    return UtilityModel.parse(player_type.split("_")[0])
 
 
 def check_type(player_type: str) -> None:
@@ -78,7 +91,7 @@ class Agent(ABC):
         self.player_type = player_type
         self.seat = 0
         self.bids: tuple[int, int, int] = (1, 1, 1)
-        self.table = S.SearchTable(16)
+        self.table = SearchTable(16)
 
     def start_game(self, seat: int) -> None:
         """Forget everything from previous games."""
@@ -89,11 +102,11 @@ class Agent(ABC):
         self.bids = bids
 
     @abstractmethod
-    def choose(self, pos: S.Position) -> int:
-        """The card to play at ``pos`` (this agent's turn)."""
+    def choose(self, state: SpadesState) -> int:
+        """The card to play at ``state`` (this agent's turn)."""
 
-    def observe(self, pos: S.Position, card: int) -> None:
-        """Another seat played ``card`` at ``pos`` (default: ignore)."""
+    def observe(self, state: SpadesState, card: int) -> None:
+        """Another seat played ``card`` at ``state`` (default: ignore)."""
         return
 
     def end_hand(self) -> None:
@@ -111,10 +124,10 @@ class MaxnAgent(Agent):
         own, assumed = player_type.split("_")
         self._own, self._assumed = own, assumed
 
-    def choose(self, pos: S.Position) -> int:
+    def choose(self, state: SpadesState) -> int:
         """Max^n move (ties to the lowest card)."""
         models = [self._own if p == self.seat else self._assumed for p in range(3)]
-        return S.maxn_search(pos, self.bids, models, table=self.table).move
+        return maxn_search(state, self.bids, models, table=self.table).move
 
 
 class SoftMaxnAgent(Agent):
@@ -127,10 +140,10 @@ class SoftMaxnAgent(Agent):
             raise InvalidArgumentError("player_type", f"{player_type!r} is not a soft-max^n type")
         self._true = true_model(player_type)
 
-    def choose(self, pos: S.Position) -> int:
+    def choose(self, state: SpadesState) -> int:
         """Soft-max^n move."""
-        move = S.softmaxn_search(
-            pos, self.bids, me=self.seat, true_model=self._true, table=self.table
+        move = softmaxn_search(
+            state, self.bids, me=self.seat, true_model=self._true, table=self.table
         ).move
         assert move is not None  # it is our turn
         return move
@@ -168,9 +181,9 @@ class ProbMaxnAgent(Agent):
         self.record = LearningRecord({p: [] for p in range(3) if p != seat})
         self._hands_seen = 0
 
-    def _search(self, pos: S.Position) -> S.ProbMaxnResult:
-        return S.probmaxn_search(
-            pos,
+    def _search(self, state: SpadesState) -> ProbMaxnResult:
+        return probmaxn_search(
+            state,
             self.bids,
             me=self.seat,
             true_model=self._true,
@@ -179,16 +192,16 @@ class ProbMaxnAgent(Agent):
             table=self.table,
         )
 
-    def choose(self, pos: S.Position) -> int:
+    def choose(self, state: SpadesState) -> int:
         """The card maximising u_true."""
-        move = self._search(pos).move
+        move = self._search(state).move
         assert move is not None  # it is our turn
         return move
 
-    def observe(self, pos: S.Position, card: int) -> None:
+    def observe(self, state: SpadesState, card: int) -> None:
         """Record the likelihood vector of an opponent's choice (learning agents only)."""
         if self.learning:
-            self.record.likelihoods[pos.turn].append(self._search(pos).choice_likelihood(card))
+            self.record.likelihoods[state.turn].append(self._search(state).choice_likelihood(card))
 
     def end_hand(self) -> None:
         """Learning agents replace each opponent's weights by its posterior mean."""
@@ -236,7 +249,7 @@ def play_game(
     *,
     seed: int,
     sequence: int,
-    hand_size: int = S.DEFAULT_HAND_SIZE,
+    hand_size: int = DEFAULT_HAND_SIZE,
     target: int = 300,
     max_hands: int = 200,
 ) -> GameRecord:
@@ -245,23 +258,23 @@ def play_game(
         raise InvalidArgumentError("agents", "a game needs exactly three agents")
     for seat, agent in enumerate(agents):
         agent.start_game(seat)
-    board = S.Scoreboard()
+    board = Scoreboard()
     h = 0
     while h < max_hands and not board.is_over(target):
-        hands = S.deal(np.random.default_rng([seed, sequence, h]), hand_size)
-        bids = S.bids(hands)
+        hands = deal(np.random.default_rng([seed, sequence, h]), hand_size)
+        bids = bidding.bids(hands)
         for agent in agents:
             agent.start_hand(bids)
-        pos = S.Position.start(hands, h % 3)
-        while not pos.is_terminal:
-            card = agents[pos.turn].choose(pos)
+        state = SpadesState.start(hands, h % 3)
+        while not state.is_terminal:
+            card = agents[state.turn].choose(state)
             for seat, agent in enumerate(agents):
-                if seat != pos.turn:
-                    agent.observe(pos, card)
-            pos = pos.play(card)
+                if seat != state.turn:
+                    agent.observe(state, card)
+            state = state.play(card)
         for agent in agents:
             agent.end_hand()
-        board = board.after_hand(bids, pos.tricks)
+        board = board.after_hand(bids, state.tricks)
         h += 1
     learned = tuple(
         tuple(tuple(float(x) for x in row) for row in a.weights)
@@ -291,7 +304,7 @@ def play_sequence(
     seed: int,
     sequence: int,
     eps: float = 0.1,
-    hand_size: int = S.DEFAULT_HAND_SIZE,
+    hand_size: int = DEFAULT_HAND_SIZE,
     target: int = 300,
 ) -> list[GameRecord]:
     """The six games (one per seating) of one deal sequence."""
@@ -434,7 +447,7 @@ def run_match(
     sequences: int,
     seed: int,
     eps: float = 0.1,
-    hand_size: int = S.DEFAULT_HAND_SIZE,
+    hand_size: int = DEFAULT_HAND_SIZE,
     target: int = 300,
     jobs: int = 1,
     progress=None,
@@ -449,8 +462,8 @@ def run_match(
         raise InvalidArgumentError("jobs", f"must be >= 1, got {jobs}")
     if not 0.0 <= eps <= 1.0:
         raise InvalidArgumentError("eps", f"must be in [0, 1], got {eps}")
-    if not 1 <= hand_size <= S.MAX_HAND_SIZE:
-        raise InvalidArgumentError("hand_size", f"must be in 1..{S.MAX_HAND_SIZE}, got {hand_size}")
+    if not 1 <= hand_size <= MAX_HAND_SIZE:
+        raise InvalidArgumentError("hand_size", f"must be in 1..{MAX_HAND_SIZE}, got {hand_size}")
     for a, b in pairs:
         check_type(a)
         check_type(b)

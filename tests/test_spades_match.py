@@ -12,6 +12,7 @@ from scipy import stats
 from oppmodel.clients.commands import spades_cmd
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.spades.scoring import UtilityModel
+from oppmodel.modeling.perfect_info import spades_agents as A
 from oppmodel.modeling.perfect_info import spades_match as M
 
 
@@ -26,13 +27,13 @@ def test_seatings_are_paper_table_3():
 def test_wrong_and_correct_models():
     assert M.wrong_and_correct_maxn("MT_mOT") == ("mOT_mOT", "mOT_MT")
     assert M.wrong_and_correct_maxn("mOT_MT") == ("mOT_MT", "mOT_mOT")
-    assert M.true_model("MT_mOT") == UtilityModel.MT and M.true_model("mOT_pl") == UtilityModel.MOT
+    assert A.true_model("MT_mOT") == UtilityModel.MT and A.true_model("mOT_pl") == UtilityModel.MOT
     with pytest.raises(InvalidArgumentError, match="player_type"):
-        M.make_agent("MT_X")
+        A.make_agent("MT_X")
 
 
 def _game(types, seed):
-    agents = [M.make_agent(t, seed=i) for i, t in enumerate(types)]
+    agents = [A.make_agent(t, seed=i) for i, t in enumerate(types)]
     return M.play_game(agents, seed=seed, sequence=0, hand_size=3, target=60)
 
 
@@ -51,8 +52,8 @@ def test_games_are_seeded_and_end_at_target():
 
 
 def test_learning_agent_collects_one_likelihood_per_opponent_card():
-    learner = M.ProbMaxnAgent("mOT_pl", seed=1)
-    agents = [M.make_agent("MT_MT"), learner, M.make_agent("mOT_mOT")]
+    learner = A.ProbMaxnAgent("mOT_pl", seed=1)
+    agents = [A.make_agent("MT_MT"), learner, A.make_agent("mOT_mOT")]
     rec = M.play_game(agents, seed=9, sequence=0, hand_size=3, target=1)  # one hand
     assert rec.hands == 1
     assert {p: len(v) for p, v in learner.record.likelihoods.items()} == {0: 3, 2: 3}

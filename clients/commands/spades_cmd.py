@@ -11,6 +11,7 @@ from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.spades.cards import MAX_HAND_SIZE
 from oppmodel.modeling.perfect_info import spades_match as M
+from oppmodel.modeling.perfect_info.spades_agents import MAXN_TYPES, PLAYER_TYPES, SOFT_TYPES
 
 _DESCRIPTION = """\
 Play paper 000's Spades protocol: each deal sequence (7-card perfect-information hands, games to
@@ -45,9 +46,9 @@ examples:
 def _types(text: str) -> list[str]:
     out = [t.strip() for t in text.split(",") if t.strip()]
     for t in out:
-        if t not in M.PLAYER_TYPES:
+        if t not in PLAYER_TYPES:
             raise argparse.ArgumentTypeError(
-                f"unknown player type {t!r}; choose from {', '.join(M.PLAYER_TYPES)}"
+                f"unknown player type {t!r}; choose from {', '.join(PLAYER_TYPES)}"
             )
     return out
 
@@ -70,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--opponents",
         type=_types,
-        default=list(M.MAXN_TYPES),
+        default=list(MAXN_TYPES),
         help="comma-separated player types B (default: the four max^n types)",
     )
     parser.add_argument(
@@ -135,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     have = set(result.games) | {(b, b) for b in args.opponents}  # A v. A is 50% by symmetry
     gains: dict[tuple[str, str], dict[str, M.Estimate]] = {}
     for a, b in pairs:
-        if a in M.MAXN_TYPES or b not in M.MAXN_TYPES:
+        if a in MAXN_TYPES or b not in MAXN_TYPES:
             continue
         own = a.split("_")[0]
         wrong, correct = M.wrong_and_correct_maxn(b, own=own)
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             row["gain"] = result.win_difference((a, b), (wrong, b))
         if (correct, b) in have:
             row["loss"] = result.win_difference((correct, b), (a, b))
-        if a not in M.SOFT_TYPES and (f"{own}_g", b) in have:
+        if a not in SOFT_TYPES and (f"{own}_g", b) in have:
             row["gain_vs_soft"] = result.win_difference((a, b), (f"{own}_g", b))
         if row:
             gains[(a, b)] = row

@@ -23,6 +23,7 @@ from oppmodel.modeling.games.spades.bidding import bids
 from oppmodel.modeling.games.spades.cards import deal
 from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info import spades_search as S
+from oppmodel.modeling.perfect_info.transposition import SearchTable
 
 
 def _summary(times: list[float], cpu: list[float], nodes: list[int]) -> dict:
@@ -42,7 +43,7 @@ def _summary(times: list[float], cpu: list[float], nodes: list[int]) -> dict:
 
 def run(n_deals: int, hand_size: int, seed: int, eps: float) -> dict:
     """Time both searches on ``n_deals`` seeded deals; returns the summary as a dict."""
-    table = S.SearchTable(17)
+    table = SearchTable(17)
     weights = np.full((3, 2), 0.5)
 
     def timed(search) -> tuple[float, float, int]:

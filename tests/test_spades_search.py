@@ -30,12 +30,12 @@ from oppmodel.modeling.perfect_info.search.maxn import maxn, softmaxn
 from oppmodel.modeling.perfect_info.search.probmaxn import probmaxn
 from oppmodel.modeling.perfect_info.search.tree import Leaf
 from oppmodel.modeling.perfect_info.spades_search import (
-    SearchTable,
     generic_level,
     maxn_search,
     probmaxn_search,
     softmaxn_search,
 )
+from oppmodel.modeling.perfect_info.transposition import SearchTable
 
 
 def _random_root(rng: np.random.Generator, hand_size: int) -> SpadesState:

@@ -1,6 +1,9 @@
 """Numba kernels for 3-player perfect-information Spades search (see ``spades_search.py``).
 
-Plain arrays in, preallocated arrays out; the validating Python API lives in
+Plain arrays in, preallocated arrays out, handed to ``search`` bundled by role in ``NamedTuple``s
+(which numba compiles and caches like plain arguments): the root (``SearchRoot``), the search
+parameters (``SearchParams``), the per-depth work buffers (``SearchBuffers``) and the
+transposition table (``_transposition_kernels.TableArrays``). The validating Python API lives in
 ``oppmodel.modeling.perfect_info.spades_search``; the rules (follow suit, trick winner) are the
 game's, ``oppmodel.modeling.games.spades._rules_kernels``.
 
@@ -14,11 +17,7 @@ prob-max^n values, with two exact reductions:
   and its ties per card, so values equal those of the unmerged tree (where equivalent cards are
   separate, tied children). Max^n breaks ties to the first child in ascending card order, which is
   the lowest card of a merged group, so it is unchanged too.
-* **Transposition table** at trick boundaries, keyed by the three rank-compressed hands (only the
-  order of the cards still in play matters), the leader and the tricks each player has taken (the
-  subtree value depends on all of them and on nothing else once the search parameters are fixed).
-  Entries carry a generation number, so a table is reused across searches with the same parameters
-  (one hand of play) and invalidated in O(1) otherwise.
+* **Transposition table** at trick boundaries (``_transposition_kernels``).
 
 Prob-max^n follows ``oppmodel.modeling.perfect_info.search.probmaxn`` (the project's statement of
 the rules): children within the absolute tolerance ``TIE_TOL`` of a model's best are tied, because
@@ -26,6 +25,9 @@ merged and unmerged trees sum the same products in different orders.
 """
 
 from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -37,36 +39,105 @@ from oppmodel.modeling.games.spades._rules_kernels import (
     legal_mask,
     trick_winner,
 )
-from oppmodel.modeling.games.spades.cards import N_RANKS
+from oppmodel.modeling.games.spades.cards import N_PLAYERS, N_RANKS
+from oppmodel.modeling.perfect_info import _transposition_kernels as tt
+from oppmodel.modeling.perfect_info._transposition_kernels import KEY_WORDS, TableArrays
 
 TIE_TOL = 1e-9
-
-_H1 = np.uint64(0x9E3779B97F4A7C15)
-_H2 = np.uint64(0xC2B2AE3D27D4EB4F)
-_H3 = np.uint64(0x165667B19E3779F9)
-_H4 = np.uint64(0xD6E8FEB86659FD93)
-
-# stats slots
-ST_NODES = 0
-ST_TT_HITS = 1
-ST_TT_STORES = 2
-ST_LEAVES = 3
-
-# search modes
-MODE_PROBMAXN = 0
-MODE_MAXN = 1
-MODE_SOFTMAXN = 2
 _LOW32 = np.uint64(0xFFFFFFFF)
 
-# columns of the per-depth integer frame
-_TURN = 0
-_LEADER = 1
-_NTRICK = 2
-_NCHILD = 3
-_IDX = 4
-_SLOT = 5
-_WIN = 6
-FRAME_COLS = 7
+
+class SearchMode(IntEnum):
+    """What ``search`` computes."""
+
+    PROBMAXN = 0
+    MAXN = 1
+    SOFTMAXN = 2
+
+
+class SearchStat(IntEnum):
+    """Slots of ``SearchBuffers.stats``."""
+
+    NODES = 0
+    TT_HITS = 1
+    TT_STORES = 2
+    LEAVES = 3
+
+
+class _Frame(IntEnum):
+    """Columns of the per-depth integer frame."""
+
+    TURN = 0
+    LEADER = 1
+    NTRICK = 2
+    NCHILD = 3
+    IDX = 4
+    SLOT = 5
+    WIN = 6
+
+
+class SearchRoot(NamedTuple):
+    """The position searched: ``hands`` (uint64 masks), ``trick`` (card per seat or -1),
+    ``tricks`` (taken so far) are changed during the search and restored on return."""
+
+    hands: np.ndarray
+    trick: np.ndarray
+    tricks: np.ndarray
+    turn: int
+    leader: int
+
+
+class SearchParams(NamedTuple):
+    """What to compute (``search``'s docstring says how ``util``, ``pmodel``, ``utrue`` read)."""
+
+    mode: int  # a SearchMode
+    me: int
+    eps: float
+    util: np.ndarray
+    pmodel: np.ndarray
+    utrue: np.ndarray
+
+
+class SearchBuffers(NamedTuple):
+    """Per-depth work arrays; row 0 holds the root's children and value on return.
+
+    ``cards[d, i]``, ``mult[d, i]``: merged move i at depth d and its multiplicity; ``ncards[d]``:
+    legal cards there; ``cu[d, i, p, m]``, ``ct[d, i]``: the child's values; ``pc[d, i]``:
+    probChoice; ``res_u[d]``, ``res_t[d]``: the node's value; ``frame``, ``saved``, ``keys``: the
+    explicit stack (``_Frame`` columns, the completed trick, the table key); ``stats``:
+    ``SearchStat`` counters.
+    """
+
+    cards: np.ndarray
+    mult: np.ndarray
+    ncards: np.ndarray
+    cu: np.ndarray
+    ct: np.ndarray
+    pc: np.ndarray
+    res_u: np.ndarray
+    res_t: np.ndarray
+    frame: np.ndarray
+    saved: np.ndarray
+    keys: np.ndarray
+    stats: np.ndarray
+
+
+def make_buffers(depth: int, width: int, n_models: int) -> SearchBuffers:
+    """Zeroed buffers for ``depth`` levels (cards left + 1) of at most ``width`` merged moves."""
+    return SearchBuffers(
+        cards=np.zeros((depth, width), dtype=np.int64),
+        mult=np.zeros((depth, width), dtype=np.int64),
+        ncards=np.zeros(depth, dtype=np.int64),
+        cu=np.zeros((depth, width, N_PLAYERS, n_models)),
+        ct=np.zeros((depth, width)),
+        pc=np.zeros((depth, width)),
+        res_u=np.zeros((depth + 1, N_PLAYERS, n_models)),
+        res_t=np.zeros(depth + 1),
+        frame=np.zeros((depth + 1, len(_Frame)), dtype=np.int64),
+        saved=np.zeros((depth, N_PLAYERS), dtype=np.int64),
+        keys=np.zeros((depth, KEY_WORDS), dtype=np.uint64),
+        stats=np.zeros(len(SearchStat), dtype=np.int64),
+    )
 
 
 @njit(cache=True)
@@ -76,14 +147,14 @@ def gen_moves(
     turn: int,
     leader: int,
     ntrick: int,
-    cards_out: np.ndarray,
-    mult_out: np.ndarray,
-    row: int,
-) -> tuple[int, int]:
-    """Write merged moves (lowest card, multiplicity) to ``cards_out[row]``, ``mult_out[row]``,
-    in ascending card order (rows, not slices: slicing costs reference counting per node).
-
-    Returns (number of merged moves, number of legal cards).
+    cards: np.ndarray,
+    mult: np.ndarray,
+    ncards_at: np.ndarray,
+    d: int,
+) -> int:
+    """Write merged moves (lowest card, multiplicity) to ``cards[d]``, ``mult[d]``, in ascending
+    card order (rows, not slices: slicing costs reference counting per node), and the number of
+    legal cards to ``ncards_at[d]``. Returns the number of merged moves.
     """
     hand = hands[turn]
     lead_suit = -1
@@ -105,74 +176,15 @@ def gen_moves(
         ncards += 1
         between = (low - ONE) & ~((prev_low << ONE) - ONE)
         if prev >= 0 and c // N_RANKS == prev // N_RANKS and (inplay & between) == 0:
-            mult_out[row, nchild - 1] += 1
+            mult[d, nchild - 1] += 1
         else:
-            cards_out[row, nchild] = c
-            mult_out[row, nchild] = 1
+            cards[d, nchild] = c
+            mult[d, nchild] = 1
             nchild += 1
         prev = c
         prev_low = low
-    return nchild, ncards
-
-
-@njit(cache=True)
-def canonical_hands(hands: np.ndarray) -> tuple[np.uint64, np.uint64, np.uint64]:
-    """Rank-compress the hands: within each suit, the k-th lowest card still in play becomes rank k.
-
-    Only the relative order of the cards in play matters for the rest of a hand, so positions with
-    equal canonical hands (and equal leader and trick counts) have equal values.
-    """
-    o0 = np.uint64(0)
-    o1 = np.uint64(0)
-    o2 = np.uint64(0)
-    inplay = hands[0] | hands[1] | hands[2]
-    suit = -1
-    k = 0
-    while inplay != 0:
-        low = inplay & (~inplay + ONE)
-        inplay ^= low
-        c = bit_index(low)
-        s = c // N_RANKS
-        if s != suit:
-            suit = s
-            k = s * N_RANKS
-        bit = ONE << np.uint64(k)
-        k += 1
-        if hands[0] & low:
-            o0 |= bit
-        elif hands[1] & low:
-            o1 |= bit
-        else:
-            o2 |= bit
-    return o0, o1, o2
-
-
-@njit(cache=True)
-def _meta(tricks: np.ndarray, leader: int) -> np.uint64:
-    return np.uint64(leader + 4 * tricks[0] + 128 * tricks[1] + 4096 * tricks[2])
-
-
-@njit(cache=True)
-def _tt_find(k0, k1, k2, meta, tt_keys, tt_gen, gen) -> tuple[int, bool]:
-    """Slot of the (canonical) key and whether it holds this key in this generation."""
-    h = k0 * _H1 ^ k1 * _H2 ^ k2 * _H3 ^ meta * _H4
-    h ^= h >> np.uint64(29)
-    slot = np.int64(h & np.uint64(tt_gen.shape[0] - 1))
-    hit = (
-        tt_gen[slot] == gen
-        and tt_keys[slot, 0] == k0
-        and tt_keys[slot, 1] == k1
-        and tt_keys[slot, 2] == k2
-        and tt_keys[slot, 3] == meta
-    )
-    return slot, hit
-
-
-@njit(cache=True)
-def _tt_claim(slot, keys, d, tt_keys, tt_gen, gen) -> None:
-    for j in range(4):
-        tt_keys[slot, j] = keys[d, j]
-    tt_gen[slot] = gen
+    ncards_at[d] = ncards
+    return nchild
 
 
 @njit(cache=True)
@@ -223,7 +235,7 @@ def _level_range(mask: np.uint64, mover: int, util: np.ndarray) -> tuple[float, 
 
 
 @njit(cache=True)
-def _combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t):
+def _combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t) -> None:
     """Soft-max^n: union of the outcome sets of the children no other child dominates.
 
     The mover's strict preference is ``level(v) > level(w)`` with ``level = util[mover, 0, t]``
@@ -296,7 +308,7 @@ def _combine_probmaxn(d, turn, nchild, ncards, me, eps, pmodel, mult, cu, ct, pc
 
 
 @njit(cache=True)
-def _combine_maxn(d, turn, nchild, cu, pc, res_u, res_t):
+def _combine_maxn(d, turn, nchild, cu, pc, res_u, res_t) -> None:
     """Max^n: the child maximal in the mover's component, ties to the first; probChoice one-hot."""
     best = 0
     for i in range(nchild):
@@ -310,69 +322,45 @@ def _combine_maxn(d, turn, nchild, cu, pc, res_u, res_t):
 
 
 @njit(cache=True)
-def search(
-    mode: int,
-    hands: np.ndarray,
-    trick: np.ndarray,
-    tricks: np.ndarray,
-    turn0: int,
-    leader0: int,
-    me: int,
-    eps: float,
-    util: np.ndarray,
-    pmodel: np.ndarray,
-    utrue: np.ndarray,
-    cards: np.ndarray,
-    mult: np.ndarray,
-    ncards_at: np.ndarray,
-    cu: np.ndarray,
-    ct: np.ndarray,
-    pc: np.ndarray,
-    res_u: np.ndarray,
-    res_t: np.ndarray,
-    frame: np.ndarray,
-    saved: np.ndarray,
-    keys: np.ndarray,
-    tt_keys: np.ndarray,
-    tt_gen: np.ndarray,
-    tt_u: np.ndarray,
-    tt_t: np.ndarray,
-    gen: int,
-    stats: np.ndarray,
-) -> None:
-    """Max^n, soft-max^n or prob-max^n (``mode``) value of a position, in ``res_u[0]``/``res_t[0]``.
+def search(root: SearchRoot, params: SearchParams, buf: SearchBuffers, table: TableArrays) -> None:
+    """Max^n, soft-max^n or prob-max^n (``params.mode``) value of ``root``, in ``buf.res_u[0]``,
+    ``buf.res_t[0]``.
 
     ``util[p, m, t]``: utility to player p under model m of t tricks in total (max^n: m = 0 only,
     the utility the searcher attributes to p); ``pmodel[p, m]``: prob-max^n weight of model m for
     player p (for ``me``, the opponents' belief about the searcher); ``utrue[t]``: the searcher's
-    true utility. ``hands``, ``trick`` (card per seat or -1), ``tricks`` describe the root and are
-    restored on return. The root's children are left in ``cards[0]``, ``mult[0]``, ``cu[0]``,
-    ``ct[0]``, ``pc[0]`` (probChoice; one-hot for max^n) and ``ncards_at[0]``. Buffers are
-    ``(depth, width, ...)`` with depth >= cards left + 1 and width >= the mover's hand size.
+    true utility. The root's children are left in row 0 of ``cards``, ``mult``, ``cu``, ``ct``,
+    ``pc`` (probChoice; one-hot for max^n) and ``ncards``. Buffers are ``(depth, width, ...)``
+    with depth >= cards left + 1 and width >= the mover's hand size (``make_buffers``).
     Soft-max^n (hand size <= 7): ``util[p, 0, t]`` is player p's order level for t tricks
     (``util`` has 2 model slots); a value is the set of final trick vectors ``(t0, t1, t2)`` as bit
     ``t0 * (hand size + 1) + t1`` of a 64-bit mask, packed by ``_pack``.
     """
-    is_maxn = mode == MODE_MAXN
-    is_soft = mode == MODE_SOFTMAXN
-    n_models = util.shape[1]
+    # Unpacked once: handing a bundle on to the per-node helpers would copy all its arrays'
+    # descriptors per call (measured 25-40% slower than passing each helper the arrays it reads).
+    hands, trick, tricks, turn0, leader0 = root
+    mode, me, eps, util, pmodel, utrue = params
+    cards, mult, ncards_at, cu, ct, pc, res_u, res_t, frame, saved, keys, stats = buf
+    tt_keys, tt_gen, tt_u, tt_t, gen = table
+    n_models = cu.shape[3]
+    is_soft = mode == SearchMode.SOFTMAXN
     ntrick0 = 0
     for p in range(3):
         if trick[p] >= 0:
             ntrick0 += 1
-    frame[0, _TURN] = turn0
-    frame[0, _LEADER] = leader0
-    frame[0, _NTRICK] = ntrick0
+    frame[0, _Frame.TURN] = turn0
+    frame[0, _Frame.LEADER] = leader0
+    frame[0, _Frame.NTRICK] = ntrick0
     d = 0
     entering = True
     while True:
-        turn = frame[d, _TURN]
-        leader = frame[d, _LEADER]
-        ntrick = frame[d, _NTRICK]
+        turn = frame[d, _Frame.TURN]
+        leader = frame[d, _Frame.LEADER]
+        ntrick = frame[d, _Frame.NTRICK]
         done = False
         if entering:
-            stats[ST_NODES] += 1
-            frame[d, _SLOT] = -1
+            stats[SearchStat.NODES] += 1
+            frame[d, _Frame.SLOT] = -1
             if ntrick == 0:
                 w = -1
                 if hands[0] == 0 and hands[1] == 0 and hands[2] == 0:
@@ -381,38 +369,35 @@ def search(
                     w = last_trick_winner(hands, leader)
                     done = w >= 0
                 if done:
-                    stats[ST_LEAVES] += 1
+                    stats[SearchStat.LEAVES] += 1
                     if w >= 0:
                         tricks[w] += 1
                     _leaf(d, tricks, me, util, utrue, res_u, res_t, is_soft)
                     if w >= 0:
                         tricks[w] -= 1
                 elif d > 0:
-                    k0, k1, k2 = canonical_hands(hands)
-                    meta = _meta(tricks, leader)
-                    slot, hit = _tt_find(k0, k1, k2, meta, tt_keys, tt_gen, gen)
+                    k0, k1, k2 = tt.canonical_hands(hands)
+                    meta = tt.trick_meta(tricks, leader)
+                    slot, hit = tt.find(k0, k1, k2, meta, tt_keys, tt_gen, gen)
                     if hit:
-                        stats[ST_TT_HITS] += 1
-                        for p in range(3):
-                            for m in range(n_models):
-                                res_u[d, p, m] = tt_u[slot, p, m]
-                        res_t[d] = tt_t[slot]
+                        stats[SearchStat.TT_HITS] += 1
+                        tt.copy_value(tt_u, tt_t, slot, res_u, res_t, d)
                         done = True
                     else:
-                        frame[d, _SLOT] = slot
+                        frame[d, _Frame.SLOT] = slot
                         keys[d, 0] = k0
                         keys[d, 1] = k1
                         keys[d, 2] = k2
                         keys[d, 3] = meta
             if not done:
-                nchild, ncards = gen_moves(hands, trick, turn, leader, ntrick, cards, mult, d)
-                frame[d, _NCHILD] = nchild
-                frame[d, _IDX] = 0
-                ncards_at[d] = ncards
+                frame[d, _Frame.NCHILD] = gen_moves(
+                    hands, trick, turn, leader, ntrick, cards, mult, ncards_at, d
+                )
+                frame[d, _Frame.IDX] = 0
         else:
             # back from child d + 1: undo its move and record its value
-            i = frame[d, _IDX]
-            w = frame[d, _WIN]
+            i = frame[d, _Frame.IDX]
+            w = frame[d, _Frame.WIN]
             if w >= 0:
                 tricks[w] -= 1
                 for p in range(3):
@@ -423,11 +408,11 @@ def search(
                 for m in range(n_models):
                     cu[d, i, p, m] = res_u[d + 1, p, m]
             ct[d, i] = res_t[d + 1]
-            frame[d, _IDX] = i + 1
+            frame[d, _Frame.IDX] = i + 1
 
         if not done:
-            i = frame[d, _IDX]
-            nchild = frame[d, _NCHILD]
+            i = frame[d, _Frame.IDX]
+            nchild = frame[d, _Frame.NCHILD]
             if i < nchild:
                 c = cards[d, i]
                 hands[turn] ^= ONE << np.uint64(c)
@@ -438,19 +423,19 @@ def search(
                         saved[d, p] = trick[p]
                         trick[p] = -1
                     tricks[w] += 1
-                    frame[d, _WIN] = w
-                    frame[d + 1, _TURN] = w
-                    frame[d + 1, _LEADER] = w
-                    frame[d + 1, _NTRICK] = 0
+                    frame[d, _Frame.WIN] = w
+                    frame[d + 1, _Frame.TURN] = w
+                    frame[d + 1, _Frame.LEADER] = w
+                    frame[d + 1, _Frame.NTRICK] = 0
                 else:
-                    frame[d, _WIN] = -1
-                    frame[d + 1, _TURN] = (turn + 1) % 3
-                    frame[d + 1, _LEADER] = leader
-                    frame[d + 1, _NTRICK] = ntrick + 1
+                    frame[d, _Frame.WIN] = -1
+                    frame[d + 1, _Frame.TURN] = (turn + 1) % 3
+                    frame[d + 1, _Frame.LEADER] = leader
+                    frame[d + 1, _Frame.NTRICK] = ntrick + 1
                 d += 1
                 entering = True
                 continue
-            if is_maxn:
+            if mode == SearchMode.MAXN:
                 _combine_maxn(d, turn, nchild, cu, pc, res_u, res_t)
             elif is_soft:
                 _combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t)
@@ -458,14 +443,11 @@ def search(
                 _combine_probmaxn(
                     d, turn, nchild, ncards_at[d], me, eps, pmodel, mult, cu, ct, pc, res_u, res_t
                 )
-            slot = frame[d, _SLOT]
+            slot = frame[d, _Frame.SLOT]
             if slot >= 0:
-                stats[ST_TT_STORES] += 1
-                _tt_claim(slot, keys, d, tt_keys, tt_gen, gen)
-                for p in range(3):
-                    for m in range(n_models):
-                        tt_u[slot, p, m] = res_u[d, p, m]
-                tt_t[slot] = res_t[d]
+                stats[SearchStat.TT_STORES] += 1
+                tt.claim(slot, keys, d, tt_keys, tt_gen, gen)
+                tt.copy_value(res_u, res_t, d, tt_u, tt_t, slot)
         if d == 0:
             return
         d -= 1

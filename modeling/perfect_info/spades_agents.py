@@ -38,11 +38,11 @@ from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info.model_weights import gibbs_posterior
 from oppmodel.modeling.perfect_info.spades_search import (
     ProbMaxnResult,
-    SearchTable,
     maxn_search,
     probmaxn_search,
     softmaxn_search,
 )
+from oppmodel.modeling.perfect_info.transposition import SearchTable
 
 MAXN_TYPES = ("MT_MT", "MT_mOT", "mOT_MT", "mOT_mOT")
 PROB_TYPES = ("mOT_p", "MT_p", "mOT_pl", "MT_pl")

@@ -15,8 +15,8 @@ and Sturtevant (2004); see ``_spades_kernels`` for the exact reductions used:
   orders outcomes by its true utility, opponents by the generic MT-or-mOT order (``generic_level``).
 
 All three search a whole 7-card hand to the end (about 5-10 ms of CPU for a first move, see
-``benchmarks/spades.py``), from any state, mid-trick included, through a ``SearchTable`` that one
-hand's searches can share.
+``benchmarks/spades.py``), from any state, mid-trick included, through a ``SearchTable``
+(``transposition.py``) that one hand's searches can share.
 """
 
 from __future__ import annotations
@@ -31,45 +31,9 @@ from oppmodel.modeling.games.spades.cards import MAX_HAND_SIZE, N_PLAYERS
 from oppmodel.modeling.games.spades.scoring import UtilityModel, utility_table
 from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info import _spades_kernels as K
+from oppmodel.modeling.perfect_info._spades_kernels import SearchMode, SearchStat
 from oppmodel.modeling.perfect_info.model_weights import choice_likelihood
-
-
-class SearchTable:
-    """Transposition table reusable across searches that share all parameters.
-
-    A search bumps the generation (invalidating every entry in O(1)) whenever its parameters differ
-    from the previous search's, so reuse is always safe; within one hand of play the parameters are
-    fixed and later searches hit the entries of earlier ones.
-    """
-
-    def __init__(self, size_log2: int = 17) -> None:
-        if not 8 <= size_log2 <= 26:
-            raise InvalidArgumentError("size_log2", f"must be in 8..26, got {size_log2}")
-        n = 1 << size_log2
-        self.keys = np.zeros((n, 4), dtype=np.uint64)
-        self.gen = np.zeros(n, dtype=np.int64)
-        self._values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._generation = 0
-        self._params: object = None
-
-    def generation_for(self, params: object) -> int:
-        """Generation number to use for a search with ``params`` (hashable)."""
-        if params != self._params:
-            self._generation += 1
-            self._params = params
-        return self._generation
-
-    def clear(self) -> None:
-        """Invalidate every entry (the next search starts cold)."""
-        self._generation += 1
-        self._params = None
-
-    def values(self, kind: str, n_models: int) -> tuple[np.ndarray, np.ndarray]:
-        """Value arrays (utility matrices, true utilities) of one search kind, made on first use."""
-        n = self.gen.shape[0]
-        if kind not in self._values:
-            self._values[kind] = (np.zeros((n, N_PLAYERS, n_models)), np.zeros(n))
-        return self._values[kind]  # type: ignore[return-value]
+from oppmodel.modeling.perfect_info.transposition import SearchTable
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,52 +127,34 @@ class _RootOutput:
 
 
 def _run(
-    mode: int,
-    state: SpadesState,
-    *,
-    me: int,
-    eps: float,
-    util: np.ndarray,
-    pmodel: np.ndarray,
-    utrue: np.ndarray,
-    table: SearchTable,
-    gen: int,
+    state: SpadesState, params: K.SearchParams, *, table: SearchTable, generation: int
 ) -> _RootOutput:
     """Allocate the per-depth buffers, run the kernel, and copy out the root's children."""
-    n_models = util.shape[1]
+    n_models = params.util.shape[1]
     depth = sum(h.bit_count() for h in state.hands) + 1
     width = max(1, state.hands[state.turn].bit_count())
-    tt_u, tt_t = table.values("maxn" if mode == K.MODE_MAXN else "probmaxn", n_models)
-    cards = np.zeros((depth, width), dtype=np.int64)
-    mult = np.zeros((depth, width), dtype=np.int64)
-    ncards_at = np.zeros(depth, dtype=np.int64)
-    cu = np.zeros((depth, width, N_PLAYERS, n_models))
-    ct = np.zeros((depth, width))
-    pc = np.zeros((depth, width))
-    res_u = np.zeros((depth + 1, N_PLAYERS, n_models))
-    res_t = np.zeros(depth + 1)
-    stats = np.zeros(4, dtype=np.int64)
-    K.search(
-        mode, np.array(state.hands, dtype=np.uint64), np.array(state.trick, dtype=np.int64),
-        np.array(state.tricks, dtype=np.int64), state.turn, state.leader, me, float(eps),
-        util, pmodel, utrue, cards, mult, ncards_at, cu, ct, pc, res_u, res_t,
-        np.zeros((depth + 1, K.FRAME_COLS), dtype=np.int64),
-        np.zeros((depth, N_PLAYERS), dtype=np.int64),
-        np.zeros((depth, 4), dtype=np.uint64),
-        table.keys, table.gen, tt_u, tt_t, gen, stats,
-    )  # fmt: skip
-    n = int(np.count_nonzero(mult[0]))
+    kind = "maxn" if params.mode == SearchMode.MAXN else "probmaxn"
+    root = K.SearchRoot(
+        hands=np.array(state.hands, dtype=np.uint64),
+        trick=np.array(state.trick, dtype=np.int64),
+        tricks=np.array(state.tricks, dtype=np.int64),
+        turn=state.turn,
+        leader=state.leader,
+    )
+    buf = K.make_buffers(depth, width, n_models)
+    K.search(root, params, buf, table.arrays(kind, n_models, generation))
+    n = int(np.count_nonzero(buf.mult[0]))
     return _RootOutput(
-        moves=tuple(int(c) for c in cards[0, :n]),
-        multiplicities=tuple(int(k) for k in mult[0, :n]),
-        n_cards=int(ncards_at[0]),
-        u=res_u[0].copy(),
-        u_true=float(res_t[0]),
-        child_u=cu[0, :n].copy(),
-        child_true=ct[0, :n].copy(),
-        prob_choice=pc[0, :n].copy(),
-        nodes=int(stats[K.ST_NODES]),
-        tt_hits=int(stats[K.ST_TT_HITS]),
+        moves=tuple(int(c) for c in buf.cards[0, :n]),
+        multiplicities=tuple(int(k) for k in buf.mult[0, :n]),
+        n_cards=int(buf.ncards[0]),
+        u=buf.res_u[0].copy(),
+        u_true=float(buf.res_t[0]),
+        child_u=buf.cu[0, :n].copy(),
+        child_true=buf.ct[0, :n].copy(),
+        prob_choice=buf.pc[0, :n].copy(),
+        nodes=int(buf.stats[SearchStat.NODES]),
+        tt_hits=int(buf.stats[SearchStat.TT_HITS]),
     )
 
 
@@ -225,16 +171,16 @@ def maxn_search(
     util = np.stack([utility_table(m, b, max_tricks) for m, b in zip(models, bids_, strict=True)])
     util = util[:, None, :].copy()
     table = table or SearchTable(14)
-    out = _run(
-        K.MODE_MAXN,
-        state,
+    params = K.SearchParams(
+        mode=int(SearchMode.MAXN),
         me=state.turn,
         eps=0.0,
         util=util,
         pmodel=np.ones((N_PLAYERS, 1)),
         utrue=np.zeros(max_tricks + 1),
-        table=table,
-        gen=table.generation_for(("maxn", util.tobytes())),
+    )
+    out = _run(
+        state, params, table=table, generation=table.generation_for(("maxn", util.tobytes()))
     )
     return MaxnResult(
         move=out.moves[int(np.argmax(out.prob_choice))],
@@ -309,16 +255,16 @@ def softmaxn_search(
     for p in range(N_PLAYERS):
         util[p, 0] = own if p == me else generic_level(bids_[p], max_tricks)
     table = table or SearchTable(14)
-    out = _run(
-        K.MODE_SOFTMAXN,
-        state,
+    params = K.SearchParams(
+        mode=int(SearchMode.SOFTMAXN),
         me=me,
         eps=0.0,
         util=util,
         pmodel=np.full((N_PLAYERS, 2), 0.5),
         utrue=np.zeros(max_tricks + 1),
-        table=table,
-        gen=table.generation_for(("softmaxn", util.tobytes())),
+    )
+    out = _run(
+        state, params, table=table, generation=table.generation_for(("softmaxn", util.tobytes()))
     )
     sets = tuple(_decode_set(u[0, 0], u[0, 1], max_tricks) for u in out.child_u)
     move = None
@@ -372,17 +318,10 @@ def probmaxn_search(
     gen = table.generation_for(
         ("probmaxn", me, float(eps), util.tobytes(), w.tobytes(), utrue.tobytes())
     )
-    out = _run(
-        K.MODE_PROBMAXN,
-        state,
-        me=me,
-        eps=eps,
-        util=util,
-        pmodel=w,
-        utrue=utrue,
-        table=table,
-        gen=gen,
+    params = K.SearchParams(
+        mode=int(SearchMode.PROBMAXN), me=me, eps=float(eps), util=util, pmodel=w, utrue=utrue
     )
+    out = _run(state, params, table=table, generation=gen)
     return ProbMaxnResult(
         mover=state.turn,
         move=out.moves[first_best(out.child_true)] if state.turn == me else None,

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         own = a.split("_")[0]
         wrong, correct = M.wrong_and_correct_maxn(b, own=own)
-        row = {}
+        row: dict[str, M.Estimate] = {}
         if (wrong, b) in have:
             row["gain"] = result.win_difference((a, b), (wrong, b))
         if (correct, b) in have:
@@ -152,10 +152,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         rows = []
         for p, s in summaries.items():
-            row = _row(s)
+            summary_row = _row(s)
             for name, est in gains.get(p, {}).items():
-                row[f"{name}_pct"] = [est.mean, est.half_width]
-            rows.append(row)
+                summary_row[f"{name}_pct"] = [est.mean, est.half_width]
+            rows.append(summary_row)
         out = {
             "seed": args.seed,
             "eps": args.eps,

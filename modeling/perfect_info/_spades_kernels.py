@@ -188,7 +188,16 @@ def gen_moves(
 
 
 @njit(cache=True)
-def _leaf(d, tricks, me, util, utrue, res_u, res_t, is_soft) -> None:
+def _leaf(
+    d: int,
+    tricks: np.ndarray,
+    me: int,
+    util: np.ndarray,
+    utrue: np.ndarray,
+    res_u: np.ndarray,
+    res_t: np.ndarray,
+    is_soft: bool,
+) -> None:
     if is_soft:
         k = util.shape[2]  # hand size + 1
         _pack(np.uint64(1) << np.uint64(tricks[0] * k + tricks[1]), res_u, d)
@@ -235,7 +244,16 @@ def _level_range(mask: np.uint64, mover: int, util: np.ndarray) -> tuple[float, 
 
 
 @njit(cache=True)
-def _combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t) -> None:
+def _combine_softmaxn(
+    d: int,
+    turn: int,
+    nchild: int,
+    util: np.ndarray,
+    cu: np.ndarray,
+    pc: np.ndarray,
+    res_u: np.ndarray,
+    res_t: np.ndarray,
+) -> None:
     """Soft-max^n: union of the outcome sets of the children no other child dominates.
 
     The mover's strict preference is ``level(v) > level(w)`` with ``level = util[mover, 0, t]``
@@ -262,7 +280,21 @@ def _combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t) -> None:
 
 
 @njit(cache=True)
-def _combine_probmaxn(d, turn, nchild, ncards, me, eps, pmodel, mult, cu, ct, pc, res_u, res_t):
+def _combine_probmaxn(
+    d: int,
+    turn: int,
+    nchild: int,
+    ncards: int,
+    me: int,
+    eps: float,
+    pmodel: np.ndarray,
+    mult: np.ndarray,
+    cu: np.ndarray,
+    ct: np.ndarray,
+    pc: np.ndarray,
+    res_u: np.ndarray,
+    res_t: np.ndarray,
+) -> None:
     """Sturtevant, Zinkevich & Bowling (2006) Table 2 (COMBINE) plus u_true, with merged moves
     weighted by multiplicity."""
     n_models = cu.shape[3]
@@ -308,7 +340,15 @@ def _combine_probmaxn(d, turn, nchild, ncards, me, eps, pmodel, mult, cu, ct, pc
 
 
 @njit(cache=True)
-def _combine_maxn(d, turn, nchild, cu, pc, res_u, res_t) -> None:
+def _combine_maxn(
+    d: int,
+    turn: int,
+    nchild: int,
+    cu: np.ndarray,
+    pc: np.ndarray,
+    res_u: np.ndarray,
+    res_t: np.ndarray,
+) -> None:
     """Max^n: the child maximal in the mover's component, ties to the first; probChoice one-hot."""
     best = 0
     for i in range(nchild):

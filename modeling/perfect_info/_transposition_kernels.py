@@ -90,7 +90,7 @@ def find(
     ``gen``."""
     h = k0 * _H1 ^ k1 * _H2 ^ k2 * _H3 ^ meta * _H4
     h ^= h >> np.uint64(29)
-    slot = np.int64(h & np.uint64(tt_gen.shape[0] - 1))
+    slot = int(h & np.uint64(tt_gen.shape[0] - 1))
     hit = (
         tt_gen[slot] == gen
         and tt_keys[slot, 0] == k0

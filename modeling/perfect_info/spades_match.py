@@ -21,7 +21,7 @@ than 1/2 on the opponent's true utility, and less than 0.3 ("far off" in the pap
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,7 +55,7 @@ class GameRecord:
     bags: tuple[int, int, int]
     win_shares: tuple[float, float, float]
     hands: int
-    learned: tuple[tuple[tuple[float, float], ...] | None, ...]
+    learned: tuple[tuple[tuple[float, ...], ...] | None, ...]
 
 
 def play_game(
@@ -177,7 +177,9 @@ def summarise(type_a: str, type_b: str, games: Sequence[Sequence[GameRecord]]) -
     score_a, score_b, win_a = [], [], []
     leaned, far, pairs = 0, 0, 0
     for seq in games:
-        sa, sb, wa = [], [], 0.0
+        sa: list[int] = []
+        sb: list[int] = []
+        wa = 0.0
         for g in seq:
             for seat, t in enumerate(g.types):
                 is_a = t == type_a
@@ -264,7 +266,7 @@ def run_match(
     hand_size: int = DEFAULT_HAND_SIZE,
     target: int = 300,
     jobs: int = 1,
-    progress=None,
+    progress: Callable[[int], object] | None = None,
 ) -> MatchResult:
     """Play every (A, B) pair on deal sequences ``0..sequences-1``; ``progress(n)`` per sequence.
 

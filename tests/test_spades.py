@@ -76,7 +76,7 @@ def test_position_validation_names_the_field():
 
 def test_scoring_known_answers():
     assert hand_score(3, 3) == 30
-    assert hand_score(3, 4) == 31  # paper 000 Figure 4: bid + 1 pays 31
+    assert hand_score(3, 4) == 31  # Sturtevant et al. 2006, Figure 4: bid + 1 pays 31
     assert hand_score(3, 2) == -30
     assert hand_score(1, 7) == 16
 

@@ -1,4 +1,4 @@
-"""``oppmodel spades-match``: paper 000's 3-player Spades experiments (prob-max^n v. max^n)."""
+"""``oppmodel spades-match``: Sturtevant et al. 2006's 3-player Spades experiments."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from oppmodel.modeling.perfect_info import spades_match as M
 from oppmodel.modeling.perfect_info.spades_agents import MAXN_TYPES, PLAYER_TYPES, SOFT_TYPES
 
 _DESCRIPTION = """\
-Play paper 000's Spades protocol: each deal sequence (7-card perfect-information hands, games to
-300) is played six times, once per seating of the two player types A and B (paper 000 Table 3),
-for every candidate A against every opponent B. Prints, per experiment, each type's mean final
-score and A's share of wins (50 = equal strength) with 95% confidence intervals over deal
+Play the Spades protocol of Sturtevant et al. 2006: each deal sequence (7-card perfect-information
+hands, games to 300) is played six times, once per seating of the two player types A and B (their
+Table 3), for every candidate A against every opponent B. Prints, per experiment, each type's mean
+final score and A's share of wins (50 = equal strength) with 95% confidence intervals over deal
 sequences, and for learning candidates how often the final posterior leaned to the max^n
 opponent's true utility.
 
@@ -28,7 +28,7 @@ player types (X_Y: own utility X, opponents assumed to have utility Y):
   mOT_g MT_g                    soft-max^n, generic opponent model (only "made beats missed")
 
 With the max^n baselines mOT_MT and mOT_mOT among the candidates, %Gain (candidate minus max^n
-with the wrong opponent model, paper 000 Table 4) and %Loss (max^n with the correct model minus
+with the wrong opponent model, their Table 4) and %Loss (max^n with the correct model minus
 candidate) are shown; with mOT_g too, "%Gain v soft" (prob-max^n minus soft-max^n, Table 5's
 %Gain). All are paired differences on the same deals, in percentage points of A's win share.
 Everything is seeded; --jobs does not change results.
@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``spades-match`` subcommand."""
     parser = subparsers.add_parser(
         "spades-match",
-        help="3-player Spades: prob-max^n and max^n players, paper 000's tables",
+        help="3-player Spades: prob-max^n and max^n players, Sturtevant et al. 2006's tables",
         description=_DESCRIPTION,
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

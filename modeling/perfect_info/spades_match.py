@@ -157,7 +157,7 @@ def _estimate(per_sequence: np.ndarray) -> Estimate:
 
 @dataclass(frozen=True)
 class ExperimentSummary:
-    """Paper 000's table row for one (A, B) experiment, with 95% confidence intervals."""
+    """Sturtevant et al. 2006's table row for one (A, B) experiment, with 95% intervals."""
 
     type_a: str
     type_b: str
@@ -236,7 +236,7 @@ class MatchResult:
     games: dict[tuple[str, str], list[list[GameRecord]]]
 
     def summary(self, type_a: str, type_b: str) -> ExperimentSummary:
-        """Paper 000's table row for ``type_a`` v. ``type_b``."""
+        """Sturtevant et al. 2006's table row for ``type_a`` v. ``type_b``."""
         return summarise(type_a, type_b, self.games[(type_a, type_b)])
 
     def win_pcts(self, type_a: str, type_b: str) -> np.ndarray:
@@ -314,8 +314,8 @@ def run_match(
 def wrong_and_correct_maxn(type_b: str, own: str = "mOT") -> tuple[str, str]:
     """The max^n types with our utility ``own`` that model opponent ``type_b`` wrongly / correctly.
 
-    Paper 000's %Gain compares soft-max^n with max^n under the wrong model (Table 4) and prob-max^n
-    with soft-max^n (Table 5); %Loss compares with max^n under the correct model.
+    Sturtevant et al. 2006's %Gain compares soft-max^n with max^n under the wrong model (Table 4)
+    and prob-max^n with soft-max^n (Table 5); %Loss compares with max^n under the correct model.
     """
     b_own = type_b.split("_")[0]
     other = "MT" if b_own == "mOT" else "mOT"

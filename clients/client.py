@@ -126,6 +126,8 @@ def _describe(session: pb.Session) -> SessionDescription:
             posterior=Posterior(POSTERIOR.name(m.posterior, Posterior.SAMPLES)),
             # a server from before the safety budget leaves it unset: it plays without one
             safety_budget=m.safety_budget if m.HasField("safety_budget") else math.inf,
+            # servers fill it in; one from before change detection leaves it unset: off
+            change_hazard=m.change_hazard if m.HasField("change_hazard") else 0.0,
             seed=cfg.seed,
         ),
         hands_observed=session.hands_observed,
@@ -201,6 +203,7 @@ class OpponentModelClient(GrpcClient):
             response=RESPONSE_KIND.values.get(config.response, pb.RESPONSE_KIND_UNSPECIFIED),
             posterior=POSTERIOR.values.get(config.posterior, pb.POSTERIOR_SAMPLES),
             safety_budget=config.safety_budget,
+            change_hazard=config.change_hazard,
         )
         for position, table in (prior_mean or {}).items():
             params.prior_mean.append(

@@ -147,7 +147,7 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
         raise InvalidArgumentError("config.method", f"unsupported method {config.method}")
     params = config.mbbr
     kwargs: dict[str, Any] = {"seed": int(config.seed)}  # fields chosen at run time
-    for name in ("epsilon", "k", "hands_default", "eta", "safety_budget"):
+    for name in ("epsilon", "k", "hands_default", "eta", "safety_budget", "change_hazard"):
         if params.HasField(name):
             kwargs[name] = getattr(params, name)
     kwargs["prior"] = _choice(PRIOR, params.prior, "config.mbbr.prior", unset="informed")
@@ -207,6 +207,7 @@ def session_to_proto(info: SessionInfo) -> pb.Session:
                 response=RESPONSE_KIND.values[cfg.response],
                 posterior=POSTERIOR.values[cfg.posterior],
                 safety_budget=cfg.safety_budget,
+                change_hazard=cfg.change_hazard,
                 prior_mean=[]
                 if spec.prior_mean is None
                 else _strategy_to_proto(game, spec.prior_mean),

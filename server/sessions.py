@@ -53,7 +53,7 @@ from oppmodel.modeling.errors import (
 )
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr import model as mbbr
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior
+from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES
 from oppmodel.modeling.mbbr.snapshot import SnapshotError
 from oppmodel.modeling.observation import HandObservation
@@ -134,10 +134,11 @@ class SessionSpec:
     @classmethod
     def from_json(cls, data: dict) -> SessionSpec:
         """Inverse of ``to_json``. A spec stored before MBBRConfig had a posterior has none: its
-        session was created with the sample posterior, and keeps it whatever today's default; one
-        stored before the safety budget has none either, and keeps playing without one."""
+        session was created with the sample posterior, and keeps it whatever today's default; so
+        with every field added later (``FIELDS_ADDED_LATER``): one stored before the safety
+        budget keeps playing without one, one stored before change detection without it."""
         prior = data.get("prior_mean")
-        config = {"posterior": Posterior.SAMPLES, **data["config"]}
+        config = {"posterior": Posterior.SAMPLES, **FIELDS_ADDED_LATER, **data["config"]}
         if config.get("safety_budget") is None:  # before the budget existed, or off (null)
             config["safety_budget"] = math.inf
         return cls(

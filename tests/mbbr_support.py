@@ -6,7 +6,7 @@ import math
 
 from hypothesis import strategies as st
 
-from oppmodel.modeling.mbbr.config import EPSILON_RANGE, ETA_RANGE, MBBRConfig
+from oppmodel.modeling.mbbr.config import CHANGE_HAZARD_RANGE, EPSILON_RANGE, ETA_RANGE, MBBRConfig
 
 PROFILES = ("uniform", "always-bet", "calling-station", "tight-passive", "maniac", "bluffer")
 POSTERIORS_AND_PRIORS = (
@@ -36,4 +36,7 @@ def accepted_configs(*, max_k: int) -> st.SearchStrategy[MBBRConfig]:
         hands_default=st.sampled_from([0, 1, 2**31 - 1]),
         seed=st.one_of(st.sampled_from([0, 2**63 - 1]), st.integers(0, 2**63 - 1)),
         response=st.sampled_from(["mean", "bayes"]),
+        change_hazard=st.one_of(
+            st.sampled_from([0.0, 1e-5, CHANGE_HAZARD_RANGE[1]]), st.floats(*CHANGE_HAZARD_RANGE)
+        ),
     )

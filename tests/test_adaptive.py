@@ -13,6 +13,7 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.observation import observe_hand
 from oppmodel.modeling.play.adaptive import (
     FrequencyExploiter,
+    LateSwitcher,
     SwitchingAgent,
     TiltingAgent,
     adaptive_factory,
@@ -165,11 +166,11 @@ def test_same_seed_same_play(name: str) -> None:
 
 
 def test_names_and_errors() -> None:
-    assert adaptive_names() == ["switcher", "exploiter", "tilter"]
+    assert adaptive_names() == ["switcher", "exploiter", "tilter", "late-switcher"]
     assert is_adaptive("Switcher:40") and not is_adaptive("maniac")
     game = kuhn_game(3)
     assert adaptive_factory("switcher:40")(game, 0).period == 40
-    for bad in ("switcher:0", "switcher:x", "exploiter:3", "nobody"):
+    for bad in ("switcher:0", "switcher:x", "exploiter:3", "late-switcher:5", "nobody"):
         with pytest.raises(NotFoundError):
             adaptive_factory(bad)
     with pytest.raises(InvalidArgumentError) as err:
@@ -178,6 +179,27 @@ def test_names_and_errors() -> None:
     with pytest.raises(InvalidArgumentError) as err:
         TiltingAgent("t", game, 0, threshold=-1.0)
     assert err.value.field == "threshold"
+    with pytest.raises(InvalidArgumentError) as err:
+        LateSwitcher("l", game, 0, earliest=20, latest=10)
+    assert err.value.field == "latest"
+
+
+def test_the_late_switcher_plays_a_maniac_until_its_drawn_hand_then_tight_passive() -> None:
+    """The switch hand is drawn per seed from [1000, 2000]; before it every decision is the
+    maniac's 0.9, from it on the tight-passive rule's (bet never, call with the ace only)."""
+    game = kuhn_game(3)
+    hands = {adaptive_factory("late-switcher")(game, seed).switch_hand for seed in range(40)}
+    assert min(hands) >= 1000 and max(hands) <= 2000 and len(hands) > 30
+    agent = adaptive_factory("late-switcher")(game, 7)
+    assert agent.switch_hand == LateSwitcher("x", game, 7).switch_hand  # seeded
+    obs = observe_hand(game, 0, "ppp", [0, 1, 2])
+    for _ in range(agent.switch_hand):
+        assert agent.current_style == "maniac"
+        assert agent.bet_probability(1, 3, "pb") == agent.bet_probability(0, 0, "") == 0.9
+        agent.end_hand(obs)
+    assert agent.current_style == "tight-passive"
+    assert agent.bet_probability(0, 3, "") == 0.0 and agent.bet_probability(1, 3, "b") == 1.0
+    assert agent.bet_probability(1, 2, "b") == 0.0
 
 
 def test_adaptive_names_work_in_the_match_cli(capsys) -> None:

@@ -102,6 +102,10 @@ MISTAKES = {
         "match --agents mbbr,n2,n3 --mbbr-epsilon 0.7",
         "argument --mbbr-epsilon: must be in",
     ),
+    "match-bad-change-hazard": (
+        "match --agents mbbr,n2,n3 --mbbr-change-hazard 0.5",
+        "argument --mbbr-change-hazard: must be in",
+    ),
     "match-eta-not-a-number": (
         "match --agents mbbr,n2,n3 --mbbr-eta x",
         "argument --mbbr-eta: 'x' is not a float",

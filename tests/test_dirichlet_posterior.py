@@ -60,7 +60,9 @@ def consistent_deals(obs) -> list[tuple[int, ...]]:
 
 
 def dirichlet_model(**kwargs) -> MBBRModel:
-    return build_model(GAME, MBBRConfig(posterior="dirichlet", hands_default=0, **kwargs))
+    return build_model(
+        GAME, MBBRConfig(posterior="dirichlet", hands_default=0, change_hazard=0.0, **kwargs)
+    )
 
 
 def fitted_alpha(model: MBBRModel, p: int) -> np.ndarray:

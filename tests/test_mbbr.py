@@ -20,7 +20,7 @@ from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.mbbr.priors import create_samples
 from oppmodel.modeling.observation import HandObservation, observe_hand
 
-SAMPLES = functools.partial(MBBRConfig, posterior="samples")  # the posterior tested here
+SAMPLES = functools.partial(MBBRConfig, posterior="samples", change_hazard=0.0)  # tested here
 
 
 def brute_force_posterior(model: MBBRModel, observations, p: int) -> np.ndarray:

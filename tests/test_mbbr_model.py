@@ -16,7 +16,14 @@ from service_support import random_observations
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr import snapshot
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
+from oppmodel.modeling.mbbr.change import ChangeDetectingModel
+from oppmodel.modeling.mbbr.config import (
+    CHANGE_HAZARD_RANGE,
+    MBBRConfig,
+    Posterior,
+    Prior,
+    Response,
+)
 from oppmodel.modeling.mbbr.dirichlet import DirichletModel
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.mbbr.samples import SampleModel
@@ -26,11 +33,24 @@ SNAPSHOTS = Path(__file__).parent / "data" / "snapshots"
 # the safety budget existed: without one (inf) they restore as they were.
 STORED = {
     "samples": MBBRConfig(
-        k=4, hands_default=0, seed=3, posterior="samples", response="bayes", safety_budget=math.inf
+        k=4,
+        hands_default=0,
+        seed=3,
+        posterior="samples",
+        response="bayes",
+        safety_budget=math.inf,
+        change_hazard=0.0,
     ),
-    "dirichlet": MBBRConfig(hands_default=0, seed=3, posterior="dirichlet", safety_budget=math.inf),
+    "dirichlet": MBBRConfig(
+        hands_default=0, seed=3, posterior="dirichlet", safety_budget=math.inf, change_hazard=0.0
+    ),
     "typed": MBBRConfig(
-        hands_default=0, seed=3, posterior="dirichlet", prior="typed", safety_budget=math.inf
+        hands_default=0,
+        seed=3,
+        posterior="dirichlet",
+        prior="typed",
+        safety_budget=math.inf,
+        change_hazard=0.0,
     ),
 }
 
@@ -39,8 +59,13 @@ STORED = {
     ("posterior", "cls"), [("dirichlet", DirichletModel), ("samples", SampleModel)]
 )
 def test_the_factory_builds_the_class_of_the_posterior(posterior, cls):
-    model = build_model(kuhn_game(3), MBBRConfig(posterior=posterior))
+    """Without change detection the class of the posterior; with it, the detector over a bank of
+    models of that class."""
+    model = build_model(kuhn_game(3), MBBRConfig(posterior=posterior, change_hazard=0.0))
     assert type(model) is cls and model.config.posterior is Posterior(posterior)
+    model = build_model(kuhn_game(3), MBBRConfig(posterior=posterior, change_hazard=1e-3))
+    assert type(model) is ChangeDetectingModel
+    assert type(model._model) is cls and model._model.config.change_hazard == 0.0
 
 
 def test_a_class_refuses_another_posterior_naming_the_field():
@@ -56,17 +81,29 @@ def test_every_instance_of_a_class_has_every_attribute():
     kinds += [("dirichlet", "informed"), ("dirichlet", "uninformed"), ("dirichlet", "typed")]
     seen: dict[type, set[frozenset]] = {}
     for (posterior, prior), n in itertools.product(kinds, (2, 3, 4)):
-        config = MBBRConfig(k=2, hands_default=0, posterior=posterior, prior=prior)
-        model = build_model(kuhn_game(n), config)
-        attributes = seen.setdefault(type(model), set())
-        attributes.add(frozenset(vars(model)))
-        for obs in random_observations(5, seed=n, game=model.game):
-            model.observe(obs)
-        model.response(0)
-        attributes.add(frozenset(vars(model)))
-        model.restore(model.snapshot())
-        attributes.add(frozenset(vars(model)))
-    assert {cls: len(sets) for cls, sets in seen.items()} == {DirichletModel: 1, SampleModel: 1}
+        for hazard in (0.0, 0.5 * CHANGE_HAZARD_RANGE[1]):
+            config = MBBRConfig(
+                k=2, hands_default=0, posterior=posterior, prior=prior, change_hazard=hazard
+            )
+            _note_attributes(seen, build_model(kuhn_game(n), config))
+    assert {cls: len(sets) for cls, sets in seen.items()} == {
+        DirichletModel: 1,
+        SampleModel: 1,
+        ChangeDetectingModel: 1,
+    }
+
+
+def _note_attributes(seen: dict[type, set[frozenset]], model: MBBRModel) -> None:
+    """Record the attribute names of ``model`` fresh, after hands and a response, and restored
+    (25 hands: change detection has opened runs by then)."""
+    attributes = seen.setdefault(type(model), set())
+    attributes.add(frozenset(vars(model)))
+    for obs in random_observations(25, seed=model.game.num_players, game=model.game):
+        model.observe(obs)
+    model.response(0)
+    attributes.add(frozenset(vars(model)))
+    model.restore(model.snapshot())
+    attributes.add(frozenset(vars(model)))
 
 
 def test_both_classes_implement_the_whole_protocol():
@@ -87,7 +124,8 @@ def test_choices_are_stored_as_the_names_they_always_had():
     assert hash(config) == hash(MBBRConfig(prior=Prior.TYPED, response=Response.BAYES))
     assert json.dumps(dataclasses.asdict(config)) == (
         '{"epsilon": 0.05, "k": 10, "hands_default": 100, "eta": 4.0, "prior": "typed", '
-        '"response": "bayes", "seed": 0, "posterior": "dirichlet", "safety_budget": 0.5}'
+        '"response": "bayes", "seed": 0, "posterior": "dirichlet", "safety_budget": 0.5, '
+        '"change_hazard": 1e-05}'
     )
     assert MBBRConfig(prior="informed ").prior == "informed "  # not a name: validate() refuses it
 

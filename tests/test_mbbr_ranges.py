@@ -13,7 +13,7 @@ from service_support import random_observations
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.config import EPSILON_RANGE, ETA_RANGE, MBBRConfig
+from oppmodel.modeling.mbbr.config import CHANGE_HAZARD_RANGE, EPSILON_RANGE, ETA_RANGE, MBBRConfig
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.mbbr.priors import create_samples
 from oppmodel.modeling.observation import observe_hand
@@ -34,6 +34,11 @@ from oppmodel.modeling.play.panel import named_profile
         ("eta", ETA_RANGE[1] * 2),
         ("eta", math.inf),
         ("eta", math.nan),
+        ("change_hazard", -5e-324),
+        ("change_hazard", CHANGE_HAZARD_RANGE[1] * 2),
+        ("change_hazard", math.nan),
+        ("change_hazard", True),
+        ("change_hazard", "0.1"),
     ],
 )
 def test_values_beyond_the_computable_ranges_are_refused_naming_the_field(field, value):
@@ -58,7 +63,7 @@ def assert_computable(model: MBBRModel) -> None:
         for kind in kinds:
             strategy, value = model.response(p, kind)
             assert np.isfinite(strategy).all() and math.isfinite(value)
-        if model.config.posterior == "samples":
+        if model.config.posterior == "samples" and model.config.change_hazard == 0.0:
             assert model.effective_sample_size(p) >= 1.0 - 1e-9
             assert np.isfinite(model.posterior(p)).all()
 
@@ -104,7 +109,8 @@ def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
     """Every sample gives the observed bet probability zero: there is no weight left to
     normalise, so the hand must leave the posterior as it was (not fail, not NaN)."""
     game = kuhn_game(n)
-    model = build_model(game, MBBRConfig(k=3, seed=1, hands_default=0, posterior="samples"))
+    config = MBBRConfig(k=3, seed=1, hands_default=0, posterior="samples", change_hazard=0.0)
+    model = build_model(game, config)
     warm = random_observations(3 * n, seed=2, game=game, profile="uniform")
     for obs in warm:
         model.observe(obs)
@@ -125,7 +131,7 @@ def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
 
 def test_a_dirichlet_fit_that_is_not_finite_is_undone():
     game = kuhn_game(3)
-    model = build_model(game, MBBRConfig(posterior="dirichlet", hands_default=0))
+    model = build_model(game, MBBRConfig(posterior="dirichlet", hands_default=0, change_hazard=0))
     for obs in random_observations(6, seed=4, game=game, profile="maniac"):
         model.observe(obs)
     posterior = model._dirichlet[0]

@@ -182,6 +182,25 @@ def test_dirichlet_posterior_sessions_equal_the_library_across_a_restart(tmp_pat
         _assert_matches_library(client, session.session_id, _library(observations, config))
 
 
+def test_change_detection_sessions_equal_the_library_across_a_restart(tmp_path: Path) -> None:
+    """A session with a high hazard, whose opponents turn from maniacs to tight-passive players,
+    rebuilds its bank of runs after a restart and answers as the library does."""
+    config = MBBRConfig(hands_default=5, seed=3, change_hazard=0.1)
+    observations = random_observations(50, seed=8)
+    observations += random_observations(40, seed=9, profile="tight-passive")
+    db = tmp_path / "db.sqlite"
+    with connected(db) as (client, _):
+        session = client.create_session(config=config)
+        assert session.config == config
+        client.observe(session.session_id, observations[:55], first_sequence=1)
+    with connected(db) as (client, _):
+        assert client.get_session(session.session_id).config == config
+        client.observe(session.session_id, observations[55:], first_sequence=56)
+        model = _library(observations, config)
+        assert model.run_start > 0
+        _assert_matches_library(client, session.session_id, model)
+
+
 def test_client_resends_unacknowledged_after_the_server_returns(tmp_path: Path) -> None:
     observations = random_observations(30, seed=6)
     db = tmp_path / "db.sqlite"

@@ -117,6 +117,12 @@ BAD_CONFIGS = [
     (dict(config=MBBRConfig(hands_default=-1)), InvalidArgumentError, "config.mbbr.hands_default"),
     (dict(config=MBBRConfig(epsilon=0.7)), InvalidArgumentError, "config.mbbr.epsilon"),
     (dict(config=MBBRConfig(eta=-1.0)), InvalidArgumentError, "config.mbbr.eta"),
+    (dict(config=MBBRConfig(change_hazard=0.5)), InvalidArgumentError, "config.mbbr.change_hazard"),
+    (
+        dict(config=MBBRConfig(change_hazard=math.nan)),
+        InvalidArgumentError,
+        "config.mbbr.change_hazard",
+    ),
     (dict(config=PAPER_TYPED), InvalidArgumentError, "config.mbbr.prior"),
     (dict(config=MBBRConfig(seed=2**63)), InvalidArgumentError, "config.seed"),
     (dict(game="chess"), InvalidArgumentError, "config.game"),

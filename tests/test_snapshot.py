@@ -82,7 +82,8 @@ def test_any_accepted_config_snapshot_restores_exactly(data, n):
 
 def test_the_format_is_self_describing_and_needs_no_pickle():
     game = kuhn_game(3)
-    model = _replayed(game, MBBRConfig(posterior="dirichlet"), random_observations(5, seed=1))
+    config = MBBRConfig(posterior="dirichlet", change_hazard=0.0)
+    model = _replayed(game, config, random_observations(5, seed=1))
     with np.load(io.BytesIO(model.snapshot()), allow_pickle=False) as archive:
         meta = json.loads(str(archive["meta"]))
         names = set(archive.files)

@@ -100,7 +100,7 @@ def posterior_description(config: MBBRConfig) -> str:
     """One line naming MBBR's posterior and the parameters it uses."""
     common = (
         f"prior={config.prior} epsilon={config.epsilon} eta={config.eta} "
-        f"H={config.hands_default} seed={config.seed}"
+        f"H={config.hands_default} change_hazard={config.change_hazard:g} seed={config.seed}"
     )
     if config.posterior == Posterior.SAMPLES:
         return f"MBBR with the samples posterior (Ganzfried et al. 2024): k={config.k} {common}"

@@ -104,6 +104,15 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
         "opponents the expected winnings stay within B mbb/h of the default's; a hypothesis "
         "dies at the first move it cannot explain. 'inf': off, the plain response (%(default)s)",
     )
+    group.add_argument(
+        "--mbbr-change-hazard",
+        type=config_field("change_hazard", float),
+        default=defaults.change_hazard,
+        metavar="H",
+        help="prior probability per hand that the opponents change strategy: change-point "
+        "detection over a bank of posteriors follows opponents who switch style; 0 assumes they "
+        "never do, as paper 003 (%(default)s)",
+    )
 
 
 def mbbr_config(args: argparse.Namespace, *, seed: int = 0) -> MBBRConfig:
@@ -125,6 +134,7 @@ def mbbr_config(args: argparse.Namespace, *, seed: int = 0) -> MBBRConfig:
         response=args.mbbr_response,
         posterior=args.mbbr_posterior,
         safety_budget=args.mbbr_safety_budget,
+        change_hazard=args.mbbr_change_hazard,
         seed=seed,
     )
     config.validate()

@@ -25,7 +25,7 @@ from oppmodel.modeling.evaluation.kuhn import best_response_to_weights, leaf_wei
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
+from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior, Response
 from oppmodel.modeling.mbbr.evidence import Moves, opponent_moves
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import default_strategy_of, prior_mean_of
@@ -41,6 +41,7 @@ class ModelBase(abc.ABC):
     implements one posterior and is built by ``oppmodel.modeling.mbbr.model.build_model``."""
 
     POSTERIOR: ClassVar[Posterior]  # the config.posterior this class implements
+    run_start: ClassVar[int] = 0  # one run from the first hand: no change detection here
 
     def __init__(
         self,
@@ -230,18 +231,7 @@ class ModelBase(abc.ABC):
         self._responses.clear()
 
     def _snapshot_identity(self) -> dict:
-        """What a snapshot must agree on with the model it is restored into."""
-        config = dataclasses.asdict(self.config)
-        if self._safety is None:  # as snapshots were before the budget existed
-            del config["safety_budget"]
-        return {
-            "posterior": self.config.posterior,
-            "num_players": self.game.num_players,
-            "config": config,
-            "prior_mean_sha256": hashlib.sha256(
-                np.ascontiguousarray(self.prior_mean, dtype=np.float64).tobytes()
-            ).hexdigest(),
-        }
+        return snapshot_identity(self.game, self.config, self.prior_mean)
 
     def nbytes(self) -> int:
         """Approximate bytes the model holds: its arrays exactly, its caches of small Python
@@ -289,3 +279,22 @@ def seat_offset(game: KuhnGame | LimitGame, our_position: int, opponent_position
     if d == 0:
         raise InvalidArgumentError("opponent_position", "is our own position")
     return d
+
+
+def snapshot_identity(game: KuhnGame, config: MBBRConfig, prior_mean: np.ndarray) -> dict:
+    """What a snapshot must agree on with the model it is restored into: the posterior, the
+    player count, the configuration (a field added later left out at the value its absence
+    means, so snapshots written before it existed still match) and the prior mean's hash."""
+    fields = {
+        name: value
+        for name, value in dataclasses.asdict(config).items()
+        if name not in FIELDS_ADDED_LATER or value != FIELDS_ADDED_LATER[name]
+    }
+    return {
+        "posterior": config.posterior,
+        "num_players": game.num_players,
+        "config": fields,
+        "prior_mean_sha256": hashlib.sha256(
+            np.ascontiguousarray(prior_mean, dtype=np.float64).tobytes()
+        ).hexdigest(),
+    }

@@ -7,6 +7,7 @@ session specs and snapshots, given on the command line and in the JSON output.
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 
 from oppmodel.modeling.choice import Choice
@@ -17,6 +18,11 @@ ETA_RANGE = (1e-3, 1e6)  # [low, high]
 # The safety budget's default (mbb/h): the exact learning cost against pairs of N1, N2 and N3 is
 # at most this by construction (``safety.py``); math.inf turns the bankroll off (plain MBBR).
 SAFETY_BUDGET = 0.5
+CHANGE_HAZARD_RANGE = (0.0, 0.1)  # [low, high]
+# Fields added after sessions and snapshots were first stored, with the value their absence means
+# (what a stored config without them was built with): ``SessionSpec.from_json`` fills them in, and
+# a snapshot's header leaves them out at that value, so earlier snapshots still restore.
+FIELDS_ADDED_LATER: dict[str, object] = {"safety_budget": math.inf, "change_hazard": 0.0}
 
 
 class Prior(Choice):
@@ -72,6 +78,9 @@ class MBBRConfig:
     # B, mbb/h: deviate from the default only as far as a bankroll per equilibrium hypothesis
     # covers (``oppmodel.modeling.mbbr.safety``); math.inf: off, the plain response
     safety_budget: float = SAFETY_BUDGET
+    # Prior probability per hand that the opponents change strategy (``change.py``: Bayesian
+    # change-point detection over a bank of posteriors); 0 assumes they never do, the paper's MBBR
+    change_hazard: float = 1e-5
 
     def __post_init__(self) -> None:
         for name, choice in _CHOICES:
@@ -94,6 +103,14 @@ class MBBRConfig:
         low, high = ETA_RANGE
         if not (isinstance(self.eta, (int, float)) and low <= self.eta <= high):
             raise InvalidArgumentError("eta", f"must be in [{low:g}, {high:g}], got {self.eta!r}")
+        low, high = CHANGE_HAZARD_RANGE
+        hazard = self.change_hazard
+        if not (isinstance(hazard, (int, float)) and not isinstance(hazard, bool)):
+            hazard = float("nan")
+        if not low <= hazard <= high:
+            raise InvalidArgumentError(
+                "change_hazard", f"must be in [{low:g}, {high:g}], got {self.change_hazard!r}"
+            )
         for name, choice in _CHOICES:
             value = getattr(self, name)
             if not isinstance(value, choice):

@@ -22,7 +22,9 @@ depends only on the deals that give us its hole cards, so :meth:`LimitModel.acti
 tree's deals), and only once per change of the posterior of that position.
 
 ``config.safety_budget`` is not applied here: the safety bankroll (``safety.py``) plays Kuhn's
-models only, so a limit model plays the unconstrained policy whatever the budget.
+models only, so a limit model plays the unconstrained policy whatever the budget. Nor is
+``config.change_hazard``: change detection (``change.py``) wraps Kuhn's models; a limit model
+assumes the opponents never change.
 
 Defaults (no profile given): the bundled solved strategy of the game (``leduc2p``, ``leduc3p``) is
 both the default strategy and the prior mean; compiled 3-player Kuhn uses N1 and N3 as

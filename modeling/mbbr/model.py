@@ -13,16 +13,22 @@ class that implements the configured posterior:
   each opponent as an equilibrium-support or an error-prone player (``typed_prior.py``);
 - ``Posterior.SAMPLES``: ``samples.SampleModel``, the paper's k importance-weighted samples, which
   collapse onto one and stop learning (the method as published).
+
+With ``config.change_hazard`` > 0 the model is ``change.ChangeDetectingModel``, which follows
+opponents who change strategy with a bank of models of the configured posterior.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Protocol
 
 import numpy as np
 
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.base import ModelBase
+from oppmodel.modeling.mbbr.change import ChangeDetectingModel
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
 from oppmodel.modeling.mbbr.dirichlet import DirichletModel
 from oppmodel.modeling.mbbr.samples import SampleModel
@@ -43,6 +49,9 @@ class MBBRModel(Protocol):
     default_strategy: np.ndarray  # (n, num_infosets, 2): played for the first H hands
     prior_mean: np.ndarray  # (n, num_infosets, 2): the opponents' prior mean per position
     hands_observed: int  # observe() calls so far (a hand no posterior can explain counts too)
+    # The hand at which the run of hands the models rest on began: 0, unless change detection
+    # (``config.change_hazard``, ``change.py``) found the opponents changed strategy then.
+    run_start: int
 
     def observe(self, obs: HandObservation) -> None:
         """Update the posterior of our position in ``obs`` with what that seat saw of a hand."""
@@ -110,6 +119,15 @@ def build_model(
     field; ResourceExhaustedError refuses tables beyond the posterior's limit."""
     config = config or MBBRConfig()
     config.validate()
+    if config.change_hazard > 0.0:
+        plain = dataclasses.replace(config, change_hazard=0.0, safety_budget=math.inf)
+        return ChangeDetectingModel(
+            game,
+            config,
+            lambda: build_model(
+                game, plain, default_strategy=default_strategy, prior_mean=prior_mean
+            ),
+        )
     return MODEL_CLASSES[config.posterior](
         game, config, default_strategy=default_strategy, prior_mean=prior_mean
     )

@@ -25,6 +25,13 @@ always gives the same bytes) of NumPy ``.npy`` arrays, readable with ``numpy.loa
     without one does not restore into one with one): ``safety.bank`` (float64, one bankroll per
     hypothesis, chips) and ``safety.alive`` (int64, 1 for a live hypothesis).
 
+With change detection (``config.change_hazard`` > 0, ``change.py``) the snapshot holds the bank
+of runs: ``run_starts`` (the hand each run began at), ``run_log_mass`` (its normalised log
+posterior mass), ``run_hands`` (the hands it observed), each run's arrays above prefixed
+``run<i>.``, and the safety bankroll's ``safety.*`` (the runs have none of their own). A
+header's ``config`` leaves out a field added later (``FIELDS_ADDED_LATER``) at the value its
+absence means, so the snapshots written before it existed keep their header.
+
 A change of what is stored is a new ``VERSION``; a reader that meets a version it does not know
 refuses it (``SnapshotError``) and the caller rebuilds by full replay instead.
 """

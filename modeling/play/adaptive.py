@@ -16,6 +16,9 @@ agent has seen:
   estimate that everybody folds), and facing a bet calls with the second-best card with probability
   g and with the third-best with probability g^2 (opponents who bet often bluff often); it never
   calls with the worst card, which cannot win a showdown.
+- ``late-switcher``: a maniac until a hand drawn per match, uniformly from 1,000 to 2,000 with its
+  seed, then tight-passive for good: one change of style at an unknown hand, the case MBBR's
+  change detection (``oppmodel.modeling.mbbr.change``) is measured on.
 - ``tilter``: plays a calm style (N1 in 3-player games, tight-passive otherwise) until its own
   chips over the last ``window`` hands (default 50) fall to ``-threshold`` (default 10) or below,
   then plays maniac for ``tilt`` hands (default 100) and calms down again.
@@ -94,6 +97,39 @@ class SwitchingAgent(RuleAgent):
 
     def bet_probability(self, position: int, card: int, history: str) -> float:
         profile = self._profiles[(self.hands_played // self.period) % len(self._profiles)]
+        return float(profile[position, self.game.infoset_of[self.game.node(history), card], 1])
+
+
+class LateSwitcher(RuleAgent):
+    """Plays ``before`` until hand ``switch_hand`` (drawn from its seed, uniform on
+    [``earliest``, ``latest``]), then ``after`` (panel names)."""
+
+    def __init__(
+        self,
+        name: str,
+        game: KuhnGame,
+        seed: int,
+        *,
+        before: str = "maniac",
+        after: str = "tight-passive",
+        earliest: int = 1000,
+        latest: int = 2000,
+    ) -> None:
+        if not (isinstance(earliest, int) and isinstance(latest, int) and 0 <= earliest <= latest):
+            raise InvalidArgumentError(
+                "latest", f"needs 0 <= earliest <= latest, got {earliest!r}, {latest!r}"
+            )
+        super().__init__(name, game, seed)
+        self.styles = (before, after)
+        self._profiles = (named_profile(game, before), named_profile(game, after))
+        self.switch_hand = int(self.rng.integers(earliest, latest + 1))
+
+    @property
+    def current_style(self) -> str:
+        return self.styles[self.hands_played >= self.switch_hand]
+
+    def bet_probability(self, position: int, card: int, history: str) -> float:
+        profile = self._profiles[self.hands_played >= self.switch_hand]
         return float(profile[position, self.game.infoset_of[self.game.node(history), card], 1])
 
 
@@ -204,7 +240,7 @@ AgentBuilder = Callable[[KuhnGame, int], RuleAgent]
 
 def adaptive_names() -> list[str]:
     """Names of the adaptive agents (``switcher`` also takes ``:N``, the hands between switches)."""
-    return ["switcher", "exploiter", "tilter"]
+    return ["switcher", "exploiter", "tilter", "late-switcher"]
 
 
 def is_adaptive(name: str) -> bool:
@@ -227,4 +263,6 @@ def adaptive_factory(name: str) -> AgentBuilder:
         return lambda game, seed: FrequencyExploiter(name, game, seed)
     if base == "tilter" and not arg:
         return lambda game, seed: TiltingAgent(name, game, seed)
+    if base == "late-switcher" and not arg:
+        return lambda game, seed: LateSwitcher(name, game, seed)
     raise NotFoundError(f"unknown adaptive agent {name!r}; known: {', '.join(adaptive_names())}")

@@ -60,7 +60,7 @@ class PositionStrategy(_message.Message):
     def __init__(self, position: _Optional[int] = ..., infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ...) -> None: ...
 
 class MbbrParams(_message.Message):
-    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean", "posterior", "safety_budget")
+    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean", "posterior", "safety_budget", "change_hazard")
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     HANDS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +70,7 @@ class MbbrParams(_message.Message):
     PRIOR_MEAN_FIELD_NUMBER: _ClassVar[int]
     POSTERIOR_FIELD_NUMBER: _ClassVar[int]
     SAFETY_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_HAZARD_FIELD_NUMBER: _ClassVar[int]
     epsilon: float
     k: int
     hands_default: int
@@ -79,7 +80,8 @@ class MbbrParams(_message.Message):
     prior_mean: _containers.RepeatedCompositeFieldContainer[PositionStrategy]
     posterior: Posterior
     safety_budget: float
-    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., posterior: _Optional[_Union[Posterior, str]] = ..., safety_budget: _Optional[float] = ...) -> None: ...
+    change_hazard: float
+    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., posterior: _Optional[_Union[Posterior, str]] = ..., safety_budget: _Optional[float] = ..., change_hazard: _Optional[float] = ...) -> None: ...
 
 class SessionConfig(_message.Message):
     __slots__ = ("game", "our_label", "opponent_labels", "method", "mbbr", "seed")

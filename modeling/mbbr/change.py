@@ -1,0 +1,280 @@
+"""Opponents who change: Bayesian online change-point detection over a bank of MBBR posteriors.
+
+MBBR's posterior assumes the opponents play one fixed strategy for the whole match, so after a
+change of style it averages the old play with the new and answers late (after 1,500 hands of a
+maniac, a model of a tight-passive player takes about as long again to be believed). This wrapper
+drops that assumption, keeping every posterior as it is: it runs BOCPD (Adams & MacKay 2007) with a
+bank of ordinary MBBR models, one per candidate run, each holding only the hands since its start.
+
+- The model of change: before every hand the opponents change strategy with probability
+  ``config.change_hazard`` (H), to one drawn afresh from the prior. Change points are searched on a
+  grid of ``GRID`` hands: every ``GRID`` hands a fresh model (the prior, no hands) joins the bank
+  with prior mass h = 1 - (1 - H)^GRID, the others keeping 1 - h (the exact BOCPD recursion on
+  that grid).
+- After every hand each run's mass is multiplied by the probability its model gave the hand
+  before seeing it (the opponents' moves under the model's posterior-mean strategies, summed over
+  the cards we did not see: ``predictive_log_likelihood``; for the Dirichlet posterior this is its
+  exact predictive, since a hand visits an information set at most once), and then every model
+  observes the hand. Runs whose mass falls below ``PRUNE`` of the total are dropped, and at most
+  ``MAX_RUNS`` are kept (the newest always: it is the one that finds the next change).
+- MBBR plays the default strategy for the first ``hands_default`` hands of the match, then the
+  configured response of the most probable run's model; with a finite ``config.safety_budget``
+  that is mixed with the default as far as the wrapper's own safety bankroll (``safety.py``)
+  allows. The bankroll books what is played, whichever run it came from, so the safety guarantee
+  holds as it does without change detection; the runs themselves have none.
+
+With H = 0 no run is ever added and the wrapper is the plain model, exactly. Each hand costs at most
+``MAX_RUNS`` posterior updates, whatever the match length: nothing is refitted from the whole
+history. A change is detected once the fresh run's hands have been likelier under it by the odds
+(1 - h) / h; for a maniac turning tight-passive that is within ``GRID`` + 15 hands
+(``tests/test_change.py``). Against opponents who never change, a fresh run outweighs the
+established one only by chance, with probability at most h per run by Ville's inequality when the
+established model's predictions are the truth's.
+
+The wrapper knows the posteriors only through the ``MBBRModel`` protocol, so it carries to any
+posterior, and to any game whose observations ``predictive_log_likelihood`` can score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.mbbr import snapshot as snapshot_format
+from oppmodel.modeling.mbbr.base import ModelBase, snapshot_identity
+from oppmodel.modeling.mbbr.config import MBBRConfig, Response
+from oppmodel.modeling.mbbr.evidence import hidden_assignments, opponent_moves
+from oppmodel.modeling.mbbr.safety import SafetyBankroll, is_off
+from oppmodel.modeling.observation import HandObservation, validate_observation
+
+GRID = 10  # hands between candidate change points
+MAX_RUNS = 4  # models kept in the bank
+PRUNE = 1e-9  # a run with less than this share of the mass is dropped
+
+
+def predictive_log_likelihood(
+    game: KuhnGame, models: list[np.ndarray], obs: HandObservation
+) -> float:
+    """log P(the opponents' moves in ``obs`` | their cards as far as seen), the opponent at offset
+    d playing ``models[d - 1]`` (num_infosets, 2); up to a constant that is the same whatever the
+    models (the chance of the unseen cards)."""
+    p = obs.position
+    assignments = hidden_assignments(game, obs)
+    likelihood = np.ones(len(assignments))
+    for d, (nodes, actions) in enumerate(opponent_moves(game, p, obs.history), start=1):
+        if len(nodes):
+            infosets = game.infoset_of[nodes[None, :], assignments[:, d - 1][:, None]]
+            likelihood *= models[d - 1][infosets, actions[None, :]].prod(axis=1)
+    total = float(likelihood.sum())
+    return math.log(total) if total > 0.0 else -math.inf
+
+
+class ChangeDetectingModel:
+    """An MBBR model (the ``MBBRModel`` protocol) that follows opponents who change strategy:
+    BOCPD over a bank of ``build_run()`` models (see the module docstring)."""
+
+    def __init__(
+        self, game: KuhnGame, config: MBBRConfig, build_run: Callable[[], ModelBase]
+    ) -> None:
+        """``build_run()`` gives a fresh plain model of the same game, prior and posterior, with
+        no change detection or safety budget of its own."""
+        config.validate()
+        self.game = game
+        self.config = config
+        self._build_run = build_run
+        first = build_run()
+        self.default_strategy = first.default_strategy
+        self.prior_mean = first.prior_mean
+        self.hands_observed = 0
+        self._runs: list[ModelBase] = [first]
+        self._starts: list[int] = [0]  # the hand each run began at
+        self._log_mass = np.zeros(1)  # normalised: logsumexp = 0
+        self._safety = (
+            None
+            if is_off(config.safety_budget)
+            else SafetyBankroll(game, self.default_strategy, config.safety_budget)
+        )
+        # log h and log (1 - h), h the prior mass of a new run (h = 0: no run is ever opened)
+        h = -math.expm1(GRID * math.log1p(-config.change_hazard))
+        self._open_log_mass = math.log(h) if h > 0.0 else -math.inf
+        self._stay_log_mass = math.log1p(-h)
+
+    @property
+    def run_start(self) -> int:
+        """The hand at which the run of the model played began: 0 until a change is detected,
+        then the candidate change point found (a multiple of ``GRID``)."""
+        return self._starts[self._active()]
+
+    def run_masses(self) -> dict[int, float]:
+        """The posterior probability of each run in the bank, keyed by the hand it began at."""
+        return {s: float(math.exp(w)) for s, w in zip(self._starts, self._log_mass, strict=True)}
+
+    def _active(self) -> int:
+        return int(np.argmax(self._log_mass))  # the first (oldest) of equals
+
+    @property
+    def _model(self) -> ModelBase:
+        return self._runs[self._active()]
+
+    # --- observing -------------------------------------------------------------------------------
+
+    def observe(self, obs: HandObservation) -> None:
+        """Weigh every run by its prediction of the hand, let every run observe it, and every
+        ``GRID`` hands open a new run (see the module docstring)."""
+        validate_observation(self.game, obs)
+        p, n = obs.position, self.game.num_players
+        if self._safety is not None:  # book the hand as played, before the runs move
+            self._safety.record(obs, self._candidate(p), opponent_moves(self.game, p, obs.history))
+        if len(self._runs) > 1 or self.config.change_hazard > 0.0:
+            scores = np.array(
+                [
+                    predictive_log_likelihood(
+                        self.game,
+                        [run.opponent_model(p, (p + d) % n)[0] for d in range(1, n)],
+                        obs,
+                    )
+                    for run in self._runs
+                ]
+            )
+            if np.isfinite(scores).any():  # a hand no run explains leaves the masses as they were
+                self._set_mass(self._log_mass + scores)
+        for run in self._runs:
+            run.observe(obs)
+        self.hands_observed += 1
+        if self.config.change_hazard > 0.0 and self.hands_observed % GRID == 0:
+            self._open_run()
+        self._prune()
+
+    def _set_mass(self, log_mass: np.ndarray) -> None:
+        self._log_mass = log_mass - np.logaddexp.reduce(log_mass)
+
+    def _open_run(self) -> None:
+        self._runs.append(self._build_run())
+        self._starts.append(self.hands_observed)
+        self._log_mass = np.append(self._log_mass + self._stay_log_mass, self._open_log_mass)
+
+    def _prune(self) -> None:
+        newest = len(self._runs) - 1
+        keep = [i for i, w in enumerate(self._log_mass) if w >= math.log(PRUNE) or i == newest]
+        if len(keep) > MAX_RUNS:
+            older = sorted(keep[:-1], key=lambda i: -self._log_mass[i])[: MAX_RUNS - 1]
+            keep = [*sorted(older), newest]
+        if len(keep) < len(self._runs):
+            self._runs = [self._runs[i] for i in keep]
+            self._starts = [self._starts[i] for i in keep]
+            self._set_mass(self._log_mass[keep])
+
+    # --- models and responses: the most probable run's ------------------------------------------
+
+    def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
+        """The most probable run's model of the opponent (see ``MBBRModel.opponent_model``)."""
+        return self._model.opponent_model(our_position, opponent_position)
+
+    def models_profile(self, our_position: int) -> np.ndarray:
+        """The most probable run's models, our row the default strategy."""
+        return self._model.models_profile(our_position)
+
+    def response(
+        self, our_position: int, kind: Response | str | None = None
+    ) -> tuple[np.ndarray, float]:
+        """The most probable run's response (see ``MBBRModel.response``)."""
+        return self._model.response(our_position, kind)
+
+    def policy(self, our_position: int) -> np.ndarray:
+        """The default strategy for the first H hands of the match, then the most probable run's
+        response (from its first hand: the run's model is what is known of the new play), mixed
+        with the default as far as the safety budget allows."""
+        candidate = self._candidate(our_position)
+        if self._safety is None:
+            return candidate
+        return self._safety.policy(our_position, candidate)[0]
+
+    def safety_share(self, our_position: int) -> float:
+        """The share of the response in :meth:`policy` (1 without a safety budget)."""
+        if self._safety is None:
+            self.game.check_position(our_position, "our_position")
+            return 1.0
+        return self._safety.policy(our_position, self._candidate(our_position))[1]
+
+    def _candidate(self, our_position: int) -> np.ndarray:
+        if self.hands_observed < self.config.hands_default:
+            self.game.check_position(our_position, "our_position")
+            return self.default_strategy[our_position].copy()
+        return self.response(our_position)[0]
+
+    # --- snapshots and memory --------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The bank as a snapshot (``snapshot.py``): where each run began (``run_starts``), its
+        log mass (``run_log_mass``), its hands (``run_hands``), and each run's own arrays
+        prefixed ``run<i>.``."""
+        arrays: dict[str, np.ndarray] = {
+            "run_starts": np.array(self._starts, dtype=np.int64),
+            "run_log_mass": self._log_mass.copy(),
+            "run_hands": np.array([run.hands_observed for run in self._runs], dtype=np.int64),
+        }
+        for i, run in enumerate(self._runs):
+            _, run_arrays = snapshot_format.decode(run.snapshot())
+            arrays.update({f"run{i}.{name}": a for name, a in run_arrays.items()})
+        if self._safety is not None:
+            arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
+        meta = {**self._identity(), "hands_observed": self.hands_observed}
+        return snapshot_format.encode(meta, arrays)
+
+    def restore(self, blob: bytes) -> None:
+        """Replace the state with a ``snapshot()`` of a model with this game, configuration and
+        prior mean; SnapshotError, with nothing changed, for any other."""
+        meta, arrays = snapshot_format.decode(blob)
+        identity = self._identity()
+        if {key: meta.get(key) for key in identity} != identity:
+            raise snapshot_format.SnapshotError("snapshot of a model with other settings")
+        hands = meta.get("hands_observed")
+        if not isinstance(hands, int) or hands < 0:
+            raise snapshot_format.SnapshotError(f"snapshot hands_observed {hands!r}")
+        starts = snapshot_format.take(arrays, "run_starts", "i8", (None,))
+        log_mass = snapshot_format.take(arrays, "run_log_mass", "f8", (len(starts),))
+        run_hands = snapshot_format.take(arrays, "run_hands", "i8", (len(starts),))
+        if (
+            not 1 <= len(starts) <= MAX_RUNS
+            or np.any(starts < 0)
+            or np.any(starts + run_hands != hands)
+            or not np.isclose(np.logaddexp.reduce(log_mass), 0.0)
+        ):
+            raise snapshot_format.SnapshotError("snapshot runs are not consistent")
+        safety = None
+        if self._safety is not None:
+            size = (len(self._safety),)
+            safety = (
+                snapshot_format.take(arrays, "safety.bank", "f8", size),
+                snapshot_format.take(arrays, "safety.alive", "i8", size),
+            )
+        runs = []
+        for i, run_hands_i in enumerate(run_hands):
+            run = self._build_run()
+            prefix = f"run{i}."
+            run_arrays = {
+                name.removeprefix(prefix): a
+                for name, a in arrays.items()
+                if name.startswith(prefix)
+            }
+            run_meta = {
+                **snapshot_identity(self.game, run.config, run.prior_mean),
+                "hands_observed": int(run_hands_i),
+            }
+            run.restore(snapshot_format.encode(run_meta, run_arrays))
+            runs.append(run)
+        self._runs, self._starts, self._log_mass = runs, [int(s) for s in starts], log_mass
+        if self._safety is not None and safety is not None:
+            self._safety.restore(*safety)
+        self.hands_observed = hands
+
+    def _identity(self) -> dict:
+        return {**snapshot_identity(self.game, self.config, self.prior_mean), "runs": "bocpd"}
+
+    def nbytes(self) -> int:
+        """Approximate bytes held: every run's model."""
+        safety = 0 if self._safety is None else self._safety.nbytes()
+        return sum(run.nbytes() for run in self._runs) + self._log_mass.nbytes + safety

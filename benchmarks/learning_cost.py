@@ -66,20 +66,27 @@ DEFAULT_LIMIT_PAIRS = "cfr+cfr"
 WINDOW_EDGES = (100, 300, 1000, 2000)
 
 
-def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray]:
+def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     """One match against (first, second) in order: exact mbb/h of MBBR's policy at each hand, and
     (with ``attribute``) the deviation gains of our information sets summed over the hands, in
-    mbb (3, num_infosets; zeros without). ``task`` is (first, second, config, seed, hands,
-    attribute[, game]); the game defaults to kuhn3p."""
-    first, second, config, seed, hands, attribute, *game_name = task
-    game = resolve_game(game_name[0] if game_name else "kuhn3p")
+    mbb (3, num_infosets; zeros without), and the hands played on a later run of change detection
+    (0: every policy was the plain posterior's). ``task`` is (first, second, config, seed, hands,
+    attribute[, game[, switch]]); the game defaults to kuhn3p; with ``switch`` = (hand, first',
+    second') the pair plays (first', second') from that hand on."""
+    first, second, config, seed, hands, attribute, *rest = task
+    game = resolve_game(rest[0] if rest else "kuhn3p")
+    switch = rest[1] if len(rest) > 1 else None
     evaluation = evaluation_of(game)
     pair = (fixed_profile(game, first), fixed_profile(game, second))
     model = (build_limit_model if isinstance(game, LimitGame) else build_model)(game, config)
     rng = np.random.default_rng([seed, 7])
     values = np.empty(hands)
     gains = np.zeros((game.num_players, game.num_infosets))
+    later_run = 0
     for t in range(hands):
+        later_run += getattr(model, "run_start", 0) > 0  # limit models have no change detection
+        if switch is not None and t == switch[0]:
+            pair = (fixed_profile(game, switch[1]), fixed_profile(game, switch[2]))
         p = t % 3
         us = model.default_strategy.copy()
         us[p] = model.policy(p)
@@ -88,7 +95,7 @@ def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray]:
         if attribute:
             gains[p] += 1000.0 * evaluation.deviation_gains(game, profile, p)
         model.observe(_sample_observation(game, profile, p, rng))
-    return values, gains
+    return values, gains, later_run
 
 
 def _sample_observation(game: Game, profile: np.ndarray, position: int, rng: np.random.Generator):
@@ -100,7 +107,7 @@ def _sample_observation(game: Game, profile: np.ndarray, position: int, rng: np.
     return observe_hand(game, position, sample_history(game, profile, deal, rng), deal)
 
 
-def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
     """Every trajectory, in task order (a process pool unless ``workers`` is 1)."""
     bar = progress_bar(len(tasks), desc="matches")
     results = []
@@ -152,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
         default="inf",
         help="safety budgets B in mbb/h, 'inf' for none; a row per prior and budget (%(default)s)",
     )
+    parser.add_argument(
+        "--change-hazard",
+        type=float,
+        default=0.0,
+        help="MBBR's change_hazard: change detection, off unless given (%(default)s)",
+    )
     parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per seat order (default 6)")
     parser.add_argument("--quick", action="store_true", help="600 hands, 2 seeds")
@@ -182,7 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     configs = {}
     for prior, budget in settings:
         configs[prior, budget] = MBBRConfig(
-            posterior=args.posterior, prior=prior, safety_budget=budget
+            posterior=args.posterior,
+            prior=prior,
+            safety_budget=budget,
+            change_hazard=args.change_hazard,
         )
         configs[prior, budget].validate()
     tasks = [
@@ -208,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
                 "match": float(np.mean(matches)),
                 "se": float(np.std(matches, ddof=1) / np.sqrt(seeds)) if seeds > 1 else None,
                 "ceiling": ceiling,
+                "per_seed": matches,
+                "matches_on_later_run": sum(r[2] > 0 for r in runs),
             }
             if args.attribute:
                 row["deviation_gains"] = largest_gains(
@@ -220,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         "hands": hands,
         "seeds": seeds,
         "posterior": args.posterior,
+        "change_hazard": args.change_hazard,
         "window_edges": [e for e in WINDOW_EDGES if e < hands],
         "machine": machine(),
         "rows": rows,

@@ -31,9 +31,22 @@ def test_before_h_hands_the_policy_is_worth_exactly_the_default_strategy(pair):
     assert np.mean(values) == pytest.approx(expected, abs=1e-9)
 
 
+def test_a_switch_plays_the_second_pair_from_its_hand_on():
+    """A switch at hand 0 is the second pair from the start; at hand 20 the first 20 values are
+    the first pair's (the same cards and draws)."""
+    config = MBBRConfig(posterior="dirichlet", hands_default=5)
+    after = trajectory(("maniac", "n1", config, 2, 40, False))[0]
+    before = trajectory(("n2", "n3", config, 2, 40, False))[0]
+    switched = trajectory(("n2", "n3", config, 2, 40, False, "kuhn3p", (0, "maniac", "n1")))[0]
+    np.testing.assert_array_equal(switched, after)
+    late = trajectory(("n2", "n3", config, 2, 40, False, "kuhn3p", (20, "maniac", "n1")))[0]
+    np.testing.assert_array_equal(late[:20], before[:20])
+    assert not np.array_equal(late[20:], before[20:])
+
+
 def test_same_seed_same_trajectory():
     config = MBBRConfig(posterior="dirichlet", hands_default=5)
-    first, _ = trajectory(("n1", "maniac@0.35", config, 1, 40, False))
+    first = trajectory(("n1", "maniac@0.35", config, 1, 40, False))[0]
     np.testing.assert_array_equal(first, trajectory(("n1", "maniac@0.35", config, 1, 40, False))[0])
 
 
@@ -56,7 +69,7 @@ def test_attribution_sums_the_default_strategys_gains_over_the_hands():
     config = MBBRConfig(posterior="dirichlet", hands_default=1000)
     n1 = robust_profile("N1")
     for first, second in (("n1", "n1"), ("n2", "n3")):
-        _, gains = trajectory((first, second, config, 0, 30, True))
+        gains = trajectory((first, second, config, 0, 30, True))[1]
         pair = (named_profile(GAME, first), named_profile(GAME, second))
         expected = np.array(
             [

@@ -78,8 +78,8 @@ FIELD = (
 EQUILIBRIA = ("n1", "n2", "n3")
 PAPER_TABLE1 = {"mbbr": 48, "n1": 37, "n3": 35, "n2": 30}
 PAPER_TABLE6 = {"mbbr": -54, "n1": 47, "n3": 44, "n2": 40}
-# eps 0.05, k 10, H 100, eta 4, informed, mean, no safety budget
-PAPER_MBBR = MBBRConfig(posterior="samples", safety_budget=math.inf)
+# eps 0.05, k 10, H 100, eta 4, informed, mean; no safety budget, opponents never change
+PAPER_MBBR = MBBRConfig(posterior="samples", safety_budget=math.inf, change_hazard=0.0)
 H2H_STREAM = 1_000_000  # streams of the head-to-head groups that are not field groups
 
 

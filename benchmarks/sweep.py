@@ -77,8 +77,8 @@ def emit_report(report: dict, out: Path | None, as_json: bool) -> bool:
     return as_json
 
 
-# epsilon 0.05, k 10, H 100, eta 4, k samples, no safety budget
-PAPER = MBBRConfig(posterior="samples", safety_budget=math.inf)
+# epsilon 0.05, k 10, H 100, eta 4, k samples; no safety budget, opponents never change
+PAPER = MBBRConfig(posterior="samples", safety_budget=math.inf, change_hazard=0.0)
 
 SWEEP_PAIRS: tuple[tuple[str, str], ...] = (
     ("n1", "n3"),

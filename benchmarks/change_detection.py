@@ -23,7 +23,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -33,7 +32,7 @@ if not __package__:  # run as a script: make benchmarks importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.learning_cost import run_tasks  # noqa: E402
-from benchmarks.sweep import machine, report_written  # noqa: E402
+from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.modeling.evaluation.kuhn import best_response  # noqa: E402
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
@@ -162,11 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "rows": rows,
     }
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
-        report_written(args.out)
-    if args.json:
-        print(json.dumps(report, indent=1))
+    if emit_report(report, args.out, args.json):
         return 0
     print(
         f"Share of the switch-aware best response's winnings over the {SHARE_HANDS} hands after "

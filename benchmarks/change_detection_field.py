@@ -21,7 +21,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
-import json  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -35,7 +34,12 @@ from benchmarks.kuhn3p_field import (  # noqa: E402
     competent_field,
     field_groups,
 )
-from benchmarks.sweep import add_runner_args, machine, report_written, run_jobs_with_args  # noqa: E402
+from benchmarks.sweep import (  # noqa: E402
+    add_runner_args,
+    emit_report,
+    machine,
+    run_jobs_with_args,
+)
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.play.tournament import average_estimates, mean_estimate  # noqa: E402
 
@@ -96,11 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         "difference": dataclasses.asdict(difference),
         "difference_by_group": by_group,
     }
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
-        report_written(args.out)
-    if args.json:
-        print(json.dumps(report, indent=1))
+    if emit_report(report, args.out, args.json):
         return 0
     print(f"MBBR in the competent field, {args.hands} hands x {args.reps} repetitions per group")
     for kind in ("without", "with"):

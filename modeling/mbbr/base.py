@@ -41,7 +41,6 @@ class ModelBase(abc.ABC):
     implements one posterior and is built by ``oppmodel.modeling.mbbr.model.build_model``."""
 
     POSTERIOR: ClassVar[Posterior]  # the config.posterior this class implements
-    run_start: ClassVar[int] = 0  # one run from the first hand: no change detection here
 
     def __init__(
         self,
@@ -68,6 +67,11 @@ class ModelBase(abc.ABC):
             else SafetyBankroll(game, self.default_strategy, config.safety_budget)
         )
         self._build_posterior()
+
+    @property
+    def run_start(self) -> int:
+        """0: one run from the first hand (change detection is ``change.py``'s)."""
+        return 0
 
     # --- what a posterior implements -------------------------------------------------------------
 

@@ -39,16 +39,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
-from oppmodel.modeling.mbbr.base import ModelBase, snapshot_identity
+from oppmodel.modeling.mbbr.base import snapshot_identity
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.mbbr.evidence import hidden_assignments, opponent_moves
 from oppmodel.modeling.mbbr.safety import SafetyBankroll, is_off
 from oppmodel.modeling.observation import HandObservation, validate_observation
+
+if TYPE_CHECKING:
+    from oppmodel.modeling.mbbr.model import MBBRModel
 
 GRID = 10  # hands between candidate change points
 MAX_RUNS = 4  # models kept in the bank
@@ -77,7 +81,7 @@ class ChangeDetectingModel:
     BOCPD over a bank of ``build_run()`` models (see the module docstring)."""
 
     def __init__(
-        self, game: KuhnGame, config: MBBRConfig, build_run: Callable[[], ModelBase]
+        self, game: KuhnGame, config: MBBRConfig, build_run: Callable[[], MBBRModel]
     ) -> None:
         """``build_run()`` gives a fresh plain model of the same game, prior and posterior, with
         no change detection or safety budget of its own."""
@@ -89,7 +93,7 @@ class ChangeDetectingModel:
         self.default_strategy = first.default_strategy
         self.prior_mean = first.prior_mean
         self.hands_observed = 0
-        self._runs: list[ModelBase] = [first]
+        self._runs: list[MBBRModel] = [first]
         self._starts: list[int] = [0]  # the hand each run began at
         self._log_mass = np.zeros(1)  # normalised: logsumexp = 0
         self._safety = (
@@ -116,7 +120,7 @@ class ChangeDetectingModel:
         return int(np.argmax(self._log_mass))  # the first (oldest) of equals
 
     @property
-    def _model(self) -> ModelBase:
+    def _model(self) -> MBBRModel:
         return self._runs[self._active()]
 
     # --- observing -------------------------------------------------------------------------------

@@ -49,9 +49,13 @@ class MBBRModel(Protocol):
     default_strategy: np.ndarray  # (n, num_infosets, 2): played for the first H hands
     prior_mean: np.ndarray  # (n, num_infosets, 2): the opponents' prior mean per position
     hands_observed: int  # observe() calls so far (a hand no posterior can explain counts too)
-    # The hand at which the run of hands the models rest on began: 0, unless change detection
-    # (``config.change_hazard``, ``change.py``) found the opponents changed strategy then.
-    run_start: int
+
+    @property
+    def run_start(self) -> int:
+        """The hand at which the run of hands the models rest on began: 0, unless change
+        detection (``config.change_hazard``, ``change.py``) found the opponents changed strategy
+        then."""
+        ...
 
     def observe(self, obs: HandObservation) -> None:
         """Update the posterior of our position in ``obs`` with what that seat saw of a hand."""

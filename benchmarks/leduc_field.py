@@ -86,7 +86,7 @@ def cost_job(job: tuple) -> tuple:
     """One exact learning-cost trajectory against cfr + cfr: (key, mean mbb/h, seconds)."""
     key, config, seed, hands = job
     start = time.perf_counter()
-    values, _ = trajectory(("cfr", "cfr", config, seed, hands, False, GAME))
+    values = trajectory(("cfr", "cfr", config, seed, hands, False, GAME))[0]
     return key, float(values.mean()), time.perf_counter() - start
 
 

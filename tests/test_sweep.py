@@ -55,8 +55,10 @@ def test_sweep_jobs_share_cards_across_points() -> None:
     points = sweep_points("k", (2, 3), fake, reps=2, pairs=PAIRS)
     assert [p.pairs[0].mean for p in points] == [0.5, 4.5]
     assert points[1].overall.mean == pytest.approx((4.5 + 6.5) / 2)
-    # the sweeps are the paper's: no safety budget
-    paper = MBBRConfig(posterior="samples", response="bayes", k=30, safety_budget=math.inf)
+    # the sweeps are the paper's: no safety budget, opponents who never change
+    paper = MBBRConfig(
+        posterior="samples", response="bayes", k=30, safety_budget=math.inf, change_hazard=0.0
+    )
     assert point_config("response", "bayes@30") == paper
     assert point_config("H", 7).hands_default == 7
 

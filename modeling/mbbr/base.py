@@ -29,14 +29,14 @@ from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Poster
 from oppmodel.modeling.mbbr.evidence import Moves, opponent_moves
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import default_strategy_of, prior_mean_of
-from oppmodel.modeling.mbbr.safety import SafetyBankroll, is_off
+from oppmodel.modeling.mbbr.safety import SafelyPlayed, SafetyBankroll, is_off
 from oppmodel.modeling.mbbr.snapshot import take
 from oppmodel.modeling.observation import HandObservation, validate_observation
 
 MAX_CACHED_OBSERVATIONS = 4096  # distinct valid observations remembered (3p Kuhn has < 2000)
 
 
-class ModelBase(abc.ABC):
+class ModelBase(SafelyPlayed, abc.ABC):
     """The posterior-independent part of an MBBR model (see the module docstring); a subclass
     implements one posterior and is built by ``oppmodel.modeling.mbbr.model.build_model``."""
 
@@ -165,30 +165,6 @@ class ModelBase(abc.ABC):
             self._responses[key] = best_response_to_weights(self.game, weights, our_position)
         strategy, value = self._responses[key]
         return strategy.copy(), value
-
-    def policy(self, our_position: int) -> np.ndarray:
-        """What the agent plays: the default strategy for the first H hands, then the response;
-        with a finite ``config.safety_budget``, mixed with the default as far as the safety
-        bankroll allows (``safety.py``: it changes after every hand, whatever the position)."""
-        candidate = self._candidate(our_position)
-        if self._safety is None:
-            return candidate
-        return self._safety.policy(our_position, candidate)[0]
-
-    def safety_share(self, our_position: int) -> float:
-        """The share of the response in what is played in ``our_position`` now (1 without a
-        safety budget)."""
-        if self._safety is None:
-            self.game.check_position(our_position, "our_position")
-            return 1.0
-        return self._safety.policy(our_position, self._candidate(our_position))[1]
-
-    def _candidate(self, our_position: int) -> np.ndarray:
-        """The unconstrained policy: the default for the first H hands, then the response."""
-        if self.hands_observed < self.config.hands_default:
-            self.game.check_position(our_position, "our_position")
-            return self.default_strategy[our_position].copy()
-        return self.response(our_position)[0]
 
     def _mean_leaf_weights(self, p: int) -> np.ndarray:
         """Leaf weights of the opponents' posterior-mean models: the paper's ``mean`` response."""

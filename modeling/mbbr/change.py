@@ -48,7 +48,7 @@ from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.base import snapshot_identity
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.mbbr.evidence import hidden_assignments, opponent_moves
-from oppmodel.modeling.mbbr.safety import SafetyBankroll, is_off
+from oppmodel.modeling.mbbr.safety import SafelyPlayed, SafetyBankroll, is_off
 from oppmodel.modeling.observation import HandObservation, validate_observation
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def predictive_log_likelihood(
     return math.log(total) if total > 0.0 else -math.inf
 
 
-class ChangeDetectingModel:
+class ChangeDetectingModel(SafelyPlayed):
     """An MBBR model (the ``MBBRModel`` protocol) that follows opponents who change strategy:
     BOCPD over a bank of ``build_run()`` models (see the module docstring)."""
 
@@ -186,28 +186,6 @@ class ChangeDetectingModel:
     ) -> tuple[np.ndarray, float]:
         """The most probable run's response (see ``MBBRModel.response``)."""
         return self._model.response(our_position, kind)
-
-    def policy(self, our_position: int) -> np.ndarray:
-        """The default strategy for the first H hands of the match, then the most probable run's
-        response (from its first hand: the run's model is what is known of the new play), mixed
-        with the default as far as the safety budget allows."""
-        candidate = self._candidate(our_position)
-        if self._safety is None:
-            return candidate
-        return self._safety.policy(our_position, candidate)[0]
-
-    def safety_share(self, our_position: int) -> float:
-        """The share of the response in :meth:`policy` (1 without a safety budget)."""
-        if self._safety is None:
-            self.game.check_position(our_position, "our_position")
-            return 1.0
-        return self._safety.policy(our_position, self._candidate(our_position))[1]
-
-    def _candidate(self, our_position: int) -> np.ndarray:
-        if self.hands_observed < self.config.hands_default:
-            self.game.check_position(our_position, "our_position")
-            return self.default_strategy[our_position].copy()
-        return self.response(our_position)[0]
 
     # --- snapshots and memory --------------------------------------------------------------------
 

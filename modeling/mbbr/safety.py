@@ -44,6 +44,7 @@ import numpy as np
 from oppmodel.modeling.evaluation.kuhn import expected_values
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.mbbr.evidence import Moves, hidden_assignments
 from oppmodel.modeling.observation import HandObservation
 
@@ -208,3 +209,44 @@ class SafetyBankroll:
 def is_off(budget: float) -> bool:
     """An infinite budget never binds: no wrapper at all (plain MBBR)."""
     return math.isinf(budget)
+
+
+class SafelyPlayed:
+    """What a model that owns a safety bankroll plays: its candidate (the default strategy for the
+    first H hands, then its response), mixed with the default as far as the bankroll allows. The
+    posteriors' base and the change-detection bank both play this way."""
+
+    game: KuhnGame
+    config: MBBRConfig
+    default_strategy: np.ndarray
+    hands_observed: int
+    _safety: SafetyBankroll | None
+
+    def response(
+        self, our_position: int, kind: Response | str | None = None
+    ) -> tuple[np.ndarray, float]:
+        raise NotImplementedError
+
+    def policy(self, our_position: int) -> np.ndarray:
+        """What the agent plays: the default strategy for the first H hands, then the response;
+        with a finite ``config.safety_budget``, mixed with the default as far as the safety
+        bankroll allows (it changes after every hand, whatever the position)."""
+        candidate = self._candidate(our_position)
+        if self._safety is None:
+            return candidate
+        return self._safety.policy(our_position, candidate)[0]
+
+    def safety_share(self, our_position: int) -> float:
+        """The share of the response in what is played in ``our_position`` now (1 without a
+        safety budget)."""
+        if self._safety is None:
+            self.game.check_position(our_position, "our_position")
+            return 1.0
+        return self._safety.policy(our_position, self._candidate(our_position))[1]
+
+    def _candidate(self, our_position: int) -> np.ndarray:
+        """The unconstrained policy: the default for the first H hands, then the response."""
+        if self.hands_observed < self.config.hands_default:
+            self.game.check_position(our_position, "our_position")
+            return self.default_strategy[our_position].copy()
+        return self.response(our_position)[0]

@@ -50,7 +50,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
-from oppmodel.server.storage import Synchronous  # noqa: E402
+from oppmodel.server.storage_sqlite import Synchronous  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc  # noqa: E402
 

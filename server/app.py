@@ -44,7 +44,9 @@ from oppmodel.server.perfect_info import PerfectInfoLimits, PerfectInfoManager, 
 from oppmodel.server.perfect_info_service import PerfectInfoServicer
 from oppmodel.server.servicer import OpponentModelServicer
 from oppmodel.server.sessions import Limits, SessionManager
-from oppmodel.server.storage import Storage, Synchronous
+from oppmodel.server.storage import is_postgres_url, redacted
+from oppmodel.server.storage_sql import SqlStore
+from oppmodel.server.storage_sqlite import SQLiteStore, Synchronous
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
@@ -60,7 +62,7 @@ MAX_PORT = 65535
 class ServerConfig:
     """How to run a server; defaults are safe (loopback, no TLS, no auth)."""
 
-    db_path: str
+    db_path: str  # the store: a SQLite file's path, or a postgresql:// URL
     host: str = "127.0.0.1"
     port: int = 50051
     tls_cert: str | None = None
@@ -73,7 +75,7 @@ class ServerConfig:
     max_rpcs: int = 1024  # calls in progress at once (streams included); more: RESOURCE_EXHAUSTED
     workers: int = 2
     grace_seconds: float = 5.0
-    synchronous: Synchronous | str = Synchronous.FULL  # or its name, any case
+    synchronous: Synchronous | str = Synchronous.FULL  # SQLite's (or its name, any case)
 
     def __post_init__(self) -> None:
         for name in ("port", "metrics_port"):
@@ -150,15 +152,34 @@ def ensure_bindable(host: str, port: int) -> None:
         raise OSError(f"cannot bind {host}:{port}: {failures[0].strerror}")
 
 
-def open_storage(path: str, *, synchronous: Synchronous | str) -> Storage:
-    """The SQLite store at ``path``; InvalidArgumentError naming the file if it cannot be one."""
-    folder = Path(path).expanduser().parent
+def open_storage(location: str, *, synchronous: Synchronous | str) -> SqlStore:
+    """The store at ``location``: a PostgreSQL database for a ``postgresql://`` URL, else the
+    SQLite file at that path; InvalidArgumentError naming it if it cannot be used."""
+    if is_postgres_url(location):
+        return _open_postgres(location)
+    folder = Path(location).expanduser().parent
     if not folder.is_dir():
-        raise InvalidArgumentError("db_path", f"cannot create {path}: no folder {folder}")
+        raise InvalidArgumentError("db_path", f"cannot create {location}: no folder {folder}")
     try:
-        return Storage(path, synchronous=synchronous)
+        return SQLiteStore(location, synchronous=synchronous)
     except sqlite3.Error as exc:
-        raise InvalidArgumentError("db_path", f"cannot use {path}: {exc}") from exc
+        raise InvalidArgumentError("db_path", f"cannot use {location}: {exc}") from exc
+
+
+def _open_postgres(url: str) -> SqlStore:
+    try:
+        import psycopg
+
+        from oppmodel.server.storage_postgres import PostgresStore
+    except ImportError as exc:
+        raise InvalidArgumentError(
+            "db_path", "a PostgreSQL store needs psycopg: pip install 'oppmodel[postgres]'"
+        ) from exc
+    try:
+        return PostgresStore(url)
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidArgumentError("db_path", f"cannot use {redacted(url)}: {reason}") from exc
 
 
 class Server:
@@ -366,7 +387,7 @@ async def serve(
             "host": config.host,
             "port": port,
             "metrics_port": server.metrics_port,
-            "db": config.db_path,
+            "db": redacted(config.db_path),
         },
     )
     if on_serving is not None:

@@ -10,10 +10,8 @@ opponent's stored likelihood vectors, the settings, the seed): it is computed on
 by the opponent's choice count, and a restart (which reloads the stored vectors) gives identical
 numbers.
 
-Storage: two tables of their own (``pi_sessions``, ``pi_choices``) in the server's SQLite database,
-written through the same writer thread (``Storage.run``/``Storage.submit``), so a choice is
-acknowledged only once it is committed. What is stored is the likelihood vector (as JSON, whose
-float repr round-trips exactly), whichever form the client sent.
+Storage: ``server/perfect_info_store.py``, in the server's store (SQLite or PostgreSQL); a choice
+is acknowledged only once it is committed.
 
 Sequence numbers run 1, 2, ... per session across its opponents. The choices of one stream message
 are checked together and stored all or none: ``s <= choices_observed`` is a resend, acknowledged
@@ -24,14 +22,13 @@ number is new; anything larger is a gap (FAILED_PRECONDITION).
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import logging
-import sqlite3
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from typing import TypeVar
 
@@ -51,7 +48,9 @@ from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info.model_weights import GibbsPosterior, gibbs_posterior
 from oppmodel.modeling.perfect_info.spades_search import probmaxn_search
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.storage import Storage
+from oppmodel.server.perfect_info_store import Choice, PerfectInfoRow, PerfectInfoStore
+from oppmodel.server.storage import StaleSessionError
+from oppmodel.server.storage_sql import SqlStore
 from oppmodel.server.tasks import ShieldedTasks
 
 T = TypeVar("T")
@@ -61,22 +60,6 @@ SPADES3P = "spades3p"
 GAME_MODELS: dict[str, tuple[str, ...]] = {SPADES3P: MODEL_LABELS}
 """Games a session can be about, with the model names their search knows."""
 GAME_OPPONENTS: dict[str, int] = {SPADES3P: N_PLAYERS - 1}
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS pi_sessions (
-    session_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    created_unix_ms INTEGER NOT NULL,
-    spec TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS pi_choices (
-    session_id TEXT NOT NULL REFERENCES pi_sessions(session_id) ON DELETE CASCADE,
-    sequence INTEGER NOT NULL,
-    opponent INTEGER NOT NULL,
-    likelihoods TEXT NOT NULL,
-    PRIMARY KEY (session_id, sequence)
-) WITHOUT ROWID;
-"""
 
 
 @dataclass(frozen=True)
@@ -148,14 +131,6 @@ class PerfectInfoSpec:
                 return i
         labels = [o.label for o in self.opponents]
         raise InvalidArgumentError(field_name, f"{label!r} is not one of {labels}")
-
-
-@dataclass(frozen=True)
-class Choice:
-    """A stored choice: the opponent's index and its likelihood vector (one entry per model)."""
-
-    opponent: int
-    likelihoods: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -306,89 +281,6 @@ def warm_up_perfect_info() -> None:
     )
 
 
-# -- storage ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _SessionRow:
-    session_id: str
-    owner: str
-    created_unix_ms: int
-    spec: dict
-
-
-class PerfectInfoStore:
-    """The perfect-information tables, on the shared Storage's writer thread (blocking calls)."""
-
-    def __init__(self, storage: Storage) -> None:
-        self.storage = storage
-        storage.run(lambda db: db.executescript(_SCHEMA))
-
-    def create_session(self, row: _SessionRow, *, max_sessions: int) -> None:
-        """Insert a session, unless ``max_sessions`` are stored (counted in the same operation)."""
-
-        def op(db: sqlite3.Connection) -> None:
-            (count,) = db.execute("SELECT COUNT(*) FROM pi_sessions").fetchone()
-            if count >= max_sessions:
-                raise ResourceExhaustedError(
-                    f"sessions: this server holds at most {max_sessions} perfect-information "
-                    "sessions"
-                )
-            db.execute(
-                "INSERT INTO pi_sessions VALUES (?, ?, ?, ?)",
-                (row.session_id, row.owner, row.created_unix_ms, json.dumps(row.spec)),
-            )
-
-        self.storage.run(op, write=True)
-
-    def get_session(self, session_id: str) -> _SessionRow | None:
-        """The stored session, or None."""
-
-        def op(db: sqlite3.Connection) -> _SessionRow | None:
-            r = db.execute(
-                "SELECT * FROM pi_sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            return None if r is None else _SessionRow(r[0], r[1], r[2], json.loads(r[3]))
-
-        return self.storage.run(op)
-
-    def delete_session(self, session_id: str) -> None:
-        """Delete a session and its choices."""
-
-        def op(db: sqlite3.Connection) -> None:
-            db.execute("DELETE FROM pi_choices WHERE session_id = ?", (session_id,))
-            db.execute("DELETE FROM pi_sessions WHERE session_id = ?", (session_id,))
-
-        self.storage.run(op, write=True)
-
-    def append_choices(
-        self, session_id: str, first: int, choices: Sequence[Choice]
-    ) -> Future[sqlite3.Cursor]:
-        """Queue choices numbered first, first + 1, ...; the future resolves once committed."""
-        values = [
-            (session_id, first + i, c.opponent, json.dumps(c.likelihoods))
-            for i, c in enumerate(choices)
-        ]
-        return self.storage.submit(
-            lambda db: db.executemany("INSERT INTO pi_choices VALUES (?, ?, ?, ?)", values),
-            write=True,
-        )
-
-    def load_choices(self, session_id: str) -> list[Choice]:
-        """Every choice of a session, in sequence order."""
-
-        def op(db: sqlite3.Connection) -> list[Choice]:
-            rows = db.execute(
-                "SELECT sequence, opponent, likelihoods FROM pi_choices WHERE session_id = ?"
-                " ORDER BY sequence",
-                (session_id,),
-            ).fetchall()
-            for expected, (sequence, _o, _l) in enumerate(rows, start=1):
-                if sequence != expected:  # never written so; the database was edited
-                    raise RuntimeError(f"session {session_id}: stored choices have a gap")
-            return [Choice(r[1], tuple(float(x) for x in json.loads(r[2]))) for r in rows]
-
-        return self.storage.run(op)
-
-
 # -- live sessions ---------------------------------------------------------------------------------
 @dataclass
 class PerfectInfoSession:
@@ -418,7 +310,7 @@ class PerfectInfoManager:
 
     def __init__(
         self,
-        storage: Storage,
+        storage: SqlStore,
         *,
         executor: Executor,
         metrics: Metrics,
@@ -453,7 +345,7 @@ class PerfectInfoManager:
             spec=spec,
             choices=[],
         )
-        row = _SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
+        row = PerfectInfoRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
         await self._blocking(
             lambda: self.store.create_session(row, max_sessions=self.limits.max_sessions)
         )
@@ -470,6 +362,12 @@ class PerfectInfoManager:
             if candidate is not session and not candidate.lock.locked():
                 candidate.evicted = True
                 del self._live[session_id]  # reloaded from storage on next use
+
+    def _evict(self, session: PerfectInfoSession) -> None:
+        """Drop our copy of a session; whoever holds it fetches the current one."""
+        session.evicted = True
+        if self._live.get(session.session_id) is session:
+            del self._live[session.session_id]
 
     async def get(self, owner: str, session_id: str) -> PerfectInfoSession:
         """The session (loaded from storage on first use); another owner's is not found."""
@@ -531,7 +429,8 @@ class PerfectInfoManager:
                 if session.deleted:
                     raise NotFoundError(f"session_id: no session {session.session_id!r}")
                 if not session.evicted:
-                    return await self._observe_locked(session, items)
+                    with contextlib.suppress(StaleSessionError):  # evicted: go round again
+                        return await self._observe_locked(session, items)
             session = await self.get(session.owner, session.session_id)
 
     async def _observe_locked(
@@ -546,6 +445,10 @@ class PerfectInfoManager:
             if sequence < 1:
                 raise InvalidArgumentError(where, "must be >= 1")
             if sequence > expected:
+                count = await asyncio.wrap_future(self.store.count_choices(session.session_id))
+                if count != before:  # another process appended: reload and check again
+                    self._evict(session)
+                    raise StaleSessionError(session.session_id, count, before + 1)
                 raise FailedPreconditionError(
                     f"{where}: expected {expected}, got {sequence} (a gap)"
                 )
@@ -576,9 +479,16 @@ class PerfectInfoManager:
                 f"settings on this server ({self.limits.max_gibbs_updates} updates)"
             )
         if new:
-            await asyncio.wrap_future(
-                self.store.append_choices(session.session_id, before + 1, new)
-            )
+            try:
+                await asyncio.wrap_future(
+                    self.store.append_choices(session.session_id, before + 1, new)
+                )
+            except (StaleSessionError, NotFoundError) as exc:
+                # another process appended (our copy is stale: reload and check again) or
+                # deleted the session
+                session.deleted = isinstance(exc, NotFoundError)
+                self._evict(session)
+                raise
             session.choices.extend(new)
             self.metrics.observations.inc(len(new))
         return acks, len(session.choices), session

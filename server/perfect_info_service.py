@@ -39,7 +39,6 @@ from oppmodel.server.conversion import renamed
 from oppmodel.server.errors import error_details
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info import (
-    Choice,
     GibbsConfig,
     OpponentSpec,
     PerfectInfoInfo,
@@ -48,6 +47,7 @@ from oppmodel.server.perfect_info import (
     PerfectInfoSpec,
     WeightsSummary,
 )
+from oppmodel.server.perfect_info_store import Choice
 from oppmodel.server.servicer import _rpc
 from oppmodel.v1 import perfect_info_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pb_grpc

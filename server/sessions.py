@@ -14,6 +14,9 @@ applied; anything larger is a gap (FAILED_PRECONDITION). Nothing changes on a re
 Commit and apply succeed or fail together: they run as one change that a cancelled caller cannot
 cut short (``server/tasks.py``), and a failed apply undoes its commit. Only the last
 ``Limits.recent_hands`` hands are kept in memory for comparing resends; older ones are read back.
+Several processes may serve one shared store (PostgreSQL): the store accepts a commit only at the
+session's stored version (``server/storage.py``), so a process whose copy fell behind another's
+appends drops it, reloads and classifies the observations again; no hand is applied twice.
 
 Concurrency: observations of one session are ordered by its writers' lock, held across the commit;
 the model itself is updated and read under a second lock held only for the arithmetic, so updates
@@ -50,6 +53,7 @@ from oppmodel.modeling.errors import (
     NotFoundError,
     OppModelError,
     ResourceExhaustedError,
+    UnavailableError,
 )
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr import model as mbbr
@@ -58,7 +62,13 @@ from oppmodel.modeling.mbbr.memory import ENTRY_BYTES
 from oppmodel.modeling.mbbr.snapshot import SnapshotError
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.storage import ObservationRow, SessionRow, SnapshotRow, Storage
+from oppmodel.server.storage import (
+    ObservationRow,
+    SessionRow,
+    SessionStore,
+    SnapshotRow,
+    StaleSessionError,
+)
 from oppmodel.server.tasks import ShieldedTasks
 
 T = TypeVar("T")
@@ -236,6 +246,7 @@ def build_model(spec: SessionSpec) -> mbbr.MBBRModel:
 
 HandKey = tuple[int, str, tuple[int | None, ...]]
 SESSION_OVERHEAD_BYTES = 8192  # a live session's objects besides its model and hands, measured
+STALE_TRIES = 3  # reloads of a session that other processes keep appending to, then UNAVAILABLE
 
 
 def _key_of(obs: HandObservation) -> HandKey:
@@ -302,7 +313,7 @@ class SessionManager:
     """
 
     def __init__(
-        self, storage: Storage, *, executor: Executor, metrics: Metrics, limits: Limits
+        self, storage: SessionStore, *, executor: Executor, metrics: Metrics, limits: Limits
     ) -> None:
         self.storage = storage
         self.executor = executor
@@ -559,6 +570,23 @@ class SessionManager:
     async def _observe(
         self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
     ) -> tuple[builtins.list[Ack], Exception | None]:
+        """``_observe_at_version``, again on a reloaded copy while the store says that another
+        process appended to the session meanwhile (our copy was stale; nothing was applied).
+
+        Hands committed by an earlier chunk of this call are acknowledged as duplicates then."""
+        for _ in range(STALE_TRIES):
+            try:
+                return await self._observe_at_version(session, items)
+            except StaleSessionError:
+                session = await self.get(session.owner, session.session_id)
+        raise UnavailableError(
+            f"session_id: session {session.session_id!r} is being written by other servers; "
+            "send again"
+        )
+
+    async def _observe_at_version(
+        self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
+    ) -> tuple[builtins.list[Ack], Exception | None]:
         async with self.locked(session) as session:
             before = session.hands_observed
             new: list[HandObservation] = []
@@ -570,6 +598,7 @@ class SessionManager:
                     error = InvalidArgumentError("observation.sequence", "must be >= 1")
                     break
                 if sequence > expected:
+                    await self._check_version(session)  # a gap only if no one else moved on
                     error = FailedPreconditionError(
                         f"observation.sequence: expected {expected}, got {sequence} (a gap)"
                     )
@@ -590,11 +619,27 @@ class SessionManager:
                     continue
                 new.append(obs)
                 acks.append(Ack(sequence, False, before + len(new)))
-            while new:
-                size = self._chunk_size(session)
-                await self._commit_and_apply(session, new[:size])
-                new = new[size:]
+            try:
+                while new:
+                    size = self._chunk_size(session)
+                    await self._commit_and_apply(session, new[:size])
+                    new = new[size:]
+            except StaleSessionError:  # the store moved on without us: our copy must go
+                self._forget(session)
+                raise
+            except NotFoundError:  # deleted by another process
+                session.deleted = True
+                self._forget(session)
+                raise
             return acks, error
+
+    async def _check_version(self, session: LiveSession) -> None:
+        """StaleSessionError (and our copy dropped) if the store holds other than the hands our
+        copy has applied: another process appended to the session (a shared store)."""
+        stored = await asyncio.wrap_future(self.storage.observation_count_async(session.session_id))
+        if stored != session.hands_observed:
+            self._forget(session)
+            raise StaleSessionError(session.session_id, stored, session.hands_observed + 1)
 
     def _chunk_size(self, session: LiveSession) -> int:
         """Hands committed and applied together: about ``Limits.snapshot_seconds`` of updates.

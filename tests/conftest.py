@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
+from postgres_support import MISSING, PostgresServer, find_bin
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -122,3 +123,38 @@ def reads_outside_the_repository() -> list[str]:
     """The outside reads recorded so far in this test, for a test of the guard itself (clear the
     list after checking it, or the test fails)."""
     return _reads
+
+
+# -- the storage backends ------------------------------------------------------------------------
+STORES = ("sqlite", "postgresql")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole run (skipped without the package, except in CI)."""
+    bin_dir = find_bin()
+    if bin_dir is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(MISSING + "; CI must test it")
+        pytest.skip(MISSING)
+    server = PostgresServer(bin_dir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=STORES)
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where a test's store lives, once per backend: a SQLite file's path, or the URL of a fresh
+    database on the session's PostgreSQL server (dropped afterwards)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "db.sqlite")
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.new_database()
+    try:
+        yield url
+    finally:
+        server.drop_database(url)

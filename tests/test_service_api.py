@@ -107,8 +107,8 @@ def test_actions_are_repeatable_and_follow_draw(tmp_path: Path) -> None:
         assert seen == {a for a in (0, 1) if probabilities[a] > 0}
 
 
-def test_sessions_list_get_delete(tmp_path: Path) -> None:
-    with connected(tmp_path / "db.sqlite") as (client, _):
+def test_sessions_list_get_delete(store_location: str) -> None:
+    with connected(store_location) as (client, _):
         first = client.create_session(config=CONFIG)
         second = client.create_session(opponent_labels=("x", "y"), config=MBBRConfig(k=3))
         assert [s.session_id for s in client.list_sessions()] == [
@@ -124,9 +124,9 @@ def test_sessions_list_get_delete(tmp_path: Path) -> None:
         assert [s.session_id for s in client.list_sessions()] == [second.session_id]
 
 
-def test_duplicates_acknowledged_once_and_gaps_refused(tmp_path: Path) -> None:
+def test_duplicates_acknowledged_once_and_gaps_refused(store_location: str) -> None:
     observations = random_observations(6, seed=3)
-    with connected(tmp_path / "db.sqlite") as (client, _):
+    with connected(store_location) as (client, _):
         sid = client.create_session(config=CONFIG).session_id
         client.observe(sid, observations[:4], first_sequence=1)
         # Resend 2..4 with 5 behind them: 2..4 are acknowledged again, only 5 is applied.
@@ -156,9 +156,9 @@ def _request(sid, sequence, obs):
     return pb.ObserveRequest(session_id=sid, observation=observation_message(sequence, obs))
 
 
-def test_restart_mid_match_resumes_the_exact_posterior(tmp_path: Path) -> None:
+def test_restart_mid_match_resumes_the_exact_posterior(store_location: str) -> None:
     observations = random_observations(60, seed=5)
-    db = tmp_path / "db.sqlite"
+    db = store_location
     with connected(db) as (client, _):
         sid = client.create_session(config=CONFIG).session_id
         client.observe(sid, observations[:25], first_sequence=1)
@@ -201,9 +201,9 @@ def test_change_detection_sessions_equal_the_library_across_a_restart(tmp_path: 
         _assert_matches_library(client, session.session_id, model)
 
 
-def test_client_resends_unacknowledged_after_the_server_returns(tmp_path: Path) -> None:
+def test_client_resends_unacknowledged_after_the_server_returns(store_location: str) -> None:
     observations = random_observations(30, seed=6)
-    db = tmp_path / "db.sqlite"
+    db = store_location
     with running_server(db) as port, OpponentModelClient(f"127.0.0.1:{port}") as client:
         sid = client.create_session(config=CONFIG).session_id
         client.observe(sid, observations[:10], first_sequence=1)
@@ -253,9 +253,9 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
         assert again == result
 
 
-def test_observation_stream_resends_after_the_server_returns(tmp_path: Path) -> None:
+def test_observation_stream_resends_after_the_server_returns(store_location: str) -> None:
     observations = random_observations(12, seed=10)
-    db = tmp_path / "db.sqlite"
+    db = store_location
     server = running_server(db)
     port = server.__enter__()
     with OpponentModelClient(f"127.0.0.1:{port}", reconnect_seconds=20) as client:
@@ -285,11 +285,11 @@ def test_large_tables_are_computed_on_the_pool_and_equal_the_library(tmp_path: P
         assert client.response(sid, 1, "bayes").expected_value == model.response(1, "bayes")[1]
 
 
-def test_evicted_sessions_reload_by_replay(tmp_path: Path) -> None:
+def test_evicted_sessions_reload_by_replay(store_location: str) -> None:
     from oppmodel.server.sessions import Limits
 
     observations = random_observations(12, seed=8)
-    with connected(tmp_path / "db.sqlite", limits=Limits(memory_bytes=150_000)) as (client, _):
+    with connected(store_location, limits=Limits(memory_bytes=150_000)) as (client, _):
         sids = [client.create_session(config=CONFIG).session_id for _ in range(4)]
         for half in (observations[:6], observations[6:]):
             for sid in sids:  # round robin: every session is evicted and reloaded in between
@@ -303,10 +303,10 @@ def test_evicted_sessions_reload_by_replay(tmp_path: Path) -> None:
 def test_queries_do_not_wait_for_a_pending_commit(tmp_path: Path, monkeypatch) -> None:
     from concurrent.futures import Future
 
-    from oppmodel.server.storage import Storage
+    from oppmodel.server.storage_sqlite import SQLiteStore
 
     gate, entered = threading.Event(), threading.Event()
-    original = Storage.append_observations_async
+    original = SQLiteStore.append_observations_async
 
     def gated(self, session_id, rows):  # the commit cannot finish before the gate opens
         result: Future = Future()
@@ -320,7 +320,7 @@ def test_queries_do_not_wait_for_a_pending_commit(tmp_path: Path, monkeypatch) -
         threading.Thread(target=run, daemon=True).start()
         return result
 
-    monkeypatch.setattr(Storage, "append_observations_async", gated)
+    monkeypatch.setattr(SQLiteStore, "append_observations_async", gated)
     observations = random_observations(2, seed=9)
     with connected(tmp_path / "db.sqlite") as (client, _):
         sid = client.create_session(config=CONFIG).session_id

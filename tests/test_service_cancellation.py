@@ -18,22 +18,23 @@ from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info import (
     SPADES3P,
-    Choice,
     GibbsConfig,
     OpponentSpec,
     PerfectInfoLimits,
     PerfectInfoManager,
     PerfectInfoSpec,
 )
+from oppmodel.server.perfect_info_store import Choice
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
-from oppmodel.server.storage import ObservationRow, SessionRow, Storage
+from oppmodel.server.storage import ObservationRow, SessionRow
+from oppmodel.server.storage_sqlite import SQLiteStore
 
 
 def _session(i: int) -> SessionRow:
     return SessionRow(f"s{i}", "", 1000 + i, {"i": i})
 
 
-def _blocked_writer(store: Storage) -> threading.Event:
+def _blocked_writer(store: SQLiteStore) -> threading.Event:
     """Occupy the writer thread until the returned event is set."""
     release = threading.Event()
     started = threading.Event()
@@ -51,7 +52,7 @@ def _blocked_writer(store: Storage) -> threading.Event:
 def test_a_future_cancelled_while_queued_is_skipped_and_the_writer_lives_on(
     tmp_path: Path, write: bool
 ) -> None:
-    store = Storage(tmp_path / "db.sqlite")
+    store = SQLiteStore(tmp_path / "db.sqlite")
     store.create_session(_session(1))
     release = _blocked_writer(store)
     ran: list[str] = []
@@ -70,7 +71,7 @@ def test_a_future_cancelled_while_queued_is_skipped_and_the_writer_lives_on(
 
 
 def test_an_exception_of_an_operation_reaches_its_caller_only(tmp_path: Path) -> None:
-    store = Storage(tmp_path / "db.sqlite")
+    store = SQLiteStore(tmp_path / "db.sqlite")
     release = _blocked_writer(store)
 
     def boom(db) -> None:
@@ -114,7 +115,7 @@ def test_an_observe_cancelled_between_commit_and_apply_still_applies(
     observations = random_observations(6, seed=3)
 
     async def scenario() -> tuple[MBBRModel, int, list[ObservationRow]]:
-        store = Storage(tmp_path / "db.sqlite")
+        store = SQLiteStore(tmp_path / "db.sqlite")
         with ThreadPoolExecutor(1) as executor:
             manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=Limits())
             spec = SessionSpec("kuhn_poker(players=3)", 3, "me", ("a", "b"), config)
@@ -145,7 +146,7 @@ def test_creates_cancelled_while_their_inserts_are_queued_leave_memory_equal_to_
     tmp_path: Path,
 ) -> None:
     async def scenario() -> tuple[list[str], list[str], SessionRow | None]:
-        store = Storage(tmp_path / "db.sqlite")
+        store = SQLiteStore(tmp_path / "db.sqlite")
         with ThreadPoolExecutor(1) as executor:
             manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=Limits())
             spec = SessionSpec("kuhn_poker(players=3)", 3, "me", ("a", "b"), MBBRConfig(k=2))
@@ -175,7 +176,7 @@ def test_a_perfect_info_observe_cancelled_while_its_commit_runs_still_remembers_
     caller is cancelled: the choices are stored, so memory must hold them too."""
 
     async def scenario() -> tuple[int, int]:
-        store = Storage(tmp_path / "db.sqlite")
+        store = SQLiteStore(tmp_path / "db.sqlite")
         with ThreadPoolExecutor(1) as executor:
             manager = PerfectInfoManager(
                 store, executor=executor, metrics=Metrics(), limits=PerfectInfoLimits()

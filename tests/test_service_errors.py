@@ -269,9 +269,9 @@ def test_limits(tmp_path: Path) -> None:
         assert len(client.list_sessions()) == 2
 
 
-def test_tokens_keep_sessions_apart(tmp_path: Path) -> None:
+def test_tokens_keep_sessions_apart(store_location: str) -> None:
     tokens = frozenset({"alice-token", "bob-token"})
-    db = tmp_path / "db.sqlite"
+    db = store_location
     with connected(db, token="alice-token", auth_tokens=tokens) as (alice, port):
         sid = alice.create_session(config=CONFIG).session_id
         alice.observe(sid, random_observations(3, seed=2), first_sequence=1)

@@ -92,8 +92,8 @@ def test_json_log_lines() -> None:
     assert data["level"] == "INFO"
 
 
-def test_sigterm_drains_and_sigkill_loses_nothing_acknowledged(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
+def test_sigterm_drains_and_sigkill_loses_nothing_acknowledged(store_location: str) -> None:
+    db = store_location
     observations = random_observations(20, seed=8)
     config = MBBRConfig(k=5, hands_default=0, seed=2)
     process, port = serve_cmd.spawn(db, "--grace", "2")

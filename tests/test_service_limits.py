@@ -20,7 +20,7 @@ from oppmodel.modeling.errors import ResourceExhaustedError
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
-from oppmodel.server.storage import Storage
+from oppmodel.server.storage_sqlite import SQLiteStore
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 
@@ -35,7 +35,7 @@ def test_live_sessions_stay_within_the_memory_budget_and_reload_when_used(tmp_pa
     spec = _spec(MBBRConfig(posterior=posterior))
 
     async def scenario():
-        store = Storage(tmp_path / "db.sqlite", synchronous="NORMAL")
+        store = SQLiteStore(tmp_path / "db.sqlite", synchronous="NORMAL")
         with ThreadPoolExecutor(1) as executor:
             probe = SessionManager(store, executor=executor, metrics=Metrics(), limits=Limits())
             one = await probe.get("", (await probe.create("", spec)).session_id)
@@ -77,7 +77,7 @@ def test_memory_of_a_session_does_not_grow_with_the_hands_it_has_seen(tmp_path):
     items = list(enumerate(stream, start=1))
 
     async def scenario():
-        store = Storage(tmp_path / "db.sqlite", synchronous="NORMAL")
+        store = SQLiteStore(tmp_path / "db.sqlite", synchronous="NORMAL")
         with ThreadPoolExecutor(1) as executor:
             limits = Limits(snapshot_hands=10**9, snapshot_seconds=1e9)
             manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)

@@ -243,8 +243,8 @@ def test_sequence_numbers_are_idempotent_and_gaps_refused(client: PerfectInfoCli
     assert before["east"].mean.tolist() == after["east"].mean.tolist()  # east's choice 2 only
 
 
-def test_restart_on_the_same_database_gives_identical_weights(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
+def test_restart_on_the_same_database_gives_identical_weights(store_location: str) -> None:
+    db = store_location
     choices = random_choices(30, seed=4)
     with client_on(db) as first:
         session_id = new_session(first)
@@ -599,9 +599,9 @@ def test_bad_move_parameters_are_refused(client: PerfectInfoClient) -> None:
         client.probmaxn_move(START, searcher=0, session_id="nope")
 
 
-def test_tokens_keep_sessions_apart(tmp_path: Path) -> None:
+def test_tokens_keep_sessions_apart(store_location: str) -> None:
     tokens = frozenset({"alice", "bob"})
-    with running_server(tmp_path / "db.sqlite", auth_tokens=tokens) as port:
+    with running_server(store_location, auth_tokens=tokens) as port:
         target = f"127.0.0.1:{port}"
         with (
             PerfectInfoClient(target, token="alice") as alice,
@@ -615,11 +615,11 @@ def test_tokens_keep_sessions_apart(tmp_path: Path) -> None:
             assert alice.get_session(session_id).choices_observed == 0
 
 
-def test_sessions_leave_memory_and_come_back_unchanged(tmp_path: Path) -> None:
+def test_sessions_leave_memory_and_come_back_unchanged(store_location: str) -> None:
     limits = PerfectInfoLimits(max_live_sessions=1)
     choices = random_choices(10, seed=12)
     with (
-        running_server(tmp_path / "db.sqlite", perfect_info_limits=limits) as port,
+        running_server(store_location, perfect_info_limits=limits) as port,
         PerfectInfoClient(f"127.0.0.1:{port}") as client,
     ):
         first, second = new_session(client), new_session(client)  # the second evicts the first

@@ -23,7 +23,8 @@ from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import strategy_to_dict
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec, owner_of_token
-from oppmodel.server.storage import ObservationRow, SessionRow, Storage
+from oppmodel.server.storage import ObservationRow, SessionRow
+from oppmodel.server.storage_sqlite import SQLiteStore
 
 LIMITS = Limits()
 
@@ -102,7 +103,7 @@ def test_every_accepted_session_can_be_observed_restarted_and_deleted(tmp_path, 
 
 
 def _store_session(db: Path, spec: dict, rows: list[ObservationRow], owner: str = "") -> str:
-    store = Storage(db)
+    store = SQLiteStore(db)
     sid = uuid.uuid4().hex
     store.create_session(SessionRow(sid, owner, 1, spec))
     for row in rows:
@@ -165,7 +166,7 @@ def test_an_update_that_fails_after_its_commit_is_undone(tmp_path, monkeypatch) 
     hands = random_observations(6, seed=5)
 
     async def scenario() -> tuple[list, int, int, MBBRModel]:
-        store = Storage(tmp_path / "db.sqlite")
+        store = SQLiteStore(tmp_path / "db.sqlite")
         with ThreadPoolExecutor(1) as executor:
             manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=LIMITS)
             spec = SessionSpec("kuhn_poker(players=3)", 3, "us", ("a", "b"), config)

@@ -20,7 +20,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
-from oppmodel.server.storage import Storage
+from oppmodel.server.storage_sqlite import SQLiteStore
 
 
 def _library(config: MBBRConfig, hands, n: int = 3) -> MBBRModel:
@@ -33,7 +33,7 @@ def _library(config: MBBRConfig, hands, n: int = 3) -> MBBRModel:
 async def _observe_then_reload(db: Path, spec: SessionSpec, hands, limits: Limits, batch: int):
     """Observe ``hands`` in batches, stop, then load the session in a fresh manager."""
     with ThreadPoolExecutor(1) as executor:
-        store = Storage(db)
+        store = SQLiteStore(db)
         manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
         sid = (await manager.create("", spec)).session_id
         session = await manager.get("", sid)
@@ -45,7 +45,7 @@ async def _observe_then_reload(db: Path, spec: SessionSpec, hands, limits: Limit
         await manager.drain()
         store.close()
 
-        store = Storage(db)
+        store = SQLiteStore(db)
         manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
         reloaded = await manager.get("", sid)
         store.close()
@@ -84,7 +84,7 @@ def test_a_snapshot_that_cannot_be_used_means_a_full_replay(tmp_path):
 
     async def reload():
         with ThreadPoolExecutor(1) as executor:
-            store = Storage(db)
+            store = SQLiteStore(db)
             manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
             (info,) = await manager.list("")
             session = await manager.get("", info.session_id)
@@ -141,7 +141,7 @@ def test_a_costly_batch_is_committed_in_chunks_each_followed_by_a_due_snapshot(
     stored_snapshots: list[int] = []
 
     async def scenario():
-        store = Storage(tmp_path / "db.sqlite")
+        store = SQLiteStore(tmp_path / "db.sqlite")
         append, save = store.append_observations_async, store.save_snapshot_async
 
         def counted_append(sid, rows):

@@ -1,80 +1,98 @@
-"""SQLite storage: round trips, durability across reopen, group commit, per-write isolation."""
+"""Both storage backends: round trips, durability across reopen, group commit, per-write
+isolation, limits counted with the insert, and appends only at the stored version (exactly once
+across processes sharing one store). SQLite-only settings at the end."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
-from oppmodel.modeling.errors import ResourceExhaustedError
-from oppmodel.server.storage import ObservationRow, SessionRow, Storage
+from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
+from oppmodel.server.app import open_storage
+from oppmodel.server.storage import ObservationRow, SessionRow, SnapshotRow, StaleSessionError
+from oppmodel.server.storage_sql import SqlStore
+from oppmodel.server.storage_sqlite import SQLiteStore
 
 
 def _session(i: int, owner: str = "") -> SessionRow:
-    return SessionRow(f"s{i}", owner, 1000 + i, {"game": "kuhn_poker(players=3)", "i": i})
+    return SessionRow(f"s{i}", owner, 1_700_000_000_000 + i, {"game": "kuhn_poker", "i": i})
 
 
-def test_round_trip_and_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    store = Storage(path)
+def _row(s: int) -> ObservationRow:
+    return ObservationRow(s, s % 3, "ppp", (s % 4, None, None))
+
+
+def _open(location: str) -> SqlStore:
+    return open_storage(location, synchronous="NORMAL")
+
+
+def _outcome(future: Future) -> str:
+    try:
+        future.result()
+    except StaleSessionError:
+        return "stale"
+    except NotFoundError:
+        return "not found"
+    return "ok"
+
+
+def test_round_trip_and_reopen(store_location: str) -> None:
+    store = _open(store_location)
     store.create_session(_session(1, "alice"))
     store.create_session(_session(2, "bob"))
-    rows = [ObservationRow(s, s % 3, "ppp", (s % 4, None, None)) for s in range(1, 6)]
+    rows = [_row(s) for s in range(1, 6)]
     for row in rows:
         store.append_observation("s1", row)
+    assert store.save_snapshot_async("s1", SnapshotRow(3, b"\x00state\xff")).result()
+    assert not store.save_snapshot_async("s1", SnapshotRow(2, b"older")).result()
     store.close()
 
-    store = Storage(path)
+    store = _open(store_location)
     assert store.get_session("s1") == _session(1, "alice")
     assert store.get_session("nope") is None
     assert store.load_observations("s1") == rows
+    loaded = store.load_session_async("s1").result()
+    assert loaded is not None
+    assert loaded.snapshot == SnapshotRow(3, b"\x00state\xff")
+    assert loaded.tail == rows[3:]
     assert [(r.session_id, n) for r, n in store.list_sessions()] == [("s1", 5), ("s2", 0)]
     assert [r.session_id for r, _ in store.list_sessions("bob")] == ["s2"]
+    assert store.delete_session("s1", owner="bob") is False
     assert store.delete_session("s1") is True
     assert store.delete_session("s1") is False
     assert store.load_observations("s1") == []
+    assert store.load_session_async("s1").result() is None
     store.close()
 
 
-def test_wal_mode(tmp_path: Path) -> None:
-    store = Storage(tmp_path / "db.sqlite")
-    store.close()
-    db = sqlite3.connect(tmp_path / "db.sqlite")
-    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    db.close()
-
-
-def test_failed_write_does_not_undo_its_batch(tmp_path: Path) -> None:
-    store = Storage(tmp_path / "db.sqlite")
+def test_failed_write_does_not_undo_its_batch(store_location: str) -> None:
+    store = _open(store_location)
     store.create_session(_session(1))
+    release = _blocked_writer(store)  # the four writes below go in one batch
     futures = [
-        store.append_observation_async("s1", ObservationRow(1, 0, "ppp", (0, None, None))),
-        store.append_observation_async("s1", ObservationRow(1, 0, "ppp", (0, None, None))),
-        store.append_observation_async("s1", ObservationRow(2, 1, "ppp", (1, None, None))),
-        store.append_observation_async("missing", ObservationRow(1, 0, "ppp", (0, None, None))),
+        store.append_observation_async("s1", _row(1)),
+        store.append_observation_async("s1", _row(1)),  # a resend: s1 is at 1 by now
+        store.append_observation_async("s1", _row(2)),
+        store.append_observation_async("missing", _row(1)),
     ]
-    outcomes = []
-    for f in futures:
-        try:
-            f.result()
-            outcomes.append("ok")
-        except sqlite3.IntegrityError:
-            outcomes.append("refused")
-    assert outcomes == ["ok", "refused", "ok", "refused"]
-    assert [r.sequence for r in store.load_observations("s1")] == [1, 2]
+    release.set()
+    assert [_outcome(f) for f in futures] == ["ok", "stale", "ok", "not found"]
+    assert store.load_observations("s1") == [_row(1), _row(2)]
     store.close()
 
 
-def test_concurrent_writers_all_land(tmp_path: Path) -> None:
-    store = Storage(tmp_path / "db.sqlite", synchronous="NORMAL")
+def test_concurrent_writers_all_land(store_location: str) -> None:
+    store = _open(store_location)
     for i in range(8):
         store.create_session(_session(i))
 
     def write(i: int) -> None:
         for s in range(1, 51):
-            store.append_observation(f"s{i}", ObservationRow(s, 0, "ppp", (s % 4, None, None)))
+            store.append_observation(f"s{i}", _row(s))
 
     threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
     for t in threads:
@@ -85,19 +103,14 @@ def test_concurrent_writers_all_land(tmp_path: Path) -> None:
     store.close()
 
 
-def test_bad_synchronous_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
-        Storage(tmp_path / "x.sqlite", synchronous="OFF")
-
-
-def test_session_limit_is_checked_with_the_insert(tmp_path: Path) -> None:
-    store = Storage(tmp_path / "db.sqlite")
+def test_session_limit_is_checked_with_the_insert_across_stores(store_location: str) -> None:
+    stores = [_open(store_location) for _ in range(2)]  # two connections, as two processes
     results: list[str] = []
     lock = threading.Lock()
 
     def create(i: int) -> None:
         try:
-            store.create_session(_session(i), max_sessions=3)
+            stores[i % 2].create_session(_session(i), max_sessions=3)
             outcome = "ok"
         except ResourceExhaustedError:
             outcome = "full"
@@ -110,5 +123,92 @@ def test_session_limit_is_checked_with_the_insert(tmp_path: Path) -> None:
     for w in workers:
         w.join()
     assert sorted(results) == ["full"] * 5 + ["ok"] * 3
-    assert len(store.list_sessions()) == 3
+    assert len(stores[0].list_sessions()) == 3
+    for store in stores:
+        store.close()
+
+
+def test_appends_only_at_the_stored_version_across_stores(store_location: str) -> None:
+    """Two stores on one database (as two server processes), each appending from its own count
+    of the hands: every hand is stored exactly once, and a writer that is behind is told so
+    (StaleSessionError carrying the stored count) instead of storing anything."""
+    stores = [_open(store_location) for _ in range(2)]
+    stores[0].create_session(_session(1))
+    known = [0, 0]  # what each "process" believes is stored
+    refused = 0
+    results: list[str] = []
+
+    def writer(w: int) -> None:
+        nonlocal refused
+        while known[w] < 200:
+            try:
+                stores[w].append_observation("s1", _row(known[w] + 1))
+                known[w] += 1
+            except StaleSessionError as exc:
+                results.append("stale")
+                known[w] = exc.stored  # a real process reloads here
+                refused += 1
+            except Exception as exc:  # a duplicate key, say: the version was not checked
+                results.append(repr(exc))
+                return
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert stores[1].load_observations("s1") == [_row(s) for s in range(1, 201)]
+    assert set(results) <= {"stale"} and refused == len(results)
+    for store in stores:
+        store.close()
+
+
+def test_an_operation_may_not_escape_its_savepoint(store_location: str) -> None:
+    """An operation's own SQL error rolls back that operation only (both backends)."""
+    store = _open(store_location)
+    store.create_session(_session(1))
+    release = _blocked_writer(store)
+    bad = store.submit(lambda db: db.execute("INSERT INTO no_such_table VALUES (1)"), write=True)
+    good = store.append_observation_async("s1", _row(1))
+    release.set()
+    with pytest.raises(Exception, match="no_such_table"):
+        bad.result()
+    good.result()
+    assert store.load_observations("s1") == [_row(1)]
     store.close()
+
+
+def _blocked_writer(store: SqlStore) -> threading.Event:
+    """Occupy the writer thread until the returned event is set (so later writes batch)."""
+    release, started = threading.Event(), threading.Event()
+
+    def hold(db: object) -> None:
+        started.set()
+        release.wait(10)
+
+    store.submit(hold)
+    assert started.wait(10)
+    return release
+
+
+# -- SQLite only -----------------------------------------------------------------------------------
+def test_wal_mode(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "db.sqlite")
+    store.close()
+    db = sqlite3.connect(tmp_path / "db.sqlite")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+
+
+def test_bad_synchronous_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        SQLiteStore(tmp_path / "x.sqlite", synchronous="OFF")
+
+
+def test_an_unreachable_postgres_is_refused_naming_it_without_the_password() -> None:
+    from oppmodel.server.app import free_ports
+
+    url = f"postgresql://someone:s3cret@127.0.0.1:{free_ports(1)[0]}/nothing"
+    with pytest.raises(InvalidArgumentError, match=r"someone@127\.0\.0\.1") as caught:
+        open_storage(url, synchronous="FULL")
+    assert "s3cret" not in str(caught.value)

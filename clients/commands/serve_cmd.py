@@ -12,19 +12,23 @@ from pathlib import Path
 from oppmodel.clients.commands._types import float_in, non_negative_float, port, positive_int
 from oppmodel.server.app import Server, ServerConfig, configure_logging, read_tokens, serve
 from oppmodel.server.sessions import Limits
-from oppmodel.server.storage import Synchronous
+from oppmodel.server.storage import redacted
+from oppmodel.server.storage_sqlite import Synchronous
 
 _EPILOG = """\
-Sessions live in the SQLite file given by --db (WAL mode): every observation is acknowledged only
-once it is committed, and after a crash or restart each session resumes with exactly the posterior
-it had. The server listens on loopback unless --host says otherwise, and refuses a port that is
-already in use. Once it serves, it prints its address (and the metrics URL) on stdout; logs are
-JSON lines on stderr.
+Sessions live in the store given by --store: a SQLite file (WAL mode; the default kind, nothing to
+install) or a PostgreSQL database (a postgresql:// URL; pip install 'oppmodel[postgres]'), which
+several servers can share: each hand is then applied exactly once whichever server receives it.
+Every observation is acknowledged only once it is committed, and after a crash or restart each
+session resumes with exactly the posterior it had. The server listens on loopback unless --host
+says otherwise, and refuses a port that is already in use. Once it serves, it prints its address
+(and the metrics URL) on stdout; logs are JSON lines on stderr.
 
 examples:
-  oppmodel serve --db ~/oppmodel.sqlite
-  oppmodel serve --db s.sqlite --port 0 --metrics-port 9100
-  oppmodel serve --db s.sqlite --host 0.0.0.0 --tls-cert cert.pem --tls-key key.pem \\
+  oppmodel serve --store ~/oppmodel.sqlite
+  oppmodel serve --store postgresql://oppmodel:PASSWORD@db.example:5432/oppmodel
+  oppmodel serve --store s.sqlite --port 0 --metrics-port 9100
+  oppmodel serve --store s.sqlite --host 0.0.0.0 --tls-cert cert.pem --tls-key key.pem \\
       --auth-tokens tokens.txt       # tokens.txt: one bearer token per line
 
 then:  grpcurl -plaintext 127.0.0.1:50051 list
@@ -44,7 +48,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--port", type=port, default=50051, help="port (default %(default)s); 0 picks a free one"
     )
-    parser.add_argument("--db", required=True, help="SQLite file holding the sessions")
+    parser.add_argument(
+        "--store",
+        "--db",
+        dest="db",
+        required=True,
+        metavar="PATH|URL",
+        help="where the sessions are stored: a SQLite file, or a postgresql:// URL",
+    )
     parser.add_argument("--tls-cert", help="PEM certificate chain (with --tls-key: serve TLS)")
     parser.add_argument("--tls-key", help="PEM private key")
     parser.add_argument(
@@ -121,7 +132,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--synchronous",
         choices=Synchronous.names(),
         default=Synchronous.FULL,
-        help="SQLite durability: FULL survives power loss, NORMAL only a crash of the process",
+        help="SQLite durability: FULL survives power loss, NORMAL only a crash of the process "
+        "(a PostgreSQL store follows its server's settings)",
     )
     parser.set_defaults(func=run)
 
@@ -156,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
 def announce(server: Server) -> None:
     """Print where the started server listens (the chosen ports when 0 was asked for)."""
     host = server.config.host
-    line = f"serving on {host}:{server.port} (db {server.config.db_path})"
+    line = f"serving on {host}:{server.port} (store {redacted(server.config.db_path)})"
     if server.metrics_port is not None:
         line += f"; metrics on http://{host}:{server.metrics_port}/metrics"
     print(line, flush=True)

@@ -1,0 +1,87 @@
+"""The shared storage backend: a PostgreSQL database that several server processes use at once.
+
+Each process keeps one connection on its writer thread (``storage_sql.SqlStore``); transactions
+run at READ COMMITTED. What keeps every hand stored and applied exactly once across processes is
+the transaction that appends observations: it locks the session's row (``SELECT ... FOR UPDATE``,
+which serialises every writer of that session in every process), compares the last stored
+sequence number with the one the writer's copy of the session has, and inserts only if they agree;
+``(session_id, sequence)`` is the primary key besides. A process that was behind gets
+``StaleSessionError`` and reloads the session. Creations count under an advisory lock, so
+``max_sessions`` holds across processes; the schema is created under one too.
+
+A batch that PostgreSQL aborts as a deadlock (two processes' batches locking the same sessions
+in opposite orders) is rolled back and run again. A lost connection is made again before the next
+batch; until the server answers, writes fail with UnavailableError.
+
+Needs the ``postgres`` extra (``pip install oppmodel[postgres]``: psycopg 3).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from oppmodel.server.storage import is_postgres_url, redacted
+from oppmodel.server.storage_sql import Dialect, SqlStore
+
+POSTGRESQL = Dialect(
+    name="postgresql",
+    placeholder="%s",
+    begin_writes="BEGIN",
+    begin_reads="BEGIN",
+    for_update=" FOR UPDATE",
+    for_share=" FOR SHARE",
+    lock_name="SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    created_unix_ms BIGINT NOT NULL,
+    spec TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS observations (
+    session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+    sequence BIGINT NOT NULL,
+    position INTEGER NOT NULL,
+    history TEXT NOT NULL,
+    cards TEXT NOT NULL,
+    PRIMARY KEY (session_id, sequence)
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
+    hands BIGINT NOT NULL,
+    state BYTEA NOT NULL
+);
+"""
+
+CONNECT_TIMEOUT_SECONDS = 10
+
+
+class PostgresStore(SqlStore):
+    """Sessions, observations and snapshots in the PostgreSQL database at ``url``
+    (``postgresql://user[:password]@host[:port]/dbname``; libpq's parameters allowed)."""
+
+    dialect = POSTGRESQL
+
+    def __init__(self, url: str) -> None:
+        if not is_postgres_url(url):
+            raise ValueError(f"not a PostgreSQL URL: {redacted(url)}")
+        self.url = url
+        self.location = redacted(url)
+        super().__init__()
+
+    def _connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+
+    def _schema(self) -> str:
+        return _SCHEMA
+
+    def _is_transient(self, exc: BaseException) -> bool:
+        return isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure)
+
+    def _is_broken(self, raw: Any) -> bool:
+        return bool(raw.closed or raw.broken)

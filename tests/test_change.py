@@ -55,7 +55,7 @@ def test_hazard_zero_is_the_plain_model_exactly(posterior):
     """With hazard 0 no run is ever opened: every policy (within the default safety budget),
     model and snapshot array is the plain posterior's, bit for bit."""
     config = MBBRConfig(posterior=posterior, k=4, hands_default=5, change_hazard=0.0)
-    wrapped = ChangeDetectingModel(GAME, config, lambda: _plain(config))
+    wrapped = ChangeDetectingModel(GAME, config, lambda evidence: _plain(config))
     plain = _plain(config)
     for t, obs in enumerate(random_observations(60, seed=3, profile="uniform")):
         p = t % 3

@@ -26,14 +26,12 @@ from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior, Response
-from oppmodel.modeling.mbbr.evidence import Moves, opponent_moves
+from oppmodel.modeling.mbbr.evidence import EvidenceCache, Moves
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import default_strategy_of, prior_mean_of
 from oppmodel.modeling.mbbr.safety import SafelyPlayed, SafetyBankroll, is_off
 from oppmodel.modeling.mbbr.snapshot import take
-from oppmodel.modeling.observation import HandObservation, validate_observation
-
-MAX_CACHED_OBSERVATIONS = 4096  # distinct valid observations remembered (3p Kuhn has < 2000)
+from oppmodel.modeling.observation import HandObservation
 
 
 class ModelBase(SafelyPlayed, abc.ABC):
@@ -49,7 +47,10 @@ class ModelBase(SafelyPlayed, abc.ABC):
         *,
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
+        evidence: EvidenceCache | None = None,
     ) -> None:
+        """``evidence``: a cache shared with other models of ``game`` (default: the model's own,
+        counted in its ``nbytes``)."""
         check_posterior(config, self.POSTERIOR, type(self).__name__)
         self._refuse_oversized(game, config)
         self.default_strategy = default_strategy_of(game, default_strategy)
@@ -58,8 +59,8 @@ class ModelBase(SafelyPlayed, abc.ABC):
         self.config = config
         self.hands_observed = 0
         self._responses: dict[tuple[int, Response], tuple[np.ndarray, float]] = {}
-        self._moves: dict[tuple[int, str], Moves] = {}
-        self._valid_observations: set[tuple] = set()
+        self._owns_evidence = evidence is None
+        self._evidence = EvidenceCache(game) if evidence is None else evidence
         # The bankroll that bounds what learning costs against equilibrium players (safety.py)
         self._safety = (
             None
@@ -116,13 +117,9 @@ class ModelBase(SafelyPlayed, abc.ABC):
 
     def observe(self, obs: HandObservation) -> None:
         """Bayes-update the table of our position in ``obs`` with what was seen of the hand."""
-        key = (obs.position, obs.history, obs.cards)  # a tuple of atoms: the GC untracks it
-        if key not in self._valid_observations:
-            validate_observation(self.game, obs)
-            if len(self._valid_observations) < MAX_CACHED_OBSERVATIONS:
-                self._valid_observations.add(key)
+        self._evidence.validate(obs)
         p = obs.position
-        moves = self._opponent_moves(p, obs.history)
+        moves = self._evidence.moves(p, obs.history)
         if self._safety is not None:  # book the hand as played, before the posterior moves
             self._safety.record(obs, self._candidate(p), moves)
         self._update(p, moves, obs)
@@ -130,19 +127,18 @@ class ModelBase(SafelyPlayed, abc.ABC):
         for kind in Response:
             self._responses.pop((p, kind), None)
 
-    def _opponent_moves(self, p: int, history: str) -> Moves:
-        """Per opponent (d = 1..n-1): its decision nodes and actions in ``history`` (cached)."""
-        key = (p, history)
-        if key not in self._moves:
-            self._moves[key] = opponent_moves(self.game, p, history)
-        return self._moves[key]
-
     # --- models and responses --------------------------------------------------------------------
 
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
         """Posterior-mean strategy (num_infosets, 2) of an opponent, and the number of samples the
         model rests on (the posterior's spread: see the posterior's ``_opponent_model``)."""
         return self._opponent_model(our_position, self._offset(our_position, opponent_position))
+
+    def opponent_means(self, our_position: int) -> np.ndarray:
+        """(n - 1, num_infosets, 2): the posterior-mean model of the opponent at each seat offset
+        d (row d - 1) of a checked ``our_position``, as change detection scores hands with."""
+        n = self.game.num_players
+        return np.stack([self._opponent_model(our_position, d)[0] for d in range(1, n)])
 
     def models_profile(self, our_position: int) -> np.ndarray:
         """A profile with every opponent replaced by its model (our row: the default strategy)."""
@@ -220,11 +216,15 @@ class ModelBase(SafelyPlayed, abc.ABC):
         arrays = [self.default_strategy, self.prior_mean]
         for cached in self._responses.values():
             arrays.append(cached[0])
-        for moves in self._moves.values():
-            arrays.extend(a for pair in moves for a in pair)
-        entries = len(self._valid_observations) + len(self._moves) + len(self._responses)
+        evidence = self._evidence.nbytes() if self._owns_evidence else 0
         safety = 0 if self._safety is None else self._safety.nbytes()
-        return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes() + safety
+        return (
+            array_bytes(arrays)
+            + len(self._responses) * ENTRY_BYTES
+            + evidence
+            + self._posterior_nbytes()
+            + safety
+        )
 
 
 # --- what the Kuhn models and the limit-game models (``limit_model.py``) share -------------------

@@ -44,10 +44,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.mbbr import _change_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.base import snapshot_identity
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
-from oppmodel.modeling.mbbr.evidence import hidden_assignments, opponent_moves
+from oppmodel.modeling.mbbr.evidence import (
+    EvidenceCache,
+    Moves,
+    hidden_assignments,
+    opponent_moves,
+)
 from oppmodel.modeling.mbbr.safety import SafelyPlayed, SafetyBankroll, is_off
 from oppmodel.modeling.observation import HandObservation, validate_observation
 
@@ -65,15 +71,27 @@ def predictive_log_likelihood(
     """log P(the opponents' moves in ``obs`` | their cards as far as seen), the opponent at offset
     d playing ``models[d - 1]`` (num_infosets, 2); up to a constant that is the same whatever the
     models (the chance of the unseen cards)."""
-    p = obs.position
-    assignments = hidden_assignments(game, obs)
-    likelihood = np.ones(len(assignments))
-    for d, (nodes, actions) in enumerate(opponent_moves(game, p, obs.history), start=1):
-        if len(nodes):
-            infosets = game.infoset_of[nodes[None, :], assignments[:, d - 1][:, None]]
-            likelihood *= models[d - 1][infosets, actions[None, :]].prod(axis=1)
-    total = float(likelihood.sum())
-    return math.log(total) if total > 0.0 else -math.inf
+    validate_observation(game, obs)
+    moves = opponent_moves(game, obs.position, obs.history)
+    return float(
+        _log_predictives(game, np.stack(models)[None], hidden_assignments(game, obs), moves)[0]
+    )
+
+
+def _log_predictives(
+    game: KuhnGame, models: np.ndarray, assignments: np.ndarray, moves: Moves
+) -> np.ndarray:
+    """(R,) ``predictive_log_likelihood`` of one hand under each of R runs' models
+    ``models`` (R, n - 1, num_infosets, 2)."""
+    offsets = np.concatenate([np.full(len(nodes), d) for d, (nodes, _) in enumerate(moves)])
+    nodes = np.concatenate([nodes for nodes, _ in moves])
+    actions = np.concatenate([actions for _, actions in moves])
+    out = np.empty(len(models))
+    kernels.log_predictives(
+        models, game.infoset_of, assignments, offsets.astype(np.int64), nodes.astype(np.int64),
+        actions.astype(np.int64), out,
+    )  # fmt: skip
+    return out
 
 
 class ChangeDetectingModel(SafelyPlayed):
@@ -81,15 +99,20 @@ class ChangeDetectingModel(SafelyPlayed):
     BOCPD over a bank of ``build_run()`` models (see the module docstring)."""
 
     def __init__(
-        self, game: KuhnGame, config: MBBRConfig, build_run: Callable[[], MBBRModel]
+        self,
+        game: KuhnGame,
+        config: MBBRConfig,
+        build_run: Callable[[EvidenceCache], MBBRModel],
     ) -> None:
-        """``build_run()`` gives a fresh plain model of the same game, prior and posterior, with
-        no change detection or safety budget of its own."""
+        """``build_run(evidence)`` gives a fresh plain model of the same game, prior and
+        posterior, with no change detection or safety budget of its own, that reads hands
+        through ``evidence`` (the bank's runs share one)."""
         config.validate()
         self.game = game
         self.config = config
-        self._build_run = build_run
-        first = build_run()
+        self._evidence = EvidenceCache(game)
+        self._build_run = lambda: build_run(self._evidence)
+        first = self._build_run()
         self.default_strategy = first.default_strategy
         self.prior_mean = first.prior_mean
         self.hands_observed = 0
@@ -128,21 +151,14 @@ class ChangeDetectingModel(SafelyPlayed):
     def observe(self, obs: HandObservation) -> None:
         """Weigh every run by its prediction of the hand, let every run observe it, and every
         ``GRID`` hands open a new run (see the module docstring)."""
-        validate_observation(self.game, obs)
-        p, n = obs.position, self.game.num_players
+        self._evidence.validate(obs)
+        p = obs.position
+        moves = self._evidence.moves(p, obs.history)
         if self._safety is not None:  # book the hand as played, before the runs move
-            self._safety.record(obs, self._candidate(p), opponent_moves(self.game, p, obs.history))
+            self._safety.record(obs, self._candidate(p), moves)
         if len(self._runs) > 1 or self.config.change_hazard > 0.0:
-            scores = np.array(
-                [
-                    predictive_log_likelihood(
-                        self.game,
-                        [run.opponent_model(p, (p + d) % n)[0] for d in range(1, n)],
-                        obs,
-                    )
-                    for run in self._runs
-                ]
-            )
+            models = np.stack([run.opponent_means(p) for run in self._runs])
+            scores = _log_predictives(self.game, models, self._evidence.assignments(obs), moves)
             if np.isfinite(scores).any():  # a hand no run explains leaves the masses as they were
                 self._set_mass(self._log_mass + scores)
         for run in self._runs:
@@ -176,6 +192,10 @@ class ChangeDetectingModel(SafelyPlayed):
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
         """The most probable run's model of the opponent (see ``MBBRModel.opponent_model``)."""
         return self._model.opponent_model(our_position, opponent_position)
+
+    def opponent_means(self, our_position: int) -> np.ndarray:
+        """The most probable run's models of every opponent (``MBBRModel.opponent_means``)."""
+        return self._model.opponent_means(our_position)
 
     def models_profile(self, our_position: int) -> np.ndarray:
         """The most probable run's models, our row the default strategy."""
@@ -259,4 +279,5 @@ class ChangeDetectingModel(SafelyPlayed):
     def nbytes(self) -> int:
         """Approximate bytes held: every run's model."""
         safety = 0 if self._safety is None else self._safety.nbytes()
-        return sum(run.nbytes() for run in self._runs) + self._log_mass.nbytes + safety
+        runs = sum(run.nbytes() for run in self._runs)
+        return runs + self._evidence.nbytes() + self._log_mass.nbytes + safety

@@ -36,7 +36,7 @@ from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import _dirichlet_kernels as kernels
 from oppmodel.modeling.mbbr.base import ModelBase
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
-from oppmodel.modeling.mbbr.evidence import Moves, hidden_assignments
+from oppmodel.modeling.mbbr.evidence import Moves
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
@@ -74,7 +74,7 @@ class DirichletModel(ModelBase):
 
     def _update(self, p: int, moves: Moves, obs: HandObservation) -> None:
         applied = self._dirichlet[p].observe(
-            (obs.history, obs.cards), lambda: hidden_assignments(self.game, obs), moves
+            (obs.history, obs.cards), lambda: self._evidence.move_table(obs)
         )
         if applied and self._types is not None:
             n = self.game.num_players
@@ -95,6 +95,13 @@ class DirichletModel(ModelBase):
         if self._types is not None:
             return self._types[p].mean(d, posterior.alpha[d - 1]), least_seen
         return posterior.mean(d), least_seen
+
+    def opponent_means(self, our_position: int) -> np.ndarray:
+        """The means of every opponent at once (see ``ModelBase.opponent_means``)."""
+        if self._types is not None:
+            return super().opponent_means(our_position)
+        alpha = self._dirichlet[our_position].alpha
+        return alpha / alpha.sum(axis=2, keepdims=True)
 
     def _leaf_weights(self, p: int, kind: Response) -> np.ndarray:
         return self._mean_leaf_weights(p)  # the Bayesian response too (see the module docstring)
@@ -155,15 +162,10 @@ class DirichletPosterior:
         self._entry_start = _Growing(np.int64, [0])  # an assignment's moves: the same way
         self._moves = _Growing(np.int64, width=3)  # (offset - 1, information set, action)
 
-    def observe(
-        self,
-        key: tuple,
-        assignments: Callable[[], np.ndarray],
-        moves: list[tuple[np.ndarray, np.ndarray]],
-    ) -> bool:
+    def observe(self, key: tuple, move_table: Callable[[], tuple[np.ndarray, np.ndarray]]) -> bool:
         """Add one hand and refit; returns whether it was added. ``key`` identifies what was
-        seen; ``assignments()`` gives the opponents' possible cards (m, n - 1), ``moves[d - 1]``
-        the (nodes, actions) of the opponent at offset d.
+        seen; ``move_table()`` gives the opponents' moves under each assignment of their hidden
+        cards (``EvidenceCache.move_table``).
 
         A fit that does not end in finite positive parameters (not seen within the validated
         ranges of the prior; this is the guard) is undone: the hand leaves the posterior as it
@@ -173,15 +175,9 @@ class DirichletPosterior:
         if o is None:
             o = self._index[key] = len(self._counts)
             self._counts.append([0.0])
-            infoset_of = self.game.infoset_of
-            for cards in assignments():
-                rows = [
-                    (d, int(infoset_of[node, cards[d]]), int(action))
-                    for d, (nodes, actions) in enumerate(moves)
-                    for node, action in zip(nodes, actions, strict=True)
-                ]
-                self._moves.append(rows)
-                self._entry_start.append([len(self._moves)])
+            entries, ends = move_table()
+            self._entry_start.append(len(self._moves) + ends)
+            self._moves.append(entries)
             self._row_start.append([len(self._entry_start) - 1])
         self._counts.view()[o] += 1.0
         moves_table = self._moves.view()

@@ -13,10 +13,13 @@ import itertools
 import numpy as np
 
 from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
+from oppmodel.modeling.observation import HandObservation, validate_observation
 
 # Per opponent (offset d = 1..n-1): its decision nodes and its actions there, in order.
 Moves = list[tuple[np.ndarray, np.ndarray]]
+
+MAX_CACHED_OBSERVATIONS = 4096  # distinct observations remembered (3p Kuhn has < 2000)
 
 
 def path_of(game: KuhnGame, terminal: int) -> list[tuple[int, int]]:
@@ -56,3 +59,72 @@ def hidden_assignments(game: KuhnGame, obs: HandObservation) -> np.ndarray:
             cards[j] = c
         rows.append(cards)
     return np.array(rows, dtype=np.int64)
+
+
+class EvidenceCache:
+    """What each distinct observation says (its validity, the opponents' moves, the hidden-card
+    assignments), worked out once and kept: a function of the game and the observation alone, so
+    every model of one game may share one (the runs of a change-detection bank do)."""
+
+    def __init__(self, game: KuhnGame) -> None:
+        self.game = game
+        self._valid: set[tuple] = set()
+        self._moves: dict[tuple[int, str], Moves] = {}
+        self._assignments: dict[tuple, np.ndarray] = {}
+        self._tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+    def validate(self, obs: HandObservation) -> None:
+        """``validate_observation`` (InvalidArgumentError / IllegalActionError naming the field),
+        once per distinct valid observation."""
+        key = (obs.position, obs.history, obs.cards)  # a tuple of atoms: the GC untracks it
+        if key not in self._valid:
+            validate_observation(self.game, obs)
+            if len(self._valid) < MAX_CACHED_OBSERVATIONS:
+                self._valid.add(key)
+
+    def moves(self, position: int, history: str) -> Moves:
+        """``opponent_moves`` of a validated finished hand."""
+        key = (position, history)
+        if key not in self._moves:
+            self._moves[key] = opponent_moves(self.game, position, history)
+        return self._moves[key]
+
+    def assignments(self, obs: HandObservation) -> np.ndarray:
+        """``hidden_assignments`` of a validated observation (do not modify)."""
+        key = (obs.position, obs.history, obs.cards)
+        cached = self._assignments.get(key)
+        if cached is None:
+            cached = hidden_assignments(self.game, obs)
+            if len(self._assignments) < MAX_CACHED_OBSERVATIONS:
+                self._assignments[key] = cached
+        return cached
+
+    def move_table(self, obs: HandObservation) -> tuple[np.ndarray, np.ndarray]:
+        """The opponents' moves in a validated observation under each hidden-card assignment
+        (in ``assignments`` order): ``entries`` (E, 3) rows (offset - 1, information set,
+        action), and ``ends`` (m,), assignment a's rows ending at ``ends[a]`` (do not modify)."""
+        key = (obs.position, obs.history, obs.cards)
+        cached = self._tables.get(key)
+        if cached is None:
+            infoset_of = self.game.infoset_of
+            entries, ends = [], []
+            for cards in self.assignments(obs):
+                for d, (nodes, actions) in enumerate(self.moves(obs.position, obs.history)):
+                    for node, action in zip(nodes, actions, strict=True):
+                        entries.append((d, int(infoset_of[node, cards[d]]), int(action)))
+                ends.append(len(entries))
+            cached = (
+                np.array(entries, dtype=np.int64).reshape(-1, 3),
+                np.array(ends, dtype=np.int64),
+            )
+            if len(self._tables) < MAX_CACHED_OBSERVATIONS:
+                self._tables[key] = cached
+        return cached
+
+    def nbytes(self) -> int:
+        """Approximate bytes held: the arrays, and ``ENTRY_BYTES`` per cache entry."""
+        arrays = [a for moves in self._moves.values() for pair in moves for a in pair]
+        arrays.extend(self._assignments.values())
+        arrays.extend(a for table in self._tables.values() for a in table)
+        entries = len(self._valid) + len(self._moves) + len(self._assignments) + len(self._tables)
+        return array_bytes(arrays) + entries * ENTRY_BYTES

@@ -31,6 +31,7 @@ from oppmodel.modeling.mbbr.base import ModelBase
 from oppmodel.modeling.mbbr.change import ChangeDetectingModel
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
 from oppmodel.modeling.mbbr.dirichlet import DirichletModel
+from oppmodel.modeling.mbbr.evidence import EvidenceCache
 from oppmodel.modeling.mbbr.samples import SampleModel
 from oppmodel.modeling.observation import HandObservation
 
@@ -70,6 +71,11 @@ class MBBRModel(Protocol):
 
     def models_profile(self, our_position: int) -> np.ndarray:
         """The profile with every opponent replaced by its model (our row: the default)."""
+        ...
+
+    def opponent_means(self, our_position: int) -> np.ndarray:
+        """(n - 1, num_infosets, 2): the posterior-mean model of the opponent at each seat
+        offset d (row d - 1) while we sit at ``our_position`` (a checked position)."""
         ...
 
     def response(
@@ -116,11 +122,13 @@ def build_model(
     *,
     default_strategy: np.ndarray | None = None,
     prior_mean: np.ndarray | None = None,
+    evidence: EvidenceCache | None = None,
 ) -> MBBRModel:
     """A fresh model of ``config`` (default: ``MBBRConfig()``) for ``game``, of the class of its
     posterior. ``default_strategy`` and ``prior_mean`` are profiles (n, num_infosets, 2); None
-    gives N1 and N3 in 3-player Kuhn and uniform play otherwise. InvalidArgumentError names a bad
-    field; ResourceExhaustedError refuses tables beyond the posterior's limit."""
+    gives N1 and N3 in 3-player Kuhn and uniform play otherwise; ``evidence`` a cache shared with
+    other models of ``game``. InvalidArgumentError names a bad field; ResourceExhaustedError
+    refuses tables beyond the posterior's limit."""
     config = config or MBBRConfig()
     config.validate()
     if config.change_hazard > 0.0:
@@ -128,10 +136,14 @@ def build_model(
         return ChangeDetectingModel(
             game,
             config,
-            lambda: build_model(
-                game, plain, default_strategy=default_strategy, prior_mean=prior_mean
+            lambda shared: build_model(
+                game,
+                plain,
+                default_strategy=default_strategy,
+                prior_mean=prior_mean,
+                evidence=shared,
             ),
         )
     return MODEL_CLASSES[config.posterior](
-        game, config, default_strategy=default_strategy, prior_mean=prior_mean
+        game, config, default_strategy=default_strategy, prior_mean=prior_mean, evidence=evidence
     )

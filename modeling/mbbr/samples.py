@@ -42,7 +42,7 @@ from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import _samples_kernels as kernels
 from oppmodel.modeling.mbbr.base import ModelBase
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
-from oppmodel.modeling.mbbr.evidence import Moves, hidden_assignments, path_of
+from oppmodel.modeling.mbbr.evidence import Moves, path_of
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import create_samples
 from oppmodel.modeling.mbbr.snapshot import take
@@ -105,7 +105,7 @@ class SampleModel(ModelBase):
         # z[s1, s2] = sum over assignments (x1, x2) of f1[s1, x1] f2[s2, x2], grouped by x2.
         key = (p, obs.cards)
         if key not in self._groupings:
-            assignments = hidden_assignments(self.game, obs)
+            assignments = self._evidence.assignments(obs)
             groups, group_of = np.unique(assignments[:, 1], return_inverse=True)
             self._groupings[key] = (assignments[:, 0].copy(), group_of.astype(np.int64), groups)
         first_cards, group_of, groups = self._groupings[key]
@@ -132,7 +132,7 @@ class SampleModel(ModelBase):
             out = np.empty((self.config.k, self.game.num_cards))
             kernels.card_likelihoods(self.tau[p, d - 1], nodes, actions, self.game.infoset_of, out)
             per_card.append(out)
-        assignments = hidden_assignments(self.game, obs)
+        assignments = self._evidence.assignments(obs)
         z = np.zeros_like(self._weights[p])
         for cards in assignments:
             term = per_card[0][:, cards[0]]

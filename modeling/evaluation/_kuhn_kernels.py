@@ -31,6 +31,28 @@ def expected_values(
 
 
 @njit(cache=True)
+def values_against_weights(
+    strategy, weights, player, node_player, infoset_of, path_nodes, path_actions, path_len
+):
+    """values[h] = sum over (card c, terminal t) of weights[h, c, t] x the reach of t by the
+    player's own actions under ``strategy`` holding c: the player's expected value against each
+    of several leaf weights (see ``leaf_weights``)."""
+    num_weights, num_cards, num_terminals = weights.shape
+    values = np.zeros(num_weights)
+    for c in range(num_cards):
+        for t in range(num_terminals):
+            reach = 1.0
+            for s in range(path_len[t]):
+                node = path_nodes[t, s]
+                if node_player[node] == player:
+                    reach *= strategy[infoset_of[node, c], path_actions[t, s]]
+            if reach != 0.0:
+                for h in range(num_weights):
+                    values[h] += weights[h, c, t] * reach
+    return values
+
+
+@njit(cache=True)
 def leaf_weights(
     profile,
     player,

@@ -33,6 +33,17 @@ def leaf_weights(game: KuhnGame, profile: np.ndarray, position: int) -> np.ndarr
     )  # fmt: skip
 
 
+def values_against_weights(
+    game: KuhnGame, strategy: np.ndarray, weights: np.ndarray, position: int
+) -> np.ndarray:
+    """(m,) expected values of ``position`` playing ``strategy`` (num_infosets, 2) against each
+    of m leaf weights ``weights`` (m, num_cards, num_terminals) (see :func:`leaf_weights`)."""
+    return kernels.values_against_weights(
+        strategy, weights, position, game.node_player, game.infoset_of, game.path_nodes,
+        game.path_actions, game.path_len,
+    )  # fmt: skip
+
+
 def best_response_to_weights(
     game: KuhnGame, weights: np.ndarray, position: int
 ) -> tuple[np.ndarray, float]:

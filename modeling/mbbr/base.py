@@ -121,7 +121,7 @@ class ModelBase(SafelyPlayed, abc.ABC):
         p = obs.position
         moves = self._evidence.moves(p, obs.history)
         if self._safety is not None:  # book the hand as played, before the posterior moves
-            self._safety.record(obs, self._candidate(p), moves)
+            self._safety.record(obs, self._candidate(p), self._evidence.move_table(obs))
         self._update(p, moves, obs)
         self.hands_observed += 1
         for kind in Response:

@@ -155,7 +155,7 @@ class ChangeDetectingModel(SafelyPlayed):
         p = obs.position
         moves = self._evidence.moves(p, obs.history)
         if self._safety is not None:  # book the hand as played, before the runs move
-            self._safety.record(obs, self._candidate(p), moves)
+            self._safety.record(obs, self._candidate(p), self._evidence.move_table(obs))
         if len(self._runs) > 1 or self.config.change_hazard > 0.0:
             models = np.stack([run.opponent_means(p) for run in self._runs])
             scores = _log_predictives(self.game, models, self._evidence.assignments(obs), moves)

@@ -41,11 +41,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from oppmodel.modeling.evaluation.kuhn import expected_values
+from oppmodel.modeling.evaluation.kuhn import leaf_weights, values_against_weights
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
-from oppmodel.modeling.mbbr.evidence import Moves, hidden_assignments
 from oppmodel.modeling.observation import HandObservation
 
 
@@ -117,17 +116,20 @@ class SafetyBankroll:
             tuple(guards) if guards is not None else guard_profiles(game, default_strategy)
         )
         self.hypotheses = list(itertools.product(range(len(self.guards)), repeat=n - 1))
-        # The opponents' profile under each (hypothesis, our position); our row: the default.
-        self._seated = np.empty((len(self.hypotheses), n, *default_strategy.shape))
+        self._hypothesis_guards = np.array(self.hypotheses, dtype=np.int64).reshape(-1, n - 1)
+        self._guard_stack = np.stack(self.guards)  # (guards, n, num_infosets, 2)
+        # Per our position: the leaf weights (chance x the opponents' reach x our payoff) of each
+        # hypothesis, so that the value of any strategy against all of them is one kernel call.
+        self._weights = np.empty((n, len(self.hypotheses), game.num_cards, game.num_terminals))
         for h, assignment in enumerate(self.hypotheses):
             for p in range(n):
                 profile = np.array(default_strategy, dtype=np.float64)
                 for d, g in enumerate(assignment, start=1):
                     profile[(p + d) % n] = self.guards[g][(p + d) % n]
-                self._seated[h, p] = profile
+                self._weights[p, h] = leaf_weights(game, profile, p)
         self._default_value = np.array(
-            [[self._value(h, p, default_strategy[p]) for p in range(n)] for h in range(len(self))]
-        )
+            [self._values(p, default_strategy[p]) for p in range(n)]
+        )  # (n, hypotheses)
         self.bank = np.zeros(len(self))  # chips, before this hand's budget
         self.alive = np.ones(len(self), dtype=bool)
         self._compatible: dict[tuple, np.ndarray] = {}
@@ -137,10 +139,9 @@ class SafetyBankroll:
     def __len__(self) -> int:
         return len(self.hypotheses)
 
-    def _value(self, h: int, p: int, strategy: np.ndarray) -> float:
-        profile = self._seated[h, p].copy()
-        profile[p] = strategy
-        return float(expected_values(self.game, profile)[p])
+    def _values(self, p: int, strategy: np.ndarray) -> np.ndarray:
+        """(hypotheses,) the expected value of ``strategy`` in position ``p`` under each."""
+        return values_against_weights(self.game, strategy, self._weights[p], p)
 
     def policy(self, position: int, candidate: np.ndarray) -> tuple[np.ndarray, float]:
         """What to play in ``position`` this hand given MBBR's ``candidate``: the mixture with the
@@ -148,46 +149,49 @@ class SafetyBankroll:
         cached = self._played.get(position)
         if cached is not None and np.array_equal(cached[0], candidate):
             return cached[3], cached[1]
-        gains = np.zeros(len(self))
-        for h in np.flatnonzero(self.alive):
-            gains[h] = self._value(int(h), position, candidate) - self._default_value[h, position]
+        default = self.default_strategy[position]
+        if np.array_equal(candidate, default):  # nothing gained or lost: no need to evaluate
+            gains = np.zeros(len(self))
+        else:
+            gains = self._values(position, candidate) - self._default_value[position]
         allowance = self.bank + self.budget_chips
         share = 1.0
         for h in np.flatnonzero(self.alive & (gains < 0.0)):
             share = min(share, max(allowance[h], 0.0) / -gains[h])
-        default = self.default_strategy[position]
         mixed = mix_strategies(self.game, position, default, candidate, share)
         self._played[position] = (candidate.copy(), share, gains, mixed)
         return mixed.copy(), share
 
-    def record(self, obs: HandObservation, candidate: np.ndarray, moves: Moves) -> None:
+    def record(
+        self, obs: HandObservation, candidate: np.ndarray, move_table: tuple[np.ndarray, np.ndarray]
+    ) -> None:
         """Book the hand just played in ``obs.position`` (the policy :meth:`policy` gave for
         ``candidate``) into every bankroll, and kill the hypotheses that cannot have produced
-        ``obs`` (``moves``: the opponents' moves in it, ``evidence.opponent_moves``)."""
+        ``obs`` (``move_table``: the opponents' moves in it, ``EvidenceCache.move_table``)."""
         _, share = self.policy(obs.position, candidate)
         gains = self._played[obs.position][2]
         self.bank = self.bank + self.budget_chips + share * gains
-        self.alive &= self._compatible_with(obs, moves)
+        self.alive &= self._compatible_with(obs, move_table)
         self._played.clear()
 
-    def _compatible_with(self, obs: HandObservation, moves: Moves) -> np.ndarray:
-        """Which hypotheses give ``obs`` positive probability (cached per distinct observation)."""
+    def _compatible_with(
+        self, obs: HandObservation, move_table: tuple[np.ndarray, np.ndarray]
+    ) -> np.ndarray:
+        """Which hypotheses give ``obs`` positive probability: some assignment of the hidden
+        cards under which no move has probability 0 (cached per distinct observation)."""
         key = (obs.position, obs.history, obs.cards)
         if key not in self._compatible:
             n, p = self.game.num_players, obs.position
-            assignments = hidden_assignments(self.game, obs)
-            possible = np.zeros(len(self), dtype=bool)
-            for h, assignment in enumerate(self.hypotheses):
-                for cards in assignments:
-                    likelihood = 1.0
-                    for d, (nodes, actions) in enumerate(moves, start=1):
-                        strategy = self.guards[assignment[d - 1]][(p + d) % n]
-                        for node, action in zip(nodes, actions, strict=True):
-                            likelihood *= strategy[self.game.infoset_of[node, cards[d - 1]], action]
-                    if likelihood > 0.0:
-                        possible[h] = True
-                        break
-            self._compatible[key] = possible
+            entries, ends = move_table
+            offset, infoset, action = entries[:, 0], entries[:, 1], entries[:, 2]
+            # impossible[h, e]: move e has probability 0 under hypothesis h
+            seat_guard = self._hypothesis_guards[:, offset]  # (hypotheses, moves)
+            impossible = self._guard_stack[seat_guard, (p + offset + 1) % n, infoset, action] == 0.0
+            before = np.zeros((len(self), len(entries) + 1), dtype=np.int64)
+            np.cumsum(impossible, axis=1, out=before[:, 1:])
+            starts = np.concatenate(([0], ends[:-1]))
+            explained = before[:, ends] - before[:, starts] == 0  # (hypotheses, assignments)
+            self._compatible[key] = explained.any(axis=1)
         return self._compatible[key]
 
     def state(self) -> dict[str, np.ndarray]:
@@ -202,7 +206,7 @@ class SafetyBankroll:
 
     def nbytes(self) -> int:
         """Bytes of the arrays held (the per-observation cache at one small array per entry)."""
-        arrays = (self._seated, self._default_value, self.bank, self.alive)
+        arrays = (self._weights, self._default_value, self.bank, self.alive)
         return sum(a.nbytes for a in arrays) + len(self._compatible) * (len(self) + 100)
 
 

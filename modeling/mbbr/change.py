@@ -111,7 +111,7 @@ class ChangeDetectingModel(SafelyPlayed):
         self.game = game
         self.config = config
         self._evidence = EvidenceCache(game)
-        self._build_run = lambda: build_run(self._evidence)
+        self._build_run_with = build_run
         first = self._build_run()
         self.default_strategy = first.default_strategy
         self.prior_mean = first.prior_mean
@@ -128,6 +128,9 @@ class ChangeDetectingModel(SafelyPlayed):
         h = -math.expm1(GRID * math.log1p(-config.change_hazard))
         self._open_log_mass = math.log(h) if h > 0.0 else -math.inf
         self._stay_log_mass = math.log1p(-h)
+
+    def _build_run(self) -> MBBRModel:
+        return self._build_run_with(self._evidence)
 
     @property
     def run_start(self) -> int:

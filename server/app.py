@@ -40,8 +40,10 @@ from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.server.decoding import add_service
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.perfect_info import PerfectInfoLimits, PerfectInfoManager, warm_up_perfect_info
+from oppmodel.server.perfect_info_manager import PerfectInfoManager
 from oppmodel.server.perfect_info_service import PerfectInfoServicer
+from oppmodel.server.perfect_info_spec import PerfectInfoLimits
+from oppmodel.server.perfect_info_weights import warm_up_perfect_info
 from oppmodel.server.servicer import OpponentModelServicer
 from oppmodel.server.sessions import Limits, SessionManager
 from oppmodel.server.storage import is_postgres_url, redacted

@@ -2,9 +2,10 @@
 
 Thin, like ``server/servicer.py``: each RPC converts and validates its request (raising domain
 errors whose field is the request's field path, e.g. ``observations[2].likelihoods`` or
-``position.hands[1]``), calls ``oppmodel.server.perfect_info.PerfectInfoManager`` or the Spades
-search, and converts the result back. Authentication, metrics and the error table are shared with
-the opponent-model service (``oppmodel.server.servicer._rpc`` and ``server/errors.py``).
+``position.hands[1]``), calls ``PerfectInfoManager`` (``server/perfect_info_manager.py``) or the
+Spades search, and converts the result back. Authentication, metrics and the error table are
+shared with the opponent-model service (``oppmodel.server.servicer._rpc`` and
+``server/errors.py``).
 
 The prob-max^n query runs ``oppmodel.modeling.perfect_info.spades_search.probmaxn_search`` (paper
 000; the rules are those of ``oppmodel.modeling.perfect_info.search.probmaxn``) on the worker pool
@@ -38,16 +39,15 @@ from oppmodel.modeling.perfect_info.spades_search import ProbMaxnResult, probmax
 from oppmodel.server.conversion import renamed
 from oppmodel.server.errors import error_details
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.perfect_info import (
+from oppmodel.server.perfect_info_manager import PerfectInfoInfo, PerfectInfoManager
+from oppmodel.server.perfect_info_spec import (
     GibbsConfig,
     OpponentSpec,
-    PerfectInfoInfo,
     PerfectInfoLimits,
-    PerfectInfoManager,
     PerfectInfoSpec,
-    WeightsSummary,
 )
 from oppmodel.server.perfect_info_store import Choice
+from oppmodel.server.perfect_info_weights import WeightsSummary
 from oppmodel.server.servicer import _rpc
 from oppmodel.v1 import perfect_info_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pb_grpc

@@ -39,7 +39,6 @@ import logging
 import math
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
@@ -62,6 +61,7 @@ from oppmodel.modeling.mbbr.memory import ENTRY_BYTES
 from oppmodel.modeling.mbbr.snapshot import SnapshotError
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.server.metrics import Metrics
+from oppmodel.server.session_cache import SessionCache
 from oppmodel.server.storage import (
     ObservationRow,
     SessionRow,
@@ -227,6 +227,10 @@ class LiveSession:
         """The session's estimated memory: its model, its recent hands, a fixed overhead."""
         return self.model.nbytes() + len(self.recent) * ENTRY_BYTES + SESSION_OVERHEAD_BYTES
 
+    def busy(self) -> bool:
+        """Whether a writer or a query holds the session (it is not evicted then)."""
+        return self.lock.locked() or self.model_lock.locked()
+
     def info(self) -> SessionInfo:
         """A snapshot of the session's public description."""
         return SessionInfo(self.session_id, self.spec, self.hands_observed, self.created_unix_ms)
@@ -319,10 +323,13 @@ class SessionManager:
         self.executor = executor
         self.metrics = metrics
         self.limits = limits
-        self._live: OrderedDict[str, LiveSession] = OrderedDict()  # least recently used first
-        self._live_bytes = 0  # the sum of their ``nbytes``
-        self._loading: dict[str, asyncio.Task[LiveSession | None]] = {}
         self._changes = ShieldedTasks()
+        self.cache: SessionCache[LiveSession] = SessionCache(
+            budget_bytes=limits.memory_bytes,
+            tasks=self._changes,
+            what="oppmodel serve --memory-mb",
+            on_change=self._count_live,
+        )
 
     # -- helpers ---------------------------------------------------------------------------------
     async def drain(self) -> None:
@@ -375,12 +382,12 @@ class SessionManager:
             hands_observed=0,
             recent=collections.deque(maxlen=self.limits.recent_hands),
         )
-        self._fits(session)  # refused before anything is stored
+        self.cache.check_fits(session)  # refused before anything is stored
         row = SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
         await asyncio.wrap_future(
             self.storage.create_session_async(row, max_sessions=self.limits.max_sessions)
         )
-        self._remember(session)
+        self.cache.remember(session)
         log.info("session created", extra={"session_id": session.session_id, "game": spec.game})
         return session.info()
 
@@ -389,71 +396,19 @@ class SessionManager:
 
         Sessions of another owner are reported as not found, exactly like missing ones.
         """
-        session = self._live.get(session_id)
-        if session is not None:
-            self._live.move_to_end(session_id)
-        else:
-            loading = self._loading.get(session_id)
-            if loading is None:  # one load per session, shared by every caller waiting for it
-                loading = self._loading[session_id] = self._changes.start(self._load(session_id))
-                loading.add_done_callback(lambda _: self._loading.pop(session_id, None))
-            try:
-                session = await asyncio.shield(loading)
-            except (UnloadableSessionError, SessionTooLargeError) as exc:
-                if exc.owner != owner:  # another owner's session: as if it did not exist
-                    raise NotFoundError(f"session_id: no session {session_id!r}") from None
-                raise
+        try:
+            session = await self.cache.get(session_id, functools.partial(self._load, session_id))
+        except (UnloadableSessionError, SessionTooLargeError) as exc:
+            if exc.owner != owner:  # another owner's session: as if it did not exist
+                raise NotFoundError(f"session_id: no session {session_id!r}") from None
+            raise
         if session is None or session.deleted or session.owner != owner:
             raise NotFoundError(f"session_id: no session {session_id!r}")
         return session
 
-    def _remember(self, session: LiveSession) -> None:
-        """Keep ``session`` in memory as the most recently used, its size counted against the
-        memory budget; evict the least recently used idle sessions beyond the budget.
-
-        ResourceExhaustedError (and nothing kept) if the session alone exceeds the budget. An
-        evicted session is only marked: whoever holds a reference finds the mark under the
-        session's lock and fetches the current object instead (see ``locked``), so there is
-        never more than one live copy of a session's posterior.
-        """
-        nbytes = self._fits(session)
-        if self._live.get(session.session_id) is session:
-            self._live_bytes -= session.nbytes
-        session.nbytes = nbytes
-        self._live_bytes += nbytes
-        self._live[session.session_id] = session
-        self._live.move_to_end(session.session_id)
-        for candidate in list(self._live.values()):
-            if self._live_bytes <= self.limits.memory_bytes:
-                break
-            if candidate is session or candidate.lock.locked() or candidate.model_lock.locked():
-                continue
-            self._forget(candidate)
-        self._count_live()
-
-    def _fits(self, session: LiveSession) -> int:
-        """The session's estimated bytes; ResourceExhaustedError if it alone exceeds the
-        memory budget."""
-        nbytes = session.estimate_nbytes()
-        if nbytes > self.limits.memory_bytes:
-            raise ResourceExhaustedError(
-                f"memory: this session needs about {nbytes / 2**20:.1f} MiB, more than the "
-                f"{self.limits.memory_bytes / 2**20:.1f} MiB this server keeps for live "
-                "sessions (oppmodel serve --memory-mb)"
-            )
-        return nbytes
-
-    def _count_live(self) -> None:
-        self.metrics.live_sessions.set(len(self._live))
-        self.metrics.live_session_bytes.set(self._live_bytes)
-
-    def _forget(self, session: LiveSession) -> None:
-        """Drop ``session`` from memory (holders of a reference reload it; see ``locked``)."""
-        session.evicted = True
-        if self._live.get(session.session_id) is session:
-            del self._live[session.session_id]
-            self._live_bytes -= session.nbytes
-        self._count_live()
+    def _count_live(self, sessions: int, nbytes: int) -> None:
+        self.metrics.live_sessions.set(sessions)
+        self.metrics.live_session_bytes.set(nbytes)
 
     @contextlib.asynccontextmanager
     async def locked(
@@ -507,7 +462,7 @@ class SessionManager:
             seconds_per_hand=seconds / len(rows) if rows else 0.0,
         )
         try:
-            self._remember(session)
+            self.cache.remember(session)
         except ResourceExhaustedError as exc:
             raise SessionTooLargeError(row.owner, str(exc)) from None
         log.info(
@@ -533,7 +488,7 @@ class SessionManager:
     async def _delete(self, owner: str, session_id: str) -> None:
         """Delete from storage without building a model, so that a session whose stored spec
         or observations can no longer be loaded is deleted all the same."""
-        live = self._live.get(session_id)
+        live = self.cache.peek(session_id)
         deleting = self.storage.delete_session_async
         if live is not None and live.owner == owner:
             async with live.lock:  # no commit of this session is in flight while it goes
@@ -542,13 +497,13 @@ class SessionManager:
             existed = await asyncio.wrap_future(deleting(session_id, owner=owner))
         if not existed:
             raise NotFoundError(f"session_id: no session {session_id!r}")
-        loading = self._loading.get(session_id)
+        loading = self.cache.loading(session_id)
         if loading is not None:  # a load that read the session before it went
             await asyncio.wait([loading])
-        for session in (live, self._live.get(session_id)):
+        for session in (live, self.cache.peek(session_id)):
             if session is not None:
                 session.deleted = True
-                self._forget(session)
+                self.cache.forget(session)
         log.info("session deleted", extra={"session_id": session_id})
 
     # -- observations ----------------------------------------------------------------------------
@@ -625,11 +580,11 @@ class SessionManager:
                     await self._commit_and_apply(session, new[:size])
                     new = new[size:]
             except StaleSessionError:  # the store moved on without us: our copy must go
-                self._forget(session)
+                self.cache.forget(session)
                 raise
             except NotFoundError:  # deleted by another process
                 session.deleted = True
-                self._forget(session)
+                self.cache.forget(session)
                 raise
             return acks, error
 
@@ -638,7 +593,7 @@ class SessionManager:
         copy has applied: another process appended to the session (a shared store)."""
         stored = await asyncio.wrap_future(self.storage.observation_count_async(session.session_id))
         if stored != session.hands_observed:
-            self._forget(session)
+            self.cache.forget(session)
             raise StaleSessionError(session.session_id, stored, session.hands_observed + 1)
 
     def _chunk_size(self, session: LiveSession) -> int:
@@ -670,30 +625,20 @@ class SessionManager:
                 await asyncio.wrap_future(
                     self.storage.truncate_observations_async(session.session_id, keep=before)
                 )
-                self._forget(session)
+                self.cache.forget(session)
                 raise
             seconds = time.perf_counter() - start
             session.replay_seconds += seconds
             session.seconds_per_hand = seconds / len(new)
             session.hands_observed += len(new)
             session.recent.extend(_key_of(obs) for obs in new)
-            self._resize(session)
+            self.cache.resize(session)
             if (
                 session.replay_seconds >= self.limits.snapshot_seconds
                 or session.hands_observed - session.snapshot_hands >= self.limits.snapshot_hands
             ):
                 await self._snapshot(session)
         self.metrics.observations.inc(len(new))
-
-    def _resize(self, session: LiveSession) -> None:
-        """Count the session's current size (its tables and caches can grow up to their
-        bounds); others make room if the total exceeds the budget."""
-        if self._live.get(session.session_id) is not session:
-            return
-        try:
-            self._remember(session)
-        except ResourceExhaustedError:  # it grew beyond the whole budget: it leaves memory
-            self._forget(session)
 
     async def _applied(self, session: LiveSession, sequence: int) -> HandKey:
         """The applied hand ``sequence`` (<= hands_observed): from memory if recent, else read."""

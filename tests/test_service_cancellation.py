@@ -16,12 +16,12 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.perfect_info import (
+from oppmodel.server.perfect_info_manager import PerfectInfoManager
+from oppmodel.server.perfect_info_spec import (
     SPADES3P,
     GibbsConfig,
     OpponentSpec,
     PerfectInfoLimits,
-    PerfectInfoManager,
     PerfectInfoSpec,
 )
 from oppmodel.server.perfect_info_store import Choice
@@ -116,8 +116,11 @@ def test_an_observe_cancelled_between_commit_and_apply_still_applies(
 
     async def scenario() -> tuple[MBBRModel, int, list[ObservationRow]]:
         store = SQLiteStore(tmp_path / "db.sqlite")
+        # One commit for the four hands, however slow the first two were to apply (the chunk
+        # size follows the measured time per hand, which a numba warm-up under load inflates).
+        limits = Limits(snapshot_seconds=1e9)
         with ThreadPoolExecutor(1) as executor:
-            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=Limits())
+            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
             spec = SessionSpec("kuhn_poker(players=3)", 3, "me", ("a", "b"), config)
             info = await manager.create("", spec)
             session = await manager.get("", info.session_id)
@@ -157,7 +160,7 @@ def test_creates_cancelled_while_their_inserts_are_queued_leave_memory_equal_to_
                 call.cancel()
             release.set()
             await manager.drain()
-            live = sorted(manager._live)
+            live = sorted(manager.cache.ids())
             stored = sorted(row.session_id for row, _ in store.list_sessions())
             info = await manager.create("", spec)  # the writer is alive
             again = store.get_session(info.session_id)

@@ -39,7 +39,7 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.modeling.strategy import strategy_to_dict
-from oppmodel.server.perfect_info import PerfectInfoLimits
+from oppmodel.server.perfect_info_spec import PerfectInfoLimits
 from oppmodel.server.sessions import Limits
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi

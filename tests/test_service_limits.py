@@ -48,8 +48,8 @@ def test_live_sessions_stay_within_the_memory_budget_and_reload_when_used(tmp_pa
             for sid in sids * 2:  # round robin: sessions leave memory and reload when used
                 session = await manager.get("", sid)
                 await manager.observe(session, hands[: session.hands_observed + 5])
-                peaks.append(manager._live_bytes)
-                live.append(len(manager._live))
+                peaks.append(manager.cache.total_bytes)
+                live.append(len(manager.cache))
             counts = [(await manager.get("", sid)).hands_observed for sid in sids]
         store.close()
         return budget, peaks, live, counts

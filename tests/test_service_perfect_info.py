@@ -43,7 +43,8 @@ from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info.model_weights import choice_likelihood, gibbs_posterior
 from oppmodel.modeling.perfect_info.spades_search import ProbMaxnResult, probmaxn_search
 from oppmodel.server.app import PERFECT_INFO_SERVICE_NAME
-from oppmodel.server.perfect_info import PerfectInfoLimits, opponent_seed
+from oppmodel.server.perfect_info_spec import PerfectInfoLimits
+from oppmodel.server.perfect_info_weights import opponent_seed
 from oppmodel.v1 import perfect_info_pb2 as pb
 
 GIBBS = GibbsSettings(sweeps=200, burn_in=40, chains=3, level=0.9)

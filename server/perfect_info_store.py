@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from oppmodel.modeling.errors import NotFoundError, ResourceExhaustedError
-from oppmodel.server.storage import StaleSessionError
-from oppmodel.server.storage_sql import Db, SqlStore
+from oppmodel.modeling.errors import ResourceExhaustedError
+from oppmodel.server.storage_sql import Db, SqlStore, append_at_version, stored_count
 
 # By dialect: the SQLite text is the one earlier releases wrote (an existing file opens as is).
 _SCHEMA = {
@@ -135,23 +134,16 @@ class PerfectInfoStore:
         ]
 
         def op(db: Db) -> None:
-            locked = db.execute(
-                f"SELECT 1 FROM pi_sessions WHERE session_id = ?{db.dialect.for_update}",
-                (session_id,),
-            ).fetchone()
-            if locked is None:
-                raise NotFoundError(f"session_id: no session {session_id!r}")
-            stored = _stored_count(db, session_id)
-            if stored != first - 1:
-                raise StaleSessionError(session_id, int(stored), first)
-            db.executemany("INSERT INTO pi_choices VALUES (?, ?, ?, ?)", values)
+            append_at_version(
+                db, session_id, first, values=values, sessions="pi_sessions", rows="pi_choices"
+            )
 
         return self.storage.submit(op, write=True)
 
     def count_choices(self, session_id: str) -> Future[int]:
         """Queue reading the last stored sequence number of a session (0 if none)."""
 
-        return self.storage.submit(lambda db: _stored_count(db, session_id))
+        return self.storage.submit(lambda db: stored_count(db, "pi_choices", session_id))
 
     def load_choices(self, session_id: str) -> list[Choice]:
         """Every choice of a session, in sequence order."""
@@ -168,10 +160,3 @@ class PerfectInfoStore:
             return [Choice(r[1], tuple(float(x) for x in json.loads(r[2]))) for r in rows]
 
         return self.storage.run(op)
-
-
-def _stored_count(db: Db, session_id: str) -> int:
-    (last,) = db.execute(
-        "SELECT COALESCE(MAX(sequence), 0) FROM pi_choices WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    return int(last)

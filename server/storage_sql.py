@@ -229,16 +229,9 @@ class SqlStore(ABC):
         ]
 
         def op(db: Db) -> None:
-            locked = db.execute(
-                f"SELECT 1 FROM sessions WHERE session_id = ?{db.dialect.for_update}",
-                (session_id,),
-            ).fetchone()
-            if locked is None:
-                raise NotFoundError(f"session_id: no session {session_id!r}")
-            stored = _stored_count(db, session_id)
-            if stored != first - 1:
-                raise StaleSessionError(session_id, stored, first)
-            db.executemany("INSERT INTO observations VALUES (?, ?, ?, ?, ?)", values)
+            append_at_version(
+                db, session_id, first, values=values, sessions="sessions", rows="observations"
+            )
 
         return self._submit(op, write=True)
 
@@ -304,7 +297,7 @@ class SqlStore(ABC):
 
     def observation_count_async(self, session_id: str) -> Future[int]:
         """Queue reading the last stored sequence number of a session (0 if none)."""
-        return self._submit(lambda db: _stored_count(db, session_id))
+        return self._submit(lambda db: stored_count(db, "observations", session_id))
 
     def load_observations(self, session_id: str, *, after: int = 0) -> list[ObservationRow]:
         """The observations of a session with sequence > ``after``, in sequence order."""
@@ -542,12 +535,37 @@ def _create_schema(db: Db, schema: str) -> None:
     db.executescript(schema)
 
 
-def _stored_count(db: Db, session_id: str) -> int:
-    """The last stored sequence number of a session (0 if none): its version."""
+def stored_count(db: Db, rows: str, session_id: str) -> int:
+    """The last sequence number of a session stored in table ``rows`` (0 if none): its version."""
     (last,) = db.execute(
-        "SELECT COALESCE(MAX(sequence), 0) FROM observations WHERE session_id = ?", (session_id,)
+        f"SELECT COALESCE(MAX(sequence), 0) FROM {rows} WHERE session_id = ?", (session_id,)
     ).fetchone()
     return int(last)
+
+
+def append_at_version(
+    db: Db,
+    session_id: str,
+    first: int,
+    *,
+    values: Sequence[Sequence[Any]],
+    sessions: str,
+    rows: str,
+) -> None:
+    """Insert ``values`` (rows of table ``rows``, numbered from ``first``) only if ``first``
+    follows the session's last stored sequence number, checked under the lock of its row in
+    table ``sessions``: what keeps writers in several processes from storing a row twice or
+    from a stale copy. StaleSessionError if not; NotFoundError if the session is gone."""
+    locked = db.execute(
+        f"SELECT 1 FROM {sessions} WHERE session_id = ?{db.dialect.for_update}", (session_id,)
+    ).fetchone()
+    if locked is None:
+        raise NotFoundError(f"session_id: no session {session_id!r}")
+    stored = stored_count(db, rows, session_id)
+    if stored != first - 1:
+        raise StaleSessionError(session_id, stored, first)
+    marks = ", ".join("?" * len(values[0]))
+    db.executemany(f"INSERT INTO {rows} VALUES ({marks})", values)
 
 
 def _session_row(db: Db, session_id: str, *, lock: str = "") -> SessionRow | None:

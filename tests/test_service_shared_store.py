@@ -7,7 +7,10 @@ the version check is exercised without PostgreSQL as well."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
+from typing import TypeVar
 
 import numpy as np
 from service_support import GAME, random_observations, running_server
@@ -26,6 +29,19 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 
 CONFIG = MBBRConfig(k=5, hands_default=0, seed=4)
+C = TypeVar("C", OpponentModelClient, PerfectInfoClient)
+
+
+@contextlib.contextmanager
+def two_servers(client: type[C], store: str, **overrides: object) -> Iterator[tuple[C, C]]:
+    """Clients of two servers (each with its own connection and session copies) on one store."""
+    with (
+        running_server(store, **overrides) as port_a,
+        running_server(store, **overrides) as port_b,
+        client(f"127.0.0.1:{port_a}", timeout=30) as a,
+        client(f"127.0.0.1:{port_b}", timeout=30) as b,
+    ):
+        yield a, b
 
 
 def _assert_matches_library(client: OpponentModelClient, sid: str, hands: int) -> None:
@@ -46,12 +62,7 @@ def test_hands_sent_to_either_server_are_applied_exactly_once(store_location: st
     """Both servers receive every hand, in random batches at once (the worst case of a session
     served by two processes plus resends): no INTERNAL, no hand twice, the library's posterior."""
     observations = random_observations(60, seed=21)
-    with (
-        running_server(store_location) as port_a,
-        running_server(store_location) as port_b,
-        OpponentModelClient(f"127.0.0.1:{port_a}", timeout=30) as a,
-        OpponentModelClient(f"127.0.0.1:{port_b}", timeout=30) as b,
-    ):
+    with two_servers(OpponentModelClient, store_location) as (a, b):
         sid = a.create_session(config=CONFIG).session_id
         failures: list[BaseException] = []
 
@@ -84,12 +95,7 @@ def test_a_server_behind_the_store_takes_the_next_hand_instead_of_calling_it_a_g
     store_location: str,
 ) -> None:
     observations = random_observations(30, seed=21)
-    with (
-        running_server(store_location) as port_a,
-        running_server(store_location) as port_b,
-        OpponentModelClient(f"127.0.0.1:{port_a}", timeout=30) as a,
-        OpponentModelClient(f"127.0.0.1:{port_b}", timeout=30) as b,
-    ):
+    with two_servers(OpponentModelClient, store_location) as (a, b):
         sid = a.create_session(config=CONFIG).session_id
         for i, start in enumerate(range(0, 30, 5)):  # alternate batches: each server is behind
             client = (a, b)[i % 2]
@@ -101,12 +107,7 @@ def test_a_server_behind_the_store_takes_the_next_hand_instead_of_calling_it_a_g
 
 def test_choices_sent_to_either_server_are_stored_exactly_once(store_location: str) -> None:
     choices = random_choices(24, seed=5)
-    with (
-        running_server(store_location, perfect_info_limits=LIMITS) as port_a,
-        running_server(store_location, perfect_info_limits=LIMITS) as port_b,
-        PerfectInfoClient(f"127.0.0.1:{port_a}", timeout=30) as a,
-        PerfectInfoClient(f"127.0.0.1:{port_b}", timeout=30) as b,
-    ):
+    with two_servers(PerfectInfoClient, store_location, perfect_info_limits=LIMITS) as (a, b):
         session_id = new_session(a)
         for i, start in enumerate(range(0, 24, 4)):  # alternate, each batch resending one
             client = (a, b)[i % 2]

@@ -163,10 +163,16 @@ class PerfectInfoManager:
         return session.info()
 
     async def get(self, owner: str, session_id: str) -> PerfectInfoSession:
-        """The session (loaded from storage on first use); another owner's is not found."""
+        """The session (loaded from storage on first use); another owner's is not found. On a
+        store that other processes write too, a copy behind the stored choices is reloaded."""
         session = await self.cache.get(session_id, lambda: self._load(session_id))
         if session is None or session.deleted or session.owner != owner:
             raise NotFoundError(f"session_id: no session {session_id!r}")
+        if self.store.storage.shared:
+            stored = await asyncio.wrap_future(self.store.count_choices(session_id))
+            if stored != len(session.choices):  # another process moved it on: a fresh copy
+                self.cache.forget(session)
+                return await self.get(owner, session_id)
         return session
 
     async def _load(self, session_id: str) -> PerfectInfoSession | None:

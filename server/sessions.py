@@ -214,6 +214,7 @@ class LiveSession:
     # the collector untracks tuples of atoms, so they cost a full collection nothing.
     recent: collections.deque[HandKey]
     snapshot_hands: int = 0  # hands folded into the latest stored snapshot
+    stored_hands: int = 0  # hands this copy knows are stored (committed; applied or being so)
     replay_seconds: float = 0.0  # what applying the hands after it took: the cost of a reload
     seconds_per_hand: float = 0.0  # what the last update took per hand (0: not measured yet)
     nbytes: int = 0  # estimated memory, as counted against Limits.memory_bytes
@@ -394,7 +395,10 @@ class SessionManager:
     async def get(self, owner: str, session_id: str) -> LiveSession:
         """The live session, loading and replaying it from storage on first use.
 
-        Sessions of another owner are reported as not found, exactly like missing ones.
+        Sessions of another owner are reported as not found, exactly like missing ones. On a
+        store that other processes write too, the copy is checked against the stored version
+        (one read) and reloaded if another process appended meanwhile, so every call answers
+        from the hands stored when it began.
         """
         try:
             session = await self.cache.get(session_id, functools.partial(self._load, session_id))
@@ -404,6 +408,11 @@ class SessionManager:
             raise
         if session is None or session.deleted or session.owner != owner:
             raise NotFoundError(f"session_id: no session {session_id!r}")
+        if self.storage.shared:
+            stored = await asyncio.wrap_future(self.storage.observation_count_async(session_id))
+            if stored != session.stored_hands:  # another process moved it on: a fresh copy
+                self.cache.forget(session)
+                return await self.get(owner, session_id)
         return session
 
     def _count_live(self, sessions: int, nbytes: int) -> None:
@@ -456,6 +465,7 @@ class SessionManager:
             game=kuhn_game(spec.num_players),
             model=model,
             hands_observed=model.hands_observed,
+            stored_hands=model.hands_observed,
             recent=collections.deque(map(_key_of_row, rows), maxlen=self.limits.recent_hands),
             snapshot_hands=base,
             replay_seconds=seconds,
@@ -615,6 +625,7 @@ class SessionManager:
         before = session.hands_observed
         rows = [_row_of(before + 1 + i, obs) for i, obs in enumerate(new)]
         await asyncio.wrap_future(self.storage.append_observations_async(session.session_id, rows))
+        session.stored_hands = before + len(rows)
         async with session.model_lock:
             start = time.perf_counter()
             try:

@@ -96,6 +96,10 @@ class SessionStore(Protocol):
     Every method is thread-safe and returns a future; a write's future resolves once committed.
     """
 
+    # Whether other processes may write the same sessions (a shared database): then copies in
+    # memory are checked against the stored version before they answer.
+    shared: bool
+
     def create_session_async(
         self, row: SessionRow, *, max_sessions: int | None = None
     ) -> Future[None]:

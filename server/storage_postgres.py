@@ -66,6 +66,7 @@ class PostgresStore(SqlStore):
     (``postgresql://user[:password]@host[:port]/dbname``; libpq's parameters allowed)."""
 
     dialect = POSTGRESQL
+    shared = True
 
     def __init__(self, url: str) -> None:
         if not is_postgres_url(url):

@@ -120,6 +120,7 @@ class SqlStore(ABC):
 
     dialect: Dialect
     location: str  # what was opened (a path, or a URL without its password), for messages
+    shared: bool  # whether other processes may write the same sessions (storage.SessionStore)
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[tuple[Operation, Future, bool]] = queue.SimpleQueue()

@@ -60,6 +60,7 @@ class SQLiteStore(SqlStore):
     """Sessions, observations and snapshots in the SQLite file at ``path``."""
 
     dialect = SQLITE
+    shared = False  # one server process owns the file
 
     def __init__(self, path: str | Path, *, synchronous: Synchronous | str = "FULL") -> None:
         try:

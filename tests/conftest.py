@@ -151,10 +151,15 @@ def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
     database on the session's PostgreSQL server (dropped afterwards)."""
     if request.param == "sqlite":
         yield str(tmp_path / "db.sqlite")
-        return
-    server: PostgresServer = request.getfixturevalue("postgres_server")
-    url = server.new_database()
+    else:
+        yield request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of a fresh database on the session's PostgreSQL server (dropped afterwards)."""
+    url = postgres_server.new_database()
     try:
         yield url
     finally:
-        server.drop_database(url)
+        postgres_server.drop_database(url)

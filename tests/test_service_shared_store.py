@@ -105,6 +105,19 @@ def test_a_server_behind_the_store_takes_the_next_hand_instead_of_calling_it_a_g
         _assert_matches_library(a, sid, 30)
 
 
+def test_queries_answer_with_the_hands_another_server_applied(postgres_url: str) -> None:
+    """On a shared store a server's copy is checked against the stored version before it
+    answers: B answers with all 30 hands although A applied the last 20 after B loaded it."""
+    observations = random_observations(30, seed=21)
+    with two_servers(OpponentModelClient, postgres_url) as (a, b):
+        sid = a.create_session(config=CONFIG).session_id
+        a.observe(sid, observations[:10], first_sequence=1)
+        _assert_matches_library(b, sid, 10)  # B loads it at 10 hands
+        a.observe(sid, observations[10:], first_sequence=11)
+        _assert_matches_library(b, sid, 30)
+        assert b.action(sid, position=0, card=1, history="").hands_observed == 30
+
+
 def test_choices_sent_to_either_server_are_stored_exactly_once(store_location: str) -> None:
     choices = random_choices(24, seed=5)
     with two_servers(PerfectInfoClient, store_location, perfect_info_limits=LIMITS) as (a, b):

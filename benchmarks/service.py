@@ -1,7 +1,7 @@
 """Service throughput and latency, against the in-process library and a bare gRPC echo ceiling.
 
 Usage: ``python benchmarks/service.py [--quick] [--json] [--posterior samples --k 10]
-[--synchronous FULL]``
+[--synchronous FULL] [--store postgresql://...]``
 
 What is measured (the server always runs in its own process; the load runs here on grpc.aio):
 
@@ -16,6 +16,9 @@ What is measured (the server always runs in its own process; the load runs here 
    at the same k: the ratio says what the service costs) and a bare grpc.aio echo service in its
    own process with the same message pattern (a bidirectional stream per session with messages of
    the same size, and unary calls): the ceiling for Python gRPC on this machine.
+
+The server stores its sessions in a fresh SQLite file, or with ``--store URL`` in that PostgreSQL
+database (an empty one: the benchmark's sessions stay in it).
 
 Sessions use the default MBBR settings (the Dirichlet posterior); ``--posterior samples --k K``
 measures the paper's k samples instead. Goals on the defaults: >= 1,000 hands/s with 64 sessions;
@@ -313,6 +316,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=500.0, help="open-loop hands/s")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--synchronous", choices=Synchronous.names(), default=Synchronous.FULL)
+    parser.add_argument(
+        "--store", metavar="URL", help="a postgresql:// database (default: a fresh SQLite file)"
+    )
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.echo_server:
@@ -328,12 +334,12 @@ def main() -> None:
         "posterior": args.posterior,
         "k": args.k if args.posterior == Posterior.SAMPLES else None,
         "synchronous": args.synchronous,
+        "store": "postgresql" if args.store else "sqlite",
         "library_hands_per_s": library,
     }
     with tempfile.TemporaryDirectory() as tmp:
-        process, port = serve_cmd.spawn(
-            Path(tmp) / "bench.sqlite", "--synchronous", args.synchronous
-        )
+        store = args.store or Path(tmp) / "bench.sqlite"
+        process, port = serve_cmd.spawn(store, "--synchronous", args.synchronous)
         # its log (a line per session) must be read, or a full pipe stops the server
         threading.Thread(target=process.stderr.read, daemon=True).start()
         echo, echo_port = start_echo()
@@ -404,7 +410,8 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     k = f", k = {args.k}" if args.posterior == Posterior.SAMPLES else ""
-    print(f"{args.posterior} posterior{k}, SQLite synchronous = {args.synchronous}")
+    where = "PostgreSQL" if args.store else f"SQLite synchronous = {args.synchronous}"
+    print(f"{args.posterior} posterior{k}, store: {where}")
     print(f"in-process library:              {library:10.0f} hands/s")
     for name, rate in saturated_rates.items():
         print(f"service, {name:<22} {rate:10.0f} hands/s")

@@ -10,8 +10,9 @@ sequence number with the one the writer's copy of the session has, and inserts o
 ``max_sessions`` holds across processes; the schema is created under one too.
 
 A batch that PostgreSQL aborts as a deadlock (two processes' batches locking the same sessions
-in opposite orders) is rolled back and run again. A lost connection is made again before the next
-batch; until the server answers, writes fail with UnavailableError.
+in opposite orders), or that loses its connection (a restart of PostgreSQL, a dropped network
+link), is rolled back and run again, on a new connection; while none can be made, calls fail with
+UnavailableError (clients retry).
 
 Needs the ``postgres`` extra (``pip install oppmodel[postgres]``: psycopg 3).
 """
@@ -82,7 +83,11 @@ class PostgresStore(SqlStore):
         return _SCHEMA
 
     def _is_transient(self, exc: BaseException) -> bool:
-        return isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure)
+        if isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure):
+            return True
+        return isinstance(exc, psycopg.OperationalError) and (
+            self._db is None or self._is_broken(self._db.raw)
+        )
 
     def _is_broken(self, raw: Any) -> bool:
         return bool(raw.closed or raw.broken)

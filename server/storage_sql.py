@@ -142,7 +142,8 @@ class SqlStore(ABC):
         """The statements that create the tables (if missing)."""
 
     def _is_transient(self, exc: BaseException) -> bool:
-        """Whether running the aborted batch again may succeed (a deadlock, say)."""
+        """Whether running the aborted batch again may succeed (a deadlock, a lost
+        connection)."""
         return False
 
     def _is_broken(self, raw: Any) -> bool:
@@ -386,7 +387,7 @@ class SqlStore(ABC):
 
     def _run(self, ready: Future[None]) -> None:
         try:
-            db: Db | None = self._open()
+            self._db: Db | None = self._open()
         except BaseException as exc:  # report the failure to the constructor
             ready.set_exception(exc)
             return
@@ -400,21 +401,19 @@ class SqlStore(ABC):
                 except queue.Empty:
                     break
             try:
-                if db is None or self._is_broken(db.raw):
-                    db = self._reconnect(db)
-                stop = self._run_with_retries(db, batch)
+                stop = self._run_with_retries(batch)
             except BaseException as exc:  # a bug or a lost database: fail the batch, keep serving
                 log.error("storage batch failed", exc_info=exc)
                 error = exc
-                if db is None:
+                if self._db is None or self._is_broken(self._db.raw):
                     error = UnavailableError(f"storage: cannot reach {self.location}: {exc}")
                 for op, fut, _write in batch:
                     if op is _STOP:
                         stop = fut
                     else:
                         _resolve(fut, None, error)
-        if db is not None:
-            self._close_connection(db)
+        if self._db is not None:
+            self._close_connection(self._db)
         while True:  # anything queued after the stop request will never run
             try:
                 _op, fut, _write = self._queue.get_nowait()
@@ -424,22 +423,27 @@ class SqlStore(ABC):
                 _resolve(fut, None, RuntimeError("storage is closed"))
         _resolve(stop, None, None)
 
-    def _reconnect(self, db: Db | None) -> Db | None:
-        if db is not None:
-            with contextlib.suppress(Exception):
-                db.raw.close()
-        try:
-            return Db(self._connect(), self.dialect)
-        except Exception as exc:
-            log.error("storage: cannot reconnect", extra={"store": self.location}, exc_info=exc)
-            return None
+    def _connected(self) -> Db:
+        """The connection, made again first if it was lost (ConnectionError if it cannot be)."""
+        if self._db is None or self._is_broken(self._db.raw):
+            if self._db is not None:
+                with contextlib.suppress(Exception):
+                    self._db.raw.close()
+                self._db = None
+            self._db = Db(self._connect(), self.dialect)
+            log.info("storage: connected again", extra={"store": self.location})
+        return self._db
 
-    def _run_with_retries(self, db: Db | None, batch: list) -> Future | None:
-        if db is None:
-            raise ConnectionError("no connection")
+    def _run_with_retries(self, batch: list) -> Future | None:
+        """Run a batch; one aborted for a transient reason (a deadlock, a lost connection) is
+        rolled back and run again, on a new connection if need be, up to BATCH_TRIES times.
+
+        A connection lost during COMMIT leaves its outcome unknown, so the batch may run again
+        after it did commit: appends are then refused as stale (the caller reloads and finds
+        its hands stored), never stored twice."""
         for attempt in range(1, BATCH_TRIES + 1):
             try:
-                return _run_batch(db, batch, transient=self._is_transient)
+                return _run_batch(self._connected(), batch, transient=self._is_transient)
             except _TransientAbort as abort:
                 if attempt == BATCH_TRIES:
                     raise abort.cause from None

@@ -10,8 +10,14 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from postgres_support import PostgresServer
 
-from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
+from oppmodel.modeling.errors import (
+    InvalidArgumentError,
+    NotFoundError,
+    ResourceExhaustedError,
+    UnavailableError,
+)
 from oppmodel.server.app import open_storage
 from oppmodel.server.storage import ObservationRow, SessionRow, SnapshotRow, StaleSessionError
 from oppmodel.server.storage_sql import SqlStore
@@ -175,6 +181,28 @@ def test_an_operation_may_not_escape_its_savepoint(store_location: str) -> None:
         bad.result()
     good.result()
     assert store.load_observations("s1") == [_row(1)]
+    store.close()
+
+
+def test_a_lost_connection_is_made_again_and_a_missing_database_is_unavailable(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    import psycopg
+
+    store = _open(postgres_url)
+    store.create_session(_session(1))
+    store.append_observation("s1", _row(1))
+    database = postgres_url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres_server.url(), autocommit=True) as admin:  # as a restart would
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+            (database,),
+        )
+    store.append_observation("s1", _row(2))  # run again on a new connection
+    assert store.load_observations("s1") == [_row(1), _row(2)]
+    postgres_server.drop_database(postgres_url)
+    with pytest.raises(UnavailableError, match="cannot reach"):
+        store.get_session("s1")
     store.close()
 
 

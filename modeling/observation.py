@@ -124,6 +124,34 @@ def observe_limit_hand(
     return LimitObservation(int(position), game.bettings[node], hole, board)
 
 
+def observe_limit_cards(
+    game: LimitGame,
+    position: int,
+    betting: str,
+    hole: tuple[str, ...],
+    board: tuple[str, ...],
+) -> LimitObservation:
+    """The observation ``position`` makes of a finished hand whose every card is known (a dealer
+    log's line): ``hole[p]`` every position's hole cards, ``board[r]`` the board of each round
+    dealt (at least the rounds the hand reached; later ones are dropped). The cards the dealer
+    hides from that seat are hidden here too, so a replay never learns more than the live seat
+    did. InvalidArgumentError / IllegalActionError naming the field if the hand is impossible."""
+    game.check_position(position)
+    node = game.node(betting)
+    terminal = int(game.tree.node_terminal[node])
+    if terminal < 0:
+        raise IllegalActionError("betting", f"{betting!r} is not a finished hand")
+    live = _limit_facts(game).live[terminal]
+    showdown = int(live.sum()) >= 2
+    shown = tuple(
+        cards if p == position or (showdown and live[p]) else None for p, cards in enumerate(hole)
+    )
+    rounds = int(game.tree.node_round[node]) + 1
+    obs = LimitObservation(int(position), betting, shown, tuple(board[:rounds]))
+    validate_limit_observation(game, obs)
+    return obs
+
+
 def validate_limit_observation(game: LimitGame, obs: LimitObservation) -> None:
     """Raise InvalidArgumentError / IllegalActionError naming the field if ``obs`` is impossible
     in ``game`` (the ACPC dealer could not have shown it to that seat)."""

@@ -18,13 +18,8 @@ from service_support import connected
 
 from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.log import DealerLog, LoggedHand, format_log, read_log
-from oppmodel.clients.acpc.replay import (
-    LocalModels,
-    ServiceModels,
-    marginal_action_probs,
-    replay,
-    seat_offsets,
-)
+from oppmodel.clients.acpc.replay import LocalModels, ServiceModels, replay, seat_offsets
+from oppmodel.clients.acpc.replay_games import marginal_action_probs
 from oppmodel.clients.acpc.replay_report import METHODS, column_legend, format_report
 from oppmodel.clients.cli import main
 from oppmodel.modeling.errors import InvalidArgumentError

@@ -15,6 +15,7 @@ from oppmodel.modeling.observation import (
     HandObservation,
     LimitObservation,
     observe_hand,
+    observe_limit_cards,
     observe_limit_hand,
     validate_limit_observation,
     validate_observation,
@@ -175,3 +176,21 @@ def test_observe_limit_hand_refuses_bad_indices(args, field: str) -> None:
     with pytest.raises(InvalidArgumentError) as err:
         observe_limit_hand(limit_game("leduc3p"), *args)
     assert err.value.field == field
+
+
+@pytest.mark.parametrize("name", ["leduc2p", "leduc3p"])
+def test_a_hand_with_every_card_known_is_observed_as_the_dealer_shows_it(name: str) -> None:
+    """``observe_limit_cards`` (a log's hands) hides what ``observe_limit_hand`` hides."""
+    game = limit_game(name)
+    n, rounds = game.num_players, game.num_rounds
+    rng = np.random.default_rng(8)
+    for _ in range(500):
+        deal, terminal = int(rng.integers(game.num_deals)), int(rng.integers(game.num_terminals))
+        position = int(rng.integers(n))
+        cards = [game.deck[c] for c in game.deal_cards[deal]]
+        hole, board = tuple(cards[:n]), ("", *cards[n:])
+        node = int(np.flatnonzero(game.tree.node_terminal == terminal)[0])
+        obs = observe_limit_cards(game, position, game.bettings[node], hole, board[:rounds])
+        assert obs == observe_limit_hand(game, position, deal, terminal)
+    with pytest.raises(IllegalActionError, match="betting"):
+        observe_limit_cards(game, 0, "r", hole, board)  # not a finished hand

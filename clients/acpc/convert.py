@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from oppmodel.clients.acpc.log import DealerLog, LoggedHand
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
-from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_cards
 
 
 def kuhn_for(game: GameDef) -> KuhnGame:
@@ -62,6 +63,18 @@ def full_view_observation(
     history = kuhn.acpc_to_history(betting)
     cards = [card_to_kuhn(game, c) for c in hole]
     return HandObservation(position, history, kuhn.visible_cards(history, cards, position))
+
+
+def logged_limit_observation(game: LimitGame, hand: LoggedHand, position: int) -> LimitObservation:
+    """What ``position`` saw of a logged hand of a compiled limit game (hidden cards hidden).
+
+    A log writes a round-0 board (if the game deals one) right after the last hole cards and the
+    board of each later round after a ``/``, for the rounds the hand reached.
+    """
+    width = 2 * game.gamedef.num_hole_cards
+    hole = (*hand.hole[:-1], hand.hole[-1][:width])
+    board = (hand.hole[-1][width:], *hand.board)
+    return observe_limit_cards(game, position, hand.betting, hole, board)
 
 
 def log_observations(

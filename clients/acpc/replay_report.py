@@ -2,8 +2,8 @@
 the text table with a legend line per column, and the plot of the running scores.
 
 The methods, in the order of the columns: ``prior`` (MBBR's prior mean, never updated),
-``counts`` (Laplace-smoothed frequencies), ``naive-bayes`` (the naive Bayes move model) and
-``mbbr`` (MBBR's posterior-mean model); :func:`column_legend` says what each column means.
+``counts`` (Laplace-smoothed frequencies), ``naive-bayes`` (the naive Bayes move model; Kuhn only)
+and ``mbbr`` (MBBR's posterior-mean model); :func:`column_legend` says what each column means.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import numpy as np
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior
 
-METHODS = ("prior", "counts", "naive-bayes", "mbbr")
-HIDDEN_METHODS = ("prior", "mbbr")  # the only ones that can predict without the card
+METHODS = ("prior", "counts", "naive-bayes", "mbbr")  # every method; a game scores some of them
+HIDDEN_METHODS = ("prior", "counts", "mbbr")  # the ones with a marginal over hidden cards
+MAX_PRINTED_INFOSETS = 64  # the text lists the final models of games this small (Kuhn)
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ class OpponentReport:
     our_position: int
     scores: dict[str, Score]
     hidden_scores: dict[str, Score]  # decisions with the card never shown (marginal prediction)
-    model: dict[str, tuple[float, float]]  # OpenSpiel infostate -> (P(pass), P(bet))
+    model: dict[str, tuple[float, ...]]  # infostate -> action probabilities (pass, bet in
+    # Kuhn, OpenSpiel's strings; fold, call, raise in a limit game, "Ks/Qh:rc/cr" strings)
     effective_sample_size: float  # the posterior's spread: ESS or least concentration
 
 
@@ -62,8 +64,13 @@ class ReplayReport:
     config: MBBRConfig
     opponents: tuple[OpponentReport, ...]
     overall: dict[str, Score]
-    hidden: dict[str, Score]
+    hidden: dict[str, Score]  # the decisions with the cards never shown (HIDDEN_METHODS)
     curve: Curve
+    every: dict[str, Score]  # every opponent decision, scored or hidden (HIDDEN_METHODS)
+    every_curve: Curve
+    methods: tuple[str, ...]  # the columns: the predictors the game scores with the cards shown
+    rounds: tuple[dict[str, Score], ...]  # per betting round: the scored decisions
+    every_rounds: tuple[dict[str, Score], ...]  # per betting round: every decision
     session_id: str | None = None
 
     def as_json(self) -> dict:
@@ -77,10 +84,21 @@ class ReplayReport:
             "scored_on": "opponent decisions in showdown hands by opponents who did not fold",
             "posterior": self.config.posterior,
             "mbbr": self.config.__dict__,
-            "columns": column_legend(self.config),
+            "columns": column_legend(self.config, self.methods),
             "session_id": self.session_id,
             "overall": {m: s.__dict__ for m, s in self.overall.items()},
             "hidden_card_decisions": {m: s.__dict__ for m, s in self.hidden.items()},
+            "every_decision": {m: s.__dict__ for m, s in self.every.items()},
+            "rounds": [
+                {
+                    "round": k,
+                    "scores": {m: s.__dict__ for m, s in scores.items()},
+                    "every_decision": {m: s.__dict__ for m, s in every.items()},
+                }
+                for k, (scores, every) in enumerate(
+                    zip(self.rounds, self.every_rounds, strict=True)
+                )
+            ],
             "opponents": [
                 {
                     "opponent": r.opponent,
@@ -112,13 +130,16 @@ def spread_column(config: MBBRConfig) -> str:
     return "ESS" if config.posterior == Posterior.SAMPLES else "conc"
 
 
-def column_legend(config: MBBRConfig) -> dict[str, str]:
-    """What each column of the report means, by header, in the order of the table."""
+def column_legend(config: MBBRConfig, methods: tuple[str, ...] = METHODS) -> dict[str, str]:
+    """What each column of the report means, by header, in the order of the table (the
+    predictor columns: ``methods``)."""
     predictors = {
-        "prior": "predictor: MBBR's prior mean alone, never updated (N3 clipped to "
-        "[epsilon, 1 - epsilon]; uniform with the uninformed prior)",
+        "prior": "predictor: MBBR's prior mean alone, never updated (N3 in Kuhn, the bundled "
+        "CFR strategy in Leduc, clipped to [epsilon, 1 - epsilon]; uniform with the "
+        "uninformed prior)",
         "counts": "predictor: Laplace-smoothed frequencies of the opponent's actions per "
-        "position and information state, (n_a + 1) / (n + 2), from the decisions seen so far",
+        "position and information state, (n_a + 1) / (n + L) over its L legal actions, from "
+        "the decisions seen so far",
         "naive-bayes": "predictor: the naive Bayes move model (oppmodel.modeling.movepred.kuhn), "
         "retrained after each hand on the same decisions",
         "mbbr": f"predictor: MBBR's model of the opponent in that position ({config.posterior} "
@@ -132,19 +153,21 @@ def column_legend(config: MBBRConfig) -> dict[str, str]:
         )
     else:
         spread = (
-            "smallest Dirichlet concentration alpha_0 + alpha_1 over this opponent's information "
-            "sets in that position: the prior's weight plus the expected visits of the least-seen "
-            "one, the hands MBBR's model rests on there"
+            "smallest Dirichlet concentration (alpha summed over the actions) over this opponent's "
+            "information sets in that position: the prior's weight plus the expected visits of "
+            "the least-seen one, the hands MBBR's model rests on there"
         )
     return {
-        "opponent": "the opponent modelled (its name in the log); 'all' = every row together",
+        "opponent": "the opponent modelled (its name in the log); 'all' = every row together; "
+        "'round r' = every opponent's decisions in betting round r (0 first; games of more "
+        "than one round)",
         "pos": "the position the opponent sat in (0 acts first)",
         "n": "opponent decisions scored: in showdown hands, by opponents who did not fold",
-        **predictors,
+        **{m: predictors[m] for m in methods},
         "mean log-loss (nats)": "-ln P(action taken) under each predictor, averaged; lower is "
         "better, ln 2 = 0.693 is a coin flip",
-        "accuracy": "share of decisions where each predictor's more probable action (ties: pass) "
-        "was the action taken; higher is better",
+        "accuracy": "share of decisions where each predictor's most probable action (ties: the "
+        "first of pass, bet or of fold, call, raise) was the action taken; higher is better",
         spread_column(config): spread,
     }
 
@@ -153,6 +176,8 @@ def format_report(report: ReplayReport) -> str:
     """The text table: per opponent and position, log-loss and accuracy per method, the
     posterior's spread, and a legend line per column."""
     spread = spread_column(report.config)
+    methods = report.methods
+    width = 12 * len(methods)
     lines = [
         f"replay as {report.name}: {report.hands} hands, {report.showdown_hands} with an "
         f"opponent card shown; {report.scored_decisions} opponent decisions scored "
@@ -162,51 +187,81 @@ def format_report(report: ReplayReport) -> str:
         "",
         "online prediction of each next opponent action (before updating on its hand)",
         f"{'opponent':<12}{'pos':>4}{'n':>6} | "
-        + "".join(f"{m:>12}" for m in METHODS)
+        + "".join(f"{m:>12}" for m in methods)
         + " | "
-        + "".join(f"{m:>12}" for m in METHODS)
+        + "".join(f"{m:>12}" for m in methods)
         + f" | {spread:>6}",
-        f"{'':<22} | {'mean log-loss (nats)':^48} | {'accuracy':^48} |",
+        f"{'':<22} | {'mean log-loss (nats)':^{width}} | {'accuracy':^{width}} |",
     ]
     for r in report.opponents:
-        lines.append(_row(r.opponent, str(r.position), r.scores, f"{r.effective_sample_size:6.2f}"))
-    lines.append(_row("all", "", report.overall, ""))
+        lines.append(
+            _row(r.opponent, str(r.position), r.scores, methods, f"{r.effective_sample_size:6.2f}")
+        )
+    lines.append(_row("all", "", report.overall, methods, ""))
+    if len(report.rounds) > 1:
+        lines.extend(
+            _row(f"round {k}", "", scores, methods, "") for k, scores in enumerate(report.rounds)
+        )
     lines.append("")
     lines.append("columns:")
-    legend = column_legend(report.config)
+    legend = column_legend(report.config, methods)
     width = max(len(name) for name in legend)
     lines.extend(f"  {name:<{width}}  {text}" for name, text in legend.items())
-    hidden = report.hidden
+    hidden, every = report.hidden, report.every
     lines.append(
-        f"\n{hidden['mbbr'].decisions} decisions with the card never shown, predicted by the "
-        "marginal over the unseen cards given the public history (counts and naive Bayes need "
-        "the card):"
+        f"\n{hidden['mbbr'].decisions} decisions with the cards never shown, predicted by each "
+        "method's marginal over the unseen cards given the public history and the board so far "
+        "(naive Bayes needs the card):"
     )
     for m in HIDDEN_METHODS:
         lines.append(
             f"  {m:<6} mean log-loss {hidden[m].log_loss:.4f}, accuracy {hidden[m].accuracy:.3f}"
         )
+    lines.append(
+        f"\nevery opponent decision ({every['mbbr'].decisions}: the scored ones and those; "
+        "free of the showdown sample's bias, which never holds a fold):"
+    )
+    for m in HIDDEN_METHODS:
+        lines.append(
+            f"  {m:<6} mean log-loss {every[m].log_loss:.4f}, accuracy {every[m].accuracy:.3f}"
+        )
+    if len(report.every_rounds) > 1:
+        for k, scores in enumerate(report.every_rounds):
+            cells = ", ".join(
+                f"{m} {scores[m].log_loss:.4f} / {scores[m].accuracy:.3f}" for m in HIDDEN_METHODS
+            )
+            lines.append(f"  round {k}: {scores['mbbr'].decisions} decisions; {cells}")
     lines.append("")
+    largest = max(len(r.model) for r in report.opponents)
+    if largest > MAX_PRINTED_INFOSETS:
+        lines.append(
+            f"final MBBR models: up to {largest} information states per opponent and position "
+            "(--json lists every one, with its action probabilities)"
+        )
+        return "\n".join(lines)
     lines.append("final MBBR models, P(bet) per information state (card, history):")
     for r in report.opponents:
-        cells = " ".join(f"{k}:{v[1]:.2f}" for k, v in r.model.items())
+        cells = " ".join(f"{k}:{v[-1]:.2f}" for k, v in r.model.items())
         lines.append(f"  {r.opponent} @ {r.position}: {cells}")
     return "\n".join(lines)
 
 
-def _row(label: str, position: str, scores: dict[str, Score], ess: str) -> str:
-    n = scores[METHODS[0]].decisions
+def _row(
+    label: str, position: str, scores: dict[str, Score], methods: tuple[str, ...], ess: str
+) -> str:
+    n = scores[methods[0]].decisions
     return (
         f"{label:<12}{position:>4}{n:>6} | "
-        + "".join(f"{scores[m].log_loss:>12.4f}" for m in METHODS)
+        + "".join(f"{scores[m].log_loss:>12.4f}" for m in methods)
         + " | "
-        + "".join(f"{scores[m].accuracy:>12.3f}" for m in METHODS)
+        + "".join(f"{scores[m].accuracy:>12.3f}" for m in methods)
         + f" | {ess:>6}"
     )
 
 
 def plot_curves(report: ReplayReport, path: str) -> None:
-    """Running mean log-loss and accuracy over hands, one line per method, as a PNG."""
+    """Running mean log-loss and accuracy over hands, one colour per method (solid over the
+    showdown decisions, dashed over every decision), as a PNG."""
     try:
         import matplotlib
     except ImportError as exc:
@@ -217,14 +272,22 @@ def plot_curves(report: ReplayReport, path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    for m in METHODS:
-        top.plot(report.curve.hands, report.curve.log_loss[m], label=m)
-        bottom.plot(report.curve.hands, report.curve.accuracy[m], label=m)
+    for m in report.methods:  # solid: showdown decisions; dashed: every decision
+        (line,) = top.plot(report.curve.hands, report.curve.log_loss[m], label=m)
+        bottom.plot(report.curve.hands, report.curve.accuracy[m], color=line.get_color())
+        if m in report.every_curve.log_loss:
+            every = report.every_curve
+            style = {"color": line.get_color(), "linestyle": "--"}
+            top.plot(every.hands, every.log_loss[m], label=f"{m}, every decision", **style)
+            bottom.plot(every.hands, every.accuracy[m], **style)
     top.set_ylabel("running mean log-loss (nats)")
     bottom.set_ylabel("running accuracy")
     bottom.set_xlabel(f"hands replayed as {report.name}")
-    top.set_title("online prediction of opponent actions (showdown decisions, card known)")
-    top.legend()
+    top.set_title(
+        "online prediction of opponent actions\n(solid: showdown decisions, cards known; "
+        "dashed: every decision)"
+    )
+    top.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -1,4 +1,5 @@
-"""``oppmodel replay``: feed dealer logs to the service from one seat and score the models."""
+"""``oppmodel replay``: feed dealer logs to MBBR from one seat and score the models (any limit game:
+Kuhn through the service or the library, Leduc and other limit games through the library)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import SupportsFloat
 
 from oppmodel.clients.acpc.convert import kuhn_for
-from oppmodel.clients.acpc.log import read_log
+from oppmodel.clients.acpc.log import DealerLog, read_log
 from oppmodel.clients.acpc.replay import LocalModels, ModelSource, ServiceModels, replay
 from oppmodel.clients.acpc.replay_report import format_report, plot_curves
 from oppmodel.clients.client import OpponentModelClient
@@ -21,25 +22,34 @@ from oppmodel.clients.commands._types import seed
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
-from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported, read_game_def
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
 EPILOG = """\
 Each logged hand NAME played becomes the observation NAME's live agent would have made (cards
 the dealer hid from NAME, folded ones and all cards when everyone else folded, stay hidden), fed
-in log order to an MBBR session. Before each hand, every opponent action in it is predicted by
-the prior alone, Laplace-smoothed counts per information state, the naive Bayes move model and
-MBBR's current model; mean log-loss (nats) and accuracy are reported per opponent and position.
-An opponent's card is known only at a showdown it reached, so only those actions can be scored
-(counts and naive Bayes learn only from them; MBBR learns from every hand). MBBR uses the
-Dirichlet posterior unless --mbbr-posterior samples asks for the paper's k samples; the report
-names the posterior and explains every column (a legend in the text, "columns" in the JSON).
+in log order to MBBR. Before each hand, every opponent action in it is predicted by the prior
+alone, Laplace-smoothed counts per information state, the naive Bayes move model (Kuhn) and
+MBBR's current model; mean log-loss (nats) and accuracy are reported per opponent and position
+and, in games of several betting rounds (Leduc), per round. An opponent's cards are known only
+at a showdown it reached, so only those actions can be scored by every predictor (counts and
+naive Bayes learn only from them; MBBR learns from every hand); the prior and MBBR are also
+scored on the others, by the marginal over the cards never shown. MBBR uses the Dirichlet
+posterior unless --mbbr-posterior samples asks for the paper's k samples; the report names the
+posterior and explains every column (a legend in the text, "columns" in the JSON).
 
-By default the service runs in this process (a free loopback port, a temporary SQLite file);
---service uses a running one; --local skips gRPC and uses the modeling library directly.
+The game: --game, else the game file the log's header names when it is a bundled one
+(leduc.limit.3p.game is leduc3p), else n-player Kuhn. In Kuhn the service runs in this process
+by default (a free loopback port, a temporary SQLite file); --service uses a running one; --local
+skips gRPC and uses the modeling library directly. Other games (Leduc) replay with the library
+(--local, their default): the service takes Kuhn sessions only.
 
 examples:
   oppmodel replay kuhn3p-seed42-example-players.log --as Alice
+  oppmodel replay leduc3p-seed42-example-players.log --as Alice --plot alice.png
+  oppmodel replay leduc2p-seed42-example-players.log --as Bob --game leduc2p --json
   oppmodel replay match.log --as Bob --json --plot bob.png
   oppmodel replay match.log --as Bob --mbbr-posterior samples --mbbr-k 20  # as published
   oppmodel replay a.log b.log --as Carol --service 127.0.0.1:50051
@@ -70,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--game",
         metavar="GAMEFILE",
         help=f"game definition file or a bundled game ({', '.join(BUNDLED_GAMES)}; "
-        "default: n-player Kuhn from the log)",
+        "default: the bundled game the log's header names, else n-player Kuhn)",
     )
     parser.add_argument(
         "--seed", type=seed, default=0, help="MBBR's seed: its samples' draws (default 0)"
@@ -85,17 +95,21 @@ def run(args: argparse.Namespace) -> int:
     """Replay and report."""
     start = time.perf_counter()
     config = mbbr_config(args, seed=args.seed)
-    hands = [h for path in args.logs for h in read_log(path).hands]
+    logs = [read_log(path) for path in args.logs]
+    hands = [h for log in logs for h in log.hands]
     if not hands:
         raise InvalidArgumentError("log", "no STATE lines")
-    players = len(hands[0].names)
-    game = read_game_def(args.game or f"kuhn{players}p")
-    kuhn_for(game)
+    game = replay_game_of(args.game or logged_game(logs[0], len(hands[0].names)))
     with ExitStack() as stack:
-        if args.local:
+        if isinstance(game, LimitGame) or args.local:
+            if isinstance(game, LimitGame) and (args.service or args.in_process):
+                raise InvalidArgumentError(
+                    "game", f"the service takes Kuhn sessions only; replay {game.name} with --local"
+                )
+            local_game = game if isinstance(game, LimitGame) else kuhn_for(game)
 
             def source(labels: tuple[str, ...]) -> ModelSource:
-                return LocalModels(kuhn_for(game), config)
+                return LocalModels(local_game, config)
 
         else:
             target = args.service
@@ -129,6 +143,24 @@ def run(args: argparse.Namespace) -> int:
         print(format_report(report))
         print(f"\n{seconds:.1f} s" + (f"; curves in {args.plot}" if args.plot else ""))
     return 0
+
+
+def logged_game(log: DealerLog, players: int) -> str:
+    """The game a log was dealt in: the bundled short name of the game file its header names
+    (``leduc.limit.3p.game`` is ``leduc3p``), else n-player Kuhn (``kuhn3p``)."""
+    if log.header is not None:
+        file = Path(log.header.game_file).name
+        for name, bundled in BUNDLED_GAMES.items():
+            if bundled == file:
+                return name
+    return f"kuhn{players}p"
+
+
+def replay_game_of(name_or_path: str) -> GameDef | LimitGame:
+    """A Kuhn game definition (the Kuhn kernels, the service's sessions) or, for any other limit
+    game, the compiled game; InvalidArgumentError / UnknownGameError if it is neither."""
+    gamedef = read_game_def(name_or_path)
+    return gamedef if not kuhn_unsupported(gamedef) else limit_game(name_or_path)
 
 
 def _json_number(value: SupportsFloat) -> float | None:

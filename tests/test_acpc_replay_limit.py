@@ -134,6 +134,10 @@ def test_the_real_leduc_logs_replay_with_sane_numbers_on_the_same_actions(name: 
             scored, unscored = scored + shown, unscored + (not shown)
     assert (report.scored_decisions, report.unscored_decisions) == (scored, unscored)
     assert report.every["mbbr"].decisions == scored + unscored
+    # the end of the log: its last third of hands
+    late = sum(len(opponent_actions(game, h, h.names.index("Alice"))) for h in hands[200:])
+    assert (report.late_hands, report.late_every["mbbr"].decisions) == (100, late)
+    assert 0 < report.late["mbbr"].decisions < late
     for scores in (*report.rounds, *report.every_rounds):
         assert len({score.decisions for score in scores.values()}) == 1  # the same actions
     assert sum(r["mbbr"].decisions for r in report.rounds) == scored

@@ -68,6 +68,8 @@ from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import HandObservation
 
+LATE_SHARE = 3  # "by the end of the log": the scores of its last third of hands as well
+
 
 class ModelSource(Protocol):
     """Where the MBBR models come from: observations in, per-(opponent, position) models out."""
@@ -322,6 +324,7 @@ def replay(
     source.observe(pending)
     methods = rules.methods
     every = sorted(records + hidden_records, key=lambda r: r.hand)  # stable: scored first
+    late = played - played // LATE_SHARE  # the first hand of the end of the log
     rows = []
     for d in range(1, n):
         for q in range(n):
@@ -363,6 +366,9 @@ def replay(
         rounds=tuple(
             _scores([r for r in records if r.round == k], methods) for k in range(rules.num_rounds)
         ),
+        late_hands=played - late,
+        late=_scores([r for r in records if r.hand >= late], methods),
+        late_every=_scores([r for r in every if r.hand >= late], HIDDEN_METHODS),
         every_rounds=tuple(
             _scores([r for r in every if r.round == k], HIDDEN_METHODS)
             for k in range(rules.num_rounds)

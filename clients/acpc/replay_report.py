@@ -71,6 +71,9 @@ class ReplayReport:
     methods: tuple[str, ...]  # the columns: the predictors the game scores with the cards shown
     rounds: tuple[dict[str, Score], ...]  # per betting round: the scored decisions
     every_rounds: tuple[dict[str, Score], ...]  # per betting round: every decision
+    late_hands: int  # the last hands of the log, scored apart: what the models know by the end
+    late: dict[str, Score]  # their scored decisions
+    late_every: dict[str, Score]  # their every decision (HIDDEN_METHODS)
     session_id: str | None = None
 
     def as_json(self) -> dict:
@@ -89,6 +92,11 @@ class ReplayReport:
             "overall": {m: s.__dict__ for m, s in self.overall.items()},
             "hidden_card_decisions": {m: s.__dict__ for m, s in self.hidden.items()},
             "every_decision": {m: s.__dict__ for m, s in self.every.items()},
+            "end_of_log": {
+                "hands": self.late_hands,
+                "scores": {m: s.__dict__ for m, s in self.late.items()},
+                "every_decision": {m: s.__dict__ for m, s in self.late_every.items()},
+            },
             "rounds": [
                 {
                     "round": k,
@@ -227,10 +235,12 @@ def format_report(report: ReplayReport) -> str:
         )
     if len(report.every_rounds) > 1:
         for k, scores in enumerate(report.every_rounds):
-            cells = ", ".join(
-                f"{m} {scores[m].log_loss:.4f} / {scores[m].accuracy:.3f}" for m in HIDDEN_METHODS
-            )
-            lines.append(f"  round {k}: {scores['mbbr'].decisions} decisions; {cells}")
+            lines.append(f"  round {k}: {scores['mbbr'].decisions} decisions; {_cells(scores)}")
+    lines.append(
+        f"\nby the end of the log (its last {report.late_hands} hands): scored decisions "
+        f"{_cells(report.late, methods)}; every decision {_cells(report.late_every)} "
+        "(mean log-loss / accuracy)"
+    )
     lines.append("")
     largest = max(len(r.model) for r in report.opponents)
     if largest > MAX_PRINTED_INFOSETS:
@@ -244,6 +254,10 @@ def format_report(report: ReplayReport) -> str:
         cells = " ".join(f"{k}:{v[-1]:.2f}" for k, v in r.model.items())
         lines.append(f"  {r.opponent} @ {r.position}: {cells}")
     return "\n".join(lines)
+
+
+def _cells(scores: dict[str, Score], methods: tuple[str, ...] = HIDDEN_METHODS) -> str:
+    return ", ".join(f"{m} {scores[m].log_loss:.4f} / {scores[m].accuracy:.3f}" for m in methods)
 
 
 def _row(

@@ -1,24 +1,31 @@
-"""MBBR in 3-player Leduc duplicate matches, with the exact references beside the results.
+"""MBBR in Leduc duplicate matches (2 and 3 players), with the exact references beside the results.
 
-Groups: MBBR with one ``cfr`` agent (the bundled CFR strategy) and one exploitable style, for
-every style of the panel, and MBBR with two ``cfr`` agents. Each group plays ``--duplicates``
-duplicates x 6 seatings x ``--hands`` hands (duplicate cards: every seating plays the same hole and
-board cards); each duplicate runs on its own process and the group's result is exactly what
+The field: MBBR (the Dirichlet posterior at its defaults), the ``cfr`` agent (the bundled CFR
+strategy) and the panel's exploitable styles, plain and diluted with the CFR strategy
+(``STYLE@S``: the style at share S of its decisions). ``leduc2p``: MBBR against each of them, both
+seatings. ``leduc3p``: MBBR with one ``cfr`` agent and each style, and with two ``cfr`` agents.
+Each group plays ``--duplicates`` duplicates x every seating (2 or 6) x ``--hands`` hands
+(duplicate cards: every seating plays the same hole and board cards); each duplicate runs on its
+own process and the group's result is exactly what
 
     oppmodel match --game leduc3p --agents mbbr,cfr,STYLE --hands H --duplicates D --seed S
+    oppmodel match --game leduc2p --agents mbbr,STYLE --hands H --duplicates D --seed S
 
 prints. Per group: every agent's mbb/h with its standard error over the duplicates, MBBR's margin
 over the runner-up with the standard error of the per-duplicate differences (paired: the same
-cards), the exact best-response ceiling against the pair under the duplicate protocol
+cards), the exact best-response ceiling against the opponents under the duplicate protocol
 (:func:`oppmodel.modeling.play.tournament.response_ceiling`: the most any agent can win), and the
-exact value of playing ``cfr`` in MBBR's seat. Against two ``cfr`` agents also MBBR's exact
+exact value of playing ``cfr`` in MBBR's seat. The field ranking: every agent's mean mbb/h over
+the groups it played (two ``cfr`` agents' group apart), with the standard error of that mean, as
+``kuhn3p_field.py`` ranks its field. In ``leduc3p`` against two ``cfr`` agents also MBBR's exact
 learning cost: the exact expected value of the policy MBBR plays hand by hand
 (``benchmarks/learning_cost.py``'s trajectories, no card luck) over ``--cost-seeds`` seeds (both
 seat orders of two cfr agents are one), and the ceiling minus it.
 
-    python benchmarks/leduc_field.py [--hands 3000] [--duplicates 12] [--seed 15]
-                                     [--styles always-bet,...] [--cost-seeds 4] [--workers 2]
-                                     [--quick] [--out FILE] [--json]
+    python benchmarks/leduc_field.py [--game leduc3p|leduc2p] [--hands 3000] [--duplicates 12]
+                                     [--seed 15] [--styles always-bet,...] [--cost-seeds 4]
+                                     [--workers 2] [--quick] [--journal FILE] [--report]
+                                     [--without-cfr] [--out FILE] [--json]
 """
 
 from __future__ import annotations
@@ -50,18 +57,28 @@ from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.match import play_duplicate, summarize  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
+    Estimate,
     agent_factory,
+    average_estimates,
     fixed_value,
     response_ceiling,
 )
 
-GAME = "leduc3p"
-STYLES = "always-bet,calling-station,tight-passive,maniac,bluffer,maniac@0.35"
+GAMES = ("leduc3p", "leduc2p")
+PLAIN = ("always-bet", "calling-station", "tight-passive", "maniac", "bluffer")
+DILUTION = 0.35  # the styles' share of their decisions in the diluted field (the rest: cfr)
+STYLES = ",".join([*PLAIN, *(f"{style}@{DILUTION}" for style in PLAIN)])
 
 
-def group_agents(style: str) -> list[str]:
-    """The agents of a group, as ``oppmodel match --agents`` takes them."""
-    return ["mbbr", "cfr", style]
+def group_agents(game: str, opponent: str) -> list[str]:
+    """The agents of a group, as ``oppmodel match --agents`` takes them: MBBR against
+    ``opponent`` (2 players) or against a ``cfr`` agent and ``opponent`` (3 players)."""
+    return ["mbbr", opponent] if game == "leduc2p" else ["mbbr", "cfr", opponent]
+
+
+def group_label(game: str, opponent: str) -> str:
+    """A group's row label: its opponents."""
+    return opponent if game == "leduc2p" else f"cfr+{opponent}"
 
 
 def labels(agents: list[str]) -> list[str]:
@@ -74,8 +91,8 @@ def labels(agents: list[str]) -> list[str]:
 
 def play_job(job: tuple) -> tuple:
     """One duplicate of one group: (key, per-agent mbb/h, seconds)."""
-    key, agents, hands, seed, duplicate, config = job
-    game = resolve_game(GAME)
+    key, game_name, agents, hands, seed, duplicate, config = job
+    game = resolve_game(game_name)
     factories = [agent_factory(AgentSpec(a, config if a == "mbbr" else None)) for a in agents]
     start = time.perf_counter()
     row = play_duplicate(game, factories, hands=hands, seed=seed, duplicate=duplicate)
@@ -83,10 +100,11 @@ def play_job(job: tuple) -> tuple:
 
 
 def cost_job(job: tuple) -> tuple:
-    """One exact learning-cost trajectory against cfr + cfr: (key, mean mbb/h, seconds)."""
-    key, config, seed, hands = job
+    """One exact learning-cost trajectory against cfr + cfr (3 players): (key, mean mbb/h,
+    seconds)."""
+    key, game_name, config, seed, hands = job
     start = time.perf_counter()
-    values = trajectory(("cfr", "cfr", config, seed, hands, False, GAME))[0]
+    values = trajectory(("cfr", "cfr", config, seed, hands, False, game_name))[0]
     return key, float(values.mean()), time.perf_counter() - start
 
 
@@ -105,11 +123,14 @@ def _run_all(jobs: list, workers: int):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--game", choices=GAMES, default=GAMES[0], help="(%(default)s)")
     parser.add_argument("--hands", type=int, default=None, help="hands per match (3000)")
     parser.add_argument("--duplicates", type=int, default=None, help="per group (12)")
     parser.add_argument("--seed", type=int, default=15, help="series seed (%(default)s)")
     parser.add_argument("--styles", default=STYLES, help="exploitable styles (%(default)s)")
-    parser.add_argument("--cost-seeds", type=int, default=None, help="learning-cost seeds (4)")
+    parser.add_argument(
+        "--cost-seeds", type=int, default=None, help="learning-cost seeds (4; leduc3p only)"
+    )
     parser.add_argument("--quick", action="store_true", help="300 hands, 2 duplicates, 1 seed")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
@@ -123,37 +144,46 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="play nothing: report what the journal holds (groups with fewer duplicates)",
     )
+    parser.add_argument(
+        "--without-cfr",
+        action="store_true",
+        help="leave out the group against cfr (two cfr agents in leduc3p) and the learning cost",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
     hands = args.hands or (300 if args.quick else 3000)
     duplicates = args.duplicates or (2 if args.quick else 12)
     cost_seeds = args.cost_seeds if args.cost_seeds is not None else (1 if args.quick else 4)
+    if args.game == "leduc2p" or args.without_cfr:
+        cost_seeds = 0  # the exact learning cost is measured against two cfr agents
     config = MBBRConfig()
     config.validate()
-    groups = [*args.styles.split(","), "cfr"]
+    game = args.game
+    groups = args.styles.split(",") + ([] if args.without_cfr else ["cfr"])
     # one learning-cost trajectory first, then duplicate d of every group before d + 1, so an
     # interrupted run leaves every group with its first duplicates
-    jobs = [("cost", ("cost", 0), config, 0, hands)] if cost_seeds > 0 else []
+    jobs = [("cost", ("cost", 0), game, config, 0, hands)] if cost_seeds > 0 else []
     jobs += [
-        ("play", (style, d), group_agents(style), hands, args.seed, d, config)
+        ("play", (style, d), game, group_agents(game, style), hands, args.seed, d, config)
         for d in range(duplicates)
         for style in groups
     ]
-    jobs += [("cost", ("cost", s), config, s, hands) for s in range(1, cost_seeds)]
-    results, seconds = _read_journal(args.journal, hands, args.seed)
+    jobs += [("cost", ("cost", s), game, config, s, hands) for s in range(1, cost_seeds)]
+    results, seconds = _read_journal(args.journal, game, hands, args.seed)
     todo = [] if args.report else [job for job in jobs if job[1] not in results]
-    bar = progress_bar(len(todo), desc="leduc3p jobs")
+    bar = progress_bar(len(todo), desc=f"{args.game} jobs")
     for key, value, took in _run_all(todo, args.workers):
         results[key] = value
         seconds["cost" if key[0] == "cost" else "play"].append(took)
         if args.journal:
             with args.journal.open("a") as journal:
                 entry = {"key": list(key), "value": np.asarray(value).tolist(), "seconds": took}
-                journal.write(json.dumps({**entry, "hands": hands, "seed": args.seed}) + "\n")
+                run = {"game": game, "hands": hands, "seed": args.seed}
+                journal.write(json.dumps({**entry, **run}) + "\n")
         bar.update()
     bar.close()
-    report = build_report(results, seconds, groups, hands, duplicates, cost_seeds, args.seed)
+    report = build_report(results, seconds, game, groups, hands, duplicates, cost_seeds, args.seed)
     report["mbbr"] = {
         "posterior": config.posterior,
         "prior": config.prior,
@@ -166,15 +196,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _read_journal(path: Path | None, hands: int, seed: int) -> tuple[dict, dict]:
-    """The results (and seconds) of the journal's jobs played at these hands and seed."""
+def _read_journal(path: Path | None, game: str, hands: int, seed: int) -> tuple[dict, dict]:
+    """The results (and seconds) of the journal's jobs played in this game at these hands and
+    seed (entries without a game are leduc3p's, the only game of the first journals)."""
     results: dict = {}
     seconds: dict = {"play": [], "cost": []}
     if path is None or not path.exists():
         return results, seconds
     for line in path.read_text().splitlines():
         entry = json.loads(line)
-        if entry["hands"] != hands or entry["seed"] != seed:
+        if (entry.get("game", "leduc3p"), entry["hands"], entry["seed"]) != (game, hands, seed):
             continue
         key = tuple(entry["key"])
         results[key] = entry["value"] if key[0] == "cost" else np.array(entry["value"])
@@ -190,25 +221,27 @@ def _prefix(results: dict, name: str, count: int) -> int:
     return k
 
 
-def build_report(results, seconds, groups, hands, duplicates, cost_seeds, seed) -> dict:
+def build_report(results, seconds, game_name, groups, hands, duplicates, cost_seeds, seed) -> dict:
     """Rows for every group with at least one duplicate (a group's rows use its first k
-    duplicates without a gap, so ``oppmodel match --duplicates k`` prints the same)."""
-    game = resolve_game(GAME)
+    duplicates without a gap, so ``oppmodel match --duplicates k`` prints the same), the field
+    ranking over them and the checks of the issue's targets."""
+    game = resolve_game(game_name)
     cfr = fixed_profile(game, "cfr")
     rows = []
     for style in groups:
         played = _prefix(results, style, duplicates)
         if played == 0:
             continue
-        agents = group_agents(style)
+        agents = group_agents(game_name, style)
         per_dup = [results[(style, d)] for d in range(played)]
         series = summarize(game, labels(agents), per_dup, hands=hands, seed=seed)
         mbbr = np.array([r[0] for r in per_dup])
-        runner_up = int(np.argmax([series.agents[i].mbb_per_hand for i in (1, 2)])) + 1
+        others = range(1, len(agents))
+        runner_up = max(others, key=lambda i: series.agents[i].mbb_per_hand)
         margin = mbbr - np.array([r[runner_up] for r in per_dup])
-        pair = (cfr, fixed_profile(game, style))
+        opponents = [fixed_profile(game, a) for a in agents[1:]]
         row = {
-            "opponents": f"cfr+{style}",
+            "opponents": group_label(game_name, style),
             "duplicates": played,
             "agents": [
                 {"name": a.name, "mbb_per_hand": a.mbb_per_hand, "se": a.standard_error}
@@ -217,10 +250,10 @@ def build_report(results, seconds, groups, hands, duplicates, cost_seeds, seed) 
             "ranking": [a.name for a in series.ranking()],
             "mbbr_margin_over_runner_up": float(margin.mean()),
             "margin_se": _se(margin),
-            "ceiling": response_ceiling(game, *pair),
-            "cfr_in_mbbr_seat": fixed_value(game, cfr, *pair),
+            "ceiling": response_ceiling(game, *opponents),
+            "cfr_in_mbbr_seat": fixed_value(game, cfr, *opponents),
             "per_duplicate_mbbr": [float(x) for x in mbbr],
-            "command": f"oppmodel match --game {GAME} --agents {','.join(agents)} "
+            "command": f"oppmodel match --game {game_name} --agents {','.join(agents)} "
             f"--hands {hands} --duplicates {played} --seed {seed}",
         }
         traced = _prefix(results, "cost", cost_seeds)
@@ -231,16 +264,17 @@ def build_report(results, seconds, groups, hands, duplicates, cost_seeds, seed) 
                 "se": _se(cost),
                 "seeds": traced,
                 "learning_cost": row["ceiling"] - float(cost.mean()),
-                "command": f"python benchmarks/learning_cost.py --game {GAME} --pairs cfr+cfr "
-                f"--priors informed --hands {hands} --seeds {traced}",
+                "command": f"python benchmarks/learning_cost.py --game {game_name} "
+                f"--pairs cfr+cfr --priors informed --hands {hands} --seeds {traced}",
             }
         rows.append(row)
+    field = field_ranking(rows, game_name)
     return {
-        "benchmark": "leduc3p_field",
-        "game": GAME,
+        "benchmark": f"{game_name}_field",
+        "game": game_name,
         "hands": hands,
         "duplicates_asked": duplicates,
-        "seatings": 6,
+        "seatings": math.factorial(game.num_players),
         "seed": seed,
         "seconds_per_duplicate_median": (
             float(np.median(seconds["play"])) if seconds["play"] else None
@@ -251,7 +285,50 @@ def build_report(results, seconds, groups, hands, duplicates, cost_seeds, seed) 
         "load_average": os.getloadavg(),
         "machine": machine(),
         "rows": rows,
+        "field": field,
+        "checks": checks(rows, field, game_name),
     }
+
+
+def field_ranking(rows: list[dict], game_name: str) -> list[dict]:
+    """Every agent's mean mbb/h over the groups it played, with the standard error of that mean
+    (``kuhn3p_field.py``'s ranking); in 3 players the group with two cfr agents is apart (it is
+    MBBR's head-to-head against the pair, where the pair's two seats would count cfr twice)."""
+    per_agent: dict[str, list[Estimate]] = {}
+    for row in rows:
+        if game_name == "leduc3p" and row["opponents"] == "cfr+cfr":
+            continue
+        for agent in row["agents"]:
+            estimate = Estimate(agent["mbb_per_hand"], agent["se"], row["duplicates"])
+            per_agent.setdefault(agent["name"], []).append(estimate)
+    ranked = [
+        {"name": name, "mbb_per_hand": e.mean, "se": e.se, "groups": len(estimates)}
+        for name, estimates in per_agent.items()
+        for e in [average_estimates(estimates)]
+    ]
+    return sorted(ranked, key=lambda r: -r["mbb_per_hand"])
+
+
+def checks(rows: list[dict], field: list[dict], game_name: str) -> dict:
+    """The issue's targets on what was played: MBBR first in the field by more than its
+    standard error, first in every group, and against cfr (two cfr agents in 3 players) not
+    below even by more than two standard errors."""
+    out: dict = {}
+    if len(field) > 1 and field[0]["name"] == "mbbr" and field[0]["se"] is not None:
+        out["mbbr_first_in_field_by_more_than_its_se"] = bool(
+            field[0]["mbb_per_hand"] - field[1]["mbb_per_hand"] > field[0]["se"]
+        )
+    elif field:
+        out["mbbr_first_in_field_by_more_than_its_se"] = False
+    out["mbbr_first_in_every_group"] = all(row["ranking"][0] == "mbbr" for row in rows)
+    against_cfr = "cfr+cfr" if game_name == "leduc3p" else "cfr"
+    for row in rows:
+        mbbr = row["agents"][0]
+        if row["opponents"] == against_cfr and mbbr["se"] is not None:
+            out["mbbr_against_cfr_not_below_even_by_2_se"] = bool(
+                mbbr["mbb_per_hand"] >= -2 * mbbr["se"]
+            )
+    return out
 
 
 def _se(values: np.ndarray) -> float | None:
@@ -263,14 +340,19 @@ def _pm(mean: float, se: float | None) -> str:
 
 
 def markdown(report: dict) -> str:
-    """The report as the table of benchmarks/RESULTS.md."""
+    """The report as the tables of benchmarks/RESULTS.md."""
+    two = report["game"] == "leduc2p"
+    columns = (
+        "| opponent | duplicates | MBBR | opponent |"
+        if two
+        else ("| opponents | duplicates | MBBR | cfr | style |")
+    )
     lines = [
-        f"{report['game']}: duplicates x 6 seatings x {report['hands']} hands, seed "
-        f"{report['seed']}; mbb/h ± standard error over the duplicates",
+        f"{report['game']}: duplicates x {report['seatings']} seatings x {report['hands']} hands, "
+        f"seed {report['seed']}; mbb/h ± standard error over the duplicates",
         "",
-        "| opponents | duplicates | MBBR | cfr | style | MBBR − runner-up | ranking | BR ceiling "
-        "| cfr in MBBR's seat |",
-        "|---|---|---|---|---|---|---|---|---|",
+        columns + " MBBR − runner-up | ranking | BR ceiling | cfr in MBBR's seat |",
+        "|---" * (8 if two else 9) + "|",
     ]
     for row in report["rows"]:
         cells = [_pm(a["mbb_per_hand"], a["se"]) for a in row["agents"]]
@@ -280,6 +362,13 @@ def markdown(report: dict) -> str:
             f"{' > '.join(row['ranking'])} | {row['ceiling']:+.1f} | "
             f"{row['cfr_in_mbbr_seat']:+.1f} |"
         )
+    if report["field"]:
+        lines += ["", "| field rank | agent | groups | mbb/h |", "|---|---|---|---|"]
+        for rank, agent in enumerate(report["field"], start=1):
+            lines.append(
+                f"| {rank} | {agent['name']} | {agent['groups']} | "
+                f"{_pm(agent['mbb_per_hand'], agent['se'])} |"
+            )
     for row in report["rows"]:
         if "learning" in row:
             learning = row["learning"]
@@ -290,6 +379,8 @@ def markdown(report: dict) -> str:
                 f"({learning['seeds']} seeds), a learning cost of "
                 f"{learning['learning_cost']:.2f} mbb/h.",
             ]
+    if report["checks"]:
+        lines += ["", "checks: " + ", ".join(f"{k} {v}" for k, v in report["checks"].items())]
     return "\n".join(lines)
 
 

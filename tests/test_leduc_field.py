@@ -60,26 +60,64 @@ def test_mbbr_factory_is_seeded_by_the_match_seed() -> None:
     )
 
 
-def test_the_field_benchmark_is_what_oppmodel_match_prints(tmp_path, capsys) -> None:
+@pytest.mark.parametrize(
+    ("game", "rows"),
+    [("leduc3p", ["cfr+maniac", "cfr+cfr"]), ("leduc2p", ["maniac@0.35", "cfr"])],
+)
+def test_the_field_benchmark_is_what_oppmodel_match_prints(tmp_path, capsys, game, rows) -> None:
     out = tmp_path / "field.json"
-    argv = ["--hands", "8", "--duplicates", "2", "--cost-seeds", "1", "--styles", "maniac"]
-    assert leduc_field.main([*argv, "--workers", "1", "--seed", "3", "--out", str(out)]) == 0
+    style = rows[0].removeprefix("cfr+")
+    argv = ["--game", game, "--hands", "8", "--duplicates", "2", "--cost-seeds", "1"]
+    assert leduc_field.main([*argv, "--styles", style, "--workers", "1", "--seed", "3",
+                             "--out", str(out)]) == 0  # fmt: skip
     table = capsys.readouterr().out
     report = json.loads(out.read_text())
-    assert [row["opponents"] for row in report["rows"]] == ["cfr+maniac", "cfr+cfr"]
-    assert "| cfr+maniac |" in table and "learning cost" in table
+    assert [row["opponents"] for row in report["rows"]] == rows
+    assert f"| {rows[0]} |" in table and "field rank" in table
     for row in report["rows"]:
         agents = row["command"].split("--agents ")[1].split()[0]
-        assert main(["match", "--game", "leduc3p", "--agents", agents, "--hands", "8",
+        assert main(["match", "--game", game, "--agents", agents, "--hands", "8",
                      "--duplicates", "2", "--seed", "3", "--json"]) == 0  # fmt: skip
         printed = json.loads(capsys.readouterr().out)
         mbbr = next(r for r in printed["ranking"] if r["name"] == "mbbr")
         assert mbbr["per_duplicate"] == row["per_duplicate_mbbr"]
         assert row["ceiling"] >= -1e-9
-    learning = report["rows"][-1]["learning"]
-    assert learning["learning_cost"] == pytest.approx(
-        report["rows"][-1]["ceiling"] - learning["mbbr_exact_mbb_per_hand"]
-    )
+    if game == "leduc3p":
+        assert "learning cost" in table
+        learning = report["rows"][-1]["learning"]
+        assert learning["learning_cost"] == pytest.approx(
+            report["rows"][-1]["ceiling"] - learning["mbbr_exact_mbb_per_hand"]
+        )
+    else:
+        assert all("learning" not in row for row in report["rows"])
+
+
+def test_the_field_ranks_every_agent_by_its_mean_over_the_groups_it_played() -> None:
+    def row(opponents, agents):
+        return {
+            "opponents": opponents,
+            "duplicates": 4,
+            "agents": [{"name": n, "mbb_per_hand": m, "se": e} for n, m, e in agents],
+            "ranking": [n for n, *_ in sorted(agents, key=lambda a: -a[1])],
+        }
+
+    rows = [
+        row("cfr+maniac", [("mbbr", 90.0, 3.0), ("cfr", 10.0, 4.0), ("maniac", -100.0, 5.0)]),
+        row("cfr+bluffer", [("mbbr", 30.0, 4.0), ("cfr", 20.0, 3.0), ("bluffer", -50.0, 5.0)]),
+        row("cfr+cfr", [("mbbr", -9.0, 4.0), ("cfr", 4.0, 3.0), ("cfr#2", 5.0, 3.0)]),
+    ]
+    field = leduc_field.field_ranking(rows, "leduc3p")  # the pair of cfr agents stays apart
+    assert [(a["name"], a["groups"]) for a in field] == [
+        ("mbbr", 2), ("cfr", 2), ("bluffer", 1), ("maniac", 1)
+    ]  # fmt: skip
+    assert field[0]["mbb_per_hand"] == pytest.approx(60.0)
+    assert field[0]["se"] == pytest.approx(np.hypot(3.0, 4.0) / 2)
+    checks = leduc_field.checks(rows, field, "leduc3p")
+    assert checks == {
+        "mbbr_first_in_field_by_more_than_its_se": True,  # 60 - 15 > 2.5
+        "mbbr_first_in_every_group": False,  # the cfr+cfr group
+        "mbbr_against_cfr_not_below_even_by_2_se": False,  # -9 < -2 x 4
+    }
 
 
 def test_learning_cost_before_h_hands_is_exactly_the_bundled_strategys_value() -> None:

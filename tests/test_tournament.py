@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import observe_hand
@@ -118,6 +119,31 @@ def test_fixed_value_matches_simulated_duplicates() -> None:
     exact = fixed_value(game, profiles[0], profiles[1], profiles[2])
     r = result.agents[0]
     assert abs(r.mbb_per_hand - exact) < 5 * r.standard_error
+
+
+def test_two_player_values_match_simulated_duplicates_and_stay_below_the_ceiling() -> None:
+    """Leduc 2p: the duplicate value has one seat order of the opponent; the ceiling bounds it."""
+    game = limit_game("leduc2p")
+    names = ["maniac", "cfr"]
+    result = run_duplicate(
+        game,
+        names,
+        [agent_factory(AgentSpec(n)) for n in names],
+        hands=3000,
+        duplicates=6,
+        seed=2,
+    )
+    maniac, cfr = (named_profile(game, n) for n in names)
+    exact = fixed_value(game, maniac, cfr)
+    r = result.agents[0]
+    assert abs(r.mbb_per_hand - exact) < 5 * r.standard_error
+    assert exact == pytest.approx(-fixed_value(game, cfr, maniac))  # zero-sum, both seatings
+    ceiling = response_ceiling(game, maniac)
+    for name in ("cfr", "maniac", "calling-station", "bluffer"):
+        assert fixed_value(game, named_profile(game, name), maniac) <= ceiling + 1e-9
+    assert ceiling > fixed_value(game, cfr, maniac) > 0
+    with pytest.raises(InvalidArgumentError, match="others"):
+        response_ceiling(game, maniac, cfr)  # two opponents in a 2-player game
 
 
 def test_diluted_fixed_style_is_the_mixed_profile():

@@ -25,6 +25,7 @@ sum_g x_g / G has the standard error sqrt(sum_g se_g^2) / G.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -174,31 +175,38 @@ def seated_profile(
     return profile
 
 
-def response_ceiling(game: Game, a: np.ndarray, b: np.ndarray) -> float:
-    """Best possible mbb/h against fixed profiles ``a`` and ``b`` under the duplicate protocol.
+def response_ceiling(game: Game, *others: np.ndarray) -> float:
+    """Best possible mbb/h against fixed profiles ``others`` (one per opponent) under the
+    duplicate protocol.
 
-    The mean, over both relative seat orders and every position of ours, of the exact
-    best-response value (3 players).
+    The mean, over every relative seat order of the opponents and every position of ours, of the
+    exact best-response value.
     """
-    if game.num_players != 3:
-        raise InvalidArgumentError("game", "the duplicate ceiling is defined for 3 players")
     best_response = evaluation_of(game).best_response
     values = [
         best_response(game, seated_profile(game, p, None, order), p)[1]
-        for order in ((a, b), (b, a))
-        for p in range(3)
+        for order in _seat_orders(game, others)
+        for p in range(game.num_players)
     ]
     return 1000.0 * float(np.mean(values))
 
 
-def fixed_value(game: Game, us: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
-    """Expected mbb/h of fixed profile ``us`` against ``a`` and ``b`` (duplicate protocol)."""
-    if game.num_players != 3:
-        raise InvalidArgumentError("game", "the duplicate value is defined for 3 players")
+def fixed_value(game: Game, us: np.ndarray, *others: np.ndarray) -> float:
+    """Expected mbb/h of fixed profile ``us`` against ``others`` (one per opponent; duplicate
+    protocol)."""
     expected_values = evaluation_of(game).expected_values
     values = [
         expected_values(game, seated_profile(game, p, us, order))[p]
-        for order in ((a, b), (b, a))
-        for p in range(3)
+        for order in _seat_orders(game, others)
+        for p in range(game.num_players)
     ]
     return 1000.0 * float(np.mean(values))
+
+
+def _seat_orders(game: Game, others: Sequence[np.ndarray]) -> list[tuple[np.ndarray, ...]]:
+    """Every relative seat order of the opponents (3 players: (a, b) and (b, a))."""
+    if len(others) != game.num_players - 1:
+        raise InvalidArgumentError(
+            "others", f"{game.num_players} players need {game.num_players - 1} opponent profiles"
+        )
+    return list(itertools.permutations(others))

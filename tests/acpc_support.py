@@ -6,15 +6,19 @@ Every socket operation has a timeout, so a broken dealer or client fails a test 
 from __future__ import annotations
 
 import io
+import json
 import selectors
 import threading
 from collections.abc import Callable
+from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from oppmodel.clients.acpc.agent import AgentResult, Policy, connect, play_match
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer, MatchResult
+from oppmodel.clients.acpc.log import DealerLog, format_log
 from oppmodel.clients.acpc.net import LineSocket
+from oppmodel.clients.cli import main
 from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
@@ -193,3 +197,16 @@ class AgentThread:
         self._thread.join(SOCKET_TIMEOUT)
         assert not self._thread.is_alive(), "agent did not finish"
         assert self.error is None, self.error
+
+
+def replay_command_json(log: DealerLog, hands: int, name: str, folder: Path) -> tuple[dict, Path]:
+    """``oppmodel replay --json --plot`` on the first ``hands`` hands of ``log`` from ``name``'s
+    seat (the log written with its header to ``folder``): the printed JSON and the plot's path."""
+    small = folder / "small.log"
+    small.write_text(format_log(DealerLog((log.header, *log.hands[:hands]))))
+    png = folder / "curves.png"
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = main(["replay", str(small), "--as", name, "--json", "--plot", str(png)])
+    assert status == 0
+    return json.loads(out.getvalue()), png

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from acpc_support import DATA, GAME
+from acpc_support import DATA, GAME, replay_command_json
 from service_support import connected
 
 from oppmodel.clients.acpc.convert import kuhn_for
-from oppmodel.clients.acpc.log import DealerLog, LoggedHand, format_log, read_log
+from oppmodel.clients.acpc.log import LoggedHand, read_log
 from oppmodel.clients.acpc.replay import LocalModels, ServiceModels, replay, seat_offsets
 from oppmodel.clients.acpc.replay_games import marginal_action_probs
 from oppmodel.clients.acpc.replay_report import METHODS, column_legend, format_report
@@ -149,14 +149,8 @@ def test_a_log_whose_seat_order_changes_is_refused() -> None:
 
 
 def test_the_command_prints_json_and_a_table_and_draws_the_curves(tmp_path: Path) -> None:
+    data, png = replay_command_json(LOG, 150, "Bob", tmp_path)
     small = tmp_path / "small.log"
-    small.write_text(format_log(DealerLog((LOG.header, *LOG.hands[:150]))))
-    png = tmp_path / "curves.png"
-    out = io.StringIO()
-    with redirect_stdout(out):
-        status = main(["replay", str(small), "--as", "Bob", "--json", "--plot", str(png)])
-    assert status == 0
-    data = json.loads(out.getvalue())
     assert data["hands"] == 150 and data["name"] == "Bob"
     assert data["posterior"] == data["mbbr"]["posterior"] == "dirichlet"  # the default
     assert {r["opponent"] for r in data["opponents"]} == {"Alice", "Carol"}

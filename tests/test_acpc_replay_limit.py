@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import io
 import itertools
-import json
 import math
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pytest
-from acpc_support import DATA
+from acpc_support import DATA, replay_command_json
 
-from oppmodel.clients.acpc.log import DealerLog, format_log, read_log
+from oppmodel.clients.acpc.log import read_log
 from oppmodel.clients.acpc.replay import LocalModels, replay
 from oppmodel.clients.acpc.replay_games import LimitReplay
 from oppmodel.clients.acpc.replay_report import HIDDEN_METHODS, format_report
@@ -172,15 +171,8 @@ def test_before_any_hand_mbbr_predicts_exactly_like_the_prior() -> None:
 def test_the_command_finds_the_game_in_the_log_header_and_refuses_the_service(
     tmp_path: Path,
 ) -> None:
-    log = read_log(LOGS["leduc3p"])
+    data, png = replay_command_json(read_log(LOGS["leduc3p"]), 60, "Bob", tmp_path)
     small = tmp_path / "small.log"
-    small.write_text(format_log(DealerLog((log.header, *log.hands[:60]))))
-    png = tmp_path / "curves.png"
-    out = io.StringIO()
-    with redirect_stdout(out):
-        status = main(["replay", str(small), "--as", "Bob", "--json", "--plot", str(png)])
-    assert status == 0
-    data = json.loads(out.getvalue())
     assert data["hands"] == 60 and set(data["overall"]) == {"prior", "counts", "mbbr"}
     assert [r["round"] for r in data["rounds"]] == [0, 1]
     assert any(key.startswith("Ks/") for key in data["opponents"][0]["model"])  # Leduc strings

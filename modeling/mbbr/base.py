@@ -186,13 +186,7 @@ class ModelBase(SafelyPlayed, abc.ABC):
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it
         is not a snapshot of a model with this game, configuration and prior mean."""
-        meta, arrays = snapshot_format.decode(blob)
-        identity = self._snapshot_identity()
-        if {key: meta.get(key) for key in identity} != identity:
-            raise snapshot_format.SnapshotError("snapshot of a model with other settings")
-        hands = meta.get("hands_observed")
-        if not isinstance(hands, int) or hands < 0:
-            raise snapshot_format.SnapshotError(f"snapshot hands_observed {hands!r}")
+        hands, arrays = decode_snapshot(blob, self._snapshot_identity())
         safety = None
         if self._safety is not None:
             size = (len(self._safety),)
@@ -261,7 +255,21 @@ def seat_offset(game: KuhnGame | LimitGame, our_position: int, opponent_position
     return d
 
 
-def snapshot_identity(game: KuhnGame, config: MBBRConfig, prior_mean: np.ndarray) -> dict:
+def decode_snapshot(blob: bytes, identity: dict) -> tuple[int, dict[str, np.ndarray]]:
+    """(hands observed, arrays) of a snapshot whose header agrees with ``identity`` (what
+    :func:`snapshot_identity` gives for the model it is restored into); SnapshotError if not."""
+    meta, arrays = snapshot_format.decode(blob)
+    if {key: meta.get(key) for key in identity} != identity:
+        raise snapshot_format.SnapshotError("snapshot of a model with other settings")
+    hands = meta.get("hands_observed")
+    if not isinstance(hands, int) or hands < 0:
+        raise snapshot_format.SnapshotError(f"snapshot hands_observed {hands!r}")
+    return hands, arrays
+
+
+def snapshot_identity(
+    game: KuhnGame | LimitGame, config: MBBRConfig, prior_mean: np.ndarray
+) -> dict:
     """What a snapshot must agree on with the model it is restored into: the posterior, the
     player count, the configuration (a field added later left out at the value its absence
     means, so snapshots written before it existed still match) and the prior mean's hash."""

@@ -38,6 +38,7 @@ from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr.dirichlet import _Growing
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
+from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
 
 REFRESH_PER_HAND = 8  # classes with hidden cards revisited after each hand, round robin
 CONVERGE_SWEEPS = 500
@@ -135,6 +136,62 @@ class LimitDirichletPosterior:
         """Sum of alpha per information set of the opponent at offset ``d``: prior weight plus
         expected visits."""
         return self.alpha[d - 1].sum(axis=1)
+
+    def state(self) -> tuple[list[object], dict[str, np.ndarray]]:
+        """What the observations changed (``modeling/mbbr/snapshot.py``): the distinct
+        observations' keys in the order their classes were made, and the arrays ``expected``,
+        ``counts``, ``row_start``, ``entry_start``, ``entries``, ``resp``, ``hidden``, ``cursor``
+        (0-d) and ``means`` (the opponents' rows of the profile, which the kernels update row by
+        row and so are kept as they are rather than recomputed)."""
+        arrays = {
+            "expected": self._expected.copy(),
+            "counts": self._counts.view().copy(),
+            "row_start": self._row_start.view().copy(),
+            "entry_start": self._entry_start.view().copy(),
+            "entries": self._entries.view().copy(),
+            "resp": self._resp.view().copy(),
+            "hidden": self._hidden.view().copy(),
+            "cursor": np.array(self._cursor, dtype=np.int64),
+            "means": self.profile[self.seats].copy(),
+        }
+        return list(self._index), arrays
+
+    def restore(self, keys: list[object], state: dict[str, np.ndarray]) -> None:
+        """Set what ``state()`` of a posterior with the same prior returned; SnapshotError, with
+        nothing changed, if the arrays do not fit this posterior or each other."""
+        m = len(keys)
+        expected = take(state, "expected", "f8", self._expected.shape)
+        counts = take(state, "counts", "f8", (m,))
+        row_start = take(state, "row_start", "i8", (m + 1,))
+        entry_start = take(state, "entry_start", "i8", (int(row_start[-1]) + 1,))
+        entries = take(state, "entries", "i8", (int(entry_start[-1]),))
+        resp = take(state, "resp", "f8", (int(row_start[-1]),))
+        hidden = take(state, "hidden", "i8", (None,))
+        cursor = int(take(state, "cursor", "i8", ()))
+        means = take(state, "means", "f8", self.profile[self.seats].shape)
+        rows = np.diff(row_start)
+        if (
+            row_start[0] != 0
+            or entry_start[0] != 0
+            or np.any(rows < 1)
+            or np.any(np.diff(entry_start) < 0)
+            or np.any((entries < 0) | (entries >= len(expected)))
+            or not np.array_equal(hidden, np.flatnonzero(rows > 1))
+            or not 0 <= cursor <= max(len(hidden) - 1, 0)
+        ):
+            raise SnapshotError("snapshot tables of the Dirichlet posterior are not consistent")
+        self._expected[:] = expected
+        self._index = {key: o for o, key in enumerate(keys)}
+        self._counts = _Growing(np.float64, counts)
+        self._row_start = _Growing(np.int64, row_start)
+        self._entry_start = _Growing(np.int64, entry_start)
+        self._entries = _Growing(np.int64, entries)
+        self._resp = _Growing(np.float64, resp)
+        self._hidden = _Growing(np.int64, hidden)
+        self._cursor = cursor
+        self._scores = np.empty(max(1, int(rows.max(initial=1))))
+        self.profile[self.seats] = means
+        self.version += 1
 
     def nbytes(self) -> int:
         """Approximate bytes held: the arrays (at capacity) and the index of observations."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import hashlib
 from typing import ClassVar, NamedTuple
 
 import numpy as np
@@ -48,7 +49,14 @@ from oppmodel.modeling.games.acpc.strategy import load_profile, uniform_profile,
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
-from oppmodel.modeling.mbbr.base import check_posterior, response_kind, seat_offset
+from oppmodel.modeling.mbbr import snapshot as snapshot_format
+from oppmodel.modeling.mbbr.base import (
+    check_posterior,
+    decode_snapshot,
+    response_kind,
+    seat_offset,
+    snapshot_identity,
+)
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.limit_dirichlet import LimitDirichletPosterior
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, limit_evidence
@@ -56,8 +64,14 @@ from oppmodel.modeling.mbbr.limit_samples import LimitSamplePosterior
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import create_samples, prior_alpha
 from oppmodel.modeling.mbbr.samples import MAX_JOINT_SAMPLES
+from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
 from oppmodel.modeling.mbbr.typed_prior import TypedPrior, typed_priors
-from oppmodel.modeling.observation import LimitObservation, validate_limit_observation
+from oppmodel.modeling.observation import (
+    LimitObservation,
+    limit_observation_cards,
+    limit_observation_of,
+    validate_limit_observation,
+)
 
 MAX_CACHED_EVIDENCE = 8192  # distinct valid observations whose evidence is kept
 MAX_SAMPLE_BYTES = 1 << 29  # the sampled strategies of every (position, opponent)
@@ -117,6 +131,15 @@ class LimitModel(abc.ABC):
     @abc.abstractmethod
     def _posterior_nbytes(self) -> int:
         """Approximate bytes of the posterior's own tables."""
+
+    @abc.abstractmethod
+    def _state(self) -> dict[str, np.ndarray]:
+        """The arrays the observations changed, named as ``snapshot()`` documents."""
+
+    @abc.abstractmethod
+    def _restore_state(self, arrays: dict[str, np.ndarray]) -> None:
+        """Set the state of ``_state()``'s arrays: SnapshotError, with nothing changed, if they
+        do not fit this model."""
 
     def _solve_hole(self, p: int, kind: Response, h: int, choice: np.ndarray) -> float:
         """Best actions (into ``choice``) of the information sets of position ``p`` with hole
@@ -243,6 +266,38 @@ class LimitModel(abc.ABC):
         lazy.strategy[rows] = 0.0
         lazy.strategy[rows, choice[rows]] = 1.0
 
+    # --- snapshots (``snapshot.py``) --------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The model's state after the hands observed so far, as self-describing bytes in the
+        format of ``modeling/mbbr/snapshot.py`` (its header also names the game's rules by the
+        SHA-256 of their text). The arrays, per position p: the Dirichlet posterior's
+        (``LimitDirichletPosterior.state``) as ``p<p>.<name>``, its distinct observations as
+        ``p<p>.key_position``, ``p<p>.key_betting`` and ``p<p>.key_cards`` (rows of
+        ``observation.limit_observation_cards``), with the typed prior ``p<p>.revealed``; the
+        sample posterior's (``LimitSamplePosterior.state``) as ``p<p>.<name>``.
+
+        ``restore`` into a fresh model of the same game, configuration and prior mean, then
+        observing the later hands, gives exactly the posterior of observing them all."""
+        meta = {**self._snapshot_identity(), "hands_observed": self.hands_observed}
+        return snapshot_format.encode(meta, self._state())
+
+    def restore(self, blob: bytes) -> None:
+        """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it
+        is not a snapshot of a model with this game, configuration and prior mean."""
+        hands, arrays = decode_snapshot(blob, self._snapshot_identity())
+        self._restore_state(arrays)
+        self.hands_observed = hands
+        self._profiles.clear()
+        self._lazy.clear()
+
+    def _snapshot_identity(self) -> dict:
+        rules = self.game.gamedef.to_text().encode()
+        return {
+            **snapshot_identity(self.game, self.config, self.prior_mean),
+            "game_sha256": hashlib.sha256(rules).hexdigest(),
+        }
+
     def nbytes(self) -> int:
         """Approximate bytes held: the model's arrays and caches and the posterior's tables."""
         arrays = [self.default_strategy, self.prior_mean]
@@ -319,6 +374,47 @@ class LimitDirichletModel(LimitModel):
         for posterior in self._dirichlet:
             posterior.converge()
 
+    def _state(self) -> dict[str, np.ndarray]:
+        arrays: dict[str, np.ndarray] = {}
+        rounds = self.game.num_rounds
+        for p, posterior in enumerate(self._dirichlet):
+            keys, state = posterior.state()
+            state["key_position"] = np.array([k.position for k in keys], dtype=np.int64)
+            state["key_betting"] = np.array([k.betting for k in keys], dtype=np.str_)
+            state["key_cards"] = np.array(
+                [limit_observation_cards(k, rounds) for k in keys], dtype=np.str_
+            ).reshape(len(keys), self.game.num_players + rounds)
+            if self._types is not None:
+                state.update(self._types[p].state())
+            arrays.update({f"p{p}.{name}": a for name, a in state.items()})
+        return arrays
+
+    def _restore_state(self, arrays: dict[str, np.ndarray]) -> None:
+        game, n = self.game, self.game.num_players
+        fresh = [
+            LimitDirichletPosterior(post.alpha0, self.default_strategy.copy(), post.seats)
+            for post in self._dirichlet
+        ]
+        types = self._types and [TypedPrior(t.clipped, t.support, t.legal) for t in self._types]
+        for p in range(n):
+            prefix = f"p{p}."
+            state = {k[len(prefix) :]: a for k, a in arrays.items() if k.startswith(prefix)}
+            positions = take(state, "key_position", "i8", (None,))
+            m = len(positions)
+            bettings = take(state, "key_betting", "U", (m,))
+            cards = take(state, "key_cards", "U", (m, n + game.num_rounds))
+            if np.any(positions != p):
+                raise SnapshotError(f"snapshot observations of position {p} seat another")
+            keys = [
+                limit_observation_of(p, str(b), tuple(str(c) for c in row), n)
+                for b, row in zip(bettings, cards, strict=True)
+            ]
+            fresh[p].restore(keys, state)
+            if types is not None:
+                types[p].restore(state)
+        self._dirichlet, self._types = fresh, types
+        self._type_versions = [0] * n
+
     def _posterior_nbytes(self) -> int:
         extra = sum(posterior.nbytes() for posterior in self._dirichlet)
         if self._types is not None:
@@ -392,6 +488,22 @@ class LimitSampleModel(LimitModel):
             game.tree, self.tau[p], opponents, weights, strides, p, deals, leaf
         )
         return kernels.best_response_to_leaf_values(game.tree, leaf, p, deals, choice)
+
+    def _state(self) -> dict[str, np.ndarray]:
+        return {
+            f"p{p}.{name}": a
+            for p, posterior in enumerate(self._samples)
+            for name, a in posterior.state().items()
+        }
+
+    def _restore_state(self, arrays: dict[str, np.ndarray]) -> None:
+        fresh = [LimitSamplePosterior(self.tau[p]) for p in range(self.game.num_players)]
+        for p, posterior in enumerate(fresh):
+            prefix = f"p{p}."
+            posterior.restore(
+                {k[len(prefix) :]: a for k, a in arrays.items() if k.startswith(prefix)}
+            )
+        self._samples = fresh
 
     def _posterior_nbytes(self) -> int:
         arrays = [self.tau]

@@ -17,6 +17,7 @@ import numpy as np
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
 from oppmodel.modeling.mbbr.samples import WEIGHT_FLOOR, _explained
+from oppmodel.modeling.mbbr.snapshot import take
 
 
 class LimitSamplePosterior:
@@ -54,6 +55,25 @@ class LimitSamplePosterior:
         self.marginals = [w.sum(axis=tuple(a for a in axes if a != j)) / total for j in axes]
         self.version += 1
         return True
+
+    def state(self) -> dict[str, np.ndarray]:
+        """What the observations changed (``modeling/mbbr/snapshot.py``): ``weights`` (the
+        unnormalised joint table), ``scale`` (0-d) and ``marginals`` (n - 1, k)."""
+        return {
+            "weights": self.weights.copy(),
+            "scale": np.array(self.scale),
+            "marginals": np.array(self.marginals),
+        }
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        """Set what ``state()`` of a posterior with the same samples returned; SnapshotError,
+        with nothing changed, if the arrays do not fit."""
+        m, k = self.tau.shape[0], self.tau.shape[1]
+        weights = take(state, "weights", "f8", (k,) * m)
+        scale = float(take(state, "scale", "f8", ()))
+        marginals = take(state, "marginals", "f8", (m, k))
+        self.weights, self.scale, self.marginals = weights, scale, list(marginals)
+        self.version += 1
 
     def posterior(self) -> np.ndarray:
         """The normalised joint table."""

@@ -18,7 +18,7 @@ Two records, one per kind of compiled game, each with its maker and its validato
 from __future__ import annotations
 
 import functools
-import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -103,25 +103,20 @@ class LimitObservation:
     board: tuple[str, ...]  # per round reached
 
 
-HIDDEN = "-"  # a hidden hole, or a round not reached, in ``limit_observation_cards``
-
-
-def limit_observation_cards(obs: LimitObservation, num_rounds: int) -> tuple[str, ...]:
-    """The cards of ``obs`` as one flat tuple of strings: every position's hole cards, then the
-    board of every round of the game, ``HIDDEN`` where a hole is hidden or a round was not
-    reached. A record of a hand for storage and snapshots; :func:`limit_observation_of` reads it
-    back."""
-    board = obs.board + (HIDDEN,) * (num_rounds - len(obs.board))
-    return tuple(HIDDEN if h is None else h for h in obs.hole) + board
+def limit_observation_cards(obs: LimitObservation) -> tuple[str | None, ...]:
+    """The cards of ``obs`` as one flat tuple: every position's hole cards (None where hidden),
+    then the board of each round reached. The record of a hand in storage (beside its position
+    and betting); :func:`limit_observation_of` reads it back."""
+    return (*obs.hole, *obs.board)
 
 
 def limit_observation_of(
-    position: int, betting: str, cards: tuple[str, ...], num_players: int
+    position: int, betting: str, cards: Sequence[str | None], num_players: int
 ) -> LimitObservation:
-    """The observation of ``limit_observation_cards``' record (not validated)."""
-    hole = tuple(None if c == HIDDEN else c for c in cards[:num_players])
-    board = tuple(c for c in itertools.takewhile(lambda c: c != HIDDEN, cards[num_players:]))
-    return LimitObservation(int(position), betting, hole, board)
+    """The observation of a :func:`limit_observation_cards` record (not validated)."""
+    return LimitObservation(
+        int(position), betting, tuple(cards[:num_players]), tuple(cards[num_players:])
+    )
 
 
 def observe_limit_hand(

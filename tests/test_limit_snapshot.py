@@ -118,6 +118,6 @@ def test_a_kuhn_snapshot_does_not_restore_into_a_limit_model():
 def test_the_card_record_reads_back_every_kind_of_hand():
     game = limit_game("leduc3p")
     for obs in random_hands(game, 200, seed=4):
-        cards = limit_observation_cards(obs, game.num_rounds)
-        assert len(cards) == game.num_players + game.num_rounds
+        cards = limit_observation_cards(obs)
+        assert len(cards) == game.num_players + len(obs.board)
         assert limit_observation_of(obs.position, obs.betting, cards, game.num_players) == obs

@@ -36,6 +36,7 @@ from __future__ import annotations
 import abc
 import functools
 import hashlib
+import itertools
 from typing import ClassVar, NamedTuple
 
 import numpy as np
@@ -381,9 +382,10 @@ class LimitDirichletModel(LimitModel):
             keys, state = posterior.state()
             state["key_position"] = np.array([k.position for k in keys], dtype=np.int64)
             state["key_betting"] = np.array([k.betting for k in keys], dtype=np.str_)
+            width = self.game.num_players + rounds
             state["key_cards"] = np.array(
-                [limit_observation_cards(k, rounds) for k in keys], dtype=np.str_
-            ).reshape(len(keys), self.game.num_players + rounds)
+                [_padded(limit_observation_cards(k), width) for k in keys], dtype=np.str_
+            ).reshape(len(keys), width)
             if self._types is not None:
                 state.update(self._types[p].state())
             arrays.update({f"p{p}.{name}": a for name, a in state.items()})
@@ -406,7 +408,7 @@ class LimitDirichletModel(LimitModel):
             if np.any(positions != p):
                 raise SnapshotError(f"snapshot observations of position {p} seat another")
             keys = [
-                limit_observation_of(p, str(b), tuple(str(c) for c in row), n)
+                limit_observation_of(p, str(b), _unpadded(row, n), n)
                 for b, row in zip(bettings, cards, strict=True)
             ]
             fresh[p].restore(keys, state)
@@ -510,6 +512,19 @@ class LimitSampleModel(LimitModel):
         for s in self._samples:
             arrays += [s.weights, *s.marginals]
         return array_bytes(arrays)
+
+
+_ABSENT = "-"  # in a snapshot's key_cards: a hidden hole, or a round the hand did not reach
+
+
+def _padded(cards: tuple[str | None, ...], width: int) -> list[str]:
+    return [_ABSENT if c is None else c for c in cards] + [_ABSENT] * (width - len(cards))
+
+
+def _unpadded(row: np.ndarray, num_players: int) -> tuple[str | None, ...]:
+    hole = [None if c == _ABSENT else str(c) for c in row[:num_players]]
+    board = itertools.takewhile(lambda c: c != _ABSENT, (str(c) for c in row[num_players:]))
+    return (*hole, *board)
 
 
 MODEL_CLASSES: dict[Posterior, type[LimitModel]] = {

@@ -115,7 +115,10 @@ def limit_observation_of(
 ) -> LimitObservation:
     """The observation of a :func:`limit_observation_cards` record (not validated)."""
     return LimitObservation(
-        int(position), betting, tuple(cards[:num_players]), tuple(cards[num_players:])
+        int(position),
+        betting,
+        tuple(cards[:num_players]),
+        tuple(str(c) for c in cards[num_players:]),
     )
 
 

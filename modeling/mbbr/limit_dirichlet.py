@@ -54,7 +54,9 @@ class LimitDirichletPosterior:
     date hand by hand; the caller's own row is never touched.
     """
 
-    def __init__(self, alpha0: np.ndarray, profile: np.ndarray, seats: Sequence[int]) -> None:
+    def __init__(
+        self, alpha0: np.ndarray, profile: np.ndarray, seats: Sequence[int] | np.ndarray
+    ) -> None:
         """``alpha0``: (n - 1, num_infosets, 3) prior parameters (0 at illegal actions), opponent
         d - 1 at offset d; ``profile``: (n, num_infosets, 3), C-contiguous; ``seats``: (n - 1,)
         the position of the opponent at each offset."""
@@ -156,7 +158,7 @@ class LimitDirichletPosterior:
         }
         return list(self._index), arrays
 
-    def restore(self, keys: list[object], state: dict[str, np.ndarray]) -> None:
+    def restore(self, keys: Sequence[object], state: dict[str, np.ndarray]) -> None:
         """Set what ``state()`` of a posterior with the same prior returned; SnapshotError, with
         nothing changed, if the arrays do not fit this posterior or each other."""
         m = len(keys)

@@ -37,7 +37,7 @@ import abc
 import functools
 import hashlib
 import itertools
-from typing import ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple, cast
 
 import numpy as np
 
@@ -379,7 +379,8 @@ class LimitDirichletModel(LimitModel):
         arrays: dict[str, np.ndarray] = {}
         rounds = self.game.num_rounds
         for p, posterior in enumerate(self._dirichlet):
-            keys, state = posterior.state()
+            found, state = posterior.state()
+            keys = cast(list[LimitObservation], found)  # the observations it was given
             state["key_position"] = np.array([k.position for k in keys], dtype=np.int64)
             state["key_betting"] = np.array([k.betting for k in keys], dtype=np.str_)
             width = self.game.num_players + rounds

@@ -14,6 +14,12 @@ sequence numbers make that safe (a resend is acknowledged, not applied twice).
         session = client.create_session(config=MBBRConfig(seed=7))  # the Dirichlet posterior
         client.observe(session.session_id, [obs1, obs2], first_sequence=1)
         move = client.action(session.session_id, position=0, card=2, history="")
+
+Any ACPC limit game (``game="leduc3p"`` or a game definition's text) is observed with
+``LimitObservation`` records or the MATCHSTATE lines of finished hands, and asked for actions with
+the MATCHSTATE line of the decision (``action(sid, matchstate=line)``); its tables are keyed by the
+``<cards>:<betting>`` information states, actions [fold, call, raise]. ``observe_batch`` sends
+hands in unary calls (all or nothing each, resent safely), for callers that cannot stream.
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ import numpy as np
 
 from oppmodel.clients.grpc_base import GrpcClient
 from oppmodel.modeling import errors
+from oppmodel.modeling.games.acpc.matchstate import MatchState
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
-from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.observation import HandObservation, LimitObservation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND
@@ -135,8 +142,18 @@ def _describe(session: pb.Session) -> SessionDescription:
     )
 
 
-def observation_message(sequence: int, obs: HandObservation) -> pb.Observation:
-    """The Observation message of a HandObservation (betting in OpenSpiel letters)."""
+Hand = HandObservation | LimitObservation | str  # a finished hand; str: its MATCHSTATE line
+
+
+def observation_message(sequence: int, obs: Hand) -> pb.Observation:
+    """The Observation message of a finished hand: a HandObservation (Kuhn fields, betting in
+    OpenSpiel letters), or a LimitObservation or MATCHSTATE line (sent as the line)."""
+    if isinstance(obs, str):
+        return pb.Observation(sequence=sequence, matchstate=obs)
+    if isinstance(obs, LimitObservation):
+        hole = tuple(h or "" for h in obs.hole)
+        line = str(MatchState(obs.position, 0, obs.betting, hole, obs.board))
+        return pb.Observation(sequence=sequence, matchstate=line)
     return pb.Observation(
         sequence=sequence,
         position=obs.position,
@@ -182,12 +199,18 @@ class OpponentModelClient(GrpcClient):
         our_label: str = "us",
         opponent_labels: Sequence[str] = ("opp_A", "opp_B"),
         config: MBBRConfig | None = None,
-        prior_mean: Mapping[int, Mapping[str, Sequence[float]]] | None = None,
+        prior_mean: Mapping[int, Mapping[str, Sequence[float]]] | str | None = None,
+        default_strategy: Mapping[int, Mapping[str, Sequence[float]]] | str | None = None,
     ) -> SessionDescription:
-        """Create a session; ``prior_mean`` maps position -> infostate -> probabilities.
+        """Create a session of ``game``: "kuhn_poker(players=n)", a bundled ACPC game's short name
+        ("leduc3p") or an ACPC limit game definition's text. ``prior_mean`` and
+        ``default_strategy`` map position -> infostate -> probabilities, or (limit games) are the
+        text of a strategy file; None: the server's default.
 
         ``opponent_labels`` are in seat order after ours: ``opponent_labels[i]`` sits ``i + 1``
         seats after us, so in a hand where we play position ``p`` it plays ``(p + i + 1) % n``.
+        The safety budget and change hazard are sent only when they differ from MBBRConfig's
+        defaults (unset, the server applies its default: Kuhn's, or none in limit games).
         """
         config = config or MBBRConfig()
         if config.prior not in PRIOR.values:
@@ -202,19 +225,26 @@ class OpponentModelClient(GrpcClient):
             prior=PRIOR.values[config.prior],
             response=RESPONSE_KIND.values.get(config.response, pb.RESPONSE_KIND_UNSPECIFIED),
             posterior=POSTERIOR.values.get(config.posterior, pb.POSTERIOR_SAMPLES),
-            safety_budget=config.safety_budget,
-            change_hazard=config.change_hazard,
         )
-        for position, table in (prior_mean or {}).items():
-            params.prior_mean.append(
-                pb.PositionStrategy(
-                    position=position,
-                    infosets=[
-                        pb.InfosetPolicy(infostate=s, probabilities=list(p))
-                        for s, p in table.items()
-                    ],
+        defaults = MBBRConfig()
+        if config.safety_budget != defaults.safety_budget:
+            params.safety_budget = config.safety_budget
+        if config.change_hazard != defaults.change_hazard:
+            params.change_hazard = config.change_hazard
+        for name, given in (("prior_mean", prior_mean), ("default_strategy", default_strategy)):
+            if isinstance(given, str):
+                setattr(params, f"{name}_json", given)
+                continue
+            for position, table in (given or {}).items():
+                getattr(params, name).append(
+                    pb.PositionStrategy(
+                        position=position,
+                        infosets=[
+                            pb.InfosetPolicy(infostate=s, probabilities=list(p))
+                            for s, p in table.items()
+                        ],
+                    )
                 )
-            )
         request = pb.CreateSessionRequest(
             config=pb.SessionConfig(
                 game=game,
@@ -246,7 +276,7 @@ class OpponentModelClient(GrpcClient):
     def observe(
         self,
         session_id: str,
-        observations: Sequence[HandObservation],
+        observations: Sequence[Hand],
         *,
         first_sequence: int,
     ) -> int:
@@ -277,6 +307,32 @@ class OpponentModelClient(GrpcClient):
                     raise self._error(exc) from None
                 time.sleep(0.05)
         return hands
+
+    def observe_batch(
+        self, session_id: str, observations: Sequence[Hand], *, first_sequence: int
+    ) -> int:
+        """Send observations numbered first_sequence, ... in one ObserveBatch call (all or
+        nothing); returns the session's hands_observed. If the server is unreachable
+        (UNAVAILABLE) the same batch is resent for up to ``reconnect_seconds``: what was applied
+        comes back acknowledged as duplicates."""
+        request = pb.ObserveBatchRequest(
+            session_id=session_id,
+            observations=[
+                observation_message(s, o) for s, o in enumerate(observations, start=first_sequence)
+            ],
+        )
+        deadline = time.monotonic() + self.reconnect_seconds
+        while True:
+            try:
+                reply = self._stub.ObserveBatch(
+                    request, metadata=self._metadata, timeout=self.timeout
+                )
+            except grpc.RpcError as exc:
+                if exc.code() not in _RETRYABLE or time.monotonic() > deadline:
+                    raise self._error(exc) from None
+                time.sleep(0.05)
+                continue
+            return int(reply.hands_observed)
 
     def observation_stream(self, session_id: str, *, first_sequence: int) -> ObservationStream:
         """A long-lived Observe stream for one hand at a time (see ObservationStream)."""
@@ -399,7 +455,7 @@ class ObservationStream:
             self._requests.put(None)  # ends the request iterator of the old stream
         self._requests = self._responses = None
 
-    def send(self, obs: HandObservation) -> int:
+    def send(self, obs: Hand) -> int:
         """Send the next hand and wait for its acknowledgement; returns hands_observed."""
         request = pb.ObserveRequest(
             session_id=self.session_id, observation=observation_message(self.next_sequence, obs)

@@ -34,10 +34,12 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
+from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.model import build_model
-from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.observation import HandObservation, LimitObservation
 from oppmodel.server.decoding import add_service
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info_manager import PerfectInfoManager
@@ -366,6 +368,14 @@ def warm_up() -> None:
             model.response(0, kind)
         model.opponent_model(0, 1)
         build_model(game, config).restore(model.snapshot())
+    leduc = limit_game("leduc2p")  # the limit-game kernels (every limit game shares them)
+    for config in configs:
+        limit = build_limit_model(leduc, config)
+        limit.observe(LimitObservation(0, "rf", ("Ks", None), ("",)))
+        for kind in Response:
+            limit.response(0, kind)
+        limit.action_probabilities(1, 0)
+        build_limit_model(leduc, config).restore(limit.snapshot())
     warm_up_perfect_info()
     gc.collect()
     gc.freeze()

@@ -4,10 +4,13 @@ Every conversion from a request validates as it goes and raises a domain error w
 request's field path (``config.mbbr.k``, ``observation.revealed[1].card``, ``matchstate``), so the
 caller learns exactly what to fix; nothing is changed by a request that fails here.
 
-A MATCHSTATE line (``GetActionRequest.matchstate``) is read by the one MATCHSTATE parser,
-:mod:`oppmodel.modeling.games.acpc.matchstate`, against the ACPC definition of the session's Kuhn
-game (the bundled ``kuhn<n>p`` file: the highest n + 1 ranks of spades, so in 3-player Kuhn
-``Js Qs Ks As`` are cards 0..3); the viewer's own card must be shown and be a card of that deck.
+Two kinds of game (``sessions.Game``): Kuhn ("kuhn_poker(players=n)", OpenSpiel conventions) and
+any ACPC limit game, named by a bundled short name or given as the text of its definition (never
+as a path: the server reads no file a client names). A MATCHSTATE line (``Observation.matchstate``,
+``GetActionRequest.matchstate``) is read by the one MATCHSTATE parser,
+:mod:`oppmodel.modeling.games.acpc.matchstate`: against a limit game's own rules, and for Kuhn
+against the bundled ``kuhn<n>p`` file (the highest n + 1 ranks of spades, so in 3-player Kuhn
+``Js Qs Ks As`` are cards 0..3); the viewer's own cards must be shown and be cards of that deck.
 """
 
 from __future__ import annotations
@@ -20,13 +23,31 @@ from typing import Any
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
-from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
-from oppmodel.modeling.games.acpc.matchstate import parse_matchstate
+from oppmodel.modeling.games.acpc import strategy as limit_strategy
+from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, GAMES_FOLDER
+from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
+from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def, read_game_def
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.kuhn import BET, PASS, KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.observation import HandObservation, validate_observation
+from oppmodel.modeling.observation import (
+    HandObservation,
+    LimitObservation,
+    validate_limit_observation,
+    validate_observation,
+)
 from oppmodel.modeling.strategy import strategy_from_dict
-from oppmodel.server.sessions import ActionChoice, SessionInfo, SessionSpec
+from oppmodel.server.sessions import (
+    ActionChoice,
+    Game,
+    Observation,
+    SessionInfo,
+    SessionSpec,
+    StrategyTable,
+    game_of,
+)
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED, EnumNames
 
@@ -55,29 +76,47 @@ def _choice(table: EnumNames, value: int, field: str, *, unset: str | None) -> s
 
 
 # -- games and information states -----------------------------------------------------------------
-def parse_game(name: str) -> tuple[str, KuhnGame]:
-    """(canonical name, game) of an OpenSpiel-style game string."""
-    match = _GAME_RE.fullmatch(name.strip())
-    if match is None:
+def parse_game(name: str) -> tuple[str, Game, str | None]:
+    """(canonical name, game, rules text or None for Kuhn) of ``SessionConfig.game``: an
+    OpenSpiel-style Kuhn name, a bundled ACPC game's short name, or an ACPC game definition's
+    text. Every error names ``config.game``."""
+    text = name.strip()
+    match = _GAME_RE.fullmatch(text)
+    game: Game
+    if match is not None:
+        players = int(match.group(1) or 2)
+        try:
+            game = kuhn_game(players)
+        except InvalidArgumentError as exc:
+            raise renamed(exc, "config.game") from None
+        return f"kuhn_poker(players={players})", game, None
+    if text.lower() in BUNDLED_GAMES:
+        rules = (GAMES_FOLDER / BUNDLED_GAMES[text.lower()]).read_text(encoding="ascii")
+    elif "\n" in text:
+        rules = text
+    else:
         raise InvalidArgumentError(
-            "config.game", f"unknown game {name!r}; try 'kuhn_poker(players=3)'"
+            "config.game",
+            f"unknown game {name[:64]!r}; try 'kuhn_poker(players=3)', a bundled ACPC game "
+            f"({', '.join(BUNDLED_GAMES)}) or the text of an ACPC limit game definition",
         )
-    players = int(match.group(1) or 2)
     try:
-        game = kuhn_game(players)
-    except InvalidArgumentError as exc:
+        gamedef = parse_game_def(rules)
+        game = limit_game_of(gamedef)
+    except InvalidArgumentError as exc:  # UnknownGameError too: unsupported or too large
         raise renamed(exc, "config.game") from None
-    return f"kuhn_poker(players={players})", game
+    return bundled_name(gamedef) or "acpc", game, gamedef.to_text()
 
 
 @cache
-def position_infosets(game: KuhnGame, position: int) -> tuple[tuple[int, str], ...]:
+def position_infosets(game: Game, position: int) -> tuple[tuple[int, str], ...]:
     """(index, OpenSpiel string) of every information set of ``position``, sorted by index."""
     return tuple((i, game.infoset_string(position, i)) for i in game.infosets(position))
 
 
-def policy_to_proto(game: KuhnGame, position: int, table: np.ndarray) -> list[pb.InfosetPolicy]:
-    """One InfosetPolicy per information set of ``position`` from a (num_infosets, 2) table."""
+def policy_to_proto(game: Game, position: int, table: np.ndarray) -> list[pb.InfosetPolicy]:
+    """One InfosetPolicy per information set of ``position`` from a (num_infosets, actions)
+    table."""
     return [
         pb.InfosetPolicy(infostate=name, probabilities=table[index].tolist())
         for index, name in position_infosets(game, position)
@@ -102,14 +141,13 @@ def _labels(config: pb.SessionConfig, num_players: int, max_length: int) -> tupl
     return tuple(config.opponent_labels)
 
 
-def _prior_mean(
-    game: KuhnGame, strategies: list[pb.PositionStrategy]
-) -> tuple[tuple[tuple[float, ...], ...], ...]:
-    """Validate a supplied prior mean into a (num_players, num_infosets, 2) nested tuple."""
+def _profile(game: Game, strategies: list[pb.PositionStrategy], field: str) -> StrategyTable:
+    """Validate a supplied profile (``field``: prior_mean or default_strategy) into a
+    (num_players, num_infosets, num_actions) nested tuple."""
     table = np.full((game.num_players, game.num_infosets, game.num_actions), 0.5)
     seen_positions: set[int] = set()
     for i, strategy in enumerate(strategies):
-        where = f"config.mbbr.prior_mean[{i}]"
+        where = f"{field}[{i}]"
         position = strategy.position
         game.check_position(position, f"{where}.position")
         if position in seen_positions:
@@ -128,20 +166,53 @@ def _prior_mean(
                     f"contains NaN or infinity: {probabilities}",
                 )
             entries[infoset.infostate] = probabilities
+        read = (
+            limit_strategy.strategy_from_dict if isinstance(game, LimitGame) else strategy_from_dict
+        )
         try:
-            table[position] = strategy_from_dict(game, position, entries, f"{where}.infosets")
+            table[position] = read(game, position, entries, f"{where}.infosets")  # type: ignore[arg-type]
         except InvalidArgumentError as exc:
             if exc.field.startswith(where):
                 raise
             raise renamed(exc, f"{where}.infosets") from None
     if len(seen_positions) != game.num_players:
-        raise InvalidArgumentError("config.mbbr.prior_mean", "must give every position")
+        raise InvalidArgumentError(field, "must give every position")
+    return _nested(table)
+
+
+def _nested(table: np.ndarray) -> StrategyTable:
     return tuple(tuple(tuple(float(x) for x in row) for row in pos) for pos in table)
 
 
+def _given_profile(game: Game, params: pb.MbbrParams, name: str) -> StrategyTable | None:
+    """The profile ``name`` (prior_mean or default_strategy) given as PositionStrategy messages
+    or as strategy-file JSON (limit games), validated; None if not given."""
+    field, json_field = f"config.mbbr.{name}", f"config.mbbr.{name}_json"
+    messages, text = list(getattr(params, name)), getattr(params, f"{name}_json")
+    if messages and text:
+        raise InvalidArgumentError(json_field, f"give {name} or {name}_json, not both")
+    if messages:
+        return _profile(game, messages, field)
+    if not text:
+        return None
+    if not isinstance(game, LimitGame):
+        raise InvalidArgumentError(json_field, f"is for limit games; Kuhn takes {name}")
+    try:
+        found, _ = limit_strategy.parse_json(game, text, json_field)
+    except InvalidArgumentError as exc:
+        raise renamed(exc, f"{json_field}.{exc.field}") from None
+    missing = sorted(set(range(game.num_players)) - set(found))
+    if missing:
+        raise InvalidStrategyError(json_field, f"no strategy for positions {missing}")
+    return _nested(np.stack([found[p] for p in range(game.num_players)]))
+
+
 def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> SessionSpec:
-    """Validate a SessionConfig into a SessionSpec (MBBR defaults fill unset parameters)."""
-    game_name, game = parse_game(config.game)
+    """Validate a SessionConfig into a SessionSpec (MBBR defaults fill unset parameters).
+
+    A limit game's model applies neither a safety budget nor change detection (Kuhn's only):
+    its spec stores them off, and a request that asks for either is refused."""
+    game_name, game, game_def = parse_game(config.game)
     opponent_labels = _labels(config, game.num_players, max_label_length)
     if config.method not in (pb.METHOD_UNSPECIFIED, pb.METHOD_MBBR):
         raise InvalidArgumentError("config.method", f"unsupported method {config.method}")
@@ -157,18 +228,23 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
     posterior = _choice(POSTERIOR, params.posterior, "config.mbbr.posterior", unset=None)
     if posterior is not None:  # unset: MBBRConfig's default (dirichlet)
         kwargs["posterior"] = posterior
+    if game_def is not None:
+        for name, off in (("safety_budget", math.inf), ("change_hazard", 0.0)):
+            if kwargs.setdefault(name, off) != off:
+                raise InvalidArgumentError(
+                    f"config.mbbr.{name}",
+                    "is not applied in limit games (Kuhn only); leave it unset",
+                )
     mbbr = MBBRConfig(**kwargs)
     try:
         mbbr.validate()
     except InvalidArgumentError as exc:
         raise renamed(exc, _CONFIG_FIELDS.get(exc.field, f"config.mbbr.{exc.field}")) from None
-    prior_mean = None
-    if params.prior_mean:
-        if mbbr.prior == "uninformed":
-            raise InvalidArgumentError(
-                "config.mbbr.prior_mean", "cannot be used with an uninformed prior"
-            )
-        prior_mean = _prior_mean(game, list(params.prior_mean))
+    prior_mean = _given_profile(game, params, "prior_mean")
+    if prior_mean is not None and mbbr.prior == "uninformed":
+        raise InvalidArgumentError(
+            "config.mbbr.prior_mean", "cannot be used with an uninformed prior"
+        )
     return SessionSpec(
         game=game_name,
         num_players=game.num_players,
@@ -176,10 +252,14 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
         opponent_labels=opponent_labels,
         config=mbbr,
         prior_mean=prior_mean,
+        game_def=game_def,
+        default_strategy=_given_profile(game, params, "default_strategy"),
     )
 
 
-def _strategy_to_proto(game: KuhnGame, table: tuple) -> list[pb.PositionStrategy]:
+def _strategy_to_proto(game: Game, table: tuple | None) -> list[pb.PositionStrategy]:
+    if table is None:
+        return []
     array = np.asarray(table, dtype=np.float64)
     return [
         pb.PositionStrategy(position=p, infosets=policy_to_proto(game, p, array[p]))
@@ -190,11 +270,11 @@ def _strategy_to_proto(game: KuhnGame, table: tuple) -> list[pb.PositionStrategy
 def session_to_proto(info: SessionInfo) -> pb.Session:
     """The Session message of a session, with every default filled in."""
     spec, cfg = info.spec, info.spec.config
-    game = kuhn_game(spec.num_players)
+    game = game_of(spec)
     return pb.Session(
         session_id=info.session_id,
         config=pb.SessionConfig(
-            game=spec.game,
+            game=spec.game_def if spec.game == "acpc" and spec.game_def else spec.game,
             our_label=spec.our_label,
             opponent_labels=list(spec.opponent_labels),
             method=pb.METHOD_MBBR,
@@ -208,9 +288,8 @@ def session_to_proto(info: SessionInfo) -> pb.Session:
                 posterior=POSTERIOR.values[cfg.posterior],
                 safety_budget=cfg.safety_budget,
                 change_hazard=cfg.change_hazard,
-                prior_mean=[]
-                if spec.prior_mean is None
-                else _strategy_to_proto(game, spec.prior_mean),
+                prior_mean=_strategy_to_proto(game, spec.prior_mean),
+                default_strategy=_strategy_to_proto(game, spec.default_strategy),
             ),
             seed=cfg.seed,
         ),
@@ -245,8 +324,83 @@ def _history(game: KuhnGame, message: pb.Observation | pb.InfoState, prefix: str
     return text
 
 
-def observation_from_proto(game: KuhnGame, message: pb.Observation) -> tuple[int, HandObservation]:
-    """(sequence, validated HandObservation) of an Observation message."""
+def observation_from_proto(
+    game: Game, message: pb.Observation, prefix: str = "observation."
+) -> tuple[int, Observation]:
+    """(sequence, validated observation of the game's kind) of an Observation message; errors
+    name the field under ``prefix`` (``observations[3].`` in a batch)."""
+    try:
+        if message.matchstate:
+            return int(message.sequence), _matchstate_observation(game, message)
+        if isinstance(game, LimitGame):
+            raise InvalidArgumentError(
+                "observation.matchstate",
+                f"is required in a session of an ACPC limit game ({game.name}); the Kuhn "
+                "fields are for kuhn_poker sessions",
+            )
+        return _kuhn_observation(game, message)
+    except InvalidArgumentError as exc:
+        if prefix == "observation." or not exc.field.startswith("observation."):
+            raise
+        raise renamed(exc, prefix + exc.field[len("observation.") :]) from None
+
+
+def _matchstate_observation(game: Game, message: pb.Observation) -> Observation:
+    """The observation of a finished hand's MATCHSTATE line; every error names
+    ``observation.matchstate``."""
+    given = [name for name in ("position", "our_card", "revealed") if _is_set(message, name)]
+    if given or message.WhichOneof("betting") is not None:
+        other = given[0] if given else message.WhichOneof("betting")
+        raise InvalidArgumentError(
+            f"observation.{other}", "give the MATCHSTATE line alone (observation.matchstate)"
+        )
+    field = "observation.matchstate"
+    if isinstance(game, LimitGame):
+        state = _read_matchstate(game.gamedef, message.matchstate, field)
+        obs = LimitObservation(
+            state.position, state.betting, tuple(h or None for h in state.hole), state.board
+        )
+        try:
+            validate_limit_observation(game, obs)
+        except InvalidArgumentError as exc:
+            raise type(exc)(field, str(exc)) from None
+        return obs
+    gamedef = _acpc_game(game.num_players)
+    state = _read_matchstate(gamedef, message.matchstate, field)
+    cards: list[int | None] = []
+    for p, hole in enumerate(state.hole):
+        if hole and hole not in gamedef.deck:
+            raise InvalidArgumentError(
+                field, f"position {p}'s card {hole!r} is not a card of this deck "
+                f"({' '.join(gamedef.deck)})",
+            )  # fmt: skip
+        cards.append(gamedef.deck.index(hole) if hole else None)
+    try:
+        kuhn = HandObservation(state.position, game.acpc_to_history(state.betting), tuple(cards))
+        validate_observation(game, kuhn)
+    except InvalidArgumentError as exc:
+        raise type(exc)(field, str(exc)) from None
+    return kuhn
+
+
+def _is_set(message: pb.Observation, name: str) -> bool:
+    if name == "revealed":
+        return len(message.revealed) > 0
+    if name == "our_card":
+        return message.HasField("our_card")
+    return getattr(message, name) != 0
+
+
+def _read_matchstate(gamedef: GameDef, line: str, field: str) -> MatchState:
+    try:
+        state, _ = parse_matchstate(gamedef, line.strip())
+    except InvalidArgumentError as exc:
+        raise type(exc)(field, str(exc)) from None
+    return state
+
+
+def _kuhn_observation(game: KuhnGame, message: pb.Observation) -> tuple[int, HandObservation]:
+    """(sequence, validated HandObservation) of an Observation message's Kuhn fields."""
     n = game.num_players
     position = message.position
     game.check_position(position, "observation.position")
@@ -299,10 +453,7 @@ def matchstate_info_state(game: KuhnGame, line: str) -> tuple[int, int, str]:
     """(position, our card, history) of an ACPC MATCHSTATE line; every error names
     ``matchstate``."""
     gamedef = _acpc_game(game.num_players)
-    try:
-        state, _ = parse_matchstate(gamedef, line.strip())
-    except InvalidArgumentError as exc:
-        raise type(exc)("matchstate", str(exc)) from None
+    state = _read_matchstate(gamedef, line, "matchstate")
     ours = state.hole[state.position]
     if ours not in gamedef.deck:
         raise InvalidArgumentError(
@@ -313,26 +464,68 @@ def matchstate_info_state(game: KuhnGame, line: str) -> tuple[int, int, str]:
     return state.position, gamedef.deck.index(ours), game.acpc_to_history(state.betting)
 
 
-def info_state_from_proto(game: KuhnGame, request: pb.GetActionRequest) -> tuple[int, int, str]:
-    """(position, card, history) of a GetActionRequest's information state."""
+def info_state_from_proto(game: Game, request: pb.GetActionRequest) -> tuple[int, int, str]:
+    """(position, information set index, betting so far) of a GetActionRequest's information
+    state, checked to be one where that position is to act."""
     which = request.WhichOneof("state")
+    if isinstance(game, LimitGame):
+        if which != "matchstate":
+            raise InvalidArgumentError(
+                "matchstate", f"is required in a session of an ACPC limit game ({game.name})"
+            )
+        return _limit_info_state(game, request.matchstate)
     if which == "matchstate":
-        return matchstate_info_state(game, request.matchstate)
-    if which is None:
+        position, card, history = matchstate_info_state(game, request.matchstate)
+    elif which is None:
         raise InvalidArgumentError("info_state", "is required (or matchstate)")
-    state = request.info_state
-    if not state.HasField("card"):
-        raise InvalidArgumentError("info_state.card", "is required")
-    return state.position, state.card, _history(game, state, "info_state.")
+    else:
+        state = request.info_state
+        if not state.HasField("card"):
+            raise InvalidArgumentError("info_state.card", "is required")
+        position, card = state.position, state.card
+        history = _history(game, state, "info_state.")
+    # the field names the releases before limit games used (position, card, history)
+    game.check_position(position)
+    if not 0 <= card < game.num_cards:
+        raise InvalidArgumentError("card", f"must be between 0 and {game.num_cards - 1}")
+    to_act = game.current_player(history)  # IllegalActionError if not a valid prefix
+    if to_act != position:
+        who = "the hand is over" if to_act < 0 else f"position {to_act} is to act"
+        raise InvalidArgumentError("history", f"{history!r}: {who}, not position {position}")
+    return position, game.infoset_index(position, card, history), history
 
 
-def action_to_proto(choice: ActionChoice, history: str) -> pb.GetActionResponse:
-    """GetActionResponse with the ACPC letter ('c'/'r' unopened, 'f'/'c' facing a bet)."""
-    facing_bet = "b" in history
-    letters = {PASS: "f" if facing_bet else "c", BET: "c" if facing_bet else "r"}
+def _limit_info_state(game: LimitGame, line: str) -> tuple[int, int, str]:
+    """(position, information set, betting) of a limit game's MATCHSTATE line at a decision;
+    every error names ``matchstate``."""
+    state = _read_matchstate(game.gamedef, line, "matchstate")
+    try:
+        to_act = game.current_player(state.betting)
+        if to_act != state.position:
+            who = "the hand is over" if to_act < 0 else f"position {to_act} is to act"
+            raise InvalidArgumentError(
+                "matchstate", f"{state.betting!r}: {who}, not position {state.position}"
+            )
+        hole = state.hole[state.position]
+        if not hole:
+            raise InvalidArgumentError("matchstate", "our own hole cards are missing")
+        infostate = game.infostate(hole, state.board, state.betting)
+        return state.position, game.infoset_from_string(state.position, infostate), state.betting
+    except InvalidArgumentError as exc:
+        raise type(exc)("matchstate", str(exc).removeprefix(f"{exc.field}: ")) from None
+
+
+def action_to_proto(choice: ActionChoice, game: Game, history: str) -> pb.GetActionResponse:
+    """GetActionResponse with the ACPC letter: a limit game's action code is its letter's index
+    in "fcr"; in Kuhn 'c'/'r' unopened, 'f'/'c' facing a bet."""
+    if isinstance(game, LimitGame):
+        letter = ACTION_LETTERS[choice.action]
+    else:
+        facing_bet = "b" in history
+        letter = {PASS: "f" if facing_bet else "c", BET: "c" if facing_bet else "r"}[choice.action]
     return pb.GetActionResponse(
         action=choice.action,
-        acpc_action=letters[choice.action],
+        acpc_action=letter,
         probabilities=list(choice.probabilities),
         infostate=choice.infostate,
         default_policy=choice.default_policy,

@@ -116,7 +116,11 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
 
     @_rpc("CreateSession")
     async def CreateSession(self, request, context, owner):
-        spec = conversion.spec_from_proto(request.config, max_label_length=self.max_label_length)
+        # On the worker pool: a limit game given by its rules is compiled here (once per rules)
+        read = functools.partial(
+            conversion.spec_from_proto, request.config, max_label_length=self.max_label_length
+        )
+        spec = await self.manager.run_cpu(read)
         info = await self.manager.create(owner, spec)
         return pb.CreateSessionResponse(session=conversion.session_to_proto(info))
 
@@ -213,6 +217,40 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
                 reader.cancel()
         self.metrics.count("Observe", grpc.StatusCode.OK, None)
 
+    @_rpc("ObserveBatch")
+    async def ObserveBatch(self, request, context, owner):
+        """The observations of one call, all or nothing (see the proto)."""
+        limits = self.manager.limits
+        if len(request.observations) > limits.max_batch_observations:
+            raise ResourceExhaustedError(
+                f"observations: {len(request.observations)} in one call; this server takes at "
+                f"most {limits.max_batch_observations} (send the rest in the next call)"
+            )
+        session = await self.manager.get(owner, request.session_id)
+        items = [
+            conversion.observation_from_proto(session.game, message, f"observations[{i}].")
+            for i, message in enumerate(request.observations)
+        ]
+        start = time.perf_counter()
+        acks, refused = await self.manager.observe(session, items, all_or_nothing=True)
+        if refused is not None:
+            raise refused
+        elapsed = time.perf_counter() - start
+        for _ in acks:
+            self.metrics.observe_latency(elapsed)
+        return pb.ObserveBatchResponse(
+            acks=[
+                pb.ObserveResponse(
+                    session_id=request.session_id,
+                    sequence=ack.sequence,
+                    duplicate=ack.duplicate,
+                    hands_observed=ack.hands_observed,
+                )
+                for ack in acks
+            ],
+            hands_observed=acks[-1].hands_observed if acks else session.hands_observed,
+        )
+
     @_rpc("GetModel")
     async def GetModel(self, request, context, owner):
         session = await self.manager.get(owner, request.session_id)
@@ -243,8 +281,8 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
     @_rpc("GetAction")
     async def GetAction(self, request, context, owner):
         session = await self.manager.get(owner, request.session_id)
-        position, card, history = conversion.info_state_from_proto(session.game, request)
+        position, infoset, history = conversion.info_state_from_proto(session.game, request)
         choice = await self.manager.action(
-            session, position=position, card=card, history=history, draw=request.draw
+            session, position=position, infoset=infoset, draw=request.draw
         )
-        return conversion.action_to_proto(choice, history)
+        return conversion.action_to_proto(choice, session.game, history)

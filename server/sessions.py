@@ -42,7 +42,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -54,12 +54,21 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
     UnavailableError,
 )
+from oppmodel.modeling.games.acpc.compiler import limit_game_of
+from oppmodel.modeling.games.acpc.gamedef import parse_game_def
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr import model as mbbr
 from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior
+from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES
 from oppmodel.modeling.mbbr.snapshot import SnapshotError
-from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.observation import (
+    HandObservation,
+    LimitObservation,
+    limit_observation_cards,
+    limit_observation_of,
+)
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.session_cache import SessionCache
 from oppmodel.server.storage import (
@@ -73,6 +82,11 @@ from oppmodel.server.tasks import ShieldedTasks
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
+
+Game = KuhnGame | LimitGame  # Kuhn ("kuhn_poker(players=n)") or any compiled ACPC limit game
+Model = mbbr.MBBRModel | LimitModel
+Observation = HandObservation | LimitObservation
+StrategyTable = tuple[tuple[tuple[float, ...], ...], ...]  # (num_players, num_infosets, actions)
 
 
 class UnloadableSessionError(FailedPreconditionError):
@@ -116,11 +130,19 @@ class Limits:
     max_streams: int = 512  # Observe streams open at once
     stream_idle_seconds: float = 120.0  # an Observe stream that carries nothing this long ends
     max_observe_request_bytes: int = 4096  # one Observe request (an observation is ~30 bytes)
+    max_batch_observations: int = 1024  # observations in one ObserveBatch call
 
 
 @dataclass(frozen=True)
 class SessionSpec:
-    """Everything a session is created from; stored as JSON and enough to rebuild it."""
+    """Everything a session is created from; stored as JSON and enough to rebuild it.
+
+    A Kuhn session has ``game`` "kuhn_poker(players=n)" and no ``game_def``; a limit-game session
+    has the rules' text in ``game_def`` (stored, so the session never depends on a file) and in
+    ``game`` the bundled short name of those rules ("leduc3p") or "acpc". The two keys
+    ``game_def`` and ``default_strategy`` are stored only when set: a Kuhn spec's JSON is what
+    the releases before limit games wrote and read.
+    """
 
     game: str
     num_players: int
@@ -128,11 +150,13 @@ class SessionSpec:
     opponent_labels: tuple[str, ...]
     config: MBBRConfig
     # Opponents' prior mean, per position: a (num_infosets, num_actions) table; None = the default.
-    prior_mean: tuple[tuple[tuple[float, ...], ...], ...] | None = None
+    prior_mean: StrategyTable | None = None
+    game_def: str | None = None  # the ACPC rules of a limit game; None: Kuhn
+    default_strategy: StrategyTable | None = None  # as prior_mean; None = the default
 
     def to_json(self) -> dict:
         """A JSON-serialisable dict."""
-        return {
+        data = {
             "game": self.game,
             "num_players": self.num_players,
             "our_label": self.our_label,
@@ -140,6 +164,11 @@ class SessionSpec:
             "config": {**asdict(self.config), "safety_budget": _budget_to_json(self.config)},
             "prior_mean": self.prior_mean,
         }
+        if self.game_def is not None:
+            data["game_def"] = self.game_def
+        if self.default_strategy is not None:
+            data["default_strategy"] = self.default_strategy
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> SessionSpec:
@@ -147,7 +176,6 @@ class SessionSpec:
         session was created with the sample posterior, and keeps it whatever today's default; so
         with every field added later (``FIELDS_ADDED_LATER``): one stored before the safety
         budget keeps playing without one, one stored before change detection without it."""
-        prior = data.get("prior_mean")
         config = {"posterior": Posterior.SAMPLES, **FIELDS_ADDED_LATER, **data["config"]}
         if config.get("safety_budget") is None:  # before the budget existed, or off (null)
             config["safety_budget"] = math.inf
@@ -157,10 +185,16 @@ class SessionSpec:
             our_label=data["our_label"],
             opponent_labels=tuple(data["opponent_labels"]),
             config=MBBRConfig(**config),
-            prior_mean=None
-            if prior is None
-            else tuple(tuple(tuple(float(x) for x in row) for row in pos) for pos in prior),
+            prior_mean=_strategy_table(data.get("prior_mean")),
+            game_def=data.get("game_def"),
+            default_strategy=_strategy_table(data.get("default_strategy")),
         )
+
+
+def _strategy_table(nested: list | None) -> StrategyTable | None:
+    if nested is None:
+        return None
+    return tuple(tuple(tuple(float(x) for x in row) for row in pos) for pos in nested)
 
 
 @dataclass(frozen=True)
@@ -206,8 +240,8 @@ class LiveSession:
     owner: str
     created_unix_ms: int
     spec: SessionSpec
-    game: KuhnGame
-    model: mbbr.MBBRModel
+    game: Game
+    model: Model
     hands_observed: int  # observations applied (= the last acknowledged sequence number)
     # The last applied hands (at most Limits.recent_hands) as plain (position, history, cards)
     # tuples, for comparing resends without a read (older resends are compared with storage):
@@ -242,19 +276,37 @@ def owner_of_token(token: str | None) -> str:
     return "" if token is None else hashlib.sha256(token.encode()).hexdigest()
 
 
-def build_model(spec: SessionSpec) -> mbbr.MBBRModel:
+def game_of(spec: SessionSpec) -> Game:
+    """The game of a session spec: n-player Kuhn, or its limit game compiled from the rules
+    (compiled games are cached per distinct rules)."""
+    if spec.game_def is None:
+        return kuhn_game(spec.num_players)
+    return limit_game_of(parse_game_def(spec.game_def))
+
+
+def build_model(spec: SessionSpec) -> Model:
     """A fresh model for a session spec (deterministic in the spec's seed)."""
-    game = kuhn_game(spec.num_players)
+    game = game_of(spec)
     prior = None if spec.prior_mean is None else np.array(spec.prior_mean, dtype=np.float64)
-    return mbbr.build_model(game, spec.config, prior_mean=prior)
+    default = (
+        None if spec.default_strategy is None else np.array(spec.default_strategy, dtype=np.float64)
+    )
+    if isinstance(game, LimitGame):
+        return build_limit_model(game, spec.config, default_strategy=default, prior_mean=prior)
+    return mbbr.build_model(game, spec.config, default_strategy=default, prior_mean=prior)
 
 
-HandKey = tuple[int, str, tuple[int | None, ...]]
+# A hand as stored and compared with resends: (position, betting, cards). Kuhn: the betting in
+# OpenSpiel letters, a card number per position (None where hidden); limit games: the ACPC
+# betting and ``observation.limit_observation_cards``.
+HandKey = tuple[int, str, tuple[int | str | None, ...]]
 SESSION_OVERHEAD_BYTES = 8192  # a live session's objects besides its model and hands, measured
 STALE_TRIES = 3  # reloads of a session that other processes keep appending to, then UNAVAILABLE
 
 
-def _key_of(obs: HandObservation) -> HandKey:
+def _key_of(obs: Observation) -> HandKey:
+    if isinstance(obs, LimitObservation):
+        return (obs.position, obs.betting, limit_observation_cards(obs))
     return (obs.position, obs.history, tuple(obs.cards))
 
 
@@ -262,16 +314,16 @@ def _key_of_row(row: ObservationRow) -> HandKey:
     return (row.position, row.history, tuple(row.cards))
 
 
-def _row_of(sequence: int, obs: HandObservation) -> ObservationRow:
-    return ObservationRow(sequence, obs.position, obs.history, tuple(obs.cards))
+def _row_of(sequence: int, obs: Observation) -> ObservationRow:
+    return ObservationRow(sequence, *_key_of(obs))
 
 
-def _observe_all(model: mbbr.MBBRModel, observations: Sequence[HandObservation]) -> None:
+def _observe_all(model: Model, observations: Sequence[Observation]) -> None:
     for obs in observations:
-        model.observe(obs)
+        model.observe(obs)  # type: ignore[arg-type]  # a session's hands are of its game's kind
 
 
-def _restored(spec_json: dict, snapshot: SnapshotRow | None) -> tuple[SessionSpec, mbbr.MBBRModel]:
+def _restored(spec_json: dict, snapshot: SnapshotRow | None) -> tuple[SessionSpec, Model]:
     """The spec and a model built from it, with ``snapshot`` restored if it can be used (a
     snapshot of another format version or of other settings is ignored: full replay)."""
     spec = SessionSpec.from_json(spec_json)
@@ -289,13 +341,13 @@ def _restored(spec_json: dict, snapshot: SnapshotRow | None) -> tuple[SessionSpe
     return spec, model
 
 
-def _replay(model: mbbr.MBBRModel, rows: Sequence[ObservationRow]) -> float:
+def _replay(model: Model, rows: Sequence[ObservationRow]) -> float:
     """Apply stored hands that follow the model's state; returns the seconds it took."""
     start = time.perf_counter()
     for i, row in enumerate(rows, start=model.hands_observed + 1):
         if row.sequence != i:  # never written so: the database was edited under the server
             raise RuntimeError(f"stored hand {row.sequence} where {i} was due")
-        model.observe(_obs_of(row))
+        model.observe(_obs_of(model.game, row))  # type: ignore[arg-type]
     return time.perf_counter() - start
 
 
@@ -306,8 +358,11 @@ def _log_snapshot_failure(session_id: str, saving: Future) -> None:
         )
 
 
-def _obs_of(row: ObservationRow) -> HandObservation:
-    return HandObservation(position=row.position, history=row.history, cards=tuple(row.cards))
+def _obs_of(game: Game, row: ObservationRow) -> Observation:
+    if isinstance(game, LimitGame):
+        cards = tuple(None if c is None else str(c) for c in row.cards)
+        return limit_observation_of(row.position, row.history, cards, game.num_players)
+    return HandObservation(row.position, row.history, tuple(cast(tuple[int | None], row.cards)))
 
 
 class SessionManager:
@@ -340,6 +395,10 @@ class SessionManager:
     async def _cpu(self, fn: Callable[..., T], *args: object) -> T:
         """Run model arithmetic on the worker pool."""
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def run_cpu(self, fn: Callable[[], T]) -> T:
+        """Run a costly step of a request (compiling a game) on the worker pool."""
+        return await self._cpu(fn)
 
     async def _compute(self, session: LiveSession, fn: Callable[..., T], *args: object) -> T:
         """Run one session's model arithmetic: inline when small, else on the worker pool.
@@ -378,7 +437,7 @@ class SessionManager:
             owner=owner,
             created_unix_ms=int(time.time() * 1000),
             spec=spec,
-            game=kuhn_game(spec.num_players),
+            game=model.game,
             model=model,
             hands_observed=0,
             recent=collections.deque(maxlen=self.limits.recent_hands),
@@ -462,7 +521,7 @@ class SessionManager:
             owner=row.owner,
             created_unix_ms=row.created_unix_ms,
             spec=spec,
-            game=kuhn_game(spec.num_players),
+            game=model.game,
             model=model,
             hands_observed=model.hands_observed,
             stored_hands=model.hands_observed,
@@ -518,22 +577,28 @@ class SessionManager:
 
     # -- observations ----------------------------------------------------------------------------
     async def observe(
-        self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
+        self,
+        session: LiveSession,
+        items: Sequence[tuple[int, Observation]],
+        *,
+        all_or_nothing: bool = False,
     ) -> tuple[builtins.list[Ack], Exception | None]:
         """Apply validated observations (sequence, hand) in order; one commit for all new ones.
 
         Returns the acknowledgements of the longest acceptable prefix and the error that stopped
-        it (None if all were accepted). Each acknowledgement reports hands_observed exactly as if
-        the items had been applied one by one. Nothing is applied before its commit returns, and
-        a commit holds all new items of the prefix or none, unless they would take more than
-        ``Limits.snapshot_seconds`` to apply: then they go in several commits, in order (see
-        ``_chunk_size``). Commits and applies run as one shielded change: a cancelled caller
-        leaves either nothing or the hands committed and applied.
+        it (None if all were accepted); with ``all_or_nothing``, no acknowledgement and nothing
+        committed if any item is refused (ObserveBatch). Each acknowledgement reports
+        hands_observed exactly as if the items had been applied one by one. Nothing is applied
+        before its commit returns, and a commit holds all new items of the prefix or none,
+        unless they would take more than ``Limits.snapshot_seconds`` to apply: then they go in
+        several commits, in order (see ``_chunk_size``). Commits and applies run as one
+        shielded change: a cancelled caller leaves either nothing or the hands committed and
+        applied.
         """
-        return await self._changes.run(self._observe(session, items))
+        return await self._changes.run(self._observe(session, items, all_or_nothing))
 
     async def _observe(
-        self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
+        self, session: LiveSession, items: Sequence[tuple[int, Observation]], all_or_nothing: bool
     ) -> tuple[builtins.list[Ack], Exception | None]:
         """``_observe_at_version``, again on a reloaded copy while the store says that another
         process appended to the session meanwhile (our copy was stale; nothing was applied).
@@ -541,7 +606,7 @@ class SessionManager:
         Hands committed by an earlier chunk of this call are acknowledged as duplicates then."""
         for _ in range(STALE_TRIES):
             try:
-                return await self._observe_at_version(session, items)
+                return await self._observe_at_version(session, items, all_or_nothing)
             except StaleSessionError:
                 session = await self.get(session.owner, session.session_id)
         raise UnavailableError(
@@ -550,22 +615,23 @@ class SessionManager:
         )
 
     async def _observe_at_version(
-        self, session: LiveSession, items: Sequence[tuple[int, HandObservation]]
+        self, session: LiveSession, items: Sequence[tuple[int, Observation]], all_or_nothing: bool
     ) -> tuple[builtins.list[Ack], Exception | None]:
         async with self.locked(session) as session:
             before = session.hands_observed
-            new: list[HandObservation] = []
+            new: list[Observation] = []
             acks: list[Ack] = []
             error: Exception | None = None
-            for sequence, obs in items:
+            for i, (sequence, obs) in enumerate(items):
                 expected = before + len(new) + 1
+                field = f"observations[{i}].sequence" if all_or_nothing else "observation.sequence"
                 if sequence < 1:
-                    error = InvalidArgumentError("observation.sequence", "must be >= 1")
+                    error = InvalidArgumentError(field, "must be >= 1")
                     break
                 if sequence > expected:
                     await self._check_version(session)  # a gap only if no one else moved on
                     error = FailedPreconditionError(
-                        f"observation.sequence: expected {expected}, got {sequence} (a gap)"
+                        f"{field}: expected {expected}, got {sequence} (a gap)"
                     )
                     break
                 if sequence < expected:
@@ -576,14 +642,15 @@ class SessionManager:
                     )
                     if applied != _key_of(obs):
                         error = FailedPreconditionError(
-                            f"observation.sequence: {sequence} was already applied with "
-                            "different content"
+                            f"{field}: {sequence} was already applied with different content"
                         )
                         break
                     acks.append(Ack(sequence, True, before + len(new)))
                     continue
                 new.append(obs)
                 acks.append(Ack(sequence, False, before + len(new)))
+            if error is not None and all_or_nothing:
+                return [], error
             try:
                 while new:
                     size = self._chunk_size(session)
@@ -618,7 +685,7 @@ class SessionManager:
         return max(1, int(self.limits.snapshot_seconds / session.seconds_per_hand))
 
     async def _commit_and_apply(
-        self, session: LiveSession, new: builtins.list[HandObservation]
+        self, session: LiveSession, new: builtins.list[Observation]
     ) -> None:
         """Commit ``new`` (the next hands of the session) and apply them, both or neither;
         store a snapshot if one is due. The caller holds the session's writers' lock."""
@@ -716,32 +783,30 @@ class SessionManager:
         return strategy, float(value), kind, hands
 
     async def action(
-        self, session: LiveSession, *, position: int, card: int, history: str, draw: int
+        self, session: LiveSession, *, position: int, infoset: int, draw: int
     ) -> ActionChoice:
-        """The policy's action at our information state (card, history) in ``position``."""
+        """The policy's action at our information set ``infoset`` (an index of the session's
+        game, checked by the caller) in ``position``."""
         game = session.game
-        game.check_position(position)
-        if not 0 <= card < game.num_cards:
-            raise InvalidArgumentError("card", f"must be between 0 and {game.num_cards - 1}")
-        to_act = game.current_player(history)  # IllegalActionError if not a valid prefix
-        if to_act != position:
-            who = "the hand is over" if to_act < 0 else f"position {to_act} is to act"
-            raise InvalidArgumentError("history", f"{history!r}: {who}, not position {position}")
-        index = game.infoset_index(position, card, history)
         async with self.locked(session, write=False) as session:
             hands = session.hands_observed
-            cached = session.policy_cache.get(position)
-            if cached is None or cached[0] != hands:
-                policy = await self._compute(session, session.model.policy, position)
-                session.policy_cache[position] = (hands, policy)
+            model = session.model
+            if isinstance(model, LimitModel):  # solves only the deals of this hole, once
+                row = await self._compute(session, model.action_probabilities, position, infoset)
             else:
-                policy = cached[1]
-        probabilities = tuple(float(p) for p in policy[index])
-        u = uniform_draw(session.spec.config.seed, hands, position, index, draw)
+                cached = session.policy_cache.get(position)
+                if cached is None or cached[0] != hands:
+                    policy = await self._compute(session, model.policy, position)
+                    session.policy_cache[position] = (hands, policy)
+                else:
+                    policy = cached[1]
+                row = policy[infoset]
+        probabilities = tuple(float(p) for p in row)
+        u = uniform_draw(session.spec.config.seed, hands, position, infoset, draw)
         return ActionChoice(
             action=draw_action(probabilities, u),
             probabilities=probabilities,
-            infostate=game.infoset_string(position, index),
+            infostate=game.infoset_string(position, infoset),
             default_policy=hands < session.spec.config.hands_default,
             hands_observed=hands,
         )

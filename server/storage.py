@@ -52,12 +52,15 @@ class SessionRow:
 
 @dataclass(frozen=True)
 class ObservationRow:
-    """A stored observation; ``cards`` has one entry per position, None where hidden."""
+    """A stored observation. Kuhn: ``history`` in OpenSpiel letters, ``cards`` one card number
+    per position, None where hidden. A limit game (Leduc): ``history`` the ACPC betting, ``cards``
+    each position's hole cards as text ("Ks", None where hidden) then the board of each round
+    reached (``observation.limit_observation_cards``)."""
 
     sequence: int
     position: int
     history: str
-    cards: tuple[int | None, ...]
+    cards: tuple[int | str | None, ...]
 
 
 @dataclass(frozen=True)

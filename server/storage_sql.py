@@ -16,8 +16,8 @@ transaction begins, how a session's row is locked against other processes. The t
 
 - ``sessions(session_id, owner, created_unix_ms, spec)``: spec is the session's JSON.
 - ``observations(session_id, sequence, position, history, cards)``: cards is a JSON list with
-  null where hidden; sequence runs 1, 2, ... per session without gaps; (session_id, sequence)
-  is the primary key.
+  null where hidden (numbers in Kuhn, card text in limit games: ``storage.ObservationRow``);
+  sequence runs 1, 2, ... per session without gaps; (session_id, sequence) is the primary key.
 - ``snapshots(session_id, hands, state)``: at most one per session, the state after hands
   1..hands; ``state`` is self-describing (format name, version, posterior kind; see
   ``modeling/mbbr/snapshot.py``). A snapshot only ever moves forward.

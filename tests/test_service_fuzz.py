@@ -358,6 +358,26 @@ class Templates:
             session_id=sid, observation=observation_message(sequence, self.rng.choice(HANDS))
         )
 
+    def observation_batch(self) -> pb.ObserveBatchRequest:
+        """One to four observations of a session in one call, some as MATCHSTATE lines."""
+        first = self.observation()
+        messages = [first.observation]
+        for _ in range(self.rng.randint(0, 3)):
+            message = pb.Observation()
+            message.CopyFrom(messages[-1])
+            message.sequence += 1
+            if self.rng.random() < 0.3:
+                message.ClearField("position")
+                message.ClearField("our_card")
+                message.ClearField("history")
+                message.ClearField("revealed")
+                holes = ["", "", ""]
+                holes[self.rng.randint(0, 2)] = self.rng.choice(["Js", "Qs", "Ks", "Xs"])
+                betting = self.rng.choice(["ccc", "rff", "crf", "rc", "cr"])
+                message.matchstate = f"MATCHSTATE:0:1:{betting}:{'|'.join(holes)}"
+            messages.append(message)
+        return pb.ObserveBatchRequest(session_id=first.session_id, observations=messages)
+
     def choices(self) -> pi.ObserveChoicesRequest:
         sid = self.pi_id()
         sequence = self.rng.randint(1, 12)
@@ -418,6 +438,7 @@ class Templates:
             "ListSessions": lambda: pb.ListSessionsRequest(),
             "DeleteSession": lambda: pb.DeleteSessionRequest(session_id=self.om_id()),
             "Observe": self.observation,
+            "ObserveBatch": self.observation_batch,
             "GetModel": lambda: pb.GetModelRequest(
                 session_id=self.om_id(), opponent_label=rng.choice(["opp_A", "opp_B", "x"]),
                 opponent_position=rng.randint(0, 3)),
@@ -451,6 +472,12 @@ def protect(world: World, method: str, request):
     elif method == "Observe" and request.session_id in world.om:
         if request.observation.sequence == len(world.om[request.session_id]) + 1:
             request.observation.sequence += 1
+    elif method == "ObserveBatch" and request.session_id in world.om:
+        # all or nothing: with no next hand in it, the first new one is a gap and none applies
+        after = len(world.om[request.session_id]) + 1
+        for observation in request.observations:
+            if observation.sequence == after:
+                observation.sequence += 1
     elif method == "ObserveChoices" and request.session_id in world.pi:
         after = world.pi[request.session_id] + 1
         for observation in request.observations:
@@ -550,6 +577,12 @@ class Run:
                 world.deleted.append(sid)
             elif method == "Observe" and reply.session_id in world.observed:
                 world.observed[reply.session_id] = reply.hands_observed
+            elif method == "ObserveBatch":
+                for ack in reply.acks:
+                    if ack.session_id in world.observed:
+                        world.observed[ack.session_id] = ack.hands_observed
+                    elif not ack.duplicate:
+                        self.problems.append(f"a new hand reached baseline {ack.session_id}")
             elif method == "ObserveChoices" and reply.session_id in world.observed:
                 world.observed[reply.session_id] = reply.choices_observed
             elif method == "Observe" and not reply.duplicate:

@@ -557,10 +557,17 @@ def default_profile(game: LimitGame, role: str) -> np.ndarray:
     """The default strategy (``role="default_strategy"``) or prior mean (``"prior_mean"``) of a
     game: its bundled solved strategy, N1 / N3 in compiled 3-player Kuhn, else uniform play."""
     if game.name in BUNDLED_STRATEGIES:
-        return load_profile(game, strategy_path(game.name))
+        return _bundled_profile(game).copy()
     if game.name == "kuhn3p":
         return kuhn_profile_on(game, robust_profile("N1" if role == "default_strategy" else "N3"))
     return uniform_profile(game)
+
+
+@functools.cache  # per game object: reading leduc3p's file takes ~2 s, and every session needs it
+def _bundled_profile(game: LimitGame) -> np.ndarray:
+    profile = load_profile(game, strategy_path(game.name))
+    profile.setflags(write=False)
+    return profile
 
 
 def kuhn_profile_on(game: LimitGame, kuhn_profile: np.ndarray) -> np.ndarray:

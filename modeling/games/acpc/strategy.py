@@ -152,8 +152,17 @@ def save_profile(
 def load_json(game: LimitGame, path: str | Path) -> tuple[dict[int, np.ndarray], dict]:
     """Read a profile or single-position file: ``({position: strategy}, the whole document)``."""
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgumentError("profile", f"cannot read {path}: {exc}") from None
+    return parse_json(game, text, str(path))
+
+
+def parse_json(game: LimitGame, text: str, path: str) -> tuple[dict[int, np.ndarray], dict]:
+    """:func:`load_json` of a file's text (``path`` names it in errors)."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise InvalidArgumentError("profile", f"cannot read {path}: {exc}") from None
     if not isinstance(doc, dict):
         raise InvalidStrategyError("profile", f"{path}: top level must be an object")

@@ -60,7 +60,7 @@ class PositionStrategy(_message.Message):
     def __init__(self, position: _Optional[int] = ..., infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ...) -> None: ...
 
 class MbbrParams(_message.Message):
-    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean", "posterior", "safety_budget", "change_hazard")
+    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean", "posterior", "safety_budget", "change_hazard", "prior_mean_json", "default_strategy", "default_strategy_json")
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     HANDS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +71,9 @@ class MbbrParams(_message.Message):
     POSTERIOR_FIELD_NUMBER: _ClassVar[int]
     SAFETY_BUDGET_FIELD_NUMBER: _ClassVar[int]
     CHANGE_HAZARD_FIELD_NUMBER: _ClassVar[int]
+    PRIOR_MEAN_JSON_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_STRATEGY_JSON_FIELD_NUMBER: _ClassVar[int]
     epsilon: float
     k: int
     hands_default: int
@@ -81,7 +84,10 @@ class MbbrParams(_message.Message):
     posterior: Posterior
     safety_budget: float
     change_hazard: float
-    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., posterior: _Optional[_Union[Posterior, str]] = ..., safety_budget: _Optional[float] = ..., change_hazard: _Optional[float] = ...) -> None: ...
+    prior_mean_json: str
+    default_strategy: _containers.RepeatedCompositeFieldContainer[PositionStrategy]
+    default_strategy_json: str
+    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., posterior: _Optional[_Union[Posterior, str]] = ..., safety_budget: _Optional[float] = ..., change_hazard: _Optional[float] = ..., prior_mean_json: _Optional[str] = ..., default_strategy: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., default_strategy_json: _Optional[str] = ...) -> None: ...
 
 class SessionConfig(_message.Message):
     __slots__ = ("game", "our_label", "opponent_labels", "method", "mbbr", "seed")
@@ -164,20 +170,22 @@ class RevealedCard(_message.Message):
     def __init__(self, position: _Optional[int] = ..., card: _Optional[int] = ...) -> None: ...
 
 class Observation(_message.Message):
-    __slots__ = ("sequence", "position", "our_card", "history", "acpc_betting", "revealed")
+    __slots__ = ("sequence", "position", "our_card", "history", "acpc_betting", "revealed", "matchstate")
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     OUR_CARD_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     ACPC_BETTING_FIELD_NUMBER: _ClassVar[int]
     REVEALED_FIELD_NUMBER: _ClassVar[int]
+    MATCHSTATE_FIELD_NUMBER: _ClassVar[int]
     sequence: int
     position: int
     our_card: int
     history: str
     acpc_betting: str
     revealed: _containers.RepeatedCompositeFieldContainer[RevealedCard]
-    def __init__(self, sequence: _Optional[int] = ..., position: _Optional[int] = ..., our_card: _Optional[int] = ..., history: _Optional[str] = ..., acpc_betting: _Optional[str] = ..., revealed: _Optional[_Iterable[_Union[RevealedCard, _Mapping]]] = ...) -> None: ...
+    matchstate: str
+    def __init__(self, sequence: _Optional[int] = ..., position: _Optional[int] = ..., our_card: _Optional[int] = ..., history: _Optional[str] = ..., acpc_betting: _Optional[str] = ..., revealed: _Optional[_Iterable[_Union[RevealedCard, _Mapping]]] = ..., matchstate: _Optional[str] = ...) -> None: ...
 
 class ObserveRequest(_message.Message):
     __slots__ = ("session_id", "observation")
@@ -198,6 +206,22 @@ class ObserveResponse(_message.Message):
     duplicate: bool
     hands_observed: int
     def __init__(self, session_id: _Optional[str] = ..., sequence: _Optional[int] = ..., duplicate: _Optional[bool] = ..., hands_observed: _Optional[int] = ...) -> None: ...
+
+class ObserveBatchRequest(_message.Message):
+    __slots__ = ("session_id", "observations")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATIONS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    observations: _containers.RepeatedCompositeFieldContainer[Observation]
+    def __init__(self, session_id: _Optional[str] = ..., observations: _Optional[_Iterable[_Union[Observation, _Mapping]]] = ...) -> None: ...
+
+class ObserveBatchResponse(_message.Message):
+    __slots__ = ("acks", "hands_observed")
+    ACKS_FIELD_NUMBER: _ClassVar[int]
+    HANDS_OBSERVED_FIELD_NUMBER: _ClassVar[int]
+    acks: _containers.RepeatedCompositeFieldContainer[ObserveResponse]
+    hands_observed: int
+    def __init__(self, acks: _Optional[_Iterable[_Union[ObserveResponse, _Mapping]]] = ..., hands_observed: _Optional[int] = ...) -> None: ...
 
 class GetModelRequest(_message.Message):
     __slots__ = ("session_id", "opponent_label", "opponent_position")

@@ -59,6 +59,11 @@ class OpponentModelServiceStub:
                 request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.ObserveRequest.SerializeToString,
                 response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.ObserveResponse.FromString,
                 _registered_method=True)
+        self.ObserveBatch = channel.unary_unary(
+                '/oppmodel.v1.OpponentModelService/ObserveBatch',
+                request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.ObserveBatchRequest.SerializeToString,
+                response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.ObserveBatchResponse.FromString,
+                _registered_method=True)
         self.GetModel = channel.unary_unary(
                 '/oppmodel.v1.OpponentModelService/GetModel',
                 request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetModelRequest.SerializeToString,
@@ -113,6 +118,20 @@ class OpponentModelServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ObserveBatch(self, request, context):
+        """Observe for clients and proxies that cannot stream: the same sequence numbers and the same
+        exactly-once rules, all or nothing. Every observation of the batch is checked (its content,
+        its sequence number against the session and the batch before it) before any is committed:
+        if one is refused the call fails with its status (INVALID_ARGUMENT naming
+        "observations[i]...", FAILED_PRECONDITION for a gap or a resend with other content) and
+        nothing of the batch is applied; else every one is acknowledged in order, resends as
+        duplicates. Resending a whole batch after a lost reply is therefore safe. At most
+        the server's batch limit of observations per call (RESOURCE_EXHAUSTED beyond).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetModel(self, request, context):
         """The model of one opponent in one position.
         """
@@ -162,6 +181,11 @@ def add_OpponentModelServiceServicer_to_server(servicer, server):
                     servicer.Observe,
                     request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.ObserveRequest.FromString,
                     response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.ObserveResponse.SerializeToString,
+            ),
+            'ObserveBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ObserveBatch,
+                    request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.ObserveBatchRequest.FromString,
+                    response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.ObserveBatchResponse.SerializeToString,
             ),
             'GetModel': grpc.unary_unary_rpc_method_handler(
                     servicer.GetModel,
@@ -314,6 +338,33 @@ class OpponentModelService:
             '/oppmodel.v1.OpponentModelService/Observe',
             oppmodel_dot_v1_dot_opponent__model__pb2.ObserveRequest.SerializeToString,
             oppmodel_dot_v1_dot_opponent__model__pb2.ObserveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ObserveBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oppmodel.v1.OpponentModelService/ObserveBatch',
+            oppmodel_dot_v1_dot_opponent__model__pb2.ObserveBatchRequest.SerializeToString,
+            oppmodel_dot_v1_dot_opponent__model__pb2.ObserveBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

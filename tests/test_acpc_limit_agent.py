@@ -16,6 +16,7 @@ from acpc_support import DATA, AgentThread, run_dealer
 
 from oppmodel.clients.acpc.agent import (
     Decision,
+    LimitModelPolicy,
     LimitStrategyPolicy,
     SeatHand,
     make_policy,
@@ -83,10 +84,11 @@ def test_cfr_plays_the_bundled_strategy_at_the_seats_information_set() -> None:
 
 def test_agent_names_depend_on_the_game_and_unknown_ones_are_refused() -> None:
     leduc = policy_names(LEDUC3P)
-    assert leduc[:2] == ["cfr", "uniform"] and {"maniac", "bluffer", "example"} <= set(leduc)
-    assert "mbbr" not in leduc and "n1" not in leduc
+    assert leduc[:3] == ["mbbr", "cfr", "uniform"]
+    assert {"maniac", "bluffer", "example"} <= set(leduc) and "n1" not in leduc
+    assert isinstance(make_policy("mbbr", LEDUC3P, 0), LimitModelPolicy)  # the limit model
     assert {"mbbr", "n1", "maniac", "example"} <= set(policy_names(read_game_def("kuhn3p")))
-    with pytest.raises(InvalidArgumentError, match="unknown agent 'n1'; known: cfr, uniform"):
+    with pytest.raises(InvalidArgumentError, match="unknown agent 'n1'; known: mbbr, cfr"):
         make_policy("n1", LEDUC3P, 0)
     with pytest.raises(InvalidArgumentError, match="unknown agent 'cfr'; known: mbbr, n1"):
         make_policy("cfr", read_game_def("kuhn3p"), 0)
@@ -252,8 +254,8 @@ def test_the_command_plays_a_strategy_file_and_cfr_in_a_leduc_match(tmp_path: Pa
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--agent", "n1"], "unknown agent 'n1'; known: cfr"),
-        (["--in-process"], "play Kuhn games only"),
+        (["--agent", "n1"], "unknown agent 'n1'; known: mbbr, cfr"),
+        (["--in-process", "--agent", "cfr"], "play mbbr only"),
         (["--strategy", "x.json", "--agent", "cfr"], "drop --agent"),
     ],
 )

@@ -44,6 +44,7 @@ from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.acpc.strategy import load_profile
 from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.modeling.play.diluted import fixed_profile
@@ -214,6 +215,26 @@ class LimitStrategyPolicy:
         """A fixed strategy learns nothing."""
 
 
+class LimitModelPolicy(LimitStrategyPolicy):
+    """Plays an in-process MBBR model of a limit game (``LimitModel``): every finished hand
+    updates it with what this seat saw, and each decision draws from its current policy at our
+    information set (the default strategy for the first H hands, then the response to the
+    opponent models, solved for the deals of our hole cards only)."""
+
+    def __init__(self, game: LimitGame, model: LimitModel, seed: int) -> None:
+        super().__init__(game, model.default_strategy, seed)
+        self.model = model
+
+    def act(self, decision: Decision) -> str:
+        """Draw f, c or r with the model's policy at our information set."""
+        row = self.model.action_probabilities(decision.position, self.infoset(decision))
+        return self.rng.choices(ACTION_LETTERS, weights=row.tolist())[0]
+
+    def observe(self, hand: SeatHand) -> None:
+        """One Bayesian update from what this seat saw."""
+        self.model.observe(hand.limit_observation())
+
+
 def strategy_policy(game: GameDef, path: str | Path, seed: int) -> LimitStrategyPolicy:
     """Play the profile of a strategy file (every position's strategy, keyed by information-state
     strings); InvalidArgumentError or InvalidStrategyError naming what is wrong with the file."""
@@ -229,10 +250,11 @@ def example_policy(game: GameDef, seed: int) -> Policy:
 def policy_names(game: GameDef | None = None) -> list[str]:
     """Names ``make_policy`` knows for ``game`` (None: for Kuhn, then ``cfr``). Kuhn games:
     ``mbbr``, the core's panel (n1, n2, n3, uniform, the styles) and ``example``; other limit
-    games: ``cfr`` (the bundled solved strategy), uniform, the styles and ``example``. Styles also
-    take ``STYLE@S`` (diluted with the equilibrium: N2 in 3-player Kuhn, cfr elsewhere)."""
+    games: ``mbbr`` (the limit-game model), ``cfr`` (the bundled solved strategy), uniform, the
+    styles and ``example``. Styles also take ``STYLE@S`` (diluted with the equilibrium: N2 in
+    3-player Kuhn, cfr elsewhere)."""
     if game is not None and kuhn_unsupported(game):
-        return [*panel_names(limit_game_of(game)), "example"]
+        return ["mbbr", *panel_names(limit_game_of(game)), "example"]
     return ["mbbr", *panel_names(), "example", *(["cfr"] if game is None else [])]
 
 
@@ -253,6 +275,9 @@ def make_policy(name: str, game: GameDef, seed: int) -> Policy:
     kuhn = not kuhn_unsupported(game)
     if kuhn and name == "mbbr":
         return ModelPolicy(game, build_model(kuhn_for(game), MBBRConfig(seed=seed)), seed)
+    if name == "mbbr":  # MBBRConfig's defaults; the limit model applies no budget or hazard
+        limit = limit_game_of(game)
+        return LimitModelPolicy(limit, build_limit_model(limit, MBBRConfig(seed=seed)), seed)
     try:
         if kuhn:
             return ProfilePolicy(game, fixed_profile(kuhn_for(game), name), seed)

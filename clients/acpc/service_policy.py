@@ -1,16 +1,19 @@
-"""An ACPC agent policy that plays through the oppmodel service, falling back to N1 without it.
+"""An ACPC agent policy that plays through the oppmodel service, falling back to its default
+strategy without it.
 
 ``ServicePolicy`` creates one seeded MBBR session on the service and asks GetAction (with the
 MATCHSTATE line itself) for every decision; the service answers from the agent's policy (the
 default strategy for the first H hands, then the best response to its models). Every finished
-hand becomes an observation holding only what this seat saw
-(:func:`oppmodel.clients.acpc.convert.seat_observation`).
+hand becomes an observation holding only what this seat saw: in Kuhn games a Kuhn observation
+(:func:`oppmodel.clients.acpc.convert.seat_observation`, session "kuhn_poker(players=n)"); in any
+other limit game (Leduc) the hand's ``LimitObservation``, sent as its MATCHSTATE line, in a
+session of that game (its bundled short name, or its rules' text).
 
 Each decision comes from one of two sources:
 
 * the **service**: one GetAction call whose deadline is the per-decision budget (``deadline``);
-* the **fallback**: the default strategy (N1 in 3-player Kuhn, MBBR's own opening), local and
-  instant.
+* the **fallback**: the default strategy (N1 in 3-player Kuhn, MBBR's own opening; the bundled
+  solved strategy, ``cfr``, in Leduc; uniform play elsewhere), local and instant.
 
 A decision call that fails (unreachable, deadline missed, any error) switches to the fallback at
 once, for that decision too; the match never waits for the service longer than one budget.
@@ -47,16 +50,25 @@ from typing import TextIO
 import grpc
 import numpy as np
 
-from oppmodel.clients.acpc.agent import Decision, ProfilePolicy, SeatHand
+from oppmodel.clients.acpc.agent import (
+    Decision,
+    LimitStrategyPolicy,
+    Policy,
+    ProfilePolicy,
+    SeatHand,
+)
 from oppmodel.clients.acpc.convert import kuhn_for, seat_observation
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.grpc_base import ERROR_BY_CODE
 from oppmodel.modeling.errors import NotFoundError, OppModelError, ServiceError
-from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES
+from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
+from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr import limit_model
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.observation import HandObservation, LimitObservation
 from oppmodel.modeling.strategy import uniform_profile
 
 ServiceFailure = (grpc.RpcError, OppModelError)
@@ -127,13 +139,22 @@ class ServicePolicy:
         try to reconnect to an unreachable service (and the pause after a failed background
         call)."""
         self.game = game
-        self.kuhn = kuhn_for(game)
-        n = self.kuhn.num_players
+        n = game.num_players
+        self.kuhn = None if kuhn_unsupported(game) else kuhn_for(game)
+        self.fallback: Policy
+        if self.kuhn is not None:
+            self.session_game = f"kuhn_poker(players={n})"
+            self.fallback = ProfilePolicy(game, default_profile(self.kuhn), config.seed)
+            self.fallback_name = fallback_name(self.kuhn)
+        else:  # any other limit game: the session plays its rules, the fallback its default
+            limit = limit_game_of(game)
+            self.session_game = bundled_name(game) or game.to_text()
+            profile = limit_model.default_profile(limit, "default_strategy")
+            self.fallback = LimitStrategyPolicy(limit, profile, config.seed)
+            self.fallback_name = "cfr" if limit.name in BUNDLED_STRATEGIES else "uniform"
         self.config = config
         self.our_label = our_label
         self.opponent_labels = opponent_labels or tuple(f"seat+{d}" for d in range(1, n))
-        self.fallback = ProfilePolicy(game, default_profile(self.kuhn), config.seed)
-        self.fallback_name = fallback_name(self.kuhn)
         self.retry_interval = retry_interval
         self.deadline = deadline
         self._address = tcp_address(target)
@@ -153,7 +174,7 @@ class ServicePolicy:
             target, timeout=connect_timeout, reconnect_seconds=0.0, channel_options=options
         )
         self._wake = threading.Condition()
-        self._observations: list[HandObservation] = []
+        self._observations: list[HandObservation | LimitObservation] = []
         self._acked = 0  # observations the current session has acknowledged
         self._session_id: str | None = None
         self._on_service = False
@@ -214,9 +235,13 @@ class ServicePolicy:
 
     def observe(self, hand: SeatHand) -> None:
         """Queue what this seat saw of the hand for the background sender (never waits)."""
-        obs = seat_observation(
-            self.game, position=hand.position, betting=hand.betting, hole=hand.hole
-        )
+        obs: HandObservation | LimitObservation
+        if self.kuhn is None:
+            obs = hand.limit_observation()
+        else:
+            obs = seat_observation(
+                self.game, position=hand.position, betting=hand.betting, hole=hand.hole
+            )
         with self._wake:
             self._observations.append(obs)
             self._hand = hand.hand + 1
@@ -333,7 +358,7 @@ class ServicePolicy:
 
     def _create_session(self) -> None:
         session = self._background.create_session(
-            game=f"kuhn_poker(players={self.kuhn.num_players})",
+            game=self.session_game,
             our_label=self.our_label,
             opponent_labels=self.opponent_labels,
             config=self.config,

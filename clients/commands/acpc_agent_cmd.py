@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 
 import numpy as np
 
 from oppmodel.clients.acpc.agent import (
+    LimitModelPolicy,
     ModelPolicy,
     Policy,
     connect,
@@ -28,6 +30,7 @@ from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, BUNDLED_STRATEGI
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.model import build_model
 
 REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
@@ -52,10 +55,12 @@ With --service ADDR the agent is MBBR played by the oppmodel service: it creates
 --decision-budget-ms for each answer. A background thread sends every finished hand as this seat
 saw it (folded and uncontested cards stay hidden), so a decision never waits for it. If a
 decision call fails (unreachable, too slow, any error) the agent says so on stderr and plays the
-fallback, N1 (MBBR's default strategy), while the background thread probes the service; it
-returns to the service as soon as the service answers, and resends the hands it missed. The
-tally counts the decisions each source made and the hands each outage lasted. --in-process plays
-the same MBBR model inside this process instead (MBBR agents play Kuhn games). GAMEFILE is a
+fallback, MBBR's default strategy (N1 in 3-player Kuhn, the bundled cfr strategy in Leduc),
+while the background thread probes the service; it returns to the service as soon as the service
+answers, and resends the hands it missed. The tally counts the decisions each source made and the
+hands each outage lasted. --in-process plays the same MBBR model inside this process instead.
+MBBR plays every limit game: Kuhn games with the Kuhn model (its safety budget and change
+detection), the others (Leduc) with the limit-game model, which applies neither. GAMEFILE is a
 path or a bundled game's name ({", ".join(BUNDLED_GAMES)}).
 
 The decision budget: the reference dealer aborts a match when a seat exceeds --t_per_hand (7000
@@ -74,6 +79,8 @@ examples:
   oppmodel serve --db oppmodel.sqlite --port 50051 &
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --service 127.0.0.1:50051 --seed 7
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --in-process --mbbr-posterior samples
+  oppmodel acpc-agent leduc3p 127.0.0.1 18791 --service 127.0.0.1:50051 --seed 7
+  oppmodel acpc-agent leduc3p 127.0.0.1 18792 --in-process --seed 8
   oppmodel acpc-agent-script n1.sh kuhn3p --agent n1   # an `exe HOST PORT` wrapper
 """
 
@@ -150,24 +157,19 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("agent", "--service and --in-process play mbbr only")
     if args.strategy and args.agent:
         raise InvalidArgumentError("agent", "--strategy plays the file's strategy: drop --agent")
-    if modeled and not kuhn:
-        raise InvalidArgumentError(
-            "gamefile", "--service and --in-process (MBBR) play Kuhn games only for now"
-        )
+    config = mbbr_config(args, seed=args.seed)
+    if not kuhn:  # a limit game's model applies neither (they are Kuhn's)
+        config = dataclasses.replace(config, safety_budget=math.inf, change_hazard=0.0)
     budget_ms = args.decision_budget_ms
     policy: Policy
     if args.service:
         budget_ms = budget_ms or default_decision_budget_ms(limit_game_of(game))
-        policy = ServicePolicy(
-            game,
-            args.service,
-            config=mbbr_config(args, seed=args.seed),
-            deadline=budget_ms / 1000,
-        )
+        policy = ServicePolicy(game, args.service, config=config, deadline=budget_ms / 1000)
+    elif agent == "mbbr" and kuhn:
+        policy = ModelPolicy(game, build_model(kuhn_for(game), config), args.seed)
     elif agent == "mbbr":
-        policy = ModelPolicy(
-            game, build_model(kuhn_for(game), mbbr_config(args, seed=args.seed)), args.seed
-        )
+        limit = limit_game_of(game)
+        policy = LimitModelPolicy(limit, build_limit_model(limit, config), args.seed)
     elif args.strategy:
         agent = f"strategy {args.strategy}"
         policy = strategy_policy(game, args.strategy, args.seed)

@@ -70,6 +70,7 @@ from oppmodel.modeling.observation import (  # noqa: E402
     observe_hand,
     observe_limit_hand,
 )
+from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.server.storage_sqlite import Synchronous  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
@@ -102,17 +103,11 @@ def limit_hands_of(game_name: str, count: int, seed: int) -> list[LimitObservati
     game = limit_game(game_name)
     profile = default_profile(game, "default_strategy")
     rng = np.random.default_rng(seed)
-    tree, n = game.tree, game.num_players
     out = []
     for hand in range(count):
         deal = int(rng.integers(game.num_deals))
-        node = 0
-        while tree.node_player[node] >= 0:
-            q = tree.node_player[node]
-            infoset = tree.node_base[node] + tree.deal_view[tree.node_round[node], deal, q]
-            node = tree.node_children[node, rng.choice(3, p=profile[q, infoset])]
-        terminal = int(tree.node_terminal[node])
-        out.append(observe_limit_hand(game, (-hand) % n, deal, terminal))
+        terminal = sample_terminal(game, profile, deal, rng)
+        out.append(observe_limit_hand(game, (-hand) % game.num_players, deal, terminal))
     return out
 
 
@@ -392,6 +387,8 @@ def main() -> None:
         return
     kuhn = args.game in KUHN_SESSIONS
     session_game = KUHN_SESSIONS.get(args.game, args.game)
+    players = 3 if kuhn else limit_game(args.game).num_players
+    labels = [f"opp_{d}" for d in range(1, players)]
     args.rate = args.rate or (500.0 if kuhn else 200.0)
     repeats = 1 if args.quick else args.repeats
     per_session = {1: 300, 8: 150, 64: 30} if args.quick else {1: 1500, 8: 600, 64: 120}
@@ -422,18 +419,24 @@ def main() -> None:
         echo, echo_port = start_echo()
         try:
             with OpponentModelClient(f"127.0.0.1:{port}") as client:
-                warm = client.create_session(game=session_game, config=config).session_id
+                warm = client.create_session(
+                    game=session_game, opponent_labels=labels, config=config
+                ).session_id
                 client.observe(warm, hands[:50], first_sequence=1)
                 runs: dict[int, list[float]] = {n: [] for n in per_session}
                 for _ in range(repeats):
                     for n, count in per_session.items():
                         sessions = [
-                            client.create_session(game=session_game, config=config).session_id
+                            client.create_session(
+                                game=session_game, opponent_labels=labels, config=config
+                            ).session_id
                             for _ in range(n)
                         ]
                         runs[n].append(asyncio.run(saturated(port, sessions, hands[:count])))
                 latency_sessions = [
-                    client.create_session(game=session_game, config=config).session_id
+                    client.create_session(
+                        game=session_game, opponent_labels=labels, config=config
+                    ).session_id
                     for _ in range(64)
                 ]
             request = pb.ObserveRequest(

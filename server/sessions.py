@@ -281,7 +281,12 @@ def game_of(spec: SessionSpec) -> Game:
     (compiled games are cached per distinct rules)."""
     if spec.game_def is None:
         return kuhn_game(spec.num_players)
-    return limit_game_of(parse_game_def(spec.game_def))
+    return _limit_game_of_rules(spec.game_def)
+
+
+@functools.lru_cache(maxsize=64)  # every listed session asks; the compiler caches the games
+def _limit_game_of_rules(rules: str) -> LimitGame:
+    return limit_game_of(parse_game_def(rules))
 
 
 def build_model(spec: SessionSpec) -> Model:

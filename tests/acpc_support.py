@@ -9,19 +9,22 @@ import io
 import json
 import selectors
 import threading
+import time
 from collections.abc import Callable
 from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oppmodel.clients.acpc.agent import AgentResult, Policy, connect, play_match
+from oppmodel.clients.acpc.agent import AgentResult, Policy, SeatHand, connect, play_match
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer, MatchResult
 from oppmodel.clients.acpc.log import DealerLog, format_log
 from oppmodel.clients.acpc.net import LineSocket
+from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.cli import main
 from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
+from oppmodel.server.app import BackgroundServer
 
 DATA = Path(__file__).resolve().parent / "data" / "acpc"  # copied from the shared folder
 GAME_FILE = DATA / "kuhn.limit.3p.game"
@@ -210,3 +213,27 @@ def replay_command_json(log: DealerLog, hands: int, name: str, folder: Path) -> 
         status = main(["replay", str(small), "--as", name, "--json", "--plot", str(png)])
     assert status == 0
     return json.loads(out.getvalue()), png
+
+
+def stop_and_restart(
+    servers: list, config: object, *, stop_at: int, start_at: int
+) -> type[ServicePolicy]:
+    """A ServicePolicy that stops ``servers[0]`` (a started ``BackgroundServer``) after hand
+    ``stop_at``, starts a new one of ``config`` (appended to ``servers``) after hand
+    ``start_at``, and after the next hand waits up to 10 s for the policy to be back on the
+    service (a real match lasts long enough for the reconnection)."""
+
+    class StopAndRestart(ServicePolicy):
+        def observe(self, hand: SeatHand) -> None:
+            super().observe(hand)
+            if hand.hand == stop_at:
+                servers[0].stop()
+            if hand.hand == start_at:
+                servers.append(BackgroundServer(config))
+                servers[-1].start()
+            if hand.hand == start_at + 1:
+                deadline = time.monotonic() + 10
+                while not self.healthy and time.monotonic() < deadline:
+                    time.sleep(0.02)
+
+    return StopAndRestart

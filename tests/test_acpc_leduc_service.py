@@ -11,17 +11,15 @@ import json
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from acpc_support import AgentThread, run_dealer
+from acpc_support import AgentThread, run_dealer, stop_and_restart
 from test_acpc_service_recovery import TIMEOUT, oppmodel, serve
 
-from oppmodel.clients.acpc.agent import SeatHand, make_policy
+from oppmodel.clients.acpc.agent import make_policy
 from oppmodel.clients.acpc.log import LoggedHand, check_log, parse_log, read_log
-from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
@@ -162,20 +160,8 @@ def test_in_leduc_the_service_agent_falls_back_to_cfr_and_returns(tmp_path: Path
     game = read_game_def("leduc2p")
     mbbr = MBBRConfig(hands_default=5, seed=4, safety_budget=math.inf, change_hazard=0.0)
 
-    class StopAndRestart(ServicePolicy):
-        def observe(self, hand: SeatHand) -> None:
-            super().observe(hand)
-            if hand.hand == 15:
-                servers[0].stop()
-            if hand.hand == 30:
-                servers.append(BackgroundServer(config))
-                servers[-1].start()
-            if hand.hand == 31:  # a real match lasts long enough for the reconnection
-                deadline = time.monotonic() + 10
-                while not self.healthy and time.monotonic() < deadline:
-                    time.sleep(0.02)
-
-    policy = StopAndRestart(game, f"127.0.0.1:{port}", config=mbbr, stderr=err, deadline=2.0)
+    policy_class = stop_and_restart(servers, config, stop_at=15, start_at=30)
+    policy = policy_class(game, f"127.0.0.1:{port}", config=mbbr, stderr=err, deadline=2.0)
     try:
         captured, _ = run_dealer(
             tmp_path,

@@ -10,12 +10,11 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from acpc_support import GAME, GAME_FILE, AgentThread, run_dealer
+from acpc_support import GAME, GAME_FILE, AgentThread, run_dealer, stop_and_restart
 from service_support import running_server
 
 from oppmodel.clients.acpc.agent import SeatHand, make_policy
@@ -144,22 +143,8 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
     servers[0].start()
     err = io.StringIO()
 
-    class KillAndRestart(ServicePolicy):
-        def observe(self, hand: SeatHand) -> None:
-            super().observe(hand)
-            if hand.hand == 20:
-                servers[0].stop()
-            if hand.hand == 40:
-                servers.append(BackgroundServer(config))
-                servers[-1].start()
-            if hand.hand == 41:  # a real match lasts long enough for the reconnection
-                deadline = time.monotonic() + 10
-                while not self.healthy and time.monotonic() < deadline:
-                    time.sleep(0.02)
-
-    policy = KillAndRestart(
-        GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, retry_interval=0.05
-    )
+    policy_class = stop_and_restart(servers, config, stop_at=20, start_at=40)
+    policy = policy_class(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, retry_interval=0.05)
     try:
         captured, agents = play(tmp_path, policy, 120)
         policy.close()

@@ -35,10 +35,12 @@ alone, Laplace-smoothed counts per information state, the naive Bayes move model
 MBBR's current model; mean log-loss (nats) and accuracy are reported per opponent and position
 and, in games of several betting rounds (Leduc), per round. An opponent's cards are known only
 at a showdown it reached, so only those actions can be scored by every predictor (counts and
-naive Bayes learn only from them; MBBR learns from every hand); the prior and MBBR are also
-scored on the others, by the marginal over the cards never shown. MBBR uses the Dirichlet
-posterior unless --mbbr-posterior samples asks for the paper's k samples; the report names the
-posterior and explains every column (a legend in the text, "columns" in the JSON).
+naive Bayes learn only from them; MBBR learns from every hand), a sample that never holds a
+fold; the prior, counts and MBBR are also scored on the others, by their marginal over the
+cards never shown, on every decision together, and over the log's last third (what the models
+know by its end). MBBR uses the Dirichlet posterior unless --mbbr-posterior samples asks for
+the paper's k samples; the report names the posterior and explains every column (a legend in
+the text, "columns" in the JSON).
 
 The game: --game, else the game file the log's header names when it is a bundled one
 (leduc.limit.3p.game is leduc3p), else n-player Kuhn. In Kuhn the service runs in this process

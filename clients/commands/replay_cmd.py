@@ -46,7 +46,7 @@ The game: --game, else the game file the log's header names when it is a bundled
 (leduc.limit.3p.game is leduc3p), else n-player Kuhn. In Kuhn the service runs in this process
 by default (a free loopback port, a temporary SQLite file); --service uses a running one; --local
 skips gRPC and uses the modeling library directly. Other games (Leduc) replay with the library
-(--local, their default): the service takes Kuhn sessions only.
+(--local, their default): replay's service path creates Kuhn sessions only.
 
 examples:
   oppmodel replay kuhn3p-seed42-example-players.log --as Alice
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(game, LimitGame) or args.local:
             if isinstance(game, LimitGame) and (args.service or args.in_process):
                 raise InvalidArgumentError(
-                    "game", f"the service takes Kuhn sessions only; replay {game.name} with --local"
+                    "game", f"replay uses the service in Kuhn only; replay {game.name} with --local"
                 )
             local_game = game if isinstance(game, LimitGame) else kuhn_for(game)
 

@@ -135,6 +135,19 @@ def largest_gains(game: Game, gains: np.ndarray, count: int = 5) -> dict[str, fl
     return {key: value for key, value in rounded.items() if value > 0.0}
 
 
+def gains_by_round(game: LimitGame, gains: np.ndarray) -> dict[str, float]:
+    """The per-hand deviation gains (mbb/h) summed by our position and betting round, keyed
+    "P<position + 1> round <r + 1>": where in the hand a limit game's cost is paid."""
+    out = {}
+    for p in range(game.num_players):
+        rounds = game.tree.node_round[game.infoset_node[p]]
+        for r in range(game.num_rounds):
+            out[f"P{p + 1} round {r + 1}"] = round(
+                float(gains[p, : len(rounds)][rounds == r].sum()), 3
+            )
+    return out
+
+
 def windows(values: np.ndarray) -> list[float]:
     edges = [0, *(e for e in WINDOW_EDGES if e < len(values)), len(values)]
     return [float(values[a:b].mean()) for a, b in itertools.pairwise(edges)]
@@ -228,9 +241,10 @@ def main(argv: list[str] | None = None) -> int:
                 "matches_on_later_run": sum(r[2] > 0 for r in runs),
             }
             if args.attribute:
-                row["deviation_gains"] = largest_gains(
-                    game, sum(r[1] for r in runs) / (2 * seeds * hands)
-                )
+                gains = sum(r[1] for r in runs) / (2 * seeds * hands)
+                row["deviation_gains"] = largest_gains(game, gains)
+                if limit:
+                    row["deviation_gains_by_round"] = gains_by_round(game, gains)
             rows.append(row)
     report = {
         "benchmark": "mbbr_learning_cost_exact",
@@ -267,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             cells = ", ".join(f"{k} {v:.2f}" for k, v in row["deviation_gains"].items())
             print(f"- {row['pair']} ({row['prior']}, B {row['safety_budget']}): {cells or 'none'}")
+            if "deviation_gains_by_round" in row:
+                cells = ", ".join(
+                    f"{k} {v:.2f}" for k, v in row["deviation_gains_by_round"].items()
+                )
+                print(f"  by position and round: {cells}")
     return 0
 
 

@@ -16,7 +16,10 @@ asks it: the action probabilities of an information set of the next hand's posit
 cards (solving that hole's deals once). Beside it, in the same run: Kuhn's own path
 (``model.build_model`` on ``KuhnGame``, its policy every hand) on the same 3p Kuhn hands, whose
 hands/s the ratio divides by, and with ``--whole-table`` the cycle with the whole response table
-every hand.
+every hand. MBBR runs at its default safety budget: random betting rules the bankroll's hypothesis
+out at the first hand, so the main figure prices it once; the ``default_play`` figures are the
+same cycle over hands the default strategy plays, where the bankroll prices every hand (the
+worst case), at the default budget and without one.
 
     python benchmarks/posterior.py [--quick] [--json]
     python benchmarks/posterior.py --game leduc3p [--hands 3000] [--repeats 5] [--whole-table]
@@ -31,6 +34,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -40,8 +44,12 @@ import numpy as np  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
-from oppmodel.modeling.mbbr.limit_model import build_limit_model, hole_split  # noqa: E402
+from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.limit_model import (  # noqa: E402
+    build_limit_model,
+    default_profile,
+    hole_split,
+)
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import (  # noqa: E402
     HandObservation,
@@ -49,6 +57,7 @@ from oppmodel.modeling.observation import (  # noqa: E402
     observe_hand,
     observe_limit_hand,
 )
+from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
 
 GOALS = {100: 5000.0, 1000: 300.0}  # hands/s for the full cycle, from the issue
 LIMIT_GOALS = {"kuhn3p": 10_000.0, "leduc2p": 2_000.0, "leduc3p": 500.0}  # Dirichlet, issue 15
@@ -111,16 +120,43 @@ def limit_hands(game: LimitGame, count: int, seed: int) -> list[tuple[LimitObser
     return out
 
 
-def limit_cycle_rate(game: LimitGame, hands: list[tuple[LimitObservation, int]], *, lazy: bool):
+def default_play_hands(
+    game: LimitGame, count: int, seed: int
+) -> list[tuple[LimitObservation, int]]:
+    """As :func:`limit_hands`, but every hand played by the game's default strategy (the
+    bundled CFR strategy): the safety bankroll's hypothesis stays alive all stream, so it prices
+    every hand (random betting rules it out at once)."""
+    rng = np.random.default_rng(seed)
+    n, split = game.num_players, hole_split(game)
+    default = default_profile(game, "default_strategy")
+    deals = rng.integers(game.num_deals, size=count + 1)
+    out = []
+    for h in range(count):
+        terminal = sample_terminal(game, default, int(deals[h]), rng)
+        obs = observe_limit_hand(game, h % n, int(deals[h]), terminal)
+        p = (h + 1) % n
+        hole = int(game.tree.deal_view[0, deals[h + 1], p])
+        out.append((obs, int(split.infosets_of_hole[p][hole][0])))
+    return out
+
+
+def limit_cycle_rate(
+    game: LimitGame,
+    hands: list[tuple[LimitObservation, int]],
+    *,
+    lazy: bool,
+    safety_budget: float = SAFETY_BUDGET,
+):
     """Hands per second of the Dirichlet cycle: observe, then the response for the next hand
-    (``lazy``: as the agent asks it, one hole; else the whole table)."""
-    model = build_limit_model(game, MBBRConfig(hands_default=0))
+    (``lazy``: as the agent asks it, one hole; else the whole table), at ``safety_budget``."""
+    config = MBBRConfig(hands_default=0, safety_budget=safety_budget)
+    model = build_limit_model(game, config)
     n = game.num_players
     for h, (obs, infoset) in enumerate(hands[:5]):  # warm the JIT
         model.observe(obs)
         model.action_probabilities((h + 1) % n, infoset)
         model.policy((h + 1) % n)
-    model = build_limit_model(game, MBBRConfig(hands_default=0))
+    model = build_limit_model(game, config)
     start = time.perf_counter()
     if lazy:
         for h, (obs, infoset) in enumerate(hands):
@@ -147,6 +183,17 @@ def limit_report(name: str, count: int, repeats: int, *, whole_table: bool) -> d
     row: dict = {"game": game.name, "hands": count, "sizes": game.sizes()}
     rates = [limit_cycle_rate(game, hands, lazy=True) for _ in range(repeats)]
     row["cycle_hands_per_s"] = round(statistics.median(rates), 1)
+    played = default_play_hands(game, count, seed=1)
+    for label, budget in (("safety_alive", SAFETY_BUDGET), ("no_budget", math.inf)):
+        rates = [
+            limit_cycle_rate(game, played, lazy=True, safety_budget=budget) for _ in range(repeats)
+        ]
+        row[f"cycle_default_play_{label}_hands_per_s"] = round(statistics.median(rates), 1)
+    row["safety_alive_vs_no_budget"] = round(
+        row["cycle_default_play_safety_alive_hands_per_s"]
+        / row["cycle_default_play_no_budget_hands_per_s"],
+        2,
+    )
     if whole_table:
         rates = [limit_cycle_rate(game, hands, lazy=False) for _ in range(repeats)]
         row["cycle_whole_table_hands_per_s"] = round(statistics.median(rates), 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 
 import limit_mbbr_oracle as oracle
 import numpy as np
@@ -437,8 +438,10 @@ def test_a_bad_observation_names_the_field_and_changes_nothing(obs, field, error
 
 
 def test_policy_is_the_default_for_the_first_h_hands():
+    """Then the response, in full without a safety budget (the bankroll's mixture:
+    test_limit_safety.py)."""
     game = LEDUC2P()
-    model = build_limit_model(game, MBBRConfig(hands_default=3))
+    model = build_limit_model(game, MBBRConfig(hands_default=3, safety_budget=math.inf))
     hands = hands_2p(game)
     for obs in hands[:3]:
         np.testing.assert_array_equal(model.policy(0), model.default_strategy[0])

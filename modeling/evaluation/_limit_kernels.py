@@ -138,3 +138,69 @@ def sweep(tree, profile, player, best, cfv, own_reach, choice):
                 out[d] = total
         k -= 1
     return root.sum()
+
+
+@njit(cache=True)
+def fixed_others_leaf_values(tree, profile, player, deal_column, out):
+    """What each terminal is worth to ``player`` against the others' fixed strategies, summed
+    over the deals of each column: ``out[t, deal_column[d]] += others' reach x payoff`` (chance
+    left out, the player's own reach not applied). With a column per view of the player in the
+    last round, the value of any strategy of the player is then :func:`own_strategy_value`'s
+    sum over terminals and views of its own reach times this."""
+    num_deals = tree.deal_view.shape[1]
+    reach = np.empty((tree.max_depth + 1, num_deals))
+    reach[0, :] = 1.0
+    for node in range(1, tree.node_player.shape[0]):
+        parent = tree.node_parent[node]
+        k = tree.node_depth[node]
+        p = tree.node_player[parent]
+        r = tree.node_round[parent]
+        base = tree.node_base[parent]
+        a = tree.node_action[node]
+        if p == player:
+            for d in range(num_deals):
+                reach[k, d] = reach[k - 1, d]
+        else:
+            for d in range(num_deals):
+                reach[k, d] = reach[k - 1, d] * profile[p, base + tree.deal_view[r, d, p], a]
+        t = tree.node_terminal[node]
+        if t < 0:
+            continue
+        cls, pot = tree.terminal_class[t], tree.terminal_pot[t]
+        spent = tree.terminal_spent[t, player]
+        for d in range(num_deals):
+            w = reach[k, d]
+            if w != 0.0:
+                out[t, deal_column[d]] += w * (tree.share[cls, d, player] * pot - spent)
+
+
+@njit(cache=True)
+def own_strategy_value(tree, strategy, player, views, leaf, reach, own_reach):
+    """The value of ``strategy`` (the player's (I, 3) rows) from :func:`fixed_others_leaf_values`'
+    ``leaf`` (T, K): column k stands for the player's views ``views[:, k]`` in every round (one
+    line of views the player can see, e.g. one hole and one board card). ``reach`` (N, K) is
+    scratch; ``own_reach[I]`` is written with the player's own reach of each information set it
+    passes. A forward sweep over public nodes x K, no deals: far cheaper than :func:`sweep`."""
+    num_columns = views.shape[1]
+    for c in range(num_columns):
+        reach[0, c] = 1.0
+    value = 0.0
+    for node in range(1, tree.node_player.shape[0]):
+        parent = tree.node_parent[node]
+        p = tree.node_player[parent]
+        r = tree.node_round[parent]
+        base = tree.node_base[parent]
+        a = tree.node_action[node]
+        if p == player:
+            for c in range(num_columns):
+                i = base + views[r, c]
+                own_reach[i] = reach[parent, c]
+                reach[node, c] = reach[parent, c] * strategy[i, a]
+        else:
+            for c in range(num_columns):
+                reach[node, c] = reach[parent, c]
+        t = tree.node_terminal[node]
+        if t >= 0:
+            for c in range(num_columns):
+                value += reach[node, c] * leaf[t, c]
+    return value

@@ -15,8 +15,9 @@ from oppmodel.modeling.errors import InvalidArgumentError
 
 EPSILON_RANGE = (1e-6, 0.5)  # [low, high)
 ETA_RANGE = (1e-3, 1e6)  # [low, high]
-# The safety budget's default (mbb/h): the exact learning cost against pairs of N1, N2 and N3 is
-# at most this by construction (``safety.py``); math.inf turns the bankroll off (plain MBBR).
+# The safety budget's default (mbb/h): the exact learning cost against pairs of N1, N2 and N3
+# (Kuhn, ``safety.py``) or against opponents playing the default strategy (limit games,
+# ``limit_safety.py``) is at most this by construction; math.inf turns the bankroll off.
 SAFETY_BUDGET = 0.5
 CHANGE_HAZARD_RANGE = (0.0, 0.1)  # [low, high]
 # Fields added after sessions and snapshots were first stored, with the value their absence means
@@ -76,7 +77,8 @@ class MBBRConfig:
     # learning (the paper as published; k is used only by it)
     posterior: Posterior = Posterior.DIRICHLET
     # B, mbb/h: deviate from the default only as far as a bankroll per equilibrium hypothesis
-    # covers (``oppmodel.modeling.mbbr.safety``); math.inf: off, the plain response
+    # covers (``oppmodel.modeling.mbbr.safety``, ``limit_safety``); math.inf: off, the plain
+    # response
     safety_budget: float = SAFETY_BUDGET
     # Prior probability per hand that the opponents change strategy (``change.py``: Bayesian
     # change-point detection over a bank of posteriors); 0 assumes they never do, the paper's MBBR

@@ -21,10 +21,12 @@ depends only on the deals that give us its hole cards, so :meth:`LimitModel.acti
 (what an agent asks at each decision) solves the deals of that hole only (Leduc 3p: 1/8 of the
 tree's deals), and only once per change of the posterior of that position.
 
-``config.safety_budget`` is not applied here: the safety bankroll (``safety.py``) plays Kuhn's
-models only, so a limit model plays the unconstrained policy whatever the budget. Nor is
-``config.change_hazard``: change detection (``change.py``) wraps Kuhn's models; a limit model
-assumes the opponents never change.
+With a finite ``config.safety_budget`` (the default, 0.5 mbb/h) what is played is the candidate
+(the default for the first H hands, then the response) mixed with the default strategy as far as
+the safety bankroll of ``limit_safety.py`` allows, one share per hand and hole of ours: against
+opponents who play the default strategy, learning costs at most the budget. ``math.inf`` plays
+the candidate unconstrained. ``config.change_hazard`` is not applied: change detection
+(``change.py``) wraps Kuhn's models; a limit model assumes the opponents never change.
 
 Defaults (no profile given): the bundled solved strategy of the game (``leduc2p``, ``leduc3p``) is
 both the default strategy and the prior mean; compiled 3-player Kuhn uses N1 and N3 as
@@ -60,10 +62,12 @@ from oppmodel.modeling.mbbr.base import (
 )
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.limit_dirichlet import LimitDirichletPosterior
-from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, limit_evidence
+from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, consistent_deals, limit_evidence
+from oppmodel.modeling.mbbr.limit_safety import LimitSafetyBankroll
 from oppmodel.modeling.mbbr.limit_samples import LimitSamplePosterior
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import create_samples, prior_alpha
+from oppmodel.modeling.mbbr.safety import is_off
 from oppmodel.modeling.mbbr.samples import MAX_JOINT_SAMPLES
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
 from oppmodel.modeling.mbbr.typed_prior import TypedPrior, typed_priors
@@ -100,9 +104,22 @@ class LimitModel(abc.ABC):
         self.prior_mean = _profile_or_default(game, prior_mean, "prior_mean")
         self.hands_observed = 0
         self._holes = hole_split(game)
+        self._hole_index: dict[tuple[int, str | None], int] = {}  # (p, its cards) -> its hole
         self._evidence: dict[LimitObservation, LimitEvidence] = {}
         self._profiles: dict[int, tuple[int, np.ndarray]] = {}  # p -> (version, models profile)
         self._lazy: dict[tuple[int, Response], _LazyResponse] = {}
+        # The bankroll that bounds what learning costs against the default (limit_safety.py)
+        self._safety = (
+            None
+            if is_off(config.safety_budget)
+            else LimitSafetyBankroll(
+                game,
+                self.default_strategy,
+                config.safety_budget,
+                holes=self._holes.infosets_of_hole,
+                subtrees=self._holes.subtrees,
+            )
+        )
         self._build_posterior()
 
     # --- what a posterior implements -------------------------------------------------------------
@@ -168,8 +185,14 @@ class LimitModel(abc.ABC):
         except TypeError:
             validate_limit_observation(self.game, obs)  # names the unhashable field
             raise
-        self.game.check_position(obs.position)
-        self._update(obs.position, obs)
+        p = obs.position
+        self.game.check_position(p)
+        if self._safety is not None:  # book the hand as played, before the posterior moves
+            evidence = self._evidence_of(obs)  # validates
+            hole = self._hole_of(p, obs)
+            candidate, stamp = self._candidate_rows(p, hole)
+            self._safety.record(obs, hole, candidate, stamp, evidence, self._models_profile(p))
+        self._update(p, obs)
         self.hands_observed += 1
 
     def _evidence_of(self, obs: LimitObservation) -> LimitEvidence:
@@ -221,15 +244,68 @@ class LimitModel(abc.ABC):
         return lazy.strategy.copy(), float(lazy.values.sum()) / self.game.num_deals
 
     def policy(self, our_position: int) -> np.ndarray:
-        """What the agent plays: the default strategy for the first H hands, then the response."""
+        """What the agent plays: the default strategy for the first H hands, then the response;
+        with a finite ``config.safety_budget``, mixed with the default hole by hole as far as the
+        safety bankroll allows (it changes after every hand, whatever the position)."""
+        self.game.check_position(our_position, "our_position")
         if self.hands_observed < self.config.hands_default:
-            self.game.check_position(our_position, "our_position")
-            return self.default_strategy[our_position].copy()
-        return self.response(our_position)[0]
+            candidate = self.default_strategy[our_position].copy()
+        else:
+            candidate = self.response(our_position)[0]
+        if self._safety is None:
+            return candidate
+        for h, rows in enumerate(self._holes.infosets_of_hole[our_position]):
+            candidate[rows] = self._safety.policy(
+                our_position, h, *self._candidate_rows(our_position, h)
+            )[0]
+        return candidate
+
+    def safety_share(self, our_position: int, infoset: int) -> float:
+        """The share of the response in what is played at ``infoset`` of ``our_position`` now:
+        the share of its hole (1 without a safety budget)."""
+        self._check_infoset(our_position, infoset)
+        if self._safety is None:
+            return 1.0
+        h = int(self._holes.hole_of_infoset[our_position][infoset])
+        return self._safety.policy(our_position, h, *self._candidate_rows(our_position, h))[1]
+
+    def _hole_of(self, p: int, obs: LimitObservation) -> int:
+        """The hole index (``hole_split``) of position ``p``'s cards in a validated ``obs``."""
+        key = (p, obs.hole[p])
+        hole = self._hole_index.get(key)
+        if hole is None:
+            deal = consistent_deals(self.game, obs)[0]
+            hole = self._hole_index[key] = int(self._holes.hole_of_deal[p][deal])
+        return hole
+
+    def _candidate_rows(self, p: int, h: int) -> tuple[np.ndarray | None, object]:
+        """The unconstrained policy's rows at hole ``h`` of position ``p`` (None for the default,
+        the first H hands; then the response, solving that hole only) and a stamp that changes
+        whenever they do."""
+        if self.hands_observed < self.config.hands_default:
+            return None, None
+        lazy = self._response_of(p, None)
+        self._ensure(p, lazy, h)
+        return lazy.strategy[self._holes.infosets_of_hole[p][h]], (lazy.kind, lazy.version)
 
     def action_probabilities(self, our_position: int, infoset: int) -> np.ndarray:
         """What the agent plays at one information set (as :meth:`policy`, but solving only the
         deals of that information set's hole cards, once per change of the posterior)."""
+        self._check_infoset(our_position, infoset)
+        if self._safety is None:
+            if self.hands_observed < self.config.hands_default:
+                return self.default_strategy[our_position, infoset].copy()
+            lazy = self._response_of(our_position, None)
+            self._ensure(
+                our_position, lazy, int(self._holes.hole_of_infoset[our_position][infoset])
+            )
+            return lazy.strategy[infoset].copy()
+        h = int(self._holes.hole_of_infoset[our_position][infoset])
+        rows = self._holes.infosets_of_hole[our_position][h]
+        played, _ = self._safety.policy(our_position, h, *self._candidate_rows(our_position, h))
+        return played[int(np.searchsorted(rows, infoset))].copy()
+
+    def _check_infoset(self, our_position: int, infoset: int) -> None:
         game = self.game
         game.check_position(our_position, "our_position")
         if not (
@@ -239,11 +315,6 @@ class LimitModel(abc.ABC):
             raise InvalidArgumentError(
                 "infoset", f"{infoset!r} is not an information set of position {our_position}"
             )
-        if self.hands_observed < self.config.hands_default:
-            return self.default_strategy[our_position, infoset].copy()
-        lazy = self._response_of(our_position, None)
-        self._ensure(our_position, lazy, int(self._holes.hole_of_infoset[our_position][infoset]))
-        return lazy.strategy[infoset].copy()
 
     def _response_of(self, p: int, kind: Response | str | None) -> _LazyResponse:
         self.game.check_position(p, "our_position")
@@ -306,7 +377,8 @@ class LimitModel(abc.ABC):
         arrays += [a for lazy in self._lazy.values() for a in (lazy.strategy, lazy.values)]
         arrays += [e.rows for e in self._evidence.values()]
         entries = len(self._evidence) + len(self._profiles) + len(self._lazy)
-        return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes()
+        safety = 0 if self._safety is None else self._safety.nbytes()
+        return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes() + safety
 
 
 class _LazyResponse(NamedTuple):
@@ -595,6 +667,7 @@ class HoleSplit(NamedTuple):
     """A game's deals and information sets grouped by one position's hole cards."""
 
     hole_of_infoset: tuple[np.ndarray, ...]  # position -> (I_p,) hole (round-0 view) of each set
+    hole_of_deal: tuple[np.ndarray, ...]  # position -> (D,) its hole in each deal
     infosets_of_hole: tuple[tuple[np.ndarray, ...], ...]  # position -> hole -> its sets
     deals_of_hole: tuple[tuple[np.ndarray, ...], ...]  # position -> hole -> its deals
     subtrees: tuple[tuple[LimitTree, ...], ...]  # position -> hole -> tree over its deals
@@ -631,4 +704,5 @@ def hole_split(game: LimitGame) -> HoleSplit:
                 for d in by_hole
             )
         )
-    return HoleSplit(tuple(of_infoset), tuple(infosets), tuple(deals), tuple(subtrees))
+    of_deal = tuple(np.ascontiguousarray(tree.deal_view[0, :, p]) for p in range(game.num_players))
+    return HoleSplit(tuple(of_infoset), of_deal, tuple(infosets), tuple(deals), tuple(subtrees))

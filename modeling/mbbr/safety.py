@@ -44,6 +44,7 @@ import numpy as np
 from oppmodel.modeling.evaluation.kuhn import leaf_weights, values_against_weights
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr import _safety_kernels
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.observation import HandObservation
 
@@ -84,15 +85,32 @@ def mix_strategies(
         return candidate.copy()
     if share <= 0.0:
         return default.copy()
-    rows = game.infosets(position)
-    weight_default = (1.0 - share) * own_reach(game, position, default)[rows, None]
-    weight_candidate = share * own_reach(game, position, candidate)[rows, None]
-    mass = weight_default * default[rows] + weight_candidate * candidate[rows]
-    total = mass.sum(axis=1, keepdims=True)
+    rows = np.asarray(game.infosets(position), dtype=np.int64)
     mixed = default.copy()
-    reached = total[:, 0] > 0.0
-    mixed[np.asarray(rows)[reached]] = mass[reached] / total[reached]
+    out = np.empty((len(rows), default.shape[1]))
+    _safety_kernels.mix_rows(
+        default,
+        candidate[rows],
+        rows,
+        own_reach(game, position, default),
+        own_reach(game, position, candidate),
+        share,
+        out,
+    )
+    mixed[rows] = out
     return mixed
+
+
+def covered_share(
+    bank: np.ndarray, budget_chips: float, alive: np.ndarray, gains: np.ndarray
+) -> float:
+    """The largest share in [0, 1] of the candidate such that every live hypothesis's bankroll,
+    with this hand's budget, covers the share's expected loss: bank + budget + share * gain >= 0."""
+    allowance = bank + budget_chips
+    share = 1.0
+    for h in np.flatnonzero(alive & (gains < 0.0)):
+        share = min(share, max(allowance[h], 0.0) / -gains[h])
+    return share
 
 
 class SafetyBankroll:
@@ -154,10 +172,7 @@ class SafetyBankroll:
             gains = np.zeros(len(self))
         else:
             gains = self._values(position, candidate) - self._default_value[position]
-        allowance = self.bank + self.budget_chips
-        share = 1.0
-        for h in np.flatnonzero(self.alive & (gains < 0.0)):
-            share = min(share, max(allowance[h], 0.0) / -gains[h])
+        share = covered_share(self.bank, self.budget_chips, self.alive, gains)
         mixed = mix_strategies(self.game, position, default, candidate, share)
         self._played[position] = (candidate.copy(), share, gains, mixed)
         return mixed.copy(), share

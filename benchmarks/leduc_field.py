@@ -25,7 +25,8 @@ seat orders of two cfr agents are one), and the ceiling minus it.
     python benchmarks/leduc_field.py [--game leduc3p|leduc2p] [--hands 3000] [--duplicates 12]
                                      [--seed 15] [--styles always-bet,...] [--cost-seeds 4]
                                      [--workers 2] [--quick] [--journal FILE] [--report]
-                                     [--without-cfr] [--out FILE] [--json]
+                                     [--without-cfr] [--mbbr-safety-budget 0.5] [--out FILE]
+                                     [--json]
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from benchmarks.learning_cost import trajectory  # noqa: E402
 from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.match import play_duplicate, summarize  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
@@ -132,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
         "--cost-seeds", type=int, default=None, help="learning-cost seeds (4; leduc3p only)"
     )
     parser.add_argument("--quick", action="store_true", help="300 hands, 2 duplicates, 1 seed")
+    parser.add_argument(
+        "--mbbr-safety-budget",
+        type=float,
+        default=SAFETY_BUDGET,
+        help="MBBR's safety budget B, mbb/h; 'inf' plays without the bankroll (%(default)s)",
+    )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
         "--journal",
@@ -157,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     cost_seeds = args.cost_seeds if args.cost_seeds is not None else (1 if args.quick else 4)
     if args.game == "leduc2p" or args.without_cfr:
         cost_seeds = 0  # the exact learning cost is measured against two cfr agents
-    config = MBBRConfig()
+    config = MBBRConfig(safety_budget=args.mbbr_safety_budget)
     config.validate()
     game = args.game
     groups = args.styles.split(",") + ([] if args.without_cfr else ["cfr"])
@@ -170,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         for style in groups
     ]
     jobs += [("cost", ("cost", s), game, config, s, hands) for s in range(1, cost_seeds)]
-    results, seconds = _read_journal(args.journal, game, hands, args.seed)
+    budget = None if math.isinf(config.safety_budget) else config.safety_budget
+    results, seconds = _read_journal(args.journal, game, hands, args.seed, budget)
     todo = [] if args.report else [job for job in jobs if job[1] not in results]
     bar = progress_bar(len(todo), desc=f"{args.game} jobs")
     for key, value, took in _run_all(todo, args.workers):
@@ -179,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.journal:
             with args.journal.open("a") as journal:
                 entry = {"key": list(key), "value": np.asarray(value).tolist(), "seconds": took}
-                run = {"game": game, "hands": hands, "seed": args.seed}
+                run = {"game": game, "hands": hands, "seed": args.seed, "safety_budget": budget}
                 journal.write(json.dumps({**entry, **run}) + "\n")
         bar.update()
     bar.close()
@@ -189,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "prior": config.prior,
         "response": config.response,
         "hands_default": config.hands_default,
+        "safety_budget": budget,
     }
     if emit_report(report, args.out, args.json):
         return 0
@@ -196,16 +205,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _read_journal(path: Path | None, game: str, hands: int, seed: int) -> tuple[dict, dict]:
-    """The results (and seconds) of the journal's jobs played in this game at these hands and
-    seed (entries without a game are leduc3p's, the only game of the first journals)."""
+def _read_journal(
+    path: Path | None, game: str, hands: int, seed: int, budget: float | None
+) -> tuple[dict, dict]:
+    """The results (and seconds) of the journal's jobs played in this game at these hands, seed
+    and safety budget (entries without a game are leduc3p's, the only game of the first
+    journals; entries without a budget were played before limit games had a bankroll: none)."""
     results: dict = {}
     seconds: dict = {"play": [], "cost": []}
     if path is None or not path.exists():
         return results, seconds
     for line in path.read_text().splitlines():
         entry = json.loads(line)
-        if (entry.get("game", "leduc3p"), entry["hands"], entry["seed"]) != (game, hands, seed):
+        played = (entry.get("game", "leduc3p"), entry["hands"], entry["seed"])
+        if (*played, entry.get("safety_budget")) != (game, hands, seed, budget):
             continue
         key = tuple(entry["key"])
         results[key] = entry["value"] if key[0] == "cost" else np.array(entry["value"])

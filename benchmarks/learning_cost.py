@@ -13,7 +13,8 @@ it is paid: per information set of ours, what switching to the better action the
 MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other settings, without a
 safety budget unless ``--safety-budgets`` gives some (mbb/h, ``inf`` = none; one row per prior and
 budget: ``oppmodel.modeling.mbbr.safety`` bounds the cost against pairs of N1, N2 and N3 by the
-budget); pairs are panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to
+budget, ``limit_safety`` in a limit game the cost against two players of the default strategy,
+``cfr+cfr``); pairs are panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to
 evaluate against). ``--game`` is 3-player Kuhn (default) or any 3-player limit game, e.g.
 ``leduc3p``, where the pair defaults to two ``cfr`` agents (the bundled CFR strategy, also MBBR's
 default strategy and prior mean there) and each hand's exact value is one sweep over Leduc's 1,120

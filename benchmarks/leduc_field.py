@@ -167,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     config = MBBRConfig(safety_budget=args.mbbr_safety_budget)
     config.validate()
     game = args.game
-    groups = args.styles.split(",") + ([] if args.without_cfr else ["cfr"])
+    groups = [*filter(None, args.styles.split(","))]  # --styles "": the two-cfr group alone
+    groups += [] if args.without_cfr else ["cfr"]
     # one learning-cost trajectory first, then duplicate d of every group before d + 1, so an
     # interrupted run leaves every group with its first duplicates
     jobs = [("cost", ("cost", 0), game, config, 0, hands)] if cost_seeds > 0 else []

@@ -44,7 +44,6 @@ import numpy as np
 from oppmodel.modeling.evaluation.kuhn import leaf_weights, values_against_weights
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
-from oppmodel.modeling.mbbr import _safety_kernels
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.observation import HandObservation
 
@@ -85,19 +84,14 @@ def mix_strategies(
         return candidate.copy()
     if share <= 0.0:
         return default.copy()
-    rows = np.asarray(game.infosets(position), dtype=np.int64)
+    rows = game.infosets(position)
+    weight_default = (1.0 - share) * own_reach(game, position, default)[rows, None]
+    weight_candidate = share * own_reach(game, position, candidate)[rows, None]
+    mass = weight_default * default[rows] + weight_candidate * candidate[rows]
+    total = mass.sum(axis=1, keepdims=True)
     mixed = default.copy()
-    out = np.empty((len(rows), default.shape[1]))
-    _safety_kernels.mix_rows(
-        default,
-        candidate[rows],
-        rows,
-        own_reach(game, position, default),
-        own_reach(game, position, candidate),
-        share,
-        out,
-    )
-    mixed[rows] = out
+    reached = total[:, 0] > 0.0
+    mixed[np.asarray(rows)[reached]] = mass[reached] / total[reached]
     return mixed
 
 

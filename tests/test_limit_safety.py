@@ -14,6 +14,7 @@ import pytest
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model, hole_split, kuhn_profile_on
 from oppmodel.modeling.mbbr.limit_safety import RULE_OUT_ODDS, _lines_of, payoff_range
@@ -266,3 +267,40 @@ def test_payoff_range_of_leduc3p():
     """The most a Leduc 3p hand can swing one position: win the others' 2 x 13 chips or lose
     one's own 13 (ante 1, two raises of 2, two of 4)."""
     assert payoff_range(limit_game("leduc3p")) == 39.0
+
+
+def test_the_bankroll_is_in_the_snapshot():
+    """Restore after 25 hands the default played (the hypothesis alive: the bank binds), observe
+    the rest: the bankroll and the policy equal the model's that saw every hand; a snapshot
+    without the bankroll (taken before limit games had one) is refused and changes nothing."""
+    game = limit_game("leduc2p")
+    config = MBBRConfig(hands_default=0)
+    whole = build_limit_model(game, config)
+    part = build_limit_model(game, config)
+    rng = np.random.default_rng(8)
+    hands = []
+    for t in range(40):
+        deal = int(rng.integers(game.num_deals))
+        terminal = sample_terminal(game, whole.default_strategy, deal, rng)
+        hands.append(observe_limit_hand(game, t % 2, deal, terminal))
+    for obs in hands:
+        whole.observe(obs)
+    for obs in hands[:25]:
+        part.observe(obs)
+    blob = part.snapshot()
+    restored = build_limit_model(game, config)
+    restored.restore(blob)
+    for obs in hands[25:]:
+        restored.observe(obs)
+    assert whole._safety.alive.all()
+    for name, array in whole._safety.state().items():
+        np.testing.assert_array_equal(restored._safety.state()[name], array)
+    for p in range(2):
+        np.testing.assert_array_equal(restored.policy(p), whole.policy(p))
+    meta, arrays = snapshot.decode(blob)
+    without = snapshot.encode(meta, {k: a for k, a in arrays.items() if not k.startswith("safety")})
+    fresh = build_limit_model(game, config)
+    with pytest.raises(snapshot.SnapshotError):
+        fresh.restore(without)
+    assert fresh.hands_observed == 0
+    assert fresh._safety.bank[0] == 0.0

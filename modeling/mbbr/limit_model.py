@@ -347,18 +347,33 @@ class LimitModel(abc.ABC):
         (``LimitDirichletPosterior.state``) as ``p<p>.<name>``, its distinct observations as
         ``p<p>.key_position``, ``p<p>.key_betting`` and ``p<p>.key_cards`` (rows of
         ``observation.limit_observation_cards``), with the typed prior ``p<p>.revealed``; the
-        sample posterior's (``LimitSamplePosterior.state``) as ``p<p>.<name>``.
+        sample posterior's (``LimitSamplePosterior.state``) as ``p<p>.<name>``; with a safety
+        budget the bankroll's (``LimitSafetyBankroll.state``) as ``safety.<name>``.
 
         ``restore`` into a fresh model of the same game, configuration and prior mean, then
         observing the later hands, gives exactly the posterior of observing them all."""
         meta = {**self._snapshot_identity(), "hands_observed": self.hands_observed}
-        return snapshot_format.encode(meta, self._state())
+        arrays = self._state()
+        if self._safety is not None:
+            arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
+        return snapshot_format.encode(meta, arrays)
 
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it
-        is not a snapshot of a model with this game, configuration and prior mean."""
+        is not a snapshot of a model with this game, configuration and prior mean (or, with a
+        safety budget, has no bankroll: one taken before limit games had it)."""
         hands, arrays = decode_snapshot(blob, self._snapshot_identity())
+        safety = None
+        if self._safety is not None:
+            size = (len(self._safety),)
+            safety = (
+                take(arrays, "safety.bank", "f8", size),
+                take(arrays, "safety.alive", "i8", size),
+                take(arrays, "safety.log_odds", "f8", size),
+            )
         self._restore_state(arrays)
+        if self._safety is not None and safety is not None:
+            self._safety.restore(*safety)
         self.hands_observed = hands
         self._profiles.clear()
         self._lazy.clear()

@@ -304,3 +304,11 @@ def test_the_bankroll_is_in_the_snapshot():
         fresh.restore(without)
     assert fresh.hands_observed == 0
     assert fresh._safety.bank[0] == 0.0
+
+
+def test_the_bankroll_counts_in_the_models_memory():
+    game = limit_game("leduc3p")
+    safe = build_limit_model(game, MBBRConfig())
+    plain = build_limit_model(game, MBBRConfig(safety_budget=math.inf))
+    leaf_tables = game.num_terminals * 8 * sum(len(h) for h in hole_split(game).subtrees)
+    assert safe.nbytes() - plain.nbytes() >= leaf_tables

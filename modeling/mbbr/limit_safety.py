@@ -229,10 +229,10 @@ class LimitSafetyBankroll:
 
     def nbytes(self) -> int:
         """Bytes of the arrays held."""
-        arrays = (self._seated, self._default_reach, self.bank, self.alive, self.log_odds)
-        return sum(a.nbytes for a in arrays) + sum(
-            v.nbytes for by_position in self._default_value for v in by_position
-        )
+        arrays = [self._scratch, self._own_reach, self._default_reach, self._default_value]
+        arrays += [self.bank, self.alive, self.log_odds, *self._leaf.values()]
+        arrays += [a for by_hole in self._lines for line in by_hole for a in line]
+        return sum(a.nbytes for a in arrays)
 
 
 def _lines_of(game: LimitGame, p: int, tree: LimitTree) -> tuple[np.ndarray, np.ndarray]:

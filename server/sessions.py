@@ -118,6 +118,9 @@ class Limits:
     max_joint_samples: int = 1 << 16
     max_label_length: int = 128
     inline_joint_samples: int = 1024  # tables up to this size are computed on the event loop
+    # A batch of hands applied on the event loop yields to other requests after this much work,
+    # so one session's backlog (up to ``snapshot_seconds`` per commit) never stalls the others.
+    inline_slice_seconds: float = 0.002
     # Estimated bytes of the sessions kept in memory (``LiveSession.nbytes``): the least recently
     # used idle ones leave memory beyond it (and reload on their next use); a session that alone
     # needs more is refused.
@@ -413,10 +416,14 @@ class SessionManager:
         ~30 us), and a thread cannot run Python in parallel anyway. So tables up to
         ``Limits.inline_joint_samples`` are computed on the event loop and larger ones on the pool.
         """
-        joint = session.spec.config.k ** (session.spec.num_players - 1)
-        if joint <= self.limits.inline_joint_samples:
+        if self._inline(session):
             return fn(*args)
         return await self._cpu(fn, *args)
+
+    def _inline(self, session: LiveSession) -> bool:
+        """Whether the session's arithmetic runs on the event loop (see ``_compute``)."""
+        joint = session.spec.config.k ** (session.spec.num_players - 1)
+        return joint <= self.limits.inline_joint_samples
 
     def check_limits(self, spec: SessionSpec) -> None:
         """Refuse a spec that would exceed the server's limits (RESOURCE_EXHAUSTED)."""
@@ -699,9 +706,8 @@ class SessionManager:
         await asyncio.wrap_future(self.storage.append_observations_async(session.session_id, rows))
         session.stored_hands = before + len(rows)
         async with session.model_lock:
-            start = time.perf_counter()
             try:
-                await self._compute(session, _observe_all, session.model, new)
+                seconds = await self._apply(session, new)
             except Exception:
                 # Never half done: the commit is undone and the model, which may hold part of
                 # the hands, is dropped (the next use reloads it from storage).
@@ -710,7 +716,6 @@ class SessionManager:
                 )
                 self.cache.forget(session)
                 raise
-            seconds = time.perf_counter() - start
             session.replay_seconds += seconds
             session.seconds_per_hand = seconds / len(new)
             session.hands_observed += len(new)
@@ -722,6 +727,32 @@ class SessionManager:
             ):
                 await self._snapshot(session)
         self.metrics.observations.inc(len(new))
+
+    async def _apply(self, session: LiveSession, new: builtins.list[Observation]) -> float:
+        """Apply ``new`` to the session's model (the caller holds its model lock); returns the
+        seconds of arithmetic it took.
+
+        On the event loop (small tables, see ``_compute``) the hands are applied in slices of
+        about ``Limits.inline_slice_seconds``, yielding to other requests between slices: a
+        commit may hold ~0.2 s of updates (``_chunk_size``), and applying it in one step held up
+        every other session's queries that long (their p99 was such a stall). This session's
+        readers wait on the model lock meanwhile, so none sees a half-applied batch.
+        """
+        model = session.model
+        if not self._inline(session):
+            start = time.perf_counter()
+            await self._cpu(_observe_all, model, new)
+            return time.perf_counter() - start
+        seconds = 0.0
+        start = time.perf_counter()
+        for obs in new:
+            model.observe(obs)  # type: ignore[arg-type]  # a session's hands are of its game's kind
+            elapsed = time.perf_counter() - start
+            if elapsed >= self.limits.inline_slice_seconds:
+                seconds += elapsed
+                await asyncio.sleep(0)
+                start = time.perf_counter()
+        return seconds + time.perf_counter() - start
 
     async def _applied(self, session: LiveSession, sequence: int) -> HandKey:
         """The applied hand ``sequence`` (<= hands_observed): from memory if recent, else read."""

@@ -222,7 +222,7 @@ class ChangeDetectingModel(SafelyPlayed):
             "run_hands": np.array([run.hands_observed for run in self._runs], dtype=np.int64),
         }
         for i, run in enumerate(self._runs):
-            _, run_arrays = snapshot_format.decode(run.snapshot())
+            _, run_arrays = run.snapshot_parts()
             arrays.update({f"run{i}.{name}": a for name, a in run_arrays.items()})
         if self._safety is not None:
             arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})

@@ -352,11 +352,15 @@ class LimitModel(abc.ABC):
 
         ``restore`` into a fresh model of the same game, configuration and prior mean, then
         observing the later hands, gives exactly the posterior of observing them all."""
+        return snapshot_format.encode(*self.snapshot_parts())
+
+    def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The header and named arrays that ``snapshot()`` encodes."""
         meta = {**self._snapshot_identity(), "hands_observed": self.hands_observed}
         arrays = self._state()
         if self._safety is not None:
             arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
-        return snapshot_format.encode(meta, arrays)
+        return meta, arrays
 
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it

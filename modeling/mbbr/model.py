@@ -99,6 +99,10 @@ class MBBRModel(Protocol):
         """The state after the hands observed so far, in the ``snapshot.py`` format."""
         ...
 
+    def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The header and named arrays that ``snapshot()`` encodes."""
+        ...
+
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()`` of a model of the same game, configuration and
         prior mean; SnapshotError, with nothing changed, for any other."""

@@ -25,6 +25,8 @@ from oppmodel.modeling.mbbr.config import (
     Response,
 )
 from oppmodel.modeling.mbbr.dirichlet import DirichletModel
+from oppmodel.modeling.mbbr.evidence import EvidenceCache
+from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.mbbr.samples import SampleModel
 
@@ -159,3 +161,19 @@ def test_snapshots_written_by_the_earlier_release_restore_unchanged(name):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
             assert spread == pytest.approx(want_spread, rel=1e-12)
         np.testing.assert_allclose(restored.response(p)[0], replayed.response(p)[0], atol=1e-12)
+
+
+def test_the_evidence_cache_counts_its_bytes_as_entries_are_added():
+    """``EvidenceCache.nbytes`` (asked after every hand by the service) keeps a running count;
+    it equals a recount of every entry's arrays."""
+    game = kuhn_game(3)
+    cache = EvidenceCache(game)
+    hands = random_observations(300, seed=4) + random_observations(300, seed=5, profile="bluffer")
+    for obs in hands:
+        cache.validate(obs)
+        cache.move_table(obs)
+        arrays = [a for moves in cache._moves.values() for pair in moves for a in pair]
+        arrays += [*cache._assignments.values()]
+        arrays += [a for table in cache._tables.values() for a in table]
+        entries = sum(map(len, (cache._valid, cache._moves, cache._assignments, cache._tables)))
+        assert cache.nbytes() == array_bytes(arrays) + entries * ENTRY_BYTES

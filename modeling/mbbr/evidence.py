@@ -72,6 +72,7 @@ class EvidenceCache:
         self._moves: dict[tuple[int, str], Moves] = {}
         self._assignments: dict[tuple, np.ndarray] = {}
         self._tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._nbytes = 0  # of every entry so far (entries are only added): ``nbytes`` per hand
 
     def validate(self, obs: HandObservation) -> None:
         """``validate_observation`` (InvalidArgumentError / IllegalActionError naming the field),
@@ -81,13 +82,16 @@ class EvidenceCache:
             validate_observation(self.game, obs)
             if len(self._valid) < MAX_CACHED_OBSERVATIONS:
                 self._valid.add(key)
+                self._nbytes += ENTRY_BYTES
 
     def moves(self, position: int, history: str) -> Moves:
         """``opponent_moves`` of a validated finished hand."""
         key = (position, history)
-        if key not in self._moves:
-            self._moves[key] = opponent_moves(self.game, position, history)
-        return self._moves[key]
+        moves = self._moves.get(key)
+        if moves is None:
+            moves = self._moves[key] = opponent_moves(self.game, position, history)
+            self._nbytes += array_bytes(a for pair in moves for a in pair) + ENTRY_BYTES
+        return moves
 
     def assignments(self, obs: HandObservation) -> np.ndarray:
         """``hidden_assignments`` of a validated observation (do not modify)."""
@@ -97,6 +101,7 @@ class EvidenceCache:
             cached = hidden_assignments(self.game, obs)
             if len(self._assignments) < MAX_CACHED_OBSERVATIONS:
                 self._assignments[key] = cached
+                self._nbytes += array_bytes([cached]) + ENTRY_BYTES
         return cached
 
     def move_table(self, obs: HandObservation) -> tuple[np.ndarray, np.ndarray]:
@@ -119,12 +124,10 @@ class EvidenceCache:
             )
             if len(self._tables) < MAX_CACHED_OBSERVATIONS:
                 self._tables[key] = cached
+                self._nbytes += array_bytes(cached) + ENTRY_BYTES
         return cached
 
     def nbytes(self) -> int:
-        """Approximate bytes held: the arrays, and ``ENTRY_BYTES`` per cache entry."""
-        arrays = [a for moves in self._moves.values() for pair in moves for a in pair]
-        arrays.extend(self._assignments.values())
-        arrays.extend(a for table in self._tables.values() for a in table)
-        entries = len(self._valid) + len(self._moves) + len(self._assignments) + len(self._tables)
-        return array_bytes(arrays) + entries * ENTRY_BYTES
+        """Approximate bytes held: the arrays, and ``ENTRY_BYTES`` per cache entry (counted as
+        entries are added: the service asks after every hand)."""
+        return self._nbytes

@@ -216,6 +216,10 @@ class ChangeDetectingModel(SafelyPlayed):
         """The bank as a snapshot (``snapshot.py``): where each run began (``run_starts``), its
         log mass (``run_log_mass``), its hands (``run_hands``), and each run's own arrays
         prefixed ``run<i>.``."""
+        return snapshot_format.encode(*self.snapshot_parts())
+
+    def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The header and named arrays that ``snapshot()`` encodes."""
         arrays: dict[str, np.ndarray] = {
             "run_starts": np.array(self._starts, dtype=np.int64),
             "run_log_mass": self._log_mass.copy(),
@@ -227,7 +231,7 @@ class ChangeDetectingModel(SafelyPlayed):
         if self._safety is not None:
             arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
         meta = {**self._identity(), "hands_observed": self.hands_observed}
-        return snapshot_format.encode(meta, arrays)
+        return meta, arrays
 
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()`` of a model with this game, configuration and

@@ -1,0 +1,298 @@
+"""``oppmodel serve --ray``: the service from Ray Serve replicas that share a PostgreSQL store.
+
+Each replica wraps the very SessionManager and OpponentModelServicer of the single-process server
+(``server/app.py``); only the transport differs. Ray Serve's gRPC proxy (one per node) takes the
+calls and hands each to a replica. A call carrying the metadata ``session_id`` (the Python client
+and the ACPC agent send it) is routed by a consistent hash of it (Serve's ConsistentHashRouter), so
+a session stays on one replica, loaded from the store on first use and kept in that replica's
+session cache (least recently used sessions leave it); other calls spread over the replicas.
+Affinity only saves reloads: a replica that dies, joins or is busy moves sessions, and the store's
+version check makes whichever replica serves a call catch up with the session's stored state first
+and commit each hand exactly once.
+
+Errors reach the client as from the single-process server. Ray's gRPC context has no ``abort``,
+and an exception escaping a deployment method loses the trailing metadata (or, unmapped, becomes
+INTERNAL with Ray's traceback in the details); so the servicer runs against :class:`_RayContext`,
+whose ``abort`` records the code and details, and the deployment method then *returns* the RPC's
+empty reply: code, details and the ``oppmodel-error``/``oppmodel-field`` trailers arrive intact.
+A streamed ``Observe`` works through Ray too, but a refusal that ends it arrives with its code and
+details only (Serve drops trailers after streamed replies): ``ObserveBatch`` is the call for Ray.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+from grpc_health.v1 import health_pb2
+
+from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
+from oppmodel.server.app import (
+    SERVICE_NAME,
+    ServerConfig,
+    configure_logging,
+    free_ports,
+    open_storage,
+    warm_up,
+)
+from oppmodel.server.errors import error_details
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.servicer import OpponentModelServicer
+from oppmodel.server.sessions import SessionManager
+from oppmodel.server.storage import is_postgres_url, redacted
+from oppmodel.v1 import opponent_model_pb2 as pb
+
+log = logging.getLogger("oppmodel.server")
+
+APP_NAME = "oppmodel"
+ROUTE_PREFIX = "/oppmodel"  # gRPC ignores it, but Serve needs one to publish the route table
+REPLICA_KEY = "oppmodel-replica"  # trailing metadata on every served reply: the replica's id
+# What Ray's gRPC proxy must register (imported by the proxy process): our service, and the
+# standard health check, answered by the replicas (so a health probe proves a replica serves).
+SERVICER_FUNCTIONS = (
+    "oppmodel.v1.opponent_model_pb2_grpc.add_OpponentModelServiceServicer_to_server",
+    "grpc_health.v1.health_pb2_grpc.add_HealthServicer_to_server",
+)
+HASH_ROUTER = "ray.serve.experimental.consistent_hash_router.ConsistentHashRouter"
+
+
+@dataclass(frozen=True)
+class RayServeConfig:
+    """How to run the deployment: the replicas' server settings and Ray's."""
+
+    server: ServerConfig  # the store, tokens, limits and message size each replica applies
+    replicas: int = 2
+    address: str | None = None  # a running Ray cluster ("auto", "HOST:PORT"); None: start one
+    max_ongoing_requests: int = 64  # per replica; beyond it the router tries the next replica
+    warm_up: bool = True  # compile the kernels before a replica takes calls (tests skip it)
+
+    def __post_init__(self) -> None:
+        if not is_postgres_url(self.server.db_path):
+            raise InvalidArgumentError(
+                "store",
+                f"{redacted(self.server.db_path)} is not a postgresql:// URL; Ray replicas must "
+                "share one store, and a SQLite file serves one process",
+            )
+        if self.replicas < 1:
+            raise InvalidArgumentError("replicas", f"must be at least 1, got {self.replicas}")
+        if self.server.tls_cert or self.server.tls_key:
+            raise InvalidArgumentError("tls", "Ray Serve's gRPC proxy serves plaintext only")
+
+
+class _Aborted(Exception):
+    """Raised by :meth:`_RayContext.abort` once the status is recorded on Ray's context."""
+
+
+class _RayContext:
+    """What the servicer uses of a ``grpc.aio.ServicerContext``, over Ray Serve's context."""
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+
+    def invocation_metadata(self) -> list[tuple[str, str]]:
+        """The caller's metadata (bearer token, session id), as the proxy received it."""
+        return list(self._context.invocation_metadata())
+
+    def set_trailing_metadata(self, metadata: Any) -> None:
+        """Trailers for the reply (the error class and field on a refusal)."""
+        self._context.set_trailing_metadata(list(metadata))
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
+        """Record the status; the deployment method then returns (or, streaming, ends)."""
+        self._context.set_code(code)
+        self._context.set_details(details)
+        raise _Aborted(details)
+
+
+Resp = TypeVar("Resp", bound=Message)
+
+
+def _unary(name: str, empty: type[Resp]) -> Callable[[Any, Any, Any], Awaitable[Resp]]:
+    """A deployment method that runs the servicer's ``name`` and, on a refusal, returns an empty
+    ``empty`` reply with the status set (returning keeps the trailers; raising would not)."""
+
+    async def method(self: OppModelDeployment, request: Any, grpc_context: Any) -> Resp:
+        size, limit = request.ByteSize(), self.config.max_message_bytes
+        if size > limit:  # the proxy itself takes messages up to 2 GiB
+            error = ResourceExhaustedError(
+                f"request: {size} bytes; this server takes messages of at most {limit}"
+            )
+            code, message, metadata = error_details(error)
+            grpc_context.set_trailing_metadata(list(metadata))
+            grpc_context.set_code(code)
+            grpc_context.set_details(message)
+            return empty()
+        try:
+            reply = await getattr(self.servicer, name)(request, _RayContext(grpc_context))
+        except _Aborted:  # the status and trailers are set: returning keeps them
+            return empty()
+        grpc_context.set_trailing_metadata([(REPLICA_KEY, self.replica_id)])
+        return reply
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+class OppModelDeployment:
+    """One replica: a SessionManager on the shared store behind the single-process servicer.
+
+    Ray Serve calls the methods named like the RPCs (it dispatches by method name) with the
+    request and its ``grpc_context``."""
+
+    def __init__(self, config: ServerConfig, *, warm: bool = True) -> None:
+        configure_logging()
+        if warm:
+            warm_up()
+        self.config = config
+        self.replica_id = _replica_id()
+        self.metrics = Metrics()
+        self.storage = open_storage(config.db_path, synchronous=config.synchronous)
+        self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="oppmodel-cpu")
+        self.manager = SessionManager(
+            self.storage, executor=self.executor, metrics=self.metrics, limits=config.limits
+        )
+        self.servicer = OpponentModelServicer(
+            self.manager,
+            metrics=self.metrics,
+            tokens=config.auth_tokens,
+            max_label_length=config.limits.max_label_length,
+        )
+        log.info(
+            "replica serving",
+            extra={"replica": self.replica_id, "db": redacted(config.db_path)},
+        )
+
+    CreateSession = _unary("CreateSession", pb.CreateSessionResponse)
+    GetSession = _unary("GetSession", pb.GetSessionResponse)
+    ListSessions = _unary("ListSessions", pb.ListSessionsResponse)
+    DeleteSession = _unary("DeleteSession", pb.DeleteSessionResponse)
+    ObserveBatch = _unary("ObserveBatch", pb.ObserveBatchResponse)
+    GetModel = _unary("GetModel", pb.GetModelResponse)
+    GetResponse = _unary("GetResponse", pb.GetResponseResponse)
+    GetAction = _unary("GetAction", pb.GetActionResponse)
+
+    async def Observe(
+        self, request_stream: AsyncIterator[pb.ObserveRequest], grpc_context: Any
+    ) -> AsyncIterator[pb.ObserveResponse]:
+        """The bidirectional stream, as the single-process server serves it; a refusal ends it
+        with its code and details (raising is the only way a status survives streamed replies
+        in Serve, which then drops the trailers)."""
+        async for reply in self.servicer.Observe(request_stream, _RayContext(grpc_context)):
+            yield reply
+
+    async def Check(
+        self, request: health_pb2.HealthCheckRequest, grpc_context: Any
+    ) -> health_pb2.HealthCheckResponse:
+        """grpc.health.v1: SERVING for the server as a whole and for OpponentModelService (the
+        perfect-information service is not served through Ray)."""
+        if request.service in ("", SERVICE_NAME):
+            return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+        grpc_context.set_code(grpc.StatusCode.NOT_FOUND)
+        grpc_context.set_details(f"service: {request.service!r} is not served here")
+        return health_pb2.HealthCheckResponse()
+
+    def __del__(self) -> None:
+        """Serve calls this when it stops the replica: release the pool and the store."""
+        executor = getattr(self, "executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False)
+        storage = getattr(self, "storage", None)
+        if storage is not None:
+            storage.close()
+
+
+def _replica_id() -> str:
+    """Serve's id of this replica (unique across restarts), or the pid outside Serve."""
+    from ray import serve
+
+    try:
+        return str(serve.get_replica_context().replica_id.unique_id)
+    except Exception:  # not inside a Serve replica (a unit test building the class directly)
+        return f"pid{os.getpid()}"
+
+
+def deployment(config: RayServeConfig) -> Any:
+    """The Serve application: ``config.replicas`` replicas, routed by session id."""
+    from ray import serve
+    from ray.serve.config import RequestRouterConfig
+
+    router: dict[str, Any] = {  # (RequestRouterConfig's pydantic signature confuses mypy)
+        "request_router_class": HASH_ROUTER,
+        # one fallback: a call whose replica died goes to the next on the ring at once (without
+        # one it waited ~7 s for the controller to notice, in the spike)
+        "request_router_kwargs": {"num_fallback_replicas": 1},
+    }
+    replica = serve.deployment(
+        name="OppModel",
+        num_replicas=config.replicas,
+        max_ongoing_requests=config.max_ongoing_requests,
+        # replicas reserve no CPU: on one machine they share the cores with the proxy
+        ray_actor_options={"num_cpus": 0},
+        request_router_config=RequestRouterConfig(**router),
+    )(OppModelDeployment)
+    return replica.bind(config.server, warm=config.warm_up)
+
+
+def start_serve(config: RayServeConfig, *, port: int, http_port: int) -> None:
+    """Start Serve's proxies (gRPC on ``port``, every interface; HTTP on loopback
+    ``http_port``) on the connected Ray cluster and run the application until it serves."""
+    from ray import serve
+    from ray.serve.config import HTTPOptions, gRPCOptions
+
+    serve.start(
+        http_options=HTTPOptions(host="127.0.0.1", port=http_port),
+        grpc_options=gRPCOptions(port=port, grpc_servicer_functions=list(SERVICER_FUNCTIONS)),
+    )
+    serve.run(deployment(config), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+
+
+def stop_serve(*, owns_cluster: bool) -> None:
+    """Remove the application; stop Serve and Ray too if this process started them."""
+    import ray
+    from ray import serve
+
+    if owns_cluster:
+        serve.shutdown()  # type: ignore[no-untyped-call]  # (ray leaves it unannotated)
+        ray.shutdown()
+    else:  # a shared cluster may run other applications: leave Serve up
+        serve.delete(APP_NAME)
+
+
+def run(config: RayServeConfig, *, on_serving: Callable[[int], None] | None = None) -> None:
+    """Serve until SIGTERM or SIGINT: connect to the cluster at ``config.address`` (or start a
+    local one), run the application, call ``on_serving`` with the gRPC port, then remove it."""
+    import ray
+
+    owns_cluster = config.address is None
+    if owns_cluster:  # "local": a new cluster even if `ray start` runs one on this machine
+        ray.init(address="local", include_dashboard=False)
+    else:
+        ray.init(address=config.address)
+    try:
+        port = config.server.port or free_ports(1)[0]  # the proxy must be told its port
+        start_serve(config, port=port, http_port=free_ports(1)[0])
+        log.info(
+            "serving",
+            extra={
+                "port": port,
+                "replicas": config.replicas,
+                "db": redacted(config.server.db_path),
+            },
+        )
+        if on_serving is not None:
+            on_serving(port)
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        stop.wait()
+        log.info("shutting down")
+    finally:
+        stop_serve(owns_cluster=owns_cluster)

@@ -22,6 +22,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from oppmodel.modeling import errors
 
+ROUTING_KEY = "session_id"  # the metadata Ray Serve's ConsistentHashRouter routes by
+
 # What each status code becomes when the server names no class (any other code: ServiceError).
 ERROR_BY_CODE: dict[grpc.StatusCode, type[errors.OppModelError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgumentError,
@@ -145,14 +147,31 @@ class GrpcClient:
         """The domain exception for a failed call on this client's channel."""
         return domain_error(error, target=self.target, tls=self.tls)
 
-    def _call(self, method: str, request: object) -> Any:
-        return self._call_stub(getattr(self._stub, method), request)
+    def _call(self, method: str, request: object, *, session_id: str | None = None) -> Any:
+        return self._call_stub(getattr(self._stub, method), request, session_id=session_id)
 
-    def _call_stub(self, method: Callable[..., Any], request: object, **options: Any) -> Any:
+    def _call_stub(
+        self,
+        method: Callable[..., Any],
+        request: object,
+        *,
+        session_id: str | None = None,
+        **options: Any,
+    ) -> Any:
         try:
-            return method(request, timeout=self.timeout, metadata=self._metadata, **options)
+            return method(
+                request, timeout=self.timeout, metadata=self._routed(session_id), **options
+            )
         except grpc.RpcError as exc:
             raise self._error(exc) from None
+
+    def _routed(self, session_id: str | None) -> tuple[tuple[str, str], ...]:
+        """The call's metadata: the bearer token, and the session the call is about (Ray Serve's
+        proxy routes by metadata ``session_id``, so a session's calls reach the replica that
+        holds it; the single-process server ignores it)."""
+        if session_id is None:
+            return self._metadata
+        return (*self._metadata, (ROUTING_KEY, session_id))
 
     def _stream(self, method: str, requests: Iterator[Any], **options: Any) -> Iterator[Any]:
         """The responses of a streaming call, failures raised as domain exceptions."""

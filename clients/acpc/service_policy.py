@@ -20,7 +20,8 @@ once, for that decision too; the match never waits for the service longer than o
 
 Everything else runs on one background thread, so that no decision ever waits for it:
 
-* it sends every finished hand (Observe, sequence numbers 1, 2, ...), resending whatever the
+* it sends every finished hand (Observe, sequence numbers 1, 2, ...; ObserveBatch calls of every
+  hand not yet acknowledged when the service is a Ray Serve deployment), resending whatever the
   service has not acknowledged; if the server lost the session (a fresh database, a deletion) it
   creates it again and resends every hand. The server's sequence numbers make a resend safe.
 * on the fallback, it probes the service every ``retry_interval`` and hands the decisions back
@@ -132,12 +133,14 @@ class ServicePolicy:
         deadline: float = 1.75,
         connect_timeout: float = 2.0,
         retry_interval: float = 0.005,
+        observe_batches: bool = False,
         stderr: TextIO | None = None,
     ) -> None:
         """``deadline``: the per-decision budget (s); ``connect_timeout``: the deadline of the
         background calls (session creation, Observe); ``retry_interval``: how often the channels
         try to reconnect to an unreachable service (and the pause after a failed background
-        call)."""
+        call); ``observe_batches``: send hands in ObserveBatch calls instead of an Observe stream
+        (chosen on its own when the service is a Ray Serve deployment)."""
         self.game = game
         n = game.num_players
         self.kuhn = None if kuhn_unsupported(game) else kuhn_for(game)
@@ -171,7 +174,11 @@ class ServicePolicy:
             target, timeout=deadline, reconnect_seconds=0.0, channel_options=options
         )
         self._background = OpponentModelClient(
-            target, timeout=connect_timeout, reconnect_seconds=0.0, channel_options=options
+            target,
+            timeout=connect_timeout,
+            reconnect_seconds=0.0,
+            channel_options=options,
+            observe_batches=observe_batches,
         )
         self._wake = threading.Condition()
         self._observations: list[HandObservation | LimitObservation] = []

@@ -1,0 +1,428 @@
+"""``oppmodel serve --ray``: the service through Ray Serve's gRPC proxy, two replicas on a real
+PostgreSQL store, one local Ray instance for the module (``ray.init(address="local")``: a new
+cluster even if someone runs ``ray start`` on the machine; never ``ray stop``, which stops every
+Ray on it).
+
+What is proven here: the API through the proxy with the single-process server's status codes,
+details and error trailers; a session's calls staying on one replica; hands sent to both replicas
+applied exactly once; a 3-player Kuhn match through ``oppmodel acpc-agent --service``; and a
+replica killed mid-match losing no acknowledged hand, the final posterior equal to the library's
+over the dealer's log.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import numpy as np
+import psycopg
+import pytest
+from acpc_support import GAME as ACPC_GAME
+from acpc_support import GAME_FILE, AgentThread, run_dealer
+from postgres_support import PostgresServer
+from service_support import GAME, random_observations, running_server
+from test_acpc_service_agent import CommandThread
+
+from oppmodel.clients.acpc.agent import SeatHand, make_policy
+from oppmodel.clients.acpc.convert import kuhn_for, log_observations
+from oppmodel.clients.acpc.log import parse_log
+from oppmodel.clients.acpc.service_policy import ServicePolicy
+from oppmodel.clients.client import OpponentModelClient, observation_message
+from oppmodel.modeling import errors
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import build_model
+from oppmodel.server.app import ServerConfig, free_ports
+from oppmodel.server.ray_serve import REPLICA_KEY, RayServeConfig, start_serve
+from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+
+ray = pytest.importorskip("ray", reason="ray is not installed (extra 'ray')")
+
+pytestmark = pytest.mark.slow
+
+CONFIG = MBBRConfig(k=5, hands_default=0, seed=4)
+TOKEN = "tok-ray"
+
+
+class Deployment:
+    """The running application: where its proxy listens, its store, and redeploying it."""
+
+    def __init__(self, store: str, port: int, http_port: int) -> None:
+        self.store = store
+        self.target = f"127.0.0.1:{port}"
+        self._ports = (port, http_port)
+        self._tokens: frozenset[str] | bool | None = False  # nothing deployed yet
+
+    def ensure(self, tokens: frozenset[str] | None = None) -> Deployment:
+        """Two replicas requiring ``tokens`` (None: no auth); redeployed only on a change."""
+        if tokens != self._tokens:
+            server = ServerConfig(db_path=self.store, auth_tokens=tokens)
+            port, http_port = self._ports
+            start_serve(
+                RayServeConfig(server, replicas=2, warm_up=False), port=port, http_port=http_port
+            )
+            self._tokens = tokens
+        return self
+
+
+@pytest.fixture(scope="module")
+def ray_app(postgres_server: PostgresServer) -> Iterator[Deployment]:
+    """A local Ray instance with Serve's gRPC proxy, for the module; tests deploy through
+    ``ensure``."""
+    store = postgres_server.new_database()
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,  # (_node_ip_address="127.0.0.1" is rewritten to the host's address)
+    )
+    try:
+        yield Deployment(store, *free_ports(2))
+    finally:
+        from ray import serve
+
+        serve.shutdown()
+        ray.shutdown()
+        postgres_server.drop_database(store)
+
+
+@pytest.fixture
+def deployment(ray_app: Deployment) -> Deployment:
+    """The application without auth."""
+    return ray_app.ensure(None)
+
+
+def client_of(deployment: Deployment, **options: object) -> OpponentModelClient:
+    return OpponentModelClient(deployment.target, timeout=30, **options)
+
+
+def library_model(observations: list) -> object:
+    model = build_model(GAME, CONFIG)
+    for obs in observations:
+        model.observe(obs)
+    return model
+
+
+def test_the_api_works_through_the_proxy(deployment: Deployment) -> None:
+    observations = random_observations(40, seed=3)
+    with client_of(deployment) as client:
+        sid = client.create_session(config=CONFIG).session_id
+        assert client.observe_batches  # told by the replica's trailer
+        assert client.observe(sid, observations[:25], first_sequence=1) == 25
+        # a resend overlapping what was stored: acknowledged, applied once
+        assert client.observe_batch(sid, observations[20:], first_sequence=21) == 40
+        assert client.get_session(sid).hands_observed == 40
+        assert sid in [s.session_id for s in client.list_sessions()]
+        library = library_model(observations)
+        got = client.model(sid, "opp_A", 1)
+        want, ess = library.opponent_model(got.our_position, 1)
+        assert np.array_equal(got.strategy.probabilities, want[GAME.infosets(1)])
+        assert got.effective_sample_size == ess
+        assert client.response(sid, 0, "bayes").expected_value == library.response(0, "bayes")[1]
+        move = client.action(sid, position=0, card=2, history="", draw=1)
+        assert move.action in (0, 1) and move.hands_observed == 40
+        client.check_health()
+        client.delete_session(sid)
+        with pytest.raises(errors.NotFoundError):
+            client.get_session(sid)
+
+
+def test_the_observe_stream_works_through_the_proxy_and_ends_with_the_refusal_code(
+    deployment: Deployment,
+) -> None:
+    """Bidi Observe through Ray: acks in order; a gap ends the stream with FAILED_PRECONDITION
+    and its details (Serve drops the trailers of a stream that replied: the client falls back to
+    the code's class)."""
+    observations = random_observations(4, seed=5)
+    with client_of(deployment) as client:
+        sid = client.create_session(config=CONFIG).session_id
+        sequences = [1, 2, 3, 5]
+        requests = [
+            pb.ObserveRequest(session_id=sid, observation=observation_message(s, o))
+            for s, o in zip(sequences, observations, strict=True)
+        ]
+        acks: list[int] = []
+        with pytest.raises(errors.FailedPreconditionError, match="sequence"):
+            for ack in client.observe_stream(iter(requests)):
+                acks.append(ack.sequence)
+        assert acks == [1, 2, 3]
+        assert client.get_session(sid).hands_observed == 3
+
+
+def status(call, request, metadata=()) -> tuple[grpc.StatusCode, str, dict]:
+    """(code, details, our trailers) of a call that fails."""
+    with pytest.raises(grpc.RpcError) as failure:
+        call(request, metadata=metadata, timeout=30)
+    trailers = dict(failure.value.trailing_metadata() or ())
+    ours = {k: v for k, v in trailers.items() if k.startswith("oppmodel-")}
+    return failure.value.code(), failure.value.details(), ours
+
+
+def refusals(target: str, token: str | None) -> list[tuple[grpc.StatusCode, str, dict]]:
+    """What the server at ``target`` answers to bad requests, each as (code, details, trailers).
+    Sessions are made fresh, so both servers see the same ids' effects (the ids are not in any
+    details compared)."""
+    auth = () if token is None else (("authorization", f"Bearer {token}"),)
+    with grpc.insecure_channel(target) as channel:
+        stub = pb_grpc.OpponentModelServiceStub(channel)
+        config = pb.SessionConfig(
+            game="kuhn_poker(players=3)",
+            our_label="us",
+            opponent_labels=["a", "b"],
+            method=pb.METHOD_MBBR,
+            seed=1,
+        )
+        sid = stub.CreateSession(
+            pb.CreateSessionRequest(config=config), metadata=auth
+        ).session.session_id
+        observation = observation_message(5, random_observations(1, seed=1)[0])  # a gap
+        bad_game = pb.SessionConfig(game="chess", our_label="us", opponent_labels=["a"])
+        return [
+            status(stub.CreateSession, pb.CreateSessionRequest(config=bad_game), auth),
+            status(
+                stub.GetModel,
+                pb.GetModelRequest(session_id=sid, opponent_label="a", opponent_position=9),
+                auth,
+            ),
+            status(
+                stub.ObserveBatch,
+                pb.ObserveBatchRequest(session_id=sid, observations=[observation]),
+                auth,
+            ),
+            status(
+                stub.ObserveBatch,
+                pb.ObserveBatchRequest(session_id=sid, observations=[observation] * 1025),
+                auth,
+            ),
+            status(stub.GetSession, pb.GetSessionRequest(session_id="no-such-session"), auth),
+            status(
+                stub.GetSession,
+                pb.GetSessionRequest(session_id=sid),
+                (("authorization", "Bearer wrong"),),
+            ),
+            status(stub.GetSession, pb.GetSessionRequest(session_id=sid), ()),
+        ]
+
+
+def test_refusals_are_the_single_process_servers(ray_app: Deployment, tmp_path: Path) -> None:
+    """Bad input: INVALID_ARGUMENT naming the field, the error class and field in the trailers,
+    a gap FAILED_PRECONDITION, too many observations RESOURCE_EXHAUSTED, a wrong or missing
+    token UNAUTHENTICATED: through Ray exactly as from the single-process server."""
+    deployment = ray_app.ensure(frozenset({TOKEN}))
+    with running_server(tmp_path / "s.sqlite", auth_tokens=frozenset({TOKEN})) as port:
+        want = refusals(f"127.0.0.1:{port}", TOKEN)
+    got = refusals(deployment.target, TOKEN)
+    assert [code for code, _, _ in want] == [
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.UNAUTHENTICATED,
+    ]
+    assert got == want
+    assert want[0][2]["oppmodel-field"].startswith("config.game")
+
+
+def test_a_message_beyond_the_size_limit_is_refused(deployment: Deployment) -> None:
+    """Serve's proxy takes messages up to 2 GiB; the replica applies the server's limit."""
+    with grpc.insecure_channel(deployment.target) as channel:
+        stub = pb_grpc.OpponentModelServiceStub(channel)
+        request = pb.GetSessionRequest(session_id="x" * (300 * 1024))
+        code, details, trailers = status(stub.GetSession, request)
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert (
+        details.startswith("request: ") and trailers["oppmodel-error"] == "ResourceExhaustedError"
+    )
+
+
+def replica_serving(stub, session_id: str, route: str | None) -> str:
+    """The replica that answers GetSession for ``session_id``, routed by ``route``."""
+    metadata = () if route is None else (("session_id", route),)
+    _, call = stub.GetSession.with_call(
+        pb.GetSessionRequest(session_id=session_id), metadata=metadata, timeout=30
+    )
+    return dict(call.trailing_metadata())[REPLICA_KEY]
+
+
+def test_a_session_stays_on_one_replica_and_hands_sent_to_both_apply_once(
+    deployment: Deployment,
+) -> None:
+    """Calls routed by the session's id all reach one replica. Then two senders route the same
+    session's hands to different replicas (the worst case of a moved session plus resends),
+    each sending every hand in random batches: every hand is stored once and the posterior is
+    the library's."""
+    observations = random_observations(60, seed=21)
+    with client_of(deployment) as client, grpc.insecure_channel(deployment.target) as channel:
+        stub = pb_grpc.OpponentModelServiceStub(channel)
+        sid = client.create_session(config=CONFIG).session_id
+        assert len({replica_serving(stub, sid, sid) for _ in range(12)}) == 1
+        by_replica: dict[str, str] = {}
+        for i in range(40):
+            by_replica.setdefault(replica_serving(stub, sid, f"route-{i}"), f"route-{i}")
+            if len(by_replica) == 2:
+                break
+        assert len(by_replica) == 2, "the second replica never answered"
+        failures: list[BaseException] = []
+        served: list[str] = []
+
+        def send_all(route: str, seed: int) -> None:
+            rng = np.random.default_rng(seed)
+            start = 0
+            try:
+                while start < len(observations):
+                    batch = observations[start : start + int(rng.integers(1, 8))]
+                    request = pb.ObserveBatchRequest(
+                        session_id=sid,
+                        observations=[
+                            observation_message(s, o) for s, o in enumerate(batch, start + 1)
+                        ],
+                    )
+                    _, call = stub.ObserveBatch.with_call(
+                        request, metadata=(("session_id", route),), timeout=30
+                    )
+                    served.append(dict(call.trailing_metadata())[REPLICA_KEY])
+                    start += len(batch)
+            except BaseException as exc:
+                failures.append(exc)
+
+        threads = [
+            threading.Thread(target=send_all, args=(route, seed))
+            for seed, route in enumerate(by_replica.values())
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+        assert set(served) == set(by_replica)  # both replicas applied or acknowledged hands
+        assert client.get_session(sid).hands_observed == 60
+        library = library_model(observations)
+        for route in by_replica.values():  # each replica's copy is the library's
+            for position in range(3):
+                reply = stub.GetModel(
+                    pb.GetModelRequest(
+                        session_id=sid, opponent_label="opp_B", opponent_position=position
+                    ),
+                    metadata=(("session_id", route),),
+                    timeout=30,
+                )
+                want, ess = library.opponent_model(reply.our_position, position)
+                got = np.array([list(i.probabilities) for i in reply.infosets])
+                assert np.array_equal(got, want[GAME.infosets(position)])
+                assert reply.effective_sample_size == ess
+    with psycopg.connect(deployment.store) as conn:
+        rows = conn.execute(
+            "SELECT count(*), count(DISTINCT sequence) FROM observations WHERE session_id = %s",
+            (sid,),
+        ).fetchone()
+    assert rows == (60, 60)
+
+
+def test_a_kuhn_match_through_the_agent_command_completes(
+    deployment: Deployment, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``oppmodel acpc-agent --service`` against the deployment: every decision by the service,
+    every hand in the session (sent in ObserveBatch calls, the agent's choice for Ray)."""
+    commands: list[CommandThread] = []
+    hands = 40
+
+    def start(ports: tuple[int, ...]) -> list:
+        argv = [str(GAME_FILE), "127.0.0.1", str(ports[0]), "--service", deployment.target]
+        argv += ["--seed", "3", "--mbbr-posterior", "samples", "--mbbr-k", "4", "--mbbr-h", "5"]
+        argv += ["--json", "--rpc-deadline-ms", "5000"]  # the shared test machine is busy
+        commands.append(CommandThread(argv))
+        others = [AgentThread(p, make_policy("n3", ACPC_GAME, s)) for s, p in enumerate(ports[1:])]
+        return [commands[0], *others]
+
+    captured, _ = run_dealer(tmp_path, hands=hands, clients=start, quiet=True)
+    tally = json.loads(capsys.readouterr().out)
+    assert captured.result.status == 0, captured.stderr
+    assert commands[0].status == 0
+    assert tally["fallback_decisions"] == 0 and tally["service_decisions"] > 0
+    with client_of(deployment) as client:
+        assert client.get_session(tally["session_id"]).hands_observed == hands
+
+
+def kill_replica_holding(deployment: Deployment, session_id: str) -> str:
+    """SIGKILL the replica that serves ``session_id``; returns its id."""
+    from ray import serve
+
+    with grpc.insecure_channel(deployment.target) as channel:
+        replica = replica_serving(pb_grpc.OpponentModelServiceStub(channel), session_id, session_id)
+    (name,) = [
+        actor["name"]
+        for actor in ray.util.list_named_actors(all_namespaces=True)
+        if actor["name"].endswith(f"#{replica}")
+    ]
+    handle = ray.get_actor(name, namespace=serve._private.constants.SERVE_NAMESPACE)
+    pid = ray.get(handle.__ray_call__.remote(lambda _: os.getpid()), timeout=30)
+    os.kill(pid, signal.SIGKILL)
+    return replica
+
+
+def test_killing_the_replica_holding_the_session_loses_no_hand(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """Mid-match, the replica holding the agent's session is killed: the calls in flight fail,
+    the agent plays its fallback meanwhile and resends what was not acknowledged, another replica
+    loads the session from the store, and at the end the session holds every hand of the
+    dealer's log with the posterior of the library fed that log (an uninterrupted run's)."""
+    config = MBBRConfig(k=6, hands_default=20, seed=5)
+    hands, kill_at = 90, 30
+    killed: list[str] = []
+    err = io.StringIO()
+
+    class KillAt(ServicePolicy):
+        def observe(self, hand: SeatHand) -> None:
+            super().observe(hand)
+            if hand.hand >= kill_at and not killed and self.session_id is not None:
+                killed.append(kill_replica_holding(deployment, self.session_id))
+
+    policy = KillAt(
+        ACPC_GAME, deployment.target, config=config, stderr=err, deadline=5.0, connect_timeout=10.0
+    )
+    policies = [policy, make_policy("n1", ACPC_GAME, 1), make_policy("always-bet", ACPC_GAME, 2)]
+    try:
+        captured, _ = run_dealer(
+            tmp_path,
+            hands=hands,
+            clients=lambda ports: [AgentThread(p, q) for p, q in zip(ports, policies, strict=True)],
+            quiet=True,
+        )
+    finally:
+        policy.close()
+    assert captured.result.status == 0, captured.stderr
+    assert killed and policy.service_decisions > 0
+    log = parse_log(captured.log)
+    assert len(log.hands) == hands
+    kuhn = kuhn_for(ACPC_GAME)
+    replayed = build_model(kuhn, config)
+    views = [obs for _, obs in log_observations(ACPC_GAME, log, "Alice")]
+    for observation in views:
+        replayed.observe(observation)
+    sid = policy.session_id
+    with client_of(deployment) as client, grpc.insecure_channel(deployment.target) as channel:
+        assert client.get_session(sid).hands_observed == hands
+        now = replica_serving(pb_grpc.OpponentModelServiceStub(channel), sid, sid)
+        assert now != killed[0]  # served by another replica: it loaded the session from the store
+        for position in range(3):
+            for d, label in enumerate(policy.opponent_labels, start=1):
+                q = (position + d) % 3
+                model = client.model(sid, label, q)
+                expected, ess = replayed.opponent_model(position, q)
+                assert np.array_equal(model.strategy.probabilities, expected[kuhn.infosets(q)])
+                assert model.effective_sample_size == np.float64(ess)
+    with psycopg.connect(deployment.store) as conn:
+        stored = conn.execute(
+            "SELECT history FROM observations WHERE session_id = %s ORDER BY sequence", (sid,)
+        ).fetchall()
+    assert [h for (h,) in stored] == [v.history for v in views]

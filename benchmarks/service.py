@@ -32,15 +32,28 @@ MATCHSTATE line of the seat's first decision; the library peer is the limit mode
 default ``--rate`` for a limit game). Every figure is the median
 over ``--repeats`` runs (latency runs of the service and the echo alternate). The machine is
 shared: read the service figures against the echo figures of the same run.
+
+``--ray --replicas 1,2 --store postgresql://...`` measures ``oppmodel serve --ray`` instead (issue
+18): saturated observed hands/s with ``--sessions`` sessions each sending its hands in ObserveBatch
+calls of ``--batch`` hands (closed loop, every session at once, routed by session id), for the
+single-process server on the same store and for each replica count (each a fresh
+``oppmodel serve --ray`` with its own local Ray instance), all up at once and measured in turn
+``--repeats`` times, so a change of the machine's load meets each alike; the ratios of the medians
+say what Ray costs (one replica / single process) and what a replica adds (two / one). Goals
+on this 2-core machine (the load generator shares the cores): two replicas >= 1.3x one, one >=
+0.5x the single process. Each run is appended to ``--journal`` (JSON lines) as it is made.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import math
+import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -349,6 +362,142 @@ async def echo_unary_rate(port: int, calls: int, payload: bytes, concurrency: in
         return (calls // concurrency) * concurrency / (time.perf_counter() - start)
 
 
+# -- Ray Serve scaling (--ray) --
+def spawn_ray(store: str, replicas: int) -> tuple[subprocess.Popen, int]:
+    """``oppmodel serve --ray --replicas N`` (its own local Ray instance) in a child process;
+    returns (process, port) once it serves."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oppmodel.clients.cli", "serve", "--ray", "--replicas",
+         str(replicas), "--port", str(port), "--store", store],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,  # its Ray processes stop with it, not with our terminal's ^C
+    )  # fmt: skip
+    line = process.stdout.readline() if process.stdout else ""
+    if not line.startswith("serving"):
+        process.kill()
+        raise RuntimeError(f"oppmodel serve --ray exited with {process.wait()}")
+    return process, port
+
+
+def free_port() -> int:
+    """A loopback port free a moment ago (Ray's proxy must be told its port)."""
+    from oppmodel.server.app import free_ports
+
+    return free_ports(1)[0]
+
+
+async def batched(port: int, sessions: list[str], hands: list[Hand], batch: int) -> float:
+    """Hands/s with every session sending all its hands in ObserveBatch calls of ``batch``, one
+    call at a time per session, all sessions at once."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = pb_grpc.OpponentModelServiceStub(channel)
+
+        async def send(sid: str) -> int:
+            acked = 0
+            for start in range(0, len(hands), batch):
+                request = pb.ObserveBatchRequest(
+                    session_id=sid,
+                    observations=[
+                        observation_message(s, obs)
+                        for s, obs in enumerate(hands[start : start + batch], start=start + 1)
+                    ],
+                )
+                reply = await stub.ObserveBatch(
+                    request, metadata=(("session_id", sid),), timeout=120
+                )
+                acked = reply.hands_observed
+            return acked
+
+        start = time.perf_counter()
+        counts = await asyncio.gather(*(send(sid) for sid in sessions))
+        elapsed = time.perf_counter() - start
+    assert sum(counts) == len(sessions) * len(hands), counts
+    return sum(counts) / elapsed
+
+
+class BatchedLoad:
+    """Saturated ObserveBatch runs against one server, each on fresh sessions."""
+
+    def __init__(self, port: int, args: argparse.Namespace, hands: list[Hand]) -> None:
+        self.port, self.args, self.hands = port, args, hands
+        self.config = MBBRConfig(k=args.k, hands_default=100, seed=1, posterior=args.posterior)
+        self.run(self.hands[: 2 * args.batch])  # warm-up: connections, caches, the JIT
+
+    def run(self, hands: list[Hand] | None = None) -> float:
+        """Hands/s of one run."""
+        with OpponentModelClient(f"127.0.0.1:{self.port}", timeout=120) as client:
+            sessions = [
+                client.create_session(config=self.config).session_id
+                for _ in range(self.args.sessions)
+            ]
+        return asyncio.run(batched(self.port, sessions, hands or self.hands, self.args.batch))
+
+
+def ray_scaling(args: argparse.Namespace) -> dict[str, object]:
+    """The single-process server and one ``serve --ray`` per replica count, all up at once on
+    one store, measured in turn ``args.repeats`` times (so a change of the machine's load meets
+    every server alike); each run is journaled."""
+    hands: list[Hand] = list(hands_of(args.hands, seed=1))
+    load_before = os.getloadavg()
+    processes: list[subprocess.Popen] = []
+    runs: dict[str, list[float]] = {}
+    try:
+        process, port = serve_cmd.spawn(args.store)
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        processes.append(process)
+        loads = {"single_process": BatchedLoad(port, args, hands)}
+        for replicas in args.replicas:
+            process, port = spawn_ray(args.store, replicas)
+            processes.append(process)
+            loads[f"ray_{replicas}"] = BatchedLoad(port, args, hands)
+        with contextlib.ExitStack() as stack:
+            journal = (
+                stack.enter_context(open(args.journal, "a", encoding="utf-8"))
+                if args.journal
+                else None
+            )
+            for repeat in range(args.repeats):
+                for name, load in loads.items():
+                    rate = load.run()
+                    runs.setdefault(name, []).append(rate)
+                    entry = {"server": name, "repeat": repeat, "hands_per_s": rate,
+                             "load": os.getloadavg(), "batch": args.batch,
+                             "sessions": args.sessions}  # fmt: skip
+                    print(json.dumps(entry), file=sys.stderr, flush=True)
+                    if journal is not None:
+                        journal.write(json.dumps(entry) + "\n")
+                        journal.flush()
+    finally:
+        for process in processes[1:]:
+            os.killpg(process.pid, signal.SIGINT)  # serve --ray stops Serve and its own Ray
+        if processes:
+            processes[0].terminate()
+        for process in processes:
+            process.wait(timeout=120)
+    rates = {name: statistics.median(values) for name, values in runs.items()}
+    single = rates["single_process"]
+    ratios = {f"ray_{n}_to_single_process": rates[f"ray_{n}"] / single for n in args.replicas}
+    if 1 in args.replicas:
+        ratios |= {f"ray_{n}_to_ray_1": rates[f"ray_{n}"] / rates["ray_1"] for n in args.replicas}
+    return {
+        "game": "kuhn3p",
+        "posterior": args.posterior,
+        "store": "postgresql",
+        "batch": args.batch,
+        "sessions": args.sessions,
+        "hands_per_session": args.hands,
+        "repeats": args.repeats,
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "runs_hands_per_s": runs,
+        "saturated_hands_per_s": rates,
+        "ratios": ratios,
+    }
+
+
 def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
     """Per-key median over repeated runs."""
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
@@ -381,9 +530,27 @@ def main() -> None:
         "--store", metavar="URL", help="a postgresql:// database (default: a fresh SQLite file)"
     )
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    ray = parser.add_argument_group("oppmodel serve --ray (see the top of this file)")
+    ray.add_argument("--ray", action="store_true", help="measure the Ray Serve deployment")
+    ray.add_argument(
+        "--replicas",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[1, 2],
+        help="replica counts, comma-separated (default 1,2)",
+    )
+    ray.add_argument("--batch", type=int, default=32, help="hands per ObserveBatch call")
+    ray.add_argument("--sessions", type=int, default=16, help="sessions sending at once")
+    ray.add_argument("--hands", type=int, default=512, help="hands per session")
+    ray.add_argument("--journal", metavar="FILE", help="append each measurement (JSON lines)")
     args = parser.parse_args()
     if args.echo_server:
         asyncio.run(echo_server())
+        return
+    if args.ray:
+        if not args.store:
+            parser.error("--ray needs --store postgresql://... (the replicas share it)")
+        results = ray_scaling(args)
+        print(json.dumps(results, indent=2))
         return
     kuhn = args.game in KUHN_SESSIONS
     session_game = KUHN_SESSIONS.get(args.game, args.game)

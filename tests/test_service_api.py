@@ -14,12 +14,17 @@ from service_support import GAME, connected, random_observations, running_server
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.service_agent import service_mbbr_factory
-from oppmodel.modeling.errors import FailedPreconditionError, NotFoundError
+from oppmodel.modeling.errors import (
+    FailedPreconditionError,
+    NotFoundError,
+    ResourceExhaustedError,
+)
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import strategy_to_dict
+from oppmodel.server.sessions import Limits
 
 CONFIG = MBBRConfig(k=6, hands_default=5, seed=11)
 
@@ -338,3 +343,23 @@ def test_queries_do_not_wait_for_a_pending_commit(tmp_path: Path, monkeypatch) -
         sender.join(timeout=30)
         assert done == [2]
         assert client.action(sid, position=0, card=1, history="").hands_observed == 2
+
+
+def test_a_client_told_to_batch_observes_in_observe_batch_calls(tmp_path: Path) -> None:
+    """observe_batches=True (what a Ray deployment's reply switches on): observe sends
+    ObserveBatch calls of at most MAX_BATCH hands, so it works on a server that opens no
+    Observe stream at all, and the model is the library's."""
+    observations = random_observations(1100, seed=9)  # two calls: 1024 + 76
+    config = MBBRConfig(k=3, hands_default=0, seed=2)
+    with running_server(tmp_path / "s.sqlite", limits=Limits(max_streams=0)) as port:
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=30) as client:
+            sid = client.create_session(config=config).session_id
+            with pytest.raises(ResourceExhaustedError, match="streams"):
+                client.observe(sid, observations[:1], first_sequence=1)
+        batching = OpponentModelClient(f"127.0.0.1:{port}", timeout=30, observe_batches=True)
+        with batching as client:
+            assert client.observe(sid, observations, first_sequence=1) == 1100
+            library = build_model(GAME, config)
+            for obs in observations:
+                library.observe(obs)
+            assert client.response(sid, 1).expected_value == library.response(1)[1]

@@ -240,6 +240,10 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
         mbbr.validate()
     except InvalidArgumentError as exc:
         raise renamed(exc, _CONFIG_FIELDS.get(exc.field, f"config.mbbr.{exc.field}")) from None
+    if game_def is None and mbbr.prior == "mixture":
+        raise InvalidArgumentError(
+            "config.mbbr.prior", "'mixture' is for limit games (leduc2p, leduc3p, ACPC rules)"
+        )
     prior_mean = _given_profile(game, params, "prior_mean")
     if prior_mean is not None and mbbr.prior == "uninformed":
         raise InvalidArgumentError(

@@ -22,6 +22,7 @@ from oppmodel.modeling.observation import limit_observation_cards, limit_observa
 CONFIGS = {
     "dirichlet": MBBRConfig(seed=5),
     "typed": MBBRConfig(seed=5, prior="typed"),
+    "mixture": MBBRConfig(seed=5, prior="mixture"),
     "uninformed": MBBRConfig(seed=5, prior="uninformed"),
     "samples": MBBRConfig(seed=5, posterior="samples", k=6),
     "samples-bayes": MBBRConfig(seed=5, posterior="samples", k=4, response="bayes"),

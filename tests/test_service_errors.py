@@ -124,6 +124,8 @@ BAD_CONFIGS = [
         "config.mbbr.change_hazard",
     ),
     (dict(config=PAPER_TYPED), InvalidArgumentError, "config.mbbr.prior"),
+    # the mixture prior is for limit games; this session is Kuhn's
+    (dict(config=MBBRConfig(prior="mixture")), InvalidArgumentError, "config.mbbr.prior"),
     (dict(config=MBBRConfig(seed=2**63)), InvalidArgumentError, "config.seed"),
     (dict(game="chess"), InvalidArgumentError, "config.game"),
     (dict(game="kuhn_poker(players=7)"), UnknownGameError, "config.game"),

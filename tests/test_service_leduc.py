@@ -93,6 +93,7 @@ def assert_matches_library(client, sid: str, model: LimitModel, kinds=("mean",))
     [
         ("leduc3p", MBBRConfig(hands_default=5, seed=11)),
         ("leduc3p", MBBRConfig(hands_default=0, seed=11, prior="typed")),
+        ("leduc2p", MBBRConfig(hands_default=0, seed=11, prior="mixture")),
         ("leduc2p", MBBRConfig(hands_default=0, seed=3, posterior="samples", k=5)),
     ],
 )

@@ -218,6 +218,10 @@ class _Counts:
         self.game = game
         shape = (opponents, game.num_players, game.num_infosets, game.num_actions)
         self.n = np.zeros(shape)
+        # each position's legal actions per information set, for the tables
+        self.legal = np.array(
+            [[game.legal(q, i) for i in range(game.num_infosets)] for q in range(game.num_players)]
+        )
 
     def predict(self, d: int, q: int, infoset: int) -> np.ndarray:
         row = self.n[d - 1, q, infoset]
@@ -230,8 +234,7 @@ class _Counts:
     def table(self, d: int, q: int) -> np.ndarray:
         """(num_infosets, num_actions) every prediction for the opponent at offset ``d`` in
         position ``q`` (padding rows of a limit game: its legal mask's call)."""
-        rows = self.n[d - 1, q]
-        legal = np.array([self.game.legal(q, i) for i in range(len(rows))])
+        rows, legal = self.n[d - 1, q], self.legal[q]
         return np.where(legal, rows + 1.0, 0.0) / (rows.sum(axis=1) + legal.sum(axis=1))[:, None]
 
 

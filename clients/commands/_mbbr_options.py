@@ -73,7 +73,10 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
         help="informed: Dirichlet around N3, its probabilities clipped to [epsilon, 1 - epsilon]; "
         "uninformed: Dirichlet(2) everywhere; typed (dirichlet posterior only): informed as a "
         "hypothesis, each opponent either never makes a move N3 never makes or is the informed "
-        "prior's error-prone player, weighed by its revealed cards (%(default)s)",
+        "prior's error-prone player, weighed by its revealed cards; mixture (limit games, "
+        "dirichlet posterior): each opponent plays like informed, uninformed or without looking "
+        "at its cards (one strategy per betting node), weighed by its revealed moves "
+        "(%(default)s)",
     )
     group.add_argument(
         "--mbbr-epsilon",

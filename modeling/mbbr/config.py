@@ -32,6 +32,9 @@ class Prior(Choice):
     INFORMED = "informed"  # Dirichlet(eta * the prior mean clipped to [epsilon, 1 - epsilon])
     UNINFORMED = "uninformed"  # Dirichlet(2) everywhere
     TYPED = "typed"  # in-support or error-prone player (``typed_prior``); Dirichlet only
+    # informed, uninformed or card-blind player, weighed by its revealed moves
+    # (``mixture_prior``); limit games and the Dirichlet posterior only
+    MIXTURE = "mixture"
 
 
 class Posterior(Choice):
@@ -117,9 +120,10 @@ class MBBRConfig:
             value = getattr(self, name)
             if not isinstance(value, choice):
                 raise InvalidArgumentError(name, f"must be one of {choice.names()}, got {value!r}")
-        if self.prior == Prior.TYPED and self.posterior != Posterior.DIRICHLET:
+        if self.prior in (Prior.TYPED, Prior.MIXTURE) and self.posterior != Posterior.DIRICHLET:
             raise InvalidArgumentError(
-                "prior", "'typed' needs the 'dirichlet' posterior (it has no sample form)"
+                "prior",
+                f"'{self.prior.value}' needs the 'dirichlet' posterior (it has no sample form)",
             )
         budget = self.safety_budget
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:

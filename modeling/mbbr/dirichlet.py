@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from oppmodel.modeling.errors import FailedPreconditionError
+from oppmodel.modeling.errors import FailedPreconditionError, InvalidArgumentError
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import _dirichlet_kernels as kernels
 from oppmodel.modeling.mbbr.base import ModelBase
@@ -55,6 +55,12 @@ class DirichletModel(ModelBase):
     def _build_posterior(self) -> None:
         """One Dirichlet posterior per our position, at the prior (and the typed prior's types)."""
         game, config = self.game, self.config
+        if config.prior == Prior.MIXTURE:
+            raise InvalidArgumentError(
+                "prior",
+                "'mixture' is for limit games (its card-blind type pools a seat's information "
+                "sets by public node); Kuhn's models take informed, uninformed or typed",
+            )
         n = game.num_players
         alpha = prior_alpha(
             game, self.prior_mean, epsilon=config.epsilon, eta=config.eta, prior=config.prior

@@ -6,7 +6,9 @@ position over the strategies of the opponents sitting at each seat offset, fed w
 saw of each finished hand (``LimitObservation``), hidden cards summed out exactly; the default
 strategy for the first H hands, then the configured response. ``Posterior.DIRICHLET`` (the default)
 is ``limit_dirichlet.py``'s incremental collapsed-variational Dirichlet posterior (with
-``Prior.TYPED``: the typed prior of ``typed_prior.py``); ``Posterior.SAMPLES`` is the paper's
+``Prior.TYPED``: the typed prior of ``typed_prior.py``; with ``Prior.MIXTURE``: the mixture of
+informed, uninformed and card-blind types of ``mixture_prior.py``); ``Posterior.SAMPLES`` is the
+paper's
 ``limit_samples.py``.
 
 Responses go through the limit-game kernels. ``mean``: the best response to the opponents'
@@ -66,6 +68,7 @@ from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, consistent_deal
 from oppmodel.modeling.mbbr.limit_safety import LimitSafetyBankroll
 from oppmodel.modeling.mbbr.limit_samples import LimitSamplePosterior
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
+from oppmodel.modeling.mbbr.mixture_prior import MixturePrior
 from oppmodel.modeling.mbbr.priors import create_samples, prior_alpha
 from oppmodel.modeling.mbbr.safety import is_off
 from oppmodel.modeling.mbbr.samples import MAX_JOINT_SAMPLES
@@ -346,7 +349,9 @@ class LimitModel(abc.ABC):
         SHA-256 of their text). The arrays, per position p: the Dirichlet posterior's
         (``LimitDirichletPosterior.state``) as ``p<p>.<name>``, its distinct observations as
         ``p<p>.key_position``, ``p<p>.key_betting`` and ``p<p>.key_cards`` (rows of
-        ``observation.limit_observation_cards``), with the typed prior ``p<p>.revealed``; the
+        ``observation.limit_observation_cards``), with the typed prior ``p<p>.revealed``, with
+        the mixture prior ``p<p>.revealed``, ``p<p>.blind`` (the card-blind type's counts per
+        node) and the uninformed type's fit as ``p<p>.u.<name>`` (its keys too); the
         sample posterior's (``LimitSamplePosterior.state``) as ``p<p>.<name>``; with a safety
         budget the bankroll's (``LimitSafetyBankroll.state``) as ``safety.<name>``.
 
@@ -415,8 +420,10 @@ class LimitDirichletModel(LimitModel):
     def _build_posterior(self) -> None:
         game, config = self.game, self.config
         n = game.num_players
+        # the mixture's informed type is the model's own fit
+        own_prior = Prior.INFORMED if config.prior == Prior.MIXTURE else config.prior
         alpha = prior_alpha(
-            game, self.prior_mean, epsilon=config.epsilon, eta=config.eta, prior=config.prior
+            game, self.prior_mean, epsilon=config.epsilon, eta=config.eta, prior=own_prior
         )
         seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
         self._dirichlet = [
@@ -429,6 +436,12 @@ class LimitDirichletModel(LimitModel):
             self._types = typed_priors(
                 game, self.prior_mean, clipped, eta=config.eta, legal=game.legal_mask
             )
+        self._mixture: list[MixturePrior] | None = None
+        if config.prior == Prior.MIXTURE:
+            self._mixture = [
+                MixturePrior(game, alpha[seats[p]], seats[p], self.default_strategy)
+                for p in range(n)
+            ]
         self._type_versions = [0] * n
 
     @classmethod
@@ -436,7 +449,7 @@ class LimitDirichletModel(LimitModel):
         """Nothing to refuse: the tables are sized by the game and the distinct observations."""
 
     def _models_profile(self, p: int) -> np.ndarray:
-        if self._types is None:  # kept up to date by the posterior, hand by hand
+        if self._types is None and self._mixture is None:  # kept up to date, hand by hand
             return self._dirichlet[p].profile
         return super()._models_profile(p)
 
@@ -448,6 +461,9 @@ class LimitDirichletModel(LimitModel):
                 if evidence.revealed[d_1]:
                     self._types[p].observe_revealed(int(d_1) + 1, int(i), int(a))
                     self._type_versions[p] += 1
+        if applied and self._mixture is not None:
+            self._mixture[p].observe(obs, self._evidence_of(obs), lambda: self._evidence_of(obs))
+            self._type_versions[p] += 1
 
     def _version(self, p: int) -> int:
         return self._dirichlet[p].version + self._type_versions[p]
@@ -458,6 +474,8 @@ class LimitDirichletModel(LimitModel):
         least_seen = float(posterior.concentration(d)[rows].min())
         if self._types is not None:
             return self._types[p].mean(d, posterior.alpha[d - 1]), least_seen
+        if self._mixture is not None:
+            return self._mixture[p].mean(d, posterior.mean(d)), least_seen
         return posterior.mean(d), least_seen
 
     def converge(self) -> None:
@@ -468,20 +486,45 @@ class LimitDirichletModel(LimitModel):
 
     def _state(self) -> dict[str, np.ndarray]:
         arrays: dict[str, np.ndarray] = {}
-        rounds = self.game.num_rounds
         for p, posterior in enumerate(self._dirichlet):
-            found, state = posterior.state()
-            keys = cast(list[LimitObservation], found)  # the observations it was given
-            state["key_position"] = np.array([k.position for k in keys], dtype=np.int64)
-            state["key_betting"] = np.array([k.betting for k in keys], dtype=np.str_)
-            width = self.game.num_players + rounds
-            state["key_cards"] = np.array(
-                [_padded(limit_observation_cards(k), width) for k in keys], dtype=np.str_
-            ).reshape(len(keys), width)
+            state = self._posterior_state(posterior)
             if self._types is not None:
                 state.update(self._types[p].state())
+            if self._mixture is not None:
+                state.update(self._mixture[p].state())
+                uninformed = self._posterior_state(self._mixture[p].uninformed)
+                state.update({f"u.{name}": a for name, a in uninformed.items()})
             arrays.update({f"p{p}.{name}": a for name, a in state.items()})
         return arrays
+
+    def _posterior_state(self, posterior: LimitDirichletPosterior) -> dict[str, np.ndarray]:
+        """A fit's state with its observations' keys as arrays (``key_*``)."""
+        found, state = posterior.state()
+        keys = cast(list[LimitObservation], found)  # the observations it was given
+        state["key_position"] = np.array([k.position for k in keys], dtype=np.int64)
+        state["key_betting"] = np.array([k.betting for k in keys], dtype=np.str_)
+        width = self.game.num_players + self.game.num_rounds
+        state["key_cards"] = np.array(
+            [_padded(limit_observation_cards(k), width) for k in keys], dtype=np.str_
+        ).reshape(len(keys), width)
+        return state
+
+    def _restore_posterior(
+        self, posterior: LimitDirichletPosterior, p: int, state: dict[str, np.ndarray]
+    ) -> None:
+        """Restore a fit of position ``p`` from ``_posterior_state``'s arrays."""
+        n = self.game.num_players
+        positions = take(state, "key_position", "i8", (None,))
+        m = len(positions)
+        bettings = take(state, "key_betting", "U", (m,))
+        cards = take(state, "key_cards", "U", (m, n + self.game.num_rounds))
+        if np.any(positions != p):
+            raise SnapshotError(f"snapshot observations of position {p} seat another")
+        keys = [
+            limit_observation_of(p, str(b), _unpadded(row, n), n)
+            for b, row in zip(bettings, cards, strict=True)
+        ]
+        posterior.restore(keys, state)
 
     def _restore_state(self, arrays: dict[str, np.ndarray]) -> None:
         game, n = self.game, self.game.num_players
@@ -490,29 +533,29 @@ class LimitDirichletModel(LimitModel):
             for post in self._dirichlet
         ]
         types = self._types and [TypedPrior(t.clipped, t.support, t.legal) for t in self._types]
+        mixture = self._mixture and [
+            MixturePrior(game, m.informed_alpha0, m.seats, self.default_strategy)
+            for m in self._mixture
+        ]
         for p in range(n):
             prefix = f"p{p}."
             state = {k[len(prefix) :]: a for k, a in arrays.items() if k.startswith(prefix)}
-            positions = take(state, "key_position", "i8", (None,))
-            m = len(positions)
-            bettings = take(state, "key_betting", "U", (m,))
-            cards = take(state, "key_cards", "U", (m, n + game.num_rounds))
-            if np.any(positions != p):
-                raise SnapshotError(f"snapshot observations of position {p} seat another")
-            keys = [
-                limit_observation_of(p, str(b), _unpadded(row, n), n)
-                for b, row in zip(bettings, cards, strict=True)
-            ]
-            fresh[p].restore(keys, state)
+            self._restore_posterior(fresh[p], p, state)
             if types is not None:
                 types[p].restore(state)
-        self._dirichlet, self._types = fresh, types
+            if mixture is not None:
+                mixture[p].restore(state)
+                uninformed = {k[2:]: a for k, a in state.items() if k.startswith("u.")}
+                self._restore_posterior(mixture[p].uninformed, p, uninformed)
+        self._dirichlet, self._types, self._mixture = fresh, types, mixture
         self._type_versions = [0] * n
 
     def _posterior_nbytes(self) -> int:
         extra = sum(posterior.nbytes() for posterior in self._dirichlet)
         if self._types is not None:
             extra += sum(t.nbytes() for t in self._types)
+        if self._mixture is not None:
+            extra += sum(m.nbytes() for m in self._mixture)
         return extra
 
 

@@ -54,7 +54,12 @@ class EnumNames(Generic[E]):
 
 
 PRIOR = EnumNames(
-    {"informed": pb.PRIOR_INFORMED, "uninformed": pb.PRIOR_UNINFORMED, "typed": pb.PRIOR_TYPED}
+    {
+        "informed": pb.PRIOR_INFORMED,
+        "uninformed": pb.PRIOR_UNINFORMED,
+        "typed": pb.PRIOR_TYPED,
+        "mixture": pb.PRIOR_MIXTURE,
+    }
 )
 POSTERIOR = EnumNames({"samples": pb.POSTERIOR_SAMPLES, "dirichlet": pb.POSTERIOR_DIRICHLET})
 RESPONSE_KIND = EnumNames({"mean": pb.RESPONSE_KIND_MEAN, "bayes": pb.RESPONSE_KIND_BAYES})

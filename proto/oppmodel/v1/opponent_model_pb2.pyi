@@ -18,6 +18,7 @@ class Prior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRIOR_INFORMED: _ClassVar[Prior]
     PRIOR_UNINFORMED: _ClassVar[Prior]
     PRIOR_TYPED: _ClassVar[Prior]
+    PRIOR_MIXTURE: _ClassVar[Prior]
 
 class Posterior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -36,6 +37,7 @@ PRIOR_UNSPECIFIED: Prior
 PRIOR_INFORMED: Prior
 PRIOR_UNINFORMED: Prior
 PRIOR_TYPED: Prior
+PRIOR_MIXTURE: Prior
 POSTERIOR_UNSPECIFIED: Posterior
 POSTERIOR_SAMPLES: Posterior
 POSTERIOR_DIRICHLET: Posterior

@@ -31,6 +31,12 @@ MISTAKES = {
     # demo: validated before its data folder is made
     "demo-unknown-opponent": ("demo --opponents foo,bar", "unknown strategy 'foo'"),
     "demo-one-opponent": ("demo --opponents n1", "opponents: needs exactly two names"),
+    "demo-leduc2p-two-opponents": (
+        "demo --game leduc2p --opponents cfr,maniac",
+        "opponents: needs exactly one name in leduc2p",
+    ),
+    "demo-leduc-kuhn-opponent": ("demo --game leduc3p --opponents cfr,n2", "n2"),
+    "demo-unknown-game": ("demo --game chess", "argument --game: invalid choice: 'chess'"),
     "demo-negative-hands": ("demo --hands -3", "argument --hands: must be at least 1, got -3"),
     "demo-no-duplicates": ("demo --duplicates 0", "argument --duplicates: must be at least 1"),
     "demo-k-zero": ("demo --k 0", "argument --k: must be at least 1, got 0"),

@@ -1,14 +1,20 @@
-"""``oppmodel demo``: the table says what mbb/h means, and a failed demo leaves nothing behind."""
+"""``oppmodel demo``: the table says what mbb/h means, and a failed demo leaves nothing behind;
+in Leduc the agent plays through the service at MATCHSTATE lines and says what its model
+learned."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from oppmodel.clients.cli import main
 from oppmodel.clients.commands import demo_cmd
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.play.diluted import fixed_profile
 
 
 def test_the_demo_explains_its_units_and_says_where_the_data_is(
@@ -35,3 +41,43 @@ def test_a_demo_that_fails_removes_the_folder_it_made(
     with pytest.raises(RuntimeError, match="a bug mid-match"):  # a bug keeps its traceback
         main(["demo", "--hands", "20", "--duplicates", "1"])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_leduc2p_demo_learns_an_always_bet_player_through_the_service(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["demo", "--game", "leduc2p", "--opponents", "always-bet", "--hands", "100"]
+    argv += ["--duplicates", "2", "--json", "--data-dir", str(tmp_path)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert err == "" and report["game"] == "leduc2p" and report["hands"] == 2 * 2 * 100
+    assert len(report["sessions"]) == 4  # a session per match: 2 duplicates x 2 seatings
+    mbbr, opponent = report["results"]
+    assert mbbr["name"] == "mbbr (service)" and opponent["name"] == "always-bet"
+    assert mbbr["mbb_per_hand"] == pytest.approx(-opponent["mbb_per_hand"])  # zero-sum
+    assert mbbr["standard_error"] is not None
+    game = limit_game("leduc2p")
+    cfr, always_bet = fixed_profile(game, "cfr"), fixed_profile(game, "always-bet")
+    assert [row["hole"][0] for row in report["learned"]] == ["Q", "K", "A"]
+    for row in report["learned"]:
+        infoset = game.infoset_from_string(0, f"{row['hole']}:")
+        assert row["opponent"] == "always-bet"
+        np.testing.assert_allclose(row["actual"], always_bet[0, infoset])
+        assert sum(row["model"]) == pytest.approx(1.0)
+        assert row["model"][2] > cfr[0, infoset, 2]  # learned: from the prior mean (cfr) ...
+    assert np.mean([row["model"][2] for row in report["learned"]]) > 0.8  # ... toward raising
+
+
+def test_the_leduc3p_demo_prints_the_table_and_what_the_model_learned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["demo", "--game", "leduc3p", "--hands", "8", "--duplicates", "1"]
+    assert main([*argv, "--data-dir", str(tmp_path)]) == 0
+    out, _ = capsys.readouterr()
+    assert "3-player Leduc hold'em duplicate match: 48 hands (1 duplicates x 6 seatings" in out
+    assert "What MBBR's model learned" in out
+    rows = [line.split() for line in out.splitlines()]
+    learned = [row[0] for row in rows if len(row) == 4 and row[2].count("/") == 2]
+    assert sorted(set(learned)) == ["cfr", "maniac"] and len(learned) == 8  # 4 ranks each
+    assert f"data: {tmp_path / 'oppmodel.sqlite'} (6 sessions" in out

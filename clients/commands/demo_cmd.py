@@ -1,10 +1,12 @@
 """``oppmodel demo``: the service end to end on this machine, in well under a minute.
 
-Starts the gRPC server in-process on a free loopback port with a SQLite file, plays 3-player
-Kuhn duplicate matches (``oppmodel.modeling.play.match.run_duplicate``: every seating on the same
-cards) in which an MBBR agent asks the service for every decision and streams every hand back,
-against two fixed opponents; prints the result table (mbb/h with standard errors over the
-duplicates) and where the data lives.
+Starts the gRPC server in-process on a free loopback port with a SQLite file, plays duplicate
+matches (``oppmodel.modeling.play.match.run_duplicate``: every seating on the same cards) in
+which an MBBR agent asks the service for every decision and streams every hand back, against
+fixed opponents: 3-player Kuhn by default, or Leduc hold'em (``--game leduc3p`` / ``leduc2p``,
+where MBBR asks at the MATCHSTATE line an ACPC agent sees); prints the result table (mbb/h with
+standard errors over the duplicates), in Leduc what the model learned of each opponent, and
+where the data lives.
 """
 
 from __future__ import annotations
@@ -25,19 +27,34 @@ from oppmodel.clients.commands._types import non_negative_int, positive_int, see
 from oppmodel.clients.progress import progress_bar
 from oppmodel.clients.service_agent import service_mbbr_factory
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
-from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate, seatings
-from oppmodel.modeling.play.panel import named_profile, panel_names
+from oppmodel.modeling.play.diluted import fixed_profile
+from oppmodel.modeling.play.match import Game, fixed_strategy_factory, run_duplicate, seatings
+from oppmodel.modeling.play.panel import panel_names
 from oppmodel.server.app import BackgroundServer, ServerConfig
+
+# per game: (its title, the default opponents, hands per match, duplicates)
+GAMES = {
+    "kuhn3p": ("3-player Kuhn", "bluffer,calling-station", 400, 3),
+    "leduc3p": ("3-player Leduc hold'em", "cfr,maniac", 150, 2),
+    "leduc2p": ("2-player Leduc hold'em", "calling-station", 300, 2),
+}
 
 _EPILOG = """\
 The agent's sessions stay in the SQLite file afterwards; inspect them with any SQLite client, or
 serve them with `oppmodel serve --db FILE` and query them (GetModel, GetResponse) with grpcurl.
 
+In Leduc the opponents are the bundled `cfr` agent (the game's CFR strategy, also MBBR's default
+strategy and prior mean) and the panel's styles, plain or diluted with cfr (`maniac@0.35`).
+
 examples:
   oppmodel demo
   oppmodel demo --opponents n1,n3 --hands 1000 --duplicates 1
+  oppmodel demo --game leduc3p
+  oppmodel demo --game leduc2p --opponents bluffer --hands 500
   oppmodel demo --data-dir ~/.local/share/oppmodel --json
 """
 
@@ -48,26 +65,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "demo",
         help="start the service in-process and play a duplicate match through it",
         description=(
-            "Start the gRPC service in-process (free loopback port, SQLite file), play a 3-player "
-            "Kuhn duplicate match in which an MBBR agent asks the service for every decision "
-            "against two fixed opponents, and print mbb/h with standard errors."
+            "Start the gRPC service in-process (free loopback port, SQLite file), play a duplicate "
+            "match (3-player Kuhn, or Leduc hold'em with --game) in which an MBBR agent asks the "
+            "service for every decision against fixed opponents, and print mbb/h with standard "
+            "errors."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--opponents",
-        default="bluffer,calling-station",
-        help=f"two opponent strategies, comma-separated (from: {', '.join(panel_names())})",
+        "--game",
+        choices=list(GAMES),
+        default="kuhn3p",
+        help="the game: 3-player Kuhn, or Leduc hold'em for 3 or 2 players (default kuhn3p)",
     )
     parser.add_argument(
-        "--hands", type=positive_int, default=400, help="hands per match (default 400)"
+        "--opponents",
+        help="the other players' strategies, comma-separated: two in 3 players, one in 2 "
+        f"(from: {', '.join(panel_names())}; Leduc: cfr and the fixed styles; default: "
+        + "; ".join(f"{game} {spec[1]}" for game, spec in GAMES.items())
+        + ")",
+    )
+    parser.add_argument(
+        "--hands",
+        type=positive_int,
+        help="hands per match (default: "
+        + ", ".join(f"{game} {spec[2]}" for game, spec in GAMES.items())
+        + ")",
     )
     parser.add_argument(
         "--duplicates",
         type=positive_int,
-        default=3,
-        help="independent duplicates, each playing all 6 seatings (default 3)",
+        help="independent duplicates, each playing every seating (6 in 3 players, 2 in 2; "
+        "default: " + ", ".join(f"{game} {spec[3]}" for game, spec in GAMES.items()) + ")",
     )
     parser.add_argument(
         "--posterior",
@@ -84,7 +114,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=non_negative_int,
         default=100,
         dest="hands_default",
-        help="hands MBBR plays its default strategy (N1) before best-responding (default 100)",
+        help="hands MBBR plays its default strategy (N1; Leduc: cfr) before best-responding "
+        "(default 100)",
     )
     parser.add_argument(
         "--response",
@@ -106,11 +137,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the demo; returns 0. Everything is checked before the data folder is made, and a
     folder the demo made is removed again if the demo fails."""
-    game = kuhn_game(3)
-    opponents = [name.strip() for name in args.opponents.split(",")]
-    if len(opponents) != 2:
-        raise InvalidArgumentError("opponents", f"needs exactly two names, got {args.opponents!r}")
-    profiles = [named_profile(game, name) for name in opponents]
+    _, default_opponents, default_hands, default_duplicates = GAMES[args.game]
+    game: Game = kuhn_game(3) if args.game == "kuhn3p" else limit_game(args.game)
+    args.hands = args.hands or default_hands
+    args.duplicates = args.duplicates or default_duplicates
+    text = args.opponents or default_opponents
+    opponents = [name.strip() for name in text.split(",")]
+    if len(opponents) != game.num_players - 1:
+        wanted = {2: "exactly two names", 1: "exactly one name"}[game.num_players - 1]
+        raise InvalidArgumentError("opponents", f"needs {wanted} in {args.game}, got {text!r}")
+    profiles = [fixed_profile(game, name) for name in opponents]
     config = MBBRConfig(
         k=args.k,
         hands_default=args.hands_default,
@@ -138,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
 def _play(
     args: argparse.Namespace,
     *,
-    game: KuhnGame,
+    game: Game,
     opponents: list[str],
     profiles: list[np.ndarray],
     config: MBBRConfig,
@@ -151,15 +187,16 @@ def _play(
         OpponentModelClient(f"127.0.0.1:{port}") as client,
     ):
         sessions: list[str] = []
-        names = ["mbbr (service)", *opponents]
+        labels = _labels(opponents)
+        names = ["mbbr (service)", *labels]
         factories = [
             service_mbbr_factory(
-                client, name=names[0], opponent_labels=opponents, config=config, sessions=sessions
+                client, name=names[0], opponent_labels=labels, config=config, sessions=sessions
             ),
-            fixed_strategy_factory(opponents[0], profiles[0]),
-            fixed_strategy_factory(opponents[1], profiles[1]),
+            *(fixed_strategy_factory(*pair) for pair in zip(labels, profiles, strict=True)),
         ]
-        total = len(seatings(3)) * args.hands * args.duplicates
+        n = game.num_players
+        total = len(seatings(n)) * args.hands * args.duplicates
         with progress_bar(total, unit="hand", show=not args.json) as bar:
             result = run_duplicate(
                 game,
@@ -170,6 +207,11 @@ def _play(
                 seed=args.seed,
                 progress=bar.update,
             )
+        learned = (
+            _learned(client, sessions[-1], game, labels, profiles)
+            if isinstance(game, LimitGame)
+            else []
+        )
     seconds = time.perf_counter() - start
     if args.json:
         return json.dumps(
@@ -180,16 +222,22 @@ def _play(
                 "db": str(db_path),
                 "sessions": sessions,
                 "posterior": config.posterior,
+                "game": args.game,
+                "learned": [dataclasses.asdict(row) for row in learned],
             }
         )
     lines = [
-        f"3-player Kuhn duplicate match: {total} hands "
-        f"({args.duplicates} duplicates x 6 seatings x {args.hands} hands)",
+        f"{GAMES[args.game][0]} duplicate match: {total} hands "
+        f"({args.duplicates} duplicates x {len(seatings(n))} seatings x {args.hands} hands)",
         f"{'agent':<18}{'mbb/h':>10}{'s.e.':>9}",
     ]
     for r in result.ranking():
         error = "-" if r.standard_error is None else f"{r.standard_error:.1f}"
         lines.append(f"{r.name:<18}{r.mbb_per_hand:>10.1f}{error:>9}")
+    if learned:
+        lines += ["", LEARNED, f"{'opponent':<18}{'hole':<6}{'model f/c/r':<18}actual f/c/r"]
+        for row in learned:
+            lines.append(f"{row.opponent:<18}{row.hole:<6}{_fcr(row.model):<18}{_fcr(row.actual)}")
     lines += [
         "",
         MBB_PER_HAND,
@@ -198,6 +246,62 @@ def _play(
         f"data: {db_path} ({len(sessions)} sessions, {os.path.getsize(db_path)} bytes)",
     ]
     return "\n".join(lines)
+
+
+LEARNED = (
+    "What MBBR's model learned (the last match's session, GetModel): each opponent first to act "
+    "in the first round,\nby hole card, beside the strategy it actually plays."
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Learned:
+    """One row of what the model learned: an opponent's fold/call/raise at one information set,
+    modelled and actual."""
+
+    opponent: str
+    hole: str
+    model: tuple[float, ...]
+    actual: tuple[float, ...]
+
+
+def _learned(
+    client: OpponentModelClient,
+    session_id: str,
+    game: LimitGame,
+    labels: list[str],
+    profiles: list[np.ndarray],
+) -> list[Learned]:
+    """Each opponent's model (GetModel) in the first position, at the first decision of the
+    hand, for one hole card of each rank, beside its actual strategy there. The session is the
+    last seating's: its label i names whoever sat i + 1 seats after MBBR there."""
+    order = seatings(game.num_players)[-1]  # seat -> agent (0: MBBR)
+    ours = order.index(0)
+    rows = []
+    holes = [game.view_strings[0][v] for v in range(len(game.view_strings[0]))]
+    one_per_rank = list({hole[0]: hole for hole in holes}.values())  # deck order
+    for offset, label in enumerate(labels, start=1):
+        agent = order[(ours + offset) % game.num_players]
+        model = client.model(session_id, label, 0).strategy.as_dict()
+        for hole in one_per_rank:
+            key = f"{hole}:"
+            actual = profiles[agent - 1][0, game.infoset_from_string(0, key)]
+            rows.append(
+                Learned(labels[agent - 1], hole, tuple(model[key]), tuple(map(float, actual)))
+            )
+    return rows
+
+
+def _fcr(probabilities: tuple[float, ...]) -> str:
+    return "/".join(f"{p:.2f}" for p in probabilities)
+
+
+def _labels(names: list[str]) -> list[str]:
+    """Distinct labels: a repeated name gets #2, #3, ..."""
+    return [
+        n if names[:i].count(n) == 0 else f"{n}#{names[:i].count(n) + 1}"
+        for i, n in enumerate(names)
+    ]
 
 
 MBB_PER_HAND = (

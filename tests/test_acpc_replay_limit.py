@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import math
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -174,6 +175,7 @@ def test_the_command_finds_the_game_in_the_log_header_and_refuses_the_service(
     data, png = replay_command_json(read_log(LOGS["leduc3p"]), 60, "Bob", tmp_path)
     small = tmp_path / "small.log"
     assert data["hands"] == 60 and set(data["overall"]) == {"prior", "counts", "mbbr"}
+    assert data["mbbr"]["prior"] == "mixture"  # the replay's prior in a limit game
     assert [r["round"] for r in data["rounds"]] == [0, 1]
     assert any(key.startswith("Ks/") for key in data["opponents"][0]["model"])  # Leduc strings
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -184,3 +186,7 @@ def test_the_command_finds_the_game_in_the_log_header_and_refuses_the_service(
     assert "round 1" in out.getvalue()
     assert main([*argv, "--service", "127.0.0.1:1"]) == 2  # the service speaks Kuhn only
     assert main([*argv[:-1], "kuhn3p"]) == 2  # Leduc betting is no Kuhn hand
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main([*argv, "--json", "--mbbr-prior", "informed"]) == 0
+    assert json.loads(out.getvalue())["mbbr"]["prior"] == "informed"  # asked for

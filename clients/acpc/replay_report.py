@@ -144,7 +144,7 @@ def column_legend(config: MBBRConfig, methods: tuple[str, ...] = METHODS) -> dic
     predictors = {
         "prior": "predictor: MBBR's prior mean alone, never updated (N3 in Kuhn, the bundled "
         "CFR strategy in Leduc, clipped to [epsilon, 1 - epsilon]; uniform with the "
-        "uninformed prior)",
+        "uninformed prior; with the mixture prior its types' mean at their prior weights)",
         "counts": "predictor: Laplace-smoothed frequencies of the opponent's actions per "
         "position and information state, (n_a + 1) / (n + L) over its L legal actions, from "
         "the decisions seen so far",

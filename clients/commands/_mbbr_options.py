@@ -38,9 +38,16 @@ def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[
     return parse
 
 
-def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add MBBR's parameters as ``--mbbr-*`` flags (defaults as in MBBRConfig)."""
+def add_mbbr_arguments(
+    parser: argparse.ArgumentParser, *, limit_prior: Prior | None = None
+) -> None:
+    """Add MBBR's parameters as ``--mbbr-*`` flags (defaults as in MBBRConfig; with
+    ``limit_prior``, ``--mbbr-prior`` defaults to None, which :func:`mbbr_config` reads as that
+    prior in a limit game and MBBRConfig's elsewhere)."""
     defaults = MBBRConfig()
+    prior_default = (
+        f"{defaults.prior}; in a limit game {limit_prior}" if limit_prior else "%(default)s"
+    )
     group = parser.add_argument_group(
         "MBBR parameters (Ganzfried et al. 2024's, except the posterior: Dirichlet by default)"
     )
@@ -69,14 +76,14 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--mbbr-prior",
         choices=Prior.names(),
-        default=defaults.prior,
+        default=None if limit_prior else defaults.prior,
         help="informed: Dirichlet around N3, its probabilities clipped to [epsilon, 1 - epsilon]; "
         "uninformed: Dirichlet(2) everywhere; typed (dirichlet posterior only): informed as a "
         "hypothesis, each opponent either never makes a move N3 never makes or is the informed "
         "prior's error-prone player, weighed by its revealed cards; mixture (limit games, "
         "dirichlet posterior): each opponent plays like informed, uninformed or without looking "
         "at its cards (one strategy per betting node), weighed by its revealed moves "
-        "(%(default)s)",
+        f"({prior_default})",
     )
     group.add_argument(
         "--mbbr-epsilon",
@@ -118,10 +125,13 @@ def add_mbbr_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def mbbr_config(args: argparse.Namespace, *, seed: int = 0) -> MBBRConfig:
-    """The validated MBBRConfig of the ``--mbbr-*`` flags with ``seed``; InvalidArgumentError if
-    a value is out of range, or if ``--mbbr-k`` is given to a posterior that has no samples (it
-    would be silently ignored)."""
+def mbbr_config(
+    args: argparse.Namespace, *, seed: int = 0, limit_prior: Prior | None = None
+) -> MBBRConfig:
+    """The validated MBBRConfig of the ``--mbbr-*`` flags with ``seed`` (an unset prior:
+    ``limit_prior`` if given, the game being a limit game, else MBBRConfig's);
+    InvalidArgumentError if a value is out of range, or if ``--mbbr-k`` is given to a posterior
+    that has no samples (it would be silently ignored)."""
     if args.mbbr_k is not None and args.mbbr_posterior != Posterior.SAMPLES:
         raise InvalidArgumentError(
             "--mbbr-k",
@@ -133,7 +143,7 @@ def mbbr_config(args: argparse.Namespace, *, seed: int = 0) -> MBBRConfig:
         k=MBBRConfig.k if args.mbbr_k is None else args.mbbr_k,
         hands_default=args.mbbr_hands_default,
         eta=args.mbbr_eta,
-        prior=args.mbbr_prior,
+        prior=args.mbbr_prior or limit_prior or MBBRConfig.prior,
         response=args.mbbr_response,
         posterior=args.mbbr_posterior,
         safety_budget=args.mbbr_safety_budget,

@@ -25,7 +25,13 @@ from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.mbbr.config import Prior
 from oppmodel.server.app import BackgroundServer, ServerConfig
+
+# MBBR's prior in a limit game unless --mbbr-prior says otherwise: in Leduc most information
+# sets are predicted at their first visit, where the informed prior's guess is the CFR strategy
+# whatever the player; the mixture lets the revealed moves say how far to trust it
+LIMIT_PRIOR = Prior.MIXTURE
 
 EPILOG = """\
 Each logged hand NAME played becomes the observation NAME's live agent would have made (cards
@@ -39,8 +45,10 @@ naive Bayes learn only from them; MBBR learns from every hand), a sample that ne
 fold; the prior, counts and MBBR are also scored on the others, by their marginal over the
 cards never shown, on every decision together, and over the log's last third (what the models
 know by its end). MBBR uses the Dirichlet posterior unless --mbbr-posterior samples asks for
-the paper's k samples; the report names the posterior and explains every column (a legend in
-the text, "columns" in the JSON).
+the paper's k samples; its prior is MBBR's default (informed) in Kuhn and, in a limit game, the
+mixture prior (informed, uninformed or card-blind players, weighed by their revealed moves)
+unless --mbbr-prior says otherwise. The report names the posterior and explains every column
+(a legend in the text, "columns" in the JSON).
 
 The game: --game, else the game file the log's header names when it is a bundled one
 (leduc.limit.3p.game is leduc3p), else n-player Kuhn. In Kuhn the service runs in this process
@@ -87,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--seed", type=seed, default=0, help="MBBR's seed: its samples' draws (default 0)"
     )
-    add_mbbr_arguments(parser)
+    add_mbbr_arguments(parser, limit_prior=LIMIT_PRIOR)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the curves (needs matplotlib)")
     parser.set_defaults(func=run)
@@ -96,12 +104,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Replay and report."""
     start = time.perf_counter()
-    config = mbbr_config(args, seed=args.seed)
     logs = [read_log(path) for path in args.logs]
     hands = [h for log in logs for h in log.hands]
     if not hands:
         raise InvalidArgumentError("log", "no STATE lines")
     game = replay_game_of(args.game or logged_game(logs[0], len(hands[0].names)))
+    limit_prior = LIMIT_PRIOR if isinstance(game, LimitGame) else None
+    config = mbbr_config(args, seed=args.seed, limit_prior=limit_prior)
     with ExitStack() as stack:
         if isinstance(game, LimitGame) or args.local:
             if isinstance(game, LimitGame) and (args.service or args.in_process):

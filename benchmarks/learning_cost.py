@@ -13,14 +13,15 @@ it is paid: per information set of ours, what switching to the better action the
 MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other settings, without a
 safety budget unless ``--safety-budgets`` gives some (mbb/h, ``inf`` = none; one row per prior and
 budget: ``oppmodel.modeling.mbbr.safety`` bounds the cost against pairs of N1, N2 and N3 by the
-budget, ``limit_safety`` in a limit game the cost against two players of the default strategy,
+budget, ``limit_safety`` in a limit game the cost against players of the default strategy,
 ``cfr+cfr``); pairs are panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to
 evaluate against). ``--game`` is 3-player Kuhn (default) or any 3-player limit game, e.g.
 ``leduc3p``, where the pair defaults to two ``cfr`` agents (the bundled CFR strategy, also MBBR's
 default strategy and prior mean there) and each hand's exact value is one sweep over Leduc's 1,120
-public nodes x 1,680 deals.
+public nodes x 1,680 deals; or a 2-player limit game (``leduc2p``), where ``--pairs`` names one
+opponent each (default ``cfr``) and there is one seat order.
 
-    python benchmarks/learning_cost.py [--game leduc3p] [--pairs n3+n3,n2+n2]
+    python benchmarks/learning_cost.py [--game leduc3p|leduc2p] [--pairs n3+n3,n2+n2]
                                        [--priors informed,typed] [--safety-budgets inf,0.5]
                                        [--hands 3000] [--seeds 6]
                                        [--quick] [--attribute] [--json]
@@ -64,6 +65,7 @@ from oppmodel.modeling.strategy import sample_history  # noqa: E402
 
 DEFAULT_PAIRS = "n3+n3,n2+n2,n1+n1,n2+n3,calling-station+bluffer,n1+maniac,calling-station@0.35+n3"
 DEFAULT_LIMIT_PAIRS = "cfr+cfr"
+DEFAULT_2P_OPPONENTS = "cfr"
 WINDOW_EDGES = (100, 300, 1000, 2000)
 
 
@@ -73,12 +75,14 @@ def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     mbb (3, num_infosets; zeros without), and the hands played on a later run of change detection
     (0: every policy was the plain posterior's). ``task`` is (first, second, config, seed, hands,
     attribute[, game[, switch]]); the game defaults to kuhn3p; with ``switch`` = (hand, first',
-    second') the pair plays (first', second') from that hand on."""
+    second') the pair plays (first', second') from that hand on. In a 2-player game ``second``
+    is None: ``first`` is the opponent."""
     first, second, config, seed, hands, attribute, *rest = task
     game = resolve_game(rest[0] if rest else "kuhn3p")
     switch = rest[1] if len(rest) > 1 else None
     evaluation = evaluation_of(game)
-    pair = (fixed_profile(game, first), fixed_profile(game, second))
+    n = game.num_players
+    pair = tuple(fixed_profile(game, name) for name in (first, second)[: n - 1])
     model = (build_limit_model if isinstance(game, LimitGame) else build_model)(game, config)
     rng = np.random.default_rng([seed, 7])
     values = np.empty(hands)
@@ -87,8 +91,8 @@ def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     for t in range(hands):
         later_run += getattr(model, "run_start", 0) > 0  # limit models have no change detection
         if switch is not None and t == switch[0]:
-            pair = (fixed_profile(game, switch[1]), fixed_profile(game, switch[2]))
-        p = t % 3
+            pair = tuple(fixed_profile(game, name) for name in switch[1:n])
+        p = t % n
         us = model.default_strategy.copy()
         us[p] = model.policy(p)
         profile = seated_profile(game, p, us, pair)
@@ -161,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--pairs",
-        help=f"A+B pairs (default: {DEFAULT_PAIRS}; in a limit game {DEFAULT_LIMIT_PAIRS})",
+        help=f"A+B pairs (default: {DEFAULT_PAIRS}; in a limit game {DEFAULT_LIMIT_PAIRS}); in a "
+        f"2-player limit game single opponents (default {DEFAULT_2P_OPPONENTS})",
     )
     parser.add_argument(
         "--priors",
@@ -196,13 +201,18 @@ def main(argv: list[str] | None = None) -> int:
     seeds = args.seeds or (2 if args.quick else 6)
     game = resolve_game(args.game)
     limit = isinstance(game, LimitGame)
-    if game.num_players != 3:
+    two = limit and game.num_players == 2
+    if game.num_players != 3 and not two:
         parser.error(
-            f"--game: the duplicate protocol here is for 3 players; {game.name} has "
-            f"{game.num_players}"
+            f"--game: the duplicate protocol here is for 3 players (2 in a limit game); "
+            f"{game.name} has {game.num_players}"
         )
-    pairs_text = args.pairs or (DEFAULT_LIMIT_PAIRS if limit else DEFAULT_PAIRS)
-    pairs = [tuple(p.split("+", 1)) for p in pairs_text.split(",")]
+    default_pairs = DEFAULT_2P_OPPONENTS if two else DEFAULT_LIMIT_PAIRS if limit else DEFAULT_PAIRS
+    pairs_text = args.pairs or default_pairs
+    pairs = [(p, None) if two else tuple(p.split("+", 1)) for p in pairs_text.split(",")]
+    if any(len(pair) != 2 or (two and "+" in pair[0]) for pair in pairs):
+        parser.error(f"--pairs: {'one opponent' if two else 'A+B'} each, got {pairs_text!r}")
+    orders_of = (lambda a, b: ((a, b),)) if two else (lambda a, b: ((a, b), (b, a)))
     priors = (args.priors or ("informed" if limit else "informed,typed")).split(",")
     budgets = [float(b) for b in args.safety_budgets.split(",")]
     settings = [(prior, budget) for prior in priors for budget in budgets]
@@ -220,18 +230,22 @@ def main(argv: list[str] | None = None) -> int:
         for a, b in pairs
         for setting in settings
         for seed in range(seeds)
-        for order in ((a, b), (b, a))
+        for order in orders_of(a, b)
     ]
     results = run_tasks(tasks, args.workers)
     it, rows = iter(results), []
+    orders = 1 if two else 2
     for a, b in pairs:
-        ceiling = response_ceiling(game, fixed_profile(game, a), fixed_profile(game, b))
+        ceiling = response_ceiling(game, *(fixed_profile(game, x) for x in (a, b) if x))
         for prior, budget in settings:
-            runs = [next(it) for _ in range(2 * seeds)]
-            per_seed = [np.mean([runs[2 * s][0], runs[2 * s + 1][0]], axis=0) for s in range(seeds)]
+            runs = [next(it) for _ in range(orders * seeds)]
+            per_seed = [
+                np.mean([r[0] for r in runs[orders * s : orders * (s + 1)]], axis=0)
+                for s in range(seeds)
+            ]
             matches = [float(v.mean()) for v in per_seed]
             row = {
-                "pair": f"{a}+{b}",
+                "pair": a if two else f"{a}+{b}",
                 "prior": prior,
                 "safety_budget": None if math.isinf(budget) else budget,
                 "windows": windows(np.mean(per_seed, axis=0)),
@@ -242,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
                 "matches_on_later_run": sum(r[2] > 0 for r in runs),
             }
             if args.attribute:
-                gains = sum(r[1] for r in runs) / (2 * seeds * hands)
+                gains = sum(r[1] for r in runs) / (orders * seeds * hands)
                 row["deviation_gains"] = largest_gains(game, gains)
                 if limit:
                     row["deviation_gains_by_round"] = gains_by_round(game, gains)
@@ -264,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     heads = [f"{lo}-{hi}" for lo, hi in itertools.pairwise(edges)]
     print(
         f"Exact mbb/h of MBBR's policy in {game.name} ({args.posterior} posterior), "
-        f"{seeds} seeds x 2 orders\n"
+        f"{seeds} seeds x {orders} orders\n"
     )
     print("| pair | prior | budget | " + " | ".join(heads) + " | whole match | ceiling |")
     print("|---" * (len(heads) + 5) + "|")

@@ -25,8 +25,8 @@ seat orders of two cfr agents are one), and the ceiling minus it.
     python benchmarks/leduc_field.py [--game leduc3p|leduc2p] [--hands 3000] [--duplicates 12]
                                      [--seed 15] [--styles always-bet,...] [--cost-seeds 4]
                                      [--workers 2] [--quick] [--journal FILE] [--report]
-                                     [--without-cfr] [--mbbr-safety-budget 0.5] [--out FILE]
-                                     [--json]
+                                     [--without-cfr] [--mbbr-safety-budget 0.5]
+                                     [--mbbr-prior informed] [--out FILE] [--json]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from benchmarks.learning_cost import trajectory  # noqa: E402
 from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
-from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.match import play_duplicate, summarize  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
@@ -139,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         default=SAFETY_BUDGET,
         help="MBBR's safety budget B, mbb/h; 'inf' plays without the bankroll (%(default)s)",
     )
+    parser.add_argument(
+        "--mbbr-prior",
+        choices=Prior.names(),
+        default=MBBRConfig().prior,
+        help="MBBR's prior (%(default)s)",
+    )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
         "--journal",
@@ -164,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     cost_seeds = args.cost_seeds if args.cost_seeds is not None else (1 if args.quick else 4)
     if args.game == "leduc2p" or args.without_cfr:
         cost_seeds = 0  # the exact learning cost is measured against two cfr agents
-    config = MBBRConfig(safety_budget=args.mbbr_safety_budget)
+    config = MBBRConfig(safety_budget=args.mbbr_safety_budget, prior=args.mbbr_prior)
     config.validate()
     game = args.game
     groups = [*filter(None, args.styles.split(","))]  # --styles "": the two-cfr group alone
@@ -179,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     jobs += [("cost", ("cost", s), game, config, s, hands) for s in range(1, cost_seeds)]
     budget = None if math.isinf(config.safety_budget) else config.safety_budget
-    results, seconds = _read_journal(args.journal, game, hands, args.seed, budget)
+    results, seconds = _read_journal(args.journal, game, hands, args.seed, budget, config.prior)
     todo = [] if args.report else [job for job in jobs if job[1] not in results]
     bar = progress_bar(len(todo), desc=f"{args.game} jobs")
     for key, value, took in _run_all(todo, args.workers):
@@ -189,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             with args.journal.open("a") as journal:
                 entry = {"key": list(key), "value": np.asarray(value).tolist(), "seconds": took}
                 run = {"game": game, "hands": hands, "seed": args.seed, "safety_budget": budget}
+                run["prior"] = config.prior.value
                 journal.write(json.dumps({**entry, **run}) + "\n")
         bar.update()
     bar.close()
@@ -207,11 +214,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _read_journal(
-    path: Path | None, game: str, hands: int, seed: int, budget: float | None
+    path: Path | None, game: str, hands: int, seed: int, budget: float | None, prior: Prior
 ) -> tuple[dict, dict]:
-    """The results (and seconds) of the journal's jobs played in this game at these hands, seed
-    and safety budget (entries without a game are leduc3p's, the only game of the first
-    journals; entries without a budget were played before limit games had a bankroll: none)."""
+    """The results (and seconds) of the journal's jobs played in this game at these hands, seed,
+    safety budget and prior (entries without a game are leduc3p's, the only game of the first
+    journals; entries without a budget were played before limit games had a bankroll: none;
+    entries without a prior were played with the informed one)."""
     results: dict = {}
     seconds: dict = {"play": [], "cost": []}
     if path is None or not path.exists():
@@ -219,7 +227,8 @@ def _read_journal(
     for line in path.read_text().splitlines():
         entry = json.loads(line)
         played = (entry.get("game", "leduc3p"), entry["hands"], entry["seed"])
-        if (*played, entry.get("safety_budget")) != (game, hands, seed, budget):
+        setting = (entry.get("safety_budget"), entry.get("prior", Prior.INFORMED.value))
+        if (*played, *setting) != (game, hands, seed, budget, prior.value):
             continue
         key = tuple(entry["key"])
         results[key] = entry["value"] if key[0] == "cost" else np.array(entry["value"])

@@ -111,3 +111,23 @@ def test_every_trajectory_is_within_its_safety_budget(tmp_path):
     assert frontier["informed, B = 1"]["within_bound"] is True
     assert frontier["informed, no budget"]["within_bound"] is None
     assert "| informed, B = 1 |" in markdown(list(frontier.values()))
+
+
+def test_leduc2p_has_one_opponent_and_one_seat_order(tmp_path):
+    """In a 2-player limit game the opponent is named alone; before H hands the policy is the
+    default strategy, worth exactly cfr's value against itself (0: the positions alternate),
+    and with the budget the exact cost stays within it."""
+    out = tmp_path / "cost.json"
+    argv = ["--game", "leduc2p", "--priors", "informed", "--hands", "160", "--seeds", "2"]
+    argv += ["--workers", "1", "--safety-budgets", "0.5,inf", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    report = json.loads(out.read_text())
+    rows = {(r["pair"], r["safety_budget"]): r for r in report["rows"]}
+    assert set(rows) == {("cfr", 0.5), ("cfr", None)}
+    assert 0.0 <= rows["cfr", None]["ceiling"] < 0.01  # cfr is within 1e-3 of an equilibrium
+    values = trajectory(("cfr", None, MBBRConfig(hands_default=100), 1, 160, False, "leduc2p"))[0]
+    assert values[:100].mean() == pytest.approx(0.0, abs=1e-9)  # the default: cfr against cfr
+    assert rows["cfr", 0.5]["match"] >= -0.5 - 1e-9
+    assert rows["cfr", None]["match"] < rows["cfr", 0.5]["match"]  # plain MBBR pays more
+    with pytest.raises(SystemExit):  # a pair is for 3 players
+        main(["--game", "leduc2p", "--pairs", "cfr+cfr", "--hands", "10"])

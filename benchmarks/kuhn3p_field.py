@@ -19,7 +19,9 @@ exact best-response ceiling of each pair (what a perfect exploiter would win).
 
     python benchmarks/kuhn3p_field.py [--quick] [--json] [--workers N] [--backend local|ray
                                       --address ADDR] [--hands H] [--reps R] [--field F]
-                                      [--mbbr-posterior P] [--from-json FILE]
+                                      [--mbbr-posterior P] [--mbbr-safety-budget B]
+                                      [--mbbr-change-hazard H] [--journal FILE]
+                                      [--from-json FILE]
 """
 
 from __future__ import annotations
@@ -132,23 +134,23 @@ def build_jobs(
     if uninformed:
         configs["uninformed"] = dataclasses.replace(mbbr, prior="uninformed")
 
-    def add(table: str, group: tuple[str, ...], config: MBBRConfig, stream0: int) -> None:
-        ids = []
-        for r in range(reps):
-            agents = tuple(spec(name, config) for name in group)
-            jobs.append(MatchJob(len(jobs), stream0 + r, agents, hands))
-            ids.append(len(jobs) - 1)
-        index[(table, group)] = ids
-
+    tables = []  # (table, group, config, first stream)
     for g, group in enumerate(groups):
         if mbbr_only and "mbbr" not in group:
             continue
         for table, config in configs.items():  # same cards; identical jobs if no MBBR
-            add(table, group, config, 1000 * g)
+            tables.append((table, group, config, 1000 * g))
     for i, (a, b) in enumerate(h2h_pairs()):
         group = ("mbbr", a, b)
         stream0 = 1000 * groups.index(group) if group in groups else H2H_STREAM + 1000 * i
-        add("h2h", group, configs["informed"], stream0)
+        tables.append(("h2h", group, configs["informed"], stream0))
+    # repetition-major: a run stopped after r repetitions of every group reports with --reps r
+    # from its journal
+    for r in range(reps):
+        for table, group, config, stream0 in tables:
+            agents = tuple(spec(name, config) for name in group)
+            index.setdefault((table, group), []).append(len(jobs))
+            jobs.append(MatchJob(len(jobs), stream0 + r, agents, hands))
     return jobs, index
 
 
@@ -265,7 +267,7 @@ def render(report: dict) -> str:
     )
     parts = [
         f"MBBR: {posterior} posterior, {mbbr.get('prior', 'informed')} prior, {setting}, "
-        f"{mbbr['response']} response, {budget}.\n",
+        f"{mbbr['response']} response, {budget}, change hazard {mbbr.get('change_hazard', 0)}.\n",
         f"## Field, informed prior (paper Table 1; {size}"
         f"{'; only the groups MBBR sat in' if report.get('mbbr_only') else ''})\n",
         ranking_markdown(report["table1"], PAPER_TABLE1),
@@ -355,6 +357,13 @@ def main(argv: list[str] | None = None) -> int:
         help="MBBR's safety budget, mbb/h (oppmodel.modeling.mbbr.safety; paper: inf, none)",
     )
     parser.add_argument(
+        "--mbbr-change-hazard",
+        type=float,
+        default=PAPER_MBBR.change_hazard,
+        help="MBBR's change-detection hazard per hand (oppmodel.modeling.mbbr.change; paper: 0, "
+        "opponents never change)",
+    )
+    parser.add_argument(
         "--mbbr-only",
         action="store_true",
         help="play only the groups MBBR sits in: MBBR's figures are those of the full run (same "
@@ -376,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         posterior=args.mbbr_posterior,
         prior=args.mbbr_prior,
         safety_budget=args.mbbr_safety_budget,
+        change_hazard=args.mbbr_change_hazard,
     )
     try:
         mbbr.validate()

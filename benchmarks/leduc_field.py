@@ -37,7 +37,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import sys  # noqa: E402
@@ -49,6 +48,7 @@ import numpy as np  # noqa: E402
 if not __package__:  # run as a script: make benchmarks.* importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.journal import Journal  # noqa: E402
 from benchmarks.learning_cost import trajectory  # noqa: E402
 from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
@@ -185,18 +185,24 @@ def main(argv: list[str] | None = None) -> int:
     ]
     jobs += [("cost", ("cost", s), game, config, s, hands) for s in range(1, cost_seeds)]
     budget = None if math.isinf(config.safety_budget) else config.safety_budget
-    results, seconds = _read_journal(args.journal, game, hands, args.seed, budget, config.prior)
+    # entries without a game are leduc3p's, the only game of the first journals; entries without
+    # a budget were played before limit games had a bankroll: none; entries without a prior were
+    # played with the informed one
+    run = {"game": game, "hands": hands, "seed": args.seed, "safety_budget": budget}
+    journal = Journal(
+        args.journal,
+        {**run, "prior": config.prior.value},
+        defaults={"game": "leduc3p", "prior": Prior.INFORMED.value},
+        desc=f"{game} jobs",
+    )
+    results, seconds = _journalled(journal)
     todo = [] if args.report else [job for job in jobs if job[1] not in results]
+    journal.total = len(todo)
     bar = progress_bar(len(todo), desc=f"{args.game} jobs")
     for key, value, took in _run_all(todo, args.workers):
         results[key] = value
         seconds["cost" if key[0] == "cost" else "play"].append(took)
-        if args.journal:
-            with args.journal.open("a") as journal:
-                entry = {"key": list(key), "value": np.asarray(value).tolist(), "seconds": took}
-                run = {"game": game, "hands": hands, "seed": args.seed, "safety_budget": budget}
-                run["prior"] = config.prior.value
-                journal.write(json.dumps({**entry, **run}) + "\n")
+        journal.record(key, np.asarray(value).tolist(), took)
         bar.update()
     bar.close()
     report = build_report(results, seconds, game, groups, hands, duplicates, cost_seeds, args.seed)
@@ -213,24 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _read_journal(
-    path: Path | None, game: str, hands: int, seed: int, budget: float | None, prior: Prior
-) -> tuple[dict, dict]:
-    """The results (and seconds) of the journal's jobs played in this game at these hands, seed,
-    safety budget and prior (entries without a game are leduc3p's, the only game of the first
-    journals; entries without a budget were played before limit games had a bankroll: none;
-    entries without a prior were played with the informed one)."""
+def _journalled(journal: Journal) -> tuple[dict, dict]:
+    """The results (and seconds) of the jobs the journal holds for this run."""
     results: dict = {}
     seconds: dict = {"play": [], "cost": []}
-    if path is None or not path.exists():
-        return results, seconds
-    for line in path.read_text().splitlines():
-        entry = json.loads(line)
-        played = (entry.get("game", "leduc3p"), entry["hands"], entry["seed"])
-        setting = (entry.get("safety_budget"), entry.get("prior", Prior.INFORMED.value))
-        if (*played, *setting) != (game, hands, seed, budget, prior.value):
-            continue
-        key = tuple(entry["key"])
+    for key, entry in journal.entries().items():
         results[key] = entry["value"] if key[0] == "cost" else np.array(entry["value"])
         seconds["cost" if key[0] == "cost" else "play"].append(entry["seconds"])
     return results, seconds

@@ -43,8 +43,11 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+if not __package__:  # run as a script: make benchmarks.* importable
+    sys.path.insert(0, str(ROOT))
 
 import oppmodel.modeling  # noqa: E402
+from benchmarks.journal import Journal  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
@@ -157,11 +160,13 @@ def run_jobs(
     workers: int | None = None,
     address: str | None = None,
     progress: bool = True,
+    journal: Path | None = None,
 ) -> list[JobResult]:
     """Run every job; results in job order, identical for every backend and worker count.
 
     Jobs that differ only in ``job_id`` are the same work (same agents, hands and stream) and run
-    once.
+    once. With a ``journal`` file (``benchmarks/journal.py``) each finished job is appended to it
+    and the jobs it already holds for ``base_seed`` are not played again, so a stopped run resumes.
 
     ``local``: ``workers`` processes (default: every core; 1 runs in this process). ``ray``: one
     task per job on the cluster at ``address`` (None starts a local instance); if Ray is already
@@ -173,42 +178,61 @@ def run_jobs(
     unique: dict[MatchJob, MatchJob] = {}  # identical work (same stream) runs once
     for job in jobs:
         unique.setdefault(dataclasses.replace(job, job_id=0), job)
-    todo = list(unique.values())
+    record = Journal(journal, {"seed": base_seed}, desc="match jobs")
+    held = record.entries()
+    mbb = {work: tuple(held[job_key(work)]["value"]) for work in unique if job_key(work) in held}
+    todo = [job for work, job in unique.items() if work not in mbb]
+    record.total = len(todo)
     bar = progress_bar(len(todo), desc="match jobs", unit="job", show=progress)
+    by_id = {job.job_id: work for work, job in unique.items()}
+
+    def finished(result: JobResult, seconds: float) -> None:
+        work = by_id[result.job_id]
+        mbb[work] = result.mbb
+        record.record(job_key(work), list(result.mbb), seconds)
+        bar.update(1)
+
     try:
         if backend == "ray":
-            done = _run_ray(todo, base_seed, address, bar.update)
+            _run_ray(todo, base_seed, address, finished)
         else:
-            done = _run_local(todo, base_seed, workers or os.cpu_count() or 1, bar.update)
+            _run_local(todo, base_seed, workers or os.cpu_count() or 1, finished)
     finally:
         bar.close()
-    by_id = {r.job_id: r for r in done}
-    return [
-        JobResult(job.job_id, by_id[unique[dataclasses.replace(job, job_id=0)].job_id].mbb)
-        for job in jobs
-    ]
+    return [JobResult(job.job_id, mbb[dataclasses.replace(job, job_id=0)]) for job in jobs]
 
 
-def _run_one(args: tuple[MatchJob, int]) -> JobResult:
-    return run_job(*args)
+def job_key(job: MatchJob) -> tuple:
+    """What identifies a job's work in a journal: its stream, hands, players and agents (with
+    MBBR's whole config), not its position in a job list."""
+    agents = json.dumps([dataclasses.asdict(agent) for agent in job.agents], sort_keys=True)
+    return (job.stream, job.hands, job.num_players, agents)
 
 
-def _run_local(jobs, base_seed: int, workers: int, tick: Callable[[int], object]):
+def _timed_job(job: MatchJob, base_seed: int) -> tuple[JobResult, float]:
+    began = time.perf_counter()
+    result = run_job(job, base_seed)
+    return result, time.perf_counter() - began
+
+
+def _run_one(args: tuple[MatchJob, int]) -> tuple[JobResult, float]:
+    return _timed_job(*args)
+
+
+Finished = Callable[[JobResult, float], object]
+
+
+def _run_local(jobs, base_seed: int, workers: int, finished: Finished) -> None:
     if workers <= 1 or len(jobs) <= 1:
-        results = []
         for job in jobs:
-            results.append(run_job(job, base_seed))
-            tick(1)
-        return results
-    results = []
+            finished(*_timed_job(job, base_seed))
+        return
     with multiprocessing.get_context("fork").Pool(min(workers, len(jobs))) as pool:
         for result in pool.imap_unordered(_run_one, [(job, base_seed) for job in jobs]):
-            results.append(result)
-            tick(1)
-    return results
+            finished(*result)
 
 
-def _run_ray(jobs, base_seed: int, address: str | None, tick: Callable[[int], object]):
+def _run_ray(jobs, base_seed: int, address: str | None, finished: Finished) -> None:
     try:
         import ray
     except ImportError as error:
@@ -220,14 +244,15 @@ def _run_ray(jobs, base_seed: int, address: str | None, tick: Callable[[int], ob
             log_to_driver=False,
             runtime_env=ray_runtime_env(address),
         )
-    task = ray.remote(num_cpus=1)(run_job)
+    task = ray.remote(num_cpus=1)(run_job)  # modeling's: what a cluster's workers can import
     pending = [task.remote(job, base_seed) for job in jobs]
-    results = []
+    last = time.perf_counter()
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
-        results.extend(ray.get(done))
-        tick(len(done))
-    return results
+        now = time.perf_counter()  # a job's seconds here: the wall time since the one before
+        for result in ray.get(done):
+            finished(result, now - last)
+        last = now
 
 
 # --- sweeps --------------------------------------------------------------------------------------
@@ -388,6 +413,13 @@ def add_runner_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--journal",
+        type=Path,
+        default=None,
+        help="append each finished job here and skip the jobs it already holds (resumable; "
+        "a finished run's journal reports again without playing)",
+    )
 
 
 def run_jobs_with_args(
@@ -402,6 +434,7 @@ def run_jobs_with_args(
         workers=args.workers,
         address=args.address,
         progress=not args.no_progress,
+        journal=args.journal,
     )
     return results, time.perf_counter() - began
 

@@ -1,0 +1,76 @@
+"""A resumable record of a long benchmark's finished jobs, and a progress line per job.
+
+A journal is a file of JSON lines, one per finished job: its key, its value, the seconds it took
+and the run's settings (``run``: game, hands, seed, ...). A benchmark started again with the same
+journal skips the jobs it holds for the same settings, so a run that was stopped keeps what it did
+and a finished one can be reported again without playing. When stderr is not a terminal (a log
+file), each finished job also prints one line there, as a progress bar would on a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Hashable, Mapping
+from pathlib import Path
+
+
+class Journal:
+    """The finished jobs of one run's settings in a JSON-lines file (none without a path).
+
+    ``run`` holds the settings every entry is written with and read back under; ``defaults``
+    gives the value of a setting that older entries were written without.
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        run: Mapping[str, object],
+        *,
+        defaults: Mapping[str, object] | None = None,
+        total: int = 0,
+        desc: str = "jobs",
+    ) -> None:
+        self.path = path
+        self.run = dict(run)
+        self.defaults = dict(defaults or {})
+        self.total = total
+        self.desc = desc
+        self.finished = 0
+        self._began = time.perf_counter()
+
+    def entries(self) -> dict[tuple, dict]:
+        """Each journalled job of this run's settings, by key (a tuple): its entry."""
+        if self.path is None or not self.path.exists():
+            return {}
+        found = {}
+        for line in self.path.read_text().splitlines():
+            if not line.strip():
+                continue
+            entry = json.loads(line)
+            settings = {name: entry.get(name, self.defaults.get(name)) for name in self.run}
+            if settings == self.run:
+                found[_key(entry["key"])] = entry
+        return found
+
+    def record(self, key: Hashable, value: object, seconds: float) -> None:
+        """Append a finished job (if there is a file) and report it on stderr."""
+        if self.path is not None:
+            entry = {"key": key, "value": value, "seconds": seconds, **self.run}
+            with self.path.open("a") as journal:
+                journal.write(json.dumps(entry) + "\n")
+        self.finished += 1
+        if not sys.stderr.isatty():
+            elapsed = time.perf_counter() - self._began
+            print(
+                f"{self.desc}: {self.finished}/{self.total} done, {elapsed:.0f} s "
+                f"(last {seconds:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def _key(raw: object) -> tuple:
+    """A journalled key as the tuple it was written from (JSON turns tuples into lists)."""
+    return tuple(_key(part) if isinstance(part, list) else part for part in raw)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -94,6 +94,128 @@ def _log_predictives(
     return out
 
 
+class Run(Protocol):
+    """What the bank needs of a run's model: any MBBR model, of any game, has it."""
+
+    hands_observed: int
+
+    def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]: ...
+
+    def restore(self, blob: bytes) -> None: ...
+
+
+RunT = TypeVar("RunT", bound=Run)
+
+
+class RunBank(Generic[RunT]):
+    """BOCPD's bookkeeping over a bank of runs, whatever the game and the posterior: each run's
+    model, the hand it began at and its normalised log mass; the game's wrapper scores each
+    hand under every run (:meth:`weigh`), lets the runs observe it, then calls :meth:`advance`
+    (see the module docstring)."""
+
+    def __init__(self, hazard: float, build_run: Callable[[], RunT]) -> None:
+        self.hazard = hazard
+        self._build_run = build_run
+        self.runs: list[RunT] = [build_run()]
+        self.starts: list[int] = [0]  # the hand each run began at
+        self.log_mass = np.zeros(1)  # normalised: logsumexp = 0
+        self.serials: list[int] = [0]  # a number per run, never reused: which run plays
+        # log h and log (1 - h), h the prior mass of a new run (h = 0: no run is ever opened)
+        h = -math.expm1(GRID * math.log1p(-hazard))
+        self._open_log_mass = math.log(h) if h > 0.0 else -math.inf
+        self._stay_log_mass = math.log1p(-h)
+
+    @property
+    def weighing(self) -> bool:
+        """Whether a hand's scores can move the masses (more than one run, or runs to come)."""
+        return len(self.runs) > 1 or self.hazard > 0.0
+
+    def active(self) -> int:
+        """The index of the most probable run: the first (oldest) of equals."""
+        return int(np.argmax(self.log_mass))
+
+    @property
+    def model(self) -> RunT:
+        """The most probable run's model: the one MBBR plays."""
+        return self.runs[self.active()]
+
+    def masses(self) -> dict[int, float]:
+        """The posterior probability of each run, keyed by the hand it began at."""
+        return {s: float(math.exp(w)) for s, w in zip(self.starts, self.log_mass, strict=True)}
+
+    def weigh(self, scores: np.ndarray) -> None:
+        """Multiply each run's mass by the probability its model gave the hand (``scores``: the
+        logs, per run); a hand no run explains leaves the masses as they were."""
+        if np.isfinite(scores).any():
+            self._set_mass(self.log_mass + scores)
+
+    def advance(self, hands_observed: int) -> None:
+        """After a hand: every ``GRID`` hands open a new run, then drop the runs of negligible
+        mass (at most ``MAX_RUNS`` kept, the newest always)."""
+        if self.hazard > 0.0 and hands_observed % GRID == 0:
+            self.runs.append(self._build_run())
+            self.starts.append(hands_observed)
+            self.serials.append(self.serials[-1] + 1)
+            self.log_mass = np.append(self.log_mass + self._stay_log_mass, self._open_log_mass)
+        newest = len(self.runs) - 1
+        keep = [i for i, w in enumerate(self.log_mass) if w >= math.log(PRUNE) or i == newest]
+        if len(keep) > MAX_RUNS:
+            older = sorted(keep[:-1], key=lambda i: -self.log_mass[i])[: MAX_RUNS - 1]
+            keep = [*sorted(older), newest]
+        if len(keep) < len(self.runs):
+            self.runs = [self.runs[i] for i in keep]
+            self.starts = [self.starts[i] for i in keep]
+            self.serials = [self.serials[i] for i in keep]
+            self._set_mass(self.log_mass[keep])
+
+    def _set_mass(self, log_mass: np.ndarray) -> None:
+        self.log_mass = log_mass - np.logaddexp.reduce(log_mass)
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The bank's arrays (``snapshot.py``): ``run_starts``, ``run_log_mass``, ``run_hands``,
+        and each run's snapshot arrays prefixed ``run<i>.``."""
+        arrays: dict[str, np.ndarray] = {
+            "run_starts": np.array(self.starts, dtype=np.int64),
+            "run_log_mass": self.log_mass.copy(),
+            "run_hands": np.array([run.hands_observed for run in self.runs], dtype=np.int64),
+        }
+        for i, run in enumerate(self.runs):
+            _, run_arrays = run.snapshot_parts()
+            arrays.update({f"run{i}.{name}": a for name, a in run_arrays.items()})
+        return arrays
+
+    def restore(
+        self, arrays: dict[str, np.ndarray], hands: int, identity: Callable[[RunT], dict]
+    ) -> None:
+        """Set the state of :meth:`state`'s ``arrays`` after ``hands`` hands, each run restored
+        from its arrays under its snapshot ``identity``; SnapshotError, with nothing changed,
+        if they are not consistent."""
+        starts = snapshot_format.take(arrays, "run_starts", "i8", (None,))
+        log_mass = snapshot_format.take(arrays, "run_log_mass", "f8", (len(starts),))
+        run_hands = snapshot_format.take(arrays, "run_hands", "i8", (len(starts),))
+        if (
+            not 1 <= len(starts) <= MAX_RUNS
+            or np.any(starts < 0)
+            or np.any(starts + run_hands != hands)
+            or not np.isclose(np.logaddexp.reduce(log_mass), 0.0)
+        ):
+            raise snapshot_format.SnapshotError("snapshot runs are not consistent")
+        runs = []
+        for i, run_hands_i in enumerate(run_hands):
+            run = self._build_run()
+            prefix = f"run{i}."
+            run_arrays = {
+                name.removeprefix(prefix): a
+                for name, a in arrays.items()
+                if name.startswith(prefix)
+            }
+            run_meta = {**identity(run), "hands_observed": int(run_hands_i)}
+            run.restore(snapshot_format.encode(run_meta, run_arrays))
+            runs.append(run)
+        self.runs, self.starts, self.log_mass = runs, [int(s) for s in starts], log_mass
+        self.serials = [self.serials[-1] + 1 + i for i in range(len(runs))]
+
+
 class ChangeDetectingModel(SafelyPlayed):
     """An MBBR model (the ``MBBRModel`` protocol) that follows opponents who change strategy:
     BOCPD over a bank of ``build_run()`` models (see the module docstring)."""
@@ -111,43 +233,30 @@ class ChangeDetectingModel(SafelyPlayed):
         self.game = game
         self.config = config
         self._evidence = EvidenceCache(game)
-        self._build_run_with = build_run
-        first = self._build_run()
+        self._bank = RunBank(config.change_hazard, lambda: build_run(self._evidence))
+        first = self._bank.runs[0]
         self.default_strategy = first.default_strategy
         self.prior_mean = first.prior_mean
         self.hands_observed = 0
-        self._runs: list[MBBRModel] = [first]
-        self._starts: list[int] = [0]  # the hand each run began at
-        self._log_mass = np.zeros(1)  # normalised: logsumexp = 0
         self._safety = (
             None
             if is_off(config.safety_budget)
             else SafetyBankroll(game, self.default_strategy, config.safety_budget)
         )
-        # log h and log (1 - h), h the prior mass of a new run (h = 0: no run is ever opened)
-        h = -math.expm1(GRID * math.log1p(-config.change_hazard))
-        self._open_log_mass = math.log(h) if h > 0.0 else -math.inf
-        self._stay_log_mass = math.log1p(-h)
-
-    def _build_run(self) -> MBBRModel:
-        return self._build_run_with(self._evidence)
 
     @property
     def run_start(self) -> int:
         """The hand at which the run of the model played began: 0 until a change is detected,
         then the candidate change point found (a multiple of ``GRID``)."""
-        return self._starts[self._active()]
+        return self._bank.starts[self._bank.active()]
 
     def run_masses(self) -> dict[int, float]:
         """The posterior probability of each run in the bank, keyed by the hand it began at."""
-        return {s: float(math.exp(w)) for s, w in zip(self._starts, self._log_mass, strict=True)}
-
-    def _active(self) -> int:
-        return int(np.argmax(self._log_mass))  # the first (oldest) of equals
+        return self._bank.masses()
 
     @property
     def _model(self) -> MBBRModel:
-        return self._runs[self._active()]
+        return self._bank.model
 
     # --- observing -------------------------------------------------------------------------------
 
@@ -159,36 +268,14 @@ class ChangeDetectingModel(SafelyPlayed):
         moves = self._evidence.moves(p, obs.history)
         if self._safety is not None:  # book the hand as played, before the runs move
             self._safety.record(obs, self._candidate(p), self._evidence.move_table(obs))
-        if len(self._runs) > 1 or self.config.change_hazard > 0.0:
-            models = np.stack([run.opponent_means(p) for run in self._runs])
-            scores = _log_predictives(self.game, models, self._evidence.assignments(obs), moves)
-            if np.isfinite(scores).any():  # a hand no run explains leaves the masses as they were
-                self._set_mass(self._log_mass + scores)
-        for run in self._runs:
+        bank = self._bank
+        if bank.weighing:
+            models = np.stack([run.opponent_means(p) for run in bank.runs])
+            bank.weigh(_log_predictives(self.game, models, self._evidence.assignments(obs), moves))
+        for run in bank.runs:
             run.observe(obs)
         self.hands_observed += 1
-        if self.config.change_hazard > 0.0 and self.hands_observed % GRID == 0:
-            self._open_run()
-        self._prune()
-
-    def _set_mass(self, log_mass: np.ndarray) -> None:
-        self._log_mass = log_mass - np.logaddexp.reduce(log_mass)
-
-    def _open_run(self) -> None:
-        self._runs.append(self._build_run())
-        self._starts.append(self.hands_observed)
-        self._log_mass = np.append(self._log_mass + self._stay_log_mass, self._open_log_mass)
-
-    def _prune(self) -> None:
-        newest = len(self._runs) - 1
-        keep = [i for i, w in enumerate(self._log_mass) if w >= math.log(PRUNE) or i == newest]
-        if len(keep) > MAX_RUNS:
-            older = sorted(keep[:-1], key=lambda i: -self._log_mass[i])[: MAX_RUNS - 1]
-            keep = [*sorted(older), newest]
-        if len(keep) < len(self._runs):
-            self._runs = [self._runs[i] for i in keep]
-            self._starts = [self._starts[i] for i in keep]
-            self._set_mass(self._log_mass[keep])
+        bank.advance(self.hands_observed)
 
     # --- models and responses: the most probable run's ------------------------------------------
 
@@ -220,14 +307,7 @@ class ChangeDetectingModel(SafelyPlayed):
 
     def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
         """The header and named arrays that ``snapshot()`` encodes."""
-        arrays: dict[str, np.ndarray] = {
-            "run_starts": np.array(self._starts, dtype=np.int64),
-            "run_log_mass": self._log_mass.copy(),
-            "run_hands": np.array([run.hands_observed for run in self._runs], dtype=np.int64),
-        }
-        for i, run in enumerate(self._runs):
-            _, run_arrays = run.snapshot_parts()
-            arrays.update({f"run{i}.{name}": a for name, a in run_arrays.items()})
+        arrays = self._bank.state()
         if self._safety is not None:
             arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
         meta = {**self._identity(), "hands_observed": self.hands_observed}
@@ -243,16 +323,6 @@ class ChangeDetectingModel(SafelyPlayed):
         hands = meta.get("hands_observed")
         if not isinstance(hands, int) or hands < 0:
             raise snapshot_format.SnapshotError(f"snapshot hands_observed {hands!r}")
-        starts = snapshot_format.take(arrays, "run_starts", "i8", (None,))
-        log_mass = snapshot_format.take(arrays, "run_log_mass", "f8", (len(starts),))
-        run_hands = snapshot_format.take(arrays, "run_hands", "i8", (len(starts),))
-        if (
-            not 1 <= len(starts) <= MAX_RUNS
-            or np.any(starts < 0)
-            or np.any(starts + run_hands != hands)
-            or not np.isclose(np.logaddexp.reduce(log_mass), 0.0)
-        ):
-            raise snapshot_format.SnapshotError("snapshot runs are not consistent")
         safety = None
         if self._safety is not None:
             size = (len(self._safety),)
@@ -260,22 +330,9 @@ class ChangeDetectingModel(SafelyPlayed):
                 snapshot_format.take(arrays, "safety.bank", "f8", size),
                 snapshot_format.take(arrays, "safety.alive", "i8", size),
             )
-        runs = []
-        for i, run_hands_i in enumerate(run_hands):
-            run = self._build_run()
-            prefix = f"run{i}."
-            run_arrays = {
-                name.removeprefix(prefix): a
-                for name, a in arrays.items()
-                if name.startswith(prefix)
-            }
-            run_meta = {
-                **snapshot_identity(self.game, run.config, run.prior_mean),
-                "hands_observed": int(run_hands_i),
-            }
-            run.restore(snapshot_format.encode(run_meta, run_arrays))
-            runs.append(run)
-        self._runs, self._starts, self._log_mass = runs, [int(s) for s in starts], log_mass
+        self._bank.restore(
+            arrays, hands, lambda run: snapshot_identity(self.game, run.config, run.prior_mean)
+        )
         if self._safety is not None and safety is not None:
             self._safety.restore(*safety)
         self.hands_observed = hands
@@ -286,5 +343,5 @@ class ChangeDetectingModel(SafelyPlayed):
     def nbytes(self) -> int:
         """Approximate bytes held: every run's model."""
         safety = 0 if self._safety is None else self._safety.nbytes()
-        runs = sum(run.nbytes() for run in self._runs)
-        return runs + self._evidence.nbytes() + self._log_mass.nbytes + safety
+        runs = sum(run.nbytes() for run in self._bank.runs)
+        return runs + self._evidence.nbytes() + self._bank.log_mass.nbytes + safety

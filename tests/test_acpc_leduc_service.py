@@ -101,7 +101,8 @@ def test_a_3000_hand_leduc3p_match_through_the_dealer_with_service_and_in_proces
         log = read_log(tmp_path / "m.log")
         assert check_log(read_game_def("leduc3p"), log) == [] and len(log.hands) == HANDS
         assert sum(t["total"] for t in tallies) == pytest.approx(0.0, abs=1e-9)
-        library = build_limit_model(game, MBBRConfig(seed=1))
+        # the service's limit session: no change detection unless asked for
+        library = build_limit_model(game, MBBRConfig(seed=1, change_hazard=0.0))
         for hand in log.hands:
             library.observe(seat_view(game, hand, "Alice"))
         with OpponentModelClient(f"127.0.0.1:{server_port}", timeout=30) as client:

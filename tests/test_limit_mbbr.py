@@ -26,6 +26,8 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model, kuhn_profile_on
 from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_hand
 
+# The posteriors themselves: change detection, a bank of these, is test_limit_change.py's
+PLAIN = functools.partial(MBBRConfig, change_hazard=0.0)
 LEDUC2P = functools.partial(limit_game, "leduc2p")
 
 # (betting, deal) of each kind of finished 2p Leduc hand; deals index game.deal_cards
@@ -77,7 +79,7 @@ def random_hands(game, count: int, seed: int, profile=None, positions=None):
 @pytest.mark.parametrize("prior", ["informed", "uninformed"])
 def test_sample_posterior_equals_brute_force_leduc2p(prior):
     game = LEDUC2P()
-    model = build_limit_model(game, MBBRConfig(posterior="samples", k=4, seed=3, prior=prior))
+    model = build_limit_model(game, PLAIN(posterior="samples", k=4, seed=3, prior=prior))
     observations = hands_2p(game) + random_hands(game, 16, seed=1)
     for obs in observations:
         model.observe(obs)
@@ -88,7 +90,7 @@ def test_sample_posterior_equals_brute_force_leduc2p(prior):
 
 def test_sample_posterior_equals_brute_force_leduc3p():
     game = limit_game("leduc3p")
-    model = build_limit_model(game, MBBRConfig(posterior="samples", k=3, seed=4))
+    model = build_limit_model(game, PLAIN(posterior="samples", k=3, seed=4))
     observations = random_hands(game, 9, seed=2)
     kinds = {sum(c is None for c in o.hole) for o in observations}
     assert kinds >= {0, 2}  # showdowns and hands won by folds
@@ -101,7 +103,7 @@ def test_sample_posterior_equals_brute_force_leduc3p():
 
 def test_samples_give_illegal_actions_no_weight():
     game = LEDUC2P()
-    model = build_limit_model(game, MBBRConfig(posterior="samples", k=5, seed=0))
+    model = build_limit_model(game, PLAIN(posterior="samples", k=5, seed=0))
     legal = game.legal_mask
     for p, d in itertools.product(range(2), range(1)):
         q = (p + d + 1) % 2
@@ -122,7 +124,7 @@ def _assert_best_response(game, p, strategy, value, leaf):
 
 def test_bayes_response_equals_brute_force_leduc2p():
     game = LEDUC2P()
-    model = build_limit_model(game, MBBRConfig(posterior="samples", k=4, seed=5))
+    model = build_limit_model(game, PLAIN(posterior="samples", k=4, seed=5))
     for obs in hands_2p(game) + random_hands(game, 10, seed=3):
         model.observe(obs)
     for p in range(2):
@@ -143,7 +145,7 @@ def test_bayes_response_equals_brute_force_leduc2p():
 
 def test_mean_response_equals_brute_force_leduc2p():
     game = LEDUC2P()
-    model = build_limit_model(game, MBBRConfig(hands_default=0))
+    model = build_limit_model(game, PLAIN(hands_default=0))
     for obs in random_hands(game, 40, seed=4):
         model.observe(obs)
     for p in range(2):
@@ -161,7 +163,7 @@ def test_mean_response_equals_brute_force_leduc2p():
 def test_lazy_per_hole_response_is_the_full_best_response(name):
     """Solving hole by hole gives exactly the evaluation's best response to the models."""
     game = limit_game(name)
-    model = build_limit_model(game, MBBRConfig(hands_default=0))
+    model = build_limit_model(game, PLAIN(hands_default=0))
     for obs in random_hands(game, 30, seed=5):
         model.observe(obs)
     for p in range(game.num_players):
@@ -176,7 +178,7 @@ def test_lazy_per_hole_response_is_the_full_best_response(name):
 def test_bayes_is_mean_with_one_sample_and_for_the_dirichlet_posterior():
     game = LEDUC2P()
     observations = random_hands(game, 30, seed=6)
-    for config in (MBBRConfig(posterior="samples", k=1), MBBRConfig()):
+    for config in (PLAIN(posterior="samples", k=1), PLAIN()):
         model = build_limit_model(game, config)
         for obs in observations:
             model.observe(obs)
@@ -191,7 +193,7 @@ def test_bayes_is_mean_with_one_sample_and_for_the_dirichlet_posterior():
 
 
 def dirichlet(game, **kwargs):
-    return build_limit_model(game, MBBRConfig(hands_default=0, **kwargs))
+    return build_limit_model(game, PLAIN(hands_default=0, **kwargs))
 
 
 def test_fully_observed_hands_give_the_conjugate_posterior_exactly():
@@ -423,7 +425,7 @@ def test_kuhn_profiles_map_onto_the_compiled_game():
 @pytest.mark.parametrize("posterior", ["dirichlet", "samples"])
 def test_a_bad_observation_names_the_field_and_changes_nothing(obs, field, error, posterior):
     game = LEDUC2P()
-    model = build_limit_model(game, MBBRConfig(posterior=posterior, hands_default=0))
+    model = build_limit_model(game, PLAIN(posterior=posterior, hands_default=0))
     for good in hands_2p(game):
         model.observe(good)
     before = [model.response(p)[0] for p in range(2)]
@@ -441,7 +443,7 @@ def test_policy_is_the_default_for_the_first_h_hands():
     """Then the response, in full without a safety budget (the bankroll's mixture:
     test_limit_safety.py)."""
     game = LEDUC2P()
-    model = build_limit_model(game, MBBRConfig(hands_default=3, safety_budget=math.inf))
+    model = build_limit_model(game, PLAIN(hands_default=3, safety_budget=math.inf))
     hands = hands_2p(game)
     for obs in hands[:3]:
         np.testing.assert_array_equal(model.policy(0), model.default_strategy[0])
@@ -456,7 +458,7 @@ def test_policy_is_the_default_for_the_first_h_hands():
 def test_same_seed_same_posterior():
     game = limit_game("leduc3p")
     hands = random_hands(game, 60, seed=13)
-    models = [build_limit_model(game, MBBRConfig(posterior="samples", k=3, seed=9)) for _ in "ab"]
+    models = [build_limit_model(game, PLAIN(posterior="samples", k=3, seed=9)) for _ in "ab"]
     for model in models:
         for obs in hands:
             model.observe(obs)

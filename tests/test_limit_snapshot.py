@@ -78,9 +78,13 @@ def test_restore_then_observe_equals_observing_everything(game_name, name):
     assert_identical(restored, full)
 
 
-def test_a_snapshot_of_other_settings_or_damaged_is_refused_and_changes_nothing():
+@pytest.mark.parametrize("hazard", [0.0, 1e-5])
+def test_a_snapshot_of_other_settings_or_damaged_is_refused_and_changes_nothing(hazard):
+    """The plain model's arrays, and with change detection the first run's (``run0.``) and the
+    bank's own."""
     game = limit_game("leduc2p")
-    config = CONFIGS["dirichlet"]
+    config = dataclasses.replace(CONFIGS["dirichlet"], change_hazard=hazard)
+    run = "run0." if hazard else ""
     model = build_limit_model(game, config)
     for obs in random_hands(game, 30, seed=2):
         model.observe(obs)
@@ -95,12 +99,22 @@ def test_a_snapshot_of_other_settings_or_damaged_is_refused_and_changes_nothing(
         "posterior": build_limit_model(game, CONFIGS["samples"]).snapshot(),
         "game": build_limit_model(limit_game("leduc3p"), config).snapshot(),
         "not a snapshot": b"PK\x03\x04 nonsense",
-        "missing array": snapshot.encode(meta, {k: a for k, a in arrays.items() if k != "p0.resp"}),
-        "inconsistent": snapshot.encode(meta, {**arrays, "p1.hidden": arrays["p1.hidden"][:-1]}),
-        "other seat": snapshot.encode(
-            meta, {**arrays, "p1.key_position": np.zeros_like(arrays["p1.key_position"])}
+        "missing array": snapshot.encode(
+            meta, {k: a for k, a in arrays.items() if k != f"{run}p0.resp"}
         ),
+        "inconsistent": snapshot.encode(
+            meta, {**arrays, f"{run}p1.hidden": arrays[f"{run}p1.hidden"][:-1]}
+        ),
+        "other seat": snapshot.encode(
+            meta,
+            {**arrays, f"{run}p1.key_position": np.zeros_like(arrays[f"{run}p1.key_position"])},
+        ),
+        "plain or bank": build_limit_model(
+            game, dataclasses.replace(config, change_hazard=1e-5 - hazard)
+        ).snapshot(),
     }
+    if hazard:
+        damaged["runs"] = snapshot.encode(meta, {**arrays, "run_starts": arrays["run_starts"] + 1})
     for case, bad in damaged.items():
         with pytest.raises(snapshot.SnapshotError):
             target.restore(bad)

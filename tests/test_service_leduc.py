@@ -6,6 +6,7 @@ the field; a Kuhn session takes MATCHSTATE observations too."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -95,6 +96,7 @@ def assert_matches_library(client, sid: str, model: LimitModel, kinds=("mean",))
         ("leduc3p", MBBRConfig(hands_default=0, seed=11, prior="typed")),
         ("leduc2p", MBBRConfig(hands_default=0, seed=11, prior="mixture")),
         ("leduc2p", MBBRConfig(hands_default=0, seed=3, posterior="samples", k=5)),
+        ("leduc2p", MBBRConfig(hands_default=0, seed=3, change_hazard=0.05)),  # runs move
     ],
 )
 def test_service_answers_equal_the_library(tmp_path: Path, game_name, config) -> None:
@@ -105,7 +107,12 @@ def test_service_answers_equal_the_library(tmp_path: Path, game_name, config) ->
     with connected(tmp_path / "db.sqlite") as (client, _):
         session = client.create_session(game=game_name, opponent_labels=labels, config=config)
         assert session.game == game_name
-        assert session.config.safety_budget == np.inf and session.config.change_hazard == 0.0
+        assert session.config.safety_budget == np.inf
+        # change detection in a limit session only when asked for (the client sends a value
+        # other than the default)
+        want = config.change_hazard if config.change_hazard != MBBRConfig.change_hazard else 0.0
+        assert session.config.change_hazard == want
+        config = dataclasses.replace(config, change_hazard=want)
         sid = session.session_id
         assert client.observe(sid, hands[:30], first_sequence=1) == 30
         assert client.observe_batch(sid, hands[30:], first_sequence=31) == 60
@@ -206,7 +213,7 @@ def test_bad_input_is_refused_naming_the_field(tmp_path: Path) -> None:
             assert info.value.field == field, str(info.value)
         for config, field in [
             (MBBRConfig(safety_budget=2.0), "config.mbbr.safety_budget"),
-            (MBBRConfig(change_hazard=0.05), "config.mbbr.change_hazard"),
+            (MBBRConfig(change_hazard=0.5), "config.mbbr.change_hazard"),  # out of range
         ]:
             with pytest.raises(InvalidArgumentError) as info:
                 client.create_session(game="leduc3p", config=config)

@@ -53,6 +53,22 @@ def limit_evidence(game: LimitGame, obs: LimitObservation) -> LimitEvidence:
     return LimitEvidence(terminal, rows, revealed)
 
 
+def mover_seats(evidence: LimitEvidence, position: int, num_players: int) -> np.ndarray:
+    """(m, L) the position of the mover of each move of each assignment (we sit at
+    ``position``)."""
+    return (position + 1 + evidence.rows[:, :, 0]) % num_players
+
+
+def hand_likelihood(evidence: LimitEvidence, position: int, profile: np.ndarray) -> float:
+    """The probability of the opponents' moves in a hand seen from ``position``, each opponent
+    playing its row of ``profile`` (n, num_infosets, 3), summed over the assignments of the cards
+    we did not see; up to a factor that is the same whatever the profile (the deal, and our own
+    moves)."""
+    rows = evidence.rows
+    seats = mover_seats(evidence, position, profile.shape[0])
+    return float(profile[seats, rows[:, :, 1], rows[:, :, 2]].prod(axis=1).sum())
+
+
 def consistent_deals(game: LimitGame, obs: LimitObservation) -> np.ndarray:
     """Indices of the deals (``game.deal_cards``) that agree with every card ``obs`` shows."""
     known, _ = _known_cards(game, obs)

@@ -27,8 +27,9 @@ With a finite ``config.safety_budget`` (the default, 0.5 mbb/h) what is played i
 (the default for the first H hands, then the response) mixed with the default strategy as far as
 the safety bankroll of ``limit_safety.py`` allows, one share per hand and hole of ours: against
 opponents who play the default strategy, learning costs at most the budget. ``math.inf`` plays
-the candidate unconstrained. ``config.change_hazard`` is not applied: change detection
-(``change.py``) wraps Kuhn's models; a limit model assumes the opponents never change.
+the candidate unconstrained. With ``config.change_hazard`` > 0 the model is
+``limit_change.LimitChangeModel``, which follows opponents who change strategy with a bank of
+models of the configured posterior (``change.py``'s BOCPD).
 
 Defaults (no profile given): the bundled solved strategy of the game (``leduc2p``, ``leduc3p``) is
 both the default strategy and the prior mean; compiled 3-player Kuhn uses N1 and N3 as
@@ -98,8 +99,11 @@ class LimitModel(abc.ABC):
         *,
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
+        evidence: dict[LimitObservation, LimitEvidence] | None = None,
     ) -> None:
-        check_posterior(config, self.POSTERIOR, type(self).__name__)
+        """``evidence``: a cache of observations' evidence shared with other models of ``game``
+        (a change-detection bank's runs share one)."""
+        self._check_config(config)
         self._refuse_oversized(game, config)
         self.game = game
         self.config = config
@@ -108,7 +112,7 @@ class LimitModel(abc.ABC):
         self.hands_observed = 0
         self._holes = hole_split(game)
         self._hole_index: dict[tuple[int, str | None], int] = {}  # (p, its cards) -> its hole
-        self._evidence: dict[LimitObservation, LimitEvidence] = {}
+        self._evidence = {} if evidence is None else evidence
         self._profiles: dict[int, tuple[int, np.ndarray]] = {}  # p -> (version, models profile)
         self._lazy: dict[tuple[int, Response], _LazyResponse] = {}
         # The bankroll that bounds what learning costs against the default (limit_safety.py)
@@ -126,6 +130,12 @@ class LimitModel(abc.ABC):
         self._build_posterior()
 
     # --- what a posterior implements -------------------------------------------------------------
+
+    @classmethod
+    def _check_config(cls, config: MBBRConfig) -> None:
+        """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for
+        the posterior this class implements."""
+        check_posterior(config, cls.POSTERIOR, cls.__name__)
 
     @abc.abstractmethod
     def _build_posterior(self) -> None:
@@ -158,9 +168,9 @@ class LimitModel(abc.ABC):
         """The arrays the observations changed, named as ``snapshot()`` documents."""
 
     @abc.abstractmethod
-    def _restore_state(self, arrays: dict[str, np.ndarray]) -> None:
-        """Set the state of ``_state()``'s arrays: SnapshotError, with nothing changed, if they
-        do not fit this model."""
+    def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
+        """Set the state of ``_state()``'s arrays, taken after ``hands`` hands: SnapshotError,
+        with nothing changed, if they do not fit this model."""
 
     def _solve_hole(self, p: int, kind: Response, h: int, choice: np.ndarray) -> float:
         """Best actions (into ``choice``) of the information sets of position ``p`` with hole
@@ -209,6 +219,12 @@ class LimitModel(abc.ABC):
         return evidence
 
     # --- models and responses --------------------------------------------------------------------
+
+    @property
+    def run_start(self) -> int:
+        """The hand at which the run of hands the models rest on began: 0, unless change
+        detection (``limit_change.py``) found the opponents changed strategy then."""
+        return 0
 
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
         """Posterior-mean strategy (num_infosets, 3) of an opponent while we sit at
@@ -380,7 +396,7 @@ class LimitModel(abc.ABC):
                 take(arrays, "safety.alive", "i8", size),
                 take(arrays, "safety.log_odds", "f8", size),
             )
-        self._restore_state(arrays)
+        self._restore_state(arrays, hands)
         if self._safety is not None and safety is not None:
             self._safety.restore(*safety)
         self.hands_observed = hands
@@ -526,7 +542,7 @@ class LimitDirichletModel(LimitModel):
         ]
         posterior.restore(keys, state)
 
-    def _restore_state(self, arrays: dict[str, np.ndarray]) -> None:
+    def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
         game, n = self.game, self.game.num_players
         fresh = [
             LimitDirichletPosterior(post.alpha0, self.default_strategy.copy(), post.seats)
@@ -633,7 +649,7 @@ class LimitSampleModel(LimitModel):
             for name, a in posterior.state().items()
         }
 
-    def _restore_state(self, arrays: dict[str, np.ndarray]) -> None:
+    def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
         fresh = [LimitSamplePosterior(self.tau[p]) for p in range(self.game.num_players)]
         for p, posterior in enumerate(fresh):
             prefix = f"p{p}."
@@ -682,6 +698,12 @@ def build_limit_model(
     refuses tables beyond the posterior's limit."""
     config = config or MBBRConfig()
     config.validate()
+    if config.change_hazard > 0.0:
+        from oppmodel.modeling.mbbr.limit_change import LimitChangeModel  # it builds on this module
+
+        return LimitChangeModel(
+            game, config, default_strategy=default_strategy, prior_mean=prior_mean
+        )
     return MODEL_CLASSES[config.posterior](
         game, config, default_strategy=default_strategy, prior_mean=prior_mean
     )

@@ -51,7 +51,7 @@ import numpy as np
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
 from oppmodel.modeling.mbbr._safety_kernels import mix_rows
-from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
+from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, hand_likelihood, mover_seats
 from oppmodel.modeling.mbbr.safety import covered_share
 from oppmodel.modeling.observation import LimitObservation
 
@@ -196,8 +196,8 @@ class LimitSafetyBankroll:
         """Multiply each live hypothesis's odds by this hand's likelihood ratio (see the module
         docstring), killing it at probability 0 or at ``RULE_OUT_ODDS``."""
         rows = evidence.rows  # (assignments, moves, (offset - 1, information set, action))
-        seats = (p + 1 + rows[:, :, 0]) % self.game.num_players
-        alternative = float(models[seats, rows[:, :, 1], rows[:, :, 2]].prod(axis=1).sum())
+        seats = mover_seats(evidence, p, self.game.num_players)
+        alternative = hand_likelihood(evidence, p, models)
         for o in np.flatnonzero(self.alive):
             likelihood = np.ones(len(rows))
             for j in range(rows.shape[1]):  # a move's mover is the same in every assignment

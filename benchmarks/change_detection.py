@@ -2,16 +2,19 @@
 
 Each match is played as ``learning_cost.py`` plays it (our position rotating every hand, both seat
 orders of the pair, the exact expected value of MBBR's policy computed after every hand, so no card
-luck): the pair plays ``before`` until a switch hand drawn per seed, uniformly from 1,000 to 2,000,
-then ``after`` for ``--after`` hands. Beside MBBR with change detection (``--change-hazard``) and
-without it (hazard 0; the same cards and draws, so the two agree until the first detection), the
-best response that knows the switch point: per hand, the exact best response to the pair playing
-then. Reported: the share of that best response's winnings MBBR earns over the 500 hands after the
-switch (per seed, both seat orders, then the mean and its SE over seeds), and per-hand winnings in
-stretches around the switch.
+luck): the pair plays ``before`` until a switch hand drawn per seed, uniformly from
+``--switch-range`` (1,000 to 2,000), then ``after`` for 500 hands. ``--game`` is 3-player Kuhn or
+3-player Leduc (``leduc3p``: the limit model's change detection, ``limit_change.py``). Beside
+MBBR with change detection (``--change-hazard``) and without it (hazard 0; the same cards and
+draws, so the two agree until the first detection), the best response that knows the switch
+point: per hand, the exact best response to the pair playing then. Reported: the share of that
+best response's winnings MBBR earns over the 500 hands after the switch (per seed, both seat
+orders, then the mean and its SE over seeds), and per-hand winnings in stretches around the
+switch.
 
     python benchmarks/change_detection.py [--scenarios maniac+maniac>tight-passive+tight-passive]
                                           [--seeds 24] [--change-hazard H] [--workers 2]
+                                          [--game kuhn3p|leduc3p] [--switch-range 1000,2000]
                                           [--json] [--out FILE]
 """
 
@@ -33,11 +36,11 @@ if not __package__:  # run as a script: make benchmarks importable
 
 from benchmarks.learning_cost import run_tasks  # noqa: E402
 from benchmarks.sweep import emit_report, machine  # noqa: E402
-from oppmodel.modeling.evaluation.kuhn import best_response  # noqa: E402
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game  # noqa: E402
+from oppmodel.clients.commands._games import resolve_game  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
-from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
+from oppmodel.modeling.play.match import Game  # noqa: E402
+from oppmodel.modeling.play.tournament import evaluation_of, seated_profile  # noqa: E402
 
 DEFAULT_SCENARIOS = "maniac+maniac>tight-passive+tight-passive,maniac+n2>tight-passive+n2"
 SWITCH_RANGE = (1000, 2000)  # inclusive, as the panel's late-switcher draws it
@@ -46,9 +49,9 @@ BEFORE_SHOWN = 100  # hands before the switch in the per-hand table
 STRETCH = 50  # hands per row of the per-hand table
 
 
-def switch_hand(seed: int) -> int:
+def switch_hand(seed: int, switch_range: tuple[int, int] = SWITCH_RANGE) -> int:
     """The switch hand of ``seed`` (the same in both seat orders and for every configuration)."""
-    low, high = SWITCH_RANGE
+    low, high = switch_range
     return int(np.random.default_rng([seed, 99]).integers(low, high + 1))
 
 
@@ -60,9 +63,10 @@ def parse_scenario(text: str) -> tuple[tuple[str, str], tuple[str, str]]:
     return (first, second), (third, fourth)
 
 
-def best_response_values(game: KuhnGame, pair: tuple[str, str]) -> np.ndarray:
+def best_response_values(game: Game, pair: tuple[str, str]) -> np.ndarray:
     """mbb of the exact best response, per (seat order, our position), against ``pair``."""
     profiles = (fixed_profile(game, pair[0]), fixed_profile(game, pair[1]))
+    best_response = evaluation_of(game).best_response
     return np.array(
         [
             [
@@ -86,11 +90,19 @@ def main(argv: list[str] | None = None) -> int:
         default=MBBRConfig.change_hazard,
         help="MBBR's change_hazard with detection (default: MBBRConfig's, %(default)s)",
     )
+    parser.add_argument("--game", choices=("kuhn3p", "leduc3p"), default="kuhn3p")
+    parser.add_argument(
+        "--switch-range",
+        default=",".join(map(str, SWITCH_RANGE)),
+        help="LOW,HIGH: the switch hand is drawn per seed from LOW to HIGH (%(default)s)",
+    )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
-    game = kuhn_game(3)
+    game = resolve_game(args.game)
+    low, high = (int(x) for x in args.switch_range.split(","))
+    switch_range = (low, high)
     configs = {
         "without": MBBRConfig(change_hazard=0.0),
         "with": MBBRConfig(change_hazard=args.change_hazard),
@@ -101,14 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     tasks = []
     for before, after in scenarios:
         for seed in range(args.seeds):
-            s = switch_hand(seed)
+            s = switch_hand(seed, switch_range)
             for flip in (False, True):
                 first, second = before[::-1] if flip else before
                 third, fourth = after[::-1] if flip else after
                 for config in configs.values():
                     switch = (s, third, fourth)
                     tasks.append(
-                        (first, second, config, seed, s + SHARE_HANDS, False, "kuhn3p", switch)
+                        (first, second, config, seed, s + SHARE_HANDS, False, args.game, switch)
                     )
     it = iter(run_tasks(tasks, args.workers))
     rows = []
@@ -118,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         shares = {kind: [] for kind in configs}
         curves = {kind: np.zeros(len(offsets)) for kind in (*configs, "best response")}
         for seed in range(args.seeds):
-            s = switch_hand(seed)
+            s = switch_hand(seed, switch_range)
             hands = np.arange(s - BEFORE_SHOWN, s + SHARE_HANDS)
             brs = [
                 np.where(hands < s, br_before[order, hands % 3], br_after[order, hands % 3])
@@ -154,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
     report = {
         "benchmark": "mbbr_change_detection_exact",
+        "game": args.game,
         "seeds": args.seeds,
-        "switch_range": list(SWITCH_RANGE),
+        "switch_range": list(switch_range),
         "share_hands": SHARE_HANDS,
         "change_hazard": args.change_hazard,
         "machine": machine(),

@@ -1,15 +1,19 @@
 """What change detection costs or gains MBBR in the competent field, paired on the same cards.
 
-MBBR's Table 1 matches (``kuhn3p_field.py --field competent --mbbr-posterior dirichlet``: the same
-groups, streams, seeds and seatings, so repetition r of a group deals the cards of Table 1's
-repetition r) are played twice, MBBR without change detection (hazard 0) and with it
-(``--change-hazard``); the other agents' groups do not involve MBBR and are skipped. Both agents
-draw the same actions until change detection first moves to a later run, so the difference is
-paired: MBBR's score with detection minus without, per group the mean over repetitions, then the
-mean over groups with SE sqrt(sum se^2) / G, as the field's ranking averages.
+MBBR's Table 1 matches (``kuhn3p_field.py --field competent --mbbr-posterior dirichlet
+--mbbr-safety-budget B``: the same groups, streams, seeds and seatings, so repetition r of a group
+deals the cards of Table 1's repetition r) are played twice, MBBR without change detection
+(hazard 0) and with it (``--change-hazard``), both within the safety budget
+``--mbbr-safety-budget`` (default: MBBRConfig's); the other agents' groups do not involve MBBR and
+are skipped. Both agents draw the same actions until change detection first moves to a later run,
+so the difference is paired: MBBR's score with detection minus without, per group the mean over
+repetitions, then the mean over groups with SE sqrt(sum se^2) / G, as the field's ranking averages.
+With ``--journal`` (``benchmarks/journal.py``) the matches ``kuhn3p_field.py`` journalled with the
+same settings are not played again.
 
     python benchmarks/change_detection_field.py [--reps 10] [--hands 3000] [--change-hazard H]
-                                                [--workers 2] [--json] [--out FILE]
+                                                [--mbbr-safety-budget B] [--workers 2]
+                                                [--journal FILE] [--json] [--out FILE]
 """
 
 from __future__ import annotations
@@ -41,7 +45,11 @@ from benchmarks.sweep import (  # noqa: E402
     run_jobs_with_args,
 )
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
-from oppmodel.modeling.play.tournament import average_estimates, mean_estimate  # noqa: E402
+from oppmodel.modeling.play.tournament import (  # noqa: E402
+    Estimate,
+    average_estimates,
+    mean_estimate,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         default=MBBRConfig.change_hazard,
         help="MBBR's change_hazard with detection (default: MBBRConfig's, %(default)s)",
     )
+    parser.add_argument(
+        "--mbbr-safety-budget",
+        type=float,
+        default=MBBRConfig.safety_budget,
+        help="MBBR's safety budget B in both settings, mbb/h; 'inf': none (%(default)s)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     add_runner_args(parser)
     args = parser.parse_args(argv)
@@ -61,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     groups = [g for g in field_groups(field) if "mbbr" in g]
     jobs, ids = [], {}
     for kind, hazard in (("without", 0.0), ("with", args.change_hazard)):
-        config = dataclasses.replace(PAPER_MBBR, posterior="dirichlet", change_hazard=hazard)
+        config = dataclasses.replace(
+            PAPER_MBBR,
+            posterior="dirichlet",
+            change_hazard=hazard,
+            safety_budget=args.mbbr_safety_budget,
+        )
         config.validate()
         table, index = build_jobs(args.hands, args.reps, mbbr=config, uninformed=False, field=field)
         for group in groups:
@@ -93,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         "reps": args.reps,
         "seed": args.seed,
         "change_hazard": args.change_hazard,
+        "safety_budget": args.mbbr_safety_budget,
         "seconds": seconds,
         "machine": machine(),
         "mbbr_without": dataclasses.asdict(scores["without"]),
@@ -104,11 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"MBBR in the competent field, {args.hands} hands x {args.reps} repetitions per group")
     for kind in ("without", "with"):
-        print(f"  {kind} change detection: {scores[kind].mean:+.2f} ± {scores[kind].se:.2f} mbb/h")
-    print(f"  paired difference: {difference.mean:+.2f} ± {difference.se:.2f} mbb/h")
+        print(f"  {kind} change detection: {_pm(scores[kind])} mbb/h")
+    print(f"  paired difference: {_pm(difference)} mbb/h")
     moved = {k: round(v, 2) for k, v in by_group.items() if v != 0.0}
     print(f"  groups where it differs: {moved or 'none'}")
     return 0
+
+
+def _pm(estimate: Estimate) -> str:
+    """mean ± SE (the mean alone with one repetition: no SE)."""
+    se = "" if estimate.se is None else f" ± {estimate.se:.2f}"
+    return f"{estimate.mean:+.2f}{se}"
 
 
 if __name__ == "__main__":

@@ -34,7 +34,9 @@ absence means, so the snapshots written before it existed keep their header.
 
 The limit-game models (``limit_model.py``: Leduc, any compiled ACPC limit game) write the same
 format; their header adds ``game_sha256`` (of the rules' text) and their arrays are named in
-``LimitModel.snapshot`` (the mixture prior's, ``mixture_prior.py``, among them).
+``LimitModel.snapshot`` (the mixture prior's, ``mixture_prior.py``, among them); with change
+detection (``limit_change.py``) the header adds ``runs: bocpd`` and the arrays are the bank's as
+above, each run's limit arrays prefixed ``run<i>.``, beside the limit bankroll's ``safety.*``.
 
 A change of what is stored is a new ``VERSION``; a reader that meets a version it does not know
 refuses it (``SnapshotError``) and the caller rebuilds by full replay instead.

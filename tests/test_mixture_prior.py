@@ -5,6 +5,7 @@ card-blind example players at least as well as counts by the end of the log."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -24,7 +25,8 @@ from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.mixture_prior import TYPE_WEIGHTS, TYPES
 from oppmodel.modeling.mbbr.model import build_model
 
-MIXTURE = MBBRConfig(hands_default=0, prior="mixture", seed=1)
+# the posteriors themselves (change detection, a bank of them, is test_limit_change.py's)
+MIXTURE = MBBRConfig(hands_default=0, prior="mixture", seed=1, change_hazard=0.0)
 LOGS = {name: DATA / f"{name}-seed42-example-players.log" for name in ("leduc2p", "leduc3p")}
 
 
@@ -87,8 +89,9 @@ def test_the_model_is_the_weighted_mean_of_the_three_types_posteriors(game_name)
     game = limit_game(game_name)
     hands = random_hands(game, 120, seed=4, profile=card_blind_profile(game))
     mixture = build_limit_model(game, MIXTURE)
-    informed = build_limit_model(game, MBBRConfig(hands_default=0, seed=1))
-    uninformed = build_limit_model(game, MBBRConfig(hands_default=0, seed=1, prior="uninformed"))
+    plain = MBBRConfig(hands_default=0, seed=1, change_hazard=0.0)
+    informed = build_limit_model(game, plain)
+    uninformed = build_limit_model(game, dataclasses.replace(plain, prior="uninformed"))
     n, p = game.num_players, 1
     blind = np.zeros((n, game.num_nodes, 3))  # every move of each opponent, by node
     rules_tree = game.tree

@@ -51,7 +51,7 @@ class MixturePrior:
         self,
         game: LimitGame,
         informed_alpha0: np.ndarray,
-        seats: Sequence[int],
+        seats: Sequence[int] | np.ndarray,
         default_strategy: np.ndarray,
     ) -> None:
         """``informed_alpha0``: (n - 1, num_infosets, 3) the informed type's prior parameters

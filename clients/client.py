@@ -216,7 +216,8 @@ class OpponentModelClient(GrpcClient):
         ``opponent_labels`` are in seat order after ours: ``opponent_labels[i]`` sits ``i + 1``
         seats after us, so in a hand where we play position ``p`` it plays ``(p + i + 1) % n``.
         The safety budget and change hazard are sent only when they differ from MBBRConfig's
-        defaults (unset, the server applies its default: Kuhn's, or none in limit games).
+        defaults (unset, the server applies MBBRConfig's; a limit session detects changes only
+        when sent a hazard).
         """
         config = config or MBBRConfig()
         if config.prior not in PRIOR.values:

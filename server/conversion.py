@@ -210,9 +210,9 @@ def _given_profile(game: Game, params: pb.MbbrParams, name: str) -> StrategyTabl
 def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> SessionSpec:
     """Validate a SessionConfig into a SessionSpec (MBBR defaults fill unset parameters).
 
-    A limit game's session applies no safety budget: its spec stores it off, and a request that
-    asks for one is refused. Its change detection (``limit_change.py``) is off unless asked for:
-    a bank of runs holds and snapshots up to 4 posteriors (benchmarks/RESULTS.md)."""
+    A limit game's session applies the safety budget as a Kuhn session does (unset: MBBRConfig's;
+    ``limit_safety.py``); its change detection (``limit_change.py``) is off unless asked for: a
+    bank of runs holds and snapshots up to 4 posteriors (benchmarks/RESULTS.md)."""
     game_name, game, game_def = parse_game(config.game)
     opponent_labels = _labels(config, game.num_players, max_label_length)
     if config.method not in (pb.METHOD_UNSPECIFIED, pb.METHOD_MBBR):
@@ -231,11 +231,6 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
         kwargs["posterior"] = posterior
     if game_def is not None:
         kwargs.setdefault("change_hazard", 0.0)
-        if kwargs.setdefault("safety_budget", math.inf) != math.inf:
-            raise InvalidArgumentError(
-                "config.mbbr.safety_budget",
-                "is not applied in limit games (Kuhn only); leave it unset",
-            )
     mbbr = MBBRConfig(**kwargs)
     try:
         mbbr.validate()

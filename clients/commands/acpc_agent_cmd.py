@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import sys
 
 import numpy as np
@@ -60,8 +59,8 @@ while the background thread probes the service; it returns to the service as soo
 answers, and resends the hands it missed. The tally counts the decisions each source made and the
 hands each outage lasted. --in-process plays the same MBBR model inside this process instead.
 MBBR plays every limit game: Kuhn games with the Kuhn model, the others (Leduc) with the
-limit-game model; both follow opponents who change (--mbbr-change-hazard), and the Kuhn model
-plays within its safety budget (the service's limit sessions apply none). GAMEFILE is a
+limit-game model; both play within the safety budget (--mbbr-safety-budget) and follow opponents
+who change (--mbbr-change-hazard; the service's limit sessions only when it is given). GAMEFILE is a
 path or a bundled game's name ({", ".join(BUNDLED_GAMES)}).
 
 The decision budget: the reference dealer aborts a match when a seat exceeds --t_per_hand (7000
@@ -159,8 +158,6 @@ def run(args: argparse.Namespace) -> int:
     if args.strategy and args.agent:
         raise InvalidArgumentError("agent", "--strategy plays the file's strategy: drop --agent")
     config = mbbr_config(args, seed=args.seed)
-    if not kuhn:  # the service applies no safety budget in a limit game
-        config = dataclasses.replace(config, safety_budget=math.inf)
     budget_ms = args.decision_budget_ms
     policy: Policy
     if args.service:

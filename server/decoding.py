@@ -252,8 +252,6 @@ def _guard(
 
     # A servicer that does not map errors itself (health, reflection) lets the stream's
     # InvalidArgumentError escape: it is refused here as ours are.
-    # A servicer that does not map errors itself (health, reflection) lets the stream's
-    # InvalidArgumentError escape: it is refused here as ours are.
     async def streamed(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         try:
             async for response in behaviour(await admit(request, context), context):

@@ -182,11 +182,10 @@ class ModelBase(SafelyPlayed, abc.ABC):
     def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
         """The header and named arrays that ``snapshot()`` encodes: a bank of models (``change.py``)
         puts its runs' arrays into its own snapshot without encoding each run's first."""
-        meta = {**self._snapshot_identity(), "hands_observed": self.hands_observed}
-        arrays = self._state()
-        if self._safety is not None:
-            arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
-        return meta, arrays
+        safety = None if self._safety is None else self._safety.state()
+        return model_snapshot_parts(
+            self._snapshot_identity(), self.hands_observed, self._state(), safety
+        )
 
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it
@@ -258,6 +257,20 @@ def seat_offset(game: KuhnGame | LimitGame, our_position: int, opponent_position
     if d == 0:
         raise InvalidArgumentError("opponent_position", "is our own position")
     return d
+
+
+def model_snapshot_parts(
+    identity: dict,
+    hands: int,
+    arrays: dict[str, np.ndarray],
+    safety: dict[str, np.ndarray] | None,
+) -> tuple[dict, dict[str, np.ndarray]]:
+    """A model's snapshot header (its ``identity`` and ``hands`` observed) and named arrays (its
+    own, and its safety bankroll's as ``safety.<name>``): what ``snapshot_parts`` gives and
+    :func:`decode_snapshot` reads back."""
+    if safety is not None:
+        arrays = {**arrays, **{f"safety.{name}": a for name, a in safety.items()}}
+    return {**identity, "hands_observed": hands}, arrays
 
 
 def decode_snapshot(blob: bytes, identity: dict) -> tuple[int, dict[str, np.ndarray]]:

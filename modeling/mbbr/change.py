@@ -46,7 +46,7 @@ import numpy as np
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import _change_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
-from oppmodel.modeling.mbbr.base import snapshot_identity
+from oppmodel.modeling.mbbr.base import model_snapshot_parts, snapshot_identity
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.mbbr.evidence import (
     EvidenceCache,
@@ -307,11 +307,10 @@ class ChangeDetectingModel(SafelyPlayed):
 
     def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
         """The header and named arrays that ``snapshot()`` encodes."""
-        arrays = self._bank.state()
-        if self._safety is not None:
-            arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
-        meta = {**self._identity(), "hands_observed": self.hands_observed}
-        return meta, arrays
+        safety = None if self._safety is None else self._safety.state()
+        return model_snapshot_parts(
+            self._identity(), self.hands_observed, self._bank.state(), safety
+        )
 
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()`` of a model with this game, configuration and

@@ -59,6 +59,7 @@ from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.base import (
     check_posterior,
     decode_snapshot,
+    model_snapshot_parts,
     response_kind,
     seat_offset,
     snapshot_identity,
@@ -377,11 +378,10 @@ class LimitModel(abc.ABC):
 
     def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
         """The header and named arrays that ``snapshot()`` encodes."""
-        meta = {**self._snapshot_identity(), "hands_observed": self.hands_observed}
-        arrays = self._state()
-        if self._safety is not None:
-            arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
-        return meta, arrays
+        safety = None if self._safety is None else self._safety.state()
+        return model_snapshot_parts(
+            self._snapshot_identity(), self.hands_observed, self._state(), safety
+        )
 
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it

@@ -93,7 +93,7 @@ def test_factory_seeds_model_and_actions_from_the_match_seed() -> None:
         mbbr_factory(MBBRConfig(k=0))
     assert err.value.field == "k"
     with pytest.raises(InvalidArgumentError) as err:
-        a.begin_match(kuhn_game(2), 0)
+        a.begin_match(kuhn_game(2), 0, ("mbbr", "other"))
     assert err.value.field == "game"
 
 

@@ -31,10 +31,11 @@ class RecordingAgent(FixedStrategyAgent):
         self.observations = []
         self.acts_per_hand = []
         self.seat = None
+        self.table = None
 
-    def begin_match(self, game, seat: int) -> None:
-        super().begin_match(game, seat)
-        self.seat = seat
+    def begin_match(self, game, seat: int, names) -> None:
+        super().begin_match(game, seat, names)
+        self.seat, self.table = seat, names
 
     def act(self, position: int, card: int, history: str) -> int:
         self.acts.append((position, card, history))
@@ -53,14 +54,13 @@ def _agents(game, names, cls=FixedStrategyAgent, seeds=(11, 12, 13, 14)):
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_rotation_and_what_each_seat_sees(n: int) -> None:
     game = kuhn_game(n)
-    agents = _agents(
-        game, ["maniac", "uniform", "bluffer:0.5", "calling-station"][:n], RecordingAgent
-    )
+    names = ("maniac", "uniform", "bluffer:0.5", "calling-station")[:n]
+    agents = _agents(game, names, RecordingAgent)
     hands = 60
     deals = deal_sequence(game, hands, seed=3)
     play_match(game, agents, deals)
     for seat, agent in enumerate(agents):
-        assert agent.seat == seat
+        assert agent.seat == seat and agent.table == names  # everyone learns who sits where
         assert len(agent.observations) == hands
         for h, obs in enumerate(agent.observations):
             cards = game.deals[deals[h]]

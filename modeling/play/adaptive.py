@@ -55,7 +55,7 @@ class RuleAgent:
         self.rng = np.random.default_rng(seed)
         self.hands_played = 0
 
-    def begin_match(self, game: KuhnGame, seat: int) -> None:
+    def begin_match(self, game: KuhnGame, seat: int, names: Sequence[str]) -> None:
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 

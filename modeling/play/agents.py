@@ -11,6 +11,7 @@ agent caches one strategy per position keyed by the hands observed.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class MBBRAgent:
         self.rng = np.random.default_rng(seed)
         self._cache: dict[int, tuple[int, np.ndarray]] = {}
 
-    def begin_match(self, game: KuhnGame, seat: int) -> None:
+    def begin_match(self, game: KuhnGame, seat: int, names: Sequence[str]) -> None:
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 
@@ -89,7 +90,7 @@ class LimitMBBRAgent:
         )
         self.rng = np.random.default_rng(seed)
 
-    def begin_match(self, game: LimitGame, seat: int) -> None:
+    def begin_match(self, game: LimitGame, seat: int, names: Sequence[str]) -> None:
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 

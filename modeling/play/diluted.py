@@ -17,6 +17,8 @@ it sees.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
@@ -60,8 +62,8 @@ class DilutedAgent:
         self.share = share
         self.rng = np.random.default_rng(seed)
 
-    def begin_match(self, game: KuhnGame, seat: int) -> None:
-        self.inner.begin_match(game, seat)
+    def begin_match(self, game: KuhnGame, seat: int, names: Sequence[str]) -> None:
+        self.inner.begin_match(game, seat, names)
 
     def act(self, position: int, card: int, history: str) -> int:
         infoset = self.game.infoset_of[self.game.node(history), card]

@@ -4,9 +4,10 @@ with ACPC rotation, and duplicate matches.
 A *match* seats n agents and plays ``hands`` hands. As the ACPC dealer does, positions rotate
 every hand: in hand h the agent in seat s plays position (s - h) mod n, so each agent meets every
 position equally often and the opponent at seat offset d from it is always the same agent. An agent
-acts with its private cards and the public betting only, and after each hand is told what its seat
-saw: its own cards, the board, and other players' cards only at a showdown and only for players
-who did not fold (Kuhn: :meth:`KuhnGame.visible_cards`; limit games: the generic observation).
+is told at the start who sits in every seat (their names), acts with its private cards and the
+public betting only, and after each hand is told what its seat saw: its own cards, the board, and
+other players' cards only at a showdown and only for players who did not fold (Kuhn:
+:meth:`KuhnGame.visible_cards`; limit games: the generic observation).
 
 *Duplicate* matches (Ganzfried et al. 2024's protocol) play the same cards in every one of the n!
 seatings of the n agents: the deal of hand h (hole cards by position and, in a limit game, the
@@ -55,8 +56,10 @@ class Agent(Protocol):
 
     name: str
 
-    def begin_match(self, game: Any, seat: int) -> None:
-        """Called once before the first hand (with the game the factory built it for)."""
+    def begin_match(self, game: Any, seat: int, names: Sequence[str]) -> None:
+        """Called once before the first hand, with the game the factory built it for, its seat
+        and the name of the agent in every seat (``names[(seat + d) % n]`` is the opponent ``d``
+        seats after it, in every hand of the match)."""
 
     def act(self, position: int, private: int, history: str) -> int:
         """The action of ``position`` with private cards ``private`` after ``history``.
@@ -96,7 +99,7 @@ class FixedStrategyAgent:
             self.profile = validate_profile(game, profile)
         self.rng = np.random.default_rng(seed)
 
-    def begin_match(self, game: Game, seat: int) -> None:
+    def begin_match(self, game: Game, seat: int, names: Sequence[str]) -> None:
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 
@@ -163,7 +166,9 @@ def play_match(game: Game, agents: Sequence[Agent], deals: np.ndarray) -> np.nda
             raise InvalidArgumentError(
                 f"agents[{seat}]", f"{agent!r} lacks name, begin_match, act or end_hand"
             )
-        agent.begin_match(game, seat)
+    names = tuple(agent.name for agent in agents)
+    for seat, agent in enumerate(agents):
+        agent.begin_match(game, seat, names)
     fixed = [a for a in agents if type(a) is FixedStrategyAgent]
     if len(fixed) == n:
         return _play_fixed(game, fixed, deals)

@@ -1,11 +1,13 @@
 """An MBBR agent for the match engine (``modeling/play/match.py``) that plays through the service.
 
-``ServiceMBBRAgent`` asks the service for every decision (GetAction; the service follows the
-agent's policy: the default strategy for the first H hands, then the best response) and streams
-each finished hand back on one long-lived Observe stream, numbered 1, 2, ... in its session; the
-next decision is asked only once the hand is acknowledged, i.e. stored and applied. In Kuhn a
-decision is asked at (position, card, history); in a limit game (Leduc, ...) at the MATCHSTATE
-line the seat sees, as an ACPC agent asks it.
+``ServiceMBBRAgent`` creates its session when the match begins, naming each opponent by the
+agent that sits there (``opponent_labels[i]``: the name of the agent ``i + 1`` seats after ours,
+so every seating of a duplicate match stores its own labels), asks the service for every decision
+(GetAction; the service follows the agent's policy: the default strategy for the first H hands,
+then the best response) and streams each finished hand back on one long-lived Observe stream,
+numbered 1, 2, ... in its session; the next decision is asked only once the hand is acknowledged,
+i.e. stored and applied. In Kuhn a decision is asked at (position, card, history); in a limit game
+(Leduc, ...) at the MATCHSTATE line the seat sees, as an ACPC agent asks it.
 ``service_mbbr_factory`` builds one per match (a new seeded session each), as ``run_duplicate``
 expects of a factory.
 """
@@ -27,20 +29,43 @@ Game = KuhnGame | LimitGame
 
 
 class ServiceMBBRAgent:
-    """MBBR through the service: one session per match, every decision asked of the server."""
+    """MBBR through the service: one session per match, every decision asked of the server.
+    The id of the session is appended to ``sessions`` if given."""
 
-    def __init__(self, name: str, client: OpponentModelClient, session_id: str, game: Game) -> None:
+    def __init__(
+        self,
+        name: str,
+        client: OpponentModelClient,
+        game: Game,
+        *,
+        config: MBBRConfig,
+        sessions: list[str] | None = None,
+    ) -> None:
         self.name = name
         self.client = client
-        self.session_id = session_id
         self.game = game
+        self.config = config
+        self.sessions = sessions
+        self.session_id = ""  # created by begin_match
         self.hands = 0
         self._stream: ObservationStream | None = None
 
-    def begin_match(self, game: Game, seat: int) -> None:
-        """Check the game; the session was created with the agent."""
+    def begin_match(self, game: Game, seat: int, names: Sequence[str]) -> None:
+        """Check the game and create the session, its opponents labelled by who sits where."""
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
+        n = len(names)
+        session = self.client.create_session(
+            game=game.name
+            if isinstance(game, LimitGame)
+            else f"kuhn_poker(players={game.num_players})",
+            our_label=self.name,
+            opponent_labels=[names[(seat + d) % n] for d in range(1, n)],
+            config=self.config,
+        )
+        self.session_id = session.session_id
+        if self.sessions is not None:
+            self.sessions.append(self.session_id)
 
     def act(self, position: int, private: int, history: str) -> int:
         """GetAction at our information state (the hand number varies the service's draw):
@@ -81,12 +106,12 @@ def service_mbbr_factory(
     client: OpponentModelClient,
     *,
     name: str,
-    opponent_labels: Sequence[str],
     config: MBBRConfig,
     sessions: list[str] | None = None,
 ) -> Callable[[Game, int], ServiceMBBRAgent]:
-    """``factory(game, seed)``: a new service session per match (seeded), and its agent.
+    """``factory(game, seed)``: an agent that opens a new service session (seeded) for its match.
 
+    The opponents' labels are the names of the agents seated after it, so they must be distinct.
     The ids of the sessions created are appended to ``sessions`` if given. Building an agent
     ends the observation stream of the one built before it (its match is over).
     """
@@ -95,17 +120,8 @@ def service_mbbr_factory(
     def build(game: Game, seed: int) -> ServiceMBBRAgent:
         if built:
             built.pop().close()
-        session = client.create_session(
-            game=game.name
-            if isinstance(game, LimitGame)
-            else f"kuhn_poker(players={game.num_players})",
-            our_label=name,
-            opponent_labels=opponent_labels,
-            config=dataclasses.replace(config, seed=seed),
-        )
-        if sessions is not None:
-            sessions.append(session.session_id)
-        agent = ServiceMBBRAgent(name, client, session.session_id, game)
+        seeded = dataclasses.replace(config, seed=seed)
+        agent = ServiceMBBRAgent(name, client, game, config=seeded, sessions=sessions)
         built.append(agent)
         return agent
 

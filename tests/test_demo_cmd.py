@@ -5,6 +5,7 @@ learned."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -12,9 +13,12 @@ import numpy as np
 import pytest
 
 from oppmodel.clients.cli import main
+from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands import demo_cmd
 from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.play.diluted import fixed_profile
+from oppmodel.server.app import BackgroundServer, ServerConfig
 
 
 def test_the_demo_explains_its_units_and_says_where_the_data_is(
@@ -81,3 +85,53 @@ def test_the_leduc3p_demo_prints_the_table_and_what_the_model_learned(
     learned = [row[0] for row in rows if len(row) == 4 and row[2].count("/") == 2]
     assert sorted(set(learned)) == ["cfr", "maniac"] and len(learned) == 8  # 4 ranks each
     assert f"data: {tmp_path / 'oppmodel.sqlite'} (6 sessions" in out
+
+
+def _seated_by_behaviour(
+    db: Path, session_id: str, first_actor: int, players: int
+) -> dict[int, str]:
+    """{seat offset from MBBR: the opponent that sat there}, read from the hands the session
+    stored: whoever opens a hand acts first with no bet before it, and there always-bet bets
+    (Kuhn "b", Leduc "r") while calling-station checks ("p", "c")."""
+    with sqlite3.connect(db) as conn:
+        hands = conn.execute(
+            "SELECT position, history FROM observations WHERE session_id = ?", (session_id,)
+        ).fetchall()
+    opener = {"b": "always-bet", "r": "always-bet", "p": "calling-station", "c": "calling-station"}
+    seated: dict[int, set[str]] = {}
+    for our_position, history in hands:
+        offset = (first_actor - our_position) % players
+        if offset:
+            seated.setdefault(offset, set()).add(opener[history[0]])
+    assert all(len(names) == 1 for names in seated.values())  # one agent per offset per match
+    return {offset: names.pop() for offset, names in seated.items()}
+
+
+@pytest.mark.parametrize("game_name", ["kuhn3p", "leduc3p"])
+def test_every_stored_session_labels_the_opponents_of_its_own_seating(
+    game_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["demo", "--game", game_name, "--opponents", "always-bet,calling-station"]
+    argv += ["--hands", "6", "--duplicates", "1", "--json", "--data-dir", str(tmp_path)]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    game = kuhn_game(3) if game_name == "kuhn3p" else limit_game(game_name)
+    tree = game if game_name == "kuhn3p" else game.tree
+    first_actor = int(tree.node_player[0])
+    db = tmp_path / "oppmodel.sqlite"
+    with (
+        BackgroundServer(ServerConfig(db_path=str(db), port=0)) as port,
+        OpponentModelClient(f"127.0.0.1:{port}") as client,
+    ):
+        stored = {s.session_id: s.opponent_labels for s in client.list_sessions()}
+    assert sorted(stored) == sorted(report["sessions"]) and len(stored) == 6
+    tables = []
+    for session_id, labels in stored.items():
+        seated = _seated_by_behaviour(db, session_id, first_actor, 3)
+        assert seated == {1: labels[0], 2: labels[1]}, session_id
+        tables.append(labels)
+    # the six seatings put each opponent right after MBBR in three of them
+    assert (
+        sorted(tables)
+        == [("always-bet", "calling-station")] * 3 + [("calling-station", "always-bet")] * 3
+    )

@@ -234,7 +234,6 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
             service_mbbr_factory(
                 client,
                 name="mbbr",
-                opponent_labels=names[1:],
                 config=MBBRConfig(k=5, hands_default=10),
                 sessions=sessions,
             ),

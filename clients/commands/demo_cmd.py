@@ -190,9 +190,7 @@ def _play(
         labels = _labels(opponents)
         names = ["mbbr (service)", *labels]
         factories = [
-            service_mbbr_factory(
-                client, name=names[0], opponent_labels=labels, config=config, sessions=sessions
-            ),
+            service_mbbr_factory(client, name=names[0], config=config, sessions=sessions),
             *(fixed_strategy_factory(*pair) for pair in zip(labels, profiles, strict=True)),
         ]
         n = game.num_players
@@ -273,22 +271,16 @@ def _learned(
     profiles: list[np.ndarray],
 ) -> list[Learned]:
     """Each opponent's model (GetModel) in the first position, at the first decision of the
-    hand, for one hole card of each rank, beside its actual strategy there. The session is the
-    last seating's: its label i names whoever sat i + 1 seats after MBBR there."""
-    order = seatings(game.num_players)[-1]  # seat -> agent (0: MBBR)
-    ours = order.index(0)
+    hand, for one hole card of each rank, beside its actual strategy there."""
     rows = []
     holes = [game.view_strings[0][v] for v in range(len(game.view_strings[0]))]
     one_per_rank = list({hole[0]: hole for hole in holes}.values())  # deck order
-    for offset, label in enumerate(labels, start=1):
-        agent = order[(ours + offset) % game.num_players]
+    for label, profile in zip(labels, profiles, strict=True):
         model = client.model(session_id, label, 0).strategy.as_dict()
         for hole in one_per_rank:
             key = f"{hole}:"
-            actual = profiles[agent - 1][0, game.infoset_from_string(0, key)]
-            rows.append(
-                Learned(labels[agent - 1], hole, tuple(model[key]), tuple(map(float, actual)))
-            )
+            actual = profile[0, game.infoset_from_string(0, key)]
+            rows.append(Learned(label, hole, tuple(model[key]), tuple(map(float, actual))))
     return rows
 
 

@@ -121,12 +121,13 @@ class SessionCache(Generic[S]):
         self.total_bytes += nbytes
         self._sessions[session.session_id] = session
         self._sessions.move_to_end(session.session_id)
-        for candidate in list(self._sessions.values()):
-            if not self._over_budget():
-                break
-            if candidate is session or candidate.busy():
-                continue
-            self.forget(candidate)
+        if self._over_budget():  # (a copy of the order only then: this runs after every commit)
+            for candidate in list(self._sessions.values()):
+                if not self._over_budget():
+                    break
+                if candidate is session or candidate.busy():
+                    continue
+                self.forget(candidate)
         self._changed()
 
     def resize(self, session: S) -> None:

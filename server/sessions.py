@@ -79,6 +79,7 @@ from oppmodel.server.storage import (
     StaleSessionError,
 )
 from oppmodel.server.tasks import ShieldedTasks
+from oppmodel.server.turns import TurnTaking
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
@@ -118,9 +119,9 @@ class Limits:
     max_joint_samples: int = 1 << 16
     max_label_length: int = 128
     inline_joint_samples: int = 1024  # tables up to this size are computed on the event loop
-    # A batch of hands applied on the event loop yields to other requests after this much work,
-    # so one session's backlog (up to ``snapshot_seconds`` per commit) never stalls the others.
-    inline_slice_seconds: float = 0.002
+    # Model updates on the event loop go in pieces of about this much, one piece per turn of
+    # the loop, sessions taking turns (``turns.py``): requests arriving meanwhile are not held up.
+    inline_slice_seconds: float = 0.001
     # Estimated bytes of the sessions kept in memory (``LiveSession.nbytes``): the least recently
     # used idle ones leave memory beyond it (and reload on their next use); a session that alone
     # needs more is refused.
@@ -388,6 +389,7 @@ class SessionManager:
         self.metrics = metrics
         self.limits = limits
         self._changes = ShieldedTasks()
+        self._turns = TurnTaking()
         self.cache: SessionCache[LiveSession] = SessionCache(
             budget_bytes=limits.memory_bytes,
             tasks=self._changes,
@@ -732,27 +734,29 @@ class SessionManager:
         """Apply ``new`` to the session's model (the caller holds its model lock); returns the
         seconds of arithmetic it took.
 
-        On the event loop (small tables, see ``_compute``) the hands are applied in slices of
-        about ``Limits.inline_slice_seconds``, yielding to other requests between slices: a
-        commit may hold ~0.2 s of updates (``_chunk_size``), and applying it in one step held up
-        every other session's queries that long (their p99 was such a stall). This session's
-        readers wait on the model lock meanwhile, so none sees a half-applied batch.
+        On the event loop (small tables, see ``_compute``) the hands go in pieces of about
+        ``Limits.inline_slice_seconds``, one piece per turn of the loop, the sessions taking
+        turns (``turns.py``): a group commit completes the hands of many sessions at once, and a
+        commit may hold ~0.2 s of one session's updates (``_chunk_size``); applied in one turn,
+        either held up every request arriving meanwhile. This session's readers wait on the
+        model lock, so none sees a half-applied batch.
         """
         model = session.model
         if not self._inline(session):
             start = time.perf_counter()
             await self._cpu(_observe_all, model, new)
             return time.perf_counter() - start
-        seconds = 0.0
-        start = time.perf_counter()
-        for obs in new:
-            model.observe(obs)  # type: ignore[arg-type]  # a session's hands are of its game's kind
-            elapsed = time.perf_counter() - start
-            if elapsed >= self.limits.inline_slice_seconds:
-                seconds += elapsed
-                await asyncio.sleep(0)
-                start = time.perf_counter()
-        return seconds + time.perf_counter() - start
+        seconds, done, piece = 0.0, 0, self.limits.inline_slice_seconds
+        while done < len(new):
+            await self._turns.take()
+            start = time.perf_counter()
+            while True:  # this turn's piece
+                model.observe(new[done])  # type: ignore[arg-type]  # hands of the session's game
+                done += 1
+                if done == len(new) or time.perf_counter() - start >= piece:
+                    break
+            seconds += time.perf_counter() - start
+        return seconds
 
     async def _applied(self, session: LiveSession, sequence: int) -> HandKey:
         """The applied hand ``sequence`` (<= hands_observed): from memory if recent, else read."""

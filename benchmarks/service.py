@@ -11,7 +11,9 @@ What is measured (the server always runs in its own process; the load runs here 
 2. Action latency under a fixed open-loop load: hands arrive on a fixed schedule (``--rate``
    hands/s spread over 64 sessions, default 500); each hand is one GetAction followed by its
    observation on the session's stream. Latency is measured from the scheduled arrival (so a slow
-   server cannot hide queueing), p50 and p99 reported.
+   server cannot hide queueing), p50 and p99 reported, with what the load cost the server (on
+   Linux): CPU ms per hand, and the share of the time its event loop ran and waited for a CPU.
+   One loop serves every call, so once it is busy most of the time the p99 is queueing.
 3. Peers measured in the same run: the in-process library (``MBBRModel.observe`` on the same hands
    at the same k: the ratio says what the service costs) and a bare grpc.aio echo service in its
    own process with the same message pattern (a bidirectional stream per session with messages of
@@ -332,6 +334,38 @@ async def open_loop(
         )
 
 
+def _cpu_seconds(pid: int) -> tuple[float, float, float] | None:
+    """(CPU seconds of the whole process, of its main thread, seconds its main thread was ready
+    to run but waiting for a CPU) from Linux's /proc; None elsewhere. A server's main thread is
+    its event loop."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/task/{pid}/schedstat", encoding="ascii") as schedstat:
+            running, waiting, _ = schedstat.read().split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks, int(running) / 1e9, int(waiting) / 1e9
+
+
+def with_server_cpu(pid: int, run: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """``run()``'s latency figures plus what it cost the server process ``pid``: CPU ms per hand,
+    and the share of the wall time its event loop ran and waited for a CPU (queueing sets the
+    p99 once the loop is busy most of the time)."""
+    before, start = _cpu_seconds(pid), time.perf_counter()
+    figures = run()
+    after, wall = _cpu_seconds(pid), time.perf_counter() - start
+    if before is None or after is None:
+        return figures
+    process, loop_running, loop_waiting = (b - a for a, b in zip(before, after, strict=True))
+    return figures | {
+        "server_cpu_ms_per_hand": process * 1000.0 / figures["actions"],
+        "server_loop_busy": loop_running / wall,
+        "server_loop_waiting_for_cpu": loop_waiting / wall,
+    }
+
+
 async def echo_open_loop(
     port: int, action: bytes, observation: bytes, *, rate: float, seconds: float
 ) -> dict[str, float]:
@@ -635,9 +669,17 @@ def main() -> None:
             asyncio.run(echo_open_loop(echo_port, action, payload, rate=args.rate, seconds=1.0))
             latency_runs, echo_latency_runs = [], []
             for _ in range(repeats):
-                latency_runs.append(asyncio.run(open_loop(port, latency_sessions, hands, **load)))
+                latency_runs.append(
+                    with_server_cpu(
+                        process.pid,
+                        lambda: asyncio.run(open_loop(port, latency_sessions, hands, **load)),
+                    )
+                )
                 echo_latency_runs.append(
-                    asyncio.run(echo_open_loop(echo_port, action, payload, **load))
+                    with_server_cpu(
+                        echo.pid,
+                        lambda: asyncio.run(echo_open_loop(echo_port, action, payload, **load)),
+                    )
                 )
             latency = _median_run(latency_runs)
             echo_latency = _median_run(echo_latency_runs)
@@ -682,6 +724,13 @@ def main() -> None:
         f"echo, same pattern and load:      p50 {echo_latency['p50_ms']:.2f} ms, "
         f"p99 {echo_latency['p99_ms']:.2f} ms"
     )
+    for name, figures in (("service", latency), ("echo", echo_latency)):
+        if "server_loop_busy" in figures:
+            print(
+                f"{name} server at that load: event loop busy {figures['server_loop_busy']:.0%} "
+                f"of the time, waiting for a CPU {figures['server_loop_waiting_for_cpu']:.0%}; "
+                f"{figures['server_cpu_ms_per_hand']:.2f} ms CPU per hand"
+            )
     print(
         f"ratios (64 sessions): service/library {results['ratio_service_to_library_64']:.3f}, "
         f"service/echo {results['ratio_service_to_echo_64']:.3f}"

@@ -106,7 +106,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "limits",
         "What the server holds at most; going beyond one is refused with RESOURCE_EXHAUSTED "
         "naming it. Memory stays below about 250 MiB + --memory-mb + 1 MiB per --max-streams "
-        "+ 256 KiB per --max-rpcs (the README's server section has the arithmetic).",
+        "+ --max-message-kb per --max-rpcs (the README's server section has the arithmetic).",
     )
     limits.add_argument(
         "--max-sessions",
@@ -140,6 +140,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=Limits.stream_idle_seconds,
         help="an Observe stream that carries nothing this long is closed; clients reopen it "
         "(default %(default)s)",
+    )
+    limits.add_argument(
+        "--max-message-kb",
+        type=positive_int,
+        default=ServerConfig.max_message_bytes >> 10,
+        help="largest request the server reads, in KiB; a 3-player Leduc strategy sent as JSON "
+        "(CreateSession's prior_mean or default_strategy) needs about 2048 (default %(default)s)",
     )
     limits.add_argument(
         "--max-rpcs",
@@ -190,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
             stream_idle_seconds=args.stream_idle_seconds,
             snapshot_hands=args.snapshot_hands,
         ),
+        max_message_bytes=args.max_message_kb << 10,
         max_rpcs=args.max_rpcs,
         grace_seconds=args.grace,
         synchronous=args.synchronous,

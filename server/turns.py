@@ -46,10 +46,10 @@ class TurnTaking:
     def _next_turn(self) -> None:
         """The turn that claimed ended: wake the first caller still waiting (it resumes in the
         turn after this one, which is its)."""
-        loop, self._claimed = self._claimed, None
-        while self._line and loop is not None:
+        self._claimed = None
+        while self._line:
             place = self._line.popleft()
             if not place.done():  # a cancelled caller gave up its place
                 place.set_result(None)
-                self._claim(loop)
+                self._claim(asyncio.get_running_loop())
                 return

@@ -9,19 +9,19 @@ from numba import njit
 
 
 @njit(cache=True)
-def log_predictives(models, infoset_of, assignments, move_offset, move_node, move_action, out):
+def log_predictives(models, entries, ends, out):
     """``out[r]`` = log of the probability run r's models give the opponents' moves of one hand,
     summed over the hidden-card assignments: ``models[r, d - 1]`` (num_infosets, 2) is run r's
-    model of the opponent at offset d, ``assignments`` (m, n - 1) their possible cards, and move
-    j is ``move_action[j]`` at decision node ``move_node[j]`` by the opponent at offset
-    ``move_offset[j] + 1``. -inf where no assignment explains the moves."""
+    model of the opponent at offset d; assignment a makes the moves in rows
+    ``ends[a - 1]:ends[a]`` of ``entries``, each (offset - 1, information set, action)
+    (``evidence.move_table``). -inf where no assignment explains the moves."""
     for r in range(models.shape[0]):
         total = 0.0
-        for a in range(assignments.shape[0]):
+        first = 0
+        for a in range(ends.shape[0]):
             likelihood = 1.0
-            for j in range(move_node.shape[0]):
-                d = move_offset[j]
-                infoset = infoset_of[move_node[j], assignments[a, d]]
-                likelihood *= models[r, d, infoset, move_action[j]]
+            for e in range(first, ends[a]):
+                likelihood *= models[r, entries[e, 0], entries[e, 1], entries[e, 2]]
             total += likelihood
+            first = ends[a]
         out[r] = math.log(total) if total > 0.0 else -np.inf

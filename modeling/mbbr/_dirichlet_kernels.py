@@ -21,18 +21,18 @@ def digamma(x):
 
 
 @njit(cache=True)
-def fit(
-    alpha0, alpha, counts, row_start, entry_start, entry_opponent, entry_infoset, entry_action,
-    max_iterations, tolerance,
-):  # fmt: skip
+def fit(alpha0, alpha, counts, row_start, entry_start, moves, max_iterations, tolerance):
     """Coordinate-ascent variational Bayes over a histogram of observations; updates ``alpha``.
 
     Observation o (seen ``counts[o]`` times) is explained by the hidden-card assignments
-    ``row_start[o]:row_start[o + 1]``; assignment r makes the opponents' moves listed in
-    ``entry_start[r]:entry_start[r + 1]`` as (opponent, information set, action). Each sweep
-    weighs every assignment by exp(E_q[log likelihood]) and sets alpha = alpha0 + expected counts.
-    Returns the number of sweeps made; stops once no parameter moves by more than ``tolerance``.
+    ``row_start[o]:row_start[o + 1]``; assignment r makes the opponents' moves listed in rows
+    ``entry_start[r]:entry_start[r + 1]`` of ``moves``, each (opponent, information set, action).
+    Each sweep weighs every assignment by exp(E_q[log likelihood]) and sets alpha = alpha0 +
+    expected counts; the sweeps stop once no parameter moves by more than ``tolerance``. Returns
+    whether the fit ended in finite positive parameters; if not, ``alpha`` is left as it was.
     """
+    before = alpha.copy()
+    entry_opponent, entry_infoset, entry_action = moves[:, 0], moves[:, 1], moves[:, 2]
     num_opponents, num_infosets, _ = alpha.shape
     elog = np.empty_like(alpha)
     expected = np.empty_like(alpha)
@@ -72,4 +72,8 @@ def fit(
                     alpha[d, i, a] = updated
         if change <= tolerance:
             break
-    return sweeps
+    for x in alpha.ravel():
+        if not (math.isfinite(x) and x > 0.0):
+            alpha[:] = before
+            return False
+    return True

@@ -27,7 +27,7 @@ from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior, Response
 from oppmodel.modeling.mbbr.evidence import EvidenceCache, Moves
-from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
+from oppmodel.modeling.mbbr.memory import ARRAY_OBJECT_BYTES, ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import default_strategy_of, prior_mean_of
 from oppmodel.modeling.mbbr.safety import SafelyPlayed, SafetyBankroll, is_off
 from oppmodel.modeling.mbbr.snapshot import take
@@ -55,6 +55,7 @@ class ModelBase(SafelyPlayed, abc.ABC):
         self._refuse_oversized(game, config)
         self.default_strategy = default_strategy_of(game, default_strategy)
         self.prior_mean = prior_mean_of(game, prior_mean)
+        self._fixed_nbytes = array_bytes([self.default_strategy, self.prior_mean])
         self.game = game
         self.config = config
         self.hands_observed = 0
@@ -142,11 +143,11 @@ class ModelBase(SafelyPlayed, abc.ABC):
 
     def models_profile(self, our_position: int) -> np.ndarray:
         """A profile with every opponent replaced by its model (our row: the default strategy)."""
+        self.game.check_position(our_position, "our_position")
         profile = self.default_strategy.copy()
         n = self.game.num_players
-        for d in range(1, n):
-            q = (our_position + d) % n
-            profile[q] = self.opponent_model(our_position, q)[0]
+        for d, model in enumerate(self.opponent_means(our_position), start=1):
+            profile[(our_position + d) % n] = model
         return profile
 
     def response(
@@ -211,14 +212,13 @@ class ModelBase(SafelyPlayed, abc.ABC):
         """Approximate bytes the model holds: its arrays exactly, its caches of small Python
         objects at ``ENTRY_BYTES`` per entry. Bounded whatever the number of hands: every table
         and cache is sized by the game and the configuration, not by the hands seen."""
-        arrays = [self.default_strategy, self.prior_mean]
-        for cached in self._responses.values():
-            arrays.append(cached[0])
+        # (asked after every hand: each cached response is a fresh (num_infosets, 2) array)
+        response = self.game.num_infosets * 2 * 8 + ARRAY_OBJECT_BYTES + ENTRY_BYTES
         evidence = self._evidence.nbytes() if self._owns_evidence else 0
         safety = 0 if self._safety is None else self._safety.nbytes()
         return (
-            array_bytes(arrays)
-            + len(self._responses) * ENTRY_BYTES
+            self._fixed_nbytes
+            + len(self._responses) * response
             + evidence
             + self._posterior_nbytes()
             + safety

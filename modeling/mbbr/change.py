@@ -50,8 +50,8 @@ from oppmodel.modeling.mbbr.base import model_snapshot_parts, snapshot_identity
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.mbbr.evidence import (
     EvidenceCache,
-    Moves,
     hidden_assignments,
+    move_table,
     opponent_moves,
 )
 from oppmodel.modeling.mbbr.safety import SafelyPlayed, SafetyBankroll, is_off
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 GRID = 10  # hands between candidate change points
 MAX_RUNS = 4  # models kept in the bank
 PRUNE = 1e-9  # a run with less than this share of the mass is dropped
+_LOG_PRUNE = math.log(PRUNE)
 
 
 def predictive_log_likelihood(
@@ -73,24 +74,15 @@ def predictive_log_likelihood(
     models (the chance of the unseen cards)."""
     validate_observation(game, obs)
     moves = opponent_moves(game, obs.position, obs.history)
-    return float(
-        _log_predictives(game, np.stack(models)[None], hidden_assignments(game, obs), moves)[0]
-    )
+    table = move_table(game, hidden_assignments(game, obs), moves)
+    return float(_log_predictives(np.stack(models)[None], table)[0])
 
 
-def _log_predictives(
-    game: KuhnGame, models: np.ndarray, assignments: np.ndarray, moves: Moves
-) -> np.ndarray:
+def _log_predictives(models: np.ndarray, table: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """(R,) ``predictive_log_likelihood`` of one hand under each of R runs' models
-    ``models`` (R, n - 1, num_infosets, 2)."""
-    offsets = np.concatenate([np.full(len(nodes), d) for d, (nodes, _) in enumerate(moves)])
-    nodes = np.concatenate([nodes for nodes, _ in moves])
-    actions = np.concatenate([actions for _, actions in moves])
+    ``models`` (R, n - 1, num_infosets, 2); ``table``: the hand's ``move_table``."""
     out = np.empty(len(models))
-    kernels.log_predictives(
-        models, game.infoset_of, assignments, offsets.astype(np.int64), nodes.astype(np.int64),
-        actions.astype(np.int64), out,
-    )  # fmt: skip
+    kernels.log_predictives(models, *table, out)
     return out
 
 
@@ -158,7 +150,9 @@ class RunBank(Generic[RunT]):
             self.serials.append(self.serials[-1] + 1)
             self.log_mass = np.append(self.log_mass + self._stay_log_mass, self._open_log_mass)
         newest = len(self.runs) - 1
-        keep = [i for i, w in enumerate(self.log_mass) if w >= math.log(PRUNE) or i == newest]
+        if newest < MAX_RUNS and (self.log_mass[:newest] >= _LOG_PRUNE).all():
+            return  # every run stays (most hands)
+        keep = [i for i, w in enumerate(self.log_mass) if w >= _LOG_PRUNE or i == newest]
         if len(keep) > MAX_RUNS:
             older = sorted(keep[:-1], key=lambda i: -self.log_mass[i])[: MAX_RUNS - 1]
             keep = [*sorted(older), newest]
@@ -265,13 +259,13 @@ class ChangeDetectingModel(SafelyPlayed):
         ``GRID`` hands open a new run (see the module docstring)."""
         self._evidence.validate(obs)
         p = obs.position
-        moves = self._evidence.moves(p, obs.history)
+        table = self._evidence.move_table(obs)
         if self._safety is not None:  # book the hand as played, before the runs move
-            self._safety.record(obs, self._candidate(p), self._evidence.move_table(obs))
+            self._safety.record(obs, self._candidate(p), table)
         bank = self._bank
         if bank.weighing:
             models = np.stack([run.opponent_means(p) for run in bank.runs])
-            bank.weigh(_log_predictives(self.game, models, self._evidence.assignments(obs), moves))
+            bank.weigh(_log_predictives(models, table))
         for run in bank.runs:
             run.observe(obs)
         self.hands_observed += 1

@@ -167,6 +167,7 @@ class DirichletPosterior:
         self._row_start = _Growing(np.int64, [0])  # its assignments: row_start[o]:row_start[o+1]
         self._entry_start = _Growing(np.int64, [0])  # an assignment's moves: the same way
         self._moves = _Growing(np.int64, width=3)  # (offset - 1, information set, action)
+        self._nbytes, self._nbytes_at = 0, -1  # nbytes() and the distinct observations it saw
 
     def observe(self, key: tuple, move_table: Callable[[], tuple[np.ndarray, np.ndarray]]) -> bool:
         """Add one hand and refit; returns whether it was added. ``key`` identifies what was
@@ -185,18 +186,14 @@ class DirichletPosterior:
             self._entry_start.append(len(self._moves) + ends)
             self._moves.append(entries)
             self._row_start.append([len(self._entry_start) - 1])
-        self._counts.view()[o] += 1.0
-        moves_table = self._moves.view()
-        before = self.alpha.copy()
-        kernels.fit(
-            self.alpha0, self.alpha, self._counts.view(), self._row_start.view(),
-            self._entry_start.view(), moves_table[:, 0], moves_table[:, 1], moves_table[:, 2],
-            MAX_SWEEPS, TOLERANCE,
-        )  # fmt: skip
-        if np.isfinite(self.alpha).all() and (self.alpha > 0.0).all():
+        counts = self._counts.view()
+        counts[o] += 1.0
+        if kernels.fit(
+            self.alpha0, self.alpha, counts, self._row_start.view(), self._entry_start.view(),
+            self._moves.view(), MAX_SWEEPS, TOLERANCE,
+        ):  # fmt: skip
             return True
-        self.alpha = before
-        self._counts.view()[o] -= 1.0
+        counts[o] -= 1.0
         return False
 
     def state(self) -> dict[str, np.ndarray]:
@@ -237,12 +234,19 @@ class DirichletPosterior:
         self._row_start = _Growing(np.int64, row_start)
         self._entry_start = _Growing(np.int64, entry_start)
         self._moves = _Growing(np.int64, moves, width=3)
+        self._nbytes_at = -1
 
     def nbytes(self) -> int:
-        """Approximate bytes held: the arrays (at capacity) and the index of observations."""
-        tables = (self._counts, self._row_start, self._entry_start, self._moves)
-        arrays = [self.alpha0, self.alpha, *(t._data for t in tables)]
-        return array_bytes(arrays) + len(self._index) * ENTRY_BYTES
+        """Approximate bytes held: the arrays (at capacity) and the index of observations.
+
+        Counted again only when a new distinct observation has grown the tables (asked after
+        every hand, it is most often the same)."""
+        if self._nbytes_at != len(self._index):
+            tables = (self._counts, self._row_start, self._entry_start, self._moves)
+            arrays = [self.alpha0, self.alpha, *(t._data for t in tables)]
+            self._nbytes = array_bytes(arrays) + len(self._index) * ENTRY_BYTES
+            self._nbytes_at = len(self._index)
+        return self._nbytes
 
     def mean(self, d: int) -> np.ndarray:
         """Posterior-mean strategy (num_infosets, 2) of the opponent at offset ``d``."""

@@ -61,6 +61,21 @@ def hidden_assignments(game: KuhnGame, obs: HandObservation) -> np.ndarray:
     return np.array(rows, dtype=np.int64)
 
 
+def move_table(
+    game: KuhnGame, assignments: np.ndarray, moves: Moves
+) -> tuple[np.ndarray, np.ndarray]:
+    """The opponents' moves ``moves`` under each hidden-card assignment of ``assignments``:
+    ``entries`` (E, 3) rows (offset - 1, information set, action), and ``ends`` (m,),
+    assignment a's rows ending at ``ends[a]``."""
+    entries, ends = [], []
+    for cards in assignments:
+        for d, (nodes, actions) in enumerate(moves):
+            for node, action in zip(nodes, actions, strict=True):
+                entries.append((d, int(game.infoset_of[node, cards[d]]), int(action)))
+        ends.append(len(entries))
+    return np.array(entries, dtype=np.int64).reshape(-1, 3), np.array(ends, dtype=np.int64)
+
+
 class EvidenceCache:
     """What each distinct observation says (its validity, the opponents' moves, the hidden-card
     assignments), worked out once and kept: a function of the game and the observation alone, so
@@ -105,23 +120,13 @@ class EvidenceCache:
         return cached
 
     def move_table(self, obs: HandObservation) -> tuple[np.ndarray, np.ndarray]:
-        """The opponents' moves in a validated observation under each hidden-card assignment
-        (in ``assignments`` order): ``entries`` (E, 3) rows (offset - 1, information set,
-        action), and ``ends`` (m,), assignment a's rows ending at ``ends[a]`` (do not modify)."""
+        """``move_table`` of a validated observation, in ``assignments`` order (do not
+        modify)."""
         key = (obs.position, obs.history, obs.cards)
         cached = self._tables.get(key)
         if cached is None:
-            infoset_of = self.game.infoset_of
-            entries, ends = [], []
-            for cards in self.assignments(obs):
-                for d, (nodes, actions) in enumerate(self.moves(obs.position, obs.history)):
-                    for node, action in zip(nodes, actions, strict=True):
-                        entries.append((d, int(infoset_of[node, cards[d]]), int(action)))
-                ends.append(len(entries))
-            cached = (
-                np.array(entries, dtype=np.int64).reshape(-1, 3),
-                np.array(ends, dtype=np.int64),
-            )
+            moves = self.moves(obs.position, obs.history)
+            cached = move_table(self.game, self.assignments(obs), moves)
             if len(self._tables) < MAX_CACHED_OBSERVATIONS:
                 self._tables[key] = cached
                 self._nbytes += array_bytes(cached) + ENTRY_BYTES

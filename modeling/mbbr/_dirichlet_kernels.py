@@ -37,11 +37,18 @@ def fit(alpha0, alpha, counts, row_start, entry_start, moves, max_iterations, to
     elog = np.empty_like(alpha)
     expected = np.empty_like(alpha)
     scores = np.empty(max(row_start[-1], 1))
+    # Only the information sets some observation may have visited are scored (the others keep
+    # alpha0): their digammas are most of a sweep.
+    visited = np.zeros((num_opponents, num_infosets), dtype=np.bool_)
+    for e in range(moves.shape[0]):
+        visited[entry_opponent[e], entry_infoset[e]] = True
     sweeps = 0
     while sweeps < max_iterations:
         sweeps += 1
         for d in range(num_opponents):
             for i in range(num_infosets):
+                if not visited[d, i]:
+                    continue
                 total = digamma(alpha[d, i, 0] + alpha[d, i, 1])
                 for a in range(2):
                     elog[d, i, a] = digamma(alpha[d, i, a]) - total

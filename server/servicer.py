@@ -37,6 +37,9 @@ class _EndOfStream:
     error: Exception | None = None
 
 
+_IDLE = _EndOfStream()  # queued by an _IdleWatch: the handler waited too long for a request
+
+
 async def _read_into(
     requests: AsyncIterator[pb.ObserveRequest], queue: asyncio.Queue, *, max_bytes: int
 ) -> None:
@@ -55,6 +58,56 @@ async def _read_into(
         await queue.put(_EndOfStream(exc))
     else:
         await queue.put(_EndOfStream())
+
+
+class _IdleWatch:
+    """Ends the wait of an Observe stream's handler for its next request once it lasted
+    ``seconds``, with one timer per stream: a timer per message (``asyncio.timeout`` around
+    each wait) cost the event loop a TimerHandle scheduled and cancelled per hand.
+
+    The handler calls ``waiting()`` before it waits on an empty queue and ``woken()`` after. The
+    timer is armed for the deadline of a wait when none is pending; when it fires, the handler
+    is idle if it still waits and its wait began ``seconds`` before the timer's time (then
+    ``_IDLE`` is queued: the queue is empty while the handler waits), else the timer is armed
+    again for the current wait's deadline, or not at all if the handler is not waiting. The
+    handler is so told at the same time of the loop's clock as a timeout per wait would.
+    """
+
+    def __init__(self, queue: asyncio.Queue, seconds: float) -> None:
+        self._queue = queue
+        self._seconds = seconds
+        self._loop = asyncio.get_running_loop()
+        self._since: float | None = None  # when the current wait began; None: not waiting
+        self._timer: asyncio.TimerHandle | None = None
+
+    def waiting(self) -> None:
+        """The handler begins to wait for the next request."""
+        self._since = self._loop.time()
+        if self._timer is None:
+            self._arm(self._since + self._seconds)
+
+    def woken(self) -> None:
+        """The handler's wait ended (a request or the end of the stream arrived)."""
+        self._since = None
+
+    def close(self) -> None:
+        """The stream ended: no timer is left behind."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self, when: float) -> None:
+        self._timer = self._loop.call_at(when, self._fire, when)
+
+    def _fire(self, when: float) -> None:
+        self._timer = None
+        if self._since is None:
+            return  # re-armed by the next wait
+        deadline = self._since + self._seconds
+        if deadline > when:
+            self._arm(deadline)
+        elif self._queue.empty():
+            self._queue.put_nowait(_IDLE)
 
 
 Req = TypeVar("Req")
@@ -151,6 +204,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         limits = self.manager.limits
         queue: asyncio.Queue = asyncio.Queue(maxsize=_OBSERVE_WINDOW)
         reader = None
+        idle = _IdleWatch(queue, limits.stream_idle_seconds)
         self._streams += 1
         try:
             if self._streams > limits.max_streams:
@@ -164,14 +218,18 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
             )
             done = False
             while not done:
-                try:
-                    async with asyncio.timeout(limits.stream_idle_seconds):
-                        batch = [await queue.get()]
-                except TimeoutError:
-                    raise IdleStreamError(
-                        f"stream: nothing arrived for {limits.stream_idle_seconds:g} s "
-                        "(oppmodel serve --stream-idle-seconds); open a new stream to go on"
-                    ) from None
+                if queue.empty():
+                    idle.waiting()
+                    first = await queue.get()
+                    idle.woken()
+                    if first is _IDLE:
+                        raise IdleStreamError(
+                            f"stream: nothing arrived for {limits.stream_idle_seconds:g} s "
+                            "(oppmodel serve --stream-idle-seconds); open a new stream to go on"
+                        )
+                else:
+                    first = queue.get_nowait()
+                batch = [first]
                 while not queue.empty() and len(batch) < _OBSERVE_WINDOW:
                     batch.append(queue.get_nowait())
                 failure = None  # reading failed after the requests before it: answer those first
@@ -213,6 +271,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
             await context.abort(code, message)
         finally:
             self._streams -= 1
+            idle.close()
             if reader is not None:
                 reader.cancel()
         self.metrics.count("Observe", grpc.StatusCode.OK, None)

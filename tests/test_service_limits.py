@@ -166,6 +166,32 @@ def test_an_idle_stream_is_closed_naming_the_limit_and_the_client_carries_on(tmp
         assert client.get_session(sid).hands_observed == 3
 
 
+def test_a_stream_that_keeps_carrying_outlives_the_idle_limit_and_closes_once_idle(tmp_path):
+    # One idle timer per stream, re-armed at each wait: requests 0.25 s apart keep a stream with
+    # a 1 s limit open for 2 s; the wait after the last one ends it, timed from that wait.
+    hands = random_observations(8, seed=3)
+    with connected(tmp_path / "db.sqlite", limits=Limits(stream_idle_seconds=1.0)) as (
+        client,
+        port,
+    ):
+        sid = client.create_session().session_id
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.OpponentModelServiceStub(channel)
+            requests, responses = _open_stream(stub, sid, hands[:1], 1)
+            for request in _requests(sid, hands[1:], 2):
+                time.sleep(0.25)
+                requests.put(request)
+                assert next(responses).sequence == request.observation.sequence
+            last = time.monotonic()
+            with pytest.raises(grpc.RpcError) as info:
+                next(responses)
+            assert 0.9 < time.monotonic() - last < 5
+            assert info.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "nothing arrived for 1 s" in info.value.details()
+            requests.put(None)
+        assert client.get_session(sid).hands_observed == 8
+
+
 def test_an_oversized_observe_request_is_refused_and_changes_nothing(tmp_path):
     hands = random_observations(1, seed=2)
     with connected(tmp_path / "db.sqlite") as (client, port):

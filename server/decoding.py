@@ -14,6 +14,10 @@ through its generated ``add_..._to_server`` function with every method handler w
   so what the servicer acknowledged before it stands and the stream ends with INVALID_ARGUMENT.
 
 ``server/app.py`` registers every service this way, the standard health and reflection ones too.
+A servicer method marked ``takes_undecodable`` (ours: every ``_rpc`` method and ``Observe``)
+refuses Undecodable requests itself, the same way, so its handler keeps only the total
+deserializer: the layers that would do it cost the event loop a coroutine per call, and an async
+generator per streamed message.
 
 The walk follows the protobuf encoding spec as the upb parser applies it (tags of at most 5 bytes,
 varints of at most 10, field number 0 and wire types 6 and 7 refused, groups skipped when they nest
@@ -208,6 +212,26 @@ def _deserializer(
     return deserialize
 
 
+def takes_undecodable(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a servicer method that refuses ``Undecodable`` requests itself (with ``refuse``, or as
+    the InvalidArgumentError that ends its stream) and maps every error of its own to a status:
+    the guard registers it as it is, without the layers that would do both for it (on the
+    Observe path each layer cost the event loop a coroutine or an async generator per message)."""
+    behaviour.takes_undecodable = True  # type: ignore[attr-defined]
+    return behaviour
+
+
+async def refuse(
+    error: InvalidArgumentError, context: grpc.aio.ServicerContext, *, method: str, metrics: Metrics
+) -> None:
+    """End the call with INVALID_ARGUMENT for a request that could not be decoded, counted as a
+    refusal of ``method`` (without a latency: the call never reached its handler)."""
+    code, message, metadata = error_details(error)
+    metrics.count(method, code, None)
+    context.set_trailing_metadata(metadata)
+    await context.abort(code, message)
+
+
 async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
     async for request in requests:
         if isinstance(request, Undecodable):
@@ -234,12 +258,8 @@ def _guard(
     deserialize = _deserializer(handler.request_deserializer, input_type)
     attribute, make = _KINDS[handler.request_streaming, handler.response_streaming]
     behaviour = getattr(handler, attribute)
-
-    async def refuse(error: InvalidArgumentError, context: grpc.aio.ServicerContext) -> None:
-        code, message, metadata = error_details(error)
-        metrics.count(method, code, None)
-        context.set_trailing_metadata(metadata)
-        await context.abort(code, message)
+    if getattr(behaviour, "takes_undecodable", False):
+        return make(behaviour, deserialize, handler.response_serializer)
 
     async def admit(request: Any, context: grpc.aio.ServicerContext) -> Any:
         """What the servicer gets: a stream checked message by message, or the single request
@@ -247,7 +267,7 @@ def _guard(
         if handler.request_streaming:
             return _checked(request)
         if isinstance(request, Undecodable):
-            await refuse(request.error, context)
+            await refuse(request.error, context, method=method, metrics=metrics)
         return request
 
     # A servicer that does not map errors itself (health, reflection) lets the stream's
@@ -257,13 +277,13 @@ def _guard(
             async for response in behaviour(await admit(request, context), context):
                 yield response
         except InvalidArgumentError as exc:
-            await refuse(exc, context)
+            await refuse(exc, context, method=method, metrics=metrics)
 
     async def single(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             return await behaviour(await admit(request, context), context)
         except InvalidArgumentError as exc:
-            await refuse(exc, context)
+            await refuse(exc, context, method=method, metrics=metrics)
 
     guarded = streamed if inspect.isasyncgenfunction(behaviour) else single
     return make(guarded, deserialize, handler.response_serializer)

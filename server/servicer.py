@@ -21,6 +21,7 @@ import grpc
 
 from oppmodel.modeling.errors import IdleStreamError, ResourceExhaustedError, UnauthenticatedError
 from oppmodel.server import conversion
+from oppmodel.server.decoding import Undecodable, refuse, takes_undecodable
 from oppmodel.server.errors import error_details
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.sessions import SessionManager, owner_of_token
@@ -41,19 +42,28 @@ _IDLE = _EndOfStream()  # queued by an _IdleWatch: the handler waited too long f
 
 
 async def _read_into(
-    requests: AsyncIterator[pb.ObserveRequest], queue: asyncio.Queue, *, max_bytes: int
+    requests: AsyncIterator[pb.ObserveRequest | Undecodable],
+    queue: asyncio.Queue,
+    *,
+    max_bytes: int,
 ) -> None:
-    """Move every request of the stream into ``queue``, then an _EndOfStream. A request larger
-    than ``max_bytes`` (an observation is a few dozen) ends the stream, so the read-ahead of a
-    stream holds at most ``queue.maxsize * max_bytes``."""
+    """Move every request of the stream into ``queue``, then an _EndOfStream. A request that
+    could not be decoded ends the stream with its InvalidArgumentError (``takes_undecodable``),
+    and so does one larger than ``max_bytes`` (an observation is a few dozen), so the
+    read-ahead of a stream holds at most ``queue.maxsize * max_bytes``."""
     try:
         async for request in requests:
+            if isinstance(request, Undecodable):
+                raise request.error
             size = request.ByteSize()
             if size > max_bytes:
                 raise ResourceExhaustedError(
                     f"request: {size} bytes; an Observe request holds at most {max_bytes}"
                 )
-            await queue.put(request)
+            if queue.full():
+                await queue.put(request)
+            else:
+                queue.put_nowait(request)
     except Exception as exc:
         await queue.put(_EndOfStream(exc))
     else:
@@ -116,11 +126,15 @@ Handler = Callable[[Any, Req, grpc.aio.ServicerContext, str], Awaitable[Resp]]
 
 
 def _rpc(name: str) -> Callable[[Handler], Callable[..., Awaitable[Resp]]]:
-    """Wrap a unary handler ``(self, request, context, owner)`` with auth, metrics and errors."""
+    """Wrap a unary handler ``(self, request, context, owner)`` with auth, metrics and errors
+    (an undecodable request too: ``decoding.takes_undecodable``)."""
 
     def decorate(handler: Handler) -> Callable[..., Awaitable[Resp]]:
+        @takes_undecodable
         @functools.wraps(handler)
         async def wrapper(self: OpponentModelServicer, request: Req, context: Any) -> Resp:
+            if isinstance(request, Undecodable):
+                await refuse(request.error, context, method=name, metrics=self.metrics)
             start = time.perf_counter()
             try:
                 response = await handler(self, request, context, self.owner(context))
@@ -192,8 +206,9 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         await self.manager.delete(owner, request.session_id)
         return pb.DeleteSessionResponse()
 
+    @takes_undecodable
     async def Observe(
-        self, request_iterator: AsyncIterator[pb.ObserveRequest], context: Any
+        self, request_iterator: AsyncIterator[pb.ObserveRequest | Undecodable], context: Any
     ) -> AsyncIterator[pb.ObserveResponse]:
         """Acknowledge observations in order; what arrived together is committed together.
 

@@ -8,6 +8,7 @@ the middle of each bidirectional stream (what came before it is acknowledged and
 
 from __future__ import annotations
 
+import urllib.request
 from typing import Any
 
 import grpc
@@ -20,6 +21,7 @@ from oppmodel.clients.client import observation_message
 from oppmodel.clients.grpc_base import domain_error
 from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.server.app import free_ports
 from oppmodel.server.decoding import MAX_DEPTH, malformation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi
@@ -297,6 +299,30 @@ def test_undecodable_message_mid_observe_stream(server) -> None:
     assert error.details() == "observation.history: not valid UTF-8"
     assert [pb.ObserveResponse.FromString(a).sequence for a in acks] == [1, 2]
     assert client.get_session(sid).hands_observed == 2
+
+
+def test_undecodable_requests_are_counted_as_refusals_without_a_latency(tmp_path) -> None:
+    """Refused before its handler ran: counted by code, its call's latency not recorded."""
+    (metrics_port,) = free_ports()
+    with connected(tmp_path / "db.sqlite", metrics_port=metrics_port) as (client, port):
+        sid = client.create_session().session_id
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_unary(
+                f"/{OPPONENT_MODEL.full_name}/GetAction", _identity, _identity
+            )
+            with pytest.raises(grpc.RpcError) as info:
+                call(b"\xff\xff\xff", timeout=10)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        (hand,) = random_observations(1, seed=2)
+        request = pb.ObserveRequest(session_id=sid, observation=observation_message(1, hand))
+        bad = _with_bad_utf8(request, sid)
+        _, error = _raw_stream(port, OPPONENT_MODEL, "Observe", [bad])
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        url = f"http://127.0.0.1:{metrics_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=5).read().decode()
+    for method in ("GetAction", "Observe"):
+        assert f'oppmodel_requests_total{{code="INVALID_ARGUMENT",method="{method}"}} 1.0' in text
+        assert f'oppmodel_request_seconds_count{{method="{method}"}} 0.0' in text
 
 
 def test_undecodable_message_mid_observe_choices_stream(server) -> None:

@@ -32,14 +32,13 @@ from __future__ import annotations
 import asyncio
 import builtins
 import collections
-import contextlib
 import functools
 import hashlib
 import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from typing import TypeVar, cast
@@ -374,6 +373,39 @@ def _obs_of(game: Game, row: ObservationRow) -> Observation:
     return HandObservation(row.position, row.history, tuple(cast(tuple[int | None], row.cards)))
 
 
+class _Locked:
+    """What ``SessionManager.locked`` returns: a class, not an ``asynccontextmanager``, because
+    every observation and query enters one on the event loop (a generator-based one cost a
+    generator and its frames per use)."""
+
+    __slots__ = ("_held", "_manager", "_session", "_write")
+
+    def __init__(self, manager: SessionManager, session: LiveSession, write: bool) -> None:
+        self._manager = manager
+        self._session = session
+        self._write = write
+        self._held: asyncio.Lock | None = None
+
+    async def __aenter__(self) -> LiveSession:
+        session = self._session
+        while True:
+            lock = session.lock if self._write else session.model_lock
+            await lock.acquire()
+            if session.deleted:
+                lock.release()
+                raise NotFoundError(f"session_id: no session {session.session_id!r}")
+            if not session.evicted:
+                self._held = lock
+                return session
+            lock.release()
+            session = await self._manager.get(session.owner, session.session_id)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.release()
+
+
 class SessionManager:
     """Creates, loads, updates and queries sessions; the servicer's only domain dependency.
 
@@ -492,22 +524,13 @@ class SessionManager:
         self.metrics.live_sessions.set(sessions)
         self.metrics.live_session_bytes.set(nbytes)
 
-    @contextlib.asynccontextmanager
-    async def locked(
-        self, session: LiveSession, *, write: bool = True
-    ) -> AsyncIterator[LiveSession]:
-        """Hold a lock of the session's current live object (reloaded if it was evicted).
+    def locked(self, session: LiveSession, *, write: bool = True) -> _Locked:
+        """``async with manager.locked(session) as session``: hold a lock of the session's
+        current live object (reloaded if it was evicted).
 
         ``write``: the writers' lock (held across commits); else the model lock (for reads).
         """
-        while True:
-            async with session.lock if write else session.model_lock:
-                if session.deleted:
-                    raise NotFoundError(f"session_id: no session {session.session_id!r}")
-                if not session.evicted:
-                    yield session
-                    return
-            session = await self.get(session.owner, session.session_id)
+        return _Locked(self, session, write)
 
     async def _load(self, session_id: str) -> LiveSession | None:
         """Rebuild a stored session: build from its spec, restore its latest snapshot, replay

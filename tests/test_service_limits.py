@@ -16,7 +16,7 @@ from service_support import connected, random_observations
 
 from oppmodel.clients.client import observation_message
 from oppmodel.clients.commands import serve_cmd
-from oppmodel.modeling.errors import ResourceExhaustedError
+from oppmodel.modeling.errors import NotFoundError, ResourceExhaustedError
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
@@ -125,6 +125,41 @@ def _close(stream) -> None:
     requests, responses = stream
     requests.put(None)
     list(responses)
+
+
+def test_a_lock_taken_through_an_evicted_copy_holds_the_current_one_and_is_always_released(
+    tmp_path,
+):
+    hands = list(enumerate(random_observations(3, seed=1), start=1))
+
+    async def scenario():
+        store = SQLiteStore(tmp_path / "db.sqlite", synchronous="NORMAL")
+        with ThreadPoolExecutor(1) as executor:
+            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=Limits())
+            sid = (await manager.create("", _spec(MBBRConfig()))).session_id
+            old = await manager.get("", sid)
+            await manager.observe(old, hands)
+            manager.cache.forget(old)  # evicted while a caller still holds it
+            async with manager.locked(old) as current:
+                assert current is not old and current.hands_observed == 3
+                assert current.lock.locked() and not old.lock.locked()
+            assert not current.lock.locked()
+            async with manager.locked(current, write=False) as reader:
+                assert reader is current
+                assert current.model_lock.locked() and not current.lock.locked()
+            assert not current.model_lock.locked()
+            with pytest.raises(ZeroDivisionError):
+                async with manager.locked(current):
+                    1 / 0  # noqa: B018
+            assert not current.lock.locked()
+            await manager.delete("", sid)
+            with pytest.raises(NotFoundError, match=sid):
+                async with manager.locked(current):
+                    pytest.fail("entered a deleted session")
+            assert not current.lock.locked()
+        store.close()
+
+    asyncio.run(scenario())
 
 
 def test_observe_streams_beyond_the_cap_are_refused_naming_the_limit(tmp_path):

@@ -219,18 +219,19 @@ class SqlStore(ABC):
         """Queue consecutive observations, stored all or none, and only at the stored version:
         the first must follow the last stored one, checked under the session's row lock in the
         insert's transaction (StaleSessionError if not; NotFoundError if the session is gone).
-        The future resolves once they are committed."""
+        The future resolves once they are committed. The rows are encoded on the writer thread,
+        off the caller's event loop: ``rows`` must not change until then."""
         if not rows:
             raise ValueError("no observations to append")
         first = rows[0].sequence
         if [row.sequence for row in rows] != list(range(first, first + len(rows))):
             raise ValueError("observations to append must be numbered consecutively")
-        values = [
-            (session_id, row.sequence, row.position, row.history, json.dumps(row.cards))
-            for row in rows
-        ]
 
-        def op(db: Db) -> None:
+        def op(db: Db) -> None:  # the rows are encoded here, on the writer thread
+            values = [
+                (session_id, row.sequence, row.position, row.history, json.dumps(row.cards))
+                for row in rows
+            ]
             append_at_version(
                 db, session_id, first, values=values, sessions="sessions", rows="observations"
             )

@@ -135,6 +135,9 @@ class SessionCache(Generic[S]):
         make room if the total exceeds the budget; if it alone grew beyond it, it leaves."""
         if self._sessions.get(session.session_id) is not session:
             return
+        if session.estimate_nbytes() == session.nbytes and not self._over_budget():
+            self._sessions.move_to_end(session.session_id)  # all that remember() would change
+            return
         try:
             self.remember(session)
         except ResourceExhaustedError:

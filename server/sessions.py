@@ -322,10 +322,6 @@ def _key_of_row(row: ObservationRow) -> HandKey:
     return (row.position, row.history, tuple(row.cards))
 
 
-def _row_of(sequence: int, obs: Observation) -> ObservationRow:
-    return ObservationRow(sequence, *_key_of(obs))
-
-
 def _observe_all(model: Model, observations: Sequence[Observation]) -> None:
     for obs in observations:
         model.observe(obs)  # type: ignore[arg-type]  # a session's hands are of its game's kind
@@ -727,7 +723,8 @@ class SessionManager:
         """Commit ``new`` (the next hands of the session) and apply them, both or neither;
         store a snapshot if one is due. The caller holds the session's writers' lock."""
         before = session.hands_observed
-        rows = [_row_of(before + 1 + i, obs) for i, obs in enumerate(new)]
+        keys = [_key_of(obs) for obs in new]
+        rows = [ObservationRow(before + 1 + i, *key) for i, key in enumerate(keys)]
         await asyncio.wrap_future(self.storage.append_observations_async(session.session_id, rows))
         session.stored_hands = before + len(rows)
         async with session.model_lock:
@@ -744,7 +741,7 @@ class SessionManager:
             session.replay_seconds += seconds
             session.seconds_per_hand = seconds / len(new)
             session.hands_observed += len(new)
-            session.recent.extend(_key_of(obs) for obs in new)
+            session.recent.extend(keys)
             self.cache.resize(session)
             if (
                 session.replay_seconds >= self.limits.snapshot_seconds

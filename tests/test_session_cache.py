@@ -111,3 +111,26 @@ def test_a_session_larger_than_the_budget_is_refused_and_a_grown_one_leaves() ->
     grows.size = 200
     cache.resize(grows)
     assert grows.evicted and "g" not in cache and cache.total_bytes == 0
+
+
+def test_a_resize_counts_as_a_use_and_reports_only_changes() -> None:
+    changes: list[tuple[int, int]] = []
+    cache = SessionCache(
+        budget_bytes=100, tasks=ShieldedTasks(), what="test", on_change=lambda *c: changes.append(c)
+    )
+    a, b = Entry("a", 30), Entry("b", 30)
+    cache.remember(a)
+    cache.remember(b)
+    changes.clear()
+    cache.resize(a)  # same size: the most recently used now, nothing else changed
+    assert cache.ids() == ["b", "a"] and changes == []
+    a.size = 40
+    cache.resize(a)
+    assert cache.total_bytes == 70 and changes == [(2, 70)]
+    a.in_use = b.in_use = True
+    c = Entry("c", 40)
+    cache.remember(c)  # over the budget: every other session is busy
+    assert cache.total_bytes == 110 and not (a.evicted or b.evicted)
+    a.in_use = False
+    cache.resize(c)  # the same size, but still over the budget: the idle one makes room
+    assert a.evicted and cache.ids() == ["b", "c"] and changes[-1] == (2, 70)

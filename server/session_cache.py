@@ -85,6 +85,15 @@ class SessionCache(Generic[S]):
         """The load of this session in progress, if any."""
         return self._loading.get(session_id)
 
+    def hit(self, session_id: str) -> S | None:
+        """The cached session, now the most recently used; None if it is not in memory (then
+        ``get`` loads it). Every request looks its session up: most find it here, without a
+        coroutine."""
+        session = self._sessions.get(session_id)
+        if session is not None:
+            self._sessions.move_to_end(session_id)
+        return session
+
     async def get(self, session_id: str, load: Callable[[], Awaitable[S | None]]) -> S | None:
         """The cached session (now the most recently used), else what ``load()`` returns, run
         once however many callers wait for it. ``load`` remembers what it loads itself (it may

@@ -501,12 +501,15 @@ class SessionManager:
         (one read) and reloaded if another process appended meanwhile, so every call answers
         from the hands stored when it began.
         """
-        try:
-            session = await self.cache.get(session_id, functools.partial(self._load, session_id))
-        except (UnloadableSessionError, SessionTooLargeError) as exc:
-            if exc.owner != owner:  # another owner's session: as if it did not exist
-                raise NotFoundError(f"session_id: no session {session_id!r}") from None
-            raise
+        session = self.cache.hit(session_id)
+        if session is None:
+            try:
+                load = functools.partial(self._load, session_id)
+                session = await self.cache.get(session_id, load)
+            except (UnloadableSessionError, SessionTooLargeError) as exc:
+                if exc.owner != owner:  # another owner's session: as if it did not exist
+                    raise NotFoundError(f"session_id: no session {session_id!r}") from None
+                raise
         if session is None or session.deleted or session.owner != owner:
             raise NotFoundError(f"session_id: no session {session_id!r}")
         if self.storage.shared:
@@ -861,7 +864,7 @@ class SessionManager:
                 else:
                     policy = cached[1]
                 row = policy[infoset]
-        probabilities = tuple(float(p) for p in row)
+        probabilities = tuple(np.asarray(row, dtype=np.float64).tolist())
         u = uniform_draw(session.spec.config.seed, hands, position, infoset, draw)
         return ActionChoice(
             action=draw_action(probabilities, u),

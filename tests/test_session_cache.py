@@ -134,3 +134,12 @@ def test_a_resize_counts_as_a_use_and_reports_only_changes() -> None:
     a.in_use = False
     cache.resize(c)  # the same size, but still over the budget: the idle one makes room
     assert a.evicted and cache.ids() == ["b", "c"] and changes[-1] == (2, 70)
+
+
+def test_a_hit_is_a_use_of_a_cached_session_and_never_loads() -> None:
+    cache = _cache(1000)
+    a, b = Entry("a", 10), Entry("b", 10)
+    cache.remember(a)
+    cache.remember(b)
+    assert cache.hit("a") is a and cache.ids() == ["b", "a"]
+    assert cache.hit("c") is None and cache.loading("c") is None and len(cache) == 2

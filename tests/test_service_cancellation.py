@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,50 @@ from oppmodel.server.perfect_info_store import Choice
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
 from oppmodel.server.storage import ObservationRow, SessionRow
 from oppmodel.server.storage_sqlite import SQLiteStore
+from oppmodel.server.tasks import ShieldedTasks
+
+
+def test_a_change_outlives_its_cancelled_caller_and_drain_waits_for_it() -> None:
+    """ShieldedTasks.run: the caller gets the change's result or error; a cancelled caller
+    stops waiting while the change runs to its end (an error then reaches the loop's handler as
+    never retrieved: logged, as with asyncio.shield), and drain returns only after it."""
+
+    async def scenario() -> tuple[list[str], list[dict]]:
+        unhandled: list[dict] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: unhandled.append(ctx))
+        tasks, gate, steps = ShieldedTasks(), asyncio.Event(), []
+
+        async def change(name: str, fail: bool) -> str:
+            steps.append(f"{name} began")
+            await gate.wait()
+            steps.append(f"{name} ended")
+            if fail:
+                raise ValueError(name)
+            return name
+
+        callers = [asyncio.ensure_future(tasks.run(change(n, n == "b"))) for n in "ab"]
+        while len(steps) < 2:
+            await asyncio.sleep(0)
+        for caller in callers:
+            caller.cancel()
+        for caller in callers:
+            with pytest.raises(asyncio.CancelledError):
+                await caller
+        assert steps == ["a began", "b began"]
+        gate.set()
+        await tasks.drain()
+        assert steps[2:] == ["a ended", "b ended"]
+        assert await tasks.run(change("c", False)) == "c"
+        with pytest.raises(ValueError, match="d"):
+            await tasks.run(change("d", True))
+        gc.collect()  # a task whose error nobody retrieved reports it once collected
+        return steps, unhandled
+
+    steps, unhandled = asyncio.run(scenario())
+    assert len(steps) == 8
+    assert [(c["message"], repr(c["exception"])) for c in unhandled] == [
+        ("Task exception was never retrieved", "ValueError('b')")
+    ]
 
 
 def _session(i: int) -> SessionRow:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -311,15 +311,17 @@ def kind_to_proto(kind: str) -> pb.ResponseKind:
 # -- observations ----------------------------------------------------------------------------------
 def _history(game: KuhnGame, message: pb.Observation | pb.InfoState, prefix: str) -> str:
     which = message.WhichOneof("betting")
-    if which is None:
-        return ""
-    text = getattr(message, which)
+    return "" if which is None else _betting(game, which, getattr(message, which), prefix)
+
+
+def _betting(game: KuhnGame, which: str, text: str, prefix: str) -> str:
+    """The OpenSpiel history of the betting oneof's field ``which`` holding ``text``."""
     if which == "acpc_betting":
         try:
             return game.acpc_to_history(text)
         except InvalidArgumentError as exc:
             raise renamed(exc, f"{prefix}acpc_betting") from None
-    if any(ch not in "pb" for ch in text):
+    if text.strip("pb"):  # a letter other than 'p' and 'b'
         raise InvalidArgumentError(f"{prefix}history", f"{text!r}: letters must be 'p' or 'b'")
     return text
 
@@ -401,39 +403,64 @@ def _read_matchstate(gamedef: GameDef, line: str, field: str) -> MatchState:
 
 def _kuhn_observation(game: KuhnGame, message: pb.Observation) -> tuple[int, HandObservation]:
     """(sequence, validated HandObservation) of an Observation message's Kuhn fields."""
+    which = message.WhichOneof("betting")
+    hand = _kuhn_hand(
+        game,
+        message.position,
+        message.our_card if message.HasField("our_card") else None,
+        which,
+        "" if which is None else getattr(message, which),
+        tuple((revealed.position, revealed.card) for revealed in message.revealed),
+    )
+    return int(message.sequence), hand
+
+
+@lru_cache(maxsize=4096)
+def _kuhn_hand(
+    game: KuhnGame,
+    position: int,
+    our_card: int | None,
+    which: str | None,
+    betting: str,
+    revealed: tuple[tuple[int, int], ...],
+) -> HandObservation:
+    """The validated HandObservation of an Observation's Kuhn fields, as plain values (``which``:
+    the betting oneof's field set, None if none is). Cached: a game has few distinct hands, and
+    validating one took more of the event loop than anything else of an Observe message (an
+    error is raised again each time: exceptions are not cached)."""
     n = game.num_players
-    position = message.position
     game.check_position(position, "observation.position")
-    if not message.HasField("our_card"):
+    if our_card is None:
         raise InvalidArgumentError("observation.our_card", "is required")
-    if message.WhichOneof("betting") is None:
+    if which is None:
         raise InvalidArgumentError("observation.history", "is required (or acpc_betting)")
-    history = _history(game, message, "observation.")
+    history = _betting(game, which, betting, "observation.")
     cards: list[int | None] = [None] * n
-    cards[position] = message.our_card
+    cards[position] = our_card
     field_of_position = {position: "observation.our_card"}
-    for j, revealed in enumerate(message.revealed):
+    for j, (seat, card) in enumerate(revealed):
         where = f"observation.revealed[{j}]"
-        game.check_position(revealed.position, f"{where}.position")
-        if revealed.position in field_of_position:
+        game.check_position(seat, f"{where}.position")
+        if seat in field_of_position:
             raise InvalidArgumentError(
                 f"{where}.position",
-                f"position {revealed.position} already has a card (ours goes in our_card)",
+                f"position {seat} already has a card (ours goes in our_card)",
             )
-        cards[revealed.position] = revealed.card
-        field_of_position[revealed.position] = f"{where}.card"
+        cards[seat] = card
+        field_of_position[seat] = f"{where}.card"
     obs = HandObservation(position=position, history=history, cards=tuple(cards))
     try:
         validate_observation(game, obs)
     except InvalidArgumentError as exc:
-        raise renamed(exc, _observation_field(exc.field, message, field_of_position)) from None
-    return int(message.sequence), obs
+        raise renamed(exc, _observation_field(exc.field, which, field_of_position)) from None
+    return obs
 
 
-def _observation_field(field: str, message: pb.Observation, by_position: dict[int, str]) -> str:
-    """The request field that a core validation field ('history', 'cards[2]', ...) refers to."""
+def _observation_field(field: str, which: str, by_position: dict[int, str]) -> str:
+    """The request field that a core validation field ('history', 'cards[2]', ...) refers to
+    (``which``: the betting oneof's field set)."""
     if field == "history":
-        return f"observation.{message.WhichOneof('betting')}"
+        return f"observation.{which}"
     match = re.fullmatch(r"cards\[([0-9]+)\]", field)
     if match:
         return by_position.get(int(match.group(1)), "observation.revealed")

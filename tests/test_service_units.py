@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import grpc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from service_support import GAME, random_observations
 
+from oppmodel.clients.client import observation_message
 from oppmodel.modeling import errors
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.server import conversion
 from oppmodel.server.errors import STATUS_BY_ERROR, error_details, status_of
 from oppmodel.server.sessions import draw_action, uniform_draw
+from oppmodel.v1 import opponent_model_pb2 as pb
 
 
 def test_uniform_draw_is_a_fixed_function_in_unit_interval() -> None:
@@ -57,3 +63,50 @@ def test_unexpected_errors_are_internal_and_generic(caplog: pytest.LogCaptureFix
     code, message, metadata = error_details(errors.InvalidArgumentError("k", "too big"))
     assert (code, message) == (grpc.StatusCode.INVALID_ARGUMENT, "k: too big")
     assert dict(metadata) == {"oppmodel-error": "InvalidArgumentError", "oppmodel-field": "k"}
+
+
+def _outcome(call):
+    try:
+        return call()
+    except errors.InvalidArgumentError as exc:
+        return type(exc), str(exc)
+
+
+@given(
+    position=st.integers(-1, 3),
+    our_card=st.none() | st.integers(-1, 4),
+    betting=st.none() | st.tuples(st.sampled_from(["history", "acpc_betting"]), st.text("pbcrfx")),
+    revealed=st.lists(st.tuples(st.integers(-1, 3), st.integers(-1, 4)), max_size=3),
+)
+def test_observations_read_through_the_cache_are_those_read_without_it(
+    position, our_card, betting, revealed
+) -> None:
+    """Kuhn observations are validated once per distinct hand: a cached read (the first or any
+    later one) gives the observation or the error that reading it afresh gives."""
+    message = pb.Observation(sequence=7, position=position, our_card=our_card)
+    if betting is not None:
+        setattr(message, *betting)
+    for seat, card in revealed:
+        message.revealed.add(position=seat, card=card)
+    game = kuhn_game(3)
+    uncached = functools.partial(
+        conversion._kuhn_hand.__wrapped__,
+        game,
+        position,
+        our_card,
+        None if betting is None else betting[0],
+        "" if betting is None else betting[1],
+        tuple(revealed),
+    )
+    expected = _outcome(uncached)
+    if not isinstance(expected, tuple):
+        expected = (7, expected)
+    for _ in range(2):
+        assert _outcome(lambda: conversion.observation_from_proto(game, message)) == expected
+
+
+def test_valid_observations_read_through_the_cache_are_the_hands_sent() -> None:
+    hands = random_observations(200, seed=5)
+    for sequence, hand in enumerate([*hands, *hands], start=1):  # the second round: all cached
+        message = observation_message(sequence, hand)
+        assert conversion.observation_from_proto(GAME, message) == (sequence, hand)

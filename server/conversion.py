@@ -502,15 +502,30 @@ def info_state_from_proto(game: Game, request: pb.GetActionRequest) -> tuple[int
             )
         return _limit_info_state(game, request.matchstate)
     if which == "matchstate":
-        position, card, history = matchstate_info_state(game, request.matchstate)
-    elif which is None:
+        return _kuhn_decision(game, *matchstate_info_state(game, request.matchstate))
+    if which is None:
         raise InvalidArgumentError("info_state", "is required (or matchstate)")
-    else:
-        state = request.info_state
-        if not state.HasField("card"):
-            raise InvalidArgumentError("info_state.card", "is required")
-        position, card = state.position, state.card
-        history = _history(game, state, "info_state.")
+    state = request.info_state
+    if not state.HasField("card"):
+        raise InvalidArgumentError("info_state.card", "is required")
+    betting = state.WhichOneof("betting")
+    text = "" if betting is None else getattr(state, betting)
+    return _kuhn_info_state(game, state.position, state.card, betting, text)
+
+
+@lru_cache(maxsize=4096)
+def _kuhn_info_state(
+    game: KuhnGame, position: int, card: int, which: str | None, betting: str
+) -> tuple[int, int, str]:
+    """``_kuhn_decision`` of an InfoState's fields as plain values (``which``: the betting oneof's
+    field set, None if none is). Cached like ``_kuhn_hand``: every GetAction asks, a game has
+    few information states, and an error is raised afresh each time."""
+    history = "" if which is None else _betting(game, which, betting, "info_state.")
+    return _kuhn_decision(game, position, card, history)
+
+
+def _kuhn_decision(game: KuhnGame, position: int, card: int, history: str) -> tuple[int, int, str]:
+    """(position, information set index, history), checked to be a decision of ``position``."""
     # the field names the releases before limit games used (position, card, history)
     game.check_position(position)
     if not 0 <= card < game.num_cards:

@@ -110,3 +110,36 @@ def test_valid_observations_read_through_the_cache_are_the_hands_sent() -> None:
     for sequence, hand in enumerate([*hands, *hands], start=1):  # the second round: all cached
         message = observation_message(sequence, hand)
         assert conversion.observation_from_proto(GAME, message) == (sequence, hand)
+
+
+@given(
+    position=st.integers(-1, 3),
+    card=st.integers(-1, 4),
+    betting=st.none() | st.tuples(st.sampled_from(["history", "acpc_betting"]), st.text("pbcrx")),
+)
+def test_information_states_read_through_the_cache_are_those_read_without_it(
+    position, card, betting
+) -> None:
+    state = pb.InfoState(position=position, card=card)
+    if betting is not None:
+        setattr(state, *betting)
+    request = pb.GetActionRequest(session_id="s", info_state=state)
+    which, text = betting if betting is not None else (None, "")
+    uncached = functools.partial(
+        conversion._kuhn_info_state.__wrapped__, GAME, position, card, which, text
+    )
+    expected = _outcome(uncached)
+    for _ in range(2):
+        assert _outcome(lambda: conversion.info_state_from_proto(GAME, request)) == expected
+
+
+def test_every_decision_reads_as_its_information_set_twice() -> None:
+    for position in range(GAME.num_players):
+        for index in GAME.infosets(position):
+            infostring = GAME.infoset_string(position, index)  # card digit, then the history
+            card, history = int(infostring[0]), infostring[1:]
+            state = pb.InfoState(position=position, card=card, history=history)
+            request = pb.GetActionRequest(session_id="s", info_state=state)
+            for _ in range(2):
+                got = conversion.info_state_from_proto(GAME, request)
+                assert got == (position, index, history)

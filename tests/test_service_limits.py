@@ -4,6 +4,7 @@ RESOURCE_EXHAUSTED naming it; memory per session does not grow with the hands se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import queue
 import time
@@ -121,6 +122,28 @@ def _open_stream(stub, sid: str, hands, first: int):
     return requests, responses
 
 
+@contextlib.contextmanager
+def _server_and_stream(tmp_path, hand, *, idle_seconds: float):
+    """(client, session id, stream) of a server with that idle limit: an Observe stream of a new
+    session that carried ``hand`` and stays open (its request queue and response iterator)."""
+    limits = Limits(stream_idle_seconds=idle_seconds)
+    with connected(tmp_path / "db.sqlite", limits=limits) as (client, port):
+        sid = client.create_session().session_id
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.OpponentModelServiceStub(channel)
+            yield client, sid, _open_stream(stub, sid, [hand], 1)
+
+
+def _ends_idle(responses, *, after: float, details: str) -> None:
+    """The stream's next answer is its end for idleness, ``after`` seconds from now or later."""
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as info:
+        next(responses)
+    assert after < time.monotonic() - started < 5
+    assert info.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert details in info.value.details()
+
+
 def _close(stream) -> None:
     requests, responses = stream
     requests.put(None)
@@ -181,19 +204,10 @@ def test_observe_streams_beyond_the_cap_are_refused_naming_the_limit(tmp_path):
 
 def test_an_idle_stream_is_closed_naming_the_limit_and_the_client_carries_on(tmp_path):
     hands = random_observations(3, seed=2)
-    limits = Limits(stream_idle_seconds=0.3)
-    with connected(tmp_path / "db.sqlite", limits=limits) as (client, port):
-        sid = client.create_session().session_id
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = pb_grpc.OpponentModelServiceStub(channel)
-            requests, responses = _open_stream(stub, sid, hands[:1], 1)
-            started = time.monotonic()
-            with pytest.raises(grpc.RpcError) as info:
-                next(responses)
-            assert 0.25 < time.monotonic() - started < 5
-            assert info.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
-            assert "--stream-idle-seconds" in info.value.details()
-            requests.put(None)
+    with _server_and_stream(tmp_path, hands[0], idle_seconds=0.3) as (client, sid, raw):
+        requests, responses = raw
+        _ends_idle(responses, after=0.25, details="--stream-idle-seconds")
+        requests.put(None)
         with client.observation_stream(sid, first_sequence=2) as stream:
             assert stream.send(hands[1]) == 2
             time.sleep(0.6)  # the server closes the stream meanwhile
@@ -205,25 +219,14 @@ def test_a_stream_that_keeps_carrying_outlives_the_idle_limit_and_closes_once_id
     # One idle timer per stream, re-armed at each wait: requests 0.25 s apart keep a stream with
     # a 1 s limit open for 2 s; the wait after the last one ends it, timed from that wait.
     hands = random_observations(8, seed=3)
-    with connected(tmp_path / "db.sqlite", limits=Limits(stream_idle_seconds=1.0)) as (
-        client,
-        port,
-    ):
-        sid = client.create_session().session_id
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = pb_grpc.OpponentModelServiceStub(channel)
-            requests, responses = _open_stream(stub, sid, hands[:1], 1)
-            for request in _requests(sid, hands[1:], 2):
-                time.sleep(0.25)
-                requests.put(request)
-                assert next(responses).sequence == request.observation.sequence
-            last = time.monotonic()
-            with pytest.raises(grpc.RpcError) as info:
-                next(responses)
-            assert 0.9 < time.monotonic() - last < 5
-            assert info.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
-            assert "nothing arrived for 1 s" in info.value.details()
-            requests.put(None)
+    with _server_and_stream(tmp_path, hands[0], idle_seconds=1.0) as (client, sid, raw):
+        requests, responses = raw
+        for request in _requests(sid, hands[1:], 2):
+            time.sleep(0.25)
+            requests.put(request)
+            assert next(responses).sequence == request.observation.sequence
+        _ends_idle(responses, after=0.9, details="nothing arrived for 1 s")
+        requests.put(None)
         assert client.get_session(sid).hands_observed == 8
 
 

@@ -63,7 +63,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -231,6 +231,17 @@ async def echo_saturated(port: int, streams: int, messages: int, payload: bytes)
     return sum(counts) / elapsed
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """This process's garbage collector paused (after one collection), as ``timeit`` pauses it."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 async def drive_open_loop(
     open_stream: Callable[[], object],
     streams: int,
@@ -248,70 +259,52 @@ async def drive_open_loop(
     collection of the load generator's own ~10^5 objects (50-190 ms here) stalled the hands in
     flight and read as the server's latency.
     """
-    gc.collect()
-    gc.disable()
-    try:
-        return await _drive_open_loop(
-            open_stream, streams, act, observation, rate=rate, seconds=seconds
-        )
-    finally:
-        gc.enable()
+    with _collector_paused():
+        queues: list[asyncio.Queue] = [asyncio.Queue() for _ in range(streams)]
 
+        async def feed(queue: asyncio.Queue) -> None:
+            call = open_stream()
 
-async def _drive_open_loop(
-    open_stream: Callable[[], object],
-    streams: int,
-    act: Callable[[int], Awaitable[object]],
-    observation: Callable[[int], tuple[int, object]],
-    *,
-    rate: float,
-    seconds: float,
-) -> dict[str, float]:
-    queues: list[asyncio.Queue] = [asyncio.Queue() for _ in range(streams)]
+            async def drain() -> None:
+                async for _ in call:
+                    pass
 
-    async def feed(queue: asyncio.Queue) -> None:
-        call = open_stream()
+            reader = asyncio.create_task(drain())
+            while (message := await queue.get()) is not None:
+                await call.write(message)
+            await call.done_writing()
+            await reader
 
-        async def drain() -> None:
-            async for _ in call:
-                pass
+        feeders = [asyncio.create_task(feed(q)) for q in queues]
+        latencies: list[float] = []
+        lags: list[float] = []
 
-        reader = asyncio.create_task(drain())
-        while (message := await queue.get()) is not None:
-            await call.write(message)
-        await call.done_writing()
-        await reader
+        async def hand(i: int, scheduled: float) -> None:
+            lags.append((time.perf_counter() - scheduled) * 1000.0)
+            await act(i)
+            latencies.append((time.perf_counter() - scheduled) * 1000.0)
+            stream, message = observation(i)
+            queues[stream].put_nowait(message)
 
-    feeders = [asyncio.create_task(feed(q)) for q in queues]
-    latencies: list[float] = []
-    lags: list[float] = []
-
-    async def hand(i: int, scheduled: float) -> None:
-        lags.append((time.perf_counter() - scheduled) * 1000.0)
-        await act(i)
-        latencies.append((time.perf_counter() - scheduled) * 1000.0)
-        stream, message = observation(i)
-        queues[stream].put_nowait(message)
-
-    start = time.perf_counter() + 0.05
-    tasks = []
-    for i in range(int(rate * seconds)):
-        scheduled = start + i / rate
-        delay = scheduled - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(hand(i, scheduled)))
-    await asyncio.gather(*tasks)
-    for queue in queues:
-        queue.put_nowait(None)
-    await asyncio.gather(*feeders)
-    return {
-        "offered_hands_per_s": rate,
-        "p50_ms": float(np.percentile(latencies, 50)),
-        "p99_ms": float(np.percentile(latencies, 99)),
-        "client_lag_p99_ms": float(np.percentile(lags, 99)),
-        "actions": len(latencies),
-    }
+        start = time.perf_counter() + 0.05
+        tasks = []
+        for i in range(int(rate * seconds)):
+            scheduled = start + i / rate
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(hand(i, scheduled)))
+        await asyncio.gather(*tasks)
+        for queue in queues:
+            queue.put_nowait(None)
+        await asyncio.gather(*feeders)
+        return {
+            "offered_hands_per_s": rate,
+            "p50_ms": float(np.percentile(latencies, 50)),
+            "p99_ms": float(np.percentile(latencies, 99)),
+            "client_lag_p99_ms": float(np.percentile(lags, 99)),
+            "actions": len(latencies),
+        }
 
 
 async def open_loop(

@@ -44,8 +44,8 @@ class ShieldedTasks:
             return  # the caller stopped waiting; an error is reported as never retrieved
         if task.cancelled():
             waiter.cancel()
-        elif task.exception() is not None:
-            waiter.set_exception(task.exception())
+        elif (error := task.exception()) is not None:
+            waiter.set_exception(error)
         else:
             waiter.set_result(task.result())
 

@@ -309,11 +309,6 @@ def kind_to_proto(kind: str) -> pb.ResponseKind:
 
 
 # -- observations ----------------------------------------------------------------------------------
-def _history(game: KuhnGame, message: pb.Observation | pb.InfoState, prefix: str) -> str:
-    which = message.WhichOneof("betting")
-    return "" if which is None else _betting(game, which, getattr(message, which), prefix)
-
-
 def _betting(game: KuhnGame, which: str, text: str, prefix: str) -> str:
     """The OpenSpiel history of the betting oneof's field ``which`` holding ``text``."""
     if which == "acpc_betting":

@@ -110,7 +110,9 @@ class SessionCache(Generic[S]):
 
     def check_fits(self, session: S) -> int:
         """The session's estimated bytes; ResourceExhaustedError if it alone exceeds the budget."""
-        nbytes = session.estimate_nbytes()
+        return self._fitting(session.estimate_nbytes())
+
+    def _fitting(self, nbytes: int) -> int:
         if nbytes > self.budget_bytes:
             raise ResourceExhaustedError(
                 f"memory: this session needs about {nbytes / 2**20:.1f} MiB, more than the "
@@ -123,7 +125,9 @@ class SessionCache(Generic[S]):
         """Keep ``session`` as the most recently used, counted at its current size; evict the
         least recently used idle sessions beyond the budget. ResourceExhaustedError (and nothing
         kept) if the session alone exceeds it."""
-        nbytes = self.check_fits(session)
+        self._remember(session, self.check_fits(session))
+
+    def _remember(self, session: S, nbytes: int) -> None:
         if self._sessions.get(session.session_id) is session:
             self.total_bytes -= session.nbytes
         session.nbytes = nbytes
@@ -144,11 +148,12 @@ class SessionCache(Generic[S]):
         make room if the total exceeds the budget; if it alone grew beyond it, it leaves."""
         if self._sessions.get(session.session_id) is not session:
             return
-        if session.estimate_nbytes() == session.nbytes and not self._over_budget():
+        nbytes = session.estimate_nbytes()  # (once: this runs after every commit)
+        if nbytes == session.nbytes and not self._over_budget():
             self._sessions.move_to_end(session.session_id)  # all that remember() would change
             return
         try:
-            self.remember(session)
+            self._remember(session, self._fitting(nbytes))
         except ResourceExhaustedError:
             self.forget(session)
 

@@ -11,7 +11,22 @@ from __future__ import annotations
 
 
 class OppModelError(Exception):
-    """Base class of every error this project raises on purpose."""
+    """Base class of every error this project raises on purpose.
+
+    Each pickles whole, whatever its constructor takes: the server's model workers send them
+    between processes (``server/model_worker.py``).
+    """
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[OppModelError], args: tuple[object, ...], state: dict) -> OppModelError:
+    """An error of ``cls`` with ``args`` and attributes ``state``, its constructor not called."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class InvalidArgumentError(OppModelError, ValueError):

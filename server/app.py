@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import gc
-import itertools
 import json
 import logging
 import signal
@@ -34,12 +33,6 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.compiler import limit_game
-from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
-from oppmodel.modeling.mbbr.model import build_model
-from oppmodel.modeling.observation import HandObservation, LimitObservation
 from oppmodel.server.decoding import add_service
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info_manager import PerfectInfoManager
@@ -47,7 +40,7 @@ from oppmodel.server.perfect_info_service import PerfectInfoServicer
 from oppmodel.server.perfect_info_spec import PerfectInfoLimits
 from oppmodel.server.perfect_info_weights import warm_up_perfect_info
 from oppmodel.server.servicer import OpponentModelServicer
-from oppmodel.server.sessions import Limits, SessionManager
+from oppmodel.server.sessions import Limits, SessionManager, warm_up_models
 from oppmodel.server.storage import is_postgres_url, redacted
 from oppmodel.server.storage_sql import SqlStore
 from oppmodel.server.storage_sqlite import SQLiteStore, Synchronous
@@ -78,6 +71,9 @@ class ServerConfig:
     max_message_bytes: int = 256 * 1024
     max_rpcs: int = 1024  # calls in progress at once (streams included); more: RESOURCE_EXHAUSTED
     workers: int = 2
+    # child processes that hold the sessions' models, so that their arithmetic leaves the event
+    # loop to gRPC (0: the server's own process holds them)
+    model_workers: int = 1
     grace_seconds: float = 5.0
     synchronous: Synchronous | str = Synchronous.FULL  # SQLite's (or its name, any case)
 
@@ -220,7 +216,11 @@ class Server:
             raise
         self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="oppmodel-cpu")
         self.manager = SessionManager(
-            self.storage, executor=self.executor, metrics=self.metrics, limits=config.limits
+            self.storage,
+            executor=self.executor,
+            metrics=self.metrics,
+            limits=config.limits,
+            model_workers=config.model_workers,
         )
         servicer = OpponentModelServicer(
             self.manager,
@@ -280,6 +280,7 @@ class Server:
 
     async def start(self) -> None:
         """Start serving; health answers SERVING for the service and overall."""
+        await self.manager.start()
         await self.grpc.start()
         for name in ("", SERVICE_NAME, PERFECT_INFO_SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -289,6 +290,7 @@ class Server:
         await self.health.enter_graceful_shutdown()
         await self.grpc.stop(self.config.grace_seconds if grace is None else grace)
         await self.manager.drain()  # state changes of cancelled calls run to their end
+        await self.manager.close()
         await self.perfect_info.drain()
         await asyncio.get_running_loop().run_in_executor(None, self.close)
 
@@ -355,27 +357,7 @@ def warm_up() -> None:
     ``gc.freeze``: a full collection over them takes ~70 ms here, which showed up as the p99 of
     queries.
     """
-    configs = [
-        MBBRConfig(k=2, hands_default=0, posterior=Posterior.SAMPLES),
-        MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET),
-        MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET, prior=Prior.TYPED),
-    ]
-    for players, config in itertools.product((3, 2, 4), configs):
-        game = kuhn_game(players)
-        model = build_model(game, config)
-        model.observe(HandObservation(0, "p" * players, tuple(range(players))))
-        for kind in Response:
-            model.response(0, kind)
-        model.opponent_model(0, 1)
-        build_model(game, config).restore(model.snapshot())
-    leduc = limit_game("leduc2p")  # the limit-game kernels (every limit game shares them)
-    for config in configs:
-        limit = build_limit_model(leduc, config)
-        limit.observe(LimitObservation(0, "rf", ("Ks", None), ("",)))
-        for kind in Response:
-            limit.response(0, kind)
-        limit.action_probabilities(1, 0)
-        build_limit_model(leduc, config).restore(limit.snapshot())
+    warm_up_models()
     warm_up_perfect_info()
     gc.collect()
     gc.freeze()

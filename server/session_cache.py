@@ -55,15 +55,19 @@ class SessionCache(Generic[S]):
         tasks: ShieldedTasks,
         what: str,
         on_change: Callable[[int, int], None] | None = None,
+        on_forget: Callable[[S], None] | None = None,
     ) -> None:
         """``what``: how an error names the budget (e.g. "oppmodel serve --memory-mb");
-        ``on_change(sessions, bytes)``: called whenever the contents change (metrics)."""
+        ``on_change(sessions, bytes)``: called whenever the contents change (metrics);
+        ``on_forget(session)``: called once for each copy of a session that leaves memory (it
+        may release what the copy holds elsewhere)."""
         self.budget_bytes = budget_bytes
         self.max_sessions = max_sessions
         self.total_bytes = 0  # the sum of the cached sessions' ``nbytes``
         self._tasks = tasks
         self._what = what
         self._on_change = on_change
+        self._on_forget = on_forget
         self._sessions: OrderedDict[str, S] = OrderedDict()
         self._loading: dict[str, asyncio.Task[S | None]] = {}
 
@@ -159,6 +163,8 @@ class SessionCache(Generic[S]):
 
     def forget(self, session: S) -> None:
         """Drop ``session`` from memory; holders of it fetch the current copy (``evicted``)."""
+        if not session.evicted and self._on_forget is not None:
+            self._on_forget(session)
         session.evicted = True
         if self._sessions.get(session.session_id) is session:
             del self._sessions[session.session_id]

@@ -21,10 +21,12 @@ appends drops it, reloads and classifies the observations again; no hand is appl
 Concurrency: observations of one session are ordered by its writers' lock, held across the commit;
 the model itself is updated and read under a second lock held only for the arithmetic, so updates
 are applied in order, queries never see a half-applied update, and a query never waits for a
-commit (an fsync can take long on a busy disk). Model arithmetic on large tables
-(building, replaying, updates and responses with k^(n-1) > ``Limits.inline_joint_samples``) runs
-on a thread pool so the event loop keeps serving other sessions; small tables are cheaper to compute
-inline than to hand to a thread (see ``_compute``). Storage runs on its own thread.
+commit (an fsync can take long on a busy disk). With model workers (the server's default) the
+models live in child processes (``server/model_worker.py``, a ``HeldModel`` here) and all their
+arithmetic runs there; without them, model arithmetic on large tables (building, replaying,
+updates and responses with k^(n-1) > ``Limits.inline_joint_samples``) runs on a thread pool so the
+event loop keeps serving other sessions, and small tables, cheaper to compute inline than to hand
+to a thread, on the loop (see ``_compute``). Storage runs on its own thread.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import builtins
 import collections
 import functools
 import hashlib
+import itertools
 import logging
 import math
 import time
@@ -41,7 +44,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -53,12 +56,18 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
     UnavailableError,
 )
-from oppmodel.modeling.games.acpc.compiler import limit_game_of
+from oppmodel.modeling.games.acpc.compiler import limit_game, limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr import model as mbbr
-from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior
+from oppmodel.modeling.mbbr.config import (
+    FIELDS_ADDED_LATER,
+    MBBRConfig,
+    Posterior,
+    Prior,
+    Response,
+)
 from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES
 from oppmodel.modeling.mbbr.snapshot import SnapshotError
@@ -69,6 +78,7 @@ from oppmodel.modeling.observation import (
     limit_observation_of,
 )
 from oppmodel.server.metrics import Metrics
+from oppmodel.server.model_worker import ModelWorker
 from oppmodel.server.session_cache import SessionCache
 from oppmodel.server.storage import (
     ObservationRow,
@@ -76,6 +86,7 @@ from oppmodel.server.storage import (
     SessionStore,
     SnapshotRow,
     StaleSessionError,
+    StoredSession,
 )
 from oppmodel.server.tasks import ShieldedTasks
 from oppmodel.server.turns import TurnTaking
@@ -231,6 +242,20 @@ class ActionChoice:
 
 
 @dataclass
+class HeldModel:
+    """A session's model that a model worker holds (``server/model_worker.py``): what this
+    process knows of it. Each loaded copy of a session has a key of its own."""
+
+    worker: ModelWorker
+    key: str
+    size: int  # the model's ``nbytes()`` when the worker last reported it
+
+    def nbytes(self) -> int:
+        """The model's estimated memory (in the worker's process)."""
+        return self.size
+
+
+@dataclass
 class LiveSession:
     """A session loaded in memory.
 
@@ -244,7 +269,7 @@ class LiveSession:
     created_unix_ms: int
     spec: SessionSpec
     game: Game
-    model: Model
+    model: Model | HeldModel  # here, or held by a model worker
     hands_observed: int  # observations applied (= the last acknowledged sequence number)
     # The last applied hands (at most Limits.recent_hands) as plain (position, history, cards)
     # tuples, for comparing resends without a read (older resends are compared with storage):
@@ -310,6 +335,7 @@ def build_model(spec: SessionSpec) -> Model:
 HandKey = tuple[int, str, tuple[int | str | None, ...]]
 SESSION_OVERHEAD_BYTES = 8192  # a live session's objects besides its model and hands, measured
 STALE_TRIES = 3  # reloads of a session that other processes keep appending to, then UNAVAILABLE
+WARM_MODELS = "oppmodel.server.warm_models"  # what the model workers' fork server imports
 
 
 def _key_of(obs: Observation) -> HandKey:
@@ -369,6 +395,102 @@ def _obs_of(game: Game, row: ObservationRow) -> Observation:
     return HandObservation(row.position, row.history, tuple(cast(tuple[int | None], row.cards)))
 
 
+# -- what a model worker runs (``server/model_worker.py``) on the models it holds --------------
+def _held(models: dict[str, Model], key: str) -> Model:
+    model = models.get(key)
+    if model is None:  # its worker restarted after the caller found the session
+        raise UnavailableError("session_id: the session's model is being reloaded; send again")
+    return model
+
+
+def _held_create(models: dict[str, Model], key: str, spec: SessionSpec) -> int:
+    """Build a new session's model and hold it; its nbytes."""
+    model = build_model(spec)
+    models[key] = model
+    return model.nbytes()
+
+
+def _held_restore(
+    models: dict[str, Model], key: str, spec: dict, snapshot: SnapshotRow | None
+) -> int:
+    """Build a stored session's model with its snapshot restored (``_restored``) and hold it;
+    the hands restored (0: no snapshot used)."""
+    models[key] = _restored(spec, snapshot)[1]
+    return models[key].hands_observed
+
+
+def _held_replay(
+    models: dict[str, Model], key: str, rows: Sequence[ObservationRow]
+) -> tuple[float, int, int]:
+    """Apply stored hands after the held model's state: (seconds, hands observed, nbytes)."""
+    model = _held(models, key)
+    seconds = _replay(model, rows)
+    return seconds, model.hands_observed, model.nbytes()
+
+
+def _held_observe(
+    models: dict[str, Model], key: str, hands: Sequence[Observation], positions: Sequence[int]
+) -> tuple[float, int, dict[int, np.ndarray]]:
+    """Apply ``hands`` to the held model: (seconds of arithmetic, nbytes, the policies of
+    ``positions`` after them, so that the next GetAction finds them computed). A model that
+    fails to apply them is dropped (it may hold part of them)."""
+    model = _held(models, key)
+    start = time.perf_counter()
+    try:
+        _observe_all(model, hands)
+    except BaseException:
+        del models[key]
+        raise
+    seconds = time.perf_counter() - start
+    policies = {}
+    for position in positions:
+        try:
+            policies[position] = model.policy(position)
+        except Exception:  # not computed ahead: the GetAction that asks reports it
+            break
+    return seconds, model.nbytes(), policies
+
+
+def _held_call(models: dict[str, Model], key: str, method: str, args: tuple[object, ...]) -> object:
+    """``model.method(*args)`` of the held model."""
+    return getattr(_held(models, key), method)(*args)
+
+
+def _held_drop(models: dict[str, Model], key: str) -> None:
+    models.pop(key, None)
+
+
+def warm_up_models() -> None:
+    """Compile (or load from numba's cache) every model kernel a request can reach: the first
+    update or response otherwise pays the JIT load (~1 s)."""
+    configs = [
+        MBBRConfig(k=2, hands_default=0, posterior=Posterior.SAMPLES),
+        MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET),
+        MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET, prior=Prior.TYPED),
+    ]
+    for players, config in itertools.product((3, 2, 4), configs):
+        game = kuhn_game(players)
+        model = mbbr.build_model(game, config)
+        model.observe(HandObservation(0, "p" * players, tuple(range(players))))
+        for kind in Response:
+            model.response(0, kind)
+        model.opponent_model(0, 1)
+        mbbr.build_model(game, config).restore(model.snapshot())
+    leduc = limit_game("leduc2p")  # the limit-game kernels (every limit game shares them)
+    for config in configs:
+        limit = build_limit_model(leduc, config)
+        limit.observe(LimitObservation(0, "rf", ("Ks", None), ("",)))
+        for kind in Response:
+            limit.response(0, kind)
+        limit.action_probabilities(1, 0)
+        build_limit_model(leduc, config).restore(limit.snapshot())
+
+
+# What a reload rebuilds: (spec, game, model, hands restored from the snapshot, hands observed,
+# the stored hands replayed after them, the seconds the replay took)
+_Rebuilt = tuple[SessionSpec, Game, Model | HeldModel, int, int, Sequence[ObservationRow], float]
+
+
 class _Locked:
     """What ``SessionManager.locked`` returns: a class, not an ``asynccontextmanager``, because
     every observation and query enters one on the event loop (a generator-based one cost a
@@ -410,25 +532,65 @@ class SessionManager:
     """
 
     def __init__(
-        self, storage: SessionStore, *, executor: Executor, metrics: Metrics, limits: Limits
+        self,
+        storage: SessionStore,
+        *,
+        executor: Executor,
+        metrics: Metrics,
+        limits: Limits,
+        model_workers: int = 0,
     ) -> None:
+        """``model_workers``: child processes that hold the sessions' models (0: this process
+        holds them, computing small ones on the event loop and large ones on ``executor``)."""
         self.storage = storage
         self.executor = executor
         self.metrics = metrics
         self.limits = limits
         self._changes = ShieldedTasks()
         self._turns = TurnTaking()
+        self._workers = [
+            ModelWorker(preload=[WARM_MODELS], on_lost=self._lost_worker)
+            for _ in range(model_workers)
+        ]
+        self._next_worker = itertools.cycle(self._workers)
         self.cache: SessionCache[LiveSession] = SessionCache(
             budget_bytes=limits.memory_bytes,
             tasks=self._changes,
             what="oppmodel serve --memory-mb",
             on_change=self._count_live,
+            on_forget=self._release,
         )
 
     # -- helpers ---------------------------------------------------------------------------------
     async def drain(self) -> None:
         """Wait for every state change in progress (their callers may be gone) to finish."""
         await self._changes.drain()
+
+    async def start(self) -> None:
+        """Start the model workers; returns once they take calls."""
+        await asyncio.gather(*(worker.start() for worker in self._workers))
+
+    async def close(self) -> None:
+        """Stop the model workers (after ``drain``)."""
+        for worker in self._workers:
+            await worker.close()
+
+    def _held_by(self, worker: ModelWorker) -> HeldModel:
+        """A new key for a model that ``worker`` is about to hold."""
+        return HeldModel(worker, uuid.uuid4().hex, 0)
+
+    def _release(self, session: LiveSession) -> None:
+        """A copy of a session left memory: its worker drops its model."""
+        if isinstance(session.model, HeldModel):
+            session.model.worker.forget(_held_drop, session.model.key)
+
+    def _lost_worker(self, worker: ModelWorker) -> None:
+        """A model worker died: the sessions whose models it held leave memory (their next use
+        reloads them from the store, into a new worker)."""
+        for session in list(map(self.cache.peek, self.cache.ids())):
+            held = None if session is None else session.model
+            if session is not None and isinstance(held, HeldModel) and held.worker is worker:
+                self.cache.forget(session)
 
     async def _cpu(self, fn: Callable[..., T], *args: object) -> T:
         """Run model arithmetic on the worker pool."""
@@ -438,14 +600,19 @@ class SessionManager:
         """Run a costly step of a request (compiling a game) on the worker pool."""
         return await self._cpu(fn)
 
-    async def _compute(self, session: LiveSession, fn: Callable[..., T], *args: object) -> T:
-        """Run one session's model arithmetic: inline when small, else on the worker pool.
+    async def _compute(self, session: LiveSession, method: str, *args: object) -> Any:
+        """``model.method(*args)`` of the session's model: in its model worker if one holds it,
+        else inline when small, else on the worker pool.
 
         A thread hop costs ~0.1 ms plus a wait for the GIL (up to the 5 ms switch interval while
         another thread computes), far more than an update or response of a small table (k = 10:
         ~30 us), and a thread cannot run Python in parallel anyway. So tables up to
         ``Limits.inline_joint_samples`` are computed on the event loop and larger ones on the pool.
         """
+        model = session.model
+        if isinstance(model, HeldModel):
+            return await model.worker.call(_held_call, model.key, method, args)
+        fn = getattr(model, method)
         if self._inline(session):
             return fn(*args)
         return await self._cpu(fn, *args)
@@ -473,25 +640,39 @@ class SessionManager:
 
     async def _create(self, owner: str, spec: SessionSpec) -> SessionInfo:
         self.check_limits(spec)
-        model = await self._cpu(build_model, spec)  # validates the config and the prior
+        game, model = await self._built(spec)  # validates the config and the prior
         session = LiveSession(
             session_id=uuid.uuid4().hex,
             owner=owner,
             created_unix_ms=int(time.time() * 1000),
             spec=spec,
-            game=model.game,
+            game=game,
             model=model,
             hands_observed=0,
             recent=collections.deque(maxlen=self.limits.recent_hands),
         )
-        self.cache.check_fits(session)  # refused before anything is stored
-        row = SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
-        await asyncio.wrap_future(
-            self.storage.create_session_async(row, max_sessions=self.limits.max_sessions)
-        )
-        self.cache.remember(session)
+        try:
+            self.cache.check_fits(session)  # refused before anything is stored
+            row = SessionRow(session.session_id, owner, session.created_unix_ms, spec.to_json())
+            await asyncio.wrap_future(
+                self.storage.create_session_async(row, max_sessions=self.limits.max_sessions)
+            )
+            self.cache.remember(session)
+        except BaseException:
+            self._release(session)
+            raise
         log.info("session created", extra={"session_id": session.session_id, "game": spec.game})
         return session.info()
+
+    async def _built(self, spec: SessionSpec) -> tuple[Game, Model | HeldModel]:
+        """A new session's game and model (built in a model worker if there are any)."""
+        if not self._workers:
+            model = await self._cpu(build_model, spec)
+            return model.game, model
+        game = await self._cpu(game_of, spec)  # compiles a limit game once per rules
+        held = self._held_by(next(self._next_worker))
+        held.size = await held.worker.call(_held_create, held.key, spec)
+        return game, held
 
     async def get(self, owner: str, session_id: str) -> LiveSession:
         """The live session, loading and replaying it from storage on first use.
@@ -537,13 +718,12 @@ class SessionManager:
         stored = await asyncio.wrap_future(self.storage.load_session_async(session_id))
         if stored is None:
             return None
-        row, rows = stored.row, stored.tail
+        row = stored.row
         try:
-            spec, model = await self._cpu(_restored, row.spec, stored.snapshot)
-            base = model.hands_observed  # 0 if there is no snapshot or it cannot be used
-            if stored.snapshot is not None and base != stored.snapshot.hands:
-                rows = await asyncio.wrap_future(self.storage.load_observations_async(session_id))
-            seconds = await self._cpu(_replay, model, rows)
+            rebuild = self._rebuilt_held if self._workers else self._rebuilt_here
+            spec, game, model, base, hands, rows, seconds = await rebuild(stored)
+        except UnavailableError:  # its model worker died meanwhile: the session is not at fault
+            raise
         except Exception as exc:
             log.error("session cannot be loaded", extra={"session_id": session_id}, exc_info=exc)
             reason = str(exc) if isinstance(exc, OppModelError) else "see the server log"
@@ -557,10 +737,10 @@ class SessionManager:
             owner=row.owner,
             created_unix_ms=row.created_unix_ms,
             spec=spec,
-            game=model.game,
+            game=game,
             model=model,
-            hands_observed=model.hands_observed,
-            stored_hands=model.hands_observed,
+            hands_observed=hands,
+            stored_hands=hands,
             recent=collections.deque(map(_key_of_row, rows), maxlen=self.limits.recent_hands),
             snapshot_hands=base,
             replay_seconds=seconds,
@@ -569,6 +749,7 @@ class SessionManager:
         try:
             self.cache.remember(session)
         except ResourceExhaustedError as exc:
+            self._release(session)
             raise SessionTooLargeError(row.owner, str(exc)) from None
         log.info(
             "session loaded",
@@ -576,6 +757,37 @@ class SessionManager:
                    "replayed": len(rows), "replay_seconds": round(seconds, 4)},
         )  # fmt: skip
         return session
+
+    async def _rows_to_replay(self, stored: StoredSession, base: int) -> Sequence[ObservationRow]:
+        """The stored hands after a restored snapshot of ``base`` hands: all of them if the
+        snapshot could not be used (``base`` differs from it)."""
+        if stored.snapshot is not None and base != stored.snapshot.hands:
+            return await asyncio.wrap_future(
+                self.storage.load_observations_async(stored.row.session_id)
+            )
+        return stored.tail
+
+    async def _rebuilt_here(self, stored: StoredSession) -> _Rebuilt:
+        """``_load``'s model in this process (on the worker pool)."""
+        spec, model = await self._cpu(_restored, stored.row.spec, stored.snapshot)
+        base = model.hands_observed  # 0 if there is no snapshot or it cannot be used
+        rows = await self._rows_to_replay(stored, base)
+        seconds = await self._cpu(_replay, model, rows)
+        return spec, model.game, model, base, model.hands_observed, rows, seconds
+
+    async def _rebuilt_held(self, stored: StoredSession) -> _Rebuilt:
+        """``_load``'s model in a model worker (dropped there if it cannot be rebuilt)."""
+        spec = SessionSpec.from_json(stored.row.spec)
+        game = await self._cpu(game_of, spec)
+        held = self._held_by(next(self._next_worker))
+        try:
+            base = await held.worker.call(_held_restore, held.key, stored.row.spec, stored.snapshot)
+            rows = await self._rows_to_replay(stored, base)
+            seconds, hands, held.size = await held.worker.call(_held_replay, held.key, rows)
+        except BaseException:
+            held.worker.forget(_held_drop, held.key)
+            raise
+        return spec, game, held, base, hands, rows, seconds
 
     async def list(self, owner: str) -> list[SessionInfo]:
         """The owner's sessions, oldest first (from storage, so unloaded ones are listed too)."""
@@ -762,9 +974,19 @@ class SessionManager:
         turns (``turns.py``): a group commit completes the hands of many sessions at once, and a
         commit may hold ~0.2 s of one session's updates (``_chunk_size``); applied in one turn,
         either held up every request arriving meanwhile. This session's readers wait on the
-        model lock, so none sees a half-applied batch.
+        model lock, so none sees a half-applied batch. A model worker applies them in one go
+        and returns, with them, the policies that GetAction asked of the session before.
         """
         model = session.model
+        if isinstance(model, HeldModel):
+            positions = () if isinstance(session.game, LimitGame) else tuple(session.policy_cache)
+            seconds, model.size, policies = await model.worker.call(
+                _held_observe, model.key, new, positions
+            )
+            hands = session.hands_observed + len(new)  # what the caller counts once applied
+            for position, policy in policies.items():
+                session.policy_cache[position] = (hands, policy)
+            return seconds
         if not self._inline(session):
             start = time.perf_counter()
             await self._cpu(_observe_all, model, new)
@@ -800,7 +1022,7 @@ class SessionManager:
         queued behind the commit of its hands, so it never covers a hand that is not stored.
         """
         try:
-            state = await self._compute(session, session.model.snapshot)
+            state = await self._compute(session, "snapshot")
         except Exception as exc:  # a bug; the hands are stored and applied all the same
             log.error("snapshot failed", extra={"session_id": session.session_id}, exc_info=exc)
             return
@@ -826,7 +1048,7 @@ class SessionManager:
         our_position = (opponent_position - offset) % spec.num_players
         async with self.locked(session, write=False) as session:
             probs, ess = await self._compute(
-                session, session.model.opponent_model, our_position, opponent_position
+                session, "opponent_model", our_position, opponent_position
             )
             hands = session.hands_observed
         self.metrics.ess.observe(ess)
@@ -839,9 +1061,7 @@ class SessionManager:
         session.game.check_position(our_position, "our_position")
         kind = kind or session.spec.config.response
         async with self.locked(session, write=False) as session:
-            strategy, value = await self._compute(
-                session, session.model.response, our_position, kind
-            )
+            strategy, value = await self._compute(session, "response", our_position, kind)
             hands = session.hands_observed
         return strategy, float(value), kind, hands
 
@@ -853,13 +1073,12 @@ class SessionManager:
         game = session.game
         async with self.locked(session, write=False) as session:
             hands = session.hands_observed
-            model = session.model
-            if isinstance(model, LimitModel):  # solves only the deals of this hole, once
-                row = await self._compute(session, model.action_probabilities, position, infoset)
+            if isinstance(game, LimitGame):  # solves only the deals of this hole, once
+                row = await self._compute(session, "action_probabilities", position, infoset)
             else:
                 cached = session.policy_cache.get(position)
                 if cached is None or cached[0] != hands:
-                    policy = await self._compute(session, model.policy, position)
+                    policy = await self._compute(session, "policy", position)
                     session.policy_cache[position] = (hands, policy)
                 else:
                     policy = cached[1]

@@ -30,8 +30,17 @@ def _spec(config: MBBRConfig) -> SessionSpec:
     return SessionSpec("kuhn_poker(players=3)", 3, "us", ("a", "b"), config)
 
 
-@pytest.mark.parametrize("posterior", ["samples", "dirichlet"])
-def test_live_sessions_stay_within_the_memory_budget_and_reload_when_used(tmp_path, posterior):
+def _held_count(models: dict, key: str) -> int:
+    return len(models)
+
+
+@pytest.mark.parametrize(
+    ("posterior", "model_workers"), [("samples", 0), ("dirichlet", 0), ("dirichlet", 1)]
+)
+def test_live_sessions_stay_within_the_memory_budget_and_reload_when_used(
+    tmp_path, posterior, model_workers
+):
+    """... and with a model worker, the worker holds the models of exactly the sessions kept."""
     hands = list(enumerate(random_observations(40, seed=1), start=1))
     spec = _spec(MBBRConfig(posterior=posterior))
 
@@ -43,7 +52,13 @@ def test_live_sessions_stay_within_the_memory_budget_and_reload_when_used(tmp_pa
             await probe.observe(one, hands[:5])
             budget = int(2.5 * one.nbytes)  # room for two sessions that saw 5 hands or more
             limits = Limits(memory_bytes=budget)
-            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
+            manager = SessionManager(
+                store,
+                executor=executor,
+                metrics=Metrics(),
+                limits=limits,
+                model_workers=model_workers,
+            )
             sids = [(await manager.create("", spec)).session_id for _ in range(8)]
             peaks, live = [], []
             for sid in sids * 2:  # round robin: sessions leave memory and reload when used
@@ -52,6 +67,11 @@ def test_live_sessions_stay_within_the_memory_budget_and_reload_when_used(tmp_pa
                 peaks.append(manager.cache.total_bytes)
                 live.append(len(manager.cache))
             counts = [(await manager.get("", sid)).hands_observed for sid in sids]
+            if model_workers:
+                model = (await manager.get("", sids[-1])).model
+                held = await model.worker.call(_held_count, "")  # type: ignore[union-attr]
+                assert held == len(manager.cache)
+            await manager.close()
         store.close()
         return budget, peaks, live, counts
 

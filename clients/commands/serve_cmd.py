@@ -10,7 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from oppmodel.clients.commands._types import float_in, non_negative_float, port, positive_int
+from oppmodel.clients.commands._types import (
+    float_in,
+    non_negative_float,
+    non_negative_int,
+    port,
+    positive_int,
+)
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.server import ray_serve
 from oppmodel.server.app import Server, ServerConfig, configure_logging, read_tokens, serve
@@ -163,6 +169,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "replays at most that many; fewer: faster reloads, more writes (default %(default)s)",
     )
     parser.add_argument(
+        "--model-workers",
+        type=non_negative_int,
+        default=ServerConfig.model_workers,
+        help="child processes that hold the sessions' models and compute their updates and "
+        "responses, so that the server's event loop serves calls meanwhile; 0: the server's "
+        "own process computes them (default %(default)s)",
+    )
+    parser.add_argument(
         "--grace",
         type=non_negative_float,
         default=5.0,
@@ -201,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
         max_rpcs=args.max_rpcs,
         grace_seconds=args.grace,
         synchronous=args.synchronous,
+        model_workers=args.model_workers,
     )
     if args.ray:
         ray_config = RayServeConfig(config, replicas=args.replicas, address=args.address)

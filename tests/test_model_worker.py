@@ -1,0 +1,185 @@
+"""The model worker: a real child process holding objects by key (server/model_worker.py), and a
+real server whose models live in one, killed mid-session."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from service_support import GAME, random_observations, running_server
+
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.modeling.errors import InvalidArgumentError, UnavailableError
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.model import build_model
+from oppmodel.modeling.strategy import strategy_to_dict
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.model_worker import ModelWorker
+from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
+from oppmodel.server.storage_sqlite import SQLiteStore
+
+
+def _put(objects: dict, key: str, value: object) -> int:
+    objects[key] = value
+    return len(objects)
+
+
+def _get(objects: dict, key: str) -> object:
+    return objects[key]
+
+
+def _refuse(objects: dict, key: str) -> None:
+    raise InvalidArgumentError("config.k", f"{key} is refused")
+
+
+class _Unpicklable(Exception):
+    def __reduce__(self) -> tuple:
+        raise TypeError("not picklable")
+
+
+def _fail_oddly(objects: dict, key: str) -> None:
+    raise _Unpicklable("odd")
+
+
+def _sleep(objects: dict, key: str, seconds: float) -> str:
+    time.sleep(seconds)
+    return key
+
+
+def _pid(objects: dict, key: str) -> int:
+    return os.getpid()
+
+
+def test_calls_return_results_and_errors_in_order() -> None:
+    async def main() -> None:
+        worker = ModelWorker(preload=[])
+        try:
+            assert await worker.call(_put, "a", np.arange(3)) == 1
+            results = await asyncio.gather(
+                worker.call(_put, "b", {"x": 1}),
+                worker.call(_get, "a"),
+                worker.call(_get, "b"),
+            )
+            assert results[0] == 2
+            np.testing.assert_array_equal(results[1], np.arange(3))
+            assert results[2] == {"x": 1}
+            with pytest.raises(InvalidArgumentError, match=r"config\.k: s is refused") as caught:
+                await worker.call(_refuse, "s")
+            assert caught.value.field == "config.k"  # the domain error, whole
+            with pytest.raises(RuntimeError, match="_Unpicklable: odd"):
+                await worker.call(_fail_oddly, "t")
+            assert await worker.call(_get, "b") == {"x": 1}  # errors leave the worker serving
+        finally:
+            await worker.close()
+
+    asyncio.run(main())
+
+
+def test_a_caller_that_gives_up_leaves_the_next_answers_right() -> None:
+    async def main() -> None:
+        worker = ModelWorker(preload=[])
+        try:
+            slow = asyncio.ensure_future(worker.call(_sleep, "slow", 0.3))
+            await asyncio.sleep(0.05)
+            slow.cancel()
+            assert await worker.call(_sleep, "next", 0.0) == "next"
+        finally:
+            await worker.close()
+
+    asyncio.run(main())
+
+
+def test_a_killed_worker_fails_its_callers_and_a_new_one_starts() -> None:
+    lost: list[ModelWorker] = []
+
+    async def main() -> None:
+        worker = ModelWorker(preload=[], on_lost=lost.append)
+        try:
+            await worker.call(_put, "a", 1)
+            pid = await worker.call(_pid, "")
+            waiting = asyncio.ensure_future(worker.call(_sleep, "w", 5.0))
+            await asyncio.sleep(0.1)
+            os.kill(pid, signal.SIGKILL)
+            with pytest.raises(UnavailableError, match="model worker stopped"):
+                await asyncio.wait_for(waiting, 5)
+            assert lost == [worker]
+            assert await worker.call(_pid, "") != pid  # a new process, holding nothing
+            with pytest.raises(KeyError):
+                await worker.call(_get, "a")
+        finally:
+            await worker.close()
+
+    asyncio.run(main())
+
+
+def _model_workers() -> list[multiprocessing.process.BaseProcess]:
+    return [p for p in multiprocessing.active_children() if p.name == "oppmodel-models"]
+
+
+def test_a_session_survives_its_model_worker_killed_mid_match(tmp_path: Path) -> None:
+    """Kill -9 of the worker holding the models: the calls meanwhile get UNAVAILABLE, nothing
+    acknowledged is lost, and the reloaded posterior equals the library's bit for bit."""
+    config = MBBRConfig(k=10, hands_default=5, seed=3)
+    hands = random_observations(60, seed=11)
+    with (
+        running_server(tmp_path / "w.sqlite", model_workers=1) as port,
+        OpponentModelClient(f"127.0.0.1:{port}", timeout=20) as client,
+    ):
+        sid = client.create_session(config=config, opponent_labels=["a", "b"]).session_id
+        client.observe(sid, hands[:30], first_sequence=1)
+        (worker,) = _model_workers()
+        os.kill(worker.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        worker.join(10)
+        acknowledged = 30
+        for sequence in range(31, 61):
+            try:
+                client.observe(sid, [hands[sequence - 1]], first_sequence=sequence)
+                acknowledged = sequence
+            except UnavailableError:
+                break  # the hand was not applied; it is sent again below
+        client.observe(sid, hands[acknowledged:], first_sequence=acknowledged + 1)
+        assert client.get_session(sid).hands_observed == 60
+        got = client.model(sid, "a", 1)
+    library = build_model(GAME, config)
+    for hand in hands:
+        library.observe(hand)
+    want, ess = library.opponent_model(0, 1)
+    assert got.effective_sample_size == ess
+    assert got.strategy.as_dict() == {
+        s: tuple(p) for s, p in strategy_to_dict(GAME, 1, want).items()
+    }
+
+
+def test_after_a_hand_the_worker_returns_the_policies_asked_before(tmp_path: Path) -> None:
+    """The next GetAction finds its policy computed (no round trip), equal to the library's."""
+    config = MBBRConfig(k=10, hands_default=0, seed=5)
+    hands = list(enumerate(random_observations(3, seed=2), start=1))
+    spec = SessionSpec(GAME.name, 3, "us", ("a", "b"), config)
+
+    async def scenario() -> tuple[dict, int]:
+        store = SQLiteStore(tmp_path / "db.sqlite", synchronous="NORMAL")
+        with ThreadPoolExecutor(1) as executor:
+            manager = SessionManager(
+                store, executor=executor, metrics=Metrics(), limits=Limits(), model_workers=1
+            )
+            session = await manager.get("", (await manager.create("", spec)).session_id)
+            await manager.action(session, position=2, infoset=0, draw=0)  # asks position 2
+            await manager.observe(session, hands)
+            cached = dict(session.policy_cache)
+            await manager.close()
+        store.close()
+        return cached, session.hands_observed
+
+    cached, hands_observed = asyncio.run(scenario())
+    library = build_model(GAME, config)
+    for _, hand in hands:
+        library.observe(hand)
+    assert set(cached) == {2} and cached[2][0] == hands_observed == 3
+    np.testing.assert_array_equal(cached[2][1], library.policy(2))

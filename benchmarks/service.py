@@ -88,6 +88,7 @@ from oppmodel.modeling.observation import (  # noqa: E402
 )
 from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
+from oppmodel.server.app import ServerConfig  # noqa: E402
 from oppmodel.server.storage_sqlite import Synchronous  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc  # noqa: E402
@@ -350,19 +351,45 @@ async def open_loop(
         )
 
 
+def _descendants(pid: int) -> list[int]:
+    """The live processes under ``pid`` (a server's model workers, forked by multiprocessing's
+    fork server, its child), from Linux's /proc."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            for task in os.listdir(f"/proc/{parent}/task"):
+                with open(f"/proc/{parent}/task/{task}/children", encoding="ascii") as children:
+                    todo.extend(int(child) for child in children.read().split())
+        except OSError:  # it (or a thread of it) exited meanwhile
+            if parent == pid:
+                raise
+            continue
+        if parent != pid:
+            found.append(parent)
+    return found
+
+
+def _process_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_seconds(pid: int) -> tuple[float, float, float] | None:
-    """(CPU seconds of the whole process, of its main thread, seconds its main thread was ready
-    to run but waiting for a CPU) from Linux's /proc; None elsewhere. A server's main thread is
-    its event loop."""
+    """(CPU seconds of the whole process and the processes under it, of its main thread,
+    seconds its main thread was ready to run but waiting for a CPU) from Linux's /proc; None
+    elsewhere. A server's main thread is its event loop."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
+        cpu = _process_cpu(pid)
+        for child in _descendants(pid):
+            with contextlib.suppress(OSError):  # exited meanwhile
+                cpu += _process_cpu(child)
         with open(f"/proc/{pid}/task/{pid}/schedstat", encoding="ascii") as schedstat:
             running, waiting, _ = schedstat.read().split()
     except OSError:
         return None
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks, int(running) / 1e9, int(waiting) / 1e9
+    return cpu, int(running) / 1e9, int(waiting) / 1e9
 
 
 def with_server_cpu(pid: int, run: Callable[[], dict[str, float]]) -> dict[str, float]:
@@ -579,6 +606,12 @@ def main() -> None:
     parser.add_argument(
         "--store", metavar="URL", help="a postgresql:// database (default: a fresh SQLite file)"
     )
+    parser.add_argument(
+        "--model-workers",
+        type=int,
+        default=ServerConfig.model_workers,
+        help="the server's model worker processes (0: models in its own; default %(default)s)",
+    )
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     ray = parser.add_argument_group("oppmodel serve --ray (see the top of this file)")
     ray.add_argument("--ray", action="store_true", help="measure the Ray Serve deployment")
@@ -626,11 +659,14 @@ def main() -> None:
         "k": args.k if args.posterior == Posterior.SAMPLES else None,
         "synchronous": args.synchronous,
         "store": "postgresql" if args.store else "sqlite",
+        "model_workers": args.model_workers,
         "library_hands_per_s": library,
     }
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store or Path(tmp) / "bench.sqlite"
-        process, port = serve_cmd.spawn(store, "--synchronous", args.synchronous)
+        process, port = serve_cmd.spawn(
+            store, "--synchronous", args.synchronous, "--model-workers", str(args.model_workers)
+        )
         # its log (a line per session) must be read, or a full pipe stops the server
         threading.Thread(target=process.stderr.read, daemon=True).start()
         echo, echo_port = start_echo()

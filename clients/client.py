@@ -207,6 +207,7 @@ class OpponentModelClient(GrpcClient):
         config: MBBRConfig | None = None,
         prior_mean: Mapping[int, Mapping[str, Sequence[float]]] | str | None = None,
         default_strategy: Mapping[int, Mapping[str, Sequence[float]]] | str | None = None,
+        send_defaults: bool = False,
     ) -> SessionDescription:
         """Create a session of ``game``: "kuhn_poker(players=n)", a bundled ACPC game's short name
         ("leduc3p") or an ACPC limit game definition's text. ``prior_mean`` and
@@ -217,7 +218,8 @@ class OpponentModelClient(GrpcClient):
         seats after us, so in a hand where we play position ``p`` it plays ``(p + i + 1) % n``.
         The safety budget and change hazard are sent only when they differ from MBBRConfig's
         defaults (unset, the server applies MBBRConfig's; a limit session detects changes only
-        when sent a hazard).
+        when sent a hazard), or always with ``send_defaults``: the session then runs ``config``
+        itself in every game (what an offline replay compares with the library's model).
         """
         config = config or MBBRConfig()
         if config.prior not in PRIOR.values:
@@ -234,9 +236,9 @@ class OpponentModelClient(GrpcClient):
             posterior=POSTERIOR.values.get(config.posterior, pb.POSTERIOR_SAMPLES),
         )
         defaults = MBBRConfig()
-        if config.safety_budget != defaults.safety_budget:
+        if send_defaults or config.safety_budget != defaults.safety_budget:
             params.safety_budget = config.safety_budget
-        if config.change_hazard != defaults.change_hazard:
+        if send_defaults or config.change_hazard != defaults.change_hazard:
             params.change_hazard = config.change_hazard
         for name, given in (("prior_mean", prior_mean), ("default_strategy", default_strategy)):
             if isinstance(given, str):

@@ -202,15 +202,18 @@ class AgentThread:
         assert self.error is None, self.error
 
 
-def replay_command_json(log: DealerLog, hands: int, name: str, folder: Path) -> tuple[dict, Path]:
-    """``oppmodel replay --json --plot`` on the first ``hands`` hands of ``log`` from ``name``'s
-    seat (the log written with its header to ``folder``): the printed JSON and the plot's path."""
+def replay_command_json(
+    log: DealerLog, hands: int, name: str, folder: Path, *options: str
+) -> tuple[dict, Path]:
+    """``oppmodel replay --json --plot [options]`` on the first ``hands`` hands of ``log`` from
+    ``name``'s seat (the log written with its header to ``folder``): the printed JSON and the
+    plot's path."""
     small = folder / "small.log"
     small.write_text(format_log(DealerLog((log.header, *log.hands[:hands]))))
     png = folder / "curves.png"
     out = io.StringIO()
     with redirect_stdout(out):
-        status = main(["replay", str(small), "--as", name, "--json", "--plot", str(png)])
+        status = main(["replay", str(small), "--as", name, "--json", "--plot", str(png), *options])
     assert status == 0
     return json.loads(out.getvalue()), png
 

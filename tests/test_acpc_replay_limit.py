@@ -1,8 +1,10 @@
 """Offline replay of Leduc logs: the decisions and their information sets, the hidden-card
-marginal against brute-force Bayes, and the real logs' reports (both Leduc logs)."""
+marginal against brute-force Bayes, the real logs' reports (both Leduc logs), and the service's
+replay equal to the library's."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import json
@@ -13,12 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from acpc_support import DATA, replay_command_json
+from service_support import connected, running_server
 
-from oppmodel.clients.acpc.log import read_log
-from oppmodel.clients.acpc.replay import LocalModels, replay
+from oppmodel.clients.acpc.log import DealerLog, format_log, read_log
+from oppmodel.clients.acpc.replay import LocalModels, ModelSource, ServiceModels, replay
 from oppmodel.clients.acpc.replay_games import LimitReplay
 from oppmodel.clients.acpc.replay_report import HIDDEN_METHODS, format_report
 from oppmodel.clients.cli import main
+from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -169,24 +173,115 @@ def test_before_any_hand_mbbr_predicts_exactly_like_the_prior() -> None:
     assert report.overall["counts"].log_loss == pytest.approx(math.log(2))
 
 
-def test_the_command_finds_the_game_in_the_log_header_and_refuses_the_service(
-    tmp_path: Path,
-) -> None:
-    data, png = replay_command_json(read_log(LOGS["leduc3p"]), 60, "Bob", tmp_path)
+def test_the_command_finds_the_game_in_the_log_header(tmp_path: Path) -> None:
+    data, png = replay_command_json(read_log(LOGS["leduc3p"]), 60, "Bob", tmp_path, "--local")
     small = tmp_path / "small.log"
     assert data["hands"] == 60 and set(data["overall"]) == {"prior", "counts", "mbbr"}
     assert data["mbbr"]["prior"] == "mixture"  # the replay's prior in a limit game
     assert [r["round"] for r in data["rounds"]] == [0, 1]
     assert any(key.startswith("Ks/") for key in data["opponents"][0]["model"])  # Leduc strings
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    argv = ["replay", str(small), "--as", "Bob", "--game", "leduc3p"]
+    argv = ["replay", str(small), "--as", "Bob", "--game", "leduc3p", "--local"]
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(argv) == 0
     assert "round 1" in out.getvalue()
-    assert main([*argv, "--service", "127.0.0.1:1"]) == 2  # the service speaks Kuhn only
-    assert main([*argv[:-1], "kuhn3p"]) == 2  # Leduc betting is no Kuhn hand
+    assert main([*argv[:-2], "kuhn3p"]) == 2  # Leduc betting is no Kuhn hand
     out = io.StringIO()
     with redirect_stdout(out):
         assert main([*argv, "--json", "--mbbr-prior", "informed"]) == 0
     assert json.loads(out.getvalue())["mbbr"]["prior"] == "informed"  # asked for
+
+
+class Recorded:
+    """A model source that keeps every model it hands the replay: (offset, position, table,
+    spread), in order, i.e. the model of each opponent before each hand."""
+
+    def __init__(self, source: ModelSource, models: list) -> None:
+        self.source, self.models = source, models
+        self.session_id = getattr(source, "session_id", None)
+
+    def observe(self, observations) -> None:
+        self.source.observe(observations)
+
+    def model(self, offset: int, opponent_position: int) -> tuple[np.ndarray, float]:
+        table, spread = self.source.model(offset, opponent_position)
+        self.models.append((offset, opponent_position, table, spread))
+        return table, spread
+
+    def close(self) -> None:
+        self.source.close()
+
+
+@pytest.mark.parametrize(("name", "count"), [("leduc2p", 300), ("leduc3p", 30)])
+def test_through_a_real_server_the_replay_gets_the_librarys_models_before_every_hand(
+    name: str, count: int, tmp_path: Path
+) -> None:
+    """A Leduc session on a server on 127.0.0.1, fed the seat's hands as MATCHSTATE lines, gives
+    the library's models bit for bit before every hand, and so the same report. The session
+    runs the replay's config, change hazard included: a limit session sent none detects no
+    changes (the models would part once the library found one)."""
+    game = limit_game(name)
+    hands = read_log(LOGS[name]).hands[:count]
+    config = dataclasses.replace(CONFIG, prior="mixture")  # the command's prior in a limit game
+    served: list = []
+    library: list = []
+    with connected(tmp_path / "s.sqlite", synchronous="NORMAL") as (client, _):
+
+        def service(labels: tuple[str, ...]) -> ModelSource:
+            models = ServiceModels(
+                client, game, config=config, our_label="Bob", opponent_labels=labels
+            )
+            return Recorded(models, served)
+
+        report = replay(game, hands, "Bob", service, config=config)
+        session = client.get_session(report.session_id)
+    assert session.config == config and config.change_hazard > 0
+    assert session.hands_observed == count
+    mine = replay(
+        game, hands, "Bob", lambda labels: Recorded(LocalModels(game, config), library),
+        config=config,
+    )  # fmt: skip
+    n = game.num_players
+    assert len(served) == len(library) > (n - 1) * count // 2  # a model per opponent and hand
+    for (d, q, got, spread), (d_local, q_local, want, spread_local) in zip(
+        served, library, strict=True
+    ):
+        assert (d, q) == (d_local, q_local)
+        rows = list(game.infosets(q))
+        assert np.array_equal(got[rows], want[rows]) and spread == spread_local
+    assert report.every["mbbr"].decisions > 0
+    served_json, library_json = report.as_json(), mine.as_json()
+    assert served_json.pop("session_id") == report.session_id
+    assert library_json.pop("session_id") is None
+    assert served_json == library_json
+
+
+def test_the_command_replays_leduc_through_the_service_by_default_or_at_an_address(
+    tmp_path: Path,
+) -> None:
+    """``oppmodel replay`` of a Leduc log: the in-process service (the default), a running one
+    (``--service``) and the library (``--local``) print the same report."""
+    log = read_log(LOGS["leduc2p"])
+    small = tmp_path / "small.log"
+    small.write_text(format_log(DealerLog((log.header, *log.hands[:150]))))
+    argv = ["replay", str(small), "--as", "Alice", "--json"]
+
+    def printed(*options: str) -> dict:
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert main([*argv, *options]) == 0
+        data = json.loads(out.getvalue())
+        del data["seconds"]
+        return data
+
+    library = printed("--local")
+    assert library.pop("session_id") is None and library["hands"] == 150
+    with running_server(tmp_path / "s.sqlite", synchronous="NORMAL") as port:
+        running = printed("--service", f"127.0.0.1:{port}")
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+            session = client.get_session(running.pop("session_id"))
+    assert session.game == "leduc2p" and session.hands_observed == 150
+    in_process = printed()
+    assert in_process.pop("session_id") is not None
+    assert running == in_process == library

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from oppmodel.clients.acpc.log import DealerLog, LoggedHand
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.compiler import bundled_name
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
@@ -23,6 +24,14 @@ from oppmodel.modeling.observation import HandObservation, LimitObservation, obs
 def kuhn_for(game: GameDef) -> KuhnGame:
     """The core's Kuhn game for an ACPC game; UnknownGameError if the game is not Kuhn."""
     return kuhn_game(kuhn_num_players(game))
+
+
+def session_game(game: KuhnGame | LimitGame) -> str:
+    """The service's name of a game (``SessionConfig.game``): "kuhn_poker(players=n)" for Kuhn
+    (the Kuhn kernels), else the limit game's bundled short name ("leduc3p") or its rules' text."""
+    if isinstance(game, LimitGame):
+        return bundled_name(game.gamedef) or game.gamedef.to_text()
+    return f"kuhn_poker(players={game.num_players})"
 
 
 def card_to_kuhn(game: GameDef, card: str) -> int:

@@ -2,8 +2,9 @@
 
 Every logged hand NAME played is turned into the observation NAME's live agent would have made
 (folded cards, and every card when all others folded, stay hidden) and fed, in log order, to an
-MBBR model: a session on the service (the default, Kuhn) or the modeling library in this process
-(``LocalModels`` for Kuhn, ``LocalLimitModels`` for any compiled limit game such as Leduc). What
+MBBR model: a session on the service (``ServiceModels``) or the modeling library in this process
+(``LocalModels``), of Kuhn or of any compiled limit game such as Leduc; both run the same config
+and give the same models, bit for bit. What
 the replay needs to know about the game (its observations, decisions and hidden-card marginals) is
 in :mod:`oppmodel.clients.acpc.replay_games`.
 
@@ -43,6 +44,7 @@ from typing import Protocol
 
 import numpy as np
 
+from oppmodel.clients.acpc.convert import session_game
 from oppmodel.clients.acpc.log import LoggedHand
 from oppmodel.clients.acpc.replay_games import (
     KuhnReplay,
@@ -66,7 +68,6 @@ from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.model import build_model
-from oppmodel.modeling.observation import HandObservation
 
 LATE_SHARE = 3  # "by the end of the log": the scores of its last third of hands as well
 
@@ -116,12 +117,14 @@ class LocalModels:
 
 
 class ServiceModels:
-    """One session on the service: Observe (acknowledged) and GetModel."""
+    """One session on the service (Observe, acknowledged, and GetModel) of Kuhn (``KuhnGame``) or
+    a compiled limit game (``LimitGame``, a session of its rules). It runs ``config`` exactly,
+    defaults included, so its models are ``LocalModels``' bit for bit."""
 
     def __init__(
         self,
         client: OpponentModelClient,
-        game: KuhnGame,
+        game: KuhnGame | LimitGame,
         *,
         config: MBBRConfig,
         our_label: str,
@@ -130,18 +133,19 @@ class ServiceModels:
         self.client = client
         self.game = game
         self.labels = tuple(opponent_labels)
+        self._strings: dict[int, tuple[str, ...]] = {}  # position -> its infostates, in order
         self.session_id = client.create_session(
-            game=f"kuhn_poker(players={game.num_players})",
+            game=session_game(game),
             our_label=our_label,
             opponent_labels=self.labels,
             config=config,
+            send_defaults=True,
         ).session_id
         self.stream = client.observation_stream(self.session_id, first_sequence=1)
 
     def observe(self, observations: Sequence[Observation]) -> None:
         """Send the hands on the session's one Observe stream; returns once all are acked."""
         for obs in observations:
-            assert isinstance(obs, HandObservation)
             self.stream.send(obs)
 
     def close(self) -> None:
@@ -149,14 +153,26 @@ class ServiceModels:
         self.stream.close()
 
     def model(self, offset: int, opponent_position: int) -> tuple[np.ndarray, float]:
-        """GetModel, as a full (num_infosets, 2) table indexed like the game's infosets."""
+        """GetModel, as a full (num_infosets, num_actions) table indexed like the game's
+        infosets (NaN in the rows of other positions and padding)."""
         reply = self.client.model(self.session_id, self.labels[offset - 1], opponent_position)
-        table = np.full((self.game.num_infosets, 2), np.nan)
-        for infostate, probs in zip(
-            reply.strategy.infostates, reply.strategy.probabilities, strict=True
-        ):
-            table[self.game.infoset_from_string(opponent_position, infostate)] = probs
+        table = np.full((self.game.num_infosets, self.game.num_actions), np.nan)
+        table[self._rows(opponent_position, reply.strategy.infostates)] = (
+            reply.strategy.probabilities
+        )
         return table, reply.effective_sample_size
+
+    def _rows(self, position: int, infostates: tuple[str, ...]) -> list[int]:
+        """The infoset index of each information state GetModel listed: the game's order when the
+        reply is in it (the server's; Leduc 3p lists 8600 states per opponent every hand), else
+        read one by one."""
+        if position not in self._strings:
+            self._strings[position] = tuple(
+                self.game.infoset_string(position, i) for i in self.game.infosets(position)
+            )
+        if infostates == self._strings[position]:
+            return list(self.game.infosets(position))
+        return [self.game.infoset_from_string(position, s) for s in infostates]
 
 
 def seat_offsets(hands: Sequence[LoggedHand], name: str) -> tuple[str, ...]:

@@ -58,12 +58,12 @@ from oppmodel.clients.acpc.agent import (
     ProfilePolicy,
     SeatHand,
 )
-from oppmodel.clients.acpc.convert import kuhn_for, seat_observation
+from oppmodel.clients.acpc.convert import kuhn_for, seat_observation, session_game
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.grpc_base import ERROR_BY_CODE
 from oppmodel.modeling.errors import NotFoundError, OppModelError, ServiceError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES
-from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
+from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
@@ -146,12 +146,12 @@ class ServicePolicy:
         self.kuhn = None if kuhn_unsupported(game) else kuhn_for(game)
         self.fallback: Policy
         if self.kuhn is not None:
-            self.session_game = f"kuhn_poker(players={n})"
+            self.session_game = session_game(self.kuhn)
             self.fallback = ProfilePolicy(game, default_profile(self.kuhn), config.seed)
             self.fallback_name = fallback_name(self.kuhn)
         else:  # any other limit game: the session plays its rules, the fallback its default
             limit = limit_game_of(game)
-            self.session_game = bundled_name(game) or game.to_text()
+            self.session_game = session_game(limit)
             profile = limit_model.default_profile(limit, "default_strategy")
             self.fallback = LimitStrategyPolicy(limit, profile, config.seed)
             self.fallback_name = "cfr" if limit.name in BUNDLED_STRATEGIES else "uniform"

@@ -1,5 +1,5 @@
-"""``oppmodel replay``: feed dealer logs to MBBR from one seat and score the models (any limit game:
-Kuhn through the service or the library, Leduc and other limit games through the library)."""
+"""``oppmodel replay``: feed dealer logs to MBBR from one seat and score the models (any limit game,
+Kuhn, Leduc and others, through the service or the library)."""
 
 from __future__ import annotations
 
@@ -51,10 +51,12 @@ unless --mbbr-prior says otherwise. The report names the posterior and explains 
 (a legend in the text, "columns" in the JSON).
 
 The game: --game, else the game file the log's header names when it is a bundled one
-(leduc.limit.3p.game is leduc3p), else n-player Kuhn. In Kuhn the service runs in this process
-by default (a free loopback port, a temporary SQLite file); --service uses a running one; --local
-skips gRPC and uses the modeling library directly. Other games (Leduc) replay with the library
-(--local, their default): replay's service path creates Kuhn sessions only.
+(leduc.limit.3p.game is leduc3p), else n-player Kuhn. The service runs in this process by default
+(a free loopback port, a temporary SQLite file); --service uses a running one; --local skips gRPC
+and uses the modeling library directly. All three give the same report (the session runs the
+replay's MBBR parameters, defaults included); --local is the fastest, above all in big games:
+through the service every hand asks GetModel for each opponent's every information state (8600
+in Leduc 3p: about 0.1 s per opponent and hand).
 
 examples:
   oppmodel replay kuhn3p-seed42-example-players.log --as Alice
@@ -63,6 +65,8 @@ examples:
   oppmodel replay match.log --as Bob --json --plot bob.png
   oppmodel replay match.log --as Bob --mbbr-posterior samples --mbbr-k 20  # as published
   oppmodel replay a.log b.log --as Carol --service 127.0.0.1:50051
+  oppmodel replay leduc2p-seed42-example-players.log --as Alice --service 127.0.0.1:50051
+  oppmodel replay leduc3p-seed42-example-players.log --as Alice --local  # fastest
 """
 
 
@@ -112,15 +116,11 @@ def run(args: argparse.Namespace) -> int:
     limit_prior = LIMIT_PRIOR if isinstance(game, LimitGame) else None
     config = mbbr_config(args, seed=args.seed, limit_prior=limit_prior)
     with ExitStack() as stack:
-        if isinstance(game, LimitGame) or args.local:
-            if isinstance(game, LimitGame) and (args.service or args.in_process):
-                raise InvalidArgumentError(
-                    "game", f"replay uses the service in Kuhn only; replay {game.name} with --local"
-                )
-            local_game = game if isinstance(game, LimitGame) else kuhn_for(game)
+        model_game = game if isinstance(game, LimitGame) else kuhn_for(game)
+        if args.local:
 
             def source(labels: tuple[str, ...]) -> ModelSource:
-                return LocalModels(local_game, config)
+                return LocalModels(model_game, config)
 
         else:
             target = args.service
@@ -136,9 +136,8 @@ def run(args: argparse.Namespace) -> int:
 
             def source(labels: tuple[str, ...]) -> ModelSource:
                 return ServiceModels(
-                    client, kuhn_for(game), config=config, our_label=args.name,
-                    opponent_labels=labels,
-                )  # fmt: skip
+                    client, model_game, config=config, our_label=args.name, opponent_labels=labels
+                )
 
         total = sum(args.name in h.names for h in hands)
         with progress_bar(total, unit="hand") as bar:

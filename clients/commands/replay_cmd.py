@@ -56,7 +56,7 @@ The game: --game, else the game file the log's header names when it is a bundled
 and uses the modeling library directly. All three give the same report (the session runs the
 replay's MBBR parameters, defaults included); --local is the fastest, above all in big games:
 through the service every hand asks GetModel for each opponent's every information state (8600
-in Leduc 3p: about 0.1 s per opponent and hand).
+in Leduc 3p: 0.1 to 0.2 s per opponent and hand).
 
 examples:
   oppmodel replay kuhn3p-seed42-example-players.log --as Alice

@@ -257,11 +257,12 @@ def test_through_a_real_server_the_replay_gets_the_librarys_models_before_every_
     assert served_json == library_json
 
 
-def test_the_command_replays_leduc_through_the_service_by_default_or_at_an_address(
+def test_the_command_replays_leduc_through_the_service_in_process_or_at_an_address(
     tmp_path: Path,
 ) -> None:
-    """``oppmodel replay`` of a Leduc log: the in-process service (the default), a running one
-    (``--service``) and the library (``--local``) print the same report."""
+    """``oppmodel replay`` of a Leduc log: the in-process service (``--in-process``), a running
+    one (``--service``) and the library (``--local``, the default in limit games) print the same
+    report."""
     log = read_log(LOGS["leduc2p"])
     small = tmp_path / "small.log"
     small.write_text(format_log(DealerLog((log.header, *log.hands[:150]))))
@@ -277,11 +278,12 @@ def test_the_command_replays_leduc_through_the_service_by_default_or_at_an_addre
 
     library = printed("--local")
     assert library.pop("session_id") is None and library["hands"] == 150
+    assert printed() == {**library, "session_id": None}  # the default in a limit game
     with running_server(tmp_path / "s.sqlite", synchronous="NORMAL") as port:
         running = printed("--service", f"127.0.0.1:{port}")
         with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
             session = client.get_session(running.pop("session_id"))
     assert session.game == "leduc2p" and session.hands_observed == 150
-    in_process = printed()
+    in_process = printed("--in-process")
     assert in_process.pop("session_id") is not None
     assert running == in_process == library

@@ -8,6 +8,7 @@ the middle of each bidirectional stream (what came before it is acknowledged and
 
 from __future__ import annotations
 
+import pickle
 import urllib.request
 from typing import Any
 
@@ -20,9 +21,9 @@ from service_support import GAME, connected, random_observations
 from oppmodel.clients.client import observation_message
 from oppmodel.clients.grpc_base import domain_error
 from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
-from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
 from oppmodel.server.app import free_ports
-from oppmodel.server.decoding import MAX_DEPTH, malformation
+from oppmodel.server.decoding import MAX_DEPTH, Undecodable, locate_decode_error, malformation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi
 
@@ -229,6 +230,20 @@ def test_the_fault_is_named(message_class, data: bytes, field: str, reason: str)
 def test_nesting_limit_is_the_parsers() -> None:
     assert _parses(pb.GetSessionRequest, _group(MAX_DEPTH))
     assert malformation(pb.GetSessionRequest.DESCRIPTOR, _group(MAX_DEPTH)) is None
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        locate_decode_error(pb.GetSessionRequest.DESCRIPTOR, b"\x0a\x02\xff\xfe"),
+        UnknownGameError("config.game", "'chess' is not a game this service models"),
+    ],
+)
+def test_an_undecodable_request_survives_pickling(error: InvalidArgumentError) -> None:
+    """Ray Serve's proxy decodes a request and pickles it on to a replica (server/ray_proxy.py):
+    an Undecodable must arrive with its error's class, field and message."""
+    back = pickle.loads(pickle.dumps(Undecodable(error))).error
+    assert (type(back), back.field, str(back)) == (type(error), error.field, str(error))
 
 
 # -- over a real server ----------------------------------------------------------------------------

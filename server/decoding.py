@@ -19,6 +19,10 @@ refuses Undecodable requests itself, the same way, so its handler keeps only the
 deserializer: the layers that would do it cost the event loop a coroutine per call, and an async
 generator per streamed message.
 
+``add_totally_decoded`` registers a service with the total deserializers only, its handlers kept:
+for Ray Serve's gRPC proxy, which replaces the handlers with its own and hands each decoded request
+(an Undecodable too) on to a replica, where the servicer refuses it (``server/ray_proxy.py``).
+
 The walk follows the protobuf encoding spec as the upb parser applies it (tags of at most 5 bytes,
 varints of at most 10, field number 0 and wire types 6 and 7 refused, groups skipped when they nest
 properly, strings checked as UTF-8, packed scalars checked element by element, at most 100 levels of
@@ -195,7 +199,7 @@ class Undecodable:
     error: InvalidArgumentError
 
 
-def _deserializer(
+def _total(
     decode: Callable[[bytes], Any] | None, descriptor: Descriptor
 ) -> Callable[[bytes], Any] | None:
     """``decode`` made total: bytes it cannot decode become :class:`Undecodable`. A handler without
@@ -232,7 +236,8 @@ async def refuse(
     await context.abort(code, message)
 
 
-async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+async def checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``requests`` as they come, raising the InvalidArgumentError of one that did not parse."""
     async for request in requests:
         if isinstance(request, Undecodable):
             raise request.error
@@ -248,24 +253,32 @@ _KINDS = {
 }
 
 
+def total_decoding(service: str, method: str, handler: grpc.RpcMethodHandler) -> Any:
+    """``handler`` (of ``method`` of ``service``) with a deserializer that never raises: bytes that
+    do not parse become :class:`Undecodable`; its behaviour is kept as it is."""
+    descriptor = descriptor_pool.Default().FindServiceByName(service)
+    input_type = descriptor.methods_by_name[method].input_type
+    deserialize = _total(handler.request_deserializer, input_type)
+    attribute, make = _KINDS[handler.request_streaming, handler.response_streaming]
+    return make(getattr(handler, attribute), deserialize, handler.response_serializer)
+
+
 def _guard(
     service: str, method: str, handler: grpc.RpcMethodHandler, metrics: Metrics
 ) -> grpc.RpcMethodHandler:
     """``handler`` with a deserializer that never raises and behaviour that refuses Undecodable
     (streamed responses may be yielded or written with ``context.write``: both are kept)."""
-    descriptor = descriptor_pool.Default().FindServiceByName(service)
-    input_type = descriptor.methods_by_name[method].input_type
-    deserialize = _deserializer(handler.request_deserializer, input_type)
+    total = total_decoding(service, method, handler)
     attribute, make = _KINDS[handler.request_streaming, handler.response_streaming]
     behaviour = getattr(handler, attribute)
     if getattr(behaviour, "takes_undecodable", False):
-        return make(behaviour, deserialize, handler.response_serializer)
+        return total
 
     async def admit(request: Any, context: grpc.aio.ServicerContext) -> Any:
         """What the servicer gets: a stream checked message by message, or the single request
         (refused here if it could not be decoded)."""
         if handler.request_streaming:
-            return _checked(request)
+            return checked(request)
         if isinstance(request, Undecodable):
             await refuse(request.error, context, method=method, metrics=metrics)
         return request
@@ -286,49 +299,47 @@ def _guard(
             await refuse(exc, context, method=method, metrics=metrics)
 
     guarded = streamed if inspect.isasyncgenfunction(behaviour) else single
-    return make(guarded, deserialize, handler.response_serializer)
+    return make(guarded, total.request_deserializer, handler.response_serializer)
 
 
-class _GuardedGenericHandler(grpc.GenericRpcHandler):
-    """A generic handler whose method handlers come out guarded (each wrapped once)."""
-
-    def __init__(self, inner: grpc.GenericRpcHandler, metrics: Metrics) -> None:
-        self._inner = inner
-        self._metrics = metrics
-        self._guarded: dict[str, grpc.RpcMethodHandler | None] = {}
-
-    def service(self, handler_call_details: grpc.HandlerCallDetails) -> Any:
-        """The guarded handler of the call's method, or None if the inner handler has none."""
-        name = handler_call_details.method
-        if name not in self._guarded:
-            handler = self._inner.service(handler_call_details)
-            service, _, method = name.lstrip("/").partition("/")
-            self._guarded[name] = (
-                None if handler is None else _guard(service, method, handler, self._metrics)
-            )
-        return self._guarded[name]
+Transform = Callable[[str, str, grpc.RpcMethodHandler], Any]  # (service, method, handler)
 
 
-class _GuardedRegistration:
+@dataclass(frozen=True)
+class _CallDetails(grpc.HandlerCallDetails):
+    """What a generic handler is asked for: a method (by its full path), no metadata."""
+
+    method: str
+    invocation_metadata: tuple[tuple[str, str], ...] = ()
+
+
+class _Registration:
     """Stands in for the server in a generated ``add_..._to_server`` call and registers every
-    handler it is given guarded."""
+    method handler it is given as ``transform`` makes it."""
 
-    def __init__(self, server: grpc.aio.Server, metrics: Metrics) -> None:
+    def __init__(self, server: Any, transform: Transform) -> None:
         self._server = server
-        self._metrics = metrics
+        self._transform = transform
 
-    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
-        """Register each generic handler guarded."""
-        self._server.add_generic_rpc_handlers(
-            tuple(_GuardedGenericHandler(h, self._metrics) for h in handlers)
+    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.ServiceRpcHandler]) -> None:
+        """Register each service's handler with its methods' handlers transformed."""
+        self._server.add_generic_rpc_handlers(tuple(self._transformed(h) for h in handlers))
+
+    def _transformed(self, handler: grpc.ServiceRpcHandler) -> grpc.GenericRpcHandler:
+        service = handler.service_name()
+        methods = descriptor_pool.Default().FindServiceByName(service).methods
+        handlers = {m.name: handler.service(_CallDetails(f"/{service}/{m.name}")) for m in methods}
+        return grpc.method_handlers_generic_handler(
+            service,
+            {m: self._transform(service, m, h) for m, h in handlers.items() if h is not None},
         )
 
     def add_registered_method_handlers(
         self, service: str, handlers: dict[str, grpc.RpcMethodHandler]
     ) -> None:
-        """Register each method handler guarded (these take precedence over generic ones)."""
+        """Register each method handler transformed (these take precedence over generic ones)."""
         self._server.add_registered_method_handlers(
-            service, {m: _guard(service, m, h, self._metrics) for m, h in handlers.items()}
+            service, {m: self._transform(service, m, h) for m, h in handlers.items()}
         )
 
 
@@ -341,4 +352,17 @@ def add_service(
 ) -> None:
     """``add_to_server(servicer, server)`` (a generated ``add_..._to_server`` function) with every
     method handler guarded: undecodable requests get INVALID_ARGUMENT naming the field."""
-    add_to_server(servicer, _GuardedRegistration(server, metrics))
+
+    def guard(service: str, method: str, handler: grpc.RpcMethodHandler) -> Any:
+        return _guard(service, method, handler, metrics)
+
+    add_to_server(servicer, _Registration(server, guard))
+
+
+def add_totally_decoded(
+    add_to_server: Callable[[Any, Any], None], servicer: Any, server: Any
+) -> None:
+    """``add_to_server(servicer, server)`` with every handler's deserializer made total (bytes
+    that do not parse become :class:`Undecodable`), for a server that hands requests on to code
+    which refuses them (Ray Serve's gRPC proxy, ``server/ray_proxy.py``)."""
+    add_to_server(servicer, _Registration(server, total_decoding))

@@ -17,6 +17,12 @@ whose ``abort`` records the code and details, and the deployment method then *re
 empty reply: code, details and the ``oppmodel-error``/``oppmodel-field`` trailers arrive intact.
 A streamed ``Observe`` works through Ray too, but a refusal that ends it arrives with its code and
 details only (Serve drops trailers after streamed replies): ``ObserveBatch`` is the call for Ray.
+
+The proxy decodes each request before handing it on; it registers our services through
+``server/ray_proxy.py``, whose deserializers never raise, so bytes that do not parse reach the
+replica as an ``Undecodable`` and are refused as the single-process server refuses them. Health
+checks and reflection are answered here too (Serve's own reflection, run in the proxy, would answer
+such bytes UNKNOWN). The proxy binds every interface: Serve offers no host for it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2
+from grpc_reflection.v1alpha import reflection
 
 from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
 from oppmodel.server.app import (
@@ -43,6 +50,7 @@ from oppmodel.server.app import (
     open_storage,
     warm_up,
 )
+from oppmodel.server.decoding import Undecodable, checked
 from oppmodel.server.errors import error_details
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.servicer import OpponentModelServicer
@@ -56,11 +64,14 @@ APP_NAME = "oppmodel"
 ROUTE_PREFIX = "/oppmodel"  # gRPC ignores it, but Serve needs one to publish the route table
 REPLICA_KEY = "oppmodel-replica"  # trailing metadata on every served reply: the replica's id
 # What Ray's gRPC proxy must register (imported by the proxy process): our service, and the
-# standard health check, answered by the replicas (so a health probe proves a replica serves).
+# standard health check and reflection, answered by the replicas (so a health probe proves a
+# replica serves); all with deserializers that never raise (server/ray_proxy.py).
 SERVICER_FUNCTIONS = (
-    "oppmodel.v1.opponent_model_pb2_grpc.add_OpponentModelServiceServicer_to_server",
-    "grpc_health.v1.health_pb2_grpc.add_HealthServicer_to_server",
+    "oppmodel.server.ray_proxy.add_opponent_model_service",
+    "oppmodel.server.ray_proxy.add_health_service",
+    "oppmodel.server.ray_proxy.add_reflection_service",
 )
+HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 HASH_ROUTER = "ray.serve.experimental.consistent_hash_router.ConsistentHashRouter"
 
 
@@ -112,6 +123,15 @@ class _RayContext:
         raise _Aborted(details)
 
 
+def _set_refusal(grpc_context: Any, error: Exception) -> None:
+    """Put ``error``'s status code, details and error trailers on Ray's gRPC context (the
+    deployment method then returns an empty reply, which keeps them)."""
+    code, message, metadata = error_details(error)
+    grpc_context.set_trailing_metadata(list(metadata))
+    grpc_context.set_code(code)
+    grpc_context.set_details(message)
+
+
 Resp = TypeVar("Resp", bound=Message)
 
 
@@ -120,15 +140,14 @@ def _unary(name: str, empty: type[Resp]) -> Callable[[Any, Any, Any], Awaitable[
     ``empty`` reply with the status set (returning keeps the trailers; raising would not)."""
 
     async def method(self: OppModelDeployment, request: Any, grpc_context: Any) -> Resp:
-        size, limit = request.ByteSize(), self.config.max_message_bytes
+        # (an Undecodable request, whose bytes did not parse, the servicer refuses itself)
+        size = 0 if isinstance(request, Undecodable) else request.ByteSize()
+        limit = self.config.max_message_bytes
         if size > limit:  # the proxy itself takes messages up to 2 GiB
             error = ResourceExhaustedError(
                 f"request: {size} bytes; this server takes messages of at most {limit}"
             )
-            code, message, metadata = error_details(error)
-            grpc_context.set_trailing_metadata(list(metadata))
-            grpc_context.set_code(code)
-            grpc_context.set_details(message)
+            _set_refusal(grpc_context, error)
             return empty()
         try:
             reply = await getattr(self.servicer, name)(request, _RayContext(grpc_context))
@@ -165,6 +184,9 @@ class OppModelDeployment:
             tokens=config.auth_tokens,
             max_label_length=config.limits.max_label_length,
         )
+        self.reflection = reflection.aio.ReflectionServicer(
+            (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME)
+        )
         log.info(
             "replica serving",
             extra={"replica": self.replica_id, "db": redacted(config.db_path)},
@@ -192,12 +214,46 @@ class OppModelDeployment:
         self, request: health_pb2.HealthCheckRequest, grpc_context: Any
     ) -> health_pb2.HealthCheckResponse:
         """grpc.health.v1: SERVING for the server as a whole and for OpponentModelService (the
-        perfect-information service is not served through Ray)."""
+        perfect-information service is not served through Ray); a request that did not parse:
+        INVALID_ARGUMENT naming the field, as from the single-process server."""
+        if isinstance(request, Undecodable):
+            _set_refusal(grpc_context, request.error)
+            return health_pb2.HealthCheckResponse()
         if request.service in ("", SERVICE_NAME):
             return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
         grpc_context.set_code(grpc.StatusCode.NOT_FOUND)
         grpc_context.set_details(f"service: {request.service!r} is not served here")
         return health_pb2.HealthCheckResponse()
+
+    async def Watch(
+        self, request: health_pb2.HealthCheckRequest, grpc_context: Any
+    ) -> AsyncIterator[health_pb2.HealthCheckResponse]:
+        """Not served through Ray (a watch would hold a replica's call open for as long as the
+        client likes): UNIMPLEMENTED, saying to poll Check; INVALID_ARGUMENT for bytes that do
+        not parse, as everywhere."""
+        if isinstance(request, Undecodable):
+            _set_refusal(grpc_context, request.error)
+        else:
+            grpc_context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+            grpc_context.set_details(
+                f"{HEALTH_SERVICE_NAME}/Watch: not served through Ray; poll Check"
+            )
+        raise _Aborted("Watch")  # a streamed call's status survives Serve only raised
+        yield  # (an async generator, as Serve dispatches a server-streaming method)
+
+    async def ServerReflectionInfo(
+        self, request_stream: AsyncIterator[Any], grpc_context: Any
+    ) -> AsyncIterator[Any]:
+        """grpc.reflection.v1alpha (``grpcurl list``) over the services served through Ray; a
+        request that did not parse ends the stream with INVALID_ARGUMENT naming the field."""
+        try:
+            async for reply in self.reflection.ServerReflectionInfo(
+                checked(request_stream), grpc_context
+            ):
+                yield reply
+        except InvalidArgumentError as exc:
+            _set_refusal(grpc_context, exc)
+            raise _Aborted(str(exc)) from None
 
     def __del__(self) -> None:
         """Serve calls this when it stops the replica: release the pool and the store."""
@@ -249,7 +305,11 @@ def start_serve(config: RayServeConfig, *, port: int, http_port: int) -> None:
 
     serve.start(
         http_options=HTTPOptions(host="127.0.0.1", port=http_port),
-        grpc_options=gRPCOptions(port=port, grpc_servicer_functions=list(SERVICER_FUNCTIONS)),
+        grpc_options=gRPCOptions(
+            port=port,
+            grpc_servicer_functions=list(SERVICER_FUNCTIONS),
+            enable_reflection=False,  # the replicas answer it (SERVICER_FUNCTIONS)
+        ),
     )
     serve.run(deployment(config), name=APP_NAME, route_prefix=ROUTE_PREFIX)
 

@@ -26,6 +26,7 @@ import psycopg
 import pytest
 from acpc_support import GAME as ACPC_GAME
 from acpc_support import GAME_FILE, AgentThread, run_dealer
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from postgres_support import PostgresServer
 from service_support import GAME, random_observations, running_server
 from test_acpc_service_agent import CommandThread
@@ -242,6 +243,116 @@ def test_a_message_beyond_the_size_limit_is_refused(deployment: Deployment) -> N
     assert (
         details.startswith("request: ") and trailers["oppmodel-error"] == "ResourceExhaustedError"
     )
+
+
+OPPONENT_MODEL = pb.DESCRIPTOR.services_by_name["OpponentModelService"]
+HEALTH_CHECK = "/grpc.health.v1.Health/Check"
+
+
+def undecodable_refusals(target: str) -> list[tuple[grpc.StatusCode, str, dict]]:
+    """What the server at ``target`` answers to bytes that are not valid protobuf (sent raw): to
+    every unary method a truncated field tag and, where the request has a field 1 (a string, or
+    a message that starts with one), that field with bad UTF-8; to the health check, its
+    ``service`` with bad UTF-8."""
+    calls = [
+        (f"/{OPPONENT_MODEL.full_name}/{method.name}", data)
+        for method in OPPONENT_MODEL.methods
+        if not method.client_streaming
+        for data in (b"\xff\xff\xff", b"\x0a\x02\xff\xfe")
+        if data[0] != 0x0A or 1 in method.input_type.fields_by_number
+    ]
+    with grpc.insecure_channel(target) as channel:
+        return [
+            status(channel.unary_unary(path), data)
+            for path, data in [*calls, (HEALTH_CHECK, b"\x0a\x02\xff\xfe")]
+        ]
+
+
+def test_undecodable_requests_are_invalid_argument_naming_the_field(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """Ray's proxy decodes a request before a replica sees it; bytes that do not parse get
+    INVALID_ARGUMENT naming the field with the error trailers, as from the single-process server
+    (server/decoding.py), never UNKNOWN."""
+    with running_server(tmp_path / "s.sqlite") as port:
+        want = undecodable_refusals(f"127.0.0.1:{port}")
+    got = undecodable_refusals(deployment.target)
+    assert {code for code, _, _ in want} == {grpc.StatusCode.INVALID_ARGUMENT}
+    assert ("session_id: not valid UTF-8", "session_id") in [
+        (details, trailers["oppmodel-field"]) for _, details, trailers in want
+    ]
+    assert got == want
+
+
+def test_an_undecodable_message_ends_the_observe_stream_naming_the_field(
+    deployment: Deployment,
+) -> None:
+    """Mid-stream, bytes that do not parse: the hands before them are acknowledged and kept, then
+    the stream ends with INVALID_ARGUMENT naming the field (its details only, as every refusal
+    that ends a stream through Ray)."""
+    with client_of(deployment) as client, grpc.insecure_channel(deployment.target) as channel:
+        sid = client.create_session(config=CONFIG).session_id
+        requests = [
+            pb.ObserveRequest(session_id=sid, observation=observation_message(s, o))
+            for s, o in enumerate(random_observations(4, seed=8), start=1)
+        ]
+        raw = [r.SerializeToString() for r in requests]
+        history = requests[2].observation.history.encode()
+        raw[2] = raw[2].replace(history, b"\xff" * len(history))
+        acks: list[int] = []
+        observe = channel.stream_stream(f"/{OPPONENT_MODEL.full_name}/Observe")
+        with pytest.raises(grpc.RpcError) as failure:
+            for ack in observe(iter(raw), metadata=(("session_id", sid),), timeout=30):
+                acks.append(pb.ObserveResponse.FromString(ack).sequence)
+        assert failure.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert failure.value.details() == "observation.history: not valid UTF-8"
+        assert acks == [1, 2]
+        assert client.get_session(sid).hands_observed == 2
+
+
+REFLECTION = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+
+
+def stream_ending(target: str, path: str, data: bytes, kind: str) -> tuple[grpc.StatusCode, str]:
+    """(code, details) that end a streaming call of ``path`` sending the raw ``data``."""
+    with grpc.insecure_channel(target) as channel:
+        call = getattr(channel, kind)(path)
+        with pytest.raises(grpc.RpcError) as failure:
+            list(call(iter([data]) if kind == "stream_stream" else data, timeout=30))
+    return failure.value.code(), failure.value.details()
+
+
+def test_reflection_is_served_and_refuses_undecodable_requests(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """Reflection (``grpcurl list``) names the services served through Ray, and describes ours;
+    bytes that do not parse end its stream, and the health Watch, with INVALID_ARGUMENT and the
+    single-process server's details. Watch itself is not served through Ray: UNIMPLEMENTED."""
+    requests = [
+        reflection_pb2.ServerReflectionRequest(list_services=""),
+        reflection_pb2.ServerReflectionRequest(file_containing_symbol=OPPONENT_MODEL.full_name),
+    ]
+    with grpc.insecure_channel(deployment.target) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        listed, described = stub.ServerReflectionInfo(iter(requests), timeout=30)
+    assert sorted(s.name for s in listed.list_services_response.service) == [
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection",
+        OPPONENT_MODEL.full_name,
+    ]
+    files = described.file_descriptor_response.file_descriptor_proto
+    assert OPPONENT_MODEL.file.serialized_pb in files
+    bad = [(REFLECTION, "stream_stream"), ("/grpc.health.v1.Health/Watch", "unary_stream")]
+    with running_server(tmp_path / "s.sqlite") as port:
+        want = [stream_ending(f"127.0.0.1:{port}", p, b"\x0a\x02\xff\xfe", k) for p, k in bad]
+    got = [stream_ending(deployment.target, p, b"\x0a\x02\xff\xfe", k) for p, k in bad]
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    assert want == [(invalid, "host: not valid UTF-8"), (invalid, "service: not valid UTF-8")]
+    assert got == want
+    code, details = stream_ending(
+        deployment.target, "/grpc.health.v1.Health/Watch", b"", "unary_stream"
+    )
+    assert code == grpc.StatusCode.UNIMPLEMENTED and "poll Check" in details
 
 
 def replica_serving(stub, session_id: str, route: str | None) -> str:

@@ -239,7 +239,7 @@ def _run_ray(jobs, base_seed: int, address: str | None, finished: Finished) -> N
         raise SystemExit('the ray backend needs Ray: pip install "oppmodel[ray]"') from error
     if not ray.is_initialized():
         ray.init(
-            address=address,
+            address=address or "local",  # not the cluster `ray start` or RAY_ADDRESS names
             include_dashboard=False,
             log_to_driver=False,
             runtime_env=ray_runtime_env(address),

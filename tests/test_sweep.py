@@ -108,12 +108,15 @@ def test_competent_field_dilutes_only_the_styles() -> None:
 @pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="ray is not installed (extra 'ray')"
 )
-def test_ray_backend_gives_the_local_results() -> None:
+def test_ray_backend_gives_the_local_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a Ray instance of the test's own, even where another cluster is the default one (as
+    ``ray start`` or RAY_ADDRESS make it: a plain ``ray.init`` would join it, or fail)."""
     import ray
 
     jobs = _tiny_sweep()
     local = run_jobs(jobs, base_seed=5, workers=1, progress=False)
-    ray.init(num_cpus=1, include_dashboard=False, runtime_env=ray_runtime_env())
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # a cluster that is not ours (nor anyone's)
+    ray.init(address="local", num_cpus=1, include_dashboard=False, runtime_env=ray_runtime_env())
     try:
         remote = run_jobs(jobs, base_seed=5, backend="ray", progress=False)
     finally:

@@ -72,6 +72,10 @@ MISTAKES = {
         "serve --db new.sqlite --host 192.0.2.1 --port 0",  # TEST-NET-1: never this machine's
         "cannot bind 192.0.2.1:0",
     ),
+    "serve-ray-host": (  # Ray Serve's gRPC proxy binds every interface: refused, not ignored
+        "serve --ray --db postgresql://nobody@127.0.0.1:{closed}/x --host 127.0.0.1",
+        "host: not with --ray: Ray Serve's gRPC proxy listens on every interface",
+    ),
     "serve-busy-port": ("serve --db new.sqlite --port {busy}", ":{busy} is already in use"),
     "serve-port-out-of-range": ("serve --db new.sqlite --port 70000", "argument --port: must be"),
     "serve-busy-metrics-port": (

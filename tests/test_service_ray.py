@@ -13,6 +13,7 @@ over the dealer's log.
 from __future__ import annotations
 
 import io
+import ipaddress
 import json
 import os
 import signal
@@ -353,6 +354,19 @@ def test_reflection_is_served_and_refuses_undecodable_requests(
         deployment.target, "/grpc.health.v1.Health/Watch", b"", "unary_stream"
     )
     assert code == grpc.StatusCode.UNIMPLEMENTED and "poll Check" in details
+
+
+def test_the_proxy_answers_on_every_interface(deployment: Deployment) -> None:
+    """Why ``serve --ray`` refuses --host: Serve's gRPC proxy binds ``[::]:PORT``
+    (``ray.serve._private.grpc_util.start_grpc_server``; gRPCOptions has no host), so the port
+    answers on this machine's non-loopback address too. Should Ray ever bind one interface, this
+    fails: then give --ray the single-process server's --host."""
+    address = ray.util.get_node_ip_address()
+    if ipaddress.ip_address(address).is_loopback:
+        pytest.skip("this machine has no address but loopback")
+    port = deployment.target.rpartition(":")[2]
+    with OpponentModelClient(f"{address}:{port}", timeout=30) as client:
+        client.check_health()
 
 
 def replica_serving(stub, session_id: str, route: str | None) -> str:

@@ -45,11 +45,12 @@ then:  grpcurl -plaintext 127.0.0.1:50051 list
 
 With --ray the service runs as a Ray Serve application: --replicas processes (on one machine or
 a cluster) share the PostgreSQL store, behind Ray Serve's gRPC proxy on --port of every node (the
-proxy listens on all interfaces and serves plaintext: keep the port behind a firewall). Calls
-about a session are routed by its id (metadata session_id, which oppmodel's clients send), so a
-session stays loaded on one replica; a replica that dies hands its sessions to another, which
-loads them from the store. Observe hands with ObserveBatch there (the clients do): through the
-proxy one call costs ~4 ms of CPU, a streamed hand ~3 ms. pip install 'oppmodel[ray]'.
+proxy listens on every interface, which Ray offers no way to change, so --host is refused; it
+serves plaintext: keep the port behind a firewall). Calls about a session are routed by its id
+(metadata session_id, which oppmodel's clients send), so a session stays loaded on one replica;
+a replica that dies hands its sessions to another, which loads them from the store. Observe
+hands with ObserveBatch there (the clients do): through the proxy one call costs ~4 ms of CPU, a
+streamed hand ~3 ms. pip install 'oppmodel[ray]'.
 
   oppmodel serve --ray --replicas 2 --store postgresql://...            # a local Ray instance
   ray start --head && oppmodel serve --ray --address auto --replicas 4 --store postgresql://...
@@ -65,7 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    parser.add_argument(
+        "--host",
+        help=f"address to bind (default {ServerConfig.host}, loopback only); not with --ray, "
+        "whose proxy binds every interface",
+    )
     parser.add_argument(
         "--port", type=port, default=50051, help="port (default %(default)s); 0 picks a free one"
     )
@@ -197,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     configure_logging()
     config = ServerConfig(
         db_path=args.db,
-        host=args.host,
+        host=ServerConfig.host if args.host is None else args.host,
         port=args.port,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
@@ -221,6 +226,12 @@ def run(args: argparse.Namespace) -> int:
         ray_config = RayServeConfig(config, replicas=args.replicas, address=args.address)
         if args.metrics_port is not None:
             raise InvalidArgumentError("metrics_port", "not served with --ray (Ray has its own)")
+        if args.host is not None:  # Serve binds [::]:PORT; its gRPCOptions take no host
+            raise InvalidArgumentError(
+                "host",
+                "not with --ray: Ray Serve's gRPC proxy listens on every interface of every "
+                "node, whatever --host says; keep --port behind a firewall",
+            )
         ray_serve.run(ray_config, on_serving=functools.partial(announce_ray, ray_config))
         return 0
     if args.address is not None:

@@ -4,10 +4,11 @@ cluster even if someone runs ``ray start`` on the machine; never ``ray stop``, w
 Ray on it).
 
 What is proven here: the API through the proxy with the single-process server's status codes,
-details and error trailers; a session's calls staying on one replica; hands sent to both replicas
-applied exactly once; a 3-player Kuhn match through ``oppmodel acpc-agent --service``; and a
-replica killed mid-match losing no acknowledged hand, the final posterior equal to the library's
-over the dealer's log.
+details and error trailers, for bytes that are not valid protobuf too; health and reflection; the
+proxy's port answering on every interface; a session's calls staying on one replica; hands sent to
+both replicas applied exactly once; a 3-player Kuhn match through
+``oppmodel acpc-agent --service``; and a replica killed mid-match losing no acknowledged hand, the
+final posterior equal to the library's over the dealer's log.
 """
 
 from __future__ import annotations

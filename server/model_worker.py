@@ -131,10 +131,8 @@ class ModelWorker:
         transport = self._transport
         if transport is None or transport.is_closing():
             transport = await self._start()
-        request = pickle.dumps((function, key, args), protocol=5)
         reply = asyncio.get_running_loop().create_future()
-        self._waiting.append(reply)
-        transport.write(_HEADER.pack(len(request)) + request)
+        self._send(transport, (function, key, args), reply)
         return await reply
 
     def forget(self, function: Callable[..., None], key: str) -> None:
@@ -142,9 +140,15 @@ class ModelWorker:
         transport = self._transport
         if transport is None or transport.is_closing():
             return  # nothing is held by a worker that is not running
-        request = pickle.dumps((function, key, ()), protocol=5)
-        self._waiting.append(None)
-        transport.write(_HEADER.pack(len(request)) + request)
+        self._send(transport, (function, key, ()), None)
+
+    def _send(
+        self, transport: asyncio.Transport, request: tuple, reply: asyncio.Future[Any] | None
+    ) -> None:
+        """Frame and write one request; ``reply`` (None: no one waits) takes its answer."""
+        body = pickle.dumps(request, protocol=5)
+        self._waiting.append(reply)
+        transport.write(_HEADER.pack(len(body)) + body)
 
     async def _start(self) -> asyncio.Transport:
         if self._closed:

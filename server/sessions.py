@@ -575,9 +575,9 @@ class SessionManager:
         for worker in self._workers:
             await worker.close()
 
-    def _held_by(self, worker: ModelWorker) -> HeldModel:
-        """A new key for a model that ``worker`` is about to hold."""
-        return HeldModel(worker, uuid.uuid4().hex, 0)
+    def _new_held(self) -> HeldModel:
+        """A new key, on the next worker in turn, for a model about to be held."""
+        return HeldModel(next(self._next_worker), uuid.uuid4().hex, 0)
 
     def _release(self, session: LiveSession) -> None:
         """A copy of a session left memory: its worker drops its model."""
@@ -670,7 +670,7 @@ class SessionManager:
             model = await self._cpu(build_model, spec)
             return model.game, model
         game = await self._cpu(game_of, spec)  # compiles a limit game once per rules
-        held = self._held_by(next(self._next_worker))
+        held = self._new_held()
         held.size = await held.worker.call(_held_create, held.key, spec)
         return game, held
 
@@ -779,7 +779,7 @@ class SessionManager:
         """``_load``'s model in a model worker (dropped there if it cannot be rebuilt)."""
         spec = SessionSpec.from_json(stored.row.spec)
         game = await self._cpu(game_of, spec)
-        held = self._held_by(next(self._next_worker))
+        held = self._new_held()
         try:
             base = await held.worker.call(_held_restore, held.key, stored.row.spec, stored.snapshot)
             rows = await self._rows_to_replay(stored, base)

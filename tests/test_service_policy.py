@@ -7,10 +7,13 @@ from __future__ import annotations
 import io
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import pytest
 from service_support import hands_held
 
@@ -163,10 +166,78 @@ def test_a_service_that_lost_the_session_gets_a_new_one_with_every_hand(tmp_path
         server.stop()
 
 
-def test_a_hung_service_costs_at_most_one_budget_per_doubling_quarantine(tmp_path: Path) -> None:
+class DecisionHoldingProxy:
+    """A real gRPC server on 127.0.0.1 that forwards every call, as bytes, to ``target``, except
+    that while ``holding`` is set GetAction calls get no answer (they wait out their deadline):
+    a service that answers health checks and takes hands but cannot decide. ``decisions``
+    counts the GetAction calls that reached it."""
+
+    def __init__(self, target: str) -> None:
+        self.holding = threading.Event()
+        self.decisions = 0
+        self._channel = grpc.insecure_channel(target)
+        self._server = grpc.server(ThreadPoolExecutor(8))
+        self._server.add_generic_rpc_handlers((self,))
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        self._server.start()
+
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        method = details.method
+        if method.endswith("/Observe"):
+            stream = self._channel.stream_stream(method)
+            return grpc.stream_stream_rpc_method_handler(
+                lambda requests, context: stream(requests, timeout=context.time_remaining())
+            )
+        unary = self._channel.unary_unary(method)
+
+        def forward(request: bytes, context: grpc.ServicerContext) -> bytes:
+            if method.endswith("/GetAction"):
+                self.decisions += 1
+                while self.holding.is_set() and context.is_active():
+                    time.sleep(0.005)
+            return unary(request, timeout=context.time_remaining())
+
+        return grpc.unary_unary_rpc_method_handler(forward)
+
+    def close(self) -> None:
+        self._server.stop(None)
+        self._channel.close()
+
+
+def stalls(policy: ServicePolicy, first: int, seconds: float, budget: float) -> tuple[int, int]:
+    """Play hands from ``first`` for ``seconds``; (decisions that took the whole budget, hands
+    played). No decision takes much longer than the budget, and observe() never waits."""
+    slow = hand = 0
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        began = time.monotonic()
+        policy.act(decision(first + hand))
+        took = time.monotonic() - began
+        assert took < budget + 0.5  # never much longer than the budget
+        slow += took >= budget
+        began = time.monotonic()
+        policy.observe(finished(first + hand))
+        assert time.monotonic() - began < 0.05  # the background thread sends it
+        hand += 1
+        time.sleep(0.002)
+    return slow, hand
+
+
+def back_on_the_service(policy: ServicePolicy, first: int) -> int:
+    """Play hands from ``first`` until a decision is the service's again; hands played."""
+    hand, started = 0, time.monotonic()
+    while policy.outages[-1].back_at_hand is None:
+        assert time.monotonic() - started < 20, "never back on the service"
+        play(policy, range(first + hand, first + hand + 1))
+        hand += 1
+        time.sleep(0.002)
+    return hand
+
+
+def test_a_hung_server_costs_one_decision_its_budget_and_no_more(tmp_path: Path) -> None:
     # SIGSTOP: the server's port still accepts connections (the kernel does that), nothing
-    # answers. Every return to it costs a decision its whole budget; the quarantine bounds how
-    # often that happens, and observe() never waits.
+    # answers. The decision in flight waits out its budget; the probe's health check then keeps
+    # the decisions away from it until it answers again.
     process, port = serve_cmd.spawn(tmp_path / "s.sqlite", "--synchronous", "NORMAL")
     budget = 0.1
     policy = ServicePolicy(
@@ -176,39 +247,47 @@ def test_a_hung_service_costs_at_most_one_budget_per_doubling_quarantine(tmp_pat
     try:
         play(policy, range(5))
         os.kill(process.pid, signal.SIGSTOP)
-        slow = hand = 0
-        waited = 0.0
-        started = time.monotonic()
-        while time.monotonic() - started < 3.0:
-            began = time.monotonic()
-            policy.act(decision(5 + hand))
-            took = time.monotonic() - began
-            assert took < budget + 0.5  # never much longer than the budget
-            slow += took >= budget
-            waited += took
-            began = time.monotonic()
-            policy.observe(finished(5 + hand))
-            assert time.monotonic() - began < 0.05  # the background thread sends it
-            hand += 1
-            time.sleep(0.002)
-        # each return costs a decision its budget; the quarantines between returns, 0.05 s
-        # doubling, allow at most 6 returns in 3 s (without them: one every ~0.1 s)
-        assert 1 <= slow <= 7, slow
-        assert waited < 1.0, waited
-        assert len(policy.outages) == 1  # one outage: no decision was answered in between
+        slow, hands = stalls(policy, 5, 2.0, budget)
+        assert slow == 1, slow
+        assert len(policy.outages) == 1
         os.kill(process.pid, signal.SIGCONT)
-        while policy.outages[-1].back_at_hand is None:
-            assert time.monotonic() - started < 20, "never back on the service"
-            policy.act(decision(5 + hand))
-            policy.observe(finished(5 + hand))
-            hand += 1
-            time.sleep(0.002)
-        wait_until(lambda: hands_held(port, policy.session_id) == 5 + hand)
+        hands += back_on_the_service(policy, 5 + hands)
+        wait_until(lambda: hands_held(port, policy.session_id) == 5 + hands)
     finally:
         os.kill(process.pid, signal.SIGCONT)
         policy.close()
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_a_service_that_serves_but_never_decides_is_tried_once_per_doubling_quarantine(
+    tmp_path: Path,
+) -> None:
+    # The service answers health checks and takes hands, but no decision: every return to it
+    # costs a decision its whole budget; the quarantine bounds how often that happens.
+    budget = 0.05
+    with BackgroundServer(server_config(tmp_path / "s.sqlite", 0)) as port:
+        proxy = DecisionHoldingProxy(f"127.0.0.1:{port}")
+        policy = ServicePolicy(
+            GAME, f"127.0.0.1:{proxy.port}", config=CONFIG, deadline=budget, stderr=io.StringIO()
+        )
+        try:
+            play(policy, range(5))
+            proxy.holding.set()
+            tried = proxy.decisions
+            slow, hands = stalls(policy, 5, 3.0, budget)
+            # returns after quarantines of 0.05 s doubling: at most 7 in 3 s (without them: one
+            # every decision, ~50); the hands kept reaching the service meanwhile
+            assert 2 <= proxy.decisions - tried <= 7, proxy.decisions - tried
+            assert slow == proxy.decisions - tried
+            assert len(policy.outages) == 1  # one outage: no decision was answered in between
+            wait_until(lambda: hands_held(port, policy.session_id) == 5 + hands)
+            proxy.holding.clear()
+            hands += back_on_the_service(policy, 5 + hands)
+            wait_until(lambda: hands_held(port, policy.session_id) == 5 + hands)
+        finally:
+            policy.close()
+            proxy.close()
 
 
 @pytest.mark.parametrize("hands", [0, 3])

@@ -22,18 +22,23 @@ Everything else runs on one background thread, so that no decision ever waits fo
 
 * it sends every finished hand (Observe, sequence numbers 1, 2, ...; ObserveBatch calls of every
   hand not yet acknowledged when the service is a Ray Serve deployment), resending whatever the
-  service has not acknowledged; if the server lost the session (a fresh database, a deletion) it
-  creates it again and resends every hand. The server's sequence numbers make a resend safe.
+  service has not acknowledged, a backlog in pieces of ``RESEND_PIECE`` hands (a decision on the
+  server waits behind at most one piece); if the server lost the session (a fresh database, a
+  deletion) it creates it again and resends every hand. The server's sequence numbers make a
+  resend safe.
 * on the fallback, it probes the service every ``retry_interval`` and hands the decisions back
-  as soon as the service's port accepts a connection again (a HOST:PORT target; other targets
-  are probed with the gRPC health check). gRPC's own reconnection takes tens of milliseconds
-  more, in which a fast match plays dozens of hands, so the first decision after the return
-  waits for the connection (and for the server to load the session) within its budget instead:
-  the dealer waits for that decision, not for hands played on the fallback. The hands the
-  service missed are resent behind it; GetAction answers from those that have arrived.
+  as soon as it serves: its port accepts a connection (a HOST:PORT target; a test that fails at
+  once while it is down) and it answers the health check. The health check matters: gRPC binds
+  the port before the server warms up, so a restarting server accepts connections seconds
+  before it answers, and a decision sent then waits out its budget. The decisions' channel
+  reconnects on its own schedule, so the first decision after the return waits for the
+  connection (and for the server to load the session) within its budget: the dealer waits for
+  that decision, not for hands played on the fallback. The hands the service missed are resent
+  behind it; GetAction answers from those that have arrived.
 * a service that fails a decision again before answering one since it was handed back (it answers
-  health checks, not GetAction) is left alone for a quarantine that doubles each time (up to
-  ``MAX_QUARANTINE``), so it costs at most one budget per quarantine.
+  health checks, not GetAction) is not probed for a quarantine that doubles each time (up to
+  ``MAX_QUARANTINE``), so it costs at most one budget per quarantine; the hands keep going to it
+  meanwhile.
 
 ``decisions()`` and ``outages`` are the tally: decisions per source, and every stretch on the
 fallback (from its first hand to the hand of the first service decision after it).
@@ -45,6 +50,7 @@ import contextlib
 import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -75,6 +81,7 @@ from oppmodel.modeling.strategy import uniform_profile
 ServiceFailure = (grpc.RpcError, OppModelError)
 _STATUS_OF: dict[type[BaseException], str] = {e: code.name for code, e in ERROR_BY_CODE.items()}
 MAX_QUARANTINE = 5.0  # seconds; see the module docstring
+RESEND_PIECE = 64  # hands per Observe call of a backlog; see ServicePolicy._send_some
 MAX_REPORTED_OUTAGES = 10  # outages said on stderr; later ones are in the tally only
 
 
@@ -186,7 +193,8 @@ class ServicePolicy:
         self._session_id: str | None = None
         self._on_service = False
         self._untested_return = False  # handed back to the service, no decision answered since
-        self._quarantine = 0.0
+        self._quarantine = 0.0  # seconds of the current quarantine; it doubles, see _fall_back
+        self._quarantined_until = 0.0  # time.monotonic() before which the service is not probed
         self._hand = 0  # the hand being played
         self._stop = False
         try:
@@ -287,6 +295,7 @@ class ServicePolicy:
         with self._wake:
             if self._on_service and self._untested_return:  # failed again before any answer
                 self._quarantine = min(max(2 * self._quarantine, 0.05), MAX_QUARANTINE)
+                self._quarantined_until = time.monotonic() + self._quarantine
             self._on_service = self._untested_return = False
             if isinstance(exc, NotFoundError):  # the server lost the session: a new one, all hands
                 self._session_id = None
@@ -313,30 +322,24 @@ class ServicePolicy:
 
     # -- the background thread -------------------------------------------------------------
     def _run(self) -> None:
-        """Send hands while the service answers; probe it and hand decisions back while it
-        does not."""
+        """Send hands while the service takes them; while decisions are on the fallback, probe
+        the service and hand them back once it serves."""
         while True:
             with self._wake:
                 while not self._stop and self._on_service and not self._unsent():
                     self._wake.wait()
                 if self._stop:
                     return
-                on_service, quarantine = self._on_service, self._quarantine
+                on_service, unsent = self._on_service, self._unsent()
+                quarantined = self._quarantined_until - time.monotonic()
             try:
-                if not on_service:
-                    if quarantine and self._pause(quarantine):
+                if not on_service and quarantined <= 0:
+                    self._hand_back()
+                elif not on_service and not unsent:
+                    if self._pause(quarantined):
                         return
-                    self._await_service()
-                    if self._session_id is not None:
-                        with self._wake:
-                            self._on_service = self._untested_return = True
-                    # the background channel reconnects on its own schedule: wait for it
-                    self._background.check_health(wait_for_ready=True)
-                    if self._session_id is None:
-                        self._create_session()
-                        with self._wake:
-                            self._on_service = self._untested_return = True
-                self._send_pending()
+                    continue
+                self._send_some()
             except ServiceFailure as exc:
                 self._fall_back(exc)
                 if self._pause(self.retry_interval):
@@ -345,14 +348,21 @@ class ServicePolicy:
                 if self._pause(self.retry_interval):
                     return
 
-    def _await_service(self) -> None:
-        """Return once the service is probably back: its port accepts a TCP connection, or
-        (other targets) it answers the health check; raise OSError or a ServiceFailure if not."""
-        if self._address is None:
-            self._decisions.check_health(wait_for_ready=True)
-            return
-        with socket.create_connection(self._address, timeout=self.deadline):
-            pass
+    def _hand_back(self) -> None:
+        """Hand the decisions back once the service serves: its port accepts a connection (a
+        test that fails at once while it is down; other targets skip it), then it answers the
+        health check. A port accepts connections before its server serves (gRPC binds it before
+        the server warms up), and a decision sent then would wait out its whole budget."""
+        if self._address is not None:
+            with socket.create_connection(self._address, timeout=self.deadline):
+                pass
+        # waits for the background channel's reconnection and the server's start, within its
+        # deadline
+        self._background.check_health(wait_for_ready=True)
+        if self._session_id is None:
+            self._create_session()
+        with self._wake:
+            self._on_service = self._untested_return = True
 
     def _unsent(self) -> bool:
         return self._session_id is None or self._acked < len(self._observations)
@@ -377,22 +387,31 @@ class ServicePolicy:
             self._session_id, self._acked = session.session_id, 0
 
     def _send_pending(self) -> None:
-        """Send every hand the session has not acknowledged; create the session again (and
-        resend every hand) if the server lost it."""
-        while True:
-            with self._wake:
-                session_id, first = self._session_id, self._acked + 1
-                pending = self._observations[self._acked :]
-            if session_id is None:
-                self._create_session()
-                continue
-            if not pending:
-                return
-            try:
-                self._background.observe(session_id, pending, first_sequence=first)
-            except NotFoundError:
-                self._create_session()
-                continue
-            with self._wake:
-                if self._session_id == session_id:
-                    self._acked = max(self._acked, first - 1 + len(pending))
+        """Send every hand the session has not acknowledged."""
+        while self._send_some():
+            pass
+
+    def _send_some(self) -> bool:
+        """Send the next hands the session has not acknowledged, at most ``RESEND_PIECE``; create
+        the session again (and resend every hand) if the server lost it. Whether any were sent.
+
+        A backlog (the hands played while the service was down) goes in pieces, so that on the
+        server a decision never waits behind more than one piece's updates, and the thread
+        returns to probing soon after a decision fails."""
+        with self._wake:
+            session_id, first = self._session_id, self._acked + 1
+            pending = self._observations[self._acked : self._acked + RESEND_PIECE]
+        if session_id is None:
+            self._create_session()
+            return True
+        if not pending:
+            return False
+        try:
+            self._background.observe(session_id, pending, first_sequence=first)
+        except NotFoundError:
+            self._create_session()
+            return True
+        with self._wake:
+            if self._session_id == session_id:
+                self._acked = max(self._acked, first - 1 + len(pending))
+        return True

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from oppmodel.modeling.errors import UnavailableError
+from oppmodel.server.priority import yield_to_the_loop
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
@@ -59,6 +60,7 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
 def serve_objects(sock: socket.socket) -> None:
     """The child's main: answer requests on ``sock`` until the parent closes it."""
     objects: Objects = {}
+    yield_to_the_loop()
     sock.sendall(_HEADER.pack(0))  # ready
     while (header := _read_exactly(sock, _HEADER.size)) is not None:
         body = _read_exactly(sock, _HEADER.unpack(header)[0])

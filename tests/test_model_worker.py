@@ -7,6 +7,8 @@ import asyncio
 import multiprocessing
 import os
 import signal
+import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +24,7 @@ from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.strategy import strategy_to_dict
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.model_worker import ModelWorker
+from oppmodel.server.priority import BACKGROUND_NICE
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
 from oppmodel.server.storage_sqlite import SQLiteStore
 
@@ -183,3 +186,28 @@ def test_after_a_hand_the_worker_returns_the_policies_asked_before(tmp_path: Pat
         library.observe(hand)
     assert set(cached) == {2} and cached[2][0] == hands_observed == 3
     np.testing.assert_array_equal(cached[2][1], library.policy(2))
+
+
+def _nice(objects: dict, key: str) -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the nice value is per thread on Linux only")
+def test_the_worker_and_the_writer_yield_the_cpu_to_the_event_loop(tmp_path: Path) -> None:
+    loop_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    expected = min(loop_nice + BACKGROUND_NICE, 19)
+
+    async def worker_nice() -> int:
+        worker = ModelWorker(preload=[])
+        try:
+            return await worker.call(_nice, "")
+        finally:
+            await worker.close()
+
+    assert asyncio.run(worker_nice()) == expected
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    try:
+        assert store.run(lambda db: _nice({}, "")) == expected
+    finally:
+        store.close()
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == loop_nice  # ours stays

@@ -234,10 +234,11 @@ def back_on_the_service(policy: ServicePolicy, first: int) -> int:
     return hand
 
 
-def test_a_hung_server_costs_one_decision_its_budget_and_no_more(tmp_path: Path) -> None:
+def test_a_hung_server_costs_at_most_one_decision_its_budget(tmp_path: Path) -> None:
     # SIGSTOP: the server's port still accepts connections (the kernel does that), nothing
-    # answers. The decision in flight waits out its budget; the probe's health check then keeps
-    # the decisions away from it until it answers again.
+    # answers. A decision sent before the agent notices waits out its budget (none if a hand's
+    # Observe failed first); the probe's health check then keeps the decisions away from it
+    # until it answers again.
     process, port = serve_cmd.spawn(tmp_path / "s.sqlite", "--synchronous", "NORMAL")
     budget = 0.1
     policy = ServicePolicy(
@@ -248,7 +249,7 @@ def test_a_hung_server_costs_one_decision_its_budget_and_no_more(tmp_path: Path)
         play(policy, range(5))
         os.kill(process.pid, signal.SIGSTOP)
         slow, hands = stalls(policy, 5, 2.0, budget)
-        assert slow == 1, slow
+        assert slow <= 1, slow  # with a TCP probe alone: one per return, 6 in 2 s
         assert len(policy.outages) == 1
         os.kill(process.pid, signal.SIGCONT)
         hands += back_on_the_service(policy, 5 + hands)

@@ -20,12 +20,12 @@ once, for that decision too; the match never waits for the service longer than o
 
 Everything else runs on one background thread, so that no decision ever waits for it:
 
-* it sends every finished hand (Observe, sequence numbers 1, 2, ...; ObserveBatch calls of every
-  hand not yet acknowledged when the service is a Ray Serve deployment), resending whatever the
-  service has not acknowledged, a backlog in pieces of ``RESEND_PIECE`` hands (a decision on the
-  server waits behind at most one piece); if the server lost the session (a fresh database, a
-  deletion) it creates it again and resends every hand. The server's sequence numbers make a
-  resend safe.
+* it sends every finished hand (Observe, sequence numbers 1, 2, ...; ObserveBatch calls when the
+  service is a Ray Serve deployment), resending whatever the service has not acknowledged; the
+  hands not yet acknowledged go together, at most ``RESEND_PIECE`` per call, so that a backlog
+  goes in pieces (on the server a decision waits behind at most one piece). If the server lost
+  the session (a fresh database, a deletion) it creates it again and resends every hand. The
+  server's sequence numbers make a resend safe.
 * on the fallback, it probes the service every ``retry_interval`` and hands the decisions back
   as soon as it serves: its port accepts a connection (a HOST:PORT target; a test that fails at
   once while it is down) and it answers the health check. The health check matters: gRPC binds

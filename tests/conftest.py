@@ -7,7 +7,7 @@ The suite must pass in any clone of the repository, so a test may read only what
 holds (test data lives in ``tests/data/``), what it wrote itself (temporary folders), and the
 installed Python with its packages and the system's own files. An audit hook watches every file
 opened for reading in this process while the tests run; a read elsewhere (a sibling
-``../shared`` folder, say) fails the test that made it. ``test_repository.py`` scans the test
+``../shared`` folder, say) fails the test that made it. ``test_self_contained.py`` scans the test
 sources for absolute paths, which also covers what subprocesses started by tests read.
 """
 

@@ -173,9 +173,19 @@ class GrpcClient:
             return self._metadata
         return (*self._metadata, (ROUTING_KEY, session_id))
 
-    def _stream(self, method: str, requests: Iterator[Any], **options: Any) -> Iterator[Any]:
-        """The responses of a streaming call, failures raised as domain exceptions."""
+    def _stream(
+        self,
+        method: str,
+        requests: Iterator[Any],
+        *,
+        session_id: str | None = None,
+        **options: Any,
+    ) -> Iterator[Any]:
+        """The responses of a streaming call (routed by ``session_id``, as ``_call``), failures
+        raised as domain exceptions."""
         try:
-            yield from getattr(self._stub, method)(requests, metadata=self._metadata, **options)
+            yield from getattr(self._stub, method)(
+                requests, metadata=self._routed(session_id), **options
+            )
         except grpc.RpcError as exc:
             raise self._error(exc) from None

@@ -253,12 +253,13 @@ class PerfectInfoClient(GrpcClient):
     def get_session(self, session_id: str) -> PerfectInfoSessionDescription:
         """One session."""
         request = pb.GetPerfectInfoSessionRequest(session_id=session_id)
-        return _describe(self._call("GetPerfectInfoSession", request).session)
+        reply = self._call("GetPerfectInfoSession", request, session_id=session_id)
+        return _describe(reply.session)
 
     def delete_session(self, session_id: str) -> None:
         """Delete a session and its stored choices."""
         request = pb.DeletePerfectInfoSessionRequest(session_id=session_id)
-        self._call("DeletePerfectInfoSession", request)
+        self._call("DeletePerfectInfoSession", request, session_id=session_id)
 
     # -- choices ---------------------------------------------------------------------------------
     def observe_choices(
@@ -280,13 +281,15 @@ class PerfectInfoClient(GrpcClient):
             )
             for i in range(0, len(messages), per_message)
         ]
-        return [self._ack(r) for r in self.observe_stream(iter(requests))]
+        replies = self.observe_stream(iter(requests), session_id=session_id)
+        return [self._ack(r) for r in replies]
 
     def observe_stream(
-        self, requests: Iterator[pb.ObserveChoicesRequest]
+        self, requests: Iterator[pb.ObserveChoicesRequest], *, session_id: str | None = None
     ) -> Iterator[pb.ObserveChoicesResponse]:
-        """The raw bidirectional stream, for callers that build their own messages."""
-        return self._stream("ObserveChoices", requests, timeout=self.timeout)
+        """The raw bidirectional stream, for callers that build their own messages; give the
+        session's id (``session_id``) to route it to the Ray Serve replica holding the session."""
+        return self._stream("ObserveChoices", requests, session_id=session_id, timeout=self.timeout)
 
     @staticmethod
     def _ack(reply: pb.ObserveChoicesResponse) -> ChoicesAck:
@@ -301,7 +304,9 @@ class PerfectInfoClient(GrpcClient):
     def model_weights(self, session_id: str, opponent: str = "") -> dict[str, Weights]:
         """The posterior weights of one opponent (or of all: ``opponent=""``), by label."""
         reply = self._call(
-            "GetModelWeights", pb.GetModelWeightsRequest(session_id=session_id, opponent=opponent)
+            "GetModelWeights",
+            pb.GetModelWeightsRequest(session_id=session_id, opponent=opponent),
+            session_id=session_id,
         )
         return {w.opponent: _weights(w) for w in reply.weights}
 
@@ -333,7 +338,7 @@ class PerfectInfoClient(GrpcClient):
         else:
             for row in np.asarray(weights, dtype=np.float64):
                 request.given.seats.add(values=row.tolist())
-        r = self._call("GetProbMaxnMove", request)
+        r = self._call("GetProbMaxnMove", request, session_id=session_id)
         return ProbMaxnMove(
             mover=r.mover,
             move=parse_card(r.move) if r.HasField("move") else None,

@@ -1,0 +1,62 @@
+"""Both clients name the session a call is about in metadata ``session_id``: Ray Serve's proxy
+routes by it (``server/ray_serve.py``), so a session's calls reach the replica that holds it.
+Checked against a real gRPC server on a loopback port that records each call's metadata."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+from test_client_errors import POSITION, _opponent_model_calls, _perfect_info_calls, _within
+
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.grpc_base import ROUTING_KEY
+from oppmodel.clients.perfect_info_client import PerfectInfoClient
+from oppmodel.modeling import errors
+
+
+class _Recorder(grpc.GenericRpcHandler):
+    """Records (method, the ``session_id`` metadata or None) of each call; serves none of them."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None]] = []
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> None:
+        metadata = dict(handler_call_details.invocation_metadata or ())
+        method = handler_call_details.method.rpartition("/")[2]
+        self.calls.append((method, metadata.get(ROUTING_KEY)))
+
+
+@contextlib.contextmanager
+def _recording_server() -> Iterator[tuple[str, _Recorder]]:
+    recorder = _Recorder()
+    server = grpc.server(ThreadPoolExecutor(2), handlers=[recorder])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}", recorder
+    finally:
+        server.stop(0)
+
+
+def test_calls_about_a_session_carry_its_id_for_the_ray_router() -> None:
+    with (
+        _recording_server() as (target, recorder),
+        OpponentModelClient(target, timeout=5, reconnect_seconds=0) as client,
+        PerfectInfoClient(target, timeout=5) as perfect,
+    ):
+        calls = {**_opponent_model_calls(client), **_perfect_info_calls(perfect)}
+        calls["probmaxn_move (session)"] = lambda: perfect.probmaxn_move(
+            POSITION, searcher=0, session_id="s"
+        )
+        routes: dict[str, set[str | None]] = {}  # call -> the session_id its RPCs carried
+        for name, call in calls.items():
+            before = len(recorder.calls)
+            error = _within(20, call)
+            assert isinstance(error, errors.OppModelError), (name, repr(error))  # UNIMPLEMENTED
+            routes[name] = {route for _, route in recorder.calls[before:]}
+    unrouted = {"create_session", "list_sessions", "observe_stream", "probmaxn_move"}
+    assert {name for name, seen in routes.items() if seen == {None}} == unrouted
+    assert {name for name, seen in routes.items() if seen == {"s"}} == set(calls) - unrouted

@@ -18,13 +18,20 @@ from grpc_health.v1 import health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2_grpc
 
 from oppmodel.server.decoding import add_totally_decoded
-from oppmodel.v1 import opponent_model_pb2_grpc
+from oppmodel.v1 import opponent_model_pb2_grpc, perfect_info_pb2_grpc
 
 
 def add_opponent_model_service(servicer: Any, server: Any) -> None:
     """Register OpponentModelService on the proxy's server, its requests totally decoded."""
     add_totally_decoded(
         opponent_model_pb2_grpc.add_OpponentModelServiceServicer_to_server, servicer, server
+    )
+
+
+def add_perfect_info_service(servicer: Any, server: Any) -> None:
+    """Register PerfectInfoService on the proxy's server, its requests totally decoded."""
+    add_totally_decoded(
+        perfect_info_pb2_grpc.add_PerfectInfoServiceServicer_to_server, servicer, server
     )
 
 

@@ -1,11 +1,12 @@
-"""``oppmodel serve --ray``: the service from Ray Serve replicas that share a PostgreSQL store.
+"""``oppmodel serve --ray``: the services from Ray Serve replicas that share a PostgreSQL store.
 
-Each replica wraps the very SessionManager and OpponentModelServicer of the single-process server
-(``server/app.py``); only the transport differs. Ray Serve's gRPC proxy (one per node) takes the
-calls and hands each to a replica. A call carrying the metadata ``session_id`` (the Python client
-and the ACPC agent send it) is routed by a consistent hash of it (Serve's ConsistentHashRouter), so
-a session stays on one replica, loaded from the store on first use and kept in that replica's
-session cache (least recently used sessions leave it); other calls spread over the replicas.
+Each replica wraps the very SessionManager and OpponentModelServicer, PerfectInfoManager and
+PerfectInfoServicer of the single-process server (``server/app.py``); only the transport differs.
+Ray Serve's gRPC proxy (one per node) takes the calls and hands each to a replica. A call
+carrying the metadata ``session_id`` (both Python clients and the ACPC agent send it) is routed
+by a consistent hash of it (Serve's ConsistentHashRouter), so a session stays on one replica,
+loaded from the store on first use and kept in that replica's session cache (least recently used
+sessions leave it); other calls spread over the replicas.
 Affinity only saves reloads: a replica that dies, joins or is busy moves sessions, and the store's
 version check makes whichever replica serves a call catch up with the session's stored state first
 and commit each hand exactly once.
@@ -15,8 +16,10 @@ and an exception escaping a deployment method loses the trailing metadata (or, u
 INTERNAL with Ray's traceback in the details); so the servicer runs against :class:`_RayContext`,
 whose ``abort`` records the code and details, and the deployment method then *returns* the RPC's
 empty reply: code, details and the ``oppmodel-error``/``oppmodel-field`` trailers arrive intact.
-A streamed ``Observe`` works through Ray too, but a refusal that ends it arrives with its code and
-details only (Serve drops trailers after streamed replies): ``ObserveBatch`` is the call for Ray.
+A streamed ``Observe`` (or ``ObserveChoices``) works through Ray too, but a refusal that ends it
+arrives with its code and details only (Serve drops trailers after streamed replies):
+``ObserveBatch`` is the call for Ray. Prometheus metrics are not served through Ray (each replica
+counts into a ``Metrics`` of its own that no endpoint exposes).
 
 The proxy decodes each request before handing it on; it registers our services through
 ``server/ray_proxy.py``, whose deserializers never raise, so bytes that do not parse reach the
@@ -43,6 +46,7 @@ from grpc_reflection.v1alpha import reflection
 
 from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
 from oppmodel.server.app import (
+    PERFECT_INFO_SERVICE_NAME,
     SERVICE_NAME,
     ServerConfig,
     configure_logging,
@@ -53,21 +57,25 @@ from oppmodel.server.app import (
 from oppmodel.server.decoding import Undecodable, checked
 from oppmodel.server.errors import error_details
 from oppmodel.server.metrics import Metrics
+from oppmodel.server.perfect_info_manager import PerfectInfoManager
+from oppmodel.server.perfect_info_service import PerfectInfoServicer
 from oppmodel.server.servicer import OpponentModelServicer
 from oppmodel.server.sessions import SessionManager
 from oppmodel.server.storage import is_postgres_url, redacted
 from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1 import perfect_info_pb2 as pi_pb
 
 log = logging.getLogger("oppmodel.server")
 
 APP_NAME = "oppmodel"
 ROUTE_PREFIX = "/oppmodel"  # gRPC ignores it, but Serve needs one to publish the route table
 REPLICA_KEY = "oppmodel-replica"  # trailing metadata on every served reply: the replica's id
-# What Ray's gRPC proxy must register (imported by the proxy process): our service, and the
+# What Ray's gRPC proxy must register (imported by the proxy process): our services, and the
 # standard health check and reflection, answered by the replicas (so a health probe proves a
 # replica serves); all with deserializers that never raise (server/ray_proxy.py).
 SERVICER_FUNCTIONS = (
     "oppmodel.server.ray_proxy.add_opponent_model_service",
+    "oppmodel.server.ray_proxy.add_perfect_info_service",
     "oppmodel.server.ray_proxy.add_health_service",
     "oppmodel.server.ray_proxy.add_reflection_service",
 )
@@ -135,9 +143,12 @@ def _set_refusal(grpc_context: Any, error: Exception) -> None:
 Resp = TypeVar("Resp", bound=Message)
 
 
-def _unary(name: str, empty: type[Resp]) -> Callable[[Any, Any, Any], Awaitable[Resp]]:
-    """A deployment method that runs the servicer's ``name`` and, on a refusal, returns an empty
-    ``empty`` reply with the status set (returning keeps the trailers; raising would not)."""
+def _unary(
+    name: str, empty: type[Resp], *, servicer: str = "servicer"
+) -> Callable[[Any, Any, Any], Awaitable[Resp]]:
+    """A deployment method that runs ``name`` of the replica's servicer in attribute ``servicer``
+    and, on a refusal, returns an empty ``empty`` reply with the status set (returning keeps the
+    trailers; raising would not)."""
 
     async def method(self: OppModelDeployment, request: Any, grpc_context: Any) -> Resp:
         # (an Undecodable request, whose bytes did not parse, the servicer refuses itself)
@@ -150,7 +161,8 @@ def _unary(name: str, empty: type[Resp]) -> Callable[[Any, Any, Any], Awaitable[
             _set_refusal(grpc_context, error)
             return empty()
         try:
-            reply = await getattr(self.servicer, name)(request, _RayContext(grpc_context))
+            served = getattr(getattr(self, servicer), name)
+            reply = await served(request, _RayContext(grpc_context))
         except _Aborted:  # the status and trailers are set: returning keeps them
             return empty()
         grpc_context.set_trailing_metadata([(REPLICA_KEY, self.replica_id)])
@@ -161,7 +173,8 @@ def _unary(name: str, empty: type[Resp]) -> Callable[[Any, Any, Any], Awaitable[
 
 
 class OppModelDeployment:
-    """One replica: a SessionManager on the shared store behind the single-process servicer.
+    """One replica: a SessionManager and a PerfectInfoManager on the shared store behind the
+    single-process server's servicers.
 
     Ray Serve calls the methods named like the RPCs (it dispatches by method name) with the
     request and its ``grpc_context``."""
@@ -184,8 +197,17 @@ class OppModelDeployment:
             tokens=config.auth_tokens,
             max_label_length=config.limits.max_label_length,
         )
+        self.perfect_info = PerfectInfoManager(
+            self.storage,
+            executor=self.executor,
+            metrics=self.metrics,
+            limits=config.perfect_info_limits,
+        )
+        self.perfect_info_servicer = PerfectInfoServicer(
+            self.perfect_info, metrics=self.metrics, owner=self.servicer.owner
+        )
         self.reflection = reflection.aio.ReflectionServicer(
-            (SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME)
+            (SERVICE_NAME, PERFECT_INFO_SERVICE_NAME, HEALTH_SERVICE_NAME, reflection.SERVICE_NAME)
         )
         log.info(
             "replica serving",
@@ -200,6 +222,29 @@ class OppModelDeployment:
     GetModel = _unary("GetModel", pb.GetModelResponse)
     GetResponse = _unary("GetResponse", pb.GetResponseResponse)
     GetAction = _unary("GetAction", pb.GetActionResponse)
+    # PerfectInfoService (its method names differ from OpponentModelService's: Serve dispatches
+    # by method name alone)
+    CreatePerfectInfoSession = _unary(
+        "CreatePerfectInfoSession",
+        pi_pb.CreatePerfectInfoSessionResponse,
+        servicer="perfect_info_servicer",
+    )
+    GetPerfectInfoSession = _unary(
+        "GetPerfectInfoSession",
+        pi_pb.GetPerfectInfoSessionResponse,
+        servicer="perfect_info_servicer",
+    )
+    DeletePerfectInfoSession = _unary(
+        "DeletePerfectInfoSession",
+        pi_pb.DeletePerfectInfoSessionResponse,
+        servicer="perfect_info_servicer",
+    )
+    GetModelWeights = _unary(
+        "GetModelWeights", pi_pb.GetModelWeightsResponse, servicer="perfect_info_servicer"
+    )
+    GetProbMaxnMove = _unary(
+        "GetProbMaxnMove", pi_pb.GetProbMaxnMoveResponse, servicer="perfect_info_servicer"
+    )
 
     async def Observe(
         self, request_stream: AsyncIterator[pb.ObserveRequest], grpc_context: Any
@@ -210,16 +255,27 @@ class OppModelDeployment:
         async for reply in self.servicer.Observe(request_stream, _RayContext(grpc_context)):
             yield reply
 
+    async def ObserveChoices(
+        self, request_stream: AsyncIterator[pi_pb.ObserveChoicesRequest], grpc_context: Any
+    ) -> AsyncIterator[pi_pb.ObserveChoicesResponse]:
+        """The perfect-information choices stream, as the single-process server serves it (a
+        message that did not parse ends it with INVALID_ARGUMENT naming the field); a refusal ends
+        it with its code and details, as ``Observe``."""
+        async for reply in self.perfect_info_servicer.ObserveChoices(
+            checked(request_stream), _RayContext(grpc_context)
+        ):
+            yield reply
+
     async def Check(
         self, request: health_pb2.HealthCheckRequest, grpc_context: Any
     ) -> health_pb2.HealthCheckResponse:
-        """grpc.health.v1: SERVING for the server as a whole and for OpponentModelService (the
-        perfect-information service is not served through Ray); a request that did not parse:
-        INVALID_ARGUMENT naming the field, as from the single-process server."""
+        """grpc.health.v1: SERVING for the server as a whole, OpponentModelService and
+        PerfectInfoService; a request that did not parse: INVALID_ARGUMENT naming the field, as
+        from the single-process server."""
         if isinstance(request, Undecodable):
             _set_refusal(grpc_context, request.error)
             return health_pb2.HealthCheckResponse()
-        if request.service in ("", SERVICE_NAME):
+        if request.service in ("", SERVICE_NAME, PERFECT_INFO_SERVICE_NAME):
             return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
         grpc_context.set_code(grpc.StatusCode.NOT_FOUND)
         grpc_context.set_details(f"service: {request.service!r} is not served here")

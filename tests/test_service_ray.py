@@ -4,7 +4,9 @@ cluster even if someone runs ``ray start`` on the machine; never ``ray stop``, w
 Ray on it).
 
 What is proven here: the API through the proxy with the single-process server's status codes,
-details and error trailers, for bytes that are not valid protobuf too; health and reflection; the
+details and error trailers, for bytes that are not valid protobuf too; the perfect-information
+service's answers equal to the single-process server's, its calls routed by session id; health
+and reflection; the
 proxy's port answering on every interface; a session's calls staying on one replica; hands sent to
 both replicas applied exactly once; a 3-player Kuhn match through
 ``oppmodel acpc-agent --service``; and a replica killed mid-match losing no acknowledged hand, the
@@ -28,6 +30,7 @@ import psycopg
 import pytest
 from acpc_support import GAME as ACPC_GAME
 from acpc_support import GAME_FILE, AgentThread, run_dealer
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from postgres_support import PostgresServer
 from service_support import GAME, random_observations, running_server
@@ -38,13 +41,23 @@ from oppmodel.clients.acpc.convert import kuhn_for, log_observations
 from oppmodel.clients.acpc.log import parse_log
 from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.client import OpponentModelClient, observation_message
+from oppmodel.clients.perfect_info_client import (
+    ChoiceEvidence,
+    GibbsSettings,
+    Opponent,
+    PerfectInfoClient,
+)
 from oppmodel.modeling import errors
+from oppmodel.modeling.games.spades.cards import deal
+from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import ServerConfig, free_ports
 from oppmodel.server.ray_serve import REPLICA_KEY, RayServeConfig, start_serve
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+from oppmodel.v1 import perfect_info_pb2 as pi_pb
+from oppmodel.v1 import perfect_info_pb2_grpc as pi_pb_grpc
 
 ray = pytest.importorskip("ray", reason="ray is not installed (extra 'ray')")
 
@@ -235,6 +248,81 @@ def test_refusals_are_the_single_process_servers(ray_app: Deployment, tmp_path: 
     assert want[0][2]["oppmodel-field"].startswith("config.game")
 
 
+def perfect_info_refusals(target: str, token: str) -> list[tuple[grpc.StatusCode, str, dict]]:
+    """What the server at ``target`` answers to bad perfect-information requests: (code, details,
+    trailers) of unary calls, (code, details) of the choices stream a bad choice ends."""
+    auth = (("authorization", f"Bearer {token}"),)
+    with grpc.insecure_channel(target) as channel:
+        stub = pi_pb_grpc.PerfectInfoServiceStub(channel)
+        opponents = [
+            pi_pb.OpponentModels(label=label, models=["MT", "mOT"]) for label in ("west", "east")
+        ]
+        config = pi_pb.PerfectInfoSessionConfig(game="spades3p", opponents=opponents, seed=1)
+        sid = stub.CreatePerfectInfoSession(
+            pi_pb.CreatePerfectInfoSessionRequest(config=config), metadata=auth
+        ).session.session_id
+        chess = pi_pb.PerfectInfoSessionConfig(game="chess", opponents=opponents)
+        position = pi_pb.SpadesPosition(hands=["AS KS 2C", "QS 3C 4D", "5H 6H 6H"])
+        bad_choice = pi_pb.ChoiceObservation(
+            sequence=1, opponent="west", likelihoods=pi_pb.ModelValues(values=[0.5])
+        )
+        answers = [
+            status(
+                stub.CreatePerfectInfoSession,
+                pi_pb.CreatePerfectInfoSessionRequest(config=chess),
+                auth,
+            ),
+            status(
+                stub.GetModelWeights,
+                pi_pb.GetModelWeightsRequest(session_id=sid, opponent="north"),
+                auth,
+            ),
+            status(
+                stub.GetProbMaxnMove,
+                pi_pb.GetProbMaxnMoveRequest(position=position, session_id=sid),
+                auth,
+            ),
+            status(stub.GetPerfectInfoSession, pi_pb.GetPerfectInfoSessionRequest(session_id=sid)),
+        ]
+        with pytest.raises(grpc.RpcError) as failure:
+            list(
+                stub.ObserveChoices(
+                    iter([pi_pb.ObserveChoicesRequest(session_id=sid, observations=[bad_choice])]),
+                    metadata=auth,
+                    timeout=30,
+                )
+            )
+        answers.append((failure.value.code(), failure.value.details(), {}))
+    return answers
+
+
+def test_perfect_info_refusals_are_the_single_process_servers(
+    ray_app: Deployment, tmp_path: Path
+) -> None:
+    """Bad perfect-information requests through Ray: INVALID_ARGUMENT naming the field (in the
+    details and the trailers), a missing token UNAUTHENTICATED, a bad choice ending the stream
+    with INVALID_ARGUMENT; exactly as from the single-process server (a stream's trailers aside)."""
+    deployment = ray_app.ensure(frozenset({TOKEN}))
+    with running_server(tmp_path / "s.sqlite", auth_tokens=frozenset({TOKEN})) as port:
+        want = perfect_info_refusals(f"127.0.0.1:{port}", TOKEN)
+    got = perfect_info_refusals(deployment.target, TOKEN)
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    assert [code for code, _, _ in want] == [
+        invalid,
+        invalid,
+        invalid,
+        grpc.StatusCode.UNAUTHENTICATED,
+        invalid,
+    ]
+    assert [trailers.get("oppmodel-field") for _, _, trailers in want[:3]] == [
+        "config.game",
+        "opponent",
+        "position.hands[2]",
+    ]
+    assert want[4][1].startswith("observations[0].likelihoods")
+    assert got == want
+
+
 def test_a_message_beyond_the_size_limit_is_refused(deployment: Deployment) -> None:
     """Serve's proxy takes messages up to 2 GiB; the replica applies the server's limit."""
     with grpc.insecure_channel(deployment.target) as channel:
@@ -248,17 +336,19 @@ def test_a_message_beyond_the_size_limit_is_refused(deployment: Deployment) -> N
 
 
 OPPONENT_MODEL = pb.DESCRIPTOR.services_by_name["OpponentModelService"]
+PERFECT_INFO = pi_pb.DESCRIPTOR.services_by_name["PerfectInfoService"]
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 
 
 def undecodable_refusals(target: str) -> list[tuple[grpc.StatusCode, str, dict]]:
     """What the server at ``target`` answers to bytes that are not valid protobuf (sent raw): to
-    every unary method a truncated field tag and, where the request has a field 1 (a string, or
-    a message that starts with one), that field with bad UTF-8; to the health check, its
-    ``service`` with bad UTF-8."""
+    every unary method of both services a truncated field tag and, where the request has a field
+    1 (a string, or a message that starts with one), that field with bad UTF-8; to the health
+    check, its ``service`` with bad UTF-8."""
     calls = [
-        (f"/{OPPONENT_MODEL.full_name}/{method.name}", data)
-        for method in OPPONENT_MODEL.methods
+        (f"/{service.full_name}/{method.name}", data)
+        for service in (OPPONENT_MODEL, PERFECT_INFO)
+        for method in service.methods
         if not method.client_streaming
         for data in (b"\xff\xff\xff", b"\x0a\x02\xff\xfe")
         if data[0] != 0x0A or 1 in method.input_type.fields_by_number
@@ -280,9 +370,9 @@ def test_undecodable_requests_are_invalid_argument_naming_the_field(
         want = undecodable_refusals(f"127.0.0.1:{port}")
     got = undecodable_refusals(deployment.target)
     assert {code for code, _, _ in want} == {grpc.StatusCode.INVALID_ARGUMENT}
-    assert ("session_id: not valid UTF-8", "session_id") in [
-        (details, trailers["oppmodel-field"]) for _, details, trailers in want
-    ]
+    fields = [(details, trailers["oppmodel-field"]) for _, details, trailers in want]
+    assert ("session_id: not valid UTF-8", "session_id") in fields
+    assert ("position: truncated field tag at byte 2", "position") in fields  # GetProbMaxnMove
     assert got == want
 
 
@@ -310,6 +400,91 @@ def test_an_undecodable_message_ends_the_observe_stream_naming_the_field(
         assert failure.value.details() == "observation.history: not valid UTF-8"
         assert acks == [1, 2]
         assert client.get_session(sid).hands_observed == 2
+
+
+PI_OPPONENTS = (Opponent("west", ("MT", "mOT"), (1.0, 2.0)), Opponent("east", ("mOT", "MT")))
+PI_GIBBS = GibbsSettings(sweeps=60, burn_in=10, chains=2, level=0.9)
+
+
+def perfect_info_answers(target: str) -> dict:
+    """What the server at ``target`` answers to one perfect-information session's calls (seeded,
+    so two servers on the same inputs answer alike): the session, the acks of its choices (some
+    resent), its learned weights and a prob-max^n move under them, and the move under given
+    weights; session ids and creation times left out."""
+    rng = np.random.default_rng(11)
+    choices = [
+        ChoiceEvidence.from_likelihoods(PI_OPPONENTS[t % 2].label, rng.random(2) + 0.01)
+        for t in range(10)
+    ]
+    choices[3] = ChoiceEvidence.from_utilities(
+        "east", [[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]], chosen=2, epsilon=0.3
+    )
+    position = SpadesState.start(deal(np.random.default_rng(5), 4), leader=1)
+    with PerfectInfoClient(target, timeout=30) as client:
+        sid = client.create_session(opponents=PI_OPPONENTS, gibbs=PI_GIBBS, seed=7).session_id
+        acks = client.observe_choices(sid, choices[:6], first_sequence=1, per_message=3)
+        acks += client.observe_choices(sid, choices[4:], first_sequence=5, per_message=4)
+        session = client.get_session(sid)
+        answers = {
+            "session": (session.opponents, session.gibbs, session.seed, session.choices_observed),
+            "acks": acks,
+            "weights": client.model_weights(sid),
+            "west": client.model_weights(sid, "west"),
+            "learned move": client.probmaxn_move(
+                position, searcher=position.turn, session_id=sid, searcher_weights=(0.25, 0.75)
+            ),
+            "given move": client.probmaxn_move(
+                position, searcher=0, weights=[[0.5, 0.5], [0.8, 0.2], [0.3, 0.7]], epsilon=0.2
+            ),
+        }
+        client.delete_session(sid)
+        with pytest.raises(errors.NotFoundError):
+            client.get_session(sid)
+    return answers
+
+
+def same(a: object, b: object) -> bool:
+    """Equal, comparing numpy arrays inside dataclasses, dicts and sequences exactly."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if hasattr(a, "__dataclass_fields__") and type(a) is type(b):
+        return all(same(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__)
+    return a == b
+
+
+def test_the_perfect_info_service_works_through_the_proxy(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """Create, observe (with resends), weights, prob-max^n moves and delete through Ray answer
+    exactly as the single-process server does on the same inputs; health names the service."""
+    with running_server(tmp_path / "s.sqlite") as port:
+        want = perfect_info_answers(f"127.0.0.1:{port}")
+    got = perfect_info_answers(deployment.target)
+    assert want["session"][3] == 10 and want["acks"][-1].choices_observed == 10
+    assert want["learned move"].move is not None
+    assert same(got, want)
+    with grpc.insecure_channel(deployment.target) as channel:
+        reply = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=PERFECT_INFO.full_name), timeout=30
+        )
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_an_undecodable_message_ends_the_choices_stream_naming_the_field(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """Bytes that do not parse in the ObserveChoices stream end it with INVALID_ARGUMENT naming the
+    field, through Ray as from the single-process server."""
+    path = f"/{PERFECT_INFO.full_name}/ObserveChoices"
+    bad = b"\x0a\x02\xff\xfe"  # session_id with bad UTF-8
+    with running_server(tmp_path / "s.sqlite") as port:
+        want = stream_ending(f"127.0.0.1:{port}", path, bad, "stream_stream")
+    assert want == (grpc.StatusCode.INVALID_ARGUMENT, "session_id: not valid UTF-8")
+    assert stream_ending(deployment.target, path, bad, "stream_stream") == want
 
 
 REFLECTION = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
@@ -341,6 +516,7 @@ def test_reflection_is_served_and_refuses_undecodable_requests(
         "grpc.health.v1.Health",
         "grpc.reflection.v1alpha.ServerReflection",
         OPPONENT_MODEL.full_name,
+        PERFECT_INFO.full_name,
     ]
     files = described.file_descriptor_response.file_descriptor_proto
     assert OPPONENT_MODEL.file.serialized_pb in files

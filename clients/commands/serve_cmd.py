@@ -43,14 +43,14 @@ examples:
 
 then:  grpcurl -plaintext 127.0.0.1:50051 list
 
-With --ray the service runs as a Ray Serve application: --replicas processes (on one machine or
-a cluster) share the PostgreSQL store, behind Ray Serve's gRPC proxy on --port of every node (the
-proxy listens on every interface, which Ray offers no way to change, so --host is refused; it
-serves plaintext: keep the port behind a firewall). Calls about a session are routed by its id
-(metadata session_id, which oppmodel's clients send), so a session stays loaded on one replica;
-a replica that dies hands its sessions to another, which loads them from the store. Observe
-hands with ObserveBatch there (the clients do): through the proxy one call costs ~4 ms of CPU, a
-streamed hand ~3 ms. pip install 'oppmodel[ray]'.
+With --ray both services (opponent model, perfect information) run as a Ray Serve application:
+--replicas processes (on one machine or a cluster) share the PostgreSQL store, behind Ray Serve's
+gRPC proxy on --port of every node (the proxy listens on every interface, which Ray offers no way
+to change, so --host is refused; it serves plaintext: keep the port behind a firewall). Calls
+about a session are routed by its id (metadata session_id, which oppmodel's clients send), so a
+session stays loaded on one replica; a replica that dies hands its sessions to another, which
+loads them from the store. Observe hands with ObserveBatch there (the clients do): through the
+proxy one call costs ~4 ms of CPU, a streamed hand ~3 ms. pip install 'oppmodel[ray]'.
 
   oppmodel serve --ray --replicas 2 --store postgresql://...            # a local Ray instance
   ray start --head && oppmodel serve --ray --address auto --replicas 4 --store postgresql://...

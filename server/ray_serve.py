@@ -26,6 +26,10 @@ The proxy decodes each request before handing it on; it registers our services t
 replica as an ``Undecodable`` and are refused as the single-process server refuses them. Health
 checks and reflection are answered here too (Serve's own reflection, run in the proxy, would answer
 such bytes UNKNOWN). The proxy binds every interface: Serve offers no host for it.
+
+A local Ray instance (no ``--address``) keeps Ray's own ports on loopback (:func:`init_local_ray`);
+two of Serve's stay on every interface, the gRPC proxy's and each replica's inter-deployment gRPC
+port (``ray.serve._private.replica``: ``[::]:0``), as Ray 2.60 hard-codes both.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ log = logging.getLogger("oppmodel.server")
 APP_NAME = "oppmodel"
 ROUTE_PREFIX = "/oppmodel"  # gRPC ignores it, but Serve needs one to publish the route table
 REPLICA_KEY = "oppmodel-replica"  # trailing metadata on every served reply: the replica's id
+LOOPBACK = "127.0.0.1"  # a local Ray instance's node address, and Serve's HTTP proxy's host
 # What Ray's gRPC proxy must register (imported by the proxy process): our services, and the
 # standard health check and reflection, answered by the replicas (so a health probe proves a
 # replica serves); all with deserializers that never raise (server/ray_proxy.py).
@@ -360,7 +365,7 @@ def start_serve(config: RayServeConfig, *, port: int, http_port: int) -> None:
     from ray.serve.config import HTTPOptions, gRPCOptions
 
     serve.start(
-        http_options=HTTPOptions(host="127.0.0.1", port=http_port),
+        http_options=HTTPOptions(host=LOOPBACK, port=http_port),
         grpc_options=gRPCOptions(
             port=port,
             grpc_servicer_functions=list(SERVICER_FUNCTIONS),
@@ -382,6 +387,29 @@ def stop_serve(*, owns_cluster: bool) -> None:
         serve.delete(APP_NAME)
 
 
+def init_local_ray(**options: Any) -> None:
+    """Start a new Ray instance on this machine (``ray.init(address="local", **options)``)
+    whose own servers listen on loopback only: GCS, raylet, object manager, the agents, the
+    monitor and every worker's gRPC port.
+
+    Ray's servers bind 127.0.0.1 when the node's address is 127.0.0.1, every interface for any
+    other; but ``ray.init`` rewrites a loopback ``_node_ip_address`` to the machine's address
+    (``services.resolve_ip_for_localhost``) unless its cluster mode is off
+    (``ray_constants.ENABLE_RAY_CLUSTER``, env ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``; off by
+    default on macOS and Windows, where Ray keeps a single machine on loopback). The env var is
+    read when ray is imported, so the constant is turned off for this call only; the node
+    keeps 127.0.0.1 after it, and other nodes cannot join this instance."""
+    import ray
+    from ray._private import ray_constants
+
+    cluster_mode = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(address="local", _node_ip_address=LOOPBACK, **options)
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
+
+
 def run(config: RayServeConfig, *, on_serving: Callable[[int], None] | None = None) -> None:
     """Serve until SIGTERM or SIGINT: connect to the cluster at ``config.address`` (or start a
     local one), run the application, call ``on_serving`` with the gRPC port, then remove it."""
@@ -389,7 +417,7 @@ def run(config: RayServeConfig, *, on_serving: Callable[[int], None] | None = No
 
     owns_cluster = config.address is None
     if owns_cluster:  # "local": a new cluster even if `ray start` runs one on this machine
-        ray.init(address="local", include_dashboard=False)
+        init_local_ray(include_dashboard=False)
     else:
         ray.init(address=config.address)
     try:

@@ -1,16 +1,16 @@
 """``oppmodel serve --ray``: the service through Ray Serve's gRPC proxy, two replicas on a real
-PostgreSQL store, one local Ray instance for the module (``ray.init(address="local")``: a new
-cluster even if someone runs ``ray start`` on the machine; never ``ray stop``, which stops every
-Ray on it).
+PostgreSQL store, one local Ray instance for the module, started as ``serve --ray`` starts one
+(``init_local_ray``: ``ray.init(address="local")``, a new cluster even if someone runs ``ray
+start`` on the machine; never ``ray stop``, which stops every Ray on it).
 
 What is proven here: the API through the proxy with the single-process server's status codes,
 details and error trailers, for bytes that are not valid protobuf too; the perfect-information
 service's answers equal to the single-process server's, its calls routed by session id; health
-and reflection; the
-proxy's port answering on every interface; a session's calls staying on one replica; hands sent to
-both replicas applied exactly once; a 3-player Kuhn match through
-``oppmodel acpc-agent --service``; and a replica killed mid-match losing no acknowledged hand, the
-final posterior equal to the library's over the dealer's log.
+and reflection; the proxy's port answering on every interface, and the local instance's own ports
+on loopback only; a session's calls staying on one replica; hands sent to both replicas applied
+exactly once; a 3-player Kuhn match through ``oppmodel acpc-agent --service``; and a replica
+killed mid-match losing no acknowledged hand, the final posterior equal to the library's over the
+dealer's log.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import ipaddress
 import json
 import os
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,7 +54,7 @@ from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import ServerConfig, free_ports
-from oppmodel.server.ray_serve import REPLICA_KEY, RayServeConfig, start_serve
+from oppmodel.server.ray_serve import REPLICA_KEY, RayServeConfig, init_local_ray, start_serve
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
@@ -93,12 +94,8 @@ def ray_app(postgres_server: PostgresServer) -> Iterator[Deployment]:
     """A local Ray instance with Serve's gRPC proxy, for the module; tests deploy through
     ``ensure``."""
     store = postgres_server.new_database()
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,  # (_node_ip_address="127.0.0.1" is rewritten to the host's address)
-    )
+    # as `serve --ray` starts its local instance: Ray's own ports on loopback
+    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         yield Deployment(store, *free_ports(2))
     finally:
@@ -533,17 +530,103 @@ def test_reflection_is_served_and_refuses_undecodable_requests(
     assert code == grpc.StatusCode.UNIMPLEMENTED and "poll Check" in details
 
 
+def machine_address() -> str | None:
+    """This machine's address on its route out (a UDP connect sends nothing), None if none."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # (TEST-NET-1: any routed address would do)
+        except OSError:
+            return None
+        return str(probe.getsockname()[0])
+
+
 def test_the_proxy_answers_on_every_interface(deployment: Deployment) -> None:
     """Why ``serve --ray`` refuses --host: Serve's gRPC proxy binds ``[::]:PORT``
     (``ray.serve._private.grpc_util.start_grpc_server``; gRPCOptions has no host), so the port
     answers on this machine's non-loopback address too. Should Ray ever bind one interface, this
     fails: then give --ray the single-process server's --host."""
-    address = ray.util.get_node_ip_address()
-    if ipaddress.ip_address(address).is_loopback:
+    address = machine_address()
+    if address is None or ipaddress.ip_address(address).is_loopback:
         pytest.skip("this machine has no address but loopback")
     port = deployment.target.rpartition(":")[2]
     with OpponentModelClient(f"{address}:{port}", timeout=30) as client:
         client.check_health()
+
+
+def process_tree(root: int) -> dict[int, str]:
+    """{pid: name} of ``root`` and every process descended from it, read from /proc."""
+    children: dict[int, list[int]] = {}
+    names: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()  # "pid (name) state ppid ..."
+        except OSError:  # ended meanwhile
+            continue
+        name, _, rest = stat.partition(" (")[2].rpartition(") ")
+        names[int(entry.name)] = name
+        children.setdefault(int(rest.split()[1]), []).append(int(entry.name))
+    tree, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        tree[pid] = names.get(pid, "?")
+        todo.extend(children.get(pid, ()))
+    return tree
+
+
+def tcp_listeners() -> dict[int, tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]]:
+    """{socket inode: (address, port)} of every listening TCP socket, from /proc/net/tcp{,6}
+    (addresses in 32-bit words of host byte order)."""
+    found = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A":  # TCP_LISTEN
+                continue
+            word, port = fields[1].split(":")
+            raw = b"".join(bytes.fromhex(word[i : i + 8])[::-1] for i in range(0, len(word), 8))
+            found[int(fields[9])] = (ipaddress.ip_address(raw), int(port, 16))
+    return found
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """The inodes of the sockets process ``pid`` holds open (none if it ended meanwhile)."""
+    inodes = set()
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(int(target[len("socket:[") : -1]))
+    except OSError:
+        pass
+    return inodes
+
+
+def test_the_local_instance_keeps_rays_own_ports_on_loopback(deployment: Deployment) -> None:
+    """This module starts Ray as ``serve --ray`` without --address does (``init_local_ray``):
+    of every TCP port that Ray's processes (all descended from this one) listen on, only
+    Serve's two that Ray 2.60 binds to ``[::]`` are off loopback: the gRPC proxy's and each
+    replica's inter-deployment gRPC port (``ray.serve._private.replica``: ``[::]:0``), one per
+    replica. A plain ``ray.init`` puts GCS, raylet, object manager, workers and agents on every
+    interface or on the machine's address."""
+    listeners = tcp_listeners()
+    listening: set[str] = set()
+    exposed: list[tuple[str, int, int]] = []  # (process name, pid, port)
+    for pid, name in process_tree(os.getpid()).items():
+        for inode in socket_inodes(pid) & listeners.keys():
+            address, port = listeners[inode]
+            listening.add(name)
+            mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+            if not (mapped or address).is_loopback:
+                exposed.append((name, pid, port))
+    # the instance's own processes were found (names as /proc shows them, cut at 15 characters)
+    assert {"gcs_server", "raylet", "ray::ServeRepli", "ray::ProxyActor"} <= listening
+    proxy_port = int(deployment.target.rpartition(":")[2])
+    assert ("ray::ProxyActor", proxy_port) in [(name, port) for name, _, port in exposed]
+    others = [(name, pid) for name, pid, port in exposed if port != proxy_port]
+    assert {name for name, _ in others} <= {"ray::ServeRepli"}, exposed
+    assert len(others) == len(set(others)), exposed  # one port per replica
 
 
 def replica_serving(stub, session_id: str, route: str | None) -> str:

@@ -46,7 +46,9 @@ then:  grpcurl -plaintext 127.0.0.1:50051 list
 With --ray both services (opponent model, perfect information) run as a Ray Serve application:
 --replicas processes (on one machine or a cluster) share the PostgreSQL store, behind Ray Serve's
 gRPC proxy on --port of every node (the proxy listens on every interface, which Ray offers no way
-to change, so --host is refused; it serves plaintext: keep the port behind a firewall). Calls
+to change, so --host is refused; it serves plaintext: keep the port behind a firewall). A local
+Ray instance (no --address) keeps Ray's own ports on 127.0.0.1, except each replica's
+inter-deployment port, which Serve also binds to every interface. Calls
 about a session are routed by its id (metadata session_id, which oppmodel's clients send), so a
 session stays loaded on one replica; a replica that dies hands its sessions to another, which
 loads them from the store. Observe hands with ObserveBatch there (the clients do): through the

@@ -2,12 +2,12 @@
 
 The event loop serves every call, and gRPC's asyncio server takes several of its turns to accept
 each one, so a moment the loop waits for a CPU delays every call queued behind it. The model
-worker and the store's writer do work with slack (the updates, the commits). On Linux they run at
-a nice value ``BACKGROUND_NICE`` above the loop's, so when the cores are short the scheduler runs
-the loop first; idle cores still run them at full speed. On a 2-core machine with the load
-generator beside the server this halved the time the loop waited for a CPU (0.17-0.24 of its
-time to 0.11-0.14) and cut GetAction's p99 at 500 hands/s in 4 of 5 alternated runs
-(``benchmarks/RESULTS.md``, "The event loop first").
+worker does work with slack (the updates, the policies computed ahead). On Linux it runs at a
+nice value ``BACKGROUND_NICE`` above the loop's, so when the cores are short the scheduler runs
+the loop first; idle cores still run it at full speed. The store's writer stays at the loop's
+priority: it commits the hands that calls wait for, and at nice +10 on a machine whose cores
+other work filled it was starved past a second (``benchmarks/RESULTS.md``, "The event loop
+first").
 """
 
 from __future__ import annotations

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from oppmodel.modeling.errors import NotFoundError, ResourceExhaustedError, UnavailableError
-from oppmodel.server.priority import yield_to_the_loop
 from oppmodel.server.storage import (
     ObservationRow,
     SessionRow,
@@ -388,7 +387,6 @@ class SqlStore(ABC):
         return db
 
     def _run(self, ready: Future[None]) -> None:
-        yield_to_the_loop()
         try:
             self._db: Db | None = self._open()
         except BaseException as exc:  # report the failure to the constructor

@@ -193,9 +193,10 @@ def _nice(objects: dict, key: str) -> int:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the nice value is per thread on Linux only")
-def test_the_worker_and_the_writer_yield_the_cpu_to_the_event_loop(tmp_path: Path) -> None:
+def test_the_worker_yields_the_cpu_to_the_event_loop_and_the_writer_does_not(
+    tmp_path: Path,
+) -> None:
     loop_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    expected = min(loop_nice + BACKGROUND_NICE, 19)
 
     async def worker_nice() -> int:
         worker = ModelWorker(preload=[])
@@ -204,10 +205,10 @@ def test_the_worker_and_the_writer_yield_the_cpu_to_the_event_loop(tmp_path: Pat
         finally:
             await worker.close()
 
-    assert asyncio.run(worker_nice()) == expected
+    assert asyncio.run(worker_nice()) == min(loop_nice + BACKGROUND_NICE, 19)
     store = SQLiteStore(tmp_path / "s.sqlite")
-    try:
-        assert store.run(lambda db: _nice({}, "")) == expected
+    try:  # it commits what calls wait for: starved by other work at nice +10 (priority.py)
+        assert store.run(lambda db: _nice({}, "")) == loop_nice
     finally:
         store.close()
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == loop_nice  # ours stays

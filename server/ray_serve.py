@@ -302,6 +302,19 @@ class OppModelDeployment:
         raise _Aborted("Watch")  # a streamed call's status survives Serve only raised
         yield  # (an async generator, as Serve dispatches a server-streaming method)
 
+    async def List(
+        self, request: health_pb2.HealthListRequest, grpc_context: Any
+    ) -> health_pb2.HealthListResponse:
+        """UNIMPLEMENTED, as from the single-process server (grpcio-health-checking does not
+        implement it): poll Check; INVALID_ARGUMENT for bytes that do not parse, as everywhere.
+        Without this method Serve answered a List with its own error."""
+        if isinstance(request, Undecodable):
+            _set_refusal(grpc_context, request.error)
+        else:
+            grpc_context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+            grpc_context.set_details(f"{HEALTH_SERVICE_NAME}/List: not served; poll Check")
+        return health_pb2.HealthListResponse()
+
     async def ServerReflectionInfo(
         self, request_stream: AsyncIterator[Any], grpc_context: Any
     ) -> AsyncIterator[Any]:

@@ -530,6 +530,24 @@ def test_reflection_is_served_and_refuses_undecodable_requests(
     assert code == grpc.StatusCode.UNIMPLEMENTED and "poll Check" in details
 
 
+def test_the_health_list_is_unimplemented_as_on_the_single_process_server(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """``grpc.health.v1.Health/List`` (grpcio-health-checking leaves it unimplemented):
+    UNIMPLEMENTED through Ray as from one server, not Serve's error for a method the deployment
+    lacks (Serve dispatches by method name: tests/test_ray_dispatch.py)."""
+    path = "/grpc.health.v1.Health/List"
+    with (
+        running_server(tmp_path / "s.sqlite") as port,
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        want, _, _ = status(channel.unary_unary(path), b"")
+    with grpc.insecure_channel(deployment.target) as channel:
+        got, details, _ = status(channel.unary_unary(path), b"")
+    assert want == got == grpc.StatusCode.UNIMPLEMENTED
+    assert "poll Check" in details
+
+
 def machine_address() -> str | None:
     """This machine's address on its route out (a UDP connect sends nothing), None if none."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:

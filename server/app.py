@@ -26,6 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -53,6 +54,7 @@ log = logging.getLogger("oppmodel.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OpponentModelService"].full_name
 PERFECT_INFO_SERVICE_NAME = pi_pb.DESCRIPTOR.services_by_name["PerfectInfoService"].full_name
 MAX_PORT = 65535
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,16 @@ def ensure_bindable(host: str, port: int) -> None:
         raise OSError(f"cannot bind {host}:{port}: {failures[0].strerror}")
 
 
+def start_metrics_endpoint(start: Callable[[int, str], T], host: str, port: int) -> T:
+    """``start(port, host)`` (a /metrics server) once ``host:port`` could be bound; an OSError,
+    the port being in use say, names the metrics endpoint."""
+    try:
+        ensure_bindable(host, port)
+        return start(port, host)
+    except OSError as exc:
+        raise OSError(f"metrics endpoint: {exc}") from exc
+
+
 def open_storage(location: str, *, synchronous: Synchronous | str) -> SqlStore:
     """The store at ``location``: a PostgreSQL database for a ``postgresql://`` URL, else the
     SQLite file at that path; InvalidArgumentError naming it if it cannot be used."""
@@ -204,11 +216,9 @@ class Server:
         self.metrics = Metrics()
         self.metrics_port: int | None = None
         if config.metrics_port is not None:
-            try:
-                ensure_bindable(config.host, config.metrics_port)
-                self.metrics_port = self.metrics.serve(config.metrics_port, config.host)
-            except OSError as exc:
-                raise OSError(f"metrics endpoint: {exc}") from exc
+            self.metrics_port = start_metrics_endpoint(
+                self.metrics.serve, config.host, config.metrics_port
+            )
         try:
             self.storage = open_storage(config.db_path, synchronous=config.synchronous)
         except BaseException:

@@ -18,8 +18,12 @@ whose ``abort`` records the code and details, and the deployment method then *re
 empty reply: code, details and the ``oppmodel-error``/``oppmodel-field`` trailers arrive intact.
 A streamed ``Observe`` (or ``ObserveChoices``) works through Ray too, but a refusal that ends it
 arrives with its code and details only (Serve drops trailers after streamed replies):
-``ObserveBatch`` is the call for Ray. Prometheus metrics are not served through Ray (each replica
-counts into a ``Metrics`` of its own that no endpoint exposes).
+``ObserveBatch`` is the call for Ray.
+
+Each replica counts into a ``Metrics`` of its own, as the single-process server does; with a
+metrics port (``ServerConfig.metrics_port``) it pushes those counts every second to the serve
+process, whose ``/metrics`` serves every live replica's series labelled ``replica`` with its id
+(``server/ray_metrics.py``).
 
 The proxy decodes each request before handing it on; it registers our services through
 ``server/ray_proxy.py``, whose deserializers never raise, so bytes that do not parse reach the
@@ -63,6 +67,7 @@ from oppmodel.server.errors import error_details
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info_manager import PerfectInfoManager
 from oppmodel.server.perfect_info_service import PerfectInfoServicer
+from oppmodel.server.ray_metrics import MetricsPusher, ReplicaMetricsEndpoint
 from oppmodel.server.servicer import OpponentModelServicer
 from oppmodel.server.sessions import SessionManager
 from oppmodel.server.storage import is_postgres_url, redacted
@@ -191,6 +196,11 @@ class OppModelDeployment:
         self.config = config
         self.replica_id = _replica_id()
         self.metrics = Metrics()
+        self.pusher = (  # the serve process serves /metrics on that port: push to it
+            None
+            if config.metrics_port is None
+            else MetricsPusher(self.metrics.registry, self.replica_id)
+        )
         self.storage = open_storage(config.db_path, synchronous=config.synchronous)
         self.executor = ThreadPoolExecutor(config.workers, thread_name_prefix="oppmodel-cpu")
         self.manager = SessionManager(
@@ -330,7 +340,11 @@ class OppModelDeployment:
             raise _Aborted(str(exc)) from None
 
     def __del__(self) -> None:
-        """Serve calls this when it stops the replica: release the pool and the store."""
+        """Serve calls this when it stops the replica: stop pushing metrics, release the pool
+        and the store."""
+        pusher = getattr(self, "pusher", None)
+        if pusher is not None:
+            pusher.close()
         executor = getattr(self, "executor", None)
         if executor is not None:
             executor.shutdown(wait=False)
@@ -423,9 +437,29 @@ def init_local_ray(**options: Any) -> None:
         ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
 
 
-def run(config: RayServeConfig, *, on_serving: Callable[[int], None] | None = None) -> None:
-    """Serve until SIGTERM or SIGINT: connect to the cluster at ``config.address`` (or start a
-    local one), run the application, call ``on_serving`` with the gRPC port, then remove it."""
+def run(
+    config: RayServeConfig, *, on_serving: Callable[[int, int | None], None] | None = None
+) -> None:
+    """Serve until SIGTERM or SIGINT: bind the metrics endpoint (with
+    ``config.server.metrics_port``, on loopback), connect to the cluster at ``config.address`` (or
+    start a local one), run the application, call ``on_serving`` with the gRPC port and the
+    metrics port (None without one), then remove it."""
+    metrics_port = config.server.metrics_port
+    # bound first: a busy port is refused before Ray starts
+    endpoint = None if metrics_port is None else ReplicaMetricsEndpoint(metrics_port, LOOPBACK)
+    try:
+        _run(config, endpoint=endpoint, on_serving=on_serving)
+    finally:
+        if endpoint is not None:
+            endpoint.close()
+
+
+def _run(
+    config: RayServeConfig,
+    *,
+    endpoint: ReplicaMetricsEndpoint | None,
+    on_serving: Callable[[int, int | None], None] | None,
+) -> None:
     import ray
 
     owns_cluster = config.address is None
@@ -434,18 +468,22 @@ def run(config: RayServeConfig, *, on_serving: Callable[[int], None] | None = No
     else:
         ray.init(address=config.address)
     try:
+        if endpoint is not None:
+            endpoint.start_board()
         port = config.server.port or free_ports(1)[0]  # the proxy must be told its port
         start_serve(config, port=port, http_port=free_ports(1)[0])
+        metrics_port = None if endpoint is None else endpoint.port
         log.info(
             "serving",
             extra={
                 "port": port,
+                "metrics_port": metrics_port,
                 "replicas": config.replicas,
                 "db": redacted(config.server.db_path),
             },
         )
         if on_serving is not None:
-            on_serving(port)
+            on_serving(port, metrics_port)
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())

@@ -82,6 +82,10 @@ MISTAKES = {
         "serve --db new.sqlite --port 0 --metrics-port {busy}",
         "metrics endpoint: 127.0.0.1:{busy} is already in use",
     ),
+    "serve-ray-busy-metrics-port": (  # refused before Ray starts, as without --ray
+        "serve --ray --db postgresql://nobody@127.0.0.1:{closed}/x --metrics-port {busy}",
+        "metrics endpoint: 127.0.0.1:{busy} is already in use",
+    ),
     "serve-metrics-port-out-of-range": (
         "serve --db new.sqlite --metrics-port 65536",
         "argument --metrics-port: must be from 0 to 65535",

@@ -22,8 +22,11 @@ import os
 import signal
 import socket
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import numpy as np
@@ -34,6 +37,7 @@ from acpc_support import GAME_FILE, AgentThread, run_dealer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from postgres_support import PostgresServer
+from prometheus_client.parser import text_string_to_metric_families
 from service_support import GAME, random_observations, running_server
 from test_acpc_service_agent import CommandThread
 
@@ -54,6 +58,7 @@ from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import ServerConfig, free_ports
+from oppmodel.server.ray_metrics import PUSH_SECONDS, STALE_SECONDS, ReplicaMetricsEndpoint
 from oppmodel.server.ray_serve import REPLICA_KEY, RayServeConfig, init_local_ray, start_serve
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
@@ -71,16 +76,20 @@ TOKEN = "tok-ray"
 class Deployment:
     """The running application: where its proxy listens, its store, and redeploying it."""
 
-    def __init__(self, store: str, port: int, http_port: int) -> None:
+    def __init__(self, store: str, port: int, http_port: int, *, metrics_port: int) -> None:
         self.store = store
         self.target = f"127.0.0.1:{port}"
+        self.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         self._ports = (port, http_port)
+        self._metrics_port = metrics_port
         self._tokens: frozenset[str] | bool | None = False  # nothing deployed yet
 
     def ensure(self, tokens: frozenset[str] | None = None) -> Deployment:
         """Two replicas requiring ``tokens`` (None: no auth); redeployed only on a change."""
         if tokens != self._tokens:
-            server = ServerConfig(db_path=self.store, auth_tokens=tokens)
+            server = ServerConfig(
+                db_path=self.store, auth_tokens=tokens, metrics_port=self._metrics_port
+            )
             port, http_port = self._ports
             start_serve(
                 RayServeConfig(server, replicas=2, warm_up=False), port=port, http_port=http_port
@@ -91,16 +100,19 @@ class Deployment:
 
 @pytest.fixture(scope="module")
 def ray_app(postgres_server: PostgresServer) -> Iterator[Deployment]:
-    """A local Ray instance with Serve's gRPC proxy, for the module; tests deploy through
-    ``ensure``."""
+    """A local Ray instance with Serve's gRPC proxy and the replicas' metrics endpoint, for the
+    module; tests deploy through ``ensure``."""
     store = postgres_server.new_database()
     # as `serve --ray` starts its local instance: Ray's own ports on loopback
     init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    metrics = ReplicaMetricsEndpoint(0, "127.0.0.1")  # as `serve --ray --metrics-port 0`
     try:
-        yield Deployment(store, *free_ports(2))
+        metrics.start_board()
+        yield Deployment(store, *free_ports(2), metrics_port=metrics.port)
     finally:
         from ray import serve
 
+        metrics.close()
         serve.shutdown()
         ray.shutdown()
         postgres_server.drop_database(store)
@@ -755,6 +767,128 @@ def test_a_kuhn_match_through_the_agent_command_completes(
         assert client.get_session(tally["session_id"]).hands_observed == hands
 
 
+Series = tuple[str, tuple[tuple[str, str], ...]]  # (sample name, sorted labels)
+
+
+def scrape(url: str) -> dict[Series, float]:
+    """Every sample the endpoint at ``url`` serves but the ``_created`` timestamps."""
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        assert reply.status == 200
+        text = reply.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if not sample.name.endswith("_created")
+    }
+
+
+def replicas_listed(url: str) -> set[str]:
+    """The replicas whose series the endpoint at ``url`` serves."""
+    return {dict(labels)["replica"] for _, labels in scrape(url)}
+
+
+def settled_scrape(url: str) -> dict[Series, float]:
+    """A scrape equal to one taken a couple of pushes earlier: every count is in."""
+    deadline = time.monotonic() + 30
+    last = scrape(url)
+    while True:
+        time.sleep(2.5 * PUSH_SECONDS)
+        now = scrape(url)
+        if now == last or time.monotonic() > deadline:
+            return now
+        last = now
+
+
+def totals(
+    before: dict[Series, float], after: dict[Series, float], name: str, *by: str
+) -> dict[tuple[str, ...], float]:
+    """What the series named ``name`` gained from ``before`` to ``after``, summed by the labels
+    ``by`` (a series absent before, a new replica's, gained all it has; one absent after, a
+    replica gone, gained nothing)."""
+    summed: dict[tuple[str, ...], float] = {}
+    for (sample, labels), value in after.items():
+        if sample == name:
+            key = tuple(dict(labels)[label] for label in by)
+            gain = value - before.get((sample, labels), 0.0)
+            summed[key] = summed.get(key, 0.0) + gain
+    return {key: value for key, value in summed.items() if value}
+
+
+def test_metrics_of_every_replica_reach_the_serve_processs_endpoint(
+    deployment: Deployment,
+) -> None:
+    """Known calls through the proxy (a session created, 12 hands in 3 ObserveBatch calls, 5
+    GetAction calls, one GetSession refused NOT_FOUND) show up on the real /metrics within a few
+    seconds, exactly: the requests summed by (method, code) and by replica (as the replies'
+    trailers name the replica that served them), the observations applied, and the sessions
+    loaded (one on each replica that served the session); every series labelled with its
+    replica."""
+    before = settled_scrape(deployment.metrics_url)
+    served: list[tuple[str, str]] = []  # (method, replica) of each call that succeeded
+
+    def call(method: str, request: object, route: str | None = None) -> Any:
+        metadata = () if route is None else (("session_id", route),)
+        reply, rpc = getattr(stub, method).with_call(request, metadata=metadata, timeout=30)
+        served.append((method, dict(rpc.trailing_metadata())[REPLICA_KEY]))
+        return reply
+
+    observations = random_observations(12, seed=31)
+    config = pb.SessionConfig(
+        game="kuhn_poker(players=3)", our_label="us", opponent_labels=["a", "b"], seed=2
+    )
+    with grpc.insecure_channel(deployment.target) as channel:
+        stub = pb_grpc.OpponentModelServiceStub(channel)
+        sid = call("CreateSession", pb.CreateSessionRequest(config=config)).session.session_id
+        for start in range(0, 12, 4):
+            batch = [observation_message(s, o) for s, o in enumerate(observations, 1)]
+            request = pb.ObserveBatchRequest(session_id=sid, observations=batch[start : start + 4])
+            call("ObserveBatch", request, sid)
+        for draw in range(5):
+            info_state = pb.InfoState(position=0, card=2, history="")
+            request = pb.GetActionRequest(session_id=sid, info_state=info_state, draw=draw)
+            call("GetAction", request, sid)
+        code, _, _ = status(stub.GetSession, pb.GetSessionRequest(session_id="no-such-session"))
+        assert code == grpc.StatusCode.NOT_FOUND
+    want_requests = {
+        ("CreateSession", "OK"): 1,
+        ("ObserveBatch", "OK"): 3,
+        ("GetAction", "OK"): 5,
+        ("GetSession", "NOT_FOUND"): 1,
+    }
+    want_by_replica: dict[tuple[str, ...], float] = {}
+    for method, replica in served:
+        key = (method, "OK", replica)
+        want_by_replica[key] = want_by_replica.get(key, 0) + 1
+    loaded_on = {replica for _, replica in served}  # the creator and the routed replica
+    deadline = time.monotonic() + 15
+    while True:  # a push a second: the counts arrive within a couple of seconds
+        after = scrape(deployment.metrics_url)
+        got = totals(before, after, "oppmodel_requests_total", "method", "code")
+        if got == want_requests or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    time.sleep(2 * PUSH_SECONDS)  # and nothing more arrives
+    after = scrape(deployment.metrics_url)
+    assert totals(before, after, "oppmodel_requests_total", "method", "code") == want_requests
+    by_replica = totals(before, after, "oppmodel_requests_total", "method", "code", "replica")
+    assert {k: v for k, v in by_replica.items() if k[1] == "OK"} == want_by_replica
+    assert totals(before, after, "oppmodel_observations_applied_total") == {(): 12}
+    assert totals(before, after, "oppmodel_live_sessions", "replica") == {
+        (replica,): 1 for replica in loaded_on
+    }
+    latency = totals(before, after, "oppmodel_request_seconds_count", "method")
+    assert latency == {
+        ("Observe",): 12,  # each hand's time to store and apply, as in the single process
+        ("CreateSession",): 1,
+        ("ObserveBatch",): 3,
+        ("GetAction",): 5,
+        ("GetSession",): 1,
+    }
+    assert all("replica" in dict(labels) for _, labels in after)
+    assert loaded_on <= replicas_listed(deployment.metrics_url)
+
+
 def kill_replica_holding(deployment: Deployment, session_id: str) -> str:
     """SIGKILL the replica that serves ``session_id``; returns its id."""
     from ray import serve
@@ -829,3 +963,9 @@ def test_killing_the_replica_holding_the_session_loses_no_hand(
             "SELECT history FROM observations WHERE session_id = %s ORDER BY sequence", (sid,)
         ).fetchall()
     assert [h for (h,) in stored] == [v.history for v in views]
+    # the killed replica's series left /metrics once it stopped pushing; its successor's are in
+    deadline = time.monotonic() + STALE_SECONDS + 10
+    while killed[0] in replicas_listed(deployment.metrics_url) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    listed = replicas_listed(deployment.metrics_url)
+    assert killed[0] not in listed and now in listed

@@ -52,9 +52,14 @@ inter-deployment port, which Serve also binds to every interface. Calls
 about a session are routed by its id (metadata session_id, which oppmodel's clients send), so a
 session stays loaded on one replica; a replica that dies hands its sessions to another, which
 loads them from the store. Observe hands with ObserveBatch there (the clients do): through the
-proxy one call costs ~4 ms of CPU, a streamed hand ~3 ms. pip install 'oppmodel[ray]'.
+proxy one call costs ~4 ms of CPU, a streamed hand ~3 ms. With --metrics-port, each replica
+pushes its counts every second to this process, whose /metrics (on 127.0.0.1) serves the same
+metrics as the single-process server, each series labelled replica="<id>" (sum them by the
+other labels for the service's totals); a replica unheard of for 5 s is dropped.
+pip install 'oppmodel[ray]'.
 
   oppmodel serve --ray --replicas 2 --store postgresql://...            # a local Ray instance
+  oppmodel serve --ray --store postgresql://... --port 0 --metrics-port 0  # free ports, printed
   ray start --head && oppmodel serve --ray --address auto --replicas 4 --store postgresql://...
 """
 
@@ -113,7 +118,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--metrics-port",
         type=port,
-        help="serve Prometheus /metrics on this port (0 picks a free one and prints it)",
+        help="serve Prometheus /metrics on this port (0 picks a free one and prints it); with "
+        "--ray, on 127.0.0.1 from this process, every replica's series labelled 'replica'",
     )
     limits = parser.add_argument_group(
         "limits",
@@ -226,8 +232,6 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.ray:
         ray_config = RayServeConfig(config, replicas=args.replicas, address=args.address)
-        if args.metrics_port is not None:
-            raise InvalidArgumentError("metrics_port", "not served with --ray (Ray has its own)")
         if args.host is not None:  # Serve binds [::]:PORT; its gRPCOptions take no host
             raise InvalidArgumentError(
                 "host",
@@ -242,14 +246,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def announce_ray(config: RayServeConfig, port: int) -> None:
-    """Print where Ray Serve's gRPC proxy takes calls."""
+def announce_ray(config: RayServeConfig, port: int, metrics_port: int | None) -> None:
+    """Print where Ray Serve's gRPC proxy takes calls (and the metrics URL, as ``announce``)."""
     where = config.address or "a local Ray instance"
-    print(
+    line = (
         f"serving on port {port} of every Ray node ({config.replicas} replicas on {where}; "
-        f"store {redacted(config.server.db_path)})",
-        flush=True,
+        f"store {redacted(config.server.db_path)})"
     )
+    if metrics_port is not None:
+        line += f"; metrics on http://{ray_serve.LOOPBACK}:{metrics_port}/metrics"
+    print(line, flush=True)
 
 
 def announce(server: Server) -> None:

@@ -161,26 +161,36 @@ class MetricsPusher:
         self._thread.start()
 
     def _run(self) -> None:
-        import ray
-
         board: Any = None
         pending: Any = None  # the last push's reference until it is delivered
+        failing = False
         for _ in self._ticks():
-            if pending is not None:
-                done, _ = ray.wait([pending], timeout=0)
-                if not done:
-                    continue  # the board is busy: the next push carries the same counts
-                try:
-                    ray.get(pending)
-                except ray.exceptions.RayError:  # the board went away: look it up again
-                    board = None
-                pending = None
-            if board is None:
-                try:
-                    board = ray.get_actor(BOARD_NAME, namespace=BOARD_NAMESPACE)
-                except ValueError:  # no board (yet)
-                    continue
-            pending = board.push.remote(self._replica, list(self._registry.collect()))
+            try:
+                board, pending = self._push(board, pending)
+                failing = False
+            except Exception as exc:  # Ray going down, the board gone mid-call: retry anew
+                if not failing:
+                    log.warning("metrics push failed", extra={"error": repr(exc)})
+                board, pending, failing = None, None, True
+
+    def _push(self, board: Any, pending: Any) -> tuple[Any, Any]:
+        """Push unless the previous push is undelivered; returns the board and the push."""
+        import ray
+
+        if pending is not None:
+            done, _ = ray.wait([pending], timeout=0)
+            if not done:
+                return board, pending  # the board is busy: the next push carries the same counts
+            try:
+                ray.get(pending)
+            except ray.exceptions.RayError:  # the board went away: look it up again
+                board = None
+        if board is None:
+            try:
+                board = ray.get_actor(BOARD_NAME, namespace=BOARD_NAMESPACE)
+            except ValueError:  # no board (yet)
+                return None, None
+        return board, board.push.remote(self._replica, list(self._registry.collect()))
 
     def _ticks(self) -> Iterator[None]:
         """Now, then every ``interval`` seconds until closed."""

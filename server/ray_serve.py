@@ -52,7 +52,11 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection
 
-from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
+from oppmodel.modeling.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+)
 from oppmodel.server.app import (
     PERFECT_INFO_SERVICE_NAME,
     SERVICE_NAME,
@@ -402,6 +406,20 @@ def start_serve(config: RayServeConfig, *, port: int, http_port: int) -> None:
     serve.run(deployment(config), name=APP_NAME, route_prefix=ROUTE_PREFIX)
 
 
+def refuse_a_second_application(address: str) -> None:
+    """FailedPreconditionError if the cluster at ``address`` already runs this application: Serve
+    keeps one application per name, so a second ``serve --ray`` would silently take over the
+    first one's calls with replicas of its own (another store, other tokens), and stopping
+    either would remove both."""
+    from ray import serve
+
+    if APP_NAME in serve.status().applications:
+        raise FailedPreconditionError(
+            f"address: the Ray cluster at {address} already runs application {APP_NAME!r} (another"
+            " `oppmodel serve --ray`); stop that one first"
+        )
+
+
 def stop_serve(*, owns_cluster: bool) -> None:
     """Remove the application; stop Serve and Ray too if this process started them."""
     import ray
@@ -463,10 +481,11 @@ def _run(
     import ray
 
     owns_cluster = config.address is None
-    if owns_cluster:  # "local": a new cluster even if `ray start` runs one on this machine
+    if config.address is None:  # "local": a new cluster even if `ray start` runs one here
         init_local_ray(include_dashboard=False)
     else:
         ray.init(address=config.address)
+        refuse_a_second_application(config.address)
     try:
         if endpoint is not None:
             endpoint.start_board()

@@ -21,6 +21,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -558,6 +560,37 @@ def test_the_health_list_is_unimplemented_as_on_the_single_process_server(
         got, details, _ = status(channel.unary_unary(path), b"")
     assert want == got == grpc.StatusCode.UNIMPLEMENTED
     assert "poll Check" in details
+
+
+def test_a_second_serve_on_the_same_cluster_is_refused_and_the_first_keeps_serving(
+    deployment: Deployment, postgres_server: PostgresServer
+) -> None:
+    """Serve keeps one application per name: a second ``oppmodel serve --ray --address`` on the
+    cluster that runs ours would have taken over its calls with replicas on another store, and
+    removed both on its exit. It is refused in one line, exit 2, before it deploys anything."""
+    with client_of(deployment) as client:
+        session = client.create_session(config=CONFIG).session_id
+    other_store = postgres_server.new_database()
+    address = ray.get_runtime_context().gcs_address
+    argv = ["serve", "--ray", "--port", "0", "--address", address, "--store", other_store]
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "oppmodel.clients.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            # the module's instance is on loopback (init_local_ray): a driver joining it keeps
+            # 127.0.0.1 only with Ray's cluster mode off (else ray.init rewrites the address)
+            env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+        )
+    finally:
+        postgres_server.drop_database(other_store)
+    assert second.returncode == 2, second.stderr
+    assert second.stdout == ""
+    last = second.stderr.strip().splitlines()[-1]
+    assert last.startswith("oppmodel serve: error: address: ") and "already runs" in last
+    with client_of(deployment) as client:  # the first still serves, on its own store
+        assert client.get_session(session).session_id == session
 
 
 def machine_address() -> str | None:

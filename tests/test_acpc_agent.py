@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from oppmodel.clients.acpc.agent import (
 from oppmodel.clients.acpc.convert import kuhn_for, log_observations
 from oppmodel.clients.acpc.log import parse_log
 from oppmodel.clients.acpc.net import LineSocket
+from oppmodel.clients.cli import main
 from oppmodel.clients.commands.acpc_script_cmd import script_text
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import HandState
@@ -187,6 +190,30 @@ def test_the_wrapper_script_plays_a_seat_with_the_reference_calling_convention(
     assert process.returncode == 0
     total = parse_log(captured.log).score.totals[0]
     assert err.startswith(f"acpc-agent n3: 30 hands, {total:+g} chips")
+
+
+@pytest.mark.parametrize("name", ["n1.sh", "sub/n1.sh"])
+def test_the_script_command_prints_a_command_line_the_shell_runs(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`run it as ...` names the script so that a shell in the same folder finds it: a bare
+    name is looked up on PATH, never in the current folder."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "no-programs").mkdir()
+    assert main(["acpc-agent-script", name, "kuhn3p", "--agent", "n1"]) == 0
+    shown = re.fullmatch(r"wrote \S+: run it as `(.+) HOST PORT`\n", capsys.readouterr().err)
+    assert shown is not None
+    found = subprocess.run(
+        [shutil.which("sh") or "sh", "-c", f"command -v {shown[1]}"],
+        cwd=tmp_path,
+        env={"PATH": str(tmp_path / "no-programs")},  # a PATH without the current folder
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert found.returncode == 0, shown[1]
+    assert (tmp_path / found.stdout.strip()).resolve() == (tmp_path / name).resolve()
 
 
 def test_the_in_process_mbbr_agent_learns_from_every_hand_of_a_real_match(tmp_path: Path) -> None:

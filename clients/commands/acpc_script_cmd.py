@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  oppmodel acpc-agent-script n1.sh kuhn3p --agent n1\n"
         "  ./n1.sh 127.0.0.1 18791\n"
-        "  oppmodel acpc-agent-script mbbr.sh kuhn.limit.3p.game --agent mbbr "
+        "  oppmodel acpc-agent-script mbbr.sh kuhn3p --agent mbbr "
         "--service 127.0.0.1:50051",
     )
     parser.add_argument("out", metavar="FILE", type=Path, help="script to write (made executable)")
@@ -86,5 +86,11 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     args.out.chmod(0o755)
-    print(f"wrote {args.out}: run it as `{args.out} HOST PORT`", file=sys.stderr)
+    print(f"wrote {args.out}: run it as `{shell_path(args.out)} HOST PORT`", file=sys.stderr)
     return 0
+
+
+def shell_path(path: Path) -> str:
+    """``path`` as a shell runs it: a bare name gets ``./`` (the shell seeks those on PATH)."""
+    text = str(path)
+    return shlex.quote(text if "/" in text else f"./{text}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 from pathlib import Path
@@ -32,31 +33,71 @@ def test_readme_example_runs(index, tmp_path):
         exec(compile(code, f"README.md example {index}", "exec"), {})
 
 
-def _readme_commands() -> list[list[str]]:
-    """Every ``oppmodel ...`` command line of the README's shell examples, as argv."""
+def _command_lines(text: str) -> list[list[str]]:
+    """Every ``oppmodel ...`` command line in shell text, as argv (comments, ``&&`` tails,
+    a trailing ``&`` and ``[--optional]`` parts dropped; lines using shell variables skipped)."""
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
-        text = block.replace("\\\n", " ")
-        for line in text.splitlines():
-            start = line.find("oppmodel ")
-            if start < 0:
-                continue
-            command = line[start:].split("#")[0].split("&&")[0].rstrip(" &")
-            command = re.sub(r"\[[^\]]*\]", "", command)  # [--optional] parts
-            commands.append(shlex.split(command)[1:])
+    for line in text.replace("\\\n", " ").splitlines():
+        start = line.find("oppmodel ")
+        if start < 0:
+            continue
+        command = line[start:].split("#")[0].split("&&")[0].rstrip(" &")
+        if "$" in command:  # a shell variable's value is not known here
+            continue
+        command = re.sub(r"\[[^\]]*\]", "", command)  # [--optional] parts
+        commands.append(shlex.split(command)[1:])
     return commands
 
 
-@pytest.mark.parametrize("argv", _readme_commands(), ids=" ".join)
-def test_readme_commands_parse_and_name_games_that_exist(
-    argv: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Run from the repository's root as the README is read: the flags exist, and every game
-    file is a path there or a bundled game's short name."""
-    monkeypatch.chdir(README.parent)
+def _readme_commands() -> list[list[str]]:
+    """Every ``oppmodel ...`` command line of the README's shell examples, as argv."""
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    return [argv for block in blocks for argv in _command_lines(block)]
+
+
+def _help_examples() -> list[list[str]]:
+    """Every ``oppmodel ...`` line of the examples that end each subcommand's ``--help``."""
+    (subcommands,) = (
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    commands = []
+    for parser in subcommands.choices.values():
+        examples = re.search(r"^examples?\b.*", parser.epilog or "", re.M | re.S)
+        if examples is not None:
+            commands += _command_lines(examples[0])
+    return commands
+
+
+def _check_command(argv: list[str]) -> None:
+    """The flags exist, and every ACPC game file is a path here or a bundled game's short name."""
     args = build_parser().parse_args(argv)
     acpc = args.command in {"dealer", "acpc-agent", "acpc-agent-script", "tournament", "replay"}
     for name in ("gamefile", "game"):
         value = getattr(args, name, None)
         if acpc and value is not None:
             assert game_path(value).is_file()
+
+
+@pytest.mark.parametrize("argv", _readme_commands(), ids=" ".join)
+def test_readme_commands_parse_and_name_games_that_exist(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from the repository's root as the README is read."""
+    monkeypatch.chdir(README.parent)
+    _check_command(argv)
+
+
+def test_every_subcommand_help_ends_with_examples() -> None:
+    assert len({argv[0] for argv in _help_examples()}) >= 10
+
+
+@pytest.mark.parametrize("argv", _help_examples(), ids=" ".join)
+def test_help_examples_parse_and_name_games_that_exist(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from an empty folder, as a user who installed the package: a game named in an
+    example must be a bundled one (a file of the package's own is no name of the user's)."""
+    monkeypatch.chdir(tmp_path)
+    _check_command(argv)

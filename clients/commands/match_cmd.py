@@ -152,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
                 "eta": config.eta,
                 "hands_default": config.hands_default,
                 "posterior": config.posterior,
+                "safety_budget": config.safety_budget,
                 "change_hazard": config.change_hazard,
             }
             if "mbbr" in labels

@@ -265,10 +265,11 @@ def render(report: dict) -> str:
     budget = (
         "no safety budget" if budget is None or math.isinf(budget) else f"safety budget {budget}"
     )
+    prior = mbbr.get("prior", "informed")
     parts = [
-        f"MBBR: {posterior} posterior, {mbbr.get('prior', 'informed')} prior, {setting}, "
+        f"MBBR: {posterior} posterior, {prior} prior, {setting}, "
         f"{mbbr['response']} response, {budget}, change hazard {mbbr.get('change_hazard', 0)}.\n",
-        f"## Field, informed prior (paper Table 1; {size}"
+        f"## Field, MBBR with the {prior} prior (paper Table 1; {size}"
         f"{'; only the groups MBBR sat in' if report.get('mbbr_only') else ''})\n",
         ranking_markdown(report["table1"], PAPER_TABLE1),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -153,6 +154,25 @@ def test_field_checks_read_the_done_when_targets() -> None:
     assert verdict["uninformed_mbbr_below_every_equilibrium_agent"]
     text = field.render(report)
     assert "| 1 | mbbr | +50.0 ± 2.0 | 48 |" in text and "n2 + n2" in text
+    assert "## Field, MBBR with the informed prior (paper Table 1;" in text
+
+
+def test_field_report_heads_table_1_with_the_prior_mbbr_played() -> None:
+    report = {
+        "hands": 10,
+        "reps": 1,
+        "groups": 220,
+        "mbbr": dataclasses.asdict(MBBRConfig(posterior="dirichlet", prior="typed")),
+        "table1": [
+            {"agent": "mbbr", "mbb": 5.0, "se": 1.0},
+            {"agent": "n2", "mbb": -5.0, "se": 1.0},
+        ],
+        "h2h": [],
+    }
+    text = field.render(report)
+    assert "MBBR: dirichlet posterior, typed prior," in text
+    assert "## Field, MBBR with the typed prior (paper Table 1;" in text
+    assert "informed" not in text
 
 
 def test_sweep_cli_takes_custom_values_and_pairs(tmp_path, capsys) -> None:

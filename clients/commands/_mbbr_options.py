@@ -121,7 +121,7 @@ def add_mbbr_arguments(
         metavar="H",
         help="prior probability per hand that the opponents change strategy: change-point "
         "detection over a bank of posteriors follows opponents who switch style; 0 assumes they "
-        "never do, as paper 003 (%(default)s)",
+        "never do, as Ganzfried et al. 2024 assume (%(default)s)",
     )
 
 

@@ -59,7 +59,8 @@ runs the replay's MBBR parameters, defaults included). The default is the servic
 information state (8600 in Leduc 3p: 0.1 to 0.2 s per opponent and hand; the 3000-hand Leduc 3p
 log took 19 minutes that way against 96 s with the library).
 
-examples:
+examples (the reference dealer's seed-42 logs of its example players are in the repository's
+tests/data/acpc/):
   oppmodel replay kuhn3p-seed42-example-players.log --as Alice
   oppmodel replay leduc3p-seed42-example-players.log --as Alice --plot alice.png
   oppmodel replay leduc2p-seed42-example-players.log --as Bob --game leduc2p --json

@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--algorithm",
         choices=Algorithm.names(),
-        help="cfr+ (default) or dcfr; a resumed state keeps its",
+        help="cfr+ (default) or dcfr; a resumed state keeps its own (another is refused)",
     )
     parser.add_argument(
         "--delay",

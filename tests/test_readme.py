@@ -38,10 +38,11 @@ def _command_lines(text: str) -> list[list[str]]:
     a trailing ``&`` and ``[--optional]`` parts dropped; lines using shell variables skipped)."""
     commands = []
     for line in text.replace("\\\n", " ").splitlines():
-        start = line.find("oppmodel ")
+        code = line.split("#")[0]
+        start = code.find("oppmodel ")
         if start < 0:
             continue
-        command = line[start:].split("#")[0].split("&&")[0].rstrip(" &")
+        command = code[start:].split("&&")[0].rstrip(" &")
         if "$" in command:  # a shell variable's value is not known here
             continue
         command = re.sub(r"\[[^\]]*\]", "", command)  # [--optional] parts
@@ -78,6 +79,25 @@ def _check_command(argv: list[str]) -> None:
         value = getattr(args, name, None)
         if acpc and value is not None:
             assert game_path(value).is_file()
+
+
+def test_readme_command_lines_paste_into_a_shell() -> None:
+    """No ``[--optional]`` brackets in a command: a shell passes them on as text and the command
+    stops at them; optional flags go in the comment."""
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    lines = [line for block in blocks for line in block.splitlines() if "oppmodel " in line]
+    assert [line for line in lines if re.search(r"\[-", line.split("#")[0])] == []
+
+
+def test_readme_dealers_run_in_the_background() -> None:
+    """A dealer waits for its agents, so one started in the foreground blocks the agents'
+    commands that follow it in the README's blocks (and its traffic floods the terminal
+    without -q)."""
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    commands = [line.split("#")[0].strip() for block in blocks for line in block.splitlines()]
+    dealers = [command for command in commands if command.startswith("oppmodel dealer ")]
+    assert dealers
+    assert [d for d in dealers if not (d.endswith(" &") and " -q " in f"{d} ")] == []
 
 
 @pytest.mark.parametrize("argv", _readme_commands(), ids=" ".join)

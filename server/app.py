@@ -53,6 +53,8 @@ from oppmodel.v1 import perfect_info_pb2_grpc as pi_pb_grpc
 log = logging.getLogger("oppmodel.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OpponentModelService"].full_name
 PERFECT_INFO_SERVICE_NAME = pi_pb.DESCRIPTOR.services_by_name["PerfectInfoService"].full_name
+# what a health check may name and be told SERVING: the server as a whole and each service
+HEALTH_NAMES = ("", SERVICE_NAME, PERFECT_INFO_SERVICE_NAME)
 MAX_PORT = 65535
 T = TypeVar("T")
 
@@ -292,7 +294,7 @@ class Server:
         """Start serving; health answers SERVING for the service and overall."""
         await self.manager.start()
         await self.grpc.start()
-        for name in ("", SERVICE_NAME, PERFECT_INFO_SERVICE_NAME):
+        for name in HEALTH_NAMES:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
     async def stop(self, grace: float | None = None) -> None:

@@ -77,6 +77,11 @@ class Metrics:
     def close(self) -> None:
         """Stop serving /metrics (idempotent; nothing to do if it never served)."""
         http, self._http = self._http, None
-        if http is not None:
-            http.shutdown()
-            http.server_close()
+        stop_serving(http)
+
+
+def stop_serving(http: WSGIServer | None) -> None:
+    """Stop a /metrics server that ``start_http_server`` started (None: nothing to stop)."""
+    if http is not None:
+        http.shutdown()
+        http.server_close()

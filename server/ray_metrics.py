@@ -26,6 +26,8 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from oppmodel.server.metrics import stop_serving
+
 log = logging.getLogger("oppmodel.server")
 
 BOARD_NAME = "oppmodel-metrics"
@@ -140,9 +142,7 @@ class ReplicaMetricsEndpoint:
             if ray.is_initialized():  # (else it went with Ray)
                 ray.kill(board)
         http, self._http = self._http, None
-        if http is not None:
-            http.shutdown()
-            http.server_close()
+        stop_serving(http)
 
 
 class MetricsPusher:

@@ -58,6 +58,7 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
 )
 from oppmodel.server.app import (
+    HEALTH_NAMES,
     PERFECT_INFO_SERVICE_NAME,
     SERVICE_NAME,
     ServerConfig,
@@ -294,7 +295,7 @@ class OppModelDeployment:
         if isinstance(request, Undecodable):
             _set_refusal(grpc_context, request.error)
             return health_pb2.HealthCheckResponse()
-        if request.service in ("", SERVICE_NAME, PERFECT_INFO_SERVICE_NAME):
+        if request.service in HEALTH_NAMES:
             return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
         grpc_context.set_code(grpc.StatusCode.NOT_FOUND)
         grpc_context.set_details(f"service: {request.service!r} is not served here")

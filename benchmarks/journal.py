@@ -1,17 +1,15 @@
-"""A resumable record of a long benchmark's finished jobs, and a progress line per job.
+"""A resumable record of a long benchmark's finished jobs.
 
 A journal is a file of JSON lines, one per finished job: its key, its value, the seconds it took
 and the run's settings (``run``: game, hands, seed, ...). A benchmark started again with the same
 journal skips the jobs it holds for the same settings, so a run that was stopped keeps what it did
-and a finished one can be reported again without playing. When stderr is not a terminal (a log
-file), each finished job also prints one line there, as a progress bar would on a terminal.
+and a finished one can be reported again without playing. Progress is the caller's progress bar
+(``oppmodel.clients.progress``).
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import time
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 
@@ -29,16 +27,10 @@ class Journal:
         run: Mapping[str, object],
         *,
         defaults: Mapping[str, object] | None = None,
-        total: int = 0,
-        desc: str = "jobs",
     ) -> None:
         self.path = path
         self.run = dict(run)
         self.defaults = dict(defaults or {})
-        self.total = total
-        self.desc = desc
-        self.finished = 0
-        self._began = time.perf_counter()
 
     def entries(self) -> dict[tuple, dict]:
         """Each journalled job of this run's settings, by key (a tuple): its entry."""
@@ -55,20 +47,11 @@ class Journal:
         return found
 
     def record(self, key: Hashable, value: object, seconds: float) -> None:
-        """Append a finished job (if there is a file) and report it on stderr."""
+        """Append a finished job (if there is a file)."""
         if self.path is not None:
             entry = {"key": key, "value": value, "seconds": seconds, **self.run}
             with self.path.open("a") as journal:
                 journal.write(json.dumps(entry) + "\n")
-        self.finished += 1
-        if not sys.stderr.isatty():
-            elapsed = time.perf_counter() - self._began
-            print(
-                f"{self.desc}: {self.finished}/{self.total} done, {elapsed:.0f} s "
-                f"(last {seconds:.1f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
 
 
 def _key(raw: object) -> tuple:

@@ -44,9 +44,9 @@ if not __package__:  # run as a script: make benchmarks.sweep importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.sweep import (  # noqa: E402
-    RESULTS_DIR,
     add_runner_args,
     machine,
+    output_dir,
     report_written,
     run_jobs_with_args,
 )
@@ -307,7 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per group (default 10)")
     parser.add_argument("--quick", action="store_true", help="300 hands, 2 repetitions")
     parser.add_argument(
-        "--out", type=Path, default=None, help="JSON file to write (default under results/)"
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON file to write (default benchmarks/results/field.json; --quick: field_quick.json "
+        "in a new temporary folder)",
     )
     parser.add_argument(
         "--from-json", type=Path, default=None, help="print the tables of a saved report; no play"
@@ -447,7 +451,9 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     report["checks"] = checks(report)
-    out = args.out or RESULTS_DIR / ("field_quick.json" if args.quick else "field.json")
+    out = args.out or output_dir(None, args.quick) / (
+        "field_quick.json" if args.quick else "field.json"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
     report_written(out)

@@ -52,7 +52,7 @@ from benchmarks.journal import Journal  # noqa: E402
 from benchmarks.learning_cost import trajectory  # noqa: E402
 from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
-from oppmodel.clients.progress import progress_bar  # noqa: E402
+from oppmodel.clients.progress import run_progress  # noqa: E402
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.match import play_duplicate, summarize  # noqa: E402
@@ -193,12 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         args.journal,
         {**run, "prior": config.prior.value},
         defaults={"game": "leduc3p", "prior": Prior.INFORMED.value},
-        desc=f"{game} jobs",
     )
     results, seconds = _journalled(journal)
     todo = [] if args.report else [job for job in jobs if job[1] not in results]
-    journal.total = len(todo)
-    bar = progress_bar(len(todo), desc=f"{args.game} jobs")
+    bar = run_progress(len(todo), desc=f"{args.game} jobs")
     for key, value, took in _run_all(todo, args.workers):
         results[key] = value
         seconds["cost" if key[0] == "cost" else "play"].append(took)

@@ -48,7 +48,7 @@ if not __package__:  # run as a script: make benchmarks.* importable
 
 import oppmodel.modeling  # noqa: E402
 from benchmarks.journal import Journal  # noqa: E402
-from oppmodel.clients.progress import progress_bar  # noqa: E402
+from oppmodel.clients.progress import run_progress  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
@@ -62,6 +62,15 @@ from oppmodel.modeling.play.tournament import (  # noqa: E402
 
 BACKENDS = ("local", "ray")
 RESULTS_DIR = ROOT / "benchmarks" / "results"
+
+
+def output_dir(chosen: Path | None, quick: bool) -> Path:
+    """Where a benchmark writes its files: the folder asked for; else ``benchmarks/results/`` for a
+    full run and a new temporary folder for a ``--quick`` one (a quick run checks that the script
+    works; its numbers are not results, and the checkout stays clean)."""
+    if chosen is not None:
+        return chosen
+    return Path(tempfile.mkdtemp(prefix="oppmodel-quick-")) if quick else RESULTS_DIR
 
 
 def report_written(path: Path) -> None:
@@ -178,12 +187,11 @@ def run_jobs(
     unique: dict[MatchJob, MatchJob] = {}  # identical work (same stream) runs once
     for job in jobs:
         unique.setdefault(dataclasses.replace(job, job_id=0), job)
-    record = Journal(journal, {"seed": base_seed}, desc="match jobs")
+    record = Journal(journal, {"seed": base_seed})
     held = record.entries()
     mbb = {work: tuple(held[job_key(work)]["value"]) for work in unique if job_key(work) in held}
     todo = [job for work, job in unique.items() if work not in mbb]
-    record.total = len(todo)
-    bar = progress_bar(len(todo), desc="match jobs", unit="job", show=progress)
+    bar = run_progress(len(todo), desc="match jobs", unit="job", show=progress)
     by_id = {job.job_id: work for work, job in unique.items()}
 
     def finished(result: JobResult, seconds: float) -> None:
@@ -444,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         description=(
             "Sweep one MBBR parameter at a time (Ganzfried et al. 2024, Figures 1-4) against a "
             "fixed field of opponent pairs; writes a table and a PNG per parameter under "
-            "benchmarks/results/."
+            "benchmarks/results/ (a --quick run: under a new temporary folder)."
         )
     )
     parser.add_argument(
@@ -469,7 +477,12 @@ def main(argv: list[str] | None = None) -> int:
         default=PAPER.posterior,
         help="MBBR's posterior at every point that does not set it (default: the paper's samples)",
     )
-    parser.add_argument("--out-dir", type=Path, default=RESULTS_DIR, help="where PNG/JSON go")
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=None,
+        help="where PNG/JSON go (default benchmarks/results/; --quick: a new temporary folder)",
+    )
     parser.add_argument(
         "--suffix", default=None, help="added to the output file names (default: _quick or none)"
     )
@@ -520,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         "sweeps": {},
     }
     suffix = args.suffix if args.suffix is not None else ("_quick" if args.quick else "")
+    out_dir = output_dir(args.out_dir, args.quick)
     for param, (values, lo, hi) in spans.items():
         points = sweep_points(param, values, results[lo:hi], reps=reps, pairs=pairs, base=base)
         limit = None
@@ -527,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
             lo, hi = limit_span
             (limit,) = sweep_points("posterior", K_LIMIT, results[lo:hi], reps=reps, pairs=pairs)
         note = f"{hands} hands x 6 seatings x {reps} reps per pair, {len(pairs)} pairs"
-        path = args.out_dir / f"sweep_{param}{suffix}.png"
+        path = out_dir / f"sweep_{param}{suffix}.png"
         plot_sweep(param, points, path, note=note, limit=limit)
         report["sweeps"][param] = [
             {
@@ -543,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
             print(sweep_markdown(param, [*points, *([limit] if limit else [])], pairs))
         single = {key: value for key, value in report.items() if key != "sweeps"}
         single["sweep"] = {param: report["sweeps"][param]}
-        written = args.out_dir / f"sweep_{param}{suffix}.json"
+        written = out_dir / f"sweep_{param}{suffix}.json"
         written.write_text(json.dumps(single, indent=1))
         report_written(written)
     if args.json:

@@ -12,7 +12,7 @@ import termios
 
 import pytest
 
-from oppmodel.clients.progress import progress_bar
+from oppmodel.clients.progress import LOG_LINES, progress_bar, run_progress
 
 
 def test_no_bar_when_stderr_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,6 +21,23 @@ def test_no_bar_when_stderr_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -
     with progress_bar(10, desc="hands") as bar:
         bar.update(10)
     assert log.getvalue() == ""
+
+
+def test_off_a_terminal_a_long_run_logs_a_handful_of_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log)
+    with run_progress(557, desc="match jobs") as bar:
+        for _ in range(557):
+            bar.update()
+    lines = log.getvalue().splitlines()
+    assert LOG_LINES == 5 and [line.split(",")[0] for line in lines] == [
+        f"match jobs: {done}/557 done" for done in (112, 223, 335, 446, 557)
+    ]
+    with run_progress(557, desc="match jobs", show=False) as bar:  # --no-progress: nothing
+        bar.update(557)
+    assert log.getvalue().splitlines() == lines
 
 
 @pytest.mark.parametrize("show", [True, False])

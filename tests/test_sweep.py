@@ -6,11 +6,14 @@ import dataclasses
 import importlib.util
 import json
 import math
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from benchmarks import kuhn3p_field as field
 from benchmarks.sweep import (
+    RESULTS_DIR,
     SWEEPS,
     main,
     point_config,
@@ -19,6 +22,7 @@ from benchmarks.sweep import (
     sweep_jobs,
     sweep_points,
 )
+from oppmodel.clients.progress import LOG_LINES
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.tournament import AgentSpec, JobResult, MatchJob
 
@@ -64,16 +68,44 @@ def test_sweep_jobs_share_cards_across_points() -> None:
     assert point_config("H", 7).hands_default == 7
 
 
-def test_sweep_cli_writes_table_json_and_plot(tmp_path, capsys) -> None:
+def written(stderr: str) -> list[Path]:
+    """The files a benchmark said it wrote."""
+    return [Path(line.removeprefix("wrote ")) for line in stderr.splitlines() if "wrote " in line]
+
+
+def test_sweep_cli_writes_table_json_and_plot(tmp_path, capsys, monkeypatch) -> None:
+    """A --quick run writes into a new temporary folder, never into the checkout."""
     pytest.importorskip("matplotlib")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    before = sorted(RESULTS_DIR.iterdir())
     argv = ["--params", "response", "--quick", "--hands", "20", "--workers", "1", "--no-progress"]
-    assert main([*argv, "--out-dir", str(tmp_path)]) == 0
-    text = capsys.readouterr().out
-    assert "| response |" in text
-    doc = json.loads((tmp_path / "sweep_response_quick.json").read_text())
-    values = [p["value"] for p in doc["sweep"]["response"]]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "| response |" in out
+    png, doc = written(err)
+    assert (png.name, doc.name) == ("sweep_response_quick.png", "sweep_response_quick.json")
+    assert png.parent == doc.parent and doc.parent.parent == tmp_path
+    assert sorted(RESULTS_DIR.iterdir()) == before
+    values = [p["value"] for p in json.loads(doc.read_text())["sweep"]["response"]]
     assert values == list(SWEEPS["response"][2])
-    assert (tmp_path / "sweep_response_quick.png").read_bytes()[:4] == b"\x89PNG"
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_quick_field_run_logs_a_handful_of_lines_and_writes_outside_the_checkout(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """Off a terminal (capsys), the jobs' progress is at most LOG_LINES lines, not one per job."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    before = sorted(RESULTS_DIR.iterdir())
+    argv = ["--quick", "--hands", "3", "--reps", "1", "--mbbr-only", "--no-uninformed"]
+    assert field.main([*argv, "--workers", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    progress = [line for line in err if line.startswith("match jobs:")]
+    assert 1 <= len(progress) <= LOG_LINES and progress[-1].startswith("match jobs: 58/58 done")
+    (path,) = written("\n".join(err))
+    assert path.name == "field_quick.json" and path.parent.parent == tmp_path
+    assert json.loads(path.read_text())["hands"] == 3
+    assert sorted(RESULTS_DIR.iterdir()) == before
 
 
 def test_field_jobs_and_ranking() -> None:

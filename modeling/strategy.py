@@ -5,20 +5,22 @@ pass, 1 = bet); a *profile* stacks one per position, ``(num_players, num_infoset
 rows (information sets a position does not have) hold ``[0.5, 0.5]`` so kernels never meet a zero
 row.
 
-JSON files are keyed by OpenSpiel information-state strings so strategies move freely between this
-project and OpenSpiel's tabular policies::
+Kuhn's JSON form is keyed by OpenSpiel information-state strings so strategies move freely between
+this project and OpenSpiel's tabular policies::
 
     {"game": "kuhn_poker", "num_players": 3,
      "positions": [{"0": [1.0, 0.0], "0ppb": [1.0, 0.0], ...}, {...}, {...}]}
 
 A file for a single position has ``"position": p`` and ``"strategy": {...}`` instead of
-``"positions"``."""
+``"positions"``. Every command reads such files through the one strategy-file loader,
+:func:`oppmodel.modeling.games.acpc.strategy.read_profile`, beside the files ``oppmodel solve``
+writes (keyed by the compiled game's strings, ``"Js:"``), and converts them exactly."""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -158,45 +160,3 @@ def save_strategy(game: KuhnGame, position: int, strategy: np.ndarray, path: str
         "strategy": strategy_to_dict(game, position, strategy),
     }
     Path(path).write_text(json.dumps(doc, indent=1) + "\n")
-
-
-def load_json(game: KuhnGame, path: str | Path) -> dict[int, np.ndarray]:
-    """Read a profile or single-position file; returns ``{position: strategy}``."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InvalidArgumentError("profile", f"cannot read {path}: {exc}") from None
-    if not isinstance(doc, dict):
-        raise InvalidStrategyError("profile", f"{path}: top level must be an object")
-    if doc.get("num_players", game.num_players) != game.num_players:
-        raise InvalidStrategyError(
-            "num_players",
-            f"{path} is for {doc['num_players']} players, game has {game.num_players}",
-        )
-    if "positions" in doc:
-        positions = doc["positions"]
-        if not isinstance(positions, list) or len(positions) != game.num_players:
-            raise InvalidStrategyError("positions", f"{path}: needs {game.num_players} entries")
-        return {
-            p: strategy_from_dict(game, p, positions[p], f"positions[{p}]")
-            for p in range(game.num_players)
-        }
-    if "position" in doc and "strategy" in doc:
-        p = doc["position"]
-        game.check_position(p)
-        return {p: strategy_from_dict(game, p, doc["strategy"])}
-    raise InvalidStrategyError("profile", f"{path}: needs 'positions' or 'position' + 'strategy'")
-
-
-def load_profile(game: KuhnGame, paths: Iterable[str | Path]) -> np.ndarray:
-    """A whole profile from one file holding all positions, or one single-position file each."""
-    found: dict[int, np.ndarray] = {}
-    for path in paths:
-        for p, strat in load_json(game, path).items():
-            if p in found:
-                raise InvalidStrategyError("profile", f"position {p} given twice ({path})")
-            found[p] = strat
-    missing = sorted(set(range(game.num_players)) - set(found))
-    if missing:
-        raise InvalidStrategyError("profile", f"no strategy for positions {missing}")
-    return np.stack([found[p] for p in range(game.num_players)])

@@ -186,7 +186,8 @@ def _nested(table: np.ndarray) -> StrategyTable:
 
 def _given_profile(game: Game, params: pb.MbbrParams, name: str) -> StrategyTable | None:
     """The profile ``name`` (prior_mean or default_strategy) given as PositionStrategy messages
-    or as strategy-file JSON (limit games), validated; None if not given."""
+    or as strategy-file JSON (the one loader every command uses: either key style in Kuhn),
+    validated; None if not given."""
     field, json_field = f"config.mbbr.{name}", f"config.mbbr.{name}_json"
     messages, text = list(getattr(params, name)), getattr(params, f"{name}_json")
     if messages and text:
@@ -195,16 +196,10 @@ def _given_profile(game: Game, params: pb.MbbrParams, name: str) -> StrategyTabl
         return _profile(game, messages, field)
     if not text:
         return None
-    if not isinstance(game, LimitGame):
-        raise InvalidArgumentError(json_field, f"is for limit games; Kuhn takes {name}")
     try:
-        found, _ = limit_strategy.parse_json(game, text, json_field)
+        return _nested(limit_strategy.parse_profile(game, text, json_field))
     except InvalidArgumentError as exc:
         raise renamed(exc, f"{json_field}.{exc.field}") from None
-    missing = sorted(set(range(game.num_players)) - set(found))
-    if missing:
-        raise InvalidStrategyError(json_field, f"no strategy for positions {missing}")
-    return _nested(np.stack([found[p] for p in range(game.num_players)]))
 
 
 def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> SessionSpec:

@@ -221,8 +221,8 @@ def test_bad_input_is_refused_naming_the_field(tmp_path: Path) -> None:
             client.create_session(game="leduc3p", prior_mean='{"positions": []}')
         assert info.value.field.startswith("config.mbbr.prior_mean_json")
         with pytest.raises(InvalidArgumentError) as info:
-            client.create_session(prior_mean='{"positions": []}')  # Kuhn takes no JSON
-        assert info.value.field == "config.mbbr.prior_mean_json"
+            client.create_session(prior_mean='{"positions": []}')  # Kuhn reads JSON too
+        assert info.value.field == "config.mbbr.prior_mean_json.positions"
         with pytest.raises(InvalidArgumentError) as info:
             client.create_session(game="leduc3p", prior_mean={0: {"Ks:": [0, 1, 0]}})
         assert info.value.field.startswith("config.mbbr.prior_mean[0]")

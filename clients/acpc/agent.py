@@ -41,7 +41,7 @@ from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
-from oppmodel.modeling.games.acpc.strategy import load_profile
+from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile
 from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
@@ -237,7 +237,8 @@ class LimitModelPolicy(LimitStrategyPolicy):
 
 def strategy_policy(game: GameDef, path: str | Path, seed: int) -> LimitStrategyPolicy:
     """Play the profile of a strategy file (every position's strategy, keyed by information-state
-    strings); InvalidArgumentError or InvalidStrategyError naming what is wrong with the file."""
+    strings, or by OpenSpiel's in a Kuhn game); InvalidArgumentError or InvalidStrategyError
+    naming what is wrong with the file."""
     limit = limit_game_of(game)
     return LimitStrategyPolicy(limit, load_profile(limit, path), seed)
 
@@ -264,10 +265,12 @@ def make_policy(name: str, game: GameDef, seed: int) -> Policy:
     ``mbbr`` is MBBR with MBBRConfig's defaults (Ganzfried et al. 2024's parameters, the Dirichlet
     posterior), in-process, seeded with ``seed`` (its action draws, and its samples under the
     paper's sample posterior). Fixed strategies are the core's panel
-    (:mod:`oppmodel.modeling.play.panel`).
+    (:mod:`oppmodel.modeling.play.panel`), or a strategy file (``FILE.json``).
     """
     if name == "example":
         return example_policy(game, seed)
+    if is_strategy_file(name):
+        return strategy_policy(game, name, seed)
     known = policy_names(game)
     style = name.lower().partition("@")[0].partition(":")[0]
     if ALIASES.get(style, style) not in known:

@@ -44,7 +44,8 @@ actions of the reference dealer's rules.
 Fixed strategies: --agent cfr plays the solved strategy bundled with the game
 ({", ".join(BUNDLED_STRATEGIES)}); --strategy FILE plays a strategy file (as `oppmodel solve`
 writes them: every position's [p_fold, p_call, p_raise] keyed by information-state strings such as
-"Ks/Qh:rc/cr"); --agent example plays the reference example_player's weights. The styles
+"Js:" or "Ks/Qh:rc/cr"; a Kuhn game also reads OpenSpiel's "2ppb" keys, as `oppmodel eval` does);
+--agent example plays the reference example_player's weights. The styles
 (always-bet, calling-station, tight-passive, maniac, bluffer[:B]) are defined from hand strength
 and play every game; STYLE@S plays a style at a share S of the decisions and the equilibrium at
 the rest (cfr, or N2 in 3-player Kuhn). In Kuhn games n1, n2, n3 and MBBR are agents too.

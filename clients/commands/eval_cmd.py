@@ -6,19 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 
 from oppmodel.clients.commands._games import GAME_HELP, resolve_game
-from oppmodel.modeling.errors import InvalidStrategyError
-from oppmodel.modeling.games.acpc import strategy as limit_strategy
-from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.strategy import is_strategy_file, read_profile
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import Game
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.modeling.play.tournament import evaluation_of
-from oppmodel.modeling.strategy import load_profile
 
 MAX_DENOMINATOR = 10_000
 FRACTION_TOLERANCE = 1e-12
@@ -35,20 +31,21 @@ nash_conv is the sum of the gains: 0 exactly at a Nash equilibrium, positive oth
 Gibson & Sturtevant; cfr is a limit game's bundled CFR strategy; uniform; the exploitable styles,
 defined from hand strength in every game), STYLE@S (STYLE at a share S of the decisions, the
 equilibrium N2 or the bundled cfr strategy at the rest), one JSON file holding all positions, or
-one JSON file per position. Kuhn files are keyed by OpenSpiel information-state strings such as
-"2ppb" (modeling/strategy.py), limit-game files by "Ks/Qh:rc/cr" (modeling/games/acpc/strategy.py,
-as `oppmodel solve` writes them). Values that equal a fraction with a small denominator are also
-shown exactly, e.g. -1/48.
+one JSON file per position: strategy files as `oppmodel solve` writes them, keyed by the game's
+information-state strings ("Js:" in Kuhn, "Ks/Qh:rc/cr" in Leduc; modeling/games/acpc/strategy.py),
+the one format every command reads; Kuhn also reads files keyed by OpenSpiel's strings such as
+"2ppb" (modeling/strategy.py), converted exactly. Values that equal a fraction with a small
+denominator are also shown exactly, e.g. -1/48.
 """
 
 _EXAMPLES = """\
 examples:
   oppmodel eval --profile N2                     # 3p Kuhn: -1/32, -1/48, +5/96, nash_conv 0
   oppmodel eval --game kuhn2p --profile uniform  # nash_conv 11/12
+  oppmodel solve kuhn3p --iterations 2000 --out mine.json  # write a strategy file
   oppmodel eval --profile mine.json --json       # a file holding every position
   oppmodel eval --game leduc3p --profile maniac  # Leduc hold'em, 3 players
   oppmodel eval --game leduc2p --profile cfr     # the bundled CFR strategy: nash_conv 1.3e-6
-  oppmodel eval --profile p0.json p1.json p2.json
 """
 
 
@@ -80,21 +77,10 @@ def exact_fraction(value: float) -> Fraction | None:
 
 
 def load(game: Game, specs: list[str]) -> np.ndarray:
-    """A profile from a panel name, ``STYLE@S``, or JSON files."""
-    if len(specs) == 1 and not Path(specs[0]).exists() and not specs[0].endswith(".json"):
+    """A profile from a panel name, ``STYLE@S``, or strategy files (either key style)."""
+    if len(specs) == 1 and not is_strategy_file(specs[0]):
         return fixed_profile(game, specs[0])
-    if not isinstance(game, LimitGame):
-        return load_profile(game, specs)
-    found: dict[int, np.ndarray] = {}
-    for path in specs:
-        for p, strategy in limit_strategy.load_json(game, path)[0].items():
-            if p in found:
-                raise InvalidStrategyError("profile", f"position {p} given twice ({path})")
-            found[p] = strategy
-    missing = sorted(set(range(game.num_players)) - set(found))
-    if missing:
-        raise InvalidStrategyError("profile", f"no strategy for positions {missing}")
-    return np.stack([found[p] for p in range(game.num_players)])
+    return read_profile(game, *specs)
 
 
 def evaluate(game: Game, profile: np.ndarray) -> dict:

@@ -13,6 +13,7 @@ from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_con
 from oppmodel.clients.commands._types import positive_int, seed
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.strategy import is_strategy_file
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_names
 from oppmodel.modeling.play.match import AgentFactory, Game, run_duplicate, seatings
@@ -39,6 +40,8 @@ or an adaptive agent that changes its play during the match (see modeling/play/a
 %s
 Any of these as STYLE@S (3 players) plays STYLE at a share S of its decisions and the
 equilibrium N2 at the rest, e.g. maniac@0.3: the competent field (see modeling/play/diluted.py).
+An agent may also be a strategy file (FILE.json, as `oppmodel solve` writes them, or keyed by
+OpenSpiel's Kuhn strings): it plays that file's strategy for its seat.
 
 In a limit game (leduc2p, leduc3p, a game file) the agents are "cfr" (the game's bundled CFR
 strategy), uniform and the styles above, defined from hand strength (the nuts: a hand no
@@ -56,6 +59,7 @@ examples:
   oppmodel match --agents mbbr,n1,n3 --mbbr-posterior samples --mbbr-k 100 --mbbr-response bayes
   oppmodel match --game leduc3p --agents mbbr,cfr,maniac@0.35 --hands 3000 --duplicates 10
   oppmodel match --game leduc2p --agents cfr,calling-station --duplicates 20 --json
+  oppmodel match --agents mbbr,mine.json,n3   # mine.json: oppmodel solve kuhn3p --out mine.json
 """
 
 
@@ -102,7 +106,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def build_agents(game: Game, spec: str, config: MBBRConfig) -> tuple[list[str], list[AgentFactory]]:
     """Labels (repeated names get #2, #3, ...) and factories for a comma-separated agent list."""
-    names = [name.strip().lower() for name in spec.split(",")]
+    names = [_agent_name(name.strip()) for name in spec.split(",")]
     if len(names) != game.num_players:
         raise InvalidArgumentError(
             "agents", f"{game.name} needs {game.num_players} agents, got {len(names)}: {spec!r}"
@@ -116,6 +120,11 @@ def build_agents(game: Game, spec: str, config: MBBRConfig) -> tuple[list[str], 
         seen[name] += 1
         labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
     return labels, factories
+
+
+def _agent_name(name: str) -> str:
+    """Names are case-insensitive; a strategy file's path is kept as given."""
+    return name if is_strategy_file(name) else name.lower()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -48,11 +48,15 @@ import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
-from oppmodel.modeling.games.acpc.betting import CALL, FOLD, NUM_ACTIONS
+from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES, strategy_path
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
-from oppmodel.modeling.games.acpc.strategy import load_profile, uniform_profile, validate_profile
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.acpc.strategy import (
+    kuhn_profile_on,
+    load_profile,
+    uniform_profile,
+    validate_profile,
+)
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
@@ -724,21 +728,6 @@ def _bundled_profile(game: LimitGame) -> np.ndarray:
     profile = load_profile(game, strategy_path(game.name))
     profile.setflags(write=False)
     return profile
-
-
-def kuhn_profile_on(game: LimitGame, kuhn_profile: np.ndarray) -> np.ndarray:
-    """A ``KuhnGame`` profile (pass/bet) on the same Kuhn game compiled from its ACPC file
-    (fold/call/raise): pass is check or fold, bet is bet or call."""
-    kuhn = kuhn_game(game.num_players)
-    out = uniform_profile(game)
-    for p in range(game.num_players):
-        for i in game.infosets(p):
-            view, betting = game.infoset_string(p, i).split(":")
-            card = game.deck.index(view)
-            pass_, bet = kuhn_profile[p, kuhn.infoset_index(p, card, kuhn.acpc_to_history(betting))]
-            facing = bool(game.legal_mask[p, i, FOLD])
-            out[p, i] = [pass_, bet, 0.0] if facing else [0.0, pass_, bet]
-    return validate_profile(game, out)
 
 
 def _profile_or_default(game: LimitGame, given: np.ndarray | None, field: str) -> np.ndarray:

@@ -23,6 +23,7 @@ import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.strategy import is_strategy_file, read_profile
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.modeling.play.adaptive import RuleAgent, adaptive_factory, is_adaptive
@@ -110,7 +111,10 @@ def diluted_profile(game: Game, name: str) -> np.ndarray:
 
 
 def fixed_profile(game: Game, name: str) -> np.ndarray:
-    """The profile of a fixed agent name: a panel name or a fixed ``STYLE@S``."""
+    """The profile of a fixed agent name: a panel name, a fixed ``STYLE@S``, or a strategy file
+    (either key style, :func:`oppmodel.modeling.games.acpc.strategy.read_profile`)."""
+    if is_strategy_file(name):
+        return read_profile(game, name)
     return diluted_profile(game, name) if is_diluted(name) else named_profile(game, name)
 
 

@@ -41,9 +41,8 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_factory, is_adaptive
 from oppmodel.modeling.play.agents import mbbr_factory
-from oppmodel.modeling.play.diluted import diluted_factory, is_diluted
+from oppmodel.modeling.play.diluted import diluted_factory, fixed_profile, is_diluted
 from oppmodel.modeling.play.match import AgentFactory, Game, fixed_strategy_factory, run_duplicate
-from oppmodel.modeling.play.panel import named_profile
 
 
 @dataclass(frozen=True)
@@ -104,7 +103,7 @@ def agent_factory(spec: AgentSpec) -> AgentFactory:
         return diluted_factory(spec.name)
 
     def build(game, seed):
-        return fixed_strategy_factory(spec.display, named_profile(game, spec.name))(game, seed)
+        return fixed_strategy_factory(spec.display, fixed_profile(game, spec.name))(game, seed)
 
     return build
 

@@ -15,22 +15,37 @@ one ``[p_fold, p_call, p_raise]`` per information set, so a strategy reads witho
 
 ``solver`` (optional) records how a strategy was made (algorithm, iterations, nash_conv); a file
 for a single position has ``"position": p`` and ``"strategy": {...}`` instead of ``"positions"``.
+
+This is the one strategy-file format of the project: every command and the service read strategy
+files through :func:`read_profile` / :func:`parse_profile`, for any game. A Kuhn game also reads
+files keyed by OpenSpiel's Kuhn information states (``"2ppb"``: card 2 after pass, pass, bet;
+``[p_pass, p_bet]``, :mod:`oppmodel.modeling.strategy`), told apart by their keys and converted
+exactly: pass is check or fold, bet is bet or call (:func:`kuhn_strategy_on`). A profile of the
+Kuhn kernels' ``KuhnGame`` is read through the compiled Kuhn game and converted back
+(:func:`kuhn_strategy_of`), so a file moves unchanged between every command.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
 from oppmodel.modeling import _strategy_kernels
+from oppmodel.modeling import strategy as kuhn_strategy
 from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
-from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, NUM_ACTIONS
+from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, FOLD, NUM_ACTIONS, RAISE
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 
 SUM_TOLERANCE = 1e-9
+OPENSPIEL_KUHN_KEY = re.compile(r"[0-9]+[pb]*")  # "2ppb"; ours always hold a ":"
 
 
 def uniform_profile(game: LimitGame) -> np.ndarray:
@@ -94,6 +109,8 @@ def strategy_from_dict(
     """Inverse of :func:`strategy_to_dict`; every information set must be present."""
     if not isinstance(table, Mapping):
         raise InvalidStrategyError(field, "must be an object keyed by information-state strings")
+    if table and all(OPENSPIEL_KUHN_KEY.fullmatch(str(key)) for key in table):
+        return _from_openspiel_kuhn(game, position, table, field)
     out = np.full((game.num_infosets, NUM_ACTIONS), np.nan)
     for key, probs in table.items():
         try:
@@ -189,10 +206,118 @@ def parse_json(game: LimitGame, text: str, path: str) -> tuple[dict[int, np.ndar
     raise InvalidStrategyError("profile", f"{path}: needs 'positions' or 'position' + 'strategy'")
 
 
-def load_profile(game: LimitGame, path: str | Path) -> np.ndarray:
-    """A whole profile from one file holding every position."""
-    found, _ = load_json(game, path)
+def load_profile(game: LimitGame, *paths: str | Path) -> np.ndarray:
+    """A whole profile from one file holding every position, or from one file per position
+    (in any order)."""
+    return _whole(game, [(str(path), load_json(game, path)[0]) for path in paths])
+
+
+def parse_profile(game: KuhnGame | LimitGame, text: str, source: str) -> np.ndarray:
+    """A whole profile of ``game`` from the text of a strategy file holding every position, in
+    either key style (``source`` names it in errors): the service's ``*_json`` fields."""
+    compiled = _compiled(game)
+    profile = _whole(compiled, [(source, parse_json(compiled, text, source)[0])])
+    return profile if compiled is game else kuhn_profile_of(compiled, profile)
+
+
+def read_profile(game: KuhnGame | LimitGame, *paths: str | Path) -> np.ndarray:
+    """A whole profile of ``game`` from strategy files (one holding every position, or one per
+    position), in either key style: what every command that takes a strategy file reads."""
+    compiled = _compiled(game)
+    profile = load_profile(compiled, *paths)
+    return profile if compiled is game else kuhn_profile_of(compiled, profile)
+
+
+def is_strategy_file(name: str) -> bool:
+    """Whether an agent or profile name names a strategy file (``*.json``, or a file that
+    exists) rather than a strategy by name."""
+    return name.endswith(".json") or Path(name).is_file()
+
+
+def _compiled(game: KuhnGame | LimitGame) -> LimitGame:
+    """The limit game whose files ``game`` reads: itself, or a Kuhn game compiled from its file."""
+    return game if isinstance(game, LimitGame) else limit_game(f"kuhn{game.num_players}p")
+
+
+def _whole(game: LimitGame, parts: list[tuple[str, dict[int, np.ndarray]]]) -> np.ndarray:
+    found: dict[int, np.ndarray] = {}
+    for path, strategies in parts:
+        for p, strategy in strategies.items():
+            if p in found:
+                raise InvalidStrategyError("profile", f"position {p} given twice ({path})")
+            found[p] = strategy
     missing = sorted(set(range(game.num_players)) - set(found))
     if missing:
-        raise InvalidStrategyError("profile", f"{path}: no strategy for positions {missing}")
+        names = ", ".join(path for path, _ in parts)
+        raise InvalidStrategyError("profile", f"{names}: no strategy for positions {missing}")
     return np.stack([found[p] for p in range(game.num_players)])
+
+
+@functools.cache  # per compiled game: compiled games are cached and immutable
+def _kuhn_rows(game: LimitGame) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+    """Per position of a compiled Kuhn game: its information sets, the Kuhn kernels' index of
+    each (``KuhnGame``, OpenSpiel's strings) and whether it faces a bet."""
+    kuhn = kuhn_game(game.num_players)
+    rows = []
+    for p in range(game.num_players):
+        ours = np.asarray(game.infosets(p), dtype=np.int64)
+        theirs = []
+        for i in ours:
+            view, betting = game.infoset_string(p, int(i)).split(":")
+            card = game.deck.index(view)
+            theirs.append(kuhn.infoset_index(p, card, kuhn.acpc_to_history(betting)))
+        facing = game.legal_mask[p, ours, FOLD].astype(bool)
+        rows.append((ours, np.asarray(theirs, dtype=np.int64), facing))
+    return tuple(rows)
+
+
+def kuhn_strategy_on(game: LimitGame, position: int, strategy: np.ndarray) -> np.ndarray:
+    """One position's Kuhn strategy (``KuhnGame``'s rows, [p_pass, p_bet]) on the same Kuhn game
+    compiled from its ACPC file ([fold, call, raise]): pass is check or fold, bet is bet or call.
+    The probabilities are copied, not computed, so the conversion is exact both ways."""
+    ours, theirs, facing = _kuhn_rows(game)[position]
+    rows, zero = np.asarray(strategy, dtype=float)[theirs], np.zeros(len(ours))
+    out = np.tile(np.eye(NUM_ACTIONS)[CALL], (game.num_infosets, 1))
+    out[ours] = np.where(
+        facing[:, None],
+        np.column_stack([rows[:, 0], rows[:, 1], zero]),
+        np.column_stack([zero, rows[:, 0], rows[:, 1]]),
+    )
+    return out
+
+
+def kuhn_strategy_of(game: LimitGame, position: int, strategy: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`kuhn_strategy_on`: a compiled Kuhn game's strategy as ``KuhnGame``'s."""
+    ours, theirs, facing = _kuhn_rows(game)[position]
+    rows = np.asarray(strategy, dtype=float)[ours]
+    out = np.full((kuhn_game(game.num_players).num_infosets, 2), 0.5)
+    out[theirs] = np.where(facing[:, None], rows[:, [FOLD, CALL]], rows[:, [CALL, RAISE]])
+    return out
+
+
+def kuhn_profile_on(game: LimitGame, kuhn_profile: np.ndarray) -> np.ndarray:
+    """A ``KuhnGame`` profile (pass/bet) on the same Kuhn game compiled from its ACPC file."""
+    rows = [kuhn_strategy_on(game, p, kuhn_profile[p]) for p in range(game.num_players)]
+    return validate_profile(game, np.stack(rows))
+
+
+def kuhn_profile_of(game: LimitGame, profile: np.ndarray) -> np.ndarray:
+    """A compiled Kuhn game's profile as the Kuhn kernels' (``KuhnGame``, pass/bet)."""
+    rows = [kuhn_strategy_of(game, p, profile[p]) for p in range(game.num_players)]
+    return kuhn_strategy.validate_profile(kuhn_game(game.num_players), np.stack(rows))
+
+
+def _from_openspiel_kuhn(
+    game: LimitGame, position: int, table: Mapping[str, object], field: str
+) -> np.ndarray:
+    """One position's strategy keyed by OpenSpiel's Kuhn strings, converted to ``game``'s."""
+    problems = kuhn_unsupported(game.gamedef)
+    if problems:
+        raise InvalidStrategyError(
+            field, f"keys such as {next(iter(table))!r} are OpenSpiel Kuhn information states, "
+            f"and {game.name} is not a Kuhn game ({problems[0]})",
+        )  # fmt: skip
+    kuhn = kuhn_game(game.num_players)
+    return kuhn_strategy_on(
+        game, position, kuhn_strategy.strategy_from_dict(kuhn, position, table, field)
+    )

@@ -95,7 +95,7 @@ def test_agent_names_depend_on_the_game_and_unknown_ones_are_refused() -> None:
     with pytest.raises(InvalidArgumentError, match="bluff probability"):
         make_policy("bluffer:2", LEDUC3P, 0)
     no_strategy = parse_game_def(TWO_CARDS.to_text())
-    with pytest.raises(InvalidArgumentError, match="no bundled CFR strategy"):
+    with pytest.raises(InvalidArgumentError, match="no solved strategy for acpc"):
         make_policy("maniac@0.5", no_strategy, 0)
 
 

@@ -126,7 +126,7 @@ def test_styles_are_exploitable_and_cfr_is_the_bundled_strategy() -> None:
     assert panel_names(game) == ["cfr", "uniform", *STYLES[:-1]]
     with pytest.raises(NotFoundError, match="unknown strategy 'n1' for leduc2p"):
         named_profile(game, "n1")
-    with pytest.raises(NotFoundError, match="no bundled CFR strategy"):
+    with pytest.raises(NotFoundError, match="no solved strategy for mine"):
         named_profile(compile_limit_game(parse_game_def(game_text()), "mine"), "cfr")
 
 

@@ -34,10 +34,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.errors import NotFoundError
 from oppmodel.modeling.games.acpc import strategy as limit_strategy
 from oppmodel.modeling.games.acpc.betting import FOLD, RAISE
-from oppmodel.modeling.games.acpc.bundled import strategy_path
+from oppmodel.modeling.games.acpc.bundled import (
+    BUNDLED_STRATEGIES,
+    no_strategy_message,
+    strategy_path,
+)
 from oppmodel.modeling.games.acpc.hand_rank import hand_strength
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
@@ -190,10 +194,7 @@ def bundled_profile(game: LimitGame) -> np.ndarray:
 
 @functools.cache
 def _bundled_profile(game: LimitGame) -> np.ndarray:
-    try:
-        path = strategy_path(game.name)
-    except InvalidArgumentError:
-        raise NotFoundError(
-            f"no bundled CFR strategy for {game.name} (cfr and STYLE@S need one)"
-        ) from None
-    return limit_strategy.load_profile(game, path)
+    if game.name not in BUNDLED_STRATEGIES:
+        label = game.gamedef.source or game.name
+        raise NotFoundError(no_strategy_message(label, " (cfr and STYLE@S need one)"))
+    return limit_strategy.load_profile(game, strategy_path(game.name))

@@ -61,7 +61,18 @@ def strategy_path(name: str) -> Path:
     """The solved strategy bundled for a game's short name; InvalidArgumentError if none is."""
     file = BUNDLED_STRATEGIES.get(str(name).lower())
     if file is None:
-        raise InvalidArgumentError(
-            "game", f"no bundled strategy for {name!r} (there are: {', '.join(BUNDLED_STRATEGIES)})"
-        )
+        raise InvalidArgumentError("game", no_strategy_message(name))
     return GAMES_FOLDER / file
+
+
+def no_strategy_message(game: str, need: str = "") -> str:
+    """The one message for a game without a solved strategy, which every such error uses: it names
+    the game (``game``: its short name or its file as the user gave it; ``need``: what asked for
+    one, e.g. " (cfr and STYLE@S need one)") and the command that writes one, then how to use
+    the file instead."""
+    out = f"{Path(game).stem}.json"
+    return (
+        f"no solved strategy for {game}{need}: run `oppmodel solve {game} --iterations 1000 "
+        f"--out {out}` and pass {out} in its place (acpc-agent --strategy, eval --profile, a match "
+        "agent)"
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +56,8 @@ def limit_game(name_or_path: str | Path) -> LimitGame:
         text = path.read_text(encoding="ascii", errors="replace")
     except OSError as exc:
         raise InvalidArgumentError("gamefile", f"cannot read {path}: {exc.strerror}") from exc
-    return _compiled(text, short_name(path) or path.name)
+    bundled = short_name(path)
+    return _compiled(text, bundled or path.name, None if bundled else str(name_or_path))
 
 
 def bundled_name(gamedef: GameDef) -> str | None:
@@ -70,14 +72,18 @@ def bundled_name(gamedef: GameDef) -> str | None:
 
 def limit_game_of(gamedef: GameDef) -> LimitGame:
     """The compiled game of parsed rules: the bundled game's (with its short name) when the rules
-    are a bundled game's, else compiled under the name ``acpc`` (once per distinct rules)."""
+    are a bundled game's, else compiled under the name of the file they were read from, or
+    ``acpc`` for rules given as text (once per distinct rules and file)."""
     name = bundled_name(gamedef)
-    return limit_game(name) if name is not None else _compiled(gamedef.to_text(), "acpc")
+    if name is not None:
+        return limit_game(name)
+    source = gamedef.source
+    return _compiled(gamedef.to_text(), Path(source).name if source else "acpc", source)
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled(text: str, name: str) -> LimitGame:
-    return compile_limit_game(parse_game_def(text), name)
+def _compiled(text: str, name: str, source: str | None) -> LimitGame:
+    return compile_limit_game(replace(parse_game_def(text), source=source), name)
 
 
 def unsupported(gamedef: GameDef) -> list[str]:

@@ -27,7 +27,7 @@ reference server's game.c (project_acpc_server 1.0.42).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
@@ -71,6 +71,8 @@ class GameDef:
     num_ranks: int
     num_hole_cards: int
     num_board_cards: tuple[int, ...]
+    # the file the rules were read from, as given (names the game in messages); not compared
+    source: str | None = field(default=None, compare=False)
 
     @property
     def deck(self) -> tuple[str, ...]:
@@ -276,7 +278,7 @@ def read_game_def(name_or_path: str | Path) -> GameDef:
     except OSError as exc:
         raise InvalidArgumentError("gamefile", f"cannot read {path}: {exc.strerror}") from exc
     try:
-        return parse_game_def(text)
+        return replace(parse_game_def(text), source=str(name_or_path))
     except InvalidArgumentError as exc:
         raise type(exc)("gamefile", f"{path} is not a valid game definition: {exc}") from exc
 

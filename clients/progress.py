@@ -72,3 +72,8 @@ def run_progress(total: int, *, desc: str, unit: str = "it", show: bool = True) 
     if show and not sys.stderr.isatty():
         return LogLines(total, desc)
     return progress_bar(total, desc=desc, unit=unit, show=show)
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``n`` and the noun in the number it takes: "1 duplicate", "2 duplicates"."""
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"

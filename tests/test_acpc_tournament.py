@@ -113,7 +113,7 @@ def test_the_text_table_lists_agents_and_every_match(
     )
     assert status == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "2 duplicate set(s) x 6 seatings x 10 hands, card seeds 7..8"
+    assert out[0] == "2 duplicate sets x 6 seatings x 10 hands, card seeds 7..8"
     assert out[2].split() == ["agent", "mbb/h", "s.e.", "hands"]
     assert [line.split()[0] for line in out[3:6]] == ["a", "b", "c"]
     assert [line.split()[-1] for line in out[3:6]] == ["120"] * 3
@@ -129,14 +129,17 @@ def test_a_failing_external_agent_fails_the_tournament_with_a_message(
     status = run_cli(
         [
             *("--agent", "a=builtin:n1", "--agent", "b=builtin:n3"),
-            *("--agent", f"c={sys.executable} -c pass"),  # exits at once without connecting
+            # exits at once without connecting, saying why on its stderr
+            *("--agent", f"c={sys.executable} -c \"import sys; sys.exit('no strategy file')\""),
             *("--hands", "5", "--out", str(tmp_path)),
         ]
     )
     assert status == 1
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
     assert "match dup0-seating012 aborted after 0 hands" in err
-    assert "match cancelled: seat 3 agent c exited with status 0" in err
+    seat_errors = tmp_path / "dup0-seating012.seat3.c.err"  # the failed seat's, not the dealer's
+    assert f"seat 3 agent c exited with status 1 (its stderr: {seat_errors})" in err
+    assert seat_errors.read_text().strip() == "no strategy file"
 
 
 @pytest.mark.parametrize(
@@ -256,3 +259,20 @@ def test_a_leduc2p_tournament_plays_both_seatings(
     assert all(r["hands"] == 2 * 2 * 20 for r in report["results"])
     game = read_game_def("leduc2p")
     assert all(check_log(game, read_log(m["log"])) == [] for m in report["matches"])
+
+
+def test_mbbr_plays_a_limit_game_as_the_help_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "mbbr, uniform and the styles play every limit game" in " ".join(
+        tournament_cmd.EPILOG.split()
+    )
+    status = run_cli(
+        [
+            *("--game", "leduc2p", "--agent", "m=builtin:mbbr", "--agent", "c=builtin:cfr"),
+            *("--hands", "3", "--out", str(tmp_path), "--json"),
+        ]
+    )
+    assert status == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [r["hands"] for r in report["results"]] == [6, 6]

@@ -79,7 +79,7 @@ def test_the_leduc3p_demo_prints_the_table_and_what_the_model_learned(
     argv = ["demo", "--game", "leduc3p", "--hands", "8", "--duplicates", "1"]
     assert main([*argv, "--data-dir", str(tmp_path)]) == 0
     out, _ = capsys.readouterr()
-    assert "3-player Leduc hold'em duplicate match: 48 hands (1 duplicates x 6 seatings" in out
+    assert "3-player Leduc hold'em duplicate match: 48 hands (1 duplicate x 6 seatings" in out
     assert "What MBBR's model learned" in out
     rows = [line.split() for line in out.splitlines()]
     learned = [row[0] for row in rows if len(row) == 4 and row[2].count("/") == 2]

@@ -34,7 +34,8 @@ def test_robust_profiles(capsys, name: str, exact: list[str]) -> None:
     for p, frac in zip(doc["positions"], exact, strict=True):
         assert p["value"] == pytest.approx(float(Fraction(frac)), abs=1e-12)
         assert p["best_response_value"] == pytest.approx(p["value"], abs=1e-12)
-    assert abs(doc["nash_conv"]) < 1e-12
+    assert [p["gain"] for p in doc["positions"]] == [0.0, 0.0, 0.0]  # not float noise
+    assert doc["nash_conv"] == 0.0
     assert doc["nash_conv_exact"] == "0"
 
 
@@ -59,7 +60,8 @@ def test_other_games_and_the_text_table(capsys) -> None:
     assert len(_run_json(capsys, "--game", "kuhn4p", "--profile", "maniac")["positions"]) == 4
     assert main(["eval", "--profile", "N1"]) == 0
     out = capsys.readouterr().out
-    assert "-1/48" in out and "1/24" in out and "nash_conv" in out
+    assert "-1/48" in out and "1/24" in out and "nash_conv 0 (= 0)" in out
+    assert "e-1" not in out  # no gain of 7.29e-17
 
 
 @pytest.mark.parametrize(

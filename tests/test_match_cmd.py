@@ -74,8 +74,9 @@ def test_text_table(capsys) -> None:
     assert main(["match", "--agents", "n1,n2,n3", "--hands", "100", "--duplicates", "2"]) == 0
     out = capsys.readouterr().out
     assert "mbb/h" in out and "12 matches of 100 hands" in out
-    assert main(["match", "--agents", "n1,n2,n3", "--hands", "100", "--duplicates", "1"]) == 0
-    assert "n/a" in capsys.readouterr().out
+    assert main(["match", "--agents", "n1,n2,n3", "--hands", "1", "--duplicates", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "n/a" in out and "6 matches of 1 hand (1 duplicate x 6 seatings)" in out
 
 
 @pytest.mark.parametrize(

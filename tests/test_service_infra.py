@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -22,7 +23,13 @@ from oppmodel.modeling.errors import NotFoundError, UnavailableError
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
-from oppmodel.server.app import SERVICE_NAME, JsonFormatter, free_ports
+from oppmodel.server.app import (
+    SERVICE_NAME,
+    JsonFormatter,
+    ServerConfig,
+    build_server,
+    free_ports,
+)
 
 
 def test_health_serving_and_reflection_lists_the_service(tmp_path: Path) -> None:
@@ -62,7 +69,8 @@ def test_metrics_endpoint(tmp_path: Path) -> None:
     assert 'oppmodel_request_seconds_count{method="Observe"} 3.0' in text
 
 
-def test_tls(tmp_path: Path) -> None:
+def _certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key: (key, cert)."""
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
@@ -70,6 +78,11 @@ def test_tls(tmp_path: Path) -> None:
          "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
         check=True, capture_output=True,
     )  # fmt: skip
+    return key, cert
+
+
+def test_tls(tmp_path: Path) -> None:
+    key, cert = _certificate(tmp_path)
     config = {"tls_cert": str(cert), "tls_key": str(key)}
     with running_server(tmp_path / "db.sqlite", **config) as port:
         target = f"127.0.0.1:{port}"
@@ -80,6 +93,23 @@ def test_tls(tmp_path: Path) -> None:
             pytest.raises(UnavailableError, match="this client is plaintext"),
         ):
             plaintext.list_sessions()
+
+
+def test_the_serving_line_says_tls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key, cert = _certificate(tmp_path)
+
+    async def announce(**tls: str) -> None:
+        server, _ = build_server(ServerConfig(db_path=str(tmp_path / "db.sqlite"), port=0, **tls))
+        try:
+            serve_cmd.announce(server)
+        finally:
+            server.close()
+
+    asyncio.run(announce(tls_cert=str(cert), tls_key=str(key)))
+    asyncio.run(announce())
+    tls, plaintext = capsys.readouterr().out.splitlines()
+    assert tls.startswith("serving TLS on 127.0.0.1:")
+    assert plaintext.startswith("serving on 127.0.0.1:")
 
 
 def test_json_log_lines() -> None:

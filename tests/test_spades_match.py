@@ -127,3 +127,22 @@ def test_spades_match_command_json(capsys):
     assert row["loss_pct"][0] == pytest.approx(loss)
     with pytest.raises(SystemExit):
         parser.parse_args(["spades-match", "--candidates", "nope"])
+
+
+def test_spades_match_text_explains_every_column(capsys):
+    parser = argparse.ArgumentParser()
+    spades_cmd.register(parser.add_subparsers())
+    args = parser.parse_args(
+        [
+            "spades-match", "--deal-sequences", "2", "--hand-size", "2", "--target", "30",
+            "--candidates", "mOT_p,mOT_MT,mOT_mOT", "--opponents", "MT_mOT",
+        ]
+    )  # fmt: skip
+    assert args.func(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(line for line in lines if line.startswith("A v. B"))
+    columns = ["Score A", "Score B", "%Win A", "hands", "%Gain", "%Loss"]
+    assert [c for c in columns if c in head] == columns
+    legend = [line.strip() for line in lines[: lines.index(head)] if line.startswith("  ")]
+    assert [line.split(":")[0] for line in legend] == columns  # each column, explained
+    assert all(len(line.split(":", 1)[1].split()) > 2 for line in legend)

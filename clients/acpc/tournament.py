@@ -36,6 +36,7 @@ import numpy as np
 from oppmodel.clients.acpc.agent import AgentResult, Policy, connect, make_policy, play_match
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer
 from oppmodel.clients.acpc.log import LoggedHand
+from oppmodel.clients.progress import counted
 from oppmodel.modeling.errors import FailedPreconditionError, InvalidArgumentError
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 
@@ -176,7 +177,7 @@ def play_tournament_match(
         stderr=dealer_err,
         on_hand=record,
     )
-    processes: list[tuple[str, subprocess.Popen]] = []
+    processes: list[tuple[str, subprocess.Popen, str]] = []  # (who, process, its stderr file)
     threads: list[threading.Thread] = []
     results: dict[int, AgentResult | Exception] = {}
     finished = threading.Event()
@@ -185,12 +186,13 @@ def play_tournament_match(
         for seat, (agent, port) in enumerate(zip(agents, ports, strict=True)):
             if agent.builtin is None:
                 argv = [*shlex.split(agent.command), HOST, str(port)]
+                output = out / f"{match}.seat{seat + 1}.{agent.name}"
                 with (
-                    (out / f"{match}.seat{seat + 1}.{agent.name}.out").open("wb") as so,
-                    (out / f"{match}.seat{seat + 1}.{agent.name}.err").open("wb") as se,
+                    output.with_name(output.name + ".out").open("wb") as so,
+                    output.with_name(output.name + ".err").open("wb") as se,
                 ):
                     process = subprocess.Popen(argv, stdout=so, stderr=se)
-                processes.append((f"seat {seat + 1} agent {agent.name}", process))
+                processes.append((f"seat {seat + 1} agent {agent.name}", process, se.name))
                 continue
             policy = make_policy(
                 agent.builtin,
@@ -217,7 +219,7 @@ def play_tournament_match(
         dealer_err.close()
         for thread in threads:
             thread.join(timeout=10)
-        for _, process in processes:
+        for _, process, _ in processes:
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -231,21 +233,24 @@ def play_tournament_match(
         )
         raise FailedPreconditionError(
             f"match {match} aborted after {outcome.hands_played} hands: {outcome.error}{crashed} "
-            f"(see {out / (match + '.err')})"
+            f"(the dealer's log: {out / (match + '.err')})"
         )
     return MatchRecord(duplicate, names, out / f"{match}.log", payoffs)
 
 
 def _watch_processes(
-    dealer: MatchDealer, processes: list[tuple[str, subprocess.Popen]], finished: threading.Event
+    dealer: MatchDealer,
+    processes: list[tuple[str, subprocess.Popen, str]],
+    finished: threading.Event,
 ) -> None:
     """Cancel the match as soon as an external agent exits before it is over, rather than let the
-    dealer wait for a connection or a version line that will never come."""
+    dealer wait for a connection or a version line that will never come; the reason names the
+    file holding the agent's stderr, where it says why."""
     while not finished.wait(0.05):
-        for who, process in processes:
+        for who, process, errors in processes:
             code = process.poll()
             if code is not None:
-                dealer.cancel(f"{who} exited with status {code}")
+                dealer.cancel(f"{who} exited with status {code} (its stderr: {errors})")
                 return
 
 
@@ -286,8 +291,8 @@ def format_table(config: TournamentConfig, records: Sequence[MatchRecord]) -> st
     names = [a.name for a in config.agents]
     width = max(8, *(len(n) for n in names))
     lines = [
-        f"{config.duplicates} duplicate set(s) x {len(config.seatings())} seatings x "
-        f"{config.hands} hands, card seeds {config.seed}..{config.seed + config.duplicates - 1}",
+        f"{counted(config.duplicates, 'duplicate set')} x {len(config.seatings())} seatings x "
+        f"{counted(config.hands, 'hand')}, card seeds {config.seed}..{config.seed + config.duplicates - 1}",
         "",
         f"{'agent':<{width}}  {'mbb/h':>9}  {'s.e.':>8}  {'hands':>8}",
     ]

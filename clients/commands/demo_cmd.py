@@ -24,7 +24,7 @@ import numpy as np
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands._types import non_negative_int, positive_int, seed
-from oppmodel.clients.progress import progress_bar
+from oppmodel.clients.progress import counted, progress_bar
 from oppmodel.clients.service_agent import service_mbbr_factory
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
@@ -226,7 +226,8 @@ def _play(
         )
     lines = [
         f"{GAMES[args.game][0]} duplicate match: {total} hands "
-        f"({args.duplicates} duplicates x {len(seatings(n))} seatings x {args.hands} hands)",
+        f"({counted(args.duplicates, 'duplicate')} x {len(seatings(n))} seatings x "
+        f"{counted(args.hands, 'hand')})",
         f"{'agent':<18}{'mbb/h':>10}{'s.e.':>9}",
     ]
     for r in result.ranking():

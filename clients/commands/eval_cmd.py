@@ -18,6 +18,7 @@ from oppmodel.modeling.play.tournament import evaluation_of
 
 MAX_DENOMINATOR = 10_000
 FRACTION_TOLERANCE = 1e-12
+FLOAT_NOISE = 1e-12  # a gain smaller than this is 0 printed in rounding error
 
 _DESCRIPTION = """\
 Evaluate a strategy profile of n-player Kuhn poker, Leduc hold'em or any small ACPC limit game
@@ -92,7 +93,7 @@ def evaluate(game: Game, profile: np.ndarray) -> dict:
     gains = []
     for p in range(game.num_players):
         br_value = best_response(game, profile, p)[1]
-        gains.append(br_value - float(values[p]))
+        gains.append(_denoised(br_value - float(values[p])))
         positions.append(
             {
                 "position": p,
@@ -102,12 +103,18 @@ def evaluate(game: Game, profile: np.ndarray) -> dict:
                 "gain": gains[-1],
             }
         )
-    total = float(sum(gains))  # = evaluation.nash_conv
+    total = _denoised(float(sum(gains)))  # = evaluation.nash_conv
     return {
         "positions": positions,
         "nash_conv": total,
         "nash_conv_exact": _text(exact_fraction(total)),
     }
+
+
+def _denoised(gain: float) -> float:
+    """A gain within floating-point noise of 0 (a best response's value minus the same value
+    summed in another order) is 0: "7.29e-17" would read as a real, tiny gain."""
+    return 0.0 if abs(gain) < FLOAT_NOISE else gain
 
 
 def _text(frac: Fraction | None) -> str | None:

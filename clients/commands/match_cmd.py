@@ -11,7 +11,7 @@ from collections import Counter
 from oppmodel.clients.commands._games import GAME_HELP, resolve_game
 from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from oppmodel.clients.commands._types import positive_int, seed
-from oppmodel.clients.progress import progress_bar
+from oppmodel.clients.progress import counted, progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -180,8 +180,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     matches = result.duplicates * len(seatings(game.num_players))
     print(
-        f"{result.game}: {matches} matches of {result.hands} hands "
-        f"({result.duplicates} duplicates x {matches // result.duplicates} seatings), "
+        f"{result.game}: {counted(matches, 'match', 'matches')} of {counted(result.hands, 'hand')} "
+        f"({counted(result.duplicates, 'duplicate')} x {matches // result.duplicates} seatings), "
         f"seed {result.seed}, {elapsed:.1f} s"
     )
     print(f"{'rank':>4}  {'agent':<20}  {'mbb/h':>9}  {'std err':>8}")

@@ -261,9 +261,11 @@ def announce_ray(config: RayServeConfig, port: int, metrics_port: int | None) ->
 
 
 def announce(server: Server) -> None:
-    """Print where the started server listens (the chosen ports when 0 was asked for)."""
+    """Print where the started server listens (the chosen ports when 0 was asked for), and
+    whether it takes TLS (a plaintext client of a TLS port only sees its calls fail)."""
     host = server.config.host
-    line = f"serving on {host}:{server.port} (store {redacted(server.config.db_path)})"
+    tls = " TLS" if server.config.tls_cert else ""
+    line = f"serving{tls} on {host}:{server.port} (store {redacted(server.config.db_path)})"
     if server.metrics_port is not None:
         line += f"; metrics on http://{host}:{server.metrics_port}/metrics"
     print(line, flush=True)

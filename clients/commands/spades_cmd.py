@@ -43,6 +43,21 @@ examples:
 """
 
 
+# what each column of the text table means (the printed legend)
+LEGEND = {
+    "Score A": "type A's mean final score per game",
+    "Score B": "type B's mean final score per game",
+    "%Win A": "A's share of the wins, in % (a tie for the lead splits the win; 50 = even)",
+    "hands": "mean hands per game",
+    "%Gain": "A's %Win minus that of max^n with A's utility and the wrong model of B",
+    "%Loss": "the %Win of max^n with A's utility and the correct model of B minus A's",
+    "%Gain v soft": "A's %Win minus that of soft-max^n with A's utility (the generic model)",
+    "leaned true": "learners' final posteriors putting more than 1/2 on a max^n opponent's "
+    "true utility, in % of (learner, opponent) pairs",
+    "far off": "those putting less than 0.3 on it (the paper's \"far off\")",
+}
+
+
 def _types(text: str) -> list[str]:
     out = [t.strip() for t in text.split(",") if t.strip()]
     for t in out:
@@ -171,13 +186,20 @@ def run(args: argparse.Namespace) -> int:
         f"{args.deal_sequences} deal sequences x 6 seatings per row, games to {args.target}, "
         f"{args.hand_size} cards, eps {args.eps}, seed {args.seed} ({elapsed:.0f} s)"
     )
-    print("95% confidence intervals over deal sequences; %Win is A's share of the wins (50 = even)")
     head = f"{'A v. B':<18}{'Score A':>14}{'Score B':>14}{'%Win A':>14}{'hands':>7}"
     gain_cols = [c for c in ("gain", "loss", "gain_vs_soft") if any(c in g for g in gains.values())]
     titles = {"gain": "%Gain", "loss": "%Loss", "gain_vs_soft": "%Gain v soft"}
     head += "".join(f"{titles[c]:>14}" for c in gain_cols)
+    shown = ["Score A", "Score B", "%Win A", "hands", *(titles[c] for c in gain_cols)]
     if any(s.learned_pairs for s in summaries.values()):
         head += f"{'leaned true':>13}{'far off':>9}"
+        shown += ["leaned true", "far off"]
+    print(
+        "95% confidence intervals over deal sequences (mean ± half-width); differences are "
+        "paired, on the same deals, in percentage points; the columns:"
+    )
+    for title in shown:
+        print(f"  {title + ':':<14}{LEGEND[title]}")
     print(head)
     for p, s in summaries.items():
         line = (

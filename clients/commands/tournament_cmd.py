@@ -23,12 +23,13 @@ from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 EPILOG = f"""\
-Each --agent is NAME=COMMAND. COMMAND `builtin:POLICY` plays the project's agent in-process
-(POLICY: {", ".join(policy_names())}; the styles and cfr play every limit game, MBBR and n1-n3
-Kuhn games; STYLE@S dilutes a style with the equilibrium); any other COMMAND is an ACPC agent
-executable, started as `COMMAND HOST PORT` for every match (for instance `oppmodel acpc-agent
-leduc3p --strategy my.json`). There must be one agent per player. --game is
-any limit game (Kuhn, Leduc, an ACPC game file).
+Each --agent is NAME=COMMAND. COMMAND `builtin:POLICY` plays the project's agent in-process,
+POLICY one of: {", ".join(policy_names())}.
+mbbr, uniform and the styles play every limit game, cfr (the bundled solved strategy) every one
+but Kuhn, n1-n3 Kuhn games; STYLE@S dilutes a style with the equilibrium (N2 in 3-player Kuhn,
+cfr elsewhere). Any other COMMAND is an ACPC agent executable, started as `COMMAND HOST PORT`
+for every match (for instance `oppmodel acpc-agent leduc3p --strategy my.json`). There must be
+one agent per player. --game is any limit game (Kuhn, Leduc, an ACPC game file).
 Every duplicate set plays all seatings (6 for 3 players) with the same cards (card seed SEED + set
 number), through the project's dealer over loopback TCP. Results: each agent's mean in mbb/h
 (milli-chips per hand) over the duplicate hands with its standard error, then every match's.

@@ -292,7 +292,8 @@ def format_table(config: TournamentConfig, records: Sequence[MatchRecord]) -> st
     width = max(8, *(len(n) for n in names))
     lines = [
         f"{counted(config.duplicates, 'duplicate set')} x {len(config.seatings())} seatings x "
-        f"{counted(config.hands, 'hand')}, card seeds {config.seed}..{config.seed + config.duplicates - 1}",
+        f"{counted(config.hands, 'hand')}, "
+        f"card seeds {config.seed}..{config.seed + config.duplicates - 1}",
         "",
         f"{'agent':<{width}}  {'mbb/h':>9}  {'s.e.':>8}  {'hands':>8}",
     ]

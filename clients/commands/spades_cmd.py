@@ -54,7 +54,7 @@ LEGEND = {
     "%Gain v soft": "A's %Win minus that of soft-max^n with A's utility (the generic model)",
     "leaned true": "learners' final posteriors putting more than 1/2 on a max^n opponent's "
     "true utility, in % of (learner, opponent) pairs",
-    "far off": "those putting less than 0.3 on it (the paper's \"far off\")",
+    "far off": 'those putting less than 0.3 on it (the paper\'s "far off")',
 }
 
 

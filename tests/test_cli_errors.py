@@ -193,6 +193,14 @@ MISTAKES = {
         "cannot read nope: no such file, nor a bundled game "
         "(kuhn2p, kuhn3p, kuhn4p, leduc2p, leduc3p)",
     ),
+    "replay-plot-not-an-image": (  # refused before the replay, not after it
+        "replay {inputs}/small.log --as Alice --local --plot curves.txt",
+        "plot: curves.txt: cannot draw a .txt file; use ",
+    ),
+    "replay-plot-no-folder": (
+        "replay {inputs}/small.log --as Alice --local --plot {inputs}/no/such/curves.png",
+        "no folder {inputs}/no/such",
+    ),
     # perfect information and move prediction
     "spades-no-pair": (
         "spades-match --candidates mOT_p --opponents mOT_p",

@@ -8,7 +8,9 @@ and ``mbbr`` (MBBR's posterior-mean model); :func:`column_legend` says what each
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -273,15 +275,37 @@ def _row(
     )
 
 
-def plot_curves(report: ReplayReport, path: str) -> None:
-    """Running mean log-loss and accuracy over hands, one colour per method (solid over the
-    showdown decisions, dashed over every decision), as a PNG."""
+def check_plot_path(path: str) -> None:
+    """InvalidArgumentError naming ``plot`` unless :func:`plot_curves` can write ``path``:
+    matplotlib installed, an extension it writes (none: PNG), an existing writable folder.
+    Checked before a replay, which may take minutes, rather than after it."""
     try:
-        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
     except ImportError as exc:
         raise InvalidArgumentError(
             "plot", "needs matplotlib (pip install 'oppmodel[plot]')"
         ) from exc
+    file = Path(path).expanduser()
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    extension = file.suffix.lower().lstrip(".")
+    if extension and extension not in formats:
+        raise InvalidArgumentError(
+            "plot", f"{path}: cannot draw a .{extension} file; use {', '.join(sorted(formats))}"
+        )
+    folder = file.parent
+    if not folder.is_dir():
+        raise InvalidArgumentError("plot", f"{path}: no folder {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InvalidArgumentError("plot", f"{path}: cannot write in {folder}")
+
+
+def plot_curves(report: ReplayReport, path: str) -> None:
+    """Running mean log-loss and accuracy over hands, one colour per method (solid over the
+    showdown decisions, dashed over every decision), as a PNG (or the format ``path`` names:
+    :func:`check_plot_path`)."""
+    check_plot_path(path)
+    import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

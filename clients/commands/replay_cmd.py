@@ -15,7 +15,7 @@ from typing import SupportsFloat
 from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.log import DealerLog, read_log
 from oppmodel.clients.acpc.replay import LocalModels, ModelSource, ServiceModels, replay
-from oppmodel.clients.acpc.replay_report import format_report, plot_curves
+from oppmodel.clients.acpc.replay_report import check_plot_path, format_report, plot_curves
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
 from oppmodel.clients.commands._types import seed
@@ -114,6 +114,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Replay and report."""
     start = time.perf_counter()
+    if args.plot:
+        check_plot_path(args.plot)
     logs = [read_log(path) for path in args.logs]
     hands = [h for log in logs for h in log.hands]
     if not hands:

@@ -351,7 +351,7 @@ async def open_loop(
         )
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     """The live processes under ``pid`` (a server's model workers, forked by multiprocessing's
     fork server, its child), from Linux's /proc."""
     found, todo = [], [pid]
@@ -382,7 +382,7 @@ def _cpu_seconds(pid: int) -> tuple[float, float, float] | None:
     elsewhere. A server's main thread is its event loop."""
     try:
         cpu = _process_cpu(pid)
-        for child in _descendants(pid):
+        for child in descendants(pid):
             with contextlib.suppress(OSError):  # exited meanwhile
                 cpu += _process_cpu(child)
         with open(f"/proc/{pid}/task/{pid}/schedstat", encoding="ascii") as schedstat:

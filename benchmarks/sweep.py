@@ -35,6 +35,7 @@ import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import platform  # noqa: E402
 import shutil  # noqa: E402
+import socket  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -230,6 +231,29 @@ def _run_one(args: tuple[MatchJob, int]) -> tuple[JobResult, float]:
 Finished = Callable[[JobResult, float], object]
 
 
+def require_cluster(address: str) -> None:
+    """Exit with one line unless a Ray cluster answers at ``address`` (``auto``: RAY_ADDRESS, or
+    the cluster ``ray start --head`` started on this machine). ``ray.init`` would end in a
+    traceback, or retry an unreachable address for minutes. A Ray Client address (``ray://``)
+    is left to ``ray.init``."""
+    from ray._private.services import canonicalize_bootstrap_address  # ray.init's own resolution
+
+    if address.startswith("ray://"):
+        return
+    where = address
+    try:
+        resolved = canonicalize_bootstrap_address(address)
+        if resolved is not None:  # "local": nothing to reach
+            where = resolved if resolved == address else f"{address} ({resolved})"
+            host, _, port = resolved.rpartition(":")
+            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except (OSError, ValueError) as error:  # ConnectionError is an OSError
+        raise SystemExit(
+            f"--address {where}: no Ray cluster answers ({error}); start one with "
+            "`ray start --head`, or leave --address out to start a local instance"
+        ) from None
+
+
 def _run_local(jobs, base_seed: int, workers: int, finished: Finished) -> None:
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
@@ -246,6 +270,8 @@ def _run_ray(jobs, base_seed: int, address: str | None, finished: Finished) -> N
     except ImportError as error:
         raise SystemExit('the ray backend needs Ray: pip install "oppmodel[ray]"') from error
     if not ray.is_initialized():
+        if address is not None:
+            require_cluster(address)
         ray.init(
             address=address or "local",  # not the cluster `ray start` or RAY_ADDRESS names
             include_dashboard=False,

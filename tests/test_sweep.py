@@ -25,6 +25,7 @@ from benchmarks.sweep import (
 from oppmodel.clients.progress import LOG_LINES
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.tournament import AgentSpec, JobResult, MatchJob
+from oppmodel.server.app import free_ports
 
 PAIRS = (("n1", "n3"), ("maniac", "switcher"))
 
@@ -155,6 +156,29 @@ def test_ray_backend_gives_the_local_results(monkeypatch: pytest.MonkeyPatch) ->
     finally:
         ray.shutdown()
     assert remote == local
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="ray is not installed (extra 'ray')"
+)
+@pytest.mark.parametrize("auto", [True, False])
+def test_ray_backend_without_a_cluster_fails_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, auto: bool
+) -> None:
+    """--address auto (here resolved through RAY_ADDRESS, as after ``ray start`` it is through
+    Ray's own files) or HOST:PORT where no cluster runs: one line naming the fix, no traceback,
+    at once (ray.init would retry the address for minutes)."""
+    port = free_ports(1)[0]
+    closed = f"127.0.0.1:{port}"
+    monkeypatch.setenv("RAY_ADDRESS", closed)
+    address = "auto" if auto else closed
+    argv = ["--params", "response", "--quick", "--hands", "5", "--reps", "1", "--no-progress"]
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--backend", "ray", "--address", address])
+    message = str(exit_.value.code)
+    assert message.startswith(f"--address {address}") and f":{port}" in message  # Ray's resolution
+    assert "no Ray cluster answers" in message and "`ray start --head`" in message
+    assert "\n" not in message
 
 
 def test_field_checks_read_the_done_when_targets() -> None:

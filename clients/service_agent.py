@@ -40,8 +40,12 @@ class ServiceMBBRAgent:
         *,
         config: MBBRConfig,
         sessions: list[str] | None = None,
+        prior_strategy: str | None = None,
     ) -> None:
+        """``prior_strategy``: the text of a strategy file, the sessions' prior mean and default
+        strategy (None: the service's defaults)."""
         self.name = name
+        self.prior_strategy = prior_strategy
         self.client = client
         self.game = game
         self.config = config
@@ -62,6 +66,8 @@ class ServiceMBBRAgent:
             our_label=self.name,
             opponent_labels=[names[(seat + d) % n] for d in range(1, n)],
             config=self.config,
+            prior_mean=self.prior_strategy,
+            default_strategy=self.prior_strategy,
         )
         self.session_id = session.session_id
         if self.sessions is not None:
@@ -108,6 +114,7 @@ def service_mbbr_factory(
     name: str,
     config: MBBRConfig,
     sessions: list[str] | None = None,
+    prior_strategy: str | None = None,
 ) -> Callable[[Game, int], ServiceMBBRAgent]:
     """``factory(game, seed)``: an agent that opens a new service session (seeded) for its match.
 
@@ -121,7 +128,9 @@ def service_mbbr_factory(
         if built:
             built.pop().close()
         seeded = dataclasses.replace(config, seed=seed)
-        agent = ServiceMBBRAgent(name, client, game, config=seeded, sessions=sessions)
+        agent = ServiceMBBRAgent(
+            name, client, game, config=seeded, sessions=sessions, prior_strategy=prior_strategy
+        )
         built.append(agent)
         return agent
 

@@ -49,6 +49,7 @@ def test_mbbr_with_options(capsys) -> None:
     assert doc["mbbr"] == {
         "k": 12, "response": "bayes", "prior": "uninformed", "epsilon": 0.1, "eta": 3.0,
         "hands_default": 40, "posterior": "samples", "safety_budget": 2.0, "change_hazard": 0.01,
+        "prior_strategy": None,
     }  # fmt: skip
     assert doc["ranking"][0]["name"] == "mbbr"
 

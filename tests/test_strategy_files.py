@@ -9,14 +9,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from acpc_support import AgentThread, run_dealer
+from acpc_support import AgentThread, replay_command_json, run_dealer
 from openspiel_oracle import random_profile
 from service_support import connected
 
 from oppmodel.clients.acpc.agent import make_policy
-from oppmodel.clients.cli import main
+from oppmodel.clients.acpc.log import parse_log, read_log
+from oppmodel.clients.acpc.service_policy import ServicePolicy
+from oppmodel.clients.cli import build_parser, main
+from oppmodel.clients.service_agent import service_mbbr_factory
 from oppmodel.modeling.errors import InvalidStrategyError
 from oppmodel.modeling.games.acpc import strategy as limit_strategy
+from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.strategy import (
@@ -27,6 +31,8 @@ from oppmodel.modeling.games.acpc.strategy import (
 )
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import profile_to_json as kuhn_profile_to_json
 from oppmodel.modeling.strategy import save_profile as save_openspiel_profile
 from oppmodel.modeling.strategy import uniform_profile
@@ -138,3 +144,99 @@ def test_solve_eval_agent_match_round_trip(tmp_path, capsys, game: str, agents: 
     doc = _json(capsys, "match", "--game", game, "--agents", agent_list, "--hands", "20",
                 "--duplicates", "1")  # fmt: skip
     assert sum(r["mbb_per_hand"] for r in doc["ranking"]) == pytest.approx(0.0, abs=1e-9)
+
+
+def _pure_file(tmp_path: Path, game: str, style: str) -> Path:
+    """A pure panel style of ``game`` written as a strategy file."""
+    compiled = limit_game(game)
+    path = tmp_path / f"{style}.json"
+    limit_strategy.save_profile(compiled, named_profile(compiled, style), path)
+    return path
+
+
+def test_every_command_that_builds_mbbr_takes_the_prior_strategy_flag(tmp_path) -> None:
+    parser = build_parser()
+    for argv in (
+        ["acpc-agent", "kuhn3p", "127.0.0.1", "1", "--in-process"],
+        ["match", "--agents", "mbbr,n1,n3"],
+        ["demo"],
+        ["replay", "x.log", "--as", "Bob"],
+    ):
+        args = parser.parse_args([*argv, "--mbbr-prior-strategy", "f.json"])
+        assert args.mbbr_prior_strategy == "f.json"
+    assert main(["acpc-agent", "kuhn3p", "127.0.0.1", "1", "--mbbr-prior-strategy", "f.json"]) == 2
+
+
+def test_match_mbbr_plays_the_prior_strategy_as_its_default(tmp_path, capsys) -> None:
+    always = _pure_file(tmp_path, "kuhn3p", "always-bet")
+    common = ["--hands", "40", "--duplicates", "1", "--seed", "3"]
+    fixed = _json(capsys, "match", "--agents", f"{always},n1,n3", *common)
+    mbbr = _json(capsys, "match", "--agents", "mbbr,n1,n3", "--mbbr-prior-strategy", str(always),
+                 "--mbbr-hands-default", "1000", *common)  # fmt: skip
+    assert mbbr["mbbr"]["prior_strategy"] == str(always)
+    by_name = {r["name"]: r["mbb_per_hand"] for r in mbbr["ranking"]}
+    assert by_name["mbbr"] == {r["name"]: r["mbb_per_hand"] for r in fixed["ranking"]}[str(always)]
+
+
+def test_acpc_agent_in_process_mbbr_plays_the_prior_strategy(tmp_path, capsys) -> None:
+    calling = _pure_file(tmp_path, "leduc2p", "calling-station")
+    gamedef = read_game_def("leduc2p")
+
+    def start(ports: tuple[int, ...]) -> list:
+        class Command(AgentThread):
+            def _run(self, port: int, _policy: object) -> None:
+                try:
+                    argv = ["leduc2p", "127.0.0.1", str(port), "--in-process", "--mbbr-h", "1000"]
+                    _json(capsys, "acpc-agent", *argv, "--mbbr-prior-strategy", str(calling))
+                except BaseException as exc:
+                    self.error = exc
+
+        cfr = AgentThread(ports[1], make_policy("cfr", gamedef, 1), game=gamedef)
+        return [Command(ports[0], None, game=gamedef), cfr]  # type: ignore[arg-type]
+
+    captured, _ = run_dealer(tmp_path, hands=30, game=gamedef, names=("mbbr", "cfr"), clients=start)
+    assert captured.result.status == 0, captured.stderr
+    played = []
+    for hand in parse_log(captured.log).hands:
+        state = HandState(gamedef)
+        for action in hand.betting.replace("/", ""):
+            if hand.names[state.current] == "mbbr":
+                played.append(action)
+            state.apply(action)
+    assert played and set(played) == {"c"}  # the calling station: never raises, never folds
+
+
+def test_the_service_sessions_take_the_prior_strategy(tmp_path) -> None:
+    calling = _pure_file(tmp_path, "leduc2p", "calling-station")
+    text = calling.read_text()
+    gamedef = read_game_def("leduc2p")
+    state = "MATCHSTATE:0:0::Ks|"
+    with connected(tmp_path / "s.sqlite") as (client, port):
+        policy = ServicePolicy(
+            gamedef, f"127.0.0.1:{port}", config=MBBRConfig(), prior_strategy=text
+        )
+        try:
+            assert policy.fallback_name == "prior-strategy"
+            reply = client.action(policy.session_id, matchstate=state)  # acpc-agent --service
+        finally:
+            policy.close()
+        assert reply.default_policy and reply.probabilities == (0.0, 1.0, 0.0)
+        game = limit_game("leduc2p")
+        agent = service_mbbr_factory(client, name="m", config=MBBRConfig(), prior_strategy=text)(
+            game, 0
+        )  # demo's agent
+        agent.begin_match(game, 0, ["m", "o"])
+        assert client.action(agent.session_id, matchstate=state).probabilities == (0.0, 1.0, 0.0)
+
+
+def test_replay_reads_the_prior_strategy_in_either_style(tmp_path) -> None:
+    log = read_log(Path(__file__).parent / "data" / "acpc" / "kuhn3p-seed42-example-players.log")
+    openspiel, ours = _both_styles(tmp_path, 3, robust_profile("N2"))
+    reports = [
+        replay_command_json(log, 60, "Alice", tmp_path, "--local", *flag)[0]
+        for flag in ([], ["--mbbr-prior-strategy", str(openspiel)],
+                     ["--mbbr-prior-strategy", str(ours)])
+    ]  # fmt: skip
+    for report in reports:
+        report.pop("seconds", None)
+    assert reports[1] == reports[2] != reports[0]

@@ -64,6 +64,7 @@ from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
@@ -94,11 +95,16 @@ class LocalModels:
     """The modeling library's MBBR model in this process: Kuhn's (``KuhnGame``) or a compiled
     limit game's (``LimitGame``)."""
 
-    def __init__(self, game: KuhnGame | LimitGame, config: MBBRConfig) -> None:
+    def __init__(
+        self, game: KuhnGame | LimitGame, config: MBBRConfig, *, prior_strategy: str | None = None
+    ) -> None:
+        """``prior_strategy``: the text of a strategy file, the prior mean and default strategy
+        (None: the game's defaults)."""
+        profile = None if prior_strategy is None else parse_profile(game, prior_strategy, "prior")
         self.model_ = (
-            build_limit_model(game, config)
+            build_limit_model(game, config, prior_mean=profile, default_strategy=profile)
             if isinstance(game, LimitGame)
-            else build_model(game, config)
+            else build_model(game, config, prior_mean=profile, default_strategy=profile)
         )
         self.game = game
 
@@ -129,7 +135,9 @@ class ServiceModels:
         config: MBBRConfig,
         our_label: str,
         opponent_labels: Sequence[str],
+        prior_strategy: str | None = None,
     ) -> None:
+        """``prior_strategy``: as :class:`LocalModels`', sent as the session's JSON fields."""
         self.client = client
         self.game = game
         self.labels = tuple(opponent_labels)
@@ -140,6 +148,8 @@ class ServiceModels:
             opponent_labels=self.labels,
             config=config,
             send_defaults=True,
+            prior_mean=prior_strategy,
+            default_strategy=prior_strategy,
         ).session_id
         self.stream = client.observation_stream(self.session_id, first_sequence=1)
 

@@ -71,6 +71,7 @@ from oppmodel.modeling.errors import NotFoundError, OppModelError, ServiceError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
+from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr import limit_model
@@ -142,26 +143,39 @@ class ServicePolicy:
         retry_interval: float = 0.005,
         observe_batches: bool = False,
         stderr: TextIO | None = None,
+        prior_strategy: str | None = None,
     ) -> None:
         """``deadline``: the per-decision budget (s); ``connect_timeout``: the deadline of the
         background calls (session creation, Observe); ``retry_interval``: how often the channels
         try to reconnect to an unreachable service (and the pause after a failed background
         call); ``observe_batches``: send hands in ObserveBatch calls instead of an Observe stream
-        (chosen on its own when the service is a Ray Serve deployment)."""
+        (chosen on its own when the service is a Ray Serve deployment); ``prior_strategy``: the
+        text of a strategy file, the session's prior mean and default strategy and the
+        fallback's strategy."""
         self.game = game
         n = game.num_players
         self.kuhn = None if kuhn_unsupported(game) else kuhn_for(game)
         self.fallback: Policy
+        # the fallback plays MBBR's default strategy: the prior strategy's if one is given
+        given = "prior_strategy"
         if self.kuhn is not None:
             self.session_game = session_game(self.kuhn)
-            self.fallback = ProfilePolicy(game, default_profile(self.kuhn), config.seed)
+            profile = default_profile(self.kuhn)
+            if prior_strategy is not None:
+                profile = parse_profile(self.kuhn, prior_strategy, given)
+            self.fallback = ProfilePolicy(game, profile, config.seed)
             self.fallback_name = fallback_name(self.kuhn)
         else:  # any other limit game: the session plays its rules, the fallback its default
             limit = limit_game_of(game)
             self.session_game = session_game(limit)
             profile = limit_model.default_profile(limit, "default_strategy")
+            if prior_strategy is not None:
+                profile = parse_profile(limit, prior_strategy, given)
             self.fallback = LimitStrategyPolicy(limit, profile, config.seed)
             self.fallback_name = "cfr" if limit.name in BUNDLED_STRATEGIES else "uniform"
+        if prior_strategy is not None:
+            self.fallback_name = "prior-strategy"
+        self.prior_strategy = prior_strategy
         self.config = config
         self.our_label = our_label
         self.opponent_labels = opponent_labels or tuple(f"seat+{d}" for d in range(1, n))
@@ -379,6 +393,8 @@ class ServicePolicy:
             our_label=self.our_label,
             opponent_labels=self.opponent_labels,
             config=self.config,
+            prior_mean=self.prior_strategy,
+            default_strategy=self.prior_strategy,
         )
         # the first response the server computes loads its kernels (a server started without
         # its warm-up, as in tests): do it now, not while the dealer waits for a decision

@@ -4,6 +4,9 @@ One definition of the flags (``MBBRConfig``'s defaults: Ganzfried et al. 2024's 
 Dirichlet posterior; ``--mbbr-posterior samples`` is the paper's k samples) and of the
 ``MBBRConfig`` they build, so ``match``, ``acpc-agent`` and ``replay`` accept the same options with
 the same meaning. ``--mbbr-h`` is kept as a short alias of ``--mbbr-hands-default``.
+``--mbbr-prior-strategy`` (also on ``demo``) gives MBBR a strategy file as its prior mean and its
+default strategy, as the service's ``prior_mean_json`` and ``default_strategy_json`` and the
+library's ``prior_mean`` / ``default_strategy`` arguments do.
 """
 
 from __future__ import annotations
@@ -11,10 +14,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.strategy import parse_profile
+from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
+
+PRIOR_STRATEGY = "--mbbr-prior-strategy"
 
 
 def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[str], int | float]:
@@ -123,6 +134,43 @@ def add_mbbr_arguments(
         "detection over a bank of posteriors follows opponents who switch style; 0 assumes they "
         "never do, as Ganzfried et al. 2024 assume (%(default)s)",
     )
+    add_prior_strategy_argument(group)
+
+
+def add_prior_strategy_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The ``--mbbr-prior-strategy FILE`` flag (one definition, for every command that builds
+    MBBR)."""
+    parser.add_argument(
+        PRIOR_STRATEGY,
+        metavar="FILE",
+        help="a strategy file (as `oppmodel solve` writes them; in Kuhn also OpenSpiel's keys) as "
+        "MBBR's prior mean AND its default strategy, the one it plays for the first hands (the "
+        "service's prior_mean_json and default_strategy_json; the library's prior_mean and "
+        "default_strategy). Default: the game's bundled solved strategy (3-player Kuhn: N3 as "
+        "prior mean, N1 as default), else uniform play",
+    )
+
+
+def prior_strategy_json(args: argparse.Namespace, game: KuhnGame | LimitGame) -> str | None:
+    """The text of ``--mbbr-prior-strategy``'s file, checked against ``game`` now, so that a bad
+    file is a usage error naming it before anything starts; None when the flag is not given."""
+    path = getattr(args, "mbbr_prior_strategy", None)
+    if path is None:
+        return None
+    if getattr(args, "mbbr_prior", None) == Prior.UNINFORMED:
+        raise InvalidArgumentError(PRIOR_STRATEGY, "the uninformed prior has no prior mean")
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgumentError(PRIOR_STRATEGY, f"cannot read {path}: {exc}") from None
+    parse_profile(game, text, path)
+    return text
+
+
+def prior_strategy_profile(game: KuhnGame | LimitGame, text: str | None) -> np.ndarray | None:
+    """The profile of a strategy file's text for the model builders' ``prior_mean`` and
+    ``default_strategy`` (None: the game's defaults)."""
+    return None if text is None else parse_profile(game, text, PRIOR_STRATEGY)
 
 
 def mbbr_config(

@@ -22,13 +22,20 @@ from oppmodel.clients.acpc.agent import (
 from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.cli import run_command
-from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
+from oppmodel.clients.commands._mbbr_options import (
+    PRIOR_STRATEGY,
+    add_mbbr_arguments,
+    mbbr_config,
+    prior_strategy_json,
+    prior_strategy_profile,
+)
 from oppmodel.clients.commands._types import non_negative_float, port, positive_float, seed
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, BUNDLED_STRATEGIES
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.model import build_model
 
@@ -59,6 +66,8 @@ fallback, MBBR's default strategy (N1 in 3-player Kuhn, the bundled cfr strategy
 while the background thread probes the service; it returns to the service as soon as the service
 answers, and resends the hands it missed. The tally counts the decisions each source made and the
 hands each outage lasted. --in-process plays the same MBBR model inside this process instead.
+--mbbr-prior-strategy FILE gives MBBR a strategy file as its prior mean and default strategy (the
+service's session gets the file; the fallback plays it too).
 MBBR plays every limit game: Kuhn games with the Kuhn model, the others (Leduc) with the
 limit-game model; both play within the safety budget (--mbbr-safety-budget) and follow opponents
 who change (--mbbr-change-hazard; the service's limit sessions only when it is given). GAMEFILE is a
@@ -82,6 +91,7 @@ examples:
   oppmodel acpc-agent kuhn3p 127.0.0.1 18791 --in-process --mbbr-posterior samples
   oppmodel acpc-agent leduc3p 127.0.0.1 18791 --service 127.0.0.1:50051 --seed 7
   oppmodel acpc-agent leduc3p 127.0.0.1 18792 --in-process --seed 8
+  oppmodel acpc-agent leduc2p 127.0.0.1 18792 --in-process --mbbr-prior-strategy my-leduc2p.json
   oppmodel acpc-agent-script n1.sh kuhn3p --agent n1   # an `exe HOST PORT` wrapper
 """
 
@@ -159,16 +169,29 @@ def run(args: argparse.Namespace) -> int:
     if args.strategy and args.agent:
         raise InvalidArgumentError("agent", "--strategy plays the file's strategy: drop --agent")
     config = mbbr_config(args, seed=args.seed)
+    if args.mbbr_prior_strategy and agent != "mbbr":
+        raise InvalidArgumentError(PRIOR_STRATEGY, "is MBBR's: add --in-process or --service")
+    model_game = kuhn_for(game) if kuhn else limit_game_of(game)
+    prior = prior_strategy_json(args, model_game)
     budget_ms = args.decision_budget_ms
     policy: Policy
     if args.service:
         budget_ms = budget_ms or default_decision_budget_ms(limit_game_of(game))
-        policy = ServicePolicy(game, args.service, config=config, deadline=budget_ms / 1000)
-    elif agent == "mbbr" and kuhn:
-        policy = ModelPolicy(game, build_model(kuhn_for(game), config), args.seed)
+        policy = ServicePolicy(
+            game, args.service, config=config, deadline=budget_ms / 1000, prior_strategy=prior
+        )
     elif agent == "mbbr":
-        limit = limit_game_of(game)
-        policy = LimitModelPolicy(limit, build_limit_model(limit, config), args.seed)
+        profile = prior_strategy_profile(model_game, prior)
+        if isinstance(model_game, KuhnGame):
+            kuhn_model = build_model(
+                model_game, config, prior_mean=profile, default_strategy=profile
+            )
+            policy = ModelPolicy(game, kuhn_model, args.seed)
+        else:
+            model = build_limit_model(
+                model_game, config, prior_mean=profile, default_strategy=profile
+            )
+            policy = LimitModelPolicy(model_game, model, args.seed)
     elif args.strategy:
         agent = f"strategy {args.strategy}"
         policy = strategy_policy(game, args.strategy, args.seed)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.commands._mbbr_options import add_prior_strategy_argument, prior_strategy_json
 from oppmodel.clients.commands._types import non_negative_int, positive_int, seed
 from oppmodel.clients.progress import counted, progress_bar
 from oppmodel.clients.service_agent import service_mbbr_factory
@@ -56,6 +57,7 @@ examples:
   oppmodel demo --game leduc3p
   oppmodel demo --game leduc2p --opponents bluffer --hands 500
   oppmodel demo --data-dir ~/.local/share/oppmodel --json
+  oppmodel demo --game leduc2p --mbbr-prior-strategy leduc2p.json  # oppmodel solve leduc2p ...
 """
 
 
@@ -124,6 +126,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="best response to the posterior-mean models (Ganzfried et al. 2024) or the exact "
         "Bayesian one",
     )
+    add_prior_strategy_argument(parser)
     parser.add_argument(
         "--seed", type=seed, default=0, help="deals, opponents and MBBR samples (default 0)"
     )
@@ -155,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     config.validate()
+    prior = prior_strategy_json(args, game)
     data_dir = Path(args.data_dir).expanduser() if args.data_dir else None
     made = data_dir is None or not data_dir.exists()
     if data_dir is None:
@@ -162,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         summary = _play(args, game=game, opponents=opponents, profiles=profiles, config=config,
-                       db_path=data_dir / "oppmodel.sqlite")  # fmt: skip
+                       prior=prior, db_path=data_dir / "oppmodel.sqlite")  # fmt: skip
     except BaseException:
         if made:
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -178,6 +182,7 @@ def _play(
     opponents: list[str],
     profiles: list[np.ndarray],
     config: MBBRConfig,
+    prior: str | None,
     db_path: Path,
 ) -> str:
     """Serve, play the duplicate match through the service and return the text to print."""
@@ -190,7 +195,9 @@ def _play(
         labels = _labels(opponents)
         names = ["mbbr (service)", *labels]
         factories = [
-            service_mbbr_factory(client, name=names[0], config=config, sessions=sessions),
+            service_mbbr_factory(
+                client, name=names[0], config=config, sessions=sessions, prior_strategy=prior
+            ),
             *(fixed_strategy_factory(*pair) for pair in zip(labels, profiles, strict=True)),
         ]
         n = game.num_players

@@ -8,14 +8,22 @@ import textwrap
 import time
 from collections import Counter
 
+import numpy as np
+
 from oppmodel.clients.commands._games import GAME_HELP, resolve_game
-from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
+from oppmodel.clients.commands._mbbr_options import (
+    add_mbbr_arguments,
+    mbbr_config,
+    prior_strategy_json,
+    prior_strategy_profile,
+)
 from oppmodel.clients.commands._types import positive_int, seed
 from oppmodel.clients.progress import counted, progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_names
+from oppmodel.modeling.play.agents import mbbr_factory
 from oppmodel.modeling.play.match import AgentFactory, Game, run_duplicate, seatings
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.modeling.play.tournament import AgentSpec, agent_factory
@@ -48,6 +56,7 @@ strategy), uniform and the styles above, defined from hand strength (the nuts: a
 opponent's cards beat, e.g. a pair with the board; the worst: one none loses to), STYLE@S
 diluted with the bundled CFR strategy, and "mbbr" (its default strategy and prior mean are the
 bundled CFR strategy). The Kuhn equilibria and the adaptive agents play Kuhn only.
+--mbbr-prior-strategy FILE makes a strategy file MBBR's prior mean and default strategy.
 """
 
 _EXAMPLES = """\
@@ -104,15 +113,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def build_agents(game: Game, spec: str, config: MBBRConfig) -> tuple[list[str], list[AgentFactory]]:
-    """Labels (repeated names get #2, #3, ...) and factories for a comma-separated agent list."""
+def build_agents(
+    game: Game, spec: str, config: MBBRConfig, prior_strategy: np.ndarray | None = None
+) -> tuple[list[str], list[AgentFactory]]:
+    """Labels (repeated names get #2, #3, ...) and factories for a comma-separated agent list;
+    ``prior_strategy``: MBBR's prior mean and default strategy (None: the game's defaults)."""
     names = [_agent_name(name.strip()) for name in spec.split(",")]
     if len(names) != game.num_players:
         raise InvalidArgumentError(
             "agents", f"{game.name} needs {game.num_players} agents, got {len(names)}: {spec!r}"
         )
     factories = [
-        agent_factory(AgentSpec(name, config if name == "mbbr" else None)) for name in names
+        mbbr_factory(config, prior_mean=prior_strategy, default_strategy=prior_strategy)
+        if name == "mbbr"
+        else agent_factory(AgentSpec(name))
+        for name in names
     ]
     seen: Counter[str] = Counter()
     labels = []
@@ -131,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
     """Play the series and print the ranking."""
     game = resolve_game(args.game)
     config = mbbr_config(args)
-    labels, factories = build_agents(game, args.agents, config)
+    prior = prior_strategy_profile(game, prior_strategy_json(args, game))
+    labels, factories = build_agents(game, args.agents, config, prior)
     total = args.hands * args.duplicates * len(seatings(game.num_players))
     start = time.perf_counter()
     with progress_bar(total, unit="hand", desc="match") as bar:
@@ -163,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
                 "posterior": config.posterior,
                 "safety_budget": config.safety_budget,
                 "change_hazard": config.change_hazard,
+                "prior_strategy": args.mbbr_prior_strategy,
             }
             if "mbbr" in labels
             else None,

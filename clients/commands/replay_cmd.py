@@ -17,7 +17,11 @@ from oppmodel.clients.acpc.log import DealerLog, read_log
 from oppmodel.clients.acpc.replay import LocalModels, ModelSource, ServiceModels, replay
 from oppmodel.clients.acpc.replay_report import check_plot_path, format_report, plot_curves
 from oppmodel.clients.client import OpponentModelClient
-from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
+from oppmodel.clients.commands._mbbr_options import (
+    add_mbbr_arguments,
+    mbbr_config,
+    prior_strategy_json,
+)
 from oppmodel.clients.commands._types import seed
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError
@@ -123,12 +127,13 @@ def run(args: argparse.Namespace) -> int:
     game = replay_game_of(args.game or logged_game(logs[0], len(hands[0].names)))
     limit_prior = LIMIT_PRIOR if isinstance(game, LimitGame) else None
     config = mbbr_config(args, seed=args.seed, limit_prior=limit_prior)
+    model_game = game if isinstance(game, LimitGame) else kuhn_for(game)
+    prior = prior_strategy_json(args, model_game)
     with ExitStack() as stack:
-        model_game = game if isinstance(game, LimitGame) else kuhn_for(game)
         if args.local or (isinstance(game, LimitGame) and not (args.service or args.in_process)):
 
             def source(labels: tuple[str, ...]) -> ModelSource:
-                return LocalModels(model_game, config)
+                return LocalModels(model_game, config, prior_strategy=prior)
 
         else:
             target = args.service
@@ -144,7 +149,12 @@ def run(args: argparse.Namespace) -> int:
 
             def source(labels: tuple[str, ...]) -> ModelSource:
                 return ServiceModels(
-                    client, model_game, config=config, our_label=args.name, opponent_labels=labels
+                    client,
+                    model_game,
+                    config=config,
+                    our_label=args.name,
+                    opponent_labels=labels,
+                    prior_strategy=prior,
                 )
 
         total = sum(args.name in h.names for h in hands)

@@ -74,5 +74,5 @@ def no_strategy_message(game: str, need: str = "") -> str:
     return (
         f"no solved strategy for {game}{need}: run `oppmodel solve {game} --iterations 1000 "
         f"--out {out}` and pass {out} in its place (acpc-agent --strategy, eval --profile, a match "
-        "agent)"
+        "agent, MBBR's --mbbr-prior-strategy)"
     )

@@ -178,6 +178,30 @@ def test_match_mbbr_plays_the_prior_strategy_as_its_default(tmp_path, capsys) ->
     assert by_name["mbbr"] == {r["name"]: r["mbb_per_hand"] for r in fixed["ranking"]}[str(always)]
 
 
+def _actions_of(gamedef, log_text: str, name: str) -> list[str]:
+    """Every action ``name`` took in a dealer log."""
+    played = []
+    for hand in parse_log(log_text).hands:
+        state = HandState(gamedef)
+        for action in hand.betting.replace("/", ""):
+            if hand.names[state.current] == name:
+                played.append(action)
+            state.apply(action)
+    return played
+
+
+def test_tournament_builtin_mbbr_plays_the_prior_strategy(tmp_path, capsys) -> None:
+    calling = _pure_file(tmp_path, "leduc2p", "calling-station")
+    argv = ["--game", "leduc2p", "--agent", "m=builtin:mbbr", "--agent", "c=builtin:cfr"]
+    report = _json(capsys, "tournament", *argv, "--hands", "20", "--out", str(tmp_path / "t"),
+                   "--mbbr-prior-strategy", str(calling))  # fmt: skip
+    gamedef = read_game_def("leduc2p")
+    played = [
+        a for m in report["matches"] for a in _actions_of(gamedef, Path(m["log"]).read_text(), "m")
+    ]
+    assert played and set(played) == {"c"}  # MBBR's first 100 hands: the calling station
+
+
 def test_acpc_agent_in_process_mbbr_plays_the_prior_strategy(tmp_path, capsys) -> None:
     calling = _pure_file(tmp_path, "leduc2p", "calling-station")
     gamedef = read_game_def("leduc2p")
@@ -196,13 +220,7 @@ def test_acpc_agent_in_process_mbbr_plays_the_prior_strategy(tmp_path, capsys) -
 
     captured, _ = run_dealer(tmp_path, hands=30, game=gamedef, names=("mbbr", "cfr"), clients=start)
     assert captured.result.status == 0, captured.stderr
-    played = []
-    for hand in parse_log(captured.log).hands:
-        state = HandState(gamedef)
-        for action in hand.betting.replace("/", ""):
-            if hand.names[state.current] == "mbbr":
-                played.append(action)
-            state.apply(action)
+    played = _actions_of(gamedef, captured.log, "mbbr")
     assert played and set(played) == {"c"}  # the calling station: never raises, never folds
 
 

@@ -41,8 +41,8 @@ from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
-from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile
-from oppmodel.modeling.games.kuhn import BET
+from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile, parse_profile
+from oppmodel.modeling.games.kuhn import BET, KuhnGame
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
@@ -259,12 +259,20 @@ def policy_names(game: GameDef | None = None) -> list[str]:
     return ["mbbr", *panel_names(), "example", *(["cfr"] if game is None else [])]
 
 
-def make_policy(name: str, game: GameDef, seed: int) -> Policy:
+def model_game_of(game: GameDef) -> KuhnGame | LimitGame:
+    """The game MBBR models for ``game``: the Kuhn kernels' Kuhn game, else the compiled one."""
+    return limit_game_of(game) if kuhn_unsupported(game) else kuhn_for(game)
+
+
+def make_policy(
+    name: str, game: GameDef, seed: int, *, prior_strategy: str | None = None
+) -> Policy:
     """The built-in policy ``name`` for ``game``; InvalidArgumentError listing the known names.
 
     ``mbbr`` is MBBR with MBBRConfig's defaults (Ganzfried et al. 2024's parameters, the Dirichlet
     posterior), in-process, seeded with ``seed`` (its action draws, and its samples under the
-    paper's sample posterior). Fixed strategies are the core's panel
+    paper's sample posterior; ``prior_strategy``, the text of a strategy file, is its prior mean
+    and default strategy). Fixed strategies are the core's panel
     (:mod:`oppmodel.modeling.play.panel`), or a strategy file (``FILE.json``).
     """
     if name == "example":
@@ -276,11 +284,18 @@ def make_policy(name: str, game: GameDef, seed: int) -> Policy:
     if ALIASES.get(style, style) not in known:
         raise InvalidArgumentError("agent", f"unknown agent {name!r}; known: {', '.join(known)}")
     kuhn = not kuhn_unsupported(game)
-    if kuhn and name == "mbbr":
-        return ModelPolicy(game, build_model(kuhn_for(game), MBBRConfig(seed=seed)), seed)
     if name == "mbbr":  # MBBRConfig's defaults; the limit model applies no budget or hazard
-        limit = limit_game_of(game)
-        return LimitModelPolicy(limit, build_limit_model(limit, MBBRConfig(seed=seed)), seed)
+        model_game, config = model_game_of(game), MBBRConfig(seed=seed)
+        profile = None
+        if prior_strategy is not None:
+            profile = parse_profile(model_game, prior_strategy, "prior_strategy")
+        if isinstance(model_game, KuhnGame):
+            model = build_model(model_game, config, prior_mean=profile, default_strategy=profile)
+            return ModelPolicy(game, model, seed)
+        limit_model = build_limit_model(
+            model_game, config, prior_mean=profile, default_strategy=profile
+        )
+        return LimitModelPolicy(model_game, limit_model, seed)
     try:
         if kuhn:
             return ProfilePolicy(game, fixed_profile(kuhn_for(game), name), seed)

@@ -80,6 +80,7 @@ class TournamentConfig:
     out_dir: Path
     t_response_ms: int = 60_000
     start_timeout_ms: int = 30_000
+    mbbr_prior_strategy: str | None = None  # a strategy file's text: builtin:mbbr's prior
 
     def validate(self) -> None:
         """InvalidArgumentError naming the first bad field."""
@@ -91,7 +92,7 @@ class TournamentConfig:
             raise InvalidArgumentError("agent", f"names must be distinct, got {names}")
         for agent in self.agents:
             if agent.builtin is not None:
-                make_policy(agent.builtin, self.game, 0)
+                make_policy(agent.builtin, self.game, 0, prior_strategy=self.mbbr_prior_strategy)
                 continue
             try:
                 program = shlex.split(agent.command)[0]
@@ -198,6 +199,7 @@ def play_tournament_match(
                 agent.builtin,
                 config.game,
                 _agent_seed(config.seed, duplicate, seating_index, seat),
+                prior_strategy=config.mbbr_prior_strategy,
             )
             thread = threading.Thread(
                 target=_run_builtin,

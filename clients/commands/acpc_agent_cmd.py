@@ -15,11 +15,11 @@ from oppmodel.clients.acpc.agent import (
     Policy,
     connect,
     make_policy,
+    model_game_of,
     play_match,
     policy_names,
     strategy_policy,
 )
-from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.cli import run_command
 from oppmodel.clients.commands._mbbr_options import (
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     config = mbbr_config(args, seed=args.seed)
     if args.mbbr_prior_strategy and agent != "mbbr":
         raise InvalidArgumentError(PRIOR_STRATEGY, "is MBBR's: add --in-process or --service")
-    model_game = kuhn_for(game) if kuhn else limit_game_of(game)
+    model_game = model_game_of(game)
     prior = prior_strategy_json(args, model_game)
     budget_ms = args.decision_budget_ms
     policy: Policy

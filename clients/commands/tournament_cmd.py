@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from oppmodel.clients.acpc.agent import policy_names
+from oppmodel.clients.acpc.agent import model_game_of, policy_names
 from oppmodel.clients.acpc.tournament import (
     AgentSpec,
     TournamentConfig,
@@ -16,6 +16,7 @@ from oppmodel.clients.acpc.tournament import (
     results_json,
     run_tournament,
 )
+from oppmodel.clients.commands._mbbr_options import add_prior_strategy_argument, prior_strategy_json
 from oppmodel.clients.commands._types import int_in, positive_int
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import FailedPreconditionError
@@ -30,6 +31,8 @@ but Kuhn, n1-n3 Kuhn games; STYLE@S dilutes a style with the equilibrium (N2 in 
 cfr elsewhere). Any other COMMAND is an ACPC agent executable, started as `COMMAND HOST PORT`
 for every match (for instance `oppmodel acpc-agent leduc3p --strategy my.json`). There must be
 one agent per player. --game is any limit game (Kuhn, Leduc, an ACPC game file).
+--mbbr-prior-strategy FILE gives builtin:mbbr a strategy file as its prior mean and its default
+strategy.
 Every duplicate set plays all seatings (6 for 3 players) with the same cards (card seed SEED + set
 number), through the project's dealer over loopback TCP. Results: each agent's mean in mbb/h
 (milli-chips per hand) over the duplicate hands with its standard error, then every match's.
@@ -88,6 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="MS",
         help="abort a match if an agent takes longer to reply (default %(default)s)",
     )
+    add_prior_strategy_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=run)
 
@@ -95,8 +99,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Play the tournament and print the table (or JSON); 1 if a match was aborted."""
     game = game_path(args.game)
+    gamedef = read_game_def(game)
     config = TournamentConfig(
-        game=read_game_def(game),
+        game=gamedef,
         game_file=game.name,
         agents=tuple(AgentSpec.parse(a) for a in args.agents),
         hands=args.hands,
@@ -104,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         out_dir=args.out,
         t_response_ms=args.t_response,
+        mbbr_prior_strategy=prior_strategy_json(args, model_game_of(gamedef)),
     )
     config.validate()
     total = args.hands * args.duplicates * math.factorial(config.game.num_players)

@@ -186,7 +186,7 @@ class OpponentModelClient(GrpcClient):
         observe_batches: bool = False,
     ) -> None:
         """``observe_batches``: ``observe`` sends ObserveBatch calls instead of a stream (set on
-        its own once a reply comes from a Ray Serve replica, see ``create_session``)."""
+        its own once any reply comes from a Ray Serve replica, see ``_replied``)."""
         super().__init__(
             target,
             token=token,
@@ -264,18 +264,14 @@ class OpponentModelClient(GrpcClient):
                 seed=config.seed,
             )
         )
-        try:
-            reply, call = self._stub.CreateSession.with_call(
-                request, timeout=self.timeout, metadata=self._metadata
-            )
-        except grpc.RpcError as exc:
-            raise self._error(exc) from None
-        # A Ray Serve deployment names its replica in every reply (server/ray_serve.py); through
-        # its proxy a unary call costs ~4 ms of CPU and a streamed message ~3 ms, so hands go in
-        # batches there.
-        if any(key == REPLICA_KEY for key, _ in call.trailing_metadata() or ()):
+        return _describe(self._call("CreateSession", request).session)
+
+    def _replied(self, trailers: Sequence[tuple[str, str | bytes]]) -> None:
+        """A Ray Serve deployment names its replica in every unary reply (server/ray_serve.py);
+        through its proxy a unary call costs ~4 ms of CPU and a streamed message ~3 ms, so from
+        the first such reply on, whichever call it answered, hands go in batches."""
+        if any(key == REPLICA_KEY for key, _ in trailers):
             self.observe_batches = True
-        return _describe(reply.session)
 
     def get_session(self, session_id: str) -> SessionDescription:
         """One session."""
@@ -358,7 +354,7 @@ class OpponentModelClient(GrpcClient):
         deadline = time.monotonic() + self.reconnect_seconds
         while True:
             try:
-                reply = self._stub.ObserveBatch(
+                reply, call = self._stub.ObserveBatch.with_call(
                     request, metadata=self._routed(session_id), timeout=self.timeout
                 )
             except grpc.RpcError as exc:
@@ -366,6 +362,7 @@ class OpponentModelClient(GrpcClient):
                     raise self._error(exc) from None
                 time.sleep(0.05)
                 continue
+            self._replied(call.trailing_metadata() or ())
             return int(reply.hands_observed)
 
     def observation_stream(self, session_id: str, *, first_sequence: int) -> ObservationStream:

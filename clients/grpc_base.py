@@ -88,9 +88,9 @@ def _connection_hint(details: str, *, tls: bool) -> str:
 class GrpcClient:
     """What both service clients share: the channel (TLS when ``root_certificates`` are given),
     the bearer-token metadata, closing as a context manager, the server's health check, and
-    ``_call`` and ``_stream``, which raise a failed call as its domain exception. A subclass names
-    its generated stub class. ``channel_options`` are gRPC channel arguments (the reconnection
-    backoff, say)."""
+    ``_call`` and ``_stream``, which raise a failed call as its domain exception (``_replied``
+    sees the trailers of every unary reply). A subclass names its generated stub class.
+    ``channel_options`` are gRPC channel arguments (the reconnection backoff, say)."""
 
     stub_class: Callable[[grpc.Channel], Any]
 
@@ -152,18 +152,24 @@ class GrpcClient:
 
     def _call_stub(
         self,
-        method: Callable[..., Any],
+        method: grpc.UnaryUnaryMultiCallable,
         request: object,
         *,
         session_id: str | None = None,
         **options: Any,
     ) -> Any:
         try:
-            return method(
+            reply, call = method.with_call(
                 request, timeout=self.timeout, metadata=self._routed(session_id), **options
             )
         except grpc.RpcError as exc:
             raise self._error(exc) from None
+        self._replied(call.trailing_metadata() or ())
+        return reply
+
+    def _replied(self, trailers: Sequence[tuple[str, str | bytes]]) -> None:
+        """Sees the trailing metadata of every unary call answered without error (a subclass
+        learns from it what serves it); nothing here."""
 
     def _routed(self, session_id: str | None) -> tuple[tuple[str, str], ...]:
         """The call's metadata: the bearer token, and the session the call is about (Ray Serve's

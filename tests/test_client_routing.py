@@ -1,6 +1,9 @@
 """Both clients name the session a call is about in metadata ``session_id``: Ray Serve's proxy
 routes by it (``server/ray_serve.py``), so a session's calls reach the replica that holds it.
-Checked against a real gRPC server on a loopback port that records each call's metadata."""
+Checked against a real gRPC server on a loopback port that records each call's metadata.
+
+A replica's replies carry trailing metadata ``oppmodel-replica``: the client then sends hands in
+ObserveBatch calls, whichever call the replica answered."""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
-from test_client_errors import POSITION, _opponent_model_calls, _perfect_info_calls, _within
+import pytest
+from grpc_health.v1 import health_pb2
+from test_client_errors import OBS, POSITION, _opponent_model_calls, _perfect_info_calls, _within
 
-from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.client import REPLICA_KEY, OpponentModelClient
 from oppmodel.clients.grpc_base import ROUTING_KEY
 from oppmodel.clients.perfect_info_client import PerfectInfoClient
 from oppmodel.modeling import errors
@@ -60,3 +65,55 @@ def test_calls_about_a_session_carry_its_id_for_the_ray_router() -> None:
     unrouted = {"create_session", "list_sessions", "observe_stream", "probmaxn_move"}
     assert {name for name, seen in routes.items() if seen == {None}} == unrouted
     assert {name for name, seen in routes.items() if seen == {"s"}} == set(calls) - unrouted
+
+
+class _Replica(grpc.GenericRpcHandler):
+    """Answers every unary call as a Ray Serve replica does: an (empty) reply with trailing
+    metadata ``oppmodel-replica``; records the method of each call, streams included."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        method = handler_call_details.method
+        self.methods.append(method.rpartition("/")[2])
+        if method.endswith("/Observe"):
+            return grpc.stream_stream_rpc_method_handler(lambda requests, context: iter(()))
+        reply = b""
+        if method == "/grpc.health.v1.Health/Check":
+            serving = health_pb2.HealthCheckResponse.SERVING
+            reply = health_pb2.HealthCheckResponse(status=serving).SerializeToString()
+
+        def answer(request: bytes, context: grpc.ServicerContext) -> bytes:
+            context.set_trailing_metadata(((REPLICA_KEY, "replica-1"),))
+            return reply
+
+        return grpc.unary_unary_rpc_method_handler(answer)
+
+
+@pytest.mark.parametrize(
+    "attach",
+    ["create_session", "get_session", "list_sessions", "model", "response", "action",
+     "check_health", "observe_batch"],
+)  # fmt: skip
+def test_any_reply_from_a_replica_sends_hands_in_batches(attach: str) -> None:
+    """Whichever call a replica answered first (a client that attaches to a session with
+    ``get_session`` never calls ``create_session``), ``observe`` then uses ObserveBatch."""
+    replica = _Replica()
+    server = grpc.server(ThreadPoolExecutor(2), handlers=[replica])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10, reconnect_seconds=0) as client:
+            calls = {
+                **_opponent_model_calls(client),
+                "check_health": client.check_health,
+                "observe_batch": lambda: client.observe_batch("s", OBS, first_sequence=1),
+            }
+            calls[attach]()
+            assert client.observe_batches
+            before = len(replica.methods)
+            client.observe("s", OBS, first_sequence=1)
+            assert replica.methods[before:] == ["ObserveBatch"]
+    finally:
+        server.stop(0)

@@ -146,6 +146,9 @@ def test_the_api_works_through_the_proxy(deployment: Deployment) -> None:
         # a resend overlapping what was stored: acknowledged, applied once
         assert client.observe_batch(sid, observations[20:], first_sequence=21) == 40
         assert client.get_session(sid).hands_observed == 40
+        with client_of(deployment) as attached:  # attaches to the session, creates none
+            assert attached.get_session(sid).hands_observed == 40
+            assert attached.observe_batches
         assert sid in [s.session_id for s in client.list_sessions()]
         library = library_model(observations)
         got = client.model(sid, "opp_A", 1)

@@ -1,7 +1,10 @@
-"""Every configuration MBBRConfig accepts can be computed: no failed update, no NaN, ever."""
+"""Every configuration MBBRConfig accepts can be computed: no failed update, no NaN, ever; every
+opponent model (what GetModel serves) is a distribution, in Kuhn and in Leduc."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -10,10 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mbbr_support import PROFILES, accepted_configs
 from service_support import random_observations
+from test_limit_mbbr import random_hands
 
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import CHANGE_HAZARD_RANGE, EPSILON_RANGE, ETA_RANGE, MBBRConfig
+from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.mbbr.priors import create_samples
 from oppmodel.modeling.observation import observe_hand
@@ -47,6 +53,13 @@ def test_values_beyond_the_computable_ranges_are_refused_naming_the_field(field,
     assert info.value.field == field
 
 
+def assert_distributions(rows: np.ndarray) -> None:
+    """Each row is a probability distribution: every entry in [0, 1] (not 1 + 2e-16), the sum 1
+    within 1e-12."""
+    assert np.isfinite(rows).all() and (rows >= 0).all() and (rows <= 1).all()
+    np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
 def assert_computable(model: MBBRModel) -> None:
     """Every output of the model is finite and well formed."""
     n = model.game.num_players
@@ -55,9 +68,7 @@ def assert_computable(model: MBBRModel) -> None:
             if q == p:
                 continue
             strategy, ess = model.opponent_model(p, q)
-            rows = strategy[model.game.infosets(q)]
-            assert np.isfinite(rows).all() and (rows >= 0).all()
-            np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=1e-12)
+            assert_distributions(strategy[model.game.infosets(q)])
             assert math.isfinite(ess) and ess > 0
         kinds = ("mean", "bayes") if model.config.posterior == "samples" else ("mean",)
         for kind in kinds:
@@ -83,6 +94,45 @@ def test_every_accepted_config_observes_any_play_and_stays_finite(data, n):
         model.observe(obs)
     assert model.hands_observed == len(hands)
     assert_computable(model)
+
+
+@pytest.mark.parametrize("name", ["kuhn3p", "leduc2p"])
+def test_sample_means_at_the_thinnest_prior_are_distributions(name):
+    """GetModel's case: eta = 1e-3 with the sample posterior, ten seeds (the mean of nearly pure
+    samples came out above 1 in five of them in Kuhn, one in Leduc)."""
+    game = kuhn_game(3) if name == "kuhn3p" else limit_game(name)
+    for seed in range(10):
+        config = MBBRConfig(eta=ETA_RANGE[0], posterior="samples", seed=seed)
+        if name == "kuhn3p":
+            model = build_model(game, config)
+            hands = random_observations(30, seed=seed)
+        else:
+            model = build_limit_model(game, config)
+            hands = random_hands(game, 30, seed)
+        for obs in hands:
+            model.observe(obs)
+        for p, q in itertools.permutations(range(game.num_players), 2):
+            assert_distributions(model.opponent_model(p, q)[0][game.infosets(q)])
+
+
+@settings(max_examples=30)
+@given(data=st.data(), name=st.sampled_from(["leduc2p", "leduc3p"]))
+def test_every_accepted_config_models_leduc_opponents_as_distributions(data, name):
+    """At eta = 1e-3 the samples are nearly pure strategies: their posterior mean, a sum weighted
+    by marginals that add up to 1 only within rounding, came out at 1.0000000000000002."""
+    game = limit_game(name)
+    config = data.draw(accepted_configs(max_k=12 if name == "leduc2p" else 5), label="config")
+    if config.posterior == "dirichlet" and data.draw(st.booleans(), label="mixture prior"):
+        config = dataclasses.replace(config, prior="mixture")
+    model = build_limit_model(game, config)
+    hands = random_hands(game, 30, seed=data.draw(st.integers(0, 2**32 - 1), label="hands"))
+    for obs in hands:
+        model.observe(obs)
+    n = game.num_players
+    for p, q in itertools.permutations(range(n), 2):
+        strategy, spread = model.opponent_model(p, q)
+        assert_distributions(strategy[game.infosets(q)])
+        assert math.isfinite(spread) and spread > 0
 
 
 @settings(max_examples=25)

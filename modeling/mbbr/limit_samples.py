@@ -16,6 +16,7 @@ import numpy as np
 
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
+from oppmodel.modeling.mbbr.priors import mixed_distributions
 from oppmodel.modeling.mbbr.samples import WEIGHT_FLOOR, _explained
 from oppmodel.modeling.mbbr.snapshot import take
 
@@ -86,4 +87,4 @@ class LimitSamplePosterior:
 
     def mean(self, d: int) -> np.ndarray:
         """Posterior-mean strategy (Alg 5) of the opponent at offset ``d``."""
-        return np.tensordot(self.marginals[d - 1], self.tau[d - 1], axes=1)
+        return mixed_distributions(np.tensordot(self.marginals[d - 1], self.tau[d - 1], axes=1))

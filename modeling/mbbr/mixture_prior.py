@@ -36,7 +36,7 @@ import numpy as np
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr.limit_dirichlet import LimitDirichletPosterior
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
-from oppmodel.modeling.mbbr.priors import UNINFORMED_ALPHA
+from oppmodel.modeling.mbbr.priors import UNINFORMED_ALPHA, mixed_distributions
 from oppmodel.modeling.mbbr.snapshot import take
 
 TYPES = ("informed", "uninformed", "card-blind")
@@ -136,7 +136,7 @@ class MixturePrior:
         blind /= np.maximum(blind.sum(axis=1, keepdims=True), 1.0)  # nodes of others: 0
         out[:size] += w[2] * blind[self.node_of[d - 1, :size]]
         out[size:] = informed[size:]
-        return out
+        return mixed_distributions(out)
 
     def state(self) -> dict[str, np.ndarray]:
         """What the observations changed, besides the uninformed fit's own state: the revealed

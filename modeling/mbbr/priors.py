@@ -110,6 +110,18 @@ def create_samples(
     return tau
 
 
+def mixed_distributions(mixture: np.ndarray) -> np.ndarray:
+    """The rows of ``mixture``, a weighted sum of strategies (a posterior mean over samples or
+    types), each divided by its own sum (an all-zero row stays zero).
+
+    The weights add up to 1 only within rounding, so an unnormalised mean of nearly pure samples
+    came out at 1.0000000000000002: x / (x + y) with x, y >= 0 is at most 1 in floating point
+    (rounding is monotone), so every entry is in [0, 1] and each row sums to 1 within a few ulps.
+    """
+    total = mixture.sum(axis=-1, keepdims=True)
+    return np.divide(mixture, total, out=np.zeros_like(mixture), where=total > 0)
+
+
 def _log_space_draws(alpha: np.ndarray, lost: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Dirichlet draws (normalised) of the rows ``lost`` (flat indices into (k, rows)) whose
     Gamma draws both underflowed, with tiny ``alpha``: Gamma(a) = Gamma(a + 1) U^(1/a) in logs."""

@@ -44,7 +44,7 @@ from oppmodel.modeling.mbbr.base import ModelBase
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
 from oppmodel.modeling.mbbr.evidence import Moves, path_of
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
-from oppmodel.modeling.mbbr.priors import create_samples
+from oppmodel.modeling.mbbr.priors import create_samples, mixed_distributions
 from oppmodel.modeling.mbbr.snapshot import take
 from oppmodel.modeling.observation import HandObservation
 
@@ -170,7 +170,7 @@ class SampleModel(ModelBase):
     def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
         """The marginal-weighted mean of the opponent's samples, and the marginal's ESS."""
         marginal = self._marginals[p][d - 1]
-        model = (marginal @ self._tau_flat[p, d - 1]).reshape(-1, 2)
+        model = mixed_distributions((marginal @ self._tau_flat[p, d - 1]).reshape(-1, 2))
         return model, float(1.0 / np.dot(marginal, marginal))
 
     def _leaf_weights(self, p: int, kind: Response) -> np.ndarray:

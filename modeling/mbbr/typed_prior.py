@@ -30,7 +30,7 @@ from scipy.special import gammaln
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.config import Prior
-from oppmodel.modeling.mbbr.priors import prior_alpha
+from oppmodel.modeling.mbbr.priors import mixed_distributions, prior_alpha
 from oppmodel.modeling.mbbr.snapshot import take
 
 ERROR_PRONE_PRIOR = 0.05
@@ -109,7 +109,7 @@ class TypedPrior:
         in_support = counts + self.support[d - 1]
         in_support = in_support / in_support.sum(axis=1, keepdims=True)
         w = self.error_prone(d)
-        return w * error_prone + (1.0 - w) * in_support
+        return mixed_distributions(w * error_prone + (1.0 - w) * in_support)
 
 
 def typed_priors(

@@ -56,6 +56,12 @@ PERFECT_INFO_SERVICE_NAME = pi_pb.DESCRIPTOR.services_by_name["PerfectInfoServic
 # what a health check may name and be told SERVING: the server as a whole and each service
 HEALTH_NAMES = ("", SERVICE_NAME, PERFECT_INFO_SERVICE_NAME)
 MAX_PORT = 65535
+# gRPC cancels calls (CANCELLED, details "CANCELLED") that arrive while many others wait for the
+# server to take them (by default some from 1,000 waiting, all from 3,000), before any limit of
+# ours can refuse them by name: a burst of 3,000 idle streams lost 5% that way. The server takes
+# calls one at a time, then refuses those beyond its limits at once, so its queue holds this many
+# calls per --max-rpcs; gRPC cancels only a burst beyond that.
+WAITING_CALLS_PER_RPC = 4
 T = TypeVar("T")
 
 
@@ -207,11 +213,14 @@ class Server:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         credentials = tls_credentials(config.tls_cert, config.tls_key)
+        waiting = WAITING_CALLS_PER_RPC * config.max_rpcs
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", 16 * config.max_message_bytes),
             ("grpc.http2.bdp_probe", 0),
             ("grpc.so_reuseport", 0),  # a second server on a busy port must fail, not share it
+            ("grpc.server.max_pending_requests", waiting),
+            ("grpc.server.max_pending_requests_hard_limit", waiting),
         ]
         self.grpc = grpc.aio.server(options=options, maximum_concurrent_rpcs=config.max_rpcs)
         self.port = self._bind(credentials)

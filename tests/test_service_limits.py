@@ -4,6 +4,7 @@ RESOURCE_EXHAUSTED naming it; memory per session does not grow with the hands se
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import gc
 import queue
@@ -13,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
-from service_support import connected, random_observations
+from service_support import connected, random_observations, running_server
 
 from oppmodel.clients.client import observation_message
 from oppmodel.clients.commands import serve_cmd
@@ -295,3 +296,40 @@ def test_serve_flags_set_the_limits(tmp_path):
     with pytest.raises(SystemExit) as info:
         parser.parse_args(["serve", "--db", "x", "--stream-idle-seconds", "0"])
     assert info.value.code == 2
+
+
+def test_a_burst_of_idle_streams_each_ends_with_a_named_limit(tmp_path):
+    """2,000 Observe streams opened at once and left idle: each is refused (--max-streams) or
+    closed for idleness (--stream-idle-seconds), by name. gRPC's own queue of calls the server
+    had not yet taken used to cancel some of them first (CANCELLED, details "CANCELLED")."""
+    count = 2000
+
+    async def burst(port: int) -> collections.Counter:
+        release = asyncio.Event()
+
+        async def nothing():  # a stream that never sends
+            await release.wait()
+            yield pb.ObserveRequest()
+
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.OpponentModelServiceStub(channel)
+            calls = [stub.Observe(nothing(), timeout=300) for _ in range(count)]
+            ends = await asyncio.gather(*(_end_of(call) for call in calls))
+            release.set()
+        return collections.Counter(ends)
+
+    limits = Limits(max_streams=256, stream_idle_seconds=0.5)
+    with running_server(tmp_path / "db.sqlite", limits=limits) as port:
+        ends = asyncio.run(burst(port))
+    assert sum(ends.values()) == count
+    assert set(ends) <= {
+        ("RESOURCE_EXHAUSTED", "--max-streams"),
+        ("RESOURCE_EXHAUSTED", "--stream-idle-seconds"),
+    }, ends
+
+
+async def _end_of(call: grpc.aio.StreamStreamCall) -> tuple[str, str]:
+    """(status code, the flag its details name or the details) of a finished call."""
+    code, details = await call.code(), await call.details()
+    named = [flag for flag in ("--max-streams", "--stream-idle-seconds") if flag in details]
+    return code.name, named[0] if named else details

@@ -171,11 +171,18 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         self._streams = 0  # Observe streams open now
 
     def owner(self, context: grpc.aio.ServicerContext) -> str:
-        """The caller's owner id: "" without auth, else the hash of its valid bearer token."""
+        """The caller's owner id: "" without auth, else the hash of its valid bearer token. A
+        call with several ``authorization`` headers is refused whatever they hold: which one
+        counts would be a guess (a proxy and the client may each have added one)."""
         if self.tokens is None:
             return ""
-        for key, value in context.invocation_metadata() or ():
-            if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
+        values = [v for k, v in context.invocation_metadata() or () if k == "authorization"]
+        if len(values) > 1:
+            raise UnauthenticatedError(
+                f"authorization: {len(values)} authorization headers; send exactly one bearer token"
+            )
+        for value in values:
+            if isinstance(value, str) and value.startswith("Bearer "):
                 token = value[len("Bearer ") :]
                 if token in self.tokens:
                     return owner_of_token(token)

@@ -298,6 +298,31 @@ def test_tokens_keep_sessions_apart(store_location: str) -> None:
         assert alice.get_session(sid).hands_observed == 3
 
 
+def test_two_authorization_headers_are_refused_whichever_holds_the_token(tmp_path: Path) -> None:
+    """Ambiguous credentials: a wrong token and the right one (in either order, or the right one
+    twice) are refused, on a unary call and on the Observe stream, saying why."""
+    tokens = frozenset({"alice-token"})
+    db = tmp_path / "db.sqlite"
+    with connected(db, token="alice-token", auth_tokens=tokens) as (alice, port):
+        sid = alice.create_session(config=CONFIG).session_id
+        hand = observation_message(1, random_observations(1, seed=2)[0])
+        right, wrong = ("authorization", "Bearer alice-token"), ("authorization", "Bearer x")
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.OpponentModelServiceStub(channel)
+            for metadata in ((wrong, right), (right, wrong), (right, right)):
+                for method in ("GetSession", "Observe"):
+                    with pytest.raises(grpc.RpcError) as info:
+                        if method == "GetSession":
+                            request = pb.GetSessionRequest(session_id=sid)
+                            stub.GetSession(request, metadata=metadata, timeout=10)
+                        else:
+                            requests = iter([pb.ObserveRequest(session_id=sid, observation=hand)])
+                            list(stub.Observe(requests, metadata=metadata, timeout=10))
+                    assert info.value.code() is grpc.StatusCode.UNAUTHENTICATED, method
+                    assert "2 authorization headers" in info.value.details()
+        assert alice.get_session(sid).hands_observed == 0
+
+
 observation_fields = st.fixed_dictionaries(
     {
         "sequence": st.integers(0, 12),

@@ -211,8 +211,9 @@ class OpponentModelClient(GrpcClient):
     ) -> SessionDescription:
         """Create a session of ``game``: "kuhn_poker(players=n)", a bundled ACPC game's short name
         ("leduc3p") or an ACPC limit game definition's text. ``prior_mean`` and
-        ``default_strategy`` map position -> infostate -> probabilities, or (limit games) are the
-        text of a strategy file; None: the server's default.
+        ``default_strategy`` map position -> infostate -> probabilities, or are the text of a
+        strategy file (in any game; Kuhn's also keyed by OpenSpiel's strings); None: the server's
+        default.
 
         ``opponent_labels`` are in seat order after ours: ``opponent_labels[i]`` sits ``i + 1``
         seats after us, so in a hand where we play position ``p`` it plays ``(p + i + 1) % n``.

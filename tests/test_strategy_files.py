@@ -258,3 +258,15 @@ def test_replay_reads_the_prior_strategy_in_either_style(tmp_path) -> None:
     for report in reports:
         report.pop("seconds", None)
     assert reports[1] == reports[2] != reports[0]
+
+
+def test_demo_sessions_keep_the_prior_strategy(tmp_path, capsys) -> None:
+    calling = _pure_file(tmp_path, "leduc2p", "calling-station")
+    data = tmp_path / "demo"
+    doc = _json(capsys, "demo", "--game", "leduc2p", "--opponents", "maniac", "--hands", "5",
+                "--duplicates", "1", "--H", "1000", "--data-dir", str(data),
+                "--mbbr-prior-strategy", str(calling))  # fmt: skip
+    with connected(data / "oppmodel.sqlite") as (client, _):
+        for session_id in doc["sessions"]:
+            reply = client.action(session_id, matchstate="MATCHSTATE:0:0::Ks|")
+            assert reply.default_policy and reply.probabilities == (0.0, 1.0, 0.0)

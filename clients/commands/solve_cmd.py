@@ -28,7 +28,8 @@ CHECKPOINTS = 50  # progress-bar updates (with nash_conv) and state saves per ru
 _DESCRIPTION = f"""\
 Solve a limit poker game with counterfactual regret minimisation over the whole game tree
 (every deal, no sampling) and write the average strategy as a JSON strategy file keyed by
-information-state strings ("Ks/Qh:rc/cr", see modeling/games/acpc/limit_game.py).
+information-state strings ("Ks/Qh:rc/cr", see modeling/games/acpc/limit_game.py): the format every
+command reads (eval --profile, a match agent, acpc-agent --strategy, --mbbr-prior-strategy).
 
 GAME is a bundled game ({", ".join(BUNDLED_GAMES)}) or an ACPC game definition file of any
 small limit game. --algorithm cfr+ (default): CFR+ with alternating updates and linear
@@ -46,6 +47,7 @@ A progress bar with the current nash_conv is drawn when stderr is a terminal.
 _EXAMPLES = """\
 examples:
   oppmodel solve leduc2p --iterations 2000 --out leduc2p.json          # nash_conv ~1e-4
+  oppmodel solve kuhn3p --iterations 2000 --out mine.json   # then: eval --profile mine.json
   oppmodel solve leduc3p --iterations 5000 --out l3.json --resume l3.npz
   oppmodel solve mygame.game --iterations 1000 --algorithm dcfr --out s.json --json
 """

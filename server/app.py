@@ -42,7 +42,7 @@ from oppmodel.server.perfect_info_spec import PerfectInfoLimits
 from oppmodel.server.perfect_info_weights import warm_up_perfect_info
 from oppmodel.server.servicer import OpponentModelServicer
 from oppmodel.server.sessions import Limits, SessionManager, warm_up_models
-from oppmodel.server.storage import is_postgres_url, redacted
+from oppmodel.server.storage import error_reason, is_postgres, redacted
 from oppmodel.server.storage_sql import SqlStore
 from oppmodel.server.storage_sqlite import SQLiteStore, Synchronous
 from oppmodel.v1 import opponent_model_pb2 as pb
@@ -69,7 +69,7 @@ T = TypeVar("T")
 class ServerConfig:
     """How to run a server; defaults are safe (loopback, no TLS, no auth)."""
 
-    db_path: str  # the store: a SQLite file's path, or a postgresql:// URL
+    db_path: str  # the store: a SQLite file's path, or a PostgreSQL URL or connection string
     host: str = "127.0.0.1"
     port: int = 50051
     tls_cert: str | None = None
@@ -173,33 +173,34 @@ def start_metrics_endpoint(start: Callable[[int, str], T], host: str, port: int)
 
 
 def open_storage(location: str, *, synchronous: Synchronous | str) -> SqlStore:
-    """The store at ``location``: a PostgreSQL database for a ``postgresql://`` URL, else the
-    SQLite file at that path; InvalidArgumentError naming it if it cannot be used."""
-    if is_postgres_url(location):
+    """The store at ``location``: a PostgreSQL database for a ``postgresql://`` URL or a libpq
+    keyword/value string, else the SQLite file at that path; InvalidArgumentError naming the
+    store (never its password) if it cannot be used."""
+    if is_postgres(location):
         return _open_postgres(location)
     folder = Path(location).expanduser().parent
     if not folder.is_dir():
-        raise InvalidArgumentError("db_path", f"cannot create {location}: no folder {folder}")
+        raise InvalidArgumentError("store", f"cannot create {location}: no folder {folder}")
     try:
         return SQLiteStore(location, synchronous=synchronous)
     except sqlite3.Error as exc:
-        raise InvalidArgumentError("db_path", f"cannot use {location}: {exc}") from exc
+        raise InvalidArgumentError("store", f"cannot use {location}: {exc}") from exc
 
 
-def _open_postgres(url: str) -> SqlStore:
+def _open_postgres(location: str) -> SqlStore:
     try:
         import psycopg
 
         from oppmodel.server.storage_postgres import PostgresStore
     except ImportError as exc:
         raise InvalidArgumentError(
-            "db_path", "a PostgreSQL store needs psycopg: pip install 'oppmodel[postgres]'"
+            "store", "a PostgreSQL store needs psycopg: pip install 'oppmodel[postgres]'"
         ) from exc
     try:
-        return PostgresStore(url)
+        return PostgresStore(location)
     except psycopg.Error as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InvalidArgumentError("db_path", f"cannot use {redacted(url)}: {reason}") from exc
+        reason = error_reason(exc, location)
+        raise InvalidArgumentError("store", f"cannot use {redacted(location)}: {reason}") from exc
 
 
 class Server:

@@ -75,7 +75,7 @@ from oppmodel.server.perfect_info_service import PerfectInfoServicer
 from oppmodel.server.ray_metrics import MetricsPusher, ReplicaMetricsEndpoint
 from oppmodel.server.servicer import OpponentModelServicer
 from oppmodel.server.sessions import SessionManager
-from oppmodel.server.storage import is_postgres_url, redacted
+from oppmodel.server.storage import is_postgres, redacted
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
 
@@ -109,10 +109,10 @@ class RayServeConfig:
     warm_up: bool = True  # compile the kernels before a replica takes calls (tests skip it)
 
     def __post_init__(self) -> None:
-        if not is_postgres_url(self.server.db_path):
+        if not is_postgres(self.server.db_path):
             raise InvalidArgumentError(
                 "store",
-                f"{redacted(self.server.db_path)} is not a postgresql:// URL; Ray replicas must "
+                f"{redacted(self.server.db_path)} is not a PostgreSQL database; Ray replicas must "
                 "share one store, and a SQLite file serves one process",
             )
         if self.replicas < 1:
@@ -460,13 +460,16 @@ def run(
     config: RayServeConfig, *, on_serving: Callable[[int, int | None], None] | None = None
 ) -> None:
     """Serve until SIGTERM or SIGINT: bind the metrics endpoint (with
-    ``config.server.metrics_port``, on loopback), connect to the cluster at ``config.address`` (or
-    start a local one), run the application, call ``on_serving`` with the gRPC port and the
-    metrics port (None without one), then remove it."""
+    ``config.server.metrics_port``, on loopback), try the store, connect to the cluster at
+    ``config.address`` (or start a local one), run the application, call ``on_serving`` with the
+    gRPC port and the metrics port (None without one), then remove it."""
     metrics_port = config.server.metrics_port
     # bound first: a busy port is refused before Ray starts
     endpoint = None if metrics_port is None else ReplicaMetricsEndpoint(metrics_port, LOOPBACK)
     try:
+        # then the store, as the single-process server tries it: one that cannot be used is
+        # refused in one line before Ray starts (else every replica failed to start, at length)
+        open_storage(config.server.db_path, synchronous=config.server.synchronous).close()
         _run(config, endpoint=endpoint, on_serving=on_serving)
     finally:
         if endpoint is not None:

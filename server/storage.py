@@ -23,21 +23,115 @@ acknowledged only once it is durable.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from oppmodel.modeling.errors import InvalidArgumentError
+
 POSTGRES_URL_SCHEMES = ("postgresql://", "postgres://")
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# a libpq keyword/value connection string starts with a keyword and "=" ("host=db dbname=x")
+_KEYWORD_START = re.compile(r"\s*[A-Za-z_]+\s*=")
+_KEYWORD_PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s'\\]|\\.)*)")
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})  # libpq's, never displayed
 
 
-def is_postgres_url(location: str) -> bool:
-    """Whether a store location names a PostgreSQL database (else it is a SQLite file's path)."""
-    return location.startswith(POSTGRES_URL_SCHEMES)
+def is_postgres(location: str) -> bool:
+    """Whether a store location names a PostgreSQL database: a ``postgresql://`` (or
+    ``postgres://``) URL, or a libpq keyword/value string (``host=db dbname=x ...``; a SQLite file
+    whose name starts like one is given as ``./host=...``). Anything else is a SQLite file's path,
+    except a URL of another scheme, which is neither: InvalidArgumentError naming the store."""
+    if location.startswith(POSTGRES_URL_SCHEMES) or _KEYWORD_START.match(location):
+        return True
+    scheme = _URL_SCHEME.match(location)
+    if scheme is not None:
+        raise InvalidArgumentError(
+            "store",
+            f"{scheme.group()} is not a supported store: give a SQLite file's path, a "
+            "postgresql:// URL or a libpq connection string (host=... dbname=...)",
+        )
+    return False
 
 
 def redacted(location: str) -> str:
-    """The location without a password, for logs and messages."""
-    return re.sub(r"^(\w+://[^:/@]*):[^@]*@", r"\1@", location)
+    """The location as consoles, logs and the operator's error messages show it: a PostgreSQL
+    location without its password (the URL's ``user:password@``, a ``password`` or
+    ``sslpassword`` parameter), a path as it is. Clients are never shown even this (the store's
+    host, user and database are not theirs to know): they are told "store unavailable"."""
+    if location.startswith(POSTGRES_URL_SCHEMES):
+        return _redacted_url(location)
+    if _KEYWORD_START.match(location):
+        return " ".join(f"{key}={value}" for key, value in _keyword_pairs(location)[0])
+    return location
+
+
+def scrubbed(text: str, location: str) -> str:
+    """``text`` (a database driver's message, say) with every secret of ``location`` in it
+    replaced by ``***``: libpq quotes pieces of a connection string it cannot parse."""
+    for secret in sorted(_secrets(location), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def error_reason(exc: BaseException, location: str) -> str:
+    """The first line of a driver's message about the store at ``location``, scrubbed."""
+    text = str(exc).strip()
+    return scrubbed(text.splitlines()[0] if text else type(exc).__name__, location)
+
+
+def _redacted_url(url: str) -> str:
+    scheme, user, _password, base, parameters = _url_parts(url)
+    kept = [p for p in parameters if _parameter_name(p) not in SECRET_PARAMETERS]
+    return f"{scheme}://{user + '@' if user else ''}{base}" + ("?" + "&".join(kept) if kept else "")
+
+
+def _url_parts(url: str) -> tuple[str, str, str, str, list[str]]:
+    """(scheme, user, password, host/port/database, query parameters) of a URL. The user part
+    runs to the last "@" before the query: a password with an unescaped "/" or "@" is still
+    taken as one (libpq itself would misread it, but it is never shown)."""
+    scheme, _, rest = url.partition("://")
+    rest, _, query = rest.partition("?")
+    userinfo, at, base = rest.rpartition("@")
+    user, _, password = userinfo.partition(":") if at else ("", "", "")
+    return scheme, user, password, base, [p for p in query.split("&") if p]
+
+
+def _parameter_name(parameter: str) -> str:
+    return urllib.parse.unquote(parameter.split("=", 1)[0]).strip().lower()
+
+
+def _keyword_pairs(conninfo: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """(the pairs that are not secrets, the secrets) of a keyword/value string. What does not
+    parse as pairs is dropped and counted a secret (it may be the rest of a password)."""
+    kept: list[tuple[str, str]] = []
+    secrets: list[str] = []
+    position = 0
+    while (pair := _KEYWORD_PAIR.match(conninfo, position)) and pair.end() > position:
+        key, value = pair.group(1), pair.group(2)
+        if key.lower() in SECRET_PARAMETERS:
+            secrets += [value, value.strip("'")]
+        else:
+            kept.append((key, value))
+        position = pair.end()
+    secrets += conninfo[position:].split()
+    return kept, [s for s in secrets if s]
+
+
+def _secrets(location: str) -> list[str]:
+    """Every password in ``location``, as written and percent-decoded."""
+    if _KEYWORD_START.match(location):
+        return _keyword_pairs(location)[1]
+    if not location.startswith(POSTGRES_URL_SCHEMES):
+        return []
+    _scheme, _user, password, _base, parameters = _url_parts(location)
+    found = [password] + [
+        p.split("=", 1)[1]
+        for p in parameters
+        if _parameter_name(p) in SECRET_PARAMETERS and "=" in p
+    ]
+    return [v for s in found for v in {s, urllib.parse.unquote(s)} if v]
 
 
 @dataclass(frozen=True)

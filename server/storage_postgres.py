@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 
-from oppmodel.server.storage import is_postgres_url, redacted
+from oppmodel.server.storage import error_reason, is_postgres, redacted
 from oppmodel.server.storage_sql import Dialect, SqlStore
 
 POSTGRESQL = Dialect(
@@ -35,6 +35,7 @@ POSTGRESQL = Dialect(
     for_update=" FOR UPDATE",
     for_share=" FOR SHARE",
     lock_name="SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+    text_holds_nul=False,
 )
 
 _SCHEMA = """
@@ -64,14 +65,15 @@ CONNECT_TIMEOUT_SECONDS = 10
 
 class PostgresStore(SqlStore):
     """Sessions, observations and snapshots in the PostgreSQL database at ``url``
-    (``postgresql://user[:password]@host[:port]/dbname``; libpq's parameters allowed)."""
+    (``postgresql://user[:password]@host[:port]/dbname``, libpq's parameters allowed, or a libpq
+    keyword/value string: ``host=... dbname=...``)."""
 
     dialect = POSTGRESQL
     shared = True
 
     def __init__(self, url: str) -> None:
-        if not is_postgres_url(url):
-            raise ValueError(f"not a PostgreSQL URL: {redacted(url)}")
+        if not is_postgres(url):
+            raise ValueError(f"not a PostgreSQL URL or connection string: {redacted(url)}")
         self.url = url
         self.location = redacted(url)
         super().__init__()
@@ -91,3 +93,6 @@ class PostgresStore(SqlStore):
 
     def _is_broken(self, raw: Any) -> bool:
         return bool(raw.closed or raw.broken)
+
+    def _reason(self, exc: BaseException) -> str:
+        return error_reason(exc, self.url)

@@ -46,10 +46,13 @@ from oppmodel.server.storage import (
     SnapshotRow,
     StaleSessionError,
     StoredSession,
+    error_reason,
 )
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
+# what a caller is told while the database cannot be reached: nothing about where it is
+STORE_UNAVAILABLE = "store unavailable; send again"
 BATCH_TRIES = 5  # a batch aborted by a transient conflict is run again up to this many times
 
 
@@ -66,11 +69,19 @@ class Dialect:
     # a statement taking a transaction-scoped lock on a name (one ``?`` parameter), or None
     # where one process is the only writer (SQLite's BEGIN IMMEDIATE already serialises them)
     lock_name: str | None
+    text_holds_nul: bool  # whether a TEXT value may contain NUL (PostgreSQL's may not)
 
 
 class Db:
     """The connection as an operation sees it: ``execute``/``executemany`` with ``?``
-    placeholders whatever the backend, and the dialect's locking."""
+    placeholders whatever the backend, and the dialect's locking.
+
+    Where TEXT cannot hold NUL (PostgreSQL: its driver refuses such a parameter outright), a
+    text parameter containing one is bound as NULL: no stored text equals it, and ``= NULL``
+    matches no row, so a lookup by a session id with a NUL in it finds nothing, as on SQLite,
+    instead of failing (an insert of one is refused by its NOT NULL column; what the server
+    writes never holds one: ids are its own, specs and cards are ASCII JSON, histories are
+    checked against the game)."""
 
     def __init__(self, raw: Any, dialect: Dialect) -> None:
         self.raw = raw
@@ -78,11 +89,18 @@ class Db:
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
         """Run one statement; returns the cursor (``fetchone``, ``fetchall``, ``rowcount``)."""
-        return self.raw.execute(_translate(sql, self.dialect.placeholder), args)
+        return self.raw.execute(_translate(sql, self.dialect.placeholder), self._bound(args))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement once per row of parameters."""
-        self.raw.cursor().executemany(_translate(sql, self.dialect.placeholder), rows)
+        self.raw.cursor().executemany(
+            _translate(sql, self.dialect.placeholder), [self._bound(row) for row in rows]
+        )
+
+    def _bound(self, args: Sequence[Any]) -> Sequence[Any]:
+        if self.dialect.text_holds_nul:
+            return args
+        return [None if isinstance(a, str) and "\x00" in a else a for a in args]
 
     def executescript(self, script: str) -> None:
         """Run several statements without parameters (a schema)."""
@@ -125,6 +143,7 @@ class SqlStore(ABC):
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[tuple[Operation, Future, bool]] = queue.SimpleQueue()
         self._closed = False
+        self._unreachable = False  # since a batch found the database unreachable (logged once)
         ready: Future[None] = Future()
         self._thread = threading.Thread(
             target=self._run, args=(ready,), name=f"oppmodel-{self.dialect.name}", daemon=True
@@ -404,10 +423,12 @@ class SqlStore(ABC):
             try:
                 stop = self._run_with_retries(batch)
             except BaseException as exc:  # a bug or a lost database: fail the batch, keep serving
-                log.error("storage batch failed", exc_info=exc)
                 error = exc
                 if self._db is None or self._is_broken(self._db.raw):
-                    error = UnavailableError(f"storage: cannot reach {self.location}: {exc}")
+                    self._lost(exc)
+                    error = UnavailableError(STORE_UNAVAILABLE)
+                else:
+                    log.error("storage batch failed", exc_info=exc)
                 for op, fut, _write in batch:
                     if op is _STOP:
                         stop = fut
@@ -432,8 +453,24 @@ class SqlStore(ABC):
                     self._db.raw.close()
                 self._db = None
             self._db = Db(self._connect(), self.dialect)
+            self._unreachable = False
             log.info("storage: connected again", extra={"store": self.location})
         return self._db
+
+    def _lost(self, exc: BaseException) -> None:
+        """Log, once per outage, that the database cannot be reached (its host and the driver's
+        reason, never the password); calls fail with UnavailableError meanwhile."""
+        if not self._unreachable:
+            self._unreachable = True
+            log.warning(
+                "storage: cannot reach the database",
+                extra={"store": self.location, "reason": self._reason(exc)},
+            )
+
+    def _reason(self, exc: BaseException) -> str:
+        """The driver's message for ``exc`` as a log may show it (a backend whose location
+        holds secrets scrubs them)."""
+        return error_reason(exc, self.location)
 
     def _run_with_retries(self, batch: list) -> Future | None:
         """Run a batch; one aborted for a transient reason (a deadlock, a lost connection) is

@@ -24,6 +24,7 @@ SQLITE = Dialect(
     for_update="",
     for_share="",
     lock_name=None,
+    text_holds_nul=True,
 )
 
 _SCHEMA = """

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -48,10 +49,29 @@ MISTAKES = {
     "demo-negative-seed": ("demo --seed -1", "argument --seed: must be from 0 to"),
     "demo-data-dir-is-a-file": ("demo --data-dir {inputs}/junk.txt", "junk.txt: File exists"),
     # serve: everything is checked before the database is opened or created
-    "serve-missing-folder": ("serve --db {inputs}/no/such/x.sqlite --port 0", "no folder"),
+    "serve-missing-folder": (
+        "serve --db {inputs}/no/such/x.sqlite --port 0",
+        "store: cannot create {inputs}/no/such/x.sqlite: no folder",
+    ),
     "serve-not-a-database": (
         "serve --db {inputs}/junk.txt --port 0",
-        "junk.txt: file is not a database",
+        "store: cannot use {inputs}/junk.txt: file is not a database",
+    ),
+    "serve-unsupported-store": (
+        "serve --db mysql://someone:s3cret@127.0.0.1/db --port 0",
+        "store: mysql:// is not a supported store",
+    ),
+    "serve-unreachable-store": (
+        "serve --db postgresql://nobody@127.0.0.1:{closed}/x?password=s3cret --port 0",
+        "store: cannot use postgresql://nobody@127.0.0.1:{closed}/x: connection failed",
+    ),
+    "serve-unreachable-store-connection-string": (  # was taken as a SQLite file's name
+        "serve --db 'host=127.0.0.1 port={closed} user=nobody password=s3cret dbname=x' --port 0",
+        "store: cannot use host=127.0.0.1 port={closed} user=nobody dbname=x: connection failed",
+    ),
+    "serve-ray-unreachable-store": (  # refused before Ray starts, as without --ray
+        "serve --ray --db postgresql://nobody:s3cret@127.0.0.1:{closed}/x --port 0",
+        "store: cannot use postgresql://nobody@127.0.0.1:{closed}/x: connection failed",
     ),
     "serve-missing-tls-files": (
         "serve --db new.sqlite --port 0 --tls-cert no.pem --tls-key no.key",
@@ -293,13 +313,14 @@ def test_a_mistake_ends_in_one_line_status_2_and_no_leftovers(
 ) -> None:
     template, expected = MISTAKES[case]
     values = {"inputs": inputs, "busy": busy_port, "closed": closed_port}
-    argv = template.format(**values).split()
+    argv = shlex.split(template.format(**values))
     before = sorted(inputs.iterdir())
     status = run_cli(argv)
     captured = capfd.readouterr()
     assert status == 2, captured.err
     assert expected.format(**values) in error_line(captured.err, argv[0])
     assert "Traceback" not in captured.err
+    assert "s3cret" not in captured.err  # a password is never shown
     assert captured.out == ""
     cwd, tmp = isolated
     assert list(cwd.iterdir()) == [], "left behind in the working folder"

@@ -18,8 +18,15 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
     UnavailableError,
 )
-from oppmodel.server.app import open_storage
-from oppmodel.server.storage import ObservationRow, SessionRow, SnapshotRow, StaleSessionError
+from oppmodel.server.app import free_ports, open_storage
+from oppmodel.server.storage import (
+    ObservationRow,
+    SessionRow,
+    SnapshotRow,
+    StaleSessionError,
+    redacted,
+    scrubbed,
+)
 from oppmodel.server.storage_sql import SqlStore
 from oppmodel.server.storage_sqlite import SQLiteStore
 
@@ -201,8 +208,33 @@ def test_a_lost_connection_is_made_again_and_a_missing_database_is_unavailable(
     store.append_observation("s1", _row(2))  # run again on a new connection
     assert store.load_observations("s1") == [_row(1), _row(2)]
     postgres_server.drop_database(postgres_url)
-    with pytest.raises(UnavailableError, match="cannot reach"):
+    with pytest.raises(UnavailableError) as caught:
         store.get_session("s1")
+    # what a client is told: nothing about where the store is
+    assert str(caught.value) == "store unavailable; send again"
+    store.close()
+
+
+def test_a_session_id_with_a_nul_names_no_session_on_every_store(store_location: str) -> None:
+    """PostgreSQL's text cannot hold NUL (its driver refused the parameter: every RPC naming
+    such an id was INTERNAL); like SQLite, every store finds no such session."""
+    store = _open(store_location)
+    store.create_session(_session(1))
+    store.append_observation("s1", _row(1))
+    for sid in ("s1\x00", "\x00", "s\x001"):
+        assert store.get_session(sid) is None
+        assert store.load_session_async(sid).result() is None
+        assert store.observation_count_async(sid).result() == 0
+        assert store.load_observations(sid) == []
+        assert store.load_observation_async(sid, 1).result() is None
+        assert store.delete_session(sid) is False
+        assert store.delete_session(sid, owner="a\x00") is False
+        assert store.truncate_observations_async(sid, keep=0).result() == 0
+        assert store.save_snapshot_async(sid, SnapshotRow(1, b"x")).result() is False
+        with pytest.raises(NotFoundError, match="session_id"):
+            store.append_observation(sid, _row(1))
+    assert store.list_sessions("\x00") == []
+    assert store.load_observations("s1") == [_row(1)]  # the writer serves on
     store.close()
 
 
@@ -233,10 +265,64 @@ def test_bad_synchronous_refused(tmp_path: Path) -> None:
         SQLiteStore(tmp_path / "x.sqlite", synchronous="OFF")
 
 
-def test_an_unreachable_postgres_is_refused_naming_it_without_the_password() -> None:
-    from oppmodel.server.app import free_ports
-
-    url = f"postgresql://someone:s3cret@127.0.0.1:{free_ports(1)[0]}/nothing"
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://someone:s3cret@127.0.0.1:{port}/nothing",
+        "postgresql://someone@127.0.0.1:{port}/nothing?password=s3cret&connect_timeout=5",
+        "postgres://someone@127.0.0.1:{port}/nothing?sslpassword=s3cret",
+    ],
+)
+def test_an_unreachable_postgres_is_refused_naming_it_without_the_password(url: str) -> None:
+    url = url.format(port=free_ports(1)[0])
     with pytest.raises(InvalidArgumentError, match=r"someone@127\.0\.0\.1") as caught:
         open_storage(url, synchronous="FULL")
     assert "s3cret" not in str(caught.value)
+    assert caught.value.field == "store"
+
+
+def test_a_libpq_connection_string_is_a_postgres_store_never_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``host=... password=...`` was taken for a SQLite file's path: the server ran on a new
+    file named after the password, and printed it."""
+    monkeypatch.chdir(tmp_path)
+    port = free_ports(1)[0]
+    conninfo = f"host=127.0.0.1 port={port} user=someone password='s3 cret' dbname=nothing"
+    with pytest.raises(InvalidArgumentError, match=rf"host=127\.0\.0\.1 port={port}") as caught:
+        open_storage(conninfo, synchronous="FULL")
+    assert "s3" not in str(caught.value) and "cret" not in str(caught.value)
+    assert caught.value.field == "store"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_url_of_another_scheme_is_refused_as_unsupported(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="mysql:// is not a supported store") as caught:
+        open_storage("mysql://someone:s3cret@127.0.0.1/db", synchronous="FULL")
+    assert caught.value.field == "store"
+    assert "s3cret" not in str(caught.value)
+    with pytest.raises(InvalidArgumentError, match="no folder") as caught:
+        open_storage(str(tmp_path / "missing" / "db.sqlite"), synchronous="FULL")
+    assert caught.value.field == "store"
+
+
+@pytest.mark.parametrize(
+    ("location", "shown"),
+    [
+        ("postgresql://u:pw@db.example:5432/x", "postgresql://u@db.example:5432/x"),
+        ("postgresql://:pw@db.example/x", "postgresql://db.example/x"),
+        (
+            "postgresql://u:p%40w@h/x?password=pw&sslmode=require",
+            "postgresql://u@h/x?sslmode=require",
+        ),
+        ("postgres://u@h/x?PassWord=pw", "postgres://u@h/x"),
+        ("postgresql://u:p/w@h/x", "postgresql://u@h/x"),
+        ("host=h password=pw dbname=x", "host=h dbname=x"),
+        ("host=h password='p w' sslpassword=pw dbname=x", "host=h dbname=x"),
+        ("dbname=x password=p w", "dbname=x"),  # libpq refuses it; "w" may be the password's
+        ("/srv/oppmodel.sqlite", "/srv/oppmodel.sqlite"),
+    ],
+)
+def test_a_store_is_shown_without_its_password(location: str, shown: str) -> None:
+    assert redacted(location) == shown
+    assert scrubbed(f"said {location!r}", location).count("pw") == 0

@@ -12,6 +12,7 @@ Logs are JSON lines on stderr (one object per event, extra fields included).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import gc
 import json
@@ -55,6 +56,7 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OpponentModelService"].full_name
 PERFECT_INFO_SERVICE_NAME = pi_pb.DESCRIPTOR.services_by_name["PerfectInfoService"].full_name
 # what a health check may name and be told SERVING: the server as a whole and each service
 HEALTH_NAMES = ("", SERVICE_NAME, PERFECT_INFO_SERVICE_NAME)
+STORE_PROBE_SECONDS = 1.0  # how often health asks the store whether it answers
 MAX_PORT = 65535
 # gRPC cancels calls (CANCELLED, details "CANCELLED") that arrive while many others wait for the
 # server to take them (by default some from 1,000 waiting, all from 3,000), before any limit of
@@ -203,6 +205,16 @@ def _open_postgres(location: str) -> SqlStore:
         raise InvalidArgumentError("store", f"cannot use {redacted(location)}: {reason}") from exc
 
 
+async def store_reachable(storage: SqlStore) -> bool:
+    """Whether the store answers a round trip now (what health reports: while it does not,
+    every call about a session answers UNAVAILABLE)."""
+    try:
+        await asyncio.wrap_future(storage.ping_async())
+    except Exception:  # unreachable (UnavailableError), or failing for any other reason
+        return False
+    return True
+
+
 class Server:
     """A built server: the grpc.aio server bound to its port, plus what it owns (store, worker
     pool, health, metrics endpoint).
@@ -269,6 +281,7 @@ class Server:
             metrics=self.metrics,
         )
         self.health = HealthServicer()
+        self._store_watch: asyncio.Task[None] | None = None
         names = (
             SERVICE_NAME,
             PERFECT_INFO_SERVICE_NAME,
@@ -301,14 +314,39 @@ class Server:
         return port
 
     async def start(self) -> None:
-        """Start serving; health answers SERVING for the service and overall."""
+        """Start serving; health answers SERVING for the service and overall, NOT_SERVING while
+        the store cannot be reached (``_follow_store``)."""
         await self.manager.start()
         await self.grpc.start()
+        await self._set_health(health_pb2.HealthCheckResponse.SERVING)
+        self._store_watch = asyncio.create_task(self._follow_store())
+
+    async def _set_health(self, status: health_pb2.HealthCheckResponse.ServingStatus) -> None:
         for name in HEALTH_NAMES:
-            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+            await self.health.set(name, status)
+
+    async def _follow_store(self) -> None:
+        """Health follows the store: every ``STORE_PROBE_SECONDS`` one round trip to it; NOT_SERVING
+        while it fails (every call about a session would answer UNAVAILABLE), SERVING again
+        once it answers, so a load balancer sends calls elsewhere meanwhile."""
+        serving = True
+        while True:
+            await asyncio.sleep(STORE_PROBE_SECONDS)
+            if await store_reachable(self.storage) != serving:
+                serving = not serving
+                if serving:
+                    log.info("health: SERVING again, the store answers")
+                    await self._set_health(health_pb2.HealthCheckResponse.SERVING)
+                else:
+                    log.warning("health: NOT_SERVING while the store cannot be reached")
+                    await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
 
     async def stop(self, grace: float | None = None) -> None:
         """Health NOT_SERVING, drain in-flight calls within ``grace`` seconds, close the store."""
+        if self._store_watch is not None:
+            self._store_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._store_watch
         await self.health.enter_graceful_shutdown()
         await self.grpc.stop(self.config.grace_seconds if grace is None else grace)
         await self.manager.drain()  # state changes of cancelled calls run to their end

@@ -65,6 +65,7 @@ from oppmodel.server.app import (
     configure_logging,
     free_ports,
     open_storage,
+    store_reachable,
     warm_up,
 )
 from oppmodel.server.decoding import Undecodable, checked
@@ -290,13 +291,19 @@ class OppModelDeployment:
         self, request: health_pb2.HealthCheckRequest, grpc_context: Any
     ) -> health_pb2.HealthCheckResponse:
         """grpc.health.v1: SERVING for the server as a whole, OpponentModelService and
-        PerfectInfoService; a request that did not parse: INVALID_ARGUMENT naming the field, as
-        from the single-process server."""
+        PerfectInfoService, NOT_SERVING while this replica's store cannot be reached (one round
+        trip to it per check); a request that did not parse: INVALID_ARGUMENT naming the field,
+        as from the single-process server."""
         if isinstance(request, Undecodable):
             _set_refusal(grpc_context, request.error)
             return health_pb2.HealthCheckResponse()
         if request.service in HEALTH_NAMES:
-            return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+            serving = await store_reachable(self.storage)
+            return health_pb2.HealthCheckResponse(
+                status=health_pb2.HealthCheckResponse.SERVING
+                if serving
+                else health_pb2.HealthCheckResponse.NOT_SERVING
+            )
         grpc_context.set_code(grpc.StatusCode.NOT_FOUND)
         grpc_context.set_details(f"service: {request.service!r} is not served here")
         return health_pb2.HealthCheckResponse()

@@ -364,6 +364,11 @@ class SqlStore(ABC):
 
         return self._submit(op)
 
+    def ping_async(self) -> Future[None]:
+        """Queue a round trip to the database (connecting again if the connection was lost);
+        the future fails with UnavailableError while the database cannot be reached."""
+        return self._submit(lambda db: db.execute("SELECT 1").fetchone())
+
     def run(self, op: Callable[[Db], T], *, write: bool = False) -> T:
         """Run ``op(db)`` on the writer thread (writes inside its transaction); blocking."""
         return self._call(op, write=write)

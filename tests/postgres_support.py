@@ -62,19 +62,39 @@ class PostgresServer:
         if self._as_postgres:
             self.folder.chmod(0o755)
             shutil.chown(self.folder, "postgres", "postgres")
-        data = self.folder / "data"
         self._run(
-            str(self.bin / "initdb"), "-D", str(data), "-U", "postgres",
+            str(self.bin / "initdb"), "-D", str(self.folder / "data"), "-U", "postgres",
             "--auth=trust", "--no-sync", "-E", "UTF8",
         )  # fmt: skip
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the initialised server (again, after ``pause``) and wait until it answers."""
         options = (
             f"-h 127.0.0.1 -p {self.port} -k {self.folder} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         )
         self._run(
-            str(self.bin / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "log"),
-            "-w", "-o", options, "start",
+            str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"),
+            "-l", str(self.folder / "log"), "-w", "-o", options, "start",
         )  # fmt: skip
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data: its databases are unreachable until ``resume``."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast", "stop")
+
+    def password_database(self, role: str, password: str) -> str:
+        """A new database owned by a new role that logs in with ``password`` only (over TCP,
+        scram-sha-256); returns its URL without the password."""
+        import psycopg
+
+        hba = self.folder / "data" / "pg_hba.conf"
+        hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        with psycopg.connect(self.url(), autocommit=True) as admin:
+            admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+            admin.execute(f"CREATE DATABASE {role} OWNER {role}")
+            admin.execute("SELECT pg_reload_conf()")
+        return f"postgresql://{role}@127.0.0.1:{self.port}/{role}"
 
     def url(self, database: str = "postgres") -> str:
         """The URL of one of the server's databases."""

@@ -27,8 +27,11 @@ from oppmodel.server.storage_sqlite import Synchronous
 
 _EPILOG = """\
 Sessions live in the store given by --store: a SQLite file (WAL mode; the default kind, nothing to
-install) or a PostgreSQL database (a postgresql:// URL; pip install 'oppmodel[postgres]'), which
-several servers can share: each hand is then applied exactly once whichever server receives it.
+install) or a PostgreSQL database (a postgresql:// URL or a libpq string 'host=... dbname=...';
+pip install 'oppmodel[postgres]'), which several servers can share: each hand is then applied
+exactly once whichever server receives it. Its password is never printed or logged, and clients
+learn nothing about the store: while it is unreachable calls answer UNAVAILABLE and health
+NOT_SERVING.
 Every observation is acknowledged only once it is committed, and after a crash or restart each
 session resumes with exactly the posterior it had. The server listens on loopback unless --host
 says otherwise, and refuses a port that is already in use. Once it serves, it prints its address
@@ -87,7 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         dest="db",
         required=True,
         metavar="PATH|URL",
-        help="where the sessions are stored: a SQLite file, or a postgresql:// URL",
+        help="where the sessions are stored: a SQLite file, or a postgresql:// URL or libpq "
+        "connection string ('host=... dbname=...')",
     )
     ray = parser.add_argument_group("Ray Serve (see below)")
     ray.add_argument(

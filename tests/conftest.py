@@ -13,6 +13,7 @@ sources for absolute paths, which also covers what subprocesses started by tests
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import os
@@ -129,9 +130,9 @@ def reads_outside_the_repository() -> list[str]:
 STORES = ("sqlite", "postgresql")
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """One PostgreSQL server for the whole run (skipped without the package, except in CI)."""
+@contextlib.contextmanager
+def _started_postgres() -> Iterator[PostgresServer]:
+    """A new PostgreSQL server (skipped without the package, except in CI)."""
     bin_dir = find_bin()
     if bin_dir is None:
         if os.environ.get("CI") == "true":
@@ -143,6 +144,21 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole run."""
+    with _started_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def own_postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the test module's own, which its tests may ``pause`` and
+    ``resume`` (the whole run's must keep serving)."""
+    with _started_postgres() as server:
+        yield server
 
 
 @pytest.fixture(params=STORES)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,15 @@ def connected(db: Path, *, token: str | None = None, **overrides: object):
         OpponentModelClient(f"127.0.0.1:{port}", token=token, timeout=10) as client,
     ):
         yield client, port
+
+
+def wait_until(condition: Callable[[], bool], what: str, *, seconds: float = 60.0) -> None:
+    """Return once ``condition()`` holds; fail naming ``what`` after ``seconds`` (generous: a
+    quiet machine takes a fraction of it)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
 
 
 def hands_held(port: int, session_id: str) -> int:

@@ -12,12 +12,10 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from service_support import hands_held
+from service_support import hands_held, wait_until
 
 from oppmodel.clients.commands import serve_cmd
 from oppmodel.modeling.games.acpc.bundled import game_path
@@ -46,13 +44,6 @@ def stop(match: Match, server: subprocess.Popen) -> None:
     match.kill()
     server.terminate()
     server.wait(TIMEOUT)
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.002)
 
 
 class Match:

@@ -13,15 +13,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from postgres_support import PostgresServer, find_bin
-from service_support import random_observations
+from postgres_support import PostgresServer
+from service_support import random_observations, wait_until
 
 from oppmodel.clients.client import observation_message
 from oppmodel.v1 import opponent_model_pb2 as pb
@@ -33,28 +31,7 @@ SECRET = "pw-Zq8x3Kd"  # the role's password: in the store's location only
 ROLE = "oppmodel_role"
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-WAIT_SECONDS = 120  # for a condition that a quiet machine meets in about a second
-
-
-@pytest.fixture(scope="module")
-def own_postgres() -> Iterator[PostgresServer]:
-    """A PostgreSQL server this module may stop and start."""
-    bin_dir = find_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL is not installed")
-    server = PostgresServer(bin_dir)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"still not {what} after {WAIT_SECONDS} s"
-        time.sleep(0.2)
+WAIT_SECONDS = 120  # for a condition that a quiet machine meets in a few seconds
 
 
 class Serve:
@@ -68,8 +45,11 @@ class Serve:
                  "--port", "0", "--model-workers", "0", "--grace", "1"],
                 stdout=out, stderr=err, text=True, cwd=folder,
             )  # fmt: skip
-        wait_for(lambda: "serving on" in self.out.read_text() or self.process.poll() is not None,
-                 "serving")  # fmt: skip
+        wait_until(
+            lambda: "serving on" in self.out.read_text() or self.process.poll() is not None,
+            "serving",
+            seconds=WAIT_SECONDS,
+        )
         assert self.process.poll() is None, self.err.read_text()
         self.port = int(self.out.read_text().split("serving on 127.0.0.1:")[1].split()[0])
 
@@ -122,14 +102,15 @@ CONFIG = pb.SessionConfig(
 
 @pytest.mark.parametrize("form", ["url", "connection string"])
 def test_health_follows_the_store_and_no_output_shows_its_secrets(
-    own_postgres: PostgresServer, tmp_path: Path, form: str
+    own_postgres_server: PostgresServer, tmp_path: Path, form: str
 ) -> None:
-    url = own_postgres.password_database(f"{ROLE}_{form[0]}", SECRET)
+    postgres = own_postgres_server
+    url = postgres.password_database(f"{ROLE}_{form[0]}", SECRET)
     role = url.rsplit("/", 1)[1]
     store = (
         f"{url}?password={SECRET}"
         if form == "url"
-        else f"host=127.0.0.1 port={own_postgres.port} user={role} password={SECRET} dbname={role}"
+        else f"host=127.0.0.1 port={postgres.port} user={role} password={SECRET} dbname={role}"
     )
     serve = Serve(store, tmp_path)
     try:
@@ -141,19 +122,21 @@ def test_health_follows_the_store_and_no_output_shows_its_secrets(
             stub.ObserveBatch(pb.ObserveBatchRequest(session_id=sid, observations=[hand]))
             assert health(channel) == SERVING
 
-            own_postgres.pause()
+            postgres.pause()
             try:
                 seen = refusals(channel, sid)
-                wait_for(lambda: health(channel) == NOT_SERVING, "NOT_SERVING")
+                wait_until(
+                    lambda: health(channel) == NOT_SERVING, "NOT_SERVING", seconds=WAIT_SECONDS
+                )
             finally:
-                own_postgres.resume()
-            wait_for(lambda: health(channel) == SERVING, "SERVING again")
+                postgres.resume()
+            wait_until(lambda: health(channel) == SERVING, "SERVING again", seconds=WAIT_SECONDS)
             assert stub.GetSession(pb.GetSessionRequest(session_id=sid)).session.hands_observed == 1
     finally:
         serve.stop()
     assert {code for code, _, _ in seen} == {grpc.StatusCode.UNAVAILABLE}, seen
     told = " ".join(f"{details} {trailers}" for _, details, trailers in seen)
-    for secret in (SECRET, role, "127.0.0.1", str(own_postgres.port)):  # nothing about where
+    for secret in (SECRET, role, "127.0.0.1", str(postgres.port)):  # nothing about where
         assert secret not in told, told
     printed = serve.out.read_text() + serve.err.read_text()
     assert SECRET not in printed

@@ -59,8 +59,12 @@ def validate_strategy(
         raise InvalidStrategyError(field, f"shape {arr.shape}, expected ({game.num_infosets}, 2)")
     rows = game.infosets(position)
     real = arr[rows]
-    if not np.all(np.isfinite(real)):
-        raise InvalidStrategyError(field, "contains NaN or infinity")
+    finite = np.isfinite(real).all(axis=1)
+    if not finite.all():
+        bad = rows[int(np.argmin(finite))]
+        raise InvalidStrategyError(
+            field, f"NaN or infinity at {game.infoset_string(position, bad)}"
+        )
     if np.any(real < 0):
         bad = rows[int(np.argmax((real < 0).any(axis=1)))]
         raise InvalidStrategyError(
@@ -127,6 +131,10 @@ def strategy_from_dict(
             or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in probs)
         ):
             raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_pass, p_bet] numbers")
+        if not all(math.isfinite(x) for x in probs):  # NaN would read as a missing row below
+            raise InvalidStrategyError(
+                f"{field}[{key!r}]", f"not finite (NaN or infinity): {probs}"
+            )
         out[idx] = [float(probs[0]), float(probs[1])]
     missing = [
         game.infoset_string(position, i) for i in game.infosets(position) if np.isnan(out[i, 0])

@@ -163,7 +163,7 @@ def _profile(game: Game, strategies: list[pb.PositionStrategy], field: str) -> S
             if not all(math.isfinite(x) for x in probabilities):
                 raise InvalidStrategyError(
                     f"{where}.infosets[{j}].probabilities",
-                    f"contains NaN or infinity: {probabilities}",
+                    f"contains NaN or infinity at {infoset.infostate!r}: {probabilities}",
                 )
             entries[infoset.infostate] = probabilities
         read = (

@@ -3,6 +3,7 @@ changes nothing; limits give RESOURCE_EXHAUSTED; tokens keep sessions apart."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from oppmodel.modeling.errors import (
     UnauthenticatedError,
     UnknownGameError,
 )
+from oppmodel.modeling.games.acpc import strategy as limit_strategy
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation, validate_observation
@@ -321,6 +324,27 @@ def test_two_authorization_headers_are_refused_whichever_holds_the_token(tmp_pat
                     assert info.value.code() is grpc.StatusCode.UNAUTHENTICATED, method
                     assert "2 authorization headers" in info.value.details()
         assert alice.get_session(sid).hands_observed == 0
+
+
+@pytest.mark.parametrize("game", ["kuhn_poker(players=3)", "leduc2p"])
+def test_a_nan_probability_is_named_not_finite_at_its_information_set(
+    tmp_path: Path, game: str
+) -> None:
+    """A strategy file (here a session's prior_mean_json) with NaN: read as a missing row, it
+    was reported as "missing information sets"."""
+    limit = limit_game("kuhn3p" if game.startswith("kuhn") else game)
+    document = limit_strategy.profile_to_json(limit, limit_strategy.uniform_profile(limit))
+    table = document["positions"][1]
+    infostate = next(iter(table))
+    table[infostate] = [math.nan, *table[infostate][1:]]
+    labels = ("a",) if game == "leduc2p" else ("a", "b")
+    with (
+        connected(tmp_path / "db.sqlite") as (client, _),
+        pytest.raises(InvalidArgumentError) as info,
+    ):
+        client.create_session(game=game, opponent_labels=labels, prior_mean=json.dumps(document))
+    message = str(info.value)
+    assert "not finite" in message and infostate in message and "missing" not in message
 
 
 observation_fields = st.fixed_dictionaries(

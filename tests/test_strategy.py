@@ -22,6 +22,7 @@ from oppmodel.modeling.strategy import (
     save_profile,
     save_strategy,
     strategy_from_dict,
+    strategy_to_dict,
     uniform_profile,
     validate_profile,
     validate_strategy,
@@ -200,3 +201,18 @@ def test_fast_path_accepts_exactly_what_the_named_checks_accept(entries, rows) -
     if not named_ok:
         with pytest.raises(InvalidStrategyError):
             validate_profile(game, profile)
+
+
+def test_a_nan_probability_is_named_not_finite_at_its_information_set():
+    """OpenSpiel-keyed tables and arrays alike: NaN is reported as such where it is, not as a
+    missing information set."""
+    game = kuhn_game(3)
+    table = strategy_to_dict(game, 1, robust_profile("N3")[1])
+    table["0p"] = [float("nan"), 1.0]
+    with pytest.raises(InvalidStrategyError, match=r"\['0p'\]: not finite"):
+        strategy_from_dict(game, 1, table, "prior_mean")
+    strategy = robust_profile("N3")[1].copy()
+    strategy[game.infosets(1)[2]] = [np.inf, 0.0]
+    name = game.infoset_string(1, game.infosets(1)[2])
+    with pytest.raises(InvalidStrategyError, match=f"NaN or infinity at {name}"):
+        validate_strategy(game, 1, strategy, "prior_mean")

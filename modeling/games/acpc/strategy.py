@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -125,6 +126,10 @@ def strategy_from_dict(
             or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in probs)
         ):
             raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_fold, p_call, p_raise]")
+        if not all(math.isfinite(x) for x in probs):  # NaN would read as a missing row below
+            raise InvalidStrategyError(
+                f"{field}[{key!r}]", f"not finite (NaN or infinity): {probs}"
+            )
         out[i] = probs
     real = np.asarray(game.infosets(position))
     missing = [game.infoset_string(position, i) for i in real if np.isnan(out[i, 0])]

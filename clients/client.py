@@ -35,7 +35,7 @@ from typing import Any
 import grpc
 import numpy as np
 
-from oppmodel.clients.grpc_base import GrpcClient
+from oppmodel.clients.grpc_base import GrpcClient, set_field
 from oppmodel.modeling import errors
 from oppmodel.modeling.games.acpc.matchstate import MatchState
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
@@ -228,43 +228,42 @@ class OpponentModelClient(GrpcClient):
                 "config.mbbr.prior", f"must be one of {PRIOR.names}, got {config.prior!r}"
             )
         params = pb.MbbrParams(
-            epsilon=config.epsilon,
-            k=config.k,
-            hands_default=config.hands_default,
-            eta=config.eta,
             prior=PRIOR.values[config.prior],
             response=RESPONSE_KIND.values.get(config.response, pb.RESPONSE_KIND_UNSPECIFIED),
             posterior=POSTERIOR.values.get(config.posterior, pb.POSTERIOR_SAMPLES),
         )
+        numbers = ["epsilon", "k", "hands_default", "eta"]
         defaults = MBBRConfig()
-        if send_defaults or config.safety_budget != defaults.safety_budget:
-            params.safety_budget = config.safety_budget
-        if send_defaults or config.change_hazard != defaults.change_hazard:
-            params.change_hazard = config.change_hazard
+        for name in ("safety_budget", "change_hazard"):
+            if send_defaults or getattr(config, name) != getattr(defaults, name):
+                numbers.append(name)
+        for name in numbers:
+            set_field(params, name, getattr(config, name), f"config.mbbr.{name}")
         for name, given in (("prior_mean", prior_mean), ("default_strategy", default_strategy)):
             if isinstance(given, str):
                 setattr(params, f"{name}_json", given)
                 continue
             for position, table in (given or {}).items():
-                getattr(params, name).append(
-                    pb.PositionStrategy(
-                        position=position,
-                        infosets=[
-                            pb.InfosetPolicy(infostate=s, probabilities=list(p))
-                            for s, p in table.items()
-                        ],
-                    )
-                )
-        request = pb.CreateSessionRequest(
-            config=pb.SessionConfig(
-                game=game,
-                our_label=our_label,
-                opponent_labels=list(opponent_labels),
-                method=pb.METHOD_MBBR,
-                mbbr=params,
-                seed=config.seed,
-            )
+                strategy = getattr(params, name).add()
+                set_field(strategy, "position", position, f"{name}[{position!r}]")
+                for infostate, probabilities in table.items():
+                    try:
+                        strategy.infosets.add(infostate=infostate, probabilities=probabilities)
+                    except (TypeError, ValueError):
+                        raise errors.InvalidArgumentError(
+                            f"{name}[{position!r}][{infostate!r}]",
+                            f"must be numbers keyed by an information-state string, got "
+                            f"{probabilities!r}",
+                        ) from None
+        session = pb.SessionConfig(
+            game=game,
+            our_label=our_label,
+            opponent_labels=list(opponent_labels),
+            method=pb.METHOD_MBBR,
+            mbbr=params,
         )
+        set_field(session, "seed", config.seed, "config.seed")
+        request = pb.CreateSessionRequest(config=session)
         return _describe(self._call("CreateSession", request).session)
 
     def _replied(self, trailers: Sequence[tuple[str, str | bytes]]) -> None:

@@ -326,6 +326,41 @@ def test_two_authorization_headers_are_refused_whichever_holds_the_token(tmp_pat
         assert alice.get_session(sid).hands_observed == 0
 
 
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"seed": -3}, "config.seed"),
+        ({"seed": 2**64}, "config.seed"),
+        ({"k": 2**31}, "config.mbbr.k"),
+        ({"k": 1.5}, "config.mbbr.k"),
+        ({"hands_default": 2**40}, "config.mbbr.hands_default"),
+        ({"eta": "4"}, "config.mbbr.eta"),
+        ({"epsilon": math.nan}, "config.mbbr.epsilon"),  # sent; the server names it
+        ({"eta": math.nan}, "config.mbbr.eta"),
+        ({"safety_budget": math.nan}, "config.mbbr.safety_budget"),
+        ({"change_hazard": math.nan}, "config.mbbr.change_hazard"),
+    ],
+)
+def test_a_config_the_api_cannot_carry_is_refused_naming_the_field(server, settings, field):
+    """The client's conversion of every MBBRConfig field: out-of-range integers and the wrong
+    types raised protobuf's ValueError or TypeError; now, as NaN, InvalidArgumentError."""
+    client, _, _ = server
+    with pytest.raises(InvalidArgumentError) as info:
+        client.create_session(config=MBBRConfig(**settings))
+    assert info.value.field == field
+
+
+def test_a_strategy_the_api_cannot_carry_is_refused_naming_where(server):
+    client, _, _ = server
+    for prior_mean, field in (
+        ({2**40: {"0": [0.5, 0.5]}}, "prior_mean[1099511627776]"),
+        ({1: {"0": ["a", 0.5]}}, "prior_mean[1]['0']"),
+    ):
+        with pytest.raises(InvalidArgumentError) as info:
+            client.create_session(prior_mean=prior_mean)
+        assert info.value.field == field
+
+
 @pytest.mark.parametrize("game", ["kuhn_poker(players=3)", "leduc2p"])
 def test_a_nan_probability_is_named_not_finite_at_its_information_set(
     tmp_path: Path, game: str

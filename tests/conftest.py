@@ -13,10 +13,12 @@ sources for absolute paths, which also covers what subprocesses started by tests
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.machinery
 import importlib.util
 import os
+import shutil
 import site
 import sys
 import sysconfig
@@ -28,6 +30,8 @@ import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 from postgres_support import MISSING, PostgresServer, find_bin
+
+from oppmodel.modeling.games.acpc.solved import CACHE_ENV
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -43,6 +47,11 @@ settings.register_profile(
     database=DirectoryBasedExampleDatabase(REPOSITORY / ".hypothesis" / "examples"),
 )
 settings.load_profile("oppmodel")
+
+# Strategies solved on first use (games/acpc/solved.py) are cached in a folder of this run, never in
+# the user's cache; subprocesses the tests start inherit it.
+os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="oppmodel-test-cache-")
+atexit.register(shutil.rmtree, os.environ[CACHE_ENV], True)
 
 # Folders a test may read besides the repository: temporary files, the interpreter and its
 # packages, the user's cache folder (matplotlib's font list, say: rebuilt when missing), and the

@@ -94,9 +94,6 @@ def test_agent_names_depend_on_the_game_and_unknown_ones_are_refused() -> None:
         make_policy("cfr", read_game_def("kuhn3p"), 0)
     with pytest.raises(InvalidArgumentError, match="bluff probability"):
         make_policy("bluffer:2", LEDUC3P, 0)
-    no_strategy = parse_game_def(TWO_CARDS.to_text())
-    with pytest.raises(InvalidArgumentError, match="no solved strategy for acpc"):
-        make_policy("maniac@0.5", no_strategy, 0)
 
 
 def test_styles_play_leduc_by_their_rules_in_a_real_match(tmp_path: Path) -> None:

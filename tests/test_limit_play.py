@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_limit_evaluation import from_kuhn
-from test_limit_game import game_text, small_games
+from test_limit_game import small_games
 
 from oppmodel.clients.cli import main
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError, NotFoundError
@@ -126,8 +126,6 @@ def test_styles_are_exploitable_and_cfr_is_the_bundled_strategy() -> None:
     assert panel_names(game) == ["cfr", "uniform", *STYLES[:-1]]
     with pytest.raises(NotFoundError, match="unknown strategy 'n1' for leduc2p"):
         named_profile(game, "n1")
-    with pytest.raises(NotFoundError, match="no solved strategy for mine"):
-        named_profile(compile_limit_game(parse_game_def(game_text()), "mine"), "cfr")
 
 
 def test_diluted_styles_mix_with_the_bundled_strategy() -> None:

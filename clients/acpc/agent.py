@@ -13,7 +13,7 @@ of the one implementation of the betting rules (:mod:`oppmodel.modeling.games.ac
 A policy is any object with ``act(decision) -> str`` and ``observe(hand) -> None``;
 :func:`make_policy` builds the built-in ones: the core's panel of fixed strategies for the game
 (:mod:`oppmodel.modeling.play.panel`: in Kuhn n1, n3, uniform, the styles, ...; in other limit
-games ``cfr``, the game's bundled solved strategy, uniform and the same styles, defined from hand
+games ``cfr``, the game's solved strategy, uniform and the same styles, defined from hand
 strength; ``STYLE@S`` diluted with the equilibrium), MBBR in Kuhn games, and the reference
 ``example_player``'s weights. :func:`strategy_policy` plays any strategy file. The model-based
 agent (MBBR, in-process or through the service) plugs in here as another policy.
@@ -251,7 +251,7 @@ def example_policy(game: GameDef, seed: int) -> Policy:
 def policy_names(game: GameDef | None = None) -> list[str]:
     """Names ``make_policy`` knows for ``game`` (None: for Kuhn, then ``cfr``). Kuhn games:
     ``mbbr``, the core's panel (n1, n2, n3, uniform, the styles) and ``example``; other limit
-    games: ``mbbr`` (the limit-game model), ``cfr`` (the bundled solved strategy), uniform, the
+    games: ``mbbr`` (the limit-game model), ``cfr`` (the game's solved strategy), uniform, the
     styles and ``example``. Styles also take ``STYLE@S`` (diluted with the equilibrium: N2 in
     3-player Kuhn, cfr elsewhere)."""
     if game is not None and kuhn_unsupported(game):
@@ -301,7 +301,7 @@ def make_policy(
             return ProfilePolicy(game, fixed_profile(kuhn_for(game), name), seed)
         limit = limit_game_of(game)
         return LimitStrategyPolicy(limit, fixed_profile(limit, name), seed)
-    except NotFoundError as exc:  # a bad parameter (bluffer:2), a game with no bundled strategy
+    except NotFoundError as exc:  # a bad parameter (bluffer:2)
         raise InvalidArgumentError("agent", str(exc)) from exc
 
 

@@ -12,8 +12,8 @@ session of that game (its bundled short name, or its rules' text).
 Each decision comes from one of two sources:
 
 * the **service**: one GetAction call whose deadline is the per-decision budget (``deadline``);
-* the **fallback**: the default strategy (N1 in 3-player Kuhn, MBBR's own opening; the bundled
-  solved strategy, ``cfr``, in Leduc; uniform play elsewhere), local and instant.
+* the **fallback**: the default strategy (N1 in 3-player Kuhn, MBBR's own opening; the game's
+  solved strategy, ``cfr``, in any other limit game), local and instant.
 
 A decision call that fails (unreachable, deadline missed, any error) switches to the fallback at
 once, for that decision too; the match never waits for the service longer than one budget.
@@ -68,7 +68,6 @@ from oppmodel.clients.acpc.convert import kuhn_for, seat_observation, session_ga
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.grpc_base import ERROR_BY_CODE
 from oppmodel.modeling.errors import NotFoundError, OppModelError, ServiceError
-from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
 from oppmodel.modeling.games.acpc.strategy import parse_profile
@@ -168,11 +167,13 @@ class ServicePolicy:
         else:  # any other limit game: the session plays its rules, the fallback its default
             limit = limit_game_of(game)
             self.session_game = session_game(limit)
-            profile = limit_model.default_profile(limit, "default_strategy")
-            if prior_strategy is not None:
-                profile = parse_profile(limit, prior_strategy, given)
+            profile = (
+                limit_model.default_profile(limit, "default_strategy")
+                if prior_strategy is None
+                else parse_profile(limit, prior_strategy, given)
+            )
             self.fallback = LimitStrategyPolicy(limit, profile, config.seed)
-            self.fallback_name = "cfr" if limit.name in BUNDLED_STRATEGIES else "uniform"
+            self.fallback_name = "cfr"
         if prior_strategy is not None:
             self.fallback_name = "prior-strategy"
         self.prior_strategy = prior_strategy

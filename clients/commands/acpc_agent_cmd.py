@@ -48,8 +48,9 @@ At the end it prints a one-line tally on stderr (or JSON on stdout with --json).
 limit game (Kuhn, Leduc, any ACPC limit game file): several rounds, board cards, the legal
 actions of the reference dealer's rules.
 
-Fixed strategies: --agent cfr plays the solved strategy bundled with the game
-({", ".join(BUNDLED_STRATEGIES)}); --strategy FILE plays a strategy file (as `oppmodel solve`
+Fixed strategies: --agent cfr plays the game's solved strategy: the one bundled with the game
+({", ".join(BUNDLED_STRATEGIES)}), else the one cached in the user's cache folder, else solved
+now with CFR+ and cached (see `oppmodel solve` and the README); --strategy FILE plays a strategy file (as `oppmodel solve`
 writes them: every position's [p_fold, p_call, p_raise] keyed by information-state strings such as
 "Js:" or "Ks/Qh:rc/cr"; a Kuhn game also reads OpenSpiel's "2ppb" keys, as `oppmodel eval` does);
 --agent example plays the reference example_player's weights. The styles
@@ -62,7 +63,7 @@ With --service ADDR the agent is MBBR played by the oppmodel service: it creates
 --decision-budget-ms for each answer. A background thread sends every finished hand as this seat
 saw it (folded and uncontested cards stay hidden), so a decision never waits for it. If a
 decision call fails (unreachable, too slow, any error) the agent says so on stderr and plays the
-fallback, MBBR's default strategy (N1 in 3-player Kuhn, the bundled cfr strategy in Leduc),
+fallback, MBBR's default strategy (N1 in 3-player Kuhn, the game's solved cfr strategy else),
 while the background thread probes the service; it returns to the service as soon as the service
 answers, and resends the hands it missed. The tally counts the decisions each source made and the
 hands each outage lasted. --in-process plays the same MBBR model inside this process instead.

@@ -29,9 +29,9 @@ nash_conv is the sum of the gains: 0 exactly at a Nash equilibrium, positive oth
 (OpenSpiel's definition).
 
 --profile takes a panel name (n1, n2, n3 are the robust 3-player Kuhn equilibria of Szafron,
-Gibson & Sturtevant; cfr is a limit game's bundled CFR strategy; uniform; the exploitable styles,
+Gibson & Sturtevant; cfr is a limit game's solved strategy; uniform; the exploitable styles,
 defined from hand strength in every game), STYLE@S (STYLE at a share S of the decisions, the
-equilibrium N2 or the bundled cfr strategy at the rest), one JSON file holding all positions, or
+equilibrium N2 or the solved cfr strategy at the rest), one JSON file holding all positions, or
 one JSON file per position: strategy files as `oppmodel solve` writes them, keyed by the game's
 information-state strings ("Js:" in Kuhn, "Ks/Qh:rc/cr" in Leduc; modeling/games/acpc/strategy.py),
 the one format every command reads; Kuhn also reads files keyed by OpenSpiel's strings such as

@@ -51,11 +51,11 @@ equilibrium N2 at the rest, e.g. maniac@0.3: the competent field (see modeling/p
 An agent may also be a strategy file (FILE.json, as `oppmodel solve` writes them, or keyed by
 OpenSpiel's Kuhn strings): it plays that file's strategy for its seat.
 
-In a limit game (leduc2p, leduc3p, a game file) the agents are "cfr" (the game's bundled CFR
-strategy), uniform and the styles above, defined from hand strength (the nuts: a hand no
-opponent's cards beat, e.g. a pair with the board; the worst: one none loses to), STYLE@S
-diluted with the bundled CFR strategy, and "mbbr" (its default strategy and prior mean are the
-bundled CFR strategy). The Kuhn equilibria and the adaptive agents play Kuhn only.
+In a limit game (leduc2p, leduc3p, a game file) the agents are "cfr" (the game's solved
+strategy: bundled, else cached, else solved with CFR+ on first use and cached), uniform and the
+styles above, defined from hand strength (the nuts: a hand no opponent's cards beat, e.g. a pair
+with the board; the worst: one none loses to), STYLE@S diluted with the solved strategy, and
+"mbbr" (its default strategy and prior mean are the solved strategy). The Kuhn equilibria and the adaptive agents play Kuhn only.
 --mbbr-prior-strategy FILE makes a strategy file MBBR's prior mean and default strategy.
 """
 

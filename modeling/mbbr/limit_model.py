@@ -31,9 +31,9 @@ the candidate unconstrained. With ``config.change_hazard`` > 0 the model is
 ``limit_change.LimitChangeModel``, which follows opponents who change strategy with a bank of
 models of the configured posterior (``change.py``'s BOCPD).
 
-Defaults (no profile given): the bundled solved strategy of the game (``leduc2p``, ``leduc3p``) is
-both the default strategy and the prior mean; compiled 3-player Kuhn uses N1 and N3 as
-``KuhnGame`` does; any other game plays uniformly.
+Defaults (no profile given): the game's solved strategy (``games/acpc/solved.py``: the bundled
+file, else the cache, else solved on first use) is both the default strategy and the prior mean;
+compiled 3-player Kuhn uses N1 and N3 as ``KuhnGame`` does. Uniform play only when passed.
 """
 
 from __future__ import annotations
@@ -49,12 +49,10 @@ import numpy as np
 from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
-from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES, strategy_path
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
+from oppmodel.modeling.games.acpc.solved import solved_profile
 from oppmodel.modeling.games.acpc.strategy import (
     kuhn_profile_on,
-    load_profile,
-    uniform_profile,
     validate_profile,
 )
 from oppmodel.modeling.games.kuhn3p import robust_profile
@@ -715,19 +713,12 @@ def build_limit_model(
 
 def default_profile(game: LimitGame, role: str) -> np.ndarray:
     """The default strategy (``role="default_strategy"``) or prior mean (``"prior_mean"``) of a
-    game: its bundled solved strategy, N1 / N3 in compiled 3-player Kuhn, else uniform play."""
-    if game.name in BUNDLED_STRATEGIES:
-        return _bundled_profile(game).copy()
+    game: N1 / N3 in compiled 3-player Kuhn, else its solved strategy
+    (:func:`~oppmodel.modeling.games.acpc.solved.solved_profile`: bundled, cached or solved now).
+    Uniform play only when passed explicitly (``strategy.uniform_profile``)."""
     if game.name == "kuhn3p":
         return kuhn_profile_on(game, robust_profile("N1" if role == "default_strategy" else "N3"))
-    return uniform_profile(game)
-
-
-@functools.cache  # per game object: reading leduc3p's file takes ~2 s, and every session needs it
-def _bundled_profile(game: LimitGame) -> np.ndarray:
-    profile = load_profile(game, strategy_path(game.name))
-    profile.setflags(write=False)
-    return profile
+    return solved_profile(game).copy()
 
 
 def _profile_or_default(game: LimitGame, given: np.ndarray | None, field: str) -> np.ndarray:

@@ -5,7 +5,7 @@ Kuhn's bankroll (``safety.py``) carried over, with two changes that a game of 25
 sets and a default strategy of full support need.
 
 **Hypotheses.** A guard set G of profiles, by default the model's default strategy alone (the
-bundled CFR strategy in ``leduc2p`` and ``leduc3p``): a hypothesis o assigns one guard to each
+game's solved strategy): a hypothesis o assigns one guard to each
 opponent seat offset, so by default there is one, "every opponent plays the default".
 
 **Bankroll, per hand and hole.** bank(o) starts at 0 and gains B/1000 chips at every hand. What is

@@ -1,7 +1,7 @@
 """The mixture prior (limit games): does this opponent play like the prior mean, anyhow, or
 without looking at its cards?
 
-The informed prior trusts the prior mean (the bundled CFR strategy in Leduc) at every
+The informed prior trusts the prior mean (the game's solved strategy in Leduc) at every
 information set, and in Leduc most information sets are first met when the model predicts them,
 where the posterior mean *is* the prior mean: against a player unlike the prior mean the model is
 wrong wherever the data has not reached. The mixture prior lets the revealed moves say how far

@@ -1,6 +1,6 @@
 """Exploitable styles diluted with equilibrium play: ``STYLE@S`` plays STYLE at a share S of its
-decisions and the equilibrium N2 at the rest (3-player Kuhn), or the game's bundled CFR strategy
-(a limit game such as Leduc: ``oppmodel.modeling.play.panel.bundled_profile``).
+decisions and the equilibrium N2 at the rest (3-player Kuhn), or the game's solved strategy
+(any limit game: ``oppmodel.modeling.play.panel.bundled_profile``).
 
 Ganzfried et al. 2024's field was class-project agents, most of them competent (several within a few
 mbb/h of the equilibria); the panel's pure styles are far weaker. Diluting a style keeps its
@@ -102,7 +102,7 @@ def diluted_factory(name: str) -> AgentFactory:
 
 def diluted_profile(game: Game, name: str) -> np.ndarray:
     """The fixed profile of ``STYLE@S`` for a fixed style: S * style + (1 - S) * base (N2 in
-    3-player Kuhn, the bundled CFR strategy in a limit game)."""
+    3-player Kuhn, the solved strategy in a limit game)."""
     _check_players(game, name)
     style, share = parse_diluted(name)
     if is_adaptive(style):
@@ -120,7 +120,7 @@ def fixed_profile(game: Game, name: str) -> np.ndarray:
 
 def base_profile(game: Game) -> np.ndarray:
     """What a diluted style plays at the decisions it does not play its style: N2 (3-player
-    Kuhn) or the game's bundled CFR strategy (a limit game)."""
+    Kuhn) or the game's solved strategy (a limit game)."""
     return bundled_profile(game) if isinstance(game, LimitGame) else named_profile(game, BASE)
 
 

@@ -10,7 +10,8 @@ Leduc's first round the top and bottom ranks, in the second a pair with the boar
 are what the CLI and tests use:
 
 - ``n1``, ``n2``, ``n3``: the robust 3p Kuhn equilibria (see ``kuhn3p``); ``uniform``: every
-  legal action equally likely; ``cfr`` (limit games): the game's bundled CFR strategy.
+  legal action equally likely; ``cfr`` (limit games): the game's solved strategy (bundled,
+  cached, or solved on first use: ``games/acpc/solved.py``).
 - ``always-bet`` (alias ``always-raise``): bets or raises whenever it may, else calls.
 - ``calling-station``: never bets or raises, always checks or calls.
 - ``tight-passive``: never bets or raises; facing a bet, calls with the nuts, folds the rest.
@@ -37,13 +38,9 @@ import numpy as np
 from oppmodel.modeling.errors import NotFoundError
 from oppmodel.modeling.games.acpc import strategy as limit_strategy
 from oppmodel.modeling.games.acpc.betting import FOLD, RAISE
-from oppmodel.modeling.games.acpc.bundled import (
-    BUNDLED_STRATEGIES,
-    no_strategy_message,
-    strategy_path,
-)
 from oppmodel.modeling.games.acpc.hand_rank import hand_strength
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.solved import solved_profile
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.strategy import uniform_profile
@@ -160,7 +157,7 @@ def panel_names(game: KuhnGame | LimitGame | None = None) -> list[str]:
 
 def named_profile(game: KuhnGame | LimitGame, name: str) -> np.ndarray:
     """The profile for a panel name; Kuhn's equilibria exist for 3-player Kuhn only, ``cfr``
-    for limit games with a bundled strategy."""
+    for every limit game (its solved strategy)."""
     key = ALIASES.get(name.lower(), name.lower())
     if isinstance(game, LimitGame):
         if key == CFR:
@@ -187,14 +184,6 @@ def named_profile(game: KuhnGame | LimitGame, name: str) -> np.ndarray:
 
 
 def bundled_profile(game: LimitGame) -> np.ndarray:
-    """The solved strategy bundled for the game (``leduc2p``, ``leduc3p``): the ``cfr`` agent's
-    and the base of diluted styles. InvalidArgumentError naming the game if none is bundled."""
-    return _bundled_profile(game).copy()
-
-
-@functools.cache
-def _bundled_profile(game: LimitGame) -> np.ndarray:
-    if game.name not in BUNDLED_STRATEGIES:
-        label = game.gamedef.source or game.name
-        raise NotFoundError(no_strategy_message(label, " (cfr and STYLE@S need one)"))
-    return limit_strategy.load_profile(game, strategy_path(game.name))
+    """The game's solved strategy (``solved.solved_profile``: bundled, cached or solved now):
+    the ``cfr`` agent's and the base of diluted styles."""
+    return solved_profile(game).copy()

@@ -1,0 +1,195 @@
+"""A solved strategy for every limit game, automatically: the one resolver of a game's solved
+strategy (the ``cfr`` agent, the base of ``STYLE@S``, MBBR's default strategy and prior mean).
+
+:func:`solved_profile` answers, in this order: the strategy file bundled with the game
+(``bundled.BUNDLED_STRATEGIES``, matched by rules, whatever file they were read from), a profile
+handed to :func:`remember` (the service's, read from its store), the user's cache folder, else
+CFR+ (:mod:`oppmodel.modeling.solve.cfr`) solves the game now and the result is cached there.
+
+The quality asked of a solve: CFR+ runs in steps of :data:`CHECK_EVERY` iterations until the
+average strategy's nash_conv is at most :data:`NASH_CONV_BOUND` big blinds per hand (1 mbb/h;
+the big blind is the largest blind, or the ante), or :data:`MAX_ITERATIONS`, whichever comes
+first. A bound on nash_conv says what a user gets (a two-player game: an equilibrium within
+1 mbb/h, ~700 iterations and a few seconds in a Leduc-sized game); the iteration cap bounds the
+time where the bound is not reached (three or more players: CFR+ converges to no equilibrium there
+and nash_conv levels off, so the result is labelled a CFR average strategy). Both are checked at
+fixed iterations, so the same game gives the same strategy bit for bit. Games of more than
+:data:`MAX_SOLVE_STATES` states (public nodes x deals) are refused with their size and the bound,
+and the command that solves them offline.
+
+The cache folder is ``$OPPMODEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/oppmodel``, else
+``~/.cache/oppmodel``; a solved strategy is the strategy file ``strategies/<key>.json``, where the
+key is the SHA-256 of the game's canonical text (:func:`game_key`: parsed and written back, so
+whitespace, comments and keyword order do not matter). Two processes solving the same game at
+once: the second waits on the first's lock file and reads its result; the file appears whole
+(written to a temporary name, then renamed).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import logging
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from oppmodel.clients.progress import progress_bar
+from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES, GAMES_FOLDER
+from oppmodel.modeling.games.acpc.compiler import bundled_name
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.strategy import load_profile, save_profile
+from oppmodel.modeling.solve.cfr import CFRSolver, strategy_label
+
+CACHE_ENV = "OPPMODEL_CACHE_DIR"
+NASH_CONV_BOUND = 1e-3  # big blinds per hand: stop once the average strategy is this close
+MAX_ITERATIONS = 1000  # ... or after this many iterations
+CHECK_EVERY = 50  # iterations between nash_conv checks (one check costs about one iteration)
+MAX_SOLVE_STATES = 4_000_000  # public nodes x deals: ~2x leduc3p, minutes at the cap
+log = logging.getLogger("oppmodel.solve")
+
+
+def game_key(game: LimitGame) -> str:
+    """The SHA-256 (hex) of the game's canonical definition text: equal rules, equal key."""
+    return hashlib.sha256(game.gamedef.to_text().encode("ascii")).hexdigest()
+
+
+def cache_folder() -> Path:
+    """Where solved strategies are cached: ``$OPPMODEL_CACHE_DIR``, else the user's cache
+    folder (``$XDG_CACHE_HOME/oppmodel`` or ``~/.cache/oppmodel``)."""
+    given = os.environ.get(CACHE_ENV)
+    if given:
+        return Path(given).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "oppmodel"
+
+
+def cached_path(game: LimitGame) -> Path:
+    """The cache file of the game's solved strategy (present or not)."""
+    return cache_folder() / "strategies" / f"{game_key(game)}.json"
+
+
+def bundled_strategy_path(game: LimitGame) -> Path | None:
+    """The strategy file bundled for a game with the same rules, or None."""
+    name = _bundled_name(game)
+    file = None if name is None else BUNDLED_STRATEGIES.get(name)
+    return None if file is None else GAMES_FOLDER / file
+
+
+@functools.cache  # per game object: compiled games are cached and immutable
+def _bundled_name(game: LimitGame) -> str | None:
+    return bundled_name(game.gamedef)
+
+
+_remembered: dict[str, np.ndarray] = {}  # game key -> a profile given by remember()
+
+
+def remember(game: LimitGame, profile: np.ndarray) -> None:
+    """Make ``profile`` the game's solved strategy in this process (the service's, from its
+    store): :func:`solved_profile` answers it without the cache folder."""
+    profile = np.array(profile, dtype=np.float64)
+    profile.setflags(write=False)
+    _remembered[game_key(game)] = profile
+
+
+def solved_profile(game: LimitGame) -> np.ndarray:
+    """The game's solved strategy (read-only: copy it to change it): bundled, remembered,
+    cached, else solved now and cached (with a notice and a progress bar on a terminal)."""
+    profile = _remembered.get(game_key(game))
+    return profile if profile is not None else _loaded(game)
+
+
+@functools.cache  # per game object: reading leduc3p's file takes ~2 s, and every session needs it
+def _loaded(game: LimitGame) -> np.ndarray:
+    path = bundled_strategy_path(game)
+    profile = load_profile(game, path) if path is not None else _cached_or_solved(game)
+    profile.setflags(write=False)
+    return profile
+
+
+def _cached_or_solved(game: LimitGame) -> np.ndarray:
+    check_solvable(game)
+    path = cached_path(game)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.with_suffix(".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process solving it: wait, then read its file
+        try:
+            if path.exists():
+                try:
+                    return load_profile(game, path)
+                except InvalidArgumentError as exc:  # not written by us: solve it again
+                    log.warning("cached strategy unreadable, solving again: %s", exc)
+            print(
+                f"oppmodel: solving {game.name} on first use (CFR+ until nash_conv <= "
+                f"{NASH_CONV_BOUND:g} big blinds/hand or {MAX_ITERATIONS} iterations); "
+                f"cached in {path}",
+                file=sys.stderr,
+            )
+            profile, summary = solve(game)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            save_profile(game, profile, tmp, solver=summary)
+            os.replace(tmp, path)
+            return profile
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def num_states(game: LimitGame) -> int:
+    """Public nodes x deals: what one CFR iteration sweeps."""
+    return len(game.tree.node_round) * game.tree.deal_view.shape[1]
+
+
+def check_solvable(game: LimitGame) -> None:
+    """UnknownGameError naming the size, the bound and the offline command if the game is too
+    large to solve on first use."""
+    states = num_states(game)
+    if states > MAX_SOLVE_STATES:
+        raise UnknownGameError(
+            "game",
+            f"{game.name} has {states:,} states (public nodes x deals), above the bound of "
+            f"{MAX_SOLVE_STATES:,} for solving on first use; solve it offline (oppmodel solve "
+            f"GAMEFILE --iterations N --out STRATEGY.json) and pass the strategy file",
+        )
+
+
+def solve(game: LimitGame, *, show_progress: bool = True) -> tuple[np.ndarray, dict]:
+    """CFR+ on the game to the stated quality: (the average strategy, the ``solver`` summary a
+    strategy file records). A progress bar with nash_conv is drawn when stderr is a terminal."""
+    check_solvable(game)
+    solver = CFRSolver(game)
+    bound = NASH_CONV_BOUND * max(game.gamedef.blind)
+    started = time.perf_counter()
+    bar = progress_bar(MAX_ITERATIONS, desc=f"solving {game.name}", show=show_progress)
+    value = math.inf
+    try:
+        while solver.iteration < MAX_ITERATIONS and value > bound:
+            solver.run(min(CHECK_EVERY, MAX_ITERATIONS - solver.iteration))
+            value = solver.nash_conv()
+            bar.update(solver.iteration - bar.n)
+            bar.set_postfix_str(f"nash_conv {value:.3g}", refresh=False)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - started
+    log.info(
+        "solved %s: %d iterations, nash_conv %.3g, %.1f s",
+        game.name, solver.iteration, value, seconds,
+    )  # fmt: skip
+    summary = {
+        "game": game.name,
+        "players": game.num_players,
+        "algorithm": str(solver.config.algorithm),
+        "iterations": solver.iteration,
+        "nash_conv": value,
+        "nash_conv_bound": bound,
+        "strategy": strategy_label(game, solver.config),
+        "command": f"solved on first use (game key {game_key(game)})",
+        "seconds": seconds,
+        "gamedef": game.gamedef.to_text(),
+    }
+    return solver.average_profile(), summary

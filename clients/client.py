@@ -45,6 +45,7 @@ from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
+SOLVE_POLL_SECONDS = 1.0  # between CreateSession calls while the server solves the game
 MAX_BATCH = 1024  # observations per ObserveBatch call that a server takes by default
 REPLICA_KEY = "oppmodel-replica"  # trailing metadata of a Ray Serve replica's replies
 
@@ -208,6 +209,7 @@ class OpponentModelClient(GrpcClient):
         prior_mean: Mapping[int, Mapping[str, Sequence[float]]] | str | None = None,
         default_strategy: Mapping[int, Mapping[str, Sequence[float]]] | str | None = None,
         send_defaults: bool = False,
+        wait_for_solve: bool = True,
     ) -> SessionDescription:
         """Create a session of ``game``: "kuhn_poker(players=n)", a bundled ACPC game's short name
         ("leduc3p") or an ACPC limit game definition's text. ``prior_mean`` and
@@ -221,6 +223,10 @@ class OpponentModelClient(GrpcClient):
         defaults (unset, the server applies MBBRConfig's; a limit session detects changes only
         when sent a hazard), or always with ``send_defaults``: the session then runs ``config``
         itself in every game (what an offline replay compares with the library's model).
+
+        A game no bundle holds is solved by the server on first use; meanwhile it answers
+        GameSolvingError (UNAVAILABLE), and with ``wait_for_solve`` the call is repeated every
+        ``SOLVE_POLL_SECONDS`` until the session is created.
         """
         config = config or MBBRConfig()
         if config.prior not in PRIOR.values:
@@ -264,7 +270,13 @@ class OpponentModelClient(GrpcClient):
         )
         set_field(session, "seed", config.seed, "config.seed")
         request = pb.CreateSessionRequest(config=session)
-        return _describe(self._call("CreateSession", request).session)
+        while True:
+            try:
+                return _describe(self._call("CreateSession", request).session)
+            except errors.GameSolvingError:
+                if not wait_for_solve:
+                    raise
+            time.sleep(SOLVE_POLL_SECONDS)  # the server solves the game meanwhile
 
     def _replied(self, trailers: Sequence[tuple[str, str | bytes]]) -> None:
         """A Ray Serve deployment names its replica in every unary reply (server/ray_serve.py);

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from oppmodel.clients.acpc.convert import session_game
 from oppmodel.clients.client import ObservationStream, OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
@@ -60,9 +61,7 @@ class ServiceMBBRAgent:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
         n = len(names)
         session = self.client.create_session(
-            game=game.name
-            if isinstance(game, LimitGame)
-            else f"kuhn_poker(players={game.num_players})",
+            game=session_game(game),
             our_label=self.name,
             opponent_labels=[names[(seat + d) % n] for d in range(1, n)],
             config=self.config,

@@ -82,6 +82,11 @@ class UnavailableError(OppModelError):
     TLS on one side only, an untrusted certificate: the message says which is likely)."""
 
 
+class GameSolvingError(UnavailableError):
+    """The service is solving the session's game (the first use of its rules): the same call
+    succeeds once it is solved; the message says in about how many seconds."""
+
+
 class DeadlineExceededError(OppModelError):
     """The call did not finish within its deadline."""
 

@@ -68,7 +68,7 @@ from oppmodel.modeling.mbbr.config import (
     Prior,
     Response,
 )
-from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
+from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model, needs_solving
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES
 from oppmodel.modeling.mbbr.snapshot import SnapshotError
 from oppmodel.modeling.observation import (
@@ -80,6 +80,7 @@ from oppmodel.modeling.observation import (
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.model_worker import ModelWorker
 from oppmodel.server.session_cache import SessionCache
+from oppmodel.server.solved_strategies import SolvedStrategies
 from oppmodel.server.storage import (
     ObservationRow,
     SessionRow,
@@ -317,12 +318,16 @@ def _limit_game_of_rules(rules: str) -> LimitGame:
     return limit_game_of(parse_game_def(rules))
 
 
-def build_model(spec: SessionSpec) -> Model:
-    """A fresh model for a session spec (deterministic in the spec's seed)."""
+def build_model(spec: SessionSpec, solved: np.ndarray | None = None) -> Model:
+    """A fresh model for a session spec (deterministic in the spec's seed); ``solved``: its
+    game's solved strategy where the spec gives no default strategy or prior mean (a game no
+    bundle holds, ``SessionManager.solved_for``)."""
     game = game_of(spec)
-    prior = None if spec.prior_mean is None else np.array(spec.prior_mean, dtype=np.float64)
+    prior = solved if spec.prior_mean is None else np.array(spec.prior_mean, dtype=np.float64)
     default = (
-        None if spec.default_strategy is None else np.array(spec.default_strategy, dtype=np.float64)
+        solved
+        if spec.default_strategy is None
+        else np.array(spec.default_strategy, dtype=np.float64)
     )
     if isinstance(game, LimitGame):
         return build_limit_model(game, spec.config, default_strategy=default, prior_mean=prior)
@@ -353,11 +358,13 @@ def _observe_all(model: Model, observations: Sequence[Observation]) -> None:
         model.observe(obs)  # type: ignore[arg-type]  # a session's hands are of its game's kind
 
 
-def _restored(spec_json: dict, snapshot: SnapshotRow | None) -> tuple[SessionSpec, Model]:
+def _restored(
+    spec_json: dict, snapshot: SnapshotRow | None, solved: np.ndarray | None
+) -> tuple[SessionSpec, Model]:
     """The spec and a model built from it, with ``snapshot`` restored if it can be used (a
     snapshot of another format version or of other settings is ignored: full replay)."""
     spec = SessionSpec.from_json(spec_json)
-    model = build_model(spec)
+    model = build_model(spec, solved)
     if snapshot is not None:
         try:
             model.restore(snapshot.state)
@@ -403,19 +410,25 @@ def _held(models: dict[str, Model], key: str) -> Model:
     return model
 
 
-def _held_create(models: dict[str, Model], key: str, spec: SessionSpec) -> int:
+def _held_create(
+    models: dict[str, Model], key: str, spec: SessionSpec, solved: np.ndarray | None
+) -> int:
     """Build a new session's model and hold it; its nbytes."""
-    model = build_model(spec)
+    model = build_model(spec, solved)
     models[key] = model
     return model.nbytes()
 
 
 def _held_restore(
-    models: dict[str, Model], key: str, spec: dict, snapshot: SnapshotRow | None
+    models: dict[str, Model],
+    key: str,
+    spec: dict,
+    snapshot: SnapshotRow | None,
+    solved: np.ndarray | None,
 ) -> int:
     """Build a stored session's model with its snapshot restored (``_restored``) and hold it;
     the hands restored (0: no snapshot used)."""
-    models[key] = _restored(spec, snapshot)[1]
+    models[key] = _restored(spec, snapshot, solved)[1]
     return models[key].hands_observed
 
 
@@ -553,6 +566,7 @@ class SessionManager:
             for _ in range(model_workers)
         ]
         self._next_worker = itertools.cycle(self._workers)
+        self.solved = SolvedStrategies(storage, self._cpu, preload=[WARM_MODELS])
         self.cache: SessionCache[LiveSession] = SessionCache(
             budget_bytes=limits.memory_bytes,
             tasks=self._changes,
@@ -571,9 +585,23 @@ class SessionManager:
         await asyncio.gather(*(worker.start() for worker in self._workers))
 
     async def close(self) -> None:
-        """Stop the model workers (after ``drain``)."""
+        """Stop the model workers (after ``drain``) and any solve."""
         for worker in self._workers:
             await worker.close()
+        await self.solved.close()
+
+    async def solved_for(self, spec: SessionSpec) -> np.ndarray | None:
+        """The solved strategy a spec's model needs (``solved_strategies.py``); None if it needs
+        none (Kuhn, a game with a bundled or built-in default, a spec giving both profiles).
+        UnavailableError while the game is being solved."""
+        if spec.game_def is None or (
+            spec.default_strategy is not None and spec.prior_mean is not None
+        ):
+            return None
+        game = await self._cpu(game_of, spec)
+        if not await self._cpu(needs_solving, game):
+            return None
+        return await self.solved.of(game)
 
     def _new_held(self) -> HeldModel:
         """A new key, on the next worker in turn, for a model about to be held."""
@@ -666,12 +694,13 @@ class SessionManager:
 
     async def _built(self, spec: SessionSpec) -> tuple[Game, Model | HeldModel]:
         """A new session's game and model (built in a model worker if there are any)."""
+        solved = await self.solved_for(spec)
         if not self._workers:
-            model = await self._cpu(build_model, spec)
+            model = await self._cpu(build_model, spec, solved)
             return model.game, model
         game = await self._cpu(game_of, spec)  # compiles a limit game once per rules
         held = self._new_held()
-        held.size = await held.worker.call(_held_create, held.key, spec)
+        held.size = await held.worker.call(_held_create, held.key, spec, solved)
         return game, held
 
     async def get(self, owner: str, session_id: str) -> LiveSession:
@@ -769,7 +798,8 @@ class SessionManager:
 
     async def _rebuilt_here(self, stored: StoredSession) -> _Rebuilt:
         """``_load``'s model in this process (on the worker pool)."""
-        spec, model = await self._cpu(_restored, stored.row.spec, stored.snapshot)
+        solved = await self.solved_for(SessionSpec.from_json(stored.row.spec))
+        spec, model = await self._cpu(_restored, stored.row.spec, stored.snapshot, solved)
         base = model.hands_observed  # 0 if there is no snapshot or it cannot be used
         rows = await self._rows_to_replay(stored, base)
         seconds = await self._cpu(_replay, model, rows)
@@ -779,9 +809,12 @@ class SessionManager:
         """``_load``'s model in a model worker (dropped there if it cannot be rebuilt)."""
         spec = SessionSpec.from_json(stored.row.spec)
         game = await self._cpu(game_of, spec)
+        solved = await self.solved_for(spec)
         held = self._new_held()
         try:
-            base = await held.worker.call(_held_restore, held.key, stored.row.spec, stored.snapshot)
+            base = await held.worker.call(
+                _held_restore, held.key, stored.row.spec, stored.snapshot, solved
+            )
             rows = await self._rows_to_replay(stored, base)
             seconds, hands, held.size = await held.worker.call(_held_replay, held.key, rows)
         except BaseException:

@@ -250,6 +250,14 @@ class SessionStore(Protocol):
         """What a reload needs (see ``StoredSession``); None if there is no such session."""
         ...
 
+    def load_solved_async(self, game_key: str) -> Future[str | None]:
+        """A game's stored solved strategy file text (None if there is none)."""
+        ...
+
+    def save_solved_async(self, game_key: str, strategy: str) -> Future[None]:
+        """Store a game's solved strategy file text (a stored one stays)."""
+        ...
+
     def close(self) -> None:
         """Finish queued work and release the connection."""
         ...

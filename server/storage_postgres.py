@@ -58,6 +58,10 @@ CREATE TABLE IF NOT EXISTS snapshots (
     hands BIGINT NOT NULL,
     state BYTEA NOT NULL
 );
+CREATE TABLE IF NOT EXISTS solved_strategies (
+    game_key TEXT PRIMARY KEY,
+    strategy TEXT NOT NULL
+);
 """
 
 CONNECT_TIMEOUT_SECONDS = 10

@@ -21,6 +21,10 @@ transaction begins, how a session's row is locked against other processes. The t
 - ``snapshots(session_id, hands, state)``: at most one per session, the state after hands
   1..hands; ``state`` is self-describing (format name, version, posterior kind; see
   ``modeling/mbbr/snapshot.py``). A snapshot only ever moves forward.
+- ``solved_strategies(game_key, strategy)``: a game's solved strategy file text, keyed by the
+  SHA-256 of its canonical rules (``server/solved_strategies.py``); written once, never changed.
+  A store of an earlier release gains the table when it is opened (``CREATE TABLE IF NOT
+  EXISTS``), its other tables unchanged.
 """
 
 from __future__ import annotations
@@ -368,6 +372,29 @@ class SqlStore(ABC):
         """Queue a round trip to the database (connecting again if the connection was lost);
         the future fails with UnavailableError while the database cannot be reached."""
         return self._submit(lambda db: db.execute("SELECT 1").fetchone())
+
+    def load_solved_async(self, game_key: str) -> Future[str | None]:
+        """Queue reading a game's stored solved strategy (None if there is none)."""
+
+        def op(db: Db) -> str | None:
+            r = db.execute(
+                "SELECT strategy FROM solved_strategies WHERE game_key = ?", (game_key,)
+            ).fetchone()
+            return None if r is None else str(r[0])
+
+        return self._submit(op)
+
+    def save_solved_async(self, game_key: str, strategy: str) -> Future[None]:
+        """Queue storing a game's solved strategy (the first one stored stays: every solve of a
+        game gives the same strategy)."""
+
+        def op(db: Db) -> None:
+            db.execute(
+                "INSERT INTO solved_strategies VALUES (?, ?) ON CONFLICT (game_key) DO NOTHING",
+                (game_key, strategy),
+            )
+
+        return self._submit(op, write=True)
 
     def run(self, op: Callable[[Db], T], *, write: bool = False) -> T:
         """Run ``op(db)`` on the writer thread (writes inside its transaction); blocking."""

@@ -47,6 +47,10 @@ CREATE TABLE IF NOT EXISTS snapshots (
     hands INTEGER NOT NULL,
     state BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS solved_strategies (
+    game_key TEXT PRIMARY KEY,
+    strategy TEXT NOT NULL
+);
 """
 
 

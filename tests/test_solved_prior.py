@@ -4,25 +4,33 @@ it (the ACPC agent in-process and as ``cfr``, ``match``, ``eval``) uses the solv
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from acpc_support import run_dealer
+from service_support import running_server
+from test_service_leduc import decision_line
 
 from oppmodel.clients.cli import main
-from oppmodel.modeling.errors import UnknownGameError
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.modeling.errors import GameSolvingError, UnknownGameError
 from oppmodel.modeling.evaluation.limit import nash_conv
 from oppmodel.modeling.games.acpc import solved
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
-from oppmodel.modeling.games.acpc.strategy import load_profile
+from oppmodel.modeling.games.acpc.strategy import load_profile, parse_profile
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.play.panel import named_profile
+from oppmodel.server.app import open_storage
 
 # Blinds 1/2, raises 3/6, a deck of 4 ranks x 2 suits: unlike every bundled game (Leduc: antes
 # 1/1, raises 2/4, 3 ranks; Kuhn: one round). Solved to the bound in ~450 iterations, < 1 s.
@@ -204,9 +212,87 @@ def test_every_command_plays_an_unseen_game_with_its_solved_strategy_the_second_
     assert NOTICE not in err
     assert path.stat().st_mtime_ns == written
 
+    # 4. demo: MBBR through the service, which solves into its own store (the same solution);
+    # the cfr opponent from the cache
+    demo = tmp_path / "demo"
+    assert main(["demo", "--game", str(game_file), "--opponents", "cfr", "--hands", "10",
+                 "--duplicates", "1", "--data-dir", str(demo), "--json"]) == 0  # fmt: skip
+    out, err = capsys.readouterr()
+    assert json.loads(out)["hands"] == 20 and NOTICE not in err
+    store = open_storage(str(demo / "oppmodel.sqlite"), synchronous="NORMAL")
+    try:
+        stored = store.load_solved_async(solved.game_key(game)).result()
+    finally:
+        store.close()
+    np.testing.assert_array_equal(parse_profile(game, stored, "stored"), profile)
+    assert path.stat().st_mtime_ns == written
+
     # the library: cfr, STYLE@S's base and MBBR's default strategy and prior mean are the file's
     np.testing.assert_array_equal(named_profile(game, "cfr"), profile)
     model = build_limit_model(game)
     np.testing.assert_array_equal(model.default_strategy, profile)
     np.testing.assert_array_equal(model.prior_mean, profile)
     assert path.stat().st_mtime_ns == written
+
+
+@contextlib.contextmanager
+def _client(store_location: str) -> Iterator[OpponentModelClient]:
+    """A client of a fresh server over the store, patient: a first session of a game waits for
+    its solve, and the model it builds loads kernels, on a machine that may be busy."""
+    with (
+        running_server(store_location) as port,
+        OpponentModelClient(f"127.0.0.1:{port}", timeout=120) as client,
+    ):
+        yield client
+
+
+def _created(client: OpponentModelClient, rules: str, messages: list[str]) -> str:
+    """A session of ``rules``, asked again while the service answers that it is solving them
+    (each answer kept in ``messages``)."""
+    for _ in range(200):  # a solve of UNSEEN takes seconds; this bounds a broken server
+        try:
+            return client.create_session(
+                game=rules, opponent_labels=["x"], wait_for_solve=False
+            ).session_id
+        except GameSolvingError as exc:
+            messages.append(str(exc))
+            time.sleep(0.5)
+    raise AssertionError(f"still solving: {messages[-1]}")
+
+
+def test_service_sessions_of_an_unseen_game_share_one_solve_kept_in_the_store(
+    tmp_path: Path, cache: Path, store_location: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    game = limit_game(_game_file(tmp_path))
+    infoset = int(game.infosets(1)[0])
+    line = decision_line(game, 1, infoset)
+    caplog.set_level(logging.INFO, logger="oppmodel.server")
+    messages: list[str] = []
+    with _client(store_location) as client:
+        first = _created(client, UNSEEN, messages)
+        # the same rules, another text: no second solve (the client would wait for one)
+        second = client.create_session(game=UNSEEN_REWRITTEN, opponent_labels=["x"]).session_id
+        played = [client.action(s, matchstate=line).probabilities for s in (first, second)]
+    solves = [r for r in caplog.records if r.getMessage() == "solving game"]
+    assert len(solves) == 1
+    for message in messages:  # if the solve outlasted the wait, the answer said so
+        assert re.fullmatch(r"config\.game: solving game acpc .*: retry in \d+ s", message)
+    store = open_storage(store_location, synchronous="NORMAL")
+    try:
+        text = store.load_solved_async(solved.game_key(game)).result()
+    finally:
+        store.close()
+    profile = parse_profile(game, text, "stored")
+    assert nash_conv(game, profile) <= solved.NASH_CONV_BOUND * 2
+    row = profile[1, infoset]
+    for probabilities in played:  # MBBR plays its default strategy, the stored solution
+        np.testing.assert_allclose(probabilities, row, atol=1e-12)
+
+    caplog.clear()  # a restarted server: the stored solution, no solve
+    with _client(store_location) as client:
+        third = _created(client, UNSEEN, messages)
+        again = client.action(first, matchstate=line).probabilities  # a reloaded session
+        np.testing.assert_allclose(client.action(third, matchstate=line).probabilities, row)
+        np.testing.assert_allclose(again, row, atol=1e-12)
+    assert not [r for r in caplog.records if r.getMessage() == "solving game"]
+    assert not cache.exists()  # the service keeps its solutions in its store only

@@ -50,10 +50,10 @@ actions of the reference dealer's rules.
 
 Fixed strategies: --agent cfr plays the game's solved strategy: the one bundled with the game
 ({", ".join(BUNDLED_STRATEGIES)}), else the one cached in the user's cache folder, else solved
-now with CFR+ and cached (see `oppmodel solve` and the README); --strategy FILE plays a strategy file (as `oppmodel solve`
-writes them: every position's [p_fold, p_call, p_raise] keyed by information-state strings such as
-"Js:" or "Ks/Qh:rc/cr"; a Kuhn game also reads OpenSpiel's "2ppb" keys, as `oppmodel eval` does);
---agent example plays the reference example_player's weights. The styles
+now with CFR+ and cached (see the README); --strategy FILE plays a strategy file (as `oppmodel
+solve` writes them: every position's [p_fold, p_call, p_raise] keyed by information-state strings
+such as "Js:" or "Ks/Qh:rc/cr"; a Kuhn game also reads OpenSpiel's "2ppb" keys, as `oppmodel eval`
+does); --agent example plays the reference example_player's weights. The styles
 (always-bet, calling-station, tight-passive, maniac, bluffer[:B]) are defined from hand strength
 and play every game; STYLE@S plays a style at a share S of the decisions and the equilibrium at
 the rest (cfr, or N2 in 3-player Kuhn). In Kuhn games n1, n2, n3 and MBBR are agents too.

@@ -3,8 +3,9 @@
 Starts the gRPC server in-process on a free loopback port with a SQLite file, plays duplicate
 matches (``oppmodel.modeling.play.match.run_duplicate``: every seating on the same cards) in
 which an MBBR agent asks the service for every decision and streams every hand back, against
-fixed opponents: 3-player Kuhn by default, or Leduc hold'em (``--game leduc3p`` / ``leduc2p``,
-where MBBR asks at the MATCHSTATE line an ACPC agent sees); prints the result table (mbb/h with
+fixed opponents: 3-player Kuhn by default, or Leduc hold'em (``--game leduc3p`` / ``leduc2p``) or
+any small ACPC limit game file (``--game FILE``), where MBBR asks at the MATCHSTATE line an ACPC
+agent sees; prints the result table (mbb/h with
 standard errors over the duplicates), in Leduc what the model learned of each opponent, and
 where the data lives.
 """
@@ -37,7 +38,8 @@ from oppmodel.modeling.play.match import Game, fixed_strategy_factory, run_dupli
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
-# per game: (its title, the default opponents, hands per match, duplicates)
+# per game: (its title, the default opponents, hands per match, duplicates); a game file takes
+# those of the Leduc game of its player count
 GAMES = {
     "kuhn3p": ("3-player Kuhn", "bluffer,calling-station", 400, 3),
     "leduc3p": ("3-player Leduc hold'em", "cfr,maniac", 150, 2),
@@ -49,13 +51,17 @@ The agent's sessions stay in the SQLite file afterwards; inspect them with any S
 serve them with `oppmodel serve --db FILE` and query them (GetModel, GetResponse) with grpcurl.
 
 In Leduc the opponents are the bundled `cfr` agent (the game's CFR strategy, also MBBR's default
-strategy and prior mean) and the panel's styles, plain or diluted with cfr (`maniac@0.35`).
+strategy and prior mean) and the panel's styles, plain or diluted with cfr (`maniac@0.35`). A game
+file no bundle holds is solved on first use (the service keeps its solution in the SQLite file,
+this command in the user's cache folder for `cfr`): see the README, "A solved prior for every
+game".
 
 examples:
   oppmodel demo
   oppmodel demo --opponents n1,n3 --hands 1000 --duplicates 1
   oppmodel demo --game leduc3p
   oppmodel demo --game leduc2p --opponents bluffer --hands 500
+  oppmodel demo --game mygame.game --hands 100
   oppmodel demo --data-dir ~/.local/share/oppmodel --json
   oppmodel demo --game leduc2p --mbbr-prior-strategy leduc2p.json  # oppmodel solve leduc2p ...
 """
@@ -77,9 +83,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--game",
-        choices=list(GAMES),
         default="kuhn3p",
-        help="the game: 3-player Kuhn, or Leduc hold'em for 3 or 2 players (default kuhn3p)",
+        help=f"the game: {', '.join(GAMES)} (3-player Kuhn, Leduc hold'em for 3 or 2 players) or "
+        "an ACPC limit game file, played as the Leduc game of its player count (default kuhn3p)",
     )
     parser.add_argument(
         "--opponents",
@@ -140,8 +146,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the demo; returns 0. Everything is checked before the data folder is made, and a
     folder the demo made is removed again if the demo fails."""
-    _, default_opponents, default_hands, default_duplicates = GAMES[args.game]
     game: Game = kuhn_game(3) if args.game == "kuhn3p" else limit_game(args.game)
+    _, default_opponents, default_hands, default_duplicates = _defaults(args.game, game)
     args.hands = args.hands or default_hands
     args.duplicates = args.duplicates or default_duplicates
     text = args.opponents or default_opponents
@@ -173,6 +179,14 @@ def run(args: argparse.Namespace) -> int:
         raise
     print(summary)
     return 0
+
+
+def _defaults(name: str, game: Game) -> tuple[str, str, int, int]:
+    """A game's title and defaults (``GAMES``); a game file: those of Leduc for its players."""
+    if name in GAMES:
+        return GAMES[name]
+    leduc = GAMES["leduc2p" if game.num_players == 2 else "leduc3p"]
+    return (f"{game.num_players}-player {game.name}", *leduc[1:])
 
 
 def _play(
@@ -232,7 +246,7 @@ def _play(
             }
         )
     lines = [
-        f"{GAMES[args.game][0]} duplicate match: {total} hands "
+        f"{_defaults(args.game, game)[0]} duplicate match: {total} hands "
         f"({counted(args.duplicates, 'duplicate')} x {len(seatings(n))} seatings x "
         f"{counted(args.hands, 'hand')})",
         f"{'agent':<18}{'mbb/h':>10}{'s.e.':>9}",
@@ -278,16 +292,17 @@ def _learned(
     labels: list[str],
     profiles: list[np.ndarray],
 ) -> list[Learned]:
-    """Each opponent's model (GetModel) in the first position, at the first decision of the
-    hand, for one hole card of each rank, beside its actual strategy there."""
+    """Each opponent's model (GetModel) in the position first to act, at the first decision of
+    the hand, for one hole card of each rank, beside its actual strategy there."""
     rows = []
+    first = game.gamedef.first_player[0]
     holes = [game.view_strings[0][v] for v in range(len(game.view_strings[0]))]
     one_per_rank = list({hole[0]: hole for hole in holes}.values())  # deck order
     for label, profile in zip(labels, profiles, strict=True):
-        model = client.model(session_id, label, 0).strategy.as_dict()
+        model = client.model(session_id, label, first).strategy.as_dict()
         for hole in one_per_rank:
             key = f"{hole}:"
-            actual = profile[0, game.infoset_from_string(0, key)]
+            actual = profile[first, game.infoset_from_string(first, key)]
             rows.append(Learned(label, hole, tuple(model[key]), tuple(map(float, actual))))
     return rows
 

@@ -55,7 +55,8 @@ In a limit game (leduc2p, leduc3p, a game file) the agents are "cfr" (the game's
 strategy: bundled, else cached, else solved with CFR+ on first use and cached), uniform and the
 styles above, defined from hand strength (the nuts: a hand no opponent's cards beat, e.g. a pair
 with the board; the worst: one none loses to), STYLE@S diluted with the solved strategy, and
-"mbbr" (its default strategy and prior mean are the solved strategy). The Kuhn equilibria and the adaptive agents play Kuhn only.
+"mbbr" (its default strategy and prior mean are the solved strategy). The Kuhn equilibria and
+the adaptive agents play Kuhn only.
 --mbbr-prior-strategy FILE makes a strategy file MBBR's prior mean and default strategy.
 """
 

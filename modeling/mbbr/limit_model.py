@@ -50,7 +50,7 @@ from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedErro
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
-from oppmodel.modeling.games.acpc.solved import solved_profile
+from oppmodel.modeling.games.acpc.solved import is_bundled, solved_profile
 from oppmodel.modeling.games.acpc.strategy import (
     kuhn_profile_on,
     validate_profile,
@@ -667,6 +667,7 @@ class LimitSampleModel(LimitModel):
         return array_bytes(arrays)
 
 
+KUHN3P = "kuhn3p"  # compiled 3-player Kuhn: N1 and N3 are its defaults, as in Kuhn's model
 _ABSENT = "-"  # in a snapshot's key_cards: a hidden hole, or a round the hand did not reach
 
 
@@ -716,9 +717,15 @@ def default_profile(game: LimitGame, role: str) -> np.ndarray:
     game: N1 / N3 in compiled 3-player Kuhn, else its solved strategy
     (:func:`~oppmodel.modeling.games.acpc.solved.solved_profile`: bundled, cached or solved now).
     Uniform play only when passed explicitly (``strategy.uniform_profile``)."""
-    if game.name == "kuhn3p":
+    if game.name == KUHN3P:
         return kuhn_profile_on(game, robust_profile("N1" if role == "default_strategy" else "N3"))
     return solved_profile(game).copy()
+
+
+def needs_solving(game: LimitGame) -> bool:
+    """Whether :func:`default_profile` has to solve the game: not compiled 3-player Kuhn, no
+    strategy bundled (the service solves such games itself, ``server/solved_strategies.py``)."""
+    return game.name != KUHN3P and not is_bundled(game)
 
 
 def _profile_or_default(game: LimitGame, given: np.ndarray | None, field: str) -> np.ndarray:

@@ -2,9 +2,10 @@
 strategy (the ``cfr`` agent, the base of ``STYLE@S``, MBBR's default strategy and prior mean).
 
 :func:`solved_profile` answers, in this order: the strategy file bundled with the game
-(``bundled.BUNDLED_STRATEGIES``, matched by rules, whatever file they were read from), a profile
-handed to :func:`remember` (the service's, read from its store), the user's cache folder, else
-CFR+ (:mod:`oppmodel.modeling.solve.cfr`) solves the game now and the result is cached there.
+(``bundled.BUNDLED_STRATEGIES``, matched by rules, whatever file they were read from), the user's
+cache folder, else CFR+ (:mod:`oppmodel.modeling.solve.cfr`) solves the game now and the result is
+cached there. The service keeps its solved strategies in its store instead
+(``server/solved_strategies.py``), solving with :func:`solve_text` in a child process.
 
 The quality asked of a solve: CFR+ runs in steps of :data:`CHECK_EVERY` iterations until the
 average strategy's nash_conv is at most :data:`NASH_CONV_BOUND` big blinds per hand (1 mbb/h;
@@ -42,9 +43,10 @@ import numpy as np
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES, GAMES_FOLDER
-from oppmodel.modeling.games.acpc.compiler import bundled_name
+from oppmodel.modeling.games.acpc.compiler import bundled_name, compile_limit_game
+from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.strategy import load_profile, save_profile
+from oppmodel.modeling.games.acpc.strategy import load_profile, profile_text, save_profile
 from oppmodel.modeling.solve.cfr import CFRSolver, strategy_label
 
 CACHE_ENV = "OPPMODEL_CACHE_DIR"
@@ -52,6 +54,8 @@ NASH_CONV_BOUND = 1e-3  # big blinds per hand: stop once the average strategy is
 MAX_ITERATIONS = 1000  # ... or after this many iterations
 CHECK_EVERY = 50  # iterations between nash_conv checks (one check costs about one iteration)
 MAX_SOLVE_STATES = 4_000_000  # public nodes x deals: ~2x leduc3p, minutes at the cap
+# one CFR+ iteration's cost per state, leduc3p on a busy 2-core machine (80 ms / 1.9M states)
+SECONDS_PER_STATE_ITERATION = 4.2e-8
 log = logging.getLogger("oppmodel.solve")
 
 
@@ -87,22 +91,10 @@ def _bundled_name(game: LimitGame) -> str | None:
     return bundled_name(game.gamedef)
 
 
-_remembered: dict[str, np.ndarray] = {}  # game key -> a profile given by remember()
-
-
-def remember(game: LimitGame, profile: np.ndarray) -> None:
-    """Make ``profile`` the game's solved strategy in this process (the service's, from its
-    store): :func:`solved_profile` answers it without the cache folder."""
-    profile = np.array(profile, dtype=np.float64)
-    profile.setflags(write=False)
-    _remembered[game_key(game)] = profile
-
-
 def solved_profile(game: LimitGame) -> np.ndarray:
-    """The game's solved strategy (read-only: copy it to change it): bundled, remembered,
-    cached, else solved now and cached (with a notice and a progress bar on a terminal)."""
-    profile = _remembered.get(game_key(game))
-    return profile if profile is not None else _loaded(game)
+    """The game's solved strategy (read-only: copy it to change it): bundled, cached, else solved
+    now and cached (with a notice and a progress bar on a terminal)."""
+    return _loaded(game)
 
 
 @functools.cache  # per game object: reading leduc3p's file takes ~2 s, and every session needs it
@@ -138,6 +130,24 @@ def _cached_or_solved(game: LimitGame) -> np.ndarray:
             return profile
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def is_bundled(game: LimitGame) -> bool:
+    """Whether a strategy file is bundled for the game's rules (nothing to solve)."""
+    return bundled_strategy_path(game) is not None
+
+
+def solve_text(rules: str) -> str:
+    """The strategy file text of the game of these rules, solved now (no progress bar): what the
+    service runs in a child process, the GIL-holding kernels kept off its event loop."""
+    game = compile_limit_game(parse_game_def(rules))
+    profile, summary = solve(game, show_progress=False)
+    return profile_text(game, profile, solver=summary)
+
+
+def estimated_seconds(game: LimitGame) -> float:
+    """A generous estimate of a solve's time: the iteration cap at a measured cost per state."""
+    return num_states(game) * MAX_ITERATIONS * SECONDS_PER_STATE_ITERATION
 
 
 def num_states(game: LimitGame) -> int:

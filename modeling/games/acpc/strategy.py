@@ -161,6 +161,11 @@ def save_profile(
     game: LimitGame, profile: np.ndarray, path: str | Path, *, solver: dict | None = None
 ) -> None:
     """Write a whole profile as JSON, one information set per line (diffs stay readable)."""
+    Path(path).write_text(profile_text(game, profile, solver=solver))
+
+
+def profile_text(game: LimitGame, profile: np.ndarray, *, solver: dict | None = None) -> str:
+    """The text of a strategy file of a whole profile (what :func:`save_profile` writes)."""
     doc = profile_to_json(game, profile, solver=solver)
     positions = doc.pop("positions")
     lines = [json.dumps(doc)[:-1] + ', "positions": [']
@@ -168,7 +173,7 @@ def save_profile(
         rows = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in table.items()]
         lines.append(" {\n" + ",\n".join(rows) + "\n }" + ("," if p + 1 < len(positions) else ""))
     lines.append("]}")
-    Path(path).write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def load_json(game: LimitGame, path: str | Path) -> tuple[dict[int, np.ndarray], dict]:

@@ -593,13 +593,13 @@ class SessionManager:
     async def solved_for(self, spec: SessionSpec) -> np.ndarray | None:
         """The solved strategy a spec's model needs (``solved_strategies.py``); None if it needs
         none (Kuhn, a game with a bundled or built-in default, a spec giving both profiles).
-        UnavailableError while the game is being solved."""
+        GameSolvingError while the game is being solved."""
         if spec.game_def is None or (
             spec.default_strategy is not None and spec.prior_mean is not None
         ):
             return None
         game = await self._cpu(game_of, spec)
-        if not await self._cpu(needs_solving, game):
+        if not isinstance(game, LimitGame) or not await self._cpu(needs_solving, game):
             return None
         return await self.solved.of(game)
 

@@ -24,14 +24,9 @@ import pytest
 
 from oppmodel.clients.cli import build_parser, main
 from oppmodel.clients.commands import acpc_agent_cmd
-from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, GAMES_FOLDER
 
 ROOT = Path(__file__).resolve().parent.parent
 
-NO_STRATEGY = (
-    "no solved strategy for {inputs}/blinds.game (cfr and STYLE@S need one): run `oppmodel solve "
-    "{inputs}/blinds.game --iterations 1000 --out blinds.json` and pass blinds.json in its place"
-)
 # (argv with {inputs} and {busy} placeholders, text the error line must contain)
 MISTAKES = {
     # demo: validated before its data folder is made
@@ -167,17 +162,6 @@ MISTAKES = {
         "argument --t_version: must be at least 0",
     ),
     "acpc-agent-missing-game": ("acpc-agent nope.game 127.0.0.1 1", "cannot read nope.game"),
-    # a game file nothing bundles a strategy for: the message names the file and the fix
-    "acpc-agent-no-solved-strategy": ("acpc-agent {inputs}/blinds.game 127.0.0.1 1", NO_STRATEGY),
-    "acpc-agent-cfr-no-solved-strategy": (
-        "acpc-agent {inputs}/blinds.game 127.0.0.1 1 --agent maniac@0.5",
-        NO_STRATEGY,
-    ),
-    "eval-no-solved-strategy": ("eval --game {inputs}/blinds.game --profile cfr", NO_STRATEGY),
-    "match-no-solved-strategy": (
-        "match --game {inputs}/blinds.game --agents cfr,maniac --hands 1 --duplicates 1",
-        NO_STRATEGY,
-    ),
     "acpc-agent-no-dealer": (
         "acpc-agent kuhn3p 127.0.0.1 {closed} --connect-timeout 0",
         "cannot connect to 127.0.0.1:{closed}",
@@ -240,8 +224,6 @@ def inputs(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "junk.txt").write_text("this is neither a database nor a game nor a log\n")
     (folder / "empty.txt").write_text("# no tokens here\n\n")
-    leduc = (GAMES_FOLDER / BUNDLED_GAMES["leduc2p"]).read_text()
-    (folder / "blinds.game").write_text(leduc.replace("blind = 1 1", "blind = 2 1"))
     log = (ROOT / "tests" / "data" / "acpc" / "kuhn3p-seed42-example-players.log").read_bytes()
     lines = log.splitlines(keepends=True)
     (folder / "small.log").write_bytes(b"".join(lines[:20]))

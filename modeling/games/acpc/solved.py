@@ -42,7 +42,11 @@ import numpy as np
 
 from oppmodel.clients.progress import progress_bar
 from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
-from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES, GAMES_FOLDER
+from oppmodel.modeling.games.acpc.bundled import (
+    BUNDLED_STRATEGIES,
+    GAMES_FOLDER,
+    no_strategy_message,
+)
 from oppmodel.modeling.games.acpc.compiler import bundled_name, compile_limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
@@ -160,12 +164,11 @@ def check_solvable(game: LimitGame) -> None:
     large to solve on first use."""
     states = num_states(game)
     if states > MAX_SOLVE_STATES:
-        raise UnknownGameError(
-            "game",
-            f"{game.name} has {states:,} states (public nodes x deals), above the bound of "
-            f"{MAX_SOLVE_STATES:,} for solving on first use; solve it offline (oppmodel solve "
-            f"GAMEFILE --iterations N --out STRATEGY.json) and pass the strategy file",
+        size = (
+            f" ({states:,} states, public nodes x deals, above the bound of {MAX_SOLVE_STATES:,} "
+            "for solving on first use)"
         )
+        raise UnknownGameError("game", no_strategy_message(game.gamedef.source or game.name, size))
 
 
 def solve(game: LimitGame, *, show_progress: bool = True) -> tuple[np.ndarray, dict]:

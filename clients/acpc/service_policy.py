@@ -396,6 +396,7 @@ class ServicePolicy:
             config=self.config,
             prior_mean=self.prior_strategy,
             default_strategy=self.prior_strategy,
+            wait_for_solve=False,  # while the server solves the game, the fallback plays
         )
         # the first response the server computes loads its kernels (a server started without
         # its warm-up, as in tests): do it now, not while the dealer waits for a decision

@@ -37,7 +37,7 @@ MISTAKES = {
         "opponents: needs exactly one name in leduc2p",
     ),
     "demo-leduc-kuhn-opponent": ("demo --game leduc3p --opponents cfr,n2", "n2"),
-    "demo-unknown-game": ("demo --game chess", "argument --game: invalid choice: 'chess'"),
+    "demo-unknown-game": ("demo --game chess", "cannot read chess: no such file"),
     "demo-negative-hands": ("demo --hands -3", "argument --hands: must be at least 1, got -3"),
     "demo-no-duplicates": ("demo --duplicates 0", "argument --duplicates: must be at least 1"),
     "demo-k-zero": ("demo --k 0", "argument --k: must be at least 1, got 0"),

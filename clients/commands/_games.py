@@ -3,8 +3,8 @@
 ``kuhn2p``, ``kuhn3p`` and ``kuhn4p`` are the Kuhn games of the Kuhn kernels (the robust
 3-player equilibria N1-N3), as they always were; any other bundled short name (``leduc2p``,
 ``leduc3p``) or an ACPC game definition file is compiled as a limit game (the game's solved
-strategy as ``cfr``). Strategy files are the same in both: ``oppmodel solve``'s, keyed by the compiled
-game's strings ("Js:", "Ks/Qh:rc/cr"), or in Kuhn OpenSpiel's ("2ppb"), read by
+strategy as ``cfr``). Strategy files are the same in both: ``oppmodel solve``'s, keyed by the
+compiled game's strings ("Js:", "Ks/Qh:rc/cr"), or in Kuhn OpenSpiel's ("2ppb"), read by
 :func:`oppmodel.modeling.games.acpc.strategy.read_profile`.
 """
 

@@ -1,4 +1,4 @@
-"""Leduc through every part, each a process on 127.0.0.1: ``oppmodel dealer`` deals a 3000-hand
+"""Leduc through every part, each a process on 127.0.0.1: ``oppmodel dealer`` deals a 1000-hand
 ``leduc3p`` match between ``oppmodel acpc-agent --service`` (MBBR through ``oppmodel serve``),
 ``--in-process`` (MBBR) and ``--agent cfr``; the service's model then equals the library's fed
 what the service agent's seat saw in the dealer's log. The same three agents play a
@@ -29,7 +29,12 @@ from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.observation import LimitObservation, observe_limit_hand
 from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 
-HANDS = 3000
+HANDS = 1000
+# The service agent's decision budget here: no loaded machine misses it, so a decision on the
+# fallback means the service failed, not that the machine was slow (the default budget, the
+# reference dealer's 7000 ms / 2 / 6 decisions = 583 ms, is test_acpc_limit_agent's; the pace
+# a quiet machine keeps is benchmarks/acpc.py's).
+BUDGET_MS = 20_000
 AGENT = f"{sys.executable} -m oppmodel.clients.cli acpc-agent leduc3p"  # HOST PORT appended
 
 
@@ -51,22 +56,29 @@ def seat_view(game: LimitGame, hand: LoggedHand, name: str) -> LimitObservation:
     return observe_limit_hand(game, position, deal, int(game.tree.node_terminal[node]))
 
 
-@pytest.mark.slow  # five processes, 3000 hands of two MBBR agents: ~1 min on an idle machine
-def test_a_3000_hand_leduc3p_match_through_the_dealer_with_service_and_in_process_mbbr(
+@pytest.mark.slow  # five processes, 1000 hands of two MBBR agents: ~20 s on an idle machine
+def test_a_1000_hand_leduc3p_match_through_the_dealer_with_service_and_in_process_mbbr(
     tmp_path: Path,
 ) -> None:
     server_port, *seats = free_ports(4)
     server = serve(tmp_path / "s.sqlite", server_port)
     dealer = oppmodel(
         "dealer", tmp_path / "m", "leduc3p", HANDS, 42, "Alice", "Bob", "Carol",
-        "-p", ",".join(map(str, seats)), "-q", "--start_timeout", 60_000,
+        "-p", ",".join(map(str, seats)), "-q", "--start_timeout", int(TIMEOUT * 1000),
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     agents = []
     try:
         dealer.stdout.readline()  # the ports: it listens
         options = (
-            ("--service", f"127.0.0.1:{server_port}", "--seed", 1),
+            (
+                "--service",
+                f"127.0.0.1:{server_port}",
+                "--decision-budget-ms",
+                BUDGET_MS,
+                "--seed",
+                1,
+            ),
             ("--in-process", "--seed", 2),
             ("--agent", "cfr", "--seed", 3),
         )
@@ -96,7 +108,7 @@ def test_a_3000_hand_leduc3p_match_through_the_dealer_with_service_and_in_proces
         }
         assert service["service_decisions"] + service["fallback_decisions"] == service["actions"]
         assert service["service_share"] >= 0.99, service
-        assert service["decision_budget_ms"] == pytest.approx(7000 / 2 / 6)
+        assert service["decision_budget_ms"] == BUDGET_MS
         game = limit_game("leduc3p")
         log = read_log(tmp_path / "m.log")
         assert check_log(read_game_def("leduc3p"), log) == [] and len(log.hands) == HANDS
@@ -124,7 +136,7 @@ def test_a_3000_hand_leduc3p_match_through_the_dealer_with_service_and_in_proces
         server.wait(TIMEOUT)
 
 
-@pytest.mark.slow  # a tournament of 6 seatings x 500 hands, one agent through the service
+@pytest.mark.slow  # a tournament of 6 seatings x 100 hands, one agent through the service
 def test_the_same_agents_in_a_leduc3p_tournament(tmp_path: Path) -> None:
     server_port = free_ports(1)[0]
     server = serve(tmp_path / "s.sqlite", server_port)
@@ -133,7 +145,7 @@ def test_the_same_agents_in_a_leduc3p_tournament(tmp_path: Path) -> None:
             "tournament", "--game", "leduc3p",
             "--agent", f"service={AGENT} --service 127.0.0.1:{server_port}",
             "--agent", "mbbr=builtin:mbbr", "--agent", "cfr=builtin:cfr",
-            "--hands", 500, "--duplicates", 1, "--seed", 42, "--out", tmp_path / "t", "--json",
+            "--hands", 100, "--duplicates", 1, "--seed", 42, "--out", tmp_path / "t", "--json",
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         out, err = command.communicate(timeout=20 * TIMEOUT)
@@ -143,7 +155,7 @@ def test_the_same_agents_in_a_leduc3p_tournament(tmp_path: Path) -> None:
         server.wait(TIMEOUT)
     report = json.loads(out)
     assert [r["agent"] for r in report["results"]] == ["service", "mbbr", "cfr"]
-    assert all(r["hands"] == 6 * 500 for r in report["results"])
+    assert all(r["hands"] == 6 * 100 for r in report["results"])
     assert abs(sum(r["mbb_per_hand"] for r in report["results"])) < 1e-9
     assert len(report["matches"]) == 6
 

@@ -23,7 +23,11 @@ from oppmodel.server.app import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 GAME_FILE = game_path("kuhn3p")
-TIMEOUT = 60.0  # the longest any step may take
+# The longest any step may take before the test fails: a bound on a hang, never waited out by
+# a passing run (each step waits for its condition), so it is as long as the most loaded machine
+# the suite runs on needs (at a load of 19 on 2 cores, the first 300 hands of a match took over
+# 60 s from the agents' start).
+TIMEOUT = 300.0
 
 
 def oppmodel(*args: object, **popen: object) -> subprocess.Popen:
@@ -54,7 +58,7 @@ class Match:
         seats = free_ports(3)
         self.dealer = oppmodel(
             "dealer", tmp_path / "m", GAME_FILE, hands, 42, "Alice", "Bob", "Carol",
-            "-p", ",".join(map(str, seats)), "-q", "--start_timeout", 60_000,
+            "-p", ",".join(map(str, seats)), "-q", "--start_timeout", int(TIMEOUT * 1000),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         self.dealer.stdout.readline()  # the ports: it listens
@@ -129,15 +133,21 @@ def test_after_kill_9_and_a_restart_the_agent_is_back_on_the_service_within_10_h
     server = serve(db, port)
     match = Match(tmp_path, 50_000, f"127.0.0.1:{port}")  # ended once the agent is back
     try:
-        wait_until(lambda: match.hands_logged() >= 300, "300 hands")
+        wait_until(lambda: match.hands_logged() >= 300, "300 hands", seconds=TIMEOUT)
         server.send_signal(signal.SIGKILL)
         server.wait(TIMEOUT)
-        wait_until(lambda: match.said("the service failed"), "the agent to notice")
+        wait_until(lambda: match.said("the service failed"), "the agent to notice", seconds=TIMEOUT)
         server = serve(db, port)  # the same database, the same port
         restarted = match.hands_logged()  # counted after it serves: at least the true count
-        wait_until(lambda: match.said(r"hand (\d+): back on the service"), "the agent's return")
+        wait_until(
+            lambda: match.said(r"hand (\d+): back on the service"),
+            "the agent's return",
+            seconds=TIMEOUT,
+        )
         back = int(match.said(r"hand (\d+): back on the service")[1])
-        wait_until(lambda: match.hands_logged() >= back + 200, "200 hands on the service")
+        wait_until(
+            lambda: match.hands_logged() >= back + 200, "200 hands on the service", seconds=TIMEOUT
+        )
         match.dealer.terminate()  # the agents see the dealer go and print their tallies
         tally = match.tally()
         held = hands_held(port, tally["session_id"])

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from oppmodel.clients.grpc_base import GrpcClient
+from oppmodel.clients.grpc_base import GrpcClient, set_field
 from oppmodel.modeling import errors
 from oppmodel.modeling.games.spades.cards import NO_CARD, card_str, hand_str, parse_card
 from oppmodel.modeling.games.spades.scoring import MODEL_LABELS
@@ -235,7 +235,7 @@ class PerfectInfoClient(GrpcClient):
         settings = pb.GibbsSettings()
         for name in ("sweeps", "burn_in", "chains", "level"):
             if getattr(g, name) is not None:
-                setattr(settings, name, getattr(g, name))
+                set_field(settings, name, getattr(g, name), f"config.gibbs.{name}")
         config = pb.PerfectInfoSessionConfig(
             game=game,
             opponents=[
@@ -243,8 +243,8 @@ class PerfectInfoClient(GrpcClient):
                 for o in opponents
             ],
             gibbs=settings,
-            seed=seed,
         )
+        set_field(config, "seed", seed, "config.seed")
         reply = self._call(
             "CreatePerfectInfoSession", pb.CreatePerfectInfoSessionRequest(config=config)
         )

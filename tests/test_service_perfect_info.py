@@ -673,3 +673,23 @@ def test_random_choices_never_break_the_server(
         assert sequence == 1 and ack.choices_observed == 1
         (weights,) = ack.weights
         assert weights.opponent == opponent and np.isclose(sum(weights.mean), 1.0)
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"seed": -3}, "config.seed"),
+        ({"seed": 2**64}, "config.seed"),
+        ({"gibbs": GibbsSettings(sweeps=2**40)}, "config.gibbs.sweeps"),
+        ({"gibbs": GibbsSettings(chains=1.5)}, "config.gibbs.chains"),  # type: ignore[arg-type]
+        ({"gibbs": GibbsSettings(level="0.9")}, "config.gibbs.level"),  # type: ignore[arg-type]
+    ],
+)
+def test_settings_the_api_cannot_carry_are_refused_naming_the_field(
+    client: PerfectInfoClient, options: dict, field: str
+) -> None:
+    """Not protobuf's ValueError or TypeError from the client: the field, as the server names
+    what it refuses."""
+    with pytest.raises(InvalidArgumentError) as info:
+        client.create_session(opponents=OPPONENTS, **options)
+    assert info.value.field == field

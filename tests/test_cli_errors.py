@@ -24,6 +24,9 @@ import pytest
 
 from oppmodel.clients.cli import build_parser, main
 from oppmodel.clients.commands import acpc_agent_cmd
+from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.strategy import save_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -162,6 +165,14 @@ MISTAKES = {
         "argument --t_version: must be at least 0",
     ),
     "acpc-agent-missing-game": ("acpc-agent nope.game 127.0.0.1 1", "cannot read nope.game"),
+    "match-prior-strategy-missing": (
+        "match --agents mbbr,n1,n3 --mbbr-prior-strategy nope.json",
+        "--mbbr-prior-strategy: cannot read nope.json: No such file or directory",
+    ),
+    "acpc-agent-prior-strategy-of-another-game": (
+        "acpc-agent kuhn2p 127.0.0.1 1 --in-process --mbbr-prior-strategy {inputs}/n1.json",
+        "--mbbr-prior-strategy: num_players: {inputs}/n1.json is for 3 players, kuhn2p has 2",
+    ),
     "acpc-agent-no-dealer": (
         "acpc-agent kuhn3p 127.0.0.1 {closed} --connect-timeout 0",
         "cannot connect to 127.0.0.1:{closed}",
@@ -224,6 +235,7 @@ def inputs(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "junk.txt").write_text("this is neither a database nor a game nor a log\n")
     (folder / "empty.txt").write_text("# no tokens here\n\n")
+    save_profile(kuhn_game(3), robust_profile("N1"), folder / "n1.json")  # OpenSpiel's keys
     log = (ROOT / "tests" / "data" / "acpc" / "kuhn3p-seed42-example-players.log").read_bytes()
     lines = log.splitlines(keepends=True)
     (folder / "small.log").write_bytes(b"".join(lines[:20]))

@@ -161,9 +161,13 @@ def prior_strategy_json(args: argparse.Namespace, game: KuhnGame | LimitGame) ->
         raise InvalidArgumentError(PRIOR_STRATEGY, "the uninformed prior has no prior mean")
     try:
         text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
+        parse_profile(game, text, path)
+    except OSError as exc:
+        raise InvalidArgumentError(PRIOR_STRATEGY, f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
         raise InvalidArgumentError(PRIOR_STRATEGY, f"cannot read {path}: {exc}") from None
-    parse_profile(game, text, path)
+    except InvalidArgumentError as exc:  # what is wrong with the file, under the flag's name
+        raise type(exc)(PRIOR_STRATEGY, str(exc)) from None
     return text
 
 

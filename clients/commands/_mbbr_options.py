@@ -146,8 +146,8 @@ def add_prior_strategy_argument(parser: argparse.ArgumentParser | argparse._Argu
         help="a strategy file (as `oppmodel solve` writes them; in Kuhn also OpenSpiel's keys) as "
         "MBBR's prior mean AND its default strategy, the one it plays for the first hands (the "
         "service's prior_mean_json and default_strategy_json; the library's prior_mean and "
-        "default_strategy). Default: the game's bundled solved strategy (3-player Kuhn: N3 as "
-        "prior mean, N1 as default), else uniform play",
+        "default_strategy). Default: the game's solved strategy, bundled or solved on first use "
+        "(3-player Kuhn: N3 as prior mean, N1 as default)",
     )
 
 

@@ -389,15 +389,9 @@ class OpponentModelClient(GrpcClient):
     def model(self, session_id: str, opponent_label: str, opponent_position: int) -> OpponentModel:
         """The model of opponent ``opponent_label`` when it sits in ``opponent_position`` (we then
         sit ``i + 1`` positions before it, ``i`` its index in the session's opponent labels)."""
-        reply = self._call(
-            "GetModel",
-            pb.GetModelRequest(
-                session_id=session_id,
-                opponent_label=opponent_label,
-                opponent_position=opponent_position,
-            ),
-            session_id=session_id,
-        )
+        request = pb.GetModelRequest(session_id=session_id, opponent_label=opponent_label)
+        set_field(request, "opponent_position", opponent_position, "opponent_position")
+        reply = self._call("GetModel", request, session_id=session_id)
         return OpponentModel(
             strategy=_table(reply.infosets),
             effective_sample_size=reply.effective_sample_size,
@@ -410,11 +404,9 @@ class OpponentModelClient(GrpcClient):
         if kind is not None and kind not in RESPONSE_KIND.values:
             raise errors.InvalidArgumentError("kind", f"{kind!r} is not 'mean' or 'bayes'")
         value = pb.RESPONSE_KIND_UNSPECIFIED if kind is None else RESPONSE_KIND.values[kind]
-        reply = self._call(
-            "GetResponse",
-            pb.GetResponseRequest(session_id=session_id, our_position=our_position, kind=value),
-            session_id=session_id,
-        )
+        request = pb.GetResponseRequest(session_id=session_id, kind=value)
+        set_field(request, "our_position", our_position, "our_position")
+        reply = self._call("GetResponse", request, session_id=session_id)
         return BestResponse(
             strategy=_table(reply.infosets),
             expected_value=reply.expected_value,
@@ -441,13 +433,17 @@ class OpponentModelClient(GrpcClient):
         the server is unreachable, wait for it (within the client's timeout) instead of failing at
         once.
         """
-        request = pb.GetActionRequest(session_id=session_id, draw=draw)
+        request = pb.GetActionRequest(session_id=session_id)
+        set_field(request, "draw", draw, "draw")
         if matchstate is not None:
             request.matchstate = matchstate
         else:
             if position is None or card is None:
                 raise errors.InvalidArgumentError("info_state", "give position and card")
-            request.info_state.CopyFrom(pb.InfoState(position=position, card=card, history=history))
+            request.info_state.SetInParent()
+            request.info_state.history = history
+            set_field(request.info_state, "position", position, "info_state.position")
+            set_field(request.info_state, "card", card, "info_state.card")
         reply = self._call_stub(
             self._stub.GetAction, request, session_id=session_id, wait_for_ready=wait_for_ready
         )

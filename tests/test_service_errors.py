@@ -350,6 +350,21 @@ def test_a_config_the_api_cannot_carry_is_refused_naming_the_field(server, setti
     assert info.value.field == field
 
 
+def test_a_query_the_api_cannot_carry_is_refused_naming_the_argument(server):
+    client, sid, _ = server
+    for call, field in (
+        (lambda: client.model(sid, "opp_A", 2**40), "opponent_position"),
+        (lambda: client.response(sid, 2**40), "our_position"),
+        (lambda: client.action(sid, position=0, card=0, draw=-1), "draw"),
+        (lambda: client.action(sid, position=2**40, card=0), "info_state.position"),
+        (lambda: client.action(sid, position=0, card=2**40), "info_state.card"),
+    ):
+        with pytest.raises(InvalidArgumentError) as info:
+            call()
+        assert info.value.field == field
+    assert client.action(sid, position=0, card=0, draw=1).infostate  # what is valid still goes
+
+
 def test_a_strategy_the_api_cannot_carry_is_refused_naming_where(server):
     client, _, _ = server
     for prior_mean, field in (

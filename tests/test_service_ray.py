@@ -15,6 +15,7 @@ dealer's log.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import ipaddress
 import json
@@ -40,8 +41,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from postgres_support import PostgresServer
 from prometheus_client.parser import text_string_to_metric_families
-from service_support import GAME, random_observations, running_server
+from service_support import GAME, random_observations, running_server, wait_until
 from test_acpc_service_agent import CommandThread
+from test_service_fuzz import LIMITS, PI_LIMITS, REQUESTS, fuzz
 
 from oppmodel.clients.acpc.agent import SeatHand, make_policy
 from oppmodel.clients.acpc.convert import kuhn_for, log_observations
@@ -62,6 +64,7 @@ from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import ServerConfig, free_ports
 from oppmodel.server.ray_metrics import PUSH_SECONDS, STALE_SECONDS, ReplicaMetricsEndpoint
 from oppmodel.server.ray_serve import REPLICA_KEY, RayServeConfig, init_local_ray, start_serve
+from oppmodel.server.sessions import Limits
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
@@ -72,6 +75,8 @@ ray = pytest.importorskip("ray", reason="ray is not installed (extra 'ray')")
 pytestmark = pytest.mark.slow
 
 CONFIG = MBBRConfig(k=5, hands_default=0, seed=4)
+# the fuzz's limits, with room for the sessions the module's other tests leave in the store
+FUZZ_LIMITS = dataclasses.replace(LIMITS, max_sessions=Limits.max_sessions)
 TOKEN = "tok-ray"
 
 
@@ -84,19 +89,24 @@ class Deployment:
         self.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         self._ports = (port, http_port)
         self._metrics_port = metrics_port
-        self._tokens: frozenset[str] | bool | None = False  # nothing deployed yet
+        self._deployed: tuple | None = None  # what ``ensure`` deployed last
 
-    def ensure(self, tokens: frozenset[str] | None = None) -> Deployment:
-        """Two replicas requiring ``tokens`` (None: no auth); redeployed only on a change."""
-        if tokens != self._tokens:
+    def ensure(
+        self, tokens: frozenset[str] | None = None, *, store: str | None = None, **limits: object
+    ) -> Deployment:
+        """Two replicas requiring ``tokens`` (None: no auth) on ``store`` (default: the module's)
+        with ``limits`` (``ServerConfig``'s ``limits``, ``perfect_info_limits``); redeployed only
+        on a change."""
+        wanted = (tokens, store or self.store, tuple(sorted(limits.items())))
+        if wanted != self._deployed:
             server = ServerConfig(
-                db_path=self.store, auth_tokens=tokens, metrics_port=self._metrics_port
+                db_path=wanted[1], auth_tokens=tokens, metrics_port=self._metrics_port, **limits
             )
             port, http_port = self._ports
             start_serve(
                 RayServeConfig(server, replicas=2, warm_up=False), port=port, http_port=http_port
             )
-            self._tokens = tokens
+            self._deployed = wanted
         return self
 
 
@@ -940,6 +950,45 @@ def kill_replica_holding(deployment: Deployment, session_id: str) -> str:
     pid = ray.get(handle.__ray_call__.remote(lambda _: os.getpid()), timeout=30)
     os.kill(pid, signal.SIGKILL)
     return replica
+
+
+def test_fuzzing_through_the_proxy_gets_documented_codes_and_changes_no_state(
+    ray_app: Deployment,
+) -> None:
+    """``test_service_fuzz.py``'s fuzz through Ray's proxy (a session id with a NUL was INTERNAL
+    there); a refusal that ends a stream arrives without trailers through Ray (documented)."""
+    deployment = ray_app.ensure(limits=FUZZ_LIMITS, perfect_info_limits=PI_LIMITS)
+    fuzz(deployment.target, deployment.store, requests=REQUESTS, stream_trailers=False)
+
+
+def test_health_is_not_serving_while_the_store_is_unreachable(
+    ray_app: Deployment, own_postgres_server: PostgresServer
+) -> None:
+    """Each replica's health Check asks its store: NOT_SERVING while it is down (calls answer
+    UNAVAILABLE, saying nothing of where the store is), SERVING once it is back."""
+    store = own_postgres_server.new_database()
+    deployment = ray_app.ensure(store=store)
+    with grpc.insecure_channel(deployment.target) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+
+        def status() -> int:
+            return health.Check(health_pb2.HealthCheckRequest(), timeout=60).status
+
+        assert status() == health_pb2.HealthCheckResponse.SERVING
+        own_postgres_server.pause()
+        try:
+            for _ in range(4):  # whichever replica answers
+                assert status() == health_pb2.HealthCheckResponse.NOT_SERVING
+            with pytest.raises(grpc.RpcError) as caught:
+                pb_grpc.OpponentModelServiceStub(channel).ListSessions(
+                    pb.ListSessionsRequest(), timeout=60
+                )
+            assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert caught.value.details() == "store unavailable; send again"
+        finally:
+            own_postgres_server.resume()
+        wait_until(lambda: status() == health_pb2.HealthCheckResponse.SERVING, "SERVING again")
+    ray_app.ensure()  # the module's store again
 
 
 def test_killing_the_replica_holding_the_session_loses_no_hand(

@@ -11,6 +11,8 @@ stderr and exit status 2. argparse reports usage errors so (a number out of rang
 system's (a missing file, a port in use), raised by the command before it leaves anything behind.
 Anything else is a bug and keeps its traceback. Status 1 is kept for a run that started and then
 failed (an ACPC match aborted by a timeout or a crashed agent), as the reference dealer does.
+Ctrl-C ends every subcommand with one line too, ``oppmodel CMD: interrupted ...; ...`` saying
+how far it got and what it kept, and status 130 (see ``interrupt.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import importlib
 import sys
 from collections.abc import Callable
 
+from oppmodel.clients.interrupt import INTERRUPTED_STATUS, interrupted_line
 from oppmodel.modeling.errors import OppModelError
 
 USER_ERRORS = (OppModelError, OSError)
@@ -74,12 +77,16 @@ def error_message(exc: BaseException) -> str:
 def run_command(
     prog: str, func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace
 ) -> int:
-    """Run a subcommand; a user error becomes ``PROG: error: MESSAGE`` on stderr and status 2."""
+    """Run a subcommand; a user error becomes ``PROG: error: MESSAGE`` on stderr and status 2,
+    Ctrl-C ``PROG: interrupted ...; WHAT WAS KEPT`` and status 130 (``clients/interrupt.py``)."""
     try:
         return int(func(args) or 0)
     except USER_ERRORS as exc:
         print(f"{prog}: error: {error_message(exc)}", file=sys.stderr)
         return USAGE_ERROR_STATUS
+    except KeyboardInterrupt as exc:
+        print(interrupted_line(prog, exc), file=sys.stderr, flush=True)
+        return INTERRUPTED_STATUS
 
 
 def main(argv: list[str] | None = None) -> int:

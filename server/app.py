@@ -425,9 +425,10 @@ def warm_up() -> None:
 
 async def serve(
     config: ServerConfig, *, on_serving: Callable[[Server], None] | None = None
-) -> None:
+) -> signal.Signals:
     """Run a server until SIGTERM/SIGINT, then shut it down gracefully; ``on_serving`` is called
-    with the started server (its ``port`` and ``metrics_port`` are the bound ones)."""
+    with the started server (its ``port`` and ``metrics_port`` are the bound ones). Returns the
+    signal that stopped it (Ctrl-C's SIGINT ends the command as interrupted, SIGTERM as done)."""
     server, port = build_server(config)  # before the warm-up: a bad configuration fails at once
     try:
         warm_up()
@@ -446,18 +447,24 @@ async def serve(
     )
     if on_serving is not None:
         on_serving(server)
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    stopped_by: asyncio.Future[signal.Signals] = loop.create_future()
+
+    def stop(sig: signal.Signals) -> None:
+        if not stopped_by.done():
+            stopped_by.set_result(sig)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stop, sig)
     try:
-        await stop.wait()
+        await stopped_by
         log.info("shutting down", extra={"grace_seconds": config.grace_seconds})
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         await server.stop()
         log.info("stopped")
+    return stopped_by.result()
 
 
 class BackgroundServer:

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import multiprocessing
 import pickle
+import signal
 import socket
 import struct
 from collections.abc import Callable
@@ -58,7 +59,11 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
 
 
 def serve_objects(sock: socket.socket) -> None:
-    """The child's main: answer requests on ``sock`` until the parent closes it."""
+    """The child's main: answer requests on ``sock`` until the parent closes it.
+
+    It ignores SIGINT: Ctrl-C at a terminal reaches every process of the group, and the parent,
+    which closes the socket as it stops, ends the worker (without a traceback of its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     objects: Objects = {}
     yield_to_the_loop()
     sock.sendall(_HEADER.pack(0))  # ready

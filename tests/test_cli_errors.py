@@ -43,6 +43,10 @@ MISTAKES = {
     "demo-unknown-game": ("demo --game chess", "cannot read chess: no such file"),
     "demo-negative-hands": ("demo --hands -3", "argument --hands: must be at least 1, got -3"),
     "demo-no-duplicates": ("demo --duplicates 0", "argument --duplicates: must be at least 1"),
+    "demo-huge-hands": (  # was numpy's ArrayMemoryError (7.28 TiB)
+        "demo --hands 1000000000000",
+        "argument --hands: must be from 1 to 10000000, got 1000000000000",
+    ),
     "demo-k-zero": ("demo --k 0", "argument --k: must be at least 1, got 0"),
     "demo-negative-seed": ("demo --seed -1", "argument --seed: must be from 0 to"),
     "demo-data-dir-is-a-file": ("demo --data-dir {inputs}/junk.txt", "junk.txt: File exists"),
@@ -126,6 +130,10 @@ MISTAKES = {
         "solve leduc2p --iterations 0 --out s.json",
         "argument --iterations: must be at least 1, got 0",
     ),
+    "solve-huge-iterations": (  # would run for centuries
+        "solve leduc2p --iterations 100000000000000 --out s.json",
+        "argument --iterations: must be from 1 to 1000000000",
+    ),
     "solve-not-a-state": (
         "solve kuhn2p --iterations 5 --out s.json --resume {inputs}/junk.txt",
         "junk.txt is not a solver state",
@@ -134,6 +142,10 @@ MISTAKES = {
     "eval-unknown-profile": ("eval --profile nonesuch", "unknown strategy 'nonesuch'"),
     "match-too-few-agents": ("match --agents n1,n3", "agents: kuhn3p needs 3 agents"),
     "match-no-hands": ("match --agents n1,n2,n3 --hands 0", "argument --hands: must be"),
+    "match-huge-hands": (  # was a ValueError deep in numpy
+        "match --agents n1,n2,n3 --hands 99999999999999999999",
+        "argument --hands: must be from 1 to 10000000",
+    ),
     "match-bad-k": ("match --agents mbbr,n2,n3 --mbbr-k 0", "argument --mbbr-k: must be"),
     "match-bad-epsilon": (
         "match --agents mbbr,n2,n3 --mbbr-epsilon 0.7",
@@ -357,6 +369,18 @@ def test_every_numeric_option_has_a_range() -> None:
     every subcommand uses a ranged type instead."""
     bare = [label for label, action in _options(build_parser()) if action.type in (int, float)]
     assert bare == []
+
+
+def test_every_integer_option_has_an_upper_bound() -> None:
+    """A count without one takes 10^12 hands to an allocation of terabytes, or 10^14 iterations
+    to a run of centuries: every integer option names its range."""
+    unbounded = [
+        label
+        for label, action in _options(build_parser())
+        if getattr(action.type, "__name__", "").startswith("integer")
+        and not action.type.__name__.startswith("integer from")
+    ]
+    assert unbounded == []
 
 
 def test_every_command_is_covered_by_a_mistake() -> None:

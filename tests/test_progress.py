@@ -12,7 +12,7 @@ import termios
 
 import pytest
 
-from oppmodel.clients.progress import LOG_LINES, progress_bar, run_progress
+from oppmodel.clients.progress import LOG_LINES, Progress, progress_bar, run_progress
 
 
 def test_no_bar_when_stderr_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,3 +55,16 @@ def test_a_bar_on_a_terminal_unless_hidden(monkeypatch: pytest.MonkeyPatch, show
         drawn = os.read(main, 65536).decode() if ready else ""
     os.close(main)
     assert ("hands" in drawn) is show
+
+
+def test_a_command_of_a_few_seconds_prints_no_progress_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Off a terminal a command's progress is silent unless the run is long (the first line
+    comes after LINE_SECONDS; the subprocess test of Ctrl-C waits for it)."""
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log)
+    with Progress(100_000, desc="oppmodel match", unit="hand") as progress:
+        for _ in range(100_000):
+            progress.update()
+    assert log.getvalue() == "" and progress.done() == "after 100000 of 100000 hands"

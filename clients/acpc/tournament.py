@@ -215,6 +215,10 @@ def play_tournament_match(
         )
         watcher.start()
         outcome = dealer.run()
+    except BaseException:  # Ctrl-C, say: the external agents are ended now, not waited for
+        for _, process, _ in processes:
+            process.terminate()
+        raise
     finally:
         finished.set()
         dealer.close()

@@ -3,7 +3,7 @@
 argparse calls a type with the argument's text and reports an ``ArgumentTypeError`` as
 ``oppmodel CMD: error: argument --flag: MESSAGE`` with exit status 2, the CLI's convention for
 every mistake on the command line. Every numeric option of every subcommand uses one of these
-(a test walks the parsers to keep it so).
+(a test walks the parsers to keep it so), and every integer one has an upper bound.
 """
 
 from __future__ import annotations
@@ -14,18 +14,26 @@ from collections.abc import Callable
 
 MAX_PORT = 65535
 MAX_SEED = 2**32 - 1  # numpy's and the ACPC dealer's seeds are 32-bit
+# Every count has an upper bound, so that a slip of the keyboard is a usage error, not an
+# allocation of terabytes (demo --hands 10^12), an overflow deep in numpy, or a run of centuries.
+MAX_COUNT = 2**31 - 1  # any count: a C int, what gRPC, SQLite and the numba kernels take
+MAX_HANDS = 10_000_000  # hands per match: a few bytes of arrays per hand, hours of play
+MAX_RUNS = 100_000  # duplicates, deal sequences, replications, games: each a match or more
+MAX_ITERATIONS = 1_000_000_000  # solve: about a millisecond each in Leduc, so days
+MAX_PROCESSES = 256  # worker processes, replicas, model workers
+MAX_MESSAGE_KB = MAX_COUNT >> 10  # gRPC's message size limits are C ints of bytes
 
 
-def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An integer type accepting ``low <= value <= high`` (no upper bound if ``high`` is None)."""
-    span = f"from {low} to {high}" if high is not None else f"at least {low}"
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An integer type accepting ``low <= value <= high``."""
+    span = f"from {low} to {high}"
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < low or (high is not None and value > high):
+        if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be {span}, got {value}")
         return value
 
@@ -55,8 +63,12 @@ def float_in(
     return parse
 
 
-positive_int = int_in(1)
-non_negative_int = int_in(0)
+positive_int = int_in(1, MAX_COUNT)
+non_negative_int = int_in(0, MAX_COUNT)
+hands = int_in(1, MAX_HANDS)
+runs = int_in(1, MAX_RUNS)
+iterations = int_in(1, MAX_ITERATIONS)
+processes = int_in(1, MAX_PROCESSES)
 port = int_in(0, MAX_PORT)
 seed = int_in(0, MAX_SEED)
 positive_float = float_in(0.0, low_open=True)

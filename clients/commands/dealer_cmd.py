@@ -14,6 +14,8 @@ from oppmodel.clients.acpc.dealer import (
     MatchDealer,
 )
 from oppmodel.clients.commands._types import int_in, non_negative_int, port, positive_int, seed
+from oppmodel.clients.interrupt import noting
+from oppmodel.clients.progress import Progress
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
@@ -148,6 +150,15 @@ def dealer_config(args: argparse.Namespace) -> DealerConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Play the match; 0 when it finished, 1 when it was aborted."""
-    dealer = MatchDealer(dealer_config(args))
-    dealer.listen()
-    return dealer.run().status
+    config = dealer_config(args)
+    log = config.log_path or Path(f"{config.match}.log")
+    with (
+        noting(kept=lambda: f"the hands dealt are in {log}" if config.write_log else ""),
+        Progress(config.hands, desc="oppmodel dealer", unit="hand", show=False) as hands,
+    ):
+        dealer = MatchDealer(config, on_hand=lambda _hand: hands.update())
+        try:
+            dealer.listen()
+            return dealer.run().status
+        finally:
+            dealer.close()

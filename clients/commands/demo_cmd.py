@@ -25,8 +25,9 @@ import numpy as np
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands._mbbr_options import add_prior_strategy_argument, prior_strategy_json
-from oppmodel.clients.commands._types import non_negative_int, positive_int, seed
-from oppmodel.clients.progress import counted, progress_bar
+from oppmodel.clients.commands._types import hands, non_negative_int, positive_int, runs, seed
+from oppmodel.clients.interrupt import noting
+from oppmodel.clients.progress import Progress, counted
 from oppmodel.clients.service_agent import service_mbbr_factory
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
@@ -96,14 +97,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--hands",
-        type=positive_int,
+        type=hands,
         help="hands per match (default: "
         + ", ".join(f"{game} {spec[2]}" for game, spec in GAMES.items())
         + ")",
     )
     parser.add_argument(
         "--duplicates",
-        type=positive_int,
+        type=runs,
         help="independent duplicates, each playing every seating (6 in 3 players, 2 in 2; "
         "default: " + ", ".join(f"{game} {spec[3]}" for game, spec in GAMES.items()) + ")",
     )
@@ -169,10 +170,12 @@ def run(args: argparse.Namespace) -> int:
     made = data_dir is None or not data_dir.exists()
     if data_dir is None:
         data_dir = Path(tempfile.mkdtemp(prefix="oppmodel-demo-"))
+    db_path = data_dir / "oppmodel.sqlite"
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        summary = _play(args, game=game, opponents=opponents, profiles=profiles, config=config,
-                       prior=prior, db_path=data_dir / "oppmodel.sqlite")  # fmt: skip
+        with noting(kept=lambda: "" if made else f"the sessions played so far are in {db_path}"):
+            summary = _play(args, game=game, opponents=opponents, profiles=profiles,
+                            config=config, prior=prior, db_path=db_path)  # fmt: skip
     except BaseException:
         if made:
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -216,7 +219,7 @@ def _play(
         ]
         n = game.num_players
         total = len(seatings(n)) * args.hands * args.duplicates
-        with progress_bar(total, unit="hand", show=not args.json) as bar:
+        with Progress(total, desc="oppmodel demo", unit="hand", show=not args.json) as bar:
             result = run_duplicate(
                 game,
                 names,

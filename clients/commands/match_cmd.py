@@ -17,8 +17,8 @@ from oppmodel.clients.commands._mbbr_options import (
     prior_strategy_json,
     prior_strategy_profile,
 )
-from oppmodel.clients.commands._types import positive_int, seed
-from oppmodel.clients.progress import counted, progress_bar
+from oppmodel.clients.commands._types import hands, runs, seed
+from oppmodel.clients.progress import Progress, counted
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -97,12 +97,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="comma-separated agent names, one per player, e.g. mbbr,n1,n3",
     )
     parser.add_argument("--game", default="kuhn3p", help=GAME_HELP)
-    parser.add_argument(
-        "--hands", type=positive_int, default=3000, help="hands per match (default 3000)"
-    )
+    parser.add_argument("--hands", type=hands, default=3000, help="hands per match (default 3000)")
     parser.add_argument(
         "--duplicates",
-        type=positive_int,
+        type=runs,
         default=10,
         help="independent duplicates, each playing every seating (default 10)",
     )
@@ -151,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     labels, factories = build_agents(game, args.agents, config, prior)
     total = args.hands * args.duplicates * len(seatings(game.num_players))
     start = time.perf_counter()
-    with progress_bar(total, unit="hand", desc="match") as bar:
+    with Progress(total, desc="oppmodel match", unit="hand") as bar:
         result = run_duplicate(
             game,
             labels,

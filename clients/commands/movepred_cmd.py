@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from oppmodel.clients.commands._types import positive_float, positive_int, seed
-from oppmodel.clients.progress import progress_bar
+from oppmodel.clients.commands._types import positive_float, positive_int, runs, seed
+from oppmodel.clients.progress import Progress
 from oppmodel.modeling.movepred.tictactoe import (
     ENCODINGS,
     MinimaxRole,
@@ -46,15 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--games", type=positive_int, default=100, help="training games (default 100)"
-    )
-    parser.add_argument(
-        "--test-games", type=positive_int, default=10, help="test games (default 10)"
-    )
+    parser.add_argument("--games", type=runs, default=100, help="training games (default 100)")
+    parser.add_argument("--test-games", type=runs, default=10, help="test games (default 10)")
     parser.add_argument(
         "--repeats",
-        type=positive_int,
+        type=runs,
         default=1,
         help="independent replications pooled (default 1)",
     )
@@ -91,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the experiment and print the curves."""
-    with progress_bar(args.repeats, desc="replications") as bar:
+    with Progress(args.repeats, desc="oppmodel movepred", unit="replication") as bar:
         result = run_topn_experiment(
             train_games=args.games,
             test_games=args.test_games,

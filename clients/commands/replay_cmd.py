@@ -23,7 +23,7 @@ from oppmodel.clients.commands._mbbr_options import (
     prior_strategy_json,
 )
 from oppmodel.clients.commands._types import seed
-from oppmodel.clients.progress import progress_bar
+from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.compiler import limit_game
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
                 )
 
         total = sum(args.name in h.names for h in hands)
-        with progress_bar(total, unit="hand") as bar:
+        with Progress(total, desc="oppmodel replay", unit="hand") as bar:
             report = replay(game, hands, args.name, source, config=config, progress=bar.update)
     seconds = time.perf_counter() - start
     if args.plot:

@@ -6,17 +6,22 @@ import argparse
 import asyncio
 import functools
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from oppmodel.clients.commands._types import (
+    MAX_MESSAGE_KB,
+    MAX_PROCESSES,
     float_in,
+    int_in,
     non_negative_float,
-    non_negative_int,
     port,
     positive_int,
+    processes,
 )
+from oppmodel.clients.interrupt import Interrupted
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.server import ray_serve
 from oppmodel.server.app import Server, ServerConfig, configure_logging, read_tokens, serve
@@ -107,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ray.add_argument(
         "--replicas",
-        type=positive_int,
+        type=processes,
         default=RayServeConfig.replicas,
         help="replicas with --ray (default %(default)s)",
     )
@@ -168,7 +173,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     limits.add_argument(
         "--max-message-kb",
-        type=positive_int,
+        type=int_in(1, MAX_MESSAGE_KB),
         default=ServerConfig.max_message_bytes >> 10,
         help="largest request the server reads, in KiB; a 3-player Leduc strategy sent as JSON "
         "(CreateSession's prior_mean or default_strategy) needs about 2048 (default %(default)s)",
@@ -189,7 +194,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--model-workers",
-        type=non_negative_int,
+        type=int_in(0, MAX_PROCESSES),
         default=ServerConfig.model_workers,
         help="child processes that hold the sessions' models and compute their updates and "
         "responses, so that the server's event loop serves calls meanwhile; 0: the server's "
@@ -212,7 +217,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted."""
+    """Serve until SIGTERM (status 0) or Ctrl-C (the interrupted line, status 130)."""
     configure_logging()
     config = ServerConfig(
         db_path=args.db,
@@ -248,7 +253,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.address is not None:
         raise InvalidArgumentError("address", "--address needs --ray")
-    asyncio.run(serve(config, on_serving=announce))
+    if asyncio.run(serve(config, on_serving=announce)) == signal.SIGINT:  # Ctrl-C, once drained
+        raise Interrupted(kept=f"the sessions are kept in {redacted(config.db_path)}")
     return 0
 
 

@@ -8,8 +8,9 @@ import math
 import time
 from pathlib import Path
 
-from oppmodel.clients.commands._types import non_negative_int, positive_int
-from oppmodel.clients.progress import progress_bar
+from oppmodel.clients.commands._types import iterations, non_negative_int
+from oppmodel.clients.interrupt import noting
+from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.compiler import limit_game
@@ -40,8 +41,9 @@ equilibrium guarantee, and the file says so.
 
 --iterations is the total: with --resume STATE the run starts from the saved state (if the
 file exists) and writes it back at every checkpoint and at the end, so that running the same
-command again with a larger --iterations continues where it stopped. Ctrl-C saves too.
-A progress bar with the current nash_conv is drawn when stderr is a terminal.
+command again with a larger --iterations continues where it stopped. Ctrl-C saves too, and says
+so. A progress bar with the current nash_conv is drawn when stderr is a terminal; off a
+terminal a long run prints a progress line now and then.
 """
 
 _EXAMPLES = """\
@@ -64,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("game", metavar="GAME", help="a bundled game's short name or a game file")
     parser.add_argument(
-        "--iterations", type=positive_int, required=True, help="total iterations to reach"
+        "--iterations", type=iterations, required=True, help="total iterations to reach"
     )
     parser.add_argument(
         "--algorithm",
@@ -107,24 +109,30 @@ def run(args: argparse.Namespace) -> int:
     solver = _solver(args, game)
     start, started = solver.iteration, time.perf_counter()
     remaining = max(args.iterations - start, 0)
-    bar = progress_bar(args.iterations, desc=f"{game.name} {solver.config.algorithm}")
-    bar.update(start)
+    desc = f"oppmodel solve {game.name} {solver.config.algorithm}"
 
     def checkpoint(s: CFRSolver) -> None:
-        bar.update(s.iteration - bar.n)
-        if not bar.disable:
-            bar.set_postfix_str(f"nash_conv {s.nash_conv():.3g}")
         if args.resume is not None:
             s.save(args.resume)
+        bar.postfix(lambda: f"nash_conv {s.nash_conv():.3g}")
 
-    try:
-        solver.run(remaining, every=max(1, math.ceil(remaining / CHECKPOINTS)), callback=checkpoint)
-    except KeyboardInterrupt:
-        if args.resume is not None:
-            solver.save(args.resume)
-        raise
-    finally:
-        bar.close()
+    def kept() -> str:
+        if args.resume is None:
+            return "nothing kept (with --resume STATE the solver's state is kept to resume from)"
+        solver.save(args.resume)
+        return f"state saved to {args.resume} (the same command resumes from it)"
+
+    with (
+        noting(progress=lambda: f"at iteration {solver.iteration} of {args.iterations}", kept=kept),
+        Progress(args.iterations, desc=desc, unit="iteration") as bar,
+    ):
+        bar.update(start)
+        solver.run(
+            remaining,
+            every=max(1, math.ceil(remaining / CHECKPOINTS)),
+            callback=checkpoint,
+            progress=bar.update,
+        )
     seconds = time.perf_counter() - started
     if args.resume is not None:
         solver.save(args.resume)

@@ -6,8 +6,8 @@ import argparse
 import json
 import time
 
-from oppmodel.clients.commands._types import float_in, int_in, positive_int, seed
-from oppmodel.clients.progress import progress_bar
+from oppmodel.clients.commands._types import float_in, int_in, positive_int, processes, runs, seed
+from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.spades.cards import MAX_HAND_SIZE
 from oppmodel.modeling.perfect_info import spades_match as M
@@ -91,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--deal-sequences",
-        type=positive_int,
+        type=runs,
         default=20,
         help="deal sequences (paper: 100; default 20)",
     )
@@ -108,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--target", type=positive_int, default=300, help="points that end a game (300)"
     )
-    parser.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--jobs", type=processes, default=1, help="worker processes (default 1)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=run)
 
@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
     if not pairs:
         raise InvalidArgumentError("candidates", "no pair of distinct types A, B")
     t0 = time.perf_counter()
-    with progress_bar(len(pairs) * args.deal_sequences, desc="deal sequences x experiments") as bar:
+    total = len(pairs) * args.deal_sequences
+    with Progress(total, desc="oppmodel spades-match", unit="deal sequence") as bar:
         result = M.run_match(
             pairs,
             sequences=args.deal_sequences,

@@ -17,8 +17,9 @@ from oppmodel.clients.acpc.tournament import (
     run_tournament,
 )
 from oppmodel.clients.commands._mbbr_options import add_prior_strategy_argument, prior_strategy_json
-from oppmodel.clients.commands._types import int_in, positive_int
-from oppmodel.clients.progress import progress_bar
+from oppmodel.clients.commands._types import hands, int_in, positive_int, runs
+from oppmodel.clients.interrupt import noting
+from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import FailedPreconditionError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
@@ -69,12 +70,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="kuhn3p",
         help=f"ACPC game file or a bundled game ({', '.join(BUNDLED_GAMES)}; default %(default)s)",
     )
-    parser.add_argument(
-        "--hands", type=positive_int, default=3000, help="hands per match (default 3000)"
-    )
-    parser.add_argument(
-        "--duplicates", type=positive_int, default=1, help="duplicate sets (default 1)"
-    )
+    parser.add_argument("--hands", type=hands, default=3000, help="hands per match (default 3000)")
+    parser.add_argument("--duplicates", type=runs, default=1, help="duplicate sets (default 1)")
     parser.add_argument(
         "--seed",
         type=int_in(0, 2**32 - 1),
@@ -113,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
     )
     config.validate()
     total = args.hands * args.duplicates * math.factorial(config.game.num_players)
-    with progress_bar(total, unit="hand", desc="tournament") as bar:
+    with (
+        noting(kept=lambda: f"the logs of the matches played are in {args.out}/"),
+        Progress(total, desc="oppmodel tournament", unit="hand") as bar,
+    ):
         try:
             records = run_tournament(config, on_hand=lambda _hand: bar.update())
         except FailedPreconditionError as exc:  # a match aborted: the run failed, not the command

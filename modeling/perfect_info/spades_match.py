@@ -21,6 +21,8 @@ than 1/2 on the opponent's true utility, and less than 0.3 ("far off" in the pap
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -43,6 +45,7 @@ from oppmodel.modeling.perfect_info.spades_agents import (
 )
 
 SEATINGS = ("AAB", "ABA", "ABB", "BAA", "BAB", "BBA")
+_IGNORE_SIGINT = (signal.SIGINT, signal.SIG_IGN)  # a worker's initializer: the parent ends it
 
 
 @dataclass(frozen=True)
@@ -302,12 +305,12 @@ def run_match(
         for task in tasks:
             record(_sequence_task(task))
     else:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_sequence_task, t) for t in tasks]
-            for fut in as_completed(futures):
-                record(fut.result())
+        # leaving the block terminates the workers, also on an exception or Ctrl-C (a
+        # ProcessPoolExecutor would wait for every running sequence first); they ignore SIGINT,
+        # which a terminal sends them too, so they print no traceback of their own
+        with multiprocessing.Pool(jobs, initializer=signal.signal, initargs=_IGNORE_SIGINT) as pool:
+            for out in pool.imap_unordered(_sequence_task, tasks):
+                record(out)
     return MatchResult(seed=seed, eps=eps, hand_size=hand_size, target=target, games=games)
 
 

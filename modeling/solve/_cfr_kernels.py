@@ -71,8 +71,10 @@ def update_position(regrets, sums, current, cfv, own_reach, legal, size, t, para
 
 
 @njit(cache=True)
-def iterate(tree, regrets, sums, current, legal, sizes, first, last, params):
-    """Iterations ``first`` .. ``last`` (inclusive), positions updated in turn."""
+def iterate(tree, regrets, sums, current, legal, sizes, done, last, params):
+    """Iterations ``done[0] + 1`` .. ``last``, positions updated in turn; ``done[0]`` is the
+    iteration the arrays are at (kept with them, so that no interrupt falls between the two)."""
+    first = done[0] + 1
     n, num_infosets, _ = current.shape
     cfv = np.empty((num_infosets, NUM_ACTIONS))
     own_reach = np.empty(num_infosets)
@@ -85,3 +87,4 @@ def iterate(tree, regrets, sums, current, legal, sizes, first, last, params):
             update_position(
                 regrets[p], sums[p], current[p], cfv, own_reach, legal[p], sizes[p], t, params
             )
+        done[0] = t

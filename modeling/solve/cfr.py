@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.solve import _cfr_kernels as kernels
 
 DEFAULT_DELAY = 10
+SLICE_SECONDS = 0.25  # the kernel's longest run between two chances for Python to see Ctrl-C
 STATE_FORMAT = 1
 
 
@@ -97,11 +99,21 @@ class CFRSolver:
         self.regrets = np.zeros(shape)
         self.sums = np.zeros(shape)
         self.current = np.zeros(shape)
-        self.iteration = 0
+        self._done = np.zeros(1, dtype=np.int64)  # the iteration, updated by the kernel
         self._legal = np.ascontiguousarray(game.legal_mask)
         self._sizes = np.array(game.infosets_per_position, dtype=np.int64)
         for p in range(game.num_players):
             kernels.regret_matching(self.regrets[p], self._legal[p], self.current[p])
+
+    @property
+    def iteration(self) -> int:
+        """Iterations run so far (the kernel counts them with the arrays it updates, so that the
+        state saved after a KeyboardInterrupt is whole)."""
+        return int(self._done[0])
+
+    @iteration.setter
+    def iteration(self, value: int) -> None:
+        self._done[0] = value
 
     def run(
         self,
@@ -109,19 +121,32 @@ class CFRSolver:
         *,
         every: int = 0,
         callback: Callable[[CFRSolver], None] | None = None,
+        progress: Callable[[int], object] | None = None,
     ) -> None:
-        """Run ``iterations`` more iterations; call ``callback(self)`` after every ``every``."""
+        """Run ``iterations`` more iterations; call ``callback(self)`` after every ``every``.
+
+        The kernel runs in slices of about SLICE_SECONDS, after each of which ``progress(n)`` is
+        told the ``n`` iterations it ran: a KeyboardInterrupt, which Python raises only between
+        them, stops a long run within about that time, not at the next callback.
+        """
         if not isinstance(iterations, int) or iterations < 0:
             raise InvalidArgumentError("iterations", f"must be >= 0, got {iterations!r}")
         target = self.iteration + iterations
         step = every if every > 0 else iterations
+        params = self.config.kernel_params()
+        size = 1  # iterations in the next slice, grown to last about SLICE_SECONDS
         while self.iteration < target:
-            last = min(self.iteration + step, target)
-            kernels.iterate(
-                self.game.tree, self.regrets, self.sums, self.current, self._legal, self._sizes,
-                self.iteration + 1, last, self.config.kernel_params(),
-            )  # fmt: skip
-            self.iteration = last
+            checkpoint = min(self.iteration + step, target)
+            while self.iteration < checkpoint:
+                first, started = self.iteration, time.perf_counter()
+                kernels.iterate(
+                    self.game.tree, self.regrets, self.sums, self.current, self._legal,
+                    self._sizes, self._done, min(first + size, checkpoint), params,
+                )  # fmt: skip
+                ran, seconds = self.iteration - first, time.perf_counter() - started
+                size = max(1, min(2 * ran, int(ran * SLICE_SECONDS / max(seconds, 1e-9))))
+                if progress is not None:
+                    progress(ran)
             if callback is not None:
                 callback(self)
 

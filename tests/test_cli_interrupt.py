@@ -1,0 +1,190 @@
+"""Ctrl-C on every long command: one line saying what was interrupted and what was kept, exit
+status 130, and nothing left running (child processes, worker pools, the model worker and its
+fork server, external agents, servers).
+
+Each command runs as the installed ``oppmodel`` in a session of its own, as a shell runs a job;
+once it shows it is at work (its first progress line off a terminal, or its serving or ports
+line) the whole process group gets SIGINT, as the terminal's Ctrl-C sends it. The commands run
+at once, in parallel, each in a folder of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.solve.cfr import CFRSolver
+
+TESTS = Path(__file__).resolve().parent
+OPPMODEL = str(Path(sys.executable).parent / "oppmodel")
+EXTERNAL = f"{sys.executable} {TESTS / 'acpc_external_agent.py'}"
+PROGRESS = re.compile(r"^oppmodel [^:]+: \d+/\d+ [\w ]+ done, \d+ s$")  # a progress line
+STARTED_SECONDS = 240  # for the command to show it is at work (imports on two loaded cores)
+# from SIGINT to the command's exit and its process group's end; the goal is 5 s (about 1 s
+# here when quiet), the bound leaves room for two busy cores and still catches a wait for the
+# running work (spades-match --jobs 2 took 78 s) or for a seat that never connects
+STOP_SECONDS = 20
+
+# command: (argv, pattern of the interrupted line); sizes that keep each at work for minutes
+CASES = {
+    "demo": (
+        "demo --hands 100 --duplicates 10000",  # progress: a count after every match
+        r"interrupted after \d+ of 6000000 hands; nothing kept",
+    ),
+    "match": (
+        "match --agents mbbr,n1,n3 --hands 200 --duplicates 10000",
+        r"interrupted after \d+ of 12000000 hands; nothing kept",
+    ),
+    "solve": (
+        "solve leduc3p --iterations 1000000 --out s.json --resume s.npz",
+        r"interrupted at iteration (\d+) of 1000000; state saved to s.npz "
+        r"\(the same command resumes from it\)",
+    ),
+    "replay": (
+        f"replay {TESTS / 'data/acpc/leduc3p-seed42-example-players.log'} --as Alice --local",
+        r"interrupted after \d+ of 3000 hands; nothing kept",
+    ),
+    "tournament": (
+        f"tournament --agent a=builtin:n1 --agent b=builtin:n3 --agent 'c={EXTERNAL}' "
+        "--hands 100000 --out logs",
+        r"interrupted after \d+ of 600000 hands; the logs of the matches played are in logs/",
+    ),
+    "dealer": (  # interrupted while it waits for its seats to connect
+        "dealer m kuhn3p 100000 42 a b c",
+        r"interrupted after 0 of 100000 hands; the hands dealt are in m.log",
+    ),
+    "movepred": (
+        "movepred --games 200 --repeats 100000",
+        r"interrupted after \d+ of 100000 replications; nothing kept",
+    ),
+    "spades-match": (
+        "spades-match --jobs 2 --deal-sequences 1000 --hand-size 3 --target 100",
+        r"interrupted after \d+ of 4000 deal sequences; nothing kept",
+    ),
+    "serve": (
+        "serve --store s.sqlite --port 0",
+        r"interrupted; the sessions are kept in s.sqlite",
+    ),
+}
+
+
+def session_processes(session: int) -> list[int]:
+    """Live processes (zombies aside) of a session, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        state, _, _, sid = stat.rsplit(")", 1)[1].split()[:4]
+        if int(sid) == session and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@dataclass
+class Run:
+    """A command running in a session of its own, its output collected line by line."""
+
+    name: str
+    folder: Path
+    process: subprocess.Popen
+    out: list[str] = field(default_factory=list)
+    err: list[str] = field(default_factory=list)
+
+    def read(self, stream: object, lines: list[str]) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            lines.append(line.rstrip("\n"))
+
+    def at_work(self) -> bool:
+        if self.name == "serve":
+            return any(line.startswith("serving on") for line in self.out)
+        if self.name == "dealer":
+            return bool(self.out)  # the ports line
+        return any(PROGRESS.match(line) for line in self.err)
+
+
+def start(name: str, tmp_path: Path) -> Run:
+    folder = tmp_path / name
+    (folder / "tmp").mkdir(parents=True)
+    process = subprocess.Popen(
+        [OPPMODEL, *shlex.split(CASES[name][0])],
+        cwd=folder,
+        env={**os.environ, "TMPDIR": str(folder / "tmp")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group and session, as a shell's job
+    )
+    run = Run(name, folder, process)
+    for stream, lines in ((process.stdout, run.out), (process.stderr, run.err)):
+        threading.Thread(target=run.read, args=(stream, lines), daemon=True).start()
+    return run
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Run, float]]:
+    """Every command started at once, each sent Ctrl-C once at work: {name: (run, seconds from
+    SIGINT to the end of its exit and of its whole process group)}."""
+    tmp_path = tmp_path_factory.mktemp("interrupt")
+    runs = [start(name, tmp_path) for name in CASES]
+    stopped: dict[str, tuple[Run, float]] = {}
+    try:
+        deadline = time.monotonic() + STARTED_SECONDS
+        while len(stopped) < len(runs) and time.monotonic() < deadline:
+            for run in runs:  # each one Ctrl-C as soon as it is at work
+                if run.name in stopped:
+                    continue
+                assert run.process.poll() is None, f"{run.name} ended early: {run.err}"
+                if run.at_work():
+                    os.killpg(run.process.pid, signal.SIGINT)
+                    stopped[run.name] = (run, time.monotonic())
+            time.sleep(0.05)
+        assert len(stopped) == len(runs), [(r.name, r.err) for r in runs if r.name not in stopped]
+        for name, (run, sent) in stopped.items():
+            run.process.wait(timeout=STARTED_SECONDS)
+            while session_processes(run.process.pid) and time.monotonic() < sent + STOP_SECONDS:
+                time.sleep(0.05)
+            stopped[name] = (run, time.monotonic() - sent)
+    finally:
+        for run in runs:
+            for pid in session_processes(run.process.pid):  # only if the test failed
+                os.kill(pid, signal.SIGKILL)
+            run.process.kill()
+            run.process.wait()
+    return stopped
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_ctrl_c_ends_a_command_in_one_line_status_130_and_nothing_left_running(
+    name: str, interrupted: dict[str, tuple[Run, float]]
+) -> None:
+    run, seconds = interrupted[name]
+    # what it printed besides its progress lines, its JSON log lines (serve) and the dealer's
+    # log header: the one interrupted line
+    said = [line for line in run.err if not (PROGRESS.match(line) or line.startswith(("{", "#")))]
+    assert "Traceback" not in "\n".join(run.err)
+    assert "KeyboardInterrupt" not in "\n".join(run.err)
+    assert len(said) == 1, run.err
+    line = re.fullmatch(f"oppmodel {name}: {CASES[name][1]}", said[0])
+    assert line, said
+    assert run.process.returncode == 130
+    assert session_processes(run.process.pid) == []
+    assert seconds < STOP_SECONDS
+    assert list((run.folder / "tmp").iterdir()) == []  # a temporary folder is removed
+    if name == "solve":  # the state saved is the one the line names, whole
+        solver = CFRSolver.load(limit_game("leduc3p"), run.folder / "s.npz")
+        assert solver.iteration == int(line.group(1))

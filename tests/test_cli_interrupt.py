@@ -104,10 +104,22 @@ class Run:
     process: subprocess.Popen
     out: list[str] = field(default_factory=list)
     err: list[str] = field(default_factory=list)
+    seconds: float = float("inf")  # from SIGINT to the end of the command and its group
+    readers: list[threading.Thread] = field(default_factory=list)
 
     def read(self, stream: object, lines: list[str]) -> None:
         for line in stream:  # type: ignore[attr-defined]
             lines.append(line.rstrip("\n"))
+
+    def stop_watch(self, sent: float) -> None:
+        """Wait for the command's exit and its process group's end (or STOP_SECONDS) and keep
+        the seconds since SIGINT was ``sent``."""
+        self.process.wait(timeout=STARTED_SECONDS)
+        while session_processes(self.process.pid) and time.monotonic() < sent + STOP_SECONDS:
+            time.sleep(0.05)
+        self.seconds = time.monotonic() - sent
+        for reader in self.readers:  # the last lines (end of file once the group is gone)
+            reader.join(timeout=STOP_SECONDS)
 
     def at_work(self) -> bool:
         if self.name == "serve":
@@ -131,17 +143,17 @@ def start(name: str, tmp_path: Path) -> Run:
     )
     run = Run(name, folder, process)
     for stream, lines in ((process.stdout, run.out), (process.stderr, run.err)):
-        threading.Thread(target=run.read, args=(stream, lines), daemon=True).start()
+        run.readers.append(threading.Thread(target=run.read, args=(stream, lines), daemon=True))
+        run.readers[-1].start()
     return run
 
 
 @pytest.fixture(scope="module")
-def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Run, float]]:
-    """Every command started at once, each sent Ctrl-C once at work: {name: (run, seconds from
-    SIGINT to the end of its exit and of its whole process group)}."""
+def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Every command started at once, each sent Ctrl-C once at work."""
     tmp_path = tmp_path_factory.mktemp("interrupt")
     runs = [start(name, tmp_path) for name in CASES]
-    stopped: dict[str, tuple[Run, float]] = {}
+    stopped: dict[str, tuple[Run, threading.Thread]] = {}
     try:
         deadline = time.monotonic() + STARTED_SECONDS
         while len(stopped) < len(runs) and time.monotonic() < deadline:
@@ -151,28 +163,27 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Run
                 assert run.process.poll() is None, f"{run.name} ended early: {run.err}"
                 if run.at_work():
                     os.killpg(run.process.pid, signal.SIGINT)
-                    stopped[run.name] = (run, time.monotonic())
+                    watcher = threading.Thread(target=run.stop_watch, args=(time.monotonic(),))
+                    watcher.start()
+                    stopped[run.name] = (run, watcher)
             time.sleep(0.05)
         assert len(stopped) == len(runs), [(r.name, r.err) for r in runs if r.name not in stopped]
-        for name, (run, sent) in stopped.items():
-            run.process.wait(timeout=STARTED_SECONDS)
-            while session_processes(run.process.pid) and time.monotonic() < sent + STOP_SECONDS:
-                time.sleep(0.05)
-            stopped[name] = (run, time.monotonic() - sent)
+        for _, watcher in stopped.values():
+            watcher.join()
     finally:
         for run in runs:
             for pid in session_processes(run.process.pid):  # only if the test failed
                 os.kill(pid, signal.SIGKILL)
             run.process.kill()
             run.process.wait()
-    return stopped
+    return {name: run for name, (run, _) in stopped.items()}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_ctrl_c_ends_a_command_in_one_line_status_130_and_nothing_left_running(
-    name: str, interrupted: dict[str, tuple[Run, float]]
+    name: str, interrupted: dict[str, Run]
 ) -> None:
-    run, seconds = interrupted[name]
+    run = interrupted[name]
     # what it printed besides its progress lines, its JSON log lines (serve) and the dealer's
     # log header: the one interrupted line
     said = [line for line in run.err if not (PROGRESS.match(line) or line.startswith(("{", "#")))]
@@ -183,7 +194,7 @@ def test_ctrl_c_ends_a_command_in_one_line_status_130_and_nothing_left_running(
     assert line, said
     assert run.process.returncode == 130
     assert session_processes(run.process.pid) == []
-    assert seconds < STOP_SECONDS
+    assert run.seconds < STOP_SECONDS
     assert list((run.folder / "tmp").iterdir()) == []  # a temporary folder is removed
     if name == "solve":  # the state saved is the one the line names, whole
         solver = CFRSolver.load(limit_game("leduc3p"), run.folder / "s.npz")

@@ -436,17 +436,6 @@ async def serve(
     except BaseException:
         server.close()
         raise
-    log.info(
-        "serving",
-        extra={
-            "host": config.host,
-            "port": port,
-            "metrics_port": server.metrics_port,
-            "db": redacted(config.db_path),
-        },
-    )
-    if on_serving is not None:
-        on_serving(server)
     loop = asyncio.get_running_loop()
     stopped_by: asyncio.Future[signal.Signals] = loop.create_future()
 
@@ -454,9 +443,20 @@ async def serve(
         if not stopped_by.done():
             stopped_by.set_result(sig)
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT):  # before "serving": a signal sent on it is ours
         loop.add_signal_handler(sig, stop, sig)
     try:
+        log.info(
+            "serving",
+            extra={
+                "host": config.host,
+                "port": port,
+                "metrics_port": server.metrics_port,
+                "db": redacted(config.db_path),
+            },
+        )
+        if on_serving is not None:
+            on_serving(server)
         await stopped_by
         log.info("shutting down", extra={"grace_seconds": config.grace_seconds})
     finally:

@@ -213,7 +213,14 @@ def test_the_wrapper_script_with_an_unreachable_service_plays_n1_and_says_so_onc
     script = tmp_path / "mbbr.sh"
     dead = f"127.0.0.1:{free_ports(1)[0]}"
     script.write_text(
-        script_text(gamefile=GAME_FILE, agent="mbbr", seed=1, python=sys.executable, service=dead)
+        script_text(
+            gamefile=GAME_FILE,
+            agent="mbbr",
+            seed=1,
+            python=sys.executable,
+            service=dead,
+            service_wait=0,  # not waited for at the start: the match begins on the fallback
+        )
     )
     script.chmod(0o755)
     processes = []

@@ -19,6 +19,7 @@ from service_support import hands_held
 
 from oppmodel.clients.acpc.agent import Decision, SeatHand
 from oppmodel.clients.acpc.service_policy import Outage, ServicePolicy, tcp_address
+from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands import serve_cmd
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.matchstate import parse_matchstate
@@ -86,10 +87,72 @@ def test_decisions_go_to_the_service_and_every_hand_reaches_it_in_the_background
     assert policy.outages == [] and err.getvalue() == ""
 
 
+def test_an_agent_started_before_its_service_waits_for_it_and_decides_on_it_from_the_start(
+    tmp_path: Path,
+) -> None:
+    # As a script starts them (`oppmodel serve ... &` then the agents): the agent first finds
+    # nothing listening, then a port that accepts connections while the server warms up, then
+    # the service. It waits before the match begins: a match begun on the fallback outran the
+    # starting service (whole matches played on it).
+    port = free_ports(1)[0]
+    err = io.StringIO()
+    built: list[ServicePolicy] = []
+    starting = threading.Thread(
+        target=lambda: built.append(
+            ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err)
+        )
+    )
+    starting.start()
+    wait_until(lambda: not starting.is_alive() or "waiting up to 30 s" in err.getvalue())
+    process, _ = serve_cmd.spawn(tmp_path / "s.sqlite", "--port", str(port))
+    try:
+        starting.join(60)
+        (policy,) = built
+        try:
+            assert policy.healthy and policy.session_id is not None
+            play(policy, range(20))
+            wait_until(lambda: hands_held(port, policy.session_id) == 20)
+        finally:
+            policy.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    assert policy.decisions() == {"service": 20, "fallback:n1": 0}
+    assert policy.outages == []
+    assert f"the service at 127.0.0.1:{port} does not answer yet (UNAVAILABLE" in err.getvalue()
+
+
+def test_a_slow_first_call_is_waited_for_at_the_start(tmp_path: Path) -> None:
+    # A server that serves but takes longer than the background calls' deadline to create the
+    # session (a loaded machine): before the match that is no reason to begin on the fallback,
+    # nor to create a second session.
+    with BackgroundServer(server_config(tmp_path / "s.sqlite", 0)) as port:
+        proxy = DecisionHoldingProxy(f"127.0.0.1:{port}", create_delay=1.0)
+        try:
+            policy = ServicePolicy(
+                GAME, f"127.0.0.1:{proxy.port}", config=CONFIG, connect_timeout=0.1,
+                stderr=io.StringIO(),
+            )  # fmt: skip
+            try:
+                assert policy.healthy
+                play(policy, range(10))
+                wait_until(lambda: hands_held(port, policy.session_id) == 10)
+            finally:
+                policy.close()
+        finally:
+            proxy.close()
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+            assert [s.session_id for s in client.list_sessions()] == [policy.session_id]
+    assert policy.decisions() == {"service": 10, "fallback:n1": 0}
+    assert policy.outages == []
+
+
 def test_a_service_unreachable_at_the_start_is_joined_once_it_listens(tmp_path: Path) -> None:
     port = free_ports(1)[0]
     err = io.StringIO()
-    policy = ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err)
+    policy = ServicePolicy(
+        GAME, f"127.0.0.1:{port}", config=CONFIG, startup_wait=0, stderr=err
+    )  # not waited for
     try:
         assert not policy.healthy and policy.session_id is None
         play(policy, range(10))  # N1 meanwhile; the hands wait for the service
@@ -170,11 +233,13 @@ class DecisionHoldingProxy:
     """A real gRPC server on 127.0.0.1 that forwards every call, as bytes, to ``target``, except
     that while ``holding`` is set GetAction calls get no answer (they wait out their deadline):
     a service that answers health checks and takes hands but cannot decide. ``decisions``
-    counts the GetAction calls that reached it."""
+    counts the GetAction calls that reached it. The first CreateSession is forwarded only after
+    ``create_delay`` seconds (a slow first call)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, create_delay: float = 0.0) -> None:
         self.holding = threading.Event()
         self.decisions = 0
+        self._create_delay = create_delay
         self._channel = grpc.insecure_channel(target)
         self._server = grpc.server(ThreadPoolExecutor(8))
         self._server.add_generic_rpc_handlers((self,))
@@ -195,6 +260,9 @@ class DecisionHoldingProxy:
                 self.decisions += 1
                 while self.holding.is_set() and context.is_active():
                     time.sleep(0.005)
+            if method.endswith("/CreateSession"):
+                delay, self._create_delay = self._create_delay, 0.0
+                time.sleep(delay)
             return unary(request, timeout=context.time_remaining())
 
         return grpc.unary_unary_rpc_method_handler(forward)

@@ -9,6 +9,13 @@ hand becomes an observation holding only what this seat saw: in Kuhn games a Kuh
 other limit game (Leduc) the hand's ``LimitObservation``, sent as its MATCHSTATE line, in a
 session of that game (its bundled short name, or its rules' text).
 
+Before the match begins the policy creates its session, waiting up to ``startup_wait`` seconds
+for a service that does not answer yet: not yet listening, or listening but still warming up
+(``oppmodel serve`` binds its port seconds before it serves, more under load). Nobody waits for a
+decision then, whereas a match begun on the fallback plays its hands far faster than a starting
+service can take them: started together, as a shell script starts them, the agent played whole
+matches on the fallback and then resent a backlog that kept it off the service.
+
 Each decision comes from one of two sources:
 
 * the **service**: one GetAction call whose deadline is the per-decision budget (``deadline``);
@@ -82,6 +89,7 @@ ServiceFailure = (grpc.RpcError, OppModelError)
 _STATUS_OF: dict[type[BaseException], str] = {e: code.name for code, e in ERROR_BY_CODE.items()}
 MAX_QUARANTINE = 5.0  # seconds; see the module docstring
 RESEND_PIECE = 64  # hands per Observe call of a backlog; see ServicePolicy._send_some
+SERVICE_WAIT_S = 30.0  # how long the start waits for a service that does not answer yet
 MAX_REPORTED_OUTAGES = 10  # outages said on stderr; later ones are in the tally only
 
 
@@ -141,11 +149,14 @@ class ServicePolicy:
         connect_timeout: float = 2.0,
         retry_interval: float = 0.005,
         observe_batches: bool = False,
+        startup_wait: float = SERVICE_WAIT_S,
         stderr: TextIO | None = None,
         prior_strategy: str | None = None,
     ) -> None:
         """``deadline``: the per-decision budget (s); ``connect_timeout``: the deadline of the
-        background calls (session creation, Observe); ``retry_interval``: how often the channels
+        background calls (session creation, Observe); ``startup_wait``: how long the constructor
+        waits for the service to serve and create the session (0: not at all, the match begins on
+        the fallback); ``retry_interval``: how often the channels
         try to reconnect to an unreachable service (and the pause after a failed background
         call); ``observe_batches``: send hands in ObserveBatch calls instead of an Observe stream
         (chosen on its own when the service is a Ray Serve deployment); ``prior_strategy``: the
@@ -212,12 +223,7 @@ class ServicePolicy:
         self._quarantined_until = 0.0  # time.monotonic() before which the service is not probed
         self._hand = 0  # the hand being played
         self._stop = False
-        try:
-            self._create_session()
-        except ServiceFailure as exc:
-            self._fall_back(exc)
-        else:
-            self._on_service = True
+        self._start(target, startup_wait, connect_timeout, options)
         self._worker = threading.Thread(target=self._run, name="service-policy", daemon=True)
         self._worker.start()
 
@@ -335,6 +341,41 @@ class ServicePolicy:
         self.err.write(f"acpc-agent: {message}\n")
         self.err.flush()
 
+    # -- start-up ---------------------------------------------------------------------------
+    def _start(
+        self, target: str, wait: float, timeout: float, options: tuple[tuple[str, int], ...]
+    ) -> None:
+        """Create the session before the match begins; decisions start on the service if that
+        worked, on the fallback otherwise. A service that does not answer the health check at
+        once is waited for up to ``wait`` seconds, and the creation (and the first response,
+        which loads the server's kernels) gets that long too."""
+        try:
+            try:  # serving: the usual case, and the decisions' channel is connected
+                self._decisions.check_health()
+                ready = True
+            except ServiceFailure as exc:
+                if wait <= 0:
+                    raise
+                ready = False
+                self._say(
+                    f"the service at {target} does not answer yet ({failure_reason(exc)}); "
+                    f"waiting up to {wait:g} s for it to serve before joining the match"
+                )
+            with OpponentModelClient(
+                target,
+                timeout=max(wait, timeout),
+                reconnect_seconds=0.0,
+                channel_options=options,
+            ) as client:
+                client.check_health(wait_for_ready=True)
+                self._create_session(client)
+            if not ready:  # its last attempt failed: reconnect it now, not at the first decision
+                self._decisions.check_health(wait_for_ready=True)
+        except ServiceFailure as exc:
+            self._fall_back(exc)
+        else:
+            self._on_service = True
+
     # -- the background thread -------------------------------------------------------------
     def _run(self) -> None:
         """Send hands while the service takes them; while decisions are on the fallback, probe
@@ -388,8 +429,9 @@ class ServicePolicy:
             self._wake.wait_for(lambda: self._stop, timeout=seconds)
             return self._stop
 
-    def _create_session(self) -> None:
-        session = self._background.create_session(
+    def _create_session(self, client: OpponentModelClient | None = None) -> None:
+        client = client or self._background
+        session = client.create_session(
             game=self.session_game,
             our_label=self.our_label,
             opponent_labels=self.opponent_labels,
@@ -400,7 +442,7 @@ class ServicePolicy:
         )
         # the first response the server computes loads its kernels (a server started without
         # its warm-up, as in tests): do it now, not while the dealer waits for a decision
-        self._background.response(session.session_id, 0)
+        client.response(session.session_id, 0)
         with self._wake:
             self._session_id, self._acked = session.session_id, 0
 

@@ -20,7 +20,7 @@ from oppmodel.clients.acpc.agent import (
     policy_names,
     strategy_policy,
 )
-from oppmodel.clients.acpc.service_policy import ServicePolicy
+from oppmodel.clients.acpc.service_policy import SERVICE_WAIT_S, ServicePolicy
 from oppmodel.clients.cli import run_command
 from oppmodel.clients.commands._mbbr_options import (
     PRIOR_STRATEGY,
@@ -59,12 +59,14 @@ and play every game; STYLE@S plays a style at a share S of the decisions and the
 the rest (cfr, or N2 in 3-player Kuhn). In Kuhn games n1, n2, n3 and MBBR are agents too.
 
 With --service ADDR the agent is MBBR played by the oppmodel service: it creates a session (the
---mbbr-* parameters, --seed) and asks GetAction for every decision, waiting at most
---decision-budget-ms for each answer. A background thread sends every finished hand as this seat
-saw it (folded and uncontested cards stay hidden), so a decision never waits for it. If a
-decision call fails (unreachable, too slow, any error) the agent says so on stderr and plays the
-fallback, MBBR's default strategy (N1 in 3-player Kuhn, the game's solved cfr strategy else),
-while the background thread probes the service; it returns to the service as soon as the service
+--mbbr-* parameters, --seed), its first decision waiting up to --service-wait seconds (30) for a
+service that does not answer yet (a server started a moment before warms up for seconds), and asks
+GetAction for every decision, waiting at most --decision-budget-ms for each answer. A background
+thread sends every finished hand as this seat saw it (folded and uncontested cards stay hidden),
+so a decision never waits for it. If a decision call fails (unreachable, too slow, any error) the
+agent says so on stderr and plays the fallback, MBBR's default strategy (N1 in 3-player Kuhn, the
+game's solved cfr strategy else), while the background thread probes the service; it returns to
+the service as soon as the service
 answers, and resends the hands it missed. The tally counts the decisions each source made and the
 hands each outage lasted. --in-process plays the same MBBR model inside this process instead.
 --mbbr-prior-strategy FILE gives MBBR a strategy file as its prior mean and default strategy (the
@@ -133,6 +135,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the fallback (default: the reference dealer's 7000 ms per hand / 2 / the most decisions "
         "per hand, 1750 in Kuhn; see below)",
     )
+    add_service_wait(parser, default=SERVICE_WAIT_S)
     parser.add_argument(
         "--seed", type=seed, default=0, help="seed of the agent's action draws (default 0)"
     )
@@ -145,6 +148,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the tally as JSON on stdout")
     parser.set_defaults(func=run)
+
+
+def add_service_wait(parser: argparse.ArgumentParser, default: float | None = None) -> None:
+    """``--service-wait SEC``: how long a --service agent waits at the start for the service."""
+    parser.add_argument(
+        "--service-wait",
+        type=non_negative_float,
+        default=default,
+        metavar="SEC",
+        help="with --service: before joining the match, wait this long for the service to serve "
+        f"and create the session (default {SERVICE_WAIT_S:g}; 0: begin on the fallback at once)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -179,7 +194,12 @@ def run(args: argparse.Namespace) -> int:
     if args.service:
         budget_ms = budget_ms or default_decision_budget_ms(limit_game_of(game))
         policy = ServicePolicy(
-            game, args.service, config=config, deadline=budget_ms / 1000, prior_strategy=prior
+            game,
+            args.service,
+            config=config,
+            deadline=budget_ms / 1000,
+            prior_strategy=prior,
+            startup_wait=args.service_wait,
         )
     elif agent == "mbbr":
         profile = prior_strategy_profile(model_game, prior)

@@ -14,15 +14,23 @@ from pathlib import Path
 
 from oppmodel.clients.acpc.agent import make_policy, policy_names
 from oppmodel.clients.commands._types import seed
+from oppmodel.clients.commands.acpc_agent_cmd import add_service_wait
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import game_path
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 
 def script_text(
-    *, gamefile: Path, agent: str, seed: int, python: str, service: str | None = None
+    *,
+    gamefile: Path,
+    agent: str,
+    seed: int,
+    python: str,
+    service: str | None = None,
+    service_wait: float | None = None,
 ) -> str:
-    """The wrapper script's text (``service``: play MBBR through the service at that address)."""
+    """The wrapper script's text (``service``: play MBBR through the service at that address,
+    waiting ``service_wait`` seconds for it at the start if given, else the agent's default)."""
     command = " ".join(
         shlex.quote(part)
         for part in (
@@ -37,6 +45,7 @@ def script_text(
         f"# oppmodel ACPC agent {agent!r} (seed {seed}); usage: $0 HOST PORT\n"
         f'exec {command} "$1" "$2" --agent {shlex.quote(agent)} --seed {seed}'
         + (f" --service {shlex.quote(service)}" if service else "")
+        + (f" --service-wait {service_wait:g}" if service and service_wait is not None else "")
         + "\n"
     )
 
@@ -67,6 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--service", metavar="ADDR", help="play MBBR through the oppmodel service at HOST:PORT"
     )
+    add_service_wait(parser)
     parser.set_defaults(func=run)
 
 
@@ -83,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             python=args.python,
             service=args.service,
+            service_wait=args.service_wait,
         )
     )
     args.out.chmod(0o755)

@@ -92,33 +92,24 @@ def test_an_agent_started_before_its_service_waits_for_it_and_decides_on_it_from
 ) -> None:
     # As a script starts them (`oppmodel serve ... &` then the agents): the agent first finds
     # nothing listening, then a port that accepts connections while the server warms up, then
-    # the service. It waits before the match begins: a match begun on the fallback outran the
-    # starting service (whole matches played on it).
+    # the service. Its first decision waits for the start: a match begun on the fallback outran
+    # the starting service (whole matches played on it).
     port = free_ports(1)[0]
     err = io.StringIO()
-    built: list[ServicePolicy] = []
-    starting = threading.Thread(
-        target=lambda: built.append(
-            ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err)
-        )
-    )
-    starting.start()
-    wait_until(lambda: not starting.is_alive() or "waiting up to 30 s" in err.getvalue())
-    process, _ = serve_cmd.spawn(tmp_path / "s.sqlite", "--port", str(port))
+    policy = ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err)
     try:
-        starting.join(60)
-        (policy,) = built
+        wait_until(lambda: "waiting up to 30 s" in err.getvalue() or bool(policy.outages))
+        process, _ = serve_cmd.spawn(tmp_path / "s.sqlite", "--port", str(port))
         try:
-            assert policy.healthy and policy.session_id is not None
             play(policy, range(20))
+            assert policy.decisions() == {"service": 20, "fallback:n1": 0}
+            assert policy.outages == []
             wait_until(lambda: hands_held(port, policy.session_id) == 20)
         finally:
-            policy.close()
+            process.terminate()
+            process.wait(timeout=20)
     finally:
-        process.terminate()
-        process.wait(timeout=20)
-    assert policy.decisions() == {"service": 20, "fallback:n1": 0}
-    assert policy.outages == []
+        policy.close()
     assert f"the service at 127.0.0.1:{port} does not answer yet (UNAVAILABLE" in err.getvalue()
 
 
@@ -134,8 +125,9 @@ def test_a_slow_first_call_is_waited_for_at_the_start(tmp_path: Path) -> None:
                 stderr=io.StringIO(),
             )  # fmt: skip
             try:
-                assert policy.healthy
                 play(policy, range(10))
+                assert policy.decisions() == {"service": 10, "fallback:n1": 0}
+                assert policy.outages == []
                 wait_until(lambda: hands_held(port, policy.session_id) == 10)
             finally:
                 policy.close()
@@ -143,8 +135,6 @@ def test_a_slow_first_call_is_waited_for_at_the_start(tmp_path: Path) -> None:
             proxy.close()
         with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
             assert [s.session_id for s in client.list_sessions()] == [policy.session_id]
-    assert policy.decisions() == {"service": 10, "fallback:n1": 0}
-    assert policy.outages == []
 
 
 def test_a_service_unreachable_at_the_start_is_joined_once_it_listens(tmp_path: Path) -> None:

@@ -9,12 +9,14 @@ hand becomes an observation holding only what this seat saw: in Kuhn games a Kuh
 other limit game (Leduc) the hand's ``LimitObservation``, sent as its MATCHSTATE line, in a
 session of that game (its bundled short name, or its rules' text).
 
-Before the match begins the policy creates its session, waiting up to ``startup_wait`` seconds
-for a service that does not answer yet: not yet listening, or listening but still warming up
-(``oppmodel serve`` binds its port seconds before it serves, more under load). Nobody waits for a
-decision then, whereas a match begun on the fallback plays its hands far faster than a starting
+The first decision waits for the start: the background thread creates the session, waiting up
+to ``startup_wait`` seconds for a service that does not answer yet (not yet listening, or
+listening but still warming up: ``oppmodel serve`` binds its port seconds before it serves, more
+under load). A match begun on the fallback instead plays its hands far faster than a starting
 service can take them: started together, as a shell script starts them, the agent played whole
-matches on the fallback and then resent a backlog that kept it off the service.
+matches on the fallback and then resent a backlog that kept it off the service. The wait is at
+the first decision, not before the agent connects, so it does not count against a dealer's
+start-up timeout (the reference dealer allows a response 600 s, the tournament 60 s).
 
 Each decision comes from one of two sources:
 
@@ -154,9 +156,9 @@ class ServicePolicy:
         prior_strategy: str | None = None,
     ) -> None:
         """``deadline``: the per-decision budget (s); ``connect_timeout``: the deadline of the
-        background calls (session creation, Observe); ``startup_wait``: how long the constructor
-        waits for the service to serve and create the session (0: not at all, the match begins on
-        the fallback); ``retry_interval``: how often the channels
+        background calls (session creation, Observe); ``startup_wait``: how long the first
+        decision waits for the service to serve and create the session (0: not at all, the match
+        begins on the fallback); ``retry_interval``: how often the channels
         try to reconnect to an unreachable service (and the pause after a failed background
         call); ``observe_batches``: send hands in ObserveBatch calls instead of an Observe stream
         (chosen on its own when the service is a Ray Serve deployment); ``prior_strategy``: the
@@ -223,18 +225,25 @@ class ServicePolicy:
         self._quarantined_until = 0.0  # time.monotonic() before which the service is not probed
         self._hand = 0  # the hand being played
         self._stop = False
-        self._start(target, startup_wait, connect_timeout, options)
-        self._worker = threading.Thread(target=self._run, name="service-policy", daemon=True)
+        self._started = threading.Event()  # the start is over: on the service or not
+        self._worker = threading.Thread(
+            target=self._run,
+            args=(target, startup_wait, connect_timeout, options),
+            name="service-policy",
+            daemon=True,
+        )
         self._worker.start()
 
     @property
     def session_id(self) -> str | None:
-        """The session on the service (None if it was never reached)."""
+        """The session on the service (None if it was never reached); waits for the start."""
+        self._started.wait()
         return self._session_id
 
     @property
     def healthy(self) -> bool:
-        """Whether decisions currently go to the service."""
+        """Whether decisions currently go to the service; waits for the start."""
+        self._started.wait()
         return self._on_service
 
     def decisions(self) -> dict[str, int]:
@@ -249,6 +258,7 @@ class ServicePolicy:
         """The service's action for this MATCHSTATE, or the fallback's if the service cannot
         answer within the budget."""
         hand = decision.state.hand
+        self._started.wait()  # bounded: see _start
         with self._wake:
             self._hand = hand
             session_id = self._session_id if self._on_service else None
@@ -345,10 +355,12 @@ class ServicePolicy:
     def _start(
         self, target: str, wait: float, timeout: float, options: tuple[tuple[str, int], ...]
     ) -> None:
-        """Create the session before the match begins; decisions start on the service if that
-        worked, on the fallback otherwise. A service that does not answer the health check at
-        once is waited for up to ``wait`` seconds, and the creation (and the first response,
-        which loads the server's kernels) gets that long too."""
+        """Create the session; decisions start on the service if that worked, on the fallback
+        otherwise. A service that does not answer the health check at once is waited for up to
+        ``wait`` seconds, and the creation (and the first response, which loads the server's
+        kernels) gets as long: each call's deadline is what is left of
+        ``max(wait, timeout)``."""
+        deadline = time.monotonic() + max(wait, timeout)
         try:
             try:  # serving: the usual case, and the decisions' channel is connected
                 self._decisions.check_health()
@@ -361,12 +373,7 @@ class ServicePolicy:
                     f"the service at {target} does not answer yet ({failure_reason(exc)}); "
                     f"waiting up to {wait:g} s for it to serve before joining the match"
                 )
-            with OpponentModelClient(
-                target,
-                timeout=max(wait, timeout),
-                reconnect_seconds=0.0,
-                channel_options=options,
-            ) as client:
+            with _Deadline(target, deadline, options) as client:
                 client.check_health(wait_for_ready=True)
                 self._create_session(client)
             if not ready:  # its last attempt failed: reconnect it now, not at the first decision
@@ -377,9 +384,15 @@ class ServicePolicy:
             self._on_service = True
 
     # -- the background thread -------------------------------------------------------------
-    def _run(self) -> None:
-        """Send hands while the service takes them; while decisions are on the fallback, probe
-        the service and hand them back once it serves."""
+    def _run(
+        self, target: str, wait: float, timeout: float, options: tuple[tuple[str, int], ...]
+    ) -> None:
+        """Start (see ``_start``); then send hands while the service takes them, and while
+        decisions are on the fallback, probe the service and hand them back once it serves."""
+        try:
+            self._start(target, wait, timeout, options)
+        finally:
+            self._started.set()
         while True:
             with self._wake:
                 while not self._stop and self._on_service and not self._unsent():
@@ -475,3 +488,20 @@ class ServicePolicy:
             if self._session_id == session_id:
                 self._acked = max(self._acked, first - 1 + len(pending))
         return True
+
+
+class _Deadline(OpponentModelClient):
+    """A client whose every call's deadline is what is left until ``deadline`` (monotonic)."""
+
+    def __init__(self, target: str, deadline: float, options: tuple[tuple[str, int], ...]) -> None:
+        super().__init__(target, reconnect_seconds=0.0, channel_options=options)
+        self._deadline = deadline
+
+    @property
+    def timeout(self) -> float:
+        """Seconds left (at least a millisecond: gRPC refuses a deadline in the past)."""
+        return max(self._deadline - time.monotonic(), 0.001)
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        pass  # set by GrpcClient.__init__; the deadline rules

@@ -157,8 +157,8 @@ def add_service_wait(parser: argparse.ArgumentParser, default: float | None = No
         type=non_negative_float,
         default=default,
         metavar="SEC",
-        help="with --service: before joining the match, wait this long for the service to serve "
-        f"and create the session (default {SERVICE_WAIT_S:g}; 0: begin on the fallback at once)",
+        help="with --service: the first decision waits this long for the service to serve and "
+        f"create the session (default {SERVICE_WAIT_S:g}; 0: begin on the fallback at once)",
     )
 
 

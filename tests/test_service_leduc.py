@@ -340,28 +340,40 @@ def test_kill_9_mid_stream_and_restart_gives_the_same_posterior(tmp_path: Path) 
         assert_matches_library(client, sid, library("leduc3p", config, hands))
 
 
-def test_a_3p_leduc_strategy_of_ones_own_needs_serve_max_message_kb(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("flag", "field"),
+    [(("--max-message-kb", "2048"), "default_strategy"), (("--max-message-mb", "2"), "prior_mean")],
+)
+def test_a_3p_leduc_strategy_of_ones_own_needs_serve_max_message_kb_or_mb(
+    tmp_path: Path, flag: tuple[str, str], field: str
+) -> None:
     """A 3-player Leduc strategy sent as JSON (~1.8 MB) is more than the default 256 KiB request
     limit, refused with RESOURCE_EXHAUSTED and nothing stored; ``oppmodel serve --max-message-kb
-    2048`` takes it, and the session then plays it as its default."""
+    2048`` (or ``--max-message-mb 2``) takes it, and the session then plays it as its default
+    (or models the opponents with it as its prior mean)."""
     table = json.loads((GAMES_FOLDER / "leduc3p.cfr.json").read_text())
-    table["positions"][0]["Ks:"] = [0.0, 0.0, 1.0]  # ours: always raise with Ks, first to act
+    bundled = table["positions"][0]["Ks:"]  # raises 7%
+    table["positions"][0]["Ks:"] = [0.0, 0.0, 1.0]  # always raise with Ks, first to act
     strategy = json.dumps(table)
     assert len(strategy.encode()) > 256 << 10
     config = MBBRConfig(hands_default=100, seed=4)
     with connected(tmp_path / "small.sqlite") as (client, _):
         with pytest.raises(ResourceExhaustedError):
-            client.create_session(game="leduc3p", config=config, default_strategy=strategy)
+            client.create_session(game="leduc3p", config=config, **{field: strategy})
         assert client.list_sessions() == []
-    process, port = serve_cmd.spawn(tmp_path / "big.sqlite", "--max-message-kb", "2048")
+    process, port = serve_cmd.spawn(tmp_path / "big.sqlite", *flag)
     try:
         with OpponentModelClient(f"127.0.0.1:{port}", timeout=30) as client:
             sid = client.create_session(
-                game="leduc3p", config=config, default_strategy=strategy
+                game="leduc3p", config=config, **{field: strategy}
             ).session_id
-            action = client.action(sid, matchstate="MATCHSTATE:0:0::Ks||")
-            assert action.default_policy
-            assert tuple(action.probabilities) == (0.0, 0.0, 1.0)
+            if field == "default_strategy":
+                action = client.action(sid, matchstate="MATCHSTATE:0:0::Ks||")
+                assert action.default_policy
+                assert tuple(action.probabilities) == (0.0, 0.0, 1.0)
+            else:  # the opponent two seats after us sits in position 0 when we sit in 1
+                model = client.model(sid, "opp_B", 0).strategy.as_dict()
+                assert model["Ks:"][2] > 0.9 > bundled[2]  # the given mean, lightly smoothed
     finally:
         process.terminate()
         process.wait(timeout=20)

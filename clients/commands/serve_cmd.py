@@ -171,12 +171,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="an Observe stream that carries nothing this long is closed; clients reopen it "
         "(default %(default)s)",
     )
-    limits.add_argument(
+    message = limits.add_mutually_exclusive_group()
+    message.add_argument(
         "--max-message-kb",
         type=int_in(1, MAX_MESSAGE_KB),
         default=ServerConfig.max_message_bytes >> 10,
-        help="largest request the server reads, in KiB; a 3-player Leduc strategy sent as JSON "
-        "(CreateSession's prior_mean or default_strategy) needs about 2048 (default %(default)s)",
+        help="largest request the server reads, in KiB (default %(default)s)",
+    )
+    message.add_argument(
+        "--max-message-mb",
+        type=positive_int,
+        metavar="MAX_MESSAGE_MB",
+        help="the same in MiB: a 3-player Leduc strategy sent as JSON (CreateSession's "
+        "prior_mean_json or default_strategy_json, ~1.8 MB) needs 2",
     )
     limits.add_argument(
         "--max-rpcs",
@@ -235,7 +242,9 @@ def run(args: argparse.Namespace) -> int:
             stream_idle_seconds=args.stream_idle_seconds,
             snapshot_hands=args.snapshot_hands,
         ),
-        max_message_bytes=args.max_message_kb << 10,
+        max_message_bytes=(
+            args.max_message_mb << 20 if args.max_message_mb else args.max_message_kb << 10
+        ),
         max_rpcs=args.max_rpcs,
         grace_seconds=args.grace,
         synchronous=args.synchronous,

@@ -87,6 +87,14 @@ def test_decisions_go_to_the_service_and_every_hand_reaches_it_in_the_background
     assert policy.outages == [] and err.getvalue() == ""
 
 
+def all_on_the_service(policy: ServicePolicy, port: int, hands: int) -> None:
+    """Play ``hands`` hands: every decision the service's, no outage, every hand held."""
+    play(policy, range(hands))
+    assert policy.decisions() == {"service": hands, "fallback:n1": 0}
+    assert policy.outages == []
+    wait_until(lambda: hands_held(port, policy.session_id) == hands, seconds=60)
+
+
 def test_an_agent_started_before_its_service_waits_for_it_and_decides_on_it_from_the_start(
     tmp_path: Path,
 ) -> None:
@@ -96,15 +104,14 @@ def test_an_agent_started_before_its_service_waits_for_it_and_decides_on_it_from
     # the starting service (whole matches played on it).
     port = free_ports(1)[0]
     err = io.StringIO()
-    policy = ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err)
+    policy = ServicePolicy(  # a loaded machine's server took over 30 s to start
+        GAME, f"127.0.0.1:{port}", config=CONFIG, startup_wait=300, stderr=err
+    )
     try:
-        wait_until(lambda: "waiting up to 30 s" in err.getvalue() or bool(policy.outages))
+        wait_until(lambda: "waiting up to 300 s" in err.getvalue() or bool(policy.outages))
         process, _ = serve_cmd.spawn(tmp_path / "s.sqlite", "--port", str(port))
         try:
-            play(policy, range(20))
-            assert policy.decisions() == {"service": 20, "fallback:n1": 0}
-            assert policy.outages == []
-            wait_until(lambda: hands_held(port, policy.session_id) == 20)
+            all_on_the_service(policy, port, 20)
         finally:
             process.terminate()
             process.wait(timeout=20)
@@ -125,10 +132,7 @@ def test_a_slow_first_call_is_waited_for_at_the_start(tmp_path: Path) -> None:
                 stderr=io.StringIO(),
             )  # fmt: skip
             try:
-                play(policy, range(10))
-                assert policy.decisions() == {"service": 10, "fallback:n1": 0}
-                assert policy.outages == []
-                wait_until(lambda: hands_held(port, policy.session_id) == 10)
+                all_on_the_service(policy, port, 10)
             finally:
                 policy.close()
         finally:

@@ -5,7 +5,8 @@ start`` on the machine; never ``ray stop``, which stops every Ray on it).
 
 What is proven here: the API through the proxy with the single-process server's status codes,
 details and error trailers, for bytes that are not valid protobuf too; the perfect-information
-service's answers equal to the single-process server's, its calls routed by session id; health
+service's answers equal to the single-process server's, its calls routed by session id; the
+fuzz of ``test_service_fuzz.py`` through the proxy; health (NOT_SERVING while the store is down)
 and reflection; the proxy's port answering on every interface, and the local instance's own ports
 on loopback only; a session's calls staying on one replica; hands sent to both replicas applied
 exactly once; a 3-player Kuhn match through ``oppmodel acpc-agent --service``; and a replica
@@ -15,7 +16,6 @@ dealer's log.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import ipaddress
 import json
@@ -64,7 +64,6 @@ from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import ServerConfig, free_ports
 from oppmodel.server.ray_metrics import PUSH_SECONDS, STALE_SECONDS, ReplicaMetricsEndpoint
 from oppmodel.server.ray_serve import REPLICA_KEY, RayServeConfig, init_local_ray, start_serve
-from oppmodel.server.sessions import Limits
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
@@ -75,8 +74,6 @@ ray = pytest.importorskip("ray", reason="ray is not installed (extra 'ray')")
 pytestmark = pytest.mark.slow
 
 CONFIG = MBBRConfig(k=5, hands_default=0, seed=4)
-# the fuzz's limits, with room for the sessions the module's other tests leave in the store
-FUZZ_LIMITS = dataclasses.replace(LIMITS, max_sessions=Limits.max_sessions)
 TOKEN = "tok-ray"
 
 
@@ -952,22 +949,33 @@ def kill_replica_holding(deployment: Deployment, session_id: str) -> str:
     return replica
 
 
+@pytest.fixture(scope="module")
+def own_database(own_postgres_server: PostgresServer) -> str:
+    """A database on a PostgreSQL server of the module's own, which a test may pause."""
+    return own_postgres_server.new_database()
+
+
+@pytest.fixture
+def own_store(ray_app: Deployment, own_database: str) -> Deployment:
+    """The application on ``own_database`` with the fuzz's small limits (the next test on
+    ``deployment`` redeploys it on the module's store)."""
+    return ray_app.ensure(store=own_database, limits=LIMITS, perfect_info_limits=PI_LIMITS)
+
+
 def test_fuzzing_through_the_proxy_gets_documented_codes_and_changes_no_state(
-    ray_app: Deployment,
+    own_store: Deployment, own_database: str
 ) -> None:
     """``test_service_fuzz.py``'s fuzz through Ray's proxy (a session id with a NUL was INTERNAL
     there); a refusal that ends a stream arrives without trailers through Ray (documented)."""
-    deployment = ray_app.ensure(limits=FUZZ_LIMITS, perfect_info_limits=PI_LIMITS)
-    fuzz(deployment.target, deployment.store, requests=REQUESTS, stream_trailers=False)
+    fuzz(own_store.target, own_database, requests=REQUESTS, stream_trailers=False)
 
 
 def test_health_is_not_serving_while_the_store_is_unreachable(
-    ray_app: Deployment, own_postgres_server: PostgresServer
+    own_store: Deployment, own_postgres_server: PostgresServer
 ) -> None:
     """Each replica's health Check asks its store: NOT_SERVING while it is down (calls answer
     UNAVAILABLE, saying nothing of where the store is), SERVING once it is back."""
-    store = own_postgres_server.new_database()
-    deployment = ray_app.ensure(store=store)
+    deployment = own_store
     with grpc.insecure_channel(deployment.target) as channel:
         health = health_pb2_grpc.HealthStub(channel)
 
@@ -988,7 +996,6 @@ def test_health_is_not_serving_while_the_store_is_unreachable(
         finally:
             own_postgres_server.resume()
         wait_until(lambda: status() == health_pb2.HealthCheckResponse.SERVING, "SERVING again")
-    ray_app.ensure()  # the module's store again
 
 
 def test_killing_the_replica_holding_the_session_loses_no_hand(

@@ -28,7 +28,8 @@ Units: milli-big-blinds per hand (both games have a big blind of 2 chips: 1000 x
                                       [--styles always-bet,...] [--styles-3p ...]
                                       [--workers 2] [--quick]
                                       [--journal FILE] [--report] [--mbbr-safety-budget 0.5]
-                                      [--mbbr-hands-default 100] [--out FILE] [--json]
+                                      [--mbbr-hands-default 100] [--mbbr-eta 4]
+                                      [--out FILE] [--json]
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ if not __package__:  # run as a script: make benchmarks.* importable
 from benchmarks.journal import Journal  # noqa: E402
 from benchmarks.leduc_field import STYLES, labels  # noqa: E402
 from benchmarks.sweep import emit_report, machine  # noqa: E402
-from oppmodel.clients.progress import progress_bar  # noqa: E402
+from oppmodel.clients.progress import run_progress  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import compile_limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
@@ -194,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
         default=MBBRConfig().hands_default,
         help="MBBR's hands of default play H (%(default)s)",
     )
+    parser.add_argument(
+        "--mbbr-eta",
+        type=float,
+        default=MBBRConfig().eta,
+        help="MBBR's prior strength eta (%(default)s)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="(%(default)s)")
     parser.add_argument(
         "--journal",
@@ -215,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     styles = args.styles if args.styles is not None else QUICK_STYLES if args.quick else STYLES
     iterations = QUICK_ITERATIONS if args.quick else MAX_ITERATIONS
     config = MBBRConfig(
-        safety_budget=args.mbbr_safety_budget, hands_default=args.mbbr_hands_default
+        safety_budget=args.mbbr_safety_budget,
+        hands_default=args.mbbr_hands_default,
+        eta=args.mbbr_eta,
     )
     config.validate()
     game_names = [g for g in args.games.split(",") if g]
@@ -244,11 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     ]
     budget = None if math.isinf(config.safety_budget) else config.safety_budget
     run = {"hands": hands, "seed": args.seed, "safety_budget": budget, "iterations": iterations}
-    journal = Journal(args.journal, {**run, "hands_default": config.hands_default})
+    mbbr = {"hands_default": config.hands_default, "eta": config.eta}
+    journal = Journal(args.journal, {**run, **mbbr}, defaults={"eta": MBBRConfig().eta})
     results = {key: entry for key, entry in journal.entries().items()}
     todo = [] if args.report else [job for job in jobs if job[0] not in results]
-    journal.total = len(todo)
-    bar = progress_bar(len(todo), desc="unseen-game jobs")
+    bar = run_progress(len(todo), desc="unseen-game jobs")
     for key, value, took in _run_all(todo, args.workers):
         results[key] = {"value": value, "seconds": took}
         journal.record(key, value, took)
@@ -264,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             "prior": config.prior,
             "response": config.response,
             "hands_default": config.hands_default,
+            "eta": config.eta,
             "safety_budget": budget,
             "change_hazard": config.change_hazard,
             "default_strategy_and_prior_mean": "the solved strategy",

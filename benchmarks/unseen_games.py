@@ -3,18 +3,18 @@
 Two unseen ACPC limit games (:data:`GAMES`, defined here as text), each different from every
 bundled game in its blinds (blinds 1/2, not antes), raise sizes (2 then 6) and deck (three suits
 of three ranks): ``unseen2p`` (heads-up, the small blind acts first) and ``unseen3p`` (the
-player after the big blind acts first; one raise in round 1, two in round 2). Each is solved with
-the project's CFR+ (``modeling/solve/cfr.py``) as MBBR's defaults solve a game without a bundled
-strategy: steps of :data:`CHECK_EVERY` iterations until the average strategy's nash_conv is at
-most :data:`NASH_CONV_BOUND` big blinds per hand, or :data:`MAX_ITERATIONS` iterations (three
-players: CFR has no equilibrium guarantee there, the result is a CFR average strategy and its
-nash_conv is reported).
+player after the big blind acts first; one raise in round 1, two in round 2). Nothing here
+solves them: MBBR at its defaults, the ``cfr`` agent and ``STYLE@S`` get each game's solved
+strategy as they get it for any game file without a bundled one (``games/acpc/solved.py``:
+CFR+ until nash_conv is at most 1 mbb/h or 1000 iterations, cached; in three players a CFR
+average strategy, with no equilibrium guarantee: its nash_conv is reported).
 
-For every opponent of the panel (its styles plain and diluted with the solved strategy,
-``STYLE@S``; three players: the solved strategy ``cfr`` beside each style) and every duplicate,
-two duplicate matches on the same cards (every seating, the same deals and the same opponent
-seeds): MBBR at its defaults (prior mean and default strategy: the solved strategy) in seat 0,
-then the solved strategy (``cfr``) in seat 0. Per opponent: both win rates, their paired
+For every opponent of the panel (2 players: the styles plain and diluted with the solved
+strategy, ``STYLE@S``; 3 players, where a duplicate costs ~6 times as much: the solved strategy
+``cfr`` beside each plain style) and every duplicate, two duplicate matches on the same cards
+(every seating, the same deals and the same opponent seeds): MBBR at its defaults
+(``MBBRConfig()``: prior mean and default strategy the solved strategy) in seat 0, then the
+solved strategy (``cfr``) in seat 0. Per opponent: both win rates, their paired
 difference with its standard error over the duplicates, the exact best-response ceiling against
 the opponents under the duplicate protocol and the exact value of ``cfr`` in MBBR's seat
 (``modeling/play/tournament.py``), and the share of the gap MBBR captures:
@@ -24,7 +24,7 @@ the opponents under the duplicate protocol and the exact value of ``cfr`` in MBB
 Units: milli-big-blinds per hand (both games have a big blind of 2 chips: 1000 x chips / 2).
 
     python benchmarks/unseen_games.py [--games unseen2p,unseen3p] [--hands 3000]
-                                      [--duplicates 8] [--duplicates-3p 3] [--seed 29]
+                                      [--duplicates 2] [--duplicates-3p 2] [--seed 29]
                                       [--styles always-bet,...] [--styles-3p ...]
                                       [--workers 2] [--quick]
                                       [--journal FILE] [--report] [--mbbr-safety-budget 0.5]
@@ -53,19 +53,20 @@ if not __package__:  # run as a script: make benchmarks.* importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.journal import Journal  # noqa: E402
-from benchmarks.leduc_field import STYLES, labels  # noqa: E402
+from benchmarks.leduc_field import PLAIN, STYLES, labels  # noqa: E402
 from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.progress import run_progress  # noqa: E402
+from oppmodel.modeling.evaluation.limit import nash_conv  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import compile_limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
+from oppmodel.modeling.games.acpc.solved import solved_profile  # noqa: E402
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig  # noqa: E402
 from oppmodel.modeling.play.agents import mbbr_factory  # noqa: E402
-from oppmodel.modeling.play.diluted import is_diluted, parse_diluted  # noqa: E402
+from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.match import fixed_strategy_factory, play_duplicate  # noqa: E402
-from oppmodel.modeling.play.panel import CFR, named_profile  # noqa: E402
+from oppmodel.modeling.play.panel import CFR  # noqa: E402
 from oppmodel.modeling.play.tournament import fixed_value, response_ceiling  # noqa: E402
-from oppmodel.modeling.solve.cfr import CFRSolver, strategy_label  # noqa: E402
 
 _COMMON = """\
 numRounds = 2
@@ -82,10 +83,6 @@ GAMES: dict[str, str] = {
     "unseen3p": "GAMEDEF\nlimit\nnumPlayers = 3\nblind = 1 2 0\nfirstPlayer = 3 1\n"
     "maxRaises = 1 2\n" + _COMMON,
 }
-NASH_CONV_BOUND = 1e-3  # big blinds per hand (1 mbb/h)
-MAX_ITERATIONS = 1000
-CHECK_EVERY = 50
-QUICK_ITERATIONS = 100
 QUICK_STYLES = "maniac,calling-station@0.35"
 
 
@@ -100,34 +97,10 @@ def big_blind(game: LimitGame) -> int:
     return max(game.gamedef.blind)
 
 
-def solve(game: LimitGame, max_iterations: int = MAX_ITERATIONS) -> tuple[np.ndarray, dict]:
-    """CFR+'s average strategy, run in steps of :data:`CHECK_EVERY` iterations until its
-    nash_conv is at most :data:`NASH_CONV_BOUND` big blinds per hand or ``max_iterations``;
-    and what it reached."""
-    solver = CFRSolver(game)
-    bound = NASH_CONV_BOUND * big_blind(game)
-    value = math.inf
-    start = time.perf_counter()
-    while solver.iteration < max_iterations and value > bound:
-        solver.run(min(CHECK_EVERY, max_iterations - solver.iteration))
-        value = solver.nash_conv()
-    info = {
-        "label": strategy_label(game, solver.config),
-        "iterations": solver.iteration,
-        "nash_conv_mbb_per_hand": 1000.0 * value / big_blind(game),
-        "bound_mbb_per_hand": 1000.0 * NASH_CONV_BOUND,
-        "seconds": time.perf_counter() - start,
-    }
-    return solver.average_profile(), info
-
-
-def opponent_profile(game: LimitGame, name: str, solved: np.ndarray) -> np.ndarray:
-    """The fixed profile of an opponent name: ``cfr`` (the solved strategy), a panel style, or
-    ``STYLE@S`` (the style at share S, the solved strategy at the rest)."""
-    if is_diluted(name):
-        style, share = parse_diluted(name)
-        return share * opponent_profile(game, style, solved) + (1.0 - share) * solved
-    return solved.copy() if name.lower() == CFR else named_profile(game, name)
+def solved_nash_conv(game: LimitGame) -> float:
+    """nash_conv of the game's solved strategy (what MBBR's defaults and ``cfr`` play: solved on
+    first use and cached, ``games/acpc/solved.py``), mbb/h."""
+    return 1000.0 * nash_conv(game, solved_profile(game)) / big_blind(game)
 
 
 def group_agents(game: LimitGame, opponent: str) -> list[str]:
@@ -138,17 +111,17 @@ def group_agents(game: LimitGame, opponent: str) -> list[str]:
 def play_job(job: tuple) -> tuple:
     """One duplicate of one opponent group, twice on the same cards: MBBR in seat 0, then the
     solved strategy in seat 0. (key, [MBBR's row, cfr's row] in mbb/h, seconds)."""
-    key, game_name, hands, seed, config, solved, opponents = job
+    key, game_name, hands, seed, config = job
     game = unseen_game(game_name)
-    names = labels(group_agents(game, key[1]))[1:]
-    others = [fixed_strategy_factory(n, p) for n, p in zip(names, opponents, strict=True)]
+    agents = group_agents(game, key[1])
+    others = [
+        fixed_strategy_factory(label, fixed_profile(game, name))
+        for label, name in zip(labels(agents)[1:], agents[1:], strict=True)
+    ]
     start = time.perf_counter()
     rows = [
         play_duplicate(game, [first, *others], hands=hands, seed=seed, duplicate=key[2])
-        for first in (
-            mbbr_factory(config, default_strategy=solved, prior_mean=solved),
-            fixed_strategy_factory(CFR, solved),
-        )
+        for first in (mbbr_factory(config), fixed_strategy_factory(CFR, solved_profile(game)))
     ]
     to_bb = 1.0 / big_blind(game)
     return key, [(row * to_bb).tolist() for row in rows], time.perf_counter() - start
@@ -168,20 +141,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", default=",".join(GAMES), help="(%(default)s)")
     parser.add_argument("--hands", type=int, default=None, help="hands per match (3000)")
     parser.add_argument(
-        "--duplicates", type=int, default=None, help="per opponent, 2-player game (8)"
+        "--duplicates", type=int, default=None, help="per opponent, 2-player game (2)"
     )
     parser.add_argument(
-        "--duplicates-3p", type=int, default=None, help="per opponent, 3-player game (3)"
+        "--duplicates-3p", type=int, default=None, help="per opponent, 3-player game (2)"
     )
     parser.add_argument("--seed", type=int, default=29, help="series seed (%(default)s)")
     parser.add_argument("--styles", default=None, help=f"the panel ({STYLES})")
     parser.add_argument(
-        "--styles-3p", default=None, help="the 3-player game's panel (the same as --styles)"
+        "--styles-3p",
+        default=None,
+        help=f"the 3-player game's panel (--styles if given, else {','.join(PLAIN)})",
     )
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"40 hands, 2 duplicates, {QUICK_STYLES}, {QUICK_ITERATIONS} CFR+ iterations at most",
+        help=f"40 hands, 2 duplicates, {QUICK_STYLES}",
     )
     parser.add_argument(
         "--mbbr-safety-budget",
@@ -216,11 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     hands = args.hands or (40 if args.quick else 3000)
     duplicates = {
-        2: args.duplicates or (2 if args.quick else 8),
-        3: args.duplicates_3p or (2 if args.quick else 3),
+        2: args.duplicates or 2,
+        3: args.duplicates_3p or 2,
     }
     styles = args.styles if args.styles is not None else QUICK_STYLES if args.quick else STYLES
-    iterations = QUICK_ITERATIONS if args.quick else MAX_ITERATIONS
     config = MBBRConfig(
         safety_budget=args.mbbr_safety_budget,
         hands_default=args.mbbr_hands_default,
@@ -233,26 +207,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--games: unknown {', '.join(unknown)}; known: {', '.join(GAMES)}")
     panels = {
         players: [s for s in text.split(",") if s]
-        for players, text in ((2, styles), (3, args.styles_3p or styles))
+        for players, text in (
+            (2, styles),
+            (3, args.styles_3p or (styles if args.styles or args.quick else ",".join(PLAIN))),
+        )
     }
-    solved, profiles, solves = {}, {}, {}
-    for name in game_names:
-        game = unseen_game(name)
-        solved[name], solves[name] = solve(game, iterations)
-        for style in panels[game.num_players]:
-            agents = group_agents(game, style)[1:]
-            profiles[name, style] = [opponent_profile(game, a, solved[name]) for a in agents]
+    # solved (or read from the cache) here, once, before the workers read it
+    nash_convs = {name: solved_nash_conv(unseen_game(name)) for name in game_names}
     # duplicate d of every group before d + 1, the 3-player games' (longer) jobs first
     order = sorted(game_names, key=lambda g: -unseen_game(g).num_players)
     jobs = [
-        ((name, style, d), name, hands, args.seed, config, solved[name], profiles[name, style])
+        ((name, style, d), name, hands, args.seed, config)
         for d in range(max(duplicates.values()))
         for name in order
         if d < duplicates[unseen_game(name).num_players]
         for style in panels[unseen_game(name).num_players]
     ]
     budget = None if math.isinf(config.safety_budget) else config.safety_budget
-    run = {"hands": hands, "seed": args.seed, "safety_budget": budget, "iterations": iterations}
+    run = {"hands": hands, "seed": args.seed, "safety_budget": budget}
     mbbr = {"hands_default": config.hands_default, "eta": config.eta}
     journal = Journal(args.journal, {**run, **mbbr}, defaults={"eta": MBBRConfig().eta})
     results = {key: entry for key, entry in journal.entries().items()}
@@ -263,11 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         journal.record(key, value, took)
         bar.update()
     bar.close()
-    report = build_report(results, game_names, panels, duplicates, solved, profiles)
+    report = build_report(results, game_names, panels, duplicates)
     report.update(
         hands=hands,
         seed=args.seed,
-        solves=solves,
+        solved_nash_conv_mbb_per_hand=nash_convs,
         mbbr={
             "posterior": config.posterior,
             "prior": config.prior,
@@ -289,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def build_report(results, game_names, panels, duplicates, solved, profiles) -> dict:
+def build_report(results, game_names, panels, duplicates) -> dict:
     """Per game, a row per opponent with at least one duplicate (its first duplicates without a
     gap), the mean share over the panel and the checks of issue 29's targets."""
     games = []
@@ -307,8 +279,9 @@ def build_report(results, game_names, panels, duplicates, solved, profiles) -> d
             mbbr, cfr = pairs[:, 0, 0], pairs[:, 1, 0]
             difference = mbbr - cfr
             scale = 1.0 / big_blind(game)
-            ceiling = scale * response_ceiling(game, *profiles[name, style])
-            cfr_exact = scale * fixed_value(game, solved[name], *profiles[name, style])
+            opponents = [fixed_profile(game, a) for a in group_agents(game, style)[1:]]
+            ceiling = scale * response_ceiling(game, *opponents)
+            cfr_exact = scale * fixed_value(game, solved_profile(game), *opponents)
             gap = ceiling - cfr_exact
             rows.append(
                 {
@@ -327,6 +300,7 @@ def build_report(results, game_names, panels, duplicates, solved, profiles) -> d
                 }
             )
         shares = [row["share"] for row in rows]
+        errors = [row["share_se"] for row in rows]
         games.append(
             {
                 "game": name,
@@ -336,6 +310,11 @@ def build_report(results, game_names, panels, duplicates, solved, profiles) -> d
                 "big_blind": big_blind(game),
                 "rows": rows,
                 "mean_share": float(np.mean(shares)) if shares else None,
+                "mean_share_se": (
+                    math.sqrt(sum(e**2 for e in errors)) / len(errors)
+                    if errors and None not in errors
+                    else None
+                ),
                 "checks": {
                     "mbbr_at_or_above_cfr_against_every_opponent": all(
                         row["difference"]["mean"] >= 0 for row in rows
@@ -369,13 +348,12 @@ def markdown(report: dict) -> str:
     """The report as the tables of benchmarks/RESULTS.md."""
     lines = []
     for game in report["games"]:
-        solve_info = report["solves"][game["game"]]
         lines += [
             f"{game['game']}: duplicates x {game['seatings']} seatings x {report['hands']} hands, "
             f"seed {report['seed']}; mbb/h (milli-big-blinds per hand, big blind "
-            f"{game['big_blind']} chips) ± standard error over the duplicates; cfr: "
-            f"{solve_info['iterations']} CFR+ iterations, nash_conv "
-            f"{solve_info['nash_conv_mbb_per_hand']:.2f} mbb/h",
+            f"{game['big_blind']} chips) ± standard error over the duplicates; cfr (the solved "
+            f"strategy): nash_conv {report['solved_nash_conv_mbb_per_hand'][game['game']]:.2f} "
+            "mbb/h",
             "",
             "| opponents | dup. | MBBR | cfr in MBBR's seat | MBBR − cfr (paired) | "
             "BR ceiling | cfr exact | share of the gap |",
@@ -384,14 +362,17 @@ def markdown(report: dict) -> str:
         for row in game["rows"]:
             share = f"{100 * row['share']:.0f}%"
             if row["share_se"] is not None:
-                share += f" ± {100 * row['share_se']:.0f}"
+                share += f" ± {100 * row['share_se']:.1f}"
             lines.append(
                 f"| {row['opponents']} | {row['duplicates']} | {_pm(row['mbbr'])} | "
                 f"{_pm(row['cfr'])} | {_pm(row['difference'])} | {row['ceiling']:+.1f} | "
                 f"{row['cfr_exact']:+.1f} | {share} |"
             )
         if game["mean_share"] is not None:
-            lines += ["", f"mean share over the panel: {100 * game['mean_share']:.0f}%"]
+            mean = f"{100 * game['mean_share']:.1f}%"
+            if game["mean_share_se"] is not None:
+                mean += f" ± {100 * game['mean_share_se']:.1f}"
+            lines += ["", f"mean share over the panel: {mean}"]
         lines += ["checks: " + ", ".join(f"{k} {v}" for k, v in game["checks"].items()), ""]
     return "\n".join(lines)
 

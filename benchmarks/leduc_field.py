@@ -41,6 +41,7 @@ import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -113,13 +114,14 @@ def run_job(job: tuple) -> tuple:
     return play_job(job[1:]) if job[0] == "play" else cost_job(job[1:])
 
 
-def _run_all(jobs: list, workers: int):
-    """Every job's result, as they finish (in this process when ``workers`` is 1)."""
+def run_all(run: Callable[[tuple], tuple], jobs: list, workers: int) -> Iterator[tuple]:
+    """``run(job)`` of every job, as they finish: on ``workers`` spawned processes (``run`` a
+    module-level function), or in this process when ``workers`` is 1."""
     if workers <= 1:
-        yield from map(run_job, jobs)
+        yield from map(run, jobs)
         return
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        yield from pool.imap_unordered(run_job, jobs)
+        yield from pool.imap_unordered(run, jobs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,12 +136,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="300 hands, 2 duplicates, 1 seed")
     parser.add_argument(
-        "--mbbr-safety-budget",
-        type=float,
-        default=SAFETY_BUDGET,
-        help="MBBR's safety budget B, mbb/h; 'inf' plays without the bankroll (%(default)s)",
-    )
-    parser.add_argument(
         "--mbbr-prior",
         choices=Prior.names(),
         default=MBBRConfig().prior,
@@ -147,23 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
-        "--journal",
-        type=Path,
-        default=None,
-        help="append each finished job here and skip the jobs it already holds (resumable)",
-    )
-    parser.add_argument(
-        "--report",
-        action="store_true",
-        help="play nothing: report what the journal holds (groups with fewer duplicates)",
-    )
-    parser.add_argument(
         "--without-cfr",
         action="store_true",
         help="leave out the group against cfr (two cfr agents in leduc3p) and the learning cost",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON only")
-    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    add_run_args(parser)
     args = parser.parse_args(argv)
     hands = args.hands or (300 if args.quick else 3000)
     duplicates = args.duplicates or (2 if args.quick else 12)
@@ -197,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     results, seconds = _journalled(journal)
     todo = [] if args.report else [job for job in jobs if job[1] not in results]
     bar = run_progress(len(todo), desc=f"{args.game} jobs")
-    for key, value, took in _run_all(todo, args.workers):
+    for key, value, took in run_all(run_job, todo, args.workers):
         results[key] = value
         seconds["cost" if key[0] == "cost" else "play"].append(took)
         journal.record(key, np.asarray(value).tolist(), took)
@@ -215,6 +199,30 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(markdown(report))
     return 0
+
+
+def add_run_args(parser: argparse.ArgumentParser) -> None:
+    """The options of a field run shared with ``unseen_games.py``: MBBR's safety budget, the
+    journal, report-only, and the output."""
+    parser.add_argument(
+        "--mbbr-safety-budget",
+        type=float,
+        default=SAFETY_BUDGET,
+        help="MBBR's safety budget B, mbb/h; 'inf' plays without the bankroll (%(default)s)",
+    )
+    parser.add_argument(
+        "--journal",
+        type=Path,
+        default=None,
+        help="append each finished job here and skip the jobs it already holds (resumable)",
+    )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="play nothing: report what the journal holds (groups with fewer duplicates)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON only")
+    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
 
 
 def _journalled(journal: Journal) -> tuple[dict, dict]:

@@ -42,7 +42,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import functools  # noqa: E402
 import math  # noqa: E402
-import multiprocessing  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -53,7 +52,7 @@ if not __package__:  # run as a script: make benchmarks.* importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.journal import Journal  # noqa: E402
-from benchmarks.leduc_field import PLAIN, STYLES, labels  # noqa: E402
+from benchmarks.leduc_field import PLAIN, STYLES, add_run_args, labels, run_all  # noqa: E402
 from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.progress import run_progress  # noqa: E402
 from oppmodel.modeling.evaluation.limit import nash_conv  # noqa: E402
@@ -61,7 +60,7 @@ from oppmodel.modeling.games.acpc.compiler import compile_limit_game  # noqa: E4
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.games.acpc.solved import solved_profile  # noqa: E402
-from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.play.agents import mbbr_factory  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.match import fixed_strategy_factory, play_duplicate  # noqa: E402
@@ -127,15 +126,6 @@ def play_job(job: tuple) -> tuple:
     return key, [(row * to_bb).tolist() for row in rows], time.perf_counter() - start
 
 
-def _run_all(jobs: list, workers: int):
-    """Every job's result, as they finish (in this process when ``workers`` is 1)."""
-    if workers <= 1:
-        yield from map(play_job, jobs)
-        return
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        yield from pool.imap_unordered(play_job, jobs)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", default=",".join(GAMES), help="(%(default)s)")
@@ -159,12 +149,6 @@ def main(argv: list[str] | None = None) -> int:
         help=f"40 hands, 2 duplicates, {QUICK_STYLES}",
     )
     parser.add_argument(
-        "--mbbr-safety-budget",
-        type=float,
-        default=SAFETY_BUDGET,
-        help="MBBR's safety budget B, mbb/h; 'inf' plays without the bankroll (%(default)s)",
-    )
-    parser.add_argument(
         "--mbbr-hands-default",
         type=int,
         default=MBBRConfig().hands_default,
@@ -177,17 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         help="MBBR's prior strength eta (%(default)s)",
     )
     parser.add_argument("--workers", type=int, default=1, help="(%(default)s)")
-    parser.add_argument(
-        "--journal",
-        type=Path,
-        default=None,
-        help="append each finished job here and skip the jobs it already holds (resumable)",
-    )
-    parser.add_argument(
-        "--report", action="store_true", help="play nothing: report what the journal holds"
-    )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON only")
-    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    add_run_args(parser)
     args = parser.parse_args(argv)
     hands = args.hands or (40 if args.quick else 3000)
     duplicates = {
@@ -230,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {key: entry for key, entry in journal.entries().items()}
     todo = [] if args.report else [job for job in jobs if job[0] not in results]
     bar = run_progress(len(todo), desc="unseen-game jobs")
-    for key, value, took in _run_all(todo, args.workers):
+    for key, value, took in run_all(play_job, todo, args.workers):
         results[key] = {"value": value, "seconds": took}
         journal.record(key, value, took)
         bar.update()

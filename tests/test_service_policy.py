@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -118,6 +119,26 @@ def test_an_agent_started_before_its_service_waits_for_it_and_decides_on_it_from
     finally:
         policy.close()
     assert f"the service at 127.0.0.1:{port} does not answer yet (UNAVAILABLE" in err.getvalue()
+
+
+def test_closing_while_the_start_waits_for_the_service_ends_the_wait(tmp_path: Path) -> None:
+    # a port that accepts connections and never serves (a server warming up, forever); closing
+    # (the match over, a Ctrl-C) must not wait out the start's 300 s, nor report a failure
+    listener = socket.create_server(("127.0.0.1", 0))
+    err = io.StringIO()
+    target = f"127.0.0.1:{listener.getsockname()[1]}"
+    policy = ServicePolicy(
+        GAME, target, config=CONFIG, startup_wait=300, connect_timeout=0.1, stderr=err
+    )
+    try:
+        wait_until(lambda: "waiting up to 300 s" in err.getvalue())
+        closing = threading.Thread(target=policy.close)
+        closing.start()
+        closing.join(30)
+        assert not closing.is_alive(), "close() waited for the start"
+    finally:
+        listener.close()
+    assert "failed" not in err.getvalue() and policy.session_id is None
 
 
 def test_a_slow_first_call_is_waited_for_at_the_start(tmp_path: Path) -> None:

@@ -226,6 +226,7 @@ class ServicePolicy:
         self._hand = 0  # the hand being played
         self._stop = False
         self._started = threading.Event()  # the start is over: on the service or not
+        self._starting: OpponentModelClient | None = None  # the start's client while it waits
         self._worker = threading.Thread(
             target=self._run,
             args=(target, startup_wait, connect_timeout, options),
@@ -299,6 +300,8 @@ class ServicePolicy:
         with self._wake:
             self._stop = True
             self._wake.notify()
+            if self._starting is not None:  # still waiting for the service: end its calls
+                self._starting.close()
         self._worker.join()
         with contextlib.suppress(*ServiceFailure):
             self._send_pending()
@@ -371,15 +374,24 @@ class ServicePolicy:
                 ready = False
                 self._say(
                     f"the service at {target} does not answer yet ({failure_reason(exc)}); "
-                    f"waiting up to {wait:g} s for it to serve before joining the match"
+                    f"waiting up to {wait:g} s for it to serve before the first decision"
                 )
-            with _Deadline(target, deadline, options) as client:
-                client.check_health(wait_for_ready=True)
-                self._create_session(client)
+            with self._wake:
+                if self._stop:
+                    return
+                self._starting = _Deadline(target, deadline, options)
+            try:
+                self._starting.check_health(wait_for_ready=True)
+                self._create_session(self._starting)
+            finally:
+                with self._wake:
+                    self._starting.close()
+                    self._starting = None
             if not ready:  # its last attempt failed: reconnect it now, not at the first decision
                 self._decisions.check_health(wait_for_ready=True)
         except ServiceFailure as exc:
-            self._fall_back(exc)
+            if not self._stop:  # closed while starting (Ctrl-C, say): no failure to report
+                self._fall_back(exc)
         else:
             self._on_service = True
 

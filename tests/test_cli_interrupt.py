@@ -10,6 +10,7 @@ at once, in parallel, each in a folder of its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -76,7 +77,19 @@ CASES = {
         "serve --store s.sqlite --port 0",
         r"interrupted; the sessions are kept in s.sqlite",
     ),
+    # a seat of a dealer's match (DEALER its port), interrupted once hands are dealt; the other
+    # seats are external agents, the service (SERVICE its port) is an `oppmodel serve`
+    "acpc-agent": (
+        "acpc-agent kuhn3p 127.0.0.1 {dealer} --in-process --seed 1",
+        r"interrupted after \d+ hands; nothing kept",
+    ),
+    "acpc-agent --service": (
+        "acpc-agent kuhn3p 127.0.0.1 {dealer} --service 127.0.0.1:{service} --seed 1",
+        r"interrupted after \d+ hands; the hands sent are in session [\w-]+ on the service at "
+        r"127\.0\.0\.1:\d+",
+    ),
 }
+HELPED = ("acpc-agent", "acpc-agent --service")  # cases that need a dealer (and a service)
 
 
 def session_processes(session: int) -> list[int]:
@@ -107,6 +120,14 @@ class Run:
     seconds: float = float("inf")  # from SIGINT to the end of the command and its group
     readers: list[threading.Thread] = field(default_factory=list)
 
+    def first_line(self) -> str:
+        """Its first line on stdout (a dealer's ports, a server's address), once it prints it."""
+        deadline = time.monotonic() + STARTED_SECONDS
+        while not self.out:
+            assert self.process.poll() is None and time.monotonic() < deadline, self.err
+            time.sleep(0.05)
+        return self.out[0]
+
     def read(self, stream: object, lines: list[str]) -> None:
         for line in stream:  # type: ignore[attr-defined]
             lines.append(line.rstrip("\n"))
@@ -122,6 +143,9 @@ class Run:
             reader.join(timeout=STOP_SECONDS)
 
     def at_work(self) -> bool:
+        if self.name in HELPED:  # the dealer has logged hands
+            log = self.folder / "dealer" / "m.log"
+            return log.exists() and log.read_text().count("\nSTATE:") >= 3
         if self.name == "serve":
             return any(line.startswith("serving on") for line in self.out)
         if self.name == "dealer":
@@ -129,11 +153,33 @@ class Run:
         return any(PROGRESS.match(line) for line in self.err)
 
 
-def start(name: str, tmp_path: Path) -> Run:
-    folder = tmp_path / name
+def match_for(name: str, folder: Path, helpers: list[Run]) -> dict[str, str]:
+    """Start the service (for --service), a kuhn3p dealer and external agents in its other seats
+    (each added to ``helpers`` once started); the ports the agent under test needs."""
+    ports = {}
+    if "--service" in name:
+        serve = "serve --store s.sqlite --port 0"
+        helpers.append(start("serve", folder, helpers, [OPPMODEL, *shlex.split(serve)]))
+        ports["service"] = re.findall(r":(\d+) ", helpers[-1].first_line())[0]
+    dealer = "dealer m kuhn3p 100000 42 a b c -q --t_per_hand 600000"  # slow starts
+    helpers.append(start("dealer", folder, helpers, [OPPMODEL, *shlex.split(dealer)]))
+    ports["dealer"], *others = helpers[-1].first_line().split()
+    for port in others:
+        seat = [*shlex.split(EXTERNAL), "127.0.0.1", port]
+        helpers.append(start(f"seat{port}", folder, helpers, seat))
+    return ports
+
+
+def start(name: str, tmp_path: Path, helpers: list[Run], argv: list[str] | None = None) -> Run:
+    """Start the case's command (or ``argv``, a helper's) in a folder of its own; a case in
+    HELPED gets its service, its dealer and the other seats first, added to ``helpers``."""
+    folder = tmp_path / name.replace(" ", "")
     (folder / "tmp").mkdir(parents=True)
+    if argv is None:
+        ports = match_for(name, folder, helpers) if name in HELPED else {}
+        argv = [OPPMODEL, *shlex.split(CASES[name][0].format(**ports))]
     process = subprocess.Popen(
-        [OPPMODEL, *shlex.split(CASES[name][0])],
+        argv,
         cwd=folder,
         env={**os.environ, "TMPDIR": str(folder / "tmp")},
         stdout=subprocess.PIPE,
@@ -152,9 +198,12 @@ def start(name: str, tmp_path: Path) -> Run:
 def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """Every command started at once, each sent Ctrl-C once at work."""
     tmp_path = tmp_path_factory.mktemp("interrupt")
-    runs = [start(name, tmp_path) for name in CASES]
+    runs: list[Run] = []
+    helpers: list[Run] = []  # the services, dealers and other seats of the HELPED cases
     stopped: dict[str, tuple[Run, threading.Thread]] = {}
     try:
+        for name in CASES:
+            runs.append(start(name, tmp_path, helpers))
         deadline = time.monotonic() + STARTED_SECONDS
         while len(stopped) < len(runs) and time.monotonic() < deadline:
             for run in runs:  # each one Ctrl-C as soon as it is at work
@@ -171,7 +220,12 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         for _, watcher in stopped.values():
             watcher.join()
     finally:
-        for run in runs:
+        for helper in helpers:  # Ctrl-C them too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(helper.process.pid, signal.SIGINT)
+        for run in runs + helpers:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                run.process.wait(timeout=STOP_SECONDS)
             for pid in session_processes(run.process.pid):  # only if the test failed
                 os.kill(pid, signal.SIGKILL)
             run.process.kill()
@@ -190,7 +244,8 @@ def test_ctrl_c_ends_a_command_in_one_line_status_130_and_nothing_left_running(
     assert "Traceback" not in "\n".join(run.err)
     assert "KeyboardInterrupt" not in "\n".join(run.err)
     assert len(said) == 1, run.err
-    line = re.fullmatch(f"oppmodel {name}: {CASES[name][1]}", said[0])
+    command = name.split()[0]
+    line = re.fullmatch(f"oppmodel {command}: {CASES[name][1]}", said[0])
     assert line, said
     assert run.process.returncode == 130
     assert session_processes(run.process.pid) == []

@@ -26,6 +26,7 @@ import random
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TextIO
@@ -346,10 +347,12 @@ def play_match(
     *,
     stderr: TextIO | None = None,
     read_timeout: float | None = None,
+    on_hand: Callable[[], None] | None = None,
 ) -> AgentResult:
     """Play until the dealer closes the connection; returns this seat's tally.
 
     ``read_timeout`` (seconds) bounds the wait for each line; None waits as long as the dealer does.
+    ``on_hand`` is called after each finished hand (a command counts them to say how far it got).
     """
     HandState(game)  # refuses a game whose betting the rules do not play (no-limit, small stacks)
     err = stderr or sys.stderr
@@ -379,6 +382,8 @@ def play_match(
                     hands += 1
                     total += result.payoff
                     policy.observe(result)
+                    if on_hand is not None:
+                        on_hand()
                 continue
             if hand.current != state.position:
                 continue

@@ -30,6 +30,7 @@ from oppmodel.clients.commands._mbbr_options import (
     prior_strategy_profile,
 )
 from oppmodel.clients.commands._types import non_negative_float, port, positive_float, seed
+from oppmodel.clients.interrupt import noting
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, BUNDLED_STRATEGIES
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
@@ -218,11 +219,19 @@ def run(args: argparse.Namespace) -> int:
         policy = strategy_policy(game, args.strategy, args.seed)
     else:
         policy = make_policy(agent, game, args.seed)
-    try:
-        result = play_match(game, connect(args.host, args.port, args.connect_timeout), policy)
-    finally:
-        if isinstance(policy, ServicePolicy):
-            policy.close()
+    played = 0
+
+    def count_hand() -> None:
+        nonlocal played
+        played += 1
+
+    with noting(progress=lambda: f"after {played} hands", kept=lambda: kept(policy, args.service)):
+        try:
+            sock = connect(args.host, args.port, args.connect_timeout)
+            result = play_match(game, sock, policy, on_hand=count_hand)
+        finally:
+            if isinstance(policy, ServicePolicy):
+                policy.close()
     label = f"{agent} (service)" if args.service else agent
     extra = service_tally(policy, budget_ms) if isinstance(policy, ServicePolicy) else {}
     if args.json:
@@ -236,6 +245,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def kept(policy: Policy, service: str | None) -> str:
+    """What an interrupted agent leaves behind: its session on the service, if it made one
+    (asked once the policy is closed, its last hands sent)."""
+    if isinstance(policy, ServicePolicy) and policy.session_id is not None:
+        return f"the hands sent are in session {policy.session_id} on the service at {service}"
+    return ""
 
 
 def most_decisions_per_hand(game: LimitGame) -> int:

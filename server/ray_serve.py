@@ -465,11 +465,13 @@ def init_local_ray(**options: Any) -> None:
 
 def run(
     config: RayServeConfig, *, on_serving: Callable[[int, int | None], None] | None = None
-) -> None:
+) -> signal.Signals:
     """Serve until SIGTERM or SIGINT: bind the metrics endpoint (with
     ``config.server.metrics_port``, on loopback), try the store, connect to the cluster at
     ``config.address`` (or start a local one), run the application, call ``on_serving`` with the
-    gRPC port and the metrics port (None without one), then remove it."""
+    gRPC port and the metrics port (None without one), then remove it. Returns the signal that
+    stopped it (Ctrl-C's SIGINT ends the command as interrupted, SIGTERM as done), as
+    :func:`oppmodel.server.app.serve` does."""
     metrics_port = config.server.metrics_port
     # bound first: a busy port is refused before Ray starts
     endpoint = None if metrics_port is None else ReplicaMetricsEndpoint(metrics_port, LOOPBACK)
@@ -477,7 +479,7 @@ def run(
         # then the store, as the single-process server tries it: one that cannot be used is
         # refused in one line before Ray starts (else every replica failed to start, at length)
         open_storage(config.server.db_path, synchronous=config.server.synchronous).close()
-        _run(config, endpoint=endpoint, on_serving=on_serving)
+        return _run(config, endpoint=endpoint, on_serving=on_serving)
     finally:
         if endpoint is not None:
             endpoint.close()
@@ -488,7 +490,7 @@ def _run(
     *,
     endpoint: ReplicaMetricsEndpoint | None,
     on_serving: Callable[[int, int | None], None] | None,
-) -> None:
+) -> signal.Signals:
     import ray
 
     owns_cluster = config.address is None
@@ -512,12 +514,19 @@ def _run(
                 "db": redacted(config.server.db_path),
             },
         )
+        stopped_by: list[signal.Signals] = []
+        stop = threading.Event()
+
+        def on_signal(sig: int, _frame: object) -> None:
+            stopped_by.append(signal.Signals(sig))
+            stop.set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):  # before "serving": a signal sent on it is ours
+            signal.signal(sig, on_signal)
         if on_serving is not None:
             on_serving(port, metrics_port)
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
         stop.wait()
         log.info("shutting down")
+        return stopped_by[0]
     finally:
         stop_serve(owns_cluster=owns_cluster)

@@ -258,7 +258,11 @@ def run(args: argparse.Namespace) -> int:
                 "not with --ray: Ray Serve's gRPC proxy listens on every interface of every "
                 "node, whatever --host says; keep --port behind a firewall",
             )
-        ray_serve.run(ray_config, on_serving=functools.partial(announce_ray, ray_config))
+        stopped_by = ray_serve.run(
+            ray_config, on_serving=functools.partial(announce_ray, ray_config)
+        )
+        if stopped_by == signal.SIGINT:  # Ctrl-C, once the application is removed
+            raise Interrupted(kept=f"the sessions are kept in {redacted(config.db_path)}")
         return 0
     if args.address is not None:
         raise InvalidArgumentError("address", "--address needs --ray")

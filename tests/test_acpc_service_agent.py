@@ -126,9 +126,10 @@ def test_killing_the_service_mid_match_falls_back_to_n1_once_and_the_match_compl
     assert len(parse_log(captured.log).hands) == 70
     assert agents[0].result.hands == 70
     assert policy.service_decisions > 0 and policy.fallback_decisions > 0
-    # A call in flight when the server stops is cancelled by it; a later one finds no server.
+    # a call in flight when the server stops is cancelled by it, a later one finds no server:
+    # either way the service is unavailable
     failures = re.findall(r"the service failed \((\w+): ", err.getvalue())
-    assert len(failures) == 1 and failures[0] in ("UNAVAILABLE", "CANCELLED"), err.getvalue()
+    assert failures == ["UNAVAILABLE"], err.getvalue()
     assert not policy.healthy
     outage = policy.outages[-1]  # from the first decision after the kill; never back
     assert outage.first_hand in (killed_after[0] + 1, killed_after[0] + 2)

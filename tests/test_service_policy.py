@@ -247,12 +247,14 @@ def test_a_service_that_lost_the_session_gets_a_new_one_with_every_hand(tmp_path
 class DecisionHoldingProxy:
     """A real gRPC server on 127.0.0.1 that forwards every call, as bytes, to ``target``, except
     that while ``holding`` is set GetAction calls get no answer (they wait out their deadline):
-    a service that answers health checks and takes hands but cannot decide. ``decisions``
-    counts the GetAction calls that reached it. The first CreateSession is forwarded only after
-    ``create_delay`` seconds (a slow first call)."""
+    a service that answers health checks and takes hands but cannot decide; while
+    ``cancelling`` is set the server cancels them, as a stopping server cancels the calls in
+    flight. ``decisions`` counts the GetAction calls that reached it. The first CreateSession
+    is forwarded only after ``create_delay`` seconds (a slow first call)."""
 
     def __init__(self, target: str, *, create_delay: float = 0.0) -> None:
         self.holding = threading.Event()
+        self.cancelling = threading.Event()
         self.decisions = 0
         self._create_delay = create_delay
         self._channel = grpc.insecure_channel(target)
@@ -273,6 +275,9 @@ class DecisionHoldingProxy:
         def forward(request: bytes, context: grpc.ServicerContext) -> bytes:
             if method.endswith("/GetAction"):
                 self.decisions += 1
+                if self.cancelling.is_set():
+                    context.cancel()
+                    return b""
                 while self.holding.is_set() and context.is_active():
                     time.sleep(0.005)
             if method.endswith("/CreateSession"):
@@ -285,6 +290,24 @@ class DecisionHoldingProxy:
     def close(self) -> None:
         self._server.stop(None)
         self._channel.close()
+
+
+def test_a_call_the_server_cancels_is_an_unavailable_service(tmp_path: Path) -> None:
+    # A stopping server cancels the calls in flight (CANCELLED; the agent never cancels a call
+    # it waits for): the service went away, and the outage says so.
+    with BackgroundServer(server_config(tmp_path / "s.sqlite", 0)) as port:
+        proxy = DecisionHoldingProxy(f"127.0.0.1:{port}")
+        err = io.StringIO()
+        policy = ServicePolicy(GAME, f"127.0.0.1:{proxy.port}", config=CONFIG, stderr=err)
+        try:
+            assert policy.healthy
+            proxy.cancelling.set()
+            play(policy, range(1))
+        finally:
+            policy.close()
+            proxy.close()
+    assert policy.outages == [Outage(0, None, "UNAVAILABLE")]
+    assert "the service failed (UNAVAILABLE: CANCELLED: " in err.getvalue(), err.getvalue()
 
 
 def stalls(policy: ServicePolicy, first: int, seconds: float, budget: float) -> tuple[int, int]:

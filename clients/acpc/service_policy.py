@@ -117,13 +117,18 @@ def tcp_address(target: str) -> tuple[str, int] | None:
 
 
 def failure_reason(exc: BaseException) -> str:
-    """A short name of what went wrong: its gRPC status, or the error's class and message."""
+    """A short name of what went wrong: its gRPC status, or the error's class and message.
+
+    A cancelled call is UNAVAILABLE: the policy reports no call it cancelled itself (only
+    ``close`` cancels, and reports nothing), so the server cancelled it, as a stopping server
+    does with the calls in flight: the service went away (the message keeps the CANCELLED)."""
     if isinstance(exc, grpc.RpcError):
-        return exc.code().name
-    if isinstance(exc, ServiceError):
-        return exc.code
-    status = _STATUS_OF.get(type(exc))
-    return status or f"{type(exc).__name__}: {exc}"
+        status = exc.code().name
+    elif isinstance(exc, ServiceError):
+        status = exc.code
+    else:
+        status = _STATUS_OF.get(type(exc)) or f"{type(exc).__name__}: {exc}"
+    return "UNAVAILABLE" if status == "CANCELLED" else status
 
 
 @dataclass(frozen=True)

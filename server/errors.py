@@ -16,6 +16,7 @@ import grpc
 from oppmodel.modeling.errors import (
     DeadlineExceededError,
     FailedPreconditionError,
+    GameSolvingError,
     IdleStreamError,
     IllegalActionError,
     InvalidArgumentError,
@@ -45,6 +46,7 @@ STATUS_BY_ERROR: dict[type[OppModelError], grpc.StatusCode] = {
     PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
     UnavailableError: grpc.StatusCode.UNAVAILABLE,
+    GameSolvingError: grpc.StatusCode.UNAVAILABLE,
     DeadlineExceededError: grpc.StatusCode.DEADLINE_EXCEEDED,
     ServiceError: grpc.StatusCode.INTERNAL,
 }

@@ -320,7 +320,7 @@ def test_a_url_of_another_scheme_is_refused_as_unsupported(tmp_path: Path) -> No
         ("host=h password=pw dbname=x", "host=h dbname=x"),
         ("host=h password='p w' sslpassword=pw dbname=x", "host=h dbname=x"),
         ("dbname=x password=p w", "dbname=x"),  # libpq refuses it; "w" may be the password's
-        ("/srv/oppmodel.sqlite", "/srv/oppmodel.sqlite"),
+        ("stores/oppmodel.sqlite", "stores/oppmodel.sqlite"),
     ],
 )
 def test_a_store_is_shown_without_its_password(location: str, shown: str) -> None:

@@ -19,11 +19,11 @@ from oppmodel.modeling.evaluation import kuhn as kuhn_evaluation
 from oppmodel.modeling.evaluation import limit as limit_evaluation
 from oppmodel.modeling.games.acpc.bundled import strategy_path
 from oppmodel.modeling.games.acpc.compiler import limit_game
-from oppmodel.modeling.games.acpc.strategy import load_profile
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on, load_profile
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model, kuhn_profile_on
+from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_hand
 
 # The posteriors themselves: change detection, a bank of these, is test_limit_change.py's

@@ -13,10 +13,11 @@ import pytest
 
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model, hole_split, kuhn_profile_on
+from oppmodel.modeling.mbbr.limit_model import build_limit_model, hole_split
 from oppmodel.modeling.mbbr.limit_safety import RULE_OUT_ODDS, _lines_of, payoff_range
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
@@ -312,3 +313,19 @@ def test_the_bankroll_counts_in_the_models_memory():
     plain = build_limit_model(game, MBBRConfig(safety_budget=math.inf))
     leaf_tables = game.num_terminals * 8 * sum(len(h) for h in hole_split(game).subtrees)
     assert safe.nbytes() - plain.nbytes() >= leaf_tables
+
+
+def test_in_compiled_kuhn3p_the_hypotheses_are_the_equilibrium_family():
+    """3-player Kuhn keeps the paper's guard set on the one stack: every opponent at each seat
+    offset plays N1, N2 or N3 (9 hypotheses). Against N2 at offset 1 and N3 at offset 2 that
+    hypothesis stays alive, its bankroll holds, and others die."""
+    game = limit_game("kuhn3p")
+    model = build_limit_model(game, MBBRConfig(hands_default=10))
+    n = {name: kuhn_profile_on(game, robust_profile(name)) for name in ("N1", "N2", "N3")}
+    _play(model, game, (n["N2"], n["N3"]), 400, seed=4)
+    safety = model._safety
+    assert len(safety) == 9
+    alive = {safety.hypotheses[h] for h in np.flatnonzero(safety.alive)}
+    assert (1, 2) in alive  # N2 at offset 1, N3 at offset 2
+    assert len(alive) < len(safety)
+    assert (safety.bank >= -1e-12)[safety.alive].all()

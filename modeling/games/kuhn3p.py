@@ -25,6 +25,8 @@ from fractions import Fraction
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
 from oppmodel.modeling.games.kuhn import kuhn_game
 
 SITUATION_HISTORIES = (
@@ -33,6 +35,7 @@ SITUATION_HISTORIES = (
     ("pp", "pb", "bp", "bb"),
 )
 TOLERANCE = 1e-12
+KUHN3P = "kuhn3p"  # the bundled game whose named strategies these are
 
 Number = float | Fraction
 
@@ -157,3 +160,13 @@ def n2_as_printed() -> np.ndarray:
     a, b, c = sgs_tables(**ROBUST_PARAMETERS["N2"])
     b[2, 1] = 1.0
     return profile_from_tables((a, b, c))
+
+
+def equilibria(game: LimitGame) -> dict[str, np.ndarray]:
+    """N1, N2 and N3 (keys ``"n1"``, ``"n2"``, ``"n3"``) as profiles of ``game`` (fold, call,
+    raise) when it is the bundled 3-player Kuhn, else none: the named strategies of the games that
+    have them (the panel's names, MBBR's default N1 and prior mean N3, the safety bankroll's
+    guards)."""
+    if game.name != KUHN3P:
+        return {}
+    return {key.lower(): kuhn_profile_on(game, _robust_profile(key)) for key in ROBUST_PARAMETERS}

@@ -33,7 +33,8 @@ models of the configured posterior (``change.py``'s BOCPD).
 
 Defaults (no profile given): the game's solved strategy (``games/acpc/solved.py``: the bundled
 file, else the cache, else solved on first use) is both the default strategy and the prior mean;
-compiled 3-player Kuhn uses N1 and N3 as ``KuhnGame`` does. Uniform play only when passed.
+compiled 3-player Kuhn uses N1 and N3 as ``KuhnGame`` does, and its safety bankroll guards
+against the family N1, N2, N3 (:func:`safety_guards`). Uniform play only when passed.
 """
 
 from __future__ import annotations
@@ -51,11 +52,8 @@ from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
 from oppmodel.modeling.games.acpc.solved import is_bundled, solved_profile
-from oppmodel.modeling.games.acpc.strategy import (
-    kuhn_profile_on,
-    validate_profile,
-)
-from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.games.acpc.strategy import validate_profile
+from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.base import (
@@ -128,6 +126,7 @@ class LimitModel(abc.ABC):
                 config.safety_budget,
                 holes=self._holes.infosets_of_hole,
                 subtrees=self._holes.subtrees,
+                guards=safety_guards(game, self.default_strategy),
             )
         )
         self._build_posterior()
@@ -667,7 +666,6 @@ class LimitSampleModel(LimitModel):
         return array_bytes(arrays)
 
 
-KUHN3P = "kuhn3p"  # compiled 3-player Kuhn: N1 and N3 are its defaults, as in Kuhn's model
 _ABSENT = "-"  # in a snapshot's key_cards: a hidden hole, or a round the hand did not reach
 
 
@@ -714,18 +712,26 @@ def build_limit_model(
 
 def default_profile(game: LimitGame, role: str) -> np.ndarray:
     """The default strategy (``role="default_strategy"``) or prior mean (``"prior_mean"``) of a
-    game: N1 / N3 in compiled 3-player Kuhn, else its solved strategy
+    game: N1 / N3 in compiled 3-player Kuhn (``kuhn3p.equilibria``), else its solved strategy
     (:func:`~oppmodel.modeling.games.acpc.solved.solved_profile`: bundled, cached or solved now).
     Uniform play only when passed explicitly (``strategy.uniform_profile``)."""
-    if game.name == KUHN3P:
-        return kuhn_profile_on(game, robust_profile("N1" if role == "default_strategy" else "N3"))
+    family = equilibria(game)
+    if family:
+        return family["n1" if role == "default_strategy" else "n3"]
     return solved_profile(game).copy()
+
+
+def safety_guards(game: LimitGame, default_strategy: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The safety bankroll's guard set: the equilibrium family N1, N2, N3 in compiled 3-player
+    Kuhn (the default N1 is one of them), else the default strategy alone."""
+    family = equilibria(game)
+    return tuple(family.values()) if family else (default_strategy,)
 
 
 def needs_solving(game: LimitGame) -> bool:
     """Whether :func:`default_profile` has to solve the game: not compiled 3-player Kuhn, no
     strategy bundled (the service solves such games itself, ``server/solved_strategies.py``)."""
-    return game.name != KUHN3P and not is_bundled(game)
+    return not equilibria(game) and not is_bundled(game)
 
 
 def _profile_or_default(game: LimitGame, given: np.ndarray | None, field: str) -> np.ndarray:

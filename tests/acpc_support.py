@@ -1,6 +1,9 @@
 """Helpers for the ACPC network tests: scripted clients and a dealer run with captured output.
 
 Every socket operation has a timeout, so a broken dealer or client fails a test instead of hanging.
+A seat's wait for the dealer's next line includes the other seats' think time, which the dealer
+itself bounds (its reply and start limits) and ends by closing every seat; the project's agent
+therefore waits for it as long as a loaded machine may need (MATCH_WAIT).
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ DATA = Path(__file__).resolve().parent / "data" / "acpc"  # copied from the shar
 GAME_FILE = DATA / "kuhn.limit.3p.game"
 GAME = read_game_def(GAME_FILE)
 SOCKET_TIMEOUT = 10.0
+# an agent seat's wait for the dealer's next line: longer than any limit a test gives the dealer
+# (a seat compiling MBBR's best response on a cold numba cache at load 14 took over 10 s)
+MATCH_WAIT = 300.0
 
 # on_act(line without newline, state, hand, decision number of this seat) -> lines to send
 OnAct = Callable[[str, MatchState, HandState, int], list[str]]
@@ -179,11 +185,8 @@ def run_dealer(
 class AgentThread:
     """The project's agent (``play_match``) in a thread, with its result kept."""
 
-    def __init__(
-        self, port: int, policy: Policy, game: GameDef = GAME, read_timeout: float = SOCKET_TIMEOUT
-    ) -> None:
+    def __init__(self, port: int, policy: Policy, game: GameDef = GAME) -> None:
         self.game = game
-        self.read_timeout = read_timeout
         self.result: AgentResult | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(port, policy), daemon=True)
@@ -192,7 +195,7 @@ class AgentThread:
     def _run(self, port: int, policy: Policy) -> None:
         try:
             sock = connect("127.0.0.1", port, SOCKET_TIMEOUT)
-            self.result = play_match(self.game, sock, policy, read_timeout=self.read_timeout)
+            self.result = play_match(self.game, sock, policy, read_timeout=MATCH_WAIT)
         except BaseException as exc:
             self.error = exc
 

@@ -180,7 +180,7 @@ def test_the_wrapper_script_plays_a_seat_with_the_reference_calling_convention(
                 text=True,
             )
         )
-        return [AgentThread(p, make_policy("uniform", GAME, 0), read_timeout=60) for p in ports[1:]]
+        return [AgentThread(p, make_policy("uniform", GAME, 0)) for p in ports[1:]]
 
     # a fresh interpreter took 5 s to connect at load 18: the dealer and the others wait longer
     captured, _ = run_dealer(tmp_path, hands=30, clients=start, quiet=True, start_timeout_ms=60_000)

@@ -216,7 +216,7 @@ def test_the_command_plays_a_strategy_file_and_cfr_in_a_leduc_match(tmp_path: Pa
             )
         )
         cfr = make_policy("cfr", LEDUC2P, 4)
-        return [AgentThread(ports[1], cfr, game=LEDUC2P, read_timeout=60)]
+        return [AgentThread(ports[1], cfr, game=LEDUC2P)]
 
     # a fresh interpreter starting under load can take seconds to connect
     captured, _ = run_dealer(

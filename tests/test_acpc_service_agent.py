@@ -229,10 +229,7 @@ def test_the_wrapper_script_with_an_unreachable_service_plays_n1_and_says_so_onc
     def start(ports: tuple[int, ...]) -> list:
         command = [str(script), "127.0.0.1", str(ports[0])]
         processes.append(subprocess.Popen(command, stderr=subprocess.PIPE, text=True))
-        return [
-            AgentThread(p, make_policy("always-bet", GAME, s), read_timeout=60)
-            for s, p in enumerate(ports[1:])
-        ]
+        return [AgentThread(p, make_policy("always-bet", GAME, s)) for s, p in enumerate(ports[1:])]
 
     # a fresh interpreter took over 5 s to start at load 17: the dealer and the others wait longer
     captured, _ = run_dealer(tmp_path, hands=40, clients=start, quiet=True, start_timeout_ms=60_000)

@@ -42,6 +42,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -97,6 +98,8 @@ SERVICER_FUNCTIONS = (
 )
 HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 HASH_ROUTER = "ray.serve.experimental.consistent_hash_router.ConsistentHashRouter"
+# how long a start waits for a proxy Serve replaced (its successor gets 10 s, the next 15 s, ...)
+PROXY_START_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -399,19 +402,50 @@ def deployment(config: RayServeConfig) -> Any:
 
 def start_serve(config: RayServeConfig, *, port: int, http_port: int) -> None:
     """Start Serve's proxies (gRPC on ``port``, every interface; HTTP on loopback
-    ``http_port``) on the connected Ray cluster and run the application until it serves."""
+    ``http_port``) on the connected Ray cluster and run the application until it serves.
+
+    Serve's controller gives a new proxy 5 s to report ready, then kills it and starts another;
+    ``serve.start`` waits on the first one and raises ActorDiedError when it is killed, though
+    Serve goes on with its successor. A loaded machine starts a proxy slower than that, so the
+    start then waits for Serve's proxies to be healthy instead (up to PROXY_START_SECONDS)."""
     from ray import serve
+    from ray.exceptions import ActorDiedError
     from ray.serve.config import HTTPOptions, gRPCOptions
 
-    serve.start(
-        http_options=HTTPOptions(host=LOOPBACK, port=http_port),
-        grpc_options=gRPCOptions(
-            port=port,
-            grpc_servicer_functions=list(SERVICER_FUNCTIONS),
-            enable_reflection=False,  # the replicas answer it (SERVICER_FUNCTIONS)
-        ),
-    )
+    try:
+        serve.start(
+            http_options=HTTPOptions(host=LOOPBACK, port=http_port),
+            grpc_options=gRPCOptions(
+                port=port,
+                grpc_servicer_functions=list(SERVICER_FUNCTIONS),
+                enable_reflection=False,  # the replicas answer it (SERVICER_FUNCTIONS)
+            ),
+        )
+    except ActorDiedError:
+        log.info("Serve replaced its proxy, slow to start: waiting for the next one")
+        _wait_for_proxies(PROXY_START_SECONDS)
     serve.run(deployment(config), name=APP_NAME, route_prefix=ROUTE_PREFIX)
+
+
+def _wait_for_proxies(seconds: float) -> None:
+    """Wait until Serve runs a healthy proxy and none that is starting or unhealthy (one being
+    replaced); TimeoutError after ``seconds``."""
+    from ray import serve
+    from ray.serve.schema import ProxyStatus
+
+    deadline = time.monotonic() + seconds
+    while True:
+        proxies = serve.status().proxies
+        statuses = set(proxies.values())
+        if ProxyStatus.HEALTHY in statuses and not statuses & {
+            ProxyStatus.STARTING,
+            ProxyStatus.UNHEALTHY,
+        }:
+            return
+        if time.monotonic() > deadline:
+            states = ", ".join(sorted(str(status) for status in proxies.values())) or "none"
+            raise TimeoutError(f"Ray Serve's proxies did not start within {seconds:g} s ({states})")
+        time.sleep(0.25)
 
 
 def refuse_a_second_application(address: str) -> None:

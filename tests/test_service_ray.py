@@ -106,6 +106,13 @@ class Deployment:
             self._deployed = wanted
         return self
 
+    def shutdown(self) -> None:
+        """Stop Serve (controller, proxy, replicas); the next ``ensure`` starts it anew."""
+        from ray import serve
+
+        serve.shutdown()
+        self._deployed = None
+
 
 @pytest.fixture(scope="module")
 def ray_app(postgres_server: PostgresServer) -> Iterator[Deployment]:
@@ -115,14 +122,13 @@ def ray_app(postgres_server: PostgresServer) -> Iterator[Deployment]:
     # as `serve --ray` starts its local instance: Ray's own ports on loopback
     init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     metrics = ReplicaMetricsEndpoint(0, "127.0.0.1")  # as `serve --ray --metrics-port 0`
+    deployed = Deployment(store, *free_ports(2), metrics_port=metrics.port)
     try:
         metrics.start_board()
-        yield Deployment(store, *free_ports(2), metrics_port=metrics.port)
+        yield deployed
     finally:
-        from ray import serve
-
         metrics.close()
-        serve.shutdown()
+        deployed.shutdown()
         ray.shutdown()
         postgres_server.drop_database(store)
 
@@ -142,6 +148,47 @@ def library_model(observations: list) -> object:
     for obs in observations:
         model.observe(obs)
     return model
+
+
+def kill_the_first_proxy(stop: threading.Event) -> list[str]:
+    """In a thread: kill Serve's proxy actor as soon as it exists, once (as Serve's controller
+    kills a proxy that does not report ready in time); the list gets the killed actor's name."""
+    from ray.serve._private.constants import SERVE_NAMESPACE, SERVE_PROXY_NAME
+
+    killed: list[str] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 120
+        while not stop.is_set() and time.monotonic() < deadline:
+            for actor in ray.util.list_named_actors(all_namespaces=True):
+                if actor["name"].startswith(SERVE_PROXY_NAME):
+                    ray.kill(ray.get_actor(actor["name"], namespace=SERVE_NAMESPACE))
+                    killed.append(actor["name"])
+                    return
+            time.sleep(0.02)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return killed
+
+
+def test_serve_starts_though_its_first_proxy_is_replaced(ray_app: Deployment) -> None:
+    """Serve's controller gives a new proxy 5 s to report ready, then kills it and starts another;
+    on a loaded machine the first proxy missed that, and ``serve.start``, waiting on it, raised
+    ActorDiedError though Serve went on with the next one (``serve --ray`` failed to start, the
+    module's set-up errored). Here the first proxy is killed before it is ready: the application
+    is served all the same. (First in the module: Serve is not running yet, so the fresh start
+    costs nothing extra.)"""
+    ray_app.shutdown()  # a new Serve: serve.start waits for its proxy only when it starts one
+    stop = threading.Event()
+    killed = kill_the_first_proxy(stop)
+    try:
+        ray_app.ensure(None)
+    finally:
+        stop.set()
+    assert killed  # the start did wait through a replaced proxy
+    with client_of(ray_app) as client:
+        sid = client.create_session(config=CONFIG).session_id
+        assert client.get_session(sid).hands_observed == 0
 
 
 def test_the_api_works_through_the_proxy(deployment: Deployment) -> None:

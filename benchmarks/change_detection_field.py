@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     results, seconds = run_jobs_with_args(jobs, args)
 
     def mbbr_score(kind: str, group: tuple[str, ...]) -> list[float]:
-        return [results[i].mbb[group.index("mbbr")] for i in ids[(kind, group)]]
+        return [results[i].rate[group.index("mbbr")] for i in ids[(kind, group)]]
 
     scores = {
         kind: average_estimates([mean_estimate(mbbr_score(kind, g)) for g in groups])

@@ -162,7 +162,7 @@ def ranking(results, index, table: str, field: Sequence[str]) -> list[tuple[str,
             continue
         ids = index[(table, group)]
         for j, name in enumerate(group):
-            per_agent[name].append(mean_estimate([results[i].mbb[j] for i in ids]))
+            per_agent[name].append(mean_estimate([results[i].rate[j] for i in ids]))
     rows = [(name, average_estimates(ests)) for name, ests in per_agent.items()]
     return sorted(rows, key=lambda row: -row[1].mean)
 
@@ -176,14 +176,16 @@ def head_to_head(results, index, table: str, field: Sequence[str]) -> list[tuple
         for group in field_groups(field):
             if "mbbr" in group and other in group:
                 ids, i, j = index[(table, group)], group.index("mbbr"), group.index(other)
-                margins.append(mean_estimate([results[r].mbb[i] - results[r].mbb[j] for r in ids]))
+                margins.append(
+                    mean_estimate([results[r].rate[i] - results[r].rate[j] for r in ids])
+                )
         rows.append((other, average_estimates(margins)))
     return rows
 
 
 def group_estimates(results, index, table: str, group) -> list[Estimate]:
     ids = index[(table, group)]
-    return [mean_estimate([results[i].mbb[j] for i in ids]) for j in range(3)]
+    return [mean_estimate([results[i].rate[j] for i in ids]) for j in range(3)]
 
 
 def fmt(mean: float, se: float | None) -> str:

@@ -197,8 +197,8 @@ def run_jobs(
 
     def finished(result: JobResult, seconds: float) -> None:
         work = by_id[result.job_id]
-        mbb[work] = result.mbb
-        record.record(job_key(work), list(result.mbb), seconds)
+        mbb[work] = result.rate
+        record.record(job_key(work), list(result.rate), seconds)
         bar.update(1)
 
     try:
@@ -354,7 +354,7 @@ def sweep_points(
     for value in values:
         per_pair = []
         for _ in pairs:
-            per_pair.append(mean_estimate([next(it).mbb[0] for _ in range(reps)]))
+            per_pair.append(mean_estimate([next(it).rate[0] for _ in range(reps)]))
         config = point_config(param, value, base)
         points.append(SweepPoint(value, config, average_estimates(per_pair), tuple(per_pair)))
     return points

@@ -21,7 +21,8 @@ the opponents under the duplicate protocol and the exact value of ``cfr`` in MBB
 
     share = (MBBR - cfr, paired) / (BR ceiling - cfr, exact)
 
-Units: milli-big-blinds per hand (both games have a big blind of 2 chips: 1000 x chips / 2).
+Units: each game's (``game.rate_unit``): both have blinds 1/2, so milli-big-blinds per hand
+(1000 x chips / 2).
 
     python benchmarks/unseen_games.py [--games unseen2p,unseen3p] [--hands 3000]
                                       [--duplicates 2] [--duplicates-3p 2] [--seed 29]
@@ -91,15 +92,10 @@ def unseen_game(name: str) -> LimitGame:
     return compile_limit_game(parse_game_def(GAMES[name]), name)
 
 
-def big_blind(game: LimitGame) -> int:
-    """The game's big blind in chips: its largest blind."""
-    return max(game.gamedef.blind)
-
-
 def solved_nash_conv(game: LimitGame) -> float:
     """nash_conv of the game's solved strategy (what MBBR's defaults and ``cfr`` play: solved on
-    first use and cached, ``games/acpc/solved.py``), mbb/h."""
-    return 1000.0 * nash_conv(game, solved_profile(game)) / big_blind(game)
+    first use and cached, ``games/acpc/solved.py``), in the game's unit."""
+    return game.rate_unit.rate(nash_conv(game, solved_profile(game)))
 
 
 def group_agents(game: LimitGame, opponent: str) -> list[str]:
@@ -109,7 +105,7 @@ def group_agents(game: LimitGame, opponent: str) -> list[str]:
 
 def play_job(job: tuple) -> tuple:
     """One duplicate of one opponent group, twice on the same cards: MBBR in seat 0, then the
-    solved strategy in seat 0. (key, [MBBR's row, cfr's row] in mbb/h, seconds)."""
+    solved strategy in seat 0. (key, [MBBR's row, cfr's row] in the game's unit, seconds)."""
     key, game_name, hands, seed, config = job
     game = unseen_game(game_name)
     agents = group_agents(game, key[1])
@@ -122,8 +118,7 @@ def play_job(job: tuple) -> tuple:
         play_duplicate(game, [first, *others], hands=hands, seed=seed, duplicate=key[2])
         for first in (mbbr_factory(config), fixed_strategy_factory(CFR, solved_profile(game)))
     ]
-    to_bb = 1.0 / big_blind(game)
-    return key, [(row * to_bb).tolist() for row in rows], time.perf_counter() - start
+    return key, [row.tolist() for row in rows], time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     report.update(
         hands=hands,
         seed=args.seed,
-        solved_nash_conv_mbb_per_hand=nash_convs,
+        solved_nash_conv=nash_convs,
         mbbr={
             "posterior": config.posterior,
             "prior": config.prior,
@@ -252,10 +247,9 @@ def build_report(results, game_names, panels, duplicates) -> dict:
             pairs = np.array([results[name, style, d]["value"] for d in range(played)])
             mbbr, cfr = pairs[:, 0, 0], pairs[:, 1, 0]
             difference = mbbr - cfr
-            scale = 1.0 / big_blind(game)
             opponents = [fixed_profile(game, a) for a in group_agents(game, style)[1:]]
-            ceiling = scale * response_ceiling(game, *opponents)
-            cfr_exact = scale * fixed_value(game, solved_profile(game), *opponents)
+            ceiling = response_ceiling(game, *opponents)
+            cfr_exact = fixed_value(game, solved_profile(game), *opponents)
             gap = ceiling - cfr_exact
             rows.append(
                 {
@@ -281,7 +275,9 @@ def build_report(results, game_names, panels, duplicates) -> dict:
                 "definition": GAMES[name],
                 "players": game.num_players,
                 "seatings": math.factorial(game.num_players),
-                "big_blind": big_blind(game),
+                "unit": game.rate_unit.name,
+                "unit_label": game.rate_unit.label,
+                "unit_legend": game.rate_unit.legend,
                 "rows": rows,
                 "mean_share": float(np.mean(shares)) if shares else None,
                 "mean_share_se": (
@@ -299,7 +295,6 @@ def build_report(results, game_names, panels, duplicates) -> dict:
         )
     return {
         "benchmark": "unseen_games",
-        "unit": "mbb/h (milli-big-blinds per hand)",
         "seconds_per_job_median": float(np.median(seconds)) if seconds else None,
         "games": games,
     }
@@ -324,10 +319,9 @@ def markdown(report: dict) -> str:
     for game in report["games"]:
         lines += [
             f"{game['game']}: duplicates x {game['seatings']} seatings x {report['hands']} hands, "
-            f"seed {report['seed']}; mbb/h (milli-big-blinds per hand, big blind "
-            f"{game['big_blind']} chips) ± standard error over the duplicates; cfr (the solved "
-            f"strategy): nash_conv {report['solved_nash_conv_mbb_per_hand'][game['game']]:.2f} "
-            "mbb/h",
+            f"seed {report['seed']}; {game['unit_legend']} ± standard error over the duplicates; "
+            f"cfr (the solved strategy): nash_conv {report['solved_nash_conv'][game['game']]:.2f} "
+            f"{game['unit_label']}",
             "",
             "| opponents | dup. | MBBR | cfr in MBBR's seat | MBBR − cfr (paired) | "
             "BR ceiling | cfr exact | share of the gap |",

@@ -156,7 +156,7 @@ def test_the_same_agents_in_a_leduc3p_tournament(tmp_path: Path) -> None:
     report = json.loads(out)
     assert [r["agent"] for r in report["results"]] == ["service", "mbbr", "cfr"]
     assert all(r["hands"] == 6 * 100 for r in report["results"])
-    assert abs(sum(r["mbb_per_hand"] for r in report["results"])) < 1e-9
+    assert abs(sum(r["milli_antes_per_hand"] for r in report["results"])) < 1e-9
     assert len(report["matches"]) == 6
 
 

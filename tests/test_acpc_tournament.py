@@ -51,7 +51,7 @@ def test_a_tournament_with_an_external_agent_gives_the_table_json_and_logs(
     report = json.loads(capsys.readouterr().out)
     assert [r["agent"] for r in report["results"]] == ["n1", "uni", "ext"]
     assert all(r["hands"] == 6 * hands for r in report["results"])
-    assert abs(sum(r["mbb_per_hand"] for r in report["results"])) < 1e-9  # zero-sum
+    assert abs(sum(r["milli_antes_per_hand"] for r in report["results"])) < 1e-9  # zero-sum
     matches = report["matches"]
     assert len(matches) == 6
     assert {tuple(m["seating"]) for m in matches} == {
@@ -73,7 +73,7 @@ def test_a_tournament_with_an_external_agent_gives_the_table_json_and_logs(
             name: 1000 * total / hands
             for name, total in zip(log.score.names, log.score.totals, strict=True)
         }
-        assert per_hand == pytest.approx(match["mbb_per_hand"])
+        assert per_hand == pytest.approx(match["milli_antes_per_hand"])
         # the external agent really played: it bets its Ace when it can, otherwise calls
         for hand in log.hands:
             state = HandState(GAME)
@@ -95,7 +95,7 @@ def test_a_tournament_with_an_external_agent_gives_the_table_json_and_logs(
                 x[name][hand.hand] += value / 6
     for result in report["results"]:
         values = x[result["agent"]]
-        assert result["mbb_per_hand"] == pytest.approx(1000 * values.mean())
+        assert result["milli_antes_per_hand"] == pytest.approx(1000 * values.mean())
         assert result["standard_error"] == pytest.approx(
             1000 * values.std(ddof=1) / math.sqrt(hands)
         )
@@ -114,10 +114,10 @@ def test_the_text_table_lists_agents_and_every_match(
     assert status == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "2 duplicate sets x 6 seatings x 10 hands, card seeds 7..8"
-    assert out[2].split() == ["agent", "mbb/h", "s.e.", "hands"]
+    assert out[2].split() == ["agent", "mA/h", "s.e.", "hands"]
     assert [line.split()[0] for line in out[3:6]] == ["a", "b", "c"]
     assert [line.split()[-1] for line in out[3:6]] == ["120"] * 3
-    assert out[7] == "per match (mbb/h):"
+    assert out[7] == "per match (mA/h):"
     assert len(out[9:21]) == 12 and out[9].split()[:4] == ["0", "a", "b", "c"]
     assert out[-1] == f"logs in {tmp_path}/"
     assert len(list(tmp_path.glob("*.log"))) == 12
@@ -194,7 +194,7 @@ def test_summary_is_the_mean_and_standard_error_of_the_duplicate_hands(tmp_path:
         ]
         mean = sum(samples) / 4
         sd = math.sqrt(sum((v - mean) ** 2 for v in samples) / 3)
-        assert s.mbb_per_hand == pytest.approx(1000 * mean)
+        assert s.rate == pytest.approx(1000 * mean)
         assert s.standard_error == pytest.approx(1000 * sd / 2)
         assert s.hands == 24
 
@@ -217,7 +217,7 @@ def test_a_leduc3p_tournament_of_cfr_agents_deals_every_seating_the_same_cards(
     report = json.loads(capsys.readouterr().out)
     assert report["game_file"] == "leduc.limit.3p.game"
     assert [r["agent"] for r in report["results"]] == ["cfr1", "cfr2", "ex"]
-    assert abs(sum(r["mbb_per_hand"] for r in report["results"])) < 1e-9  # zero-sum
+    assert abs(sum(r["milli_antes_per_hand"] for r in report["results"])) < 1e-9  # zero-sum
     game = read_game_def("leduc3p")
     reference = read_log(LEDUC3P_LOG).hands[:hands]
     dealer = CardDealer(game, 42)
@@ -232,7 +232,7 @@ def test_a_leduc3p_tournament_of_cfr_agents_deals_every_seating_the_same_cards(
             assert ours.board == board[1 : len(ours.board) + 1]
         totals = dict(zip(log.score.names, log.score.totals, strict=True))
         assert {n: 1000 * t / hands for n, t in totals.items()} == pytest.approx(
-            match["mbb_per_hand"]
+            match["milli_antes_per_hand"]
         )
     assert any("/" in h.betting for m in report["matches"] for h in read_log(m["log"]).hands)
 
@@ -255,7 +255,9 @@ def test_a_leduc2p_tournament_plays_both_seatings(
         (1, ["ex", "cfr"]),
     ]
     results = {r["agent"]: r for r in report["results"]}
-    assert results["cfr"]["mbb_per_hand"] == pytest.approx(-results["ex"]["mbb_per_hand"])
+    assert results["cfr"]["milli_antes_per_hand"] == pytest.approx(
+        -results["ex"]["milli_antes_per_hand"]
+    )
     assert all(r["hands"] == 2 * 2 * 20 for r in report["results"])
     game = read_game_def("leduc2p")
     assert all(check_log(game, read_log(m["log"])) == [] for m in report["matches"])

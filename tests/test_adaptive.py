@@ -114,7 +114,7 @@ def test_exploiter_bluffs_more_against_folders() -> None:
         duplicates=1,
         seed=5,
     )
-    assert result.agents[0].mbb_per_hand > 0  # tight-passive folds all but aces: bluffing pays
+    assert result.agents[0].rate > 0  # tight-passive folds all but aces: bluffing pays
     agent = FrequencyExploiter("e", game, 1)
     play_match(
         game,
@@ -208,4 +208,4 @@ def test_adaptive_names_work_in_the_match_cli(capsys) -> None:
     doc = json.loads(capsys.readouterr().out)
     names = sorted(r["name"] for r in doc["ranking"])
     assert names == ["exploiter", "switcher:20", "tilter"]
-    assert sum(r["mbb_per_hand"] for r in doc["ranking"]) == pytest.approx(0.0, abs=1e-9)
+    assert sum(r["milli_antes_per_hand"] for r in doc["ranking"]) == pytest.approx(0.0, abs=1e-9)

@@ -104,5 +104,5 @@ def test_mbbr_wins_against_exploitable_opponents(style: str) -> None:
     factories += [fixed_strategy_factory(nm, named_profile(GAME, nm)) for nm in names[1:]]
     result = run_duplicate(GAME, names, factories, hands=400, duplicates=1, seed=11)
     mbbr, exploitable, _ = result.agents
-    assert mbbr.mbb_per_hand > 50
-    assert mbbr.mbb_per_hand > exploitable.mbb_per_hand
+    assert mbbr.rate > 50
+    assert mbbr.rate > exploitable.rate

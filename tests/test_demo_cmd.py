@@ -1,6 +1,6 @@
-"""``oppmodel demo``: the table says what mbb/h means, and a failed demo leaves nothing behind;
-in Leduc the agent plays through the service at MATCHSTATE lines and says what its model
-learned."""
+"""``oppmodel demo``: the table says what its unit (milli-antes per hand) means, and a failed
+demo leaves nothing behind; in Leduc the agent plays through the service at MATCHSTATE lines and
+says what its model learned."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_the_demo_explains_its_units_and_says_where_the_data_is(
     data = tmp_path / "data"
     assert main(["demo", "--hands", "20", "--duplicates", "1", "--data-dir", str(data)]) == 0
     out, err = capsys.readouterr()
-    assert "mbb/h: milli-chips won per hand (1000 x chips per hand" in out
+    assert "mA/h: milli-antes per hand (1000 x chips won per hand / the ante of 1 chip)" in out
     assert "s.e.: its standard error over the duplicates" in out
     assert f"data: {data / 'oppmodel.sqlite'} (6 sessions" in out
     assert err == ""  # no progress bar: stderr is not a terminal
@@ -59,7 +59,9 @@ def test_the_leduc2p_demo_learns_an_always_bet_player_through_the_service(
     assert len(report["sessions"]) == 4  # a session per match: 2 duplicates x 2 seatings
     mbbr, opponent = report["results"]
     assert mbbr["name"] == "mbbr (service)" and opponent["name"] == "always-bet"
-    assert mbbr["mbb_per_hand"] == pytest.approx(-opponent["mbb_per_hand"])  # zero-sum
+    assert mbbr["milli_antes_per_hand"] == pytest.approx(
+        -opponent["milli_antes_per_hand"]
+    )  # zero-sum
     assert mbbr["standard_error"] is not None
     game = limit_game("leduc2p")
     cfr, always_bet = fixed_profile(game, "cfr"), fixed_profile(game, "always-bet")

@@ -365,6 +365,6 @@ def test_match_leduc3p_fixed_agents(capsys) -> None:
     assert a == _cli_json(capsys, *argv, "--duplicates", "3", "--seed", "3")
     assert (a["game"], a["seatings"], a["mbbr"]) == ("leduc3p", 6, None)
     assert {r["name"] for r in a["ranking"]} == {"cfr", "cfr#2", "maniac@0.35"}
-    assert sum(r["mbb_per_hand"] for r in a["ranking"]) == pytest.approx(0.0, abs=1e-9)
+    assert sum(r["milli_antes_per_hand"] for r in a["ranking"]) == pytest.approx(0.0, abs=1e-9)
     assert main(["match", "--game", "leduc3p", "--agents", "cfr,cfr"]) == 2
     assert "leduc3p needs 3 agents" in capsys.readouterr().err

@@ -169,12 +169,10 @@ def test_results_are_seeded_zero_sum_and_ranked() -> None:
     totals = np.sum([r.per_duplicate for r in a.agents], axis=0)
     np.testing.assert_allclose(totals, 0.0, atol=1e-9)
     for r in a.agents:
-        assert r.mbb_per_hand == pytest.approx(np.mean(r.per_duplicate))
+        assert r.rate == pytest.approx(np.mean(r.per_duplicate))
         assert r.standard_error == pytest.approx(np.std(r.per_duplicate, ddof=1) / np.sqrt(3))
     ranking = a.ranking()
-    assert [r.mbb_per_hand for r in ranking] == sorted(
-        (r.mbb_per_hand for r in a.agents), reverse=True
-    )
+    assert [r.rate for r in ranking] == sorted((r.rate for r in a.agents), reverse=True)
     assert ranking[0].name == "n1" and ranking[-1].name == "maniac"
     assert _series(7, duplicates=1).agents[0].standard_error is None
 

@@ -29,7 +29,7 @@ def test_fixed_agents_json_is_seeded_and_sorted(capsys) -> None:
         7,
     )
     assert a["mbbr"] is None
-    values = [r["mbb_per_hand"] for r in a["ranking"]]
+    values = [r["milli_antes_per_hand"] for r in a["ranking"]]
     assert values == sorted(values, reverse=True)
     assert {r["name"] for r in a["ranking"]} == {"n1", "maniac", "tight-passive"}
     assert sum(values) == pytest.approx(0.0, abs=1e-9)
@@ -74,7 +74,8 @@ def test_repeated_names_and_other_player_counts(capsys) -> None:
 def test_text_table(capsys) -> None:
     assert main(["match", "--agents", "n1,n2,n3", "--hands", "100", "--duplicates", "2"]) == 0
     out = capsys.readouterr().out
-    assert "mbb/h" in out and "12 matches of 100 hands" in out
+    assert "mA/h" in out and "12 matches of 100 hands" in out
+    assert out.splitlines()[-1].startswith("mA/h: milli-antes per hand")
     assert main(["match", "--agents", "n1,n2,n3", "--hands", "1", "--duplicates", "1"]) == 0
     out = capsys.readouterr().out
     assert "n/a" in out and "6 matches of 1 hand (1 duplicate x 6 seatings)" in out

@@ -242,7 +242,7 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
         result = run_duplicate(game, names, factories, hands=30, duplicates=1, seed=9)
         assert [r.name for r in result.agents] == names
         # Kuhn is zero-sum: the duplicate averages cancel exactly.
-        assert sum(r.mbb_per_hand for r in result.agents) == pytest.approx(0.0, abs=1e-9)
+        assert sum(r.rate for r in result.agents) == pytest.approx(0.0, abs=1e-9)
         assert [client.get_session(s).hands_observed for s in sessions] == [30] * 6
         # The opponent always bets: when it opens, its model bets more than before any hand.
         learned = client.model(sessions[0], "always-bet", 0)

@@ -143,7 +143,7 @@ def test_solve_eval_agent_match_round_trip(tmp_path, capsys, game: str, agents: 
     agent_list = ",".join([str(out)] * agents)
     doc = _json(capsys, "match", "--game", game, "--agents", agent_list, "--hands", "20",
                 "--duplicates", "1")  # fmt: skip
-    assert sum(r["mbb_per_hand"] for r in doc["ranking"]) == pytest.approx(0.0, abs=1e-9)
+    assert sum(r["milli_antes_per_hand"] for r in doc["ranking"]) == pytest.approx(0.0, abs=1e-9)
 
 
 def _pure_file(tmp_path: Path, game: str, style: str) -> Path:
@@ -174,8 +174,11 @@ def test_match_mbbr_plays_the_prior_strategy_as_its_default(tmp_path, capsys) ->
     mbbr = _json(capsys, "match", "--agents", "mbbr,n1,n3", "--mbbr-prior-strategy", str(always),
                  "--mbbr-hands-default", "1000", *common)  # fmt: skip
     assert mbbr["mbbr"]["prior_strategy"] == str(always)
-    by_name = {r["name"]: r["mbb_per_hand"] for r in mbbr["ranking"]}
-    assert by_name["mbbr"] == {r["name"]: r["mbb_per_hand"] for r in fixed["ranking"]}[str(always)]
+    by_name = {r["name"]: r["milli_antes_per_hand"] for r in mbbr["ranking"]}
+    assert (
+        by_name["mbbr"]
+        == {r["name"]: r["milli_antes_per_hand"] for r in fixed["ranking"]}[str(always)]
+    )
 
 
 def _actions_of(gamedef, log_text: str, name: str) -> list[str]:

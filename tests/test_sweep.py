@@ -48,7 +48,7 @@ def test_identical_jobs_run_once_and_share_the_result() -> None:
     jobs = [MatchJob(7, 3, agents, 30), MatchJob(2, 3, agents, 30), MatchJob(5, 4, agents, 30)]
     out = run_jobs(jobs, base_seed=0, workers=1, progress=False)
     assert [r.job_id for r in out] == [7, 2, 5]
-    assert out[0].mbb == out[1].mbb != out[2].mbb
+    assert out[0].rate == out[1].rate != out[2].rate
 
 
 def test_sweep_jobs_share_cards_across_points() -> None:
@@ -136,7 +136,7 @@ def test_competent_field_dilutes_only_the_styles() -> None:
     jobs, _ = field.build_jobs(hands=10, reps=1, field=competent, uninformed=False)
     assert {a.name for j in jobs for a in j.agents} == set(competent)
     result = run_jobs(jobs[:3], base_seed=1, workers=1, progress=False)
-    assert all(abs(sum(r.mbb)) < 1e-9 for r in result)  # zero-sum: every agent was built
+    assert all(abs(sum(r.rate)) < 1e-9 for r in result)  # zero-sum: every agent was built
 
 
 @pytest.mark.skipif(

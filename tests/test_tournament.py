@@ -53,7 +53,7 @@ def test_run_job_is_one_seeded_duplicate() -> None:
     job = MatchJob(0, 42, agents, 40)
     result = run_job(job, base_seed=3)
     other_id = run_job(MatchJob(9, 42, agents, 40), base_seed=3)
-    assert other_id.job_id == 9 and other_id.mbb == result.mbb  # the id does not seed anything
+    assert other_id.job_id == 9 and other_id.rate == result.rate  # the id does not seed anything
     game = kuhn_game(3)
     direct = run_duplicate(
         game,
@@ -63,9 +63,9 @@ def test_run_job_is_one_seeded_duplicate() -> None:
         duplicates=1,
         seed=job_seed(3, 42),
     )
-    assert result.mbb == tuple(a.mbb_per_hand for a in direct.agents)
-    assert math.isclose(sum(result.mbb), 0.0, abs_tol=1e-9)
-    assert run_job(MatchJob(0, 43, agents, 40), base_seed=3).mbb != result.mbb
+    assert result.rate == tuple(a.rate for a in direct.agents)
+    assert math.isclose(sum(result.rate), 0.0, abs_tol=1e-9)
+    assert run_job(MatchJob(0, 43, agents, 40), base_seed=3).rate != result.rate
 
 
 def test_agent_names() -> None:
@@ -118,7 +118,7 @@ def test_fixed_value_matches_simulated_duplicates() -> None:
     profiles = [named_profile(game, n) for n in names]
     exact = fixed_value(game, profiles[0], profiles[1], profiles[2])
     r = result.agents[0]
-    assert abs(r.mbb_per_hand - exact) < 5 * r.standard_error
+    assert abs(r.rate - exact) < 5 * r.standard_error
 
 
 def test_two_player_values_match_simulated_duplicates_and_stay_below_the_ceiling() -> None:
@@ -136,7 +136,7 @@ def test_two_player_values_match_simulated_duplicates_and_stay_below_the_ceiling
     maniac, cfr = (named_profile(game, n) for n in names)
     exact = fixed_value(game, maniac, cfr)
     r = result.agents[0]
-    assert abs(r.mbb_per_hand - exact) < 5 * r.standard_error
+    assert abs(r.rate - exact) < 5 * r.standard_error
     assert exact == pytest.approx(-fixed_value(game, cfr, maniac))  # zero-sum, both seatings
     ceiling = response_ceiling(game, maniac)
     for name in ("cfr", "maniac", "calling-station", "bluffer"):

@@ -34,18 +34,19 @@ def test_the_table_is_the_paired_matches_and_the_exact_references(tmp_path, caps
     assert unseen_games.main([*argv, "--workers", "1", "--out", str(out)]) == 0
     table = capsys.readouterr().out
     report = json.loads(out.read_text())
-    assert "milli-big-blinds" in report["unit"] and "milli-big-blinds" in table
     (entry,) = report["games"]
+    assert entry["unit"] == "milli-big-blinds per hand" and "milli-big-blinds" in table
     (row,) = entry["rows"]
     assert (entry["game"], row["opponents"], row["duplicates"]) == ("unseen2p", "maniac", 2)
     assert "| maniac | 2 |" in table
-    # the cfr column: the game's solved strategy in MBBR's seat on the same cards, in big blinds
+    # the cfr column: the game's solved strategy in MBBR's seat on the same cards, in the game's
+    # unit (milli-big-blinds: play_duplicate's)
     game = unseen_games.unseen_game("unseen2p")
     factories = [
         fixed_strategy_factory("cfr", solved_profile(game)),
         fixed_strategy_factory("maniac", fixed_profile(game, "maniac")),
     ]
-    cfr = [play_duplicate(game, factories, hands=6, seed=29, duplicate=d)[0] / 2 for d in (0, 1)]
+    cfr = [play_duplicate(game, factories, hands=6, seed=29, duplicate=d)[0] for d in (0, 1)]
     np.testing.assert_allclose(row["per_duplicate_cfr"], cfr)
     difference = np.subtract(row["per_duplicate_mbbr"], row["per_duplicate_cfr"])
     assert row["difference"]["mean"] == pytest.approx(difference.mean())

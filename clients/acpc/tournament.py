@@ -8,9 +8,10 @@ evaluate MBBR (3000 hands, the 6 seatings, 10 sets).
 
 Estimate: for agent ``a`` let ``x[d, h]`` be its payoff in hand ``h`` of duplicate set ``d``,
 averaged over the n! seatings (each seating deals hand ``h`` of set ``d`` identically). The result
-is ``mean(x)`` in milli-chips per hand (mbb/h; in Kuhn and Leduc the ante is the big blind) with
-the standard error ``sd(x) / sqrt(#x)``, treating the duplicate hands as independent. Per-seating
-results are the plain means of each match.
+is ``mean(x)`` in the game's unit (``GameDef.rate_unit``: milli-antes per hand in an ante game such
+as Kuhn or Leduc, milli-big-blinds per hand with blinds) with the standard error
+``sd(x) / sqrt(#x)``, treating the duplicate hands as independent. Per-seating results are the
+plain means of each match.
 
 An agent is ``NAME=COMMAND``: ``builtin:POLICY`` runs the project's agent in-process (over a real
 socket, one thread per seat, seeded from the tournament seed) and anything else is an executable
@@ -126,10 +127,10 @@ class MatchRecord:
 
 @dataclass(frozen=True)
 class AgentSummary:
-    """An agent's duplicate result in mbb/h with its standard error."""
+    """An agent's duplicate result (a win rate in the game's unit) with its standard error."""
 
     name: str
-    mbb_per_hand: float
+    rate: float
     standard_error: float
     hands: int
 
@@ -277,7 +278,9 @@ def _run_builtin(
 
 
 def summarize(config: TournamentConfig, records: Sequence[MatchRecord]) -> list[AgentSummary]:
-    """Each agent's duplicate mean (mbb/h) and standard error, in the order of ``config.agents``."""
+    """Each agent's duplicate mean win rate and standard error, in the order of
+    ``config.agents``."""
+    unit = config.game.rate_unit
     summaries = []
     for agent in config.agents:
         per_set = np.zeros((config.duplicates, config.hands))
@@ -288,49 +291,51 @@ def summarize(config: TournamentConfig, records: Sequence[MatchRecord]) -> list[
         x = (per_set / counts[:, None]).ravel()
         se = float(np.std(x, ddof=1) / math.sqrt(x.size)) if x.size > 1 else float("nan")
         hands = int(counts.sum()) * config.hands
-        summaries.append(AgentSummary(agent.name, 1000 * float(x.mean()), 1000 * se, hands))
+        summaries.append(AgentSummary(agent.name, unit.rate(float(x.mean())), unit.rate(se), hands))
     return summaries
 
 
 def format_table(config: TournamentConfig, records: Sequence[MatchRecord]) -> str:
-    """The results as text: the duplicate summary, then every match's mbb/h per agent."""
+    """The results as text: the duplicate summary, then every match's win rate per agent."""
     names = [a.name for a in config.agents]
+    unit = config.game.rate_unit
     width = max(8, *(len(n) for n in names))
     lines = [
         f"{counted(config.duplicates, 'duplicate set')} x {len(config.seatings())} seatings x "
         f"{counted(config.hands, 'hand')}, "
         f"card seeds {config.seed}..{config.seed + config.duplicates - 1}",
         "",
-        f"{'agent':<{width}}  {'mbb/h':>9}  {'s.e.':>8}  {'hands':>8}",
+        f"{'agent':<{width}}  {unit.label:>9}  {'s.e.':>8}  {'hands':>8}",
     ]
     for s in summarize(config, records):
-        lines.append(
-            f"{s.name:<{width}}  {s.mbb_per_hand:>9.1f}  {s.standard_error:>8.1f}  {s.hands:>8}"
-        )
+        lines.append(f"{s.name:<{width}}  {s.rate:>9.1f}  {s.standard_error:>8.1f}  {s.hands:>8}")
     lines += [
         "",
-        "per match (mbb/h):",
+        f"per match ({unit.label}):",
         f"{'dup':>3}  {'seats 1..n':<{3 * width}}  " + "  ".join(f"{n:>{width}}" for n in names),
     ]
     for rec in records:
         seating = " ".join(rec.seating)
-        values = "  ".join(f"{1000 * rec.payoffs[n].mean():>{width}.1f}" for n in names)
+        values = "  ".join(f"{unit.rate(rec.payoffs[n].mean()):>{width}.1f}" for n in names)
         lines.append(f"{rec.duplicate:>3}  {seating:<{3 * width}}  {values}")
+    lines += ["", unit.legend]
     return "\n".join(lines)
 
 
 def results_json(config: TournamentConfig, records: Sequence[MatchRecord]) -> dict:
     """The results as a JSON-ready dict (summary, and every match with its log path)."""
+    unit = config.game.rate_unit
     return {
         "game_file": config.game_file,
         "hands": config.hands,
         "duplicates": config.duplicates,
         "seed": config.seed,
         "agents": {a.name: a.command for a in config.agents},
+        "unit": unit.name,
         "results": [
             {
                 "agent": s.name,
-                "mbb_per_hand": s.mbb_per_hand,
+                unit.key: s.rate,
                 "standard_error": s.standard_error,
                 "hands": s.hands,
             }
@@ -341,7 +346,7 @@ def results_json(config: TournamentConfig, records: Sequence[MatchRecord]) -> di
                 "duplicate": rec.duplicate,
                 "card_seed": config.seed + rec.duplicate,
                 "seating": list(rec.seating),
-                "mbb_per_hand": {n: 1000 * float(v.mean()) for n, v in rec.payoffs.items()},
+                unit.key: {n: unit.rate(float(v.mean())) for n, v in rec.payoffs.items()},
                 "log": str(rec.log),
             }
             for rec in records

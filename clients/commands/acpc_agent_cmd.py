@@ -45,7 +45,10 @@ REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand defau
 EPILOG = f"""\
 The agent connects to HOST PORT, sends VERSION:2.0.0, answers every MATCHSTATE where it is to act
 and plays until the dealer closes the connection. Comments and unexpected lines are ignored.
-At the end it prints a one-line tally on stderr (or JSON on stdout with --json). It plays any
+At the end it prints a one-line tally on stderr (or JSON on stdout with --json): the hands, the
+chips won and the win rate in the game's unit, milli-antes per hand (mA/h) when every player
+antes the same (Kuhn, Leduc), else milli-big-blinds per hand (mbb/h, 1000 x chips won per hand /
+the largest blind). It plays any
 limit game (Kuhn, Leduc, any ACPC limit game file): several rounds, board cards, the legal
 actions of the reference dealer's rules.
 
@@ -234,13 +237,16 @@ def run(args: argparse.Namespace) -> int:
                 policy.close()
     label = f"{agent} (service)" if args.service else agent
     extra = service_tally(policy, budget_ms) if isinstance(policy, ServicePolicy) else {}
+    unit = game.rate_unit
+    rate = unit.rate(result.total, result.hands) if result.hands else 0.0
     if args.json:
-        print(json.dumps({"agent": label, **result.__dict__, **extra}))
+        tally = {"agent": label, **result.__dict__, unit.key: rate, "unit": unit.name, **extra}
+        print(json.dumps(tally))
     else:
-        rate = 1000 * result.total / result.hands if result.hands else 0.0
         print(
             f"acpc-agent {label}: {result.hands} hands, {result.total:+g} chips "
-            f"({rate:+.1f} mbb/h), {result.actions} actions, {result.ignored_lines} lines ignored"
+            f"({rate:+.1f} {unit.label}), {result.actions} actions, "
+            f"{result.ignored_lines} lines ignored"
             + (f"; {describe_sources(extra)}" if extra else ""),
             file=sys.stderr,
         )

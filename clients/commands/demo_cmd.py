@@ -5,7 +5,7 @@ matches (``oppmodel.modeling.play.match.run_duplicate``: every seating on the sa
 which an MBBR agent asks the service for every decision and streams every hand back, against
 fixed opponents: 3-player Kuhn by default, or Leduc hold'em (``--game leduc3p`` / ``leduc2p``) or
 any small ACPC limit game file (``--game FILE``), where MBBR asks at the MATCHSTATE line an ACPC
-agent sees; prints the result table (mbb/h with
+agent sees; prints the result table (win rates in the game's unit with
 standard errors over the duplicates), in Leduc what the model learned of each opponent, and
 where the data lives.
 """
@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Start the gRPC service in-process (free loopback port, SQLite file), play a duplicate "
             "match (3-player Kuhn, or Leduc hold'em with --game) in which an MBBR agent asks the "
-            "service for every decision against fixed opponents, and print mbb/h with standard "
+            "service for every decision against fixed opponents, and print win rates with standard "
             "errors."
         ),
         epilog=_EPILOG,
@@ -238,7 +238,8 @@ def _play(
     if args.json:
         return json.dumps(
             {
-                "results": [dataclasses.asdict(r) for r in result.agents],
+                "unit": result.unit.name,
+                "results": [result.result_json(r) for r in result.agents],
                 "hands": total,
                 "seconds": seconds,
                 "db": str(db_path),
@@ -252,18 +253,19 @@ def _play(
         f"{_defaults(args.game, game)[0]} duplicate match: {total} hands "
         f"({counted(args.duplicates, 'duplicate')} x {len(seatings(n))} seatings x "
         f"{counted(args.hands, 'hand')})",
-        f"{'agent':<18}{'mbb/h':>10}{'s.e.':>9}",
+        f"{'agent':<18}{result.unit.label:>10}{'s.e.':>9}",
     ]
     for r in result.ranking():
         error = "-" if r.standard_error is None else f"{r.standard_error:.1f}"
-        lines.append(f"{r.name:<18}{r.mbb_per_hand:>10.1f}{error:>9}")
+        lines.append(f"{r.name:<18}{r.rate:>10.1f}{error:>9}")
     if learned:
         lines += ["", LEARNED, f"{'opponent':<18}{'hole':<6}{'model f/c/r':<18}actual f/c/r"]
         for row in learned:
             lines.append(f"{row.opponent:<18}{row.hole:<6}{_fcr(row.model):<18}{_fcr(row.actual)}")
     lines += [
         "",
-        MBB_PER_HAND,
+        f"{result.unit.legend}, averaged over the seatings;",
+        "s.e.: its standard error over the duplicates.",
         f"{seconds:.1f} s; every MBBR decision was a GetAction call to the service "
         f"({config.posterior} posterior).",
         f"data: {db_path} ({len(sessions)} sessions, {os.path.getsize(db_path)} bytes)",
@@ -320,9 +322,3 @@ def _labels(names: list[str]) -> list[str]:
         n if names[:i].count(n) == 0 else f"{n}#{names[:i].count(n) + 1}"
         for i, n in enumerate(names)
     ]
-
-
-MBB_PER_HAND = (
-    "mbb/h: milli-chips won per hand (1000 x chips per hand; each player antes 1 chip), "
-    "averaged over the seatings;\ns.e.: its standard error over the duplicates."
-)

@@ -1,4 +1,5 @@
-"""``oppmodel match``: duplicate matches between MBBR and named strategies, in mbb/h."""
+"""``oppmodel match``: duplicate matches between MBBR and named strategies, win rates in the game's
+unit (milli-antes or milli-big-blinds per hand)."""
 
 from __future__ import annotations
 
@@ -33,10 +34,12 @@ Play duplicate matches of repeated Kuhn poker, Leduc hold'em or any small ACPC l
 between n agents (3 for kuhn3p and leduc3p), the protocol of Ganzfried et al. 2024: every one of
 the n! seatings of the agents plays the same cards (hole and board cards from a seeded deck per
 duplicate), --hands hands per match, positions rotating every hand as the ACPC dealer rotates them.
-Each agent's result is its winnings in milli-chips per hand (mbb/h: 1000 x chips won per hand,
-ante 1), averaged over the seatings, with the standard error over the --duplicates independent
-duplicates. Agents are built fresh for every match, and everything is seeded by --seed: the same
-command prints the same table.
+Each agent's result is its win rate, averaged over the seatings, with the standard error over the
+--duplicates independent duplicates. Rates are in the game's unit: milli-antes per hand
+(mA/h: 1000 x chips won per hand / the ante) when every player antes the same, as in Kuhn and
+Leduc, else milli-big-blinds per hand (mbb/h: 1000 x chips won per hand / the largest blind).
+Agents are built fresh for every match, and everything is seeded by --seed: the same command
+prints the same table.
 
 Agents: "mbbr" (multiplayer Bayesian best response, Ganzfried et al. 2024; configured by the
 --mbbr-* options; it plays N1 for the first --mbbr-hands-default hands, then best-responds to its
@@ -77,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``match`` subcommand."""
     parser = subparsers.add_parser(
         "match",
-        help="duplicate matches between MBBR and panel strategies (mbb/h with standard errors)",
+        help="duplicate matches between MBBR and panel strategies (win rates, standard errors)",
         description=_DESCRIPTION
         % (
             textwrap.fill(
@@ -168,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
             "duplicates": result.duplicates,
             "seatings": len(seatings(game.num_players)),
             "seed": result.seed,
+            "unit": result.unit.name,
             "mbbr": {
                 "k": config.k,
                 "response": config.response,
@@ -182,15 +186,7 @@ def run(args: argparse.Namespace) -> int:
             }
             if "mbbr" in labels
             else None,
-            "ranking": [
-                {
-                    "name": r.name,
-                    "mbb_per_hand": r.mbb_per_hand,
-                    "standard_error": r.standard_error,
-                    "per_duplicate": list(r.per_duplicate),
-                }
-                for r in ranking
-            ],
+            "ranking": [result.result_json(r) for r in ranking],
         }
         print(json.dumps(doc, indent=2))
         return 0
@@ -200,8 +196,9 @@ def run(args: argparse.Namespace) -> int:
         f"({counted(result.duplicates, 'duplicate')} x {matches // result.duplicates} seatings), "
         f"seed {result.seed}, {elapsed:.1f} s"
     )
-    print(f"{'rank':>4}  {'agent':<20}  {'mbb/h':>9}  {'std err':>8}")
+    print(f"{'rank':>4}  {'agent':<20}  {result.unit.label:>9}  {'std err':>8}")
     for i, r in enumerate(ranking, start=1):
         error = "n/a" if r.standard_error is None else f"{r.standard_error:.1f}"
-        print(f"{i:>4}  {r.name:<20}  {r.mbb_per_hand:>+9.1f}  {error:>8}")
+        print(f"{i:>4}  {r.name:<20}  {r.rate:>+9.1f}  {error:>8}")
+    print(result.unit.legend)
     return 0

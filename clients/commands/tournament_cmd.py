@@ -35,8 +35,9 @@ one agent per player. --game is any limit game (Kuhn, Leduc, an ACPC game file).
 --mbbr-prior-strategy FILE gives builtin:mbbr a strategy file as its prior mean and its default
 strategy.
 Every duplicate set plays all seatings (6 for 3 players) with the same cards (card seed SEED + set
-number), through the project's dealer over loopback TCP. Results: each agent's mean in mbb/h
-(milli-chips per hand) over the duplicate hands with its standard error, then every match's.
+number), through the project's dealer over loopback TCP. Results: each agent's mean win rate over
+the duplicate hands with its standard error, then every match's, in the game's unit: milli-antes
+per hand (mA/h) when every player antes the same (Kuhn, Leduc), else milli-big-blinds (mbb/h).
 Logs (MATCH.log, dealer MATCH.err, external agents' output) are kept in --out. Exit status 1
 means a match was aborted (an agent failed), 2 a mistake in the command.
 

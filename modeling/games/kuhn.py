@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError, UnknownGameError
+from oppmodel.modeling.games.units import RateUnit, ante_unit
 from oppmodel.modeling.numerals import DIGITS
 
 PASS, BET = 0, 1
@@ -81,6 +82,11 @@ class KuhnGame:
     @property
     def name(self) -> str:
         return f"kuhn{self.num_players}p"
+
+    @property
+    def rate_unit(self) -> RateUnit:
+        """The unit of its win rates: milli-antes per hand, the ante being 1 chip."""
+        return ante_unit(1)
 
     # --- histories -------------------------------------------------------------------------
 

@@ -13,9 +13,10 @@ other players' cards only at a showdown and only for players who did not fold (K
 seatings of the n agents: the deal of hand h (hole cards by position and, in a limit game, the
 board) is drawn per duplicate from a seeded deck, and every seating replays it. An agent's luck of
 the cards then cancels over the seatings, so the variance left is mostly that of the agents' own
-decisions. Each agent's result is its chips won per hand, times 1000 (milli-chips per hand,
-mbb/h), averaged over the seatings of one duplicate; the standard error is over the independent
-duplicates (sample standard deviation / sqrt(duplicates)).
+decisions. Each agent's result is its win rate in the game's unit (``game.rate_unit``: milli-antes
+per hand in an ante game such as Kuhn, milli-big-blinds with blinds; see
+``oppmodel.modeling.games.units``), averaged over the seatings of one duplicate; the standard error
+is over the independent duplicates (sample standard deviation / sqrt(duplicates)).
 
 Agents are built fresh for every match from factories ``factory(game, seed) -> Agent``, so nothing
 leaks between matches. Every seed is derived from one match seed with ``numpy.random.SeedSequence``:
@@ -41,11 +42,11 @@ from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
 from oppmodel.modeling.games.acpc import strategy as limit_strategy
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.games.units import RateUnit
 from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_hand
 from oppmodel.modeling.play import _match_kernels as kernels
 from oppmodel.modeling.strategy import validate_profile
 
-MILLI = 1000.0
 FIXED_CHUNK_HANDS = 1 << 16  # hands per kernel call (bounds the uniforms held in memory)
 _DECK_TAG, _AGENT_TAG = 0, 1  # keep the deck's and the agents' seed streams apart
 
@@ -293,7 +294,7 @@ class AgentResult:
     """One agent's result over a duplicate series."""
 
     name: str
-    mbb_per_hand: float  # mean over duplicates of milli-chips won per hand
+    rate: float  # mean over duplicates of the win rate (milli-units per hand, the series' unit)
     standard_error: float | None  # over duplicates; None with a single duplicate
     per_duplicate: tuple[float, ...]
 
@@ -307,10 +308,20 @@ class DuplicateResult:
     duplicates: int
     seed: int
     agents: tuple[AgentResult, ...]  # in the order the agents were given
+    unit: RateUnit  # the game's: what every rate is in
 
     def ranking(self) -> list[AgentResult]:
-        """Agents sorted by mbb/h, best first."""
-        return sorted(self.agents, key=lambda r: -r.mbb_per_hand)
+        """Agents sorted by win rate, best first."""
+        return sorted(self.agents, key=lambda r: -r.rate)
+
+    def result_json(self, result: AgentResult) -> dict:
+        """One agent's result as JSON, its rate keyed by the unit (``"mbb_per_hand"``, ...)."""
+        return {
+            "name": result.name,
+            self.unit.key: result.rate,
+            "standard_error": result.standard_error,
+            "per_duplicate": list(result.per_duplicate),
+        }
 
 
 def seatings(num_players: int) -> list[tuple[int, ...]]:
@@ -360,9 +371,10 @@ def play_duplicate(
     duplicate: int,
     progress: Callable[[int], object] | None = None,
 ) -> np.ndarray:
-    """mbb/h of each agent over the n! seatings of duplicate number ``duplicate`` of the series
-    seeded ``seed``: one row of :func:`run_duplicate`, so that the duplicates of a series can be
-    played on several processes and gathered by :func:`summarize` into the same result."""
+    """The win rate (``game.rate_unit``) of each agent over the n! seatings of duplicate number
+    ``duplicate`` of the series seeded ``seed``: one row of :func:`run_duplicate`, so that the
+    duplicates of a series can be played on several processes and gathered by :func:`summarize`
+    into the same result."""
     n = game.num_players
     orders = seatings(n)
     row = np.zeros(n)
@@ -374,8 +386,7 @@ def play_duplicate(
             row[i] += chips[s]
         if progress is not None:
             progress(hands)
-    row *= MILLI / (hands * len(orders))
-    return row
+    return np.array([game.rate_unit.rate(won, hands * len(orders)) for won in row])
 
 
 def summarize(
@@ -389,7 +400,7 @@ def summarize(
         column = per_duplicate[:, i]
         error = float(column.std(ddof=1) / math.sqrt(duplicates)) if duplicates > 1 else None
         results.append(AgentResult(name, float(column.mean()), error, tuple(map(float, column))))
-    return DuplicateResult(game.name, hands, duplicates, seed, tuple(results))
+    return DuplicateResult(game.name, hands, duplicates, seed, tuple(results), game.rate_unit)
 
 
 def _check_series(

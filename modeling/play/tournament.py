@@ -3,7 +3,7 @@
 A *job* is one duplicate of one group of agents (Ganzfried et al. 2024's unit of evaluation): the n!
 seatings of the group, ``hands`` hands each, on one shared deal sequence
 (``oppmodel.modeling.play.match.run_duplicate`` with one duplicate). Its result is each agent's
-milli-chips per hand averaged over the seatings.
+win rate averaged over the seatings, in milli-antes per hand (``KuhnGame.rate_unit``).
 
 Jobs are pure functions of ``(job, base_seed)``: the match seed is derived from the base seed and
 the job's ``stream`` number with ``numpy.random.SeedSequence``, so a job gives the same numbers on
@@ -71,10 +71,10 @@ class MatchJob:
 
 @dataclass(frozen=True)
 class JobResult:
-    """Milli-chips per hand of each agent of a job, averaged over the seatings."""
+    """The win rate of each agent of a job, averaged over the seatings (milli-antes per hand)."""
 
     job_id: int
-    mbb: tuple[float, ...]
+    rate: tuple[float, ...]
 
 
 def job_seed(base_seed: int, stream: int) -> int:
@@ -123,12 +123,12 @@ def run_job(job: MatchJob, base_seed: int) -> JobResult:
         duplicates=1,
         seed=job_seed(base_seed, job.stream),
     )
-    return JobResult(job.job_id, tuple(a.mbb_per_hand for a in result.agents))
+    return JobResult(job.job_id, tuple(a.rate for a in result.agents))
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean in mbb/h and its standard error (None when it cannot be estimated)."""
+    """A mean win rate and its standard error (None when it cannot be estimated)."""
 
     mean: float
     se: float | None
@@ -175,8 +175,8 @@ def seated_profile(
 
 
 def response_ceiling(game: Game, *others: np.ndarray) -> float:
-    """Best possible mbb/h against fixed profiles ``others`` (one per opponent) under the
-    duplicate protocol.
+    """Best possible win rate (``game.rate_unit``) against fixed profiles ``others`` (one per
+    opponent) under the duplicate protocol.
 
     The mean, over every relative seat order of the opponents and every position of ours, of the
     exact best-response value.
@@ -187,19 +187,19 @@ def response_ceiling(game: Game, *others: np.ndarray) -> float:
         for order in _seat_orders(game, others)
         for p in range(game.num_players)
     ]
-    return 1000.0 * float(np.mean(values))
+    return game.rate_unit.rate(float(np.mean(values)))
 
 
 def fixed_value(game: Game, us: np.ndarray, *others: np.ndarray) -> float:
-    """Expected mbb/h of fixed profile ``us`` against ``others`` (one per opponent; duplicate
-    protocol)."""
+    """Expected win rate (``game.rate_unit``) of fixed profile ``us`` against ``others`` (one per
+    opponent; duplicate protocol)."""
     expected_values = evaluation_of(game).expected_values
     values = [
         expected_values(game, seated_profile(game, p, us, order))[p]
         for order in _seat_orders(game, others)
         for p in range(game.num_players)
     ]
-    return 1000.0 * float(np.mean(values))
+    return game.rate_unit.rate(float(np.mean(values)))
 
 
 def _seat_orders(game: Game, others: Sequence[np.ndarray]) -> list[tuple[np.ndarray, ...]]:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
 from oppmodel.modeling.games.acpc.bundled import game_path
+from oppmodel.modeling.games.units import RateUnit, blinds_unit
 from oppmodel.modeling.numerals import numeral_end
 
 MAX_PLAYERS = 10
@@ -82,6 +83,12 @@ class GameDef:
             for s in range(MAX_SUITS - self.num_suits, MAX_SUITS)
             for r in range(MAX_RANKS - self.num_ranks, MAX_RANKS)
         )
+
+    @property
+    def rate_unit(self) -> RateUnit:
+        """The unit of its win rates (``oppmodel.modeling.games.units``): milli-antes when every
+        position posts the same blind, else milli-big-blinds."""
+        return blinds_unit(self.blind, self.raise_size[0] if self.raise_size else None)
 
     def to_text(self) -> str:
         """The game in the reference file layout (parses back to an equal ``GameDef``)."""

@@ -44,6 +44,7 @@ import numpy as np
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.units import RateUnit
 
 
 class LimitTree(NamedTuple):
@@ -113,6 +114,11 @@ class LimitGame:
     def num_infosets(self) -> int:
         """Information sets per position, padded to the largest position."""
         return max(self.infosets_per_position)
+
+    @property
+    def rate_unit(self) -> RateUnit:
+        """The unit of its win rates: its rules' (``GameDef.rate_unit``)."""
+        return self.gamedef.rate_unit
 
     def sizes(self) -> dict[str, int]:
         """The compiled sizes, for reports: nodes, terminals, deals, information sets."""

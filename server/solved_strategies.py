@@ -1,16 +1,15 @@
 """The service's solved strategies: MBBR's default strategy and prior mean in a game no bundle
 holds, solved once per game, kept in the store, shared by every session of the game.
 
-A session of such a game needs its game's solved strategy (``modeling/games/acpc/solved.py``:
-CFR+ to nash_conv <= 1 mbb/h or 1000 iterations). :meth:`SolvedStrategies.of` answers it from
+A session of such a game needs its game's solved strategy (``modeling/games/acpc/solved.py``: CFR+
+to nash_conv <= 1 mA/h or 1 mbb/h, or 1000 iterations). :meth:`SolvedStrategies.of` answers it from
 memory, else from the store's ``solved_strategies`` table (keyed by the SHA-256 of the game's
 canonical rules), else starts one solve of the game in a child process (the CFR kernels hold the
-GIL: on a thread they would stall the event loop) and waits for it up to :data:`WAIT_SECONDS`.
-A solve that takes longer answers UNAVAILABLE, "solving game ...: retry in N s" (N the
-estimate of what is left), to this caller and to every other one until it is stored; the solve
-goes on meanwhile, and the first call after it finished gets the strategy. A stored strategy
-survives restarts, and every process sharing the store reads the same one.
-"""
+GIL: on a thread they would stall the event loop) and waits for it up to :data:`WAIT_SECONDS`. A
+solve that takes longer answers UNAVAILABLE, "solving game ...: retry in N s" (N the estimate of
+what is left), to this caller and to every other one until it is stored; the solve goes on
+meanwhile, and the first call after it finished gets the strategy. A stored strategy survives
+restarts, and every process sharing the store reads the same one."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from oppmodel.clients.acpc.agent import make_policy
 from oppmodel.clients.acpc.log import parse_log
 from oppmodel.clients.cli import main
 from oppmodel.clients.commands import tournament_cmd
+from oppmodel.modeling.games.acpc import solved
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def, read_game_def
@@ -178,3 +179,12 @@ def test_a_tournament_and_an_agents_tally_through_the_dealer_in_milli_big_blinds
     assert tally["total"] == total and total != 0
     assert tally["mbb_per_hand"] == pytest.approx(1000 * total / hands / 2)
     assert tally["unit"] == "milli-big-blinds per hand"
+
+
+def test_a_solve_on_first_use_stops_within_a_milli_unit_of_a_game_without_blinds() -> None:
+    # no blinds: the unit is the small bet (2 chips), so the bound is 0.002 chips, not 0
+    game = compile_limit_game(parse_game_def(_rules("0 0")), "no-blinds")
+    _, summary = solved.solve(game, show_progress=False)
+    assert summary["nash_conv_bound"] == pytest.approx(solved.NASH_CONV_BOUND * 2)
+    assert summary["nash_conv"] <= summary["nash_conv_bound"]
+    assert summary["iterations"] < solved.MAX_ITERATIONS

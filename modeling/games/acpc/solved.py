@@ -7,14 +7,14 @@ cache folder, else CFR+ (:mod:`oppmodel.modeling.solve.cfr`) solves the game now
 cached there. The service keeps its solved strategies in its store instead
 (``server/solved_strategies.py``), solving with :func:`solve_text` in a child process.
 
-The quality asked of a solve: CFR+ runs in steps of :data:`CHECK_EVERY` iterations until the
-average strategy's nash_conv is at most :data:`NASH_CONV_BOUND` big blinds per hand (1 mbb/h;
-the big blind is the largest blind, or the ante), or :data:`MAX_ITERATIONS`, whichever comes
-first. A bound on nash_conv says what a user gets (a two-player game: an equilibrium within
-1 mbb/h, ~700 iterations and a few seconds in a Leduc-sized game); the iteration cap bounds the
-time where the bound is not reached (three or more players: CFR+ converges to no equilibrium there
-and nash_conv levels off, so the result is labelled a CFR average strategy). Both are checked at
-fixed iterations, so the same game gives the same strategy bit for bit. Games of more than
+The quality asked of a solve: CFR+ runs in steps of :data:`CHECK_EVERY` iterations until the average
+strategy's nash_conv is at most :data:`NASH_CONV_BOUND` units per hand in the game's win-rate unit
+(``game.rate_unit``: the ante, else the big blind; so 1 mA/h or 1 mbb/h), or :data:`MAX_ITERATIONS`,
+whichever comes first. A bound on nash_conv says what a user gets (a two-player game: an equilibrium
+within 1 mA/h, ~700 iterations and a few seconds in a Leduc-sized game); the iteration cap bounds
+the time where the bound is not reached (three or more players: CFR+ converges to no equilibrium
+there and nash_conv levels off, so the result is labelled a CFR average strategy). Both are checked
+at fixed iterations, so the same game gives the same strategy bit for bit. Games of more than
 :data:`MAX_SOLVE_STATES` states (public nodes x deals) are refused with their size and the bound,
 and the command that solves them offline.
 
@@ -51,10 +51,11 @@ from oppmodel.modeling.games.acpc.compiler import bundled_name, compile_limit_ga
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import load_profile, profile_text, save_profile
+from oppmodel.modeling.games.units import MILLI
 from oppmodel.modeling.solve.cfr import CFRSolver, strategy_label
 
 CACHE_ENV = "OPPMODEL_CACHE_DIR"
-NASH_CONV_BOUND = 1e-3  # big blinds per hand: stop once the average strategy is this close
+NASH_CONV_BOUND = 1e-3  # units (game.rate_unit) per hand: stop once this close (1 milli-unit)
 MAX_ITERATIONS = 1000  # ... or after this many iterations
 CHECK_EVERY = 50  # iterations between nash_conv checks (one check costs about one iteration)
 MAX_SOLVE_STATES = 4_000_000  # public nodes x deals: ~2x leduc3p, minutes at the cap
@@ -123,7 +124,8 @@ def _cached_or_solved(game: LimitGame) -> np.ndarray:
                     log.warning("cached strategy unreadable, solving again: %s", exc)
             print(
                 f"oppmodel: solving {game.name} on first use (CFR+ until nash_conv <= "
-                f"{NASH_CONV_BOUND:g} big blinds/hand or {MAX_ITERATIONS} iterations); "
+                f"{MILLI * NASH_CONV_BOUND:g} {game.rate_unit.label} or {MAX_ITERATIONS} "
+                f"iterations); "
                 f"cached in {path}",
                 file=sys.stderr,
             )
@@ -176,7 +178,7 @@ def solve(game: LimitGame, *, show_progress: bool = True) -> tuple[np.ndarray, d
     strategy file records). A progress bar with nash_conv is drawn when stderr is a terminal."""
     check_solvable(game)
     solver = CFRSolver(game)
-    bound = NASH_CONV_BOUND * max(game.gamedef.blind)
+    bound = NASH_CONV_BOUND * game.rate_unit.chips
     started = time.perf_counter()
     bar = progress_bar(MAX_ITERATIONS, desc=f"solving {game.name}", show=show_progress)
     value = math.inf

@@ -11,16 +11,20 @@ own process and the group's result is exactly what
     oppmodel match --game leduc3p --agents mbbr,cfr,STYLE --hands H --duplicates D --seed S
     oppmodel match --game leduc2p --agents mbbr,STYLE --hands H --duplicates D --seed S
 
-prints. Per group: every agent's mbb/h with its standard error over the duplicates, MBBR's margin
+prints. Per group: every agent's win rate with its standard error over the duplicates, MBBR's margin
 over the runner-up with the standard error of the per-duplicate differences (paired: the same
 cards), the exact best-response ceiling against the opponents under the duplicate protocol
 (:func:`oppmodel.modeling.play.tournament.response_ceiling`: the most any agent can win), and the
-exact value of playing ``cfr`` in MBBR's seat. The field ranking: every agent's mean mbb/h over
+exact value of playing ``cfr`` in MBBR's seat. The field ranking: every agent's mean rate over
 the groups it played (two ``cfr`` agents' group apart), with the standard error of that mean, as
 ``kuhn3p_field.py`` ranks its field. In ``leduc3p`` against two ``cfr`` agents also MBBR's exact
 learning cost: the exact expected value of the policy MBBR plays hand by hand
 (``benchmarks/learning_cost.py``'s trajectories, no card luck) over ``--cost-seeds`` seeds (both
 seat orders of two cfr agents are one), and the ceiling minus it.
+
+Units: Leduc's (``game.rate_unit``), milli-antes per hand (mA/h: the ante is 1 chip, so these are
+milli-chips, the figures earlier reports printed as mbb/h); the report's keys keep the name
+``mbb_per_hand`` so that it compares with the reports in ``benchmarks/results/``.
 
     python benchmarks/leduc_field.py [--game leduc3p|leduc2p] [--hands 3000] [--duplicates 12]
                                      [--seed 15] [--styles always-bet,...] [--cost-seeds 4]
@@ -92,7 +96,7 @@ def labels(agents: list[str]) -> list[str]:
 
 
 def play_job(job: tuple) -> tuple:
-    """One duplicate of one group: (key, per-agent mbb/h, seconds)."""
+    """One duplicate of one group: (key, per-agent rates in the game's unit, seconds)."""
     key, game_name, agents, hands, seed, duplicate, config = job
     game = resolve_game(game_name)
     factories = [agent_factory(AgentSpec(a, config if a == "mbbr" else None)) for a in agents]
@@ -102,7 +106,7 @@ def play_job(job: tuple) -> tuple:
 
 
 def cost_job(job: tuple) -> tuple:
-    """One exact learning-cost trajectory against cfr + cfr (3 players): (key, mean mbb/h,
+    """One exact learning-cost trajectory against cfr + cfr (3 players): (key, mean rate,
     seconds)."""
     key, game_name, config, seed, hands = job
     start = time.perf_counter()
@@ -259,14 +263,14 @@ def build_report(results, seconds, game_name, groups, hands, duplicates, cost_se
         series = summarize(game, labels(agents), per_dup, hands=hands, seed=seed)
         mbbr = np.array([r[0] for r in per_dup])
         others = range(1, len(agents))
-        runner_up = max(others, key=lambda i: series.agents[i].mbb_per_hand)
+        runner_up = max(others, key=lambda i: series.agents[i].rate)
         margin = mbbr - np.array([r[runner_up] for r in per_dup])
         opponents = [fixed_profile(game, a) for a in agents[1:]]
         row = {
             "opponents": group_label(game_name, style),
             "duplicates": played,
             "agents": [
-                {"name": a.name, "mbb_per_hand": a.mbb_per_hand, "se": a.standard_error}
+                {"name": a.name, "mbb_per_hand": a.rate, "se": a.standard_error}
                 for a in series.agents
             ],
             "ranking": [a.name for a in series.ranking()],
@@ -298,6 +302,7 @@ def build_report(results, seconds, game_name, groups, hands, duplicates, cost_se
         "duplicates_asked": duplicates,
         "seatings": math.factorial(game.num_players),
         "seed": seed,
+        "unit": game.rate_unit.name,
         "seconds_per_duplicate_median": (
             float(np.median(seconds["play"])) if seconds["play"] else None
         ),
@@ -313,7 +318,7 @@ def build_report(results, seconds, game_name, groups, hands, duplicates, cost_se
 
 
 def field_ranking(rows: list[dict], game_name: str) -> list[dict]:
-    """Every agent's mean mbb/h over the groups it played, with the standard error of that mean
+    """Every agent's mean rate over the groups it played, with the standard error of that mean
     (``kuhn3p_field.py``'s ranking); in 3 players the group with two cfr agents is apart (it is
     MBBR's head-to-head against the pair, where the pair's two seats would count cfr twice)."""
     per_agent: dict[str, list[Estimate]] = {}
@@ -364,6 +369,7 @@ def _pm(mean: float, se: float | None) -> str:
 def markdown(report: dict) -> str:
     """The report as the tables of benchmarks/RESULTS.md."""
     two = report["game"] == "leduc2p"
+    unit = resolve_game(report["game"]).rate_unit.label
     columns = (
         "| opponent | duplicates | MBBR | opponent |"
         if two
@@ -371,7 +377,7 @@ def markdown(report: dict) -> str:
     )
     lines = [
         f"{report['game']}: duplicates x {report['seatings']} seatings x {report['hands']} hands, "
-        f"seed {report['seed']}; mbb/h ± standard error over the duplicates",
+        f"seed {report['seed']}; {unit} ± standard error over the duplicates",
         "",
         columns + " MBBR − runner-up | ranking | BR ceiling | cfr in MBBR's seat |",
         "|---" * (8 if two else 9) + "|",
@@ -385,7 +391,7 @@ def markdown(report: dict) -> str:
             f"{row['cfr_in_mbbr_seat']:+.1f} |"
         )
     if report["field"]:
-        lines += ["", "| field rank | agent | groups | mbb/h |", "|---|---|---|---|"]
+        lines += ["", f"| field rank | agent | groups | {unit} |", "|---|---|---|---|"]
         for rank, agent in enumerate(report["field"], start=1):
             lines.append(
                 f"| {rank} | {agent['name']} | {agent['groups']} | "
@@ -396,10 +402,10 @@ def markdown(report: dict) -> str:
             learning = row["learning"]
             lines += [
                 "",
-                f"Against cfr+cfr: BR ceiling {row['ceiling']:+.2f} mbb/h; MBBR's policy is worth "
-                f"{_pm(learning['mbbr_exact_mbb_per_hand'], learning['se'])} mbb/h exactly "
+                f"Against cfr+cfr: BR ceiling {row['ceiling']:+.2f} {unit}; MBBR's policy is worth "
+                f"{_pm(learning['mbbr_exact_mbb_per_hand'], learning['se'])} {unit} exactly "
                 f"({learning['seeds']} seeds), a learning cost of "
-                f"{learning['learning_cost']:.2f} mbb/h.",
+                f"{learning['learning_cost']:.2f} {unit}.",
             ]
     if report["checks"]:
         lines += ["", "checks: " + ", ".join(f"{k} {v}" for k, v in report["checks"].items())]

@@ -64,13 +64,14 @@ def parse_scenario(text: str) -> tuple[tuple[str, str], tuple[str, str]]:
 
 
 def best_response_values(game: Game, pair: tuple[str, str]) -> np.ndarray:
-    """mbb of the exact best response, per (seat order, our position), against ``pair``."""
+    """The exact best response's rate (the game's unit), per (seat order, our position), against
+    ``pair``."""
     profiles = (fixed_profile(game, pair[0]), fixed_profile(game, pair[1]))
     best_response = evaluation_of(game).best_response
     return np.array(
         [
             [
-                1000.0 * best_response(game, seated_profile(game, p, None, order), p)[1]
+                game.rate_unit.rate(best_response(game, seated_profile(game, p, None, order), p)[1])
                 for p in range(game.num_players)
             ]
             for order in (profiles, profiles[::-1])
@@ -180,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Share of the switch-aware best response's winnings over the {SHARE_HANDS} hands after "
         f"the switch, {args.seeds} seeds x 2 orders, change_hazard {args.change_hazard:g}\n"
     )
-    print("| scenario | best response, mbb/h | with detection | without |")
+    print(f"| scenario | best response, {game.rate_unit.label} | with detection | without |")
     print("|---|---|---|---|")
     for row in rows:
         print(
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({row['mbb_after_without']:+.1f}) |"
         )
     for row in rows:
-        print(f"\n{row['scenario']}: mbb/h by hands from the switch\n")
+        print(f"\n{row['scenario']}: {game.rate_unit.label} by hands from the switch\n")
         print("| hands | best response | with detection | without |")
         print("|---|---|---|---|")
         for s in row["stretches"]:

@@ -44,6 +44,7 @@ from benchmarks.sweep import (  # noqa: E402
     machine,
     run_jobs_with_args,
 )
+from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     Estimate,
@@ -122,10 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     if emit_report(report, args.out, args.json):
         return 0
+    unit = kuhn_game(3).rate_unit.label
     print(f"MBBR in the competent field, {args.hands} hands x {args.reps} repetitions per group")
     for kind in ("without", "with"):
-        print(f"  {kind} change detection: {_pm(scores[kind])} mbb/h")
-    print(f"  paired difference: {_pm(difference)} mbb/h")
+        print(f"  {kind} change detection: {_pm(scores[kind])} {unit}")
+    print(f"  paired difference: {_pm(difference)} {unit}")
     moved = {k: round(v, 2) for k, v in by_group.items() if v != 0.0}
     print(f"  groups where it differs: {moved or 'none'}")
     return 0

@@ -10,7 +10,7 @@ every style with N2 to ``--share`` of its decisions (``oppmodel.modeling.play.di
 hard as the paper's.
 
 For every group of 3 agents: duplicate matches over the 6 seatings, ``--hands`` hands each,
-``--reps`` repetitions (paper: 3000 and 10). Each agent's score is its mean mbb/h over all the
+``--reps`` repetitions (paper: 3000 and 10). Each agent's score is its mean mA/h over all the
 groups it played in, with the standard error of that mean (``oppmodel.modeling.play.tournament``):
 Table 1. Table 6 replays every group containing MBBR with its uninformed prior (Dirichlet(2)
 everywhere) on the same cards. Head to head: MBBR's paired margin over each agent in the groups both
@@ -78,6 +78,7 @@ FIELD = (
     "tilter",
 )
 EQUILIBRIA = ("n1", "n2", "n3")
+UNIT = kuhn_game(3).rate_unit.label  # milli-antes per hand: the paper's figures (it says mbb/h)
 PAPER_TABLE1 = {"mbbr": 48, "n1": 37, "n3": 35, "n2": 30}
 PAPER_TABLE6 = {"mbbr": -54, "n1": 47, "n3": 44, "n2": 40}
 # eps 0.05, k 10, H 100, eta 4, informed, mean; no safety budget, opponents never change
@@ -169,7 +170,7 @@ def ranking(results, index, table: str, field: Sequence[str]) -> list[tuple[str,
 
 def head_to_head(results, index, table: str, field: Sequence[str]) -> list[tuple[str, Estimate]]:
     """MBBR's margin over each other agent: the mean, over the groups where both sat, of MBBR's
-    mbb/h minus theirs (paired per repetition: same cards, same seatings)."""
+    mA/h minus theirs (paired per repetition: same cards, same seatings)."""
     rows = []
     for other in field[1:]:
         margins = []
@@ -193,7 +194,7 @@ def fmt(mean: float, se: float | None) -> str:
 
 
 def ranking_markdown(rows: list[dict], paper: dict[str, int]) -> str:
-    lines = ["| rank | agent | mbb/h ± SE | paper |", "|---|---|---|---|"]
+    lines = [f"| rank | agent | {UNIT} ± SE | paper |", "|---|---|---|---|"]
     for rank, row in enumerate(rows, start=1):
         name = row["agent"]
         lines.append(f"| {rank} | {name} | {fmt(row['mbb'], row['se'])} | {paper.get(name, '')} |")
@@ -201,7 +202,7 @@ def ranking_markdown(rows: list[dict], paper: dict[str, int]) -> str:
 
 
 def head_to_head_markdown(rows: list[dict]) -> str:
-    lines = ["| against | MBBR's margin, mbb/h ± SE | groups |", "|---|---|---|"]
+    lines = [f"| against | MBBR's margin, {UNIT} ± SE | groups |", "|---|---|---|"]
     lines += [f"| {r['agent']} | {fmt(r['margin'], r['se'])} | {r['groups']} |" for r in rows]
     return "\n".join(lines)
 
@@ -220,7 +221,7 @@ def h2h_rows(results, index) -> list[dict]:
 
 def h2h_markdown(rows: list[dict]) -> str:
     lines = [
-        "| opponents | MBBR mbb/h ± SE | opponent 1 | opponent 2 | exact BR ceiling |",
+        f"| opponents | MBBR {UNIT} ± SE | opponent 1 | opponent 2 | exact BR ceiling |",
         "|---|---|---|---|---|",
     ]
     for row in rows:

@@ -4,9 +4,10 @@ A match against two fixed profiles is played as the duplicate protocol plays it 
 rotating every hand, both relative seat orders of the pair), but after every hand the script
 computes the *exact* expected value of the policy MBBR would play in the next one against the true
 pair, so there is no card luck in the figures: what is left is the variation between learning
-trajectories, over ``--seeds`` seeds. Reported per stretch of the match (mbb/h), for each prior,
-with the exact best-response ceiling of the pair beside it. Against two copies of one equilibrium
-the ceiling is 0 and every mbb/h below it is the cost of learning. ``--attribute`` also says where
+trajectories, over ``--seeds`` seeds. Reported per stretch of the match (in the game's unit,
+milli-antes per hand in Kuhn and Leduc), for each prior, with the exact best-response ceiling of
+the pair beside it. Against two copies of one equilibrium the ceiling is 0 and every milli-ante
+below it is the cost of learning. ``--attribute`` also says where
 it is paid: per information set of ours, what switching to the better action there would have gained
 (:func:`oppmodel.modeling.evaluation.kuhn.deviation_gains`), summed over the match.
 
@@ -70,7 +71,7 @@ WINDOW_EDGES = (100, 300, 1000, 2000)
 
 
 def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
-    """One match against (first, second) in order: exact mbb/h of MBBR's policy at each hand, and
+    """One match against (first, second) in order: exact rate of MBBR's policy at each hand, and
     (with ``attribute``) the deviation gains of our information sets summed over the hands, in
     mbb (3, num_infosets; zeros without), and the hands played on a later run of change detection
     (0: every policy was the plain posterior's). ``task`` is (first, second, config, seed, hands,
@@ -96,9 +97,9 @@ def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
         us = model.default_strategy.copy()
         us[p] = model.policy(p)
         profile = seated_profile(game, p, us, pair)
-        values[t] = 1000.0 * evaluation.expected_values(game, profile)[p]
+        values[t] = game.rate_unit.rate(evaluation.expected_values(game, profile)[p])
         if attribute:
-            gains[p] += 1000.0 * evaluation.deviation_gains(game, profile, p)
+            gains[p] += game.rate_unit.rate(evaluation.deviation_gains(game, profile, p))
         model.observe(_sample_observation(game, profile, p, rng))
     return values, gains, later_run
 
@@ -130,7 +131,7 @@ def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray, i
 
 
 def largest_gains(game: Game, gains: np.ndarray, count: int = 5) -> dict[str, float]:
-    """The ``count`` largest per-hand gains (mbb/h) keyed "P<position + 1> <infostate>"."""
+    """The ``count`` largest per-hand gains (rates) keyed "P<position + 1> <infostate>"."""
     order = np.argsort(gains, axis=None)[::-1][:count]
     cells = [np.unravel_index(k, gains.shape) for k in order]
     rounded = {
@@ -141,7 +142,7 @@ def largest_gains(game: Game, gains: np.ndarray, count: int = 5) -> dict[str, fl
 
 
 def gains_by_round(game: LimitGame, gains: np.ndarray) -> dict[str, float]:
-    """The per-hand deviation gains (mbb/h) summed by our position and betting round, keyed
+    """The per-hand deviation gains (rates) summed by our position and betting round, keyed
     "P<position + 1> round <r + 1>": where in the hand a limit game's cost is paid."""
     out = {}
     for p in range(game.num_players):
@@ -277,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     edges = [0, *report["window_edges"], hands]
     heads = [f"{lo}-{hi}" for lo, hi in itertools.pairwise(edges)]
     print(
-        f"Exact mbb/h of MBBR's policy in {game.name} ({args.posterior} posterior), "
+        f"Exact {game.rate_unit.label} of MBBR's policy in {game.name} ({args.posterior} "
+        "posterior), "
         f"{seeds} seeds x {orders} orders\n"
     )
     print("| pair | prior | budget | " + " | ".join(heads) + " | whole match | ceiling |")
@@ -291,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row['ceiling']:+.1f} |"
         )
     if args.attribute:
-        print("\nWhere it is paid: mbb/h switching one information set of ours would have gained")
+        print(
+            f"\nWhere it is paid: {game.rate_unit.label} switching one information set of ours "
+            "would have gained"
+        )
         print("(P1-P3 = our position, then card 0-3 = J-A and the history; OpenSpiel strings)\n")
         for row in rows:
             cells = ", ".join(f"{k} {v:.2f}" for k, v in row["deviation_gains"].items())

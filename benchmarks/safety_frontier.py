@@ -20,6 +20,9 @@ import math
 import sys
 from pathlib import Path
 
+from oppmodel.modeling.games.kuhn import kuhn_game
+
+UNIT = kuhn_game(3).rate_unit.label  # the reports' figures: milli-antes per hand
 EQUILIBRIUM_PAIRS = ("n3+n3", "n2+n2", "n1+n1")
 EXPLOITABLE_PAIR = "n2+n3"
 
@@ -106,8 +109,8 @@ def plot(rows: list[dict], path: Path) -> None:
         sys.exit('--plot needs matplotlib: pip install ".[plot]"')
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     panels = (
-        (axes[0], lambda r: r["pairs"].get(EXPLOITABLE_PAIR), "exact winnings vs n2+n3, mbb/h"),
-        (axes[1], lambda r: r["field"], "competent-field winnings, mbb/h"),
+        (axes[0], lambda r: r["pairs"].get(EXPLOITABLE_PAIR), f"exact winnings vs n2+n3, {UNIT}"),
+        (axes[1], lambda r: r["field"], f"competent-field winnings, {UNIT}"),
     )
     for ax, value, ylabel in panels:
         points = [
@@ -135,7 +138,7 @@ def plot(rows: list[dict], path: Path) -> None:
                     xytext=(4, 4),
                     fontsize=8,
                 )
-        ax.set_xlabel("largest exact learning cost vs n1+n1, n2+n2, n3+n3, mbb/h")
+        ax.set_xlabel(f"largest exact learning cost vs n1+n1, n2+n2, n3+n3, {UNIT}")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

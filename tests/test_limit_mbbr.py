@@ -22,7 +22,9 @@ from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on, load_profile
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr import _limit_kernels as limit_kernels
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.limit_evidence import limit_evidence
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_hand
 
@@ -99,6 +101,35 @@ def test_sample_posterior_equals_brute_force_leduc3p():
     for p in range(3):
         expected = oracle.sample_posterior(game, model.tau[p], observations, p)
         np.testing.assert_allclose(model.posterior(p), expected, rtol=0, atol=1e-12)
+
+
+def test_sample_posterior_equals_brute_force_kuhn3p():
+    """Three players: the update is the low-rank fused pass (``pair_factors``)."""
+    game = limit_game("kuhn3p")
+    model = build_limit_model(game, PLAIN(posterior="samples", k=5, seed=6))
+    observations = random_hands(game, 30, seed=3)
+    assert any(sum(c is None for c in o.hole) == 2 for o in observations)
+    for obs in observations:
+        model.observe(obs)
+    for p in range(3):
+        expected = oracle.sample_posterior(game, model.tau[p], observations, p)
+        np.testing.assert_allclose(model.posterior(p), expected, rtol=0, atol=1e-12)
+
+
+def test_pair_factors_sum_the_assignments_that_share_the_second_opponents_cards():
+    game = limit_game("kuhn3p")
+    model = build_limit_model(game, PLAIN(posterior="samples", k=4, seed=1))
+    tau = model.tau[0]
+    won_by_folds = next(o for o in random_hands(game, 60, seed=4) if o.hole.count(None) == 2)
+    rows = limit_evidence(game, won_by_folds).rows
+    assert len(rows) == 6  # the two hidden hands: 3 x 2 assignments of the other cards
+    f1, f2 = np.empty((4, 6)), np.empty((4, 6))
+    limit_kernels.sample_factors(tau[0], rows, 1, f1)
+    limit_kernels.sample_factors(tau[1], rows, 2, f2)
+    a, bt = np.empty((4, 6)), np.empty((6, 4))
+    g = limit_kernels.pair_factors(tau[0], tau[1], rows, a, bt)
+    assert g == 3  # one term per card of the second opponent
+    np.testing.assert_allclose(a[:, :g] @ bt[:g], f1 @ f2.T, rtol=1e-14, atol=0)
 
 
 def test_samples_give_illegal_actions_no_weight():

@@ -13,6 +13,8 @@ import math
 import numpy as np
 from numba import njit
 
+from oppmodel.modeling.mbbr._samples_kernels import normalise_rows
+
 NUM_ACTIONS = 3
 
 
@@ -149,6 +151,30 @@ def recount(expected, counts, resp, row_start, entry_start, entries):
 
 
 @njit(cache=True)
+def write_choices(strategy, rows, choice):
+    """Make the rows ``rows`` of ``strategy`` pure: action ``choice[i]`` at row i."""
+    for i in rows:
+        for a in range(strategy.shape[1]):
+            strategy[i, a] = 0.0
+        strategy[i, choice[i]] = 1.0
+
+
+@njit(cache=True)
+def sample_mean(marginal, tau, out):
+    """out[i, a] = sum over samples s of marginal[s] tau[s, i, a], each row then divided by its
+    sum (``priors.mixed_distributions``): an opponent's posterior-mean strategy (Alg 5)."""
+    out[:] = 0.0
+    for s in range(tau.shape[0]):
+        w = marginal[s]
+        if w == 0.0:
+            continue
+        for i in range(tau.shape[1]):
+            for a in range(tau.shape[2]):
+                out[i, a] += w * tau[s, i, a]
+    normalise_rows(out, out)
+
+
+@njit(cache=True)
 def sample_factors(tau, rows, offset, out):
     """out[s, r] = prod over the moves of assignment r made by the opponent at ``offset`` (1-based)
     of tau[s, information set, action]; ``rows`` is (m, L, 3) as ``LimitEvidence.rows``."""
@@ -161,6 +187,51 @@ def sample_factors(tau, rows, offset, out):
                 if rows[r, j, 0] == offset - 1:
                     prob *= tau[s, rows[r, j, 1], rows[r, j, 2]]
             out[s, r] = prob
+
+
+@njit(cache=True)
+def pair_factors(tau1, tau2, rows, a, bt):
+    """Rank factors of the likelihood of a hand with two opponents: z = a[:, :g] @ bt[:g],
+    returns g. Assignment r explains the hand under the sample pair (s1, s2) with probability
+    f1[s1, r] f2[s2, r] (``sample_factors``); assignments whose moves of the second opponent
+    are at the same information sets share their f2 column, so each such group is one rank term
+    (in 3-player Kuhn with both hands hidden: 3 terms, not 6). ``a`` is (k, m), ``bt`` (m, k)."""
+    k = tau1.shape[0]
+    m, moves = rows.shape[0], rows.shape[1]
+    group = np.empty(m, dtype=np.int64)
+    first = np.empty(m, dtype=np.int64)  # the first assignment of each group
+    g = 0
+    for r in range(m):
+        group[r] = -1
+        for c in range(g):
+            same = True
+            for j in range(moves):
+                if rows[r, j, 0] == 1 and rows[r, j, 1] != rows[first[c], j, 1]:
+                    same = False
+                    break
+            if same:
+                group[r] = c
+                break
+        if group[r] < 0:
+            group[r] = g
+            first[g] = r
+            g += 1
+    for s in range(k):
+        for c in range(g):
+            a[s, c] = 0.0
+        for r in range(m):
+            prob = 1.0
+            for j in range(moves):
+                if rows[r, j, 0] == 0:
+                    prob *= tau1[s, rows[r, j, 1], rows[r, j, 2]]
+            a[s, group[r]] += prob
+        for c in range(g):
+            prob = 1.0
+            for j in range(moves):
+                if rows[first[c], j, 0] == 1:
+                    prob *= tau2[s, rows[first[c], j, 1], rows[first[c], j, 2]]
+            bt[c, s] = prob
+    return g
 
 
 @njit(cache=True)

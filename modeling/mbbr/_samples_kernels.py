@@ -7,6 +7,18 @@ from numba import njit
 
 
 @njit(cache=True)
+def normalise_rows(mixture, out):
+    """out[i] = mixture[i] / its sum, or zeros where the sum is not positive (``mixture`` and
+    ``out`` are 2-D; see ``priors.mixed_distributions``)."""
+    for i in range(mixture.shape[0]):
+        total = 0.0
+        for a in range(mixture.shape[1]):
+            total += mixture[i, a]
+        for a in range(mixture.shape[1]):
+            out[i, a] = mixture[i, a] / total if total > 0.0 else 0.0
+
+
+@njit(cache=True)
 def card_likelihoods(tau, nodes, actions, infoset_of, out):
     """out[s, x] = prod over the opponent's actions of tau[s, infoset(x, node), action].
 

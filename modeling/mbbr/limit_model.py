@@ -43,6 +43,7 @@ import abc
 import functools
 import hashlib
 import itertools
+import math
 from typing import ClassVar, NamedTuple, cast
 
 import numpy as np
@@ -116,6 +117,11 @@ class LimitModel(abc.ABC):
         self._evidence = {} if evidence is None else evidence
         self._profiles: dict[int, tuple[int, np.ndarray]] = {}  # p -> (version, models profile)
         self._lazy: dict[tuple[int, Response], _LazyResponse] = {}
+        self._choice = np.empty(game.num_infosets, dtype=np.int64)  # scratch of ``_ensure``
+        self._sweep_scratch = (
+            np.zeros((game.num_infosets, NUM_ACTIONS)),
+            np.zeros(game.num_infosets),
+        )
         # The bankroll that bounds what learning costs against the default (limit_safety.py)
         self._safety = (
             None
@@ -178,11 +184,10 @@ class LimitModel(abc.ABC):
         """Best actions (into ``choice``) of the information sets of position ``p`` with hole
         ``h`` for the ``kind`` response; returns the value summed over those deals. The ``mean``
         response here; the sample posterior adds ``bayes``."""
-        subtree = self._holes.subtrees[p][h]
-        cfv = np.zeros((self.game.num_infosets, NUM_ACTIONS))
-        own_reach = np.zeros(self.game.num_infosets)
+        cfv, own_reach = self._sweep_scratch
+        cfv.fill(0.0)
         return evaluation_kernels.sweep(
-            subtree, self._models_profile(p), p, True, cfv, own_reach, choice
+            self._holes.subtrees[p][h], self._models_profile(p), p, True, cfv, own_reach, choice
         )
 
     # --- observing -------------------------------------------------------------------------------
@@ -248,17 +253,22 @@ class LimitModel(abc.ABC):
         cached = self._profiles.get(p)
         if cached is None or cached[0] != version:
             profile = self.default_strategy.copy()
-            n = self.game.num_players
-            for d in range(1, n):
-                profile[(p + d) % n] = self._opponent_model(p, d)[0]
+            self._write_models(p, profile)
             cached = self._profiles[p] = (version, profile)
         return cached[1]
+
+    def _write_models(self, p: int, profile: np.ndarray) -> None:
+        """Write the opponents' models of position ``p`` into their rows of ``profile``."""
+        n = self.game.num_players
+        for d in range(1, n):
+            profile[(p + d) % n] = self._opponent_model(p, d)[0]
 
     def response(
         self, our_position: int, kind: Response | str | None = None
     ) -> tuple[np.ndarray, float]:
         """The ``kind`` best response (num_infosets, 3) for our position (default: the
         configured one) and its expected value per hand."""
+        self.game.check_position(our_position, "our_position")
         lazy = self._response_of(our_position, kind)
         for h in range(len(lazy.values)):
             self._ensure(our_position, lazy, h)
@@ -338,26 +348,29 @@ class LimitModel(abc.ABC):
             )
 
     def _response_of(self, p: int, kind: Response | str | None) -> _LazyResponse:
-        self.game.check_position(p, "our_position")
-        kind = response_kind(kind, self.config)
+        """The response of a checked position ``p`` to its posterior now (holes solved lazily)."""
+        kind = self.config.response if kind is None else response_kind(kind, self.config)
         version = self._version(p)
         lazy = self._lazy.get((p, kind))
-        if lazy is None or lazy.version != version:
+        if lazy is None:
             holes = len(self._holes.subtrees[p])
             strategy = np.zeros((self.game.num_infosets, NUM_ACTIONS))
             strategy[len(self.game.infosets(p)) :, CALL] = 1.0  # padding
-            lazy = _LazyResponse(kind, version, strategy, np.full(holes, np.nan))
-            self._lazy[(p, kind)] = lazy
+            lazy = self._lazy[(p, kind)] = _LazyResponse(
+                kind, version, strategy, np.full(holes, np.nan)
+            )
+        elif lazy.version != version:  # solved again hole by hole, in the same arrays
+            lazy.values.fill(np.nan)
+            lazy = self._lazy[(p, kind)] = lazy._replace(version=version)
         return lazy
 
     def _ensure(self, p: int, lazy: _LazyResponse, h: int) -> None:
-        if not np.isnan(lazy.values[h]):
+        if not math.isnan(lazy.values[h]):
             return
-        choice = np.full(self.game.num_infosets, -1, dtype=np.int64)
+        choice = self._choice
+        choice.fill(-1)
         lazy.values[h] = self._solve_hole(p, lazy.kind, h, choice)
-        rows = self._holes.infosets_of_hole[p][h]
-        lazy.strategy[rows] = 0.0
-        lazy.strategy[rows, choice[rows]] = 1.0
+        kernels.write_choices(lazy.strategy, self._holes.infosets_of_hole[p][h], choice)
 
     # --- snapshots (``snapshot.py``) --------------------------------------------------------------
 
@@ -617,6 +630,11 @@ class LimitSampleModel(LimitModel):
     def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
         marginal = self._samples[p].marginals[d - 1]
         return self._samples[p].mean(d), float(1.0 / np.dot(marginal, marginal))
+
+    def _write_models(self, p: int, profile: np.ndarray) -> None:
+        n = self.game.num_players
+        for d in range(1, n):
+            self._samples[p].write_mean(d, profile[(p + d) % n])
 
     def posterior(self, our_position: int) -> np.ndarray:
         """The normalised joint posterior over sample combinations for our position."""

@@ -15,8 +15,8 @@ import string
 import numpy as np
 
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
+from oppmodel.modeling.mbbr._samples_kernels import update_joint2
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
-from oppmodel.modeling.mbbr.priors import mixed_distributions
 from oppmodel.modeling.mbbr.samples import WEIGHT_FLOOR, _explained
 from oppmodel.modeling.mbbr.snapshot import take
 
@@ -32,6 +32,7 @@ class LimitSamplePosterior:
         self.scale = 1.0
         self.marginals = [np.full(k, 1.0 / k) for _ in range(m)]
         self.version = 0
+        self._spare = np.empty_like(self.weights)  # where a two-opponent update writes
         letters = string.ascii_letters
         # z = sum_r prod_j F_j[s_j, r]: "ar,br->ab" for two opponents
         self._einsum = ",".join(f"{letters[j]}z" for j in range(m)) + "->" + letters[:m]
@@ -40,6 +41,8 @@ class LimitSamplePosterior:
         """Multiply every combination's weight by the likelihood of ``evidence``; returns whether
         the hand was explained (else the table is left as it was)."""
         m, k = self.tau.shape[0], self.tau.shape[1]
+        if m == 2:
+            return self._observe_pair(evidence)
         factors = []
         for d in range(1, m + 1):
             out = np.empty((k, len(evidence.rows)))
@@ -54,6 +57,26 @@ class LimitSamplePosterior:
         self.scale = 1.0 / total
         axes = range(m)
         self.marginals = [w.sum(axis=tuple(a for a in axes if a != j)) / total for j in axes]
+        self.version += 1
+        return True
+
+    def _observe_pair(self, evidence: LimitEvidence) -> bool:
+        """:meth:`observe` with two opponents: z = a @ bt is a product of low rank
+        (``pair_factors``), so the update is one fused pass over the table (Kuhn's kernel) that
+        also gives the marginals."""
+        k, r = self.tau.shape[1], len(evidence.rows)
+        a, bt = np.empty((k, r)), np.empty((r, k))
+        g = kernels.pair_factors(self.tau[0], self.tau[1], evidence.rows, a, bt)
+        row, col = np.empty(k), np.empty(k)
+        spare = self._spare
+        total, _ = update_joint2(
+            self.weights, spare, a[:, :g], bt[:g], self.scale, WEIGHT_FLOOR, row, col
+        )
+        if not _explained(total):
+            return False
+        self._spare, self.weights = self.weights, spare
+        self.scale = 1.0 / total
+        self.marginals = [row / total, col / total]
         self.version += 1
         return True
 
@@ -87,4 +110,10 @@ class LimitSamplePosterior:
 
     def mean(self, d: int) -> np.ndarray:
         """Posterior-mean strategy (Alg 5) of the opponent at offset ``d``."""
-        return mixed_distributions(np.tensordot(self.marginals[d - 1], self.tau[d - 1], axes=1))
+        out = np.empty(self.tau.shape[2:])
+        self.write_mean(d, out)
+        return out
+
+    def write_mean(self, d: int, out: np.ndarray) -> None:
+        """:meth:`mean` of the opponent at offset ``d``, written into ``out`` (num_infosets, 3)."""
+        kernels.sample_mean(self.marginals[d - 1], self.tau[d - 1], out)

@@ -15,6 +15,7 @@ import numpy as np
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.mbbr._samples_kernels import normalise_rows
 from oppmodel.modeling.mbbr.config import Prior
 from oppmodel.modeling.strategy import uniform_profile, validate_profile
 
@@ -118,8 +119,10 @@ def mixed_distributions(mixture: np.ndarray) -> np.ndarray:
     came out at 1.0000000000000002: x / (x + y) with x, y >= 0 is at most 1 in floating point
     (rounding is monotone), so every entry is in [0, 1] and each row sums to 1 within a few ulps.
     """
-    total = mixture.sum(axis=-1, keepdims=True)
-    return np.divide(mixture, total, out=np.zeros_like(mixture), where=total > 0)
+    out = np.empty(mixture.shape)
+    rows = mixture.shape[-1]
+    normalise_rows(mixture.reshape(-1, rows), out.reshape(-1, rows))
+    return out
 
 
 def _log_space_draws(alpha: np.ndarray, lost: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -90,25 +90,14 @@ def test_sample_posterior_equals_brute_force_leduc2p(prior):
         np.testing.assert_allclose(model.posterior(p), expected, rtol=0, atol=1e-12)
 
 
-def test_sample_posterior_equals_brute_force_leduc3p():
-    game = limit_game("leduc3p")
-    model = build_limit_model(game, PLAIN(posterior="samples", k=3, seed=4))
-    observations = random_hands(game, 9, seed=2)
+@pytest.mark.parametrize(("name", "k", "count"), [("leduc3p", 3, 9), ("kuhn3p", 5, 30)])
+def test_sample_posterior_equals_brute_force_3p(name, k, count):
+    """Three players: the update is the low-rank fused pass (``pair_factors``)."""
+    game = limit_game(name)
+    model = build_limit_model(game, PLAIN(posterior="samples", k=k, seed=4))
+    observations = random_hands(game, count, seed=2)
     kinds = {sum(c is None for c in o.hole) for o in observations}
     assert kinds >= {0, 2}  # showdowns and hands won by folds
-    for obs in observations:
-        model.observe(obs)
-    for p in range(3):
-        expected = oracle.sample_posterior(game, model.tau[p], observations, p)
-        np.testing.assert_allclose(model.posterior(p), expected, rtol=0, atol=1e-12)
-
-
-def test_sample_posterior_equals_brute_force_kuhn3p():
-    """Three players: the update is the low-rank fused pass (``pair_factors``)."""
-    game = limit_game("kuhn3p")
-    model = build_limit_model(game, PLAIN(posterior="samples", k=5, seed=6))
-    observations = random_hands(game, 30, seed=3)
-    assert any(sum(c is None for c in o.hole) == 2 for o in observations)
     for obs in observations:
         model.observe(obs)
     for p in range(3):

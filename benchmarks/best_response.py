@@ -9,8 +9,12 @@ What is timed:
 - ``ours_api``: ``oppmodel.modeling.evaluation.kuhn.best_response(game, profile, position)``:
   validating the whole profile, the leaf weights (chance x the others' reach x payoff) and the
   backward induction; returns the pure best-response strategy and its value.
-- ``ours_kernel``: the same without validation (``leaf_weights`` + ``best_response_to_weights``),
-  which is what MBBR calls on its own, already valid, models.
+- ``ours_compiled``: ``oppmodel.modeling.evaluation.limit.best_response`` on the compiled
+  ``kuhn3p`` (the one stack's; the profile converted to fold/call/raise beforehand, not timed):
+  what every command runs since Kuhn is a compiled game. Against ``ours_api`` it says whether the
+  Kuhn kernels' fast path still pays.
+- ``ours_kernel``: the Kuhn kernels without validation (``leaf_weights`` +
+  ``best_response_to_weights``), which is what the Kuhn stack's MBBR calls on its own models.
 - ``openspiel``: ``pyspiel.TabularBestResponse.set_policy(policy)`` then
   ``value_from_state(root)`` on one best-responder per position built beforehand (construction
   not timed). ``set_policy`` clears OpenSpiel's caches, so the best response is recomputed.
@@ -34,7 +38,10 @@ import time
 import numpy as np
 import pyspiel
 
+from oppmodel.modeling.evaluation import limit
 from oppmodel.modeling.evaluation.kuhn import best_response, best_response_to_weights, leaf_weights
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
 from oppmodel.modeling.games.kuhn import kuhn_game
 
 GOAL_RATIO = 0.1
@@ -62,11 +69,12 @@ def _timed(fn, *args):
 
 
 def run(calls: int, seed: int) -> dict:
-    game = kuhn_game(3)
+    game, compiled = kuhn_game(3), limit_game("kuhn3p")
     os_game = pyspiel.load_game("kuhn_poker(players=3)")
     root = os_game.new_initial_state()
     rng = np.random.default_rng(seed)
     profiles = [random_profile(game, rng) for _ in range(calls)]
+    converted = [kuhn_profile_on(compiled, profile) for profile in profiles]
 
     def ours_kernel(profile, p):
         return best_response_to_weights(game, leaf_weights(game, profile, p), p)
@@ -80,9 +88,16 @@ def run(calls: int, seed: int) -> dict:
 
     for p in range(3):  # warm the JIT and both code paths
         best_response(game, profiles[0], p)
+        limit.best_response(compiled, converted[0], p)
         ours_kernel(profiles[0], p)
         openspiel(warm, p)
-    times = {"ours_api": [], "ours_kernel": [], "openspiel": [], "conversion": []}
+    times = {
+        "ours_api": [],
+        "ours_compiled": [],
+        "ours_kernel": [],
+        "openspiel": [],
+        "conversion": [],
+    }
     max_diff = 0.0
     for i, profile in enumerate(profiles):
         p = i % 3
@@ -90,11 +105,16 @@ def run(calls: int, seed: int) -> dict:
         times["conversion"].append(t)
         (_, ours_value), t = _timed(best_response, game, profile, p)
         times["ours_api"].append(t)
+        (_, compiled_value), t = _timed(limit.best_response, compiled, converted[i], p)
+        times["ours_compiled"].append(t)
         (_, kernel_value), t = _timed(ours_kernel, profile, p)
         times["ours_kernel"].append(t)
         their_value, t = _timed(openspiel, policy, p)
         times["openspiel"].append(t)
-        max_diff = max(max_diff, abs(ours_value - their_value), abs(kernel_value - their_value))
+        max_diff = max(
+            max_diff,
+            *(abs(v - their_value) for v in (ours_value, compiled_value, kernel_value)),
+        )
     if max_diff > 1e-9:
         raise AssertionError(f"best-response values disagree with OpenSpiel by {max_diff}")
     med = {k: float(np.median(v)) for k, v in times.items()}
@@ -105,6 +125,7 @@ def run(calls: int, seed: int) -> dict:
         "seed": seed,
         "unit": "microseconds per best response (median)",
         "ours_api_us": med["ours_api"],
+        "ours_compiled_us": med["ours_compiled"],
         "ours_kernel_us": med["ours_kernel"],
         "openspiel_us": med["openspiel"],
         "conversion_us": med["conversion"],
@@ -133,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"best response, 3p Kuhn, {result['calls']} fresh random profiles (median per call)")
     print(f"  ours (public API, validated): {result['ours_api_us']:9.1f} us")
+    print(f"  ours (compiled kuhn3p, API):  {result['ours_compiled_us']:9.1f} us")
     print(f"  ours (kernel, unvalidated):   {result['ours_kernel_us']:9.1f} us")
     print(f"  OpenSpiel C++ set_policy+value: {result['openspiel_us']:7.1f} us")
     print(f"  (our arrays -> OpenSpiel dict:  {result['conversion_us']:7.1f} us, not charged)")

@@ -37,10 +37,11 @@ if not __package__:  # run as a script: make benchmarks importable
 from benchmarks.learning_cost import run_tasks  # noqa: E402
 from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
+from oppmodel.modeling.evaluation.limit import best_response  # noqa: E402
+from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
-from oppmodel.modeling.play.match import Game  # noqa: E402
-from oppmodel.modeling.play.tournament import evaluation_of, seated_profile  # noqa: E402
+from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
 
 DEFAULT_SCENARIOS = "maniac+maniac>tight-passive+tight-passive,maniac+n2>tight-passive+n2"
 SWITCH_RANGE = (1000, 2000)  # inclusive, as the panel's late-switcher draws it
@@ -63,11 +64,10 @@ def parse_scenario(text: str) -> tuple[tuple[str, str], tuple[str, str]]:
     return (first, second), (third, fourth)
 
 
-def best_response_values(game: Game, pair: tuple[str, str]) -> np.ndarray:
+def best_response_values(game: LimitGame, pair: tuple[str, str]) -> np.ndarray:
     """The exact best response's rate (the game's unit), per (seat order, our position), against
     ``pair``."""
     profiles = (fixed_profile(game, pair[0]), fixed_profile(game, pair[1]))
-    best_response = evaluation_of(game).best_response
     return np.array(
         [
             [

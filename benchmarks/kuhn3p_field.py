@@ -51,7 +51,7 @@ from benchmarks.sweep import (  # noqa: E402
     run_jobs_with_args,
 )
 from oppmodel.modeling.errors import InvalidArgumentError  # noqa: E402
-from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
+from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
@@ -78,7 +78,8 @@ FIELD = (
     "tilter",
 )
 EQUILIBRIA = ("n1", "n2", "n3")
-UNIT = kuhn_game(3).rate_unit.label  # milli-antes per hand: the paper's figures (it says mbb/h)
+# milli-antes per hand: the paper's figures (it says mbb/h)
+UNIT = limit_game("kuhn3p").rate_unit.label
 PAPER_TABLE1 = {"mbbr": 48, "n1": 37, "n3": 35, "n2": 30}
 PAPER_TABLE6 = {"mbbr": -54, "n1": 47, "n3": 44, "n2": 40}
 # eps 0.05, k 10, H 100, eta 4, informed, mean; no safety budget, opponents never change
@@ -208,7 +209,7 @@ def head_to_head_markdown(rows: list[dict]) -> str:
 
 
 def h2h_rows(results, index) -> list[dict]:
-    game = kuhn_game(3)
+    game = limit_game("kuhn3p")
     rows = []
     for a, b in h2h_pairs():
         ests = group_estimates(results, index, "h2h", ("mbbr", a, b))

@@ -50,19 +50,15 @@ if not __package__:  # run as a script: make benchmarks.sweep importable
 from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
 from oppmodel.clients.progress import progress_bar  # noqa: E402
+from oppmodel.modeling.evaluation.limit import deviation_gains, expected_values  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
+from oppmodel.modeling.games.kuhn3p import equilibria  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior  # noqa: E402
 from oppmodel.modeling.mbbr.limit_model import build_limit_model  # noqa: E402
-from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
-from oppmodel.modeling.observation import observe_hand, observe_limit_hand  # noqa: E402
+from oppmodel.modeling.observation import observe_limit_hand  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
-from oppmodel.modeling.play.match import Game, sample_terminal  # noqa: E402
-from oppmodel.modeling.play.tournament import (  # noqa: E402
-    evaluation_of,
-    response_ceiling,
-    seated_profile,
-)
-from oppmodel.modeling.strategy import sample_history  # noqa: E402
+from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
+from oppmodel.modeling.play.tournament import response_ceiling, seated_profile  # noqa: E402
 
 DEFAULT_PAIRS = "n3+n3,n2+n2,n1+n1,n2+n3,calling-station+bluffer,n1+maniac,calling-station@0.35+n3"
 DEFAULT_LIMIT_PAIRS = "cfr+cfr"
@@ -81,36 +77,34 @@ def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     first, second, config, seed, hands, attribute, *rest = task
     game = resolve_game(rest[0] if rest else "kuhn3p")
     switch = rest[1] if len(rest) > 1 else None
-    evaluation = evaluation_of(game)
     n = game.num_players
     pair = tuple(fixed_profile(game, name) for name in (first, second)[: n - 1])
-    model = (build_limit_model if isinstance(game, LimitGame) else build_model)(game, config)
+    model = build_limit_model(game, config)
     rng = np.random.default_rng([seed, 7])
     values = np.empty(hands)
     gains = np.zeros((game.num_players, game.num_infosets))
     later_run = 0
     for t in range(hands):
-        later_run += getattr(model, "run_start", 0) > 0  # limit models have no change detection
+        later_run += model.run_start > 0
         if switch is not None and t == switch[0]:
             pair = tuple(fixed_profile(game, name) for name in switch[1:n])
         p = t % n
         us = model.default_strategy.copy()
         us[p] = model.policy(p)
         profile = seated_profile(game, p, us, pair)
-        values[t] = game.rate_unit.rate(evaluation.expected_values(game, profile)[p])
+        values[t] = game.rate_unit.rate(expected_values(game, profile)[p])
         if attribute:
-            gains[p] += game.rate_unit.rate(evaluation.deviation_gains(game, profile, p))
+            gains[p] += game.rate_unit.rate(deviation_gains(game, profile, p))
         model.observe(_sample_observation(game, profile, p, rng))
     return values, gains, later_run
 
 
-def _sample_observation(game: Game, profile: np.ndarray, position: int, rng: np.random.Generator):
+def _sample_observation(
+    game: LimitGame, profile: np.ndarray, position: int, rng: np.random.Generator
+):
     """What ``position`` sees of one hand dealt and played from ``profile``."""
-    if isinstance(game, LimitGame):
-        deal = int(rng.integers(game.num_deals))
-        return observe_limit_hand(game, position, deal, sample_terminal(game, profile, deal, rng))
-    deal = [int(c) for c in rng.permutation(game.num_cards)[:3]]
-    return observe_hand(game, position, sample_history(game, profile, deal, rng), deal)
+    deal = int(rng.integers(game.num_deals))
+    return observe_limit_hand(game, position, deal, sample_terminal(game, profile, deal, rng))
 
 
 def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
@@ -130,7 +124,7 @@ def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray, i
     return results
 
 
-def largest_gains(game: Game, gains: np.ndarray, count: int = 5) -> dict[str, float]:
+def largest_gains(game: LimitGame, gains: np.ndarray, count: int = 5) -> dict[str, float]:
     """The ``count`` largest per-hand gains (rates) keyed "P<position + 1> <infostate>"."""
     order = np.argsort(gains, axis=None)[::-1][:count]
     cells = [np.unravel_index(k, gains.shape) for k in order]
@@ -166,12 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--pairs",
-        help=f"A+B pairs (default: {DEFAULT_PAIRS}; in a limit game {DEFAULT_LIMIT_PAIRS}); in a "
+        help=f"A+B pairs (default: {DEFAULT_PAIRS}; in other games {DEFAULT_LIMIT_PAIRS}); in a "
         f"2-player limit game single opponents (default {DEFAULT_2P_OPPONENTS})",
     )
     parser.add_argument(
         "--priors",
-        help=f"from {', '.join(Prior)} (default: informed,typed; in a limit game informed)",
+        help=f"from {', '.join(Prior)} (default: informed,typed; in other games informed)",
     )
     parser.add_argument("--posterior", choices=Posterior.names(), default=Posterior.DIRICHLET)
     parser.add_argument(
@@ -201,20 +195,21 @@ def main(argv: list[str] | None = None) -> int:
     hands = args.hands or (600 if args.quick else 3000)
     seeds = args.seeds or (2 if args.quick else 6)
     game = resolve_game(args.game)
-    limit = isinstance(game, LimitGame)
-    two = limit and game.num_players == 2
-    if game.num_players != 3 and not two:
+    family = bool(equilibria(game))  # 3-player Kuhn: the equilibrium pairs and the typed prior
+    two = game.num_players == 2
+    if game.num_players not in (2, 3):
         parser.error(
-            f"--game: the duplicate protocol here is for 3 players (2 in a limit game); "
+            f"--game: the duplicate protocol here is for 2 or 3 players; "
             f"{game.name} has {game.num_players}"
         )
-    default_pairs = DEFAULT_2P_OPPONENTS if two else DEFAULT_LIMIT_PAIRS if limit else DEFAULT_PAIRS
+    default_pairs = DEFAULT_LIMIT_PAIRS if not family else DEFAULT_PAIRS
+    default_pairs = DEFAULT_2P_OPPONENTS if two else default_pairs
     pairs_text = args.pairs or default_pairs
     pairs = [(p, None) if two else tuple(p.split("+", 1)) for p in pairs_text.split(",")]
     if any(len(pair) != 2 or (two and "+" in pair[0]) for pair in pairs):
         parser.error(f"--pairs: {'one opponent' if two else 'A+B'} each, got {pairs_text!r}")
     orders_of = (lambda a, b: ((a, b),)) if two else (lambda a, b: ((a, b), (b, a)))
-    priors = (args.priors or ("informed" if limit else "informed,typed")).split(",")
+    priors = (args.priors or ("informed,typed" if family else "informed")).split(",")
     budgets = [float(b) for b in args.safety_budgets.split(",")]
     settings = [(prior, budget) for prior in priors for budget in budgets]
     configs = {}
@@ -259,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.attribute:
                 gains = sum(r[1] for r in runs) / (orders * seeds * hands)
                 row["deviation_gains"] = largest_gains(game, gains)
-                if limit:
+                if game.num_rounds > 1:
                     row["deviation_gains_by_round"] = gains_by_round(game, gains)
             rows.append(row)
     report = {

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.agents import mbbr_factory
 from oppmodel.modeling.play.match import FixedStrategyAgent, run_duplicate
@@ -43,7 +43,7 @@ def _fixed(cls, name: str):
 
 
 def _hands_per_second(names, factories, *, hands: int, duplicates: int, repeats: int) -> float:
-    game = kuhn_game(3)
+    game = limit_game("kuhn3p")
     run_duplicate(game, names, factories, hands=50, duplicates=1, seed=99)  # warm the JIT
     rates = []
     for r in range(repeats):

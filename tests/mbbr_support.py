@@ -1,12 +1,18 @@
-"""Shared hypothesis strategies of the MBBR tests: every configuration MBBRConfig accepts."""
+"""Shared helpers of the MBBR tests: every configuration MBBRConfig accepts, and the panel's
+profiles on the Kuhn kernels' game."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 from hypothesis import strategies as st
 
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_of
+from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.config import CHANGE_HAZARD_RANGE, EPSILON_RANGE, ETA_RANGE, MBBRConfig
+from oppmodel.modeling.play.panel import named_profile
 
 PROFILES = ("uniform", "always-bet", "calling-station", "tight-passive", "maniac", "bluffer")
 POSTERIORS_AND_PRIORS = (
@@ -16,6 +22,13 @@ POSTERIORS_AND_PRIORS = (
     ("dirichlet", "uninformed"),
     ("dirichlet", "typed"),
 )
+
+
+def kuhn_named_profile(game: KuhnGame, name: str) -> np.ndarray:
+    """A panel profile (pass/bet) on the Kuhn kernels' game, for the tests of the Kuhn stack
+    until it is retired: the compiled Kuhn game's named profile, converted exactly."""
+    compiled = limit_game(f"kuhn{game.num_players}p")
+    return kuhn_profile_of(compiled, named_profile(compiled, name))
 
 
 def accepted_configs(*, max_k: int) -> st.SearchStrategy[MBBRConfig]:

@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
+from mbbr_support import kuhn_named_profile
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.observation import HandObservation, observe_hand
-from oppmodel.modeling.play.panel import named_profile
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
 GAME = kuhn_game(3)
@@ -56,7 +56,7 @@ def random_observations(
 ) -> list[HandObservation]:
     """Observations of seat 0 over ``count`` hands (ACPC rotation), everyone playing ``profile``."""
     rng = np.random.default_rng(seed)
-    table = named_profile(game, profile)
+    table = kuhn_named_profile(game, profile)
     out = []
     for hand in range(count):
         cards = [int(c) for c in rng.permutation(game.num_cards)[: game.num_players]]

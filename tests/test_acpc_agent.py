@@ -23,13 +23,14 @@ from oppmodel.clients.acpc.agent import (
     play_match,
     policy_names,
 )
-from oppmodel.clients.acpc.convert import kuhn_for, log_observations
+from oppmodel.clients.acpc.convert import kuhn_for, logged_limit_observation
 from oppmodel.clients.acpc.log import parse_log
 from oppmodel.clients.acpc.net import LineSocket
 from oppmodel.clients.cli import main
 from oppmodel.clients.commands.acpc_script_cmd import script_text
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import HandState
+from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.matchstate import MatchState
 
 
@@ -235,8 +236,9 @@ def test_the_in_process_mbbr_agent_learns_from_every_hand_of_a_real_match(tmp_pa
     # the model is exactly the one built from the same hands replayed offline
     log = parse_log(captured.log)
     replayed = make_policy("mbbr", GAME, 11).model
-    for _, observation in log_observations(GAME, log, "Alice"):
-        replayed.observe(observation)
+    compiled = limit_game_of(GAME)
+    for hand in log.hands:
+        replayed.observe(logged_limit_observation(compiled, hand, hand.names.index("Alice")))
     for position in range(3):
         for opponent in range(3):
             if opponent != position:

@@ -9,8 +9,8 @@ import pytest
 
 from oppmodel.clients.cli import main as cli_main
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
-from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.observation import observe_hand
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.observation import observe_limit_cards, observe_limit_hand
 from oppmodel.modeling.play.adaptive import (
     FrequencyExploiter,
     LateSwitcher,
@@ -30,6 +30,27 @@ from oppmodel.modeling.play.match import (
 from oppmodel.modeling.play.panel import named_profile
 
 
+def kuhn_game(n: int):
+    """n-player Kuhn: the bundled game file, compiled."""
+    return limit_game(f"kuhn{n}p")
+
+
+def observe_hand(game, position: int, betting: str, cards: list[int]):
+    """What ``position`` sees of a hand dealt ``cards`` (ranks, 0 = the lowest)."""
+    hole = tuple(game.deck[c] for c in cards)
+    return observe_limit_cards(game, position, betting, hole, ("",))
+
+
+def bet(agent, position: int, infostate: str) -> float:
+    """The agent's P(bet) at a Kuhn information state ("Js:cr"): a raise into an unopened pot,
+    a call facing a bet."""
+    game = agent.game
+    card, betting = infostate.split(":")
+    node = game.node(betting)
+    row = agent.row(position, node, game.view_strings[0].index(card))
+    return float(row[1] if agent.facing(node) else row[2])
+
+
 def _fixed(name: str):
     def build(game, seed):
         return FixedStrategyAgent(name, game, named_profile(game, name), seed)
@@ -40,21 +61,20 @@ def _fixed(name: str):
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_own_payoff_equals_the_game_returns_for_every_hand(n: int) -> None:
     game = kuhn_game(n)
-    for node in game.terminal_nodes:
-        history = game.histories[node]
-        for deal in game.deals:
-            cards = [int(c) for c in deal]
-            returns = game.returns(history, cards)
+    tree = game.tree
+    for t in range(game.num_terminals):
+        for d in range(game.num_deals):
+            returns = tree.share[tree.terminal_class[t], d] * tree.terminal_pot[t]
+            returns = returns - tree.terminal_spent[t]
             for p in range(n):
-                obs = observe_hand(game, p, history, cards)
-                assert own_payoff(game, obs) == returns[p]
+                assert own_payoff(game, observe_limit_hand(game, p, d, t)) == returns[p]
 
 
 def _unopened_bet(agent, game, hand_count: int) -> list[float]:
     out = []
     for h in range(hand_count):
-        out.append(agent.bet_probability(0, 1, ""))
-        obs = observe_hand(game, 0, "ppp", [1, 0, 2])
+        out.append(bet(agent, 0, "Qs:"))
+        obs = observe_hand(game, 0, "ccc", [1, 0, 2])
         agent.end_hand(obs)
         assert agent.hands_played == h + 1
     return out
@@ -72,14 +92,12 @@ def test_switcher_plays_each_styles_profile() -> None:
     agent = SwitchingAgent("s", game, 0, styles=("bluffer", "n2"), period=1)
     for style in ("bluffer", "n2", "bluffer"):
         profile = named_profile(game, style)
-        for node, history in enumerate(game.histories):
-            p = int(game.node_player[node])
-            if p < 0:
-                continue
-            for card in range(game.num_cards):
-                expected = profile[p, game.infoset_of[node, card], 1]
-                assert agent.bet_probability(p, card, history) == expected
-        agent.end_hand(observe_hand(game, 0, "ppp", [0, 1, 2]))
+        for p in range(3):
+            for i in game.infosets(p):
+                node = int(game.infoset_node[p][i])
+                view = int(game.infoset_view[p][i])
+                np.testing.assert_array_equal(agent.row(p, node, view), profile[p, i])
+        agent.end_hand(observe_hand(game, 0, "ccc", [0, 1, 2]))
 
 
 def test_exploiter_counts_opponents_actions_only() -> None:
@@ -87,21 +105,21 @@ def test_exploiter_counts_opponents_actions_only() -> None:
     agent = FrequencyExploiter("e", game, 0)
     assert agent.fold_rate == agent.open_rate == 0.5  # the Beta(1, 1) prior
     # We (position 0) bet, both opponents fold: two folds to a bet.
-    agent.end_hand(observe_hand(game, 0, "bpp", [0, 1, 2]))
+    agent.end_hand(observe_hand(game, 0, "rff", [0, 1, 2]))
     assert (agent.folds, agent.calls, agent.opens, agent.checks) == (2, 0, 0, 0)
     # We check, position 1 opens, position 2 calls, we fold (our own action is not counted).
-    agent.end_hand(observe_hand(game, 0, "pbbp", [0, 1, 2]))
+    agent.end_hand(observe_hand(game, 0, "crcf", [0, 1, 2]))
     assert (agent.folds, agent.calls, agent.opens, agent.checks) == (2, 1, 1, 0)
     # From position 2: position 0 checks, position 1 checks, we check.
-    agent.end_hand(observe_hand(game, 2, "ppp", [0, 1, 2]))
+    agent.end_hand(observe_hand(game, 2, "ccc", [0, 1, 2]))
     assert (agent.folds, agent.calls, agent.opens, agent.checks) == (2, 1, 1, 2)
     f, g = 3 / 5, 2 / 5
     assert agent.fold_rate == pytest.approx(f) and agent.open_rate == pytest.approx(g)
-    assert agent.bet_probability(0, 0, "") == pytest.approx(f**2)  # bluff with J
-    assert agent.bet_probability(1, 3, "p") == 1.0  # always bets the ace
-    assert agent.bet_probability(1, 2, "b") == pytest.approx(g)  # K calls as often as they open
-    assert agent.bet_probability(1, 1, "b") == pytest.approx(g**2)
-    assert agent.bet_probability(1, 0, "b") == 0.0  # J never calls
+    assert bet(agent, 0, "Js:") == pytest.approx(f**2)  # bluff with J
+    assert bet(agent, 1, "As:c") == 1.0  # always bets the ace
+    assert bet(agent, 1, "Ks:r") == pytest.approx(g)  # K calls as often as they open
+    assert bet(agent, 1, "Qs:r") == pytest.approx(g**2)
+    assert bet(agent, 1, "Js:r") == 0.0  # J never calls
 
 
 def test_exploiter_bluffs_more_against_folders() -> None:
@@ -121,24 +139,25 @@ def test_exploiter_bluffs_more_against_folders() -> None:
         [agent, _fixed("tight-passive")(game, 2), _fixed("tight-passive")(game, 3)],
         deal_sequence(game, 400, seed=1),
     )
-    assert agent.fold_rate > 0.6 and agent.bet_probability(0, 0, "") > 0.36
+    assert agent.fold_rate > 0.6 and bet(agent, 0, "Js:") > 0.36
 
 
 def test_tilter_tilts_after_losses_and_calms_down() -> None:
     game = kuhn_game(3)
     agent = TiltingAgent("t", game, 0, window=5, threshold=4.0, tilt=3)
     calm = named_profile(game, "n1")
-    assert agent.bet_probability(0, 3, "") == calm[0, game.infoset_index(0, 3, ""), 1]
-    losing = observe_hand(game, 0, "bbb", [0, 1, 2])  # we bet the jack and both call: -2
+    assert bet(agent, 0, "As:") == calm[0, game.infoset_from_string(0, "As:"), 2]
+    losing = observe_hand(game, 0, "rcc", [0, 1, 2])  # we bet the jack and both call: -2
+    assert own_payoff(game, losing) == -2.0
     agent.end_hand(losing)
     assert agent.tilt_left == 0
     agent.end_hand(losing)  # -4 over the window: tilt
     assert agent.tilt_left == 3
-    assert agent.bet_probability(0, 0, "") == pytest.approx(0.9)
+    assert bet(agent, 0, "Js:") == pytest.approx(0.9)
     for _ in range(3):
-        agent.end_hand(observe_hand(game, 0, "ppp", [3, 1, 2]))
+        agent.end_hand(observe_hand(game, 0, "ccc", [3, 1, 2]))
     assert agent.tilt_left == 0
-    assert agent.bet_probability(0, 0, "") == calm[0, game.infoset_index(0, 0, ""), 1]
+    assert bet(agent, 0, "Js:") == calm[0, game.infoset_from_string(0, "Js:"), 2]
 
 
 @pytest.mark.parametrize("name", ["switcher", "switcher:7", "exploiter", "tilter"])
@@ -151,8 +170,8 @@ def test_same_seed_same_play(name: str) -> None:
         actions = []
         act = agent.act
 
-        def recording_act(position: int, card: int, history: str) -> int:
-            actions.append(act(position, card, history))
+        def recording_act(position: int, view: int, betting: str) -> int:
+            actions.append(act(position, view, betting))
             return actions[-1]
 
         agent.act = recording_act
@@ -182,6 +201,9 @@ def test_names_and_errors() -> None:
     with pytest.raises(InvalidArgumentError) as err:
         LateSwitcher("l", game, 0, earliest=20, latest=10)
     assert err.value.field == "latest"
+    with pytest.raises(InvalidArgumentError, match="Kuhn only") as err:
+        adaptive_factory("exploiter")(limit_game("leduc2p"), 0)
+    assert err.value.field == "agents"
 
 
 def test_the_late_switcher_plays_a_maniac_until_its_drawn_hand_then_tight_passive() -> None:
@@ -192,14 +214,14 @@ def test_the_late_switcher_plays_a_maniac_until_its_drawn_hand_then_tight_passiv
     assert min(hands) >= 1000 and max(hands) <= 2000 and len(hands) > 30
     agent = adaptive_factory("late-switcher")(game, 7)
     assert agent.switch_hand == LateSwitcher("x", game, 7).switch_hand  # seeded
-    obs = observe_hand(game, 0, "ppp", [0, 1, 2])
+    obs = observe_hand(game, 0, "ccc", [0, 1, 2])
     for _ in range(agent.switch_hand):
         assert agent.current_style == "maniac"
-        assert agent.bet_probability(1, 3, "pb") == agent.bet_probability(0, 0, "") == 0.9
+        assert bet(agent, 1, "As:cr") == bet(agent, 0, "Js:") == 0.9
         agent.end_hand(obs)
     assert agent.current_style == "tight-passive"
-    assert agent.bet_probability(0, 3, "") == 0.0 and agent.bet_probability(1, 3, "b") == 1.0
-    assert agent.bet_probability(1, 2, "b") == 0.0
+    assert bet(agent, 0, "As:") == 0.0 and bet(agent, 1, "As:r") == 1.0
+    assert bet(agent, 1, "Ks:r") == 0.0
 
 
 def test_adaptive_names_work_in_the_match_cli(capsys) -> None:

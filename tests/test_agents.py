@@ -1,4 +1,4 @@
-"""The MBBR agent adapter: its policy cache, its actions, and MBBR in matches."""
+"""The MBBR agent adapter: it feeds its model, plays the model's probabilities, and wins."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.agents import MBBRAgent, mbbr_factory
 from oppmodel.modeling.play.match import (
@@ -19,20 +19,8 @@ from oppmodel.modeling.play.match import (
 )
 from oppmodel.modeling.play.panel import named_profile
 
-GAME = kuhn_game(3)
+GAME = limit_game("kuhn3p")
 CONFIG = MBBRConfig(k=8, hands_default=20)
-
-
-class CheckedAgent(MBBRAgent):
-    """After every hand, the cached policy of each position must equal the model's own."""
-
-    checks = 0
-
-    def end_hand(self, obs) -> None:
-        super().end_hand(obs)
-        for p in range(GAME.num_players):
-            np.testing.assert_array_equal(self.policy(p), self.model.policy(p))
-            CheckedAgent.checks += 1
 
 
 def _opponents(seed: int):
@@ -42,44 +30,29 @@ def _opponents(seed: int):
     ]
 
 
-def test_cached_policy_always_equals_the_models() -> None:
-    agent = CheckedAgent(GAME, CONFIG, seed=1)
+def test_every_hand_goes_to_the_model() -> None:
+    agent = MBBRAgent(GAME, CONFIG, seed=1)
     play_match(GAME, [agent, *_opponents(5)], deal_sequence(GAME, 120, seed=2))
-    assert CheckedAgent.checks == 3 * 120
     assert agent.model.hands_observed == 120
 
 
-def test_policy_recomputed_only_after_a_hand() -> None:
-    agent = MBBRAgent(GAME, CONFIG, seed=1)
-    play_match(GAME, [agent, *_opponents(5)], deal_sequence(GAME, 30, seed=2))
-    calls = []
-    model_policy = agent.model.policy
-    agent.model.policy = lambda p: calls.append(p) or model_policy(p)
-    for p in range(3):
-        agent.policy(p)
-    calls.clear()
-    for _ in range(3):
-        for p in range(3):
-            agent.policy(p)
-    assert calls == []
-    # one more hand: it moves the safety bankroll, which every position's policy depends on
-    play_match(GAME, [agent, *_opponents(6)], deal_sequence(GAME, 1, seed=3))
-    calls.clear()
-    for p in range(3):
-        agent.policy(p)
-        agent.policy(p)
-    assert calls == [0, 1, 2]
-
-
-def test_actions_follow_the_policy() -> None:
+def test_actions_follow_the_models_probabilities() -> None:
+    """Past H hands against a maniac the response is played in full (the safety bankroll's
+    hypotheses are ruled out): at every information set where the model's probabilities are pure,
+    the agent plays that action, whatever it draws."""
     agent = MBBRAgent(GAME, CONFIG, seed=1)
     play_match(GAME, [agent, *_opponents(5)], deal_sequence(GAME, 40, seed=2))
+    pure = 0
     for p in range(3):
-        strategy = agent.policy(p)
-        assert set(np.unique(strategy)) <= {0.0, 1.0}  # past H: a pure best response
         for i in GAME.infosets(p):
-            s = GAME.infoset_string(p, i)
-            assert agent.act(p, int(s[0]), s[1:]) == int(strategy[i, 1])
+            row = agent.model.action_probabilities(p, i)
+            if row.max() < 1.0:
+                continue
+            pure += 1
+            node, view = int(GAME.infoset_node[p][i]), int(GAME.infoset_view[p][i])
+            actions = {agent.act(p, view, GAME.bettings[node]) for _ in range(5)}
+            assert actions == {int(np.argmax(row))}
+    assert pure >= GAME.num_infosets
 
 
 def test_factory_seeds_model_and_actions_from_the_match_seed() -> None:
@@ -93,7 +66,7 @@ def test_factory_seeds_model_and_actions_from_the_match_seed() -> None:
         mbbr_factory(MBBRConfig(k=0))
     assert err.value.field == "k"
     with pytest.raises(InvalidArgumentError) as err:
-        a.begin_match(kuhn_game(2), 0, ("mbbr", "other"))
+        a.begin_match(limit_game("kuhn2p"), 0, ("mbbr", "other"))
     assert err.value.field == "game"
 
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from mbbr_support import kuhn_named_profile
 from service_support import random_observations
 
 from oppmodel.modeling.games.kuhn import kuhn_game
@@ -23,7 +24,6 @@ from oppmodel.modeling.mbbr.change import (
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import observe_hand
-from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.play.tournament import seated_profile
 from oppmodel.modeling.strategy import sample_history
 from oppmodel.server.sessions import SessionSpec
@@ -81,7 +81,7 @@ def test_against_opponents_who_never_change_it_plays_the_plain_policy():
     config = MBBRConfig()
     assert config.change_hazard > 0.0
     model, plain = build_model(GAME, config), _plain(config)
-    pair = (named_profile(GAME, "n3"), named_profile(GAME, "n2"))
+    pair = (kuhn_named_profile(GAME, "n3"), kuhn_named_profile(GAME, "n2"))
     opened = set()
     rng = np.random.default_rng(5)
     for t in range(600):
@@ -105,8 +105,8 @@ def test_a_planted_switch_is_found_within_the_stated_delay(seed):
     the run found starts at one of the grid points next to it, and it is found within
     DETECTION_DELAY hands."""
     switch = 400 + 3 + 2 * seed
-    before = (named_profile(GAME, "maniac"),) * 2
-    after = (named_profile(GAME, "tight-passive"),) * 2
+    before = (kuhn_named_profile(GAME, "maniac"),) * 2
+    after = (kuhn_named_profile(GAME, "tight-passive"),) * 2
     found = []
 
     def note(t, model):

@@ -9,14 +9,13 @@ import pytest
 
 from benchmarks.learning_cost import main, trajectory
 from benchmarks.safety_frontier import collect, markdown
-from oppmodel.modeling.evaluation.kuhn import deviation_gains
-from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.evaluation.limit import deviation_gains
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.play.tournament import fixed_value, seated_profile
 
-GAME = kuhn_game(3)
+GAME = limit_game("kuhn3p")
 
 
 @pytest.mark.parametrize("pair", [("n2", "n3"), ("maniac", "bluffer")])
@@ -26,7 +25,7 @@ def test_before_h_hands_the_policy_is_worth_exactly_the_default_strategy(pair):
     config = MBBRConfig(posterior="dirichlet", prior="typed", hands_default=100)
     values = [trajectory((*order, config, 3, 30, False))[0] for order in (pair, pair[::-1])]
     expected = fixed_value(
-        GAME, robust_profile("N1"), named_profile(GAME, pair[0]), named_profile(GAME, pair[1])
+        GAME, named_profile(GAME, "n1"), named_profile(GAME, pair[0]), named_profile(GAME, pair[1])
     )
     assert np.mean(values) == pytest.approx(expected, abs=1e-9)
 
@@ -67,7 +66,7 @@ def test_attribution_sums_the_default_strategys_gains_over_the_hands():
     # Playing N1 throughout, each position's gains are its hands times N1's exact deviation gains
     # there: zero against n1+n1 (N1 is a best response to it), not against n2+n3.
     config = MBBRConfig(posterior="dirichlet", hands_default=1000)
-    n1 = robust_profile("N1")
+    n1 = named_profile(GAME, "n1")
     for first, second in (("n1", "n1"), ("n2", "n3")):
         gains = trajectory((first, second, config, 0, 30, True))[1]
         pair = (named_profile(GAME, first), named_profile(GAME, second))

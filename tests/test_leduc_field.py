@@ -12,7 +12,7 @@ from benchmarks.learning_cost import trajectory
 from oppmodel.clients.cli import main
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.play.agents import LimitMBBRAgent, mbbr_factory
+from oppmodel.modeling.play.agents import MBBRAgent, mbbr_factory
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import FixedStrategyAgent, deal_sequence, play_match
 from oppmodel.modeling.play.tournament import fixed_value
@@ -22,7 +22,7 @@ GAME = limit_game("leduc3p")
 
 def test_mbbr_plays_its_models_action_probabilities_and_learns_from_every_hand() -> None:
     config = MBBRConfig(hands_default=5)
-    agent = LimitMBBRAgent(GAME, config, seed=3)
+    agent = MBBRAgent(GAME, config, seed=3)
     others = [FixedStrategyAgent(nm, GAME, fixed_profile(GAME, nm), i) for i, nm in
               enumerate(["cfr", "maniac"])]  # fmt: skip
     asked = []

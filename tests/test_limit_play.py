@@ -1,6 +1,6 @@
-"""Playing limit games (Leduc): the panel's styles from hand strength (Kuhn's profiles as one
-instance, bit for bit), the cfr agent, diluted styles, and the match engine's kernel against an
-independent simulation through the game's public API."""
+"""Playing limit games (Leduc): the panel's styles from hand strength, the cfr agent, diluted
+styles, and the match engine's kernel against an independent simulation through the game's
+public API."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_limit_evaluation import from_kuhn
 from test_limit_game import small_games
 
 from oppmodel.clients.cli import main
@@ -20,7 +19,6 @@ from oppmodel.modeling.games.acpc.bundled import game_path, strategy_path
 from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.strategy import load_profile, save_profile, validate_profile
-from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.observation import validate_limit_observation
 from oppmodel.modeling.play.diluted import diluted_factory, diluted_profile, fixed_profile
 from oppmodel.modeling.play.match import (
@@ -51,17 +49,6 @@ STYLES = ["always-bet", "calling-station", "tight-passive", "maniac", "bluffer",
 
 
 # --- the panel ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("n", [2, 3, 4])
-@pytest.mark.parametrize("name", ["uniform", *STYLES])
-def test_kuhn_profiles_are_the_generic_definition_on_compiled_kuhn(n: int, name: str) -> None:
-    """Today's Kuhn profiles, written as limit-game profiles, equal the styles defined from hand
-    strength on the compiled Kuhn game, bit for bit."""
-    kuhn, game = kuhn_game(n), limit_game(f"kuhn{n}p")
-    np.testing.assert_array_equal(
-        from_kuhn(kuhn, game, named_profile(kuhn, name)), named_profile(game, name)
-    )
 
 
 def test_leduc_hand_classes() -> None:
@@ -137,7 +124,7 @@ def test_diluted_styles_mix_with_the_bundled_strategy() -> None:
     np.testing.assert_array_equal(fixed_profile(game, "bluffer"), named_profile(game, "bluffer"))
     with pytest.raises(InvalidArgumentError, match="adaptive agents play Kuhn only"):
         agent_factory(AgentSpec("exploiter"))(game, 0)
-    with pytest.raises(InvalidArgumentError, match="adaptive styles play Kuhn only"):
+    with pytest.raises(InvalidArgumentError, match="adaptive agents play Kuhn only"):
         diluted_factory("tilter@0.5")(game, 0)
 
 

@@ -7,8 +7,9 @@ import pytest
 
 from oppmodel.clients.commands._games import resolve_game
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
-from oppmodel.modeling.games.kuhn import kuhn_game
-from oppmodel.modeling.observation import validate_observation
+from oppmodel.modeling.evaluation.limit import expected_values
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.observation import observe_limit_hand, validate_limit_observation
 from oppmodel.modeling.play import match
 from oppmodel.modeling.play.match import (
     FixedStrategyAgent,
@@ -19,7 +20,11 @@ from oppmodel.modeling.play.match import (
     seatings,
 )
 from oppmodel.modeling.play.panel import named_profile
-from oppmodel.modeling.play.tournament import evaluation_of
+
+
+def kuhn_game(n: int):
+    """n-player Kuhn: the bundled game file, compiled."""
+    return limit_game(f"kuhn{n}p")
 
 
 class RecordingAgent(FixedStrategyAgent):
@@ -37,9 +42,9 @@ class RecordingAgent(FixedStrategyAgent):
         super().begin_match(game, seat, names)
         self.seat, self.table = seat, names
 
-    def act(self, position: int, card: int, history: str) -> int:
-        self.acts.append((position, card, history))
-        return super().act(position, card, history)
+    def act(self, position: int, view: int, betting: str) -> int:
+        self.acts.append((position, view, betting))
+        return super().act(position, view, betting)
 
     def end_hand(self, obs) -> None:
         self.observations.append(obs)
@@ -63,19 +68,23 @@ def test_rotation_and_what_each_seat_sees(n: int) -> None:
         assert agent.seat == seat and agent.table == names  # everyone learns who sits where
         assert len(agent.observations) == hands
         for h, obs in enumerate(agent.observations):
-            cards = game.deals[deals[h]]
             assert obs.position == (seat - h) % n
-            assert game.is_terminal(obs.history)
-            assert obs.cards == game.visible_cards(obs.history, list(cards), obs.position)
-            validate_observation(game, obs)
+            terminal = int(game.tree.node_terminal[game.node(obs.betting)])
+            assert obs == observe_limit_hand(game, obs.position, int(deals[h]), terminal)
+            validate_limit_observation(game, obs)
         # every decision was asked in this seat's position, with its own card, on the hand's path
         for h, acts in enumerate(agent.acts_per_hand):
             obs = agent.observations[h]
-            for position, card, history in acts:
-                assert position == obs.position == game.current_player(history)
-                assert card == game.deals[deals[h]][position]
-                assert obs.history.startswith(history)
-            assert len(acts) == sum(1 for i in range(len(obs.history)) if i % n == obs.position)
+            for position, view, betting in acts:
+                assert position == obs.position == game.current_player(betting)
+                assert game.view_strings[0][view] == obs.hole[position]
+                assert obs.betting.startswith(betting)
+            mine = [
+                k
+                for k in range(len(obs.betting))
+                if game.current_player(obs.betting[:k]) == obs.position
+            ]
+            assert len(acts) == len(mine)
 
 
 @pytest.mark.parametrize("chunk", [7, 1 << 16])
@@ -111,7 +120,7 @@ def test_chips_per_hand_converge_to_the_exact_value(name, names, hands, most) ->
     expected = np.zeros(3)
     for h in range(3):
         composed = np.stack([profiles[(p + h) % 3][p] for p in range(3)])
-        ev = evaluation_of(game).expected_values(game, composed)
+        ev = expected_values(game, composed)
         for p in range(3):
             expected[(p + h) % 3] += ev[p] / 3
     chips = play_match(game, _agents(game, names), deal_sequence(game, hands, seed=9))
@@ -136,7 +145,7 @@ def test_duplicate_seatings_share_the_cards() -> None:
         # cards by position in each hand, from seat 0's point of view plus its opponents'
         deck = [
             tuple(
-                next(a.observations[h].cards[p] for a in agents if a.observations[h].position == p)
+                next(a.observations[h].hole[p] for a in agents if a.observations[h].position == p)
                 for p in range(3)
             )
             for h in range(30)
@@ -206,12 +215,12 @@ def test_argument_errors_name_the_field() -> None:
     assert err.value.field == "agents[2]"
 
 
-@pytest.mark.parametrize("bad", [2, -1, 1.0, "1", None])
+@pytest.mark.parametrize("bad", [3, -1, 1.0, "1", None])
 def test_an_illegal_action_is_reported(bad) -> None:
     game = kuhn_game(3)
 
     class Broken(RecordingAgent):
-        def act(self, position, card, history):
+        def act(self, position, view, betting):
             return bad
 
     agents = _agents(game, ["uniform"] * 3, Broken)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mbbr_support import PROFILES, accepted_configs
+from mbbr_support import PROFILES, accepted_configs, kuhn_named_profile
 from service_support import random_observations
 from test_limit_mbbr import random_hands
 
@@ -23,7 +23,6 @@ from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.mbbr.priors import create_samples
 from oppmodel.modeling.observation import observe_hand
-from oppmodel.modeling.play.panel import named_profile
 
 
 @pytest.mark.parametrize(
@@ -143,7 +142,7 @@ def test_samples_of_the_thinnest_prior_are_distributions(seed, n):
     game = kuhn_game(n)
     tau = create_samples(
         game,
-        named_profile(game, "uniform"),
+        kuhn_named_profile(game, "uniform"),
         k=64,
         epsilon=EPSILON_RANGE[0],
         eta=ETA_RANGE[0],

@@ -6,17 +6,24 @@ import numpy as np
 import pytest
 
 from oppmodel.modeling.errors import NotFoundError
-from oppmodel.modeling.evaluation.kuhn import nash_conv
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.evaluation.limit import nash_conv
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on, validate_profile
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.play.panel import named_profile, panel_names
-from oppmodel.modeling.strategy import validate_profile
 
 EXPLOITABLE = ["always-bet", "calling-station", "tight-passive", "maniac", "bluffer"]
 
 
+def kuhn_game(n: int):
+    """n-player Kuhn: the bundled game file, compiled."""
+    return limit_game(f"kuhn{n}p")
+
+
 def test_panel_names() -> None:
-    assert panel_names() == ["n1", "n2", "n3", "uniform", *EXPLOITABLE]
+    assert panel_names() == ["n1", "n2", "n3", "cfr", "uniform", *EXPLOITABLE]
+    assert panel_names(kuhn_game(3)) == panel_names()
+    assert panel_names(kuhn_game(2)) == ["cfr", "uniform", *EXPLOITABLE]
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
@@ -31,17 +38,22 @@ def test_named_profiles_are_valid_for_every_player_count(n: int, name: str) -> N
 
 
 def test_equilibria_by_name() -> None:
+    """N1-N3 of 3-player Kuhn are the Szafron-Gibson-Sturtevant profiles on the compiled game,
+    with nash_conv 0 there."""
     game = kuhn_game(3)
     for name in ("n1", "N2", "n3"):
-        np.testing.assert_array_equal(named_profile(game, name), robust_profile(name))
+        profile = named_profile(game, name)
+        np.testing.assert_array_equal(profile, kuhn_profile_on(game, robust_profile(name)))
+        assert nash_conv(game, profile) == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(NotFoundError, match="n1"):
         named_profile(kuhn_game(2), "n1")
 
 
 def _bet_probability(game, name: str, position: int, infostate: str) -> float:
-    return float(
-        named_profile(game, name)[position, game.infoset_from_string(position, infostate), 1]
-    )
+    """P(bet) at a compiled Kuhn information state ("Js:c"): a raise unopened, a call facing a
+    bet."""
+    row = named_profile(game, name)[position, game.infoset_from_string(position, infostate)]
+    return float(row[2] if row[0] == 0.0 and "r" not in infostate else row[1])
 
 
 @pytest.mark.parametrize(
@@ -59,13 +71,13 @@ def _bet_probability(game, name: str, position: int, infostate: str) -> float:
 def test_styles_follow_their_rule(name: str, expected: tuple) -> None:
     game = kuhn_game(3)
     got = (
-        _bet_probability(game, name, 1, "0p"),
-        _bet_probability(game, name, 1, "3p"),
-        _bet_probability(game, name, 2, "0pb"),
-        _bet_probability(game, name, 0, "3pbp"),
+        _bet_probability(game, name, 1, "Js:c"),
+        _bet_probability(game, name, 1, "As:c"),
+        _bet_probability(game, name, 2, "Js:cr"),
+        _bet_probability(game, name, 0, "As:crf"),
     )
     assert got == pytest.approx(expected)
-    middle = _bet_probability(game, name, 2, "1pp")  # a middle card, unopened
+    middle = _bet_probability(game, name, 2, "Qs:cc")  # a middle card, unopened
     assert middle == {"always-bet": 1, "maniac": 0.9}.get(name, 0)
 
 

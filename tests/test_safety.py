@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mbbr_support import kuhn_named_profile
 from service_support import connected, random_observations
 
 from oppmodel.clients.cli import build_parser, main
@@ -24,7 +25,6 @@ from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.mbbr.safety import mix_strategies
 from oppmodel.modeling.observation import observe_hand
-from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.play.tournament import seated_profile
 from oppmodel.modeling.strategy import sample_history
 from oppmodel.v1 import opponent_model_pb2 as pb
@@ -163,7 +163,7 @@ def test_opponents_outside_the_family_lift_the_limit():
 
 def test_a_budget_that_never_binds_plays_the_response():
     hands = 150
-    pair = (named_profile(GAME, "maniac"), N["N3"])
+    pair = (kuhn_named_profile(GAME, "maniac"), N["N3"])
     loose = build_model(GAME, MBBRConfig(hands_default=20, safety_budget=1e12))
     plain = build_model(GAME, MBBRConfig(hands_default=20, safety_budget=math.inf))
     _match(loose, pair, hands, seed=1)

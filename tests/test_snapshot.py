@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mbbr_support import POSTERIORS_AND_PRIORS, PROFILES, accepted_configs
+from mbbr_support import POSTERIORS_AND_PRIORS, PROFILES, accepted_configs, kuhn_named_profile
 from service_support import random_observations
 
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model
-from oppmodel.modeling.play.panel import named_profile
 
 
 def _replayed(game, config, hands, prior_mean=None) -> MBBRModel:
@@ -69,7 +68,7 @@ def test_any_accepted_config_snapshot_restores_exactly(data, n):
     config = data.draw(accepted_configs(max_k=6 if n == 4 else 12), label="config")
     prior_mean = None
     if config.prior != "uninformed" and data.draw(st.booleans(), label="own prior mean"):
-        prior_mean = named_profile(game, "tight-passive")
+        prior_mean = kuhn_named_profile(game, "tight-passive")
     profile = data.draw(st.sampled_from(PROFILES), label="profile")
     hands = random_observations(40, seed=data.draw(st.integers(0, 99)), game=game, profile=profile)
     split = data.draw(st.integers(0, len(hands)), label="split")
@@ -117,7 +116,7 @@ def test_a_snapshot_that_does_not_fit_is_refused_and_changes_nothing(posterior):
         b"not a snapshot",
         blob[: len(blob) // 2],
         _replayed(game, other, hands).snapshot(),  # another seed
-        _replayed(kuhn_game(3), config, hands, named_profile(game, "maniac")).snapshot(),
+        _replayed(kuhn_game(3), config, hands, kuhn_named_profile(game, "maniac")).snapshot(),
         _with_meta(blob, version=snapshot.VERSION + 1),
         _with_meta(blob, format="something else"),
         _with_meta(blob, hands_observed=-1),

@@ -9,9 +9,9 @@ import pytest
 
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.acpc.compiler import limit_game
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.acpc.strategy import random_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.observation import observe_hand
+from oppmodel.modeling.observation import observe_limit_cards
 from oppmodel.modeling.play.diluted import DilutedAgent, diluted_factory
 from oppmodel.modeling.play.match import run_duplicate
 from oppmodel.modeling.play.panel import named_profile
@@ -27,14 +27,11 @@ from oppmodel.modeling.play.tournament import (
     response_ceiling,
     run_job,
 )
-from oppmodel.modeling.strategy import uniform_profile
 
 
-def _random_profile(game, rng) -> np.ndarray:
-    profile = uniform_profile(game)
-    q = rng.random(profile.shape[:2])
-    profile[..., 1], profile[..., 0] = q, 1.0 - q
-    return profile
+def kuhn_game(n: int):
+    """n-player Kuhn: the bundled game file, compiled."""
+    return limit_game(f"kuhn{n}p")
 
 
 def test_job_seed_depends_on_base_and_stream_only() -> None:
@@ -103,7 +100,7 @@ def test_ceiling_bounds_every_fixed_strategy() -> None:
     game = kuhn_game(3)
     rng = np.random.default_rng(0)
     for _ in range(20):
-        us, a, b = (_random_profile(game, rng) for _ in range(3))
+        us, a, b = (random_profile(game, rng) for _ in range(3))
         assert fixed_value(game, us, a, b) <= response_ceiling(game, a, b) + 1e-9
         assert abs(fixed_value(game, a, a, a)) < 1e-9  # three copies of one strategy: zero-sum
 
@@ -153,21 +150,22 @@ def test_diluted_fixed_style_is_the_mixed_profile():
     np.testing.assert_allclose(agent.profile, mixed)
 
 
-def test_diluted_adaptive_style_mixes_its_bet_probability_with_n2():
+def test_diluted_adaptive_style_mixes_its_probabilities_with_n2():
     game = kuhn_game(3)
     agent = diluted_factory("exploiter@0.4")(game, 3)
     assert isinstance(agent, DilutedAgent)
     n2 = named_profile(game, "n2")
     rng = np.random.default_rng(0)
-    for _ in range(200):  # the exploiter's bet probability moves with what it sees
-        card, history = int(rng.integers(4)), ["", "p", "b", "pp"][int(rng.integers(4))]
-        position = len(history)
-        own = agent.inner.bet_probability(position, card, history)
-        want = 0.4 * own + 0.6 * n2[position, game.infoset_of[game.node(history), card], 1]
-        draws = [agent.act(position, card, history) for _ in range(400)]
-        assert abs(np.mean(draws) - want) < 0.1
-        cards = [int(c) for c in rng.permutation(4)[:3]]
-        agent.end_hand(observe_hand(game, 0, "pbpp", cards))
+    for _ in range(200):  # the exploiter's probabilities move with what it sees
+        view, betting = int(rng.integers(4)), ["", "c", "r", "cc"][int(rng.integers(4))]
+        node = game.node(betting)
+        position = len(betting)
+        own = agent.inner.row(position, node, view)
+        want = 0.4 * own + 0.6 * n2[position, int(game.tree.node_base[node]) + view]
+        draws = np.bincount([agent.act(position, view, betting) for _ in range(400)], minlength=3)
+        np.testing.assert_allclose(draws / 400, want, atol=0.1)
+        hole = tuple(game.deck[int(c)] for c in rng.permutation(4)[:3])
+        agent.end_hand(observe_limit_cards(game, 0, "crff", hole, ("",)))
     assert agent.inner.hands_played == 200
 
 

@@ -12,11 +12,11 @@ of the one implementation of the betting rules (:mod:`oppmodel.modeling.games.ac
 
 A policy is any object with ``act(decision) -> str`` and ``observe(hand) -> None``;
 :func:`make_policy` builds the built-in ones: the core's panel of fixed strategies for the game
-(:mod:`oppmodel.modeling.play.panel`: in Kuhn n1, n3, uniform, the styles, ...; in other limit
-games ``cfr``, the game's solved strategy, uniform and the same styles, defined from hand
-strength; ``STYLE@S`` diluted with the equilibrium), MBBR in Kuhn games, and the reference
-``example_player``'s weights. :func:`strategy_policy` plays any strategy file. The model-based
-agent (MBBR, in-process or through the service) plugs in here as another policy.
+(:mod:`oppmodel.modeling.play.panel`: n1-n3 in 3-player Kuhn, ``cfr``, the game's solved strategy,
+uniform and the styles, defined from hand strength; ``STYLE@S`` diluted with the equilibrium),
+MBBR, all on the compiled game, and the reference ``example_player``'s weights.
+:func:`strategy_policy` plays any strategy file. The model-based agent (MBBR, in-process or
+through the service) plugs in here as another policy.
 Reference: project_acpc_server 1.0.42's ``example_player`` (protocol 2.0.0).
 """
 
@@ -33,20 +33,19 @@ from typing import Protocol, TextIO
 
 import numpy as np
 
-from oppmodel.clients.acpc.convert import card_to_kuhn, kuhn_for, seat_observation
+from oppmodel.clients.acpc.convert import card_to_kuhn, kuhn_for
 from oppmodel.clients.acpc.net import LineSocket
 from oppmodel.clients.acpc.protocol import VERSION_LINE, format_reply
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, HandState
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
-from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
+from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile, parse_profile
-from oppmodel.modeling.games.kuhn import BET, KuhnGame
+from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.panel import ALIASES, panel_names
@@ -155,7 +154,8 @@ class StrategyPolicy:
 
 
 class ProfilePolicy(StrategyPolicy):
-    """Plays a fixed Kuhn profile from the core (N1, N3, uniform, ...)."""
+    """Plays a fixed profile of the Kuhn kernels' game (``KuhnGame``; the service agent's
+    fallback in a Kuhn session; every built-in policy plays the compiled game)."""
 
     def __init__(self, game: GameDef, profile: np.ndarray, seed: int) -> None:
         super().__init__(game, seed)
@@ -164,32 +164,6 @@ class ProfilePolicy(StrategyPolicy):
     def strategy(self, position: int) -> np.ndarray:
         """The profile's row for ``position``."""
         return self.profile[position]
-
-
-class ModelPolicy(StrategyPolicy):
-    """Plays an in-process MBBR model: every finished hand updates it (with only what this seat
-    saw), and each hand's actions come from its current policy (the default strategy for the
-    first H hands, then the response to the opponent models)."""
-
-    def __init__(self, game: GameDef, model: MBBRModel, seed: int) -> None:
-        super().__init__(game, seed)
-        self.model = model
-        self._strategies: dict[int, np.ndarray] = {}
-
-    def strategy(self, position: int) -> np.ndarray:
-        """The model's policy for ``position``, computed once per hand."""
-        if position not in self._strategies:
-            self._strategies[position] = self.model.policy(position)
-        return self._strategies[position]
-
-    def observe(self, hand: SeatHand) -> None:
-        """One Bayesian update from what this seat saw."""
-        self.model.observe(
-            seat_observation(
-                self.game, position=hand.position, betting=hand.betting, hole=hand.hole
-            )
-        )
-        self._strategies.clear()
 
 
 class LimitStrategyPolicy:
@@ -250,19 +224,11 @@ def example_policy(game: GameDef, seed: int) -> Policy:
 
 
 def policy_names(game: GameDef | None = None) -> list[str]:
-    """Names ``make_policy`` knows for ``game`` (None: for Kuhn, then ``cfr``). Kuhn games:
-    ``mbbr``, the core's panel (n1, n2, n3, uniform, the styles) and ``example``; other limit
-    games: ``mbbr`` (the limit-game model), ``cfr`` (the game's solved strategy), uniform, the
-    styles and ``example``. Styles also take ``STYLE@S`` (diluted with the equilibrium: N2 in
-    3-player Kuhn, cfr elsewhere)."""
-    if game is not None and kuhn_unsupported(game):
-        return ["mbbr", *panel_names(limit_game_of(game)), "example"]
-    return ["mbbr", *panel_names(), "example", *(["cfr"] if game is None else [])]
-
-
-def model_game_of(game: GameDef) -> KuhnGame | LimitGame:
-    """The game MBBR models for ``game``: the Kuhn kernels' Kuhn game, else the compiled one."""
-    return limit_game_of(game) if kuhn_unsupported(game) else kuhn_for(game)
+    """Names ``make_policy`` knows for ``game`` (None: every name): ``mbbr``, the core's panel
+    for the compiled game (n1, n2, n3 in 3-player Kuhn; ``cfr``, the game's solved strategy;
+    uniform; the styles) and ``example``. Styles also take ``STYLE@S`` (diluted with the
+    equilibrium: N2 in 3-player Kuhn, cfr elsewhere)."""
+    return ["mbbr", *panel_names(None if game is None else limit_game_of(game)), "example"]
 
 
 def make_policy(
@@ -284,23 +250,16 @@ def make_policy(
     style = name.lower().partition("@")[0].partition(":")[0]
     if ALIASES.get(style, style) not in known:
         raise InvalidArgumentError("agent", f"unknown agent {name!r}; known: {', '.join(known)}")
-    kuhn = not kuhn_unsupported(game)
-    if name == "mbbr":  # MBBRConfig's defaults; the limit model applies no budget or hazard
-        model_game, config = model_game_of(game), MBBRConfig(seed=seed)
+    limit = limit_game_of(game)
+    if name == "mbbr":  # MBBRConfig's defaults
         profile = None
         if prior_strategy is not None:
-            profile = parse_profile(model_game, prior_strategy, "prior_strategy")
-        if isinstance(model_game, KuhnGame):
-            model = build_model(model_game, config, prior_mean=profile, default_strategy=profile)
-            return ModelPolicy(game, model, seed)
-        limit_model = build_limit_model(
-            model_game, config, prior_mean=profile, default_strategy=profile
+            profile = parse_profile(limit, prior_strategy, "prior_strategy")
+        model = build_limit_model(
+            limit, MBBRConfig(seed=seed), prior_mean=profile, default_strategy=profile
         )
-        return LimitModelPolicy(model_game, limit_model, seed)
+        return LimitModelPolicy(limit, model, seed)
     try:
-        if kuhn:
-            return ProfilePolicy(game, fixed_profile(kuhn_for(game), name), seed)
-        limit = limit_game_of(game)
         return LimitStrategyPolicy(limit, fixed_profile(limit, name), seed)
     except NotFoundError as exc:  # a bad parameter (bluffer:2)
         raise InvalidArgumentError("agent", str(exc)) from exc

@@ -11,11 +11,9 @@ import numpy as np
 
 from oppmodel.clients.acpc.agent import (
     LimitModelPolicy,
-    ModelPolicy,
     Policy,
     connect,
     make_policy,
-    model_game_of,
     play_match,
     policy_names,
     strategy_policy,
@@ -36,9 +34,7 @@ from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, BUNDLED_STRATEGI
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
-from oppmodel.modeling.mbbr.model import build_model
 
 REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
 
@@ -191,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     config = mbbr_config(args, seed=args.seed)
     if args.mbbr_prior_strategy and agent != "mbbr":
         raise InvalidArgumentError(PRIOR_STRATEGY, "is MBBR's: add --in-process or --service")
-    model_game = model_game_of(game)
+    model_game = limit_game_of(game)
     prior = prior_strategy_json(args, model_game)
     budget_ms = args.decision_budget_ms
     policy: Policy
@@ -207,16 +203,8 @@ def run(args: argparse.Namespace) -> int:
         )
     elif agent == "mbbr":
         profile = prior_strategy_profile(model_game, prior)
-        if isinstance(model_game, KuhnGame):
-            kuhn_model = build_model(
-                model_game, config, prior_mean=profile, default_strategy=profile
-            )
-            policy = ModelPolicy(game, kuhn_model, args.seed)
-        else:
-            model = build_limit_model(
-                model_game, config, prior_mean=profile, default_strategy=profile
-            )
-            policy = LimitModelPolicy(model_game, model, args.seed)
+        model = build_limit_model(model_game, config, prior_mean=profile, default_strategy=profile)
+        policy = LimitModelPolicy(model_game, model, args.seed)
     elif args.strategy:
         agent = f"strategy {args.strategy}"
         policy = strategy_policy(game, args.strategy, args.seed)

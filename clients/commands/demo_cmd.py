@@ -3,11 +3,11 @@
 Starts the gRPC server in-process on a free loopback port with a SQLite file, plays duplicate
 matches (``oppmodel.modeling.play.match.run_duplicate``: every seating on the same cards) in
 which an MBBR agent asks the service for every decision and streams every hand back, against
-fixed opponents: 3-player Kuhn by default, or Leduc hold'em (``--game leduc3p`` / ``leduc2p``) or
-any small ACPC limit game file (``--game FILE``), where MBBR asks at the MATCHSTATE line an ACPC
-agent sees; prints the result table (win rates in the game's unit with
-standard errors over the duplicates), in Leduc what the model learned of each opponent, and
-where the data lives.
+fixed opponents: 3-player Kuhn by default (the bundled game file, compiled), or Leduc hold'em
+(``--game leduc3p`` / ``leduc2p``) or any small ACPC limit game file (``--game FILE``); MBBR asks
+at the MATCHSTATE line an ACPC agent sees. Prints the result table (win rates in the game's unit
+with standard errors over the duplicates), what the model learned of each opponent, and where the
+data lives.
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ from oppmodel.clients.service_agent import service_mbbr_factory
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
 from oppmodel.modeling.play.diluted import fixed_profile
-from oppmodel.modeling.play.match import Game, fixed_strategy_factory, run_duplicate, seatings
+from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate, seatings
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
@@ -91,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--opponents",
         help="the other players' strategies, comma-separated: two in 3 players, one in 2 "
-        f"(from: {', '.join(panel_names())}; Leduc: cfr and the fixed styles; default: "
+        f"(from: {', '.join(panel_names())}; n1-n3 are 3-player Kuhn's; default: "
         + "; ".join(f"{game} {spec[1]}" for game, spec in GAMES.items())
         + ")",
     )
@@ -147,7 +146,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the demo; returns 0. Everything is checked before the data folder is made, and a
     folder the demo made is removed again if the demo fails."""
-    game: Game = kuhn_game(3) if args.game == "kuhn3p" else limit_game(args.game)
+    game = limit_game(args.game)
     _, default_opponents, default_hands, default_duplicates = _defaults(args.game, game)
     args.hands = args.hands or default_hands
     args.duplicates = args.duplicates or default_duplicates
@@ -184,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _defaults(name: str, game: Game) -> tuple[str, str, int, int]:
+def _defaults(name: str, game: LimitGame) -> tuple[str, str, int, int]:
     """A game's title and defaults (``GAMES``); a game file: those of Leduc for its players."""
     if name in GAMES:
         return GAMES[name]
@@ -195,7 +194,7 @@ def _defaults(name: str, game: Game) -> tuple[str, str, int, int]:
 def _play(
     args: argparse.Namespace,
     *,
-    game: Game,
+    game: LimitGame,
     opponents: list[str],
     profiles: list[np.ndarray],
     config: MBBRConfig,
@@ -229,11 +228,7 @@ def _play(
                 seed=args.seed,
                 progress=bar.update,
             )
-        learned = (
-            _learned(client, sessions[-1], game, labels, profiles)
-            if isinstance(game, LimitGame)
-            else []
-        )
+        learned = _learned(client, sessions[-1], game, labels, profiles)
     seconds = time.perf_counter() - start
     if args.json:
         return json.dumps(

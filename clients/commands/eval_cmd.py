@@ -1,5 +1,5 @@
 """``oppmodel eval``: exact value of every position, best responses and nash_conv of a profile
-of Kuhn or of any compiled limit game (Leduc)."""
+of any compiled limit game (Kuhn, Leduc, a game file)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from fractions import Fraction
 import numpy as np
 
 from oppmodel.clients.commands._games import GAME_HELP, resolve_game
+from oppmodel.modeling.evaluation.limit import best_response, expected_values
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file, read_profile
 from oppmodel.modeling.play.diluted import fixed_profile
-from oppmodel.modeling.play.match import Game
 from oppmodel.modeling.play.panel import panel_names
-from oppmodel.modeling.play.tournament import evaluation_of
 
 MAX_DENOMINATOR = 10_000
 FRACTION_TOLERANCE = 1e-12
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         required=True,
         metavar="NAME_OR_FILE",
-        help=f"a panel name ({', '.join([*panel_names(), 'cfr'])}), STYLE@S, or JSON files",
+        help=f"a panel name ({', '.join(panel_names())}), STYLE@S, or JSON files",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=run)
@@ -77,17 +77,15 @@ def exact_fraction(value: float) -> Fraction | None:
     return frac if abs(float(frac) - value) <= FRACTION_TOLERANCE else None
 
 
-def load(game: Game, specs: list[str]) -> np.ndarray:
+def load(game: LimitGame, specs: list[str]) -> np.ndarray:
     """A profile from a panel name, ``STYLE@S``, or strategy files (either key style)."""
     if len(specs) == 1 and not is_strategy_file(specs[0]):
         return fixed_profile(game, specs[0])
     return read_profile(game, *specs)
 
 
-def evaluate(game: Game, profile: np.ndarray) -> dict:
+def evaluate(game: LimitGame, profile: np.ndarray) -> dict:
     """The JSON-ready evaluation of ``profile``."""
-    evaluation = evaluation_of(game)
-    expected_values, best_response = evaluation.expected_values, evaluation.best_response
     values = expected_values(game, profile)
     positions = []
     gains = []

@@ -21,11 +21,12 @@ from oppmodel.clients.commands._mbbr_options import (
 from oppmodel.clients.commands._types import hands, runs, seed
 from oppmodel.clients.progress import Progress, counted
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_names
 from oppmodel.modeling.play.agents import mbbr_factory
-from oppmodel.modeling.play.match import AgentFactory, Game, run_duplicate, seatings
+from oppmodel.modeling.play.match import AgentFactory, run_duplicate, seatings
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.modeling.play.tournament import AgentSpec, agent_factory
 
@@ -43,14 +44,15 @@ prints the same table.
 
 Agents: "mbbr" (multiplayer Bayesian best response, Ganzfried et al. 2024; configured by the
 --mbbr-* options; it plays N1 for the first --mbbr-hands-default hands, then best-responds to its
-posterior over the opponents, who are modelled per position around the prior mean N3; with 2 or 4
-players both are uniform play; the posterior is a Dirichlet per information set unless
+posterior over the opponents, who are modelled per position around the prior mean N3; in other
+games both are the game's solved strategy; the posterior is a Dirichlet per information set unless
 --mbbr-posterior samples asks for the paper's k samples), or a fixed strategy from the panel:
 %s
 or an adaptive agent that changes its play during the match (see modeling/play/adaptive.py):
 %s
-Any of these as STYLE@S (3 players) plays STYLE at a share S of its decisions and the
-equilibrium N2 at the rest, e.g. maniac@0.3: the competent field (see modeling/play/diluted.py).
+Any of these as STYLE@S plays STYLE at a share S of its decisions and the equilibrium N2 (the
+solved strategy in games other than 3-player Kuhn) at the rest, e.g. maniac@0.3: the competent
+field (see modeling/play/diluted.py).
 An agent may also be a strategy file (FILE.json, as `oppmodel solve` writes them, or keyed by
 OpenSpiel's Kuhn strings): it plays that file's strategy for its seat.
 
@@ -58,8 +60,9 @@ In a limit game (leduc2p, leduc3p, a game file) the agents are "cfr" (the game's
 strategy: bundled, else cached, else solved with CFR+ on first use and cached), uniform and the
 styles above, defined from hand strength (the nuts: a hand no opponent's cards beat, e.g. a pair
 with the board; the worst: one none loses to), STYLE@S diluted with the solved strategy, and
-"mbbr" (its default strategy and prior mean are the solved strategy). The Kuhn equilibria and
-the adaptive agents play Kuhn only.
+"mbbr" (its default strategy and prior mean are the solved strategy). The equilibria n1-n3 play
+3-player Kuhn only, the adaptive agents Kuhn only (kuhn2p, kuhn3p, kuhn4p: bundled game files
+like Leduc's).
 --mbbr-prior-strategy FILE makes a strategy file MBBR's prior mean and default strategy.
 """
 
@@ -116,7 +119,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_agents(
-    game: Game, spec: str, config: MBBRConfig, prior_strategy: np.ndarray | None = None
+    game: LimitGame, spec: str, config: MBBRConfig, prior_strategy: np.ndarray | None = None
 ) -> tuple[list[str], list[AgentFactory]]:
     """Labels (repeated names get #2, #3, ...) and factories for a comma-separated agent list;
     ``prior_strategy``: MBBR's prior mean and default strategy (None: the game's defaults)."""

@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from oppmodel.clients.acpc.agent import model_game_of, policy_names
+from oppmodel.clients.acpc.agent import policy_names
 from oppmodel.clients.acpc.tournament import (
     AgentSpec,
     TournamentConfig,
@@ -22,6 +22,7 @@ from oppmodel.clients.interrupt import noting
 from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import FailedPreconditionError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, game_path
+from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 EPILOG = f"""\
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         out_dir=args.out,
         t_response_ms=args.t_response,
-        mbbr_prior_strategy=prior_strategy_json(args, model_game_of(gamedef)),
+        mbbr_prior_strategy=prior_strategy_json(args, limit_game_of(gamedef)),
     )
     config.validate()
     total = args.hands * args.duplicates * math.factorial(config.game.num_players)

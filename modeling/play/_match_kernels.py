@@ -11,46 +11,10 @@ from numba import njit
 
 
 @njit(cache=True)
-def play_fixed(
-    profiles,
-    uniforms,
-    used,
-    deals,
-    first_hand,
-    node_player,
-    node_children,
-    node_terminal,
-    infoset_of,
-    deal_cards,
-    payoffs,
-):
-    """Chips won per seat; seat s plays position (s - h) mod n in hand h = first_hand + i.
-
-    ``profiles[s]`` is seat s's profile, ``uniforms[s, used[s]]`` its next uniform (bet when below
-    P(bet)); ``used`` is advanced in place.
-    """
-    n = profiles.shape[0]
-    chips = np.zeros(n)
-    for i in range(deals.shape[0]):
-        h = first_hand + i
-        d = deals[i]
-        node = 0
-        while node_player[node] >= 0:
-            p = node_player[node]
-            seat = (p + h) % n
-            u = uniforms[seat, used[seat]]
-            used[seat] += 1
-            action = 1 if u < profiles[seat, p, infoset_of[node, deal_cards[d, p]], 1] else 0
-            node = node_children[node, action]
-        t = node_terminal[node]
-        for p in range(n):
-            chips[(p + h) % n] += payoffs[t, d, p]
-    return chips
-
-
-@njit(cache=True)
-def play_fixed_limit(profiles, uniforms, used, deals, first_hand, tree):
-    """The limit-game twin of :func:`play_fixed` over a ``LimitTree``: chips won per seat.
+def play_fixed(profiles, uniforms, used, deals, first_hand, tree):
+    """Chips won per seat over a ``LimitTree``; seat s plays position (s - h) mod n in hand
+    h = first_hand + i, ``profiles[s]`` is its profile and ``uniforms[s, used[s]]`` its next
+    uniform (``used`` is advanced in place).
 
     One uniform per decision picks fold below P(fold), call below P(fold) + P(call), else raise;
     a raise the rounding left at probability 0 past the cap is a call (as in the Python loop).

@@ -5,7 +5,8 @@ MBBR's model assumes (Ganzfried et al. 2024, §3: each opponent plays one fixed 
 per position). That paper's class-project field also held agents "that are potentially dynamic", so
 the field experiment needs opponents that break that assumption. Each agent here is a plain rule on
 the card's rank and the public betting, like the panel's, plus a state that moves with what the
-agent has seen:
+agent has seen. They play n-player Kuhn (a compiled limit game whose rules are Kuhn's,
+``gamedef.kuhn_unsupported``), where a bet is a raise into an unopened pot and a call facing one:
 
 - ``switcher[:N]``: cycles through fixed styles (tight-passive, maniac, calling-station, bluffer),
   switching every N hands (default 250). A stationary model is always partly out of date.
@@ -25,8 +26,8 @@ agent has seen:
 
 Agents follow the match engine's protocol (``begin_match``, ``act``, ``end_hand``; see
 ``oppmodel.modeling.play.match``) and are built by factories ``factory(game, seed)``; every random
-choice uses the agent's own ``numpy`` generator seeded by the factory argument: same seed, same
-play.
+choice uses the agent's own ``numpy`` generator seeded by the factory argument, one uniform per
+decision drawn as the fixed agents draw it (``match.limit_action``): same seed, same play.
 """
 
 from __future__ import annotations
@@ -37,9 +38,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
-from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, FOLD, RAISE
+from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported
+from oppmodel.modeling.games.acpc.hand_rank import hand_strength
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.numerals import is_numeral
-from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.observation import LimitObservation
+from oppmodel.modeling.play.match import limit_action
 from oppmodel.modeling.play.panel import named_profile
 
 DEFAULT_CYCLE = ("tight-passive", "maniac", "calling-station", "bluffer")
@@ -47,36 +52,71 @@ DEFAULT_PERIOD = 250
 
 
 class RuleAgent:
-    """Shared plumbing: a name, a seeded generator, one uniform per decision."""
+    """Shared plumbing: a name, a Kuhn game, a seeded generator, one uniform per decision."""
 
-    def __init__(self, name: str, game: KuhnGame, seed: int) -> None:
+    def __init__(self, name: str, game: LimitGame, seed: int) -> None:
+        problems = kuhn_unsupported(game.gamedef)
+        if problems:
+            raise InvalidArgumentError(
+                "agents", f"{name}: adaptive agents play Kuhn only, not {game.name} ({problems[0]})"
+            )
         self.name = name
         self.game = game
         self.rng = np.random.default_rng(seed)
         self.hands_played = 0
+        # round-0 view -> the card's rank (0 = the lowest)
+        self.rank = [game.deck.index(view) for view in game.view_strings[0]]
 
-    def begin_match(self, game: KuhnGame, seat: int, names: Sequence[str]) -> None:
+    def begin_match(self, game: LimitGame, seat: int, names: Sequence[str]) -> None:
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 
-    def act(self, position: int, card: int, history: str) -> int:
-        return int(self.rng.random() < self.bet_probability(position, card, history))
+    def act(self, position: int, view: int, betting: str) -> int:
+        node = self.game.node(betting)
+        row = self.row(position, node, view)
+        return limit_action(self.game, node, row, self.rng.random())
 
-    def bet_probability(self, position: int, card: int, history: str) -> float:
-        """P(bet or call) right now; subclasses define it."""
+    def row(self, position: int, node: int, view: int) -> np.ndarray:
+        """(fold, call, raise) at ``node`` holding ``view`` right now: the bet probability's row."""
+        q = self.bet_probability(position, self.rank[view], self.facing(node))
+        return np.array([1.0 - q, q, 0.0]) if self.facing(node) else np.array([0.0, 1.0 - q, q])
+
+    def facing(self, node: int) -> bool:
+        """Whether a bet is to be called at ``node``."""
+        return bool(self.game.tree.node_children[node, FOLD] >= 0)
+
+    def bet_probability(self, position: int, card: int, facing: bool) -> float:
+        """P(bet or call) with the card of rank ``card``; subclasses define it."""
         raise NotImplementedError
 
-    def end_hand(self, obs: HandObservation) -> None:
+    def end_hand(self, obs: LimitObservation) -> None:
         self.hands_played += 1
 
 
-class SwitchingAgent(RuleAgent):
+class ProfileAgent(RuleAgent):
+    """Plays the panel profile :meth:`current` names at every decision."""
+
+    def __init__(self, name: str, game: LimitGame, seed: int, styles: Sequence[str]) -> None:
+        super().__init__(name, game, seed)
+        self._profiles = {style: named_profile(game, style) for style in styles}
+
+    @property
+    def current_style(self) -> str:
+        """The panel name played now."""
+        raise NotImplementedError
+
+    def row(self, position: int, node: int, view: int) -> np.ndarray:
+        base = int(self.game.tree.node_base[node])
+        return self._profiles[self.current_style][position, base + view]
+
+
+class SwitchingAgent(ProfileAgent):
     """Plays ``styles[(hands played // period) % len(styles)]`` (panel names)."""
 
     def __init__(
         self,
         name: str,
-        game: KuhnGame,
+        game: LimitGame,
         seed: int,
         *,
         styles: Sequence[str] = DEFAULT_CYCLE,
@@ -86,28 +126,23 @@ class SwitchingAgent(RuleAgent):
             raise InvalidArgumentError("period", f"must be a positive integer, got {period!r}")
         if not styles:
             raise InvalidArgumentError("styles", "needs at least one style")
-        super().__init__(name, game, seed)
+        super().__init__(name, game, seed, styles)
         self.styles = tuple(styles)
         self.period = period
-        self._profiles = [named_profile(game, s) for s in self.styles]
 
     @property
     def current_style(self) -> str:
         return self.styles[(self.hands_played // self.period) % len(self.styles)]
 
-    def bet_probability(self, position: int, card: int, history: str) -> float:
-        profile = self._profiles[(self.hands_played // self.period) % len(self._profiles)]
-        return float(profile[position, self.game.infoset_of[self.game.node(history), card], 1])
 
-
-class LateSwitcher(RuleAgent):
+class LateSwitcher(ProfileAgent):
     """Plays ``before`` until hand ``switch_hand`` (drawn from its seed, uniform on
     [``earliest``, ``latest``]), then ``after`` (panel names)."""
 
     def __init__(
         self,
         name: str,
-        game: KuhnGame,
+        game: LimitGame,
         seed: int,
         *,
         before: str = "maniac",
@@ -119,24 +154,19 @@ class LateSwitcher(RuleAgent):
             raise InvalidArgumentError(
                 "latest", f"needs 0 <= earliest <= latest, got {earliest!r}, {latest!r}"
             )
-        super().__init__(name, game, seed)
+        super().__init__(name, game, seed, (before, after))
         self.styles = (before, after)
-        self._profiles = (named_profile(game, before), named_profile(game, after))
         self.switch_hand = int(self.rng.integers(earliest, latest + 1))
 
     @property
     def current_style(self) -> str:
         return self.styles[self.hands_played >= self.switch_hand]
 
-    def bet_probability(self, position: int, card: int, history: str) -> float:
-        profile = self._profiles[self.hands_played >= self.switch_hand]
-        return float(profile[position, self.game.infoset_of[self.game.node(history), card], 1])
-
 
 class FrequencyExploiter(RuleAgent):
     """Bluffs as often as opponents fold, calls as light as opponents bet (see module doc)."""
 
-    def __init__(self, name: str, game: KuhnGame, seed: int) -> None:
+    def __init__(self, name: str, game: LimitGame, seed: int) -> None:
         super().__init__(name, game, seed)
         self.folds = 0  # opponents' passes when facing a bet
         self.calls = 0
@@ -151,11 +181,11 @@ class FrequencyExploiter(RuleAgent):
     def open_rate(self) -> float:
         return (self.opens + 1) / (self.opens + self.checks + 2)
 
-    def bet_probability(self, position: int, card: int, history: str) -> float:
-        top = self.game.num_cards - 1
+    def bet_probability(self, position: int, card: int, facing: bool) -> float:
+        top = len(self.game.deck) - 1
         if card == top:
             return 1.0
-        if "b" not in history:
+        if not facing:
             return self.fold_rate ** (self.game.num_players - 1)
         if card == top - 1:
             return self.open_rate
@@ -163,28 +193,25 @@ class FrequencyExploiter(RuleAgent):
             return self.open_rate**2
         return 0.0
 
-    def end_hand(self, obs: HandObservation) -> None:
-        n = self.game.num_players
-        facing = False
-        for i, letter in enumerate(obs.history):
-            if i % n != obs.position:
+    def end_hand(self, obs: LimitObservation) -> None:
+        for player, facing, action in moves(self.game, obs.betting):
+            if player != obs.position:
                 if facing:
-                    self.calls += letter == "b"
-                    self.folds += letter == "p"
+                    self.calls += action == CALL
+                    self.folds += action == FOLD
                 else:
-                    self.opens += letter == "b"
-                    self.checks += letter == "p"
-            facing = facing or letter == "b"
+                    self.opens += action == RAISE
+                    self.checks += action == CALL
         super().end_hand(obs)
 
 
-class TiltingAgent(RuleAgent):
+class TiltingAgent(ProfileAgent):
     """Calm until it loses ``threshold`` chips over ``window`` hands, then a maniac for a while."""
 
     def __init__(
         self,
         name: str,
-        game: KuhnGame,
+        game: LimitGame,
         seed: int,
         *,
         window: int = 50,
@@ -196,18 +223,17 @@ class TiltingAgent(RuleAgent):
                 raise InvalidArgumentError(field, f"must be a positive integer, got {value!r}")
         if not threshold > 0:
             raise InvalidArgumentError("threshold", f"must be positive, got {threshold!r}")
-        super().__init__(name, game, seed)
+        self.calm = "n1" if game.num_players == 3 else "tight-passive"
+        super().__init__(name, game, seed, (self.calm, "maniac"))
         self.window, self.threshold, self.tilt = window, float(threshold), tilt
         self._recent: deque[float] = deque(maxlen=window)
         self.tilt_left = 0  # hands of maniac play still to come
-        self._calm = named_profile(game, "n1" if game.num_players == 3 else "tight-passive")
-        self._maniac = named_profile(game, "maniac")
 
-    def bet_probability(self, position: int, card: int, history: str) -> float:
-        profile = self._maniac if self.tilt_left > 0 else self._calm
-        return float(profile[position, self.game.infoset_of[self.game.node(history), card], 1])
+    @property
+    def current_style(self) -> str:
+        return "maniac" if self.tilt_left > 0 else self.calm
 
-    def end_hand(self, obs: HandObservation) -> None:
+    def end_hand(self, obs: LimitObservation) -> None:
         self._recent.append(own_payoff(self.game, obs))
         if self.tilt_left > 0:
             self.tilt_left -= 1
@@ -217,25 +243,41 @@ class TiltingAgent(RuleAgent):
         super().end_hand(obs)
 
 
-def own_payoff(game: KuhnGame, obs: HandObservation) -> float:
+def moves(game: LimitGame, betting: str) -> list[tuple[int, bool, int]]:
+    """(player, whether a bet was to be called, action) of every action of ``betting``."""
+    tree, node, out = game.tree, 0, []
+    for letter in betting.replace("/", ""):
+        action = ACTION_LETTERS.index(letter)
+        out.append((int(tree.node_player[node]), bool(tree.node_children[node, FOLD] >= 0), action))
+        node = int(tree.node_children[node, action])
+    return out
+
+
+def own_payoff(game: LimitGame, obs: LimitObservation) -> float:
     """Chips the observing seat won in the hand, from what it saw alone.
 
-    Everyone antes 1 and each ``b`` adds 1 for its actor (the actor of letter i is position
-    i mod n). A folded seat loses what it put in; a lone survivor takes the pot; at a showdown
-    every live card is visible, so the seat knows whether it holds the best one.
+    A folded seat loses what it put in; a lone survivor takes the pot; at a showdown every live
+    hand is visible, so the seat knows whether its hand is the best (an equal best splits).
     """
-    n, me = game.num_players, obs.position
-    put_in = [1 + obs.history[p::n].count("b") for p in range(n)]
-    folded = game.folded(obs.history)
-    if folded[me]:
-        return -float(put_in[me])
-    live = [p for p in range(n) if not folded[p]]
-    shown = {p: c for p in live if (c := obs.cards[p]) is not None}  # a showdown shows them all
-    won = len(live) == 1 or max(shown, key=shown.__getitem__) == me
-    return float(sum(put_in) - put_in[me] if won else -put_in[me])
+    tree, me = game.tree, obs.position
+    t = int(tree.node_terminal[game.node(obs.betting)])
+    spent, pot = float(tree.terminal_spent[t, me]), float(tree.terminal_pot[t])
+    folded = {player for player, _, action in moves(game, obs.betting) if action == FOLD}
+    if me in folded:
+        return -spent
+    live = [p for p in range(game.num_players) if p not in folded]
+    board = "".join(obs.board)
+    strength = {p: hand_strength(_cards(f"{obs.hole[p]}{board}")) for p in live if len(live) > 1}
+    best = max(strength.values(), default=0)
+    winners = [p for p in live if strength.get(p, best) == best]
+    return pot / len(winners) - spent if me in winners else -spent
 
 
-AgentBuilder = Callable[[KuhnGame, int], RuleAgent]
+def _cards(text: str) -> list[str]:
+    return [text[k : k + 2] for k in range(0, len(text), 2)]
+
+
+AgentBuilder = Callable[[LimitGame, int], RuleAgent]
 
 
 def adaptive_names() -> list[str]:

@@ -1,6 +1,6 @@
 """Exploitable styles diluted with equilibrium play: ``STYLE@S`` plays STYLE at a share S of its
 decisions and the equilibrium N2 at the rest (3-player Kuhn), or the game's solved strategy
-(any limit game: ``oppmodel.modeling.play.panel.bundled_profile``).
+(any other game: ``oppmodel.modeling.play.panel.bundled_profile``).
 
 Ganzfried et al. 2024's field was class-project agents, most of them competent (several within a few
 mbb/h of the equilibria); the panel's pure styles are far weaker. Diluting a style keeps its
@@ -10,9 +10,9 @@ strategy (N1) nor its prior mean (N3): a field leaning on either would flatter M
 prior.
 
 Mixing per decision: a fixed style diluted is the fixed profile S * style + (1 - S) * base (played
-by the match kernel); an adaptive style (``oppmodel.modeling.play.adaptive``) is wrapped, its bet
-probability mixed the same way at each decision while it keeps learning or switching from every hand
-it sees.
+by the match kernel); an adaptive style (``oppmodel.modeling.play.adaptive``, Kuhn games) is
+wrapped, its action probabilities mixed the same way at each decision while it keeps learning or
+switching from every hand it sees.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file, read_profile
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
-from oppmodel.modeling.observation import HandObservation
+from oppmodel.modeling.observation import LimitObservation
 from oppmodel.modeling.play.adaptive import RuleAgent, adaptive_factory, is_adaptive
-from oppmodel.modeling.play.match import Agent, AgentFactory, Game, fixed_strategy_factory
-from oppmodel.modeling.play.panel import CFR, bundled_profile, named_profile
+from oppmodel.modeling.play.match import Agent, AgentFactory, fixed_strategy_factory, limit_action
+from oppmodel.modeling.play.panel import CFR, bundled_profile, named_profile, panel_names
 
 BASE = "n2"
 
@@ -51,7 +51,8 @@ def parse_diluted(name: str) -> tuple[str, float]:
 
 
 class DilutedAgent:
-    """An adaptive agent playing its own style at a share of its decisions and N2 at the rest."""
+    """An adaptive agent playing its own style at a share of its decisions and the base (N2) at
+    the rest."""
 
     def __init__(
         self, name: str, inner: RuleAgent, base: np.ndarray, share: float, seed: int
@@ -63,54 +64,52 @@ class DilutedAgent:
         self.share = share
         self.rng = np.random.default_rng(seed)
 
-    def begin_match(self, game: KuhnGame, seat: int, names: Sequence[str]) -> None:
+    def begin_match(self, game: LimitGame, seat: int, names: Sequence[str]) -> None:
         self.inner.begin_match(game, seat, names)
 
-    def act(self, position: int, card: int, history: str) -> int:
-        infoset = self.game.infoset_of[self.game.node(history), card]
-        own = self.inner.bet_probability(position, card, history)
-        bet = self.share * own + (1.0 - self.share) * self.base[position, infoset, 1]
-        return int(self.rng.random() < bet)
+    def act(self, position: int, view: int, betting: str) -> int:
+        node = self.game.node(betting)
+        own = self.inner.row(position, node, view)
+        base = self.base[position, int(self.game.tree.node_base[node]) + view]
+        row = self.share * own + (1.0 - self.share) * base
+        return limit_action(self.game, node, row, self.rng.random())
 
-    def end_hand(self, obs: HandObservation) -> None:
+    def end_hand(self, obs: LimitObservation) -> None:
         self.inner.end_hand(obs)
 
 
 def diluted_factory(name: str) -> AgentFactory:
-    """A factory ``(game, seed) -> agent`` for ``STYLE@S`` (3-player games: N2 is the base)."""
+    """A factory ``(game, seed) -> agent`` for ``STYLE@S``."""
     style, share = parse_diluted(name)
     if is_adaptive(style):
         inner_factory = adaptive_factory(style)
 
-        def build(game: Game, seed: int) -> Agent:
-            _check_players(game, name)
-            assert isinstance(game, KuhnGame)  # _check_players refuses limit games here
+        def build(game: LimitGame, seed: int) -> Agent:
             inner_seed, own_seed = np.random.SeedSequence(seed).generate_state(2)
             inner = inner_factory(game, int(inner_seed))
-            return DilutedAgent(name, inner, named_profile(game, BASE), share, int(own_seed))
+            return DilutedAgent(name, inner, base_profile(game), share, int(own_seed))
 
         return build
 
     if style != CFR:
-        named_profile(kuhn_game(3), style)  # NotFoundError now for an unknown style
+        named_profile(limit_game("kuhn3p"), style)  # NotFoundError now for an unknown style
 
-    def build_fixed(game: Game, seed: int) -> Agent:
+    def build_fixed(game: LimitGame, seed: int) -> Agent:
         return fixed_strategy_factory(name, diluted_profile(game, name))(game, seed)
 
     return build_fixed
 
 
-def diluted_profile(game: Game, name: str) -> np.ndarray:
+def diluted_profile(game: LimitGame, name: str) -> np.ndarray:
     """The fixed profile of ``STYLE@S`` for a fixed style: S * style + (1 - S) * base (N2 in
-    3-player Kuhn, the solved strategy in a limit game)."""
-    _check_players(game, name)
+    3-player Kuhn, the solved strategy elsewhere)."""
     style, share = parse_diluted(name)
     if is_adaptive(style):
         raise InvalidArgumentError("agents", f"{name}: an adaptive style has no fixed profile")
     return share * named_profile(game, style) + (1.0 - share) * base_profile(game)
 
 
-def fixed_profile(game: Game, name: str) -> np.ndarray:
+def fixed_profile(game: LimitGame, name: str) -> np.ndarray:
     """The profile of a fixed agent name: a panel name, a fixed ``STYLE@S``, or a strategy file
     (either key style, :func:`oppmodel.modeling.games.acpc.strategy.read_profile`)."""
     if is_strategy_file(name):
@@ -118,18 +117,9 @@ def fixed_profile(game: Game, name: str) -> np.ndarray:
     return diluted_profile(game, name) if is_diluted(name) else named_profile(game, name)
 
 
-def base_profile(game: Game) -> np.ndarray:
+def base_profile(game: LimitGame) -> np.ndarray:
     """What a diluted style plays at the decisions it does not play its style: N2 (3-player
-    Kuhn) or the game's solved strategy (a limit game)."""
-    return bundled_profile(game) if isinstance(game, LimitGame) else named_profile(game, BASE)
-
-
-def _check_players(game: Game, name: str) -> None:
-    if isinstance(game, LimitGame):
-        if is_adaptive(parse_diluted(name)[0]):
-            raise InvalidArgumentError(
-                "agents", f"{name}: adaptive styles play Kuhn only; a limit game takes fixed ones"
-            )
-        return
-    if game.num_players != 3:
-        raise InvalidArgumentError("agents", f"{name}: diluted styles need 3 players (N2 is 3p)")
+    Kuhn) or the game's solved strategy (any other game)."""
+    if BASE in panel_names(game):
+        return named_profile(game, BASE)
+    return bundled_profile(game)

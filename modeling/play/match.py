@@ -1,13 +1,13 @@
-"""An in-process match engine: repeated n-player Kuhn, or any compiled limit game (Leduc, ...),
-with ACPC rotation, and duplicate matches.
+"""An in-process match engine: repeated play of any compiled limit game (Kuhn from its game file,
+Leduc, ...), with ACPC rotation, and duplicate matches.
 
 A *match* seats n agents and plays ``hands`` hands. As the ACPC dealer does, positions rotate
 every hand: in hand h the agent in seat s plays position (s - h) mod n, so each agent meets every
 position equally often and the opponent at seat offset d from it is always the same agent. An agent
 is told at the start who sits in every seat (their names), acts with its private cards and the
 public betting only, and after each hand is told what its seat saw: its own cards, the board, and
-other players' cards only at a showdown and only for players who did not fold (Kuhn:
-:meth:`KuhnGame.visible_cards`; limit games: the generic observation).
+other players' cards only at a showdown and only for players who did not fold
+(:func:`oppmodel.modeling.observation.observe_limit_hand`).
 
 *Duplicate* matches (Ganzfried et al. 2024's protocol) play the same cards in every one of the n!
 seatings of the n agents: the deal of hand h (hole cards by position and, in a limit game, the
@@ -20,7 +20,7 @@ is over the independent duplicates (sample standard deviation / sqrt(duplicates)
 
 Agents are built fresh for every match from factories ``factory(game, seed) -> Agent``, so nothing
 leaks between matches. Every seed is derived from one match seed with ``numpy.random.SeedSequence``:
-the same seed gives the same table, bit for bit.
+the same seed gives the same table, bit for bit, run to run.
 
 When every agent plays a fixed table (:class:`FixedStrategyAgent`), a numba kernel plays the whole
 match (``_match_kernels``); it consumes each agent's uniforms in the same order as the Python loop,
@@ -29,23 +29,20 @@ so both paths give identical results (a test checks this).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
-from oppmodel.modeling.games.acpc import strategy as limit_strategy
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.games.acpc.strategy import validate_profile
 from oppmodel.modeling.games.units import RateUnit
-from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_hand
+from oppmodel.modeling.observation import LimitObservation, observe_limit_hand
 from oppmodel.modeling.play import _match_kernels as kernels
-from oppmodel.modeling.strategy import validate_profile
 
 FIXED_CHUNK_HANDS = 1 << 16  # hands per kernel call (bounds the uniforms held in memory)
 _DECK_TAG, _AGENT_TAG = 0, 1  # keep the deck's and the agents' seed streams apart
@@ -57,63 +54,49 @@ class Agent(Protocol):
 
     name: str
 
-    def begin_match(self, game: Any, seat: int, names: Sequence[str]) -> None:
+    def begin_match(self, game: LimitGame, seat: int, names: Sequence[str]) -> None:
         """Called once before the first hand, with the game the factory built it for, its seat
         and the name of the agent in every seat (``names[(seat + d) % n]`` is the opponent ``d``
         seats after it, in every hand of the match)."""
 
-    def act(self, position: int, private: int, history: str) -> int:
-        """The action of ``position`` with private cards ``private`` after ``history``.
-
-        Kuhn: ``private`` is the card, ``history`` the betting in OpenSpiel letters, the action
-        0 = pass, 1 = bet. A limit game: ``private`` is the view (hole and board cards so far,
-        an index into ``game.view_strings[round]``), ``history`` the ACPC betting, the action
-        0 = fold, 1 = check/call, 2 = bet/raise."""
+    def act(self, position: int, view: int, betting: str) -> int:
+        """The action of ``position`` holding ``view`` (hole and board cards so far, an index
+        into ``game.view_strings[round]``) after the ACPC ``betting``: 0 = fold, 1 = check/call,
+        2 = bet/raise."""
         ...
 
-    def end_hand(self, obs: Any) -> None:
-        """What this seat saw of the finished hand (Kuhn: a HandObservation; a limit game: a
-        LimitObservation; typed Any so that agents of one kind of game are Agents)."""
+    def end_hand(self, obs: LimitObservation) -> None:
+        """What this seat saw of the finished hand."""
 
 
-Game = KuhnGame | LimitGame
-Observation = HandObservation | LimitObservation
-# (game, seed) -> a fresh agent; the game is Any because most factories build agents of one kind
-# of game only (Kuhn's adaptive agents) and say so when given another
-AgentFactory = Callable[[Any, int], Agent]
+# (game, seed) -> a fresh agent
+AgentFactory = Callable[[LimitGame, int], Agent]
 
 
 class FixedStrategyAgent:
     """Plays ``profile[position]`` in every position, sampling with its own seeded generator.
 
-    One uniform is drawn per decision: Kuhn bets when it is below P(bet); a limit game folds
-    below P(fold), calls below P(fold) + P(call), else raises. The numba match kernels draw the
-    same uniforms in the same order and choose the same way.
+    One uniform is drawn per decision: it folds below P(fold), calls below P(fold) + P(call),
+    else raises. The numba match kernel draws the same uniforms in the same order and chooses the
+    same way.
     """
 
-    def __init__(self, name: str, game: Game, profile: np.ndarray, seed: int) -> None:
+    def __init__(self, name: str, game: LimitGame, profile: np.ndarray, seed: int) -> None:
         self.name = name
         self.game = game
-        if isinstance(game, LimitGame):
-            self.profile = limit_strategy.validate_profile(game, profile)
-        else:
-            self.profile = validate_profile(game, profile)
+        self.profile = validate_profile(game, profile)
         self.rng = np.random.default_rng(seed)
 
-    def begin_match(self, game: Game, seat: int, names: Sequence[str]) -> None:
+    def begin_match(self, game: LimitGame, seat: int, names: Sequence[str]) -> None:
         if game is not self.game:
             raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
 
-    def act(self, position: int, private: int, history: str) -> int:
-        game = self.game
-        if isinstance(game, LimitGame):
-            node = game.node(history)
-            row = self.profile[position, int(game.tree.node_base[node]) + private]
-            return limit_action(game, node, row, self.rng.random())
-        infoset = game.infoset_of[game.node(history), private]
-        return int(self.rng.random() < self.profile[position, infoset, 1])
+    def act(self, position: int, view: int, betting: str) -> int:
+        node = self.game.node(betting)
+        row = self.profile[position, int(self.game.tree.node_base[node]) + view]
+        return limit_action(self.game, node, row, self.rng.random())
 
-    def end_hand(self, obs: Observation) -> None:
+    def end_hand(self, obs: LimitObservation) -> None:
         return None
 
 
@@ -144,20 +127,19 @@ def sample_terminal(
 def fixed_strategy_factory(name: str, profile: np.ndarray) -> AgentFactory:
     """A factory of :class:`FixedStrategyAgent` playing ``profile``."""
 
-    def build(game: Game, seed: int) -> FixedStrategyAgent:
+    def build(game: LimitGame, seed: int) -> FixedStrategyAgent:
         return FixedStrategyAgent(name, game, profile, seed)
 
     return build
 
 
-def deal_sequence(game: Game, hands: int, seed: int) -> np.ndarray:
-    """(hands,) deal indices, uniformly at random: into ``game.deals`` (Kuhn: cards by position)
-    or ``game.deal_cards`` (a limit game: hole cards by position, then the board)."""
-    count = game.num_deals if isinstance(game, LimitGame) else len(game.deals)
-    return np.random.default_rng(seed).integers(0, count, size=hands)
+def deal_sequence(game: LimitGame, hands: int, seed: int) -> np.ndarray:
+    """(hands,) deal indices into ``game.deal_cards`` (hole cards by position, then the board),
+    uniformly at random."""
+    return np.random.default_rng(seed).integers(0, game.num_deals, size=hands)
 
 
-def play_match(game: Game, agents: Sequence[Agent], deals: np.ndarray) -> np.ndarray:
+def play_match(game: LimitGame, agents: Sequence[Agent], deals: np.ndarray) -> np.ndarray:
     """Play one hand per entry of ``deals`` (see :func:`deal_sequence`); chips won per seat."""
     n = game.num_players
     if len(agents) != n:
@@ -173,40 +155,7 @@ def play_match(game: Game, agents: Sequence[Agent], deals: np.ndarray) -> np.nda
     fixed = [a for a in agents if type(a) is FixedStrategyAgent]
     if len(fixed) == n:
         return _play_fixed(game, fixed, deals)
-    if isinstance(game, LimitGame):
-        return _play_limit(game, agents, deals)
-    observations = _observation_table(game)
-    # Python lists: indexing them is several times faster than indexing numpy arrays.
-    node_player = game.node_player.tolist()
-    children = game.node_children.tolist()
-    terminal_of = game.node_terminal.tolist()
-    deal_cards = game.deals.tolist()
-    payoffs = game.payoffs.tolist()
-    histories = game.histories
-    chips = [0.0] * n
-    for h, d in enumerate(np.asarray(deals).tolist()):
-        cards = deal_cards[d]
-        node = 0
-        while node_player[node] >= 0:
-            p = node_player[node]
-            agent = agents[(p + h) % n]
-            action = agent.act(p, cards[p], histories[node])
-            if not isinstance(action, (int, np.integer)) or action not in (0, 1):
-                raise IllegalActionError("action", f"agent {agent.name} returned {action!r}")
-            node = children[node][action]
-        t = terminal_of[node]
-        payoff = payoffs[t][d]
-        seen = observations[t][d]
-        for p in range(n):
-            seat = (p + h) % n
-            chips[seat] += payoff[p]
-            agents[seat].end_hand(seen[p])
-    return np.array(chips)
-
-
-def _play_limit(game: LimitGame, agents: Sequence[Agent], deals: np.ndarray) -> np.ndarray:
-    """The Python loop over a limit game's tree (agents that learn or adapt)."""
-    n, tree = game.num_players, game.tree
+    tree = game.tree
     node_player = tree.node_player.tolist()
     node_round = tree.node_round.tolist()
     children = tree.node_children.tolist()
@@ -239,27 +188,9 @@ def _play_limit(game: LimitGame, agents: Sequence[Agent], deals: np.ndarray) -> 
     return np.array(chips)
 
 
-@functools.cache
-def _observation_table(game: KuhnGame) -> list[list[list[HandObservation]]]:
-    """[terminal][deal][position]: the observation of that position (see ``visible_cards``).
-
-    Built once per game; the records are frozen, so every match shares them.
-    """
-    return [
-        [
-            [
-                HandObservation(
-                    p, game.histories[node], game.visible_cards(game.histories[node], cards, p)
-                )
-                for p in range(game.num_players)
-            ]
-            for cards in game.deals.tolist()
-        ]
-        for node in game.terminal_nodes
-    ]
-
-
-def _play_fixed(game: Game, agents: Sequence[FixedStrategyAgent], deals: np.ndarray) -> np.ndarray:
+def _play_fixed(
+    game: LimitGame, agents: Sequence[FixedStrategyAgent], deals: np.ndarray
+) -> np.ndarray:
     """The numba twin of the Python loop, in chunks of hands to bound memory.
 
     Each chunk draws an upper bound of uniforms per agent (the longest betting per hand);
@@ -267,7 +198,7 @@ def _play_fixed(game: Game, agents: Sequence[FixedStrategyAgent], deals: np.ndar
     stream is the one the Python loop would have consumed.
     """
     n = game.num_players
-    max_depth = game.tree.max_depth if isinstance(game, LimitGame) else game.path_nodes.shape[1]
+    max_depth = game.tree.max_depth
     profiles = np.stack([a.profile for a in agents])
     deals = np.asarray(deals, dtype=np.int64)
     chips = np.zeros(n)
@@ -276,13 +207,7 @@ def _play_fixed(game: Game, agents: Sequence[FixedStrategyAgent], deals: np.ndar
         states = [a.rng.bit_generator.state for a in agents]
         uniforms = np.stack([a.rng.random(len(chunk) * max_depth) for a in agents])
         used = np.zeros(n, dtype=np.int64)
-        if isinstance(game, LimitGame):
-            chips += kernels.play_fixed_limit(profiles, uniforms, used, chunk, start, game.tree)
-        else:
-            chips += kernels.play_fixed(
-                profiles, uniforms, used, chunk, start, game.node_player, game.node_children,
-                game.node_terminal, game.infoset_of, game.deals, game.payoffs,
-            )  # fmt: skip
+        chips += kernels.play_fixed(profiles, uniforms, used, chunk, start, game.tree)
         for agent, state, count in zip(agents, states, used, strict=True):
             agent.rng.bit_generator.state = state
             agent.rng.random(int(count))
@@ -342,7 +267,7 @@ def deck_seed(seed: int, duplicate: int) -> int:
 
 
 def run_duplicate(
-    game: Game,
+    game: LimitGame,
     names: Sequence[str],
     factories: Sequence[AgentFactory],
     *,
@@ -363,7 +288,7 @@ def run_duplicate(
 
 
 def play_duplicate(
-    game: Game,
+    game: LimitGame,
     factories: Sequence[AgentFactory],
     *,
     hands: int,
@@ -390,7 +315,7 @@ def play_duplicate(
 
 
 def summarize(
-    game: Game, names: Sequence[str], rows: Sequence[np.ndarray], *, hands: int, seed: int
+    game: LimitGame, names: Sequence[str], rows: Sequence[np.ndarray], *, hands: int, seed: int
 ) -> DuplicateResult:
     """The series result of per-duplicate rows (:func:`play_duplicate`, in duplicate order)."""
     per_duplicate = np.array(rows, dtype=float).reshape(len(rows), game.num_players)
@@ -404,7 +329,7 @@ def summarize(
 
 
 def _check_series(
-    game: Game,
+    game: LimitGame,
     names: Sequence[str],
     factories: Sequence[AgentFactory],
     hands: int,

@@ -1,5 +1,5 @@
-"""Named strategies: the equilibria, uniform play, and simple exploitable opponents, for Kuhn
-(:class:`KuhnGame`) and for any compiled limit game (:class:`LimitGame`: Leduc, ...).
+"""Named strategies: the equilibria, uniform play, and simple exploitable opponents, for any
+compiled limit game (:class:`LimitGame`: Kuhn from its game file, Leduc, ...).
 
 The exploitable styles are rules on the strength of the hand and on whether a bet is to be
 called, so they are defined for every game and player count. A hand is the *nuts* when no
@@ -9,7 +9,7 @@ Leduc's first round the top and bottom ranks, in the second a pair with the boar
 (an ace on a king board is not: an opponent may hold the other king). Names (case-insensitive)
 are what the CLI and tests use:
 
-- ``n1``, ``n2``, ``n3``: the robust 3p Kuhn equilibria (see ``kuhn3p``); ``uniform``: every
+- ``n1``, ``n2``, ``n3``: the robust 3p Kuhn equilibria (``kuhn3p.equilibria``); ``uniform``: every
   legal action equally likely; ``cfr`` (limit games): the game's solved strategy (bundled,
   cached, or solved on first use: ``games/acpc/solved.py``).
 - ``always-bet`` (alias ``always-raise``): bets or raises whenever it may, else calls.
@@ -21,10 +21,7 @@ are what the CLI and tests use:
 
 A style's rule gives, for a hand class and whether a bet is faced, the probabilities
 ``(raise, call)``; the rest is fold (check when nothing is to be called). Where a raise is not
-allowed (Kuhn facing a bet, a round at its raise cap) its probability goes to the call. Kuhn's
-two actions are pass and bet: bet is the raise when unopened, raise + call when facing a bet, so
-a Kuhn profile is the limit-game profile of the same rule on the compiled Kuhn game (a test
-checks it bit for bit).
+allowed (Kuhn facing a bet, a round at its raise cap) its probability goes to the call.
 """
 
 from __future__ import annotations
@@ -41,9 +38,7 @@ from oppmodel.modeling.games.acpc.betting import FOLD, RAISE
 from oppmodel.modeling.games.acpc.hand_rank import hand_strength
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.solved import solved_profile
-from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.games.kuhn3p import robust_profile
-from oppmodel.modeling.strategy import uniform_profile
+from oppmodel.modeling.games.kuhn3p import equilibria
 
 WORST, MIDDLE, NUTS = 0, 1, 2  # hand classes
 
@@ -74,29 +69,8 @@ EQUILIBRIUM_NAMES = ("n1", "n2", "n3")
 CFR = "cfr"
 
 
-def kuhn_hand(card: int, num_cards: int) -> int:
-    """The hand class of a Kuhn card: the top card is the nuts, the bottom one the worst."""
-    return NUTS if card == num_cards - 1 else WORST if card == 0 else MIDDLE
-
-
-def profile_from_rule(game: KuhnGame | LimitGame, rule: Rule) -> np.ndarray:
+def profile_from_rule(game: LimitGame, rule: Rule) -> np.ndarray:
     """The profile playing ``rule`` in every position."""
-    if isinstance(game, LimitGame):
-        return _limit_profile_from_rule(game, rule)
-    profile = uniform_profile(game)
-    for node, history in enumerate(game.histories):
-        p = int(game.node_player[node])
-        if p < 0:
-            continue
-        facing = "b" in history
-        for card in range(game.num_cards):
-            raise_, call = rule(kuhn_hand(card, game.num_cards), facing)
-            q = raise_ + call if facing else raise_
-            profile[p, game.infoset_of[node, card]] = [1.0 - q, q]
-    return profile
-
-
-def _limit_profile_from_rule(game: LimitGame, rule: Rule) -> np.ndarray:
     profile = limit_strategy.uniform_profile(game)
     legal = game.legal_mask
     classes = hand_classes(game)
@@ -147,27 +121,24 @@ def _split_cards(view: str) -> list[str]:
     return [text[k : k + 2] for k in range(0, len(text), 2)]
 
 
-def panel_names(game: KuhnGame | LimitGame | None = None) -> list[str]:
-    """Every fixed-strategy name the panel knows (``bluffer`` also takes ``:B``); for a limit
-    game, ``cfr`` and the styles (the Kuhn equilibria are Kuhn's own)."""
-    if isinstance(game, LimitGame):
-        return [CFR, "uniform", *EXPLOITABLE_RULES]
-    return [*EQUILIBRIUM_NAMES, "uniform", *EXPLOITABLE_RULES]
+def panel_names(game: LimitGame | None = None) -> list[str]:
+    """Every fixed-strategy name the panel knows (``bluffer`` also takes ``:B``); for a game,
+    the names it has (the equilibria N1-N3 are 3-player Kuhn's own), for none every name."""
+    equilibrium = list(EQUILIBRIUM_NAMES) if game is None or equilibria(game) else []
+    return [*equilibrium, CFR, "uniform", *EXPLOITABLE_RULES]
 
 
-def named_profile(game: KuhnGame | LimitGame, name: str) -> np.ndarray:
-    """The profile for a panel name; Kuhn's equilibria exist for 3-player Kuhn only, ``cfr``
-    for every limit game (its solved strategy)."""
+def named_profile(game: LimitGame, name: str) -> np.ndarray:
+    """The profile for a panel name; N1-N3 exist in 3-player Kuhn only, ``cfr`` in every game
+    (its solved strategy)."""
     key = ALIASES.get(name.lower(), name.lower())
-    if isinstance(game, LimitGame):
-        if key == CFR:
-            return bundled_profile(game)
-        if key == "uniform":
-            return limit_strategy.uniform_profile(game)
-    elif key in EQUILIBRIUM_NAMES and game.num_players == 3:
-        return robust_profile(key)
-    elif key == "uniform":
-        return uniform_profile(game)
+    family = equilibria(game)
+    if key in family:
+        return family[key]
+    if key == CFR:
+        return bundled_profile(game)
+    if key == "uniform":
+        return limit_strategy.uniform_profile(game)
     if key.startswith("bluffer:"):
         try:
             bluff = float(key.split(":", 1)[1])

@@ -29,20 +29,18 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
 
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.evaluation import kuhn as kuhn_evaluation
-from oppmodel.modeling.evaluation import limit as limit_evaluation
+from oppmodel.modeling.evaluation.limit import best_response, expected_values
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_factory, is_adaptive
 from oppmodel.modeling.play.agents import mbbr_factory
 from oppmodel.modeling.play.diluted import diluted_factory, fixed_profile, is_diluted
-from oppmodel.modeling.play.match import AgentFactory, Game, fixed_strategy_factory, run_duplicate
+from oppmodel.modeling.play.match import AgentFactory, fixed_strategy_factory, run_duplicate
 
 
 @dataclass(frozen=True)
@@ -89,16 +87,7 @@ def agent_factory(spec: AgentSpec) -> AgentFactory:
     if name == "mbbr":
         return mbbr_factory(spec.mbbr or MBBRConfig(), name=spec.display)
     if is_adaptive(name):
-        adaptive = adaptive_factory(spec.name)
-
-        def build_adaptive(game, seed):
-            if isinstance(game, LimitGame):
-                raise InvalidArgumentError(
-                    "agents", f"{spec.name}: adaptive agents play Kuhn only, not {game.name}"
-                )
-            return adaptive(game, seed)
-
-        return build_adaptive
+        return adaptive_factory(spec.name)
     if is_diluted(name):
         return diluted_factory(spec.name)
 
@@ -114,7 +103,7 @@ def run_job(job: MatchJob, base_seed: int) -> JobResult:
         raise InvalidArgumentError(
             "agents", f"{job.num_players} players need {job.num_players} agents"
         )
-    game = kuhn_game(job.num_players)
+    game = limit_game(f"kuhn{job.num_players}p")
     result = run_duplicate(
         game,
         [a.display for a in job.agents],
@@ -157,13 +146,8 @@ def average_estimates(estimates: Sequence[Estimate]) -> Estimate:
     return Estimate(mean, se, sum(e.samples for e in estimates))
 
 
-def evaluation_of(game: Game) -> ModuleType:
-    """The exact-evaluation module of a game: Kuhn's kernels or the limit games'."""
-    return limit_evaluation if isinstance(game, LimitGame) else kuhn_evaluation
-
-
 def seated_profile(
-    game: Game, p: int, us: np.ndarray | None, others: Sequence[np.ndarray]
+    game: LimitGame, p: int, us: np.ndarray | None, others: Sequence[np.ndarray]
 ) -> np.ndarray:
     """``us`` (or ``others[0]``) with the opponent at offset d from position p playing
     ``others[d - 1]``."""
@@ -174,14 +158,13 @@ def seated_profile(
     return profile
 
 
-def response_ceiling(game: Game, *others: np.ndarray) -> float:
+def response_ceiling(game: LimitGame, *others: np.ndarray) -> float:
     """Best possible win rate (``game.rate_unit``) against fixed profiles ``others`` (one per
     opponent) under the duplicate protocol.
 
     The mean, over every relative seat order of the opponents and every position of ours, of the
     exact best-response value.
     """
-    best_response = evaluation_of(game).best_response
     values = [
         best_response(game, seated_profile(game, p, None, order), p)[1]
         for order in _seat_orders(game, others)
@@ -190,10 +173,9 @@ def response_ceiling(game: Game, *others: np.ndarray) -> float:
     return game.rate_unit.rate(float(np.mean(values)))
 
 
-def fixed_value(game: Game, us: np.ndarray, *others: np.ndarray) -> float:
+def fixed_value(game: LimitGame, us: np.ndarray, *others: np.ndarray) -> float:
     """Expected win rate (``game.rate_unit``) of fixed profile ``us`` against ``others`` (one per
     opponent; duplicate protocol)."""
-    expected_values = evaluation_of(game).expected_values
     values = [
         expected_values(game, seated_profile(game, p, us, order))[p]
         for order in _seat_orders(game, others)
@@ -202,7 +184,7 @@ def fixed_value(game: Game, us: np.ndarray, *others: np.ndarray) -> float:
     return game.rate_unit.rate(float(np.mean(values)))
 
 
-def _seat_orders(game: Game, others: Sequence[np.ndarray]) -> list[tuple[np.ndarray, ...]]:
+def _seat_orders(game: LimitGame, others: Sequence[np.ndarray]) -> list[tuple[np.ndarray, ...]]:
     """Every relative seat order of the opponents (3 players: (a, b) and (b, a))."""
     if len(others) != game.num_players - 1:
         raise InvalidArgumentError(

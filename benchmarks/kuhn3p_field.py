@@ -83,7 +83,7 @@ UNIT = limit_game("kuhn3p").rate_unit.label
 PAPER_TABLE1 = {"mbbr": 48, "n1": 37, "n3": 35, "n2": 30}
 PAPER_TABLE6 = {"mbbr": -54, "n1": 47, "n3": 44, "n2": 40}
 # eps 0.05, k 10, H 100, eta 4, informed, mean; no safety budget, opponents never change
-PAPER_MBBR = MBBRConfig(posterior="samples", safety_budget=math.inf, change_hazard=0.0)
+PAPER_MBBR = MBBRConfig(posterior="samples", eta=4.0, safety_budget=math.inf, change_hazard=0.0)
 H2H_STREAM = 1_000_000  # streams of the head-to-head groups that are not field groups
 
 
@@ -366,6 +366,12 @@ def main(argv: list[str] | None = None) -> int:
         help="MBBR's safety budget, mbb/h (oppmodel.modeling.mbbr.safety; paper: inf, none)",
     )
     parser.add_argument(
+        "--mbbr-eta",
+        type=float,
+        default=PAPER_MBBR.eta,
+        help="MBBR's prior strength eta, pseudo-counts per information set (paper 4)",
+    )
+    parser.add_argument(
         "--mbbr-change-hazard",
         type=float,
         default=PAPER_MBBR.change_hazard,
@@ -393,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         response=args.mbbr_response,
         posterior=args.mbbr_posterior,
         prior=args.mbbr_prior,
+        eta=args.mbbr_eta,
         safety_budget=args.mbbr_safety_budget,
         change_hazard=args.mbbr_change_hazard,
     )

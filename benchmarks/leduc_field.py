@@ -30,7 +30,8 @@ milli-chips, the figures earlier reports printed as mbb/h); the report's keys ke
                                      [--seed 15] [--styles always-bet,...] [--cost-seeds 4]
                                      [--workers 2] [--quick] [--journal FILE] [--report]
                                      [--without-cfr] [--mbbr-safety-budget 0.5]
-                                     [--mbbr-prior informed] [--out FILE] [--json]
+                                     [--mbbr-prior informed] [--mbbr-eta 4]
+                                     [--out FILE] [--json]
 """
 
 from __future__ import annotations
@@ -158,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     cost_seeds = args.cost_seeds if args.cost_seeds is not None else (1 if args.quick else 4)
     if args.game == "leduc2p" or args.without_cfr:
         cost_seeds = 0  # the exact learning cost is measured against two cfr agents
-    config = MBBRConfig(safety_budget=args.mbbr_safety_budget, prior=args.mbbr_prior)
+    config = MBBRConfig(
+        safety_budget=args.mbbr_safety_budget, prior=args.mbbr_prior, eta=args.mbbr_eta
+    )
     config.validate()
     game = args.game
     groups = [*filter(None, args.styles.split(","))]  # --styles "": the two-cfr group alone
@@ -175,12 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     budget = None if math.isinf(config.safety_budget) else config.safety_budget
     # entries without a game are leduc3p's, the only game of the first journals; entries without
     # a budget were played before limit games had a bankroll: none; entries without a prior were
-    # played with the informed one
+    # played with the informed one, entries without an eta with the eta of the time, 4
     run = {"game": game, "hands": hands, "seed": args.seed, "safety_budget": budget}
     journal = Journal(
         args.journal,
-        {**run, "prior": config.prior.value},
-        defaults={"game": "leduc3p", "prior": Prior.INFORMED.value},
+        {**run, "prior": config.prior.value, "eta": config.eta},
+        defaults={"game": "leduc3p", "prior": Prior.INFORMED.value, "eta": 4.0},
     )
     results, seconds = _journalled(journal)
     todo = [] if args.report else [job for job in jobs if job[1] not in results]
@@ -197,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         "prior": config.prior,
         "response": config.response,
         "hands_default": config.hands_default,
+        "eta": config.eta,
         "safety_budget": budget,
     }
     if emit_report(report, args.out, args.json):
@@ -206,13 +210,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def add_run_args(parser: argparse.ArgumentParser) -> None:
-    """The options of a field run shared with ``unseen_games.py``: MBBR's safety budget, the
-    journal, report-only, and the output."""
+    """The options of a field run shared with ``unseen_games.py``: MBBR's safety budget and
+    prior strength, the journal, report-only, and the output."""
     parser.add_argument(
         "--mbbr-safety-budget",
         type=float,
         default=SAFETY_BUDGET,
         help="MBBR's safety budget B, mbb/h; 'inf' plays without the bankroll (%(default)s)",
+    )
+    parser.add_argument(
+        "--mbbr-eta",
+        type=float,
+        default=MBBRConfig().eta,
+        help="MBBR's prior strength eta (%(default)s)",
     )
     parser.add_argument(
         "--journal",

@@ -93,7 +93,7 @@ def emit_report(report: dict, out: Path | None, as_json: bool) -> bool:
 
 
 # epsilon 0.05, k 10, H 100, eta 4, k samples; no safety budget, opponents never change
-PAPER = MBBRConfig(posterior="samples", safety_budget=math.inf, change_hazard=0.0)
+PAPER = MBBRConfig(posterior="samples", eta=4.0, safety_budget=math.inf, change_hazard=0.0)
 
 SWEEP_PAIRS: tuple[tuple[str, str], ...] = (
     ("n1", "n3"),

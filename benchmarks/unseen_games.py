@@ -149,12 +149,6 @@ def main(argv: list[str] | None = None) -> int:
         default=MBBRConfig().hands_default,
         help="MBBR's hands of default play H (%(default)s)",
     )
-    parser.add_argument(
-        "--mbbr-eta",
-        type=float,
-        default=MBBRConfig().eta,
-        help="MBBR's prior strength eta (%(default)s)",
-    )
     parser.add_argument("--workers", type=int, default=1, help="(%(default)s)")
     add_run_args(parser)
     args = parser.parse_args(argv)
@@ -195,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     budget = None if math.isinf(config.safety_budget) else config.safety_budget
     run = {"hands": hands, "seed": args.seed, "safety_budget": budget}
     mbbr = {"hands_default": config.hands_default, "eta": config.eta}
-    journal = Journal(args.journal, {**run, **mbbr}, defaults={"eta": MBBRConfig().eta})
+    # entries without an eta were played before it was a setting, at the eta of the time, 4
+    journal = Journal(args.journal, {**run, **mbbr}, defaults={"eta": 4.0})
     results = {key: entry for key, entry in journal.entries().items()}
     todo = [] if args.report else [job for job in jobs if job[0] not in results]
     bar = run_progress(len(todo), desc="unseen-game jobs")

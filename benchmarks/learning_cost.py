@@ -24,7 +24,7 @@ opponent each (default ``cfr``) and there is one seat order.
 
     python benchmarks/learning_cost.py [--game leduc3p|leduc2p] [--pairs n3+n3,n2+n2]
                                        [--priors informed,typed] [--safety-budgets inf,0.5]
-                                       [--hands 3000] [--seeds 6]
+                                       [--eta 4] [--hands 3000] [--seeds 6]
                                        [--quick] [--attribute] [--json]
 """
 
@@ -179,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="MBBR's change_hazard: change detection, off unless given (%(default)s)",
     )
+    parser.add_argument(
+        "--eta",
+        type=float,
+        default=MBBRConfig().eta,
+        help="MBBR's prior strength eta (%(default)s)",
+    )
     parser.add_argument("--hands", type=int, default=None, help="hands per match (default 3000)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per seat order (default 6)")
     parser.add_argument("--quick", action="store_true", help="600 hands, 2 seeds")
@@ -219,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             prior=prior,
             safety_budget=budget,
             change_hazard=args.change_hazard,
+            eta=args.eta,
         )
         configs[prior, budget].validate()
     tasks = [
@@ -264,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": seeds,
         "posterior": args.posterior,
         "change_hazard": args.change_hazard,
+        "eta": args.eta,
         "window_edges": [e for e in WINDOW_EDGES if e < hands],
         "machine": machine(),
         "rows": rows,

@@ -221,9 +221,7 @@ class LimitDirichletPosterior:
         )  # fmt: skip
 
     def _add_class(self, evidence: LimitEvidence) -> int:
-        rows = evidence.rows
-        num_infosets = self.alpha0.shape[1]
-        flat = (rows[:, :, 0] * num_infosets + rows[:, :, 1]) * kernels.NUM_ACTIONS + rows[:, :, 2]
+        flat = evidence.entries
         o = len(self._counts)
         self._counts.append([0.0])
         self._entries.append(flat.ravel())

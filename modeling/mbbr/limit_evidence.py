@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from oppmodel.modeling.games.acpc.betting import NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.observation import LimitObservation
 
@@ -33,6 +34,8 @@ class LimitEvidence:
     terminal: int  # index of the terminal the betting ended at
     rows: np.ndarray  # (m, L, 3) int64: m assignments, L opponent moves each
     revealed: tuple[bool, ...]  # per offset d - 1: the opponent's hole cards were seen
+    # (m, L) int64: each move as one index into a flat (n - 1, num_infosets, 3) table
+    entries: np.ndarray
 
 
 def limit_evidence(game: LimitGame, obs: LimitObservation) -> LimitEvidence:
@@ -50,7 +53,8 @@ def limit_evidence(game: LimitGame, obs: LimitObservation) -> LimitEvidence:
         tree.node_base, tree.node_round, tree.deal_view, rows,
     )  # fmt: skip
     revealed = tuple(obs.hole[(p + d) % n] is not None for d in range(1, n))
-    return LimitEvidence(terminal, rows, revealed)
+    entries = (rows[:, :, 0] * game.num_infosets + rows[:, :, 1]) * NUM_ACTIONS + rows[:, :, 2]
+    return LimitEvidence(terminal, rows, revealed, entries)
 
 
 def mover_seats(evidence: LimitEvidence, position: int, num_players: int) -> np.ndarray:
@@ -64,9 +68,20 @@ def hand_likelihood(evidence: LimitEvidence, position: int, profile: np.ndarray)
     playing its row of ``profile`` (n, num_infosets, 3), summed over the assignments of the cards
     we did not see; up to a factor that is the same whatever the profile (the deal, and our own
     moves)."""
-    rows = evidence.rows
-    seats = mover_seats(evidence, position, profile.shape[0])
-    return float(profile[seats, rows[:, :, 1], rows[:, :, 2]].prod(axis=1).sum())
+    return _likelihood(evidence.rows, position, profile)
+
+
+@njit(cache=True)
+def _likelihood(rows, position, profile):
+    """``hand_likelihood`` of the moves ``rows`` (``LimitEvidence.rows``)."""
+    n = profile.shape[0]
+    total = 0.0
+    for r in range(rows.shape[0]):
+        prob = 1.0
+        for j in range(rows.shape[1]):
+            prob *= profile[(position + 1 + rows[r, j, 0]) % n, rows[r, j, 1], rows[r, j, 2]]
+        total += prob
+    return total
 
 
 def consistent_deals(game: LimitGame, obs: LimitObservation) -> np.ndarray:

@@ -71,6 +71,34 @@ def test_hazard_zero_is_the_plain_model_and_a_hazard_a_bank_of_plain_runs(poster
     assert run.config.change_hazard == 0.0 and math.isinf(run.config.safety_budget)
 
 
+@pytest.mark.parametrize(
+    ("posterior", "prior"),
+    [("dirichlet", "informed"), ("dirichlet", "typed"), ("samples", "informed")],
+)
+def test_a_run_opened_mid_match_learns_as_a_model_built_then(posterior, prior):
+    """Runs after the first are copies of a model at the prior (cheaper than building one): one
+    opened after GRID hands and fed the later hands holds what a fresh model fed them holds."""
+    game = limit_game("kuhn3p")
+    config = MBBRConfig(posterior=posterior, prior=prior, k=4, change_hazard=0.05)
+    model = build_limit_model(game, config)
+    hands = [observe_limit_hand(game, t % 3, (7 * t) % 24, (5 * t) % 13) for t in range(2 * GRID)]
+    for obs in hands[:GRID]:
+        model.observe(obs)
+    fresh = build_limit_model(
+        game, dataclasses.replace(config, change_hazard=0.0, safety_budget=math.inf)
+    )
+    for obs in hands[GRID:]:
+        model.observe(obs)
+        fresh.observe(obs)
+    run = model._bank.runs[model._bank.starts.index(GRID)]
+    assert run.hands_observed == fresh.hands_observed == GRID
+    _, ours = run.snapshot_parts()
+    _, theirs = fresh.snapshot_parts()
+    assert ours.keys() == theirs.keys()
+    for name, array in theirs.items():
+        np.testing.assert_array_equal(ours[name], array, err_msg=name)
+
+
 def test_run_weights_equal_the_exact_recursion_by_enumeration():
     """Every hand multiplies each run's mass by the probability its models gave the opponents'
     moves, summed over every deal of the hidden cards (the oracle enumerates them through the

@@ -52,12 +52,10 @@ class LimitChangeModel(LimitModel):
         run_class = MODEL_CLASSES[Posterior(self.config.posterior)]
         default, prior_mean, evidence = self.default_strategy, self.prior_mean, self._evidence
 
-        def build_run() -> LimitModel:
-            return run_class(
-                self.game, plain, default_strategy=default, prior_mean=prior_mean, evidence=evidence
-            )
-
-        self._bank: RunBank[LimitModel] = RunBank(self.config.change_hazard, build_run)
+        first = run_class(
+            self.game, plain, default_strategy=default, prior_mean=prior_mean, evidence=evidence
+        )
+        self._bank: RunBank[LimitModel] = RunBank(self.config.change_hazard, first._fresh_run)
 
     # --- the bank ---------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ against the family N1, N2, N3 (:func:`safety_guards`). Uniform play only when pa
 from __future__ import annotations
 
 import abc
+import copy
 import functools
 import hashlib
 import itertools
@@ -179,6 +180,23 @@ class LimitModel(abc.ABC):
     def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
         """Set the state of ``_state()``'s arrays, taken after ``hands`` hands: SnapshotError,
         with nothing changed, if they do not fit this model."""
+
+    def _reset_posterior(self) -> None:
+        """Set the posterior back to the prior (a posterior replaces this with a cheaper way
+        than building it again)."""
+        self._build_posterior()
+
+    def _fresh_run(self) -> LimitModel:
+        """A model like this one at the prior, no hands seen, sharing what hands never change
+        (the game's tables, the profiles, the evidence cache, the scratch arrays of one call):
+        change detection opens one every
+        ``change.GRID`` hands, and building one anew costs more than the hands between. Only
+        for a model without a safety bankroll (a run's)."""
+        run = copy.copy(self)
+        run.hands_observed = 0
+        run._profiles, run._lazy = {}, {}
+        run._reset_posterior()
+        return run
 
     def _solve_hole(self, p: int, kind: Response, h: int, choice: np.ndarray) -> float:
         """Best actions (into ``choice``) of the information sets of position ``p`` with hole
@@ -556,17 +574,28 @@ class LimitDirichletModel(LimitModel):
         ]
         posterior.restore(keys, state)
 
-    def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
-        game, n = self.game, self.game.num_players
+    def _fresh_posterior(
+        self,
+    ) -> tuple[list[LimitDirichletPosterior], list[TypedPrior] | None, list[MixturePrior] | None]:
+        """New fits (and typed or mixture priors) at the prior, built from this model's."""
         fresh = [
             LimitDirichletPosterior(post.alpha0, self.default_strategy.copy(), post.seats)
             for post in self._dirichlet
         ]
         types = self._types and [TypedPrior(t.clipped, t.support, t.legal) for t in self._types]
         mixture = self._mixture and [
-            MixturePrior(game, m.informed_alpha0, m.seats, self.default_strategy)
+            MixturePrior(self.game, m.informed_alpha0, m.seats, self.default_strategy)
             for m in self._mixture
         ]
+        return fresh, types, mixture
+
+    def _reset_posterior(self) -> None:
+        self._dirichlet, self._types, self._mixture = self._fresh_posterior()
+        self._type_versions = [0] * self.game.num_players
+
+    def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
+        n = self.game.num_players
+        fresh, types, mixture = self._fresh_posterior()
         for p in range(n):
             prefix = f"p{p}."
             state = {k[len(prefix) :]: a for k, a in arrays.items() if k.startswith(prefix)}
@@ -667,6 +696,9 @@ class LimitSampleModel(LimitModel):
             for p, posterior in enumerate(self._samples)
             for name, a in posterior.state().items()
         }
+
+    def _reset_posterior(self) -> None:
+        self._samples = [LimitSamplePosterior(self.tau[p]) for p in range(self.game.num_players)]
 
     def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
         fresh = [LimitSamplePosterior(self.tau[p]) for p in range(self.game.num_players)]

@@ -16,10 +16,11 @@ asks it: the action probabilities of an information set of the next hand's posit
 cards (solving that hole's deals once). Beside it, in the same run: Kuhn's own path
 (``model.build_model`` on ``KuhnGame``, its policy every hand) on the same 3p Kuhn hands, whose
 hands/s the ratio divides by, and with ``--whole-table`` the cycle with the whole response table
-every hand. MBBR runs at its default safety budget: random betting rules the bankroll's hypothesis
-out at the first hand, so the main figure prices it once; the ``default_play`` figures are the
-same cycle over hands the default strategy plays, where the bankroll prices every hand (the
-worst case), at the default budget and without one.
+every hand. On kuhn3p also the paper's sample posterior at k = 100 without the bankroll and change
+detection, on both paths, and its ratio. MBBR runs at its default safety budget: random betting
+rules the bankroll's hypotheses out at the first hands, so the main figure prices them once; the
+``default_play`` figures are the same cycle over hands the default strategy plays, where the
+bankroll prices every hand (the worst case), at the default budget and without one.
 
     python benchmarks/posterior.py [--quick] [--json]
     python benchmarks/posterior.py --game leduc3p [--hands 3000] [--repeats 5] [--whole-table]
@@ -60,7 +61,12 @@ from oppmodel.modeling.observation import (  # noqa: E402
 from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
 
 GOALS = {100: 5000.0, 1000: 300.0}  # hands/s for the full cycle, from the issue
-LIMIT_GOALS = {"kuhn3p": 10_000.0, "leduc2p": 2_000.0, "leduc3p": 500.0}  # Dirichlet, issue 15
+# the cycle at the shipped defaults (issue 15; kuhn3p and leduc3p: issue 30)
+LIMIT_GOALS = {"kuhn3p": 10_000.0, "leduc2p": 2_000.0, "leduc3p": 889.0}
+# the paper's sample posterior, k = 100, no bankroll, no change detection (issue 30)
+SAMPLES_K = 100
+SAMPLES_GOALS = {"kuhn3p": 20_000.0}
+PLAIN = {"safety_budget": math.inf, "change_hazard": 0.0}  # no bankroll, no change detection
 
 
 def random_hands(count: int, seed: int) -> list[HandObservation]:
@@ -80,8 +86,10 @@ def cycle_rate(
     hands: list[HandObservation],
     posterior: str = "samples",
     prior: str = "informed",
+    **fields: float,
 ) -> float:
-    """Hands per second: observe, then (unless response is None) the policy for the next hand."""
+    """Hands per second: observe, then (unless response is None) the policy for the next hand;
+    ``fields``: other MBBRConfig fields (default: the shipped defaults)."""
     game = kuhn_game(3)
     config = MBBRConfig(
         k=k,
@@ -90,6 +98,7 @@ def cycle_rate(
         response=response or "mean",
         posterior=posterior,
         prior=prior,
+        **fields,
     )
     model = build_model(game, config)
     for obs in hands[:5]:  # warm the JIT and the caches
@@ -146,10 +155,12 @@ def limit_cycle_rate(
     *,
     lazy: bool,
     safety_budget: float = SAFETY_BUDGET,
+    **fields,
 ):
-    """Hands per second of the Dirichlet cycle: observe, then the response for the next hand
-    (``lazy``: as the agent asks it, one hole; else the whole table), at ``safety_budget``."""
-    config = MBBRConfig(hands_default=0, safety_budget=safety_budget)
+    """Hands per second of the cycle: observe, then the response for the next hand (``lazy``:
+    as the agent asks it, one hole; else the whole table), at ``safety_budget``; ``fields``:
+    other MBBRConfig fields (default: the shipped defaults, the Dirichlet posterior)."""
+    config = MBBRConfig(hands_default=0, safety_budget=safety_budget, **fields)
     model = build_limit_model(game, config)
     n = game.num_players
     for h, (obs, infoset) in enumerate(hands[:5]):  # warm the JIT
@@ -207,6 +218,23 @@ def limit_report(name: str, count: int, repeats: int, *, whole_table: bool) -> d
     if goal is not None:
         row["goal_hands_per_s"] = goal
         row["cycle_vs_goal"] = round(row["cycle_hands_per_s"] / goal, 2)
+    if game.name in SAMPLES_GOALS:  # the paper's posterior: k^2 joint samples per position
+        rates = [
+            limit_cycle_rate(game, hands, lazy=True, posterior="samples", k=SAMPLES_K, **PLAIN)
+            for _ in range(repeats)
+        ]
+        row["samples_k100_hands_per_s"] = round(statistics.median(rates), 1)
+        rates = [
+            cycle_rate(SAMPLES_K, "mean", kuhn_hands, "samples", **PLAIN) for _ in range(repeats)
+        ]
+        row["kuhn_path_samples_k100_hands_per_s"] = round(statistics.median(rates), 1)
+        row["samples_k100_vs_kuhn_path"] = round(
+            row["samples_k100_hands_per_s"] / row["kuhn_path_samples_k100_hands_per_s"], 2
+        )
+        goal = SAMPLES_GOALS.get(game.name)
+        if goal is not None:
+            row["samples_k100_goal_hands_per_s"] = goal
+            row["samples_k100_vs_goal"] = round(row["samples_k100_hands_per_s"] / goal, 2)
     row["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return {
         "benchmark": "mbbr_hand_cycle_limit_game",

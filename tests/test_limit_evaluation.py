@@ -197,3 +197,36 @@ def test_bad_profiles_are_refused_and_named() -> None:
         nash_conv(game, bad)
     with pytest.raises(InvalidStrategyError):
         deviation_gains(game, bad, 0)
+
+
+# --- Kuhn's closed forms on the compiled game ---------------------------------------------
+
+
+def _kuhn2p_equilibrium(game: LimitGame, alpha: float, calls_queen: float = 1 / 3) -> np.ndarray:
+    """Kuhn's 2-player equilibrium family on the compiled kuhn2p (J, Q, K are Qs, Ks, As): the
+    first player bluffs J with alpha, bets K with 3 alpha, calls Q with alpha + 1/3; the second
+    bets K, bluffs J with 1/3 after a check, calls Q with ``calls_queen`` (1/3)."""
+    bet = {
+        (0, "Qs:"): alpha, (0, "Ks:"): 0.0, (0, "As:"): 3 * alpha,
+        (0, "Qs:cr"): 0.0, (0, "Ks:cr"): alpha + 1 / 3, (0, "As:cr"): 1.0,
+        (1, "Qs:c"): 1 / 3, (1, "Ks:c"): 0.0, (1, "As:c"): 1.0,
+        (1, "Qs:r"): 0.0, (1, "Ks:r"): calls_queen, (1, "As:r"): 1.0,
+    }  # fmt: skip
+    profile = uniform_profile(game)
+    for (p, key), q in bet.items():
+        i = game.infoset_from_string(p, key)
+        profile[p, i] = [1 - q, q, 0.0] if game.legal_mask[p, i, 0] else [0.0, 1 - q, q]
+    return profile
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1 / 7, 1 / 3])
+def test_kuhn2p_closed_forms(alpha: float) -> None:
+    """Uniform play's nash_conv is 11/12; the equilibrium family is worth -1/18 to the first
+    player with nash_conv 0, and one step outside it (the second player calling Q a little more)
+    is exploitable."""
+    game = limit_game("kuhn2p")
+    assert nash_conv(game, uniform_profile(game)) == pytest.approx(11 / 12, abs=1e-12)
+    profile = _kuhn2p_equilibrium(game, alpha)
+    np.testing.assert_allclose(expected_values(game, profile), [-1 / 18, 1 / 18], atol=1e-12)
+    assert nash_conv(game, profile) < 1e-12
+    assert nash_conv(game, _kuhn2p_equilibrium(game, alpha, 1 / 3 + 1 / 64)) > 1e-6

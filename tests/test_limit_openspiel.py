@@ -46,6 +46,7 @@ PEERS = [
     ("kuhn2p", "universal_poker"),
     ("kuhn3p", "kuhn_poker"),
     ("kuhn3p", "universal_poker"),
+    ("kuhn4p", "kuhn_poker"),
     ("leduc2p", "leduc_poker"),
     ("leduc2p", "universal_poker"),
 ]

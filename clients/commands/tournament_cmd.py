@@ -28,11 +28,12 @@ from oppmodel.modeling.games.acpc.gamedef import read_game_def
 EPILOG = f"""\
 Each --agent is NAME=COMMAND. COMMAND `builtin:POLICY` plays the project's agent in-process,
 POLICY one of: {", ".join(policy_names())}.
-mbbr, uniform and the styles play every limit game, cfr (the bundled solved strategy) every one
-but Kuhn, n1-n3 Kuhn games; STYLE@S dilutes a style with the equilibrium (N2 in 3-player Kuhn,
-cfr elsewhere). Any other COMMAND is an ACPC agent executable, started as `COMMAND HOST PORT`
-for every match (for instance `oppmodel acpc-agent leduc3p --strategy my.json`). There must be
-one agent per player. --game is any limit game (Kuhn, Leduc, an ACPC game file).
+mbbr, uniform, the styles and cfr (the game's solved strategy: bundled, cached or solved on first
+use) play every limit game, n1-n3 3-player Kuhn; STYLE@S dilutes a style with the equilibrium
+(N2 in 3-player Kuhn, cfr elsewhere). Any other COMMAND is an ACPC agent executable, started as
+`COMMAND HOST PORT` for every match (for instance `oppmodel acpc-agent leduc3p --strategy
+my.json`). There must be one agent per player. --game is any limit game (Kuhn, Leduc, an ACPC
+game file).
 --mbbr-prior-strategy FILE gives builtin:mbbr a strategy file as its prior mean and its default
 strategy.
 Every duplicate set plays all seatings (6 for 3 players) with the same cards (card seed SEED + set

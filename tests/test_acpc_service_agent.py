@@ -145,7 +145,11 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
     err = io.StringIO()
 
     policy_class = stop_and_restart(servers, config, stop_at=20, start_at=40)
-    policy = policy_class(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, retry_interval=0.05)
+    # the restarted server's first decisions reload the session: with both cores busy one took
+    # over the default 1.75 s budget, a second outage; this test is about the missed hands
+    policy = policy_class(
+        GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, retry_interval=0.05, deadline=4.0
+    )
     try:
         captured, agents = play(tmp_path, policy, 120)
         policy.close()

@@ -37,6 +37,15 @@ class InvalidArgumentError(OppModelError, ValueError):
         self.field = field
 
 
+def renamed(exc: InvalidArgumentError, field: str) -> InvalidArgumentError:
+    """The same error class and message, reported against ``field`` instead."""
+    message = str(exc)
+    prefix = f"{exc.field}: "
+    if message.startswith(prefix):
+        message = message[len(prefix) :]
+    return type(exc)(field, message)
+
+
 class UnknownGameError(InvalidArgumentError):
     """The game is not one the project can model."""
 

@@ -4,41 +4,34 @@ Every conversion from a request validates as it goes and raises a domain error w
 request's field path (``config.mbbr.k``, ``observation.revealed[1].card``, ``matchstate``), so the
 caller learns exactly what to fix; nothing is changed by a request that fails here.
 
-Two kinds of game (``sessions.Game``): Kuhn ("kuhn_poker(players=n)", OpenSpiel conventions) and
-any ACPC limit game, named by a bundled short name or given as the text of its definition (never
-as a path: the server reads no file a client names). A MATCHSTATE line (``Observation.matchstate``,
+A session's game (``sessions.Game``, :mod:`oppmodel.modeling.games.interface`) is Kuhn
+("kuhn_poker(players=n)": the compiled ``kuhn<n>p`` in OpenSpiel's conventions) or any ACPC limit
+game, named by a bundled short name or given as the text of its definition (never as a path: the
+server reads no file a client names). What differs between them (the observation fields it takes,
+information-state strings, rows, action letters) the game answers; this module only reads and
+writes the messages. A MATCHSTATE line (``Observation.matchstate``,
 ``GetActionRequest.matchstate``) is read by the one MATCHSTATE parser,
-:mod:`oppmodel.modeling.games.acpc.matchstate`: against a limit game's own rules, and for Kuhn
-against the bundled ``kuhn<n>p`` file (the highest n + 1 ranks of spades, so in 3-player Kuhn
-``Js Qs Ks As`` are cards 0..3); the viewer's own cards must be shown and be cards of that deck.
+:mod:`oppmodel.modeling.games.acpc.matchstate`, against the game's rules (Kuhn's: the bundled
+``kuhn<n>p`` file, the highest n + 1 ranks of spades, so in 3-player Kuhn ``Js Qs Ks As`` are
+cards 0..3); the viewer's own cards must be shown and be cards of that deck.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
 
-from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
-from oppmodel.modeling.games.acpc import strategy as limit_strategy
-from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS
+from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError, renamed
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, GAMES_FOLDER
 from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
-from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def, read_game_def
-from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
-from oppmodel.modeling.games.kuhn import BET, PASS, KuhnGame, kuhn_game
+from oppmodel.modeling.games.acpc.gamedef import parse_game_def
+from oppmodel.modeling.games.interface import Decision, KuhnFields, KuhnInfoState, compiled
+from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.observation import (
-    HandObservation,
-    LimitObservation,
-    validate_limit_observation,
-    validate_observation,
-)
-from oppmodel.modeling.strategy import strategy_from_dict
 from oppmodel.server.sessions import (
     ActionChoice,
     Game,
@@ -53,15 +46,6 @@ from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED, Enum
 
 _GAME_RE = re.compile(r"kuhn_poker(?:\(players=([0-9]+)\))?")
 _CONFIG_FIELDS = {"seed": "config.seed"}
-
-
-def renamed(exc: InvalidArgumentError, field: str) -> InvalidArgumentError:
-    """The same error class and message, reported against ``field`` instead."""
-    message = str(exc)
-    prefix = f"{exc.field}: "
-    if message.startswith(prefix):
-        message = message[len(prefix) :]
-    return type(exc)(field, message)
 
 
 def _choice(table: EnumNames, value: int, field: str, *, unset: str | None) -> str | None:
@@ -82,14 +66,12 @@ def parse_game(name: str) -> tuple[str, Game, str | None]:
     text. Every error names ``config.game``."""
     text = name.strip()
     match = _GAME_RE.fullmatch(text)
-    game: Game
     if match is not None:
         players = int(match.group(1) or 2)
         try:
-            game = kuhn_game(players)
+            return f"kuhn_poker(players={players})", kuhn_openspiel(players), None
         except InvalidArgumentError as exc:
             raise renamed(exc, "config.game") from None
-        return f"kuhn_poker(players={players})", game, None
     if text.lower() in BUNDLED_GAMES:
         rules = (GAMES_FOLDER / BUNDLED_GAMES[text.lower()]).read_text(encoding="ascii")
     elif "\n" in text:
@@ -102,7 +84,7 @@ def parse_game(name: str) -> tuple[str, Game, str | None]:
         )
     try:
         gamedef = parse_game_def(rules)
-        game = limit_game_of(gamedef)
+        game = compiled(limit_game_of(gamedef))
     except InvalidArgumentError as exc:  # UnknownGameError too: unsupported or too large
         raise renamed(exc, "config.game") from None
     return bundled_name(gamedef) or "acpc", game, gamedef.to_text()
@@ -166,11 +148,8 @@ def _profile(game: Game, strategies: list[pb.PositionStrategy], field: str) -> S
                     f"contains NaN or infinity at {infoset.infostate!r}: {probabilities}",
                 )
             entries[infoset.infostate] = probabilities
-        read = (
-            limit_strategy.strategy_from_dict if isinstance(game, LimitGame) else strategy_from_dict
-        )
         try:
-            table[position] = read(game, position, entries, f"{where}.infosets")  # type: ignore[arg-type]
+            table[position] = game.strategy_from_dict(position, entries, f"{where}.infosets")
         except InvalidArgumentError as exc:
             if exc.field.startswith(where):
                 raise
@@ -197,7 +176,7 @@ def _given_profile(game: Game, params: pb.MbbrParams, name: str) -> StrategyTabl
     if not text:
         return None
     try:
-        return _nested(limit_strategy.parse_profile(game, text, json_field))
+        return _nested(game.parse_profile(text, json_field))
     except InvalidArgumentError as exc:
         raise renamed(exc, f"{json_field}.{exc.field}") from None
 
@@ -304,75 +283,38 @@ def kind_to_proto(kind: str) -> pb.ResponseKind:
 
 
 # -- observations ----------------------------------------------------------------------------------
-def _betting(game: KuhnGame, which: str, text: str, prefix: str) -> str:
-    """The OpenSpiel history of the betting oneof's field ``which`` holding ``text``."""
-    if which == "acpc_betting":
-        try:
-            return game.acpc_to_history(text)
-        except InvalidArgumentError as exc:
-            raise renamed(exc, f"{prefix}acpc_betting") from None
-    if text.strip("pb"):  # a letter other than 'p' and 'b'
-        raise InvalidArgumentError(f"{prefix}history", f"{text!r}: letters must be 'p' or 'b'")
-    return text
-
-
 def observation_from_proto(
     game: Game, message: pb.Observation, prefix: str = "observation."
 ) -> tuple[int, Observation]:
-    """(sequence, validated observation of the game's kind) of an Observation message; errors
-    name the field under ``prefix`` (``observations[3].`` in a batch)."""
+    """(sequence, validated observation in the game's presentation) of an Observation message;
+    errors name the field under ``prefix`` (``observations[3].`` in a batch)."""
     try:
         if message.matchstate:
-            return int(message.sequence), _matchstate_observation(game, message)
-        if isinstance(game, LimitGame):
-            raise InvalidArgumentError(
-                "observation.matchstate",
-                f"is required in a session of an ACPC limit game ({game.name}); the Kuhn "
-                "fields are for kuhn_poker sessions",
-            )
-        return _kuhn_observation(game, message)
+            _check_alone(message)
+            return int(message.sequence), game.matchstate_observation(message.matchstate)
+        which = message.WhichOneof("betting")
+        fields = KuhnFields(
+            message.position,
+            message.our_card if message.HasField("our_card") else None,
+            which,
+            "" if which is None else getattr(message, which),
+            tuple((revealed.position, revealed.card) for revealed in message.revealed),
+        )
+        return int(message.sequence), game.field_observation(fields)
     except InvalidArgumentError as exc:
         if prefix == "observation." or not exc.field.startswith("observation."):
             raise
         raise renamed(exc, prefix + exc.field[len("observation.") :]) from None
 
 
-def _matchstate_observation(game: Game, message: pb.Observation) -> Observation:
-    """The observation of a finished hand's MATCHSTATE line; every error names
-    ``observation.matchstate``."""
+def _check_alone(message: pb.Observation) -> None:
+    """InvalidArgumentError if an Observation with a MATCHSTATE line sets Kuhn fields too."""
     given = [name for name in ("position", "our_card", "revealed") if _is_set(message, name)]
     if given or message.WhichOneof("betting") is not None:
         other = given[0] if given else message.WhichOneof("betting")
         raise InvalidArgumentError(
             f"observation.{other}", "give the MATCHSTATE line alone (observation.matchstate)"
         )
-    field = "observation.matchstate"
-    if isinstance(game, LimitGame):
-        state = _read_matchstate(game.gamedef, message.matchstate, field)
-        obs = LimitObservation(
-            state.position, state.betting, tuple(h or None for h in state.hole), state.board
-        )
-        try:
-            validate_limit_observation(game, obs)
-        except InvalidArgumentError as exc:
-            raise type(exc)(field, str(exc)) from None
-        return obs
-    gamedef = _acpc_game(game.num_players)
-    state = _read_matchstate(gamedef, message.matchstate, field)
-    cards: list[int | None] = []
-    for p, hole in enumerate(state.hole):
-        if hole and hole not in gamedef.deck:
-            raise InvalidArgumentError(
-                field, f"position {p}'s card {hole!r} is not a card of this deck "
-                f"({' '.join(gamedef.deck)})",
-            )  # fmt: skip
-        cards.append(gamedef.deck.index(hole) if hole else None)
-    try:
-        kuhn = HandObservation(state.position, game.acpc_to_history(state.betting), tuple(cards))
-        validate_observation(game, kuhn)
-    except InvalidArgumentError as exc:
-        raise type(exc)(field, str(exc)) from None
-    return kuhn
 
 
 def _is_set(message: pb.Observation, name: str) -> bool:
@@ -383,181 +325,32 @@ def _is_set(message: pb.Observation, name: str) -> bool:
     return getattr(message, name) != 0
 
 
-def _read_matchstate(gamedef: GameDef, line: str, field: str) -> MatchState:
-    try:
-        state, _ = parse_matchstate(gamedef, line.strip())
-    except InvalidArgumentError as exc:
-        raise type(exc)(field, str(exc)) from None
-    return state
-
-
-def _kuhn_observation(game: KuhnGame, message: pb.Observation) -> tuple[int, HandObservation]:
-    """(sequence, validated HandObservation) of an Observation message's Kuhn fields."""
-    which = message.WhichOneof("betting")
-    hand = _kuhn_hand(
-        game,
-        message.position,
-        message.our_card if message.HasField("our_card") else None,
-        which,
-        "" if which is None else getattr(message, which),
-        tuple((revealed.position, revealed.card) for revealed in message.revealed),
-    )
-    return int(message.sequence), hand
-
-
-@lru_cache(maxsize=4096)
-def _kuhn_hand(
-    game: KuhnGame,
-    position: int,
-    our_card: int | None,
-    which: str | None,
-    betting: str,
-    revealed: tuple[tuple[int, int], ...],
-) -> HandObservation:
-    """The validated HandObservation of an Observation's Kuhn fields, as plain values (``which``:
-    the betting oneof's field set, None if none is). Cached: a game has few distinct hands, and
-    validating one took more of the event loop than anything else of an Observe message (an
-    error is raised again each time: exceptions are not cached)."""
-    n = game.num_players
-    game.check_position(position, "observation.position")
-    if our_card is None:
-        raise InvalidArgumentError("observation.our_card", "is required")
-    if which is None:
-        raise InvalidArgumentError("observation.history", "is required (or acpc_betting)")
-    history = _betting(game, which, betting, "observation.")
-    cards: list[int | None] = [None] * n
-    cards[position] = our_card
-    field_of_position = {position: "observation.our_card"}
-    for j, (seat, card) in enumerate(revealed):
-        where = f"observation.revealed[{j}]"
-        game.check_position(seat, f"{where}.position")
-        if seat in field_of_position:
-            raise InvalidArgumentError(
-                f"{where}.position",
-                f"position {seat} already has a card (ours goes in our_card)",
-            )
-        cards[seat] = card
-        field_of_position[seat] = f"{where}.card"
-    obs = HandObservation(position=position, history=history, cards=tuple(cards))
-    try:
-        validate_observation(game, obs)
-    except InvalidArgumentError as exc:
-        raise renamed(exc, _observation_field(exc.field, which, field_of_position)) from None
-    return obs
-
-
-def _observation_field(field: str, which: str, by_position: dict[int, str]) -> str:
-    """The request field that a core validation field ('history', 'cards[2]', ...) refers to
-    (``which``: the betting oneof's field set)."""
-    if field == "history":
-        return f"observation.{which}"
-    match = re.fullmatch(r"cards\[([0-9]+)\]", field)
-    if match:
-        return by_position.get(int(match.group(1)), "observation.revealed")
-    if field == "cards":
-        return "observation.revealed"
-    return f"observation.{field}"
-
-
 # -- information states ----------------------------------------------------------------------------
-@cache
-def _acpc_game(num_players: int) -> GameDef:
-    """The ACPC game definition of n-player Kuhn."""
-    return read_game_def(f"kuhn{num_players}p")
-
-
-def matchstate_info_state(game: KuhnGame, line: str) -> tuple[int, int, str]:
-    """(position, our card, history) of an ACPC MATCHSTATE line; every error names
-    ``matchstate``."""
-    gamedef = _acpc_game(game.num_players)
-    state = _read_matchstate(gamedef, line, "matchstate")
-    ours = state.hole[state.position]
-    if ours not in gamedef.deck:
-        raise InvalidArgumentError(
-            "matchstate",
-            f"position {state.position}'s card {ours!r} is not a card of this deck "
-            f"({' '.join(gamedef.deck)})",
-        )
-    return state.position, gamedef.deck.index(ours), game.acpc_to_history(state.betting)
-
-
-def info_state_from_proto(game: Game, request: pb.GetActionRequest) -> tuple[int, int, str]:
-    """(position, information set index, betting so far) of a GetActionRequest's information
-    state, checked to be one where that position is to act."""
+def info_state_from_proto(game: Game, request: pb.GetActionRequest) -> Decision:
+    """The decision (position, information set index, betting so far) of a GetActionRequest's
+    information state, checked to be one where that position is to act."""
     which = request.WhichOneof("state")
-    if isinstance(game, LimitGame):
-        if which != "matchstate":
-            raise InvalidArgumentError(
-                "matchstate", f"is required in a session of an ACPC limit game ({game.name})"
-            )
-        return _limit_info_state(game, request.matchstate)
     if which == "matchstate":
-        return _kuhn_decision(game, *matchstate_info_state(game, request.matchstate))
+        return game.matchstate_decision(request.matchstate)
     if which is None:
-        raise InvalidArgumentError("info_state", "is required (or matchstate)")
+        return game.field_decision(None)
     state = request.info_state
-    if not state.HasField("card"):
-        raise InvalidArgumentError("info_state.card", "is required")
     betting = state.WhichOneof("betting")
-    text = "" if betting is None else getattr(state, betting)
-    return _kuhn_info_state(game, state.position, state.card, betting, text)
-
-
-@lru_cache(maxsize=4096)
-def _kuhn_info_state(
-    game: KuhnGame, position: int, card: int, which: str | None, betting: str
-) -> tuple[int, int, str]:
-    """``_kuhn_decision`` of an InfoState's fields as plain values (``which``: the betting oneof's
-    field set, None if none is). Cached like ``_kuhn_hand``: every GetAction asks, a game has
-    few information states, and an error is raised afresh each time."""
-    history = "" if which is None else _betting(game, which, betting, "info_state.")
-    return _kuhn_decision(game, position, card, history)
-
-
-def _kuhn_decision(game: KuhnGame, position: int, card: int, history: str) -> tuple[int, int, str]:
-    """(position, information set index, history), checked to be a decision of ``position``."""
-    # the field names the releases before limit games used (position, card, history)
-    game.check_position(position)
-    if not 0 <= card < game.num_cards:
-        raise InvalidArgumentError("card", f"must be between 0 and {game.num_cards - 1}")
-    to_act = game.current_player(history)  # IllegalActionError if not a valid prefix
-    if to_act != position:
-        who = "the hand is over" if to_act < 0 else f"position {to_act} is to act"
-        raise InvalidArgumentError("history", f"{history!r}: {who}, not position {position}")
-    return position, game.infoset_index(position, card, history), history
-
-
-def _limit_info_state(game: LimitGame, line: str) -> tuple[int, int, str]:
-    """(position, information set, betting) of a limit game's MATCHSTATE line at a decision;
-    every error names ``matchstate``."""
-    state = _read_matchstate(game.gamedef, line, "matchstate")
-    try:
-        to_act = game.current_player(state.betting)
-        if to_act != state.position:
-            who = "the hand is over" if to_act < 0 else f"position {to_act} is to act"
-            raise InvalidArgumentError(
-                "matchstate", f"{state.betting!r}: {who}, not position {state.position}"
-            )
-        hole = state.hole[state.position]
-        if not hole:
-            raise InvalidArgumentError("matchstate", "our own hole cards are missing")
-        infostate = game.infostate(hole, state.board, state.betting)
-        return state.position, game.infoset_from_string(state.position, infostate), state.betting
-    except InvalidArgumentError as exc:
-        raise type(exc)("matchstate", str(exc).removeprefix(f"{exc.field}: ")) from None
+    return game.field_decision(
+        KuhnInfoState(
+            state.position,
+            state.card if state.HasField("card") else None,
+            betting,
+            "" if betting is None else getattr(state, betting),
+        )
+    )
 
 
 def action_to_proto(choice: ActionChoice, game: Game, history: str) -> pb.GetActionResponse:
-    """GetActionResponse with the ACPC letter: a limit game's action code is its letter's index
-    in "fcr"; in Kuhn 'c'/'r' unopened, 'f'/'c' facing a bet."""
-    if isinstance(game, LimitGame):
-        letter = ACTION_LETTERS[choice.action]
-    else:
-        facing_bet = "b" in history
-        letter = {PASS: "f" if facing_bet else "c", BET: "c" if facing_bet else "r"}[choice.action]
+    """GetActionResponse with the ACPC letter of the action (``ServedGame.action_letter``)."""
     return pb.GetActionResponse(
         action=choice.action,
-        acpc_action=letter,
+        acpc_action=game.action_letter(history, choice.action),
         probabilities=list(choice.probabilities),
         infostate=choice.infostate,
         default_policy=choice.default_policy,

@@ -22,7 +22,7 @@ from typing import Any
 import grpc
 import numpy as np
 
-from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
+from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError, renamed
 from oppmodel.modeling.games.spades import bidding
 from oppmodel.modeling.games.spades.cards import (
     MAX_HAND_SIZE,
@@ -36,7 +36,6 @@ from oppmodel.modeling.games.spades.scoring import MODEL_LABELS, UtilityModel
 from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info.model_weights import choice_likelihood
 from oppmodel.modeling.perfect_info.spades_search import ProbMaxnResult, probmaxn_search
-from oppmodel.server.conversion import renamed
 from oppmodel.server.errors import error_details
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info_manager import PerfectInfoInfo, PerfectInfoManager

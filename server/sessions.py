@@ -44,7 +44,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -58,9 +58,8 @@ from oppmodel.modeling.errors import (
 )
 from oppmodel.modeling.games.acpc.compiler import limit_game, limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
-from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
-from oppmodel.modeling.mbbr import model as mbbr
+from oppmodel.modeling.games.interface import Hand, HandKey, ServedGame, ServedModel, compiled
+from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.mbbr.config import (
     FIELDS_ADDED_LATER,
     MBBRConfig,
@@ -68,15 +67,9 @@ from oppmodel.modeling.mbbr.config import (
     Prior,
     Response,
 )
-from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model, needs_solving
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES
 from oppmodel.modeling.mbbr.snapshot import SnapshotError
-from oppmodel.modeling.observation import (
-    HandObservation,
-    LimitObservation,
-    limit_observation_cards,
-    limit_observation_of,
-)
+from oppmodel.modeling.observation import HandObservation, LimitObservation
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.model_worker import ModelWorker
 from oppmodel.server.session_cache import SessionCache
@@ -95,9 +88,9 @@ from oppmodel.server.turns import TurnTaking
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
 
-Game = KuhnGame | LimitGame  # Kuhn ("kuhn_poker(players=n)") or any compiled ACPC limit game
-Model = mbbr.MBBRModel | LimitModel
-Observation = HandObservation | LimitObservation
+Game = ServedGame  # Kuhn ("kuhn_poker(players=n)") or any compiled ACPC limit game
+Model = ServedModel
+Observation = Hand
 StrategyTable = tuple[tuple[tuple[float, ...], ...], ...]  # (num_players, num_infosets, actions)
 
 
@@ -283,7 +276,6 @@ class LiveSession:
     nbytes: int = 0  # estimated memory, as counted against Limits.memory_bytes
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     model_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    policy_cache: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)
     deleted: bool = False
     evicted: bool = False  # dropped from memory; the next use reloads it from storage
 
@@ -306,47 +298,40 @@ def owner_of_token(token: str | None) -> str:
 
 
 def game_of(spec: SessionSpec) -> Game:
-    """The game of a session spec: n-player Kuhn, or its limit game compiled from the rules
-    (compiled games are cached per distinct rules)."""
+    """The game of a session spec: n-player Kuhn in OpenSpiel's conventions, or its limit game
+    compiled from the rules (compiled games are cached per distinct rules)."""
     if spec.game_def is None:
-        return kuhn_game(spec.num_players)
+        return kuhn_openspiel(spec.num_players)
     return _limit_game_of_rules(spec.game_def)
 
 
 @functools.lru_cache(maxsize=64)  # every listed session asks; the compiler caches the games
-def _limit_game_of_rules(rules: str) -> LimitGame:
-    return limit_game_of(parse_game_def(rules))
+def _limit_game_of_rules(rules: str) -> Game:
+    return compiled(limit_game_of(parse_game_def(rules)))
 
 
 def build_model(spec: SessionSpec, solved: np.ndarray | None = None) -> Model:
     """A fresh model for a session spec (deterministic in the spec's seed); ``solved``: its
     game's solved strategy where the spec gives no default strategy or prior mean (a game no
     bundle holds, ``SessionManager.solved_for``)."""
-    game = game_of(spec)
-    prior = solved if spec.prior_mean is None else np.array(spec.prior_mean, dtype=np.float64)
-    default = (
-        solved
-        if spec.default_strategy is None
-        else np.array(spec.default_strategy, dtype=np.float64)
+    return game_of(spec).build_model(
+        spec.config,
+        default_strategy=_array(spec.default_strategy),
+        prior_mean=_array(spec.prior_mean),
+        solved=solved,
     )
-    if isinstance(game, LimitGame):
-        return build_limit_model(game, spec.config, default_strategy=default, prior_mean=prior)
-    return mbbr.build_model(game, spec.config, default_strategy=default, prior_mean=prior)
 
 
-# A hand as stored and compared with resends: (position, betting, cards). Kuhn: the betting in
-# OpenSpiel letters, a card number per position (None where hidden); limit games: the ACPC
-# betting and ``observation.limit_observation_cards``.
-HandKey = tuple[int, str, tuple[int | str | None, ...]]
+def _array(table: StrategyTable | None) -> np.ndarray | None:
+    return None if table is None else np.array(table, dtype=np.float64)
+
+
+# A hand as stored (``ServedGame.hand_key``): Kuhn's betting in OpenSpiel letters and a card
+# number per position (None where hidden); a limit game's ACPC betting and
+# ``observation.limit_observation_cards``.
 SESSION_OVERHEAD_BYTES = 8192  # a live session's objects besides its model and hands, measured
 STALE_TRIES = 3  # reloads of a session that other processes keep appending to, then UNAVAILABLE
 WARM_MODELS = "oppmodel.server.warm_models"  # what the model workers' fork server imports
-
-
-def _key_of(obs: Observation) -> HandKey:
-    if isinstance(obs, LimitObservation):
-        return (obs.position, obs.betting, limit_observation_cards(obs))
-    return (obs.position, obs.history, tuple(obs.cards))
 
 
 def _key_of_row(row: ObservationRow) -> HandKey:
@@ -355,36 +340,48 @@ def _key_of_row(row: ObservationRow) -> HandKey:
 
 def _observe_all(model: Model, observations: Sequence[Observation]) -> None:
     for obs in observations:
-        model.observe(obs)  # type: ignore[arg-type]  # a session's hands are of its game's kind
+        model.observe(obs)
 
 
 def _restored(
     spec_json: dict, snapshot: SnapshotRow | None, solved: np.ndarray | None
-) -> tuple[SessionSpec, Model]:
-    """The spec and a model built from it, with ``snapshot`` restored if it can be used (a
-    snapshot of another format version or of other settings is ignored: full replay)."""
+) -> tuple[SessionSpec, Model, str | None]:
+    """The spec, a model built from it with ``snapshot`` restored if it can be used, and why
+    not if it cannot (None if it was used or there is none). A snapshot of another format
+    version or of another model (the Kuhn kernels' models, before Kuhn sessions ran on the
+    compiled game) is not used: the caller rebuilds the model from all the stored hands."""
     spec = SessionSpec.from_json(spec_json)
     model = build_model(spec, solved)
     if snapshot is not None:
         try:
             model.restore(snapshot.state)
         except SnapshotError as exc:
-            log.warning("snapshot not used, replaying every hand", extra={"reason": str(exc)})
+            return spec, model, str(exc)
         else:
             if model.hands_observed != snapshot.hands:
                 raise RuntimeError(
                     f"snapshot of {model.hands_observed} hands stored as {snapshot.hands}"
                 )
-    return spec, model
+    return spec, model, None
 
 
-def _replay(model: Model, rows: Sequence[ObservationRow]) -> float:
+def _log_unused_snapshot(session_id: str, reason: str | None) -> None:
+    """One line saying that a stored session is rebuilt from its hands, and why."""
+    if reason is not None:
+        log.warning(
+            f"session {session_id}: stored snapshot not used ({reason}); rebuilding its model "
+            "from every stored hand",
+            extra={"session_id": session_id, "reason": reason},
+        )
+
+
+def _replay(game: Game, model: Model, rows: Sequence[ObservationRow]) -> float:
     """Apply stored hands that follow the model's state; returns the seconds it took."""
     start = time.perf_counter()
     for i, row in enumerate(rows, start=model.hands_observed + 1):
         if row.sequence != i:  # never written so: the database was edited under the server
             raise RuntimeError(f"stored hand {row.sequence} where {i} was due")
-        model.observe(_obs_of(model.game, row))  # type: ignore[arg-type]
+        model.observe(game.hand_of_key(row.position, row.history, row.cards))
     return time.perf_counter() - start
 
 
@@ -393,13 +390,6 @@ def _log_snapshot_failure(session_id: str, saving: Future) -> None:
         log.warning(
             "snapshot not stored", extra={"session_id": session_id}, exc_info=saving.exception()
         )
-
-
-def _obs_of(game: Game, row: ObservationRow) -> Observation:
-    if isinstance(game, LimitGame):
-        cards = tuple(None if c is None else str(c) for c in row.cards)
-        return limit_observation_of(row.position, row.history, cards, game.num_players)
-    return HandObservation(row.position, row.history, tuple(cast(tuple[int | None], row.cards)))
 
 
 # -- what a model worker runs (``server/model_worker.py``) on the models it holds --------------
@@ -425,28 +415,27 @@ def _held_restore(
     spec: dict,
     snapshot: SnapshotRow | None,
     solved: np.ndarray | None,
-) -> int:
+) -> tuple[int, str | None]:
     """Build a stored session's model with its snapshot restored (``_restored``) and hold it;
-    the hands restored (0: no snapshot used)."""
-    models[key] = _restored(spec, snapshot, solved)[1]
-    return models[key].hands_observed
+    the hands restored (0: no snapshot used) and why the snapshot was not used."""
+    _, models[key], unused = _restored(spec, snapshot, solved)
+    return models[key].hands_observed, unused
 
 
 def _held_replay(
-    models: dict[str, Model], key: str, rows: Sequence[ObservationRow]
+    models: dict[str, Model], key: str, game: Game, rows: Sequence[ObservationRow]
 ) -> tuple[float, int, int]:
     """Apply stored hands after the held model's state: (seconds, hands observed, nbytes)."""
     model = _held(models, key)
-    seconds = _replay(model, rows)
+    seconds = _replay(game, model, rows)
     return seconds, model.hands_observed, model.nbytes()
 
 
 def _held_observe(
-    models: dict[str, Model], key: str, hands: Sequence[Observation], positions: Sequence[int]
-) -> tuple[float, int, dict[int, np.ndarray]]:
-    """Apply ``hands`` to the held model: (seconds of arithmetic, nbytes, the policies of
-    ``positions`` after them, so that the next GetAction finds them computed). A model that
-    fails to apply them is dropped (it may hold part of them)."""
+    models: dict[str, Model], key: str, hands: Sequence[Observation]
+) -> tuple[float, int]:
+    """Apply ``hands`` to the held model: (seconds of arithmetic, nbytes). A model that fails
+    to apply them is dropped (it may hold part of them)."""
     model = _held(models, key)
     start = time.perf_counter()
     try:
@@ -454,14 +443,7 @@ def _held_observe(
     except BaseException:
         del models[key]
         raise
-    seconds = time.perf_counter() - start
-    policies = {}
-    for position in positions:
-        try:
-            policies[position] = model.policy(position)
-        except Exception:  # not computed ahead: the GetAction that asks reports it
-            break
-    return seconds, model.nbytes(), policies
+    return time.perf_counter() - start, model.nbytes()
 
 
 def _held_call(models: dict[str, Model], key: str, method: str, args: tuple[object, ...]) -> object:
@@ -481,22 +463,20 @@ def warm_up_models() -> None:
         MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET),
         MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET, prior=Prior.TYPED),
     ]
-    for players, config in itertools.product((3, 2, 4), configs):
-        game = kuhn_game(players)
-        model = mbbr.build_model(game, config)
-        model.observe(HandObservation(0, "p" * players, tuple(range(players))))
+    kuhn = kuhn_openspiel(3)  # every game shares the limit-game kernels
+    leduc = compiled(limit_game("leduc2p"))
+    hands: tuple[tuple[Game, Hand], ...] = (
+        (kuhn, HandObservation(0, "ppp", (0, 1, 2))),
+        (leduc, LimitObservation(0, "rf", ("Ks", None), ("",))),
+    )
+    for (game, hand), config in itertools.product(hands, configs):
+        model = game.build_model(config)
+        model.observe(hand)
         for kind in Response:
             model.response(0, kind)
         model.opponent_model(0, 1)
-        mbbr.build_model(game, config).restore(model.snapshot())
-    leduc = limit_game("leduc2p")  # the limit-game kernels (every limit game shares them)
-    for config in configs:
-        limit = build_limit_model(leduc, config)
-        limit.observe(LimitObservation(0, "rf", ("Ks", None), ("",)))
-        for kind in Response:
-            limit.response(0, kind)
-        limit.action_probabilities(1, 0)
-        build_limit_model(leduc, config).restore(limit.snapshot())
+        model.action_probabilities(1, 0)
+        game.build_model(config).restore(model.snapshot())
 
 
 # What a reload rebuilds: (spec, game, model, hands restored from the snapshot, hands observed,
@@ -594,14 +574,15 @@ class SessionManager:
         """The solved strategy a spec's model needs (``solved_strategies.py``); None if it needs
         none (Kuhn, a game with a bundled or built-in default, a spec giving both profiles).
         GameSolvingError while the game is being solved."""
-        if spec.game_def is None or (
-            spec.default_strategy is not None and spec.prior_mean is not None
-        ):
-            return None
         game = await self._cpu(game_of, spec)
-        if not isinstance(game, LimitGame) or not await self._cpu(needs_solving, game):
+        needs = functools.partial(
+            game.needs_solving,
+            default_given=spec.default_strategy is not None,
+            prior_given=spec.prior_mean is not None,
+        )
+        if not await self._cpu(needs):
             return None
-        return await self.solved.of(game)
+        return await self.solved.of(game.compiled)
 
     def _new_held(self) -> HeldModel:
         """A new key, on the next worker in turn, for a model about to be held."""
@@ -695,10 +676,9 @@ class SessionManager:
     async def _built(self, spec: SessionSpec) -> tuple[Game, Model | HeldModel]:
         """A new session's game and model (built in a model worker if there are any)."""
         solved = await self.solved_for(spec)
-        if not self._workers:
-            model = await self._cpu(build_model, spec, solved)
-            return model.game, model
         game = await self._cpu(game_of, spec)  # compiles a limit game once per rules
+        if not self._workers:
+            return game, await self._cpu(build_model, spec, solved)
         held = self._new_held()
         held.size = await held.worker.call(_held_create, held.key, spec, solved)
         return game, held
@@ -798,12 +778,15 @@ class SessionManager:
 
     async def _rebuilt_here(self, stored: StoredSession) -> _Rebuilt:
         """``_load``'s model in this process (on the worker pool)."""
-        solved = await self.solved_for(SessionSpec.from_json(stored.row.spec))
-        spec, model = await self._cpu(_restored, stored.row.spec, stored.snapshot, solved)
+        row = stored.row
+        solved = await self.solved_for(SessionSpec.from_json(row.spec))
+        spec, model, unused = await self._cpu(_restored, row.spec, stored.snapshot, solved)
+        _log_unused_snapshot(row.session_id, unused)
         base = model.hands_observed  # 0 if there is no snapshot or it cannot be used
         rows = await self._rows_to_replay(stored, base)
-        seconds = await self._cpu(_replay, model, rows)
-        return spec, model.game, model, base, model.hands_observed, rows, seconds
+        game = await self._cpu(game_of, spec)
+        seconds = await self._cpu(_replay, game, model, rows)
+        return spec, game, model, base, model.hands_observed, rows, seconds
 
     async def _rebuilt_held(self, stored: StoredSession) -> _Rebuilt:
         """``_load``'s model in a model worker (dropped there if it cannot be rebuilt)."""
@@ -812,11 +795,12 @@ class SessionManager:
         solved = await self.solved_for(spec)
         held = self._new_held()
         try:
-            base = await held.worker.call(
+            base, unused = await held.worker.call(
                 _held_restore, held.key, stored.row.spec, stored.snapshot, solved
             )
+            _log_unused_snapshot(stored.row.session_id, unused)
             rows = await self._rows_to_replay(stored, base)
-            seconds, hands, held.size = await held.worker.call(_held_replay, held.key, rows)
+            seconds, hands, held.size = await held.worker.call(_held_replay, held.key, game, rows)
         except BaseException:
             held.worker.forget(_held_drop, held.key)
             raise
@@ -919,9 +903,9 @@ class SessionManager:
                     applied = (
                         await self._applied(session, sequence)
                         if sequence <= before
-                        else _key_of(new[sequence - before - 1])
+                        else session.game.hand_key(new[sequence - before - 1])
                     )
-                    if applied != _key_of(obs):
+                    if applied != session.game.hand_key(obs):
                         error = FailedPreconditionError(
                             f"{field}: {sequence} was already applied with different content"
                         )
@@ -971,7 +955,7 @@ class SessionManager:
         """Commit ``new`` (the next hands of the session) and apply them, both or neither;
         store a snapshot if one is due. The caller holds the session's writers' lock."""
         before = session.hands_observed
-        keys = [_key_of(obs) for obs in new]
+        keys = [session.game.hand_key(obs) for obs in new]
         rows = [ObservationRow(before + 1 + i, *key) for i, key in enumerate(keys)]
         await asyncio.wrap_future(self.storage.append_observations_async(session.session_id, rows))
         session.stored_hands = before + len(rows)
@@ -1012,13 +996,7 @@ class SessionManager:
         """
         model = session.model
         if isinstance(model, HeldModel):
-            positions = () if isinstance(session.game, LimitGame) else tuple(session.policy_cache)
-            seconds, model.size, policies = await model.worker.call(
-                _held_observe, model.key, new, positions
-            )
-            hands = session.hands_observed + len(new)  # what the caller counts once applied
-            for position, policy in policies.items():
-                session.policy_cache[position] = (hands, policy)
+            seconds, model.size = await model.worker.call(_held_observe, model.key, new)
             return seconds
         if not self._inline(session):
             start = time.perf_counter()
@@ -1029,7 +1007,7 @@ class SessionManager:
             await self._turns.take()
             start = time.perf_counter()
             while True:  # this turn's piece
-                model.observe(new[done])  # type: ignore[arg-type]  # hands of the session's game
+                model.observe(new[done])
                 done += 1
                 if done == len(new) or time.perf_counter() - start >= piece:
                     break
@@ -1106,16 +1084,8 @@ class SessionManager:
         game = session.game
         async with self.locked(session, write=False) as session:
             hands = session.hands_observed
-            if isinstance(game, LimitGame):  # solves only the deals of this hole, once
-                row = await self._compute(session, "action_probabilities", position, infoset)
-            else:
-                cached = session.policy_cache.get(position)
-                if cached is None or cached[0] != hands:
-                    policy = await self._compute(session, "policy", position)
-                    session.policy_cache[position] = (hands, policy)
-                else:
-                    policy = cached[1]
-                row = policy[infoset]
+            # solves only the deals of this hole of ours, once per change of the posterior
+            row = await self._compute(session, "action_probabilities", position, infoset)
         probabilities = tuple(np.asarray(row, dtype=np.float64).tolist())
         u = uniform_draw(session.spec.config.seed, hands, position, infoset, draw)
         return ActionChoice(

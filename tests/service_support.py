@@ -1,18 +1,23 @@
-"""Shared helpers of the service tests: a real server on a free loopback port, random hands."""
+"""Shared helpers of the service tests: a real server on a free loopback port, random hands, and
+the oracle of a Kuhn session: the compiled ``kuhn<n>p`` model fed the same hands."""
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 from mbbr_support import kuhn_named_profile
 
 from oppmodel.clients.client import OpponentModelClient
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on, kuhn_strategy_of, uniform_profile
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
-from oppmodel.modeling.observation import HandObservation, observe_hand
+from oppmodel.modeling.mbbr.config import MBBRConfig, Response
+from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_hand
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
 GAME = kuhn_game(3)
@@ -67,3 +72,72 @@ def random_observations(
             history += "pb"[int(rng.random() < table[p, index, 1])]
         out.append(observe_hand(game, (-hand) % game.num_players, history, cards))
     return out
+
+
+class CompiledKuhn:
+    """What a "kuhn_poker(players=n)" session must answer: the compiled ``kuhn<n>p`` model
+    (``build_limit_model``) fed the same hands, its rows read in OpenSpiel's conventions by the
+    library's own conversion (``kuhn_strategy_of``). Defaults as Kuhn's: N1 and N3 in 3-player
+    Kuhn, uniform play otherwise. Profiles are Kuhn's (pass/bet rows)."""
+
+    def __init__(
+        self,
+        config: MBBRConfig,
+        players: int = 3,
+        *,
+        prior_mean: np.ndarray | None = None,
+        default_strategy: np.ndarray | None = None,
+    ) -> None:
+        self.kuhn = kuhn_game(players)
+        self.compiled = limit_game(f"kuhn{players}p")
+        default = None if players == 3 else uniform_profile(self.compiled)
+        self.model = build_limit_model(
+            self.compiled,
+            config,
+            default_strategy=default
+            if default_strategy is None
+            else kuhn_profile_on(self.compiled, default_strategy),
+            prior_mean=default
+            if prior_mean is None
+            else kuhn_profile_on(self.compiled, prior_mean),
+        )
+
+    @property
+    def hands_observed(self) -> int:
+        return self.model.hands_observed
+
+    @property
+    def run_start(self) -> int:
+        return self.model.run_start
+
+    def observe(self, obs: HandObservation) -> None:
+        deck = self.compiled.deck
+        hole = tuple(None if c is None else deck[c] for c in obs.cards)
+        betting = self.kuhn.history_to_acpc(obs.history)
+        self.model.observe(LimitObservation(obs.position, betting, hole, ("",)))
+
+    def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
+        rows, spread = self.model.opponent_model(our_position, opponent_position)
+        return kuhn_strategy_of(self.compiled, opponent_position, rows), spread
+
+    def response(
+        self, position: int, kind: Response | str | None = None
+    ) -> tuple[np.ndarray, float]:
+        strategy, value = self.model.response(position, kind)
+        return kuhn_strategy_of(self.compiled, position, strategy), value
+
+    def policy(self, position: int) -> np.ndarray:
+        return kuhn_strategy_of(self.compiled, position, self.model.policy(position))
+
+    def snapshot(self) -> bytes:
+        return self.model.snapshot()
+
+
+def kuhn_library(
+    config: MBBRConfig, observations: Sequence[HandObservation] = (), players: int = 3, **profiles
+) -> CompiledKuhn:
+    """A :class:`CompiledKuhn` fed ``observations``."""
+    model = CompiledKuhn(config, players, **profiles)
+    for obs in observations:
+        model.observe(obs)
+    return model

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from acpc_support import GAME, GAME_FILE, AgentThread, run_dealer, stop_and_restart
-from service_support import running_server
+from service_support import kuhn_library, running_server
 
 from oppmodel.clients.acpc.agent import SeatHand, make_policy
 from oppmodel.clients.acpc.convert import kuhn_for, log_observations
@@ -25,7 +25,6 @@ from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands.acpc_agent_cmd import main as agent_main
 from oppmodel.clients.commands.acpc_script_cmd import script_text
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 
 CONFIG = MBBRConfig(k=6, hands_default=20, seed=5)
@@ -74,9 +73,8 @@ def test_a_match_through_the_service_sends_only_what_the_seat_saw_and_models_exa
         log = parse_log(captured.log)
         assert agents[0].result.total == log.score.totals[0]
         # the service's model equals an in-process MBBR model fed the same seat's view
-        replayed = build_model(kuhn_for(GAME), CONFIG)
-        for _, observation in log_observations(GAME, log, "Alice"):
-            replayed.observe(observation)
+        views = [observation for _, observation in log_observations(GAME, log, "Alice")]
+        replayed = kuhn_library(CONFIG, views)
         with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
             assert client.get_session(policy.session_id).hands_observed == hands
             for position in range(3):

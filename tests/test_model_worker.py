@@ -10,22 +10,18 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
-from service_support import GAME, random_observations, running_server
+from service_support import GAME, kuhn_library, random_observations, running_server
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError, UnavailableError
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.strategy import strategy_to_dict
-from oppmodel.server.metrics import Metrics
 from oppmodel.server.model_worker import ModelWorker
 from oppmodel.server.priority import BACKGROUND_NICE
-from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
 from oppmodel.server.storage_sqlite import SQLiteStore
 
 
@@ -150,42 +146,12 @@ def test_a_session_survives_its_model_worker_killed_mid_match(tmp_path: Path) ->
         client.observe(sid, hands[acknowledged:], first_sequence=acknowledged + 1)
         assert client.get_session(sid).hands_observed == 60
         got = client.model(sid, "a", 1)
-    library = build_model(GAME, config)
-    for hand in hands:
-        library.observe(hand)
+    library = kuhn_library(config, hands)
     want, ess = library.opponent_model(0, 1)
     assert got.effective_sample_size == ess
     assert got.strategy.as_dict() == {
         s: tuple(p) for s, p in strategy_to_dict(GAME, 1, want).items()
     }
-
-
-def test_after_a_hand_the_worker_returns_the_policies_asked_before(tmp_path: Path) -> None:
-    """The next GetAction finds its policy computed (no round trip), equal to the library's."""
-    config = MBBRConfig(k=10, hands_default=0, seed=5)
-    hands = list(enumerate(random_observations(3, seed=2), start=1))
-    spec = SessionSpec(GAME.name, 3, "us", ("a", "b"), config)
-
-    async def scenario() -> tuple[dict, int]:
-        store = SQLiteStore(tmp_path / "db.sqlite", synchronous="NORMAL")
-        with ThreadPoolExecutor(1) as executor:
-            manager = SessionManager(
-                store, executor=executor, metrics=Metrics(), limits=Limits(), model_workers=1
-            )
-            session = await manager.get("", (await manager.create("", spec)).session_id)
-            await manager.action(session, position=2, infoset=0, draw=0)  # asks position 2
-            await manager.observe(session, hands)
-            cached = dict(session.policy_cache)
-            await manager.close()
-        store.close()
-        return cached, session.hands_observed
-
-    cached, hands_observed = asyncio.run(scenario())
-    library = build_model(GAME, config)
-    for _, hand in hands:
-        library.observe(hand)
-    assert set(cached) == {2} and cached[2][0] == hands_observed == 3
-    np.testing.assert_array_equal(cached[2][1], library.policy(2))
 
 
 def _nice(objects: dict, key: str) -> int:

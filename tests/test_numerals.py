@@ -19,10 +19,10 @@ from oppmodel.modeling.games.acpc.bundled import game_path
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.matchstate import parse_matchstate_prefix
 from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.movepred.kuhn import parse_infoset
 from oppmodel.modeling.numerals import is_numeral, numeral_end, parse_numeral
 from oppmodel.modeling.play.adaptive import adaptive_factory
-from oppmodel.server.conversion import matchstate_info_state as parse_matchstate
 from oppmodel.server.conversion import parse_game
 
 GAME_FILE = game_path("kuhn3p")
@@ -54,10 +54,12 @@ ACPC_GAME = parse_game_def(GAME_TEXT)
 KUHN = kuhn_game(3)
 # name -> (call with a digit, the domain error it must raise); with the digit "2" each is valid.
 PARSERS = {
-    "service matchstate": (lambda d: parse_matchstate(KUHN, f"MATCHSTATE:{d}:0::||Ks"),
-                           InvalidArgumentError),
-    "service hand number": (lambda d: parse_matchstate(KUHN, f"MATCHSTATE:2:{d}::||Ks"),
-                            InvalidArgumentError),
+    "service matchstate": (
+        lambda d: kuhn_openspiel(3).matchstate_decision(f"MATCHSTATE:{d}:0:cc:||Ks"),
+        InvalidArgumentError),
+    "service hand number": (
+        lambda d: kuhn_openspiel(3).matchstate_decision(f"MATCHSTATE:2:{d}:cc:||Ks"),
+        InvalidArgumentError),
     "service game": (lambda d: parse_game(f"kuhn_poker(players={d})"), InvalidArgumentError),
     "infostate string": (lambda d: KUHN.infoset_from_string(1, f"{d}p"), InvalidArgumentError),
     "dealer reading a reply": (

@@ -1,7 +1,8 @@
 """The service driven only through the client, checked against the in-process library.
 
-Oracle: an ``MBBRModel`` built with the same config and fed the same observations; the service's
-models, responses and policies must equal it exactly (the service is a transport, not a model).
+Oracle: the compiled ``kuhn3p`` model built with the same config and fed the same observations
+(``service_support.CompiledKuhn``); the service's models, responses and policies must equal it
+exactly (the service is a transport and a presentation, not a model).
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from service_support import GAME, connected, random_observations, running_server
+from service_support import (
+    GAME,
+    CompiledKuhn,
+    connected,
+    kuhn_library,
+    random_observations,
+    running_server,
+)
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.service_agent import service_mbbr_factory
@@ -20,7 +28,6 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
 )
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import strategy_to_dict
@@ -29,14 +36,11 @@ from oppmodel.server.sessions import Limits
 CONFIG = MBBRConfig(k=6, hands_default=5, seed=11)
 
 
-def _library(observations, config: MBBRConfig = CONFIG) -> MBBRModel:
-    model = build_model(GAME, config)
-    for obs in observations:
-        model.observe(obs)
-    return model
+def _library(observations, config: MBBRConfig = CONFIG) -> CompiledKuhn:
+    return kuhn_library(config, observations)
 
 
-def _assert_matches_library(client: OpponentModelClient, sid: str, model: MBBRModel) -> None:
+def _assert_matches_library(client: OpponentModelClient, sid: str, model: CompiledKuhn) -> None:
     labels = client.get_session(sid).opponent_labels
     for offset, label in enumerate(labels, start=1):
         for opp_position in range(3):
@@ -247,7 +251,7 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
         # The opponent always bets: when it opens, its model bets more than before any hand.
         learned = client.model(sessions[0], "always-bet", 0)
         seed = client.get_session(sessions[0]).config.seed
-        fresh = build_model(game, MBBRConfig(k=5, hands_default=10, seed=seed))
+        fresh = kuhn_library(MBBRConfig(k=5, hands_default=10, seed=seed))
         prior, _ = fresh.opponent_model(learned.our_position, 0)
         opening = [game.infoset_index(0, c, "") for c in range(game.num_cards)]
         model = learned.strategy.as_dict()
@@ -279,9 +283,7 @@ def test_large_tables_are_computed_on_the_pool_and_equal_the_library(tmp_path: P
     with connected(tmp_path / "db.sqlite") as (client, _):
         sid = client.create_session(config=config).session_id
         client.observe(sid, observations, first_sequence=1)
-        model = build_model(GAME, config)
-        for obs in observations:
-            model.observe(obs)
+        model = kuhn_library(config, observations)
         got = client.model(sid, "opp_B", 2)
         want, ess = model.opponent_model(got.our_position, 2)
         assert got.effective_sample_size == ess
@@ -358,7 +360,5 @@ def test_a_client_told_to_batch_observes_in_observe_batch_calls(tmp_path: Path) 
         batching = OpponentModelClient(f"127.0.0.1:{port}", timeout=30, observe_batches=True)
         with batching as client:
             assert client.observe(sid, observations, first_sequence=1) == 1100
-            library = build_model(GAME, config)
-            for obs in observations:
-                library.observe(obs)
+            library = kuhn_library(config, observations)
             assert client.response(sid, 1).expected_value == library.response(1)[1]

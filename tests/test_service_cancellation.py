@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from service_support import random_observations
+from service_support import CompiledKuhn, kuhn_library, random_observations
 
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.interface import ServedModel
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info_manager import PerfectInfoManager
 from oppmodel.server.perfect_info_spec import (
@@ -134,14 +133,11 @@ def test_an_exception_of_an_operation_reaches_its_caller_only(tmp_path: Path) ->
     store.close()
 
 
-def _library_model(observations, config: MBBRConfig) -> MBBRModel:
-    model = build_model(kuhn_game(3), config)
-    for obs in observations:
-        model.observe(obs)
-    return model
+def _library_model(observations, config: MBBRConfig) -> CompiledKuhn:
+    return kuhn_library(config, observations)
 
 
-def _assert_same_posterior(model: MBBRModel, other: MBBRModel) -> None:
+def _assert_same_posterior(model: ServedModel | CompiledKuhn, other: CompiledKuhn) -> None:
     assert model.hands_observed == other.hands_observed
     for p in range(3):
         for q in range(3):
@@ -159,7 +155,7 @@ def test_an_observe_cancelled_between_commit_and_apply_still_applies(
     config = MBBRConfig(k=4, hands_default=0, seed=5, posterior=posterior)
     observations = random_observations(6, seed=3)
 
-    async def scenario() -> tuple[MBBRModel, int, list[ObservationRow]]:
+    async def scenario() -> tuple[ServedModel, int, list[ObservationRow]]:
         store = SQLiteStore(tmp_path / "db.sqlite")
         # One commit for the four hands, however slow the first two were to apply (the chunk
         # size follows the measured time per hand, which a numba warm-up under load inflates).

@@ -15,14 +15,13 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from service_support import connected, random_observations, running_server
+from service_support import connected, kuhn_library, random_observations, running_server
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands import serve_cmd
 from oppmodel.modeling.errors import NotFoundError, UnavailableError
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import (
     SERVICE_NAME,
     JsonFormatter,
@@ -142,9 +141,7 @@ def test_sigterm_drains_and_sigkill_loses_nothing_acknowledged(store_location: s
     process.kill()  # a crash: no shutdown, no checkpoint
     process.wait(timeout=10)
 
-    library = build_model(kuhn_game(3), config)
-    for obs in observations:
-        library.observe(obs)
+    library = kuhn_library(config, observations)
     with connected(db) as (client, _):
         assert client.get_session(sid).hands_observed == 20
         for position in range(3):

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from service_support import connected, random_observations
+from service_support import connected, kuhn_library, random_observations
 from test_limit_mbbr import random_hands
 
 from oppmodel.clients.client import OpponentModelClient, observation_message
@@ -29,10 +29,10 @@ from oppmodel.modeling.games.acpc.strategy import (
     strategy_to_dict,
     uniform_profile,
 )
+from oppmodel.modeling.games.interface import compiled
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
-from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.server.conversion import observation_from_proto
 from oppmodel.server.sessions import Limits
@@ -286,9 +286,7 @@ def test_a_kuhn_session_observes_matchstate_lines_as_its_own_fields(tmp_path: Pa
         client.observe(b, [line(o) for o in hands], first_sequence=1)
         # resending a hand as its line is a duplicate of the hand sent as fields
         client.observe(a, [line(hands[-1])], first_sequence=30)
-        model = build_model(kuhn, config)
-        for obs in hands:
-            model.observe(obs)
+        model = kuhn_library(config, hands)
         for p in range(3):
             strategy, value = model.response(p)
             for sid in (a, b):
@@ -306,7 +304,7 @@ def test_limit_observation_messages_carry_every_kind_of_hand() -> None:
     game = limit_game("leduc3p")
     for obs in random_hands(game, 300, seed=8):
         assert isinstance(obs, LimitObservation)
-        sequence, back = observation_from_proto(game, observation_message(4, obs))
+        sequence, back = observation_from_proto(compiled(game), observation_message(4, obs))
         assert (sequence, back) == (4, obs)
 
 

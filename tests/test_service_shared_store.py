@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import TypeVar
 
 import numpy as np
-from service_support import GAME, random_observations, running_server
+from service_support import GAME, kuhn_library, random_observations, running_server
 from test_service_perfect_info import (
     LIMITS,
     OPPONENTS,
@@ -26,7 +26,6 @@ from test_service_perfect_info import (
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.perfect_info_client import PerfectInfoClient
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import build_model
 
 CONFIG = MBBRConfig(k=5, hands_default=0, seed=4)
 C = TypeVar("C", OpponentModelClient, PerfectInfoClient)
@@ -45,9 +44,7 @@ def two_servers(client: type[C], store: str, **overrides: object) -> Iterator[tu
 
 
 def _assert_matches_library(client: OpponentModelClient, sid: str, hands: int) -> None:
-    library = build_model(GAME, CONFIG)
-    for obs in random_observations(hands, seed=21):
-        library.observe(obs)
+    library = kuhn_library(CONFIG, random_observations(hands, seed=21))
     assert client.get_session(sid).hands_observed == hands
     for position in range(3):
         got = client.model(sid, "opp_A", position)

@@ -12,22 +12,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mbbr_support import POSTERIORS_AND_PRIORS
-from service_support import connected, random_observations
+from service_support import CompiledKuhn, connected, kuhn_library, random_observations
 
 from oppmodel.modeling.errors import FailedPreconditionError
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
 from oppmodel.server.storage_sqlite import SQLiteStore
 
 
-def _library(config: MBBRConfig, hands, n: int = 3) -> MBBRModel:
-    model = build_model(kuhn_game(n), config)
-    for obs in hands:
-        model.observe(obs)
-    return model
+def _library(config: MBBRConfig, hands, n: int = 3) -> CompiledKuhn:
+    return kuhn_library(config, hands, n)
 
 
 async def _observe_then_reload(db: Path, spec: SessionSpec, hands, limits: Limits, batch: int):

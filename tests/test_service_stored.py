@@ -1,33 +1,39 @@
 """A database written by the release before limit games (``tests/data/service``, see its
-README) opens in today's server: its Kuhn sessions list, load (snapshot and replayed tail), answer
-exactly as the library fed the same hands, go on observing and can be deleted."""
+README) opens in today's server: its Kuhn sessions list, load, answer exactly as the compiled
+``kuhn<n>p`` model fed the same hands (the sessions now run on it: their stored snapshots, of the
+Kuhn kernels' models, are not used and the server says so, rebuilding from every stored hand), go
+on observing and can be deleted."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from service_support import connected, random_observations
+import pytest
+from service_support import connected, kuhn_library, random_observations
 
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import build_model
 
 STORED = Path(__file__).parent / "data" / "service" / "kuhn-sessions-74ba169.sqlite"
-SESSIONS = {  # label tuple -> (players, config, observations of the stored hands)
-    ("opp_A", "opp_B"): (3, MBBRConfig(hands_default=5, seed=11), (25, 1)),
-    ("solo",): (2, MBBRConfig(posterior="samples", k=6, hands_default=0, seed=4), (8, 2)),
+SESSIONS = {  # label tuple -> (players, config, observations of the stored hands, snapshot)
+    ("opp_A", "opp_B"): (3, MBBRConfig(hands_default=5, seed=11), (25, 1), True),
+    ("solo",): (2, MBBRConfig(posterior="samples", k=6, hands_default=0, seed=4), (8, 2), False),
 }
 
 
-def test_a_database_of_the_release_before_limit_games_keeps_working(tmp_path: Path) -> None:
+@pytest.mark.parametrize("model_workers", [1, 0])
+def test_a_database_of_the_release_before_limit_games_keeps_working(
+    tmp_path: Path, model_workers: int, caplog: pytest.LogCaptureFixture
+) -> None:
     db = tmp_path / "db.sqlite"
     shutil.copyfile(STORED, db)  # the committed file stays as it was written
-    with connected(db) as (client, _):
+    caplog.set_level("WARNING", logger="oppmodel.server")
+    with connected(db, model_workers=model_workers) as (client, _):
         listed = client.list_sessions()
         assert len(listed) == 2
         for session in listed:
-            players, config, (count, seed) = SESSIONS[session.opponent_labels]
+            players, config, (count, seed), snapshot = SESSIONS[session.opponent_labels]
             game = kuhn_game(players)
             hands = random_observations(count + 6, seed=seed, game=game)
             assert session.game == f"kuhn_poker(players={players})"
@@ -35,10 +41,15 @@ def test_a_database_of_the_release_before_limit_games_keeps_working(tmp_path: Pa
             assert session.config.seed == config.seed
             assert session.config.posterior == config.posterior
             sid = session.session_id
+            assert client.get_session(sid).hands_observed == count  # loads it
+            said = [r.getMessage() for r in caplog.records if sid in r.getMessage()]
+            if snapshot:  # one line naming the session and why its snapshot is not used
+                assert len(said) == 1, said
+                assert "snapshot not used" in said[0] and "game_sha256" in said[0]
+            else:  # nothing to say: a session without a snapshot replays every hand anyway
+                assert said == []
             assert client.observe(sid, hands[count:], first_sequence=count + 1) == count + 6
-            library = build_model(game, config)
-            for obs in hands:
-                library.observe(obs)
+            library = kuhn_library(config, hands, players)
             for p in range(players):
                 got = client.response(sid, p)
                 strategy, value = library.response(p)
@@ -49,5 +60,8 @@ def test_a_database_of_the_release_before_limit_games_keeps_working(tmp_path: Pa
                 want, spread = library.opponent_model(model.our_position, q)
                 assert model.effective_sample_size == spread
                 assert (model.strategy.probabilities == want[list(game.infosets(q))]).all()
+                assert model.strategy.as_dict().keys() == {
+                    game.infoset_string(q, i) for i in game.infosets(q)
+                }
             client.delete_session(sid)
         assert client.list_sessions() == []

@@ -13,11 +13,13 @@ from service_support import GAME, random_observations
 
 from oppmodel.clients.client import observation_message
 from oppmodel.modeling import errors
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games import kuhn_openspiel as presentation
 from oppmodel.server import conversion
 from oppmodel.server.errors import STATUS_BY_ERROR, error_details, status_of
 from oppmodel.server.sessions import draw_action, uniform_draw
 from oppmodel.v1 import opponent_model_pb2 as pb
+
+KUHN = presentation.kuhn_openspiel(3)  # GAME in OpenSpiel's conventions, as the service reads it
 
 
 def test_uniform_draw_is_a_fixed_function_in_unit_interval() -> None:
@@ -88,9 +90,9 @@ def test_observations_read_through_the_cache_are_those_read_without_it(
         setattr(message, *betting)
     for seat, card in revealed:
         message.revealed.add(position=seat, card=card)
-    game = kuhn_game(3)
+    game = presentation.kuhn_openspiel(3)
     uncached = functools.partial(
-        conversion._kuhn_hand.__wrapped__,
+        presentation._field_hand.__wrapped__,
         game,
         position,
         our_card,
@@ -109,7 +111,7 @@ def test_valid_observations_read_through_the_cache_are_the_hands_sent() -> None:
     hands = random_observations(200, seed=5)
     for sequence, hand in enumerate([*hands, *hands], start=1):  # the second round: all cached
         message = observation_message(sequence, hand)
-        assert conversion.observation_from_proto(GAME, message) == (sequence, hand)
+        assert conversion.observation_from_proto(KUHN, message) == (sequence, hand)
 
 
 @given(
@@ -126,11 +128,11 @@ def test_information_states_read_through_the_cache_are_those_read_without_it(
     request = pb.GetActionRequest(session_id="s", info_state=state)
     which, text = betting if betting is not None else (None, "")
     uncached = functools.partial(
-        conversion._kuhn_info_state.__wrapped__, GAME, position, card, which, text
+        presentation._field_decision.__wrapped__, KUHN, position, card, which, text
     )
     expected = _outcome(uncached)
     for _ in range(2):
-        assert _outcome(lambda: conversion.info_state_from_proto(GAME, request)) == expected
+        assert _outcome(lambda: conversion.info_state_from_proto(KUHN, request)) == expected
 
 
 def test_every_decision_reads_as_its_information_set_twice() -> None:
@@ -141,5 +143,5 @@ def test_every_decision_reads_as_its_information_set_twice() -> None:
             state = pb.InfoState(position=position, card=card, history=history)
             request = pb.GetActionRequest(session_id="s", info_state=state)
             for _ in range(2):
-                got = conversion.info_state_from_proto(GAME, request)
+                got = conversion.info_state_from_proto(KUHN, request)
                 assert got == (position, index, history)

@@ -277,8 +277,11 @@ def decode_snapshot(blob: bytes, identity: dict) -> tuple[int, dict[str, np.ndar
     """(hands observed, arrays) of a snapshot whose header agrees with ``identity`` (what
     :func:`snapshot_identity` gives for the model it is restored into); SnapshotError if not."""
     meta, arrays = snapshot_format.decode(blob)
-    if {key: meta.get(key) for key in identity} != identity:
-        raise snapshot_format.SnapshotError("snapshot of a model with other settings")
+    differ = [key for key in identity if meta.get(key) != identity[key]]
+    if differ:
+        raise snapshot_format.SnapshotError(
+            f"snapshot of a model with other settings ({', '.join(differ)})"
+        )
     hands = meta.get("hands_observed")
     if not isinstance(hands, int) or hands < 0:
         raise snapshot_format.SnapshotError(f"snapshot hands_observed {hands!r}")

@@ -264,7 +264,7 @@ def _whole(game: LimitGame, parts: list[tuple[str, dict[int, np.ndarray]]]) -> n
 
 
 @functools.cache  # per compiled game: compiled games are cached and immutable
-def _kuhn_rows(game: LimitGame) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+def kuhn_rows(game: LimitGame) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
     """Per position of a compiled Kuhn game: its information sets, the Kuhn kernels' index of
     each (``KuhnGame``, OpenSpiel's strings) and whether it faces a bet."""
     kuhn = kuhn_game(game.num_players)
@@ -285,7 +285,7 @@ def kuhn_strategy_on(game: LimitGame, position: int, strategy: np.ndarray) -> np
     """One position's Kuhn strategy (``KuhnGame``'s rows, [p_pass, p_bet]) on the same Kuhn game
     compiled from its ACPC file ([fold, call, raise]): pass is check or fold, bet is bet or call.
     The probabilities are copied, not computed, so the conversion is exact both ways."""
-    ours, theirs, facing = _kuhn_rows(game)[position]
+    ours, theirs, facing = kuhn_rows(game)[position]
     rows, zero = np.asarray(strategy, dtype=float)[theirs], np.zeros(len(ours))
     out = np.tile(np.eye(NUM_ACTIONS)[CALL], (game.num_infosets, 1))
     out[ours] = np.where(
@@ -298,7 +298,7 @@ def kuhn_strategy_on(game: LimitGame, position: int, strategy: np.ndarray) -> np
 
 def kuhn_strategy_of(game: LimitGame, position: int, strategy: np.ndarray) -> np.ndarray:
     """Inverse of :func:`kuhn_strategy_on`: a compiled Kuhn game's strategy as ``KuhnGame``'s."""
-    ours, theirs, facing = _kuhn_rows(game)[position]
+    ours, theirs, facing = kuhn_rows(game)[position]
     rows = np.asarray(strategy, dtype=float)[ours]
     out = np.full((kuhn_game(game.num_players).num_infosets, 2), 0.5)
     out[theirs] = np.where(facing[:, None], rows[:, [FOLD, CALL]], rows[:, [CALL, RAISE]])

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from acpc_support import GAME as ACPC_GAME
-from service_support import connected, random_observations
+from service_support import connected, kuhn_library, random_observations
 
 from oppmodel.clients.acpc.agent import make_policy
 from oppmodel.clients.cli import build_parser, main
@@ -146,12 +146,10 @@ def test_sessions_stored_by_the_earlier_release_keep_the_sample_posterior(tmp_pa
         },
         hands,
     )
-    expected = {}
-    for posterior in ("samples", "dirichlet"):
-        model = build_model(GAME, MBBRConfig(**{**OLD_CONFIG, "posterior": posterior}))
-        for obs in hands:
-            model.observe(obs)
-        expected[posterior] = model
+    expected = {  # a Kuhn session's model: the compiled kuhn3p's
+        posterior: kuhn_library(MBBRConfig(**{**OLD_CONFIG, "posterior": posterior}), hands)
+        for posterior in ("samples", "dirichlet")
+    }
     with connected(db) as (client, _):
         for session_id, posterior in (
             ("before-posteriors", "samples"),

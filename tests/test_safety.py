@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mbbr_support import kuhn_named_profile
-from service_support import connected, random_observations
+from service_support import connected, kuhn_library, random_observations
 
 from oppmodel.clients.cli import build_parser, main
 from oppmodel.clients.commands._mbbr_options import add_mbbr_arguments, mbbr_config
@@ -238,11 +238,10 @@ def test_the_service_takes_keeps_and_checks_the_budget(tmp_path: Path):
         assert info.value.field == "config.mbbr.safety_budget"
         for session in (off, tight):
             client.observe(session.session_id, hands, first_sequence=1)
-    local = {}
-    for name, budget in (("off", math.inf), ("tight", 0.0)):
-        local[name] = build_model(GAME, MBBRConfig(safety_budget=budget, hands_default=0))
-        for obs in hands:
-            local[name].observe(obs)
+    local = {  # a Kuhn session's model: the compiled kuhn3p's
+        name: kuhn_library(MBBRConfig(safety_budget=budget, hands_default=0), hands)
+        for name, budget in (("off", math.inf), ("tight", 0.0))
+    }
     with connected(tmp_path / "s.sqlite") as (client, _):  # after a restart, as created
         assert client.get_session(off.session_id).config.safety_budget == math.inf
         assert client.get_session(tight.session_id).config.safety_budget == 0.0

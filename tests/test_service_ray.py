@@ -41,7 +41,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from postgres_support import PostgresServer
 from prometheus_client.parser import text_string_to_metric_families
-from service_support import GAME, random_observations, running_server, wait_until
+from service_support import GAME, kuhn_library, random_observations, running_server, wait_until
 from test_acpc_service_agent import CommandThread
 from test_service_fuzz import LIMITS, PI_LIMITS, REQUESTS, fuzz
 
@@ -60,7 +60,6 @@ from oppmodel.modeling import errors
 from oppmodel.modeling.games.spades.cards import deal
 from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.app import ServerConfig, free_ports
 from oppmodel.server.ray_metrics import PUSH_SECONDS, STALE_SECONDS, ReplicaMetricsEndpoint
 from oppmodel.server.ray_serve import REPLICA_KEY, RayServeConfig, init_local_ray, start_serve
@@ -144,10 +143,7 @@ def client_of(deployment: Deployment, **options: object) -> OpponentModelClient:
 
 
 def library_model(observations: list) -> object:
-    model = build_model(GAME, CONFIG)
-    for obs in observations:
-        model.observe(obs)
-    return model
+    return kuhn_library(CONFIG, observations)
 
 
 def kill_the_first_proxy(stop: threading.Event) -> list[str]:
@@ -1081,10 +1077,8 @@ def test_killing_the_replica_holding_the_session_loses_no_hand(
     log = parse_log(captured.log)
     assert len(log.hands) == hands
     kuhn = kuhn_for(ACPC_GAME)
-    replayed = build_model(kuhn, config)
     views = [obs for _, obs in log_observations(ACPC_GAME, log, "Alice")]
-    for observation in views:
-        replayed.observe(observation)
+    replayed = kuhn_library(config, views)
     sid = policy.session_id
     with client_of(deployment) as client, grpc.insecure_channel(deployment.target) as channel:
         assert client.get_session(sid).hands_observed == hands

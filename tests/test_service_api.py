@@ -27,7 +27,10 @@ from oppmodel.modeling.errors import (
     NotFoundError,
     ResourceExhaustedError,
 )
+from oppmodel.modeling.games.acpc.betting import RAISE
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import strategy_to_dict
@@ -230,7 +233,7 @@ def test_client_resends_unacknowledged_after_the_server_returns(store_location: 
 
 
 def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
-    game = GAME
+    game = limit_game("kuhn3p")  # the match engine's Kuhn: its sessions are "kuhn3p"
     names = ["mbbr", "always-bet", "tight-passive"]
     with connected(tmp_path / "db.sqlite") as (client, _):
         sessions: list[str] = []
@@ -251,11 +254,11 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
         # The opponent always bets: when it opens, its model bets more than before any hand.
         learned = client.model(sessions[0], "always-bet", 0)
         seed = client.get_session(sessions[0]).config.seed
-        fresh = kuhn_library(MBBRConfig(k=5, hands_default=10, seed=seed))
+        fresh = build_limit_model(game, MBBRConfig(k=5, hands_default=10, seed=seed))
         prior, _ = fresh.opponent_model(learned.our_position, 0)
-        opening = [game.infoset_index(0, c, "") for c in range(game.num_cards)]
+        opening = [game.infoset_from_string(0, f"{card}:") for card in game.deck]
         model = learned.strategy.as_dict()
-        assert sum(model[f"{c}"][1] for c in range(4)) > prior[opening, 1].sum()
+        assert sum(model[f"{card}:"][RAISE] for card in game.deck) > prior[opening, RAISE].sum()
         # Same seed, same match: a second run through the service reproduces the results.
         again = run_duplicate(game, names, factories, hands=30, duplicates=1, seed=9)
         assert again == result

@@ -12,14 +12,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mbbr_support import PROFILES, accepted_configs
+from mbbr_support import PROFILES, accepted_configs, kuhn_named_profile
 from service_support import connected, kuhn_library, random_observations
 
 from oppmodel.modeling.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.interface import ServedModel
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import strategy_to_dict
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.sessions import Limits, SessionManager, SessionSpec, owner_of_token
@@ -78,7 +77,7 @@ def test_every_accepted_session_can_be_observed_restarted_and_deleted(tmp_path, 
             game = kuhn_game(n)
             prior_mean = None
             if prior is not None:
-                table = named_profile(game, prior)
+                table = kuhn_named_profile(game, prior)
                 prior_mean = {p: strategy_to_dict(game, p, table[p]) for p in range(n)}
             sid = client.create_session(
                 game=_game_name(n),

@@ -37,8 +37,9 @@ from oppmodel.modeling.games.interface import (
     read_matchstate,
 )
 from oppmodel.modeling.games.kuhn import BET, PASS, kuhn_game
+from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr.config import Response
-from oppmodel.modeling.mbbr.limit_model import KUHN3P, LimitModel
+from oppmodel.modeling.mbbr.limit_model import LimitModel
 from oppmodel.modeling.observation import HandObservation, LimitObservation, validate_observation
 
 
@@ -160,7 +161,7 @@ class KuhnOpenSpiel(ServedGame):
         (the compiled model's own default), uniform play otherwise."""
         if profile is not None:
             return limit_strategy.kuhn_profile_on(self.compiled, np.asarray(profile))
-        if self.compiled.name == KUHN3P:
+        if equilibria(self.compiled):  # the compiled model's own default
             return None
         return limit_strategy.uniform_profile(self.compiled)
 

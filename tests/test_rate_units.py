@@ -97,7 +97,7 @@ def test_the_unit_follows_the_blinds(rules: str, label: str, key: str, chips: in
 
 @pytest.mark.parametrize("name", ["blinds", "kuhn3p"])
 def test_a_duplicate_series_reports_the_chips_won_in_the_games_unit(name: str) -> None:
-    game = blinds_game() if name == "blinds" else kuhn_game(3)
+    game = blinds_game() if name == "blinds" else limit_game("kuhn3p")
     agents = ("maniac", "calling-station", "n3")[: game.num_players]
     factories = [fixed_strategy_factory(a, fixed_profile(game, a)) for a in agents]
     hands, seed = 50, 5

@@ -14,11 +14,14 @@ import contextlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +29,8 @@ import pytest
 
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.solve.cfr import CFRSolver
+
+pytestmark = pytest.mark.slow  # every long command started and stopped: a minute or more
 
 TESTS = Path(__file__).resolve().parent
 OPPMODEL = str(Path(sys.executable).parent / "oppmodel")
@@ -115,6 +120,7 @@ class Run:
     name: str
     folder: Path
     process: subprocess.Popen
+    temp: Path  # its TMPDIR, short: AF_UNIX socket paths (the model workers') hold 107 bytes
     out: list[str] = field(default_factory=list)
     err: list[str] = field(default_factory=list)
     seconds: float = float("inf")  # from SIGINT to the end of the command and its group
@@ -174,20 +180,21 @@ def start(name: str, tmp_path: Path, helpers: list[Run], argv: list[str] | None 
     """Start the case's command (or ``argv``, a helper's) in a folder of its own; a case in
     HELPED gets its service, its dealer and the other seats first, added to ``helpers``."""
     folder = tmp_path / name.replace(" ", "")
-    (folder / "tmp").mkdir(parents=True)
+    folder.mkdir(parents=True)
+    temp = Path(tempfile.mkdtemp(prefix="oppmodel-int-"))
     if argv is None:
         ports = match_for(name, folder, helpers) if name in HELPED else {}
         argv = [OPPMODEL, *shlex.split(CASES[name][0].format(**ports))]
     process = subprocess.Popen(
         argv,
         cwd=folder,
-        env={**os.environ, "TMPDIR": str(folder / "tmp")},
+        env={**os.environ, "TMPDIR": str(temp)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group and session, as a shell's job
     )
-    run = Run(name, folder, process)
+    run = Run(name, folder, process, temp)
     for stream, lines in ((process.stdout, run.out), (process.stderr, run.err)):
         run.readers.append(threading.Thread(target=run.read, args=(stream, lines), daemon=True))
         run.readers[-1].start()
@@ -195,7 +202,7 @@ def start(name: str, tmp_path: Path, helpers: list[Run], argv: list[str] | None 
 
 
 @pytest.fixture(scope="module")
-def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+def interrupted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
     """Every command started at once, each sent Ctrl-C once at work."""
     tmp_path = tmp_path_factory.mktemp("interrupt")
     runs: list[Run] = []
@@ -230,7 +237,11 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
                 os.kill(pid, signal.SIGKILL)
             run.process.kill()
             run.process.wait()
-    return {name: run for name, (run, _) in stopped.items()}
+    try:
+        yield {name: run for name, (run, _) in stopped.items()}
+    finally:
+        for run in runs + helpers:
+            shutil.rmtree(run.temp, ignore_errors=True)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -250,7 +261,7 @@ def test_ctrl_c_ends_a_command_in_one_line_status_130_and_nothing_left_running(
     assert run.process.returncode == 130
     assert session_processes(run.process.pid) == []
     assert run.seconds < STOP_SECONDS
-    assert list((run.folder / "tmp").iterdir()) == []  # a temporary folder is removed
+    assert list(run.temp.iterdir()) == []  # a temporary folder is removed
     if name == "solve":  # the state saved is the one the line names, whole
         solver = CFRSolver.load(limit_game("leduc3p"), run.folder / "s.npz")
         assert solver.iteration == int(line.group(1))

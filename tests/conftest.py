@@ -188,3 +188,12 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
         yield url
     finally:
         postgres_server.drop_database(url)
+
+
+# -- the order the files run in ------------------------------------------------------------------
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding a ``slow`` test first, each file's tests in their order: the run's workers
+    (pytest-xdist, a file per worker at a time) start the longest files first and finish together
+    instead of waiting on one long file at the end."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: keeps each file's order

@@ -42,6 +42,11 @@ def stored_observations(db: Path, session_id: str) -> list[tuple[int, str, tuple
     return [(position, history, tuple(json.loads(cards))) for position, history, cards in rows]
 
 
+# the decision budget of the tests that count outages: with both cores busy a decision took over
+# the default 1.75 s (DEADLINE_EXCEEDED, an outage of its own); under the dealer's 5 s reply limit
+OUTAGE_TEST_DEADLINE = 4.0
+
+
 def play(tmp_path: Path, policy, hands: int):
     """A match: ``policy`` in seat 0 (Alice) against N1 and always-bet agents."""
     policies = [policy, make_policy("n1", GAME, 1), make_policy("always-bet", GAME, 2)]
@@ -114,7 +119,14 @@ def test_killing_the_service_mid_match_falls_back_to_n1_once_and_the_match_compl
                 killed_after.append(hand.hand)
                 server.stop()
 
-    policy = KillAt(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, connect_timeout=0.3)
+    policy = KillAt(
+        GAME,
+        f"127.0.0.1:{port}",
+        config=CONFIG,
+        stderr=err,
+        connect_timeout=0.3,
+        deadline=OUTAGE_TEST_DEADLINE,
+    )
     try:
         captured, agents = play(tmp_path, policy, 70)
     finally:
@@ -143,10 +155,13 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
     err = io.StringIO()
 
     policy_class = stop_and_restart(servers, config, stop_at=20, start_at=40)
-    # the restarted server's first decisions reload the session: with both cores busy one took
-    # over the default 1.75 s budget, a second outage; this test is about the missed hands
     policy = policy_class(
-        GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, retry_interval=0.05, deadline=4.0
+        GAME,
+        f"127.0.0.1:{port}",
+        config=CONFIG,
+        stderr=err,
+        retry_interval=0.05,
+        deadline=OUTAGE_TEST_DEADLINE,
     )
     try:
         captured, agents = play(tmp_path, policy, 120)

@@ -6,8 +6,8 @@ so every seating of a duplicate match stores its own labels), asks the service f
 (GetAction; the service follows the agent's policy: the default strategy for the first H hands,
 then the best response) and streams each finished hand back on one long-lived Observe stream,
 numbered 1, 2, ... in its session; the next decision is asked only once the hand is acknowledged,
-i.e. stored and applied. In Kuhn a decision is asked at (position, card, history); in a limit game
-(Leduc, ...) at the MATCHSTATE line the seat sees, as an ACPC agent asks it.
+i.e. stored and applied. A decision is asked at the MATCHSTATE line the seat sees, as an ACPC agent
+asks it, in every game (the match engine plays compiled limit games: Kuhn is ``kuhn<n>p``).
 ``service_mbbr_factory`` builds one per match (a new seeded session each), as ``run_duplicate``
 expects of a factory.
 """
@@ -22,11 +22,10 @@ from oppmodel.clients.client import ObservationStream, OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState
-from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.observation import HandObservation, LimitObservation
+from oppmodel.modeling.observation import LimitObservation
 
-Game = KuhnGame | LimitGame
+Game = LimitGame
 
 
 class ServiceMBBRAgent:
@@ -73,17 +72,12 @@ class ServiceMBBRAgent:
             self.sessions.append(self.session_id)
 
     def act(self, position: int, private: int, history: str) -> int:
-        """GetAction at our information state (the hand number varies the service's draw):
-        Kuhn's card and history, or a limit game's view (hole and board) and betting."""
-        if isinstance(self.game, LimitGame):
-            line = matchstate_line(self.game, position, private, history, self.hands)
-            return self.client.action(self.session_id, matchstate=line, draw=self.hands).action
-        decision = self.client.action(
-            self.session_id, position=position, card=private, history=history, draw=self.hands
-        )
-        return decision.action
+        """GetAction at our information state, our view (hole and board) and the betting, as
+        its MATCHSTATE line (the hand number varies the service's draw)."""
+        line = matchstate_line(self.game, position, private, history, self.hands)
+        return self.client.action(self.session_id, matchstate=line, draw=self.hands).action
 
-    def end_hand(self, obs: HandObservation | LimitObservation) -> None:
+    def end_hand(self, obs: LimitObservation) -> None:
         """Stream the observation; returns once the service has stored and applied it."""
         if self._stream is None:
             self._stream = self.client.observation_stream(self.session_id, first_sequence=1)

@@ -43,6 +43,9 @@ def main() -> None:
     parser.add_argument("--mode", choices=("call", "raise-top"), default="raise-top")
     args = parser.parse_args()
     sock = socket.create_connection((args.host, args.port), timeout=30)
+    # the dealer bounds every seat's reply and closes the match when it ends: wait for its next
+    # line as long as it takes (another seat's first decision may compile for a minute)
+    sock.settimeout(None)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.sendall(b"VERSION:2.0.0\n")
     stream = sock.makefile("rb")

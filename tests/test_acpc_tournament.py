@@ -266,9 +266,8 @@ def test_a_leduc2p_tournament_plays_both_seatings(
 def test_mbbr_plays_a_limit_game_as_the_help_says(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert "mbbr, uniform and the styles play every limit game" in " ".join(
-        tournament_cmd.EPILOG.split()
-    )
+    epilog = " ".join(tournament_cmd.EPILOG.split())
+    assert "mbbr, uniform, the styles and cfr" in epilog and "play every limit game" in epilog
     status = run_cli(
         [
             *("--game", "leduc2p", "--agent", "m=builtin:mbbr", "--agent", "c=builtin:cfr"),

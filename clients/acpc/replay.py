@@ -66,9 +66,9 @@ from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.games.kuhn import KuhnGame
+from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
-from oppmodel.modeling.mbbr.model import build_model
 
 LATE_SHARE = 3  # "by the end of the log": the scores of its last third of hands as well
 
@@ -92,8 +92,8 @@ class ModelSource(Protocol):
 
 
 class LocalModels:
-    """The modeling library's MBBR model in this process: Kuhn's (``KuhnGame``) or a compiled
-    limit game's (``LimitGame``)."""
+    """The modeling library's MBBR model in this process: a compiled limit game's
+    (``LimitGame``), Kuhn's through the service's OpenSpiel presentation of the compiled game."""
 
     def __init__(
         self, game: KuhnGame | LimitGame, config: MBBRConfig, *, prior_strategy: str | None = None
@@ -104,7 +104,9 @@ class LocalModels:
         self.model_ = (
             build_limit_model(game, config, prior_mean=profile, default_strategy=profile)
             if isinstance(game, LimitGame)
-            else build_model(game, config, prior_mean=profile, default_strategy=profile)
+            else kuhn_openspiel(game.num_players).build_model(
+                config, prior_mean=profile, default_strategy=profile
+            )
         )
         self.game = game
 

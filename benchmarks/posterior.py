@@ -153,6 +153,16 @@ def default_play_hands(
     return out
 
 
+def _compare(row: dict, name: str, kuhn_key: str, goal_name: str, goal: float | None) -> None:
+    """Add ``{name}_vs_kuhn_path`` (the rate ``{name}_hands_per_s`` over the Kuhn path's) and, with
+    a goal, ``{goal_name}_hands_per_s`` and ``{name}_vs_goal``."""
+    rate = row[f"{name}_hands_per_s"]
+    row[f"{name}_vs_kuhn_path"] = round(rate / row[kuhn_key], 2)
+    if goal is not None:
+        row[f"{goal_name}_hands_per_s"] = goal
+        row[f"{name}_vs_goal"] = round(rate / goal, 2)
+
+
 def limit_cycle_rate(
     game: LimitGame,
     hands: list[tuple[LimitObservation, int]],
@@ -215,13 +225,7 @@ def limit_report(name: str, count: int, repeats: int, *, whole_table: bool) -> d
     kuhn_hands = [as_kuhn(obs) for obs, _ in limit_hands(limit_game("kuhn3p"), count, seed=1)]
     rates = [cycle_rate(1, "mean", kuhn_hands, "dirichlet") for _ in range(repeats)]
     row["kuhn_path_kuhn3p_hands_per_s"] = round(statistics.median(rates), 1)
-    row["cycle_vs_kuhn_path"] = round(
-        row["cycle_hands_per_s"] / row["kuhn_path_kuhn3p_hands_per_s"], 2
-    )
-    goal = LIMIT_GOALS.get(game.name)
-    if goal is not None:
-        row["goal_hands_per_s"] = goal
-        row["cycle_vs_goal"] = round(row["cycle_hands_per_s"] / goal, 2)
+    _compare(row, "cycle", "kuhn_path_kuhn3p_hands_per_s", "goal", LIMIT_GOALS.get(game.name))
     if game.name in SAMPLES_GOALS:  # the paper's posterior: k^2 joint samples per position
         rates = [
             limit_cycle_rate(game, hands, lazy=True, posterior="samples", k=SAMPLES_K, **PLAIN)
@@ -232,13 +236,13 @@ def limit_report(name: str, count: int, repeats: int, *, whole_table: bool) -> d
             cycle_rate(SAMPLES_K, "mean", kuhn_hands, "samples", **PLAIN) for _ in range(repeats)
         ]
         row["kuhn_path_samples_k100_hands_per_s"] = round(statistics.median(rates), 1)
-        row["samples_k100_vs_kuhn_path"] = round(
-            row["samples_k100_hands_per_s"] / row["kuhn_path_samples_k100_hands_per_s"], 2
+        _compare(
+            row,
+            "samples_k100",
+            "kuhn_path_samples_k100_hands_per_s",
+            "samples_k100_goal",
+            SAMPLES_GOALS.get(game.name),
         )
-        goal = SAMPLES_GOALS.get(game.name)
-        if goal is not None:
-            row["samples_k100_goal_hands_per_s"] = goal
-            row["samples_k100_vs_goal"] = round(row["samples_k100_hands_per_s"] / goal, 2)
     row["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return {
         "benchmark": "mbbr_hand_cycle_limit_game",

@@ -1,8 +1,9 @@
-"""A database written by the release before limit games (``tests/data/service``, see its
-README) opens in today's server: its Kuhn sessions list, load, answer exactly as the compiled
-``kuhn<n>p`` model fed the same hands (the sessions now run on it: their stored snapshots, of the
-Kuhn kernels' models, are not used and the server says so, rebuilding from every stored hand), go
-on observing and can be deleted."""
+"""Databases written by earlier releases (``tests/data/service``, see its README) keep working.
+The one written by the release before limit games opens in today's server: its Kuhn sessions
+list, load, answer exactly as the compiled ``kuhn<n>p`` model fed the same hands (the sessions now
+run on it: their stored snapshots, of the Kuhn kernels' models, are not used and the server says
+so, rebuilding from every stored hand), go on observing and can be deleted. The one written before
+compiled 3-player Kuhn's bankroll guarded against the whole equilibrium family does the same."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from pathlib import Path
 
 import pytest
 from service_support import connected, kuhn_library, random_observations
+from test_limit_mbbr import random_hands
+from test_service_leduc import assert_matches_library, library
 
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 
@@ -64,4 +68,33 @@ def test_a_database_of_the_release_before_limit_games_keeps_working(
                     game.infoset_string(q, i) for i in game.infosets(q)
                 }
             client.delete_session(sid)
+        assert client.list_sessions() == []
+
+
+COMPILED = Path(__file__).parent / "data" / "service" / "kuhn3p-compiled-4af37df.sqlite"
+
+
+@pytest.mark.parametrize("model_workers", [1, 0])
+def test_a_compiled_kuhn_session_whose_snapshot_predates_the_family_guard_is_rebuilt(
+    tmp_path: Path, model_workers: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its snapshot holds a one-hypothesis bankroll (N1) where the model now keeps three (N1, N2,
+    N3): the snapshot is refused, once and saying so, and the session replays its 25 stored hands
+    into today's model, then goes on as the library's model fed the same hands."""
+    db = tmp_path / "db.sqlite"
+    shutil.copyfile(COMPILED, db)
+    caplog.set_level("WARNING", logger="oppmodel.server")
+    config = MBBRConfig(hands_default=5, seed=11)
+    hands = random_hands(limit_game("kuhn3p"), 31, seed=1)
+    with connected(db, model_workers=model_workers) as (client, _):
+        (session,) = client.list_sessions()
+        sid = session.session_id
+        assert (session.game, session.opponent_labels) == ("kuhn3p", ("opp_A", "opp_B"))
+        assert client.get_session(sid).hands_observed == 25  # loads it
+        said = [r.getMessage() for r in caplog.records if sid in r.getMessage()]
+        assert len(said) == 1, said
+        assert "snapshot not used" in said[0] and "safety" in said[0]
+        assert client.observe(sid, hands[25:], first_sequence=26) == 31
+        assert_matches_library(client, sid, library("kuhn3p", config, hands))
+        client.delete_session(sid)
         assert client.list_sessions() == []

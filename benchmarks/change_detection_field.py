@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         "--mbbr-safety-budget",
         type=float,
         default=MBBRConfig.safety_budget,
-        help="MBBR's safety budget B in both settings, mbb/h; 'inf': none (%(default)s)",
+        help="MBBR's safety budget B in both settings, mA/h; 'inf': none (%(default)s)",
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     add_runner_args(parser)

@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         "--mbbr-safety-budget",
         type=float,
         default=math.inf,
-        help="MBBR's safety budget, mbb/h (oppmodel.modeling.mbbr.safety; paper: inf, none)",
+        help="MBBR's safety budget, mA/h (oppmodel.modeling.mbbr.safety; paper: inf, none)",
     )
     parser.add_argument(
         "--mbbr-eta",

@@ -12,7 +12,8 @@ it is paid: per information set of ours, what switching to the better action the
 (:func:`oppmodel.modeling.evaluation.kuhn.deviation_gains`), summed over the match.
 
 MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other settings, without a
-safety budget unless ``--safety-budgets`` gives some (mbb/h, ``inf`` = none; one row per prior and
+safety budget unless ``--safety-budgets`` gives some (in the game's unit, mA/h with antes and
+mbb/h with blinds; ``inf`` = none; one row per prior and
 budget: ``oppmodel.modeling.mbbr.safety`` bounds the cost against pairs of N1, N2 and N3 by the
 budget, ``limit_safety`` in a limit game the cost against players of the default strategy,
 ``cfr+cfr``); pairs are panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to
@@ -171,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--safety-budgets",
         default="inf",
-        help="safety budgets B in mbb/h, 'inf' for none; a row per prior and budget (%(default)s)",
+        help="safety budgets B in the game's unit (mA/h with antes, mbb/h with blinds), 'inf' for "
+        "none; a row per prior and budget (%(default)s)",
     )
     parser.add_argument(
         "--change-hazard",

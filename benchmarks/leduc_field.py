@@ -216,7 +216,8 @@ def add_run_args(parser: argparse.ArgumentParser) -> None:
         "--mbbr-safety-budget",
         type=float,
         default=SAFETY_BUDGET,
-        help="MBBR's safety budget B, mbb/h; 'inf' plays without the bankroll (%(default)s)",
+        help="MBBR's safety budget B in the game's unit (mA/h with antes, mbb/h with blinds); "
+        "'inf' plays without the bankroll (%(default)s)",
     )
     parser.add_argument(
         "--mbbr-eta",

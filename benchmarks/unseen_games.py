@@ -187,10 +187,13 @@ def main(argv: list[str] | None = None) -> int:
         for style in panels[unseen_game(name).num_players]
     ]
     budget = None if math.isinf(config.safety_budget) else config.safety_budget
-    run = {"hands": hands, "seed": args.seed, "safety_budget": budget}
+    run = {"hands": hands, "seed": args.seed, "safety_budget": budget, "budget_in": "rate_unit"}
     mbbr = {"hands_default": config.hands_default, "eta": config.eta}
-    # entries without an eta were played before it was a setting, at the eta of the time, 4
-    journal = Journal(args.journal, {**run, **mbbr}, defaults={"eta": 4.0})
+    # entries without an eta were played before it was a setting, at the eta of the time, 4;
+    # entries without budget_in when B was milli-chips in every game (B = 0.5: 0.25 mbb/h here)
+    journal = Journal(
+        args.journal, {**run, **mbbr}, defaults={"eta": 4.0, "budget_in": "milli-chips"}
+    )
     results = {key: entry for key, entry in journal.entries().items()}
     todo = [] if args.report else [job for job in jobs if job[0] not in results]
     bar = run_progress(len(todo), desc="unseen-game jobs")

@@ -22,8 +22,12 @@ from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.strategy import uniform_profile
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.units import ante_unit
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import (
     agent_seed,
@@ -32,6 +36,7 @@ from oppmodel.modeling.play.match import (
     fixed_strategy_factory,
     play_match,
     run_duplicate,
+    sample_terminal,
     seatings,
 )
 
@@ -93,6 +98,25 @@ def test_the_unit_follows_the_blinds(rules: str, label: str, key: str, chips: in
     unit = parse_game_def(rules).rate_unit
     assert (unit.label, unit.key, unit.chips) == (label, key, chips)
     assert unit.rate(chips * 3, hands=4) == 750.0  # 3/4 of a unit per hand
+
+
+@pytest.mark.parametrize(("name", "per_unit"), [("blinds", 2), ("kuhn3p", 1)])
+def test_the_safety_budget_is_in_the_games_unit(name: str, per_unit: int) -> None:
+    """B is stated as win rates are: with blinds 1/2, B mbb/h puts B x 2 / 1000 chips a hand into
+    every bankroll (B x 1 / 1000 in Kuhn: unchanged). In the default phase nothing is spent, so
+    after T hands each bank holds exactly T of them."""
+    game = blinds_game() if name == "blinds" else limit_game("kuhn3p")
+    uniform = uniform_profile(game)
+    budget, hands = 3.0, 12
+    config = MBBRConfig(safety_budget=budget, hands_default=100)
+    model = build_limit_model(game, config, default_strategy=uniform, prior_mean=uniform)
+    rng = np.random.default_rng(4)
+    for t in range(hands):
+        deal = int(rng.integers(game.num_deals))
+        terminal = sample_terminal(game, uniform, deal, rng)
+        model.observe(observe_limit_hand(game, t % game.num_players, deal, terminal))
+    chips = budget * per_unit / 1000
+    np.testing.assert_allclose(model._safety.bank, hands * chips, rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["blinds", "kuhn3p"])

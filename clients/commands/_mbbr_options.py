@@ -119,11 +119,13 @@ def add_mbbr_arguments(
         "--mbbr-safety-budget",
         type=config_field("safety_budget", float),
         default=defaults.safety_budget,
-        metavar="MBB_PER_HAND",
-        help="risk budget B in mbb/h: deviate from the default strategy only as far as a "
-        "bankroll per hypothesis 'the opponents play N1, N2 or N3' covers, so against such "
-        "opponents the expected winnings stay within B mbb/h of the default's; a hypothesis "
-        "dies at the first move it cannot explain. 'inf': off, the plain response (%(default)s)",
+        metavar="B",
+        help="risk budget B in the game's unit (milli-antes per hand with antes, as Kuhn and "
+        "Leduc; milli-big-blinds per hand with blinds): deviate from the default strategy only "
+        "as far as a bankroll per hypothesis 'the opponents play N1, N2 or N3' (other games: "
+        "the default strategy) covers, so against such opponents the expected winnings stay "
+        "within B of the default's; a hypothesis dies at the first move it cannot explain. "
+        "'inf': off, the plain response (%(default)s)",
     )
     group.add_argument(
         "--mbbr-change-hazard",

@@ -37,6 +37,12 @@ class RateUnit:
         """Milli-units won per hand by winning ``chips`` chips over ``hands`` hands."""
         return MILLI * chips / (hands * self.chips)
 
+    def to_chips(self, rate: float) -> float:
+        """Chips per hand that a rate of ``rate`` milli-units per hand is (the inverse of
+        :meth:`rate`): what a budget stated in the game's unit, such as MBBR's safety budget,
+        is worth in chips."""
+        return rate * self.chips / MILLI
+
     @property
     def legend(self) -> str:
         """The label defined, for the foot of a table: ``mbb/h: milli-big-blinds per hand (1000 x

@@ -15,8 +15,9 @@ from oppmodel.modeling.errors import InvalidArgumentError
 
 EPSILON_RANGE = (1e-6, 0.5)  # [low, high)
 ETA_RANGE = (1e-3, 1e6)  # [low, high]
-# The safety budget's default (mbb/h): the exact learning cost against pairs of N1, N2 and N3
-# (Kuhn, ``safety.py``) or against opponents playing the default strategy (limit games,
+# The safety budget's default, in the game's unit as win rates are (``game.rate_unit``: mA/h in
+# ante games such as Kuhn and Leduc, mbb/h with blinds): the exact learning cost against pairs of
+# N1, N2 and N3 (Kuhn) or against opponents playing the default strategy (limit games,
 # ``limit_safety.py``) is at most this by construction; math.inf turns the bankroll off.
 SAFETY_BUDGET = 0.5
 CHANGE_HAZARD_RANGE = (0.0, 0.1)  # [low, high]
@@ -79,9 +80,9 @@ class MBBRConfig:
     # SAMPLES: the paper's k importance-weighted samples, which collapse onto one and stop
     # learning (the paper as published; k is used only by it)
     posterior: Posterior = Posterior.DIRICHLET
-    # B, mbb/h: deviate from the default only as far as a bankroll per equilibrium hypothesis
-    # covers (``oppmodel.modeling.mbbr.safety``, ``limit_safety``); math.inf: off, the plain
-    # response
+    # B, in the game's unit (mA/h with antes, mbb/h with blinds): deviate from the default only
+    # as far as a bankroll per equilibrium hypothesis covers (``oppmodel.modeling.mbbr.safety``,
+    # ``limit_safety``); math.inf: off, the plain response
     safety_budget: float = SAFETY_BUDGET
     # Prior probability per hand that the opponents change strategy (``change.py``: Bayesian
     # change-point detection over a bank of posteriors); 0 assumes they never do, the paper's MBBR
@@ -128,7 +129,8 @@ class MBBRConfig:
         budget = self.safety_budget
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
             raise InvalidArgumentError(
-                "safety_budget", f"must be a number >= 0 (mbb/h; inf: off), got {budget!r}"
+                "safety_budget",
+                f"must be a number >= 0 (the game's unit per hand; inf: off), got {budget!r}",
             )
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
             raise InvalidArgumentError(

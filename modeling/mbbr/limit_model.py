@@ -23,7 +23,7 @@ depends only on the deals that give us its hole cards, so :meth:`LimitModel.acti
 (what an agent asks at each decision) solves the deals of that hole only (Leduc 3p: 1/8 of the
 tree's deals), and only once per change of the posterior of that position.
 
-With a finite ``config.safety_budget`` (the default, 0.5 mbb/h) what is played is the candidate
+With a finite ``config.safety_budget`` (default 0.5, game.rate_unit) what is played is the candidate
 (the default for the first H hands, then the response) mixed with the default strategy as far as
 the safety bankroll of ``limit_safety.py`` allows, one share per hand and hole of ours: against
 opponents who play the default strategy, learning costs at most the budget. ``math.inf`` plays

@@ -1,5 +1,6 @@
 """The safety bankroll in limit games (Leduc, ...): what learning costs against opponents who play
-the default strategy is bounded by a budget ``B`` (mbb/h).
+the default strategy is bounded by a budget ``B``, in the game's unit (``game.rate_unit``: mA/h in
+ante games such as Kuhn and Leduc, mbb/h with blinds).
 
 Kuhn's bankroll (``safety.py``) carried over, with two changes that a game of 25,800 information
 sets and a default strategy of full support need.
@@ -8,10 +9,11 @@ sets and a default strategy of full support need.
 game's solved strategy): a hypothesis o assigns one guard to each
 opponent seat offset, so by default there is one, "every opponent plays the default".
 
-**Bankroll, per hand and hole.** bank(o) starts at 0 and gains B/1000 chips at every hand. What is
-played is the hand-level mixture lambda * candidate + (1 - lambda) * default, the candidate being
-MBBR's policy (the default for the first H hands, then its response), and lambda is chosen once we
-know our position *and our hole cards*: the largest lambda in [0, 1] with bank(o) + lambda *
+**Bankroll, per hand and hole.** bank(o) starts at 0 and gains B/1000 units at every hand (B/1000
+chips with an ante of 1 chip, B x 2/1000 chips with a big blind of 2). What is played is the
+hand-level mixture lambda * candidate + (1 - lambda) * default, the candidate being MBBR's policy
+(the default for the first H hands, then its response), and lambda is chosen once we know our
+position *and our hole cards*: the largest lambda in [0, 1] with bank(o) + lambda *
 gain(o) >= 0 for every live o, where gain(o) is the exact expected value of the candidate minus the
 default's against o, conditional on the position and the hole (one sweep of the limit evaluation
 kernel over the deals of that hole: 1/8 of Leduc 3p's, the part of the tree the response for that
@@ -33,11 +35,12 @@ match of any length.
 **Guarantee.** If the opponents play the guards of a hypothesis o for the whole match, then on
 every path of play on which o is alive, for every T, the sum over the first T hands of the exact
 expected value of the policy played minus the default's, each conditional on the hands before
-and on that hand's position and hole, is at least -B * T / 1000 chips. o dies with probability at
+and on that hand's position and hole, is at least -B * T / 1000 units. o dies with probability at
 most 1 / ``RULE_OUT_ODDS``, after which a hand can cost at most the widest range of one hand's
 payoff, ``payoff_range`` (R chips). So the exact expected learning cost against opponents who play
-the default strategy is at most B + 1000 * R / ``RULE_OUT_ODDS`` mbb/h (Leduc 3p: R = 39, the
-second term 3.9e-5 mbb/h). Nothing is claimed against opponents outside G^(n-1).
+the default strategy is at most B + 1000 * R / (u * ``RULE_OUT_ODDS``) in the game's unit, u chips
+to the unit (Leduc 3p: R = 39, u = 1, the second term 3.9e-5 mA/h). Nothing is claimed against
+opponents outside G^(n-1).
 """
 
 from __future__ import annotations
@@ -82,13 +85,13 @@ class LimitSafetyBankroll:
         subtrees: Sequence[Sequence[LimitTree]],
         guards: Sequence[np.ndarray] | None = None,
     ) -> None:
-        """``budget``: B in mbb/h (finite, >= 0); ``holes[p][h]``: the information sets of hole h
-        of position p, ``subtrees[p][h]``: the tree over its deals (``hole_split``); ``guards``:
-        the guard set (default: the default strategy alone)."""
+        """``budget``: B in the game's unit (``game.rate_unit``; finite, >= 0); ``holes[p][h]``: the
+        information sets of hole h of position p, ``subtrees[p][h]``: the tree over its deals
+        (``hole_split``); ``guards``: the guard set (default: the default strategy alone)."""
         n = game.num_players
         self.game = game
         self.default_strategy = default_strategy
-        self.budget_chips = budget / 1000.0
+        self.budget_chips = game.rate_unit.to_chips(budget)
         self.guards = tuple(guards) if guards is not None else (default_strategy,)
         self.hypotheses = list(itertools.product(range(len(self.guards)), repeat=n - 1))
         self._holes = holes

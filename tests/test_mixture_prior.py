@@ -16,7 +16,7 @@ from test_limit_mbbr import random_hands
 
 from oppmodel.clients.acpc.log import read_log
 from oppmodel.clients.acpc.replay import LocalModels, replay
-from oppmodel.clients.acpc.replay_games import LimitReplay
+from oppmodel.clients.acpc.replay_games import ReplayGame
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn import kuhn_game
@@ -62,7 +62,7 @@ def exact_weights(game, informed_alpha0, decisions) -> list[Fraction]:
 
 def test_the_type_weights_are_the_exact_posterior_of_the_revealed_moves():
     game = limit_game("leduc2p")
-    rules = LimitReplay(game)
+    rules = ReplayGame(game)
     hands = read_log(LOGS["leduc2p"]).hands[:60]
     model = build_limit_model(game, MIXTURE)
     p = 0

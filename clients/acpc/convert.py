@@ -26,12 +26,10 @@ def kuhn_for(game: GameDef) -> KuhnGame:
     return kuhn_game(kuhn_num_players(game))
 
 
-def session_game(game: KuhnGame | LimitGame) -> str:
-    """The service's name of a game (``SessionConfig.game``): "kuhn_poker(players=n)" for Kuhn
-    (the Kuhn kernels), else the limit game's bundled short name ("leduc3p") or its rules' text."""
-    if isinstance(game, LimitGame):
-        return bundled_name(game.gamedef) or game.gamedef.to_text()
-    return f"kuhn_poker(players={game.num_players})"
+def session_game(game: LimitGame) -> str:
+    """The service's name of a compiled limit game (``SessionConfig.game``): its bundled short
+    name ("kuhn3p", "leduc3p") or its rules' text."""
+    return bundled_name(game.gamedef) or game.gamedef.to_text()
 
 
 def card_to_kuhn(game: GameDef, card: str) -> int:

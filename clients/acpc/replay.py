@@ -3,10 +3,10 @@
 Every logged hand NAME played is turned into the observation NAME's live agent would have made
 (folded cards, and every card when all others folded, stay hidden) and fed, in log order, to an
 MBBR model: a session on the service (``ServiceModels``) or the modeling library in this process
-(``LocalModels``), of Kuhn or of any compiled limit game such as Leduc; both run the same config
-and give the same models, bit for bit. What
-the replay needs to know about the game (its observations, decisions and hidden-card marginals) is
-in :mod:`oppmodel.clients.acpc.replay_games`.
+(``LocalModels``), of any compiled limit game (Kuhn's ``kuhn<n>p``, Leduc, a game file's rules):
+one path for every game. Both sources run the same config and give the same models, bit for bit.
+What the replay needs to know about the game (its observations, decisions and hidden-card
+marginals) is in :mod:`oppmodel.clients.acpc.replay_games`.
 
 Before each hand is fed, every action an opponent takes in it is predicted by:
 
@@ -46,13 +46,7 @@ import numpy as np
 
 from oppmodel.clients.acpc.convert import session_game
 from oppmodel.clients.acpc.log import LoggedHand
-from oppmodel.clients.acpc.replay_games import (
-    KuhnReplay,
-    Observation,
-    OpponentDecision,
-    ReplayGame,
-    replay_game,
-)
+from oppmodel.clients.acpc.replay_games import OpponentDecision, ReplayGame
 from oppmodel.clients.acpc.replay_report import (
     HIDDEN_METHODS,
     Curve,
@@ -62,13 +56,11 @@ from oppmodel.clients.acpc.replay_report import (
 )
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import parse_profile
-from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.observation import LimitObservation
 
 LATE_SHARE = 3  # "by the end of the log": the scores of its last third of hands as well
 
@@ -76,7 +68,7 @@ LATE_SHARE = 3  # "by the end of the log": the scores of its last third of hands
 class ModelSource(Protocol):
     """Where the MBBR models come from: observations in, per-(opponent, position) models out."""
 
-    def observe(self, observations: Sequence[Observation]) -> None:
+    def observe(self, observations: Sequence[LimitObservation]) -> None:
         """Apply these hands, in order (returns once they are applied)."""
         ...
 
@@ -92,28 +84,21 @@ class ModelSource(Protocol):
 
 
 class LocalModels:
-    """The modeling library's MBBR model in this process: a compiled limit game's
-    (``LimitGame``), Kuhn's through the service's OpenSpiel presentation of the compiled game."""
+    """The modeling library's MBBR model of a compiled limit game in this process."""
 
     def __init__(
-        self, game: KuhnGame | LimitGame, config: MBBRConfig, *, prior_strategy: str | None = None
+        self, game: LimitGame, config: MBBRConfig, *, prior_strategy: str | None = None
     ) -> None:
         """``prior_strategy``: the text of a strategy file, the prior mean and default strategy
         (None: the game's defaults)."""
         profile = None if prior_strategy is None else parse_profile(game, prior_strategy, "prior")
-        self.model_ = (
-            build_limit_model(game, config, prior_mean=profile, default_strategy=profile)
-            if isinstance(game, LimitGame)
-            else kuhn_openspiel(game.num_players).build_model(
-                config, prior_mean=profile, default_strategy=profile
-            )
-        )
+        self.model_ = build_limit_model(game, config, prior_mean=profile, default_strategy=profile)
         self.game = game
 
-    def observe(self, observations: Sequence[Observation]) -> None:
+    def observe(self, observations: Sequence[LimitObservation]) -> None:
         """Bayes-update with each hand."""
         for obs in observations:
-            self.model_.observe(obs)  # type: ignore[arg-type]  # the record of its game's kind
+            self.model_.observe(obs)
 
     def model(self, offset: int, opponent_position: int) -> tuple[np.ndarray, float]:
         """The posterior-mean model (GetModel's arithmetic, without the service)."""
@@ -125,14 +110,14 @@ class LocalModels:
 
 
 class ServiceModels:
-    """One session on the service (Observe, acknowledged, and GetModel) of Kuhn (``KuhnGame``) or
-    a compiled limit game (``LimitGame``, a session of its rules). It runs ``config`` exactly,
+    """One session on the service (Observe, acknowledged, and GetModel) of a compiled limit game
+    (its bundled name, or a session of its rules). It runs ``config`` exactly,
     defaults included, so its models are ``LocalModels``' bit for bit."""
 
     def __init__(
         self,
         client: OpponentModelClient,
-        game: KuhnGame | LimitGame,
+        game: LimitGame,
         *,
         config: MBBRConfig,
         our_label: str,
@@ -155,7 +140,7 @@ class ServiceModels:
         ).session_id
         self.stream = client.observation_stream(self.session_id, first_sequence=1)
 
-    def observe(self, observations: Sequence[Observation]) -> None:
+    def observe(self, observations: Sequence[LimitObservation]) -> None:
         """Send the hands on the session's one Observe stream; returns once all are acked."""
         for obs in observations:
             self.stream.send(obs)
@@ -234,8 +219,16 @@ class Prediction:
             dec.position,
             dec.round,
             {m: -math.log(float(pr[dec.action])) for m, pr in predicted.items()},
-            {m: int(np.argmax(pr)) == dec.action for m, pr in predicted.items()},
+            {m: most_probable(pr) == dec.action for m, pr in predicted.items()},
         )
+
+
+TIE = 1e-12  # probabilities this close are a tie: a sum's rounding must not break it
+
+
+def most_probable(probs: np.ndarray) -> int:
+    """The most probable action, ties (within ``TIE``) to the lowest action code."""
+    return int(np.flatnonzero(probs >= probs.max() - TIE)[0])
 
 
 class _Counts:
@@ -267,7 +260,7 @@ class _Counts:
 
 
 def replay(
-    game: GameDef | LimitGame,
+    game: LimitGame,
     hands: Sequence[LoggedHand],
     name: str,
     source_factory: Callable[[tuple[str, ...]], ModelSource],
@@ -276,21 +269,19 @@ def replay(
     progress: Callable[[int], object] | None = None,
 ) -> ReplayReport:
     """Replay ``hands`` from ``name``'s seat; ``source_factory(opponent labels by offset)`` builds
-    the model source (a service session or local models) configured with ``config``. ``game``:
-    a Kuhn game definition (the Kuhn kernels, as the service speaks it) or a compiled limit game."""
-    rules = replay_game(game)
+    the model source (a service session or local models) configured with ``config``."""
+    rules = ReplayGame(game)
     n = rules.num_players
     labels = seat_offsets(hands, name)
     source = source_factory(labels)
     priors = {(d, q): source.model(d, q)[0] for d in range(1, n) for q in range(n)}
     counts = _Counts(rules, n - 1)
-    most = max(2 * len(hands), 1)  # a Kuhn opponent acts at most twice per hand
-    bayes = rules.learner(n - 1, most) if isinstance(rules, KuhnReplay) else None
+    bayes = rules.learner(n - 1, max(2 * len(hands), 1))  # Kuhn: at most 2 actions a hand
     records: list[Prediction] = []
     hidden_records: list[Prediction] = []  # the same, for decisions whose card NAME never saw
     sample_hands: list[int] = []  # hands (1-based) after which a scored decision was made
     every_hands: list[int] = []  # the same, any decision
-    pending: list[Observation] = []
+    pending: list[LimitObservation] = []
     played = showdowns = unscored = 0
     models: dict[int, np.ndarray] = {}  # the opponents' models, refreshed before each decision
     for hand in hands:

@@ -176,7 +176,7 @@ class ServicePolicy:
         # the fallback plays MBBR's default strategy: the prior strategy's if one is given
         given = "prior_strategy"
         if self.kuhn is not None:
-            self.session_game = session_game(self.kuhn)
+            self.session_game = f"kuhn_poker(players={n})"  # OpenSpiel's Kuhn presentation
             profile = default_profile(self.kuhn)
             if prior_strategy is not None:
                 profile = parse_profile(self.kuhn, prior_strategy, given)

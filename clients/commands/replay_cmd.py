@@ -12,7 +12,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import SupportsFloat
 
-from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.log import DealerLog, read_log
 from oppmodel.clients.acpc.replay import LocalModels, ModelSource, ServiceModels, replay
 from oppmodel.clients.acpc.replay_report import check_plot_path, format_report, plot_curves
@@ -27,8 +26,7 @@ from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.compiler import limit_game
-from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported, read_game_def
-from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported
 from oppmodel.modeling.mbbr.config import Prior
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
@@ -124,16 +122,15 @@ def run(args: argparse.Namespace) -> int:
     hands = [h for log in logs for h in log.hands]
     if not hands:
         raise InvalidArgumentError("log", "no STATE lines")
-    game = replay_game_of(args.game or logged_game(logs[0], len(hands[0].names)))
-    limit_prior = LIMIT_PRIOR if isinstance(game, LimitGame) else None
-    config = mbbr_config(args, seed=args.seed, limit_prior=limit_prior)
-    model_game = game if isinstance(game, LimitGame) else kuhn_for(game)
-    prior = prior_strategy_json(args, model_game)
+    game = limit_game(args.game or logged_game(logs[0], len(hands[0].names)))
+    kuhn = not kuhn_unsupported(game.gamedef)  # Kuhn's defaults: the informed prior, the service
+    config = mbbr_config(args, seed=args.seed, limit_prior=None if kuhn else LIMIT_PRIOR)
+    prior = prior_strategy_json(args, game)
     with ExitStack() as stack:
-        if args.local or (isinstance(game, LimitGame) and not (args.service or args.in_process)):
+        if args.local or not (kuhn or args.service or args.in_process):
 
             def source(labels: tuple[str, ...]) -> ModelSource:
-                return LocalModels(model_game, config, prior_strategy=prior)
+                return LocalModels(game, config, prior_strategy=prior)
 
         else:
             target = args.service
@@ -150,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             def source(labels: tuple[str, ...]) -> ModelSource:
                 return ServiceModels(
                     client,
-                    model_game,
+                    game,
                     config=config,
                     our_label=args.name,
                     opponent_labels=labels,
@@ -182,13 +179,6 @@ def logged_game(log: DealerLog, players: int) -> str:
             if bundled == file:
                 return name
     return f"kuhn{players}p"
-
-
-def replay_game_of(name_or_path: str) -> GameDef | LimitGame:
-    """A Kuhn game definition (the Kuhn kernels, the service's sessions) or, for any other limit
-    game, the compiled game; InvalidArgumentError / UnknownGameError if it is neither."""
-    gamedef = read_game_def(name_or_path)
-    return gamedef if not kuhn_unsupported(gamedef) else limit_game(name_or_path)
 
 
 def _json_number(value: SupportsFloat) -> float | None:

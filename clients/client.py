@@ -37,7 +37,6 @@ import numpy as np
 
 from oppmodel.clients.grpc_base import GrpcClient, set_field
 from oppmodel.modeling import errors
-from oppmodel.modeling.games.acpc.matchstate import MatchState
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.observation import HandObservation, LimitObservation
 from oppmodel.v1 import opponent_model_pb2 as pb
@@ -153,21 +152,7 @@ def observation_message(sequence: int, obs: Hand) -> pb.Observation:
     OpenSpiel letters), or a LimitObservation or MATCHSTATE line (sent as the line)."""
     if isinstance(obs, str):
         return pb.Observation(sequence=sequence, matchstate=obs)
-    if isinstance(obs, LimitObservation):
-        hole = tuple(h or "" for h in obs.hole)
-        line = str(MatchState(obs.position, 0, obs.betting, hole, obs.board))
-        return pb.Observation(sequence=sequence, matchstate=line)
-    return pb.Observation(
-        sequence=sequence,
-        position=obs.position,
-        our_card=obs.cards[obs.position],
-        history=obs.history,
-        revealed=[
-            pb.RevealedCard(position=p, card=c)
-            for p, c in enumerate(obs.cards)
-            if c is not None and p != obs.position
-        ],
-    )
+    return pb.Observation(sequence=sequence, **obs.message_fields())
 
 
 class OpponentModelClient(GrpcClient):

@@ -20,13 +20,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import FOLD
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.matchstate import MatchState
 from oppmodel.modeling.games.kuhn import KuhnGame
 
 
@@ -37,6 +38,20 @@ class HandObservation:
     position: int  # our position in this hand
     history: str  # terminal betting in OpenSpiel letters
     cards: tuple[int | None, ...]  # per position; ours required, others None when hidden
+
+    def message_fields(self) -> dict[str, Any]:
+        """The fields of the API's ``Observation`` message that carry this hand: the Kuhn
+        fields (our card, the OpenSpiel history, every other card shown)."""
+        return {
+            "position": self.position,
+            "our_card": self.cards[self.position],
+            "history": self.history,
+            "revealed": [
+                {"position": p, "card": c}
+                for p, c in enumerate(self.cards)
+                if c is not None and p != self.position
+            ],
+        }
 
 
 def observe_hand(game: KuhnGame, position: int, history: str, cards: list[int]) -> HandObservation:
@@ -101,6 +116,12 @@ class LimitObservation:
     betting: str  # the finished ACPC betting, '/' between rounds ("rc/cr")
     hole: tuple[str | None, ...]  # per position; ours required, others None when hidden
     board: tuple[str, ...]  # per round reached
+
+    def message_fields(self) -> dict[str, Any]:
+        """The fields of the API's ``Observation`` message that carry this hand: its MATCHSTATE
+        line (any limit game's hands travel so)."""
+        hole = tuple(h or "" for h in self.hole)
+        return {"matchstate": str(MatchState(self.position, 0, self.betting, hole, self.board))}
 
 
 def limit_observation_cards(obs: LimitObservation) -> tuple[str | None, ...]:

@@ -13,7 +13,7 @@ this project and OpenSpiel's tabular policies::
 
 A file for a single position has ``"position": p`` and ``"strategy": {...}`` instead of
 ``"positions"``. Every command reads such files through the one strategy-file loader,
-:func:`oppmodel.modeling.games.acpc.strategy.read_profile`, beside the files ``oppmodel solve``
+:func:`oppmodel.modeling.games.acpc.strategy.load_profile`, beside the files ``oppmodel solve``
 writes (keyed by the compiled game's strings, ``"Js:"``), and converts them exactly."""
 
 from __future__ import annotations

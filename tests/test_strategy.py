@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +14,8 @@ from openspiel_oracle import openspiel_game, random_profile, tabular_policy
 from oppmodel.modeling._strategy_kernels import first_invalid_row
 from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
 from oppmodel.modeling.games.acpc.compiler import limit_game
-from oppmodel.modeling.games.acpc.strategy import load_json, read_profile
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_of, load_json, load_profile
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.strategy import (
     SUM_TOLERANCE,
@@ -29,13 +30,20 @@ from oppmodel.modeling.strategy import (
 )
 
 
+def read_kuhn(game: KuhnGame, *paths: Path) -> np.ndarray:
+    """A profile in OpenSpiel's conventions from strategy files: read onto the compiled Kuhn
+    game (the one reader, either key style) and converted back, as the Kuhn presentation does."""
+    compiled = limit_game(f"kuhn{game.num_players}p")
+    return kuhn_profile_of(compiled, load_profile(compiled, *paths))
+
+
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_profile_file_round_trip(tmp_path, n: int) -> None:
     game = kuhn_game(n)
     profile = random_profile(game, np.random.default_rng(n))
     path = tmp_path / "profile.json"
     save_profile(game, profile, path)
-    np.testing.assert_array_equal(read_profile(game, path), profile)
+    np.testing.assert_array_equal(read_kuhn(game, path), profile)
     doc = json.loads(path.read_text())
     assert doc["num_players"] == n and len(doc["positions"]) == n
 
@@ -48,7 +56,7 @@ def test_per_position_files_round_trip_in_any_order(tmp_path, n: int) -> None:
     for p in reversed(range(n)):
         paths.append(tmp_path / f"p{p}.json")
         save_strategy(game, p, profile[p], paths[-1])
-    np.testing.assert_array_equal(read_profile(game, *paths), profile)
+    np.testing.assert_array_equal(read_kuhn(game, *paths), profile)
     assert set(load_json(limit_game(f"kuhn{n}p"), paths[0])[0]) == {n - 1}
 
 
@@ -108,13 +116,13 @@ def _malformed_docs():
 @pytest.mark.parametrize(("doc", "field"), _malformed_docs())
 def test_malformed_files_name_the_field(tmp_path, doc, field: str) -> None:
     with pytest.raises(InvalidArgumentError) as err:
-        read_profile(kuhn_game(3), _write(tmp_path, doc))
+        read_kuhn(kuhn_game(3), _write(tmp_path, doc))
     assert err.value.field == field
 
 
 def test_missing_file(tmp_path) -> None:
     with pytest.raises(InvalidArgumentError) as err:
-        read_profile(kuhn_game(3), tmp_path / "nope.json")
+        read_kuhn(kuhn_game(3), tmp_path / "nope.json")
     assert err.value.field == "profile"
 
 
@@ -125,10 +133,10 @@ def test_position_given_twice_or_missing(tmp_path) -> None:
     save_strategy(game, 0, profile[0], tmp_path / "b.json")
     save_strategy(game, 1, profile[1], tmp_path / "c.json")
     with pytest.raises(InvalidStrategyError, match="twice") as err:
-        read_profile(game, tmp_path / "a.json", tmp_path / "b.json")
+        read_kuhn(game, tmp_path / "a.json", tmp_path / "b.json")
     assert err.value.field == "profile"
     with pytest.raises(InvalidStrategyError, match=r"\[2\]") as err:
-        read_profile(game, tmp_path / "a.json", tmp_path / "c.json")
+        read_kuhn(game, tmp_path / "a.json", tmp_path / "c.json")
     assert err.value.field == "profile"
 
 

@@ -26,8 +26,8 @@ from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.strategy import (
     kuhn_profile_of,
     kuhn_profile_on,
+    load_profile,
     parse_profile,
-    read_profile,
 )
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
@@ -60,8 +60,10 @@ def test_conversion_is_exact_both_ways(tmp_path, n: int) -> None:
     openspiel, ours = _both_styles(tmp_path, n, profile)
     on_compiled = kuhn_profile_on(compiled, profile)
     for path in (openspiel, ours):  # either style, onto either form of the game: equal bits
-        np.testing.assert_array_equal(read_profile(kuhn, path), profile)
-        np.testing.assert_array_equal(read_profile(compiled, path), on_compiled)
+        np.testing.assert_array_equal(load_profile(compiled, path), on_compiled)
+        np.testing.assert_array_equal(
+            kuhn_profile_of(compiled, load_profile(compiled, path)), profile
+        )
     np.testing.assert_array_equal(kuhn_profile_of(compiled, on_compiled), profile)
     text = json.dumps(kuhn_profile_to_json(kuhn, profile))
     np.testing.assert_array_equal(parse_profile(compiled, text, "doc"), on_compiled)
@@ -70,7 +72,7 @@ def test_conversion_is_exact_both_ways(tmp_path, n: int) -> None:
 def test_openspiel_keys_on_a_game_that_is_not_kuhn_are_refused(tmp_path) -> None:
     openspiel, _ = _both_styles(tmp_path, 2, uniform_profile(kuhn_game(2)))
     with pytest.raises(InvalidStrategyError, match="not a Kuhn game") as err:
-        read_profile(limit_game("leduc2p"), openspiel)
+        load_profile(limit_game("leduc2p"), openspiel)
     assert err.value.field == "positions[0]"
 
 

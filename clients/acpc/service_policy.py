@@ -82,6 +82,7 @@ from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
 from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.mbbr import limit_model
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation, LimitObservation
@@ -179,7 +180,7 @@ class ServicePolicy:
             self.session_game = f"kuhn_poker(players={n})"  # OpenSpiel's Kuhn presentation
             profile = default_profile(self.kuhn)
             if prior_strategy is not None:
-                profile = parse_profile(self.kuhn, prior_strategy, given)
+                profile = kuhn_openspiel(n).parse_profile(prior_strategy, given)
             self.fallback = ProfilePolicy(game, profile, config.seed)
             self.fallback_name = fallback_name(self.kuhn)
         else:  # any other limit game: the session plays its rules, the fallback its default

@@ -5,7 +5,7 @@ its short name or an ACPC game definition file, compiled as a limit game.
 (3-player Kuhn has the robust equilibria N1-N3 as named strategies; every game has its solved
 strategy as ``cfr``). Strategy files are keyed by the game's information-state strings ("Js:",
 "Ks/Qh:rc/cr"), or in Kuhn by OpenSpiel's ("2ppb"), read by
-:func:`oppmodel.modeling.games.acpc.strategy.read_profile`.
+:func:`oppmodel.modeling.games.acpc.strategy.load_profile`.
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ import numpy as np
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import parse_profile
-from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 
 PRIOR_STRATEGY = "--mbbr-prior-strategy"
@@ -153,7 +152,7 @@ def add_prior_strategy_argument(parser: argparse.ArgumentParser | argparse._Argu
     )
 
 
-def prior_strategy_json(args: argparse.Namespace, game: KuhnGame | LimitGame) -> str | None:
+def prior_strategy_json(args: argparse.Namespace, game: LimitGame) -> str | None:
     """The text of ``--mbbr-prior-strategy``'s file, checked against ``game`` now, so that a bad
     file is a usage error naming it before anything starts; None when the flag is not given."""
     path = getattr(args, "mbbr_prior_strategy", None)
@@ -173,7 +172,7 @@ def prior_strategy_json(args: argparse.Namespace, game: KuhnGame | LimitGame) ->
     return text
 
 
-def prior_strategy_profile(game: KuhnGame | LimitGame, text: str | None) -> np.ndarray | None:
+def prior_strategy_profile(game: LimitGame, text: str | None) -> np.ndarray | None:
     """The profile of a strategy file's text for the model builders' ``prior_mean`` and
     ``default_strategy`` (None: the game's defaults)."""
     return None if text is None else parse_profile(game, text, PRIOR_STRATEGY)

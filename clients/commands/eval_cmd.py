@@ -12,7 +12,7 @@ import numpy as np
 from oppmodel.clients.commands._games import GAME_HELP, resolve_game
 from oppmodel.modeling.evaluation.limit import best_response, expected_values
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.strategy import is_strategy_file, read_profile
+from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.panel import panel_names
 
@@ -81,7 +81,7 @@ def load(game: LimitGame, specs: list[str]) -> np.ndarray:
     """A profile from a panel name, ``STYLE@S``, or strategy files (either key style)."""
     if len(specs) == 1 and not is_strategy_file(specs[0]):
         return fixed_profile(game, specs[0])
-    return read_profile(game, *specs)
+    return load_profile(game, *specs)
 
 
 def evaluate(game: LimitGame, profile: np.ndarray) -> dict:

@@ -62,7 +62,8 @@ class KuhnOpenSpiel(ServedGame):
         return kuhn_strategy.strategy_from_dict(self.kuhn, position, table, field)
 
     def parse_profile(self, text: str, source: str) -> np.ndarray:
-        return limit_strategy.parse_profile(self.kuhn, text, source)
+        profile = limit_strategy.parse_profile(self.compiled, text, source)
+        return limit_strategy.kuhn_profile_of(self.compiled, profile)
 
     # --- hands ---------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import numpy as np
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.strategy import is_strategy_file, read_profile
+from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.modeling.play.adaptive import RuleAgent, adaptive_factory, is_adaptive
 from oppmodel.modeling.play.match import Agent, AgentFactory, fixed_strategy_factory, limit_action
@@ -111,9 +111,9 @@ def diluted_profile(game: LimitGame, name: str) -> np.ndarray:
 
 def fixed_profile(game: LimitGame, name: str) -> np.ndarray:
     """The profile of a fixed agent name: a panel name, a fixed ``STYLE@S``, or a strategy file
-    (either key style, :func:`oppmodel.modeling.games.acpc.strategy.read_profile`)."""
+    (either key style, :func:`oppmodel.modeling.games.acpc.strategy.load_profile`)."""
     if is_strategy_file(name):
-        return read_profile(game, name)
+        return load_profile(game, name)
     return diluted_profile(game, name) if is_diluted(name) else named_profile(game, name)
 
 

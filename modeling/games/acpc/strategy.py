@@ -17,12 +17,13 @@ one ``[p_fold, p_call, p_raise]`` per information set, so a strategy reads witho
 for a single position has ``"position": p`` and ``"strategy": {...}`` instead of ``"positions"``.
 
 This is the one strategy-file format of the project: every command and the service read strategy
-files through :func:`read_profile` / :func:`parse_profile`, for any game. A Kuhn game also reads
-files keyed by OpenSpiel's Kuhn information states (``"2ppb"``: card 2 after pass, pass, bet;
-``[p_pass, p_bet]``, :mod:`oppmodel.modeling.strategy`), told apart by their keys and converted
-exactly: pass is check or fold, bet is bet or call (:func:`kuhn_strategy_on`). A profile of the
-Kuhn kernels' ``KuhnGame`` is read through the compiled Kuhn game and converted back
-(:func:`kuhn_strategy_of`), so a file moves unchanged between every command.
+files through :func:`load_profile` / :func:`parse_profile`, for any compiled game. A compiled Kuhn
+game also reads files keyed by OpenSpiel's Kuhn information states (``"2ppb"``: card 2 after
+pass, pass, bet; ``[p_pass, p_bet]``, :mod:`oppmodel.modeling.strategy`), told apart by their keys
+and converted exactly: pass is check or fold, bet is bet or call (:func:`kuhn_strategy_on`). A
+profile in OpenSpiel's conventions (``KuhnGame``) is the compiled game's converted back
+(:func:`kuhn_profile_of`; the presentation ``games/kuhn_openspiel.py`` does it), so a file moves
+unchanged between every command.
 """
 
 from __future__ import annotations
@@ -40,10 +41,9 @@ from oppmodel.modeling import _strategy_kernels
 from oppmodel.modeling import strategy as kuhn_strategy
 from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
 from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, FOLD, NUM_ACTIONS, RAISE
-from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.games.kuhn import kuhn_game
 
 SUM_TOLERANCE = 1e-9
 OPENSPIEL_KUHN_KEY = re.compile(r"[0-9]+[pb]*")  # "2ppb"; ours always hold a ":"
@@ -218,35 +218,21 @@ def parse_json(game: LimitGame, text: str, path: str) -> tuple[dict[int, np.ndar
 
 def load_profile(game: LimitGame, *paths: str | Path) -> np.ndarray:
     """A whole profile from one file holding every position, or from one file per position
-    (in any order)."""
+    (in any order), in either key style: what every command that takes a strategy file
+    reads."""
     return _whole(game, [(str(path), load_json(game, path)[0]) for path in paths])
 
 
-def parse_profile(game: KuhnGame | LimitGame, text: str, source: str) -> np.ndarray:
+def parse_profile(game: LimitGame, text: str, source: str) -> np.ndarray:
     """A whole profile of ``game`` from the text of a strategy file holding every position, in
     either key style (``source`` names it in errors): the service's ``*_json`` fields."""
-    compiled = _compiled(game)
-    profile = _whole(compiled, [(source, parse_json(compiled, text, source)[0])])
-    return profile if compiled is game else kuhn_profile_of(compiled, profile)
-
-
-def read_profile(game: KuhnGame | LimitGame, *paths: str | Path) -> np.ndarray:
-    """A whole profile of ``game`` from strategy files (one holding every position, or one per
-    position), in either key style: what every command that takes a strategy file reads."""
-    compiled = _compiled(game)
-    profile = load_profile(compiled, *paths)
-    return profile if compiled is game else kuhn_profile_of(compiled, profile)
+    return _whole(game, [(source, parse_json(game, text, source)[0])])
 
 
 def is_strategy_file(name: str) -> bool:
     """Whether an agent or profile name names a strategy file (``*.json``, or a file that
     exists) rather than a strategy by name."""
     return name.endswith(".json") or Path(name).is_file()
-
-
-def _compiled(game: KuhnGame | LimitGame) -> LimitGame:
-    """The limit game whose files ``game`` reads: itself, or a Kuhn game compiled from its file."""
-    return game if isinstance(game, LimitGame) else limit_game(f"kuhn{game.num_players}p")
 
 
 def _whole(game: LimitGame, parts: list[tuple[str, dict[int, np.ndarray]]]) -> np.ndarray:

@@ -41,7 +41,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.mbbr.model import MBBRModel, build_model  # noqa: E402
 from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
-from oppmodel.server.sessions import Limits  # noqa: E402
+from oppmodel.server.session_spec import Limits  # noqa: E402
 
 
 def largest_k(players: int, limits: Limits) -> int:

@@ -42,7 +42,9 @@ from oppmodel.server.perfect_info_service import PerfectInfoServicer
 from oppmodel.server.perfect_info_spec import PerfectInfoLimits
 from oppmodel.server.perfect_info_weights import warm_up_perfect_info
 from oppmodel.server.servicer import OpponentModelServicer
-from oppmodel.server.sessions import Limits, SessionManager, warm_up_models
+from oppmodel.server.session_models import warm_up_models
+from oppmodel.server.session_spec import Limits
+from oppmodel.server.sessions import SessionManager
 from oppmodel.server.storage import error_reason, is_postgres, redacted
 from oppmodel.server.storage_sql import SqlStore
 from oppmodel.server.storage_sqlite import SQLiteStore, Synchronous

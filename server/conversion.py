@@ -4,7 +4,7 @@ Every conversion from a request validates as it goes and raises a domain error w
 request's field path (``config.mbbr.k``, ``observation.revealed[1].card``, ``matchstate``), so the
 caller learns exactly what to fix; nothing is changed by a request that fails here.
 
-A session's game (``sessions.Game``, :mod:`oppmodel.modeling.games.interface`) is Kuhn
+A session's game (``session_spec.Game``, :mod:`oppmodel.modeling.games.interface`) is Kuhn
 ("kuhn_poker(players=n)": the compiled ``kuhn<n>p`` in OpenSpiel's conventions) or any ACPC limit
 game, named by a bundled short name or given as the text of its definition (never as a path: the
 server reads no file a client names). What differs between them (the observation fields it takes,
@@ -32,7 +32,7 @@ from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.interface import Decision, KuhnFields, KuhnInfoState, compiled
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.server.sessions import (
+from oppmodel.server.session_spec import (
     ActionChoice,
     Game,
     Observation,

@@ -4,7 +4,7 @@ forks starts warm in milliseconds instead of loading the kernels itself (~1 s)."
 
 import gc
 
-from oppmodel.server.sessions import warm_up_models
+from oppmodel.server.session_models import warm_up_models
 
 warm_up_models()
 gc.collect()

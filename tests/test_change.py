@@ -26,7 +26,7 @@ from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import observe_hand
 from oppmodel.modeling.play.tournament import seated_profile
 from oppmodel.modeling.strategy import sample_history
-from oppmodel.server.sessions import SessionSpec
+from oppmodel.server.session_spec import SessionSpec
 
 GAME = kuhn_game(3)
 DETECTION_DELAY = GRID + 15  # the delay change.py's docstring states for maniac -> tight-passive

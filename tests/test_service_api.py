@@ -34,7 +34,7 @@ from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import strategy_to_dict
-from oppmodel.server.sessions import Limits
+from oppmodel.server.session_spec import Limits
 
 CONFIG = MBBRConfig(k=6, hands_default=5, seed=11)
 
@@ -295,7 +295,7 @@ def test_large_tables_are_computed_on_the_pool_and_equal_the_library(tmp_path: P
 
 
 def test_evicted_sessions_reload_by_replay(store_location: str) -> None:
-    from oppmodel.server.sessions import Limits
+    from oppmodel.server.session_spec import Limits
 
     observations = random_observations(12, seed=8)
     with connected(store_location, limits=Limits(memory_bytes=150_000)) as (client, _):

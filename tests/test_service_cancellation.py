@@ -25,7 +25,8 @@ from oppmodel.server.perfect_info_spec import (
     PerfectInfoSpec,
 )
 from oppmodel.server.perfect_info_store import Choice
-from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
+from oppmodel.server.session_spec import Limits, SessionSpec
+from oppmodel.server.sessions import SessionManager
 from oppmodel.server.storage import ObservationRow, SessionRow
 from oppmodel.server.storage_sqlite import SQLiteStore
 from oppmodel.server.tasks import ShieldedTasks
@@ -179,7 +180,7 @@ def test_an_observe_cancelled_between_commit_and_apply_still_applies(
             await manager.drain()
             stored = store.load_observations(info.session_id)
         store.close()
-        return session.model, session.hands_observed, stored
+        return session.host.model, session.hands_observed, stored
 
     model, hands, stored = asyncio.run(scenario())
     assert hands == len(stored) == 6

@@ -257,7 +257,7 @@ def test_bad_queries(server) -> None:
 
 
 def test_limits(tmp_path: Path) -> None:
-    from oppmodel.server.sessions import Limits
+    from oppmodel.server.session_spec import Limits
 
     with connected(
         tmp_path / "db.sqlite", limits=Limits(max_sessions=2, max_k=50), max_message_bytes=2048

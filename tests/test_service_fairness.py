@@ -10,7 +10,9 @@ from service_support import random_observations
 
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.sessions import Limits, SessionManager, SessionSpec, build_model
+from oppmodel.server.session_models import build_model
+from oppmodel.server.session_spec import Limits, SessionSpec
+from oppmodel.server.sessions import SessionManager
 from oppmodel.server.storage_sqlite import SQLiteStore
 
 
@@ -32,11 +34,11 @@ def test_a_long_batch_of_one_session_lets_the_others_answer_between_its_hands(tm
                 seen_during_batch = []
                 while not batch.done():
                     await manager.response(other, 0, None)
-                    seen_during_batch.append(busy.model.hands_observed)
+                    seen_during_batch.append(busy.host.model.hands_observed)
                     await asyncio.sleep(0)
                 acks, error = await batch
                 assert error is None and len(acks) == len(hands) - 16
-                return seen_during_batch, busy.model.snapshot()
+                return seen_during_batch, busy.host.model.snapshot()
         finally:
             store.close()
 

@@ -44,7 +44,7 @@ from oppmodel.modeling.observation import HandObservation
 from oppmodel.modeling.strategy import strategy_to_dict
 from oppmodel.server.app import open_storage
 from oppmodel.server.perfect_info_spec import PerfectInfoLimits
-from oppmodel.server.sessions import Limits
+from oppmodel.server.session_spec import Limits
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi
 

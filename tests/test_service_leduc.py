@@ -35,7 +35,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.server.conversion import observation_from_proto
-from oppmodel.server.sessions import Limits
+from oppmodel.server.session_spec import Limits
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 LABELS = ("opp_A", "opp_B")

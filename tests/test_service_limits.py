@@ -21,7 +21,8 @@ from oppmodel.clients.commands import serve_cmd
 from oppmodel.modeling.errors import NotFoundError, ResourceExhaustedError
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
+from oppmodel.server.session_spec import Limits, SessionSpec
+from oppmodel.server.sessions import SessionManager
 from oppmodel.server.storage_sqlite import SQLiteStore
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
@@ -69,8 +70,8 @@ def test_live_sessions_stay_within_the_memory_budget_and_reload_when_used(
                 live.append(len(manager.cache))
             counts = [(await manager.get("", sid)).hands_observed for sid in sids]
             if model_workers:
-                model = (await manager.get("", sids[-1])).model
-                held = await model.worker.call(_held_count, "")  # type: ignore[union-attr]
+                host = (await manager.get("", sids[-1])).host
+                held = await host.worker.call(_held_count, "")
                 assert held == len(manager.cache)
             await manager.close()
         store.close()

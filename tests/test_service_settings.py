@@ -21,7 +21,8 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.strategy import strategy_to_dict
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.sessions import Limits, SessionManager, SessionSpec, owner_of_token
+from oppmodel.server.session_spec import Limits, SessionSpec
+from oppmodel.server.sessions import SessionManager, owner_of_token
 from oppmodel.server.storage import ObservationRow, SessionRow
 from oppmodel.server.storage_sqlite import SQLiteStore
 
@@ -177,7 +178,7 @@ def test_an_update_that_fails_after_its_commit_is_undone(tmp_path, monkeypatch) 
             session = await manager.get("", sid)
             items = list(enumerate(hands, start=1))
             await manager.observe(session, items[:3])
-            real = session.model.observe
+            real = session.host.model.observe
             calls = []
 
             def fail_second(obs) -> None:
@@ -186,7 +187,7 @@ def test_an_update_that_fails_after_its_commit_is_undone(tmp_path, monkeypatch) 
                     raise RuntimeError("injected")
                 real(obs)
 
-            monkeypatch.setattr(session.model, "observe", fail_second)
+            monkeypatch.setattr(session.host.model, "observe", fail_second)
             with pytest.raises(RuntimeError, match="injected"):
                 await manager.observe(session, items[3:])
             stored_after_failure = len(store.load_observations(sid))
@@ -195,7 +196,7 @@ def test_an_update_that_fails_after_its_commit_is_undone(tmp_path, monkeypatch) 
             reloaded = await manager.get("", sid)
             stored = store.load_observations(sid)
         store.close()
-        return stored, stored_after_failure, reloaded.hands_observed, reloaded.model
+        return stored, stored_after_failure, reloaded.hands_observed, reloaded.host.model
 
     stored, stored_after_failure, hands_observed, model = asyncio.run(scenario())
     assert stored_after_failure == 3

@@ -18,7 +18,8 @@ from oppmodel.modeling.errors import FailedPreconditionError
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.sessions import Limits, SessionManager, SessionSpec
+from oppmodel.server.session_spec import Limits, SessionSpec
+from oppmodel.server.sessions import SessionManager
 from oppmodel.server.storage_sqlite import SQLiteStore
 
 
@@ -37,7 +38,7 @@ async def _observe_then_reload(db: Path, spec: SessionSpec, hands, limits: Limit
         for i in range(0, len(items), batch):
             _, error = await manager.observe(session, items[i : i + batch])
             assert error is None
-        live = session.model.snapshot()
+        live = session.host.model.snapshot()
         await manager.drain()
         store.close()
 
@@ -62,8 +63,8 @@ def test_reload_restores_the_snapshot_and_replays_the_tail_only(tmp_path, caplog
     # Batches of 3 end at 3, 6, ..., 42, 44: snapshots after 12, 24 and 36 hands.
     assert reloaded.snapshot_hands == 36
     assert (loaded.hands, loaded.replayed) == (44, 8)
-    assert reloaded.model.snapshot() == live  # bit for bit what memory held
-    assert reloaded.model.snapshot() == _library(config, hands).snapshot()  # and a full replay
+    assert reloaded.host.model.snapshot() == live  # bit for bit what memory held
+    assert reloaded.host.model.snapshot() == _library(config, hands).snapshot()  # and a full replay
 
 
 def test_a_snapshot_that_cannot_be_used_means_a_full_replay(tmp_path):
@@ -89,7 +90,7 @@ def test_a_snapshot_that_cannot_be_used_means_a_full_replay(tmp_path):
 
     session = asyncio.run(reload())
     assert session.snapshot_hands == 0 and session.hands_observed == 20
-    assert session.model.snapshot() == _library(config, hands[:20]).snapshot()
+    assert session.host.model.snapshot() == _library(config, hands[:20]).snapshot()
 
 
 def test_resends_older_than_the_recent_window_are_checked_against_storage(tmp_path):

@@ -25,7 +25,8 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import HandObservation
 from oppmodel.server.app import free_ports
 from oppmodel.server.errors import INTERNAL_MESSAGE
-from oppmodel.server.sessions import SessionSpec, build_model
+from oppmodel.server.session_models import build_model
+from oppmodel.server.session_spec import SessionSpec
 from oppmodel.server.storage import ObservationRow
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc

@@ -27,7 +27,7 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.server import ray_serve
 from oppmodel.server.app import Server, ServerConfig, configure_logging, read_tokens, serve
 from oppmodel.server.ray_serve import RayServeConfig
-from oppmodel.server.sessions import Limits
+from oppmodel.server.session_spec import Limits
 from oppmodel.server.storage import redacted
 from oppmodel.server.storage_sqlite import Synchronous
 

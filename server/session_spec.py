@@ -1,0 +1,181 @@
+"""Opponent-model sessions: what a session is created from, the server's limits, what callers see.
+
+The spec is stored as JSON and is enough to rebuild the session; ``SessionSpec.from_json`` reads
+every spec an earlier release stored (fields added since take the value those sessions were
+created with). The records (``SessionInfo``, ``Ack``, ``ActionChoice``) are what the manager
+(``server/sessions.py``) answers and ``server/conversion.py`` writes into messages.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import asdict, dataclass
+
+from oppmodel.modeling.errors import ResourceExhaustedError
+from oppmodel.modeling.games.acpc.compiler import limit_game_of
+from oppmodel.modeling.games.acpc.gamedef import parse_game_def
+from oppmodel.modeling.games.interface import Hand, ServedGame, ServedModel, compiled
+from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
+from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior
+
+Game = ServedGame  # Kuhn ("kuhn_poker(players=n)") or any compiled ACPC limit game
+Model = ServedModel
+Observation = Hand
+StrategyTable = tuple[tuple[tuple[float, ...], ...], ...]  # (num_players, num_infosets, actions)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Server-side bounds; exceeding one is RESOURCE_EXHAUSTED."""
+
+    max_sessions: int = 10_000
+    max_k: int = 200
+    # k ** (n - 1), the size of one joint posterior table: every k <= 200 with 3 players, k <= 40
+    # with 4. A snapshot of a session holds n such tables and is due every ~0.2 s of updates, so
+    # its size sets the write volume: 4 players at k = 100 (10^6) took 32 MB every 4-20 hands.
+    max_joint_samples: int = 1 << 16
+    max_label_length: int = 128
+    inline_joint_samples: int = 1024  # tables up to this size are computed on the event loop
+    # Model updates on the event loop go in pieces of about this much, one piece per turn of
+    # the loop, sessions taking turns (``turns.py``): requests arriving meanwhile are not held up.
+    inline_slice_seconds: float = 0.001
+    # Estimated bytes of the sessions kept in memory (``LiveSession.nbytes``): the least recently
+    # used idle ones leave memory beyond it (and reload on their next use); a session that alone
+    # needs more is refused.
+    memory_bytes: int = 1 << 30
+    # A snapshot of a session's model is stored once the hands after the last one took this
+    # long to apply (so a reload replays at most about this much) or number this many.
+    snapshot_seconds: float = 0.2
+    snapshot_hands: int = 1000
+    recent_hands: int = 64  # applied hands kept in memory per session to check resends
+    max_streams: int = 512  # Observe streams open at once
+    stream_idle_seconds: float = 120.0  # an Observe stream that carries nothing this long ends
+    max_observe_request_bytes: int = 4096  # one Observe request (an observation is ~30 bytes)
+    max_batch_observations: int = 1024  # observations in one ObserveBatch call
+
+    def check(self, spec: SessionSpec) -> None:
+        """Refuse a spec that would exceed these limits (RESOURCE_EXHAUSTED)."""
+        k = spec.config.k
+        if k > self.max_k or k ** (spec.num_players - 1) > self.max_joint_samples:
+            raise ResourceExhaustedError(
+                f"config.mbbr.k: {k} exceeds this server's limit "
+                f"(k <= {self.max_k} and k^(n-1) <= {self.max_joint_samples})"
+            )
+
+    def inline(self, spec: SessionSpec) -> bool:
+        """Whether a session's model arithmetic runs on the event loop when this process holds
+        its model: its joint table is small (``inline_joint_samples``)."""
+        return spec.config.k ** (spec.num_players - 1) <= self.inline_joint_samples
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """Everything a session is created from; stored as JSON and enough to rebuild it.
+
+    A Kuhn session has ``game`` "kuhn_poker(players=n)" and no ``game_def``; a limit-game session
+    has the rules' text in ``game_def`` (stored, so the session never depends on a file) and in
+    ``game`` the bundled short name of those rules ("leduc3p") or "acpc". The two keys
+    ``game_def`` and ``default_strategy`` are stored only when set: a Kuhn spec's JSON is what
+    the releases before limit games wrote and read.
+    """
+
+    game: str
+    num_players: int
+    our_label: str
+    opponent_labels: tuple[str, ...]
+    config: MBBRConfig
+    # Opponents' prior mean, per position: a (num_infosets, num_actions) table; None = the default.
+    prior_mean: StrategyTable | None = None
+    game_def: str | None = None  # the ACPC rules of a limit game; None: Kuhn
+    default_strategy: StrategyTable | None = None  # as prior_mean; None = the default
+
+    def to_json(self) -> dict:
+        """A JSON-serialisable dict."""
+        data = {
+            "game": self.game,
+            "num_players": self.num_players,
+            "our_label": self.our_label,
+            "opponent_labels": list(self.opponent_labels),
+            "config": {**asdict(self.config), "safety_budget": _budget_to_json(self.config)},
+            "prior_mean": self.prior_mean,
+        }
+        if self.game_def is not None:
+            data["game_def"] = self.game_def
+        if self.default_strategy is not None:
+            data["default_strategy"] = self.default_strategy
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> SessionSpec:
+        """Inverse of ``to_json``. A spec stored before MBBRConfig had a posterior has none: its
+        session was created with the sample posterior, and keeps it whatever today's default; so
+        with every field added later (``FIELDS_ADDED_LATER``): one stored before the safety
+        budget keeps playing without one, one stored before change detection without it."""
+        config = {"posterior": Posterior.SAMPLES, **FIELDS_ADDED_LATER, **data["config"]}
+        if config.get("safety_budget") is None:  # before the budget existed, or off (null)
+            config["safety_budget"] = math.inf
+        return cls(
+            game=data["game"],
+            num_players=int(data["num_players"]),
+            our_label=data["our_label"],
+            opponent_labels=tuple(data["opponent_labels"]),
+            config=MBBRConfig(**config),
+            prior_mean=_strategy_table(data.get("prior_mean")),
+            game_def=data.get("game_def"),
+            default_strategy=_strategy_table(data.get("default_strategy")),
+        )
+
+
+def _strategy_table(nested: list | None) -> StrategyTable | None:
+    if nested is None:
+        return None
+    return tuple(tuple(tuple(float(x) for x in row) for row in pos) for pos in nested)
+
+
+def _budget_to_json(config: MBBRConfig) -> float | None:
+    """The safety budget as standard JSON: null when off (infinite)."""
+    return None if math.isinf(config.safety_budget) else config.safety_budget
+
+
+def game_of(spec: SessionSpec) -> Game:
+    """The game of a session spec: n-player Kuhn in OpenSpiel's conventions, or its limit game
+    compiled from the rules (compiled games are cached per distinct rules)."""
+    if spec.game_def is None:
+        return kuhn_openspiel(spec.num_players)
+    return _limit_game_of_rules(spec.game_def)
+
+
+@functools.lru_cache(maxsize=64)  # every listed session asks; the compiler caches the games
+def _limit_game_of_rules(rules: str) -> Game:
+    return compiled(limit_game_of(parse_game_def(rules)))
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What callers see of a session."""
+
+    session_id: str
+    spec: SessionSpec
+    hands_observed: int
+    created_unix_ms: int
+
+
+@dataclass(frozen=True)
+class Ack:
+    """The acknowledgement of one observation: durable and applied (or applied before)."""
+
+    sequence: int
+    duplicate: bool
+    hands_observed: int
+
+
+@dataclass(frozen=True)
+class ActionChoice:
+    """The action the policy picks at an information state, and why."""
+
+    action: int
+    probabilities: tuple[float, ...]
+    infostate: str
+    default_policy: bool
+    hands_observed: int

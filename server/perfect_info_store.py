@@ -16,7 +16,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from oppmodel.modeling.errors import ResourceExhaustedError
-from oppmodel.server.storage_sql import Db, SqlStore, append_at_version, stored_count
+from oppmodel.server.storage_sql import SqlStore
+from oppmodel.server.storage_writer import Db, append_at_version, stored_count
 
 # By dialect: the SQLite text is the one earlier releases wrote (an existing file opens as is).
 _SCHEMA = {

@@ -1,6 +1,6 @@
 """The shared storage backend: a PostgreSQL database that several server processes use at once.
 
-Each process keeps one connection on its writer thread (``storage_sql.SqlStore``); transactions
+Each process keeps one connection on its writer thread (``storage_writer.SqlWriter``); transactions
 run at READ COMMITTED. What keeps every hand stored and applied exactly once across processes is
 the transaction that appends observations: it locks the session's row (``SELECT ... FOR UPDATE``,
 which serialises every writer of that session in every process), compares the last stored
@@ -25,7 +25,8 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from oppmodel.server.storage import error_reason, is_postgres, redacted
-from oppmodel.server.storage_sql import Dialect, SqlStore
+from oppmodel.server.storage_sql import SqlStore
+from oppmodel.server.storage_writer import Dialect
 
 POSTGRESQL = Dialect(
     name="postgresql",

@@ -1,6 +1,6 @@
 """The embedded storage backend: one SQLite file in WAL mode (the default).
 
-One process owns the file: its writer thread (``storage_sql.SqlStore``) is the only writer, and
+One process owns the file: its writer thread (``storage_writer.SqlWriter``) is the only writer, and
 ``BEGIN IMMEDIATE`` makes each batch's transaction exclusive against any other process that opens
 the file all the same. With ``synchronous=FULL`` (the default) a commit survives power loss;
 ``NORMAL`` survives a crash of the process only. The schema below is the one every earlier release
@@ -14,7 +14,8 @@ import sqlite3
 from pathlib import Path
 
 from oppmodel.modeling.choice import Choice
-from oppmodel.server.storage_sql import Db, Dialect, SqlStore
+from oppmodel.server.storage_sql import SqlStore
+from oppmodel.server.storage_writer import Db, Dialect
 
 SQLITE = Dialect(
     name="sqlite",

@@ -6,28 +6,24 @@ then flips health to NOT_SERVING, stops accepting calls and lets in-flight ones 
 grace period, and closes the store. The server registers the standard health-checking and
 reflection services, so ``grpcurl -plaintext 127.0.0.1:PORT list`` works.
 
-Logs are JSON lines on stderr (one object per event, extra fields included).
+What a server listens with is checked first (``server/listening.py``); logs are JSON lines on
+stderr (``server/logs.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import gc
-import json
 import logging
 import signal
 import socket
 import sqlite3
-import ssl
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -36,6 +32,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.server.decoding import add_service
+from oppmodel.server.listening import ensure_bindable, start_metrics_endpoint, tls_credentials
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info_manager import PerfectInfoManager
 from oppmodel.server.perfect_info_service import PerfectInfoServicer
@@ -66,7 +63,6 @@ MAX_PORT = 65535
 # calls one at a time, then refuses those beyond its limits at once, so its queue holds this many
 # calls per --max-rpcs; gRPC cancels only a burst beyond that.
 WAITING_CALLS_PER_RPC = 4
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -96,84 +92,6 @@ class ServerConfig:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= MAX_PORT:
                 raise InvalidArgumentError(name, f"must be from 0 to {MAX_PORT}, got {value}")
-
-
-def read_tokens(path: str | Path) -> frozenset[str]:
-    """Bearer tokens from a file: one per line; blank lines and '#' comments are skipped."""
-    text = _read_file("auth_tokens", path).decode("utf-8", errors="replace")
-    lines = (line.strip() for line in text.splitlines())
-    tokens = frozenset(line for line in lines if line and not line.startswith("#"))
-    if not tokens:
-        raise InvalidArgumentError("auth_tokens", f"{path}: no tokens")
-    return tokens
-
-
-def _read_file(field: str, path: str | Path) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidArgumentError(field, f"cannot read {path}: {exc.strerror}") from exc
-
-
-def tls_credentials(cert: str | None, key: str | None) -> grpc.ServerCredentials | None:
-    """Server credentials from a PEM certificate chain and its key (None without either);
-    InvalidArgumentError naming the files if they are missing, unreadable or do not match."""
-    if not (cert or key):
-        return None
-    if not (cert and key):
-        raise InvalidArgumentError("tls", "TLS needs both a certificate and a key")
-    key_pem, cert_pem = _read_file("tls_key", key), _read_file("tls_cert", cert)
-
-    def encrypted(*_: object) -> str:
-        raise InvalidArgumentError("tls_key", f"{key} is encrypted; gRPC needs a plain key")
-
-    try:  # gRPC's own check only logs its reason and then fails to bind
-        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password=encrypted)
-    except ssl.SSLError as exc:
-        raise InvalidArgumentError(
-            "tls",
-            f"{cert} and {key} are not a PEM certificate chain and its private key"
-            + (f" ({exc.reason})" if exc.reason else ""),
-        ) from exc
-    return grpc.ssl_server_credentials([(key_pem, cert_pem)])
-
-
-def ensure_bindable(host: str, port: int) -> None:
-    """Raise OSError naming ``host:port`` unless a listener could bind it now.
-
-    gRPC's own failure says only "Failed to bind" (with its reasons logged to stderr); this check
-    names the reason first (the port is in use, the address is not this machine's). A port some
-    address of ``host`` has in use is refused even if another address of it is free, so a second
-    server never shares a name with the first.
-    """
-    try:
-        addresses = socket.getaddrinfo(
-            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
-    except socket.gaierror as exc:
-        raise OSError(f"cannot bind {host}:{port}: {exc.strerror}") from exc
-    failures = []
-    for family, kind, proto, _, address in addresses:
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's listener
-            try:
-                probe.bind(address)
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE:
-                    raise OSError(f"{host}:{port} is already in use") from exc
-                failures.append(exc)
-    if len(failures) == len(addresses):
-        raise OSError(f"cannot bind {host}:{port}: {failures[0].strerror}")
-
-
-def start_metrics_endpoint(start: Callable[[int, str], T], host: str, port: int) -> T:
-    """``start(port, host)`` (a /metrics server) once ``host:port`` could be bound; an OSError,
-    the port being in use say, names the metrics endpoint."""
-    try:
-        ensure_bindable(host, port)
-        return start(port, host)
-    except OSError as exc:
-        raise OSError(f"metrics endpoint: {exc}") from exc
 
 
 def open_storage(location: str, *, synchronous: Synchronous | str) -> SqlStore:
@@ -382,35 +300,6 @@ def free_ports(n: int = 1) -> list[int]:
             s.close()
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per log record, with the record's extra fields."""
-
-    _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
-
-    def format(self, record: logging.LogRecord) -> str:
-        """Render ``record`` as a JSON line."""
-        data = {
-            "ts": round(record.created, 6),
-            "level": record.levelname,
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        data.update({k: v for k, v in vars(record).items() if k not in self._STANDARD})
-        if record.exc_info:
-            data["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(data, default=str)
-
-
-def configure_logging(level: int = logging.INFO) -> None:
-    """JSON logs on stderr for the ``oppmodel`` loggers."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    logger = logging.getLogger("oppmodel")
-    logger.handlers[:] = [handler]
-    logger.setLevel(level)
-    logger.propagate = False
-
-
 def warm_up() -> None:
     """Compile (or load from numba's cache) every kernel a request can reach, then freeze the heap.
 
@@ -513,5 +402,3 @@ class BackgroundServer:
             asyncio.run_coroutine_threadsafe(server.stop(self.grace), self._loop).result()
         if self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-            self._loop.close()

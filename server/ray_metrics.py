@@ -105,7 +105,7 @@ class ReplicaMetricsEndpoint:
     def __init__(self, port: int, host: str) -> None:
         # (imported here: the board's Ray worker imports this module, and needs none of the
         # server's machinery, numba included)
-        from oppmodel.server.app import start_metrics_endpoint
+        from oppmodel.server.listening import start_metrics_endpoint
 
         self._board: Any = None
         registry = CollectorRegistry()

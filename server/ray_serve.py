@@ -63,7 +63,6 @@ from oppmodel.server.app import (
     PERFECT_INFO_SERVICE_NAME,
     SERVICE_NAME,
     ServerConfig,
-    configure_logging,
     free_ports,
     open_storage,
     store_reachable,
@@ -71,6 +70,7 @@ from oppmodel.server.app import (
 )
 from oppmodel.server.decoding import Undecodable, checked
 from oppmodel.server.errors import error_details
+from oppmodel.server.logs import configure_logging
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.perfect_info_manager import PerfectInfoManager
 from oppmodel.server.perfect_info_service import PerfectInfoServicer

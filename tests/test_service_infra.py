@@ -24,11 +24,11 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.app import (
     SERVICE_NAME,
-    JsonFormatter,
     ServerConfig,
     build_server,
     free_ports,
 )
+from oppmodel.server.logs import JsonFormatter
 
 
 def test_health_serving_and_reflection_lists_the_service(tmp_path: Path) -> None:

@@ -25,7 +25,9 @@ from oppmodel.clients.commands._types import (
 from oppmodel.clients.interrupt import Interrupted
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.server import ray_serve
-from oppmodel.server.app import Server, ServerConfig, configure_logging, read_tokens, serve
+from oppmodel.server.app import Server, ServerConfig, serve
+from oppmodel.server.listening import read_tokens
+from oppmodel.server.logs import configure_logging
 from oppmodel.server.ray_serve import RayServeConfig
 from oppmodel.server.session_spec import Limits
 from oppmodel.server.storage import redacted

@@ -25,6 +25,12 @@ bankroll prices every hand (the worst case), at the default budget and without o
     python benchmarks/posterior.py [--quick] [--json]
     python benchmarks/posterior.py --game leduc3p [--hands 3000] [--repeats 5] [--whole-table]
     python benchmarks/posterior.py --game kuhn3p --cpu-time   # on a loaded machine
+    python benchmarks/posterior.py --bayes-4p [--hands 12] [--cpu-time]
+
+``--bayes-4p``: 4-player Kuhn with the sample posterior at k = 40 (64,000 joint samples per
+position) and the ``bayes`` response, the rest at the shipped defaults: seconds per hand (observe,
+then the policy of the next hand's position) and per response (that policy alone), on the
+compiled ``kuhn4p`` and on Kuhn's path (``build_model`` on ``kuhn_game(4)``), same hands.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ import numpy as np  # noqa: E402
 
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
-from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
+from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game  # noqa: E402
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig  # noqa: E402
 from oppmodel.modeling.mbbr.limit_model import (  # noqa: E402
     build_limit_model,
@@ -194,9 +200,11 @@ def limit_cycle_rate(
     return len(hands) / (CLOCK[0]() - start)
 
 
-def as_kuhn(obs: LimitObservation) -> HandObservation:
-    """A compiled-kuhn3p observation as Kuhn's own record (cards: deck index = Kuhn card)."""
-    kuhn, deck = kuhn_game(3), limit_game("kuhn3p").deck
+def as_kuhn(obs: LimitObservation, kuhn: KuhnGame | None = None) -> HandObservation:
+    """A compiled-Kuhn observation as Kuhn's own record of ``kuhn`` (default: 3 players; cards:
+    deck index = Kuhn card)."""
+    kuhn = kuhn or kuhn_game(3)
+    deck = limit_game(f"kuhn{kuhn.num_players}p").deck
     cards = tuple(None if c is None else deck.index(c) for c in obs.hole)
     return HandObservation(obs.position, kuhn.acpc_to_history(obs.betting), cards)
 
@@ -254,6 +262,48 @@ def limit_report(name: str, count: int, repeats: int, *, whole_table: bool) -> d
     }
 
 
+BAYES_4P_K = 40  # the service's largest k in 4 players (k^3 <= 2^16)
+
+
+def seconds_per_hand(model, hands: list, n: int) -> tuple[float, float]:
+    """Medians (seconds) of a hand (observe, then the policy of the next hand's position) and of
+    its response (that policy alone), over ``hands`` after one to warm the JIT."""
+    model.observe(hands[0])
+    model.policy(1 % n)
+    hand, response = [], []
+    for h, obs in enumerate(hands[1:]):
+        start = CLOCK[0]()
+        model.observe(obs)
+        middle = CLOCK[0]()
+        model.policy((h + 1) % n)
+        end = CLOCK[0]()
+        hand.append(end - start)
+        response.append(end - middle)
+    return statistics.median(hand), statistics.median(response)
+
+
+def bayes_4p_report(count: int) -> dict:
+    """The ``--bayes-4p`` figures (see the module docstring)."""
+    game, kuhn = limit_game("kuhn4p"), kuhn_game(4)
+    config = MBBRConfig(k=BAYES_4P_K, posterior="samples", response="bayes", hands_default=0)
+    rng = np.random.default_rng(1)
+    hands = [
+        observe_limit_hand(game, h % 4, int(rng.integers(game.num_deals)), t)
+        for h, t in enumerate(rng.integers(game.num_terminals, size=count + 1))
+    ]
+    row: dict = {"game": game.name, "k": BAYES_4P_K, "joint_samples": BAYES_4P_K**3}
+    row["hands"] = count
+    compiled = seconds_per_hand(build_limit_model(game, config), hands, 4)
+    path = seconds_per_hand(build_model(kuhn, config), [as_kuhn(obs, kuhn) for obs in hands], 4)
+    for label, (hand, response) in (("compiled", compiled), ("kuhn_path", path)):
+        row[f"{label}_s_per_hand"] = round(hand, 4)
+        row[f"{label}_s_per_response"] = round(response, 4)
+    row["hand_compiled_vs_kuhn_path"] = round(compiled[0] / path[0], 2)
+    row["response_compiled_vs_kuhn_path"] = round(compiled[1] / path[1], 2)
+    row["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return {"benchmark": "mbbr_bayes_4p_kuhn", "clock": CLOCK[0].__name__, "results": [row]}
+
+
 def streaming_rate(k: int, passes: int) -> float:
     """Passes per second of reading and writing a k x k float64 table once (in place).
 
@@ -277,7 +327,14 @@ def main() -> None:
     parser.add_argument(
         "--game", default=None, help="a limit game (kuhn3p, leduc2p, leduc3p or a game file)"
     )
-    parser.add_argument("--hands", type=int, default=3000, help="hands per stream (--game)")
+    parser.add_argument(
+        "--hands", type=int, default=None, help="hands per stream (--game: 3000, --bayes-4p: 12)"
+    )
+    parser.add_argument(
+        "--bayes-4p",
+        action="store_true",
+        help="4-player Kuhn, k = 40, the bayes response: seconds per hand and per response",
+    )
     parser.add_argument(
         "--whole-table",
         action="store_true",
@@ -292,10 +349,13 @@ def main() -> None:
     if args.cpu_time:
         CLOCK[0] = time.process_time
     repeats = args.repeats or (3 if args.quick else 7)
+    if args.bayes_4p:
+        print(json.dumps(bayes_4p_report(args.hands or 12), indent=1 if args.json else None))
+        return
     if args.game is not None:
         report = limit_report(
             args.game,
-            args.hands,
+            args.hands or 3000,
             args.repeats or (3 if args.quick else 5),
             whole_table=args.whole_table,
         )

@@ -142,20 +142,32 @@ def _assert_best_response(game, p, strategy, value, leaf):
         assert total[chosen] >= total.max() - 1e-12, game.infoset_string(p, i)
 
 
-def test_bayes_response_equals_brute_force_leduc2p():
-    game = LEDUC2P()
-    model = build_limit_model(game, PLAIN(posterior="samples", k=4, seed=5))
-    for obs in hands_2p(game) + random_hands(game, 10, seed=3):
+@pytest.mark.parametrize(("name", "k"), [("leduc2p", 4), ("kuhn3p", 4), ("kuhn4p", 3)])
+def test_bayes_response_equals_brute_force(name, k):
+    """One, two and three opponents: the expectation over every joint sample combination."""
+    game = limit_game(name)
+    n = game.num_players
+    model = build_limit_model(game, PLAIN(posterior="samples", k=k, seed=5))
+    observations = random_hands(game, 10, seed=3)
+    if name == "leduc2p":
+        observations = hands_2p(game) + observations
+    for obs in observations:
         model.observe(obs)
-    for p in range(2):
+    for p in range(n):
         posterior = model.posterior(p)
-        q = 1 - p
+        opponents = [(p + d) % n for d in range(1, n)]
 
-        def leaf(betting, deal, p=p, q=q, posterior=posterior):
+        def leaf(betting, deal, p=p, posterior=posterior, opponents=opponents):
             reach = sum(
                 posterior[s]
-                * oracle.reach_of_opponents(game, p, betting, deal, {q: model.tau[p, 0, s]})
-                for s in range(model.config.k)
+                * oracle.reach_of_opponents(
+                    game,
+                    p,
+                    betting,
+                    deal,
+                    {q: model.tau[p, i, s[i]] for i, q in enumerate(opponents)},
+                )
+                for s in itertools.product(range(k), repeat=n - 1)
             )
             return reach * oracle.payoff(game, p, betting, deal)
 

@@ -42,11 +42,7 @@ def accepted_sessions(draw) -> tuple[int, MBBRConfig, str | None, str, int]:
     """(players, config, prior-mean profile or None, opponents' profile, hands) of a session the
     server accepts, anywhere in its accepted ranges."""
     n = draw(st.sampled_from([2, 3, 4]))
-    # 4 players: at most 1000 joint samples, not the server's 2^16: on the compiled kuhn4p a
-    # sample model's hand with the bayes response at k = 40 (64,000) takes 2 s and a response
-    # 16-19 s (the Kuhn kernels took 0.1-0.3 s), beyond a test's seconds (issue 30's notes).
-    joint = LIMITS.max_joint_samples if n < 4 else 1000
-    max_k = min(LIMITS.max_k, math.floor(joint ** (1 / (n - 1)) + 1e-9))
+    max_k = min(LIMITS.max_k, math.floor(LIMITS.max_joint_samples ** (1 / (n - 1)) + 1e-9))
     config = draw(accepted_configs(max_k=max_k))
     prior = None
     if config.prior != "uninformed":

@@ -235,21 +235,33 @@ def pair_factors(tau1, tau2, rows, a, bt):
 
 
 @njit(cache=True)
-def bayes_leaf_values(tree, taus, opponents, weights, strides, player, deals, out):
+def bayes_leaf_values(tree, taus, opponents, weights, player, deals, out):
     """out[t, j]: the posterior expectation, over the joint table ``weights`` (flat, normalised;
-    combination s at sum_i s_i * strides[i]), of the opponents' reach of terminal t under deal
-    ``deals[j]``, times ``player``'s payoff there. ``taus[i]`` (k, num_infosets, 3) are the
-    samples of the opponent at position ``opponents[i]``.
+    opponent i's sample is the i-th index of a (k,) * m table), of the opponents' reach of
+    terminal t under deal ``deals[j]``, times ``player``'s payoff there. ``taus[i]``
+    (k, num_infosets, 3) are the samples of the opponent at position ``opponents[i]``.
 
-    One pre-order sweep carries, per depth, each opponent's reach under each of its samples for
-    every deal (a node's parent is the last node seen one level up).
+    An opponent's reach depends only on its own sequence of moves, and with perfect recall its
+    last move (information set I, action a) names that sequence: id 1 + 3 I + a (0: none yet).
+    One pre-order sweep gives each opponent's sequence at every (terminal, deal) and each
+    sequence's reach under every sample (its parent's times one probability). Then the table is
+    contracted with the reaches one opponent at a time, the last first, keeping only the
+    combinations of sequences that some (terminal, deal) meets: about k^m times the last
+    opponent's sequences, where expanding every combination at every (terminal, deal) costs
+    k^m times terminals times deals (4-player Kuhn at k = 40: 64,000 combinations).
     """
     m = opponents.shape[0]
     k = taus.shape[1]
     num = deals.shape[0]
-    reach = np.empty((tree.max_depth + 1, m, k, num))
-    reach[0] = 1.0
-    combos = weights.shape[0]
+    num_terminals = tree.terminal_pot.shape[0]
+    size = 1 + NUM_ACTIONS * taus.shape[2]
+    seq = np.empty((m, num_terminals, num), dtype=np.int64)
+    reach = np.empty((m, size, k))  # reach[i, sequence, sample]
+    done = np.zeros((m, size), dtype=np.bool_)
+    last = np.zeros((tree.max_depth + 1, m, num), dtype=np.int64)
+    for i in range(m):
+        reach[i, 0] = 1.0
+        done[i, 0] = True
     for node in range(1, tree.node_player.shape[0]):
         parent = tree.node_parent[node]
         depth = tree.node_depth[node]
@@ -257,30 +269,84 @@ def bayes_leaf_values(tree, taus, opponents, weights, strides, player, deals, ou
         rnd = tree.node_round[parent]
         base = tree.node_base[parent]
         a = tree.node_action[node]
-        reach[depth] = reach[depth - 1]
+        last[depth] = last[depth - 1]
         for i in range(m):
-            if opponents[i] == q:
-                for s in range(k):
-                    for j in range(num):
-                        v = tree.deal_view[rnd, deals[j], q]
-                        reach[depth, i, s, j] *= taus[i, s, base + v, a]
+            if opponents[i] != q:
+                continue
+            for j in range(num):
+                infoset = base + tree.deal_view[rnd, deals[j], q]
+                here = 1 + NUM_ACTIONS * infoset + a
+                if not done[i, here]:
+                    before = last[depth - 1, i, j]
+                    for s in range(k):
+                        reach[i, here, s] = reach[i, before, s] * taus[i, s, infoset, a]
+                    done[i, here] = True
+                last[depth, i, j] = here
         t = tree.node_terminal[node]
-        if t < 0:
-            continue
+        if t >= 0:
+            seq[:, t] = last[depth]
+    # Level i: ``flat`` is the table contracted with opponents i + 1.. as (k^(i + 1), width),
+    # column child[t, j] being what (t, j) needs of those opponents.
+    child = np.zeros((num_terminals, num), dtype=np.int64)
+    width = 1
+    flat = weights
+    for i in range(m - 1, 0, -1):
+        keys = (seq[i] * width + child).ravel()
+        uniq = _distinct(keys, size * width)
+        child = np.searchsorted(uniq, keys).reshape((num_terminals, num))
+        count = uniq.shape[0]
+        rows = k**i
+        if width == 1:  # the last opponent: rows of the table times its gathered reaches
+            gathered = np.empty((k, count))
+            for s in range(k):
+                for e in range(count):
+                    gathered[s, e] = reach[i, uniq[e], s]
+            nxt = np.zeros((rows, count))
+            for c in range(rows):
+                for s in range(k):
+                    w = flat[c * k + s]
+                    for e in range(count):
+                        nxt[c, e] += w * gathered[s, e]
+        else:
+            table = flat.reshape((rows, k, width))
+            nxt = np.empty((rows, count))
+            turned = np.empty((width, k))  # one row block of the table, sample axis last
+            for c in range(rows):
+                for s in range(k):
+                    for u in range(width):
+                        turned[u, s] = table[c, s, u]
+                for e in range(count):
+                    u, here = uniq[e] % width, uniq[e] // width
+                    total = 0.0
+                    for s in range(k):
+                        total += turned[u, s] * reach[i, here, s]
+                    nxt[c, e] = total
+        flat = nxt.ravel()
+        width = count
+    turned = np.ascontiguousarray(flat.reshape((k, width)).T)
+    for t in range(num_terminals):
         cls, pot = tree.terminal_class[t], tree.terminal_pot[t]
         spent = tree.terminal_spent[t, player]
         for j in range(num):
             total = 0.0
-            for c in range(combos):
-                w = weights[c]
-                if w == 0.0:
-                    continue
-                rest = c
-                for i in range(m):
-                    w *= reach[depth, i, rest // strides[i], j]
-                    rest = rest % strides[i]
-                total += w
+            col, here = child[t, j], seq[0, t, j]
+            for s in range(k):
+                total += turned[col, s] * reach[0, here, s]
             out[t, j] = total * (tree.share[cls, deals[j], player] * pot - spent)
+
+
+@njit(cache=True)
+def _distinct(keys, bound):
+    """The distinct values of ``keys`` (all in [0, bound)), sorted."""
+    if bound <= 4 * keys.shape[0] + 1024:  # small range: mark them
+        seen = np.zeros(bound, dtype=np.bool_)
+        for x in keys:
+            seen[x] = True
+        return np.flatnonzero(seen)
+    ordered = np.sort(keys)
+    keep = np.ones(ordered.shape[0], dtype=np.bool_)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]
 
 
 @njit(cache=True)

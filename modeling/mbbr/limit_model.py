@@ -681,13 +681,9 @@ class LimitSampleModel(LimitModel):
         game, n = self.game, self.game.num_players
         deals = self._holes.deals_of_hole[p][h]
         weights = self._samples[p].posterior().ravel()
-        k = self.config.k
-        strides = np.array([k ** (n - 2 - i) for i in range(n - 1)], dtype=np.int64)
         opponents = np.array([(p + d) % n for d in range(1, n)], dtype=np.int64)
         leaf = np.empty((game.num_terminals, len(deals)))
-        kernels.bayes_leaf_values(
-            game.tree, self.tau[p], opponents, weights, strides, p, deals, leaf
-        )
+        kernels.bayes_leaf_values(game.tree, self.tau[p], opponents, weights, p, deals, leaf)
         return kernels.best_response_to_leaf_values(game.tree, leaf, p, deals, choice)
 
     def _state(self) -> dict[str, np.ndarray]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 
-from oppmodel.server.ray_serve import OppModelDeployment
+from oppmodel.server.ray_replica import OppModelDeployment
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
 

@@ -24,9 +24,7 @@ hands in unary calls (all or nothing each, resent safely), for callers that cann
 
 from __future__ import annotations
 
-import contextlib
 import math
-import queue
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,14 +34,13 @@ import grpc
 import numpy as np
 
 from oppmodel.clients.grpc_base import GrpcClient, set_field
+from oppmodel.clients.outbox import Hand, ObservationStream, Outbox, Retry, observation_message
 from oppmodel.modeling import errors
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
-from oppmodel.modeling.observation import HandObservation, LimitObservation
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND
 
-_RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
 SOLVE_POLL_SECONDS = 1.0  # between CreateSession calls while the server solves the game
 MAX_BATCH = 1024  # observations per ObserveBatch call that a server takes by default
 REPLICA_KEY = "oppmodel-replica"  # trailing metadata of a Ray Serve replica's replies
@@ -142,17 +139,6 @@ def _describe(session: pb.Session) -> SessionDescription:
         hands_observed=session.hands_observed,
         created_unix_ms=session.created_unix_ms,
     )
-
-
-Hand = HandObservation | LimitObservation | str  # a finished hand; str: its MATCHSTATE line
-
-
-def observation_message(sequence: int, obs: Hand) -> pb.Observation:
-    """The Observation message of a finished hand: a HandObservation (Kuhn fields, betting in
-    OpenSpiel letters), or a LimitObservation or MATCHSTATE line (sent as the line)."""
-    if isinstance(obs, str):
-        return pb.Observation(sequence=sequence, matchstate=obs)
-    return pb.Observation(sequence=sequence, **obs.message_fields())
 
 
 class OpponentModelClient(GrpcClient):
@@ -313,26 +299,25 @@ class OpponentModelClient(GrpcClient):
                     first_sequence=first_sequence + start,
                 )
             return hands
-        pending = [
-            pb.ObserveRequest(session_id=session_id, observation=observation_message(s, o))
-            for s, o in enumerate(observations, start=first_sequence)
-        ]
+        outbox = Outbox(first_sequence)
+        for obs in observations:
+            outbox.add(obs)
         hands = 0
-        deadline = time.monotonic() + self.reconnect_seconds
-        while pending:
+        retry = Retry(self, self.reconnect_seconds)
+        while outbox:
+            pending = [
+                pb.ObserveRequest(session_id=session_id, observation=o) for o in outbox.messages()
+            ]
             try:
                 for ack in self._stub.Observe(
-                    iter(list(pending)),
+                    iter(pending),
                     metadata=self._routed(session_id),
                     timeout=self.timeout + 0.01 * len(pending),
                 ):
-                    while pending and pending[0].observation.sequence <= ack.sequence:
-                        pending.pop(0)
+                    outbox.acknowledge(ack.sequence)
                     hands = ack.hands_observed
             except grpc.RpcError as exc:
-                if exc.code() not in _RETRYABLE or time.monotonic() > deadline:
-                    raise self._error(exc) from None
-                time.sleep(0.05)
+                retry.after(exc)
         return hands
 
     def observe_batch(
@@ -348,16 +333,14 @@ class OpponentModelClient(GrpcClient):
                 observation_message(s, o) for s, o in enumerate(observations, start=first_sequence)
             ],
         )
-        deadline = time.monotonic() + self.reconnect_seconds
+        retry = Retry(self, self.reconnect_seconds)
         while True:
             try:
                 reply, call = self._stub.ObserveBatch.with_call(
                     request, metadata=self._routed(session_id), timeout=self.timeout
                 )
             except grpc.RpcError as exc:
-                if exc.code() not in _RETRYABLE or time.monotonic() > deadline:
-                    raise self._error(exc) from None
-                time.sleep(0.05)
+                retry.after(exc)
                 continue
             self._replied(call.trailing_metadata() or ())
             return int(reply.hands_observed)
@@ -440,97 +423,3 @@ class OpponentModelClient(GrpcClient):
             default_policy=reply.default_policy,
             hands_observed=reply.hands_observed,
         )
-
-
-class ObservationStream:
-    """One Observe stream kept open across hands: ``send`` returns once the hand is acknowledged.
-
-    Saves opening a stream per hand. If the stream breaks (UNAVAILABLE: the server went away), the
-    next ``send`` reopens it and resends every observation not yet acknowledged, for up to the
-    client's ``reconnect_seconds``; the server's sequence numbers make the resend safe. A stream
-    the server closed for carrying nothing too long (``IdleStreamError``) is reopened the same
-    way.
-    """
-
-    def __init__(self, client: OpponentModelClient, session_id: str, first_sequence: int) -> None:
-        self._client = client
-        self.session_id = session_id
-        self.next_sequence = first_sequence
-        self._unacked: list[pb.ObserveRequest] = []
-        self._requests: queue.SimpleQueue | None = None
-        self._responses: Iterator[pb.ObserveResponse] | None = None
-
-    def __enter__(self) -> ObservationStream:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _open(self) -> Iterator[pb.ObserveResponse]:
-        """A new stream that resends every unacknowledged observation; returns its responses."""
-        self._abandon()
-        requests: queue.SimpleQueue = queue.SimpleQueue()
-        for request in self._unacked:
-            requests.put(request)
-        self._requests = requests
-        self._responses = responses = self._client._stub.Observe(
-            iter(requests.get, None), metadata=self._client._routed(self.session_id)
-        )
-        return responses
-
-    def _abandon(self) -> None:
-        if self._requests is not None:
-            self._requests.put(None)  # ends the request iterator of the old stream
-        self._requests = self._responses = None
-
-    def send(self, obs: Hand) -> int:
-        """Send the next hand and wait for its acknowledgement; returns hands_observed."""
-        request = pb.ObserveRequest(
-            session_id=self.session_id, observation=observation_message(self.next_sequence, obs)
-        )
-        self.next_sequence += 1
-        self._unacked.append(request)
-        if self._requests is None or self._responses is None:
-            responses = self._open()
-        else:
-            self._requests.put(request)
-            responses = self._responses
-        deadline = time.monotonic() + self._client.reconnect_seconds
-        hands = 0
-        reopened_idle = False
-        while self._unacked:
-            try:
-                ack = next(responses)
-            except grpc.RpcError as exc:
-                error = self._client._error(exc)
-                if isinstance(error, errors.IdleStreamError) and not reopened_idle:
-                    reopened_idle = True  # closed while we had nothing to send: go on anew
-                    responses = self._open()
-                    continue
-                if exc.code() not in _RETRYABLE or time.monotonic() > deadline:
-                    self._abandon()
-                    raise error from None
-                time.sleep(0.05)
-                responses = self._open()
-                continue
-            except StopIteration:  # the server closed the stream without an error
-                if time.monotonic() > deadline:
-                    self._abandon()
-                    raise errors.FailedPreconditionError(
-                        "observation: the server keeps ending the stream without an ack"
-                    ) from None
-                responses = self._open()
-                continue
-            while self._unacked and self._unacked[0].observation.sequence <= ack.sequence:
-                self._unacked.pop(0)
-            hands = ack.hands_observed
-        return hands
-
-    def close(self) -> None:
-        """Finish the stream (every sent hand has been acknowledged)."""
-        if self._requests is not None and self._responses is not None:
-            self._requests.put(None)
-            with contextlib.suppress(grpc.RpcError):  # nothing unacknowledged is lost
-                for _ in self._responses:
-                    pass
-        self._requests = self._responses = None

@@ -18,7 +18,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from oppmodel.clients.acpc.convert import session_game
-from oppmodel.clients.client import ObservationStream, OpponentModelClient
+from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.outbox import ObservationStream
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState

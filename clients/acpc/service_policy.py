@@ -4,10 +4,8 @@ strategy without it.
 ``ServicePolicy`` creates one seeded MBBR session on the service and asks GetAction (with the
 MATCHSTATE line itself) for every decision; the service answers from the agent's policy (the
 default strategy for the first H hands, then the best response to its models). Every finished
-hand becomes an observation holding only what this seat saw: in Kuhn games a Kuhn observation
-(:func:`oppmodel.clients.acpc.convert.seat_observation`, session "kuhn_poker(players=n)"); in any
-other limit game (Leduc) the hand's ``LimitObservation``, sent as its MATCHSTATE line, in a
-session of that game (its bundled short name, or its rules' text).
+hand becomes an observation holding only what this seat saw (the session's game, the record of a
+hand and the fallback are the game's side: :mod:`oppmodel.clients.acpc.service_game`).
 
 The first decision waits for the start: the background thread creates the session, waiting up
 to ``startup_wait`` seconds for a service that does not answer yet (not yet listening, or
@@ -30,7 +28,8 @@ once, for that decision too; the match never waits for the service longer than o
 Everything else runs on one background thread, so that no decision ever waits for it:
 
 * it sends every finished hand (Observe, sequence numbers 1, 2, ...; ObserveBatch calls when the
-  service is a Ray Serve deployment), resending whatever the service has not acknowledged; the
+  service is a Ray Serve deployment), resending whatever the service has not acknowledged (the
+  clients' one ``Outbox``, :mod:`oppmodel.clients.outbox`); the
   hands not yet acknowledged go together, at most ``RESEND_PIECE`` per call, so that a backlog
   goes in pieces (on the server a decision waits behind at most one piece). If the server lost
   the session (a fresh database, a deletion) it creates it again and resends every hand. The
@@ -64,29 +63,18 @@ from dataclasses import dataclass
 from typing import TextIO
 
 import grpc
-import numpy as np
 
 from oppmodel.clients.acpc.agent import (
     Decision,
-    LimitStrategyPolicy,
-    Policy,
-    ProfilePolicy,
     SeatHand,
 )
-from oppmodel.clients.acpc.convert import kuhn_for, seat_observation, session_game
+from oppmodel.clients.acpc.service_game import ServiceGame
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.grpc_base import ERROR_BY_CODE
+from oppmodel.clients.outbox import Outbox
 from oppmodel.modeling.errors import NotFoundError, OppModelError, ServiceError
-from oppmodel.modeling.games.acpc.compiler import limit_game_of
-from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
-from oppmodel.modeling.games.acpc.strategy import parse_profile
-from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.games.kuhn3p import robust_profile
-from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
-from oppmodel.modeling.mbbr import limit_model
+from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.observation import HandObservation, LimitObservation
-from oppmodel.modeling.strategy import uniform_profile
 
 ServiceFailure = (grpc.RpcError, OppModelError)
 _STATUS_OF: dict[type[BaseException], str] = {e: code.name for code, e in ERROR_BY_CODE.items()}
@@ -94,16 +82,6 @@ MAX_QUARANTINE = 5.0  # seconds; see the module docstring
 RESEND_PIECE = 64  # hands per Observe call of a backlog; see ServicePolicy._send_some
 SERVICE_WAIT_S = 30.0  # how long the start waits for a service that does not answer yet
 MAX_REPORTED_OUTAGES = 10  # outages said on stderr; later ones are in the tally only
-
-
-def default_profile(kuhn: KuhnGame) -> np.ndarray:
-    """The fallback: N1 in 3-player Kuhn (MBBR's own default strategy), uniform otherwise."""
-    return robust_profile("N1") if kuhn.num_players == 3 else uniform_profile(kuhn)
-
-
-def fallback_name(kuhn: KuhnGame) -> str:
-    """The fallback's name in messages and tallies."""
-    return "n1" if kuhn.num_players == 3 else "uniform"
 
 
 def tcp_address(target: str) -> tuple[str, int] | None:
@@ -172,29 +150,9 @@ class ServicePolicy:
         fallback's strategy."""
         self.game = game
         n = game.num_players
-        self.kuhn = None if kuhn_unsupported(game) else kuhn_for(game)
-        self.fallback: Policy
-        # the fallback plays MBBR's default strategy: the prior strategy's if one is given
-        given = "prior_strategy"
-        if self.kuhn is not None:
-            self.session_game = f"kuhn_poker(players={n})"  # OpenSpiel's Kuhn presentation
-            profile = default_profile(self.kuhn)
-            if prior_strategy is not None:
-                profile = kuhn_openspiel(n).parse_profile(prior_strategy, given)
-            self.fallback = ProfilePolicy(game, profile, config.seed)
-            self.fallback_name = fallback_name(self.kuhn)
-        else:  # any other limit game: the session plays its rules, the fallback its default
-            limit = limit_game_of(game)
-            self.session_game = session_game(limit)
-            profile = (
-                limit_model.default_profile(limit, "default_strategy")
-                if prior_strategy is None
-                else parse_profile(limit, prior_strategy, given)
-            )
-            self.fallback = LimitStrategyPolicy(limit, profile, config.seed)
-            self.fallback_name = "cfr"
-        if prior_strategy is not None:
-            self.fallback_name = "prior-strategy"
+        self.service_game = ServiceGame(game, config.seed, prior_strategy)
+        self.fallback = self.service_game.fallback
+        self.fallback_name = self.service_game.fallback_name
         self.prior_strategy = prior_strategy
         self.config = config
         self.our_label = our_label
@@ -222,8 +180,7 @@ class ServicePolicy:
             observe_batches=observe_batches,
         )
         self._wake = threading.Condition()
-        self._observations: list[HandObservation | LimitObservation] = []
-        self._acked = 0  # observations the current session has acknowledged
+        self._outbox = Outbox(keep=True)  # every hand: a new session is sent them all again
         self._session_id: str | None = None
         self._on_service = False
         self._untested_return = False  # handed back to the service, no decision answered since
@@ -288,15 +245,9 @@ class ServicePolicy:
 
     def observe(self, hand: SeatHand) -> None:
         """Queue what this seat saw of the hand for the background sender (never waits)."""
-        obs: HandObservation | LimitObservation
-        if self.kuhn is None:
-            obs = hand.limit_observation()
-        else:
-            obs = seat_observation(
-                self.game, position=hand.position, betting=hand.betting, hole=hand.hole
-            )
+        obs = self.service_game.observation(hand)
         with self._wake:
-            self._observations.append(obs)
+            self._outbox.add(obs)
             self._hand = hand.hand + 1
             self._wake.notify()
 
@@ -452,7 +403,7 @@ class ServicePolicy:
             self._on_service = self._untested_return = True
 
     def _unsent(self) -> bool:
-        return self._session_id is None or self._acked < len(self._observations)
+        return self._session_id is None or len(self._outbox) > 0
 
     def _pause(self, seconds: float) -> bool:
         """Wait ``seconds`` unless stopped; whether the policy was stopped."""
@@ -463,7 +414,7 @@ class ServicePolicy:
     def _create_session(self, client: OpponentModelClient | None = None) -> None:
         client = client or self._background
         session = client.create_session(
-            game=self.session_game,
+            game=self.service_game.session_game,
             our_label=self.our_label,
             opponent_labels=self.opponent_labels,
             config=self.config,
@@ -475,7 +426,8 @@ class ServicePolicy:
         # its warm-up, as in tests): do it now, not while the dealer waits for a decision
         client.response(session.session_id, 0)
         with self._wake:
-            self._session_id, self._acked = session.session_id, 0
+            self._session_id = session.session_id
+            self._outbox.rewind()
 
     def _send_pending(self) -> None:
         """Send every hand the session has not acknowledged."""
@@ -490,8 +442,8 @@ class ServicePolicy:
         server a decision never waits behind more than one piece's updates, and the thread
         returns to probing soon after a decision fails."""
         with self._wake:
-            session_id, first = self._session_id, self._acked + 1
-            pending = self._observations[self._acked : self._acked + RESEND_PIECE]
+            session_id, first = self._session_id, self._outbox.acknowledged + 1
+            pending = self._outbox.unacknowledged(RESEND_PIECE)
         if session_id is None:
             self._create_session()
             return True
@@ -504,7 +456,7 @@ class ServicePolicy:
             return True
         with self._wake:
             if self._session_id == session_id:
-                self._acked = max(self._acked, first - 1 + len(pending))
+                self._outbox.acknowledge(first - 1 + len(pending))
         return True
 
 

@@ -51,7 +51,7 @@ import oppmodel.modeling  # noqa: E402
 from benchmarks.journal import Journal  # noqa: E402
 from oppmodel.clients.progress import run_progress  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
+from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
     Estimate,
@@ -216,8 +216,23 @@ def run_jobs(
 def job_key(job: MatchJob) -> tuple:
     """What identifies a job's work in a journal: its stream, hands, players and agents (with
     MBBR's whole config), not its position in a job list."""
-    agents = json.dumps([dataclasses.asdict(agent) for agent in job.agents], sort_keys=True)
+    agents = json.dumps([_agent_key(agent) for agent in job.agents], sort_keys=True)
     return (job.stream, job.hands, job.num_players, agents)
+
+
+# MBBRConfig's fields added after the first journals, left out of a key at the value their
+# absence means so that those journals' jobs are still found (the journals spell out every
+# field that was there when they began)
+_ADDED_AFTER_THE_JOURNALS = ("mixture_eta",)
+
+
+def _agent_key(agent: AgentSpec) -> dict:
+    """An agent as its journal key spells it."""
+    key = dataclasses.asdict(agent)
+    for name in _ADDED_AFTER_THE_JOURNALS:
+        if key["mbbr"] is not None and key["mbbr"][name] == FIELDS_ADDED_LATER[name]:
+            del key["mbbr"][name]
+    return key
 
 
 def _timed_job(job: MatchJob, base_seed: int) -> tuple[JobResult, float]:

@@ -17,7 +17,7 @@ from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.interface import Hand, ServedGame, ServedModel, compiled
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
-from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior
+from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior, Prior
 
 Game = ServedGame  # Kuhn ("kuhn_poker(players=n)") or any compiled ACPC limit game
 Model = ServedModel
@@ -111,8 +111,11 @@ class SessionSpec:
         """Inverse of ``to_json``. A spec stored before MBBRConfig had a posterior has none: its
         session was created with the sample posterior, and keeps it whatever today's default; so
         with every field added later (``FIELDS_ADDED_LATER``): one stored before the safety
-        budget keeps playing without one, one stored before change detection without it."""
+        budget keeps playing without one, one stored before change detection without it, a mixture
+        prior stored before ``mixture_eta`` with its informed type at eta."""
         config = {"posterior": Posterior.SAMPLES, **FIELDS_ADDED_LATER, **data["config"]}
+        if "mixture_eta" not in data["config"] and config.get("prior") == Prior.MIXTURE:
+            config["mixture_eta"] = config["eta"]  # its informed type was Dirichlet(eta x mean)
         if config.get("safety_budget") is None:  # before the budget existed, or off (null)
             config["safety_budget"] = math.inf
         return cls(

@@ -159,6 +159,10 @@ MISTAKES = {
         "match --agents mbbr,n2,n3 --mbbr-eta x",
         "argument --mbbr-eta: 'x' is not a float",
     ),
+    "match-bad-mixture-eta": (
+        "match --agents mbbr,n2,n3 --mbbr-mixture-eta 0",
+        "argument --mbbr-mixture-eta: must be in",
+    ),
     # the ACPC commands
     "dealer-not-a-game-file": (
         "dealer m {inputs}/junk.txt 10 1 a b c",

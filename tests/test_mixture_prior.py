@@ -24,6 +24,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.mixture_prior import TYPE_WEIGHTS, TYPES
 from oppmodel.modeling.mbbr.model import build_model
+from oppmodel.server.session_spec import SessionSpec
 
 # the posteriors themselves (change detection, a bank of them, is test_limit_change.py's)
 MIXTURE = MBBRConfig(hands_default=0, prior="mixture", seed=1, change_hazard=0.0)
@@ -137,9 +138,13 @@ def test_the_revealed_moves_pick_the_type_that_plays_like_the_opponent(player, w
         assert model._mixture[p].weights(1)[TYPES.index(winner)] > 0.99
 
 
-def test_a_player_who_looks_at_its_cards_unlike_the_prior_mean_is_uninformed():
+@pytest.mark.parametrize("eta", [4.0, 1.0])
+def test_a_player_who_looks_at_its_cards_unlike_the_prior_mean_is_uninformed(eta):
     """Always raise with a king, always call otherwise: card-aware, far from the CFR strategy
-    (early on its pure moves fit the card-blind type best, node by node; the data then tells)."""
+    (early on its pure moves fit the card-blind type best, node by node; the data then tells).
+    Whatever eta, the informed prior's pull: were the informed type Dirichlet(1 x the mean) it
+    would put its mass near pure strategies and explain this player better than the uninformed
+    type (whose weight fell to 4e-52 when the type followed eta)."""
     game = limit_game("leduc2p")
     profile = np.where(game.legal_mask, 1e-9, 0.0)
     for q in range(2):
@@ -147,10 +152,36 @@ def test_a_player_who_looks_at_its_cards_unlike_the_prior_mean_is_uninformed():
             act = 2 if game.infoset_string(q, i).startswith("K") else 1
             profile[q, i, act if game.legal_mask[q, i, act] else 1] = 1.0
     profile /= profile.sum(axis=2, keepdims=True)
-    model = build_limit_model(game, MIXTURE)
+    model = build_limit_model(game, dataclasses.replace(MIXTURE, eta=eta))
     for obs in random_hands(game, 1000, seed=3, profile=profile):
         model.observe(obs)
     assert model._mixture[0].weights(1)[TYPES.index("uninformed")] > 0.99
+
+
+def test_the_informed_type_has_a_concentration_of_its_own():
+    """Dirichlet(mixture_eta x the clipped mean), eta left to the informed prior; a session
+    stored before mixture_eta existed (its spec without the key) keeps eta's, as it was built."""
+    game = limit_game("leduc2p")
+
+    def informed_alpha0(config: MBBRConfig) -> np.ndarray:
+        return build_limit_model(game, config)._mixture[0].informed_alpha0
+
+    legal = game.legal_mask[1]
+    assert MIXTURE.mixture_eta == 4.0
+    for eta in (1.0, 4.0, 9.0):
+        alpha = informed_alpha0(dataclasses.replace(MIXTURE, eta=eta))
+        np.testing.assert_allclose(alpha[0].sum(axis=1)[legal.any(axis=1)], 4.0)
+    alpha = informed_alpha0(dataclasses.replace(MIXTURE, eta=1.0, mixture_eta=2.5))
+    np.testing.assert_allclose(alpha[0].sum(axis=1)[legal.any(axis=1)], 2.5)
+    spec = SessionSpec("leduc2p", 2, "us", ("them",), dataclasses.replace(MIXTURE, eta=3.0))
+    stored = spec.to_json()
+    del stored["config"]["mixture_eta"]
+    config = SessionSpec.from_json(stored).config
+    assert config.mixture_eta == 3.0
+    np.testing.assert_allclose(informed_alpha0(config)[0].sum(axis=1)[legal.any(axis=1)], 3.0)
+    with pytest.raises(InvalidArgumentError) as info:
+        dataclasses.replace(MIXTURE, mixture_eta=0.0).validate()
+    assert info.value.field == "mixture_eta"
 
 
 def test_the_mixture_is_for_limit_games_and_the_dirichlet_posterior():

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks import kuhn3p_field as field
+from benchmarks.journal import Journal
 from benchmarks.sweep import (
     RESULTS_DIR,
     SWEEPS,
+    job_key,
     main,
     point_config,
     ray_runtime_env,
@@ -32,6 +34,14 @@ PAIRS = (("n1", "n3"), ("maniac", "switcher"))
 
 def _tiny_sweep() -> list[MatchJob]:
     return sweep_jobs("k", (2, 3), hands=25, reps=2, pairs=PAIRS)
+
+
+def test_a_journal_written_before_mixture_eta_still_holds_its_jobs() -> None:
+    """The competent field's journal at eta 1 was written before MBBRConfig had mixture_eta:
+    its first job (stream 0, MBBR with N1 and N2) is found under today's key, not played again."""
+    journal = Journal(RESULTS_DIR / "field_competent_eta1.jobs.jsonl", {"seed": 2024})
+    agents = (AgentSpec("mbbr", MBBRConfig(eta=1.0)), AgentSpec("n1"), AgentSpec("n2"))
+    assert job_key(MatchJob(0, 0, agents, 3000)) in journal.entries()
 
 
 def test_local_results_do_not_depend_on_worker_count() -> None:

@@ -127,7 +127,7 @@ class ReplayReport:
 def posterior_description(config: MBBRConfig) -> str:
     """One line naming MBBR's posterior and the parameters it uses."""
     common = (
-        f"prior={config.prior} epsilon={config.epsilon} eta={config.eta} "
+        f"prior={config.prior} epsilon={config.epsilon} eta={config.informed_eta()} "
         f"H={config.hands_default} change_hazard={config.change_hazard:g} seed={config.seed}"
     )
     if config.posterior == Posterior.SAMPLES:

@@ -105,7 +105,16 @@ def add_mbbr_arguments(
         "--mbbr-eta",
         type=config_field("eta", float),
         default=defaults.eta,
-        help="concentration eta of the Dirichlet prior around the prior mean (%(default)s)",
+        help="concentration eta of the Dirichlet prior around the prior mean (informed and "
+        "typed priors; the mixture's informed type has --mbbr-mixture-eta) (%(default)s)",
+    )
+    group.add_argument(
+        "--mbbr-mixture-eta",
+        type=config_field("mixture_eta", float),
+        default=defaults.mixture_eta,
+        help="the mixture prior's informed type, Dirichlet(this x the prior mean): a type that "
+        "plays like the prior mean, weighed against the others by the revealed moves "
+        "(%(default)s)",
     )
     group.add_argument(
         "--mbbr-hands-default",
@@ -196,6 +205,7 @@ def mbbr_config(
         k=MBBRConfig.k if args.mbbr_k is None else args.mbbr_k,
         hands_default=args.mbbr_hands_default,
         eta=args.mbbr_eta,
+        mixture_eta=args.mbbr_mixture_eta,
         prior=args.mbbr_prior or limit_prior or MBBRConfig.prior,
         response=args.mbbr_response,
         posterior=args.mbbr_posterior,

@@ -181,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
                 "prior": config.prior,
                 "epsilon": config.epsilon,
                 "eta": config.eta,
+                "mixture_eta": config.mixture_eta,
                 "hands_default": config.hands_default,
                 "posterior": config.posterior,
                 "safety_budget": config.safety_budget,

@@ -24,7 +24,13 @@ CHANGE_HAZARD_RANGE = (0.0, 0.1)  # [low, high]
 # Fields added after sessions and snapshots were first stored, with the value their absence means
 # (what a stored config without them was built with): ``SessionSpec.from_json`` fills them in, and
 # a snapshot's header leaves them out at that value, so earlier snapshots still restore.
-FIELDS_ADDED_LATER: dict[str, object] = {"safety_budget": math.inf, "change_hazard": 0.0}
+# (mixture_eta: a stored mixture-prior session's informed type was eta's, which
+# ``SessionSpec.from_json`` keeps; with eta at 4, the default of both then, the two agree.)
+FIELDS_ADDED_LATER: dict[str, object] = {
+    "safety_budget": math.inf,
+    "change_hazard": 0.0,
+    "mixture_eta": 4.0,
+}
 
 
 class Prior(Choice):
@@ -87,6 +93,13 @@ class MBBRConfig:
     # Prior probability per hand that the opponents change strategy (``change.py``: Bayesian
     # change-point detection over a bank of posteriors); 0 assumes they never do, the paper's MBBR
     change_hazard: float = 1e-5
+    # The mixture prior's informed type, Dirichlet(mixture_eta x the clipped prior mean), in place
+    # of eta (unused under the mixture). eta says how hard the informed prior pulls an
+    # information set's model toward the mean; the mixture's informed type is a hypothesis, "plays
+    # like the prior mean", that the revealed moves weigh against the uninformed and card-blind
+    # ones, and it means that only while it is concentrated around the mean: at 1 it puts its mass
+    # near pure strategies and explains any near-pure player better than Dirichlet(2) does
+    mixture_eta: float = 4.0
 
     def __post_init__(self) -> None:
         for name, choice in _CHOICES:
@@ -109,6 +122,10 @@ class MBBRConfig:
         low, high = ETA_RANGE
         if not (isinstance(self.eta, (int, float)) and low <= self.eta <= high):
             raise InvalidArgumentError("eta", f"must be in [{low:g}, {high:g}], got {self.eta!r}")
+        if not (isinstance(self.mixture_eta, (int, float)) and low <= self.mixture_eta <= high):
+            raise InvalidArgumentError(
+                "mixture_eta", f"must be in [{low:g}, {high:g}], got {self.mixture_eta!r}"
+            )
         low, high = CHANGE_HAZARD_RANGE
         hazard = self.change_hazard
         if not (isinstance(hazard, (int, float)) and not isinstance(hazard, bool)):
@@ -136,3 +153,8 @@ class MBBRConfig:
             raise InvalidArgumentError(
                 "seed", f"must be an integer in [0, 2^63), got {self.seed!r}"
             )
+
+    def informed_eta(self) -> float:
+        """The concentration of the informed prior this configuration fits: the mixture's
+        informed type's (``mixture_eta``) under the mixture prior, eta otherwise."""
+        return self.mixture_eta if self.prior == Prior.MIXTURE else self.eta

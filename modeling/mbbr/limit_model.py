@@ -471,7 +471,11 @@ class LimitDirichletModel(LimitModel):
         # the mixture's informed type is the model's own fit
         own_prior = Prior.INFORMED if config.prior == Prior.MIXTURE else config.prior
         alpha = prior_alpha(
-            game, self.prior_mean, epsilon=config.epsilon, eta=config.eta, prior=own_prior
+            game,
+            self.prior_mean,
+            epsilon=config.epsilon,
+            eta=config.informed_eta(),
+            prior=own_prior,
         )
         seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
         self._dirichlet = [

@@ -8,8 +8,12 @@ wrong wherever the data has not reached. The mixture prior lets the revealed mov
 to trust it, across every information set at once. Each opponent is one of three types, each a
 Dirichlet prior:
 
-- *informed* (prior weight ``TYPE_WEIGHTS[0]``): the informed prior, Dirichlet(eta x the prior
-  mean clipped to [epsilon, 1 - epsilon]) per information set;
+- *informed* (prior weight ``TYPE_WEIGHTS[0]``): the informed prior, Dirichlet(mixture_eta x the
+  prior mean clipped to [epsilon, 1 - epsilon]) per information set, with a concentration of its
+  own (``MBBRConfig.mixture_eta``, default 4), not eta: eta sets how hard the informed prior pulls
+  a model toward the mean, while this type is a hypothesis the revealed moves select, "plays like
+  the prior mean", which says so only while it is concentrated around it (at 1 it would explain
+  any near-pure player better than the uninformed type);
 - *uninformed*: Dirichlet(2) per information set;
 - *card-blind*: one Dirichlet(2) per public decision node of its seat, shared by every private
   card: its strategy at an information set is its node's (a hierarchical prior pooled across

@@ -33,6 +33,7 @@ from oppmodel.modeling.games.interface import Decision, KuhnFields, KuhnInfoStat
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.session_spec import (
+    Ack,
     ActionChoice,
     Game,
     Observation,
@@ -343,6 +344,16 @@ def info_state_from_proto(game: Game, request: pb.GetActionRequest) -> Decision:
             betting,
             "" if betting is None else getattr(state, betting),
         )
+    )
+
+
+def ack_to_proto(session_id: str, ack: Ack) -> pb.ObserveResponse:
+    """One observation's acknowledgement, as Observe streams it and ObserveBatch lists it."""
+    return pb.ObserveResponse(
+        session_id=session_id,
+        sequence=ack.sequence,
+        duplicate=ack.duplicate,
+        hands_observed=ack.hands_observed,
     )
 
 

@@ -120,6 +120,27 @@ class _IdleWatch:
             self._queue.put_nowait(_IDLE)
 
 
+async def _next_round(queue: asyncio.Queue, idle: _IdleWatch, idle_seconds: float) -> list:
+    """What an Observe stream's handler takes in one round: every request queued, up to
+    ``_OBSERVE_WINDOW``, after waiting for the first (IdleStreamError if none came for
+    ``idle_seconds``, as ``idle`` tells)."""
+    if queue.empty():
+        idle.waiting()
+        first = await queue.get()
+        idle.woken()
+        if first is _IDLE:
+            raise IdleStreamError(
+                f"stream: nothing arrived for {idle_seconds:g} s "
+                "(oppmodel serve --stream-idle-seconds); open a new stream to go on"
+            )
+    else:
+        first = queue.get_nowait()
+    batch = [first]
+    while not queue.empty() and len(batch) < _OBSERVE_WINDOW:
+        batch.append(queue.get_nowait())
+    return batch
+
+
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 Handler = Callable[[Any, Req, grpc.aio.ServicerContext, str], Awaitable[Resp]]
@@ -240,20 +261,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
             )
             done = False
             while not done:
-                if queue.empty():
-                    idle.waiting()
-                    first = await queue.get()
-                    idle.woken()
-                    if first is _IDLE:
-                        raise IdleStreamError(
-                            f"stream: nothing arrived for {limits.stream_idle_seconds:g} s "
-                            "(oppmodel serve --stream-idle-seconds); open a new stream to go on"
-                        )
-                else:
-                    first = queue.get_nowait()
-                batch = [first]
-                while not queue.empty() and len(batch) < _OBSERVE_WINDOW:
-                    batch.append(queue.get_nowait())
+                batch = await _next_round(queue, idle, limits.stream_idle_seconds)
                 failure = None  # reading failed after the requests before it: answer those first
                 if isinstance(batch[-1], _EndOfStream):
                     done = True
@@ -275,12 +283,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
                     elapsed = time.perf_counter() - start
                     for ack in acks:
                         self.metrics.observe_latency(elapsed)
-                        yield pb.ObserveResponse(
-                            session_id=session_id,
-                            sequence=ack.sequence,
-                            duplicate=ack.duplicate,
-                            hands_observed=ack.hands_observed,
-                        )
+                        yield conversion.ack_to_proto(session_id, ack)
                     stop = refused or error
                     if stop is not None:
                         raise stop
@@ -320,15 +323,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         for _ in acks:
             self.metrics.observe_latency(elapsed)
         return pb.ObserveBatchResponse(
-            acks=[
-                pb.ObserveResponse(
-                    session_id=request.session_id,
-                    sequence=ack.sequence,
-                    duplicate=ack.duplicate,
-                    hands_observed=ack.hands_observed,
-                )
-                for ack in acks
-            ],
+            acks=[conversion.ack_to_proto(request.session_id, ack) for ack in acks],
             hands_observed=acks[-1].hands_observed if acks else session.hands_observed,
         )
 

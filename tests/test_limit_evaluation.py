@@ -15,11 +15,13 @@ from test_limit_game import game_text, small_games
 
 from oppmodel.modeling.errors import InvalidStrategyError
 from oppmodel.modeling.evaluation import kuhn as kuhn_evaluation
+from oppmodel.modeling.evaluation._limit_kernels import unpack_tree
 from oppmodel.modeling.evaluation.limit import (
     best_response,
     deviation_gains,
     expected_values,
     nash_conv,
+    packed_tree,
 )
 from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
@@ -90,6 +92,15 @@ def test_kuhn_results_equal_the_kuhn_kernels(n: int) -> None:
             k_gains = kuhn_evaluation.deviation_gains(kuhn, kp, p)
             for i in kuhn.infosets(p):
                 assert gains[kuhn_infoset(kuhn, game, p, i)] == pytest.approx(k_gains[i], abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["kuhn3p", "leduc2p", "leduc3p"])
+def test_the_packed_tree_unpacks_to_the_tree(name: str) -> None:
+    """What the best-response kernel walks is the game's tree, array for array."""
+    game = limit_game(name)
+    unpacked = unpack_tree(*packed_tree(game))
+    for field, want in zip(game.tree._fields, game.tree, strict=True):
+        np.testing.assert_array_equal(getattr(unpacked, field), want, err_msg=field)
 
 
 # --- a pure-Python oracle on small games ---------------------------------------------------

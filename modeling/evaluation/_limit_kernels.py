@@ -11,7 +11,47 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from oppmodel.modeling.games.acpc.limit_game import LimitTree
+
 NUM_ACTIONS = 3
+HEADER = 7  # packed tree: nodes, terminals, players, pot classes, deals, rounds, max depth
+
+
+@njit(cache=True)
+def unpack_tree(ints, floats):
+    """The :class:`LimitTree` of ``limit.pack_tree``'s two arrays, as views into them.
+
+    Numba unboxes a named tuple of 15 arrays on every call from Python, which cost more than
+    a 3-player Kuhn sweep itself; two arrays unbox in a fraction of that, and the views cost
+    nothing here."""
+    nodes, terminals, n, classes, deals, rounds = ints[:6]
+    ends = np.cumsum(
+        np.array([HEADER, nodes, nodes, 3 * nodes, nodes, nodes, nodes, nodes, nodes, terminals])
+    )  # where each of the integer arrays before deal_view ends
+    node = [ints[ends[f] : ends[f + 1]] for f in range(9)]
+    views = ends[9] + rounds * deals * n
+    spent, pots = terminals * n, terminals * (n + 1)
+    return LimitTree(
+        node[0], node[1], node[2].reshape((nodes, 3)), node[3], node[4], node[5], node[6],
+        node[7], floats[:spent].reshape((terminals, n)), floats[spent:pots], node[8],
+        floats[pots:].reshape((classes, deals, n)),
+        ints[ends[9] : views].reshape((rounds, deals, n)), ints[views:], ints[6],
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def best_response(ints, floats, profile, player, strategy):
+    """A pure best response of ``player`` to ``profile`` on the packed tree (``unpack_tree``),
+    written into ``strategy`` (zeroed; padding rows: call), and its value summed over deals."""
+    tree = unpack_tree(ints, floats)
+    size = strategy.shape[0]
+    cfv = np.zeros((size, NUM_ACTIONS))
+    own_reach = np.zeros(size)
+    choice = np.full(size, -1, dtype=np.int64)
+    value = sweep(tree, profile, player, True, cfv, own_reach, choice)
+    for i in range(size):
+        strategy[i, choice[i] if choice[i] >= 0 else 1] = 1.0
+    return value
 
 
 @njit(cache=True)

@@ -13,6 +13,8 @@ nash_conv = sum over positions of (best-response value - expected value), OpenSp
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from oppmodel.modeling.evaluation import _limit_kernels as kernels
@@ -51,12 +53,27 @@ def best_response(game: LimitGame, profile: np.ndarray, position: int) -> tuple[
     code (fold before call before raise)."""
     game.check_position(position)
     profile = validate_profile(game, profile)
-    _, _, choice, value = counterfactual_values(game, profile, position, best=True)
     strategy = np.zeros((game.num_infosets, NUM_ACTIONS))
-    real = choice >= 0
-    strategy[real, choice[real]] = 1.0
-    strategy[~real, 1] = 1.0  # padding: call
-    return strategy, value
+    value = kernels.best_response(*packed_tree(game), profile, position, strategy)
+    return strategy, float(value) / game.num_deals
+
+
+@functools.cache  # per game object: compiled games are cached and immutable
+def packed_tree(game: LimitGame) -> tuple[np.ndarray, np.ndarray]:
+    """The game's tree as two arrays (integers, floats) that ``_limit_kernels.unpack_tree``
+    turns back into the tree inside a kernel: what a call from Python unboxes."""
+    tree = game.tree
+    spent = tree.terminal_spent
+    sizes = (len(tree.node_player), len(spent), spent.shape[1], len(tree.share))
+    header = [*sizes, tree.share.shape[1], len(tree.round_views), tree.max_depth]
+    ints = [tree.node_player, tree.node_round, tree.node_children, tree.node_action]
+    ints += [tree.node_parent, tree.node_depth, tree.node_terminal, tree.node_base]
+    ints += [tree.terminal_class, tree.deal_view, tree.round_views]
+    packed = np.concatenate([np.array(header), *(a.ravel() for a in ints)]).astype(np.int64)
+    floats = np.concatenate([a.ravel() for a in (spent, tree.terminal_pot, tree.share)])
+    packed.setflags(write=False)
+    floats.setflags(write=False)
+    return packed, floats
 
 
 def nash_conv(game: LimitGame, profile: np.ndarray) -> float:

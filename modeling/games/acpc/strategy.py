@@ -75,13 +75,11 @@ def validate_profile(game: LimitGame, profile: np.ndarray, field: str = "profile
     shape = (game.num_players, game.num_infosets, NUM_ACTIONS)
     if arr.shape != shape:
         raise InvalidStrategyError(field, f"shape {arr.shape}, expected {shape}")
-    mask = game.valid_infoset_mask
+    mask, out = game.valid_infoset_mask, np.empty(shape)
+    if _strategy_kernels.clean_copy(arr, mask, game.legal_mask, SUM_TOLERANCE, CALL, out):
+        return out
     bad = _strategy_kernels.first_invalid_row(arr, mask, SUM_TOLERANCE)
     illegal = mask[:, :, None] & ~game.legal_mask & (arr != 0.0)
-    if bad < 0 and not illegal.any():
-        out = arr.copy()
-        out[~mask] = np.eye(NUM_ACTIONS)[CALL]
-        return out
     if bad >= 0:
         p, i = divmod(int(bad), game.num_infosets)
         row = arr[p, i]

@@ -1,7 +1,8 @@
 """Benchmark: MBBR's full hand cycle (posterior update, opponent models, response) on one core.
 
-Kuhn (no ``--game``): for each k the agent observes a stream of seeded random 3p Kuhn hands and
-computes its policy for the next hand (so the response is recomputed every hand), with the paper's
+Kuhn (no ``--game``): for each k the agent observes a stream of seeded random 3p Kuhn hands
+(``kuhn3p``, compiled from its game file: random deal, random finished betting) and computes its
+policy for the next hand (so the response is recomputed every hand), with the paper's
 ``mean`` response and the exact ``bayes`` response. Figures are medians over repeats, in hands per
 second. The ``update only`` figure and a bare streaming pass over the same three k x k tables (read
 and write every weight once, the memory-traffic floor of any dense update) say how close the update
@@ -13,11 +14,10 @@ Any limit game (``--game kuhn3p|leduc2p|leduc3p|FILE``): the Dirichlet posterior
 random finished betting, seen from the rotating position), so that a per-hand cost that grows with
 the match shows in the average. Each hand is observed, then the response is asked as the agent
 asks it: the action probabilities of an information set of the next hand's position and hole
-cards (solving that hole's deals once). Beside it, in the same run: Kuhn's own path
-(``model.build_model`` on ``KuhnGame``, its policy every hand) on the same 3p Kuhn hands, whose
-hands/s the ratio divides by, and with ``--whole-table`` the cycle with the whole response table
-every hand. On kuhn3p also the paper's sample posterior at k = 100 without the bankroll and change
-detection, on both paths, and its ratio. MBBR runs at its default safety budget: random betting
+cards (solving that hole's deals once); with ``--whole-table`` also the cycle with the whole
+response table every hand. On kuhn3p also the paper's sample posterior at k = 100 without the
+bankroll and change detection. (Kuhn's own path, which earlier runs measured beside it, was
+retired with the Kuhn-only stack.) MBBR runs at its default safety budget: random betting
 rules the bankroll's hypotheses out at the first hands, so the main figure prices them once; the
 ``default_play`` figures are the same cycle over hands the default strategy plays, where the
 bankroll prices every hand (the worst case), at the default budget and without one.
@@ -30,7 +30,7 @@ bankroll prices every hand (the worst case), at the default budget and without o
 ``--bayes-4p``: 4-player Kuhn with the sample posterior at k = 40 (64,000 joint samples per
 position) and the ``bayes`` response, the rest at the shipped defaults: seconds per hand (observe,
 then the policy of the next hand's position) and per response (that policy alone), on the
-compiled ``kuhn4p`` and on Kuhn's path (``build_model`` on ``kuhn_game(4)``), same hands.
+compiled ``kuhn4p`` (the commit that added it, b719834, measured the retired Kuhn path beside it).
 """
 
 from __future__ import annotations
@@ -51,18 +51,14 @@ import numpy as np  # noqa: E402
 
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
-from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game  # noqa: E402
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig  # noqa: E402
 from oppmodel.modeling.mbbr.limit_model import (  # noqa: E402
     build_limit_model,
     default_profile,
     hole_split,
 )
-from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import (  # noqa: E402
-    HandObservation,
     LimitObservation,
-    observe_hand,
     observe_limit_hand,
 )
 from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
@@ -79,28 +75,22 @@ PLAIN = {"safety_budget": math.inf, "change_hazard": 0.0}  # no bankroll, no cha
 CLOCK = [time.perf_counter]
 
 
-def random_hands(count: int, seed: int) -> list[HandObservation]:
-    game = kuhn_game(3)
-    rng = np.random.default_rng(seed)
-    hands = []
-    for h in range(count):
-        deal = [int(c) for c in rng.permutation(game.num_cards)[:3]]
-        history = game.histories[game.terminal_nodes[rng.integers(game.num_terminals)]]
-        hands.append(observe_hand(game, h % 3, history, deal))
-    return hands
+def random_hands(count: int, seed: int) -> list[LimitObservation]:
+    """Seeded random 3p Kuhn hands (``kuhn3p``), seen from position h mod 3."""
+    return [obs for obs, _ in limit_hands(limit_game("kuhn3p"), count, seed)]
 
 
 def cycle_rate(
     k: int,
     response: str | None,
-    hands: list[HandObservation],
+    hands: list[LimitObservation],
     posterior: str = "samples",
     prior: str = "informed",
     **fields: float,
 ) -> float:
     """Hands per second: observe, then (unless response is None) the policy for the next hand;
     ``fields``: other MBBRConfig fields (default: the shipped defaults)."""
-    game = kuhn_game(3)
+    game = limit_game("kuhn3p")
     config = MBBRConfig(
         k=k,
         seed=0,
@@ -110,7 +100,7 @@ def cycle_rate(
         prior=prior,
         **fields,
     )
-    model = build_model(game, config)
+    model = build_limit_model(game, config)
     for obs in hands[:5]:  # warm the JIT and the caches
         model.observe(obs)
         model.policy(obs.position)
@@ -159,11 +149,10 @@ def default_play_hands(
     return out
 
 
-def _compare(row: dict, name: str, kuhn_key: str, goal_name: str, goal: float | None) -> None:
-    """Add ``{name}_vs_kuhn_path`` (the rate ``{name}_hands_per_s`` over the Kuhn path's) and, with
-    a goal, ``{goal_name}_hands_per_s`` and ``{name}_vs_goal``."""
+def _compare(row: dict, name: str, goal_name: str, goal: float | None) -> None:
+    """With a goal, add ``{goal_name}_hands_per_s`` and ``{name}_vs_goal`` (the rate
+    ``{name}_hands_per_s`` over the goal)."""
     rate = row[f"{name}_hands_per_s"]
-    row[f"{name}_vs_kuhn_path"] = round(rate / row[kuhn_key], 2)
     if goal is not None:
         row[f"{goal_name}_hands_per_s"] = goal
         row[f"{name}_vs_goal"] = round(rate / goal, 2)
@@ -200,15 +189,6 @@ def limit_cycle_rate(
     return len(hands) / (CLOCK[0]() - start)
 
 
-def as_kuhn(obs: LimitObservation, kuhn: KuhnGame | None = None) -> HandObservation:
-    """A compiled-Kuhn observation as Kuhn's own record of ``kuhn`` (default: 3 players; cards:
-    deck index = Kuhn card)."""
-    kuhn = kuhn or kuhn_game(3)
-    deck = limit_game(f"kuhn{kuhn.num_players}p").deck
-    cards = tuple(None if c is None else deck.index(c) for c in obs.hole)
-    return HandObservation(obs.position, kuhn.acpc_to_history(obs.betting), cards)
-
-
 def limit_report(name: str, count: int, repeats: int, *, whole_table: bool) -> dict:
     """The ``--game`` figures (see the module docstring)."""
     game = limit_game(name)
@@ -230,27 +210,14 @@ def limit_report(name: str, count: int, repeats: int, *, whole_table: bool) -> d
     if whole_table:
         rates = [limit_cycle_rate(game, hands, lazy=False) for _ in range(repeats)]
         row["cycle_whole_table_hands_per_s"] = round(statistics.median(rates), 1)
-    kuhn_hands = [as_kuhn(obs) for obs, _ in limit_hands(limit_game("kuhn3p"), count, seed=1)]
-    rates = [cycle_rate(1, "mean", kuhn_hands, "dirichlet") for _ in range(repeats)]
-    row["kuhn_path_kuhn3p_hands_per_s"] = round(statistics.median(rates), 1)
-    _compare(row, "cycle", "kuhn_path_kuhn3p_hands_per_s", "goal", LIMIT_GOALS.get(game.name))
+    _compare(row, "cycle", "goal", LIMIT_GOALS.get(game.name))
     if game.name in SAMPLES_GOALS:  # the paper's posterior: k^2 joint samples per position
         rates = [
             limit_cycle_rate(game, hands, lazy=True, posterior="samples", k=SAMPLES_K, **PLAIN)
             for _ in range(repeats)
         ]
         row["samples_k100_hands_per_s"] = round(statistics.median(rates), 1)
-        rates = [
-            cycle_rate(SAMPLES_K, "mean", kuhn_hands, "samples", **PLAIN) for _ in range(repeats)
-        ]
-        row["kuhn_path_samples_k100_hands_per_s"] = round(statistics.median(rates), 1)
-        _compare(
-            row,
-            "samples_k100",
-            "kuhn_path_samples_k100_hands_per_s",
-            "samples_k100_goal",
-            SAMPLES_GOALS.get(game.name),
-        )
+        _compare(row, "samples_k100", "samples_k100_goal", SAMPLES_GOALS.get(game.name))
     row["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return {
         "benchmark": "mbbr_hand_cycle_limit_game",
@@ -284,7 +251,7 @@ def seconds_per_hand(model, hands: list, n: int) -> tuple[float, float]:
 
 def bayes_4p_report(count: int) -> dict:
     """The ``--bayes-4p`` figures (see the module docstring)."""
-    game, kuhn = limit_game("kuhn4p"), kuhn_game(4)
+    game = limit_game("kuhn4p")
     config = MBBRConfig(k=BAYES_4P_K, posterior="samples", response="bayes", hands_default=0)
     rng = np.random.default_rng(1)
     hands = [
@@ -293,13 +260,9 @@ def bayes_4p_report(count: int) -> dict:
     ]
     row: dict = {"game": game.name, "k": BAYES_4P_K, "joint_samples": BAYES_4P_K**3}
     row["hands"] = count
-    compiled = seconds_per_hand(build_limit_model(game, config), hands, 4)
-    path = seconds_per_hand(build_model(kuhn, config), [as_kuhn(obs, kuhn) for obs in hands], 4)
-    for label, (hand, response) in (("compiled", compiled), ("kuhn_path", path)):
-        row[f"{label}_s_per_hand"] = round(hand, 4)
-        row[f"{label}_s_per_response"] = round(response, 4)
-    row["hand_compiled_vs_kuhn_path"] = round(compiled[0] / path[0], 2)
-    row["response_compiled_vs_kuhn_path"] = round(compiled[1] / path[1], 2)
+    hand, response = seconds_per_hand(build_limit_model(game, config), hands, 4)
+    row["compiled_s_per_hand"] = round(hand, 4)
+    row["compiled_s_per_response"] = round(response, 4)
     row["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return {"benchmark": "mbbr_bayes_4p_kuhn", "clock": CLOCK[0].__name__, "results": [row]}
 

@@ -36,9 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from oppmodel.clients.client import OpponentModelClient  # noqa: E402
 from oppmodel.clients.commands import serve_cmd  # noqa: E402
+from oppmodel.modeling.games.interface import ServedModel  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
+from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model  # noqa: E402
 from oppmodel.modeling.observation import HandObservation, observe_hand  # noqa: E402
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.server.session_spec import Limits  # noqa: E402
@@ -87,9 +88,10 @@ def hands_of(players: int, count: int, seed: int) -> list[HandObservation]:
     return out
 
 
-def replayed(players: int, config: MBBRConfig, observations: list[HandObservation]) -> MBBRModel:
-    """The library's model after ``observations`` (what the server's would be)."""
-    model = build_model(kuhn_game(players), config)
+def replayed(players: int, config: MBBRConfig, observations: list[HandObservation]) -> ServedModel:
+    """The library's model after ``observations``: a Kuhn session's, the compiled model behind
+    the OpenSpiel presentation (what the server's would be)."""
+    model = kuhn_openspiel(players).build_model(config)
     for obs in observations:
         model.observe(obs)
     return model

@@ -14,10 +14,10 @@ What is measured (the server always runs in its own process; the load runs here 
    server cannot hide queueing), p50 and p99 reported, with what the load cost the server (on
    Linux): CPU ms per hand, and the share of the time its event loop ran and waited for a CPU.
    One loop serves every call, so once it is busy most of the time the p99 is queueing.
-3. Peers measured in the same run: the in-process library (``MBBRModel.observe`` on the same hands
-   at the same k: the ratio says what the service costs) and a bare grpc.aio echo service in its
-   own process with the same message pattern (a bidirectional stream per session with messages of
-   the same size, and unary calls): the ceiling for Python gRPC on this machine.
+3. Peers measured in the same run: the in-process library (the session's model, ``observe`` on the
+   same hands at the same k: the ratio says what the service costs) and a bare grpc.aio echo
+   service in its own process with the same message pattern (a bidirectional stream per session
+   with messages of the same size, and unary calls): the ceiling for Python gRPC on this machine.
 
 The server stores its sessions in a fresh SQLite file, or with ``--store URL`` in that PostgreSQL
 database (an empty one: the benchmark's sessions stay in it).
@@ -77,9 +77,9 @@ from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES  # noqa: E40
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.matchstate import MatchState  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
+from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
 from oppmodel.modeling.mbbr.limit_model import build_limit_model, default_profile  # noqa: E402
-from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import (  # noqa: E402
     HandObservation,
     LimitObservation,
@@ -136,11 +136,12 @@ def first_decision(obs: LimitObservation) -> str:
 
 
 def library_hands_per_second(game_name: str, hands: list[Hand], config: MBBRConfig) -> float:
-    """In-process observe throughput of the game's MBBR model (JIT warmed first)."""
+    """In-process observe throughput of the game's MBBR model, a Kuhn session's the compiled
+    model behind the OpenSpiel presentation as the service holds it (JIT warmed first)."""
 
     def build():
         if game_name in KUHN_SESSIONS:
-            return build_model(GAME, config)
+            return kuhn_openspiel(GAME.num_players).build_model(config)
         return build_limit_model(limit_game(game_name), config)
 
     build().observe(hands[0])

@@ -1,5 +1,5 @@
 """Shared helpers of the MBBR tests: every configuration MBBRConfig accepts, and the panel's
-profiles on the Kuhn kernels' game."""
+profiles in the rows of a Kuhn service session."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ POSTERIORS_AND_PRIORS = (
 
 
 def kuhn_named_profile(game: KuhnGame, name: str) -> np.ndarray:
-    """A panel profile (pass/bet) on the Kuhn kernels' game, for the tests of the Kuhn stack
-    until it is retired: the compiled Kuhn game's named profile, converted exactly."""
+    """A panel profile in the rows of OpenSpiel's Kuhn (pass/bet; ``KuhnGame``'s indices), as a
+    Kuhn service session speaks: the compiled Kuhn game's named profile, converted exactly."""
     compiled = limit_game(f"kuhn{game.num_players}p")
     return kuhn_profile_of(compiled, named_profile(compiled, name))
 

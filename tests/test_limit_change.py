@@ -14,9 +14,8 @@ import pytest
 
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr import snapshot
-from oppmodel.modeling.mbbr.change import GRID, MAX_RUNS
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_change import LimitChangeModel
+from oppmodel.modeling.mbbr.limit_change import GRID, MAX_RUNS, LimitChangeModel
 from oppmodel.modeling.mbbr.limit_model import (
     LimitDirichletModel,
     LimitSampleModel,
@@ -27,7 +26,7 @@ from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import sample_terminal
 from oppmodel.modeling.play.tournament import seated_profile
 
-DETECTION_DELAY = GRID + 15  # as change.py states for Kuhn's maniac -> tight-passive
+DETECTION_DELAY = GRID + 15  # hands after a maniac turns tight-passive
 
 
 def _play(model, game, pairs, hands: int, seed: int, *, twin=None, on_hand=None) -> list:

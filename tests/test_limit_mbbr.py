@@ -228,8 +228,9 @@ def dirichlet(game, **kwargs):
     return build_limit_model(game, PLAIN(hands_default=0, **kwargs))
 
 
-def test_fully_observed_hands_give_the_conjugate_posterior_exactly():
-    game = limit_game("leduc3p")
+@pytest.mark.parametrize("name", ["kuhn3p", "leduc3p"])
+def test_fully_observed_hands_give_the_conjugate_posterior_exactly(name):
+    game = limit_game(name)
     hands = [o for o in random_hands(game, 400, seed=7, positions=[1]) if None not in o.hole]
     assert len(hands) > 30
     model = dirichlet(game)
@@ -285,8 +286,9 @@ def test_every_hand_counts_through_its_class():
     check_the_classes(game, model._dirichlet[2], hands, fixed_point=False)
 
 
-def test_converged_fit_solves_the_cvb0_equations():
-    game = LEDUC2P()
+@pytest.mark.parametrize("name", ["kuhn3p", "leduc2p"])
+def test_converged_fit_solves_the_cvb0_equations(name):
+    game = limit_game(name)
     model = dirichlet(game)
     hands = random_hands(game, 300, seed=8, positions=[0])
     assert sum(None in o.hole for o in hands) > 100
@@ -296,8 +298,9 @@ def test_converged_fit_solves_the_cvb0_equations():
     check_the_classes(game, model._dirichlet[0], hands, fixed_point=True)
 
 
-def test_the_order_of_the_hands_does_not_matter_once_converged():
-    game = LEDUC2P()
+@pytest.mark.parametrize("name", ["kuhn3p", "leduc2p"])
+def test_the_order_of_the_hands_does_not_matter_once_converged(name):
+    game = limit_game(name)
     hands = random_hands(game, 300, seed=10, positions=[1])
     forward, backward = dirichlet(game), dirichlet(game)
     for obs in hands:
@@ -377,9 +380,11 @@ def exact_posterior_mean(game, alpha0, hands) -> np.ndarray:
     return np.tensordot(w / w.sum(), np.array(means), axes=1)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_close_to_the_exact_posterior_mean_with_hidden_cards(seed):
-    game = LEDUC2P()
+@pytest.mark.parametrize(
+    ("name", "seed"), [("leduc2p", seed) for seed in range(6)] + [("kuhn3p", s) for s in range(4)]
+)
+def test_close_to_the_exact_posterior_mean_with_hidden_cards(name, seed):
+    game = limit_game(name)
     pool = random_hands(game, 60, seed=20 + seed, positions=[0])
     hands = [o for o in pool if None in o.hole][:4]
     model = dirichlet(game)

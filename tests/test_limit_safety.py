@@ -76,11 +76,12 @@ def _value_by_hole(game, profile, p):
     return total / np.bincount(holes)
 
 
-def _enumerate(game, model, pair, hands, budget, hand=0, spent=0.0):
+def _enumerate(game, model, pair, hands, budget, hand=0, spent=0.0, *, truth=None):
     """The exact expected chips MBBR wins over hands ``hand``..``hands - 1`` (position rotating)
     against ``pair`` from this model state, over every deal and action. Along every path on which
-    the hypothesis is alive it checks the guarantee: the exact expected gains over the default,
-    each given the hand's position and hole, sum to at least -budget per hand (a plain model is
+    the true hypothesis is alive (``truth``, an index into the bankroll's hypotheses; None: every
+    hypothesis alive) it checks the guarantee: the exact expected gains over the default, each
+    given the hand's position and hole, sum to at least -budget per hand (a plain model is
     checked too: it must fail)."""
     n = game.num_players
     p = hand % n
@@ -93,7 +94,8 @@ def _enumerate(game, model, pair, hands, budget, hand=0, spent=0.0):
     deals, terminals, probs = _outcomes(game, profile)
     probs = probs / game.num_deals
     total = float(probs @ _payoffs(game, deals, terminals, p))
-    if model._safety is None or model._safety.alive.all():
+    safety = model._safety
+    if safety is None or (safety.alive.all() if truth is None else safety.alive[truth]):
         floor = -budget / 1000.0 * (hand + 1) - 1e-12
         for hole in np.unique(holes[deals]):
             assert spent + gain_by_hole[hole] >= floor, (hand, spent + gain_by_hole[hole])
@@ -107,7 +109,9 @@ def _enumerate(game, model, pair, hands, budget, hand=0, spent=0.0):
     for obs, (prob, hole) in by_observation.items():
         after = copy.deepcopy(model, {id(game): game, id(model._holes): model._holes})
         after.observe(obs)
-        later = _enumerate(game, after, pair, hands, budget, hand + 1, spent + gain_by_hole[hole])
+        later = _enumerate(
+            game, after, pair, hands, budget, hand + 1, spent + gain_by_hole[hole], truth=truth
+        )
         total += prob * later
     return total
 

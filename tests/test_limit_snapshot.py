@@ -5,6 +5,8 @@ of other settings, another game or damaged arrays is refused and changes nothing
 from __future__ import annotations
 
 import dataclasses
+import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,13 +14,26 @@ from test_limit_mbbr import random_hands
 
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.strategy import uniform_profile
-from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
-from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import limit_observation_cards, limit_observation_of
 
+SNAPSHOTS = Path(__file__).parent / "data" / "snapshots"
+# The configurations tests/data/snapshots/v1-*.npz were written with (tests/data/README.md)
+STORED = {
+    "samples": MBBRConfig(
+        k=4, hands_default=0, seed=3, posterior="samples", response="bayes",
+        safety_budget=math.inf, change_hazard=0.0,
+    ),
+    "dirichlet": MBBRConfig(
+        hands_default=0, seed=3, posterior="dirichlet", safety_budget=math.inf, change_hazard=0.0
+    ),
+    "typed": MBBRConfig(
+        hands_default=0, seed=3, posterior="dirichlet", prior="typed",
+        safety_budget=math.inf, change_hazard=0.0,
+    ),
+}  # fmt: skip
 CONFIGS = {
     "dirichlet": MBBRConfig(seed=5),
     "typed": MBBRConfig(seed=5, prior="typed"),
@@ -124,10 +139,22 @@ def test_a_snapshot_of_other_settings_or_damaged_is_refused_and_changes_nothing(
         uniform.restore(blob)
 
 
-def test_a_kuhn_snapshot_does_not_restore_into_a_limit_model():
-    kuhn = build_model(kuhn_game(3), MBBRConfig(seed=5)).snapshot()
-    with pytest.raises(snapshot.SnapshotError):
-        build_limit_model(limit_game("kuhn3p"), MBBRConfig(seed=5)).restore(kuhn)
+@pytest.mark.parametrize("name", ["samples", "dirichlet", "typed"])
+def test_a_snapshot_of_the_retired_kuhn_models_is_refused_and_changes_nothing(name):
+    """tests/data/snapshots/v1-*.npz were written by the Kuhn-only models (``KuhnGame``, before
+    Kuhn was a compiled game): their header names no game, so the compiled model refuses them
+    (the service then rebuilds such a session from its stored hands: test_service_stored.py)."""
+    blob = (SNAPSHOTS / f"v1-{name}.npz").read_bytes()
+    meta, _ = snapshot.decode(blob)  # a readable snapshot of this format and version
+    assert "game_sha256" not in meta and meta["hands_observed"] == 30
+    game = limit_game("kuhn3p")
+    model = build_limit_model(game, STORED[name])
+    for obs in random_hands(game, 5, seed=1):
+        model.observe(obs)
+    before = model.snapshot()
+    with pytest.raises(snapshot.SnapshotError, match="game_sha256"):
+        model.restore(blob)
+    assert model.snapshot() == before and model.hands_observed == 5
 
 
 def test_the_card_record_reads_back_every_kind_of_hand():

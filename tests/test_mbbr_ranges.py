@@ -1,5 +1,6 @@
 """Every configuration MBBRConfig accepts can be computed: no failed update, no NaN, ever; every
-opponent model (what GetModel serves) is a distribution, in Kuhn and in Leduc."""
+opponent model (what GetModel serves) is a distribution, in Kuhn and in Leduc (compiled from
+their game files)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,21 @@ import dataclasses
 import itertools
 import math
 
+import limit_mbbr_oracle as oracle
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mbbr_support import PROFILES, accepted_configs, kuhn_named_profile
-from service_support import random_observations
+from mbbr_support import PROFILES, accepted_configs
 from test_limit_mbbr import random_hands
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
-from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import CHANGE_HAZARD_RANGE, EPSILON_RANGE, ETA_RANGE, MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.mbbr.priors import create_samples
-from oppmodel.modeling.observation import observe_hand
+from oppmodel.modeling.observation import observe_limit_hand
+from oppmodel.modeling.play.panel import named_profile
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def assert_distributions(rows: np.ndarray) -> None:
     np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=0, atol=1e-12)
 
 
-def assert_computable(model: MBBRModel) -> None:
+def assert_computable(model) -> None:
     """Every output of the model is finite and well formed."""
     n = model.game.num_players
     for p in range(n):
@@ -78,17 +78,15 @@ def assert_computable(model: MBBRModel) -> None:
             assert np.isfinite(model.posterior(p)).all()
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data(), n=st.sampled_from([2, 3, 4]))
 def test_every_accepted_config_observes_any_play_and_stays_finite(data, n):
-    game = kuhn_game(n)
+    game = limit_game(f"kuhn{n}p")
     config = data.draw(accepted_configs(max_k=6 if n == 4 else 12), label="config")
-    profile = data.draw(st.sampled_from(PROFILES), label="profile")
-    model = build_model(game, config)
+    profile = named_profile(game, data.draw(st.sampled_from(PROFILES), label="profile"))
+    model = build_limit_model(game, config)
     assert_computable(model)
-    hands = random_observations(
-        30, seed=data.draw(st.integers(0, 2**32 - 1)), game=game, profile=profile
-    )
+    hands = random_hands(game, 30, seed=data.draw(st.integers(0, 2**32 - 1)), profile=profile)
     for obs in hands:
         model.observe(obs)
     assert model.hands_observed == len(hands)
@@ -99,16 +97,12 @@ def test_every_accepted_config_observes_any_play_and_stays_finite(data, n):
 def test_sample_means_at_the_thinnest_prior_are_distributions(name):
     """GetModel's case: eta = 1e-3 with the sample posterior, ten seeds (the mean of nearly pure
     samples came out above 1 in five of them in Kuhn, one in Leduc)."""
-    game = kuhn_game(3) if name == "kuhn3p" else limit_game(name)
+    game = limit_game(name)
     for seed in range(10):
-        config = MBBRConfig(eta=ETA_RANGE[0], posterior="samples", seed=seed)
-        if name == "kuhn3p":
-            model = build_model(game, config)
-            hands = random_observations(30, seed=seed)
-        else:
-            model = build_limit_model(game, config)
-            hands = random_hands(game, 30, seed)
-        for obs in hands:
+        model = build_limit_model(
+            game, MBBRConfig(eta=ETA_RANGE[0], posterior="samples", seed=seed)
+        )
+        for obs in random_hands(game, 30, seed):
             model.observe(obs)
         for p, q in itertools.permutations(range(game.num_players), 2):
             assert_distributions(model.opponent_model(p, q)[0][game.infosets(q)])
@@ -138,11 +132,11 @@ def test_every_accepted_config_models_leduc_opponents_as_distributions(data, nam
 @given(seed=st.integers(0, 2**63 - 1), n=st.sampled_from([2, 3, 4]))
 def test_samples_of_the_thinnest_prior_are_distributions(seed, n):
     """eta = 1e-3, epsilon = 1e-6: both Gamma draws of a row can underflow to zero; the row is
-    then drawn in log space instead of becoming 0 / 0."""
-    game = kuhn_game(n)
+    then drawn in log space instead of becoming 0 / 0 (illegal actions stay 0)."""
+    game = limit_game(f"kuhn{n}p")
     tau = create_samples(
         game,
-        kuhn_named_profile(game, "uniform"),
+        named_profile(game, "uniform"),
         k=64,
         epsilon=EPSILON_RANGE[0],
         eta=ETA_RANGE[0],
@@ -157,19 +151,27 @@ def test_samples_of_the_thinnest_prior_are_distributions(seed, n):
 def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
     """Every sample gives the observed bet probability zero: there is no weight left to
     normalise, so the hand must leave the posterior as it was (not fail, not NaN)."""
-    game = kuhn_game(n)
+    game = limit_game(f"kuhn{n}p")
     config = MBBRConfig(k=3, seed=1, hands_default=0, posterior="samples", change_hazard=0.0)
-    model = build_model(game, config)
-    warm = random_observations(3 * n, seed=2, game=game, profile="uniform")
+    model = build_limit_model(game, config)
+    warm = random_hands(game, 3 * n, seed=2)
     for obs in warm:
         model.observe(obs)
-    # Position 0 sees the opponent at offset 1 open with a bet holding card 0, shown down.
-    history = "pb" + "b" * (n - 1)
-    cards = list(range(n))
-    obs = observe_hand(game, 0, history, cards)
+    # Position 0 checks, the opponent at offset 1 bets holding the first card, everyone calls.
+    betting = "cr" + "c" * (n - 1)
+    terminal = next(
+        int(game.tree.node_terminal[t])
+        for t in range(game.num_nodes)
+        if game.bettings[t] == betting
+    )
+    deal = next(
+        d for d in range(game.num_deals) if oracle.cards_of(game, d)[0] == list(game.deck[:n])
+    )
+    obs = observe_limit_hand(game, 0, deal, terminal)
+    assert None not in obs.hole  # shown down
     opponent = 1
-    node = game.node(history[:1])
-    model.tau[0, opponent - 1, :, game.infoset_of[node, cards[opponent]]] = (1.0, 0.0)
+    infoset = game.infoset_from_string(opponent, f"{game.deck[opponent]}:c")
+    model.tau[0, opponent - 1, :, infoset] = (0.0, 1.0, 0.0)  # never bets there
     before = model.posterior(0), model.effective_sample_size(0)
     model.observe(obs)
     assert model.hands_observed == len(warm) + 1
@@ -179,14 +181,15 @@ def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
 
 
 def test_a_dirichlet_fit_that_is_not_finite_is_undone():
-    game = kuhn_game(3)
-    model = build_model(game, MBBRConfig(posterior="dirichlet", hands_default=0, change_hazard=0))
-    for obs in random_observations(6, seed=4, game=game, profile="maniac"):
+    game = limit_game("kuhn3p")
+    config = MBBRConfig(posterior="dirichlet", hands_default=0, change_hazard=0)
+    model = build_limit_model(game, config)
+    for obs in random_hands(game, 6, seed=4, profile=named_profile(game, "maniac")):
         model.observe(obs)
     posterior = model._dirichlet[0]
-    before = posterior.alpha.copy()
-    posterior.alpha0[0, 0, 0] = math.nan  # a fit from here cannot be finite
-    obs = observe_hand(game, 0, "bbb", [0, 1, 2])
-    model.observe(obs)
-    np.testing.assert_array_equal(posterior.alpha, before)
-    assert model.hands_observed == 7
+    before = posterior._expected.copy(), model.models_profile(0).copy(), posterior.version
+    posterior._alpha0[:] = math.nan  # a fit from here cannot be finite
+    model.observe(random_hands(game, 1, seed=5, positions=[0])[0])
+    np.testing.assert_array_equal(posterior._expected, before[0])
+    np.testing.assert_array_equal(model.models_profile(0), before[1])
+    assert posterior.version == before[2] and model.hands_observed == 7

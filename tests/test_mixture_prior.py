@@ -19,11 +19,9 @@ from oppmodel.clients.acpc.replay import LocalModels, replay
 from oppmodel.clients.acpc.replay_games import ReplayGame
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
-from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.mixture_prior import TYPE_WEIGHTS, TYPES
-from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.session_spec import SessionSpec
 
 # the posteriors themselves (change detection, a bank of them, is test_limit_change.py's)
@@ -184,9 +182,7 @@ def test_the_informed_type_has_a_concentration_of_its_own():
     assert info.value.field == "mixture_eta"
 
 
-def test_the_mixture_is_for_limit_games_and_the_dirichlet_posterior():
-    with pytest.raises(InvalidArgumentError, match="prior"):
-        build_model(kuhn_game(3), MBBRConfig(prior="mixture"))
+def test_the_mixture_needs_the_dirichlet_posterior():
     with pytest.raises(InvalidArgumentError, match="'mixture' needs the 'dirichlet' posterior"):
         build_limit_model(limit_game("leduc2p"), MBBRConfig(prior="mixture", posterior="samples"))
 

@@ -1,4 +1,7 @@
-"""Snapshots: restore + the tail of hands is bit for bit a full replay; foreign ones refused."""
+"""Snapshots of MBBR on Kuhn, compiled from its game file (2 to 4 players): restore + the tail of
+hands is bit for bit a full replay, for every posterior, prior and accepted configuration; the
+format needs no pickle; foreign or damaged ones are refused and change nothing (Leduc's and
+change detection's: ``test_limit_snapshot.py``)."""
 
 from __future__ import annotations
 
@@ -10,50 +13,48 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mbbr_support import POSTERIORS_AND_PRIORS, PROFILES, accepted_configs, kuhn_named_profile
-from service_support import random_observations
+from mbbr_support import POSTERIORS_AND_PRIORS, PROFILES, accepted_configs
+from test_limit_mbbr import random_hands
+from test_limit_snapshot import assert_identical
 
-from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model
+from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.play.panel import named_profile
 
 
-def _replayed(game, config, hands, prior_mean=None) -> MBBRModel:
-    model = build_model(game, config, prior_mean=prior_mean)
+def _replayed(game, config, hands, prior_mean=None):
+    model = build_limit_model(game, config, prior_mean=prior_mean)
     for obs in hands:
         model.observe(obs)
     return model
 
 
-def _assert_identical(model: MBBRModel, other: MBBRModel) -> None:
-    """Same state (every array, exactly) and the same answers to every query."""
+def _assert_identical(model, other) -> None:
+    """Same state (every array, exactly, and the same bytes) and the same answers to every query,
+    both responses included."""
     assert model.snapshot() == other.snapshot()  # the encoding is deterministic
     _, arrays = snapshot.decode(model.snapshot())
     _, others = snapshot.decode(other.snapshot())
     assert arrays.keys() == others.keys()
     for name, array in arrays.items():
         assert array.dtype == others[name].dtype and np.array_equal(array, others[name]), name
-    n = model.game.num_players
-    for p in range(n):
-        for q in range(n):
-            if q != p:
-                a, b = model.opponent_model(p, q), other.opponent_model(p, q)
-                assert np.array_equal(a[0], b[0]) and a[1] == b[1]
-        for kind in ("mean", "bayes"):
-            a, b = model.response(p, kind), other.response(p, kind)
-            assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+    assert_identical(model, other)
+    for p in range(model.game.num_players):
+        a, b = model.response(p, "bayes"), other.response(p, "bayes")
+        assert np.array_equal(a[0], b[0]) and a[1] == b[1]
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
 @pytest.mark.parametrize(("posterior", "prior"), POSTERIORS_AND_PRIORS)
 def test_restore_plus_tail_is_bit_identical_to_full_replay(n, posterior, prior):
-    game = kuhn_game(n)
+    game = limit_game(f"kuhn{n}p")
     config = MBBRConfig(k=5, hands_default=0, seed=11, posterior=posterior, prior=prior)
-    hands = random_observations(90, seed=n, game=game, profile="uniform")
+    hands = random_hands(game, 90, seed=n)
     full = _replayed(game, config, hands)
     for split in (0, 1, 37, 90):
-        restored = build_model(game, config)
+        restored = build_limit_model(game, config)
         restored.restore(_replayed(game, config, hands[:split]).snapshot())
         assert restored.hands_observed == split
         for obs in hands[split:]:
@@ -61,18 +62,18 @@ def test_restore_plus_tail_is_bit_identical_to_full_replay(n, posterior, prior):
         _assert_identical(restored, full)
 
 
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)
 @given(data=st.data(), n=st.sampled_from([2, 3, 4]))
 def test_any_accepted_config_snapshot_restores_exactly(data, n):
-    game = kuhn_game(n)
+    game = limit_game(f"kuhn{n}p")
     config = data.draw(accepted_configs(max_k=6 if n == 4 else 12), label="config")
     prior_mean = None
     if config.prior != "uninformed" and data.draw(st.booleans(), label="own prior mean"):
-        prior_mean = kuhn_named_profile(game, "tight-passive")
-    profile = data.draw(st.sampled_from(PROFILES), label="profile")
-    hands = random_observations(40, seed=data.draw(st.integers(0, 99)), game=game, profile=profile)
+        prior_mean = named_profile(game, "tight-passive")
+    profile = named_profile(game, data.draw(st.sampled_from(PROFILES), label="profile"))
+    hands = random_hands(game, 40, seed=data.draw(st.integers(0, 99)), profile=profile)
     split = data.draw(st.integers(0, len(hands)), label="split")
-    restored = build_model(game, config, prior_mean=prior_mean)
+    restored = build_limit_model(game, config, prior_mean=prior_mean)
     restored.restore(_replayed(game, config, hands[:split], prior_mean).snapshot())
     for obs in hands[split:]:
         restored.observe(obs)
@@ -80,16 +81,17 @@ def test_any_accepted_config_snapshot_restores_exactly(data, n):
 
 
 def test_the_format_is_self_describing_and_needs_no_pickle():
-    game = kuhn_game(3)
+    game = limit_game("kuhn3p")
     config = MBBRConfig(posterior="dirichlet", change_hazard=0.0)
-    model = _replayed(game, config, random_observations(5, seed=1))
+    model = _replayed(game, config, random_hands(game, 5, seed=1))
     with np.load(io.BytesIO(model.snapshot()), allow_pickle=False) as archive:
         meta = json.loads(str(archive["meta"]))
         names = set(archive.files)
     assert meta["format"] == snapshot.FORMAT and meta["version"] == snapshot.VERSION
     assert meta["posterior"] == "dirichlet" and meta["hands_observed"] == 5
     assert meta["config"]["seed"] == 0 and meta["num_players"] == 3
-    assert {"meta", "p0.alpha", "p0.counts", "p2.key_histories"} <= names
+    assert len(meta["game_sha256"]) == 64
+    assert {"meta", "p0.expected", "p0.counts", "p2.key_betting", "safety.bank"} <= names
 
 
 def _with_meta(blob: bytes, **changes: object) -> bytes:
@@ -105,9 +107,9 @@ def _with_meta(blob: bytes, **changes: object) -> bytes:
 
 @pytest.mark.parametrize("posterior", ["samples", "dirichlet"])
 def test_a_snapshot_that_does_not_fit_is_refused_and_changes_nothing(posterior):
-    game = kuhn_game(3)
+    game = limit_game("kuhn3p")
     config = MBBRConfig(k=4, posterior=posterior, seed=3)
-    hands = random_observations(12, seed=2)
+    hands = random_hands(game, 12, seed=2)
     blob = _replayed(game, config, hands).snapshot()
     model = _replayed(game, config, hands[:4])
     before = model.snapshot()
@@ -116,7 +118,7 @@ def test_a_snapshot_that_does_not_fit_is_refused_and_changes_nothing(posterior):
         b"not a snapshot",
         blob[: len(blob) // 2],
         _replayed(game, other, hands).snapshot(),  # another seed
-        _replayed(kuhn_game(3), config, hands, kuhn_named_profile(game, "maniac")).snapshot(),
+        _replayed(game, config, hands, named_profile(game, "maniac")).snapshot(),
         _with_meta(blob, version=snapshot.VERSION + 1),
         _with_meta(blob, format="something else"),
         _with_meta(blob, hands_observed=-1),

@@ -1,38 +1,181 @@
-"""Opponents who change, in limit games (Leduc, ...): ``change.py``'s BOCPD over a bank of limit
-models.
+"""Opponents who change: Bayesian online change-point detection (BOCPD; Adams & MacKay 2007) over a
+bank of MBBR models.
 
-The bank is Kuhn's (``change.RunBank``: a fresh run every ``GRID`` hands with prior mass
-h = 1 - (1 - H)^GRID, runs below ``PRUNE`` of the mass dropped, at most ``MAX_RUNS``), each run a
-plain limit model of the configured posterior (no change detection, no safety budget of its own)
-holding only the hands since its start; the runs share one cache of the observations' evidence.
-The one game-specific part is a hand's score under a run: the probability the run's posterior-mean
-models gave the opponents' moves, summed over the cards we did not see
-(``limit_evidence.hand_likelihood``, the probability the safety bankroll weighs hypotheses
-with). For the Dirichlet posterior that is its predictive: a hand meets each information set at
-most once.
+MBBR's posterior assumes the opponents play one fixed strategy for the whole match, so after a
+change of style it averages the old play with the new and answers late (after 1,500 hands of a
+maniac, a model of a tight-passive player takes about as long again to be believed). This model
+drops that assumption, keeping every posterior as it is, with a bank of plain models of the
+configured posterior (no change detection, no safety budget of their own), one per candidate run,
+each holding only the hands since its start; the runs share one cache of the observations'
+evidence.
+
+- The model of change: before every hand the opponents change strategy with probability
+  ``config.change_hazard`` (H), to one drawn afresh from the prior. Change points are searched on a
+  grid of ``GRID`` hands: every ``GRID`` hands a fresh run (the prior, no hands) joins the bank
+  with prior mass h = 1 - (1 - H)^GRID, the others keeping 1 - h (the exact BOCPD recursion on
+  that grid). Runs whose mass falls below ``PRUNE`` of the total are dropped, and at most
+  ``MAX_RUNS`` are kept (the newest always: it is the one that finds the next change).
+- After every hand each run's mass is multiplied by the probability its posterior-mean models gave
+  the opponents' moves before seeing it, summed over the cards we did not see
+  (``limit_evidence.hand_likelihood``, the probability the safety bankroll weighs hypotheses with;
+  for the Dirichlet posterior that is its exact predictive: a hand meets each information set at
+  most once), and then every run observes the hand.
 
 Everything else is ``LimitModel``'s, on the most probable run's models: the default for the first
 H hands, then the response, solved hole by hole, within this model's own safety bankroll, which
 books what is played whichever run it came from (so the budget's guarantee holds as without
-change detection) and weighs its hypotheses against the models MBBR played against. With
-opponents who never change the first run keeps the mass, and the policy is the plain model's.
+change detection) and weighs its hypotheses against the models MBBR played against. With H = 0 no
+run is ever added and the model is the plain one; with opponents who never change the first run
+keeps the mass, and a fresh run outweighs it only by chance, with probability at most h per run by
+Ville's inequality when the established model's predictions are the truth's. Each hand costs at
+most ``MAX_RUNS`` posterior updates, whatever the match length.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.mbbr.change import RunBank
+from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
 from oppmodel.modeling.mbbr.limit_evidence import hand_likelihood
 from oppmodel.modeling.mbbr.limit_model import MODEL_CLASSES, LimitModel
 from oppmodel.modeling.observation import LimitObservation
 
+GRID = 10  # hands between candidate change points
+MAX_RUNS = 4  # models kept in the bank
+PRUNE = 1e-9  # a run with less than this share of the mass is dropped
+_LOG_PRUNE = math.log(PRUNE)
 _SERIAL = 1 << 32  # a run's serial in the versions of the responses: above any run's own version
+
+
+class Run(Protocol):
+    """What the bank needs of a run's model: any MBBR model, of any game, has it."""
+
+    hands_observed: int
+
+    def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]: ...
+
+    def restore(self, blob: bytes) -> None: ...
+
+
+RunT = TypeVar("RunT", bound=Run)
+
+
+class RunBank(Generic[RunT]):
+    """BOCPD's bookkeeping over a bank of runs, whatever the game and the posterior: each run's
+    model, the hand it began at and its normalised log mass; the game's wrapper scores each
+    hand under every run (:meth:`weigh`), lets the runs observe it, then calls :meth:`advance`
+    (see the module docstring)."""
+
+    def __init__(self, hazard: float, build_run: Callable[[], RunT]) -> None:
+        self.hazard = hazard
+        self._build_run = build_run
+        self.runs: list[RunT] = [build_run()]
+        self.starts: list[int] = [0]  # the hand each run began at
+        self.log_mass = np.zeros(1)  # normalised: logsumexp = 0
+        self.serials: list[int] = [0]  # a number per run, never reused: which run plays
+        # log h and log (1 - h), h the prior mass of a new run (h = 0: no run is ever opened)
+        h = -math.expm1(GRID * math.log1p(-hazard))
+        self._open_log_mass = math.log(h) if h > 0.0 else -math.inf
+        self._stay_log_mass = math.log1p(-h)
+
+    @property
+    def weighing(self) -> bool:
+        """Whether a hand's scores can move the masses (more than one run, or runs to come)."""
+        return len(self.runs) > 1 or self.hazard > 0.0
+
+    def active(self) -> int:
+        """The index of the most probable run: the first (oldest) of equals."""
+        return int(np.argmax(self.log_mass))
+
+    @property
+    def model(self) -> RunT:
+        """The most probable run's model: the one MBBR plays."""
+        return self.runs[self.active()]
+
+    def masses(self) -> dict[int, float]:
+        """The posterior probability of each run, keyed by the hand it began at."""
+        return {s: float(math.exp(w)) for s, w in zip(self.starts, self.log_mass, strict=True)}
+
+    def weigh(self, scores: np.ndarray) -> None:
+        """Multiply each run's mass by the probability its model gave the hand (``scores``: the
+        logs, per run); a hand no run explains leaves the masses as they were."""
+        if np.isfinite(scores).any():
+            self._set_mass(self.log_mass + scores)
+
+    def advance(self, hands_observed: int) -> None:
+        """After a hand: every ``GRID`` hands open a new run, then drop the runs of negligible
+        mass (at most ``MAX_RUNS`` kept, the newest always)."""
+        if self.hazard > 0.0 and hands_observed % GRID == 0:
+            self.runs.append(self._build_run())
+            self.starts.append(hands_observed)
+            self.serials.append(self.serials[-1] + 1)
+            self.log_mass = np.append(self.log_mass + self._stay_log_mass, self._open_log_mass)
+        newest = len(self.runs) - 1
+        if newest < MAX_RUNS and (self.log_mass[:newest] >= _LOG_PRUNE).all():
+            return  # every run stays (most hands)
+        keep = [i for i, w in enumerate(self.log_mass) if w >= _LOG_PRUNE or i == newest]
+        if len(keep) > MAX_RUNS:
+            older = sorted(keep[:-1], key=lambda i: -self.log_mass[i])[: MAX_RUNS - 1]
+            keep = [*sorted(older), newest]
+        if len(keep) < len(self.runs):
+            self.runs = [self.runs[i] for i in keep]
+            self.starts = [self.starts[i] for i in keep]
+            self.serials = [self.serials[i] for i in keep]
+            self._set_mass(self.log_mass[keep])
+
+    def _set_mass(self, log_mass: np.ndarray) -> None:
+        self.log_mass = log_mass - np.logaddexp.reduce(log_mass)
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The bank's arrays (``snapshot.py``): ``run_starts``, ``run_log_mass``, ``run_hands``,
+        and each run's snapshot arrays prefixed ``run<i>.``."""
+        arrays: dict[str, np.ndarray] = {
+            "run_starts": np.array(self.starts, dtype=np.int64),
+            "run_log_mass": self.log_mass.copy(),
+            "run_hands": np.array([run.hands_observed for run in self.runs], dtype=np.int64),
+        }
+        for i, run in enumerate(self.runs):
+            _, run_arrays = run.snapshot_parts()
+            arrays.update({f"run{i}.{name}": a for name, a in run_arrays.items()})
+        return arrays
+
+    def restore(
+        self, arrays: dict[str, np.ndarray], hands: int, identity: Callable[[RunT], dict]
+    ) -> None:
+        """Set the state of :meth:`state`'s ``arrays`` after ``hands`` hands, each run restored
+        from its arrays under its snapshot ``identity``; SnapshotError, with nothing changed,
+        if they are not consistent."""
+        starts = snapshot_format.take(arrays, "run_starts", "i8", (None,))
+        log_mass = snapshot_format.take(arrays, "run_log_mass", "f8", (len(starts),))
+        run_hands = snapshot_format.take(arrays, "run_hands", "i8", (len(starts),))
+        if (
+            not 1 <= len(starts) <= MAX_RUNS
+            or np.any(starts < 0)
+            or np.any(starts + run_hands != hands)
+            or not np.isclose(np.logaddexp.reduce(log_mass), 0.0)
+        ):
+            raise snapshot_format.SnapshotError("snapshot runs are not consistent")
+        runs = []
+        for i, run_hands_i in enumerate(run_hands):
+            run = self._build_run()
+            prefix = f"run{i}."
+            run_arrays = {
+                name.removeprefix(prefix): a
+                for name, a in arrays.items()
+                if name.startswith(prefix)
+            }
+            run_meta = {**identity(run), "hands_observed": int(run_hands_i)}
+            run.restore(snapshot_format.encode(run_meta, run_arrays))
+            runs.append(run)
+        self.runs, self.starts, self.log_mass = runs, [int(s) for s in starts], log_mass
+        self.serials = [self.serials[-1] + 1 + i for i in range(len(runs))]
 
 
 class LimitChangeModel(LimitModel):

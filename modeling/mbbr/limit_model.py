@@ -58,25 +58,21 @@ from oppmodel.modeling.games.acpc.strategy import validate_profile
 from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
-from oppmodel.modeling.mbbr.base import (
-    check_posterior,
-    decode_snapshot,
-    model_snapshot_parts,
-    response_kind,
-    seat_offset,
-    snapshot_identity,
-)
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.limit_dirichlet import LimitDirichletPosterior
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, consistent_deals, limit_evidence
-from oppmodel.modeling.mbbr.limit_safety import LimitSafetyBankroll
-from oppmodel.modeling.mbbr.limit_samples import LimitSamplePosterior
+from oppmodel.modeling.mbbr.limit_safety import LimitSafetyBankroll, is_off
+from oppmodel.modeling.mbbr.limit_samples import MAX_JOINT_SAMPLES, LimitSamplePosterior
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.mixture_prior import MixturePrior
 from oppmodel.modeling.mbbr.priors import create_samples, prior_alpha
-from oppmodel.modeling.mbbr.safety import is_off
-from oppmodel.modeling.mbbr.samples import MAX_JOINT_SAMPLES
-from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
+from oppmodel.modeling.mbbr.snapshot import (
+    SnapshotError,
+    decode_snapshot,
+    model_snapshot_parts,
+    snapshot_identity,
+    take,
+)
 from oppmodel.modeling.mbbr.typed_prior import TypedPrior, typed_priors
 from oppmodel.modeling.observation import (
     LimitObservation,
@@ -87,6 +83,37 @@ from oppmodel.modeling.observation import (
 
 MAX_CACHED_EVIDENCE = 8192  # distinct valid observations whose evidence is kept
 MAX_SAMPLE_BYTES = 1 << 29  # the sampled strategies of every (position, opponent)
+
+
+def check_posterior(config: MBBRConfig, posterior: Posterior, model_name: str) -> None:
+    """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for
+    ``posterior``, the one the class ``model_name`` implements."""
+    config.validate()
+    if config.posterior != posterior:
+        raise InvalidArgumentError(
+            "posterior", f"{model_name} is the {posterior.value!r} posterior"
+        )
+
+
+def response_kind(kind: Response | str | None, config: MBBRConfig) -> Response:
+    """The response asked for (None: the configured one); InvalidArgumentError names ``kind``."""
+    kind = kind or config.response
+    try:
+        return Response(kind)
+    except ValueError:
+        raise InvalidArgumentError(
+            "kind", f"must be one of {Response.names()}, got {kind!r}"
+        ) from None
+
+
+def seat_offset(game: LimitGame, our_position: int, opponent_position: int) -> int:
+    """The seat offset d (1..n-1) of an opponent's position from ours, both checked."""
+    game.check_position(our_position, "our_position")
+    game.check_position(opponent_position, "opponent_position")
+    d = (opponent_position - our_position) % game.num_players
+    if d == 0:
+        raise InvalidArgumentError("opponent_position", "is our own position")
+    return d
 
 
 class LimitModel(abc.ABC):
@@ -438,7 +465,7 @@ class LimitModel(abc.ABC):
     def _snapshot_identity(self) -> dict:
         rules = self.game.gamedef.to_text().encode()
         return {
-            **snapshot_identity(self.game, self.config, self.prior_mean),
+            **snapshot_identity(self.game.num_players, self.config, self.prior_mean),
             "game_sha256": hashlib.sha256(rules).hexdigest(),
         }
 
@@ -485,9 +512,7 @@ class LimitDirichletModel(LimitModel):
         self._types: list[TypedPrior] | None = None
         if config.prior == Prior.TYPED:
             clipped = [posterior.alpha0 for posterior in self._dirichlet]
-            self._types = typed_priors(
-                game, self.prior_mean, clipped, eta=config.eta, legal=game.legal_mask
-            )
+            self._types = typed_priors(game, self.prior_mean, clipped, eta=config.eta)
         self._mixture: list[MixturePrior] | None = None
         if config.prior == Prior.MIXTURE:
             self._mixture = [

@@ -2,11 +2,13 @@
 the default strategy is bounded by a budget ``B``, in the game's unit (``game.rate_unit``: mA/h in
 ante games such as Kuhn and Leduc, mbb/h with blinds).
 
-Kuhn's bankroll (``safety.py``) carried over, with two changes that a game of 25,800 information
-sets and a default strategy of full support need.
+In the spirit of Ganzfried & Sandholm's "risk what you've won in expectation" (EC 2012), made exact
+for a multiplayer game by keeping one bankroll per *hypothesis* about the opponents, and made to
+fit a game of 25,800 information sets and a default strategy of full support.
 
 **Hypotheses.** A guard set G of profiles, by default the model's default strategy alone (the
-game's solved strategy): a hypothesis o assigns one guard to each
+game's solved strategy; in 3-player Kuhn the family N1, N2, N3 the default N1 is drawn from): a
+hypothesis o assigns one guard to each
 opponent seat offset, so by default there is one, "every opponent plays the default".
 
 **Bankroll, per hand and hole.** bank(o) starts at 0 and gains B/1000 units at every hand (B/1000
@@ -22,9 +24,9 @@ nothing in the guarantee (the hole is known before we act, as the position is) a
 where the response is safe play it in full.
 
 **Ruling a hypothesis out.** The bundled CFR strategies give every legal action positive
-probability, so unlike Kuhn's equilibria no move is impossible under them and a hypothesis would
+probability, so unlike Kuhn's N1-N3 no move is impossible under them and a hypothesis would
 never die: the bankroll would bind against the weakest opponent. A hypothesis o dies when what
-was seen is impossible under o (as in Kuhn) or when the likelihood ratio of all hands seen so far,
+was seen is impossible under o or when the likelihood ratio of all hands seen so far,
 under MBBR's own opponent models (the posterior means before each hand) against under o, reaches
 ``RULE_OUT_ODDS``. Each hand's ratio is the probability of the opponents' moves summed over the
 hidden cards, our own moves and the deal cancelling; the models are fixed before the hand, so
@@ -55,7 +57,6 @@ from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
 from oppmodel.modeling.mbbr._safety_kernels import mix_rows
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, hand_likelihood, mover_seats
-from oppmodel.modeling.mbbr.safety import covered_share
 from oppmodel.modeling.observation import LimitObservation
 
 RULE_OUT_ODDS = 1e9  # likelihood ratio, models against a hypothesis, that rules the hypothesis out
@@ -67,6 +68,23 @@ def payoff_range(game: LimitGame) -> float:
     tree = game.tree
     spent = tree.terminal_spent
     return float((tree.terminal_pot[:, None] - spent).max() + spent.max())
+
+
+def is_off(budget: float) -> bool:
+    """An infinite budget never binds: no bankroll at all (plain MBBR)."""
+    return math.isinf(budget)
+
+
+def covered_share(
+    bank: np.ndarray, budget_chips: float, alive: np.ndarray, gains: np.ndarray
+) -> float:
+    """The largest share in [0, 1] of the candidate such that every live hypothesis's bankroll,
+    with this hand's budget, covers the share's expected loss: bank + budget + share * gain >= 0."""
+    allowance = bank + budget_chips
+    share = 1.0
+    for h in np.flatnonzero(alive & (gains < 0.0)):
+        share = min(share, max(allowance[h], 0.0) / -gains[h])
+    return share
 
 
 class LimitSafetyBankroll:

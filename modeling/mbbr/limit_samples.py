@@ -2,14 +2,20 @@
 sampled strategies per (our position, opponent), one joint table of k^(n-1) weights per our
 position, Bayes-updated with the probability of exactly what was seen, hidden cards summed out.
 
-As in Kuhn (``samples.py``): z(s) = sum over assignments c of prod_j f_j(s_j, c), where f_j is the
-probability of opponent j's moves under its sample s_j and the cards c gives it; our own action
-probabilities cancel. Weights stay normalised in linear space and floored at ``WEIGHT_FLOOR`` of
-the total, and a hand less probable than ``MIN_EVIDENCE`` under the posterior leaves it as it was.
+z(s) = sum over assignments c of prod_j f_j(s_j, c), where f_j is the probability of opponent j's
+moves under its sample s_j and the cards c gives it; our own action probabilities cancel. Weights
+stay normalised in linear space and floored at ``WEIGHT_FLOOR`` of the total, so a combination is
+never lost to underflow (the floor is far below what any double-precision sum of weights
+resolves). A hand less probable than ``MIN_EVIDENCE`` under the posterior (only reachable at the
+edges of the prior's range) is counted but leaves it as it was: conditioning on it would leave no
+weight to normalise. The samples collapse onto one once it explains the play best (effective
+sample size 1) and the model stops learning: the Dirichlet posterior is what they approach as k
+grows.
 """
 
 from __future__ import annotations
 
+import math
 import string
 
 import numpy as np
@@ -17,8 +23,16 @@ import numpy as np
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr._samples_kernels import update_joint2
 from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
-from oppmodel.modeling.mbbr.samples import WEIGHT_FLOOR, _explained
 from oppmodel.modeling.mbbr.snapshot import take
+
+MAX_JOINT_SAMPLES = 1 << 22  # k^(n-1) per table: 2048 x 2048 in 3-player Kuhn
+WEIGHT_FLOOR = 1e-300
+MIN_EVIDENCE = 1e-150  # a hand less probable than this under the posterior leaves it unchanged
+
+
+def _explained(total: float) -> bool:
+    """Whether a hand's evidence (its probability under the posterior) can be conditioned on."""
+    return math.isfinite(total) and total >= MIN_EVIDENCE
 
 
 class LimitSamplePosterior:

@@ -4,8 +4,7 @@ Each opponent position's strategy is a priori Dirichlet at every information set
 the error-prone type of the typed prior): eta times the prior mean, clipped to
 [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2). CreateSamples (Ganzfried, Wang &
 Chiswick 2024, Alg 3) draws the sample posterior's k strategies per (position, opponent) from it.
-Without a prior mean or a default strategy given, 3-player Kuhn uses the robust equilibria N3 (prior
-mean) and N1 (default strategy) of Szafron, Gibson & Sturtevant 2013; other sizes play uniformly.
+Only legal actions get weight. The default prior mean: ``limit_model.default_profile``.
 """
 
 from __future__ import annotations
@@ -13,33 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.kuhn import KuhnGame
-from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr._samples_kernels import normalise_rows
 from oppmodel.modeling.mbbr.config import Prior
-from oppmodel.modeling.strategy import uniform_profile, validate_profile
 
 UNINFORMED_ALPHA = 2.0
 
 
-def default_strategy_of(game: KuhnGame, given: np.ndarray | None) -> np.ndarray:
-    """The validated default strategy (what is played for the first H hands): ``given``, else N1
-    in 3-player Kuhn and uniform play otherwise."""
-    if given is not None:
-        return validate_profile(game, given, "default_strategy")
-    return robust_profile("N1") if game.num_players == 3 else uniform_profile(game)
-
-
-def prior_mean_of(game: KuhnGame, given: np.ndarray | None) -> np.ndarray:
-    """The validated prior mean of every position: ``given``, else N3 in 3-player Kuhn and
-    uniform play otherwise."""
-    if given is not None:
-        return validate_profile(game, given, "prior_mean")
-    return robust_profile("N3") if game.num_players == 3 else uniform_profile(game)
-
-
 def prior_alpha(
-    game: KuhnGame | LimitGame,
+    game: LimitGame,
     prior_mean: np.ndarray,
     *,
     epsilon: float,
@@ -47,13 +27,13 @@ def prior_alpha(
     prior: Prior,
 ) -> np.ndarray:
     """(n, num_infosets, num_actions) Dirichlet parameters of each position's strategy under the
-    prior, over the actions of :func:`action_mask` (0 elsewhere: illegal actions of a limit game).
+    prior, over the game's legal actions (0 elsewhere).
 
     Informed (and typed, whose error-prone type this is): eta times the prior mean clipped to
     [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2) everywhere. Padding rows get
     Dirichlet(1, ...) over their actions; nothing reads them.
     """
-    legal = action_mask(game)
+    legal = game.legal_mask
     alpha = legal.astype(np.float64)
     for q in range(game.num_players):
         rows = game.infosets(q)
@@ -67,16 +47,8 @@ def prior_alpha(
     return alpha
 
 
-def action_mask(game: KuhnGame | LimitGame) -> np.ndarray:
-    """(n, num_infosets, num_actions) the actions a prior puts weight on: both actions
-    everywhere in Kuhn; the legal actions in a limit game (padding rows: call)."""
-    if isinstance(game, LimitGame):
-        return game.legal_mask
-    return np.ones((game.num_players, game.num_infosets, game.num_actions), dtype=bool)
-
-
 def create_samples(
-    game: KuhnGame | LimitGame,
+    game: LimitGame,
     prior_mean: np.ndarray,
     *,
     k: int,
@@ -88,11 +60,11 @@ def create_samples(
     """CreateSamples (Alg 3): (n, n-1, k, num_infosets, num_actions) sampled strategies.
 
     Entry [p, d - 1] holds the samples of the opponent at position (p + d) mod n while we sit at p.
-    Illegal actions of a limit game have prior weight 0 and so probability 0 in every sample.
+    Illegal actions have prior weight 0 and so probability 0 in every sample.
     """
     n, num_infosets, num_actions = game.num_players, game.num_infosets, game.num_actions
     alpha = prior_alpha(game, prior_mean, epsilon=epsilon, eta=eta, prior=prior)
-    legal = action_mask(game)
+    legal = game.legal_mask
     padding = legal / legal.sum(axis=2, keepdims=True)
     tau = np.empty((n, n - 1, k, num_infosets, num_actions))
     tau[:] = padding[(np.arange(n)[:, None] + np.arange(1, n)) % n][:, :, None]

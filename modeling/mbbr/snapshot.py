@@ -10,33 +10,20 @@ always gives the same bytes) of NumPy ``.npy`` arrays, readable with ``numpy.loa
 
 - ``meta``: a 0-d unicode array holding a JSON object with ``format`` (``FORMAT``), ``version``
   (``VERSION``), ``posterior`` (``"samples"`` or ``"dirichlet"``), ``num_players``,
-  ``hands_observed``, ``config`` (every field of the MBBRConfig, the seed included) and
-  ``prior_mean_sha256`` (of the prior-mean table's float64 bytes). A restore refuses a snapshot
-  whose header does not match the model it is restored into.
-- the posterior's arrays, named by ``SampleModel`` (``modeling/mbbr/samples.py``) for the sample
-  posterior and by ``DirichletPosterior.state`` / ``TypedPrior.state`` prefixed ``p<position>.`` for
-  the Dirichlet posterior. Version 1 has:
-  - samples: ``weights.<p>`` (the unnormalised joint table of position p), ``scale`` (n,),
-    ``ess`` (n,), ``marginals`` (n, n - 1, k);
-  - dirichlet: ``p<p>.alpha``, ``p<p>.counts``, ``p<p>.row_start``, ``p<p>.entry_start``,
-    ``p<p>.moves``, ``p<p>.key_histories``, ``p<p>.key_cards`` (-1 where hidden), and with the
-    typed prior ``p<p>.revealed``;
-  - with a finite safety budget (``safety.py``; the config then names it, and a snapshot of a model
-    without one does not restore into one with one): ``safety.bank`` (float64, one bankroll per
-    hypothesis, chips) and ``safety.alive`` (int64, 1 for a live hypothesis).
+  ``hands_observed``, ``config`` (every field of the MBBRConfig, the seed included; a field added
+  later, ``config.FIELDS_ADDED_LATER``, left out at the value its absence means, so snapshots
+  written before it existed keep their header), ``prior_mean_sha256`` (of the prior-mean table's
+  float64 bytes) and ``game_sha256`` (of the game's rules' text). A restore refuses a snapshot whose
+  header does not match the model it is restored into (:func:`decode_snapshot`).
+- the model's arrays, named in ``LimitModel.snapshot`` (the posterior's, the typed or mixture
+  prior's), and with a finite safety budget the bankroll's as ``safety.<name>``.
 
-With change detection (``config.change_hazard`` > 0, ``change.py``) the snapshot holds the bank
-of runs: ``run_starts`` (the hand each run began at), ``run_log_mass`` (its normalised log
-posterior mass), ``run_hands`` (the hands it observed), each run's arrays above prefixed
-``run<i>.``, and the safety bankroll's ``safety.*`` (the runs have none of their own). A
-header's ``config`` leaves out a field added later (``FIELDS_ADDED_LATER``) at the value its
-absence means, so the snapshots written before it existed keep their header.
-
-The limit-game models (``limit_model.py``: Leduc, any compiled ACPC limit game) write the same
-format; their header adds ``game_sha256`` (of the rules' text) and their arrays are named in
-``LimitModel.snapshot`` (the mixture prior's, ``mixture_prior.py``, among them); with change
-detection (``limit_change.py``) the header adds ``runs: bocpd`` and the arrays are the bank's as
-above, each run's limit arrays prefixed ``run<i>.``, beside the limit bankroll's ``safety.*``.
+With change detection (``config.change_hazard`` > 0, ``limit_change.py``) the header adds
+``runs: bocpd`` and the arrays are the bank's: ``run_starts`` (the hand each run began at),
+``run_log_mass`` (its normalised log posterior mass), ``run_hands`` (the hands it observed), each
+run's arrays prefixed ``run<i>.``, and the bankroll's ``safety.*`` (the runs have none of their
+own). Snapshots of the retired Kuhn-only models (no ``game_sha256``) are refused; the service
+rebuilds such sessions from their stored hands.
 
 A change of what is stored is a new ``VERSION``; a reader that meets a version it does not know
 refuses it (``SnapshotError``) and the caller rebuilds by full replay instead.
@@ -44,6 +31,8 @@ refuses it (``SnapshotError``) and the caller rebuilds by full replay instead.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import io
 import json
 import zipfile
@@ -51,6 +40,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig
 
 FORMAT = "oppmodel.mbbr-snapshot"
 VERSION = 1
@@ -102,3 +93,49 @@ def take(
     if not (kind_ok and shape_ok):
         raise SnapshotError(f"snapshot array {name!r} is {array.dtype}{array.shape}, not {kind}")
     return np.array(array)
+
+
+def model_snapshot_parts(
+    identity: dict,
+    hands: int,
+    arrays: dict[str, np.ndarray],
+    safety: dict[str, np.ndarray] | None,
+) -> tuple[dict, dict[str, np.ndarray]]:
+    """A model's snapshot header (its ``identity`` and ``hands`` observed) and named arrays (its
+    own, and its safety bankroll's as ``safety.<name>``): what ``snapshot_parts`` gives and
+    :func:`decode_snapshot` reads back."""
+    if safety is not None:
+        arrays = {**arrays, **{f"safety.{name}": a for name, a in safety.items()}}
+    return {**identity, "hands_observed": hands}, arrays
+
+
+def decode_snapshot(blob: bytes, identity: dict) -> tuple[int, dict[str, np.ndarray]]:
+    """(hands observed, arrays) of a snapshot whose header agrees with ``identity`` (what
+    :func:`snapshot_identity` gives for the model it is restored into); SnapshotError if not."""
+    meta, arrays = decode(blob)
+    differ = [key for key in identity if meta.get(key) != identity[key]]
+    if differ:
+        raise SnapshotError(f"snapshot of a model with other settings ({', '.join(differ)})")
+    hands = meta.get("hands_observed")
+    if not isinstance(hands, int) or hands < 0:
+        raise SnapshotError(f"snapshot hands_observed {hands!r}")
+    return hands, arrays
+
+
+def snapshot_identity(num_players: int, config: MBBRConfig, prior_mean: np.ndarray) -> dict:
+    """What a snapshot must agree on with the model it is restored into: the posterior, the
+    player count, the configuration (a field added later left out at the value its absence
+    means, so snapshots written before it existed still match) and the prior mean's hash."""
+    fields = {
+        name: value
+        for name, value in dataclasses.asdict(config).items()
+        if name not in FIELDS_ADDED_LATER or value != FIELDS_ADDED_LATER[name]
+    }
+    return {
+        "posterior": config.posterior,
+        "num_players": num_players,
+        "config": fields,
+        "prior_mean_sha256": hashlib.sha256(
+            np.ascontiguousarray(prior_mean, dtype=np.float64).tobytes()
+        ).hexdigest(),
+    }

@@ -28,7 +28,6 @@ import numpy as np
 from scipy.special import gammaln
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.mbbr.config import Prior
 from oppmodel.modeling.mbbr.priors import mixed_distributions, prior_alpha
 from oppmodel.modeling.mbbr.snapshot import take
@@ -39,19 +38,14 @@ ERROR_PRONE_PRIOR = 0.05
 class TypedPrior:
     """Posterior type weights and mixture means for the opponents of one position."""
 
-    def __init__(
-        self, clipped: np.ndarray, support: np.ndarray, legal: np.ndarray | None = None
-    ) -> None:
+    def __init__(self, clipped: np.ndarray, support: np.ndarray, legal: np.ndarray) -> None:
         """``clipped``, ``support``: (n - 1, num_infosets, num_actions) Dirichlet parameters of
         the two types (support has zeros at the moves the equilibrium never makes); ``legal``:
-        the actions that exist (a limit game's illegal actions are zero in both and are no
-        mistakes; None: every action, as in Kuhn)."""
+        the actions that exist (illegal actions are zero in both and are no mistakes)."""
         self.clipped = np.asarray(clipped, dtype=np.float64)
         self.support = np.asarray(support, dtype=np.float64)
-        self.legal = None if legal is None else np.asarray(legal, dtype=bool)
-        self.forbidden = self.support == 0.0
-        if self.legal is not None:
-            self.forbidden &= self.legal
+        self.legal = np.asarray(legal, dtype=bool)
+        self.forbidden = (self.support == 0.0) & self.legal
         self.pure = self.forbidden.any(axis=2)  # (n - 1, num_infosets)
         self.revealed = np.zeros_like(self.clipped)  # moves seen with the mover's card
         self._error_prone: list[float | None] = [None] * len(self.clipped)  # cache per offset
@@ -113,21 +107,19 @@ class TypedPrior:
 
 
 def typed_priors(
-    game: KuhnGame | LimitGame,
+    game: LimitGame,
     prior_mean: np.ndarray,
     clipped: list[np.ndarray],
     *,
     eta: float,
-    legal: np.ndarray | None = None,
 ) -> list[TypedPrior]:
     """One :class:`TypedPrior` per our position p: the error-prone type's parameters are
     ``clipped[p]`` (the informed prior of p's opponents, (n - 1, num_infosets, num_actions)), the
-    in-support type's eta times the unclipped prior mean; ``legal`` (n, num_infosets,
-    num_actions): a limit game's legal actions."""
+    in-support type's eta times the unclipped prior mean."""
     n = game.num_players
     support = prior_alpha(game, prior_mean, epsilon=0.0, eta=eta, prior=Prior.INFORMED)
     out = []
     for p in range(n):
         seats = [(p + d) % n for d in range(1, n)]
-        out.append(TypedPrior(clipped[p], support[seats], None if legal is None else legal[seats]))
+        out.append(TypedPrior(clipped[p], support[seats], game.legal_mask[seats]))
     return out

@@ -55,6 +55,12 @@ def best_response(ints, floats, profile, player, strategy):
 
 
 @njit(cache=True)
+def packed_sweep(ints, floats, profile, player, best, cfv, own_reach, choice):
+    """:func:`sweep` on the packed tree (``unpack_tree``)."""
+    return sweep(unpack_tree(ints, floats), profile, player, best, cfv, own_reach, choice)
+
+
+@njit(cache=True)
 def expected_values(tree, profile):
     """Sum over deals of each position's payoff, weighted by everyone's reach probability.
 

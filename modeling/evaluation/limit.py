@@ -19,7 +19,7 @@ import numpy as np
 
 from oppmodel.modeling.evaluation import _limit_kernels as kernels
 from oppmodel.modeling.games.acpc.betting import NUM_ACTIONS
-from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
 from oppmodel.modeling.games.acpc.strategy import validate_profile
 
 
@@ -60,9 +60,13 @@ def best_response(game: LimitGame, profile: np.ndarray, position: int) -> tuple[
 
 @functools.cache  # per game object: compiled games are cached and immutable
 def packed_tree(game: LimitGame) -> tuple[np.ndarray, np.ndarray]:
-    """The game's tree as two arrays (integers, floats) that ``_limit_kernels.unpack_tree``
+    """:func:`pack_tree` of the game's tree."""
+    return pack_tree(game.tree)
+
+
+def pack_tree(tree: LimitTree) -> tuple[np.ndarray, np.ndarray]:
+    """A tree as two read-only arrays (integers, floats) that ``_limit_kernels.unpack_tree``
     turns back into the tree inside a kernel: what a call from Python unboxes."""
-    tree = game.tree
     spent = tree.terminal_spent
     sizes = (len(tree.node_player), len(spent), spent.shape[1], len(tree.share))
     header = [*sizes, tree.share.shape[1], len(tree.round_views), tree.max_depth]

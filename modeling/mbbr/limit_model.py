@@ -51,6 +51,7 @@ import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, ResourceExhaustedError
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
+from oppmodel.modeling.evaluation.limit import pack_tree
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
 from oppmodel.modeling.games.acpc.solved import is_bundled, solved_profile
@@ -231,8 +232,8 @@ class LimitModel(abc.ABC):
         response here; the sample posterior adds ``bayes``."""
         cfv, own_reach = self._sweep_scratch
         cfv.fill(0.0)
-        return evaluation_kernels.sweep(
-            self._holes.subtrees[p][h], self._models_profile(p), p, True, cfv, own_reach, choice
+        return evaluation_kernels.packed_sweep(
+            *self._holes.packed[p][h], self._models_profile(p), p, True, cfv, own_reach, choice
         )
 
     # --- observing -------------------------------------------------------------------------------
@@ -823,6 +824,7 @@ class HoleSplit(NamedTuple):
     infosets_of_hole: tuple[tuple[np.ndarray, ...], ...]  # position -> hole -> its sets
     deals_of_hole: tuple[tuple[np.ndarray, ...], ...]  # position -> hole -> its deals
     subtrees: tuple[tuple[LimitTree, ...], ...]  # position -> hole -> tree over its deals
+    packed: tuple[tuple[tuple[np.ndarray, np.ndarray], ...], ...]  # the same, ``pack_tree``'s
 
 
 @functools.cache  # per game object: compiled games are cached and immutable
@@ -857,4 +859,7 @@ def hole_split(game: LimitGame) -> HoleSplit:
             )
         )
     of_deal = tuple(np.ascontiguousarray(tree.deal_view[0, :, p]) for p in range(game.num_players))
-    return HoleSplit(tuple(of_infoset), of_deal, tuple(infosets), tuple(deals), tuple(subtrees))
+    packed = tuple(tuple(pack_tree(tree) for tree in trees) for trees in subtrees)
+    return HoleSplit(
+        tuple(of_infoset), of_deal, tuple(infosets), tuple(deals), tuple(subtrees), packed
+    )

@@ -13,20 +13,23 @@ import json
 import selectors
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from oppmodel.clients.acpc.agent import AgentResult, Policy, SeatHand, connect, play_match
+from oppmodel.clients.acpc.convert import card_to_kuhn, kuhn_for
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer, MatchResult
-from oppmodel.clients.acpc.log import DealerLog, format_log
+from oppmodel.clients.acpc.log import DealerLog, LoggedHand, format_log
 from oppmodel.clients.acpc.net import LineSocket
 from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.cli import main
+from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
+from oppmodel.modeling.observation import HandObservation
 from oppmodel.server.app import BackgroundServer
 
 DATA = Path(__file__).resolve().parent / "data" / "acpc"  # copied from the shared folder
@@ -243,3 +246,52 @@ def stop_and_restart(
                     time.sleep(0.02)
 
     return StopAndRestart
+
+
+# --- a seat's live view of logged Kuhn hands, in the service's Kuhn presentation -----------------
+# (the oracle of what the ACPC service policy sends and what the service stores)
+
+
+def kuhn_to_card(game: GameDef, card: int) -> str:
+    """ACPC card of a Kuhn card number."""
+    if not 0 <= card < len(game.deck):
+        raise InvalidArgumentError("card", f"{card} is not in 0..{len(game.deck) - 1}")
+    return game.deck[card]
+
+
+def full_view_observation(
+    game: GameDef, *, position: int, betting: str, hole: tuple[str, ...]
+) -> HandObservation:
+    """What ``position`` would have seen of a hand whose every card is known (e.g. from a log).
+
+    Cards the live protocol would hide from that seat (folded cards, every card when all others
+    folded) are hidden here too, so a replay never learns more than the live agent did.
+    """
+    kuhn = kuhn_for(game)
+    history = kuhn.acpc_to_history(betting)
+    cards = [card_to_kuhn(game, c) for c in hole]
+    return HandObservation(position, history, kuhn.visible_cards(history, cards, position))
+
+
+def log_observations(
+    game: GameDef, log: DealerLog, name: str
+) -> Iterator[tuple[LoggedHand, HandObservation]]:
+    """Every logged hand ``name`` played, with the observation ``name`` made of it live.
+
+    This is what an offline replay feeds to a model: the same observations, in the same order,
+    as the live agent in ``name``'s seat would have made (hidden cards stay hidden).
+    InvalidArgumentError naming ``name`` if it never played.
+    """
+    found = False
+    for hand in log.hands:
+        if name in hand.names:
+            found = True
+            position = hand.names.index(name)
+            yield (
+                hand,
+                full_view_observation(
+                    game, position=position, betting=hand.betting, hole=hand.hole
+                ),
+            )
+    if not found:
+        raise InvalidArgumentError("name", f"{name!r} played no hand in this log")

@@ -14,11 +14,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from acpc_support import GAME, GAME_FILE, AgentThread, run_dealer, stop_and_restart
+from acpc_support import (
+    GAME,
+    GAME_FILE,
+    AgentThread,
+    log_observations,
+    run_dealer,
+    stop_and_restart,
+)
 from service_support import kuhn_library, running_server
 
 from oppmodel.clients.acpc.agent import SeatHand, make_policy
-from oppmodel.clients.acpc.convert import kuhn_for, log_observations
+from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.log import parse_log
 from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.client import OpponentModelClient

@@ -36,7 +36,7 @@ import numpy as np
 import psycopg
 import pytest
 from acpc_support import GAME as ACPC_GAME
-from acpc_support import GAME_FILE, AgentThread, run_dealer
+from acpc_support import GAME_FILE, AgentThread, log_observations, run_dealer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from postgres_support import PostgresServer
@@ -46,7 +46,7 @@ from test_acpc_service_agent import CommandThread
 from test_service_fuzz import LIMITS, PI_LIMITS, REQUESTS, fuzz
 
 from oppmodel.clients.acpc.agent import SeatHand, make_policy
-from oppmodel.clients.acpc.convert import kuhn_for, log_observations
+from oppmodel.clients.acpc.convert import kuhn_for
 from oppmodel.clients.acpc.log import parse_log
 from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.client import OpponentModelClient, observation_message

@@ -10,9 +10,7 @@ the core converts and checks legality (:meth:`KuhnGame.acpc_to_history`). What a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from oppmodel.clients.acpc.log import DealerLog, LoggedHand
+from oppmodel.clients.acpc.log import LoggedHand
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import bundled_name
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
@@ -42,13 +40,6 @@ def card_to_kuhn(game: GameDef, card: str) -> int:
         ) from None
 
 
-def kuhn_to_card(game: GameDef, card: int) -> str:
-    """ACPC card of a Kuhn card number."""
-    if not 0 <= card < len(game.deck):
-        raise InvalidArgumentError("card", f"{card} is not in 0..{len(game.deck) - 1}")
-    return game.deck[card]
-
-
 def seat_observation(
     game: GameDef, *, position: int, betting: str, hole: tuple[str, ...]
 ) -> HandObservation:
@@ -56,20 +47,6 @@ def seat_observation(
     history = kuhn_for(game).acpc_to_history(betting)
     cards = tuple(card_to_kuhn(game, c) if c else None for c in hole)
     return HandObservation(position, history, cards)
-
-
-def full_view_observation(
-    game: GameDef, *, position: int, betting: str, hole: tuple[str, ...]
-) -> HandObservation:
-    """What ``position`` would have seen of a hand whose every card is known (e.g. from a log).
-
-    Cards the live protocol would hide from that seat (folded cards, every card when all others
-    folded) are hidden here too, so a replay never learns more than the live agent did.
-    """
-    kuhn = kuhn_for(game)
-    history = kuhn.acpc_to_history(betting)
-    cards = [card_to_kuhn(game, c) for c in hole]
-    return HandObservation(position, history, kuhn.visible_cards(history, cards, position))
 
 
 def logged_limit_observation(game: LimitGame, hand: LoggedHand, position: int) -> LimitObservation:
@@ -82,27 +59,3 @@ def logged_limit_observation(game: LimitGame, hand: LoggedHand, position: int) -
     hole = (*hand.hole[:-1], hand.hole[-1][:width])
     board = (hand.hole[-1][width:], *hand.board)
     return observe_limit_cards(game, position, hand.betting, hole, board)
-
-
-def log_observations(
-    game: GameDef, log: DealerLog, name: str
-) -> Iterator[tuple[LoggedHand, HandObservation]]:
-    """Every logged hand ``name`` played, with the observation ``name`` made of it live.
-
-    This is what an offline replay feeds to a model: the same observations, in the same order,
-    as the live agent in ``name``'s seat would have made (hidden cards stay hidden).
-    InvalidArgumentError naming ``name`` if it never played.
-    """
-    found = False
-    for hand in log.hands:
-        if name in hand.names:
-            found = True
-            position = hand.names.index(name)
-            yield (
-                hand,
-                full_view_observation(
-                    game, position=position, betting=hand.betting, hole=hand.hole
-                ),
-            )
-    if not found:
-        raise InvalidArgumentError("name", f"{name!r} played no hand in this log")

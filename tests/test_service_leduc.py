@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from service_support import connected, kuhn_library, random_observations
+from service_support import connected, kuhn_library, random_observations, running_server
 from test_limit_mbbr import random_hands
 
 from oppmodel.clients.client import OpponentModelClient, observation_message
@@ -39,6 +39,7 @@ from oppmodel.server.session_spec import Limits
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 LABELS = ("opp_A", "opp_B")
+LOADED_SECONDS = 300.0  # a call's deadline where it may build a Leduc model on a loaded machine
 
 
 def library(game_name: str, config: MBBRConfig, hands, **profiles) -> LimitModel:
@@ -311,7 +312,9 @@ def test_limit_observation_messages_carry_every_kind_of_hand() -> None:
 def test_kill_9_mid_stream_and_restart_gives_the_same_posterior(tmp_path: Path) -> None:
     """``oppmodel serve`` killed while a Leduc session's hands stream in loses no acknowledged
     hand; after a restart the rest are sent and the session answers as the library fed every
-    hand (the reload restores the limit model's snapshot and replays the tail)."""
+    hand (the reload restores the limit model's snapshot and replays the tail). Each server's
+    first calls build the Leduc model (a fresh process: its kernels, the compiled game), which
+    took over 30 s at load 10-20: the calls get the deadline of a loaded machine."""
     db = tmp_path / "db.sqlite"
     game = limit_game("leduc3p")
     hands = random_hands(game, 80, seed=21)
@@ -320,7 +323,9 @@ def test_kill_9_mid_stream_and_restart_gives_the_same_posterior(tmp_path: Path) 
     process, port = serve_cmd.spawn(db, "--snapshot-hands", "10")
     acked: list[int] = []
     try:
-        with OpponentModelClient(f"127.0.0.1:{port}", reconnect_seconds=0) as client:
+        with OpponentModelClient(
+            f"127.0.0.1:{port}", timeout=LOADED_SECONDS, reconnect_seconds=0
+        ) as client:
             sid = client.create_session(game="leduc3p", config=config).session_id
             with client.observation_stream(sid, first_sequence=1) as stream:
                 for obs in hands[:50]:
@@ -331,8 +336,11 @@ def test_kill_9_mid_stream_and_restart_gives_the_same_posterior(tmp_path: Path) 
     finally:
         process.kill()
         process.wait(timeout=10)
-    with connected(db) as (client, _):
-        held = client.get_session(sid).hands_observed
+    with (
+        running_server(db) as port,
+        OpponentModelClient(f"127.0.0.1:{port}", timeout=LOADED_SECONDS) as client,
+    ):
+        held = client.get_session(sid).hands_observed  # the reload
         assert held >= acked[-1] == 35
         assert client.observe(sid, hands[held:], first_sequence=held + 1) == len(hands)
         assert_matches_library(client, sid, library("leduc3p", config, hands))

@@ -27,6 +27,7 @@ port (``ray.serve._private.replica``: ``[::]:0``), as Ray 2.60 hard-codes both.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -56,8 +57,10 @@ SERVICER_FUNCTIONS = (
 )
 HASH_ROUTER = "ray.serve.experimental.consistent_hash_router.ConsistentHashRouter"
 DRAIN_CHECK_SECONDS = 0.05  # how often a stopping replica looks whether its calls are done
-# how long a start waits for a proxy Serve replaced (its successor gets 10 s, the next 15 s, ...)
-PROXY_START_SECONDS = 120.0
+# how long a start waits for a slow part of Ray on a loaded machine: a proxy Serve replaced (its
+# successor gets 10 s, the next 15 s, ...) and a local instance's GCS server (Ray's default: 30 s)
+START_SECONDS = 120
+GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"  # Ray's wait for its GCS server's port (s)
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ def start_serve(config: RayServeConfig, *, port: int, http_port: int) -> None:
     Serve's controller gives a new proxy 5 s to report ready, then kills it and starts another;
     ``serve.start`` waits on the first one and raises ActorDiedError when it is killed, though
     Serve goes on with its successor. A loaded machine starts a proxy slower than that, so the
-    start then waits for Serve's proxies to be healthy instead (up to PROXY_START_SECONDS)."""
+    start then waits for Serve's proxies to be healthy instead (up to START_SECONDS)."""
     from ray import serve
     from ray.exceptions import ActorDiedError
     from ray.serve.config import HTTPOptions, gRPCOptions
@@ -133,7 +136,7 @@ def start_serve(config: RayServeConfig, *, port: int, http_port: int) -> None:
         )
     except ActorDiedError:
         log.info("Serve replaced its proxy, slow to start: waiting for the next one")
-        _wait_for_proxies(PROXY_START_SECONDS)
+        _wait_for_proxies(START_SECONDS)
     serve.run(deployment(config), name=APP_NAME, route_prefix=ROUTE_PREFIX)
 
 
@@ -158,6 +161,21 @@ def _wait_for_proxies(seconds: float) -> None:
         time.sleep(0.25)
 
 
+def _quiet_ray() -> None:
+    """Show nothing more of what Ray and Serve say (a stop is the command's last word, as the
+    single-process server's: after Ctrl-C the interrupted line alone): the driver stops
+    printing its workers' output (Serve's controller reports each replica it removes, at INFO),
+    drops the lines it held back to count repeats, and Ray's own loggers here keep warnings
+    only."""
+    from ray._private import ray_logging
+
+    ray_logging.global_worker_stdstream_dispatcher.remove_handler("ray_print_logs")  # ray.init's
+    ray_logging.stdout_deduplicator.flush()
+    ray_logging.stderr_deduplicator.flush()
+    for name in ("ray", "ray.serve"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def refuse_a_second_application(address: str) -> None:
     """FailedPreconditionError if the cluster at ``address`` already runs this application: Serve
     keeps one application per name, so a second ``serve --ray`` would silently take over the
@@ -173,10 +191,12 @@ def refuse_a_second_application(address: str) -> None:
 
 
 def stop_serve(*, owns_cluster: bool) -> None:
-    """Remove the application; stop Serve and Ray too if this process started them."""
+    """Remove the application; stop Serve and Ray too if this process started them, silently
+    (:func:`_quiet_ray`)."""
     import ray
     from ray import serve
 
+    _quiet_ray()
     if owns_cluster:
         serve.shutdown()  # type: ignore[no-untyped-call]  # (ray leaves it unannotated)
         ray.shutdown()
@@ -195,16 +215,24 @@ def init_local_ray(**options: Any) -> None:
     (``ray_constants.ENABLE_RAY_CLUSTER``, env ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``; off by
     default on macOS and Windows, where Ray keeps a single machine on loopback). The env var is
     read when ray is imported, so the constant is turned off for this call only; the node
-    keeps 127.0.0.1 after it, and other nodes cannot join this instance."""
+    keeps 127.0.0.1 after it, and other nodes cannot join this instance.
+
+    Ray waits 30 s for its GCS server to publish its port, and a loaded machine (two busy
+    cores) took longer: the node failed to start. It gets START_SECONDS (``GCS_WAIT_ENV``, unless
+    set; the Ray processes started keep it)."""
     import ray
     from ray._private import ray_constants
 
     cluster_mode = ray_constants.ENABLE_RAY_CLUSTER
+    ours = GCS_WAIT_ENV not in os.environ
+    os.environ.setdefault(GCS_WAIT_ENV, str(START_SECONDS))
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
         ray.init(address="local", _node_ip_address=LOOPBACK, **options)
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
+        if ours:
+            os.environ.pop(GCS_WAIT_ENV, None)
 
 
 def run(

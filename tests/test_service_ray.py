@@ -16,6 +16,7 @@ dealer's log.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import ipaddress
 import json
@@ -43,6 +44,7 @@ from postgres_support import PostgresServer
 from prometheus_client.parser import text_string_to_metric_families
 from service_support import GAME, kuhn_library, random_observations, running_server, wait_until
 from test_acpc_service_agent import CommandThread
+from test_cli_interrupt import session_processes
 from test_service_fuzz import LIMITS, PI_LIMITS, REQUESTS, fuzz
 
 from oppmodel.clients.acpc.agent import SeatHand, make_policy
@@ -64,6 +66,7 @@ from oppmodel.server.app import ServerConfig, free_ports
 from oppmodel.server.ray_metrics import PUSH_SECONDS, STALE_SECONDS, ReplicaMetricsEndpoint
 from oppmodel.server.ray_replica import REPLICA_KEY
 from oppmodel.server.ray_serve import RayServeConfig, init_local_ray, start_serve
+from oppmodel.server.storage import redacted
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
@@ -145,6 +148,72 @@ def client_of(deployment: Deployment, **options: object) -> OpponentModelClient:
 
 def library_model(observations: list) -> object:
     return kuhn_library(CONFIG, observations)
+
+
+def stall_the_gcs_server(session: int, seconds: float) -> threading.Thread:
+    """In a thread: SIGSTOP the GCS server of process session ``session``, as soon as it runs,
+    for ``seconds``, then SIGCONT it (a loaded machine's slow start, beyond Ray's default 30 s
+    wait for its port). The thread ends once it resumed the server (or the session ended)."""
+
+    def stall() -> None:
+        while processes := session_processes(session):
+            for pid in processes:
+                with contextlib.suppress(OSError):  # gone meanwhile
+                    if Path(f"/proc/{pid}/comm").read_text().strip() == "gcs_server":
+                        os.kill(pid, signal.SIGSTOP)
+                        time.sleep(seconds)
+                        os.kill(pid, signal.SIGCONT)
+                        return
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=stall, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_serve_ray_starts_though_its_gcs_is_slow_and_ctrl_c_ends_it_in_one_line(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """``oppmodel serve --ray`` on a loaded machine: Ray waited 30 s for its GCS server to
+    publish its port and the start failed ("Timed out waiting for file .../gcs_server_port_...");
+    here the GCS server is stopped for 35 s as soon as it runs, and the command serves all the
+    same. Then Ctrl-C (SIGINT to its process group, as a terminal sends it): what it says after
+    it is the one interrupted line (Ray's and Serve's shutdown logging silenced), status 130,
+    and nothing of its session left running (raylet, GCS server, workers). First in the module:
+    the module's own Ray instance is not started yet."""
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "oppmodel"), "serve", "--ray", "--store",
+         postgres_url, "--port", "0", "--replicas", "1"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own process group and session, as a shell's job
+    )  # fmt: skip
+    out: list[str] = []
+    err: list[str] = []
+    readers = [
+        threading.Thread(target=lambda s=s, ls=ls: ls.extend(line.rstrip("\n") for line in s))
+        for s, ls in ((process.stdout, out), (process.stderr, err))
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        stall = stall_the_gcs_server(process.pid, 35.0)
+        wait_until(lambda: bool(out) or process.poll() is not None, "serving", seconds=600)
+        assert out and out[0].startswith("serving on port "), err
+        assert not stall.is_alive()  # it did stall the GCS server, and it served after
+        said_before = len(err)
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=120) == 130, err
+        wait_until(lambda: session_processes(process.pid) == [], "its processes' end")
+    finally:
+        for pid in session_processes(process.pid):  # only if the test failed
+            os.kill(pid, signal.SIGKILL)
+        process.kill()
+        process.wait()
+        for reader in readers:
+            reader.join(timeout=60)
+    said = [line for line in err[said_before:] if not line.startswith("{")]  # not JSON log lines
+    kept = f"the sessions are kept in {redacted(postgres_url)}"
+    assert said == [f"oppmodel serve: interrupted; {kept}"]
 
 
 def kill_the_first_proxy(stop: threading.Event) -> list[str]:

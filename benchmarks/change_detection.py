@@ -4,7 +4,7 @@ Each match is played as ``learning_cost.py`` plays it (our position rotating eve
 orders of the pair, the exact expected value of MBBR's policy computed after every hand, so no card
 luck): the pair plays ``before`` until a switch hand drawn per seed, uniformly from
 ``--switch-range`` (1,000 to 2,000), then ``after`` for 500 hands. ``--game`` is 3-player Kuhn or
-3-player Leduc (``leduc3p``: the limit model's change detection, ``limit_change.py``). Beside
+3-player Leduc (``leduc3p``: the limit model's change detection, ``change.py``). Beside
 MBBR with change detection (``--change-hazard``) and without it (hazard 0; the same cards and
 draws, so the two agree until the first detection), the best response that knows the switch
 point: per hand, the exact best response to the pair playing then. Reported: the share of that

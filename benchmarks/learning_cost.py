@@ -15,7 +15,7 @@ MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other sett
 safety budget unless ``--safety-budgets`` gives some (in the game's unit, mA/h with antes and
 mbb/h with blinds; ``inf`` = none; one row per prior and
 budget: ``oppmodel.modeling.mbbr.safety`` bounds the cost against pairs of N1, N2 and N3 by the
-budget, ``limit_safety`` in a limit game the cost against players of the default strategy,
+budget in 3-player Kuhn, in another game the cost against players of the default strategy,
 ``cfr+cfr``); pairs are panel names or fixed ``STYLE@S`` (adaptive styles have no fixed profile to
 evaluate against). ``--game`` is 3-player Kuhn (default) or any 3-player limit game, e.g.
 ``leduc3p``, where the pair defaults to two ``cfr`` agents (the bundled CFR strategy, also MBBR's
@@ -55,7 +55,7 @@ from oppmodel.modeling.evaluation.limit import deviation_gains, expected_values 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.games.kuhn3p import equilibria  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior  # noqa: E402
-from oppmodel.modeling.mbbr.limit_model import build_limit_model  # noqa: E402
+from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import observe_limit_hand  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
@@ -80,7 +80,7 @@ def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     switch = rest[1] if len(rest) > 1 else None
     n = game.num_players
     pair = tuple(fixed_profile(game, name) for name in (first, second)[: n - 1])
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     rng = np.random.default_rng([seed, 7])
     values = np.empty(hands)
     gains = np.zeros((game.num_players, game.num_infosets))

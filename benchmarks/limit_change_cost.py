@@ -30,7 +30,7 @@ if not __package__:  # run as a script: make benchmarks importable
 from benchmarks.sweep import emit_report, machine
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import sample_terminal
@@ -40,7 +40,7 @@ from oppmodel.modeling.play.tournament import seated_profile
 def play(game, config: MBBRConfig, hands: int, seed: int) -> dict:
     """One timed match against cfr opponents: seconds per hand, observe seconds per hand, and
     the model's memory and snapshot at the end."""
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     pair = (fixed_profile(game, "cfr"),) * (game.num_players - 1)
     rng = np.random.default_rng(seed)
     total = observing = 0.0
@@ -61,7 +61,7 @@ def play(game, config: MBBRConfig, hands: int, seed: int) -> dict:
     began = time.perf_counter()
     blob = model.snapshot()
     taken = time.perf_counter()
-    build_limit_model(game, config).restore(blob)
+    build_model(game, config).restore(blob)
     restored = time.perf_counter()
     return {
         "seconds_per_hand": total / hands,

@@ -10,7 +10,7 @@ gets to the memory bound. The last row is the Dirichlet posterior over a 3000-ha
 and typed prior), and its ratio to k = 10 samples.
 
 Any limit game (``--game kuhn3p|leduc2p|leduc3p|FILE``): the Dirichlet posterior of
-``limit_model.build_limit_model`` over a whole 3000-hand stream of seeded random hands (random deal,
+``model.build_model`` over a whole 3000-hand stream of seeded random hands (random deal,
 random finished betting, seen from the rotating position), so that a per-hand cost that grows with
 the match shows in the average. Each hand is observed, then the response is asked as the agent
 asks it: the action probabilities of an information set of the next hand's position and hole
@@ -52,8 +52,8 @@ import numpy as np  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig  # noqa: E402
-from oppmodel.modeling.mbbr.limit_model import (  # noqa: E402
-    build_limit_model,
+from oppmodel.modeling.mbbr.model import (  # noqa: E402
+    build_model,
     default_profile,
     hole_split,
 )
@@ -100,7 +100,7 @@ def cycle_rate(
         prior=prior,
         **fields,
     )
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     for obs in hands[:5]:  # warm the JIT and the caches
         model.observe(obs)
         model.policy(obs.position)
@@ -170,13 +170,13 @@ def limit_cycle_rate(
     as the agent asks it, one hole; else the whole table), at ``safety_budget``; ``fields``:
     other MBBRConfig fields (default: the shipped defaults, the Dirichlet posterior)."""
     config = MBBRConfig(hands_default=0, safety_budget=safety_budget, **fields)
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     n = game.num_players
     for h, (obs, infoset) in enumerate(hands[:5]):  # warm the JIT
         model.observe(obs)
         model.action_probabilities((h + 1) % n, infoset)
         model.policy((h + 1) % n)
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     start = CLOCK[0]()
     if lazy:
         for h, (obs, infoset) in enumerate(hands):
@@ -260,7 +260,7 @@ def bayes_4p_report(count: int) -> dict:
     ]
     row: dict = {"game": game.name, "k": BAYES_4P_K, "joint_samples": BAYES_4P_K**3}
     row["hands"] = count
-    hand, response = seconds_per_hand(build_limit_model(game, config), hands, 4)
+    hand, response = seconds_per_hand(build_model(game, config), hands, 4)
     row["compiled_s_per_hand"] = round(hand, 4)
     row["compiled_s_per_response"] = round(response, 4)
     row["load_average"] = [round(x, 2) for x in os.getloadavg()]

@@ -79,7 +79,7 @@ from oppmodel.modeling.games.acpc.matchstate import MatchState  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
-from oppmodel.modeling.mbbr.limit_model import build_limit_model, default_profile  # noqa: E402
+from oppmodel.modeling.mbbr.model import build_model, default_profile  # noqa: E402
 from oppmodel.modeling.observation import (  # noqa: E402
     HandObservation,
     LimitObservation,
@@ -142,7 +142,7 @@ def library_hands_per_second(game_name: str, hands: list[Hand], config: MBBRConf
     def build():
         if game_name in KUHN_SESSIONS:
             return kuhn_openspiel(GAME.num_players).build_model(config)
-        return build_limit_model(limit_game(game_name), config)
+        return build_model(limit_game(game_name), config)
 
     build().observe(hands[0])
     model = build()

@@ -16,7 +16,7 @@ from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on, kuhn_strategy_of, uniform_profile
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_hand
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
@@ -76,7 +76,7 @@ def random_observations(
 
 class CompiledKuhn:
     """What a "kuhn_poker(players=n)" session must answer: the compiled ``kuhn<n>p`` model
-    (``build_limit_model``) fed the same hands, its rows read in OpenSpiel's conventions by the
+    (``build_model``) fed the same hands, its rows read in OpenSpiel's conventions by the
     library's own conversion (``kuhn_strategy_of``). Defaults as Kuhn's: N1 and N3 in 3-player
     Kuhn, uniform play otherwise. Profiles are Kuhn's (pass/bet rows)."""
 
@@ -91,7 +91,7 @@ class CompiledKuhn:
         self.kuhn = kuhn_game(players)
         self.compiled = limit_game(f"kuhn{players}p")
         default = None if players == 3 else uniform_profile(self.compiled)
-        self.model = build_limit_model(
+        self.model = build_model(
             self.compiled,
             config,
             default_strategy=default

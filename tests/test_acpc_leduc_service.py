@@ -25,7 +25,7 @@ from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation, observe_limit_hand
 from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 
@@ -114,7 +114,7 @@ def test_a_1000_hand_leduc3p_match_through_the_dealer_with_service_and_in_proces
         assert check_log(read_game_def("leduc3p"), log) == [] and len(log.hands) == HANDS
         assert sum(t["total"] for t in tallies) == pytest.approx(0.0, abs=1e-9)
         # the service's limit session: no change detection unless asked for
-        library = build_limit_model(game, MBBRConfig(seed=1, change_hazard=0.0))
+        library = build_model(game, MBBRConfig(seed=1, change_hazard=0.0))
         for hand in log.hands:
             library.observe(seat_view(game, hand, "Alice"))
         with OpponentModelClient(f"127.0.0.1:{server_port}", timeout=30) as client:
@@ -193,7 +193,7 @@ def test_in_leduc_the_service_agent_falls_back_to_cfr_and_returns(tmp_path: Path
         (outage,) = policy.outages
         assert 15 < outage.first_hand <= 17 and outage.back_at_hand is not None
         limit = limit_game("leduc2p")
-        library = build_limit_model(limit, mbbr)
+        library = build_model(limit, mbbr)
         for hand in parse_log(captured.log).hands:
             library.observe(seat_view(limit, hand, "Alice"))
         with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:

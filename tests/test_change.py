@@ -17,16 +17,16 @@ from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.strategy import kuhn_strategy_of
 from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr import snapshot
+from oppmodel.modeling.mbbr.change import GRID, MAX_RUNS, ChangeDetectingModel
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_change import GRID, MAX_RUNS, LimitChangeModel
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.session_spec import SessionSpec
 
 GAME = limit_game("kuhn3p")
 
 
 def _plain(config: MBBRConfig):
-    return build_limit_model(GAME, dataclasses.replace(config, change_hazard=0.0))
+    return build_model(GAME, dataclasses.replace(config, change_hazard=0.0))
 
 
 @pytest.mark.parametrize("posterior", ["dirichlet", "samples"])
@@ -34,7 +34,7 @@ def test_hazard_zero_is_the_plain_model_exactly(posterior):
     """With hazard 0 no run is ever opened: every policy (within the default safety budget),
     model and snapshot array is the plain posterior's, bit for bit."""
     config = MBBRConfig(posterior=posterior, k=4, hands_default=5, change_hazard=0.0)
-    wrapped, plain = LimitChangeModel(GAME, config), _plain(config)
+    wrapped, plain = ChangeDetectingModel(GAME, config), _plain(config)
     for t, obs in enumerate(random_hands(GAME, 60, seed=3)):
         p = t % 3
         assert np.array_equal(wrapped.policy(p), plain.policy(p))
@@ -58,7 +58,7 @@ def test_against_opponents_who_never_change_it_plays_the_plain_policy():
     dropped (never more than MAX_RUNS)."""
     config = MBBRConfig()
     assert config.change_hazard > 0.0
-    model, plain = build_limit_model(GAME, config), _plain(config)
+    model, plain = build_model(GAME, config), _plain(config)
     family = equilibria(GAME)
     opened: set[int] = set()
 
@@ -83,7 +83,7 @@ def test_a_planted_switch_is_found_within_the_stated_delay(seed):
         if model.run_start > 0 and not found:
             found.append((t, model.run_start))
 
-    model = build_limit_model(GAME, MBBRConfig(seed=seed))
+    model = build_model(GAME, MBBRConfig(seed=seed))
     _play(model, GAME, pairs, switch + 60, seed, on_hand=note)
     assert found, "the switch was not found"
     hand, start = found[0]
@@ -112,5 +112,5 @@ def test_stored_specs_and_snapshots_from_before_change_detection_keep_it_off():
     assert SessionSpec.from_json(spec).config.change_hazard == 0.0
     meta, _ = snapshot.decode(_plain(MBBRConfig()).snapshot())
     assert "change_hazard" not in meta["config"]
-    meta, _ = snapshot.decode(build_limit_model(GAME, MBBRConfig()).snapshot())
+    meta, _ = snapshot.decode(build_model(GAME, MBBRConfig()).snapshot())
     assert meta["config"]["change_hazard"] == MBBRConfig.change_hazard

@@ -22,7 +22,7 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 GAME = kuhn_game(3)
@@ -77,7 +77,7 @@ def write_old_database(path: Path, sessions: dict[str, dict], observations) -> N
 
 def test_the_library_default_is_the_dirichlet_posterior_and_samples_are_the_papers() -> None:
     assert MBBRConfig().posterior == "dirichlet"
-    assert build_limit_model(limit_game("kuhn3p"), MBBRConfig()).config.posterior == "dirichlet"
+    assert build_model(limit_game("kuhn3p"), MBBRConfig()).config.posterior == "dirichlet"
     paper = MBBRConfig(posterior="samples")
     assert (paper.epsilon, paper.k, paper.hands_default, paper.eta) == (0.05, 10, 100, 4.0)
 

@@ -16,7 +16,7 @@ from oppmodel.modeling.evaluation.limit import expected_values
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.observation import observe_limit_hand
 
@@ -26,7 +26,7 @@ LEGAL = GAME.legal_mask
 
 
 def dirichlet_model(**kwargs):
-    return build_limit_model(GAME, MBBRConfig(hands_default=0, change_hazard=0.0, **kwargs))
+    return build_model(GAME, MBBRConfig(hands_default=0, change_hazard=0.0, **kwargs))
 
 
 def showdowns(hands):
@@ -172,5 +172,5 @@ def test_typed_prior_all_but_ignores_the_phantom_mistakes_of_the_floor(position)
 
 def test_typed_prior_needs_the_dirichlet_posterior():
     with pytest.raises(InvalidArgumentError) as info:
-        build_limit_model(GAME, MBBRConfig(prior="typed", posterior="samples"))
+        build_model(GAME, MBBRConfig(prior="typed", posterior="samples"))
     assert info.value.field == "prior"

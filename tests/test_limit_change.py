@@ -1,4 +1,4 @@
-"""Change detection in limit games (``limit_change.py``): the run weights against an exact BOCPD
+"""Change detection in limit games (``change.py``): the run weights against an exact BOCPD
 recursion by enumeration over the hidden cards in exact fractions, snapshots of the bank, the
 plain model's policy against opponents who never change, and a planted switch found in time."""
 
@@ -14,12 +14,12 @@ import pytest
 
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr import snapshot
+from oppmodel.modeling.mbbr.change import GRID, MAX_RUNS, ChangeDetectingModel
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_change import GRID, MAX_RUNS, LimitChangeModel
-from oppmodel.modeling.mbbr.limit_model import (
-    LimitDirichletModel,
-    LimitSampleModel,
-    build_limit_model,
+from oppmodel.modeling.mbbr.model import (
+    DirichletModel,
+    SampleModel,
+    build_model,
 )
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
@@ -60,11 +60,11 @@ def _switching(game, first: str, then: str, at: int):
 @pytest.mark.parametrize("posterior", ["dirichlet", "samples"])
 def test_hazard_zero_is_the_plain_model_and_a_hazard_a_bank_of_plain_runs(posterior):
     game = limit_game("leduc2p")
-    plain = {"dirichlet": LimitDirichletModel, "samples": LimitSampleModel}[posterior]
+    plain = {"dirichlet": DirichletModel, "samples": SampleModel}[posterior]
     config = MBBRConfig(posterior=posterior, k=3, change_hazard=0.0)
-    assert type(build_limit_model(game, config)) is plain
-    model = build_limit_model(game, dataclasses.replace(config, change_hazard=1e-3))
-    assert isinstance(model, LimitChangeModel)
+    assert type(build_model(game, config)) is plain
+    model = build_model(game, dataclasses.replace(config, change_hazard=1e-3))
+    assert isinstance(model, ChangeDetectingModel)
     (run,) = model._bank.runs
     assert type(run) is plain
     assert run.config.change_hazard == 0.0 and math.isinf(run.config.safety_budget)
@@ -79,11 +79,11 @@ def test_a_run_opened_mid_match_learns_as_a_model_built_then(posterior, prior):
     opened after GRID hands and fed the later hands holds what a fresh model fed them holds."""
     game = limit_game("kuhn3p")
     config = MBBRConfig(posterior=posterior, prior=prior, k=4, change_hazard=0.05)
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     hands = [observe_limit_hand(game, t % 3, (7 * t) % 24, (5 * t) % 13) for t in range(2 * GRID)]
     for obs in hands[:GRID]:
         model.observe(obs)
-    fresh = build_limit_model(
+    fresh = build_model(
         game, dataclasses.replace(config, change_hazard=0.0, safety_budget=math.inf)
     )
     for obs in hands[GRID:]:
@@ -107,7 +107,7 @@ def test_run_weights_equal_the_exact_recursion_by_enumeration():
     game = limit_game("leduc2p")
     hazard = 0.05
     config = MBBRConfig(hands_default=0, change_hazard=hazard, seed=1)
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     plain = dataclasses.replace(config, change_hazard=0.0, safety_budget=math.inf)
     hands = _play(model, game, _switching(game, "cfr", "maniac", 14), 3 * GRID, seed=4)
     h = 1 - (1 - Fraction(hazard)) ** GRID
@@ -115,7 +115,7 @@ def test_run_weights_equal_the_exact_recursion_by_enumeration():
     for t, obs in enumerate(hands):
         p = obs.position
         for start in mass:
-            run = build_limit_model(game, plain)
+            run = build_model(game, plain)
             for earlier in hands[start:t]:
                 run.observe(earlier)
             profile = run.models_profile(p)
@@ -137,7 +137,7 @@ def test_run_weights_equal_the_exact_recursion_by_enumeration():
     for start, m in mass.items():
         assert got[start] == pytest.approx(float(m / total), rel=1e-9, abs=1e-300)
     for run, start in zip(model._bank.runs, model._bank.starts, strict=True):
-        again = build_limit_model(game, plain)
+        again = build_model(game, plain)
         for obs in hands[start:]:
             again.observe(obs)
         for p in range(2):
@@ -150,13 +150,13 @@ def test_restore_then_observe_equals_observe_all():
     every hand; a bank whose runs do not add up is refused and changes nothing."""
     game = limit_game("leduc2p")
     config = MBBRConfig(hands_default=0, change_hazard=1e-3, seed=2)
-    whole = build_limit_model(game, config)
+    whole = build_model(game, config)
     hands = _play(whole, game, _switching(game, "maniac", "tight-passive", 41), 77, seed=3)
     assert whole.run_start >= 40  # the switch was found: a later run plays
-    part = build_limit_model(game, config)
+    part = build_model(game, config)
     for obs in hands[:53]:
         part.observe(obs)
-    restored = build_limit_model(game, config)
+    restored = build_model(game, config)
     restored.restore(part.snapshot())
     for obs in hands[53:]:
         restored.observe(obs)
@@ -165,7 +165,7 @@ def test_restore_then_observe_equals_observe_all():
     for p in range(2):
         np.testing.assert_array_equal(restored.policy(p), whole.policy(p))
     meta, arrays = snapshot.decode(part.snapshot())
-    fresh = build_limit_model(game, config)
+    fresh = build_model(game, config)
     before = fresh.snapshot()
     for bad in (
         {**arrays, "run_hands": arrays["run_hands"] + 1},
@@ -182,8 +182,8 @@ def test_against_opponents_who_never_change_the_policy_is_the_plain_models(name,
     """Against two (one) cfr agents the first run keeps the mass: at every hand the policy,
     within the safety budget, is bit for bit the plain model's fed the same hands."""
     game = limit_game(name)
-    model = build_limit_model(game, MBBRConfig(hands_default=20, seed=5))
-    plain = build_limit_model(game, MBBRConfig(hands_default=20, seed=5, change_hazard=0.0))
+    model = build_model(game, MBBRConfig(hands_default=20, seed=5))
+    plain = build_model(game, MBBRConfig(hands_default=20, seed=5, change_hazard=0.0))
     cfr = fixed_profile(game, "cfr")
     opened = []
     _play(
@@ -205,7 +205,7 @@ def test_a_planted_switch_is_found_within_the_stated_delay(seed):
     later run."""
     game = limit_game("leduc2p")
     switch = 203
-    model = build_limit_model(game, MBBRConfig(hands_default=0, seed=seed))
+    model = build_model(game, MBBRConfig(hands_default=0, seed=seed))
     found = []
 
     def watch(t, m):
@@ -221,7 +221,7 @@ def test_a_planted_switch_is_found_within_the_stated_delay(seed):
 
 def test_a_bad_observation_changes_nothing():
     game = limit_game("leduc2p")
-    model = build_limit_model(game, MBBRConfig(hands_default=0, change_hazard=1e-3))
+    model = build_model(game, MBBRConfig(hands_default=0, change_hazard=1e-3))
     good = observe_limit_hand(game, 0, 7, 3)
     for _ in range(GRID):
         model.observe(good)

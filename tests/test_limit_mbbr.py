@@ -24,8 +24,8 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr import _limit_kernels as limit_kernels
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_evidence import limit_evidence
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.evidence import hand_evidence
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_hand
 
 # The posteriors themselves: change detection, a bank of these, is test_limit_change.py's
@@ -81,7 +81,7 @@ def random_hands(game, count: int, seed: int, profile=None, positions=None):
 @pytest.mark.parametrize("prior", ["informed", "uninformed"])
 def test_sample_posterior_equals_brute_force_leduc2p(prior):
     game = LEDUC2P()
-    model = build_limit_model(game, PLAIN(posterior="samples", k=4, seed=3, prior=prior))
+    model = build_model(game, PLAIN(posterior="samples", k=4, seed=3, prior=prior))
     observations = hands_2p(game) + random_hands(game, 16, seed=1)
     for obs in observations:
         model.observe(obs)
@@ -94,7 +94,7 @@ def test_sample_posterior_equals_brute_force_leduc2p(prior):
 def test_sample_posterior_equals_brute_force_3p(name, k, count):
     """Three players: the update is the low-rank fused pass (``pair_factors``)."""
     game = limit_game(name)
-    model = build_limit_model(game, PLAIN(posterior="samples", k=k, seed=4))
+    model = build_model(game, PLAIN(posterior="samples", k=k, seed=4))
     observations = random_hands(game, count, seed=2)
     kinds = {sum(c is None for c in o.hole) for o in observations}
     assert kinds >= {0, 2}  # showdowns and hands won by folds
@@ -107,10 +107,10 @@ def test_sample_posterior_equals_brute_force_3p(name, k, count):
 
 def test_pair_factors_sum_the_assignments_that_share_the_second_opponents_cards():
     game = limit_game("kuhn3p")
-    model = build_limit_model(game, PLAIN(posterior="samples", k=4, seed=1))
+    model = build_model(game, PLAIN(posterior="samples", k=4, seed=1))
     tau = model.tau[0]
     won_by_folds = next(o for o in random_hands(game, 60, seed=4) if o.hole.count(None) == 2)
-    rows = limit_evidence(game, won_by_folds).rows
+    rows = hand_evidence(game, won_by_folds).rows
     assert len(rows) == 6  # the two hidden hands: 3 x 2 assignments of the other cards
     f1, f2 = np.empty((4, 6)), np.empty((4, 6))
     limit_kernels.sample_factors(tau[0], rows, 1, f1)
@@ -123,7 +123,7 @@ def test_pair_factors_sum_the_assignments_that_share_the_second_opponents_cards(
 
 def test_samples_give_illegal_actions_no_weight():
     game = LEDUC2P()
-    model = build_limit_model(game, PLAIN(posterior="samples", k=5, seed=0))
+    model = build_model(game, PLAIN(posterior="samples", k=5, seed=0))
     legal = game.legal_mask
     for p, d in itertools.product(range(2), range(1)):
         q = (p + d + 1) % 2
@@ -147,7 +147,7 @@ def test_bayes_response_equals_brute_force(name, k):
     """One, two and three opponents: the expectation over every joint sample combination."""
     game = limit_game(name)
     n = game.num_players
-    model = build_limit_model(game, PLAIN(posterior="samples", k=k, seed=5))
+    model = build_model(game, PLAIN(posterior="samples", k=k, seed=5))
     observations = random_hands(game, 10, seed=3)
     if name == "leduc2p":
         observations = hands_2p(game) + observations
@@ -177,7 +177,7 @@ def test_bayes_response_equals_brute_force(name, k):
 
 def test_mean_response_equals_brute_force_leduc2p():
     game = LEDUC2P()
-    model = build_limit_model(game, PLAIN(hands_default=0))
+    model = build_model(game, PLAIN(hands_default=0))
     for obs in random_hands(game, 40, seed=4):
         model.observe(obs)
     for p in range(2):
@@ -195,7 +195,7 @@ def test_mean_response_equals_brute_force_leduc2p():
 def test_lazy_per_hole_response_is_the_full_best_response(name):
     """Solving hole by hole gives exactly the evaluation's best response to the models."""
     game = limit_game(name)
-    model = build_limit_model(game, PLAIN(hands_default=0))
+    model = build_model(game, PLAIN(hands_default=0))
     for obs in random_hands(game, 30, seed=5):
         model.observe(obs)
     for p in range(game.num_players):
@@ -211,7 +211,7 @@ def test_bayes_is_mean_with_one_sample_and_for_the_dirichlet_posterior():
     game = LEDUC2P()
     observations = random_hands(game, 30, seed=6)
     for config in (PLAIN(posterior="samples", k=1), PLAIN()):
-        model = build_limit_model(game, config)
+        model = build_model(game, config)
         for obs in observations:
             model.observe(obs)
         for p in range(2):
@@ -225,7 +225,7 @@ def test_bayes_is_mean_with_one_sample_and_for_the_dirichlet_posterior():
 
 
 def dirichlet(game, **kwargs):
-    return build_limit_model(game, PLAIN(hands_default=0, **kwargs))
+    return build_model(game, PLAIN(hands_default=0, **kwargs))
 
 
 @pytest.mark.parametrize("name", ["kuhn3p", "leduc3p"])
@@ -419,7 +419,7 @@ def test_typed_prior_in_leduc_weighs_revealed_moves_only():
 @pytest.mark.parametrize("name", ["leduc2p", "leduc3p"])
 def test_leduc_defaults_are_the_bundled_cfr_strategy(name):
     game = limit_game(name)
-    model = build_limit_model(game)
+    model = build_model(game)
     bundled = load_profile(game, strategy_path(name))
     np.testing.assert_array_equal(model.default_strategy, bundled)
     np.testing.assert_array_equal(model.prior_mean, bundled)
@@ -427,7 +427,7 @@ def test_leduc_defaults_are_the_bundled_cfr_strategy(name):
 
 def test_compiled_kuhn_defaults_are_n1_and_n3():
     game = limit_game("kuhn3p")
-    model = build_limit_model(game)
+    model = build_model(game)
     for role, name in (("default_strategy", "N1"), ("prior_mean", "N3")):
         ours = limit_evaluation.expected_values(game, getattr(model, role))
         kuhn = kuhn_evaluation.expected_values(kuhn_game(3), robust_profile(name))
@@ -462,7 +462,7 @@ def test_kuhn_profiles_map_onto_the_compiled_game():
 @pytest.mark.parametrize("posterior", ["dirichlet", "samples"])
 def test_a_bad_observation_names_the_field_and_changes_nothing(obs, field, error, posterior):
     game = LEDUC2P()
-    model = build_limit_model(game, PLAIN(posterior=posterior, hands_default=0))
+    model = build_model(game, PLAIN(posterior=posterior, hands_default=0))
     for good in hands_2p(game):
         model.observe(good)
     before = [model.response(p)[0] for p in range(2)]
@@ -480,7 +480,7 @@ def test_policy_is_the_default_for_the_first_h_hands():
     """Then the response, in full without a safety budget (the bankroll's mixture:
     test_limit_safety.py)."""
     game = LEDUC2P()
-    model = build_limit_model(game, PLAIN(hands_default=3, safety_budget=math.inf))
+    model = build_model(game, PLAIN(hands_default=3, safety_budget=math.inf))
     hands = hands_2p(game)
     for obs in hands[:3]:
         np.testing.assert_array_equal(model.policy(0), model.default_strategy[0])
@@ -495,7 +495,7 @@ def test_policy_is_the_default_for_the_first_h_hands():
 def test_same_seed_same_posterior():
     game = limit_game("leduc3p")
     hands = random_hands(game, 60, seed=13)
-    models = [build_limit_model(game, PLAIN(posterior="samples", k=3, seed=9)) for _ in "ab"]
+    models = [build_model(game, PLAIN(posterior="samples", k=3, seed=9)) for _ in "ab"]
     for model in models:
         for obs in hands:
             model.observe(obs)

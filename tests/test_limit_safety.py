@@ -17,8 +17,8 @@ from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model, hole_split
-from oppmodel.modeling.mbbr.limit_safety import RULE_OUT_ODDS, _lines_of, payoff_range
+from oppmodel.modeling.mbbr.model import build_model, hole_split
+from oppmodel.modeling.mbbr.safety import RULE_OUT_ODDS, _lines_of, payoff_range
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import sample_terminal
@@ -136,11 +136,11 @@ def test_the_bound_holds_on_every_path_against_the_default(name, hands, budget):
     n3 = kuhn_profile_on(game, robust_profile("N3"))
     pair = (n3, n3)
     config = MBBRConfig(hands_default=0, safety_budget=budget)
-    model = build_limit_model(game, config, default_strategy=n3, prior_mean=n3)
+    model = build_model(game, config, default_strategy=n3, prior_mean=n3)
     total = _enumerate(game, model, pair, hands, budget)
     floor = _default_total(game, n3, pair, hands) - budget / 1000.0 * hands
     assert total >= floor - 1e-12
-    plain = build_limit_model(
+    plain = build_model(
         game,
         MBBRConfig(hands_default=0, safety_budget=math.inf),
         default_strategy=n3,
@@ -157,13 +157,13 @@ def test_the_bound_holds_on_every_path_of_leduc():
     look unlike the default). Plain MBBR breaks the bound on the first hand."""
     game = limit_game("leduc2p")
     config = MBBRConfig(hands_default=0, safety_budget=1.0)
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     pair = (model.default_strategy,)
     total = _enumerate(game, model, pair, 2, 1.0)
     ruled_out = 2 * payoff_range(game) / RULE_OUT_ODDS  # the docstring's second term
     floor = _default_total(game, model.default_strategy, pair, 2) - 1.0 / 1000.0 * 2
     assert total >= floor - ruled_out - 1e-12
-    plain = build_limit_model(game, MBBRConfig(hands_default=0, safety_budget=math.inf))
+    plain = build_model(game, MBBRConfig(hands_default=0, safety_budget=math.inf))
     with pytest.raises(AssertionError):
         _enumerate(game, plain, pair, 2, 1.0)
 
@@ -215,7 +215,7 @@ def _play(model, game, pair, hands, seed, *, twin=None):
 
 def test_against_the_default_pair_the_hypothesis_lives_and_the_bank_holds():
     game = limit_game("leduc3p")
-    model = build_limit_model(game, MBBRConfig(hands_default=10))
+    model = build_model(game, MBBRConfig(hands_default=10))
     pair = (model.default_strategy, model.default_strategy)
     _play(model, game, pair, 120, seed=5)
     safety = model._safety
@@ -228,8 +228,8 @@ def test_a_maniac_is_ruled_out_and_then_the_response_is_played_in_full():
     """Against cfr + maniac the hypothesis "both play the default" dies within a few hands; from
     then on the policy is bit for bit the plain model's fed the same hands."""
     game = limit_game("leduc3p")
-    model = build_limit_model(game, MBBRConfig(hands_default=0))
-    plain = build_limit_model(game, MBBRConfig(hands_default=0, safety_budget=math.inf))
+    model = build_model(game, MBBRConfig(hands_default=0))
+    plain = build_model(game, MBBRConfig(hands_default=0, safety_budget=math.inf))
     pair = (fixed_profile(game, "cfr"), fixed_profile(game, "maniac"))
     _play(model, game, pair, 12, seed=2, twin=plain)
     assert not model._safety.alive.any()
@@ -242,7 +242,7 @@ def test_the_mixture_is_played_and_its_share_reported():
     """With a zero budget and the response from the first hand, what is played at a hole whose
     response loses against the default is the default; safety_share says so."""
     game = limit_game("leduc2p")
-    model = build_limit_model(game, MBBRConfig(hands_default=0, safety_budget=0.0))
+    model = build_model(game, MBBRConfig(hands_default=0, safety_budget=0.0))
     split = hole_split(game)
     shares = [model.safety_share(0, int(rows[0])) for rows in split.infosets_of_hole[0]]
     assert all(0.0 <= s <= 1.0 for s in shares)
@@ -256,7 +256,7 @@ def test_the_mixture_is_played_and_its_share_reported():
 
 def test_a_bad_observation_leaves_the_bankroll_as_it_was():
     game = limit_game("leduc2p")
-    model = build_limit_model(game, MBBRConfig(hands_default=0))
+    model = build_model(game, MBBRConfig(hands_default=0))
     good = observe_limit_hand(game, 0, 7, 3)
     model.observe(good)
     before = model._safety.state()
@@ -280,8 +280,8 @@ def test_the_bankroll_is_in_the_snapshot():
     without the bankroll (taken before limit games had one) is refused and changes nothing."""
     game = limit_game("leduc2p")
     config = MBBRConfig(hands_default=0)
-    whole = build_limit_model(game, config)
-    part = build_limit_model(game, config)
+    whole = build_model(game, config)
+    part = build_model(game, config)
     rng = np.random.default_rng(8)
     hands = []
     for t in range(40):
@@ -293,7 +293,7 @@ def test_the_bankroll_is_in_the_snapshot():
     for obs in hands[:25]:
         part.observe(obs)
     blob = part.snapshot()
-    restored = build_limit_model(game, config)
+    restored = build_model(game, config)
     restored.restore(blob)
     for obs in hands[25:]:
         restored.observe(obs)
@@ -304,7 +304,7 @@ def test_the_bankroll_is_in_the_snapshot():
         np.testing.assert_array_equal(restored.policy(p), whole.policy(p))
     meta, arrays = snapshot.decode(blob)
     without = snapshot.encode(meta, {k: a for k, a in arrays.items() if not k.startswith("safety")})
-    fresh = build_limit_model(game, config)
+    fresh = build_model(game, config)
     with pytest.raises(snapshot.SnapshotError):
         fresh.restore(without)
     assert fresh.hands_observed == 0
@@ -313,8 +313,8 @@ def test_the_bankroll_is_in_the_snapshot():
 
 def test_the_bankroll_counts_in_the_models_memory():
     game = limit_game("leduc3p")
-    safe = build_limit_model(game, MBBRConfig())
-    plain = build_limit_model(game, MBBRConfig(safety_budget=math.inf))
+    safe = build_model(game, MBBRConfig())
+    plain = build_model(game, MBBRConfig(safety_budget=math.inf))
     leaf_tables = game.num_terminals * 8 * sum(len(h) for h in hole_split(game).subtrees)
     assert safe.nbytes() - plain.nbytes() >= leaf_tables
 
@@ -324,7 +324,7 @@ def test_in_compiled_kuhn3p_the_hypotheses_are_the_equilibrium_family():
     offset plays N1, N2 or N3 (9 hypotheses). Against N2 at offset 1 and N3 at offset 2 that
     hypothesis stays alive, its bankroll holds, and others die."""
     game = limit_game("kuhn3p")
-    model = build_limit_model(game, MBBRConfig(hands_default=10))
+    model = build_model(game, MBBRConfig(hands_default=10))
     n = {name: kuhn_profile_on(game, robust_profile(name)) for name in ("N1", "N2", "N3")}
     _play(model, game, (n["N2"], n["N3"]), 400, seed=4)
     safety = model._safety

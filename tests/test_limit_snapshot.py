@@ -16,7 +16,7 @@ from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.strategy import uniform_profile
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import limit_observation_cards, limit_observation_of
 
 SNAPSHOTS = Path(__file__).parent / "data" / "snapshots"
@@ -74,15 +74,15 @@ def test_restore_then_observe_equals_observing_everything(game_name, name):
     config = CONFIGS[name]
     hands = random_hands(game, 120, seed=11)
     cut = 70
-    full = build_limit_model(game, config)
+    full = build_model(game, config)
     for obs in hands:
         full.observe(obs)
-    first = build_limit_model(game, config)
+    first = build_model(game, config)
     for obs in hands[:cut]:
         first.observe(obs)
     answers(first)  # caches filled before the snapshot change nothing
     blob = first.snapshot()
-    restored = build_limit_model(game, config)
+    restored = build_model(game, config)
     restored.restore(blob)
     assert restored.hands_observed == cut
     assert restored.snapshot() == blob
@@ -100,19 +100,19 @@ def test_a_snapshot_of_other_settings_or_damaged_is_refused_and_changes_nothing(
     game = limit_game("leduc2p")
     config = dataclasses.replace(CONFIGS["dirichlet"], change_hazard=hazard)
     run = "run0." if hazard else ""
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     for obs in random_hands(game, 30, seed=2):
         model.observe(obs)
     blob = model.snapshot()
-    target = build_limit_model(game, config)
+    target = build_model(game, config)
     for obs in random_hands(game, 5, seed=3):
         target.observe(obs)
     before = target.snapshot()
     meta, arrays = snapshot.decode(blob)
     damaged = {
-        "seed": build_limit_model(game, dataclasses.replace(config, seed=6)).snapshot(),
-        "posterior": build_limit_model(game, CONFIGS["samples"]).snapshot(),
-        "game": build_limit_model(limit_game("leduc3p"), config).snapshot(),
+        "seed": build_model(game, dataclasses.replace(config, seed=6)).snapshot(),
+        "posterior": build_model(game, CONFIGS["samples"]).snapshot(),
+        "game": build_model(limit_game("leduc3p"), config).snapshot(),
         "not a snapshot": b"PK\x03\x04 nonsense",
         "missing array": snapshot.encode(
             meta, {k: a for k, a in arrays.items() if k != f"{run}p0.resp"}
@@ -124,7 +124,7 @@ def test_a_snapshot_of_other_settings_or_damaged_is_refused_and_changes_nothing(
             meta,
             {**arrays, f"{run}p1.key_position": np.zeros_like(arrays[f"{run}p1.key_position"])},
         ),
-        "plain or bank": build_limit_model(
+        "plain or bank": build_model(
             game, dataclasses.replace(config, change_hazard=1e-5 - hazard)
         ).snapshot(),
     }
@@ -134,7 +134,7 @@ def test_a_snapshot_of_other_settings_or_damaged_is_refused_and_changes_nothing(
         with pytest.raises(snapshot.SnapshotError):
             target.restore(bad)
         assert target.snapshot() == before, case
-    uniform = build_limit_model(game, config, prior_mean=uniform_profile(game))
+    uniform = build_model(game, config, prior_mean=uniform_profile(game))
     with pytest.raises(snapshot.SnapshotError):  # another prior mean
         uniform.restore(blob)
 
@@ -148,7 +148,7 @@ def test_a_snapshot_of_the_retired_kuhn_models_is_refused_and_changes_nothing(na
     meta, _ = snapshot.decode(blob)  # a readable snapshot of this format and version
     assert "game_sha256" not in meta and meta["hands_observed"] == 30
     game = limit_game("kuhn3p")
-    model = build_limit_model(game, STORED[name])
+    model = build_model(game, STORED[name])
     for obs in random_hands(game, 5, seed=1):
         model.observe(obs)
     before = model.snapshot()

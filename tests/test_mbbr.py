@@ -19,7 +19,7 @@ from oppmodel.modeling.evaluation.limit import expected_values
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.mbbr.priors import create_samples
 
 SAMPLES = functools.partial(MBBRConfig, posterior="samples", change_hazard=0.0)  # tested here
@@ -65,7 +65,7 @@ def test_posterior_equals_brute_force_from_each_seat(prior):
     """Folds, showdowns and hands won by folds, every one seen from each position in turn."""
     game = KUHN3P()
     for p in range(3):
-        model = build_limit_model(game, SAMPLES(k=4, seed=11 + p, prior=prior))
+        model = build_model(game, SAMPLES(k=4, seed=11 + p, prior=prior))
         observations = random_hands(game, 24, seed=p, positions=[p])
         assert hand_kinds(observations) >= {0, 2}
         for obs in observations:
@@ -80,7 +80,7 @@ def test_posterior_and_bayes_response_equal_brute_force(name, k):
     worse there than the paper's response to the mean models."""
     game = limit_game(name)
     n = game.num_players
-    model = build_limit_model(game, SAMPLES(k=k, seed=5, hands_default=0))
+    model = build_model(game, SAMPLES(k=k, seed=5, hands_default=0))
     observations = random_hands(game, 4 * n, seed=n)
     for obs in observations:
         model.observe(obs)
@@ -100,7 +100,7 @@ def test_posterior_and_bayes_response_equal_brute_force(name, k):
 
 def test_models_are_posterior_mixtures_of_samples():
     game = KUHN3P()
-    model = build_limit_model(game, SAMPLES(k=4, seed=9))
+    model = build_model(game, SAMPLES(k=4, seed=9))
     for obs in random_hands(game, 12, seed=9):
         model.observe(obs)
     for p in range(3):
@@ -152,7 +152,7 @@ def test_uninformed_prior_is_dirichlet_two():
 def test_same_seed_same_posterior_another_seed_another():
     game = KUHN3P()
     observations = random_hands(game, 40, seed=4)
-    a, b, c = (build_limit_model(game, SAMPLES(k=30, seed=seed)) for seed in (4, 4, 5))
+    a, b, c = (build_model(game, SAMPLES(k=30, seed=seed)) for seed in (4, 4, 5))
     for obs in observations:
         a.observe(obs)
         b.observe(obs)
@@ -165,7 +165,7 @@ def test_same_seed_same_posterior_another_seed_another():
 def test_weights_never_underflow():
     """A thousand hands that one sample explains far better than the others: nothing hits 0."""
     game = KUHN3P()
-    model = build_limit_model(game, SAMPLES(k=20, seed=3))
+    model = build_model(game, SAMPLES(k=20, seed=3))
     showdown = next(o for o in random_hands(game, 60, seed=3, positions=[0]) if None not in o.hole)
     for _ in range(1000):
         model.observe(showdown)
@@ -189,21 +189,21 @@ def test_weights_never_underflow():
 )
 def test_bad_config_names_the_field(field, kwargs):
     with pytest.raises(InvalidArgumentError) as info:
-        build_limit_model(KUHN3P(), MBBRConfig(**kwargs))
+        build_model(KUHN3P(), MBBRConfig(**kwargs))
     assert info.value.field == field
 
 
 def test_k_too_large_is_resource_exhausted_but_only_for_samples():
     with pytest.raises(ResourceExhaustedError):
-        build_limit_model(KUHN3P(), SAMPLES(k=5000))
-    build_limit_model(KUHN3P(), MBBRConfig(posterior="dirichlet", k=10**6))
+        build_model(KUHN3P(), SAMPLES(k=5000))
+    build_model(KUHN3P(), MBBRConfig(posterior="dirichlet", k=10**6))
 
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 12), data_seed=st.integers(0, 999))
 def test_posterior_is_a_distribution(seed, count, data_seed):
     game = KUHN3P()
-    model = build_limit_model(game, SAMPLES(k=6, seed=seed))
+    model = build_model(game, SAMPLES(k=6, seed=seed))
     for obs in random_hands(game, count, seed=data_seed):
         model.observe(obs)
     for p in range(3):

@@ -14,6 +14,7 @@ from test_limit_mbbr import random_hands
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.interface import ServedModel
+from oppmodel.modeling.mbbr.change import ChangeDetectingModel
 from oppmodel.modeling.mbbr.config import (
     CHANGE_HAZARD_RANGE,
     MBBRConfig,
@@ -21,32 +22,31 @@ from oppmodel.modeling.mbbr.config import (
     Prior,
     Response,
 )
-from oppmodel.modeling.mbbr.limit_change import LimitChangeModel
-from oppmodel.modeling.mbbr.limit_model import (
-    LimitDirichletModel,
-    LimitSampleModel,
-    build_limit_model,
+from oppmodel.modeling.mbbr.model import (
+    DirichletModel,
+    SampleModel,
+    build_model,
 )
 
 KUHN3P = limit_game("kuhn3p")
 
 
 @pytest.mark.parametrize(
-    ("posterior", "cls"), [("dirichlet", LimitDirichletModel), ("samples", LimitSampleModel)]
+    ("posterior", "cls"), [("dirichlet", DirichletModel), ("samples", SampleModel)]
 )
 def test_the_factory_builds_the_class_of_the_posterior(posterior, cls):
     """Without change detection the class of the posterior; with it, the detector over a bank of
     models of that class."""
-    model = build_limit_model(KUHN3P, MBBRConfig(posterior=posterior, change_hazard=0.0))
+    model = build_model(KUHN3P, MBBRConfig(posterior=posterior, change_hazard=0.0))
     assert type(model) is cls and model.config.posterior is Posterior(posterior)
-    model = build_limit_model(KUHN3P, MBBRConfig(posterior=posterior, change_hazard=1e-3))
-    assert type(model) is LimitChangeModel
+    model = build_model(KUHN3P, MBBRConfig(posterior=posterior, change_hazard=1e-3))
+    assert type(model) is ChangeDetectingModel
     assert type(model._bank.model) is cls and model._bank.model.config.change_hazard == 0.0
 
 
 def test_a_class_refuses_another_posterior_naming_the_field():
     with pytest.raises(InvalidArgumentError) as info:
-        LimitSampleModel(KUHN3P, MBBRConfig(posterior="dirichlet"))
+        SampleModel(KUHN3P, MBBRConfig(posterior="dirichlet"))
     assert info.value.field == "posterior"
 
 
@@ -61,11 +61,11 @@ def test_every_instance_of_a_class_has_every_attribute():
             config = MBBRConfig(
                 k=2, hands_default=0, posterior=posterior, prior=prior, change_hazard=hazard
             )
-            _note_attributes(seen, build_limit_model(limit_game(f"kuhn{n}p"), config))
+            _note_attributes(seen, build_model(limit_game(f"kuhn{n}p"), config))
     assert {cls: len(sets) for cls, sets in seen.items()} == {
-        LimitDirichletModel: 1,
-        LimitSampleModel: 1,
-        LimitChangeModel: 1,
+        DirichletModel: 1,
+        SampleModel: 1,
+        ChangeDetectingModel: 1,
     }
 
 
@@ -88,7 +88,7 @@ def test_every_class_implements_what_a_served_model_needs():
     assert {"observe", "opponent_model", "response", "action_probabilities", "snapshot"} <= members
     configs = (MBBRConfig(k=2, change_hazard=0.0), MBBRConfig(k=2, posterior="samples"))
     for config in configs:
-        model = build_limit_model(KUHN3P, config)
+        model = build_model(KUHN3P, config)
         missing = [name for name in members if not hasattr(model, name)]
         assert not missing, (type(model).__name__, missing)
 

@@ -19,7 +19,7 @@ from test_limit_mbbr import random_hands
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import CHANGE_HAZARD_RANGE, EPSILON_RANGE, ETA_RANGE, MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.mbbr.priors import create_samples
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.panel import named_profile
@@ -84,7 +84,7 @@ def test_every_accepted_config_observes_any_play_and_stays_finite(data, n):
     game = limit_game(f"kuhn{n}p")
     config = data.draw(accepted_configs(max_k=6 if n == 4 else 12), label="config")
     profile = named_profile(game, data.draw(st.sampled_from(PROFILES), label="profile"))
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     assert_computable(model)
     hands = random_hands(game, 30, seed=data.draw(st.integers(0, 2**32 - 1)), profile=profile)
     for obs in hands:
@@ -99,9 +99,7 @@ def test_sample_means_at_the_thinnest_prior_are_distributions(name):
     samples came out above 1 in five of them in Kuhn, one in Leduc)."""
     game = limit_game(name)
     for seed in range(10):
-        model = build_limit_model(
-            game, MBBRConfig(eta=ETA_RANGE[0], posterior="samples", seed=seed)
-        )
+        model = build_model(game, MBBRConfig(eta=ETA_RANGE[0], posterior="samples", seed=seed))
         for obs in random_hands(game, 30, seed):
             model.observe(obs)
         for p, q in itertools.permutations(range(game.num_players), 2):
@@ -117,7 +115,7 @@ def test_every_accepted_config_models_leduc_opponents_as_distributions(data, nam
     config = data.draw(accepted_configs(max_k=12 if name == "leduc2p" else 5), label="config")
     if config.posterior == "dirichlet" and data.draw(st.booleans(), label="mixture prior"):
         config = dataclasses.replace(config, prior="mixture")
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     hands = random_hands(game, 30, seed=data.draw(st.integers(0, 2**32 - 1), label="hands"))
     for obs in hands:
         model.observe(obs)
@@ -153,7 +151,7 @@ def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
     normalise, so the hand must leave the posterior as it was (not fail, not NaN)."""
     game = limit_game(f"kuhn{n}p")
     config = MBBRConfig(k=3, seed=1, hands_default=0, posterior="samples", change_hazard=0.0)
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     warm = random_hands(game, 3 * n, seed=2)
     for obs in warm:
         model.observe(obs)
@@ -183,7 +181,7 @@ def test_a_hand_no_sample_explains_is_counted_and_leaves_the_posterior(n):
 def test_a_dirichlet_fit_that_is_not_finite_is_undone():
     game = limit_game("kuhn3p")
     config = MBBRConfig(posterior="dirichlet", hands_default=0, change_hazard=0)
-    model = build_limit_model(game, config)
+    model = build_model(game, config)
     for obs in random_hands(game, 6, seed=4, profile=named_profile(game, "maniac")):
         model.observe(obs)
     posterior = model._dirichlet[0]

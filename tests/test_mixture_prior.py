@@ -20,8 +20,8 @@ from oppmodel.clients.acpc.replay_games import ReplayGame
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
 from oppmodel.modeling.mbbr.mixture_prior import TYPE_WEIGHTS, TYPES
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.server.session_spec import SessionSpec
 
 # the posteriors themselves (change detection, a bank of them, is test_limit_change.py's)
@@ -63,7 +63,7 @@ def test_the_type_weights_are_the_exact_posterior_of_the_revealed_moves():
     game = limit_game("leduc2p")
     rules = ReplayGame(game)
     hands = read_log(LOGS["leduc2p"]).hands[:60]
-    model = build_limit_model(game, MIXTURE)
+    model = build_model(game, MIXTURE)
     p = 0
     revealed = []
     for hand in hands:
@@ -87,10 +87,10 @@ def test_the_type_weights_are_the_exact_posterior_of_the_revealed_moves():
 def test_the_model_is_the_weighted_mean_of_the_three_types_posteriors(game_name):
     game = limit_game(game_name)
     hands = random_hands(game, 120, seed=4, profile=card_blind_profile(game))
-    mixture = build_limit_model(game, MIXTURE)
+    mixture = build_model(game, MIXTURE)
     plain = MBBRConfig(hands_default=0, seed=1, change_hazard=0.0)
-    informed = build_limit_model(game, plain)
-    uninformed = build_limit_model(game, dataclasses.replace(plain, prior="uninformed"))
+    informed = build_model(game, plain)
+    uninformed = build_model(game, dataclasses.replace(plain, prior="uninformed"))
     n, p = game.num_players, 1
     blind = np.zeros((n, game.num_nodes, 3))  # every move of each opponent, by node
     rules_tree = game.tree
@@ -127,9 +127,9 @@ def test_the_model_is_the_weighted_mean_of_the_three_types_posteriors(game_name)
 )
 def test_the_revealed_moves_pick_the_type_that_plays_like_the_opponent(player, winner):
     game = limit_game("leduc2p")
-    profile = {"cfr": build_limit_model(game).prior_mean, "card-blind": card_blind_profile(game)}
+    profile = {"cfr": build_model(game).prior_mean, "card-blind": card_blind_profile(game)}
     hands = random_hands(game, 300, seed=8, profile=profile.get(player))
-    model = build_limit_model(game, MIXTURE)
+    model = build_model(game, MIXTURE)
     for obs in hands:
         model.observe(obs)
     for p in range(2):
@@ -150,7 +150,7 @@ def test_a_player_who_looks_at_its_cards_unlike_the_prior_mean_is_uninformed(eta
             act = 2 if game.infoset_string(q, i).startswith("K") else 1
             profile[q, i, act if game.legal_mask[q, i, act] else 1] = 1.0
     profile /= profile.sum(axis=2, keepdims=True)
-    model = build_limit_model(game, dataclasses.replace(MIXTURE, eta=eta))
+    model = build_model(game, dataclasses.replace(MIXTURE, eta=eta))
     for obs in random_hands(game, 1000, seed=3, profile=profile):
         model.observe(obs)
     assert model._mixture[0].weights(1)[TYPES.index("uninformed")] > 0.99
@@ -162,7 +162,7 @@ def test_the_informed_type_has_a_concentration_of_its_own():
     game = limit_game("leduc2p")
 
     def informed_alpha0(config: MBBRConfig) -> np.ndarray:
-        return build_limit_model(game, config)._mixture[0].informed_alpha0
+        return build_model(game, config)._mixture[0].informed_alpha0
 
     legal = game.legal_mask[1]
     assert MIXTURE.mixture_eta == 4.0
@@ -184,7 +184,7 @@ def test_the_informed_type_has_a_concentration_of_its_own():
 
 def test_the_mixture_needs_the_dirichlet_posterior():
     with pytest.raises(InvalidArgumentError, match="'mixture' needs the 'dirichlet' posterior"):
-        build_limit_model(limit_game("leduc2p"), MBBRConfig(prior="mixture", posterior="samples"))
+        build_model(limit_game("leduc2p"), MBBRConfig(prior="mixture", posterior="samples"))
 
 
 @pytest.mark.parametrize(("name", "hands"), [("leduc2p", 1200), ("leduc3p", 600)])

@@ -26,7 +26,7 @@ from oppmodel.modeling.games.acpc.strategy import uniform_profile
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.units import ante_unit
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import (
@@ -109,7 +109,7 @@ def test_the_safety_budget_is_in_the_games_unit(name: str, per_unit: int) -> Non
     uniform = uniform_profile(game)
     budget, hands = 3.0, 12
     config = MBBRConfig(safety_budget=budget, hands_default=100)
-    model = build_limit_model(game, config, default_strategy=uniform, prior_mean=uniform)
+    model = build_model(game, config, default_strategy=uniform, prior_mean=uniform)
     rng = np.random.default_rng(4)
     for t in range(hands):
         deal = int(rng.integers(game.num_deals))

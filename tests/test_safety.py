@@ -24,7 +24,7 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model, hole_split
+from oppmodel.modeling.mbbr.model import build_model, hole_split
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.v1 import opponent_model_pb2 as pb
@@ -45,12 +45,12 @@ def test_the_bound_holds_on_every_path_of_a_short_match(first, second, budget):
     default's minus the budget, and the running sum of exact gains stays above it on every path
     on which the true pair is alive; plain MBBR (no budget) breaks the same bound."""
     pair, hands = (N[first], N[second]), 3
-    model = build_limit_model(KUHN3P, MBBRConfig(hands_default=0, safety_budget=budget))
+    model = build_model(KUHN3P, MBBRConfig(hands_default=0, safety_budget=budget))
     truth = model._safety.hypotheses.index((GUARDS.index(first), GUARDS.index(second)))
     total = _enumerate(KUHN3P, model, pair, hands, budget, truth=truth)
     floor = _default_total(KUHN3P, N["N1"], pair, hands) - budget / 1000.0 * hands
     assert total >= floor - 1e-12
-    plain = build_limit_model(KUHN3P, MBBRConfig(hands_default=0, safety_budget=math.inf))
+    plain = build_model(KUHN3P, MBBRConfig(hands_default=0, safety_budget=math.inf))
     with pytest.raises(AssertionError):
         assert _enumerate(KUHN3P, plain, pair, hands, budget) >= floor - 1e-12
 
@@ -60,7 +60,7 @@ def test_the_bound_holds_on_every_path_of_a_short_match(first, second, budget):
 def test_the_mixture_is_worth_the_mixture_of_the_values(budget, seed):
     """What is played at each hole is the candidate with its share, once per hand, else the
     default: its value against any opponents, given the hole, is linear in the share."""
-    model = build_limit_model(KUHN3P, MBBRConfig(hands_default=0, safety_budget=budget))
+    model = build_model(KUHN3P, MBBRConfig(hands_default=0, safety_budget=budget))
     rng = np.random.default_rng(seed)
     others = rng.dirichlet([1.0, 1.0, 1.0], size=(3, KUHN3P.num_infosets)) * KUHN3P.legal_mask
     others /= others.sum(axis=2, keepdims=True)
@@ -82,7 +82,7 @@ def test_the_mixture_is_worth_the_mixture_of_the_values(budget, seed):
 
 def test_some_share_is_strictly_between_nothing_and_everything():
     """The check above is not vacuous: at the default budget a share is fractional."""
-    model = build_limit_model(KUHN3P, MBBRConfig(hands_default=0))
+    model = build_model(KUHN3P, MBBRConfig(hands_default=0))
     shares = [model.safety_share(p, i) for p in range(3) for i in KUHN3P.infosets(p)]
     assert any(0.0 < s < 1.0 for s in shares)
 
@@ -90,7 +90,7 @@ def test_some_share_is_strictly_between_nothing_and_everything():
 def test_opponents_outside_the_family_lift_the_limit():
     """A first-position bet, which no member of the family makes, rules out every hypothesis
     about that seat: from then on the response is played in full."""
-    model = build_limit_model(KUHN3P, MBBRConfig(hands_default=0, safety_budget=0.0))
+    model = build_model(KUHN3P, MBBRConfig(hands_default=0, safety_budget=0.0))
     shares = [model.safety_share(0, i) for i in KUHN3P.infosets(0)]
     assert min(shares) == 0.0  # the prior's response is not safe to play at once everywhere
     terminal_of = {
@@ -105,8 +105,8 @@ def test_opponents_outside_the_family_lift_the_limit():
 
 def test_a_budget_that_never_binds_plays_the_response():
     pair = (fixed_profile(KUHN3P, "maniac"), N["N3"])
-    loose = build_limit_model(KUHN3P, MBBRConfig(hands_default=20, safety_budget=1e12))
-    plain = build_limit_model(KUHN3P, MBBRConfig(hands_default=20, safety_budget=math.inf))
+    loose = build_model(KUHN3P, MBBRConfig(hands_default=20, safety_budget=1e12))
+    plain = build_model(KUHN3P, MBBRConfig(hands_default=20, safety_budget=math.inf))
     _play(loose, KUHN3P, pair, 150, seed=1, twin=plain)  # asserts every policy equal
     for p in range(3):
         np.testing.assert_array_equal(loose.policy(p), plain.policy(p))
@@ -114,15 +114,15 @@ def test_a_budget_that_never_binds_plays_the_response():
 
 def test_a_snapshot_restores_the_bankroll_and_a_plain_model_refuses_it():
     config = MBBRConfig(hands_default=5)
-    replayed = build_limit_model(KUHN3P, config)
+    replayed = build_model(KUHN3P, config)
     _play(replayed, KUHN3P, (N["N3"], N["N2"]), 60, seed=2)
-    restored = build_limit_model(KUHN3P, config)
+    restored = build_model(KUHN3P, config)
     restored.restore(replayed.snapshot())
     np.testing.assert_array_equal(restored._safety.bank, replayed._safety.bank)
     np.testing.assert_array_equal(restored._safety.alive, replayed._safety.alive)
     for p in range(3):
         np.testing.assert_array_equal(restored.policy(p), replayed.policy(p))
-    plain = build_limit_model(KUHN3P, MBBRConfig(hands_default=5, safety_budget=math.inf))
+    plain = build_model(KUHN3P, MBBRConfig(hands_default=5, safety_budget=math.inf))
     with pytest.raises(snapshot.SnapshotError, match="other settings"):
         plain.restore(replayed.snapshot())
 

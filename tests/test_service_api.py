@@ -30,7 +30,7 @@ from oppmodel.modeling.errors import (
 from oppmodel.modeling.games.acpc.betting import RAISE
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.strategy import strategy_to_dict
@@ -254,7 +254,7 @@ def test_full_duplicate_match_through_the_service(tmp_path: Path) -> None:
         # The opponent always bets: when it opens, its model bets more than before any hand.
         learned = client.model(sessions[0], "always-bet", 0)
         seed = client.get_session(sessions[0]).config.seed
-        fresh = build_limit_model(game, MBBRConfig(k=5, hands_default=10, seed=seed))
+        fresh = build_model(game, MBBRConfig(k=5, hands_default=10, seed=seed))
         prior, _ = fresh.opponent_model(learned.our_position, 0)
         opening = [game.infoset_from_string(0, f"{card}:") for card in game.deck]
         model = learned.strategy.as_dict()

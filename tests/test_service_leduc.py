@@ -32,7 +32,7 @@ from oppmodel.modeling.games.acpc.strategy import (
 from oppmodel.modeling.games.interface import compiled
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.server.conversion import observation_from_proto
 from oppmodel.server.session_spec import Limits
@@ -42,8 +42,8 @@ LABELS = ("opp_A", "opp_B")
 LOADED_SECONDS = 300.0  # a call's deadline where it may build a Leduc model on a loaded machine
 
 
-def library(game_name: str, config: MBBRConfig, hands, **profiles) -> LimitModel:
-    model = build_limit_model(limit_game(game_name), config, **profiles)
+def library(game_name: str, config: MBBRConfig, hands, **profiles) -> MBBRModel:
+    model = build_model(limit_game(game_name), config, **profiles)
     for obs in hands:
         model.observe(obs)
     return model
@@ -58,7 +58,7 @@ def decision_line(game, position: int, infoset: int, hand: int = 7) -> str:
     return str(MatchState(position, hand, betting, tuple(cards), ("", *board)))
 
 
-def assert_matches_library(client, sid: str, model: LimitModel, kinds=("mean",)) -> None:
+def assert_matches_library(client, sid: str, model: MBBRModel, kinds=("mean",)) -> None:
     game = model.game
     n = game.num_players
     labels = client.get_session(sid).opponent_labels

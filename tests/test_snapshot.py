@@ -20,12 +20,12 @@ from test_limit_snapshot import assert_identical
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.play.panel import named_profile
 
 
 def _replayed(game, config, hands, prior_mean=None):
-    model = build_limit_model(game, config, prior_mean=prior_mean)
+    model = build_model(game, config, prior_mean=prior_mean)
     for obs in hands:
         model.observe(obs)
     return model
@@ -54,7 +54,7 @@ def test_restore_plus_tail_is_bit_identical_to_full_replay(n, posterior, prior):
     hands = random_hands(game, 90, seed=n)
     full = _replayed(game, config, hands)
     for split in (0, 1, 37, 90):
-        restored = build_limit_model(game, config)
+        restored = build_model(game, config)
         restored.restore(_replayed(game, config, hands[:split]).snapshot())
         assert restored.hands_observed == split
         for obs in hands[split:]:
@@ -73,7 +73,7 @@ def test_any_accepted_config_snapshot_restores_exactly(data, n):
     profile = named_profile(game, data.draw(st.sampled_from(PROFILES), label="profile"))
     hands = random_hands(game, 40, seed=data.draw(st.integers(0, 99)), profile=profile)
     split = data.draw(st.integers(0, len(hands)), label="split")
-    restored = build_limit_model(game, config, prior_mean=prior_mean)
+    restored = build_model(game, config, prior_mean=prior_mean)
     restored.restore(_replayed(game, config, hands[:split], prior_mean).snapshot())
     for obs in hands[split:]:
         restored.observe(obs)

@@ -28,7 +28,7 @@ from oppmodel.modeling.games.acpc import solved
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.strategy import load_profile, parse_profile
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.server.app import open_storage
 
@@ -232,7 +232,7 @@ def test_every_command_plays_an_unseen_game_with_its_solved_strategy_the_second_
 
     # the library: cfr, STYLE@S's base and MBBR's default strategy and prior mean are the file's
     np.testing.assert_array_equal(named_profile(game, "cfr"), profile)
-    model = build_limit_model(game)
+    model = build_model(game)
     np.testing.assert_array_equal(model.default_strategy, profile)
     np.testing.assert_array_equal(model.prior_mean, profile)
     assert path.stat().st_mtime_ns == written

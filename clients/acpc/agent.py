@@ -45,7 +45,7 @@ from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile, parse_profile
 from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.panel import ALIASES, panel_names
@@ -191,12 +191,12 @@ class LimitStrategyPolicy:
 
 
 class LimitModelPolicy(LimitStrategyPolicy):
-    """Plays an in-process MBBR model of a limit game (``LimitModel``): every finished hand
+    """Plays an in-process MBBR model of a limit game (``MBBRModel``): every finished hand
     updates it with what this seat saw, and each decision draws from its current policy at our
     information set (the default strategy for the first H hands, then the response to the
     opponent models, solved for the deals of our hole cards only)."""
 
-    def __init__(self, game: LimitGame, model: LimitModel, seed: int) -> None:
+    def __init__(self, game: LimitGame, model: MBBRModel, seed: int) -> None:
         super().__init__(game, model.default_strategy, seed)
         self.model = model
 
@@ -255,7 +255,7 @@ def make_policy(
         profile = None
         if prior_strategy is not None:
             profile = parse_profile(limit, prior_strategy, "prior_strategy")
-        model = build_limit_model(
+        model = build_model(
             limit, MBBRConfig(seed=seed), prior_mean=profile, default_strategy=profile
         )
         return LimitModelPolicy(limit, model, seed)

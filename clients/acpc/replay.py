@@ -59,7 +59,7 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation
 
 LATE_SHARE = 3  # "by the end of the log": the scores of its last third of hands as well
@@ -92,7 +92,7 @@ class LocalModels:
         """``prior_strategy``: the text of a strategy file, the prior mean and default strategy
         (None: the game's defaults)."""
         profile = None if prior_strategy is None else parse_profile(game, prior_strategy, "prior")
-        self.model_ = build_limit_model(game, config, prior_mean=profile, default_strategy=profile)
+        self.model_ = build_model(game, config, prior_mean=profile, default_strategy=profile)
         self.game = game
 
     def observe(self, observations: Sequence[LimitObservation]) -> None:

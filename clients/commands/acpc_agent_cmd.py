@@ -34,7 +34,7 @@ from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, BUNDLED_STRATEGI
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 
 REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
 
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         )
     elif agent == "mbbr":
         profile = prior_strategy_profile(model_game, prior)
-        model = build_limit_model(model_game, config, prior_mean=profile, default_strategy=profile)
+        model = build_model(model_game, config, prior_mean=profile, default_strategy=profile)
         policy = LimitModelPolicy(model_game, model, args.seed)
     elif args.strategy:
         agent = f"strategy {args.strategy}"

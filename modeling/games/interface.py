@@ -2,7 +2,7 @@
 tests a game's type (issue 30 item 3).
 
 Every game is modelled as a compiled ACPC limit game (``LimitGame``) by the one model of
-:func:`~oppmodel.modeling.mbbr.limit_model.build_limit_model`. A :class:`ServedGame` is such a game
+:func:`~oppmodel.modeling.mbbr.model.build_model`. A :class:`ServedGame` is such a game
 in a *presentation*: how the API's fields, MATCHSTATE lines and stored hands read as observations,
 how information states are named, what a row of probabilities and an action code mean. What
 differs between games is a method here; the callers hold a ``ServedGame`` and ask it. Two
@@ -36,7 +36,7 @@ from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
-from oppmodel.modeling.mbbr.limit_model import LimitModel, build_limit_model, needs_solving
+from oppmodel.modeling.mbbr.model import MBBRModel, build_model, needs_solving
 from oppmodel.modeling.observation import (
     HandObservation,
     LimitObservation,
@@ -230,10 +230,10 @@ class ServedGame(abc.ABC):
         prior_mean: np.ndarray | None = None,
         solved: np.ndarray | None = None,
     ) -> ServedModel:
-        """A fresh model of the compiled game (``build_limit_model``) answering in the
+        """A fresh model of the compiled game (``build_model``) answering in the
         presentation; profiles in the presentation (None: the game's default; ``solved``: the
         compiled game's solved strategy where none is given)."""
-        model = build_limit_model(
+        model = build_model(
             self.compiled,
             config,
             default_strategy=self.compiled_profile(default_strategy, solved),
@@ -249,7 +249,7 @@ class ServedGame(abc.ABC):
         (None: the compiled model's own)."""
 
     @abc.abstractmethod
-    def served_model(self, model: LimitModel) -> ServedModel:
+    def served_model(self, model: MBBRModel) -> ServedModel:
         """The compiled game's model answering in the presentation."""
 
 
@@ -338,7 +338,7 @@ class CompiledGame(ServedGame):
     ) -> np.ndarray | None:
         return solved if profile is None else profile
 
-    def served_model(self, model: LimitModel) -> ServedModel:
+    def served_model(self, model: MBBRModel) -> ServedModel:
         return cast(ServedModel, model)  # it observes this presentation's hands
 
 

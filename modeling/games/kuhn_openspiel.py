@@ -1,7 +1,7 @@
 """n-player Kuhn poker in OpenSpiel's conventions: the compiled ``kuhn<n>p`` game and its model,
 presented as a ``"kuhn_poker(players=n)"`` session has always spoken (``interface.ServedGame``).
 
-The model is the compiled game's (``build_limit_model`` on the bundled ``kuhn<n>p`` file); this
+The model is the compiled game's (``build_model`` on the bundled ``kuhn<n>p`` file); this
 module only translates. Information states are OpenSpiel's (``"2ppb"``: card 2 after pass, pass,
 bet) with the Kuhn kernels' indices (``KuhnGame``: the strings' grammar), rows are ``[p_pass,
 p_bet]``, actions 0 (pass: check or fold) and 1 (bet or call), hands are ``HandObservation``
@@ -39,7 +39,7 @@ from oppmodel.modeling.games.interface import (
 from oppmodel.modeling.games.kuhn import BET, PASS, kuhn_game
 from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr.config import Response
-from oppmodel.modeling.mbbr.limit_model import LimitModel
+from oppmodel.modeling.mbbr.model import MBBRModel
 from oppmodel.modeling.observation import HandObservation, LimitObservation, validate_observation
 
 
@@ -166,14 +166,14 @@ class KuhnOpenSpiel(ServedGame):
             return None
         return limit_strategy.uniform_profile(self.compiled)
 
-    def served_model(self, model: LimitModel) -> ServedModel:
+    def served_model(self, model: MBBRModel) -> ServedModel:
         return KuhnOpenSpielModel(self, model)
 
 
 class KuhnOpenSpielModel:
     """The compiled game's model answering in OpenSpiel's conventions (``ServedModel``)."""
 
-    def __init__(self, game: KuhnOpenSpiel, model: LimitModel) -> None:
+    def __init__(self, game: KuhnOpenSpiel, model: MBBRModel) -> None:
         self.game = game
         self.model = model
 

@@ -1,5 +1,5 @@
-"""Numba kernels of MBBR in limit games (see ``limit_dirichlet.py``, ``limit_samples.py`` and
-``limit_model.py``).
+"""Numba kernels of MBBR in limit games (see ``dirichlet.py``, ``samples.py`` and
+``model.py``).
 
 Opponent moves are ``entry`` indices into a flattened ``(n - 1, num_infosets, 3)`` table:
 ``(offset - 1) * num_infosets * 3 + infoset * 3 + action``; the three entries of a row (one
@@ -177,7 +177,7 @@ def sample_mean(marginal, tau, out):
 @njit(cache=True)
 def sample_factors(tau, rows, offset, out):
     """out[s, r] = prod over the moves of assignment r made by the opponent at ``offset`` (1-based)
-    of tau[s, information set, action]; ``rows`` is (m, L, 3) as ``LimitEvidence.rows``."""
+    of tau[s, information set, action]; ``rows`` is (m, L, 3) as ``Evidence.rows``."""
     k = tau.shape[0]
     m, moves = rows.shape[0], rows.shape[1]
     for s in range(k):

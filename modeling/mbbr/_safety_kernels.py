@@ -1,4 +1,4 @@
-"""Numba kernel of the safety bankroll's mixture (``safety.py``, ``limit_safety.py``)."""
+"""Numba kernel of the safety bankroll's mixture (``safety.py``, ``safety.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Numba kernels of the sample posterior (``limit_samples.py``) and the priors' mixtures."""
+"""Numba kernels of the sample posterior (``samples.py``) and the priors' mixtures."""
 
 from __future__ import annotations
 

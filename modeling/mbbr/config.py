@@ -17,8 +17,8 @@ EPSILON_RANGE = (1e-6, 0.5)  # [low, high)
 ETA_RANGE = (1e-3, 1e6)  # [low, high]
 # The safety budget's default, in the game's unit as win rates are (``game.rate_unit``: mA/h in
 # ante games such as Kuhn and Leduc, mbb/h with blinds): the exact learning cost against pairs of
-# N1, N2 and N3 (Kuhn) or against opponents playing the default strategy (limit games,
-# ``limit_safety.py``) is at most this by construction; math.inf turns the bankroll off.
+# N1, N2 and N3 (3-player Kuhn) or against opponents playing the default strategy (other games;
+# ``safety.py``) is at most this by construction; math.inf turns the bankroll off.
 SAFETY_BUDGET = 0.5
 CHANGE_HAZARD_RANGE = (0.0, 0.1)  # [low, high]
 # Fields added after sessions and snapshots were first stored, with the value their absence means
@@ -82,13 +82,13 @@ class MBBRConfig:
     prior: Prior = Prior.INFORMED
     response: Response = Response.MEAN
     seed: int = 0
-    # DIRICHLET (the default): one Dirichlet per information set, fitted by variational Bayes;
+    # DIRICHLET (the default): one Dirichlet per information set, fitted by collapsed VB;
     # SAMPLES: the paper's k importance-weighted samples, which collapse onto one and stop
     # learning (the paper as published; k is used only by it)
     posterior: Posterior = Posterior.DIRICHLET
     # B, in the game's unit (mA/h with antes, mbb/h with blinds): deviate from the default only
-    # as far as a bankroll per equilibrium hypothesis covers (``oppmodel.modeling.mbbr.safety``,
-    # ``limit_safety``); math.inf: off, the plain response
+    # as far as a bankroll per equilibrium hypothesis covers (``oppmodel.modeling.mbbr.safety``);
+    # math.inf: off, the plain response
     safety_budget: float = SAFETY_BUDGET
     # Prior probability per hand that the opponents change strategy (``change.py``: Bayesian
     # change-point detection over a bank of posteriors); 0 assumes they never do, the paper's MBBR

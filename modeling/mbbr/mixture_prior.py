@@ -26,7 +26,7 @@ Dirichlet-multinomial likelihoods over information sets (card-blind: over nodes)
 hidden cards are left out of the weights (their likelihood sums over card assignments; the
 typed prior leaves them out too), but not out of the means: each type's mean is its own
 posterior given every hand, the informed and uninformed types' their incremental CVB0 fits
-(``limit_dirichlet.py``), the card-blind type's the exact conjugate counts of every move seen
+(``dirichlet.py``), the card-blind type's the exact conjugate counts of every move seen
 (its likelihood does not depend on the cards). The opponent's model is the mixture's posterior
 mean, sum_k w_k x mean_k.
 """
@@ -38,8 +38,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.mbbr.limit_dirichlet import LimitDirichletPosterior
-from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
+from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
+from oppmodel.modeling.mbbr.evidence import Evidence
 from oppmodel.modeling.mbbr.priors import UNINFORMED_ALPHA, mixed_distributions
 from oppmodel.modeling.mbbr.snapshot import take
 
@@ -67,7 +67,7 @@ class MixturePrior:
         self.informed_alpha0 = np.asarray(informed_alpha0, dtype=np.float64)
         legal = game.legal_mask[self.seats]
         self.uninformed_alpha0 = np.where(legal, UNINFORMED_ALPHA, 0.0)
-        self.uninformed = LimitDirichletPosterior(
+        self.uninformed = DirichletPosterior(
             self.uninformed_alpha0, default_strategy.copy(), self.seats
         )
         sizes = [len(game.infosets(int(q))) for q in self.seats]
@@ -86,7 +86,7 @@ class MixturePrior:
         self.version = 0
         self._weights: list[np.ndarray | None] = [None] * len(self.seats)
 
-    def observe(self, key: object, evidence: LimitEvidence, evidence_of: Callable) -> None:
+    def observe(self, key: object, evidence: Evidence, evidence_of: Callable) -> None:
         """Add one hand (already added to the informed fit) to the other types and to the
         revealed moves."""
         self.uninformed.observe(key, evidence_of)

@@ -4,7 +4,7 @@ Each opponent position's strategy is a priori Dirichlet at every information set
 the error-prone type of the typed prior): eta times the prior mean, clipped to
 [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2). CreateSamples (Ganzfried, Wang &
 Chiswick 2024, Alg 3) draws the sample posterior's k strategies per (position, opponent) from it.
-Only legal actions get weight. The default prior mean: ``limit_model.default_profile``.
+Only legal actions get weight. The default prior mean: ``mbbr_model.default_profile``.
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ always gives the same bytes) of NumPy ``.npy`` arrays, readable with ``numpy.loa
   written before it existed keep their header), ``prior_mean_sha256`` (of the prior-mean table's
   float64 bytes) and ``game_sha256`` (of the game's rules' text). A restore refuses a snapshot whose
   header does not match the model it is restored into (:func:`decode_snapshot`).
-- the model's arrays, named in ``LimitModel.snapshot`` (the posterior's, the typed or mixture
+- the model's arrays, named in ``MBBRModel.snapshot`` (the posterior's, the typed or mixture
   prior's), and with a finite safety budget the bankroll's as ``safety.<name>``.
 
-With change detection (``config.change_hazard`` > 0, ``limit_change.py``) the header adds
+With change detection (``config.change_hazard`` > 0, ``change.py``) the header adds
 ``runs: bocpd`` and the arrays are the bank's: ``run_starts`` (the hand each run began at),
 ``run_log_mass`` (its normalised log posterior mass), ``run_hands`` (the hands it observed), each
 run's arrays prefixed ``run<i>.``, and the bankroll's ``safety.*`` (the runs have none of their

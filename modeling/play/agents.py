@@ -2,7 +2,7 @@
 Leduc, ...): :class:`MBBRAgent`.
 
 At each decision the agent asks its model for the probabilities of its information set
-(``LimitModel.action_probabilities``: the default strategy for the first H hands, then the
+(``MBBRModel.action_probabilities``: the default strategy for the first H hands, then the
 configured best response, as far as its safety budget allows; the response is solved only for the
 deals of our hole cards, once per update) and draws fold, call or raise as the fixed agents do
 (:func:`oppmodel.modeling.play.match.limit_action`); every finished hand goes to the model.
@@ -18,7 +18,7 @@ import numpy as np
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.limit_model import build_limit_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.modeling.play.match import AgentFactory, limit_action
 
@@ -38,7 +38,7 @@ class MBBRAgent:
     ) -> None:
         self.name = name
         self.game = game
-        self.model = build_limit_model(
+        self.model = build_model(
             game, config, default_strategy=default_strategy, prior_mean=prior_mean
         )
         self.rng = np.random.default_rng(seed)

@@ -56,7 +56,7 @@ import numpy as np
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
 from oppmodel.modeling.mbbr._safety_kernels import mix_rows
-from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, hand_likelihood, mover_seats
+from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood, mover_seats
 from oppmodel.modeling.observation import LimitObservation
 
 RULE_OUT_ODDS = 1e9  # likelihood ratio, models against a hypothesis, that rules the hypothesis out
@@ -87,10 +87,10 @@ def covered_share(
     return share
 
 
-class LimitSafetyBankroll:
+class SafetyBankroll:
     """The bankrolls, live hypotheses and safe policy of one limit-game MBBR model (see the
     module docstring). Policies are asked per (position, hole): ``hole`` indexes
-    ``limit_model.hole_split(game)``'s holes of the position and ``rows`` are its information
+    ``mbbr_model.hole_split(game)``'s holes of the position and ``rows`` are its information
     sets."""
 
     def __init__(
@@ -198,7 +198,7 @@ class LimitSafetyBankroll:
         hole: int,
         candidate: np.ndarray | None,
         stamp: object,
-        evidence: LimitEvidence,
+        evidence: Evidence,
         models: np.ndarray,
     ) -> None:
         """Book the hand just played in ``obs.position`` with hole ``hole`` (the policy
@@ -213,7 +213,7 @@ class LimitSafetyBankroll:
             self._weigh(obs.position, evidence, models)
         self._played.clear()
 
-    def _weigh(self, p: int, evidence: LimitEvidence, models: np.ndarray) -> None:
+    def _weigh(self, p: int, evidence: Evidence, models: np.ndarray) -> None:
         """Multiply each live hypothesis's odds by this hand's likelihood ratio (see the module
         docstring), killing it at probability 0 or at ``RULE_OUT_ODDS``."""
         rows = evidence.rows  # (assignments, moves, (offset - 1, information set, action))

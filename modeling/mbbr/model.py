@@ -1,15 +1,13 @@
 """MBBR for any compiled ACPC limit game (Leduc, Kuhn from its game file, ...): the models and the
-one factory, ``build_limit_model``.
+one factory, ``build_model``.
 
-The same algorithm as Kuhn's ``model.py`` (Ganzfried et al. 2024, Alg 2-5): one posterior per our
-position over the strategies of the opponents sitting at each seat offset, fed with what our seat
-saw of each finished hand (``LimitObservation``), hidden cards summed out exactly; the default
-strategy for the first H hands, then the configured response. ``Posterior.DIRICHLET`` (the default)
-is ``limit_dirichlet.py``'s incremental collapsed-variational Dirichlet posterior (with
-``Prior.TYPED``: the typed prior of ``typed_prior.py``; with ``Prior.MIXTURE``: the mixture of
-informed, uninformed and card-blind types of ``mixture_prior.py``); ``Posterior.SAMPLES`` is the
-paper's
-``limit_samples.py``.
+Ganzfried, Wang & Chiswick 2024, Alg 2-5: one posterior per our position over the strategies of the
+opponents sitting at each seat offset, fed with what our seat saw of each finished hand
+(``LimitObservation``), hidden cards summed out exactly; the default strategy for the first H
+hands, then the configured response. ``Posterior.DIRICHLET`` (the default) is ``dirichlet.py``'s
+incremental collapsed-variational Dirichlet posterior (with ``Prior.TYPED``: the typed prior of
+``typed_prior.py``; with ``Prior.MIXTURE``: the mixture of informed, uninformed and card-blind
+types of ``mixture_prior.py``); ``Posterior.SAMPLES`` is the paper's ``samples.py``.
 
 Responses go through the limit-game kernels. ``mean``: the best response to the opponents'
 posterior-mean models (for the Dirichlet posterior this is also the Bayesian response: the
@@ -19,22 +17,23 @@ information set once, so the expected reach is the reach of the means).
 expectation of the opponents' joint reach of every terminal under every deal.
 
 A response is computed lazily, one hole of ours at a time: an information set's best action
-depends only on the deals that give us its hole cards, so :meth:`LimitModel.action_probabilities`
+depends only on the deals that give us its hole cards, so :meth:`MBBRModel.action_probabilities`
 (what an agent asks at each decision) solves the deals of that hole only (Leduc 3p: 1/8 of the
 tree's deals), and only once per change of the posterior of that position.
 
 With a finite ``config.safety_budget`` (default 0.5, game.rate_unit) what is played is the candidate
 (the default for the first H hands, then the response) mixed with the default strategy as far as
-the safety bankroll of ``limit_safety.py`` allows, one share per hand and hole of ours: against
+the safety bankroll of ``safety.py`` allows, one share per hand and hole of ours: against
 opponents who play the default strategy, learning costs at most the budget. ``math.inf`` plays
 the candidate unconstrained. With ``config.change_hazard`` > 0 the model is
-``limit_change.LimitChangeModel``, which follows opponents who change strategy with a bank of
-models of the configured posterior (``change.py``'s BOCPD).
+``change.ChangeDetectingModel``, which follows opponents who change strategy with a bank of
+models of the configured posterior (BOCPD).
 
 Defaults (no profile given): the game's solved strategy (``games/acpc/solved.py``: the bundled
 file, else the cache, else solved on first use) is both the default strategy and the prior mean;
-compiled 3-player Kuhn uses N1 and N3 as ``KuhnGame`` does, and its safety bankroll guards
-against the family N1, N2, N3 (:func:`safety_guards`). Uniform play only when passed.
+compiled 3-player Kuhn uses N1 and N3 (Szafron, Gibson & Sturtevant 2013), and its safety
+bankroll guards against the family N1, N2, N3 (:func:`safety_guards`). Uniform play only when
+passed.
 """
 
 from __future__ import annotations
@@ -60,13 +59,13 @@ from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
-from oppmodel.modeling.mbbr.limit_dirichlet import LimitDirichletPosterior
-from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence, consistent_deals, limit_evidence
-from oppmodel.modeling.mbbr.limit_safety import LimitSafetyBankroll, is_off
-from oppmodel.modeling.mbbr.limit_samples import MAX_JOINT_SAMPLES, LimitSamplePosterior
+from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
+from oppmodel.modeling.mbbr.evidence import Evidence, consistent_deals, hand_evidence
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.mixture_prior import MixturePrior
 from oppmodel.modeling.mbbr.priors import create_samples, prior_alpha
+from oppmodel.modeling.mbbr.safety import SafetyBankroll, is_off
+from oppmodel.modeling.mbbr.samples import MAX_JOINT_SAMPLES, SamplePosterior
 from oppmodel.modeling.mbbr.snapshot import (
     SnapshotError,
     decode_snapshot,
@@ -117,9 +116,9 @@ def seat_offset(game: LimitGame, our_position: int, opponent_position: int) -> i
     return d
 
 
-class LimitModel(abc.ABC):
+class MBBRModel(abc.ABC):
     """The posterior-independent part of MBBR in a limit game (see the module docstring); a
-    subclass implements one posterior. Build one with :func:`build_limit_model`."""
+    subclass implements one posterior. Build one with :func:`build_model`."""
 
     POSTERIOR: ClassVar[Posterior]
 
@@ -130,7 +129,7 @@ class LimitModel(abc.ABC):
         *,
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
-        evidence: dict[LimitObservation, LimitEvidence] | None = None,
+        evidence: dict[LimitObservation, Evidence] | None = None,
     ) -> None:
         """``evidence``: a cache of observations' evidence shared with other models of ``game``
         (a change-detection bank's runs share one)."""
@@ -151,11 +150,11 @@ class LimitModel(abc.ABC):
             np.zeros((game.num_infosets, NUM_ACTIONS)),
             np.zeros(game.num_infosets),
         )
-        # The bankroll that bounds what learning costs against the default (limit_safety.py)
+        # The bankroll that bounds what learning costs against the default (safety.py)
         self._safety = (
             None
             if is_off(config.safety_budget)
-            else LimitSafetyBankroll(
+            else SafetyBankroll(
                 game,
                 self.default_strategy,
                 config.safety_budget,
@@ -214,7 +213,7 @@ class LimitModel(abc.ABC):
         than building it again)."""
         self._build_posterior()
 
-    def _fresh_run(self) -> LimitModel:
+    def _fresh_run(self) -> MBBRModel:
         """A model like this one at the prior, no hands seen, sharing what hands never change
         (the game's tables, the profiles, the evidence cache, the scratch arrays of one call):
         change detection opens one every
@@ -261,12 +260,12 @@ class LimitModel(abc.ABC):
         self._update(p, obs)
         self.hands_observed += 1
 
-    def _evidence_of(self, obs: LimitObservation) -> LimitEvidence:
+    def _evidence_of(self, obs: LimitObservation) -> Evidence:
         """The evidence of ``obs``, validating it the first time it is seen."""
         evidence = self._evidence.get(obs)
         if evidence is None:
             validate_limit_observation(self.game, obs)
-            evidence = limit_evidence(self.game, obs)
+            evidence = hand_evidence(self.game, obs)
             if len(self._evidence) < MAX_CACHED_EVIDENCE:
                 self._evidence[obs] = evidence
         return evidence
@@ -276,7 +275,7 @@ class LimitModel(abc.ABC):
     @property
     def run_start(self) -> int:
         """The hand at which the run of hands the models rest on began: 0, unless change
-        detection (``limit_change.py``) found the opponents changed strategy then."""
+        detection (``change.py``) found the opponents changed strategy then."""
         return 0
 
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
@@ -424,13 +423,13 @@ class LimitModel(abc.ABC):
         """The model's state after the hands observed so far, as self-describing bytes in the
         format of ``modeling/mbbr/snapshot.py`` (its header also names the game's rules by the
         SHA-256 of their text). The arrays, per position p: the Dirichlet posterior's
-        (``LimitDirichletPosterior.state``) as ``p<p>.<name>``, its distinct observations as
+        (``DirichletPosterior.state``) as ``p<p>.<name>``, its distinct observations as
         ``p<p>.key_position``, ``p<p>.key_betting`` and ``p<p>.key_cards`` (rows of
         ``observation.limit_observation_cards``), with the typed prior ``p<p>.revealed``, with
         the mixture prior ``p<p>.revealed``, ``p<p>.blind`` (the card-blind type's counts per
         node) and the uninformed type's fit as ``p<p>.u.<name>`` (its keys too); the
-        sample posterior's (``LimitSamplePosterior.state``) as ``p<p>.<name>``; with a safety
-        budget the bankroll's (``LimitSafetyBankroll.state``) as ``safety.<name>``.
+        sample posterior's (``SamplePosterior.state``) as ``p<p>.<name>``; with a safety
+        budget the bankroll's (``SafetyBankroll.state``) as ``safety.<name>``.
 
         ``restore`` into a fresh model of the same game, configuration and prior mean, then
         observing the later hands, gives exactly the posterior of observing them all."""
@@ -488,7 +487,7 @@ class _LazyResponse(NamedTuple):
     values: np.ndarray  # (holes,) value summed over the hole's deals; NaN until solved
 
 
-class LimitDirichletModel(LimitModel):
+class DirichletModel(MBBRModel):
     """MBBR in a limit game with the incremental Dirichlet posterior (the default)."""
 
     POSTERIOR = Posterior.DIRICHLET
@@ -507,7 +506,7 @@ class LimitDirichletModel(LimitModel):
         )
         seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
         self._dirichlet = [
-            LimitDirichletPosterior(alpha[seats[p]], self.default_strategy.copy(), seats[p])
+            DirichletPosterior(alpha[seats[p]], self.default_strategy.copy(), seats[p])
             for p in range(n)
         ]
         self._types: list[TypedPrior] | None = None
@@ -575,7 +574,7 @@ class LimitDirichletModel(LimitModel):
             arrays.update({f"p{p}.{name}": a for name, a in state.items()})
         return arrays
 
-    def _posterior_state(self, posterior: LimitDirichletPosterior) -> dict[str, np.ndarray]:
+    def _posterior_state(self, posterior: DirichletPosterior) -> dict[str, np.ndarray]:
         """A fit's state with its observations' keys as arrays (``key_*``)."""
         found, state = posterior.state()
         keys = cast(list[LimitObservation], found)  # the observations it was given
@@ -588,7 +587,7 @@ class LimitDirichletModel(LimitModel):
         return state
 
     def _restore_posterior(
-        self, posterior: LimitDirichletPosterior, p: int, state: dict[str, np.ndarray]
+        self, posterior: DirichletPosterior, p: int, state: dict[str, np.ndarray]
     ) -> None:
         """Restore a fit of position ``p`` from ``_posterior_state``'s arrays."""
         n = self.game.num_players
@@ -606,10 +605,10 @@ class LimitDirichletModel(LimitModel):
 
     def _fresh_posterior(
         self,
-    ) -> tuple[list[LimitDirichletPosterior], list[TypedPrior] | None, list[MixturePrior] | None]:
+    ) -> tuple[list[DirichletPosterior], list[TypedPrior] | None, list[MixturePrior] | None]:
         """New fits (and typed or mixture priors) at the prior, built from this model's."""
         fresh = [
-            LimitDirichletPosterior(post.alpha0, self.default_strategy.copy(), post.seats)
+            DirichletPosterior(post.alpha0, self.default_strategy.copy(), post.seats)
             for post in self._dirichlet
         ]
         types = self._types and [TypedPrior(t.clipped, t.support, t.legal) for t in self._types]
@@ -648,7 +647,7 @@ class LimitDirichletModel(LimitModel):
         return extra
 
 
-class LimitSampleModel(LimitModel):
+class SampleModel(MBBRModel):
     """MBBR in a limit game with the paper's importance-weighted sample posterior."""
 
     POSTERIOR = Posterior.SAMPLES
@@ -664,7 +663,7 @@ class LimitSampleModel(LimitModel):
             prior=config.prior,
             rng=np.random.default_rng(config.seed),
         )
-        self._samples = [LimitSamplePosterior(self.tau[p]) for p in range(game.num_players)]
+        self._samples = [SamplePosterior(self.tau[p]) for p in range(game.num_players)]
 
     @classmethod
     def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
@@ -724,10 +723,10 @@ class LimitSampleModel(LimitModel):
         }
 
     def _reset_posterior(self) -> None:
-        self._samples = [LimitSamplePosterior(self.tau[p]) for p in range(self.game.num_players)]
+        self._samples = [SamplePosterior(self.tau[p]) for p in range(self.game.num_players)]
 
     def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
-        fresh = [LimitSamplePosterior(self.tau[p]) for p in range(self.game.num_players)]
+        fresh = [SamplePosterior(self.tau[p]) for p in range(self.game.num_players)]
         for p, posterior in enumerate(fresh):
             prefix = f"p{p}."
             posterior.restore(
@@ -755,19 +754,19 @@ def _unpadded(row: np.ndarray, num_players: int) -> tuple[str | None, ...]:
     return (*hole, *board)
 
 
-MODEL_CLASSES: dict[Posterior, type[LimitModel]] = {
-    Posterior.DIRICHLET: LimitDirichletModel,
-    Posterior.SAMPLES: LimitSampleModel,
+MODEL_CLASSES: dict[Posterior, type[MBBRModel]] = {
+    Posterior.DIRICHLET: DirichletModel,
+    Posterior.SAMPLES: SampleModel,
 }
 
 
-def build_limit_model(
+def build_model(
     game: LimitGame,
     config: MBBRConfig | None = None,
     *,
     default_strategy: np.ndarray | None = None,
     prior_mean: np.ndarray | None = None,
-) -> LimitModel:
+) -> MBBRModel:
     """A fresh MBBR model of ``config`` (default ``MBBRConfig()``) for a compiled limit game, of
     the class of its posterior. ``default_strategy`` and ``prior_mean`` are profiles
     (n, num_infosets, 3), e.g. read from strategy files with ``acpc.strategy.load_profile``; None
@@ -776,9 +775,9 @@ def build_limit_model(
     config = config or MBBRConfig()
     config.validate()
     if config.change_hazard > 0.0:
-        from oppmodel.modeling.mbbr.limit_change import LimitChangeModel  # it builds on this module
+        from oppmodel.modeling.mbbr.change import ChangeDetectingModel  # it builds on this module
 
-        return LimitChangeModel(
+        return ChangeDetectingModel(
             game, config, default_strategy=default_strategy, prior_mean=prior_mean
         )
     return MODEL_CLASSES[config.posterior](

@@ -23,7 +23,7 @@ it. Two choices make the fit:
   to date as classes change. A hand refreshes its own class (one with nothing hidden is one exact
   conjugate count) and ``REFRESH_PER_HAND`` classes with hidden cards in round-robin order, so a
   hand costs O(its class + a few more) however long the match, and every class is revisited as
-  it goes on. :meth:`LimitDirichletPosterior.converge` runs the steps over every class to the
+  it goes on. :meth:`DirichletPosterior.converge` runs the steps over every class to the
   fixed point; after 1000 hands of Leduc the incremental fit is within 0.03 (2p) of it.
 
 With every card seen this is the exact conjugate posterior at every hand.
@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
-from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
+from oppmodel.modeling.mbbr.evidence import Evidence
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
 
@@ -46,7 +46,7 @@ CONVERGE_SWEEPS = 500
 CONVERGE_TOLERANCE = 1e-9  # largest change of any expected count in the last sweep
 
 
-class LimitDirichletPosterior:
+class DirichletPosterior:
     """Collapsed variational Dirichlet posterior over the strategies of the opponents of one
     position, fitted incrementally (see the module docstring).
 
@@ -90,7 +90,7 @@ class LimitDirichletPosterior:
         """Distinct observations seen."""
         return len(self._counts)
 
-    def observe(self, key: object, evidence: Callable[[], LimitEvidence]) -> bool:
+    def observe(self, key: object, evidence: Callable[[], Evidence]) -> bool:
         """Add one hand and update incrementally. ``key`` identifies what was seen;
         ``evidence()`` (called the first time a key is seen) gives its assignments. Returns
         whether the hand was added: a step that would not end in finite parameters (not seen
@@ -221,7 +221,7 @@ class LimitDirichletPosterior:
             self._own_row,
         )  # fmt: skip
 
-    def _add_class(self, evidence: LimitEvidence) -> int:
+    def _add_class(self, evidence: Evidence) -> int:
         flat = evidence.entries
         o = len(self._counts)
         self._counts.append([0.0])

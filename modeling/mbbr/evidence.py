@@ -1,5 +1,5 @@
-"""What one seat's observation of a finished limit-game hand says about each opponent, as both
-limit-game posteriors read it (the limit-game twin of ``evidence.py``).
+"""What one seat's observation of a finished hand says about each opponent, as both posteriors
+read it.
 
 An observation (``LimitObservation``) fixes the betting, so each opponent's moves (decision node,
 action) are known; what is not known are the hole cards we did not see (folded players', and
@@ -26,7 +26,7 @@ from oppmodel.modeling.observation import LimitObservation
 
 
 @dataclass(frozen=True, eq=False)
-class LimitEvidence:
+class Evidence:
     """One observation's evidence. ``rows[r]`` lists assignment r's opponent moves as
     (offset - 1, information set, action); every assignment has the same moves, at information
     sets that differ only where the mover's cards are hidden."""
@@ -38,7 +38,7 @@ class LimitEvidence:
     entries: np.ndarray
 
 
-def limit_evidence(game: LimitGame, obs: LimitObservation) -> LimitEvidence:
+def hand_evidence(game: LimitGame, obs: LimitObservation) -> Evidence:
     """The evidence of a validated observation (see the module docstring)."""
     tree, n, p = game.tree, game.num_players, obs.position
     terminal = int(tree.node_terminal[game.node(obs.betting)])
@@ -54,16 +54,16 @@ def limit_evidence(game: LimitGame, obs: LimitObservation) -> LimitEvidence:
     )  # fmt: skip
     revealed = tuple(obs.hole[(p + d) % n] is not None for d in range(1, n))
     entries = (rows[:, :, 0] * game.num_infosets + rows[:, :, 1]) * NUM_ACTIONS + rows[:, :, 2]
-    return LimitEvidence(terminal, rows, revealed, entries)
+    return Evidence(terminal, rows, revealed, entries)
 
 
-def mover_seats(evidence: LimitEvidence, position: int, num_players: int) -> np.ndarray:
+def mover_seats(evidence: Evidence, position: int, num_players: int) -> np.ndarray:
     """(m, L) the position of the mover of each move of each assignment (we sit at
     ``position``)."""
     return (position + 1 + evidence.rows[:, :, 0]) % num_players
 
 
-def hand_likelihood(evidence: LimitEvidence, position: int, profile: np.ndarray) -> float:
+def hand_likelihood(evidence: Evidence, position: int, profile: np.ndarray) -> float:
     """The probability of the opponents' moves in a hand seen from ``position``, each opponent
     playing its row of ``profile`` (n, num_infosets, 3), summed over the assignments of the cards
     we did not see; up to a factor that is the same whatever the profile (the deal, and our own
@@ -73,7 +73,7 @@ def hand_likelihood(evidence: LimitEvidence, position: int, profile: np.ndarray)
 
 @njit(cache=True)
 def _likelihood(rows, position, profile):
-    """``hand_likelihood`` of the moves ``rows`` (``LimitEvidence.rows``)."""
+    """``hand_likelihood`` of the moves ``rows`` (``Evidence.rows``)."""
     n = profile.shape[0]
     total = 0.0
     for r in range(rows.shape[0]):

@@ -22,7 +22,7 @@ import numpy as np
 
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr._samples_kernels import update_joint2
-from oppmodel.modeling.mbbr.limit_evidence import LimitEvidence
+from oppmodel.modeling.mbbr.evidence import Evidence
 from oppmodel.modeling.mbbr.snapshot import take
 
 MAX_JOINT_SAMPLES = 1 << 22  # k^(n-1) per table: 2048 x 2048 in 3-player Kuhn
@@ -35,7 +35,7 @@ def _explained(total: float) -> bool:
     return math.isfinite(total) and total >= MIN_EVIDENCE
 
 
-class LimitSamplePosterior:
+class SamplePosterior:
     """Importance weights over the joint samples of the opponents of one position."""
 
     def __init__(self, tau: np.ndarray) -> None:
@@ -51,7 +51,7 @@ class LimitSamplePosterior:
         # z = sum_r prod_j F_j[s_j, r]: "ar,br->ab" for two opponents
         self._einsum = ",".join(f"{letters[j]}z" for j in range(m)) + "->" + letters[:m]
 
-    def observe(self, evidence: LimitEvidence) -> bool:
+    def observe(self, evidence: Evidence) -> bool:
         """Multiply every combination's weight by the likelihood of ``evidence``; returns whether
         the hand was explained (else the table is left as it was)."""
         m, k = self.tau.shape[0], self.tau.shape[1]
@@ -74,7 +74,7 @@ class LimitSamplePosterior:
         self.version += 1
         return True
 
-    def _observe_pair(self, evidence: LimitEvidence) -> bool:
+    def _observe_pair(self, evidence: Evidence) -> bool:
         """:meth:`observe` with two opponents: z = a @ bt is a product of low rank
         (``pair_factors``), so the update is one fused pass over the table (Kuhn's kernel) that
         also gives the marginals."""

@@ -17,11 +17,11 @@ evidence.
   ``MAX_RUNS`` are kept (the newest always: it is the one that finds the next change).
 - After every hand each run's mass is multiplied by the probability its posterior-mean models gave
   the opponents' moves before seeing it, summed over the cards we did not see
-  (``limit_evidence.hand_likelihood``, the probability the safety bankroll weighs hypotheses with;
+  (``hand_evidence.hand_likelihood``, the probability the safety bankroll weighs hypotheses with;
   for the Dirichlet posterior that is its exact predictive: a hand meets each information set at
   most once), and then every run observes the hand.
 
-Everything else is ``LimitModel``'s, on the most probable run's models: the default for the first
+Everything else is ``MBBRModel``'s, on the most probable run's models: the default for the first
 H hands, then the response, solved hole by hole, within this model's own safety bankroll, which
 books what is played whichever run it came from (so the budget's guarantee holds as without
 change detection) and weighs its hypotheses against the models MBBR played against. With H = 0 no
@@ -43,8 +43,8 @@ import numpy as np
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
-from oppmodel.modeling.mbbr.limit_evidence import hand_likelihood
-from oppmodel.modeling.mbbr.limit_model import MODEL_CLASSES, LimitModel
+from oppmodel.modeling.mbbr.evidence import hand_likelihood
+from oppmodel.modeling.mbbr.model import MODEL_CLASSES, MBBRModel
 from oppmodel.modeling.observation import LimitObservation
 
 GRID = 10  # hands between candidate change points
@@ -178,9 +178,9 @@ class RunBank(Generic[RunT]):
         self.serials = [self.serials[-1] + 1 + i for i in range(len(runs))]
 
 
-class LimitChangeModel(LimitModel):
-    """A limit-game MBBR model that follows opponents who change strategy (module docstring).
-    Build one with ``limit_model.build_limit_model`` and a ``config.change_hazard`` > 0."""
+class ChangeDetectingModel(MBBRModel):
+    """An MBBR model that follows opponents who change strategy (module docstring). Build one
+    with ``model.build_model`` and a ``config.change_hazard`` > 0."""
 
     @classmethod
     def _check_config(cls, config: MBBRConfig) -> None:
@@ -198,7 +198,7 @@ class LimitChangeModel(LimitModel):
         first = run_class(
             self.game, plain, default_strategy=default, prior_mean=prior_mean, evidence=evidence
         )
-        self._bank: RunBank[LimitModel] = RunBank(self.config.change_hazard, first._fresh_run)
+        self._bank: RunBank[MBBRModel] = RunBank(self.config.change_hazard, first._fresh_run)
 
     # --- the bank ---------------------------------------------------------------------------------
 

@@ -6,26 +6,20 @@ profiles (interleaved, so machine load affects both alike), and the best-respons
 checked to agree within 1e-9.
 
 What is timed:
-- ``ours_api``: ``oppmodel.modeling.evaluation.kuhn.best_response(game, profile, position)``:
-  validating the whole profile, the leaf weights (chance x the others' reach x payoff) and the
-  backward induction; returns the pure best-response strategy and its value.
 - ``ours_compiled``: ``oppmodel.modeling.evaluation.limit.best_response`` on the compiled
-  ``kuhn3p`` (the one stack's; the profile converted to fold/call/raise beforehand, not timed):
-  what every command runs since Kuhn is a compiled game. Against ``ours_api`` it says whether the
-  Kuhn kernels' fast path still pays.
-- ``ours_kernel``: the Kuhn kernels without validation (``leaf_weights`` +
-  ``best_response_to_weights``), which is what the Kuhn stack's MBBR calls on its own models.
+  ``kuhn3p`` (validating the whole profile, then the backward induction; the profile converted
+  to fold/call/raise beforehand, not timed): what every command runs since Kuhn is a compiled
+  game. Returns the pure best-response strategy and its value.
 - ``openspiel``: ``pyspiel.TabularBestResponse.set_policy(policy)`` then
   ``value_from_state(root)`` on one best-responder per position built beforehand (construction
   not timed). ``set_policy`` clears OpenSpiel's caches, so the best response is recomputed.
   The policy is handed over as OpenSpiel's ``{infostate: [(action, prob), ...]}`` dict, prepared
   beforehand: an OpenSpiel user already holds that form, so its conversion from our arrays is not
   charged to OpenSpiel. It is reported separately (``conversion``) and in
-  ``ratio_api_vs_openspiel_with_conversion`` for a user who starts from our arrays.
+  ``ratio_compiled_vs_openspiel_with_conversion`` for a user who starts from our arrays.
 
 Run: ``python benchmarks/best_response.py [--quick] [--json]`` (``--quick`` finishes well under
-30 s). The goal (issue 2) is ``ratio_compiled`` <= 0.1: the compiled game is what every command
-runs.
+30 s). The goal (issue 2) is ``ratio_compiled`` <= 0.1.
 """
 
 from __future__ import annotations
@@ -40,7 +34,6 @@ import numpy as np
 import pyspiel
 
 from oppmodel.modeling.evaluation import limit
-from oppmodel.modeling.evaluation.kuhn import best_response, best_response_to_weights, leaf_weights
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
 from oppmodel.modeling.games.kuhn import kuhn_game
@@ -77,9 +70,6 @@ def run(calls: int, seed: int) -> dict:
     profiles = [random_profile(game, rng) for _ in range(calls)]
     converted = [kuhn_profile_on(compiled, profile) for profile in profiles]
 
-    def ours_kernel(profile, p):
-        return best_response_to_weights(game, leaf_weights(game, profile, p), p)
-
     warm = openspiel_policy(game, profiles[0])
     responders = [pyspiel.TabularBestResponse(os_game, p, warm) for p in range(3)]
 
@@ -88,34 +78,19 @@ def run(calls: int, seed: int) -> dict:
         return responders[p].value_from_state(root)
 
     for p in range(3):  # warm the JIT and both code paths
-        best_response(game, profiles[0], p)
         limit.best_response(compiled, converted[0], p)
-        ours_kernel(profiles[0], p)
         openspiel(warm, p)
-    times = {
-        "ours_api": [],
-        "ours_compiled": [],
-        "ours_kernel": [],
-        "openspiel": [],
-        "conversion": [],
-    }
+    times = {"ours_compiled": [], "openspiel": [], "conversion": []}
     max_diff = 0.0
     for i, profile in enumerate(profiles):
         p = i % 3
         policy, t = _timed(openspiel_policy, game, profile)
         times["conversion"].append(t)
-        (_, ours_value), t = _timed(best_response, game, profile, p)
-        times["ours_api"].append(t)
         (_, compiled_value), t = _timed(limit.best_response, compiled, converted[i], p)
         times["ours_compiled"].append(t)
-        (_, kernel_value), t = _timed(ours_kernel, profile, p)
-        times["ours_kernel"].append(t)
         their_value, t = _timed(openspiel, policy, p)
         times["openspiel"].append(t)
-        max_diff = max(
-            max_diff,
-            *(abs(v - their_value) for v in (ours_value, compiled_value, kernel_value)),
-        )
+        max_diff = max(max_diff, abs(compiled_value - their_value))
     if max_diff > 1e-9:
         raise AssertionError(f"best-response values disagree with OpenSpiel by {max_diff}")
     med = {k: float(np.median(v)) for k, v in times.items()}
@@ -125,15 +100,11 @@ def run(calls: int, seed: int) -> dict:
         "calls": calls,
         "seed": seed,
         "unit": "microseconds per best response (median)",
-        "ours_api_us": med["ours_api"],
         "ours_compiled_us": med["ours_compiled"],
-        "ours_kernel_us": med["ours_kernel"],
         "openspiel_us": med["openspiel"],
         "conversion_us": med["conversion"],
-        "ratio_api": med["ours_api"] / med["openspiel"],
         "ratio_compiled": med["ours_compiled"] / med["openspiel"],
-        "ratio_kernel": med["ours_kernel"] / med["openspiel"],
-        "ratio_api_vs_openspiel_with_conversion": med["ours_api"]
+        "ratio_compiled_vs_openspiel_with_conversion": med["ours_compiled"]
         / (med["openspiel"] + med["conversion"]),
         "goal_ratio": GOAL_RATIO,
         "goal_met": med["ours_compiled"] / med["openspiel"] <= GOAL_RATIO,
@@ -155,15 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"best response, 3p Kuhn, {result['calls']} fresh random profiles (median per call)")
-    print(f"  ours (public API, validated): {result['ours_api_us']:9.1f} us")
     print(f"  ours (compiled kuhn3p, API):  {result['ours_compiled_us']:9.1f} us")
-    print(f"  ours (kernel, unvalidated):   {result['ours_kernel_us']:9.1f} us")
     print(f"  OpenSpiel C++ set_policy+value: {result['openspiel_us']:7.1f} us")
     print(f"  (our arrays -> OpenSpiel dict:  {result['conversion_us']:7.1f} us, not charged)")
     print(
-        f"  ratio ours/OpenSpiel: compiled {result['ratio_compiled']:.3f}, "
-        f"Kuhn API {result['ratio_api']:.3f}, "
-        f"kernel {result['ratio_kernel']:.4f} (goal <= {GOAL_RATIO}: "
+        f"  ratio ours/OpenSpiel: {result['ratio_compiled']:.3f} (goal <= {GOAL_RATIO}: "
         f"{'met' if result['goal_met'] else 'NOT met'})"
     )
     return 0

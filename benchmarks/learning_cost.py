@@ -9,7 +9,7 @@ milli-antes per hand in Kuhn and Leduc), for each prior, with the exact best-res
 the pair beside it. Against two copies of one equilibrium the ceiling is 0 and every milli-ante
 below it is the cost of learning. ``--attribute`` also says where
 it is paid: per information set of ours, what switching to the better action there would have gained
-(:func:`oppmodel.modeling.evaluation.kuhn.deviation_gains`), summed over the match.
+(:func:`oppmodel.modeling.evaluation.limit.deviation_gains`), summed over the match.
 
 MBBR here is the Dirichlet posterior (``--posterior``) at the paper's other settings, without a
 safety budget unless ``--safety-budgets`` gives some (in the game's unit, mA/h with antes and

@@ -39,27 +39,9 @@ def tabular_policy(game: KuhnGame, os_game: pyspiel.Game, profile: np.ndarray):
     return pol
 
 
-def policy_dict(game: KuhnGame, profile: np.ndarray, positions) -> dict:
-    """``{infostate: [(action, prob), ...]}`` for the given positions (pyspiel's C++ form)."""
-    return {
-        game.infoset_string(p, i): [(0, float(profile[p, i, 0])), (1, float(profile[p, i, 1]))]
-        for p in positions
-        for i in game.infosets(p)
-    }
-
-
 def openspiel_values(os_game: pyspiel.Game, pol) -> np.ndarray:
     """Expected value of every player under ``pol`` (OpenSpiel's Python evaluator)."""
     root = os_game.new_initial_state()
     return np.asarray(
         expected_game_score.policy_value(root, [pol] * os_game.num_players()), dtype=float
     )
-
-
-def openspiel_best_response_value(
-    game: KuhnGame, os_game: pyspiel.Game, profile: np.ndarray, position: int
-) -> float:
-    """Value of a best response of ``position`` (OpenSpiel's C++ ``TabularBestResponse``)."""
-    others = [p for p in range(game.num_players) if p != position]
-    br = pyspiel.TabularBestResponse(os_game, position, policy_dict(game, profile, others))
-    return float(br.value_from_state(os_game.new_initial_state()))

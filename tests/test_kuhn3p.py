@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.evaluation.kuhn import expected_values, nash_conv
+from oppmodel.modeling.evaluation import limit
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import (
     ROBUST_PARAMETERS,
@@ -24,7 +26,17 @@ from oppmodel.modeling.games.kuhn3p import (
 )
 
 GAME = kuhn_game(3)
+COMPILED = limit_game("kuhn3p")
 STEP = F(1, 64)
+
+
+def expected_values(profile: np.ndarray) -> np.ndarray:
+    """A Kuhn profile's values on the compiled kuhn3p (the one evaluation there is)."""
+    return limit.expected_values(COMPILED, kuhn_profile_on(COMPILED, profile))
+
+
+def nash_conv(profile: np.ndarray) -> float:
+    return limit.nash_conv(COMPILED, kuhn_profile_on(COMPILED, profile))
 
 
 def unvalidated_profile(*, b11, b21, b32, c33, c34, c11=0, b23=0) -> np.ndarray:
@@ -57,10 +69,8 @@ def family_values(beta: float) -> np.ndarray:
 )
 def test_robust_profiles(name: str, values: list[F]) -> None:
     profile = robust_profile(name)
-    np.testing.assert_allclose(
-        expected_values(GAME, profile), [float(v) for v in values], atol=1e-12
-    )
-    assert nash_conv(GAME, profile) < 1e-12
+    np.testing.assert_allclose(expected_values(profile), [float(v) for v in values], atol=1e-12)
+    assert nash_conv(profile) < 1e-12
     np.testing.assert_array_equal(robust_profile(name.lower()), profile)
 
 
@@ -73,9 +83,9 @@ def test_n2_with_dependent_entries_from_the_note() -> None:
 
 def test_n2_as_printed_in_the_paper_is_off_by_one_192nd() -> None:
     profile = n2_as_printed()
-    assert abs(nash_conv(GAME, profile) - 1 / 192) < 1e-12
+    assert abs(nash_conv(profile) - 1 / 192) < 1e-12
     np.testing.assert_allclose(
-        expected_values(GAME, profile), expected_values(GAME, robust_profile("N2")), atol=1e-15
+        expected_values(profile), expected_values(robust_profile("N2")), atol=1e-15
     )
 
 
@@ -127,10 +137,10 @@ def test_random_members_are_equilibria_with_the_notes_values(subfamily: int) -> 
         params = _random_member(rng, subfamily)
         profile = sgs_profile(**params)
         np.testing.assert_array_equal(profile, unvalidated_profile(**params))
-        assert nash_conv(GAME, profile) < 1e-12, params
+        assert nash_conv(profile) < 1e-12, params
         beta = float(max(params["b11"], params["b21"]))
         np.testing.assert_allclose(
-            expected_values(GAME, profile), family_values(beta), atol=1e-12, err_msg=str(params)
+            expected_values(profile), family_values(beta), atol=1e-12, err_msg=str(params)
         )
 
 
@@ -161,13 +171,13 @@ def _bound_cases():
 
 @pytest.mark.parametrize(("name", "boundary", "change"), _bound_cases())
 def test_every_bound_is_tight_and_enforced(name: str, boundary: dict, change: dict) -> None:
-    assert nash_conv(GAME, sgs_profile(**boundary)) < 1e-12
+    assert nash_conv(sgs_profile(**boundary)) < 1e-12
     outside = dict(boundary, **change)
     with pytest.raises(InvalidArgumentError) as err:
         sgs_profile(**outside)
     assert err.value.field == name
     # the note: one step outside any bound costs between 1/1536 and 1/192
-    assert 1 / 1536 - 1e-12 <= nash_conv(GAME, unvalidated_profile(**outside)) <= 1 / 192 + 1e-12
+    assert 1 / 1536 - 1e-12 <= nash_conv(unvalidated_profile(**outside)) <= 1 / 192 + 1e-12
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Exact evaluation of limit games: Kuhn as an instance equals the Kuhn kernels, every quantity
+"""Exact evaluation of limit games: Kuhn's information sets are one instance's, every quantity
 equals a pure-Python oracle on small random games, and best responses and deviation gains mean
 what they say."""
 
@@ -10,11 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from limit_oracle import best_response_value, brute_force_best_response
 from limit_oracle import expected_values as oracle_expected_values
-from openspiel_oracle import random_profile as random_kuhn_profile
 from test_limit_game import game_text, small_games
 
-from oppmodel.modeling.errors import InvalidStrategyError
-from oppmodel.modeling.evaluation import kuhn as kuhn_evaluation
+from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
 from oppmodel.modeling.evaluation._limit_kernels import unpack_tree
 from oppmodel.modeling.evaluation.limit import (
     best_response,
@@ -29,26 +27,12 @@ from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import random_profile, uniform_profile
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 
-RANDOM_PROFILES = 50
-
 
 def kuhn_infoset(kuhn: KuhnGame, game: LimitGame, position: int, index: int) -> int:
     """Our information set for one of KuhnGame's: "2ppb" is "Ks:ccr" in 3-player Kuhn."""
     text = kuhn.infoset_string(position, index)
     card, history = int(text[0]), text[1:]
     return game.infoset_from_string(position, f"{game.deck[card]}:{kuhn.history_to_acpc(history)}")
-
-
-def from_kuhn(kuhn: KuhnGame, game: LimitGame, profile: np.ndarray) -> np.ndarray:
-    """A Kuhn profile (pass, bet) as a limit-game profile (fold, call, raise)."""
-    out = uniform_profile(game)
-    for p in range(kuhn.num_players):
-        for i in kuhn.infosets(p):
-            j = kuhn_infoset(kuhn, game, p, i)
-            passing, betting = profile[p, i]
-            facing = game.legal_mask[p, j, 0]
-            out[p, j] = [passing, betting, 0.0] if facing else [0.0, passing, betting]
-    return out
 
 
 def policy(game: LimitGame, profile: np.ndarray) -> dict:
@@ -68,30 +52,6 @@ def test_kuhn_information_sets_map_one_to_one(n: int) -> None:
     for p in range(n):
         mapped = [kuhn_infoset(kuhn, game, p, i) for i in kuhn.infosets(p)]
         assert sorted(mapped) == list(game.infosets(p))
-
-
-@pytest.mark.parametrize("n", [2, 3, 4])
-def test_kuhn_results_equal_the_kuhn_kernels(n: int) -> None:
-    kuhn, game = kuhn_game(n), limit_game(f"kuhn{n}p")
-    rng = np.random.default_rng(40 + n)
-    for _ in range(RANDOM_PROFILES):
-        kp = random_kuhn_profile(kuhn, rng)
-        lp = from_kuhn(kuhn, game, kp)
-        np.testing.assert_allclose(
-            expected_values(game, lp), kuhn_evaluation.expected_values(kuhn, kp), atol=1e-12
-        )
-        assert nash_conv(game, lp) == pytest.approx(kuhn_evaluation.nash_conv(kuhn, kp), abs=1e-12)
-        for p in range(n):
-            strategy, value = best_response(game, lp, p)
-            k_strategy, k_value = kuhn_evaluation.best_response(kuhn, kp, p)
-            assert value == pytest.approx(k_value, abs=1e-12)
-            # the same tie rule (pass first) gives the very same pure strategy
-            k_full = np.stack([k_strategy] * n)
-            np.testing.assert_array_equal(from_kuhn(kuhn, game, k_full)[p], strategy)
-            gains = deviation_gains(game, lp, p)
-            k_gains = kuhn_evaluation.deviation_gains(kuhn, kp, p)
-            for i in kuhn.infosets(p):
-                assert gains[kuhn_infoset(kuhn, game, p, i)] == pytest.approx(k_gains[i], abs=1e-12)
 
 
 @pytest.mark.parametrize("name", ["kuhn3p", "leduc2p", "leduc3p"])
@@ -145,13 +105,14 @@ def test_best_response_beats_every_pure_strategy_in_tiny_games(fields) -> None:
 # --- properties ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["leduc2p", "leduc3p"])
+@pytest.mark.parametrize("name", ["kuhn3p", "leduc2p", "leduc3p"])
 def test_a_best_response_achieves_its_value_and_has_no_deviation_gain(name: str) -> None:
     game = limit_game(name)
     rng = np.random.default_rng(11)
     profile = random_profile(game, rng)
     for p in range(game.num_players):
         strategy, value = best_response(game, profile, p)
+        assert set(np.unique(strategy[list(game.infosets(p))])) <= {0.0, 1.0}  # pure
         played = profile.copy()
         played[p] = strategy
         assert expected_values(game, played)[p] == pytest.approx(value, abs=1e-12)
@@ -159,15 +120,64 @@ def test_a_best_response_achieves_its_value_and_has_no_deviation_gain(name: str)
         assert np.abs(deviation_gains(game, played, p)).max() < 1e-12
 
 
-def test_a_deviation_gain_is_what_switching_at_that_information_set_gains() -> None:
-    game = limit_game("leduc2p")
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["kuhn2p", "kuhn3p", "kuhn4p"]), st.integers(0, 2**32 - 1))
+def test_no_strategy_beats_a_best_response_and_every_nash_conv_term_is_non_negative(
+    name: str, seed: int
+) -> None:
+    """Against a random profile, a random rival strategy in each seat is worth at most the best
+    response; the values sum to zero (poker is zero-sum) and nash_conv sums non-negative terms."""
+    game = limit_game(name)
+    rng = np.random.default_rng(seed)
+    profile, rival = random_profile(game, rng), random_profile(game, rng)
+    ev = expected_values(game, profile)
+    assert abs(ev.sum()) < 1e-12
+    terms = []
+    for p in range(game.num_players):
+        value = best_response(game, profile, p)[1]
+        played = profile.copy()
+        played[p] = rival[p]
+        assert expected_values(game, played)[p] <= value + 1e-12
+        terms.append(value - ev[p])
+    assert min(terms) >= -1e-12
+    assert nash_conv(game, profile) == pytest.approx(sum(terms), abs=1e-12)
+
+
+def test_deviation_gains_locate_a_single_mistake() -> None:
+    """Flip one action of a best response to another legal one: the whole loss shows up as the
+    gain at that information set, and no gain anywhere exceeds it."""
+    game = limit_game("kuhn3p")
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        profile = random_profile(game, rng)
+        for p in range(3):
+            played = profile.copy()
+            played[p] = best_response(game, profile, p)[0]
+            best_value = expected_values(game, played)[p]
+            i = int(rng.choice(list(game.infosets(p))))
+            legal = np.flatnonzero(game.legal_mask[p, i])
+            other = [a for a in legal if played[p, i, a] == 0.0]
+            played[p, i] = np.eye(3)[rng.choice(other)]
+            loss = best_value - expected_values(game, played)[p]
+            gains = deviation_gains(game, played, p)
+            assert gains[i] == pytest.approx(loss, abs=1e-12)
+            assert gains.max() <= loss + 1e-12
+
+
+@pytest.mark.parametrize("name", ["kuhn2p", "kuhn3p", "leduc2p"])
+def test_a_deviation_gain_is_what_switching_at_that_information_set_gains(name: str) -> None:
+    """Each gain is the better of the legal actions at that one information set (brute force),
+    and none exceeds what a whole best response gains."""
+    game = limit_game(name)
     rng = np.random.default_rng(3)
     profile = random_profile(game, rng, pure_share=0.0)
-    for p in range(2):
+    for p in range(game.num_players):
         gains = deviation_gains(game, profile, p)
         assert (gains >= -1e-12).all() and gains.max() > 0
         base = expected_values(game, profile)[p]
-        for i in rng.choice(list(game.infosets(p)), size=12, replace=False):
+        assert gains.max() <= best_response(game, profile, p)[1] - base + 1e-12
+        infosets = list(game.infosets(p))
+        for i in rng.choice(infosets, size=min(12, len(infosets)), replace=False):
             best = None
             for a in np.flatnonzero(game.legal_mask[p, i]):
                 switched = profile.copy()
@@ -208,6 +218,22 @@ def test_bad_profiles_are_refused_and_named() -> None:
         nash_conv(game, bad)
     with pytest.raises(InvalidStrategyError):
         deviation_gains(game, bad, 0)
+
+
+def test_bad_profiles_and_positions_name_their_field() -> None:
+    game = limit_game("kuhn3p")
+    bad = uniform_profile(game)
+    bad[1, 0] = [0.0, 0.7, 0.7]
+    with pytest.raises(InvalidStrategyError) as err:
+        expected_values(game, bad)
+    assert err.value.field.startswith("profile[1] at ")
+    with pytest.raises(InvalidStrategyError) as err:
+        nash_conv(game, np.zeros((3, 2, 2)))
+    assert err.value.field == "profile"
+    for call in (best_response, deviation_gains):
+        with pytest.raises(InvalidArgumentError) as err:
+            call(game, uniform_profile(game), 3)
+        assert err.value.field == "position"
 
 
 # --- Kuhn's closed forms on the compiled game ---------------------------------------------

@@ -12,10 +12,10 @@ import math
 import limit_mbbr_oracle as oracle
 import numpy as np
 import pytest
+from openspiel_oracle import openspiel_game, openspiel_values, tabular_policy
 from scipy.special import gammaln
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
-from oppmodel.modeling.evaluation import kuhn as kuhn_evaluation
 from oppmodel.modeling.evaluation import limit as limit_evaluation
 from oppmodel.modeling.games.acpc.bundled import strategy_path
 from oppmodel.modeling.games.acpc.compiler import limit_game
@@ -430,21 +430,20 @@ def test_compiled_kuhn_defaults_are_n1_and_n3():
     model = build_model(game)
     for role, name in (("default_strategy", "N1"), ("prior_mean", "N3")):
         ours = limit_evaluation.expected_values(game, getattr(model, role))
-        kuhn = kuhn_evaluation.expected_values(kuhn_game(3), robust_profile(name))
-        np.testing.assert_allclose(ours, kuhn, rtol=0, atol=1e-12)
+        named = limit_evaluation.expected_values(game, kuhn_profile_on(game, robust_profile(name)))
+        np.testing.assert_allclose(ours, named, rtol=0, atol=1e-12)
 
 
 def test_kuhn_profiles_map_onto_the_compiled_game():
-    game, kuhn = limit_game("kuhn3p"), kuhn_game(3)
+    """A KuhnGame profile keeps its values (OpenSpiel's, on the profile as it was) on kuhn3p."""
+    game, kuhn, os_game = limit_game("kuhn3p"), kuhn_game(3), openspiel_game(3)
     rng = np.random.default_rng(0)
     for _ in range(5):
         profile = rng.dirichlet([1, 1], size=(3, kuhn.num_infosets))
         mapped = kuhn_profile_on(game, profile)
+        theirs = openspiel_values(os_game, tabular_policy(kuhn, os_game, profile))
         np.testing.assert_allclose(
-            limit_evaluation.expected_values(game, mapped),
-            kuhn_evaluation.expected_values(kuhn, profile),
-            rtol=0,
-            atol=1e-12,
+            limit_evaluation.expected_values(game, mapped), theirs, rtol=0, atol=1e-9
         )
 
 

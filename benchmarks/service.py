@@ -79,7 +79,8 @@ from oppmodel.modeling.games.acpc.matchstate import MatchState  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
-from oppmodel.modeling.mbbr.model import build_model, default_profile  # noqa: E402
+from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
+from oppmodel.modeling.mbbr.priors import default_profile  # noqa: E402
 from oppmodel.modeling.observation import (  # noqa: E402
     HandObservation,
     LimitObservation,

@@ -17,7 +17,8 @@ from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import build_model, hole_split
+from oppmodel.modeling.mbbr.holes import hole_split
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.mbbr.safety import RULE_OUT_ODDS, _lines_of, payoff_range
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile

@@ -24,7 +24,8 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig
-from oppmodel.modeling.mbbr.model import build_model, hole_split
+from oppmodel.modeling.mbbr.holes import hole_split
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.v1 import opponent_model_pb2 as pb

@@ -31,8 +31,9 @@ from oppmodel.modeling.games.acpc.strategy import (
 )
 from oppmodel.modeling.games.interface import compiled
 from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.mbbr.base import MBBRModel
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.server.conversion import observation_from_proto
 from oppmodel.server.session_spec import Limits

@@ -44,8 +44,9 @@ from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile, parse_profile
 from oppmodel.modeling.games.kuhn import BET
+from oppmodel.modeling.mbbr.base import MBBRModel
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model
+from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.panel import ALIASES, panel_names

@@ -22,7 +22,7 @@ from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.games.kuhn import KuhnGame
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
-from oppmodel.modeling.mbbr import model as mbbr_model
+from oppmodel.modeling.mbbr import priors
 from oppmodel.modeling.observation import HandObservation, LimitObservation
 from oppmodel.modeling.strategy import uniform_profile
 
@@ -61,7 +61,7 @@ class ServiceGame:
             limit = limit_game_of(game)
             self.session_game = session_game(limit)
             profile = (
-                mbbr_model.default_profile(limit, "default_strategy")
+                priors.default_profile(limit, "default_strategy")
                 if prior_strategy is None
                 else parse_profile(limit, prior_strategy, PRIOR_STRATEGY)
             )

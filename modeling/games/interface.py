@@ -35,8 +35,10 @@ from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
+from oppmodel.modeling.mbbr.base import MBBRModel
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
-from oppmodel.modeling.mbbr.model import MBBRModel, build_model, needs_solving
+from oppmodel.modeling.mbbr.model import build_model
+from oppmodel.modeling.mbbr.priors import needs_solving
 from oppmodel.modeling.observation import (
     HandObservation,
     LimitObservation,

@@ -38,8 +38,8 @@ from oppmodel.modeling.games.interface import (
 )
 from oppmodel.modeling.games.kuhn import BET, PASS, kuhn_game
 from oppmodel.modeling.games.kuhn3p import equilibria
+from oppmodel.modeling.mbbr.base import MBBRModel
 from oppmodel.modeling.mbbr.config import Response
-from oppmodel.modeling.mbbr.model import MBBRModel
 from oppmodel.modeling.observation import HandObservation, LimitObservation, validate_observation
 
 

@@ -42,9 +42,10 @@ import numpy as np
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
+from oppmodel.modeling.mbbr.base import MBBRModel
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
 from oppmodel.modeling.mbbr.evidence import hand_likelihood
-from oppmodel.modeling.mbbr.model import MODEL_CLASSES, MBBRModel
+from oppmodel.modeling.mbbr.model import MODEL_CLASSES
 from oppmodel.modeling.observation import LimitObservation
 
 GRID = 10  # hands between candidate change points

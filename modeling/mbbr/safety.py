@@ -90,7 +90,7 @@ def covered_share(
 class SafetyBankroll:
     """The bankrolls, live hypotheses and safe policy of one limit-game MBBR model (see the
     module docstring). Policies are asked per (position, hole): ``hole`` indexes
-    ``mbbr_model.hole_split(game)``'s holes of the position and ``rows`` are its information
+    ``holes.hole_split(game)``'s holes of the position and ``rows`` are its information
     sets."""
 
     def __init__(

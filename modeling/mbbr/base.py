@@ -1,0 +1,479 @@
+"""MBBR for any compiled ACPC limit game (Leduc, Kuhn from its game file, ...): ``MBBRModel``, what
+every posterior shares; ``model.py`` holds the posteriors' classes and the factory, ``build_model``.
+
+Ganzfried, Wang & Chiswick 2024, Alg 2-5: one posterior per our position over the strategies of the
+opponents sitting at each seat offset, fed with what our seat saw of each finished hand
+(``LimitObservation``), hidden cards summed out exactly; the default strategy for the first H
+hands, then the configured response. ``Posterior.DIRICHLET`` (the default) is ``dirichlet.py``'s
+incremental collapsed-variational Dirichlet posterior (with ``Prior.TYPED``: the typed prior of
+``typed_prior.py``; with ``Prior.MIXTURE``: the mixture of informed, uninformed and card-blind
+types of ``mixture_prior.py``); ``Posterior.SAMPLES`` is the paper's ``samples.py``.
+
+Responses go through the limit-game kernels. ``mean``: the best response to the opponents'
+posterior-mean models (for the Dirichlet posterior this is also the Bayesian response: the
+fitted product of Dirichlets is independent across information sets and a sequence meets each
+information set once, so the expected reach is the reach of the means).
+``bayes`` (samples): the exact best response to sum_s p(s) EU(., tau_s), from the posterior
+expectation of the opponents' joint reach of every terminal under every deal.
+
+A response is computed lazily, one hole of ours at a time: an information set's best action
+depends only on the deals that give us its hole cards, so :meth:`MBBRModel.action_probabilities`
+(what an agent asks at each decision) solves the deals of that hole only (Leduc 3p: 1/8 of the
+tree's deals), and only once per change of the posterior of that position.
+
+With a finite ``config.safety_budget`` (default 0.5, game.rate_unit) what is played is the candidate
+(the default for the first H hands, then the response) mixed with the default strategy as far as
+the safety bankroll of ``safety.py`` allows, one share per hand and hole of ours: against
+opponents who play the default strategy, learning costs at most the budget. ``math.inf`` plays
+the candidate unconstrained. With ``config.change_hazard`` > 0 the model is
+``change.ChangeDetectingModel``, which follows opponents who change strategy with a bank of
+models of the configured posterior (BOCPD).
+
+Defaults (no profile given): the game's solved strategy (``games/acpc/solved.py``: the bundled
+file, else the cache, else solved on first use) is both the default strategy and the prior mean;
+compiled 3-player Kuhn uses N1 and N3 (Szafron, Gibson & Sturtevant 2013), and its safety
+bankroll guards against the family N1, N2, N3 (:func:`safety_guards`). Uniform play only when
+passed.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+import dataclasses
+import hashlib
+import math
+from typing import ClassVar, NamedTuple
+
+import numpy as np
+
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
+from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.mbbr import _limit_kernels as kernels
+from oppmodel.modeling.mbbr import snapshot as snapshot_format
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
+from oppmodel.modeling.mbbr.evidence import Evidence, consistent_deals, hand_evidence
+from oppmodel.modeling.mbbr.holes import hole_split
+from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
+from oppmodel.modeling.mbbr.priors import (
+    profile_or_default,
+    safety_guards,
+)
+from oppmodel.modeling.mbbr.safety import SafetyBankroll, is_off
+from oppmodel.modeling.mbbr.snapshot import (
+    decode_snapshot,
+    model_snapshot_parts,
+    snapshot_identity,
+    take,
+)
+from oppmodel.modeling.observation import (
+    LimitObservation,
+    validate_limit_observation,
+)
+
+MAX_CACHED_EVIDENCE = 8192  # distinct valid observations whose evidence is kept
+
+
+def check_posterior(config: MBBRConfig, posterior: Posterior, model_name: str) -> None:
+    """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for
+    ``posterior``, the one the class ``model_name`` implements."""
+    config.validate()
+    if config.posterior != posterior:
+        raise InvalidArgumentError(
+            "posterior", f"{model_name} is the {posterior.value!r} posterior"
+        )
+
+
+def response_kind(kind: Response | str | None, config: MBBRConfig) -> Response:
+    """The response asked for (None: the configured one); InvalidArgumentError names ``kind``."""
+    kind = kind or config.response
+    try:
+        return Response(kind)
+    except ValueError:
+        raise InvalidArgumentError(
+            "kind", f"must be one of {Response.names()}, got {kind!r}"
+        ) from None
+
+
+def seat_offset(game: LimitGame, our_position: int, opponent_position: int) -> int:
+    """The seat offset d (1..n-1) of an opponent's position from ours, both checked."""
+    game.check_position(our_position, "our_position")
+    game.check_position(opponent_position, "opponent_position")
+    d = (opponent_position - our_position) % game.num_players
+    if d == 0:
+        raise InvalidArgumentError("opponent_position", "is our own position")
+    return d
+
+
+class MBBRModel(abc.ABC):
+    """The posterior-independent part of MBBR in a limit game (see the module docstring); a
+    subclass implements one posterior. Build one with :func:`build_model`."""
+
+    POSTERIOR: ClassVar[Posterior]
+
+    def __init__(
+        self,
+        game: LimitGame,
+        config: MBBRConfig,
+        *,
+        default_strategy: np.ndarray | None = None,
+        prior_mean: np.ndarray | None = None,
+        evidence: dict[LimitObservation, Evidence] | None = None,
+    ) -> None:
+        """``evidence``: a cache of observations' evidence shared with other models of ``game``
+        (a change-detection bank's runs share one)."""
+        self._check_config(config)
+        self._refuse_oversized(game, config)
+        self.game = game
+        self.config = config
+        self.default_strategy = profile_or_default(game, default_strategy, "default_strategy")
+        self.prior_mean = profile_or_default(game, prior_mean, "prior_mean")
+        self.hands_observed = 0
+        self._holes = hole_split(game)
+        self._hole_index: dict[tuple[int, str | None], int] = {}  # (p, its cards) -> its hole
+        self._evidence = {} if evidence is None else evidence
+        self._profiles: dict[int, tuple[int, np.ndarray]] = {}  # p -> (version, models profile)
+        self._lazy: dict[tuple[int, Response], _LazyResponse] = {}
+        self._choice = np.empty(game.num_infosets, dtype=np.int64)  # scratch of ``_ensure``
+        self._sweep_scratch = (
+            np.zeros((game.num_infosets, NUM_ACTIONS)),
+            np.zeros(game.num_infosets),
+        )
+        # The bankroll that bounds what learning costs against the default (safety.py)
+        self._safety = (
+            None
+            if is_off(config.safety_budget)
+            else SafetyBankroll(
+                game,
+                self.default_strategy,
+                config.safety_budget,
+                holes=self._holes.infosets_of_hole,
+                subtrees=self._holes.subtrees,
+                guards=safety_guards(game, self.default_strategy),
+            )
+        )
+        self._build_posterior()
+
+    # --- what a posterior implements -------------------------------------------------------------
+
+    @classmethod
+    def _check_config(cls, config: MBBRConfig) -> None:
+        """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for
+        the posterior this class implements."""
+        check_posterior(config, cls.POSTERIOR, cls.__name__)
+
+    @abc.abstractmethod
+    def _build_posterior(self) -> None:
+        """Set every attribute of the posterior, at the prior."""
+
+    @classmethod
+    @abc.abstractmethod
+    def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
+        """ResourceExhaustedError if the posterior's tables would exceed its limit."""
+
+    @abc.abstractmethod
+    def _update(self, p: int, obs: LimitObservation) -> None:
+        """Bayes-update the posterior of position ``p`` with a hand (validated by
+        :meth:`_evidence_of` the first time it is seen)."""
+
+    @abc.abstractmethod
+    def _version(self, p: int) -> int:
+        """A number that changes whenever the posterior of position ``p`` changes."""
+
+    @abc.abstractmethod
+    def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
+        """(posterior-mean strategy, spread) of the opponent at offset ``d`` of position ``p``."""
+
+    @abc.abstractmethod
+    def _posterior_nbytes(self) -> int:
+        """Approximate bytes of the posterior's own tables."""
+
+    @abc.abstractmethod
+    def _state(self) -> dict[str, np.ndarray]:
+        """The arrays the observations changed, named as ``snapshot()`` documents."""
+
+    @abc.abstractmethod
+    def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
+        """Set the state of ``_state()``'s arrays, taken after ``hands`` hands: SnapshotError,
+        with nothing changed, if they do not fit this model."""
+
+    def _reset_posterior(self) -> None:
+        """Set the posterior back to the prior (a posterior replaces this with a cheaper way
+        than building it again)."""
+        self._build_posterior()
+
+    def _fresh_run(self) -> MBBRModel:
+        """A model like this one at the prior, no hands seen, sharing what hands never change
+        (the game's tables, the profiles, the evidence cache, the scratch arrays of one call):
+        change detection opens one every
+        ``change.GRID`` hands, and building one anew costs more than the hands between. Only
+        for a model without a safety bankroll (a run's)."""
+        run = copy.copy(self)
+        run.hands_observed = 0
+        run._profiles, run._lazy = {}, {}
+        run._reset_posterior()
+        return run
+
+    def _solve_hole(self, p: int, kind: Response, h: int, choice: np.ndarray) -> float:
+        """Best actions (into ``choice``) of the information sets of position ``p`` with hole
+        ``h`` for the ``kind`` response; returns the value summed over those deals. The ``mean``
+        response here; the sample posterior adds ``bayes``."""
+        cfv, own_reach = self._sweep_scratch
+        cfv.fill(0.0)
+        return evaluation_kernels.packed_sweep(
+            *self._holes.packed[p][h], self._models_profile(p), p, True, cfv, own_reach, choice
+        )
+
+    # --- observing -------------------------------------------------------------------------------
+
+    def observe(self, obs: LimitObservation) -> None:
+        """Bayes-update the posterior of our position in ``obs`` with what that seat saw.
+        InvalidArgumentError / IllegalActionError naming the field, and nothing changed, if the
+        dealer could not have shown it."""
+        missing = [f.name for f in dataclasses.fields(LimitObservation) if not hasattr(obs, f.name)]
+        if missing:  # another record (a Kuhn presentation's HandObservation, say)
+            raise InvalidArgumentError(
+                "observation", f"has no {', '.join(missing)}: not what a seat sees of a hand"
+            )
+        try:
+            hash(obs)  # the posteriors key their caches by the observation
+        except TypeError:
+            validate_limit_observation(self.game, obs)  # names the unhashable field
+            raise
+        p = obs.position
+        self.game.check_position(p)
+        if self._safety is not None:  # book the hand as played, before the posterior moves
+            evidence = self._evidence_of(obs)  # validates
+            hole = self._hole_of(p, obs)
+            candidate, stamp = self._candidate_rows(p, hole)
+            self._safety.record(obs, hole, candidate, stamp, evidence, self._models_profile(p))
+        self._update(p, obs)
+        self.hands_observed += 1
+
+    def _evidence_of(self, obs: LimitObservation) -> Evidence:
+        """The evidence of ``obs``, validating it the first time it is seen."""
+        evidence = self._evidence.get(obs)
+        if evidence is None:
+            validate_limit_observation(self.game, obs)
+            evidence = hand_evidence(self.game, obs)
+            if len(self._evidence) < MAX_CACHED_EVIDENCE:
+                self._evidence[obs] = evidence
+        return evidence
+
+    # --- models and responses --------------------------------------------------------------------
+
+    @property
+    def run_start(self) -> int:
+        """The hand at which the run of hands the models rest on began: 0, unless change
+        detection (``change.py``) found the opponents changed strategy then."""
+        return 0
+
+    def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
+        """Posterior-mean strategy (num_infosets, 3) of an opponent while we sit at
+        ``our_position``, and the spread it rests on (samples: the effective sample size of its
+        marginal; Dirichlet: the least concentration over its information sets)."""
+        model, spread = self._opponent_model(
+            our_position, seat_offset(self.game, our_position, opponent_position)
+        )
+        return model.copy(), spread
+
+    def models_profile(self, our_position: int) -> np.ndarray:
+        """The profile with every opponent replaced by its model (our row: the default strategy;
+        the array is cached: do not modify it)."""
+        self.game.check_position(our_position, "our_position")
+        return self._models_profile(our_position)
+
+    def _models_profile(self, p: int) -> np.ndarray:
+        version = self._version(p)
+        cached = self._profiles.get(p)
+        if cached is None or cached[0] != version:
+            profile = self.default_strategy.copy()
+            self._write_models(p, profile)
+            cached = self._profiles[p] = (version, profile)
+        return cached[1]
+
+    def _write_models(self, p: int, profile: np.ndarray) -> None:
+        """Write the opponents' models of position ``p`` into their rows of ``profile``."""
+        n = self.game.num_players
+        for d in range(1, n):
+            profile[(p + d) % n] = self._opponent_model(p, d)[0]
+
+    def response(
+        self, our_position: int, kind: Response | str | None = None
+    ) -> tuple[np.ndarray, float]:
+        """The ``kind`` best response (num_infosets, 3) for our position (default: the
+        configured one) and its expected value per hand."""
+        self.game.check_position(our_position, "our_position")
+        lazy = self._response_of(our_position, kind)
+        for h in range(len(lazy.values)):
+            self._ensure(our_position, lazy, h)
+        return lazy.strategy.copy(), float(lazy.values.sum()) / self.game.num_deals
+
+    def policy(self, our_position: int) -> np.ndarray:
+        """What the agent plays: the default strategy for the first H hands, then the response;
+        with a finite ``config.safety_budget``, mixed with the default hole by hole as far as the
+        safety bankroll allows (it changes after every hand, whatever the position)."""
+        self.game.check_position(our_position, "our_position")
+        if self.hands_observed < self.config.hands_default:
+            candidate = self.default_strategy[our_position].copy()
+        else:
+            candidate = self.response(our_position)[0]
+        if self._safety is None:
+            return candidate
+        for h, rows in enumerate(self._holes.infosets_of_hole[our_position]):
+            candidate[rows] = self._safety.policy(
+                our_position, h, *self._candidate_rows(our_position, h)
+            )[0]
+        return candidate
+
+    def safety_share(self, our_position: int, infoset: int) -> float:
+        """The share of the response in what is played at ``infoset`` of ``our_position`` now:
+        the share of its hole (1 without a safety budget)."""
+        self._check_infoset(our_position, infoset)
+        if self._safety is None:
+            return 1.0
+        h = int(self._holes.hole_of_infoset[our_position][infoset])
+        return self._safety.policy(our_position, h, *self._candidate_rows(our_position, h))[1]
+
+    def _hole_of(self, p: int, obs: LimitObservation) -> int:
+        """The hole index (``hole_split``) of position ``p``'s cards in a validated ``obs``."""
+        key = (p, obs.hole[p])
+        hole = self._hole_index.get(key)
+        if hole is None:
+            deal = consistent_deals(self.game, obs)[0]
+            hole = self._hole_index[key] = int(self._holes.hole_of_deal[p][deal])
+        return hole
+
+    def _candidate_rows(self, p: int, h: int) -> tuple[np.ndarray | None, object]:
+        """The unconstrained policy's rows at hole ``h`` of position ``p`` (None for the default,
+        the first H hands; then the response, solving that hole only) and a stamp that changes
+        whenever they do."""
+        if self.hands_observed < self.config.hands_default:
+            return None, None
+        lazy = self._response_of(p, None)
+        self._ensure(p, lazy, h)
+        return lazy.strategy[self._holes.infosets_of_hole[p][h]], (lazy.kind, lazy.version)
+
+    def action_probabilities(self, our_position: int, infoset: int) -> np.ndarray:
+        """What the agent plays at one information set (as :meth:`policy`, but solving only the
+        deals of that information set's hole cards, once per change of the posterior)."""
+        self._check_infoset(our_position, infoset)
+        if self._safety is None:
+            if self.hands_observed < self.config.hands_default:
+                return self.default_strategy[our_position, infoset].copy()
+            lazy = self._response_of(our_position, None)
+            self._ensure(
+                our_position, lazy, int(self._holes.hole_of_infoset[our_position][infoset])
+            )
+            return lazy.strategy[infoset].copy()
+        h = int(self._holes.hole_of_infoset[our_position][infoset])
+        rows = self._holes.infosets_of_hole[our_position][h]
+        played, _ = self._safety.policy(our_position, h, *self._candidate_rows(our_position, h))
+        return played[int(np.searchsorted(rows, infoset))].copy()
+
+    def _check_infoset(self, our_position: int, infoset: int) -> None:
+        game = self.game
+        game.check_position(our_position, "our_position")
+        if not (
+            isinstance(infoset, (int, np.integer))
+            and 0 <= infoset < game.infosets_per_position[our_position]
+        ):
+            raise InvalidArgumentError(
+                "infoset", f"{infoset!r} is not an information set of position {our_position}"
+            )
+
+    def _response_of(self, p: int, kind: Response | str | None) -> _LazyResponse:
+        """The response of a checked position ``p`` to its posterior now (holes solved lazily)."""
+        kind = self.config.response if kind is None else response_kind(kind, self.config)
+        version = self._version(p)
+        lazy = self._lazy.get((p, kind))
+        if lazy is None:
+            holes = len(self._holes.subtrees[p])
+            strategy = np.zeros((self.game.num_infosets, NUM_ACTIONS))
+            strategy[len(self.game.infosets(p)) :, CALL] = 1.0  # padding
+            lazy = self._lazy[(p, kind)] = _LazyResponse(
+                kind, version, strategy, np.full(holes, np.nan)
+            )
+        elif lazy.version != version:  # solved again hole by hole, in the same arrays
+            lazy.values.fill(np.nan)
+            lazy = self._lazy[(p, kind)] = lazy._replace(version=version)
+        return lazy
+
+    def _ensure(self, p: int, lazy: _LazyResponse, h: int) -> None:
+        if not math.isnan(lazy.values[h]):
+            return
+        choice = self._choice
+        choice.fill(-1)
+        lazy.values[h] = self._solve_hole(p, lazy.kind, h, choice)
+        kernels.write_choices(lazy.strategy, self._holes.infosets_of_hole[p][h], choice)
+
+    # --- snapshots (``snapshot.py``) --------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The model's state after the hands observed so far, as self-describing bytes in the
+        format of ``modeling/mbbr/snapshot.py`` (its header also names the game's rules by the
+        SHA-256 of their text). The arrays, per position p: the Dirichlet posterior's
+        (``DirichletPosterior.state``) as ``p<p>.<name>``, its distinct observations as
+        ``p<p>.key_position``, ``p<p>.key_betting`` and ``p<p>.key_cards`` (rows of
+        ``observation.limit_observation_cards``), with the typed prior ``p<p>.revealed``, with
+        the mixture prior ``p<p>.revealed``, ``p<p>.blind`` (the card-blind type's counts per
+        node) and the uninformed type's fit as ``p<p>.u.<name>`` (its keys too); the
+        sample posterior's (``SamplePosterior.state``) as ``p<p>.<name>``; with a safety
+        budget the bankroll's (``SafetyBankroll.state``) as ``safety.<name>``.
+
+        ``restore`` into a fresh model of the same game, configuration and prior mean, then
+        observing the later hands, gives exactly the posterior of observing them all."""
+        return snapshot_format.encode(*self.snapshot_parts())
+
+    def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The header and named arrays that ``snapshot()`` encodes."""
+        safety = None if self._safety is None else self._safety.state()
+        return model_snapshot_parts(
+            self._snapshot_identity(), self.hands_observed, self._state(), safety
+        )
+
+    def restore(self, blob: bytes) -> None:
+        """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it
+        is not a snapshot of a model with this game, configuration and prior mean (or, with a
+        safety budget, has no bankroll: one taken before limit games had it)."""
+        hands, arrays = decode_snapshot(blob, self._snapshot_identity())
+        safety = None
+        if self._safety is not None:
+            size = (len(self._safety),)
+            safety = (
+                take(arrays, "safety.bank", "f8", size),
+                take(arrays, "safety.alive", "i8", size),
+                take(arrays, "safety.log_odds", "f8", size),
+            )
+        self._restore_state(arrays, hands)
+        if self._safety is not None and safety is not None:
+            self._safety.restore(*safety)
+        self.hands_observed = hands
+        self._profiles.clear()
+        self._lazy.clear()
+
+    def _snapshot_identity(self) -> dict:
+        rules = self.game.gamedef.to_text().encode()
+        return {
+            **snapshot_identity(self.game.num_players, self.config, self.prior_mean),
+            "game_sha256": hashlib.sha256(rules).hexdigest(),
+        }
+
+    def nbytes(self) -> int:
+        """Approximate bytes held: the model's arrays and caches and the posterior's tables."""
+        arrays = [self.default_strategy, self.prior_mean]
+        arrays += [profile for _, profile in self._profiles.values()]
+        arrays += [a for lazy in self._lazy.values() for a in (lazy.strategy, lazy.values)]
+        arrays += [e.rows for e in self._evidence.values()]
+        entries = len(self._evidence) + len(self._profiles) + len(self._lazy)
+        safety = 0 if self._safety is None else self._safety.nbytes()
+        return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes() + safety
+
+
+class _LazyResponse(NamedTuple):
+    kind: Response
+    version: int
+    strategy: np.ndarray  # (num_infosets, 3), filled hole by hole
+    values: np.ndarray  # (holes,) value summed over the hole's deals; NaN until solved

@@ -18,35 +18,14 @@ best response (``loaded``), stops it, and prints both (JSON with ``--json``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
 import sys
-from pathlib import Path
 
-if not __package__:  # run as a script: make benchmarks.* importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.service import descendants, hands_of, spawn_ray
 from oppmodel.clients.client import OpponentModelClient
-
-FIELDS = {"Rss": "rss_mb", "Pss": "pss_mb", "Private_Clean": "uss_mb", "Private_Dirty": "uss_mb"}
-
-
-def tree_memory(pid: int) -> dict[str, float]:
-    """Summed RSS, PSS and USS (MB) of ``pid`` and every process under it, and their count."""
-    totals = dict.fromkeys(FIELDS.values(), 0.0)
-    processes = 0
-    for member in (pid, *descendants(pid)):
-        with contextlib.suppress(OSError):  # exited meanwhile
-            with open(f"/proc/{member}/smaps_rollup", encoding="ascii") as rollup:
-                for line in rollup:
-                    name, _, rest = line.partition(":")
-                    if name in FIELDS:
-                        totals[FIELDS[name]] += int(rest.split()[0]) / 1024  # kB
-            processes += 1
-    return {"processes": processes, **{k: round(v, 1) for k, v in totals.items()}}
+from oppmodel.clients.lab.process_tree import tree_memory
+from oppmodel.clients.lab.serving import hands_of, spawn_ray
 
 
 def load(port: int, sessions: int, hands: int) -> None:

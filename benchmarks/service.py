@@ -73,6 +73,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from oppmodel.clients.client import Hand, OpponentModelClient, observation_message  # noqa: E402
 from oppmodel.clients.commands import serve_cmd  # noqa: E402
+from oppmodel.clients.lab.process_tree import descendants  # noqa: E402
+from oppmodel.clients.lab.serving import hands_of, limit_hands_of, spawn_ray  # noqa: E402
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.matchstate import MatchState  # noqa: E402
@@ -80,15 +82,9 @@ from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
-from oppmodel.modeling.mbbr.priors import default_profile  # noqa: E402
 from oppmodel.modeling.observation import (  # noqa: E402
-    HandObservation,
     LimitObservation,
-    observe_hand,
-    observe_limit_hand,
 )
-from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
-from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.server.app import ServerConfig  # noqa: E402
 from oppmodel.server.storage_sqlite import Synchronous  # noqa: E402
 from oppmodel.v1 import opponent_model_pb2 as pb  # noqa: E402
@@ -98,37 +94,6 @@ GAME = kuhn_game(3)
 
 
 # -- workload --
-def hands_of(count: int, seed: int) -> list[HandObservation]:
-    """Observations of one seat over ``count`` hands of maniacs (ACPC rotation)."""
-    rng = np.random.default_rng(seed)
-    table = named_profile(GAME, "maniac")
-    out = []
-    for hand in range(count):
-        cards = [int(c) for c in rng.permutation(GAME.num_cards)[:3]]
-        history = ""
-        while not GAME.is_terminal(history):
-            p = GAME.current_player(history)
-            history += "pb"[
-                int(rng.random() < table[p, GAME.infoset_index(p, cards[p], history), 1])
-            ]
-        out.append(observe_hand(GAME, (-hand) % 3, history, cards))
-    return out
-
-
-def limit_hands_of(game_name: str, count: int, seed: int) -> list[LimitObservation]:
-    """Observations of one seat over ``count`` hands of a limit game, every seat playing the
-    game's bundled strategy (ACPC rotation)."""
-    game = limit_game(game_name)
-    profile = default_profile(game, "default_strategy")
-    rng = np.random.default_rng(seed)
-    out = []
-    for hand in range(count):
-        deal = int(rng.integers(game.num_deals))
-        terminal = sample_terminal(game, profile, deal, rng)
-        out.append(observe_limit_hand(game, (-hand) % game.num_players, deal, terminal))
-    return out
-
-
 def first_decision(obs: LimitObservation) -> str:
     """The MATCHSTATE line of the seat's first decision in the hand of ``obs`` (every seat
     before it checked: position 0 of a Leduc hand acts first)."""
@@ -353,25 +318,6 @@ async def open_loop(
         )
 
 
-def descendants(pid: int) -> list[int]:
-    """The live processes under ``pid`` (a server's model workers, forked by multiprocessing's
-    fork server, its child), from Linux's /proc."""
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            for task in os.listdir(f"/proc/{parent}/task"):
-                with open(f"/proc/{parent}/task/{task}/children", encoding="ascii") as children:
-                    todo.extend(int(child) for child in children.read().split())
-        except OSError:  # it (or a thread of it) exited meanwhile
-            if parent == pid:
-                raise
-            continue
-        if parent != pid:
-            found.append(parent)
-    return found
-
-
 def _process_cpu(pid: int) -> float:
     with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
@@ -442,32 +388,6 @@ async def echo_unary_rate(port: int, calls: int, payload: bytes, concurrency: in
 
 
 # -- Ray Serve scaling (--ray) --
-def spawn_ray(store: str, replicas: int) -> tuple[subprocess.Popen, int]:
-    """``oppmodel serve --ray --replicas N`` (its own local Ray instance) in a child process;
-    returns (process, port) once it serves."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "oppmodel.clients.cli", "serve", "--ray", "--replicas",
-         str(replicas), "--port", str(port), "--store", store],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,  # its Ray processes stop with it, not with our terminal's ^C
-    )  # fmt: skip
-    line = process.stdout.readline() if process.stdout else ""
-    if not line.startswith("serving"):
-        process.kill()
-        raise RuntimeError(f"oppmodel serve --ray exited with {process.wait()}")
-    return process, port
-
-
-def free_port() -> int:
-    """A loopback port free a moment ago (Ray's proxy must be told its port)."""
-    from oppmodel.server.app import free_ports
-
-    return free_ports(1)[0]
-
-
 async def batched(port: int, sessions: list[str], hands: list[Hand], batch: int) -> float:
     """Hands/s with every session sending all its hands in ObserveBatch calls of ``batch``, one
     call at a time per session, all sessions at once."""

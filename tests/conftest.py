@@ -36,10 +36,12 @@ from oppmodel.modeling.games.acpc.solved import CACHE_ENV
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 # The repository's root is not on sys.path: its folders import only as oppmodel.* (installed), never
-# by their bare names. The benchmark scripts, which tests run too, import as benchmarks.*.
-_benchmarks = importlib.machinery.ModuleSpec("benchmarks", None, is_package=True)
-_benchmarks.submodule_search_locations = [str(REPOSITORY / "benchmarks")]
-sys.modules["benchmarks"] = importlib.util.module_from_spec(_benchmarks)
+# by their bare names. The scripts, which are not installed and which tests run too, import as
+# benchmarks.* and experiments.* (what two scripts share is in the package, oppmodel.clients.lab).
+for _folder in ("benchmarks", "experiments"):
+    _scripts = importlib.machinery.ModuleSpec(_folder, None, is_package=True)
+    _scripts.submodule_search_locations = [str(REPOSITORY / _folder)]
+    sys.modules[_folder] = importlib.util.module_from_spec(_scripts)
 
 settings.register_profile(
     "oppmodel",

@@ -7,11 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks.learning_cost import main, trajectory
-from benchmarks.safety_frontier import collect, markdown
+from experiments.learning_cost import main
+from experiments.safety_frontier import collect, markdown
 from oppmodel.modeling.evaluation.limit import deviation_gains
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.play.learning_cost import trajectory
 from oppmodel.modeling.play.panel import named_profile
 from oppmodel.modeling.play.tournament import fixed_value, seated_profile
 

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import leduc_field
-from benchmarks.learning_cost import trajectory
+from experiments import leduc_field
 from oppmodel.clients.cli import main
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.agents import MBBRAgent, mbbr_factory
 from oppmodel.modeling.play.diluted import fixed_profile
+from oppmodel.modeling.play.learning_cost import trajectory
 from oppmodel.modeling.play.match import FixedStrategyAgent, deal_sequence, play_match
 from oppmodel.modeling.play.tournament import fixed_value
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = sorted(
-    p for part in ("server", "clients", "benchmarks") for p in (ROOT / part).rglob("*.py")
+    p
+    for part in ("server", "clients", "benchmarks", "experiments")
+    for p in (ROOT / part).rglob("*.py")
 )
 
 

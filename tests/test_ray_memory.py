@@ -1,5 +1,5 @@
-"""benchmarks/ray_memory.py sums memory over a whole process tree: children and grandchildren,
-shared pages counted once (PSS) where summed RSS counts them per process."""
+"""The memory of ``serve --ray`` (benchmarks/ray_memory.py) sums a whole process tree: children
+and grandchildren, shared pages counted once (PSS) where summed RSS counts them per process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from benchmarks.ray_memory import tree_memory
+from oppmodel.clients.lab.process_tree import tree_memory
 
 # a child that starts a grandchild (the same interpreter: pages the two share), says so, waits
 CHILD = """

@@ -11,21 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import kuhn3p_field as field
-from benchmarks.journal import Journal
-from benchmarks.sweep import (
+from experiments import kuhn3p_field as field
+from experiments.sweep import (
     RESULTS_DIR,
     SWEEPS,
-    job_key,
     main,
     point_config,
-    ray_runtime_env,
-    run_jobs,
     sweep_jobs,
     sweep_points,
 )
+from oppmodel.clients.lab.journal import Journal
+from oppmodel.clients.lab.runner import job_key, ray_runtime_env, run_jobs
 from oppmodel.clients.progress import LOG_LINES
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.play import fields
 from oppmodel.modeling.play.tournament import AgentSpec, JobResult, MatchJob
 from oppmodel.server.app import free_ports
 
@@ -120,8 +119,8 @@ def test_a_quick_field_run_logs_a_handful_of_lines_and_writes_outside_the_checko
 
 
 def test_field_jobs_and_ranking() -> None:
-    jobs, index = field.build_jobs(hands=10, reps=2)
-    groups = field.field_groups()
+    jobs, index = fields.build_jobs(hands=10, reps=2)
+    groups = fields.field_groups()
     assert len(groups) == 220 and len(jobs) == 2 * 2 * 220 + 2 * 6
     for group in groups:  # Table 6 replays each group on the same cards; only MBBR changes
         a, b = (jobs[i] for i in (index[("informed", group)][0], index[("uninformed", group)][0]))
@@ -130,20 +129,20 @@ def test_field_jobs_and_ranking() -> None:
     h2h = jobs[index[("h2h", ("mbbr", "n1", "n3"))][0]]
     assert h2h.stream == jobs[index[("informed", ("mbbr", "n1", "n3"))][0]].stream
     # An agent's score is the mean over its groups: give each agent a fixed per-group value.
-    value = {name: float(i) for i, name in enumerate(field.FIELD)}
+    value = {name: float(i) for i, name in enumerate(fields.FIELD)}
     fake = [JobResult(j.job_id, tuple(value[a.name] for a in j.agents)) for j in jobs]
-    table = field.ranking(fake, index, "informed", field.FIELD)
-    assert [name for name, _ in table] == list(reversed(field.FIELD))
+    table = field.ranking(fake, index, "informed", fields.FIELD)
+    assert [name for name, _ in table] == list(reversed(fields.FIELD))
     assert all(e.mean == value[name] and e.se == 0.0 for name, e in table)
-    margins = dict(field.head_to_head(fake, index, "informed", field.FIELD))
-    assert all(margins[name].mean == -value[name] for name in field.FIELD[1:])
+    margins = dict(field.head_to_head(fake, index, "informed", fields.FIELD))
+    assert all(margins[name].mean == -value[name] for name in fields.FIELD[1:])
 
 
 def test_competent_field_dilutes_only_the_styles() -> None:
-    competent = field.competent_field(0.3)
+    competent = fields.competent_field(0.3)
     assert competent[:4] == ("mbbr", "n1", "n2", "n3")
-    assert competent[4:] == tuple(f"{style}@0.3" for style in field.STYLES)
-    jobs, _ = field.build_jobs(hands=10, reps=1, field=competent, uninformed=False)
+    assert competent[4:] == tuple(f"{style}@0.3" for style in fields.FIELD_STYLES)
+    jobs, _ = fields.build_jobs(hands=10, reps=1, field=competent, uninformed=False)
     assert {a.name for j in jobs for a in j.agents} == set(competent)
     result = run_jobs(jobs[:3], base_seed=1, workers=1, progress=False)
     assert all(abs(sum(r.rate)) < 1e-9 for r in result)  # zero-sum: every agent was built

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import unseen_games
+from experiments import unseen_games
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, GAMES_FOLDER
 from oppmodel.modeling.games.acpc.compiler import bundled_name
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def

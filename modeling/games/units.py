@@ -19,8 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
 
 MILLI = 1000.0
+Chips = TypeVar("Chips", float, np.ndarray)  # one amount, or an array of them
 
 
 @dataclass(frozen=True)
@@ -33,8 +37,9 @@ class RateUnit:
     base: str  # what one unit is: "big blind"
     chips: int
 
-    def rate(self, chips: float, hands: int = 1) -> float:
-        """Milli-units won per hand by winning ``chips`` chips over ``hands`` hands."""
+    def rate(self, chips: Chips, hands: int = 1) -> Chips:
+        """Milli-units won per hand by winning ``chips`` chips over ``hands`` hands (element by
+        element for an array of them)."""
         return MILLI * chips / (hands * self.chips)
 
     def to_chips(self, rate: float) -> float:

@@ -23,7 +23,7 @@ default strategy and prior mean there) and each hand's exact value is one sweep 
 public nodes x 1,680 deals; or a 2-player limit game (``leduc2p``), where ``--pairs`` names one
 opponent each (default ``cfr``) and there is one seat order.
 
-    python benchmarks/learning_cost.py [--game leduc3p|leduc2p] [--pairs n3+n3,n2+n2]
+    python experiments/learning_cost.py [--game leduc3p|leduc2p] [--pairs n3+n3,n2+n2]
                                        [--priors informed,typed] [--safety-budgets inf,0.5]
                                        [--eta 4] [--hands 3000] [--seeds 6]
                                        [--quick] [--attribute] [--json]
@@ -39,90 +39,24 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import itertools  # noqa: E402
 import math  # noqa: E402
-import multiprocessing  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-if not __package__:  # run as a script: make benchmarks.sweep importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
-from oppmodel.clients.progress import progress_bar  # noqa: E402
-from oppmodel.modeling.evaluation.limit import deviation_gains, expected_values  # noqa: E402
+from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
+from oppmodel.clients.lab.runner import run_trajectories  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.games.kuhn3p import equilibria  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior  # noqa: E402
-from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
-from oppmodel.modeling.observation import observe_limit_hand  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
-from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
-from oppmodel.modeling.play.tournament import response_ceiling, seated_profile  # noqa: E402
+from oppmodel.modeling.play.tournament import response_ceiling  # noqa: E402
 
 DEFAULT_PAIRS = "n3+n3,n2+n2,n1+n1,n2+n3,calling-station+bluffer,n1+maniac,calling-station@0.35+n3"
 DEFAULT_LIMIT_PAIRS = "cfr+cfr"
 DEFAULT_2P_OPPONENTS = "cfr"
 WINDOW_EDGES = (100, 300, 1000, 2000)
-
-
-def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
-    """One match against (first, second) in order: exact rate of MBBR's policy at each hand, and
-    (with ``attribute``) the deviation gains of our information sets summed over the hands, in
-    mbb (3, num_infosets; zeros without), and the hands played on a later run of change detection
-    (0: every policy was the plain posterior's). ``task`` is (first, second, config, seed, hands,
-    attribute[, game[, switch]]); the game defaults to kuhn3p; with ``switch`` = (hand, first',
-    second') the pair plays (first', second') from that hand on. In a 2-player game ``second``
-    is None: ``first`` is the opponent."""
-    first, second, config, seed, hands, attribute, *rest = task
-    game = resolve_game(rest[0] if rest else "kuhn3p")
-    switch = rest[1] if len(rest) > 1 else None
-    n = game.num_players
-    pair = tuple(fixed_profile(game, name) for name in (first, second)[: n - 1])
-    model = build_model(game, config)
-    rng = np.random.default_rng([seed, 7])
-    values = np.empty(hands)
-    gains = np.zeros((game.num_players, game.num_infosets))
-    later_run = 0
-    for t in range(hands):
-        later_run += model.run_start > 0
-        if switch is not None and t == switch[0]:
-            pair = tuple(fixed_profile(game, name) for name in switch[1:n])
-        p = t % n
-        us = model.default_strategy.copy()
-        us[p] = model.policy(p)
-        profile = seated_profile(game, p, us, pair)
-        values[t] = game.rate_unit.rate(expected_values(game, profile)[p])
-        if attribute:
-            gains[p] += game.rate_unit.rate(deviation_gains(game, profile, p))
-        model.observe(_sample_observation(game, profile, p, rng))
-    return values, gains, later_run
-
-
-def _sample_observation(
-    game: LimitGame, profile: np.ndarray, position: int, rng: np.random.Generator
-):
-    """What ``position`` sees of one hand dealt and played from ``profile``."""
-    deal = int(rng.integers(game.num_deals))
-    return observe_limit_hand(game, position, deal, sample_terminal(game, profile, deal, rng))
-
-
-def run_tasks(tasks: list, workers: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
-    """Every trajectory, in task order (a process pool unless ``workers`` is 1)."""
-    bar = progress_bar(len(tasks), desc="matches")
-    results = []
-    if workers <= 1:
-        for task in tasks:
-            results.append(trajectory(task))
-            bar.update()
-    else:
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            for result in pool.imap(trajectory, tasks):
-                results.append(result)
-                bar.update()
-    bar.close()
-    return results
 
 
 def largest_gains(game: LimitGame, gains: np.ndarray, count: int = 5) -> dict[str, float]:
@@ -237,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(seeds)
         for order in orders_of(a, b)
     ]
-    results = run_tasks(tasks, args.workers)
+    results = run_trajectories(tasks, args.workers)
     it, rows = iter(results), []
     orders = 1 if two else 2
     for a, b in pairs:

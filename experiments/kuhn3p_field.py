@@ -17,7 +17,7 @@ everywhere) on the same cards. Head to head: MBBR's paired margin over each agen
 played, and MBBR against every pair of equilibrium agents (including two copies of one) with the
 exact best-response ceiling of each pair (what a perfect exploiter would win).
 
-    python benchmarks/kuhn3p_field.py [--quick] [--json] [--workers N] [--backend local|ray
+    python experiments/kuhn3p_field.py [--quick] [--json] [--workers N] [--backend local|ray
                                       --address ADDR] [--hands H] [--reps R] [--field F]
                                       [--mbbr-posterior P] [--mbbr-safety-budget B]
                                       [--mbbr-change-hazard H] [--journal FILE]
@@ -33,127 +33,40 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
-import itertools  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-if not __package__:  # run as a script: make benchmarks.sweep importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.sweep import (  # noqa: E402
-    add_runner_args,
-    machine,
-    output_dir,
-    report_written,
-    run_jobs_with_args,
-)
+from oppmodel.clients.lab.reports import machine, output_dir, report_written  # noqa: E402
+from oppmodel.clients.lab.runner import add_runner_args, run_jobs_with_args  # noqa: E402
 from oppmodel.modeling.errors import InvalidArgumentError  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response  # noqa: E402
+from oppmodel.modeling.mbbr.config import Posterior, Prior, Response  # noqa: E402
+from oppmodel.modeling.play.fields import (  # noqa: E402
+    DEFAULT_SHARE,
+    EQUILIBRIA,
+    FIELD,
+    PAPER_MBBR,
+    build_jobs,
+    competent_field,
+    field_groups,
+    h2h_pairs,
+)
 from oppmodel.modeling.play.panel import named_profile  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
-    AgentSpec,
     Estimate,
-    MatchJob,
     average_estimates,
     mean_estimate,
     response_ceiling,
 )
 
-FIELD = (
-    "mbbr",
-    "n1",
-    "n2",
-    "n3",
-    "always-bet",
-    "calling-station",
-    "tight-passive",
-    "maniac",
-    "bluffer",
-    "switcher",
-    "exploiter",
-    "tilter",
-)
-EQUILIBRIA = ("n1", "n2", "n3")
 # milli-antes per hand: the paper's figures (it says mbb/h)
 UNIT = limit_game("kuhn3p").rate_unit.label
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PAPER_TABLE1 = {"mbbr": 48, "n1": 37, "n3": 35, "n2": 30}
 PAPER_TABLE6 = {"mbbr": -54, "n1": 47, "n3": 44, "n2": 40}
-# eps 0.05, k 10, H 100, eta 4, informed, mean; no safety budget, opponents never change
-PAPER_MBBR = MBBRConfig(posterior="samples", eta=4.0, safety_budget=math.inf, change_hazard=0.0)
-H2H_STREAM = 1_000_000  # streams of the head-to-head groups that are not field groups
-
-
-def spec(name: str, mbbr: MBBRConfig) -> AgentSpec:
-    return AgentSpec("mbbr", mbbr) if name == "mbbr" else AgentSpec(name)
-
-
-STYLES = FIELD[4:]
-# The competent field's share: the one at which N1, N2 and N3 earn what they earned in the paper's
-# field (Table 1: 30-37 mbb/h; here 30-37 in a 300-hand trial). Set from the equilibria's results
-# only, never from MBBR's.
-DEFAULT_SHARE = 0.35
-
-
-def competent_field(share: float) -> tuple[str, ...]:
-    """The field with every style diluted to ``share`` of its decisions
-    (``oppmodel.modeling.play.diluted``)."""
-    return (*FIELD[:4], *(f"{style}@{share:g}" for style in STYLES))
-
-
-def field_groups(field: Sequence[str] = FIELD) -> list[tuple[str, ...]]:
-    return list(itertools.combinations(field, 3))
-
-
-def h2h_pairs() -> list[tuple[str, str]]:
-    return list(itertools.combinations_with_replacement(EQUILIBRIA, 2))
-
-
-def build_jobs(
-    hands: int,
-    reps: int,
-    *,
-    mbbr: MBBRConfig = PAPER_MBBR,
-    uninformed: bool = True,
-    field: Sequence[str] = FIELD,
-    mbbr_only: bool = False,
-) -> tuple[list[MatchJob], dict]:
-    """Every job, and where each table's jobs are: index[(table, group)] = [job ids].
-
-    ``mbbr`` is MBBR's config in Table 1 and head to head (its prior informed or typed); Table 6
-    (if ``uninformed``) is the same config with the uninformed prior. ``mbbr_only``: only the
-    groups MBBR sits in (the same cards as in the full run, so MBBR's figures are the same).
-    """
-    jobs: list[MatchJob] = []
-    index: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-    groups = field_groups(field)
-    if mbbr.prior == "uninformed":
-        raise ValueError("Table 1's MBBR has an informed (or typed) prior")
-    configs = {"informed": mbbr}
-    if uninformed:
-        configs["uninformed"] = dataclasses.replace(mbbr, prior="uninformed")
-
-    tables = []  # (table, group, config, first stream)
-    for g, group in enumerate(groups):
-        if mbbr_only and "mbbr" not in group:
-            continue
-        for table, config in configs.items():  # same cards; identical jobs if no MBBR
-            tables.append((table, group, config, 1000 * g))
-    for i, (a, b) in enumerate(h2h_pairs()):
-        group = ("mbbr", a, b)
-        stream0 = 1000 * groups.index(group) if group in groups else H2H_STREAM + 1000 * i
-        tables.append(("h2h", group, configs["informed"], stream0))
-    # repetition-major: a run stopped after r repetitions of every group reports with --reps r
-    # from its journal
-    for r in range(reps):
-        for table, group, config, stream0 in tables:
-            agents = tuple(spec(name, config) for name in group)
-            index.setdefault((table, group), []).append(len(jobs))
-            jobs.append(MatchJob(len(jobs), stream0 + r, agents, hands))
-    return jobs, index
 
 
 def ranking(results, index, table: str, field: Sequence[str]) -> list[tuple[str, Estimate]]:
@@ -314,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         "--out",
         type=Path,
         default=None,
-        help="JSON file to write (default benchmarks/results/field.json; --quick: field_quick.json "
-        "in a new temporary folder)",
+        help="JSON file to write (default experiments/results/field.json; --quick: field_quick.json"
+        " in a new temporary folder)",
     )
     parser.add_argument(
         "--from-json", type=Path, default=None, help="print the tables of a saved report; no play"
@@ -462,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     report["checks"] = checks(report)
-    out = args.out or output_dir(None, args.quick) / (
+    out = args.out or output_dir(None, args.quick, RESULTS_DIR) / (
         "field_quick.json" if args.quick else "field.json"
     )
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ best response's winnings MBBR earns over the 500 hands after the switch (per see
 orders, then the mean and its SE over seeds), and per-hand winnings in stretches around the
 switch.
 
-    python benchmarks/change_detection.py [--scenarios maniac+maniac>tight-passive+tight-passive]
+    python experiments/change_detection.py [--scenarios maniac+maniac>tight-passive+tight-passive]
                                           [--seeds 24] [--change-hazard H] [--workers 2]
                                           [--game kuhn3p|leduc3p] [--switch-range 1000,2000]
                                           [--json] [--out FILE]
@@ -31,12 +31,9 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-if not __package__:  # run as a script: make benchmarks importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.learning_cost import run_tasks  # noqa: E402
-from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
+from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
+from oppmodel.clients.lab.runner import run_trajectories  # noqa: E402
 from oppmodel.modeling.evaluation.limit import best_response  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
@@ -123,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                     tasks.append(
                         (first, second, config, seed, s + SHARE_HANDS, False, args.game, switch)
                     )
-    it = iter(run_tasks(tasks, args.workers))
+    it = iter(run_trajectories(tasks, args.workers))
     rows = []
     offsets = np.arange(-BEFORE_SHOWN, SHARE_HANDS)
     for before, after in scenarios:

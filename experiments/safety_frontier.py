@@ -8,7 +8,7 @@ n2+n3 (the exploitable pair of equilibria), and the field winnings where a field
 setting. ``--plot`` draws the frontier: the largest cost against a pair of one equilibrium on the
 x axis, winnings against n2+n3 and in the field on the y axes. No play here: it only reads.
 
-    python benchmarks/safety_frontier.py --learning-cost A.json B.json ... [--field F.json ...]
+    python experiments/safety_frontier.py --learning-cost A.json B.json ... [--field F.json ...]
                                          [--plot frontier.png] [--json]
 """
 

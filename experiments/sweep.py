@@ -1,11 +1,7 @@
-"""Sweep runner: match jobs on all local cores or on a Ray cluster, and MBBR's parameter sweeps.
+"""MBBR's parameter sweeps, on all local cores or on a Ray cluster.
 
-Runner. ``run_jobs`` plays a list of :class:`oppmodel.modeling.play.tournament.MatchJob` and returns
-their results in job order. Each job is seeded from ``(base seed, job stream)`` alone, so the
-results do not depend on which worker ran what or in which order: the local backend (a
-``multiprocessing`` pool, one process per core by default) and the Ray backend (one task per job on
-the cluster at ``--address``, or on a fresh local instance without it) give identical tables for the
-same seeds.
+The jobs run through :mod:`oppmodel.clients.lab.runner`, seeded per job, so the local and the Ray
+backend give identical tables.
 
 Sweeps (Ganzfried et al. 2024, Figures 1-4, the ``mean`` against ``bayes`` response, the posterior
 and the prior). One MBBR parameter
@@ -17,7 +13,7 @@ much it exploits and how little it gives away against equilibria show. A point's
 mA/h averaged over the pairs, with its standard error; every point uses the same cards for the
 same (pair, repetition), so neighbouring points differ by the parameter more than by luck.
 
-    python benchmarks/sweep.py [--params k,epsilon,H,eta,response] [--quick] [--json]
+    python experiments/sweep.py [--params k,epsilon,H,eta,response] [--quick] [--json]
                                [--workers N] [--backend local|ray --address ADDR]
 """
 
@@ -31,27 +27,16 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
-import multiprocessing  # noqa: E402
-import platform  # noqa: E402
-import shutil  # noqa: E402
-import socket  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-if not __package__:  # run as a script: make benchmarks.* importable
-    sys.path.insert(0, str(ROOT))
-
-import oppmodel.modeling  # noqa: E402
-from benchmarks.journal import Journal  # noqa: E402
-from oppmodel.clients.progress import run_progress  # noqa: E402
+from oppmodel.clients.lab.reports import machine, output_dir, report_written  # noqa: E402
+from oppmodel.clients.lab.runner import add_runner_args, run_jobs_with_args  # noqa: E402
 from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior  # noqa: E402
+from oppmodel.modeling.play.fields import PAPER_MBBR  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
     Estimate,
@@ -59,41 +44,14 @@ from oppmodel.modeling.play.tournament import (  # noqa: E402
     MatchJob,
     average_estimates,
     mean_estimate,
-    run_job,
 )
 
-BACKENDS = ("local", "ray")
 UNIT = kuhn_game(3).rate_unit.label  # every job's rates: milli-antes per hand
-RESULTS_DIR = ROOT / "benchmarks" / "results"
-
-
-def output_dir(chosen: Path | None, quick: bool) -> Path:
-    """Where a benchmark writes its files: the folder asked for; else ``benchmarks/results/`` for a
-    full run and a new temporary folder for a ``--quick`` one (a quick run checks that the script
-    works; its numbers are not results, and the checkout stays clean)."""
-    if chosen is not None:
-        return chosen
-    return Path(tempfile.mkdtemp(prefix="oppmodel-quick-")) if quick else RESULTS_DIR
-
-
-def report_written(path: Path) -> None:
-    """Say on stderr which file a benchmark wrote (stdout stays the table or the JSON)."""
-    print(f"wrote {path}", file=sys.stderr)
-
-
-def emit_report(report: dict, out: Path | None, as_json: bool) -> bool:
-    """Write ``report`` as JSON to ``out`` (if given) and print it (if ``as_json``); whether it
-    was printed, so the caller prints its table otherwise."""
-    if out:
-        out.write_text(json.dumps(report, indent=1))
-        report_written(out)
-    if as_json:
-        print(json.dumps(report, indent=1))
-    return as_json
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 # epsilon 0.05, k 10, H 100, eta 4, k samples; no safety budget, opponents never change
-PAPER = MBBRConfig(posterior="samples", eta=4.0, safety_budget=math.inf, change_hazard=0.0)
+PAPER = PAPER_MBBR
 
 SWEEP_PAIRS: tuple[tuple[str, str], ...] = (
     ("n1", "n3"),
@@ -138,172 +96,6 @@ SWEEPS: dict[str, tuple[str, tuple, tuple, str]] = {
 K_LIMIT = ("dirichlet",)  # drawn with the k sweep: what k -> infinity approaches
 
 # --- the runner ----------------------------------------------------------------------------------
-
-
-def ray_runtime_env(address: str | None = None) -> dict:
-    """Ray runtime environment in which the workers import this checkout's ``oppmodel.modeling``.
-
-    A local instance (no address) runs this Python, where the package is installed, with the
-    checkout on the workers' PYTHONPATH (``benchmarks``), so they also reuse numba's
-    compiled-kernel cache; a cluster gets the package uploaded (``py_modules``), where each worker
-    compiles the kernels once.
-    """
-    if address is None:
-        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-        return {"env_vars": {"PYTHONPATH": path}}
-    return {"py_modules": [str(_upload_package())]}
-
-
-def _upload_package() -> Path:
-    """``oppmodel`` holding ``modeling`` (all a worker runs), in the installed layout, copied into
-    a temporary folder for Ray to upload."""
-    package = Path(tempfile.mkdtemp(prefix="oppmodel-ray-")) / "oppmodel"
-    source = Path(oppmodel.modeling.__file__).resolve().parent
-    shutil.copytree(source, package / "modeling", ignore=shutil.ignore_patterns("__pycache__"))
-    (package / "__init__.py").touch()
-    return package
-
-
-def run_jobs(
-    jobs: Sequence[MatchJob],
-    *,
-    base_seed: int,
-    backend: str = "local",
-    workers: int | None = None,
-    address: str | None = None,
-    progress: bool = True,
-    journal: Path | None = None,
-) -> list[JobResult]:
-    """Run every job; results in job order, identical for every backend and worker count.
-
-    Jobs that differ only in ``job_id`` are the same work (same agents, hands and stream) and run
-    once. With a ``journal`` file (``benchmarks/journal.py``) each finished job is appended to it
-    and the jobs it already holds for ``base_seed`` are not played again, so a stopped run resumes.
-
-    ``local``: ``workers`` processes (default: every core; 1 runs in this process). ``ray``: one
-    task per job on the cluster at ``address`` (None starts a local instance); if Ray is already
-    initialised it is used as it is, and must be able to import ``modeling`` (see
-    :func:`ray_runtime_env`).
-    """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend: must be one of {BACKENDS}, got {backend!r}")
-    unique: dict[MatchJob, MatchJob] = {}  # identical work (same stream) runs once
-    for job in jobs:
-        unique.setdefault(dataclasses.replace(job, job_id=0), job)
-    record = Journal(journal, {"seed": base_seed})
-    held = record.entries()
-    mbb = {work: tuple(held[job_key(work)]["value"]) for work in unique if job_key(work) in held}
-    todo = [job for work, job in unique.items() if work not in mbb]
-    bar = run_progress(len(todo), desc="match jobs", unit="job", show=progress)
-    by_id = {job.job_id: work for work, job in unique.items()}
-
-    def finished(result: JobResult, seconds: float) -> None:
-        work = by_id[result.job_id]
-        mbb[work] = result.rate
-        record.record(job_key(work), list(result.rate), seconds)
-        bar.update(1)
-
-    try:
-        if backend == "ray":
-            _run_ray(todo, base_seed, address, finished)
-        else:
-            _run_local(todo, base_seed, workers or os.cpu_count() or 1, finished)
-    finally:
-        bar.close()
-    return [JobResult(job.job_id, mbb[dataclasses.replace(job, job_id=0)]) for job in jobs]
-
-
-def job_key(job: MatchJob) -> tuple:
-    """What identifies a job's work in a journal: its stream, hands, players and agents (with
-    MBBR's whole config), not its position in a job list."""
-    agents = json.dumps([_agent_key(agent) for agent in job.agents], sort_keys=True)
-    return (job.stream, job.hands, job.num_players, agents)
-
-
-# MBBRConfig's fields added after the first journals, left out of a key at the value their
-# absence means so that those journals' jobs are still found (the journals spell out every
-# field that was there when they began)
-_ADDED_AFTER_THE_JOURNALS = ("mixture_eta",)
-
-
-def _agent_key(agent: AgentSpec) -> dict:
-    """An agent as its journal key spells it."""
-    key = dataclasses.asdict(agent)
-    for name in _ADDED_AFTER_THE_JOURNALS:
-        if key["mbbr"] is not None and key["mbbr"][name] == FIELDS_ADDED_LATER[name]:
-            del key["mbbr"][name]
-    return key
-
-
-def _timed_job(job: MatchJob, base_seed: int) -> tuple[JobResult, float]:
-    began = time.perf_counter()
-    result = run_job(job, base_seed)
-    return result, time.perf_counter() - began
-
-
-def _run_one(args: tuple[MatchJob, int]) -> tuple[JobResult, float]:
-    return _timed_job(*args)
-
-
-Finished = Callable[[JobResult, float], object]
-
-
-def require_cluster(address: str) -> None:
-    """Exit with one line unless a Ray cluster answers at ``address`` (``auto``: RAY_ADDRESS, or
-    the cluster ``ray start --head`` started on this machine). ``ray.init`` would end in a
-    traceback, or retry an unreachable address for minutes. A Ray Client address (``ray://``)
-    is left to ``ray.init``."""
-    from ray._private.services import canonicalize_bootstrap_address  # ray.init's own resolution
-
-    if address.startswith("ray://"):
-        return
-    where = address
-    try:
-        resolved = canonicalize_bootstrap_address(address)
-        if resolved is not None:  # "local": nothing to reach
-            where = resolved if resolved == address else f"{address} ({resolved})"
-            host, _, port = resolved.rpartition(":")
-            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
-    except (OSError, ValueError) as error:  # ConnectionError is an OSError
-        raise SystemExit(
-            f"--address {where}: no Ray cluster answers ({error}); start one with "
-            "`ray start --head`, or leave --address out to start a local instance"
-        ) from None
-
-
-def _run_local(jobs, base_seed: int, workers: int, finished: Finished) -> None:
-    if workers <= 1 or len(jobs) <= 1:
-        for job in jobs:
-            finished(*_timed_job(job, base_seed))
-        return
-    with multiprocessing.get_context("fork").Pool(min(workers, len(jobs))) as pool:
-        for result in pool.imap_unordered(_run_one, [(job, base_seed) for job in jobs]):
-            finished(*result)
-
-
-def _run_ray(jobs, base_seed: int, address: str | None, finished: Finished) -> None:
-    try:
-        import ray
-    except ImportError as error:
-        raise SystemExit('the ray backend needs Ray: pip install "oppmodel[ray]"') from error
-    if not ray.is_initialized():
-        if address is not None:
-            require_cluster(address)
-        ray.init(
-            address=address or "local",  # not the cluster `ray start` or RAY_ADDRESS names
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env=ray_runtime_env(address),
-        )
-    task = ray.remote(num_cpus=1)(run_job)  # modeling's: what a cluster's workers can import
-    pending = [task.remote(job, base_seed) for job in jobs]
-    last = time.perf_counter()
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        now = time.perf_counter()  # a job's seconds here: the wall time since the one before
-        for result in ray.get(done):
-            finished(result, now - last)
-        last = now
 
 
 # --- sweeps --------------------------------------------------------------------------------------
@@ -438,64 +230,12 @@ def plot_sweep(
     report_written(path)
 
 
-def machine() -> dict:
-    """Where a result was measured."""
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(),
-    }
-
-
-def add_runner_args(parser: argparse.ArgumentParser) -> None:
-    """The options shared by every script that runs match jobs."""
-    parser.add_argument("--seed", type=int, default=2024, help="base seed (default 2024)")
-    parser.add_argument(
-        "--workers", type=int, default=None, help="local worker processes (default: every core)"
-    )
-    parser.add_argument(
-        "--backend", choices=BACKENDS, default="local", help="where jobs run (default local)"
-    )
-    parser.add_argument(
-        "--address",
-        default=None,
-        help="Ray cluster address (e.g. auto or ray://HOST:10001); none starts a local instance",
-    )
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--journal",
-        type=Path,
-        default=None,
-        help="append each finished job here and skip the jobs it already holds (resumable; "
-        "a finished run's journal reports again without playing)",
-    )
-
-
-def run_jobs_with_args(
-    jobs: Sequence[MatchJob], args: argparse.Namespace
-) -> tuple[list[JobResult], float]:
-    """:func:`run_jobs` with the options of :func:`add_runner_args`; (results, wall seconds)."""
-    began = time.perf_counter()
-    results = run_jobs(
-        jobs,
-        base_seed=args.seed,
-        backend=args.backend,
-        workers=args.workers,
-        address=args.address,
-        progress=not args.no_progress,
-        journal=args.journal,
-    )
-    return results, time.perf_counter() - began
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=(
             "Sweep one MBBR parameter at a time (Ganzfried et al. 2024, Figures 1-4) against a "
             "fixed field of opponent pairs; writes a table and a PNG per parameter under "
-            "benchmarks/results/ (a --quick run: under a new temporary folder)."
+            "experiments/results/ (a --quick run: under a new temporary folder)."
         )
     )
     parser.add_argument(
@@ -524,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out-dir",
         type=Path,
         default=None,
-        help="where PNG/JSON go (default benchmarks/results/; --quick: a new temporary folder)",
+        help="where PNG/JSON go (default experiments/results/; --quick: a new temporary folder)",
     )
     parser.add_argument(
         "--suffix", default=None, help="added to the output file names (default: _quick or none)"
@@ -576,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         "sweeps": {},
     }
     suffix = args.suffix if args.suffix is not None else ("_quick" if args.quick else "")
-    out_dir = output_dir(args.out_dir, args.quick)
+    out_dir = output_dir(args.out_dir, args.quick, RESULTS_DIR)
     for param, (values, lo, hi) in spans.items():
         points = sweep_points(param, values, results[lo:hi], reps=reps, pairs=pairs, base=base)
         limit = None

@@ -19,14 +19,14 @@ exact value of playing ``cfr`` in MBBR's seat. The field ranking: every agent's 
 the groups it played (two ``cfr`` agents' group apart), with the standard error of that mean, as
 ``kuhn3p_field.py`` ranks its field. In ``leduc3p`` against two ``cfr`` agents also MBBR's exact
 learning cost: the exact expected value of the policy MBBR plays hand by hand
-(``benchmarks/learning_cost.py``'s trajectories, no card luck) over ``--cost-seeds`` seeds (both
+(``experiments/learning_cost.py``'s trajectories, no card luck) over ``--cost-seeds`` seeds (both
 seat orders of two cfr agents are one), and the ceiling minus it.
 
 Units: Leduc's (``game.rate_unit``), milli-antes per hand (mA/h: the ante is 1 chip, so these are
 milli-chips, the figures earlier reports printed as mbb/h); the report's keys keep the name
-``mbb_per_hand`` so that it compares with the reports in ``benchmarks/results/``.
+``mbb_per_hand`` so that it compares with the reports in ``experiments/results/``.
 
-    python benchmarks/leduc_field.py [--game leduc3p|leduc2p] [--hands 3000] [--duplicates 12]
+    python experiments/leduc_field.py [--game leduc3p|leduc2p] [--hands 3000] [--duplicates 12]
                                      [--seed 15] [--styles always-bet,...] [--cost-seeds 4]
                                      [--workers 2] [--quick] [--journal FILE] [--report]
                                      [--without-cfr] [--mbbr-safety-budget 0.5]
@@ -43,24 +43,20 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import math  # noqa: E402
-import multiprocessing  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-if not __package__:  # run as a script: make benchmarks.* importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.journal import Journal  # noqa: E402
-from benchmarks.learning_cost import trajectory  # noqa: E402
-from benchmarks.sweep import emit_report, machine  # noqa: E402
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
+from oppmodel.clients.lab.journal import Journal  # noqa: E402
+from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
+from oppmodel.clients.lab.runner import add_field_args, run_all  # noqa: E402
 from oppmodel.clients.progress import run_progress  # noqa: E402
-from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig, Prior  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
+from oppmodel.modeling.play.fields import STYLES, labels  # noqa: E402
+from oppmodel.modeling.play.learning_cost import trajectory  # noqa: E402
 from oppmodel.modeling.play.match import play_duplicate, summarize  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     AgentSpec,
@@ -72,9 +68,6 @@ from oppmodel.modeling.play.tournament import (  # noqa: E402
 )
 
 GAMES = ("leduc3p", "leduc2p")
-PLAIN = ("always-bet", "calling-station", "tight-passive", "maniac", "bluffer")
-DILUTION = 0.35  # the styles' share of their decisions in the diluted field (the rest: cfr)
-STYLES = ",".join([*PLAIN, *(f"{style}@{DILUTION}" for style in PLAIN)])
 
 
 def group_agents(game: str, opponent: str) -> list[str]:
@@ -86,14 +79,6 @@ def group_agents(game: str, opponent: str) -> list[str]:
 def group_label(game: str, opponent: str) -> str:
     """A group's row label: its opponents."""
     return opponent if game == "leduc2p" else f"cfr+{opponent}"
-
-
-def labels(agents: list[str]) -> list[str]:
-    """``oppmodel match``'s labels: a repeated name gets #2."""
-    return [
-        a if agents[:i].count(a) == 0 else f"{a}#{agents[:i].count(a) + 1}"
-        for i, a in enumerate(agents)
-    ]
 
 
 def play_job(job: tuple) -> tuple:
@@ -119,16 +104,6 @@ def run_job(job: tuple) -> tuple:
     return play_job(job[1:]) if job[0] == "play" else cost_job(job[1:])
 
 
-def run_all(run: Callable[[tuple], tuple], jobs: list, workers: int) -> Iterator[tuple]:
-    """``run(job)`` of every job, as they finish: on ``workers`` spawned processes (``run`` a
-    module-level function), or in this process when ``workers`` is 1."""
-    if workers <= 1:
-        yield from map(run, jobs)
-        return
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        yield from pool.imap_unordered(run, jobs)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--game", choices=GAMES, default=GAMES[0], help="(%(default)s)")
@@ -152,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave out the group against cfr (two cfr agents in leduc3p) and the learning cost",
     )
-    add_run_args(parser)
+    add_field_args(parser)
     args = parser.parse_args(argv)
     hands = args.hands or (300 if args.quick else 3000)
     duplicates = args.duplicates or (2 if args.quick else 12)
@@ -207,37 +182,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(markdown(report))
     return 0
-
-
-def add_run_args(parser: argparse.ArgumentParser) -> None:
-    """The options of a field run shared with ``unseen_games.py``: MBBR's safety budget and
-    prior strength, the journal, report-only, and the output."""
-    parser.add_argument(
-        "--mbbr-safety-budget",
-        type=float,
-        default=SAFETY_BUDGET,
-        help="MBBR's safety budget B in the game's unit (mA/h with antes, mbb/h with blinds); "
-        "'inf' plays without the bankroll (%(default)s)",
-    )
-    parser.add_argument(
-        "--mbbr-eta",
-        type=float,
-        default=MBBRConfig().eta,
-        help="MBBR's prior strength eta (%(default)s)",
-    )
-    parser.add_argument(
-        "--journal",
-        type=Path,
-        default=None,
-        help="append each finished job here and skip the jobs it already holds (resumable)",
-    )
-    parser.add_argument(
-        "--report",
-        action="store_true",
-        help="play nothing: report what the journal holds (groups with fewer duplicates)",
-    )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON only")
-    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
 
 
 def _journalled(journal: Journal) -> tuple[dict, dict]:
@@ -301,7 +245,7 @@ def build_report(results, seconds, game_name, groups, hands, duplicates, cost_se
                 "se": _se(cost),
                 "seeds": traced,
                 "learning_cost": row["ceiling"] - float(cost.mean()),
-                "command": f"python benchmarks/learning_cost.py --game {game_name} "
+                "command": f"python experiments/learning_cost.py --game {game_name} "
                 f"--pairs cfr+cfr --priors informed --hands {hands} --seeds {traced}",
             }
         rows.append(row)

@@ -1,4 +1,4 @@
-"""A resumable record of a long benchmark's finished jobs.
+"""A resumable record of a long experiment's finished jobs.
 
 A journal is a file of JSON lines, one per finished job: its key, its value, the seconds it took
 and the run's settings (``run``: game, hands, seed, ...). A benchmark started again with the same
@@ -10,7 +10,7 @@ and a finished one can be reported again without playing. Progress is the caller
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
 
@@ -54,6 +54,6 @@ class Journal:
                 journal.write(json.dumps(entry) + "\n")
 
 
-def _key(raw: object) -> tuple:
+def _key(raw: Iterable[object]) -> tuple:
     """A journalled key as the tuple it was written from (JSON turns tuples into lists)."""
     return tuple(_key(part) if isinstance(part, list) else part for part in raw)

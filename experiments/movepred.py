@@ -9,7 +9,7 @@ ranking among legal moves beats state-only ranking at every N, a sweep over the 
 chi-squared-selected features, the same with a minimax player that breaks ties at random, and the
 speed of fitting and ranking (medians).
 
-Usage: ``python benchmarks/movepred.py [--json] [--quick] [--plot FILE.png]``. The plot needs
+Usage: ``python experiments/movepred.py [--json] [--quick] [--plot FILE.png]``. The plot needs
 matplotlib (``pip install ".[plot]"``); without ``--plot`` it is never imported.
 """
 

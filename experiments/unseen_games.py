@@ -24,7 +24,7 @@ the opponents under the duplicate protocol and the exact value of ``cfr`` in MBB
 Units: each game's (``game.rate_unit``): both have blinds 1/2, so milli-big-blinds per hand
 (1000 x chips / 2).
 
-    python benchmarks/unseen_games.py [--games unseen2p,unseen3p] [--hands 3000]
+    python experiments/unseen_games.py [--games unseen2p,unseen3p] [--hands 3000]
                                       [--duplicates 2] [--duplicates-3p 2] [--seed 29]
                                       [--styles always-bet,...] [--styles-3p ...]
                                       [--workers 2] [--quick]
@@ -45,16 +45,12 @@ import functools  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-if not __package__:  # run as a script: make benchmarks.* importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.journal import Journal  # noqa: E402
-from benchmarks.leduc_field import PLAIN, STYLES, add_run_args, labels, run_all  # noqa: E402
-from benchmarks.sweep import emit_report, machine  # noqa: E402
+from oppmodel.clients.lab.journal import Journal  # noqa: E402
+from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
+from oppmodel.clients.lab.runner import add_field_args, run_all  # noqa: E402
 from oppmodel.clients.progress import run_progress  # noqa: E402
 from oppmodel.modeling.evaluation.limit import nash_conv  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import compile_limit_game  # noqa: E402
@@ -64,6 +60,7 @@ from oppmodel.modeling.games.acpc.solved import solved_profile  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.play.agents import mbbr_factory  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
+from oppmodel.modeling.play.fields import PLAIN, STYLES, labels  # noqa: E402
 from oppmodel.modeling.play.match import fixed_strategy_factory, play_duplicate  # noqa: E402
 from oppmodel.modeling.play.panel import CFR  # noqa: E402
 from oppmodel.modeling.play.tournament import fixed_value, response_ceiling  # noqa: E402
@@ -150,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         help="MBBR's hands of default play H (%(default)s)",
     )
     parser.add_argument("--workers", type=int, default=1, help="(%(default)s)")
-    add_run_args(parser)
+    add_field_args(parser)
     args = parser.parse_args(argv)
     hands = args.hands or (40 if args.quick else 3000)
     duplicates = {
@@ -219,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         load_average=os.getloadavg(),
         machine=machine(),
-        command="python benchmarks/unseen_games.py "
+        command="python experiments/unseen_games.py "
         + " ".join(argv if argv is not None else sys.argv[1:]),
     )
     if emit_report(report, args.out, args.json):

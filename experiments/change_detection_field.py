@@ -8,10 +8,10 @@ deals the cards of Table 1's repetition r) are played twice, MBBR without change
 are skipped. Both agents draw the same actions until change detection first moves to a later run,
 so the difference is paired: MBBR's score with detection minus without, per group the mean over
 repetitions, then the mean over groups with SE sqrt(sum se^2) / G, as the field's ranking averages.
-With ``--journal`` (``benchmarks/journal.py``) the matches ``kuhn3p_field.py`` journalled with the
-same settings are not played again.
+With ``--journal`` (``oppmodel.clients.lab.journal``) the matches ``kuhn3p_field.py`` journalled
+with the same settings are not played again.
 
-    python benchmarks/change_detection_field.py [--reps 10] [--hands 3000] [--change-hazard H]
+    python experiments/change_detection_field.py [--reps 10] [--hands 3000] [--change-hazard H]
                                                 [--mbbr-safety-budget B] [--workers 2]
                                                 [--journal FILE] [--json] [--out FILE]
 """
@@ -28,24 +28,17 @@ import dataclasses  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-if not __package__:  # run as a script: make benchmarks importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.kuhn3p_field import (  # noqa: E402
+from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
+from oppmodel.clients.lab.runner import add_runner_args, run_jobs_with_args  # noqa: E402
+from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.play.fields import (  # noqa: E402
     DEFAULT_SHARE,
     PAPER_MBBR,
     build_jobs,
     competent_field,
     field_groups,
 )
-from benchmarks.sweep import (  # noqa: E402
-    add_runner_args,
-    emit_report,
-    machine,
-    run_jobs_with_args,
-)
-from oppmodel.modeling.games.kuhn import kuhn_game  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.play.tournament import (  # noqa: E402
     Estimate,
     average_estimates,

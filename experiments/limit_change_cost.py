@@ -9,7 +9,7 @@ seconds per hand, and of the observe step alone; their ratio with to without; at
 match the model's memory (``nbytes``), its snapshot's size and the time to take and restore it
 (what the service stores and reloads); the load average before and after.
 
-    python benchmarks/limit_change_cost.py [--games leduc2p,leduc3p] [--hands 600] [--reps 3]
+    python experiments/limit_change_cost.py [--games leduc2p,leduc3p] [--hands 600] [--reps 3]
                                            [--change-hazard 1e-5] [--json] [--out FILE]
 """
 
@@ -24,10 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-if not __package__:  # run as a script: make benchmarks importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.sweep import emit_report, machine
+from oppmodel.clients.lab.reports import emit_report, machine
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model

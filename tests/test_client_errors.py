@@ -1,4 +1,4 @@
-"""Both clients raise only ``oppmodel.modeling.errors`` exceptions, as the README promises, against
+"""Both clients raise only ``oppmodel.modeling.errors`` exceptions, as docs/service.md says, against
 real servers: unreachable, silent, TLS on one side only, an untrusted certificate, a refused
 token."""
 

@@ -1,10 +1,15 @@
-"""The README's Python examples run as written (against a real server where they need one)."""
+"""The examples of the README and of ``docs/*.md`` run as written: Python blocks are executed
+(against a real server where they name one), and every command line of their shell blocks is
+parsed by its own argument parser (``oppmodel ...`` and the ``python benchmarks/...`` and ``python
+experiments/...`` scripts), so a flag that does not exist or a game file that is not there fails."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,33 +18,54 @@ from service_support import running_server
 from oppmodel.clients.cli import build_parser
 from oppmodel.modeling.games.acpc.bundled import game_path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+REPOSITORY = Path(__file__).resolve().parents[1]
+README = REPOSITORY / "README.md"
+DOCUMENTS = [README, *sorted((REPOSITORY / "docs").glob("*.md"))]
 DEFAULT_ADDRESS = "127.0.0.1:50051"
+SCRIPT_FOLDERS = ("benchmarks", "experiments")
 
 
-def test_the_readme_has_python_examples():
-    assert len(BLOCKS) >= 4
+def _blocks(language: str) -> list[tuple[str, str]]:
+    """(document name, block) of every ``language`` code block of the README and docs/."""
+    return [
+        (document.relative_to(REPOSITORY).as_posix(), block)
+        for document in DOCUMENTS
+        for block in re.findall(rf"```{language}\n(.*?)```", document.read_text(), re.S)
+    ]
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
+BLOCKS = _blocks("python")
+SHELL = _blocks("bash")
+
+
+def test_the_docs_have_python_examples_and_a_page_per_topic():
+    assert len(BLOCKS) >= 8
+    assert {"modeling", "service", "scale-out", "acpc", "perfect-information"} <= {
+        document.stem for document in DOCUMENTS
+    }
+    assert len(README.read_text().splitlines()) <= 250  # a door, not the house
+
+
+@pytest.mark.parametrize(
+    "index", range(len(BLOCKS)), ids=[f"{name}-{i}" for i, (name, _) in enumerate(BLOCKS)]
+)
 def test_readme_example_runs(index, tmp_path):
-    code = BLOCKS[index]
+    name, code = BLOCKS[index]
     if DEFAULT_ADDRESS not in code:
-        exec(compile(code, f"README.md example {index}", "exec"), {})
+        exec(compile(code, f"{name} example {index}", "exec"), {})
         return
     with running_server(tmp_path / "readme.sqlite") as port:
         code = code.replace(DEFAULT_ADDRESS, f"127.0.0.1:{port}")
-        exec(compile(code, f"README.md example {index}", "exec"), {})
+        exec(compile(code, f"{name} example {index}", "exec"), {})
 
 
-def _command_lines(text: str) -> list[list[str]]:
-    """Every ``oppmodel ...`` command line in shell text, as argv (comments, ``&&`` tails,
+def _command_lines(text: str, program: str = "oppmodel ") -> list[list[str]]:
+    """Every ``program ...`` command line in shell text, as argv (comments, ``&&`` tails,
     a trailing ``&`` and ``[--optional]`` parts dropped; lines using shell variables skipped)."""
     commands = []
     for line in text.replace("\\\n", " ").splitlines():
         code = line.split("#")[0]
-        start = code.find("oppmodel ")
+        start = code.find(program)
         if start < 0:
             continue
         command = code[start:].split("&&")[0].rstrip(" &")
@@ -51,9 +77,19 @@ def _command_lines(text: str) -> list[list[str]]:
 
 
 def _readme_commands() -> list[list[str]]:
-    """Every ``oppmodel ...`` command line of the README's shell examples, as argv."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
-    return [argv for block in blocks for argv in _command_lines(block)]
+    """Every ``oppmodel ...`` command line of the shell examples, as argv."""
+    return [argv for _, block in SHELL for argv in _command_lines(block)]
+
+
+def _script_commands() -> list[list[str]]:
+    """Every ``python benchmarks/X.py ...`` or ``python experiments/X.py ...`` command line of the
+    shell examples, as argv (the script first)."""
+    return [
+        argv
+        for _, block in SHELL
+        for argv in _command_lines(block, "python ")
+        if argv and argv[0].split("/")[0] in SCRIPT_FOLDERS
+    ]
 
 
 def _help_examples() -> list[list[str]]:
@@ -84,8 +120,7 @@ def _check_command(argv: list[str]) -> None:
 def test_readme_command_lines_paste_into_a_shell() -> None:
     """No ``[--optional]`` brackets in a command: a shell passes them on as text and the command
     stops at them; optional flags go in the comment."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
-    lines = [line for block in blocks for line in block.splitlines() if "oppmodel " in line]
+    lines = [line for _, block in SHELL for line in block.splitlines() if "oppmodel " in line]
     assert [line for line in lines if re.search(r"\[-", line.split("#")[0])] == []
 
 
@@ -93,8 +128,7 @@ def test_readme_dealers_run_in_the_background() -> None:
     """A dealer waits for its agents, so one started in the foreground blocks the agents'
     commands that follow it in the README's blocks (and its traffic floods the terminal
     without -q)."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
-    commands = [line.split("#")[0].strip() for block in blocks for line in block.splitlines()]
+    commands = [line.split("#")[0].strip() for _, block in SHELL for line in block.splitlines()]
     dealers = [command for command in commands if command.startswith("oppmodel dealer ")]
     assert dealers
     assert [d for d in dealers if not (d.endswith(" &") and " -q " in f"{d} ")] == []
@@ -105,7 +139,7 @@ def test_readme_commands_parse_and_name_games_that_exist(
     argv: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Run from the repository's root as the README is read."""
-    monkeypatch.chdir(README.parent)
+    monkeypatch.chdir(REPOSITORY)
     _check_command(argv)
 
 
@@ -121,3 +155,27 @@ def test_help_examples_parse_and_name_games_that_exist(
     example must be a bundled one (a file of the package's own is no name of the user's)."""
     monkeypatch.chdir(tmp_path)
     _check_command(argv)
+
+
+class _Parsed(Exception):
+    """Raised in place of running a script once its arguments parsed."""
+
+
+@pytest.mark.parametrize("argv", _script_commands(), ids=" ".join)
+def test_script_commands_name_scripts_that_exist_and_flags_they_take(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The script's own parser takes the command line (its main runs up to parsing, no further);
+    the scripts import as benchmarks.* and experiments.* (tests/conftest.py)."""
+    script = REPOSITORY / argv[0]
+    assert script.is_file()
+    module = importlib.import_module(".".join(Path(argv[0]).with_suffix("").parts))
+    parse = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(parser, args=None, namespace=None):
+        raise _Parsed(parse(parser, args, namespace))
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    monkeypatch.setattr(sys, "argv", [str(script), *argv[1:]])
+    with pytest.raises(_Parsed):
+        module.main()

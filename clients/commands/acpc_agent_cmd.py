@@ -50,7 +50,7 @@ actions of the reference dealer's rules.
 
 Fixed strategies: --agent cfr plays the game's solved strategy: the one bundled with the game
 ({", ".join(BUNDLED_STRATEGIES)}), else the one cached in the user's cache folder, else solved
-now with CFR+ and cached (see the README); --strategy FILE plays a strategy file (as `oppmodel
+now with CFR+ and cached (docs/modeling.md); --strategy FILE plays a strategy file (as `oppmodel
 solve` writes them: every position's [p_fold, p_call, p_raise] keyed by information-state strings
 such as "Js:" or "Ks/Qh:rc/cr"; a Kuhn game also reads OpenSpiel's "2ppb" keys, as `oppmodel eval`
 does); --agent example plays the reference example_player's weights. The styles

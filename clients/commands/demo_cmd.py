@@ -53,7 +53,7 @@ serve them with `oppmodel serve --db FILE` and query them (GetModel, GetResponse
 In Leduc the opponents are the bundled `cfr` agent (the game's CFR strategy, also MBBR's default
 strategy and prior mean) and the panel's styles, plain or diluted with cfr (`maniac@0.35`). A game
 file no bundle holds is solved on first use (the service keeps its solution in the SQLite file,
-this command in the user's cache folder for `cfr`): see the README, "A solved prior for every
+this command in the user's cache folder for `cfr`): docs/modeling.md, "A solved prior for every
 game".
 
 examples:

@@ -138,8 +138,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "What the server holds at most; going beyond one is refused with RESOURCE_EXHAUSTED "
         "naming it. Memory stays below about 250 MiB + ~300 MiB for the model workers' fork "
         "server and first worker (~100 MiB per further one) + --memory-mb + 1 MiB per "
-        "--max-streams + --max-message-kb per --max-rpcs (the README's server section has the "
-        "arithmetic).",
+        "--max-streams + --max-message-kb per --max-rpcs (docs/service.md has the arithmetic).",
     )
     limits.add_argument(
         "--max-sessions",

@@ -322,7 +322,7 @@ def _pm(mean: float, se: float | None) -> str:
 
 
 def markdown(report: dict) -> str:
-    """The report as the tables of benchmarks/RESULTS.md."""
+    """The report as the tables of experiments/RESULTS.md."""
     two = report["game"] == "leduc2p"
     unit = resolve_game(report["game"]).rate_unit.label
     columns = (

@@ -309,7 +309,7 @@ def _pm(estimate: dict) -> str:
 
 
 def markdown(report: dict) -> str:
-    """The report as the tables of benchmarks/RESULTS.md."""
+    """The report as the tables of experiments/RESULTS.md."""
     lines = []
     for game in report["games"]:
         lines += [

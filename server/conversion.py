@@ -187,7 +187,7 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
 
     A limit game's session applies the safety budget as a Kuhn session does (unset: MBBRConfig's;
     ``safety.py``); its change detection (``change.py``) is off unless asked for: a
-    bank of runs holds and snapshots up to 4 posteriors (benchmarks/RESULTS.md)."""
+    bank of runs holds and snapshots up to 4 posteriors (experiments/RESULTS.md)."""
     game_name, game, game_def = parse_game(config.game)
     opponent_labels = _labels(config, game.num_players, max_label_length)
     if config.method not in (pb.METHOD_UNSPECIFIED, pb.METHOD_MBBR):

@@ -190,7 +190,7 @@ def test_the_mixture_needs_the_dirichlet_posterior():
 @pytest.mark.parametrize(("name", "hands"), [("leduc2p", 1200), ("leduc3p", 600)])
 def test_on_the_real_logs_mbbr_predicts_at_least_as_well_as_counts_by_the_end(name, hands):
     """Replay from Alice's seat; the last third of the hands, every opponent decision (hidden
-    cards predicted by each method's marginal). The whole logs are in benchmarks/RESULTS.md."""
+    cards predicted by each method's marginal). The whole logs are in experiments/RESULTS.md."""
     game = limit_game(name)
     logged = read_log(LOGS[name]).hands[:hands]
     config = MBBRConfig(seed=2, prior="mixture", safety_budget=math.inf)  # no response asked

@@ -15,7 +15,7 @@ it. Two choices make the fit:
   settles on either suit) and its means strayed up to 0.2 from the exact posterior's on
   four-hand data sets, while CVB0 stays within 0.035 (tests enumerate the exact posterior) and
   reaches one fixed point whatever the order of the hands. On Kuhn its held-out log-loss is
-  within 0.0035 nats per hand of the mean-field fit's (``benchmarks/RESULTS.md``).
+  within 0.0035 nats per hand of the mean-field fit's (``experiments/RESULTS.md``).
 - **The fit is incremental (coordinate steps, one observation class at a time, as incremental
   EM does).** A Leduc match sees thousands of distinct observations, so nothing is refitted over
   all of them: each distinct observation class keeps its count and the responsibilities of its

@@ -252,8 +252,9 @@ def check_the_classes(game, posterior, hands, *, fixed_point: bool) -> None:
     class's own contribution, divided by the row total less the same."""
     distinct = list(dict.fromkeys(hands))  # the posterior numbers classes in first-seen order
     counts = [hands.count(obs) for obs in distinct]
-    starts = posterior._row_start.view()
-    resp = [posterior._resp.view()[starts[o] : starts[o + 1]] for o in range(len(distinct))]
+    _, tables = posterior.state()
+    starts = tables["row_start"]
+    resp = [tables["resp"][starts[o] : starts[o + 1]] for o in range(len(distinct))]
     options = [oracle.assignments(game, obs) for obs in distinct]
     expected = np.zeros_like(posterior.alpha0)
     for count, weights, explanations in zip(counts, resp, options, strict=True):
@@ -341,14 +342,14 @@ def test_expected_counts_are_the_sum_of_the_classes():
     for obs in random_hands(game, 500, seed=11):
         model.observe(obs)
     for p, posterior in enumerate(model._dirichlet):
-        counts, resp = posterior._counts.view(), posterior._resp.view()
-        rows, starts = posterior._row_start.view(), posterior._entry_start.view()
-        entries = posterior._entries.view()
-        expected = np.zeros_like(posterior._expected)
+        _, tables = posterior.state()
+        counts, resp, entries = tables["counts"], tables["resp"], tables["entries"]
+        rows, starts = tables["row_start"], tables["entry_start"]
+        expected = np.zeros_like(tables["expected"])
         for o, count in enumerate(counts):
             for r in range(rows[o], rows[o + 1]):
                 np.add.at(expected, entries[starts[r] : starts[r + 1]], count * resp[r])
-        np.testing.assert_allclose(posterior._expected, expected, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(tables["expected"], expected, rtol=0, atol=1e-9)
         alpha = posterior.alpha
         seats = [(p + d) % 3 for d in (1, 2)]
         np.testing.assert_allclose(

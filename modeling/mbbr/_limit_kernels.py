@@ -18,6 +18,122 @@ from oppmodel.modeling.mbbr._samples_kernels import normalise_rows
 NUM_ACTIONS = 3
 
 
+# The classes' tables of a Dirichlet posterior, packed in two arrays (one argument each):
+# ints = [classes, assignments, entries, hidden, cursor, and the capacities of the first three]
+# + row_start (classes + 1) + entry_start (assignments + 1) + entries + hidden (classes), each
+# at its capacity; floats = counts (classes) + resp (assignments) + scores (assignments).
+CURSOR = 4
+_HEADER = 8
+
+
+@njit(cache=True)
+def new_dirichlet_tables(classes, assignments, entries):
+    """Empty packed tables (no class) with room for the given numbers."""
+    classes, assignments, entries = max(classes, 16), max(assignments, 16), max(entries, 64)
+    ints = np.zeros(_HEADER + 2 * classes + assignments + entries + 2, dtype=np.int64)
+    ints[5], ints[6], ints[7] = classes, assignments, entries
+    return ints, np.zeros(classes + 2 * assignments)
+
+
+@njit(cache=True)
+def _sections(ints, floats):
+    """Views of every table at its capacity, and the scores scratch."""
+    c, r, e = ints[5], ints[6], ints[7]
+    row_start = ints[_HEADER : _HEADER + c + 1]
+    entry_start = ints[_HEADER + c + 1 : _HEADER + c + r + 2]
+    entries = ints[_HEADER + c + r + 2 : _HEADER + c + r + e + 2]
+    hidden = ints[_HEADER + c + r + e + 2 : _HEADER + 2 * c + r + e + 2]
+    return row_start, entry_start, entries, hidden, floats[:c], floats[c : c + r], floats[c + r :]
+
+
+@njit(cache=True)
+def dirichlet_tables(ints, floats):
+    """(row_start, entry_start, entries, hidden, counts, resp): the filled part of each table
+    (``dirichlet.py``'s state names them)."""
+    row_start, entry_start, entries, hidden, counts, resp, _ = _sections(ints, floats)
+    c, r, e, h = ints[0], ints[1], ints[2], ints[3]
+    return row_start[: c + 1], entry_start[: r + 1], entries[:e], hidden[:h], counts[:c], resp[:r]
+
+
+@njit(cache=True)
+def dirichlet_fits(ints, m, moves):
+    """Whether a class of ``m`` assignments of ``moves`` moves each fits in the tables."""
+    return ints[0] < ints[5] and ints[1] + m <= ints[6] and ints[2] + m * moves <= ints[7]
+
+
+@njit(cache=True)
+def grown_dirichlet_tables(ints, floats, m, moves):
+    """Tables holding what ``ints``/``floats`` do, with room for a class of ``m`` x ``moves``."""
+    grown_ints, grown_floats = new_dirichlet_tables(
+        2 * ints[5], max(2 * ints[6], ints[1] + m), max(2 * ints[7], ints[2] + m * moves)
+    )
+    grown_ints[:5] = ints[:5]
+    old = dirichlet_tables(ints, floats)
+    new = dirichlet_tables(grown_ints, grown_floats)
+    new[0][:] = old[0]
+    new[1][:] = old[1]
+    new[2][:] = old[2]
+    new[3][:] = old[3]
+    new[4][:] = old[4]
+    new[5][:] = old[5]
+    return grown_ints, grown_floats
+
+
+@njit(cache=True)
+def dirichlet_observe(ints, floats, o, new, refresh, alpha0, expected, scratch, profile, seats):
+    """One hand of class ``o`` (:func:`observe_class`); ``new``: its assignments' entries
+    (m, L), if the class is new (its number is then the next), else empty. Returns whether the
+    hand was added (if not, the tables changed only by the new class, at count 0)."""
+    row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
+    if new.shape[0] > 0:  # a new class: appended at count 0, uniform responsibilities
+        c, r, e, h = ints[0], ints[1], ints[2], ints[3]
+        m, moves = new.shape
+        counts[c] = 0.0
+        for i in range(m):
+            for j in range(moves):
+                entries[e + i * moves + j] = new[i, j]
+            entry_start[r + 1 + i] = e + moves * (i + 1)
+            resp[r + i] = 1.0 / m
+        row_start[c + 1] = r + m
+        if m > 1:
+            hidden[h] = c
+            ints[3] = h + 1
+        ints[0], ints[1], ints[2] = c + 1, r + m, e + m * moves
+    cursor, applied = observe_class(
+        o, 1.0, refresh, hidden, ints[3], ints[CURSOR], alpha0, expected, profile, seats, counts,
+        resp, row_start, entry_start, entries, scores, scratch[0], scratch[1],
+    )  # fmt: skip
+    ints[CURSOR] = cursor
+    return applied
+
+
+@njit(cache=True)
+def dirichlet_recount(ints, floats, expected):
+    """:func:`recount` of the packed tables."""
+    row_start, entry_start, entries, _, counts, resp = dirichlet_tables(ints, floats)
+    recount(expected, counts, resp, row_start, entry_start, entries)
+
+
+@njit(cache=True)
+def dirichlet_converge(ints, floats, alpha0, expected, scratch, profile, seats, tolerance, most):
+    """Sweeps of :func:`step_class` over every class with hidden cards, at most ``most``, until
+    no entry of ``expected`` moved by more than ``tolerance``; returns the sweeps made."""
+    row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
+    sweeps = 0
+    while ints[3] > 0 and sweeps < most:
+        sweeps += 1
+        change = 0.0
+        for o in hidden[: ints[3]]:
+            step = step_class(
+                o, 0.0, alpha0, expected, profile, seats, counts, resp, row_start, entry_start,
+                entries, scores, scratch[0], scratch[1],
+            )  # fmt: skip
+            change = max(change, step)
+        if change <= tolerance:
+            break
+    return sweeps
+
+
 @njit(cache=True)
 def observe_class(
     o, added, refresh, hidden, num_hidden, cursor, alpha0, expected, profile, seats, counts, resp,

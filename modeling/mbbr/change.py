@@ -79,7 +79,7 @@ class RunBank(Generic[RunT]):
         self._build_run = build_run
         self.runs: list[RunT] = [build_run()]
         self.starts: list[int] = [0]  # the hand each run began at
-        self.log_mass = np.zeros(1)  # normalised: logsumexp = 0
+        self.log_mass = np.zeros(1)
         self.serials: list[int] = [0]  # a number per run, never reused: which run plays
         # log h and log (1 - h), h the prior mass of a new run (h = 0: no run is ever opened)
         h = -math.expm1(GRID * math.log1p(-hazard))
@@ -91,9 +91,19 @@ class RunBank(Generic[RunT]):
         """Whether a hand's scores can move the masses (more than one run, or runs to come)."""
         return len(self.runs) > 1 or self.hazard > 0.0
 
+    @property
+    def log_mass(self) -> np.ndarray:
+        """Each run's log posterior mass, normalised (logsumexp = 0)."""
+        return self._log_mass
+
+    @log_mass.setter
+    def log_mass(self, log_mass: np.ndarray) -> None:
+        self._log_mass = log_mass
+        self._active = int(np.argmax(log_mass))
+
     def active(self) -> int:
         """The index of the most probable run: the first (oldest) of equals."""
-        return int(np.argmax(self.log_mass))
+        return self._active
 
     @property
     def model(self) -> RunT:
@@ -217,14 +227,15 @@ class ChangeDetectingModel(MBBRModel):
         """Weigh every run by its prediction of the hand, let every run observe it, and every
         ``GRID`` hands open a new run."""
         bank = self._bank
+        evidence = self._evidence_of(obs)  # validates
         if bank.weighing:
-            evidence = self._evidence_of(obs)  # validates
             profiles = [run._models_profile(p) for run in bank.runs]
             likelihoods = [hand_likelihood(evidence, p, profile) for profile in profiles]
             with np.errstate(divide="ignore"):  # a run that calls the hand impossible: -inf
                 bank.weigh(np.log(np.array(likelihoods)))
-        for run in bank.runs:
-            run.observe(obs)
+        for run in bank.runs:  # validated above: each run's own update
+            run._update(p, obs)
+            run.hands_observed += 1
         bank.advance(self.hands_observed + 1)
 
     # --- the most probable run's posterior --------------------------------------------------------

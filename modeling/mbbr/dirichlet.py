@@ -31,10 +31,10 @@ With every card seen this is the exact conjugate posterior at every hand.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr.evidence import Evidence
@@ -52,7 +52,8 @@ class DirichletPosterior:
 
     It keeps each opponent's posterior mean in the rows ``profile[seats[d - 1]]`` of a profile
     the caller owns (the models profile of this position, ready for the response kernels), up to
-    date hand by hand; the caller's own row is never touched.
+    date hand by hand; the caller's own row is never touched. The classes' tables are packed in
+    two arrays (``_limit_kernels.dirichlet_tables``), so a hand is one kernel call.
     """
 
     def __init__(
@@ -66,19 +67,23 @@ class DirichletPosterior:
         self._expected = np.zeros_like(self._alpha0)
         self.profile = profile
         self.seats = np.asarray(seats, dtype=np.int64)
-        self._own = np.zeros_like(self._alpha0)  # scratch of the kernel, kept zeroed
-        self._own_row = np.zeros_like(self._alpha0)
+        self._scratch = np.zeros((2, len(self._alpha0)))  # the kernel's, kept zeroed
         self._index: dict[object, int] = {}  # distinct observation -> its class
-        self._counts = _Growing(np.float64)  # times each class was seen
-        self._row_start = _Growing(np.int64, [0])  # its assignments: row_start[o]:row_start[o+1]
-        self._entry_start = _Growing(np.int64, [0])  # an assignment's moves, the same way
-        self._entries = _Growing(np.int64)  # flat (offset - 1, information set, action)
-        self._resp = _Growing(np.float64)  # each assignment's responsibility within its class
-        self._hidden = _Growing(np.int64)  # classes with more than one assignment
-        self._cursor = 0  # next of ``_hidden`` to refresh
-        self._scores = np.empty(1)
+        self._ints, self._floats = kernels.new_dirichlet_tables(16, 16, 64)
         self.version = 0  # bumped by every change of alpha
         self._write_means()
+        self._prior_profile = profile.copy()  # shared by :meth:`at_prior`'s posteriors
+
+    def at_prior(self) -> DirichletPosterior:
+        """A posterior like this one at the prior, no hands seen, with a profile of its own:
+        cheaper than building one (change detection opens one every few hands)."""
+        fresh = copy.copy(self)
+        fresh._expected = np.zeros_like(self._alpha0)
+        fresh.profile = self._prior_profile.copy()
+        fresh._index = {}
+        fresh._ints, fresh._floats = kernels.new_dirichlet_tables(16, 16, 64)
+        fresh.version = 0
+        return fresh
 
     @property
     def alpha(self) -> np.ndarray:
@@ -88,7 +93,7 @@ class DirichletPosterior:
     @property
     def num_classes(self) -> int:
         """Distinct observations seen."""
-        return len(self._counts)
+        return len(self._index)
 
     def observe(self, key: object, evidence: Callable[[], Evidence]) -> bool:
         """Add one hand and update incrementally. ``key`` identifies what was seen;
@@ -96,15 +101,18 @@ class DirichletPosterior:
         whether the hand was added: a step that would not end in finite parameters (not seen
         within the validated ranges of the prior; this is the guard) leaves everything as it
         was."""
-        o = self._index.get(key)
-        if o is None:
-            o = self._add_class(evidence())
-            self._index[key] = o
-        self._cursor, applied = kernels.observe_class(
-            o, 1.0, REFRESH_PER_HAND, self._hidden.view(), len(self._hidden), self._cursor,
-            self._alpha0, self._expected, self._flat_profile, self.seats, self._counts.view(),
-            self._resp.view(), self._row_start.view(), self._entry_start.view(),
-            self._entries.view(), self._scores, self._own, self._own_row,
+        o = self._index.get(key, -1)
+        entries = _NONE
+        if o < 0:
+            entries = evidence().entries
+            if not kernels.dirichlet_fits(self._ints, *entries.shape):
+                self._ints, self._floats = kernels.grown_dirichlet_tables(
+                    self._ints, self._floats, *entries.shape
+                )
+            o = self._index[key] = len(self._index)
+        applied = kernels.dirichlet_observe(
+            self._ints, self._floats, o, entries, REFRESH_PER_HAND, self._alpha0,
+            self._expected, self._scratch, self.profile.reshape(-1), self.seats,
         )  # fmt: skip
         self.version += applied
         return applied
@@ -114,19 +122,12 @@ class DirichletPosterior:
     ) -> int:
         """Steps over every class with hidden cards until no expected count moves by more than
         ``tolerance`` (the fixed point of the CVB0 equations); returns the sweeps made."""
-        kernels.recount(
-            self._expected, self._counts.view(), self._resp.view(), self._row_start.view(),
-            self._entry_start.view(), self._entries.view(),
-        )  # fmt: skip
+        kernels.dirichlet_recount(self._ints, self._floats, self._expected)
         self._write_means()
-        sweeps = 0
-        while len(self._hidden) and sweeps < max_sweeps:
-            sweeps += 1
-            change = 0.0
-            for o in self._hidden.view():
-                change = max(change, self._step(int(o)))
-            if change <= tolerance:
-                break
+        sweeps = kernels.dirichlet_converge(
+            self._ints, self._floats, self._alpha0, self._expected, self._scratch,
+            self.profile.reshape(-1), self.seats, tolerance, max_sweeps,
+        )  # fmt: skip
         self.version += 1
         return sweeps
 
@@ -146,18 +147,12 @@ class DirichletPosterior:
         ``counts``, ``row_start``, ``entry_start``, ``entries``, ``resp``, ``hidden``, ``cursor``
         (0-d) and ``means`` (the opponents' rows of the profile, which the kernels update row by
         row and so are kept as they are rather than recomputed)."""
-        arrays = {
-            "expected": self._expected.copy(),
-            "counts": self._counts.view().copy(),
-            "row_start": self._row_start.view().copy(),
-            "entry_start": self._entry_start.view().copy(),
-            "entries": self._entries.view().copy(),
-            "resp": self._resp.view().copy(),
-            "hidden": self._hidden.view().copy(),
-            "cursor": np.array(self._cursor, dtype=np.int64),
-            "means": self.profile[self.seats].copy(),
-        }
-        return list(self._index), arrays
+        tables = kernels.dirichlet_tables(self._ints, self._floats)
+        arrays = {name: table.copy() for name, table in zip(_TABLES, tables, strict=True)}
+        arrays["expected"] = self._expected.copy()
+        arrays["cursor"] = np.array(self._ints[kernels.CURSOR], dtype=np.int64)
+        arrays["means"] = self.profile[self.seats].copy()
+        return list(self._index), {name: arrays[name] for name in _STATE_ALL}
 
     def restore(self, keys: Sequence[object], state: dict[str, np.ndarray]) -> None:
         """Set what ``state()`` of a posterior with the same prior returned; SnapshotError, with
@@ -183,89 +178,32 @@ class DirichletPosterior:
             or not 0 <= cursor <= max(len(hidden) - 1, 0)
         ):
             raise SnapshotError("snapshot tables of the Dirichlet posterior are not consistent")
+        ints, floats = kernels.new_dirichlet_tables(m, len(resp), len(entries))
+        sizes = (m, len(resp), len(entries), len(hidden), cursor)
+        ints[: len(sizes)] = sizes
+        tables = kernels.dirichlet_tables(ints, floats)
+        values = (row_start, entry_start, entries, hidden, counts, resp)
+        for table, value in zip(tables, values, strict=True):
+            table[:] = value
+        self._ints, self._floats = ints, floats
         self._expected[:] = expected
         self._index = {key: o for o, key in enumerate(keys)}
-        self._counts = _Growing(np.float64, counts)
-        self._row_start = _Growing(np.int64, row_start)
-        self._entry_start = _Growing(np.int64, entry_start)
-        self._entries = _Growing(np.int64, entries)
-        self._resp = _Growing(np.float64, resp)
-        self._hidden = _Growing(np.int64, hidden)
-        self._cursor = cursor
-        self._scores = np.empty(max(1, int(rows.max(initial=1))))
         self.profile[self.seats] = means
         self.version += 1
 
     def nbytes(self) -> int:
         """Approximate bytes held: the arrays (at capacity) and the index of observations."""
-        tables = (self._counts, self._row_start, self._entry_start, self._entries, self._resp)
-        arrays = [self.alpha0, self._expected, self._own, self._own_row, self._scores]
-        arrays += [t._data for t in (*tables, self._hidden)]
+        arrays = [self.alpha0, self._expected, self._scratch, self._ints, self._floats]
         return array_bytes(arrays) + len(self._index) * ENTRY_BYTES
-
-    # --- internals -------------------------------------------------------------------------------
-
-    @property
-    def _flat_profile(self) -> np.ndarray:
-        return self.profile.reshape(-1)
 
     def _write_means(self) -> None:
         alpha = self.alpha
         self.profile[self.seats] = alpha / alpha.sum(axis=2, keepdims=True)
 
-    def _step(self, o: int) -> float:
-        return kernels.step_class(
-            o, 0.0, self._alpha0, self._expected, self._flat_profile, self.seats,
-            self._counts.view(), self._resp.view(), self._row_start.view(),
-            self._entry_start.view(), self._entries.view(), self._scores, self._own,
-            self._own_row,
-        )  # fmt: skip
 
-    def _add_class(self, evidence: Evidence) -> int:
-        flat = evidence.entries
-        o = len(self._counts)
-        self._counts.append([0.0])
-        self._entries.append(flat.ravel())
-        base = len(self._entries) - flat.size
-        self._entry_start.append(base + flat.shape[1] * np.arange(1, len(flat) + 1))
-        self._row_start.append([len(self._entry_start) - 1])
-        self._resp.append(np.full(len(flat), 1.0 / len(flat)))
-        if len(flat) > 1:
-            self._hidden.append([o])
-            if len(flat) > len(self._scores):
-                self._scores = np.empty(len(flat))
-        return o
-
-
-class _Growing:
-    """An append-only array with amortised O(1) appends; ``view()`` is the filled part."""
-
-    def __init__(
-        self,
-        dtype: npt.DTypeLike,
-        initial: Sequence[float] | np.ndarray = (),
-        width: int | None = None,
-    ) -> None:
-        shape = (max(16, len(initial)),) if width is None else (16, width)
-        self._data = np.zeros(shape, dtype=dtype)
-        self._size = 0
-        if len(initial):
-            self.append(initial)
-
-    def __len__(self) -> int:
-        return self._size
-
-    def append(self, rows: npt.ArrayLike) -> None:
-        rows = np.asarray(rows, dtype=self._data.dtype).reshape(-1, *self._data.shape[1:])
-        end = self._size + len(rows)
-        if end > len(self._data):
-            grown = np.zeros(
-                (max(end, 2 * len(self._data)), *self._data.shape[1:]), self._data.dtype
-            )
-            grown[: self._size] = self._data[: self._size]
-            self._data = grown
-        self._data[self._size : end] = rows
-        self._size = end
-
-    def view(self) -> np.ndarray:
-        return self._data[: self._size]
+_NONE = np.zeros((0, 0), dtype=np.int64)  # no new class's entries
+# the arrays of ``_limit_kernels.dirichlet_tables``, as ``state()`` names them
+_TABLES = ("row_start", "entry_start", "entries", "hidden", "counts", "resp")
+# ``state()``'s arrays, in the order snapshots have always stored them
+_STATE = ("expected", "counts", "row_start", "entry_start", "entries", "resp", "hidden", "cursor")
+_STATE_ALL = (*_STATE, "means")

@@ -160,10 +160,7 @@ class DirichletModel(MBBRModel):
         self,
     ) -> tuple[list[DirichletPosterior], list[TypedPrior] | None, list[MixturePrior] | None]:
         """New fits (and typed or mixture priors) at the prior, built from this model's."""
-        fresh = [
-            DirichletPosterior(post.alpha0, self.default_strategy.copy(), post.seats)
-            for post in self._dirichlet
-        ]
+        fresh = [post.at_prior() for post in self._dirichlet]
         types = self._types and [TypedPrior(t.clipped, t.support, t.legal) for t in self._types]
         mixture = self._mixture and [
             MixturePrior(self.game, m.informed_alpha0, m.seats, self.default_strategy)

@@ -54,13 +54,18 @@ def add_mbbr_arguments(
     """Add MBBR's parameters as ``--mbbr-*`` flags (defaults as in MBBRConfig; with
     ``limit_prior``, ``--mbbr-prior`` defaults to None, which :func:`mbbr_config` reads as that
     prior in a limit game and MBBRConfig's elsewhere)."""
-    defaults = MBBRConfig()
-    prior_default = (
-        f"{defaults.prior}; in a limit game {limit_prior}" if limit_prior else "%(default)s"
-    )
     group = parser.add_argument_group(
         "MBBR parameters (Ganzfried et al. 2024's, except the posterior: Dirichlet by default)"
     )
+    defaults = MBBRConfig()
+    _add_posterior_arguments(group, defaults)
+    _add_prior_arguments(group, defaults, limit_prior)
+    _add_play_arguments(group, defaults)
+    add_prior_strategy_argument(group)
+
+
+def _add_posterior_arguments(group: argparse._ArgumentGroup, defaults: MBBRConfig) -> None:
+    """Which posterior MBBR keeps (and its samples) and what it responds to."""
     group.add_argument(
         "--mbbr-posterior",
         choices=Posterior.names(),
@@ -82,6 +87,15 @@ def add_mbbr_arguments(
         default=defaults.response,
         help="mean: best response to the opponents' mean models (paper); bayes: exact Bayesian "
         "best response to the joint posterior (%(default)s)",
+    )
+
+
+def _add_prior_arguments(
+    group: argparse._ArgumentGroup, defaults: MBBRConfig, limit_prior: Prior | None
+) -> None:
+    """The prior over the opponents' strategies: its kind, clipping and concentrations."""
+    prior_default = (
+        f"{defaults.prior}; in a limit game {limit_prior}" if limit_prior else "%(default)s"
     )
     group.add_argument(
         "--mbbr-prior",
@@ -116,6 +130,11 @@ def add_mbbr_arguments(
         "plays like the prior mean, weighed against the others by the revealed moves "
         "(%(default)s)",
     )
+
+
+def _add_play_arguments(group: argparse._ArgumentGroup, defaults: MBBRConfig) -> None:
+    """When MBBR leaves its default strategy, how far (the safety budget), and when it forgets
+    (change detection)."""
     group.add_argument(
         "--mbbr-hands-default",
         "--mbbr-h",
@@ -144,7 +163,6 @@ def add_mbbr_arguments(
         "detection over a bank of posteriors follows opponents who switch style; 0 assumes they "
         "never do, as Ganzfried et al. 2024 assume (%(default)s)",
     )
-    add_prior_strategy_argument(group)
 
 
 def add_prior_strategy_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

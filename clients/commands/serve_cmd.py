@@ -84,6 +84,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_address_and_store(parser)
+    _add_ray(parser)
+    _add_access(parser)
+    _add_limits(parser)
+    _add_durability_and_processes(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_address_and_store(parser: argparse.ArgumentParser) -> None:
+    """Where the server listens and where it keeps the sessions."""
     parser.add_argument(
         "--host",
         help=f"address to bind (default {ServerConfig.host}, loopback only); not with --ray, "
@@ -101,6 +111,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="where the sessions are stored: a SQLite file, or a postgresql:// URL or libpq "
         "connection string ('host=... dbname=...')",
     )
+
+
+def _add_ray(parser: argparse.ArgumentParser) -> None:
+    """Serving from Ray Serve replicas instead of this process."""
     ray = parser.add_argument_group("Ray Serve (see below)")
     ray.add_argument(
         "--ray",
@@ -119,6 +133,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=RayServeConfig.replicas,
         help="replicas with --ray (default %(default)s)",
     )
+
+
+def _add_access(parser: argparse.ArgumentParser) -> None:
+    """Who may call (TLS, bearer tokens) and where the metrics are read."""
     parser.add_argument("--tls-cert", help="PEM certificate chain (with --tls-key: serve TLS)")
     parser.add_argument("--tls-key", help="PEM private key")
     parser.add_argument(
@@ -133,6 +151,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="serve Prometheus /metrics on this port (0 picks a free one and prints it); with "
         "--ray, on 127.0.0.1 from this process, every replica's series labelled 'replica'",
     )
+
+
+def _add_limits(parser: argparse.ArgumentParser) -> None:
+    """What the server holds at most (sessions, samples, memory, streams, message size, calls)."""
     limits = parser.add_argument_group(
         "limits",
         "What the server holds at most; going beyond one is refused with RESOURCE_EXHAUSTED "
@@ -193,6 +215,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=ServerConfig.max_rpcs,
         help="calls in progress at once, streams included (default %(default)s)",
     )
+
+
+def _add_durability_and_processes(parser: argparse.ArgumentParser) -> None:
+    """How often a session is snapshotted, how durably stored, and which processes compute."""
     parser.add_argument(
         "--snapshot-hands",
         type=positive_int,
@@ -222,7 +248,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="SQLite durability: FULL survives power loss, NORMAL only a crash of the process "
         "(a PostgreSQL store follows its server's settings)",
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -42,6 +42,7 @@ examples:
   oppmodel spades-match --deal-sequences 100 --json       # paper size (600 games per row)
 """
 
+Pair = tuple[str, str]  # (type A, type B) of an experiment
 
 # what each column of the text table means (the printed legend)
 LEGEND = {
@@ -149,8 +150,22 @@ def run(args: argparse.Namespace) -> int:
         )
     elapsed = time.perf_counter() - t0
     summaries = {p: result.summary(*p) for p in pairs}
-    have = set(result.games) | {(b, b) for b in args.opponents}  # A v. A is 50% by symmetry
-    gains: dict[tuple[str, str], dict[str, M.Estimate]] = {}
+    gains = _paired_gains(result, pairs, args.opponents)
+    if args.json:
+        _print_json(args, summaries, gains, elapsed)
+    else:
+        _print_table(args, summaries, gains, elapsed)
+    return 0
+
+
+def _paired_gains(
+    result: M.MatchResult, pairs: list[Pair], opponents: list[str]
+) -> dict[Pair, dict[str, M.Estimate]]:
+    """Per (candidate, max^n opponent) pair, the paired win-share differences the match allows:
+    %Gain over max^n with the wrong model, %Loss to it with the correct one, %Gain over
+    soft-max^n (keys gain, loss, gain_vs_soft)."""
+    have = set(result.games) | {(b, b) for b in opponents}  # A v. A is 50% by symmetry
+    gains: dict[Pair, dict[str, M.Estimate]] = {}
     for a, b in pairs:
         if a in MAXN_TYPES or b not in MAXN_TYPES:
             continue
@@ -165,24 +180,42 @@ def run(args: argparse.Namespace) -> int:
             row["gain_vs_soft"] = result.win_difference((a, b), (f"{own}_g", b))
         if row:
             gains[(a, b)] = row
-    if args.json:
-        rows = []
-        for p, s in summaries.items():
-            summary_row = _row(s)
-            for name, est in gains.get(p, {}).items():
-                summary_row[f"{name}_pct"] = [est.mean, est.half_width]
-            rows.append(summary_row)
-        out = {
-            "seed": args.seed,
-            "eps": args.eps,
-            "hand_size": args.hand_size,
-            "target": args.target,
-            "deal_sequences": args.deal_sequences,
-            "seconds": elapsed,
-            "experiments": rows,
-        }
-        print(json.dumps(out, indent=2))
-        return 0
+    return gains
+
+
+def _print_json(
+    args: argparse.Namespace,
+    summaries: dict[Pair, M.ExperimentSummary],
+    gains: dict[Pair, dict[str, M.Estimate]],
+    elapsed: float,
+) -> None:
+    """The settings and a row per experiment, the paired gains included, as JSON."""
+    rows = []
+    for p, s in summaries.items():
+        summary_row = _row(s)
+        for name, est in gains.get(p, {}).items():
+            summary_row[f"{name}_pct"] = [est.mean, est.half_width]
+        rows.append(summary_row)
+    out = {
+        "seed": args.seed,
+        "eps": args.eps,
+        "hand_size": args.hand_size,
+        "target": args.target,
+        "deal_sequences": args.deal_sequences,
+        "seconds": elapsed,
+        "experiments": rows,
+    }
+    print(json.dumps(out, indent=2))
+
+
+def _print_table(
+    args: argparse.Namespace,
+    summaries: dict[Pair, M.ExperimentSummary],
+    gains: dict[Pair, dict[str, M.Estimate]],
+    elapsed: float,
+) -> None:
+    """The text table: a row per experiment, the gain columns the match allows, and a legend of
+    the columns shown."""
     print(
         f"{args.deal_sequences} deal sequences x 6 seatings per row, games to {args.target}, "
         f"{args.hand_size} cards, eps {args.eps}, seed {args.seed} ({elapsed:.0f} s)"
@@ -212,4 +245,3 @@ def run(args: argparse.Namespace) -> int:
         if s.learned_pairs:
             line += f"{s.leaned_true:>12.1f}%{s.far_off:>8.1f}%"
         print(line)
-    return 0

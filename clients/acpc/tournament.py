@@ -162,19 +162,7 @@ def play_tournament_match(
 
     dealer_err = (out / f"{match}.err").open("w", encoding="utf-8")
     dealer = MatchDealer(
-        DealerConfig(
-            match=match,
-            game_file=config.game_file,
-            game=config.game,
-            hands=config.hands,
-            seed=config.seed + duplicate,
-            names=names,
-            quiet=True,
-            log_path=out / f"{match}.log",
-            t_response_ms=config.t_response_ms,
-            start_timeout_ms=config.start_timeout_ms,
-            version_timeout_ms=config.t_response_ms,
-        ),
+        _dealer_config(config, match, names, duplicate),
         stdout=io.StringIO(),
         stderr=dealer_err,
         on_hand=record,
@@ -187,20 +175,11 @@ def play_tournament_match(
         ports = dealer.listen()
         for seat, (agent, port) in enumerate(zip(agents, ports, strict=True)):
             if agent.builtin is None:
-                argv = [*shlex.split(agent.command), HOST, str(port)]
-                output = out / f"{match}.seat{seat + 1}.{agent.name}"
-                with (
-                    output.with_name(output.name + ".out").open("wb") as so,
-                    output.with_name(output.name + ".err").open("wb") as se,
-                ):
-                    process = subprocess.Popen(argv, stdout=so, stderr=se)
-                processes.append((f"seat {seat + 1} agent {agent.name}", process, se.name))
+                processes.append(_start_external(agent, port, seat, out / match))
                 continue
+            seed = _agent_seed(config.seed, duplicate, seating_index, seat)
             policy = make_policy(
-                agent.builtin,
-                config.game,
-                _agent_seed(config.seed, duplicate, seating_index, seat),
-                prior_strategy=config.mbbr_prior_strategy,
+                agent.builtin, config.game, seed, prior_strategy=config.mbbr_prior_strategy
             )
             thread = threading.Thread(
                 target=_run_builtin,
@@ -224,14 +203,7 @@ def play_tournament_match(
         finished.set()
         dealer.close()
         dealer_err.close()
-        for thread in threads:
-            thread.join(timeout=10)
-        for _, process, _ in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        _wait_for_agents(threads, [process for _, process, _ in processes])
     if outcome.status != 0:
         crashed = "".join(
             f"; seat {seat + 1} agent failed: {r!r}"
@@ -243,6 +215,54 @@ def play_tournament_match(
             f"(the dealer's log: {out / (match + '.err')})"
         )
     return MatchRecord(duplicate, names, out / f"{match}.log", payoffs)
+
+
+def _dealer_config(
+    config: TournamentConfig, match: str, names: tuple[str, ...], duplicate: int
+) -> DealerConfig:
+    """The dealer of one match: the duplicate set's card seed, the tournament's time limits, its
+    log beside the match's other files."""
+    return DealerConfig(
+        match=match,
+        game_file=config.game_file,
+        game=config.game,
+        hands=config.hands,
+        seed=config.seed + duplicate,
+        names=names,
+        quiet=True,
+        log_path=config.out_dir / f"{match}.log",
+        t_response_ms=config.t_response_ms,
+        start_timeout_ms=config.start_timeout_ms,
+        version_timeout_ms=config.t_response_ms,
+    )
+
+
+def _start_external(
+    agent: AgentSpec, port: int, seat: int, match_path: Path
+) -> tuple[str, subprocess.Popen, str]:
+    """Start an external agent's command with ``HOST PORT`` appended, its stdout and stderr in
+    files beside the match's; (who, the process, its stderr file)."""
+    argv = [*shlex.split(agent.command), HOST, str(port)]
+    output = match_path.with_name(f"{match_path.name}.seat{seat + 1}.{agent.name}")
+    with (
+        output.with_name(output.name + ".out").open("wb") as so,
+        output.with_name(output.name + ".err").open("wb") as se,
+    ):
+        process = subprocess.Popen(argv, stdout=so, stderr=se)
+    return f"seat {seat + 1} agent {agent.name}", process, se.name
+
+
+def _wait_for_agents(threads: list[threading.Thread], processes: list[subprocess.Popen]) -> None:
+    """Join the built-in agents' threads and reap the external agents' processes (killing one
+    that has not exited 10 s after the match)."""
+    for thread in threads:
+        thread.join(timeout=10)
+    for process in processes:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _watch_processes(

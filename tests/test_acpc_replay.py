@@ -17,15 +17,10 @@ from acpc_support import DATA, GAME, replay_command_json
 from service_support import connected
 
 from oppmodel.clients.acpc.log import LoggedHand, read_log
-from oppmodel.clients.acpc.replay import (
-    LocalModels,
-    Prediction,
-    ServiceModels,
-    replay,
-    seat_offsets,
-)
+from oppmodel.clients.acpc.replay import LocalModels, ServiceModels, replay, seat_offsets
 from oppmodel.clients.acpc.replay_games import OpponentDecision
 from oppmodel.clients.acpc.replay_report import METHODS, column_legend, format_report
+from oppmodel.clients.acpc.replay_scoring import Prediction
 from oppmodel.clients.cli import main
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import HandState

@@ -37,23 +37,16 @@ column.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from oppmodel.clients.acpc.convert import session_game
 from oppmodel.clients.acpc.log import LoggedHand
-from oppmodel.clients.acpc.replay_games import OpponentDecision, ReplayGame
-from oppmodel.clients.acpc.replay_report import (
-    HIDDEN_METHODS,
-    Curve,
-    OpponentReport,
-    ReplayReport,
-    Score,
-)
+from oppmodel.clients.acpc.replay_games import ReplayGame
+from oppmodel.clients.acpc.replay_report import ReplayReport
+from oppmodel.clients.acpc.replay_scoring import Scoring
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
@@ -61,8 +54,6 @@ from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation
-
-LATE_SHARE = 3  # "by the end of the log": the scores of its last third of hands as well
 
 
 class ModelSource(Protocol):
@@ -197,68 +188,6 @@ def seat_offsets(hands: Sequence[LoggedHand], name: str) -> tuple[str, ...]:
     return labels
 
 
-@dataclass(frozen=True)
-class Prediction:
-    """How each method predicted one opponent decision, before learning from its hand."""
-
-    hand: int  # index of the hand among the ones replayed
-    offset: int  # the opponent's seats after us
-    position: int  # the opponent's position in that hand
-    round: int  # the betting round of the decision
-    log_loss: dict[str, float]  # method -> -ln P(action taken)
-    correct: dict[str, bool]  # method -> its most probable action (ties: the lowest) was taken
-
-    @classmethod
-    def scored(
-        cls, *, hand: int, offset: int, dec: OpponentDecision, predicted: dict[str, np.ndarray]
-    ) -> Prediction:
-        """The record of ``predicted`` (method -> action probabilities) against the action."""
-        return cls(
-            hand,
-            offset,
-            dec.position,
-            dec.round,
-            {m: -math.log(float(pr[dec.action])) for m, pr in predicted.items()},
-            {m: most_probable(pr) == dec.action for m, pr in predicted.items()},
-        )
-
-
-TIE = 1e-12  # probabilities this close are a tie: a sum's rounding must not break it
-
-
-def most_probable(probs: np.ndarray) -> int:
-    """The most probable action, ties (within ``TIE``) to the lowest action code."""
-    return int(np.flatnonzero(probs >= probs.max() - TIE)[0])
-
-
-class _Counts:
-    """Laplace-smoothed action counts per (offset, opponent position, infoset), over the legal
-    actions of the information set."""
-
-    def __init__(self, game: ReplayGame, opponents: int) -> None:
-        self.game = game
-        shape = (opponents, game.num_players, game.num_infosets, game.num_actions)
-        self.n = np.zeros(shape)
-        # each position's legal actions per information set, for the tables
-        self.legal = np.array(
-            [[game.legal(q, i) for i in range(game.num_infosets)] for q in range(game.num_players)]
-        )
-
-    def predict(self, d: int, q: int, infoset: int) -> np.ndarray:
-        row = self.n[d - 1, q, infoset]
-        legal = self.game.legal(q, infoset)
-        return np.where(legal, row + 1.0, 0.0) / (row.sum() + legal.sum())
-
-    def add(self, d: int, q: int, infoset: int, action: int) -> None:
-        self.n[d - 1, q, infoset, action] += 1
-
-    def table(self, d: int, q: int) -> np.ndarray:
-        """(num_infosets, num_actions) every prediction for the opponent at offset ``d`` in
-        position ``q`` (padding rows of a limit game: its legal mask's call)."""
-        rows, legal = self.n[d - 1, q], self.legal[q]
-        return np.where(legal, rows + 1.0, 0.0) / (rows.sum(axis=1) + legal.sum(axis=1))[:, None]
-
-
 def replay(
     game: LimitGame,
     hands: Sequence[LoggedHand],
@@ -275,14 +204,8 @@ def replay(
     labels = seat_offsets(hands, name)
     source = source_factory(labels)
     priors = {(d, q): source.model(d, q)[0] for d in range(1, n) for q in range(n)}
-    counts = _Counts(rules, n - 1)
-    bayes = rules.learner(n - 1, max(2 * len(hands), 1))  # Kuhn: at most 2 actions a hand
-    records: list[Prediction] = []
-    hidden_records: list[Prediction] = []  # the same, for decisions whose card NAME never saw
-    sample_hands: list[int] = []  # hands (1-based) after which a scored decision was made
-    every_hands: list[int] = []  # the same, any decision
+    scoring = Scoring(rules, priors, len(hands))
     pending: list[LimitObservation] = []
-    played = showdowns = unscored = 0
     models: dict[int, np.ndarray] = {}  # the opponents' models, refreshed before each decision
     for hand in hands:
         if name not in hand.names:
@@ -290,135 +213,24 @@ def replay(
         p = hand.names.index(name)
         obs = rules.observation(hand, p)
         decisions = rules.decisions(hand, obs)
-        visible = [dec for dec in decisions if dec.infoset is not None]
-        hidden = [i for i, dec in enumerate(decisions) if dec.infoset is None]
-        unscored += len(hidden)
         if decisions:
             source.observe(pending)
             pending = []
             models = {(p + d) % n: source.model(d, (p + d) % n)[0] for d in range(1, n)}
-        if hidden:
-            tables = {
-                "prior": {(p + d) % n: priors[d, (p + d) % n] for d in range(1, n)},
-                "counts": {(p + d) % n: counts.table(d, (p + d) % n) for d in range(1, n)},
-                "mbbr": models,
-            }
-            for i in hidden:
-                dec = decisions[i]
-                predicted = {
-                    m: rules.hidden_prediction(tables[m], obs, decisions, i) for m in HIDDEN_METHODS
-                }
-                hidden_records.append(
-                    Prediction.scored(
-                        hand=played, offset=(dec.position - p) % n, dec=dec, predicted=predicted
-                    )
-                )
-        if visible:
-            showdowns += 1
-            for dec in visible:
-                d, q, infoset = (dec.position - p) % n, dec.position, dec.infoset
-                assert infoset is not None
-                predicted = {
-                    "prior": priors[d, q][infoset],
-                    "counts": counts.predict(d, q, infoset),
-                    **({"naive-bayes": bayes.predict(d, dec)} if bayes else {}),
-                    "mbbr": models[q][infoset],
-                }
-                records.append(
-                    Prediction.scored(hand=played, offset=d, dec=dec, predicted=predicted)
-                )
-            for dec in visible:
-                d = (dec.position - p) % n
-                assert dec.infoset is not None
-                counts.add(d, dec.position, dec.infoset, dec.action)
-                if bayes:
-                    bayes.add(d, dec)
-            if bayes:
-                for d in {(dec.position - p) % n for dec in visible}:
-                    bayes.retrain(d)
-            sample_hands.append(played + 1)
-        if decisions:
-            every_hands.append(played + 1)
+        scoring.add_hand(p, obs, decisions, models)
         pending.append(obs)
-        played += 1
         if progress is not None:
             progress(1)
     source.observe(pending)
-    methods = rules.methods
-    every = sorted(records + hidden_records, key=lambda r: r.hand)  # stable: scored first
-    late = played - played // LATE_SHARE  # the first hand of the end of the log
-    rows = []
-    for d in range(1, n):
-        for q in range(n):
-            mine = [r for r in records if (r.offset, r.position) == (d, q)]
-            model, ess = source.model(d, q)
-            rows.append(
-                OpponentReport(
-                    opponent=labels[d - 1],
-                    position=q,
-                    our_position=(q - d) % n,
-                    scores=_scores(mine, methods),
-                    hidden_scores=_scores(
-                        [r for r in hidden_records if (r.offset, r.position) == (d, q)],
-                        HIDDEN_METHODS,
-                    ),
-                    model={
-                        key: tuple(float(x) for x in model[i])
-                        for i, key in enumerate(rules.infoset_strings(q))
-                    },
-                    effective_sample_size=float(ess),
-                )
-            )
-    source.close()
-    return ReplayReport(
-        name=name,
-        hands=played,
-        showdown_hands=showdowns,
-        scored_decisions=len(records),
-        unscored_decisions=unscored,
-        config=config,
-        opponents=tuple(rows),
-        overall=_scores(records, methods),
-        hidden=_scores(hidden_records, HIDDEN_METHODS),
-        curve=_curve(records, sample_hands, methods),
-        every=_scores(every, HIDDEN_METHODS),
-        every_curve=_curve(every, every_hands, HIDDEN_METHODS),
-        session_id=getattr(source, "session_id", None),
-        methods=methods,
-        rounds=tuple(
-            _scores([r for r in records if r.round == k], methods) for k in range(rules.num_rounds)
-        ),
-        late_hands=played - late,
-        late=_scores([r for r in records if r.hand >= late], methods),
-        late_every=_scores([r for r in every if r.hand >= late], HIDDEN_METHODS),
-        every_rounds=tuple(
-            _scores([r for r in every if r.round == k], HIDDEN_METHODS)
-            for k in range(rules.num_rounds)
-        ),
+    opponents = tuple(
+        scoring.opponent_report(d, q, labels[d - 1], *source.model(d, q))
+        for d in range(1, n)
+        for q in range(n)
     )
-
-
-def _scores(records: list[Prediction], methods: tuple[str, ...]) -> dict[str, Score]:
-    if not records:
-        return {m: Score(0, math.nan, math.nan) for m in methods}
-    return {
-        m: Score(
-            len(records),
-            float(np.mean([r.log_loss[m] for r in records])),
-            float(np.mean([r.correct[m] for r in records])),
-        )
-        for m in methods
-    }
-
-
-def _curve(records: list[Prediction], sample_hands: list[int], methods: tuple[str, ...]) -> Curve:
-    """Running means after each hand that had scored decisions."""
-    if not records:
-        empty = {m: np.array([]) for m in methods}
-        return Curve(np.array([], dtype=np.int64), empty, empty)
-    hand_of = np.array([r.hand for r in records])
-    last = np.searchsorted(hand_of, np.array(sample_hands) - 1, side="right") - 1
-    count = np.arange(1, len(records) + 1)
-    loss = {m: np.cumsum([r.log_loss[m] for r in records])[last] / count[last] for m in methods}
-    acc = {m: np.cumsum([r.correct[m] for r in records])[last] / count[last] for m in methods}
-    return Curve(np.array(sample_hands), loss, acc)
+    source.close()
+    return scoring.report(
+        name=name,
+        config=config,
+        opponents=opponents,
+        session_id=getattr(source, "session_id", None),
+    )

@@ -1,7 +1,8 @@
 """The examples of the README and of ``docs/*.md`` run as written: Python blocks are executed
 (against a real server where they name one), and every command line of their shell blocks is
 parsed by its own argument parser (``oppmodel ...`` and the ``python benchmarks/...`` and ``python
-experiments/...`` scripts), so a flag that does not exist or a game file that is not there fails."""
+experiments/...`` scripts), so a flag that does not exist or a game file that is not there fails.
+So are the commands quoted beside the current figures of both RESULTS.md files."""
 
 from __future__ import annotations
 
@@ -77,19 +78,30 @@ def _command_lines(text: str, program: str = "oppmodel ") -> list[list[str]]:
 
 
 def _readme_commands() -> list[list[str]]:
-    """Every ``oppmodel ...`` command line of the shell examples, as argv."""
-    return [argv for _, block in SHELL for argv in _command_lines(block)]
+    """Every ``oppmodel ...`` command line of the shell examples and of the current figures, as
+    argv."""
+    shell = [argv for _, block in SHELL for argv in _command_lines(block)]
+    return shell + _current_commands("oppmodel ")
+
+
+def _current_commands(program: str) -> list[list[str]]:
+    """The commands that made the current figures of benchmarks/RESULTS.md and
+    experiments/RESULTS.md (inline code before ``# History``), those run by ``program``."""
+    found = []
+    for folder in SCRIPT_FOLDERS:
+        current = (REPOSITORY / folder / "RESULTS.md").read_text().split("\n# History\n")[0]
+        for code in re.findall(r"`([^`]+)`", current):
+            if code.startswith(program):
+                found += _command_lines(code, program)
+    return found
 
 
 def _script_commands() -> list[list[str]]:
     """Every ``python benchmarks/X.py ...`` or ``python experiments/X.py ...`` command line of the
-    shell examples, as argv (the script first)."""
-    return [
-        argv
-        for _, block in SHELL
-        for argv in _command_lines(block, "python ")
-        if argv and argv[0].split("/")[0] in SCRIPT_FOLDERS
-    ]
+    shell examples and of the current figures, as argv (the script first)."""
+    commands = [argv for _, block in SHELL for argv in _command_lines(block, "python ")]
+    commands += _current_commands("python ")
+    return [argv for argv in commands if argv and argv[0].split("/")[0] in SCRIPT_FOLDERS]
 
 
 def _help_examples() -> list[list[str]]:

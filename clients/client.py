@@ -24,7 +24,6 @@ hands in unary calls (all or nothing each, resent safely), for callers that cann
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,13 +32,14 @@ from typing import Any
 import grpc
 import numpy as np
 
-from oppmodel.clients.grpc_base import GrpcClient, set_field
+from oppmodel.clients.grpc_base import GrpcClient
 from oppmodel.clients.outbox import Hand, ObservationStream, Outbox, Retry, observation_message
 from oppmodel.modeling import errors
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
-from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND
+from oppmodel.v1_codec import UNSET_BY_OLDER_SERVERS, read_config, set_field, write_config
+from oppmodel.v1_enums import RESPONSE_KIND
 
 SOLVE_POLL_SECONDS = 1.0  # between CreateSession calls while the server solves the game
 MAX_BATCH = 1024  # observations per ObserveBatch call that a server takes by default
@@ -115,27 +115,12 @@ def _table(infosets: Sequence[pb.InfosetPolicy]) -> StrategyTable:
 
 def _describe(session: pb.Session) -> SessionDescription:
     cfg = session.config
-    m = cfg.mbbr
     return SessionDescription(
         session_id=session.session_id,
         game=cfg.game,
         our_label=cfg.our_label,
         opponent_labels=tuple(cfg.opponent_labels),
-        config=MBBRConfig(
-            epsilon=m.epsilon,
-            k=m.k,
-            hands_default=m.hands_default,
-            eta=m.eta,
-            prior=Prior(PRIOR.name(m.prior, Prior.INFORMED)),
-            response=Response(RESPONSE_KIND.name(m.response, Response.MEAN)),
-            # servers fill it in; one from before posteriors were a setting leaves it unset: samples
-            posterior=Posterior(POSTERIOR.name(m.posterior, Posterior.SAMPLES)),
-            # a server from before the safety budget leaves it unset: it plays without one
-            safety_budget=m.safety_budget if m.HasField("safety_budget") else math.inf,
-            # servers fill it in; one from before change detection leaves it unset: off
-            change_hazard=m.change_hazard if m.HasField("change_hazard") else 0.0,
-            seed=cfg.seed,
-        ),
+        config=read_config(cfg, unset=UNSET_BY_OLDER_SERVERS),
         hands_observed=session.hands_observed,
         created_unix_ms=session.created_unix_ms,
     )
@@ -190,32 +175,25 @@ class OpponentModelClient(GrpcClient):
 
         ``opponent_labels`` are in seat order after ours: ``opponent_labels[i]`` sits ``i + 1``
         seats after us, so in a hand where we play position ``p`` it plays ``(p + i + 1) % n``.
-        The safety budget and change hazard are sent only when they differ from MBBRConfig's
-        defaults (unset, the server applies MBBRConfig's; a limit session detects changes only
-        when sent a hazard), or always with ``send_defaults``: the session then runs ``config``
-        itself in every game (what an offline replay compares with the library's model).
+        The parameters added later (the safety budget, the change hazard, the mixture's eta:
+        ``FIELDS_ADDED_LATER``) are sent only when they differ from MBBRConfig's defaults (unset,
+        the server applies MBBRConfig's; a limit session detects changes only when sent a
+        hazard), or always with ``send_defaults``: the session then runs ``config`` itself in
+        every game (what an offline replay compares with the library's model); the one codec of
+        the configuration: :mod:`oppmodel.v1_codec`.
 
         A game no bundle holds is solved by the server on first use; meanwhile it answers
         GameSolvingError (UNAVAILABLE), and with ``wait_for_solve`` the call is repeated every
         ``SOLVE_POLL_SECONDS`` until the session is created.
         """
-        config = config or MBBRConfig()
-        if config.prior not in PRIOR.values:
-            raise errors.InvalidArgumentError(
-                "config.mbbr.prior", f"must be one of {PRIOR.names}, got {config.prior!r}"
-            )
-        params = pb.MbbrParams(
-            prior=PRIOR.values[config.prior],
-            response=RESPONSE_KIND.values.get(config.response, pb.RESPONSE_KIND_UNSPECIFIED),
-            posterior=POSTERIOR.values.get(config.posterior, pb.POSTERIOR_SAMPLES),
+        session = pb.SessionConfig(
+            game=game,
+            our_label=our_label,
+            opponent_labels=list(opponent_labels),
+            method=pb.METHOD_MBBR,
         )
-        numbers = ["epsilon", "k", "hands_default", "eta"]
-        defaults = MBBRConfig()
-        for name in ("safety_budget", "change_hazard"):
-            if send_defaults or getattr(config, name) != getattr(defaults, name):
-                numbers.append(name)
-        for name in numbers:
-            set_field(params, name, getattr(config, name), f"config.mbbr.{name}")
+        write_config(config or MBBRConfig(), session, every_field=send_defaults)
+        params = session.mbbr
         for name, given in (("prior_mean", prior_mean), ("default_strategy", default_strategy)):
             if isinstance(given, str):
                 setattr(params, f"{name}_json", given)
@@ -232,14 +210,6 @@ class OpponentModelClient(GrpcClient):
                             f"must be numbers keyed by an information-state string, got "
                             f"{probabilities!r}",
                         ) from None
-        session = pb.SessionConfig(
-            game=game,
-            our_label=our_label,
-            opponent_labels=list(opponent_labels),
-            method=pb.METHOD_MBBR,
-            mbbr=params,
-        )
-        set_field(session, "seed", config.seed, "config.seed")
         request = pb.CreateSessionRequest(config=session)
         while True:
             try:

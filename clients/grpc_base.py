@@ -18,8 +18,6 @@ from types import TracebackType
 from typing import Any, Self, cast
 
 import grpc
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from oppmodel.modeling import errors
@@ -69,31 +67,6 @@ def domain_error(
     if cls is errors.DeadlineExceededError:
         return cls(f"{target or 'the server'}: {details}")
     return cls(details)
-
-
-_INTEGER_RANGES = {
-    FieldDescriptor.CPPTYPE_INT32: (-(2**31), 2**31 - 1),
-    FieldDescriptor.CPPTYPE_INT64: (-(2**63), 2**63 - 1),
-    FieldDescriptor.CPPTYPE_UINT32: (0, 2**32 - 1),
-    FieldDescriptor.CPPTYPE_UINT64: (0, 2**64 - 1),
-}
-
-
-def set_field(message: Message, name: str, value: object, field: str) -> None:
-    """``message.name = value``; a value the field cannot hold (an integer beyond its range, a
-    non-integer where one goes, text where a number goes) is InvalidArgumentError naming
-    ``field`` as the server would, not protobuf's ValueError or TypeError. What the field can
-    hold but the server refuses (k = 0, NaN) is left to the server, which names it too."""
-    try:
-        setattr(message, name, value)
-    except (TypeError, ValueError):
-        kind = message.DESCRIPTOR.fields_by_name[name].cpp_type
-        if kind in _INTEGER_RANGES:
-            low, high = _INTEGER_RANGES[kind]
-            reason = f"must be an integer from {low} to {high}, got {value!r}"
-        else:
-            reason = f"must be a number, got {value!r}"
-        raise errors.InvalidArgumentError(field, reason) from None
 
 
 def _connection_hint(details: str, *, tls: bool) -> str:

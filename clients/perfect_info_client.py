@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from oppmodel.clients.grpc_base import GrpcClient, set_field
+from oppmodel.clients.grpc_base import GrpcClient
 from oppmodel.modeling import errors
 from oppmodel.modeling.games.spades.cards import NO_CARD, card_str, hand_str, parse_card
 from oppmodel.modeling.games.spades.scoring import MODEL_LABELS
 from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.v1 import perfect_info_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pb_grpc
+from oppmodel.v1_codec import set_field
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import re
 from functools import cache
-from typing import Any
 
 import numpy as np
 
@@ -31,7 +30,6 @@ from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.interface import Decision, KuhnFields, KuhnInfoState, compiled
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
-from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.session_spec import (
     Ack,
     ActionChoice,
@@ -43,10 +41,10 @@ from oppmodel.server.session_spec import (
     game_of,
 )
 from oppmodel.v1 import opponent_model_pb2 as pb
-from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED, EnumNames
+from oppmodel.v1_codec import field_path, read_config, write_config
+from oppmodel.v1_enums import RESPONSE_KIND, UNSPECIFIED, EnumNames
 
 _GAME_RE = re.compile(r"kuhn_poker(?:\(players=([0-9]+)\))?")
-_CONFIG_FIELDS = {"seed": "config.seed"}
 
 
 def _choice(table: EnumNames, value: int, field: str, *, unset: str | None) -> str | None:
@@ -193,24 +191,12 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
     if config.method not in (pb.METHOD_UNSPECIFIED, pb.METHOD_MBBR):
         raise InvalidArgumentError("config.method", f"unsupported method {config.method}")
     params = config.mbbr
-    kwargs: dict[str, Any] = {"seed": int(config.seed)}  # fields chosen at run time
-    for name in ("epsilon", "k", "hands_default", "eta", "safety_budget", "change_hazard"):
-        if params.HasField(name):
-            kwargs[name] = getattr(params, name)
-    kwargs["prior"] = _choice(PRIOR, params.prior, "config.mbbr.prior", unset="informed")
-    kwargs["response"] = _choice(
-        RESPONSE_KIND, params.response, "config.mbbr.response", unset="mean"
-    )
-    posterior = _choice(POSTERIOR, params.posterior, "config.mbbr.posterior", unset=None)
-    if posterior is not None:  # unset: MBBRConfig's default (dirichlet)
-        kwargs["posterior"] = posterior
-    if game_def is not None:
-        kwargs.setdefault("change_hazard", 0.0)
-    mbbr = MBBRConfig(**kwargs)
+    # unset, a limit game's change hazard is 0: change detection is off unless asked for
+    mbbr = read_config(config, unset={} if game_def is None else {"change_hazard": 0.0})
     try:
         mbbr.validate()
     except InvalidArgumentError as exc:
-        raise renamed(exc, _CONFIG_FIELDS.get(exc.field, f"config.mbbr.{exc.field}")) from None
+        raise renamed(exc, field_path(exc.field)) from None
     if game_def is None and mbbr.prior == "mixture":
         raise InvalidArgumentError(
             "config.mbbr.prior", "'mixture' is for limit games (leduc2p, leduc3p, ACPC rules)"
@@ -244,30 +230,22 @@ def _strategy_to_proto(game: Game, table: tuple | None) -> list[pb.PositionStrat
 
 def session_to_proto(info: SessionInfo) -> pb.Session:
     """The Session message of a session, with every default filled in."""
-    spec, cfg = info.spec, info.spec.config
+    spec = info.spec
     game = game_of(spec)
+    config = pb.SessionConfig(
+        game=spec.game_def if spec.game == "acpc" and spec.game_def else spec.game,
+        our_label=spec.our_label,
+        opponent_labels=list(spec.opponent_labels),
+        method=pb.METHOD_MBBR,
+        mbbr=pb.MbbrParams(
+            prior_mean=_strategy_to_proto(game, spec.prior_mean),
+            default_strategy=_strategy_to_proto(game, spec.default_strategy),
+        ),
+    )
+    write_config(spec.config, config, every_field=True)
     return pb.Session(
         session_id=info.session_id,
-        config=pb.SessionConfig(
-            game=spec.game_def if spec.game == "acpc" and spec.game_def else spec.game,
-            our_label=spec.our_label,
-            opponent_labels=list(spec.opponent_labels),
-            method=pb.METHOD_MBBR,
-            mbbr=pb.MbbrParams(
-                epsilon=cfg.epsilon,
-                k=cfg.k,
-                hands_default=cfg.hands_default,
-                eta=cfg.eta,
-                prior=PRIOR.values[cfg.prior],
-                response=RESPONSE_KIND.values[cfg.response],
-                posterior=POSTERIOR.values[cfg.posterior],
-                safety_budget=cfg.safety_budget,
-                change_hazard=cfg.change_hazard,
-                prior_mean=_strategy_to_proto(game, spec.prior_mean),
-                default_strategy=_strategy_to_proto(game, spec.default_strategy),
-            ),
-            seed=cfg.seed,
-        ),
+        config=config,
         hands_observed=info.hands_observed,
         created_unix_ms=info.created_unix_ms,
     )

@@ -62,7 +62,7 @@ class PositionStrategy(_message.Message):
     def __init__(self, position: _Optional[int] = ..., infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ...) -> None: ...
 
 class MbbrParams(_message.Message):
-    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean", "posterior", "safety_budget", "change_hazard", "prior_mean_json", "default_strategy", "default_strategy_json")
+    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean", "posterior", "safety_budget", "change_hazard", "prior_mean_json", "default_strategy", "default_strategy_json", "mixture_eta")
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     HANDS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
@@ -76,6 +76,7 @@ class MbbrParams(_message.Message):
     PRIOR_MEAN_JSON_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_STRATEGY_JSON_FIELD_NUMBER: _ClassVar[int]
+    MIXTURE_ETA_FIELD_NUMBER: _ClassVar[int]
     epsilon: float
     k: int
     hands_default: int
@@ -89,7 +90,8 @@ class MbbrParams(_message.Message):
     prior_mean_json: str
     default_strategy: _containers.RepeatedCompositeFieldContainer[PositionStrategy]
     default_strategy_json: str
-    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., posterior: _Optional[_Union[Posterior, str]] = ..., safety_budget: _Optional[float] = ..., change_hazard: _Optional[float] = ..., prior_mean_json: _Optional[str] = ..., default_strategy: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., default_strategy_json: _Optional[str] = ...) -> None: ...
+    mixture_eta: float
+    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., posterior: _Optional[_Union[Posterior, str]] = ..., safety_budget: _Optional[float] = ..., change_hazard: _Optional[float] = ..., prior_mean_json: _Optional[str] = ..., default_strategy: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., default_strategy_json: _Optional[str] = ..., mixture_eta: _Optional[float] = ...) -> None: ...
 
 class SessionConfig(_message.Message):
     __slots__ = ("game", "our_label", "opponent_labels", "method", "mbbr", "seed")

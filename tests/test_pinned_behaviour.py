@@ -22,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from acpc_support import GAME, AgentThread, run_dealer
+from acpc_support import GAME
 from service_support import random_observations, running_server, wait_until
+from test_acpc_service_agent import play
 from test_limit_mbbr import random_hands
 
-from oppmodel.clients.acpc.agent import SeatHand, make_policy
+from oppmodel.clients.acpc.agent import SeatHand
 from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.games.acpc.compiler import limit_game
@@ -67,13 +68,7 @@ class Lockstep(ServicePolicy):
 def match_chips(tmp_path: Path) -> dict:
     with running_server(tmp_path / "s.sqlite") as port:
         policy = Lockstep(GAME, f"127.0.0.1:{port}", config=CONFIG, deadline=10.0)
-        policies = [policy, make_policy("n1", GAME, 1), make_policy("always-bet", GAME, 2)]
-        captured, agents = run_dealer(
-            tmp_path,
-            hands=HANDS,
-            clients=lambda ports: [AgentThread(p, q) for p, q in zip(ports, policies, strict=True)],
-            quiet=True,
-        )
+        captured, agents = play(tmp_path, policy, HANDS)  # against N1 and always-bet
         policy.close()
     assert captured.result.status == 0, captured.stderr
     assert policy.fallback_decisions == 0

@@ -40,10 +40,9 @@ from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1_codec import UNSET_BY_OLDER_SERVERS, read_config, set_field, write_config
 from oppmodel.v1_enums import RESPONSE_KIND
+from oppmodel.v1_services import MAX_BATCH, REPLICA_KEY
 
 SOLVE_POLL_SECONDS = 1.0  # between CreateSession calls while the server solves the game
-MAX_BATCH = 1024  # observations per ObserveBatch call that a server takes by default
-REPLICA_KEY = "oppmodel-replica"  # trailing metadata of a Ray Serve replica's replies
 
 
 @dataclass(frozen=True)

@@ -57,12 +57,15 @@ from oppmodel.server.ray_metrics import MetricsPusher
 from oppmodel.server.servicer import OpponentModelServicer
 from oppmodel.server.sessions import SessionManager
 from oppmodel.server.storage import redacted
-from oppmodel.v1 import opponent_model_pb2 as pb
-from oppmodel.v1 import perfect_info_pb2 as pi_pb
+from oppmodel.v1_services import REPLICA_KEY, Rpc, rpcs
 
 log = logging.getLogger("oppmodel.server")
 
-REPLICA_KEY = "oppmodel-replica"  # trailing metadata on every served reply: the replica's id
+# the attribute of the replica's servicer of each of the API's services (oppmodel.v1_services)
+SERVICERS = {
+    SERVICE_NAME: "servicer",
+    PERFECT_INFO_SERVICE_NAME: "perfect_info_servicer",
+}
 HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 
@@ -104,7 +107,7 @@ Resp = TypeVar("Resp", bound=Message)
 
 
 def _unary(
-    name: str, empty: type[Resp], *, servicer: str = "servicer"
+    name: str, empty: type[Resp], servicer: str
 ) -> Callable[[Any, Any, Any], Awaitable[Resp]]:
     """A deployment method that runs ``name`` of the replica's servicer in attribute ``servicer``
     and, on a refusal, returns an empty ``empty`` reply with the status set (returning keeps the
@@ -128,7 +131,37 @@ def _unary(
         grpc_context.set_trailing_metadata([(REPLICA_KEY, self.replica_id)])
         return reply
 
-    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _streamed(name: str, servicer: str) -> Callable[[Any, Any, Any], AsyncIterator[Any]]:
+    """A deployment method that runs the bidirectional stream ``name`` of the replica's servicer
+    in attribute ``servicer``, as the single-process server serves it: a request that did not
+    parse ends it with INVALID_ARGUMENT naming the field (``decoding.checked``, unless the
+    servicer refuses such requests itself: ``takes_undecodable``); a refusal ends it with its
+    code and details (raising is the only way a status survives streamed replies in Serve,
+    which then drops the trailers)."""
+
+    async def method(
+        self: OppModelDeployment, request_stream: AsyncIterator[Any], grpc_context: Any
+    ) -> AsyncIterator[Any]:
+        served = getattr(getattr(self, servicer), name)
+        if not getattr(served, "takes_undecodable", False):
+            request_stream = checked(request_stream)
+        async for reply in served(request_stream, _RayContext(grpc_context)):
+            yield reply
+
+    return method
+
+
+def _served(rpc: Rpc) -> Callable[..., Any]:
+    """The deployment method of ``rpc``, run by the servicer of its service (``SERVICERS``)."""
+    servicer = SERVICERS[rpc.service]
+    method: Callable[..., Any] = (
+        _streamed(rpc.name, servicer) if rpc.streaming else _unary(rpc.name, rpc.reply, servicer)
+    )
+    method.__name__ = method.__qualname__ = rpc.name
+    method.__doc__ = f"{rpc.service}/{rpc.name}, served by the replica's {servicer}."
     return method
 
 
@@ -137,7 +170,9 @@ class OppModelDeployment:
     single-process server's servicers.
 
     Ray Serve calls the methods named like the RPCs (it dispatches by method name) with the
-    request and its ``grpc_context``."""
+    request and its ``grpc_context``: one per RPC of the API's services, made from their
+    descriptors (``oppmodel.v1_services.rpcs``, set on the class below it), and the standard
+    health and reflection services' written here."""
 
     def __init__(self, config: ServerConfig, *, warm: bool = True) -> None:
         configure_logging()
@@ -178,58 +213,6 @@ class OppModelDeployment:
             "replica serving",
             extra={"replica": self.replica_id, "db": redacted(config.db_path)},
         )
-
-    CreateSession = _unary("CreateSession", pb.CreateSessionResponse)
-    GetSession = _unary("GetSession", pb.GetSessionResponse)
-    ListSessions = _unary("ListSessions", pb.ListSessionsResponse)
-    DeleteSession = _unary("DeleteSession", pb.DeleteSessionResponse)
-    ObserveBatch = _unary("ObserveBatch", pb.ObserveBatchResponse)
-    GetModel = _unary("GetModel", pb.GetModelResponse)
-    GetResponse = _unary("GetResponse", pb.GetResponseResponse)
-    GetAction = _unary("GetAction", pb.GetActionResponse)
-    # PerfectInfoService (its method names differ from OpponentModelService's: Serve dispatches
-    # by method name alone)
-    CreatePerfectInfoSession = _unary(
-        "CreatePerfectInfoSession",
-        pi_pb.CreatePerfectInfoSessionResponse,
-        servicer="perfect_info_servicer",
-    )
-    GetPerfectInfoSession = _unary(
-        "GetPerfectInfoSession",
-        pi_pb.GetPerfectInfoSessionResponse,
-        servicer="perfect_info_servicer",
-    )
-    DeletePerfectInfoSession = _unary(
-        "DeletePerfectInfoSession",
-        pi_pb.DeletePerfectInfoSessionResponse,
-        servicer="perfect_info_servicer",
-    )
-    GetModelWeights = _unary(
-        "GetModelWeights", pi_pb.GetModelWeightsResponse, servicer="perfect_info_servicer"
-    )
-    GetProbMaxnMove = _unary(
-        "GetProbMaxnMove", pi_pb.GetProbMaxnMoveResponse, servicer="perfect_info_servicer"
-    )
-
-    async def Observe(
-        self, request_stream: AsyncIterator[pb.ObserveRequest], grpc_context: Any
-    ) -> AsyncIterator[pb.ObserveResponse]:
-        """The bidirectional stream, as the single-process server serves it; a refusal ends it
-        with its code and details (raising is the only way a status survives streamed replies
-        in Serve, which then drops the trailers)."""
-        async for reply in self.servicer.Observe(request_stream, _RayContext(grpc_context)):
-            yield reply
-
-    async def ObserveChoices(
-        self, request_stream: AsyncIterator[pi_pb.ObserveChoicesRequest], grpc_context: Any
-    ) -> AsyncIterator[pi_pb.ObserveChoicesResponse]:
-        """The perfect-information choices stream, as the single-process server serves it (a
-        message that did not parse ends it with INVALID_ARGUMENT naming the field); a refusal ends
-        it with its code and details, as ``Observe``."""
-        async for reply in self.perfect_info_servicer.ObserveChoices(
-            checked(request_stream), _RayContext(grpc_context)
-        ):
-            yield reply
 
     async def Check(
         self, request: health_pb2.HealthCheckRequest, grpc_context: Any
@@ -307,6 +290,10 @@ class OppModelDeployment:
         storage = getattr(self, "storage", None)
         if storage is not None:
             storage.close()
+
+
+for _rpc in rpcs():  # every RPC of the API's services, served by its service's servicer
+    setattr(OppModelDeployment, _rpc.name, _served(_rpc))
 
 
 def _replica_id() -> str:

@@ -18,6 +18,7 @@ from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.interface import Hand, ServedGame, ServedModel, compiled
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior, Prior
+from oppmodel.v1_services import MAX_BATCH
 
 Game = ServedGame  # Kuhn ("kuhn_poker(players=n)") or any compiled ACPC limit game
 Model = ServedModel
@@ -52,7 +53,7 @@ class Limits:
     max_streams: int = 512  # Observe streams open at once
     stream_idle_seconds: float = 120.0  # an Observe stream that carries nothing this long ends
     max_observe_request_bytes: int = 4096  # one Observe request (an observation is ~30 bytes)
-    max_batch_observations: int = 1024  # observations in one ObserveBatch call
+    max_batch_observations: int = MAX_BATCH  # observations in one ObserveBatch call
 
     def check(self, spec: SessionSpec) -> None:
         """Refuse a spec that would exceed these limits (RESOURCE_EXHAUSTED)."""

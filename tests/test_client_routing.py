@@ -16,10 +16,11 @@ import pytest
 from grpc_health.v1 import health_pb2
 from test_client_errors import OBS, POSITION, _opponent_model_calls, _perfect_info_calls, _within
 
-from oppmodel.clients.client import REPLICA_KEY, OpponentModelClient
+from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.grpc_base import ROUTING_KEY
 from oppmodel.clients.perfect_info_client import PerfectInfoClient
 from oppmodel.modeling import errors
+from oppmodel.v1_services import REPLICA_KEY
 
 
 class _Recorder(grpc.GenericRpcHandler):

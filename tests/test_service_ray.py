@@ -64,13 +64,13 @@ from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.app import ServerConfig, free_ports
 from oppmodel.server.ray_metrics import PUSH_SECONDS, STALE_SECONDS, ReplicaMetricsEndpoint
-from oppmodel.server.ray_replica import REPLICA_KEY
 from oppmodel.server.ray_serve import RayServeConfig, init_local_ray, start_serve
 from oppmodel.server.storage import redacted
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
 from oppmodel.v1 import perfect_info_pb2_grpc as pi_pb_grpc
+from oppmodel.v1_services import REPLICA_KEY
 
 ray = pytest.importorskip("ray", reason="ray is not installed (extra 'ray')")
 

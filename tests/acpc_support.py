@@ -259,6 +259,15 @@ def kuhn_to_card(game: GameDef, card: int) -> str:
     return game.deck[card]
 
 
+def seat_observation(
+    game: GameDef, *, position: int, betting: str, hole: tuple[str, ...]
+) -> HandObservation:
+    """A finished hand as one seat saw it (hole cards '' where hidden) as a core observation."""
+    history = kuhn_for(game).acpc_to_history(betting)
+    cards = tuple(card_to_kuhn(game, c) if c else None for c in hole)
+    return HandObservation(position, history, cards)
+
+
 def full_view_observation(
     game: GameDef, *, position: int, betting: str, hole: tuple[str, ...]
 ) -> HandObservation:

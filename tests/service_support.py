@@ -14,6 +14,7 @@ from mbbr_support import kuhn_named_profile
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on, kuhn_strategy_of, uniform_profile
+from oppmodel.modeling.games.interface import compiled
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.mbbr.model import build_model
@@ -119,6 +120,14 @@ class CompiledKuhn:
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
         rows, spread = self.model.opponent_model(our_position, opponent_position)
         return kuhn_strategy_of(self.compiled, opponent_position, rows), spread
+
+    def served_opponent_model(
+        self, our_position: int, opponent_position: int
+    ) -> tuple[np.ndarray, float]:
+        """The model as a session of the compiled game itself ("kuhn3p") answers it: rows (fold,
+        call, raise) of the opponent's information sets in the order GetModel lists them."""
+        rows, spread = self.model.opponent_model(our_position, opponent_position)
+        return rows[list(compiled(self.compiled).infosets(opponent_position))], spread
 
     def response(
         self, position: int, kind: Response | str | None = None

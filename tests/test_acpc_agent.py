@@ -107,8 +107,8 @@ def test_the_agent_answers_only_when_it_is_to_act_and_ignores_the_rest() -> None
     assert [(d.position, d.hole) for d in policy.decisions] == [(1, "Qs"), (2, "Js")]
     # "rcf" with the cards hidden is not a valid final showdown state: counted as ignored
     assert policy.hands == [
-        SeatHand(0, 1, "rcf", ("Ks", "Qs", ""), -2.0),
-        SeatHand(1, 2, "ccc", ("Ks", "Qs", "Js"), -1.0),
+        SeatHand(0, 1, "rcf", ("Ks", "Qs", ""), -2.0, ("",), "MATCHSTATE:1:0:rcf:Ks|Qs|"),
+        SeatHand(1, 2, "ccc", ("Ks", "Qs", "Js"), -1.0, ("",), "MATCHSTATE:2:1:ccc:Ks|Qs|Js"),
     ]
     assert (result.hands, result.actions, result.ignored_lines, result.total) == (2, 2, 2, -3.0)
 
@@ -136,7 +136,7 @@ def test_a_profile_policy_plays_its_profiles_action_frequencies() -> None:
     profile[1, infoset] = [0.2, 0.8]
     policy = ProfilePolicy(GAME, profile, seed=3)
     state = MatchState(1, 0, "c", ("", "Ks", ""))
-    decision = Decision(GAME, state, HandState.from_betting(GAME, "c"))
+    decision = Decision(GAME, state, HandState.from_betting(GAME, "c"), str(state))
     counts = Counter(policy.act(decision) for _ in range(4000))
     assert set(counts) == {"c", "r"}
     assert abs(counts["r"] / 4000 - 0.8) < 0.03  # 4.7 standard deviations

@@ -6,11 +6,17 @@ import itertools
 from collections import Counter
 
 import pytest
-from acpc_support import DATA, full_view_observation, kuhn_to_card, log_observations
+from acpc_support import (
+    DATA,
+    full_view_observation,
+    kuhn_to_card,
+    log_observations,
+    seat_observation,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oppmodel.clients.acpc.convert import card_to_kuhn, kuhn_for, seat_observation
+from oppmodel.clients.acpc.convert import card_to_kuhn, kuhn_for
 from oppmodel.clients.acpc.deal import CardDealer, init_genrand
 from oppmodel.clients.acpc.log import (
     DealerLog,

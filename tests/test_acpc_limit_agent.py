@@ -72,7 +72,7 @@ def test_cfr_plays_the_bundled_strategy_at_the_seats_information_set() -> None:
     want = profile[0, game.infoset_from_string(0, key)]
     assert 0.3 < want.max() < 0.7  # a mixed row, so frequencies show
     state = MatchState(0, 7, "crc/cr", ("Ks", ""), ("", "Ah"))
-    decision = Decision(LEDUC2P, state, HandState.from_betting(LEDUC2P, "crc/cr"))
+    decision = Decision(LEDUC2P, state, HandState.from_betting(LEDUC2P, "crc/cr"), str(state))
     policy = make_policy("cfr", LEDUC2P, 3)
     counts = Counter(policy.act(decision) for _ in range(4000))
     for action, p in zip("fcr", want, strict=True):
@@ -243,7 +243,7 @@ def test_the_command_plays_a_strategy_file_and_cfr_in_a_leduc_match(tmp_path: Pa
                 p = state.current
                 board = ("", *hand.board)[: state.round + 1]
                 seen = MatchState(p, hand.hand, state.betting, hand.hole, board)
-                row = pure.infoset(Decision(LEDUC2P, seen, state))
+                row = pure.infoset(Decision(LEDUC2P, seen, state, str(seen)))
                 assert action == "fcr"[int(pure.profile[p, row].argmax())]
             state.apply(action)
 

@@ -32,6 +32,7 @@ from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands.acpc_agent_cmd import main as agent_main
 from oppmodel.clients.commands.acpc_script_cmd import script_text
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.observation import HandObservation
 from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 
 CONFIG = MBBRConfig(k=6, hands_default=20, seed=5)
@@ -47,6 +48,14 @@ def stored_observations(db: Path, session_id: str) -> list[tuple[int, str, tuple
             (session_id,),
         ).fetchall()
     return [(position, history, tuple(json.loads(cards))) for position, history, cards in rows]
+
+
+def acpc_view(view: HandObservation) -> tuple[int, str, tuple]:
+    """(position, ACPC betting, hole cards as text then the board, "" in Kuhn) of a seat's Kuhn
+    view, as a kuhn3p session stores it."""
+    betting = kuhn_for(GAME).history_to_acpc(view.history)
+    hole = tuple(None if c is None else GAME.deck[c] for c in view.cards)
+    return view.position, betting, (*hole, "")
 
 
 # the decision budget of the tests that count outages: with both cores busy a decision took over
@@ -88,20 +97,20 @@ def test_a_match_through_the_service_sends_only_what_the_seat_saw_and_models_exa
         views = [observation for _, observation in log_observations(GAME, log, "Alice")]
         replayed = kuhn_library(CONFIG, views)
         with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
-            assert client.get_session(policy.session_id).hands_observed == hands
+            session = client.get_session(policy.session_id)
+            assert session.hands_observed == hands
+            assert session.game == "kuhn3p"  # the compiled game, as every game's session plays
             for position in range(3):
                 for d, label in enumerate(policy.opponent_labels, start=1):
                     q = (position + d) % 3
                     model = client.model(policy.session_id, label, q)
-                    expected, ess = replayed.opponent_model(position, q)
-                    rows = kuhn_for(GAME).infosets(q)
-                    assert np.allclose(model.strategy.probabilities, expected[rows], atol=1e-12)
+                    expected, ess = replayed.served_opponent_model(position, q)
+                    assert np.allclose(model.strategy.probabilities, expected, atol=1e-12)
                     assert model.effective_sample_size == np.float64(ess)
-    # what reached the store is exactly the seat's view: no folded or uncontested card
+    # what reached the store is exactly the seat's view: no folded or uncontested card (the
+    # session plays the compiled kuhn3p: ACPC betting, cards as text)
     views = [obs for _, obs in log_observations(GAME, log, "Alice")]
-    assert stored_observations(db, policy.session_id) == [
-        (v.position, v.history, v.cards) for v in views
-    ]
+    assert stored_observations(db, policy.session_id) == [acpc_view(v) for v in views]
     hidden = sum(c is None for v in views for c in v.cards)
     assert hidden > hands // 2  # the check above compared plenty of hidden cards
 
@@ -186,7 +195,7 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
         for server in servers:
             server.stop()
     views = [obs for _, obs in log_observations(GAME, parse_log(captured.log), "Alice")]
-    assert [r[1] for r in stored_observations(db, policy.session_id)] == [v.history for v in views]
+    assert stored_observations(db, policy.session_id) == [acpc_view(v) for v in views]
 
 
 class CommandThread:

@@ -42,13 +42,14 @@ LOADED_BUDGET = 30.0
 
 def decision(hand: int) -> Decision:
     """Position 0's first decision of hand ``hand`` (it holds the J)."""
-    state, replayed = parse_matchstate(GAME, f"MATCHSTATE:0:{hand}::Js||")
-    return Decision(GAME, state, replayed)
+    line = f"MATCHSTATE:0:{hand}::Js||"
+    return Decision(GAME, *parse_matchstate(GAME, line), line)
 
 
 def finished(hand: int) -> SeatHand:
     """Hand ``hand`` as position 0 saw it: everyone checked, every card shown."""
-    return SeatHand(hand, 0, "ccc", CARDS[:3], -1.0)
+    line = f"MATCHSTATE:0:{hand}:ccc:{'|'.join(CARDS[:3])}"
+    return SeatHand(hand, 0, "ccc", CARDS[:3], -1.0, ("",), line)
 
 
 def play(policy: ServicePolicy, hands: range) -> list[str]:

@@ -1158,14 +1158,14 @@ def test_killing_the_replica_holding_the_session_loses_no_hand(
             for d, label in enumerate(policy.opponent_labels, start=1):
                 q = (position + d) % 3
                 model = client.model(sid, label, q)
-                expected, ess = replayed.opponent_model(position, q)
-                assert np.array_equal(model.strategy.probabilities, expected[kuhn.infosets(q)])
+                expected, ess = replayed.served_opponent_model(position, q)
+                assert np.array_equal(model.strategy.probabilities, expected)
                 assert model.effective_sample_size == np.float64(ess)
     with psycopg.connect(deployment.store) as conn:
         stored = conn.execute(
             "SELECT history FROM observations WHERE session_id = %s ORDER BY sequence", (sid,)
         ).fetchall()
-    assert [h for (h,) in stored] == [v.history for v in views]
+    assert [h for (h,) in stored] == [kuhn.history_to_acpc(v.history) for v in views]
     # the killed replica's series left /metrics once it stopped pushing; its successor's are in
     deadline = time.monotonic() + STALE_SECONDS + 10
     while killed[0] in replicas_listed(deployment.metrics_url) and time.monotonic() < deadline:

@@ -55,11 +55,13 @@ from oppmodel.modeling.strategy import validate_profile
 
 @dataclass(frozen=True)
 class Decision:
-    """A state where this seat is to act: the state received and its replayed betting."""
+    """A state where this seat is to act: the state received, its replayed betting, and the
+    dealer's MATCHSTATE line as it came (what the service policy sends)."""
 
     game: GameDef
     state: MatchState
     hand: HandState
+    matchstate: str
 
     @property
     def position(self) -> int:
@@ -83,15 +85,17 @@ class Decision:
 
 @dataclass(frozen=True)
 class SeatHand:
-    """A finished hand as this seat saw it: hole cards '' where hidden, our payoff, and the board
-    of each round reached (round 0's first; ``("",)`` in Kuhn)."""
+    """A finished hand as this seat saw it: hole cards '' where hidden, our payoff, the board
+    of each round reached (round 0's first; ``("",)`` in Kuhn), and the dealer's MATCHSTATE line
+    that ended it, as it came (what the service policy sends)."""
 
     hand: int
     position: int
     betting: str
     hole: tuple[str, ...]
     payoff: float
-    board: tuple[str, ...] = ("",)
+    board: tuple[str, ...]
+    matchstate: str
 
     def limit_observation(self) -> LimitObservation:
         """The hand as the modeling core's observation of a limit game (None where hidden)."""
@@ -294,10 +298,13 @@ def connect(host: str, port: int, timeout: float) -> socket.socket:
         return sock
 
 
-def seat_hand(state: MatchState, hand: HandState) -> SeatHand:
-    """The finished hand of ``state`` from its viewer's side (payoff from the cards it saw)."""
+def seat_hand(state: MatchState, hand: HandState, line: str) -> SeatHand:
+    """The finished hand of ``state``, the dealer's ``line``, from its viewer's side (payoff from
+    the cards it saw)."""
     payoff = hand.payoffs(state.hole, state.board)[state.position]
-    return SeatHand(state.hand, state.position, state.betting, state.hole, payoff, state.board)
+    return SeatHand(
+        state.hand, state.position, state.betting, state.hole, payoff, state.board, line
+    )
 
 
 def play_match(
@@ -334,7 +341,7 @@ def play_match(
             if hand.finished:
                 if state.hand != last_observed:
                     try:
-                        result = seat_hand(state, hand)
+                        result = seat_hand(state, hand, text)
                     except InvalidArgumentError:  # a showdown card is missing: not a real dealer
                         ignored += 1
                         continue
@@ -347,7 +354,7 @@ def play_match(
                 continue
             if hand.current != state.position:
                 continue
-            action = policy.act(Decision(game, state, hand))
+            action = policy.act(Decision(game, state, hand, text))
             if not hand.is_valid(action):
                 err.write(f"acpc-agent: policy chose invalid {action!r} at {state}; calling\n")
                 action = ACTION_LETTERS[CALL]

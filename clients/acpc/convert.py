@@ -4,8 +4,7 @@
 Cards: an ACPC Kuhn deck is the top n + 1 ranks of one suit, so a card's Kuhn number is its index
 in the dealer's deck (3 players: ``Js Qs Ks As`` -> 0, 1, 2, 3). Betting: ``c`` is a pass (check)
 when no bet is outstanding and a bet (call) when one is; ``r`` is a bet; ``f`` is a pass (fold);
-the core converts and checks legality (:meth:`KuhnGame.acpc_to_history`). What a seat saw becomes a
-:class:`HandObservation` with None for every hidden card, exactly as the protocol hid it.
+the core converts and checks legality (:meth:`KuhnGame.acpc_to_history`).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from oppmodel.modeling.games.acpc.compiler import bundled_name
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_num_players
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
-from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_cards
+from oppmodel.modeling.observation import LimitObservation, observe_limit_cards
 
 
 def kuhn_for(game: GameDef) -> KuhnGame:
@@ -38,15 +37,6 @@ def card_to_kuhn(game: GameDef, card: str) -> int:
         raise InvalidArgumentError(
             "card", f"{card!r} is not in the deck {' '.join(game.deck)}"
         ) from None
-
-
-def seat_observation(
-    game: GameDef, *, position: int, betting: str, hole: tuple[str, ...]
-) -> HandObservation:
-    """A finished hand as one seat saw it (hole cards '' where hidden) as a core observation."""
-    history = kuhn_for(game).acpc_to_history(betting)
-    cards = tuple(card_to_kuhn(game, c) if c else None for c in hole)
-    return HandObservation(position, history, cards)
 
 
 def logged_limit_observation(game: LimitGame, hand: LoggedHand, position: int) -> LimitObservation:

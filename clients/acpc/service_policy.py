@@ -4,8 +4,9 @@ strategy without it.
 ``ServicePolicy`` creates one seeded MBBR session on the service and asks GetAction (with the
 MATCHSTATE line itself) for every decision; the service answers from the agent's policy (the
 default strategy for the first H hands, then the best response to its models). Every finished
-hand becomes an observation holding only what this seat saw (the session's game, the record of a
-hand and the fallback are the game's side: :mod:`oppmodel.clients.acpc.service_game`).
+hand is sent as the dealer's last MATCHSTATE line of it, as it came: it holds only what this seat
+saw (the session's game and the fallback are the game's side:
+:mod:`oppmodel.clients.acpc.service_game`).
 
 The first decision waits for the start: the background thread creates the session, waiting up
 to ``startup_wait`` seconds for a service that does not answer yet (not yet listening, or
@@ -231,7 +232,7 @@ class ServicePolicy:
             try:
                 choice = self._decisions.action(
                     session_id,
-                    matchstate=str(decision.state),
+                    matchstate=decision.matchstate,  # the dealer's line as it came
                     draw=hand,
                     wait_for_ready=returning,
                 )
@@ -245,9 +246,8 @@ class ServicePolicy:
 
     def observe(self, hand: SeatHand) -> None:
         """Queue what this seat saw of the hand for the background sender (never waits)."""
-        obs = self.service_game.observation(hand)
         with self._wake:
-            self._outbox.add(obs)
+            self._outbox.add(hand.matchstate)  # the dealer's line as it came
             self._hand = hand.hand + 1
             self._wake.notify()
 
@@ -420,6 +420,7 @@ class ServicePolicy:
             config=self.config,
             prior_mean=self.prior_strategy,
             default_strategy=self.prior_strategy,
+            send_defaults=self.service_game.send_defaults,
             wait_for_solve=False,  # while the server solves the game, the fallback plays
         )
         # the first response the server computes loads its kernels (a server started without

@@ -218,18 +218,12 @@ def mbbr_config(
             f"the {args.mbbr_posterior} posterior has no samples; add --mbbr-posterior samples "
             "for the paper's k samples",
         )
-    config = MBBRConfig(
-        epsilon=args.mbbr_epsilon,
-        k=MBBRConfig.k if args.mbbr_k is None else args.mbbr_k,
-        hands_default=args.mbbr_hands_default,
-        eta=args.mbbr_eta,
-        mixture_eta=args.mbbr_mixture_eta,
-        prior=args.mbbr_prior or limit_prior or MBBRConfig.prior,
-        response=args.mbbr_response,
-        posterior=args.mbbr_posterior,
-        safety_budget=args.mbbr_safety_budget,
-        change_hazard=args.mbbr_change_hazard,
-        seed=seed,
-    )
+    given: dict[str, Any] = {  # each field's flag is --mbbr-<field>; unset (None): the default
+        field.name: getattr(args, f"mbbr_{field.name}")
+        for field in dataclasses.fields(MBBRConfig)
+        if getattr(args, f"mbbr_{field.name}", None) is not None
+    }
+    given["prior"] = args.mbbr_prior or limit_prior or MBBRConfig.prior
+    config = MBBRConfig(**given, seed=seed)
     config.validate()
     return config

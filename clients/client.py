@@ -4,7 +4,8 @@
 (``MBBRConfig``, ``HandObservation``, numpy tables), sends the bearer token if given, and raises
 only the exceptions of ``modeling/errors.py``, never a ``grpc.RpcError``
 (:mod:`oppmodel.clients.grpc_base` turns a failed call back into the server's exception). Enum
-fields go through the API's one table of them (:mod:`oppmodel.v1_enums`).
+fields go through the API's one table of them (:mod:`oppmodel.v1_enums`), the MBBR configuration
+through its one codec (:mod:`oppmodel.v1_codec`).
 
 ``observe`` streams observations with sequence numbers and, if the connection drops (the server
 restarts, say), reconnects and resends every observation not yet acknowledged; the server's

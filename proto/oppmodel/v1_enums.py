@@ -13,7 +13,8 @@ and not in ``server/`` or ``clients/``: both ends of the wire read and write the
 neither may import the other. ``clients/`` sits above ``server/`` (the ``serve``, ``demo`` and
 ``replay`` commands start servers), so the service must not import clients; and a client of the
 service must not need the service's own code. The API package is below both and, like this
-table, knows only protobuf; the core (``modeling/``) knows no protobuf.
+table, knows protobuf and at most the core's records it carries (``oppmodel.v1_codec``:
+``MBBRConfig``); the core (``modeling/``) knows no protobuf.
 """
 
 from __future__ import annotations

@@ -176,11 +176,12 @@ def test_serve_ray_starts_though_its_gcs_is_slow_and_ctrl_c_ends_it_in_one_line(
 ) -> None:
     """``oppmodel serve --ray`` on a loaded machine: Ray waited 30 s for its GCS server to
     publish its port and the start failed ("Timed out waiting for file .../gcs_server_port_...");
-    here the GCS server is stopped for 35 s as soon as it runs, and the command serves all the
-    same. Then Ctrl-C (SIGINT to its process group, as a terminal sends it): what it says after
-    it is the one interrupted line (Ray's and Serve's shutdown logging silenced), status 130,
-    and nothing of its session left running (raylet, GCS server, workers). First in the module:
-    the module's own Ray instance is not started yet."""
+    here the GCS server is stopped as soon as it runs for 31 s, just past that wait (which began
+    when the server was started, before it was stopped), and the command serves all the same.
+    Then Ctrl-C (SIGINT to its process group, as a terminal sends it): what it says after it is
+    the one interrupted line (Ray's and Serve's shutdown logging silenced), status 130, and
+    nothing of its session left running (raylet, GCS server, workers). First in the module: the
+    module's own Ray instance is not started yet."""
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "oppmodel"), "serve", "--ray", "--store",
          postgres_url, "--port", "0", "--replicas", "1"],
@@ -196,7 +197,7 @@ def test_serve_ray_starts_though_its_gcs_is_slow_and_ctrl_c_ends_it_in_one_line(
     for reader in readers:
         reader.start()
     try:
-        stall = stall_the_gcs_server(process.pid, 35.0)
+        stall = stall_the_gcs_server(process.pid, 31.0)
         wait_until(lambda: bool(out) or process.poll() is not None, "serving", seconds=600)
         assert out and out[0].startswith("serving on port "), err
         assert not stall.is_alive()  # it did stall the GCS server, and it served after

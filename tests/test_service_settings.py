@@ -168,7 +168,11 @@ def test_an_update_that_fails_after_its_commit_is_undone(tmp_path, monkeypatch) 
     async def scenario() -> tuple[list, int, int, ServedModel]:
         store = SQLiteStore(tmp_path / "db.sqlite")
         with ThreadPoolExecutor(1) as executor:
-            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=LIMITS)
+            # the 3 hands in one commit: a commit holds about snapshot_seconds of updates, and
+            # a loaded machine's first hands (0.2 s, the default) went in commits of one, the
+            # first applied and kept, so the resend below was its duplicate
+            limits = Limits(snapshot_seconds=3600.0)
+            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
             spec = SessionSpec("kuhn_poker(players=3)", 3, "us", ("a", "b"), config)
             sid = (await manager.create("", spec)).session_id
             session = await manager.get("", sid)

@@ -51,9 +51,10 @@ def stop(match: Match, server: subprocess.Popen) -> None:
 
 
 class Match:
-    """A dealer and three agent processes; MBBR through the service at ``target`` is Alice."""
+    """A dealer and three agent processes; MBBR through the service at ``target`` is Alice
+    (``agent_options``: more of its command's options)."""
 
-    def __init__(self, tmp_path: Path, hands: int, target: str) -> None:
+    def __init__(self, tmp_path: Path, hands: int, target: str, *agent_options: object) -> None:
         self.log = tmp_path / "m.log"
         seats = free_ports(3)
         self.dealer = oppmodel(
@@ -64,7 +65,7 @@ class Match:
         self.dealer.stdout.readline()  # the ports: it listens
         self.mbbr = oppmodel(
             "acpc-agent", GAME_FILE, "127.0.0.1", seats[0], "--service", target, "--seed", 1,
-            "--json", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            "--json", *agent_options, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         self.others = [
@@ -131,7 +132,12 @@ def test_after_kill_9_and_a_restart_the_agent_is_back_on_the_service_within_10_h
 ) -> None:
     db, port = tmp_path / "s.sqlite", free_ports(1)[0]
     server = serve(db, port)
-    match = Match(tmp_path, 50_000, f"127.0.0.1:{port}")  # ended once the agent is back
+    # ended once the agent is back. The first decision after the return waits for the restarted
+    # server to load the session (and to take a piece of the backlog): at load 16-20 that took
+    # over the default budget of 1.75 s, and the hands the fallback played until the next try
+    # (100-120 hands) were the machine's speed, not the agent's. A loaded machine's budget: a
+    # decision waits for the server as long as it takes to answer.
+    match = Match(tmp_path, 50_000, f"127.0.0.1:{port}", "--decision-budget-ms", 60_000)
     try:
         wait_until(lambda: match.hands_logged() >= 300, "300 hands", seconds=TIMEOUT)
         server.send_signal(signal.SIGKILL)

@@ -55,12 +55,6 @@ def best_response(ints, floats, profile, player, strategy):
 
 
 @njit(cache=True)
-def packed_sweep(ints, floats, profile, player, best, cfv, own_reach, choice):
-    """:func:`sweep` on the packed tree (``unpack_tree``)."""
-    return sweep(unpack_tree(ints, floats), profile, player, best, cfv, own_reach, choice)
-
-
-@njit(cache=True)
 def expected_values(tree, profile):
     """Sum over deals of each position's payoff, weighted by everyone's reach probability.
 
@@ -105,10 +99,13 @@ def sweep(tree, profile, player, best, cfv, own_reach, choice):
     action that is best for the whole information set (the sum over its deals, ties to the lower
     action code), which makes this an exact backward induction over information sets. Written:
     ``cfv[I, a]`` (added to: the counterfactual value of action a at information set I, summed over
-    its deals), ``own_reach[I]`` (the player's own reach of I) and, with ``best``, ``choice[I]``.
+    its deals), ``own_reach[I]`` (the player's own reach of I; an empty ``own_reach``: not
+    computed) and, with ``best``, ``choice[I]``.
     """
     num_deals = tree.deal_view.shape[1]
     levels = tree.max_depth + 1
+    track = own_reach.shape[0] > 0
+    view = np.ascontiguousarray(tree.deal_view.transpose(0, 2, 1))  # (round, position, deal)
     others = np.empty((levels, num_deals))
     mine = np.empty((levels, num_deals))
     values = np.empty((levels, NUM_ACTIONS, num_deals))
@@ -125,39 +122,48 @@ def sweep(tree, profile, player, best, cfv, own_reach, choice):
             out = values[k - 1, tree.node_action[node]]
             cls, pot = tree.terminal_class[t], tree.terminal_pot[t]
             spent = tree.terminal_spent[t, player]
+            reach, share = others[k], tree.share[cls, :, player]
             for d in range(num_deals):
-                out[d] = others[k, d] * (tree.share[cls, d, player] * pot - spent)
+                out[d] = reach[d] * (share[d] * pot - spent)
             k -= 1
             continue
         p = tree.node_player[node]
         r = tree.node_round[node]
         base = tree.node_base[node]
+        seen = view[r, p]
         a = next_action[k]
         while a < NUM_ACTIONS and tree.node_children[node, a] < 0:
             a += 1
         if a < NUM_ACTIONS:  # go down into the next child
             next_action[k] = a + 1
-            if p == player:
+            moves = profile[p, :, a]
+            if p != player:
+                above, below = others[k], others[k + 1]
                 for d in range(num_deals):
-                    others[k + 1, d] = others[k, d]
-                    mine[k + 1, d] = mine[k, d] * profile[p, base + tree.deal_view[r, d, p], a]
+                    below[d] = above[d] * moves[base + seen[d]]
+                if track:
+                    mine[k + 1] = mine[k]
             else:
-                for d in range(num_deals):
-                    others[k + 1, d] = others[k, d] * profile[p, base + tree.deal_view[r, d, p], a]
-                    mine[k + 1, d] = mine[k, d]
+                others[k + 1] = others[k]
+                if track:
+                    above, below = mine[k], mine[k + 1]
+                    for d in range(num_deals):
+                        below[d] = above[d] * moves[base + seen[d]]
             node_at[k + 1] = tree.node_children[node, a]
             next_action[k + 1] = 0
             k += 1
             continue
         out = values[k - 1, tree.node_action[node]] if k > 0 else root
         children = tree.node_children[node]
+        below = values[k]
         if p == player:
             for d in range(num_deals):
-                i = base + tree.deal_view[r, d, p]
-                own_reach[i] = mine[k, d]
+                i = base + seen[d]
+                if track:
+                    own_reach[i] = mine[k, d]
                 for b in range(NUM_ACTIONS):
                     if children[b] >= 0:
-                        cfv[i, b] += values[k, b, d]
+                        cfv[i, b] += below[b, d]
             if best:
                 for i in range(base, base + tree.round_views[r]):
                     pick = -1
@@ -166,21 +172,21 @@ def sweep(tree, profile, player, best, cfv, own_reach, choice):
                             pick = b
                     choice[i] = pick
                 for d in range(num_deals):
-                    out[d] = values[k, choice[base + tree.deal_view[r, d, p]], d]
+                    out[d] = below[choice[base + seen[d]], d]
             else:
                 for d in range(num_deals):
-                    i = base + tree.deal_view[r, d, p]
+                    i = base + seen[d]
                     total = 0.0
                     for b in range(NUM_ACTIONS):
                         if children[b] >= 0:
-                            total += profile[p, i, b] * values[k, b, d]
+                            total += profile[p, i, b] * below[b, d]
                     out[d] = total
         else:
             for d in range(num_deals):
                 total = 0.0
                 for b in range(NUM_ACTIONS):
                     if children[b] >= 0:
-                        total += values[k, b, d]
+                        total += below[b, d]
                 out[d] = total
         k -= 1
     return root.sum()

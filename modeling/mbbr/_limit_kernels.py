@@ -13,7 +13,8 @@ import math
 import numpy as np
 from numba import njit
 
-from oppmodel.modeling.mbbr._samples_kernels import normalise_rows
+from oppmodel.modeling.evaluation._limit_kernels import sweep, unpack_tree
+from oppmodel.modeling.mbbr._samples_kernels import normalise_rows, update_joint2
 
 NUM_ACTIONS = 3
 
@@ -267,6 +268,19 @@ def recount(expected, counts, resp, row_start, entry_start, entries):
 
 
 @njit(cache=True)
+def solve_hole(ints, floats, profile, player, scratch, choice, rows, strategy):
+    """The best response of ``player`` to ``profile`` on one hole's packed tree
+    (``evaluation.limit.pack_tree``): its pure rows ``rows`` into ``strategy``; returns the value
+    summed over the hole's deals. ``scratch`` (3 I,) and ``choice`` (I,): scratch."""
+    cfv = scratch.reshape((choice.shape[0], NUM_ACTIONS))
+    cfv[:] = 0.0
+    choice[:] = -1
+    value = sweep(unpack_tree(ints, floats), profile, player, True, cfv, scratch[:0], choice)
+    write_choices(strategy, rows, choice)
+    return value
+
+
+@njit(cache=True)
 def write_choices(strategy, rows, choice):
     """Make the rows ``rows`` of ``strategy`` pure: action ``choice[i]`` at row i."""
     for i in rows:
@@ -288,6 +302,32 @@ def sample_mean(marginal, tau, out):
             for a in range(tau.shape[2]):
                 out[i, a] += w * tau[s, i, a]
     normalise_rows(out, out)
+
+
+@njit(cache=True)
+def sample_means(marginals, taus, seats, profile):
+    """:func:`sample_mean` of every opponent d (marginal ``marginals[d - 1]``, samples
+    ``taus[d - 1]``) into its row ``profile[seats[d - 1]]``."""
+    for i in range(seats.shape[0]):
+        sample_mean(marginals[i], taus[i], profile[seats[i]])
+
+
+@njit(cache=True)
+def observe_pair(taus, rows, weights, out, scale, floor, marginals):
+    """One Bayes step of a two-opponent joint table (``samples.py``): the likelihood of the hand
+    ``rows`` as rank factors (:func:`pair_factors`) and the fused update (``update_joint2``) of
+    ``weights`` into ``out``; the normalised marginals into ``marginals`` (2, k). Returns the
+    new total."""
+    k, m = taus.shape[1], rows.shape[0]
+    a, bt = np.empty((k, m)), np.empty((m, k))
+    g = pair_factors(taus[0], taus[1], rows, a, bt)
+    row, col = marginals[0], marginals[1]
+    total, _ = update_joint2(weights, out, a[:, :g], bt[:g], scale, floor, row, col)
+    if total != 0.0:  # (a hand of probability 0 is refused by the caller)
+        for s in range(k):
+            marginals[0, s] = marginals[0, s] / total
+            marginals[1, s] = marginals[1, s] / total
+    return total
 
 
 @njit(cache=True)

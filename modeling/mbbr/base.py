@@ -48,7 +48,6 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
@@ -74,6 +73,7 @@ from oppmodel.modeling.observation import (
 )
 
 MAX_CACHED_EVIDENCE = 8192  # distinct valid observations whose evidence is kept
+_OBS_FIELDS = tuple(f.name for f in dataclasses.fields(LimitObservation))
 
 
 def check_posterior(config: MBBRConfig, posterior: Posterior, model_name: str) -> None:
@@ -137,10 +137,7 @@ class MBBRModel(abc.ABC):
         self._profiles: dict[int, tuple[int, np.ndarray]] = {}  # p -> (version, models profile)
         self._lazy: dict[tuple[int, Response], _LazyResponse] = {}
         self._choice = np.empty(game.num_infosets, dtype=np.int64)  # scratch of ``_ensure``
-        self._sweep_scratch = (
-            np.zeros((game.num_infosets, NUM_ACTIONS)),
-            np.zeros(game.num_infosets),
-        )
+        self._sweep_scratch = np.zeros(game.num_infosets * NUM_ACTIONS)  # counterfactual values
         # The bankroll that bounds what learning costs against the default (safety.py)
         self._safety = (
             None
@@ -216,15 +213,14 @@ class MBBRModel(abc.ABC):
         run._reset_posterior()
         return run
 
-    def _solve_hole(self, p: int, kind: Response, h: int, choice: np.ndarray) -> float:
-        """Best actions (into ``choice``) of the information sets of position ``p`` with hole
-        ``h`` for the ``kind`` response; returns the value summed over those deals. The ``mean``
+    def _solve_hole(self, p: int, kind: Response, h: int, strategy: np.ndarray) -> float:
+        """The ``kind`` response's (pure) rows of the information sets of position ``p`` with
+        hole ``h``, into ``strategy``; returns the value summed over those deals. The ``mean``
         response here; the sample posterior adds ``bayes``."""
-        cfv, own_reach = self._sweep_scratch
-        cfv.fill(0.0)
-        return evaluation_kernels.packed_sweep(
-            *self._holes.packed[p][h], self._models_profile(p), p, True, cfv, own_reach, choice
-        )
+        return kernels.solve_hole(
+            *self._holes.packed[p][h], self._models_profile(p), p, self._sweep_scratch,
+            self._choice, self._holes.infosets_of_hole[p][h], strategy,
+        )  # fmt: skip
 
     # --- observing -------------------------------------------------------------------------------
 
@@ -232,7 +228,7 @@ class MBBRModel(abc.ABC):
         """Bayes-update the posterior of our position in ``obs`` with what that seat saw.
         InvalidArgumentError / IllegalActionError naming the field, and nothing changed, if the
         dealer could not have shown it."""
-        missing = [f.name for f in dataclasses.fields(LimitObservation) if not hasattr(obs, f.name)]
+        missing = [name for name in _OBS_FIELDS if not hasattr(obs, name)]
         if missing:  # another record (a Kuhn presentation's HandObservation, say)
             raise InvalidArgumentError(
                 "observation", f"has no {', '.join(missing)}: not what a seat sees of a hand"
@@ -402,12 +398,8 @@ class MBBRModel(abc.ABC):
         return lazy
 
     def _ensure(self, p: int, lazy: _LazyResponse, h: int) -> None:
-        if not math.isnan(lazy.values[h]):
-            return
-        choice = self._choice
-        choice.fill(-1)
-        lazy.values[h] = self._solve_hole(p, lazy.kind, h, choice)
-        kernels.write_choices(lazy.strategy, self._holes.infosets_of_hole[p][h], choice)
+        if math.isnan(lazy.values[h]):
+            lazy.values[h] = self._solve_hole(p, lazy.kind, h, lazy.strategy)
 
     # --- snapshots (``snapshot.py``) --------------------------------------------------------------
 

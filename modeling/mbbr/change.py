@@ -250,8 +250,8 @@ class ChangeDetectingModel(MBBRModel):
     def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
         return self._bank.model._opponent_model(p, d)
 
-    def _solve_hole(self, p: int, kind: Response, h: int, choice: np.ndarray) -> float:
-        return self._bank.model._solve_hole(p, kind, h, choice)
+    def _solve_hole(self, p: int, kind: Response, h: int, strategy: np.ndarray) -> float:
+        return self._bank.model._solve_hole(p, kind, h, strategy)
 
     # --- snapshots and memory ---------------------------------------------------------------------
 

@@ -214,6 +214,8 @@ class SampleModel(MBBRModel):
             rng=np.random.default_rng(config.seed),
         )
         self._samples = [SamplePosterior(self.tau[p]) for p in range(game.num_players)]
+        n = game.num_players
+        self._seats = [np.array([(p + d) % n for d in range(1, n)]) for p in range(n)]
 
     @classmethod
     def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
@@ -240,9 +242,7 @@ class SampleModel(MBBRModel):
         return self._samples[p].mean(d), float(1.0 / np.dot(marginal, marginal))
 
     def _write_models(self, p: int, profile: np.ndarray) -> None:
-        n = self.game.num_players
-        for d in range(1, n):
-            self._samples[p].write_mean(d, profile[(p + d) % n])
+        self._samples[p].write_means(profile, self._seats[p])
 
     def posterior(self, our_position: int) -> np.ndarray:
         """The normalised joint posterior over sample combinations for our position."""
@@ -254,16 +254,20 @@ class SampleModel(MBBRModel):
         self.game.check_position(our_position, "our_position")
         return self._samples[our_position].effective_sample_size()
 
-    def _solve_hole(self, p: int, kind: Response, h: int, choice: np.ndarray) -> float:
+    def _solve_hole(self, p: int, kind: Response, h: int, strategy: np.ndarray) -> float:
         if kind == Response.MEAN:
-            return super()._solve_hole(p, kind, h, choice)
+            return super()._solve_hole(p, kind, h, strategy)
         game, n = self.game, self.game.num_players
         deals = self._holes.deals_of_hole[p][h]
         weights = self._samples[p].posterior().ravel()
         opponents = np.array([(p + d) % n for d in range(1, n)], dtype=np.int64)
         leaf = np.empty((game.num_terminals, len(deals)))
         kernels.bayes_leaf_values(game.tree, self.tau[p], opponents, weights, p, deals, leaf)
-        return kernels.best_response_to_leaf_values(game.tree, leaf, p, deals, choice)
+        choice = self._choice
+        choice.fill(-1)
+        value = kernels.best_response_to_leaf_values(game.tree, leaf, p, deals, choice)
+        kernels.write_choices(strategy, self._holes.infosets_of_hole[p][h], choice)
+        return value
 
     def _state(self) -> dict[str, np.ndarray]:
         return {

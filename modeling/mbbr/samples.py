@@ -21,7 +21,6 @@ import string
 import numpy as np
 
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
-from oppmodel.modeling.mbbr._samples_kernels import update_joint2
 from oppmodel.modeling.mbbr.evidence import Evidence
 from oppmodel.modeling.mbbr.snapshot import take
 
@@ -44,7 +43,7 @@ class SamplePosterior:
         m, k = tau.shape[0], tau.shape[1]
         self.weights = np.full((k,) * m, 1.0 / k**m)  # unnormalised; ``scale`` = 1 / total
         self.scale = 1.0
-        self.marginals = [np.full(k, 1.0 / k) for _ in range(m)]
+        self.marginals = np.full((m, k), 1.0 / k)  # row d - 1: the opponent at offset d
         self.version = 0
         self._spare = np.empty_like(self.weights)  # where a two-opponent update writes
         letters = string.ascii_letters
@@ -70,7 +69,8 @@ class SamplePosterior:
         self.weights = w
         self.scale = 1.0 / total
         axes = range(m)
-        self.marginals = [w.sum(axis=tuple(a for a in axes if a != j)) / total for j in axes]
+        self.marginals = np.array([w.sum(axis=tuple(a for a in axes if a != j)) for j in axes])
+        self.marginals /= total
         self.version += 1
         return True
 
@@ -78,19 +78,15 @@ class SamplePosterior:
         """:meth:`observe` with two opponents: z = a @ bt is a product of low rank
         (``pair_factors``), so the update is one fused pass over the table (Kuhn's kernel) that
         also gives the marginals."""
-        k, r = self.tau.shape[1], len(evidence.rows)
-        a, bt = np.empty((k, r)), np.empty((r, k))
-        g = kernels.pair_factors(self.tau[0], self.tau[1], evidence.rows, a, bt)
-        row, col = np.empty(k), np.empty(k)
-        spare = self._spare
-        total, _ = update_joint2(
-            self.weights, spare, a[:, :g], bt[:g], self.scale, WEIGHT_FLOOR, row, col
+        marginals = np.empty((2, self.tau.shape[1]))
+        total = kernels.observe_pair(
+            self.tau, evidence.rows, self.weights, self._spare, self.scale, WEIGHT_FLOOR, marginals
         )
         if not _explained(total):
             return False
-        self._spare, self.weights = self.weights, spare
+        self._spare, self.weights = self.weights, self._spare
         self.scale = 1.0 / total
-        self.marginals = [row / total, col / total]
+        self.marginals = marginals
         self.version += 1
         return True
 
@@ -100,7 +96,7 @@ class SamplePosterior:
         return {
             "weights": self.weights.copy(),
             "scale": np.array(self.scale),
-            "marginals": np.array(self.marginals),
+            "marginals": self.marginals.copy(),
         }
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
@@ -110,7 +106,7 @@ class SamplePosterior:
         weights = take(state, "weights", "f8", (k,) * m)
         scale = float(take(state, "scale", "f8", ()))
         marginals = take(state, "marginals", "f8", (m, k))
-        self.weights, self.scale, self.marginals = weights, scale, list(marginals)
+        self.weights, self.scale, self.marginals = weights, scale, marginals
         self.version += 1
 
     def posterior(self) -> np.ndarray:
@@ -131,3 +127,7 @@ class SamplePosterior:
     def write_mean(self, d: int, out: np.ndarray) -> None:
         """:meth:`mean` of the opponent at offset ``d``, written into ``out`` (num_infosets, 3)."""
         kernels.sample_mean(self.marginals[d - 1], self.tau[d - 1], out)
+
+    def write_means(self, profile: np.ndarray, seats: np.ndarray) -> None:
+        """Every opponent's :meth:`mean` into its row ``profile[seats[d - 1]]``, one call."""
+        kernels.sample_means(self.marginals, self.tau, seats, profile)

@@ -179,6 +179,46 @@ def _mixture_quantile(alpha: np.ndarray, marginals: np.ndarray, model: int, q: f
     )
 
 
+def _log_count_likelihoods(log_lik: np.ndarray) -> np.ndarray:
+    """log M over the explicit counts c_0..c_{N-2} (c_{N-1} = T - their sum): the log of the
+    likelihood of the T observations summed over every assignment of them to the N models with
+    those counts, by the counts recursion (one observation at a time)."""
+    n_obs, n_models = log_lik.shape
+    shape = (n_obs + 1,) * (n_models - 1)
+    log_m = np.full(shape, -np.inf)
+    log_m[(0,) * (n_models - 1)] = 0.0
+    for t in range(n_obs):
+        new = log_m + log_lik[t, n_models - 1]
+        for j in range(n_models - 1):
+            shifted = np.full(shape, -np.inf)
+            dst = [slice(None)] * (n_models - 1)
+            src = [slice(None)] * (n_models - 1)
+            dst[j], src[j] = slice(1, None), slice(None, -1)
+            shifted[tuple(dst)] = log_m[tuple(src)] + log_lik[t, j]
+            new = np.logaddexp(new, shifted)
+        log_m = new
+    return log_m
+
+
+def _count_posterior(
+    log_m: np.ndarray, a: np.ndarray, n_obs: int
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, float]:
+    """The posterior probability of each count vector on ``log_m``'s grid (M times the
+    Dirichlet-multinomial weight of the counts under ``a``), each model's count per grid cell,
+    which cells are count vectors (the last count not negative), and the log evidence."""
+    n_models = a.size
+    grids = np.indices(log_m.shape)  # grids[j] = c_j
+    last = n_obs - grids.sum(axis=0)
+    valid = last >= 0
+    counts = [*grids, np.where(valid, last, 0)]
+    log_b = sum(special.gammaln(a[j] + counts[j]) for j in range(n_models))
+    log_b = log_b - special.gammaln(a.sum() + n_obs)
+    log_b0 = special.gammaln(a).sum() - special.gammaln(a.sum())
+    log_w = np.where(valid, log_m + log_b - log_b0, -np.inf)
+    log_evidence = float(special.logsumexp(log_w))
+    return np.exp(log_w - log_evidence), counts, valid, log_evidence
+
+
 def exact_posterior(
     likelihoods: Sequence[Sequence[float]] | np.ndarray,
     alpha: Sequence[float] | np.ndarray | float,
@@ -212,32 +252,7 @@ def exact_posterior(
         )
     with np.errstate(divide="ignore"):
         log_lik = np.log(lik)
-    # log M over the explicit counts c_0..c_{N-2}; c_{N-1} = t - sum(explicit).
-    shape = (n_obs + 1,) * (n_models - 1)
-    log_m = np.full(shape, -np.inf)
-    log_m[(0,) * (n_models - 1)] = 0.0
-    for t in range(n_obs):
-        new = log_m + log_lik[t, n_models - 1]
-        for j in range(n_models - 1):
-            shifted = np.full(shape, -np.inf)
-            dst = [slice(None)] * (n_models - 1)
-            src = [slice(None)] * (n_models - 1)
-            dst[j], src[j] = slice(1, None), slice(None, -1)
-            shifted[tuple(dst)] = log_m[tuple(src)] + log_lik[t, j]
-            new = np.logaddexp(new, shifted)
-        log_m = new
-
-    grids = np.indices(shape)  # grids[j] = c_j
-    last = n_obs - grids.sum(axis=0)
-    valid = last >= 0
-    counts = [*grids, np.where(valid, last, 0)]
-    log_b = sum(special.gammaln(a[j] + counts[j]) for j in range(n_models))
-    log_b = log_b - special.gammaln(a.sum() + n_obs)
-    log_b0 = special.gammaln(a).sum() - special.gammaln(a.sum())
-    log_w = np.where(valid, log_m + log_b - log_b0, -np.inf)
-    log_evidence = float(special.logsumexp(log_w))
-    post = np.exp(log_w - log_evidence)
-
+    post, counts, valid, log_evidence = _count_posterior(_log_count_likelihoods(log_lik), a, n_obs)
     total = a.sum() + n_obs
     mean = np.empty(n_models)
     second = np.empty(n_models)

@@ -1,0 +1,120 @@
+"""Issue 31's shape rule for the installed package: no module over 500 lines, no function over 80
+lines, no function of cyclomatic complexity grade E or F (radon's grades: E from 31 decisions, F
+from 41), so that a maintainer reads any piece of it whole.
+
+The modules are the ones pyproject installs (its ``packages`` and ``package-dir``), not a kept list;
+the generated protobuf modules (``*_pb2*.py``) are excepted. A function's lines run from its ``def``
+to its last line, docstring included; a nested function counts on its own and inside its parent.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+from radon.complexity import cc_rank, cc_visit
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+FAILING_GRADES = ("E", "F")
+# Numba kernels still over the rule, by "file: function" ("file: module"), with why; the test
+# fails once one keeps the rule and is still listed, so the list only shrinks. Per-node helpers of
+# the Spades search measured 1.3-2x its time (a call reference-counts or copies each array
+# argument: helpers taking SearchBuffers whole 2x, inline="always" 1.35-1.5x, NRT off 1.3-1.5x);
+# the MBBR and evaluation kernels are being rewritten for issue 30's hand-cycle speed, and are
+# split after that lands.
+NOT_YET = {
+    "modeling/perfect_info/_spades_kernels.py: search": "per-node calls cost 1.3-2x",
+    "modeling/mbbr/_limit_kernels.py: module": "issue 30's rewrite first",
+    "modeling/mbbr/_limit_kernels.py: bayes_leaf_values": "issue 30's rewrite first",
+    "modeling/evaluation/_limit_kernels.py: sweep": "issue 30's rewrite first",
+}
+
+
+def package_modules() -> Iterator[Path]:
+    """Every non-generated ``.py`` file of every package pyproject installs."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = setuptools["package-dir"]
+    for package in setuptools["packages"]:
+        parts = package.split(".")
+        # the longest mapped prefix gives the folder; the rest of the name is subfolders
+        cut = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in folders)
+        folder = ROOT / folders[".".join(parts[:cut])] / Path(*parts[cut:])
+        for path in sorted(folder.glob("*.py")):
+            if "_pb2" not in path.name:
+                yield path
+
+
+def offenders(path: Path, source: str | None = None) -> list[str]:
+    """``file:line: what`` for each way ``path`` (or ``source`` as its text) breaks the rule."""
+    text = path.read_text() if source is None else source
+    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+    found = []
+    lines = len(text.splitlines())
+    if lines > MAX_MODULE_LINES:
+        found.append(f"{where}: module of {lines} lines (at most {MAX_MODULE_LINES})")
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+            if length > MAX_FUNCTION_LINES:
+                found.append(
+                    f"{where}:{node.lineno}: {node.name} has {length} lines"
+                    f" (at most {MAX_FUNCTION_LINES})"
+                )
+    for block in cc_visit(text):
+        grade = cc_rank(block.complexity)
+        if grade in FAILING_GRADES:
+            found.append(
+                f"{where}:{block.lineno}: {block.name} has complexity {block.complexity}"
+                f" (grade {grade})"
+            )
+    return found
+
+
+def test_the_walk_covers_every_installed_folder_and_skips_generated_code() -> None:
+    modules = {path.relative_to(ROOT).as_posix() for path in package_modules()}
+    for expected in (
+        "modeling/mbbr/config.py",
+        "modeling/perfect_info/search/tree.py",
+        "server/servicer.py",
+        "clients/commands/serve_cmd.py",
+        "proto/oppmodel/v1/__init__.py",
+    ):
+        assert expected in modules
+    assert not any("_pb2" in name for name in modules)
+    assert not any(name.startswith(("tests/", "benchmarks/")) for name in modules)
+
+
+def test_the_rule_names_a_long_module_a_long_function_and_a_complex_one() -> None:
+    branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(40))
+    long_body = "".join(f"    y = {i}\n" for i in range(80))
+    source = (
+        f"def branchy(x):\n{branches}    return -1\n\n"
+        f"def long(x):\n    '''80 more lines.'''\n{long_body}\n"
+        f"def short(x):\n{''.join(f'    y = {i}' + chr(10) for i in range(79))}\n"
+    )
+    source += "\n" * (MAX_MODULE_LINES + 1 - len(source.splitlines()))
+    found = offenders(ROOT / "probe.py", source)
+    assert found == [
+        f"probe.py: module of {MAX_MODULE_LINES + 1} lines (at most {MAX_MODULE_LINES})",
+        "probe.py:1: branchy has 82 lines (at most 80)",
+        "probe.py:84: long has 82 lines (at most 80)",
+        "probe.py:1: branchy has complexity 41 (grade F)",
+    ]
+
+
+def _function(hit: str) -> str:
+    """``file: function`` of an offender's line (a module's own line: ``file: module``)."""
+    where, _, what = hit.partition(": ")
+    return f"{where.split(':')[0]}: {what.split(' ')[0]}"
+
+
+def test_no_long_module_long_function_or_complex_function_in_the_package() -> None:
+    found = [hit for path in package_modules() for hit in offenders(path)]
+    new = [hit for hit in found if _function(hit) not in NOT_YET]
+    assert new == [], "split by meaning (named helpers):\n" + "\n".join(new)
+    kept = set(NOT_YET) - {_function(hit) for hit in found}
+    assert not kept, f"these keep the rule now: take them out of NOT_YET: {sorted(kept)}"

@@ -62,6 +62,16 @@ def test_every_enum_parameter_has_the_table_of_its_enum():
         assert set(ENUMS[name].values.values()) == numbers, name
 
 
+@pytest.mark.parametrize("name", sorted(ENUMS))
+def test_every_choice_of_the_core_has_its_value_in_the_api(name: str) -> None:
+    """A choice added to the core (``Prior``, ...) needs its value in the proto's enum, named
+    as ``oppmodel.v1_enums.enum_names`` derives it (``"eta-mixture"``: ``PRIOR_ETA_MIXTURE``)."""
+    core = type(getattr(MBBRConfig(), name))
+    assert set(ENUMS[name].names) == {member.value for member in core}, (
+        f"{core.__name__}: the core's choices and the API's enum {ENUMS[name].names} differ"
+    )
+
+
 @pytest.mark.parametrize("every_field", [True, False])
 def test_a_config_differing_in_every_field_round_trips(every_field: bool) -> None:
     config = differing()

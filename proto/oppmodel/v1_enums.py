@@ -1,7 +1,8 @@
 """The v1 API's enums and the domain names they stand for: the one table of them.
 
 Each enum of ``opponent_model.proto`` whose values are choices of the modeling core (MBBR's prior,
-posterior and response kind) maps here, value by value, to the name the core gives the choice
+posterior and response kind) maps here, value by value (by name: :func:`enum_names`), to the
+name the core gives the choice
 (``MBBRConfig.prior`` ``"informed"``, ``.posterior`` ``"dirichlet"``, ``.response`` ``"mean"``,
 ...). Keys are those names as strings, so a core enum whose values are these strings (a
 ``StrEnum``) looks up the same. An enum's ``*_UNSPECIFIED`` value (0) has no name here: what an
@@ -22,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar, overload
+
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
 from oppmodel.v1 import opponent_model_pb2 as pb
 
@@ -54,13 +57,20 @@ class EnumNames(Generic[E]):
         return default
 
 
-PRIOR = EnumNames(
-    {
-        "informed": pb.PRIOR_INFORMED,
-        "uninformed": pb.PRIOR_UNINFORMED,
-        "typed": pb.PRIOR_TYPED,
-        "mixture": pb.PRIOR_MIXTURE,
-    }
-)
-POSTERIOR = EnumNames({"samples": pb.POSTERIOR_SAMPLES, "dirichlet": pb.POSTERIOR_DIRICHLET})
-RESPONSE_KIND = EnumNames({"mean": pb.RESPONSE_KIND_MEAN, "bayes": pb.RESPONSE_KIND_BAYES})
+def enum_names(enum: EnumTypeWrapper, prefix: str) -> EnumNames:
+    """The table of ``enum``, each value but UNSPECIFIED named as the core names its choice: the
+    value's name without ``prefix``, in lower case, ``_`` written ``-`` (``PRIOR_ETA_MIXTURE`` is
+    ``"eta-mixture"``). So a new choice is a value of the core's enum and a value of the proto's,
+    and nothing else (``tests/test_api_codec.py`` checks every choice of the core has its value)."""
+    return EnumNames(
+        {
+            name.removeprefix(prefix).lower().replace("_", "-"): value
+            for name, value in enum.items()
+            if value != UNSPECIFIED
+        }
+    )
+
+
+PRIOR = enum_names(pb.Prior, "PRIOR_")
+POSTERIOR = enum_names(pb.Posterior, "POSTERIOR_")
+RESPONSE_KIND = enum_names(pb.ResponseKind, "RESPONSE_KIND_")

@@ -15,15 +15,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
+import numpy as np
 import pytest
 from service_support import hands_held
 
 from oppmodel.clients.acpc.agent import Decision, SeatHand
+from oppmodel.clients.acpc.service_game import ServiceGame
 from oppmodel.clients.acpc.service_policy import Outage, ServicePolicy, tcp_address
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands import serve_cmd
+from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.matchstate import parse_matchstate
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
+from oppmodel.modeling.mbbr import priors
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 from oppmodel.v1 import opponent_model_pb2 as pb
@@ -441,3 +446,20 @@ def test_closing_hands_the_service_every_hand(tmp_path: Path, hands: int) -> Non
             policy.observe(finished(hand))
         policy.close()
         assert hands_held(port, policy.session_id) == hands
+
+
+@pytest.mark.parametrize(("name", "fallback"), [("kuhn2p", "cfr"), ("kuhn3p", "n1")])
+def test_the_session_plays_the_compiled_game_and_the_fallback_its_default(
+    name: str, fallback: str
+) -> None:
+    """Kuhn as every limit game: the session is the compiled game by its bundled name, and the
+    fallback plays that session's default strategy (MBBR's opening: N1 in 3-player Kuhn, the
+    solved strategy elsewhere; a 2-player Kuhn session used to open with uniform play)."""
+    game = ServiceGame(read_game_def(name), seed=1)
+    assert game.session_game == name
+    assert game.fallback_name == fallback
+    limit = limit_game(name)
+    played = game.fallback.profile
+    if fallback == "n1":  # drawn as the Kuhn policies draw: its profile is Kuhn's (pass, bet)
+        played = kuhn_profile_on(limit, played)
+    assert np.allclose(played, priors.default_profile(limit, "default_strategy"))

@@ -44,7 +44,7 @@ from oppmodel.modeling.games.acpc.hand_rank import hand_strength
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.numerals import is_numeral
 from oppmodel.modeling.observation import LimitObservation
-from oppmodel.modeling.play.match import limit_action
+from oppmodel.modeling.play.match import limit_action, require_game
 from oppmodel.modeling.play.panel import named_profile
 
 DEFAULT_CYCLE = ("tight-passive", "maniac", "calling-station", "bluffer")
@@ -68,8 +68,7 @@ class RuleAgent:
         self.rank = [game.deck.index(view) for view in game.view_strings[0]]
 
     def begin_match(self, game: LimitGame, seat: int, names: Sequence[str]) -> None:
-        if game is not self.game:
-            raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
+        require_game(self.name, self.game, game)
 
     def act(self, position: int, view: int, betting: str) -> int:
         node = self.game.node(betting)

@@ -15,12 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation
-from oppmodel.modeling.play.match import AgentFactory, limit_action
+from oppmodel.modeling.play.match import AgentFactory, limit_action, require_game
 
 
 class MBBRAgent:
@@ -44,8 +43,7 @@ class MBBRAgent:
         self.rng = np.random.default_rng(seed)
 
     def begin_match(self, game: LimitGame, seat: int, names: Sequence[str]) -> None:
-        if game is not self.game:
-            raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
+        require_game(self.name, self.game, game)
 
     def act(self, position: int, view: int, betting: str) -> int:
         node = self.game.node(betting)

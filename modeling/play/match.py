@@ -73,6 +73,13 @@ class Agent(Protocol):
 AgentFactory = Callable[[LimitGame, int], Agent]
 
 
+def require_game(name: str, built_for: LimitGame, game: LimitGame) -> None:
+    """An agent's ``begin_match`` check: InvalidArgumentError naming ``game`` unless the match is
+    of the game the agent ``name`` was built for."""
+    if game is not built_for:
+        raise InvalidArgumentError("game", f"agent {name} was built for {built_for.name}")
+
+
 class FixedStrategyAgent:
     """Plays ``profile[position]`` in every position, sampling with its own seeded generator.
 
@@ -88,8 +95,7 @@ class FixedStrategyAgent:
         self.rng = np.random.default_rng(seed)
 
     def begin_match(self, game: LimitGame, seat: int, names: Sequence[str]) -> None:
-        if game is not self.game:
-            raise InvalidArgumentError("game", f"agent {self.name} was built for {self.game.name}")
+        require_game(self.name, self.game, game)
 
     def act(self, position: int, view: int, betting: str) -> int:
         node = self.game.node(betting)

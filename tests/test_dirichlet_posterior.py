@@ -26,7 +26,10 @@ LEGAL = GAME.legal_mask
 
 
 def dirichlet_model(**kwargs):
-    return build_model(GAME, MBBRConfig(hands_default=0, change_hazard=0.0, **kwargs))
+    """The Dirichlet posterior, by default under the informed prior (the eta mixture's types are
+    test_eta_mixture.py's)."""
+    config = {"hands_default": 0, "change_hazard": 0.0, "prior": "informed", **kwargs}
+    return build_model(GAME, MBBRConfig(**config))
 
 
 def showdowns(hands):

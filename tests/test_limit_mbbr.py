@@ -28,8 +28,9 @@ from oppmodel.modeling.mbbr.evidence import hand_evidence
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_limit_hand
 
-# The posteriors themselves: change detection, a bank of these, is test_limit_change.py's
-PLAIN = functools.partial(MBBRConfig, change_hazard=0.0)
+# The posteriors themselves, under the informed prior (the eta mixture, a pair of these fits, is
+# test_eta_mixture.py's; change detection, a bank of models, test_limit_change.py's)
+PLAIN = functools.partial(MBBRConfig, change_hazard=0.0, prior="informed")
 LEDUC2P = functools.partial(limit_game, "leduc2p")
 
 # (betting, deal) of each kind of finished 2p Leduc hand; deals index game.deal_cards

@@ -44,15 +44,15 @@ def test_mbbr_with_options(capsys) -> None:
         "--agents", "mbbr,maniac,calling-station", "--hands", "200", "--duplicates", "2",
         "--mbbr-k", "12", "--mbbr-response", "bayes", "--mbbr-prior", "uninformed",
         "--mbbr-epsilon", "0.1", "--mbbr-eta", "3", "--mbbr-mixture-eta", "6",
-        "--mbbr-hands-default", "40",
+        "--mbbr-weak-eta", "0.5", "--mbbr-hands-default", "40",
         "--mbbr-posterior", "samples", "--mbbr-change-hazard", "0.01", "--mbbr-safety-budget", "2",
     ]  # fmt: skip
     doc = _run_json(capsys, *argv)
     assert _run_json(capsys, *argv) == doc  # MBBR's samples and actions are seeded too
     assert doc["mbbr"] == {
         "k": 12, "response": "bayes", "prior": "uninformed", "epsilon": 0.1, "eta": 3.0,
-        "mixture_eta": 6.0, "hands_default": 40, "posterior": "samples", "safety_budget": 2.0,
-        "change_hazard": 0.01, "prior_strategy": None,
+        "mixture_eta": 6.0, "weak_eta": 0.5, "hands_default": 40, "posterior": "samples",
+        "safety_budget": 2.0, "change_hazard": 0.01, "prior_strategy": None,
     }  # fmt: skip
     assert doc["ranking"][0]["name"] == "mbbr"
 

@@ -101,6 +101,6 @@ def test_choices_are_stored_as_the_names_they_always_had():
     assert json.dumps(dataclasses.asdict(config)) == (
         '{"epsilon": 0.05, "k": 10, "hands_default": 100, "eta": 4.0, "prior": "typed", '
         '"response": "bayes", "seed": 0, "posterior": "dirichlet", "safety_budget": 0.5, '
-        '"change_hazard": 1e-05, "mixture_eta": 4.0}'
+        '"change_hazard": 1e-05, "mixture_eta": 4.0, "weak_eta": 1.0}'
     )
     assert MBBRConfig(prior="informed ").prior == "informed "  # not a name: validate() refuses it

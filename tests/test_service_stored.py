@@ -20,9 +20,16 @@ from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 
 STORED = Path(__file__).parent / "data" / "service" / "kuhn-sessions-74ba169.sqlite"
-SESSIONS = {  # label tuple -> (players, config, observations of the stored hands, snapshot)
-    ("opp_A", "opp_B"): (3, MBBRConfig(hands_default=5, seed=11), (25, 1), True),
-    ("solo",): (2, MBBRConfig(posterior="samples", k=6, hands_default=0, seed=4), (8, 2), False),
+# label tuple -> (players, config, observations of the stored hands, snapshot); stored while the
+# default prior was the informed one, which the sessions keep
+SESSIONS = {
+    ("opp_A", "opp_B"): (3, MBBRConfig(hands_default=5, seed=11, prior="informed"), (25, 1), True),
+    ("solo",): (
+        2,
+        MBBRConfig(posterior="samples", k=6, hands_default=0, seed=4, prior="informed"),
+        (8, 2),
+        False,
+    ),
 }
 
 
@@ -44,6 +51,7 @@ def test_a_database_of_the_release_before_limit_games_keeps_working(
             assert session.hands_observed == count
             assert session.config.seed == config.seed
             assert session.config.posterior == config.posterior
+            assert session.config.prior == config.prior
             sid = session.session_id
             assert client.get_session(sid).hands_observed == count  # loads it
             said = [r.getMessage() for r in caplog.records if sid in r.getMessage()]
@@ -84,7 +92,7 @@ def test_a_compiled_kuhn_session_whose_snapshot_predates_the_family_guard_is_reb
     db = tmp_path / "db.sqlite"
     shutil.copyfile(COMPILED, db)
     caplog.set_level("WARNING", logger="oppmodel.server")
-    config = MBBRConfig(hands_default=5, seed=11)
+    config = MBBRConfig(hands_default=5, seed=11, prior="informed")  # stored at the then default
     hands = random_hands(limit_game("kuhn3p"), 31, seed=1)
     with connected(db, model_workers=model_workers) as (client, _):
         (session,) = client.list_sessions()

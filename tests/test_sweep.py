@@ -36,10 +36,12 @@ def _tiny_sweep() -> list[MatchJob]:
 
 
 def test_a_journal_written_before_mixture_eta_still_holds_its_jobs() -> None:
-    """The competent field's journal at eta 1 was written before MBBRConfig had mixture_eta:
-    its first job (stream 0, MBBR with N1 and N2) is found under today's key, not played again."""
+    """The competent field's journal at eta 1 was written before MBBRConfig had mixture_eta and
+    weak_eta, under the informed prior: its first job (stream 0, MBBR with N1 and N2) is found
+    under today's key, not played again."""
     journal = Journal(RESULTS_DIR / "field_competent_eta1.jobs.jsonl", {"seed": 2024})
-    agents = (AgentSpec("mbbr", MBBRConfig(eta=1.0)), AgentSpec("n1"), AgentSpec("n2"))
+    mbbr = MBBRConfig(eta=1.0, prior="informed")  # the default prior then
+    agents = (AgentSpec("mbbr", mbbr), AgentSpec("n1"), AgentSpec("n2"))
     assert job_key(MatchJob(0, 0, agents, 3000)) in journal.entries()
 
 
@@ -70,9 +72,14 @@ def test_sweep_jobs_share_cards_across_points() -> None:
     points = sweep_points("k", (2, 3), fake, reps=2, pairs=PAIRS)
     assert [p.pairs[0].mean for p in points] == [0.5, 4.5]
     assert points[1].overall.mean == pytest.approx((4.5 + 6.5) / 2)
-    # the sweeps are the paper's: no safety budget, opponents who never change
+    # the sweeps are the paper's: its informed prior, no safety budget, opponents who never change
     paper = MBBRConfig(
-        posterior="samples", response="bayes", k=30, safety_budget=math.inf, change_hazard=0.0
+        posterior="samples",
+        response="bayes",
+        k=30,
+        prior="informed",
+        safety_budget=math.inf,
+        change_hazard=0.0,
     )
     assert point_config("response", "bayes@30") == paper
     assert point_config("H", 7).hands_default == 7

@@ -106,8 +106,9 @@ def _add_prior_arguments(
         "hypothesis, each opponent either never makes a move N3 never makes or is the informed "
         "prior's error-prone player, weighed by its revealed cards; mixture (limit games, "
         "dirichlet posterior): each opponent plays like informed, uninformed or without looking "
-        "at its cards (one strategy per betting node), weighed by its revealed moves "
-        f"({prior_default})",
+        "at its cards (one strategy per betting node), weighed by its revealed moves; "
+        "eta-mixture: informed, its concentration eta or --mbbr-weak-eta per opponent, weighed "
+        f"by its revealed moves ({prior_default})",
     )
     group.add_argument(
         "--mbbr-epsilon",
@@ -115,21 +116,23 @@ def _add_prior_arguments(
         default=defaults.epsilon,
         help="prior means clipped to [eps, 1 - eps] (%(default)s)",
     )
-    group.add_argument(
-        "--mbbr-eta",
-        type=config_field("eta", float),
-        default=defaults.eta,
-        help="concentration eta of the Dirichlet prior around the prior mean (informed and "
-        "typed priors; the mixture's informed type has --mbbr-mixture-eta) (%(default)s)",
-    )
-    group.add_argument(
-        "--mbbr-mixture-eta",
-        type=config_field("mixture_eta", float),
-        default=defaults.mixture_eta,
-        help="the mixture prior's informed type, Dirichlet(this x the prior mean): a type that "
-        "plays like the prior mean, weighed against the others by the revealed moves "
-        "(%(default)s)",
-    )
+    concentrations = {  # the Dirichlet priors' concentrations around the prior mean
+        "eta": "concentration eta of the Dirichlet prior around the prior mean (informed and "
+        "typed priors, the eta mixture's strong type; the mixture's informed type has "
+        "--mbbr-mixture-eta)",
+        "weak_eta": "the eta mixture's weak concentration: against an opponent whose revealed "
+        "moves scatter away from the prior mean the prior weighs as this many observations of "
+        "each information set, not eta",
+        "mixture_eta": "the mixture prior's informed type, Dirichlet(this x the prior mean): a "
+        "type that plays like the prior mean, weighed against the others by the revealed moves",
+    }
+    for field, text in concentrations.items():
+        group.add_argument(
+            f"--mbbr-{field.replace('_', '-')}",
+            type=config_field(field, float),
+            default=getattr(defaults, field),
+            help=f"{text} (%(default)s)",
+        )
 
 
 def _add_play_arguments(group: argparse._ArgumentGroup, defaults: MBBRConfig) -> None:

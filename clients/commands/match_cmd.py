@@ -182,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
                 "epsilon": config.epsilon,
                 "eta": config.eta,
                 "mixture_eta": config.mixture_eta,
+                "weak_eta": config.weak_eta,
                 "hands_default": config.hands_default,
                 "posterior": config.posterior,
                 "safety_budget": config.safety_budget,

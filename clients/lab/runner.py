@@ -118,7 +118,7 @@ def job_key(job: MatchJob) -> tuple:
 # MBBRConfig's fields added after the first journals, left out of a key at the value their
 # absence means so that those journals' jobs are still found (the journals spell out every
 # field that was there when they began)
-_ADDED_AFTER_THE_JOURNALS = ("mixture_eta",)
+_ADDED_AFTER_THE_JOURNALS = ("mixture_eta", "weak_eta")
 
 
 def _agent_key(agent: AgentSpec) -> dict:

@@ -30,6 +30,7 @@ FIELDS_ADDED_LATER: dict[str, object] = {
     "safety_budget": math.inf,
     "change_hazard": 0.0,
     "mixture_eta": 4.0,
+    "weak_eta": 1.0,  # read only by the eta mixture, which did not exist before it
 }
 
 
@@ -42,6 +43,9 @@ class Prior(Choice):
     # informed, uninformed or card-blind player, weighed by its revealed moves
     # (``mixture_prior``); limit games and the Dirichlet posterior only
     MIXTURE = "mixture"
+    # informed, its concentration per opponent eta or weak_eta, weighed by the revealed moves
+    # (``mixture_prior``); the samples draw alternately at each
+    ETA_MIXTURE = "eta-mixture"
 
 
 class Posterior(Choice):
@@ -67,9 +71,10 @@ _CHOICES: tuple[tuple[str, type[Choice]], ...] = (
 
 @dataclass(frozen=True)
 class MBBRConfig:
-    """MBBR's parameters (Ganzfried, Wang & Chiswick 2024 use epsilon 0.05, k 10, H 100, eta 4
-    and the sample posterior; the default posterior here is the Dirichlet one,
-    ``posterior="samples"`` is the paper's).
+    """MBBR's parameters (Ganzfried, Wang & Chiswick 2024 use epsilon 0.05, k 10, H 100, the
+    informed prior at eta 4 and the sample posterior; the defaults here are the Dirichlet
+    posterior and the eta mixture, the informed prior at eta 4 or 1 as each opponent's revealed
+    moves say: ``prior="informed", posterior="samples"`` is the paper's).
 
     The choice fields take a member or its name; a name is stored as its member. Nothing is
     checked on construction: :meth:`validate` names the first bad field.
@@ -79,7 +84,7 @@ class MBBRConfig:
     k: int = 10
     hands_default: int = 100  # H: hands of default play before exploiting
     eta: float = 4.0
-    prior: Prior = Prior.INFORMED
+    prior: Prior = Prior.ETA_MIXTURE
     response: Response = Response.MEAN
     seed: int = 0
     # DIRICHLET (the default): one Dirichlet per information set, fitted by collapsed VB;
@@ -100,6 +105,11 @@ class MBBRConfig:
     # ones, and it means that only while it is concentrated around the mean: at 1 it puts its mass
     # near pure strategies and explains any near-pure player better than Dirichlet(2) does
     mixture_eta: float = 4.0
+    # The eta mixture's weak concentration (the strong one is eta): a game of many information
+    # sets, each seen a few times in a match, learns from their first visits at 1 against players
+    # unlike the mean, and keeps the mean against players like it at 4 (benchmarks/RESULTS.md,
+    # "Unseen games")
+    weak_eta: float = 1.0
 
     def __post_init__(self) -> None:
         for name, choice in _CHOICES:
@@ -122,10 +132,10 @@ class MBBRConfig:
         low, high = ETA_RANGE
         if not (isinstance(self.eta, (int, float)) and low <= self.eta <= high):
             raise InvalidArgumentError("eta", f"must be in [{low:g}, {high:g}], got {self.eta!r}")
-        if not (isinstance(self.mixture_eta, (int, float)) and low <= self.mixture_eta <= high):
-            raise InvalidArgumentError(
-                "mixture_eta", f"must be in [{low:g}, {high:g}], got {self.mixture_eta!r}"
-            )
+        for name in ("mixture_eta", "weak_eta"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and low <= value <= high):
+                raise InvalidArgumentError(name, f"must be in [{low:g}, {high:g}], got {value!r}")
         low, high = CHANGE_HAZARD_RANGE
         hazard = self.change_hazard
         if not (isinstance(hazard, (int, float)) and not isinstance(hazard, bool)):

@@ -29,6 +29,13 @@ posterior given every hand, the informed and uninformed types' their incremental
 (``dirichlet.py``), the card-blind type's the exact conjugate counts of every move seen
 (its likelihood does not depend on the cards). The opponent's model is the mixture's posterior
 mean, sum_k w_k x mean_k.
+
+The eta mixture (``Prior.ETA_MIXTURE``, the default prior) is the same computation over two types:
+the informed prior at eta and at ``MBBRConfig.weak_eta``, prior weights ``ETA_WEIGHTS``. It lets
+the revealed moves choose the prior's strength per opponent: the first move seen at an
+information set has the prior mean's probability under either type, so only the second and later
+moves at the same information set tell them apart, and they favour the weak concentration when
+the opponent's play scatters away from the mean, the strong one when it stays near it.
 """
 
 from __future__ import annotations
@@ -45,11 +52,14 @@ from oppmodel.modeling.mbbr.snapshot import take
 
 TYPES = ("informed", "uninformed", "card-blind")
 TYPE_WEIGHTS = (0.5, 0.25, 0.25)  # prior probability of each type, in the order of TYPES
+ETA_TYPES = ("eta", "weak_eta")  # the eta mixture's types: the informed prior at each
+ETA_WEIGHTS = (0.5, 0.5)
 
 
 class MixturePrior:
-    """The type weights, the uninformed and card-blind types' posteriors and the mixture means
-    for the opponents of one position (the informed type's posterior is the model's own)."""
+    """The type weights, the second (uninformed or weak-eta) and card-blind types' posteriors and
+    the mixture means for the opponents of one position (the first type's posterior, informed,
+    is the model's own)."""
 
     def __init__(
         self,
@@ -57,19 +67,26 @@ class MixturePrior:
         informed_alpha0: np.ndarray,
         seats: Sequence[int] | np.ndarray,
         default_strategy: np.ndarray,
+        weak_alpha0: np.ndarray | None = None,
     ) -> None:
         """``informed_alpha0``: (n - 1, num_infosets, 3) the informed type's prior parameters
         (0 at illegal actions), the opponent at offset d in row d - 1; ``seats``: the position of
-        the opponent at each offset; ``default_strategy``: a profile to copy for the uninformed
-        fit's own rows (only its opponents' rows are written)."""
+        the opponent at each offset; ``default_strategy``: a profile to copy for the second
+        type's fit's own rows (only its opponents' rows are written); ``weak_alpha0``: None for
+        the type mixture (``TYPES``), else the eta mixture's (``ETA_TYPES``) weak type's prior
+        parameters, shaped as ``informed_alpha0``."""
         self.game = game
         self.seats = np.asarray(seats, dtype=np.int64)
         self.informed_alpha0 = np.asarray(informed_alpha0, dtype=np.float64)
         legal = game.legal_mask[self.seats]
-        self.uninformed_alpha0 = np.where(legal, UNINFORMED_ALPHA, 0.0)
-        self.uninformed = DirichletPosterior(
-            self.uninformed_alpha0, default_strategy.copy(), self.seats
+        self.card_blind = weak_alpha0 is None
+        self.prior_weights = TYPE_WEIGHTS if self.card_blind else ETA_WEIGHTS
+        self.second_alpha0 = (
+            np.where(legal, UNINFORMED_ALPHA, 0.0)
+            if weak_alpha0 is None
+            else np.asarray(weak_alpha0, dtype=np.float64)
         )
+        self.second = DirichletPosterior(self.second_alpha0, default_strategy.copy(), self.seats)
         sizes = [len(game.infosets(int(q))) for q in self.seats]
         self.sizes = np.array(sizes, dtype=np.int64)
         # the decision node of each opponent's information sets (padding rows: node 0, unread)
@@ -82,14 +99,14 @@ class MixturePrior:
         self.blind = np.zeros_like(self.blind_alpha0)  # every move seen, per node
         self.revealed = np.zeros_like(self.informed_alpha0)  # moves seen with the mover's cards
         # log marginal likelihood of the revealed moves under each type, by the chain rule
-        self.log_evidence = np.zeros((len(self.seats), len(TYPES)))
+        self.log_evidence = np.zeros((len(self.seats), len(self.prior_weights)))
         self.version = 0
         self._weights: list[np.ndarray | None] = [None] * len(self.seats)
 
     def observe(self, key: object, evidence: Evidence, evidence_of: Callable) -> None:
         """Add one hand (already added to the informed fit) to the other types and to the
         revealed moves."""
-        self.uninformed.observe(key, evidence_of)
+        self.second.observe(key, evidence_of)
         for d_1, i, a in evidence.rows[0]:
             node = self.node_of[d_1, i]
             if evidence.revealed[d_1]:
@@ -104,10 +121,10 @@ class MixturePrior:
         by_node = self._revealed_by_node(d_1, node)
         rows = (
             (self.informed_alpha0[d_1, i], self.revealed[d_1, i]),
-            (self.uninformed_alpha0[d_1, i], self.revealed[d_1, i]),
+            (self.second_alpha0[d_1, i], self.revealed[d_1, i]),
             (self.blind_alpha0[d_1, node], by_node),
         )
-        for k, (alpha, counts) in enumerate(rows):
+        for k, (alpha, counts) in enumerate(rows[: len(self.prior_weights)]):
             self.log_evidence[d_1, k] += np.log(
                 (alpha[a] + counts[a]) / (alpha.sum() + counts.sum())
             )
@@ -118,15 +135,15 @@ class MixturePrior:
         return self.revealed[d_1][self.node_of[d_1] == node].sum(axis=0)
 
     def weights(self, d: int) -> np.ndarray:
-        """(3,) posterior probability of each type (``TYPES``) of the opponent at offset ``d``
-        given its revealed moves."""
+        """Posterior probability of each type (``TYPES``, or ``ETA_TYPES``) of the opponent at
+        offset ``d`` given its revealed moves."""
         cached = self._weights[d - 1]
         if cached is None:
             cached = self._weights[d - 1] = self._posterior_weights(d - 1)
         return cached
 
     def _posterior_weights(self, d_1: int) -> np.ndarray:
-        log_posterior = np.log(TYPE_WEIGHTS) + self.log_evidence[d_1]
+        log_posterior = np.log(self.prior_weights) + self.log_evidence[d_1]
         weights = np.exp(log_posterior - log_posterior.max())
         return weights / weights.sum()
 
@@ -135,16 +152,17 @@ class MixturePrior:
         the informed type's posterior mean ``informed``."""
         w = self.weights(d)
         size = self.sizes[d - 1]
-        out = w[0] * informed + w[1] * self.uninformed.mean(d)
-        blind = self.blind_alpha0[d - 1] + self.blind[d - 1]
-        blind /= np.maximum(blind.sum(axis=1, keepdims=True), 1.0)  # nodes of others: 0
-        out[:size] += w[2] * blind[self.node_of[d - 1, :size]]
+        out = w[0] * informed + w[1] * self.second.mean(d)
+        if self.card_blind:
+            blind = self.blind_alpha0[d - 1] + self.blind[d - 1]
+            blind /= np.maximum(blind.sum(axis=1, keepdims=True), 1.0)  # nodes of others: 0
+            out[:size] += w[2] * blind[self.node_of[d - 1, :size]]
         out[size:] = informed[size:]
         return mixed_distributions(out)
 
     def state(self) -> dict[str, np.ndarray]:
-        """What the observations changed, besides the uninformed fit's own state: the revealed
-        moves, the card-blind counts and the types' log evidence."""
+        """What the observations changed, besides the second type's fit's own state: the
+        revealed moves, the card-blind counts and the types' log evidence."""
         return {
             "revealed": self.revealed.copy(),
             "blind": self.blind.copy(),
@@ -161,13 +179,13 @@ class MixturePrior:
         self.version += 1
 
     def nbytes(self) -> int:
-        """Bytes of the arrays held, the uninformed fit's included."""
+        """Bytes of the arrays held, the second type's fit's included."""
         arrays = (
             self.informed_alpha0,
-            self.uninformed_alpha0,
+            self.second_alpha0,
             self.node_of,
             self.blind_alpha0,
             self.blind,
             self.revealed,
         )
-        return sum(a.nbytes for a in arrays) + self.uninformed.nbytes()
+        return sum(a.nbytes for a in arrays) + self.second.nbytes()

@@ -48,8 +48,9 @@ class DirichletModel(MBBRModel):
     def _build_posterior(self) -> None:
         game, config = self.game, self.config
         n = game.num_players
-        # the mixture's informed type is the model's own fit
-        own_prior = Prior.INFORMED if config.prior == Prior.MIXTURE else config.prior
+        # a mixture's informed type (at eta in the eta mixture) is the model's own fit
+        mixture = config.prior in (Prior.MIXTURE, Prior.ETA_MIXTURE)
+        own_prior = Prior.INFORMED if mixture else config.prior
         alpha = prior_alpha(
             game,
             self.prior_mean,
@@ -67,9 +68,24 @@ class DirichletModel(MBBRModel):
             clipped = [posterior.alpha0 for posterior in self._dirichlet]
             self._types = typed_priors(game, self.prior_mean, clipped, eta=config.eta)
         self._mixture: list[MixturePrior] | None = None
-        if config.prior == Prior.MIXTURE:
+        if mixture:
+            weak = None
+            if config.prior == Prior.ETA_MIXTURE:
+                weak = prior_alpha(
+                    game,
+                    self.prior_mean,
+                    epsilon=config.epsilon,
+                    eta=config.weak_eta,
+                    prior=Prior.INFORMED,
+                )
             self._mixture = [
-                MixturePrior(game, alpha[seats[p]], seats[p], self.default_strategy)
+                MixturePrior(
+                    game,
+                    alpha[seats[p]],
+                    seats[p],
+                    self.default_strategy,
+                    None if weak is None else weak[seats[p]],
+                )
                 for p in range(n)
             ]
         self._type_versions = [0] * n
@@ -122,8 +138,9 @@ class DirichletModel(MBBRModel):
                 state.update(self._types[p].state())
             if self._mixture is not None:
                 state.update(self._mixture[p].state())
-                uninformed = self._posterior_state(self._mixture[p].uninformed)
-                state.update({f"u.{name}": a for name, a in uninformed.items()})
+                # "u.": the second type's fit, named when it was only the uninformed one
+                second = self._posterior_state(self._mixture[p].second)
+                state.update({f"u.{name}": a for name, a in second.items()})
             arrays.update({f"p{p}.{name}": a for name, a in state.items()})
         return arrays
 
@@ -163,7 +180,13 @@ class DirichletModel(MBBRModel):
         fresh = [post.at_prior() for post in self._dirichlet]
         types = self._types and [TypedPrior(t.clipped, t.support, t.legal) for t in self._types]
         mixture = self._mixture and [
-            MixturePrior(self.game, m.informed_alpha0, m.seats, self.default_strategy)
+            MixturePrior(
+                self.game,
+                m.informed_alpha0,
+                m.seats,
+                self.default_strategy,
+                None if m.card_blind else m.second_alpha0,
+            )
             for m in self._mixture
         ]
         return fresh, types, mixture
@@ -183,8 +206,8 @@ class DirichletModel(MBBRModel):
                 types[p].restore(state)
             if mixture is not None:
                 mixture[p].restore(state)
-                uninformed = {k[2:]: a for k, a in state.items() if k.startswith("u.")}
-                self._restore_posterior(mixture[p].uninformed, p, uninformed)
+                second = {k[2:]: a for k, a in state.items() if k.startswith("u.")}
+                self._restore_posterior(mixture[p].second, p, second)
         self._dirichlet, self._types, self._mixture = fresh, types, mixture
         self._type_versions = [0] * n
 
@@ -212,6 +235,7 @@ class SampleModel(MBBRModel):
             eta=config.eta,
             prior=config.prior,
             rng=np.random.default_rng(config.seed),
+            weak_eta=config.weak_eta,
         )
         self._samples = [SamplePosterior(self.tau[p]) for p in range(game.num_players)]
         n = game.num_players

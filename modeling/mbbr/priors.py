@@ -16,7 +16,7 @@ from oppmodel.modeling.games.acpc.solved import is_bundled, solved_profile
 from oppmodel.modeling.games.acpc.strategy import validate_profile
 from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr._samples_kernels import normalise_rows
-from oppmodel.modeling.mbbr.config import Prior
+from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 
 UNINFORMED_ALPHA = 2.0
 
@@ -59,14 +59,18 @@ def create_samples(
     eta: float,
     prior: Prior,
     rng: np.random.Generator,
+    weak_eta: float = MBBRConfig.weak_eta,
 ) -> np.ndarray:
     """CreateSamples (Alg 3): (n, n-1, k, num_infosets, num_actions) sampled strategies.
 
     Entry [p, d - 1] holds the samples of the opponent at position (p + d) mod n while we sit at p.
-    Illegal actions have prior weight 0 and so probability 0 in every sample.
+    Illegal actions have prior weight 0 and so probability 0 in every sample. The eta mixture
+    (prior weights 1/2 each) draws its even samples at eta, its odd ones at ``weak_eta``.
     """
     n, num_infosets, num_actions = game.num_players, game.num_infosets, game.num_actions
-    alpha = prior_alpha(game, prior_mean, epsilon=epsilon, eta=eta, prior=prior)
+    etas = [eta, weak_eta] if prior == Prior.ETA_MIXTURE else [eta]
+    alphas = [prior_alpha(game, prior_mean, epsilon=epsilon, eta=e, prior=prior) for e in etas]
+    alpha = np.stack([alphas[j % len(etas)] for j in range(k)], axis=1)  # (n, k, infosets, 3)
     legal = game.legal_mask
     padding = legal / legal.sum(axis=2, keepdims=True)
     tau = np.empty((n, n - 1, k, num_infosets, num_actions))
@@ -74,13 +78,13 @@ def create_samples(
     for p in range(n):
         for d in range(1, n):
             rows = game.infosets((p + d) % n)
-            draws = rng.gamma(alpha[(p + d) % n, rows], size=(k, len(rows), num_actions))
+            draws = rng.gamma(alpha[(p + d) % n][:, rows])
             sums = draws.sum(axis=2, keepdims=True)
             lost = np.flatnonzero(sums == 0.0)  # both draws of a row underflowed
             if len(lost):
                 sums[sums == 0.0] = 1.0
                 draws.reshape(-1, num_actions)[lost] = _log_space_draws(
-                    alpha[(p + d) % n, rows], lost, rng
+                    alpha[(p + d) % n][:, rows].reshape(-1, num_actions), lost, rng
                 )
             tau[p, d - 1][:, rows] = draws / sums
     return tau
@@ -101,9 +105,10 @@ def mixed_distributions(mixture: np.ndarray) -> np.ndarray:
 
 
 def _log_space_draws(alpha: np.ndarray, lost: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Dirichlet draws (normalised) of the rows ``lost`` (flat indices into (k, rows)) whose
-    Gamma draws both underflowed, with tiny ``alpha``: Gamma(a) = Gamma(a + 1) U^(1/a) in logs."""
-    a = alpha[lost % len(alpha)]
+    """Dirichlet draws (normalised) of the rows ``lost`` (flat indices into ``alpha``, (k x rows,
+    3)) whose Gamma draws both underflowed, with tiny ``alpha``: Gamma(a) = Gamma(a + 1) U^(1/a)
+    in logs."""
+    a = alpha[lost]
     with np.errstate(divide="ignore"):  # an illegal action (a = 0) gets log 0 = -inf
         logs = np.log(rng.gamma(a + 1.0)) + np.where(
             a > 0, np.log(rng.random(a.shape)), -np.inf

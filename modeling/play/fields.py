@@ -34,7 +34,11 @@ FIELD = (
 EQUILIBRIA = ("n1", "n2", "n3")
 # eps 0.05, k 10, H 100, eta 4, informed, mean; no safety budget, opponents never change
 PAPER_MBBR = MBBRConfig(
-    posterior=Posterior.SAMPLES, eta=4.0, safety_budget=math.inf, change_hazard=0.0
+    posterior=Posterior.SAMPLES,
+    eta=4.0,
+    prior=Prior.INFORMED,
+    safety_budget=math.inf,
+    change_hazard=0.0,
 )
 H2H_STREAM = 1_000_000  # streams of the head-to-head groups that are not field groups
 

@@ -27,7 +27,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior
+from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior, Prior
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED, EnumNames
 
@@ -42,6 +42,7 @@ PROFILE_FIELDS = ("prior_mean", "prior_mean_json", "default_strategy", "default_
 UNSET_BY_OLDER_SERVERS: Mapping[str, object] = {
     **FIELDS_ADDED_LATER,
     "posterior": Posterior.SAMPLES,
+    "prior": Prior.INFORMED,  # the default before the eta mixture
 }
 
 _INTEGER_RANGES = {

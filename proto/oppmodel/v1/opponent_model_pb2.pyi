@@ -19,6 +19,7 @@ class Prior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRIOR_UNINFORMED: _ClassVar[Prior]
     PRIOR_TYPED: _ClassVar[Prior]
     PRIOR_MIXTURE: _ClassVar[Prior]
+    PRIOR_ETA_MIXTURE: _ClassVar[Prior]
 
 class Posterior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -38,6 +39,7 @@ PRIOR_INFORMED: Prior
 PRIOR_UNINFORMED: Prior
 PRIOR_TYPED: Prior
 PRIOR_MIXTURE: Prior
+PRIOR_ETA_MIXTURE: Prior
 POSTERIOR_UNSPECIFIED: Posterior
 POSTERIOR_SAMPLES: Posterior
 POSTERIOR_DIRICHLET: Posterior
@@ -62,7 +64,7 @@ class PositionStrategy(_message.Message):
     def __init__(self, position: _Optional[int] = ..., infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ...) -> None: ...
 
 class MbbrParams(_message.Message):
-    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean", "posterior", "safety_budget", "change_hazard", "prior_mean_json", "default_strategy", "default_strategy_json", "mixture_eta")
+    __slots__ = ("epsilon", "k", "hands_default", "eta", "prior", "response", "prior_mean", "posterior", "safety_budget", "change_hazard", "prior_mean_json", "default_strategy", "default_strategy_json", "mixture_eta", "weak_eta")
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     HANDS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
@@ -77,6 +79,7 @@ class MbbrParams(_message.Message):
     DEFAULT_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_STRATEGY_JSON_FIELD_NUMBER: _ClassVar[int]
     MIXTURE_ETA_FIELD_NUMBER: _ClassVar[int]
+    WEAK_ETA_FIELD_NUMBER: _ClassVar[int]
     epsilon: float
     k: int
     hands_default: int
@@ -91,7 +94,8 @@ class MbbrParams(_message.Message):
     default_strategy: _containers.RepeatedCompositeFieldContainer[PositionStrategy]
     default_strategy_json: str
     mixture_eta: float
-    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., posterior: _Optional[_Union[Posterior, str]] = ..., safety_budget: _Optional[float] = ..., change_hazard: _Optional[float] = ..., prior_mean_json: _Optional[str] = ..., default_strategy: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., default_strategy_json: _Optional[str] = ..., mixture_eta: _Optional[float] = ...) -> None: ...
+    weak_eta: float
+    def __init__(self, epsilon: _Optional[float] = ..., k: _Optional[int] = ..., hands_default: _Optional[int] = ..., eta: _Optional[float] = ..., prior: _Optional[_Union[Prior, str]] = ..., response: _Optional[_Union[ResponseKind, str]] = ..., prior_mean: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., posterior: _Optional[_Union[Posterior, str]] = ..., safety_budget: _Optional[float] = ..., change_hazard: _Optional[float] = ..., prior_mean_json: _Optional[str] = ..., default_strategy: _Optional[_Iterable[_Union[PositionStrategy, _Mapping]]] = ..., default_strategy_json: _Optional[str] = ..., mixture_eta: _Optional[float] = ..., weak_eta: _Optional[float] = ...) -> None: ...
 
 class SessionConfig(_message.Message):
     __slots__ = ("game", "our_label", "opponent_labels", "method", "mbbr", "seed")

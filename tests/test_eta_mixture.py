@@ -1,0 +1,160 @@
+"""The eta mixture, MBBR's default prior (``Prior.ETA_MIXTURE``, ``mixture_prior.py``): the
+informed prior at eta or at weak_eta per opponent, weighed by the exact marginal likelihood of
+its revealed moves. Its weights against a closed-form count in exact fractions, its mean
+against the two informed priors' own models, and which concentration the moves choose."""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from test_limit_mbbr import random_hands
+from test_mixture_prior import LOGS
+
+from oppmodel.clients.acpc.log import read_log
+from oppmodel.clients.acpc.replay_games import ReplayGame
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Prior
+from oppmodel.modeling.mbbr.mixture_prior import ETA_TYPES, ETA_WEIGHTS
+from oppmodel.modeling.mbbr.model import build_model
+from oppmodel.modeling.mbbr.priors import create_samples
+
+# the posterior itself (change detection, a bank of them, is test_limit_change.py's)
+ETA_MIX = MBBRConfig(hands_default=0, seed=1, change_hazard=0.0)
+
+
+def rising(start: Fraction, count: int) -> Fraction:
+    """start (start + 1) ... (start + count - 1): Gamma(start + count) / Gamma(start)."""
+    out = Fraction(1)
+    for j in range(count):
+        out *= start + j
+    return out
+
+
+def closed_form_weights(alpha0s, counts: dict) -> list[Fraction]:
+    """The types' posterior probabilities from each information set's Dirichlet-multinomial
+    marginal likelihood in closed form, prod_a Gamma(alpha_a + n_a) / Gamma(alpha_a) x
+    Gamma(A) / Gamma(A + N), in exact fractions (no chain rule, no order of the moves)."""
+    joint = []
+    for prior, alpha0 in zip(ETA_WEIGHTS, alpha0s, strict=True):
+        likelihood = Fraction(1)
+        for infoset, n in counts.items():
+            alpha = [Fraction(float(a)) for a in alpha0[infoset]]
+            for a, k in zip(alpha, n, strict=True):
+                likelihood *= rising(a, k)
+            likelihood /= rising(sum(alpha), sum(n))
+        joint.append(Fraction(prior) * likelihood)
+    return [j / sum(joint) for j in joint]
+
+
+def test_the_weights_are_the_exact_marginal_likelihood_of_the_revealed_moves():
+    game = limit_game("leduc2p")
+    rules = ReplayGame(game)
+    model = build_model(game, ETA_MIX)
+    p, counts = 0, {}
+    for hand in read_log(LOGS["leduc2p"]).hands[:40]:
+        obs = rules.observation(hand, p)
+        for dec in rules.decisions(hand, obs):
+            if dec.infoset is not None:  # revealed: the mover's cards were shown
+                counts.setdefault(dec.infoset, [0, 0, 0])[dec.action] += 1
+        model.observe(obs)
+    assert sum(map(sum, counts.values())) > 40 and max(map(sum, counts.values())) > 3
+    mixture = model._mixture[p]
+    exact = closed_form_weights((mixture.informed_alpha0[0], mixture.second_alpha0[0]), counts)
+    got = mixture.weights(1)
+    assert 1e-6 < exact[0] < 1 - Fraction(1, 10**6)  # not yet decided: every digit counts
+    for k in range(2):
+        assert got[k] == pytest.approx(float(exact[k]), rel=1e-12, abs=1e-12), ETA_TYPES[k]
+
+
+def test_the_types_are_the_informed_prior_at_eta_and_at_weak_eta():
+    game = limit_game("leduc2p")
+    config = dataclasses.replace(ETA_MIX, eta=3.0, weak_eta=0.5)
+    mixture = build_model(game, config)._mixture[0]
+    for eta, alpha0 in ((3.0, mixture.informed_alpha0), (0.5, mixture.second_alpha0)):
+        informed = build_model(game, dataclasses.replace(config, prior="informed", eta=eta))
+        np.testing.assert_array_equal(alpha0, informed._dirichlet[0].alpha0)
+
+
+@pytest.mark.parametrize("game_name", ["leduc2p", "leduc3p"])
+def test_the_model_is_the_weighted_mean_of_the_two_informed_posteriors(game_name):
+    game = limit_game(game_name)
+    hands = random_hands(game, 120, seed=4)
+    mixture = build_model(game, ETA_MIX)
+    plain = dataclasses.replace(ETA_MIX, prior="informed")
+    strong, weak = build_model(game, plain), build_model(game, dataclasses.replace(plain, eta=1.0))
+    for obs in hands:
+        for model in (mixture, strong, weak):
+            model.observe(obs)
+    n, p = game.num_players, 1
+    for d in range(1, n):
+        q = (p + d) % n
+        w = mixture._mixture[p].weights(d)
+        assert 0.0 < w[0] < 1.0
+        rows = list(game.infosets(q))
+        expected = (
+            w[0] * strong.opponent_model(p, q)[0][rows] + w[1] * weak.opponent_model(p, q)[0][rows]
+        )
+        np.testing.assert_allclose(mixture.opponent_model(p, q)[0][rows], expected, atol=1e-12)
+
+
+def kings_raise_profile(game):
+    """Always raise with a king, always call otherwise: card-aware, far from the solved
+    strategy."""
+    profile = np.where(game.legal_mask, 1e-9, 0.0)
+    for q in range(game.num_players):
+        for i in game.infosets(q):
+            act = 2 if game.infoset_string(q, i).startswith("K") else 1
+            profile[q, i, act if game.legal_mask[q, i, act] else 1] = 1.0
+    return profile / profile.sum(axis=2, keepdims=True)
+
+
+@pytest.mark.parametrize(("player", "chosen"), [("kings-raise", "weak_eta"), ("solved", "eta")])
+def test_the_revealed_moves_choose_the_concentration_that_fits_the_player(player, chosen):
+    """A player unlike the prior mean scatters its moves away from it: the weak concentration
+    explains them better (its weight 1 - 1e-60 after these hands). One who plays the prior mean
+    (the solved strategy) repeats its moves where the mean does: the strong one, though by less
+    (0.96 and 0.99 here, 0.95 and 0.97 after 2,000 hands): where the solved strategy is pure
+    the clipped mean gives its move 0.95, and a repeat of it is likelier under the weak prior
+    ((0.95 + 1) / 2 against (3.8 + 1) / 5), so only its mixed information sets favour eta."""
+    game = limit_game("leduc2p")
+    profile = kings_raise_profile(game) if player == "kings-raise" else build_model(game).prior_mean
+    model = build_model(game, ETA_MIX)
+    for obs in random_hands(game, 1000, seed=3, profile=profile):
+        model.observe(obs)
+    for p in range(2):
+        assert model._mixture[p].weights(1)[ETA_TYPES.index(chosen)] > 0.95
+
+
+def test_the_default_is_the_eta_mixture_and_stored_configs_read_as_before():
+    """The default prior; a config stored before weak_eta existed (its prior another) fills in
+    the value its absence means, which snapshots leave out of their header."""
+    assert (MBBRConfig().prior, MBBRConfig().eta, MBBRConfig().weak_eta) == (
+        Prior.ETA_MIXTURE,
+        4.0,
+        1.0,
+    )
+    assert FIELDS_ADDED_LATER["weak_eta"] == MBBRConfig().weak_eta
+    with pytest.raises(ValueError) as info:
+        MBBRConfig(weak_eta=0.0).validate()
+    assert info.value.field == "weak_eta"
+
+
+def test_the_samples_draw_alternately_at_eta_and_at_weak_eta():
+    """The sample posterior's form of the same prior: half its samples from each type."""
+    game = limit_game("kuhn3p")
+    mean = build_model(game).prior_mean
+    args = {"k": 4000, "epsilon": 0.05, "prior": "eta-mixture", "weak_eta": 1.0}
+    tau = create_samples(game, mean, eta=9.0, rng=np.random.default_rng(0), **args)
+    rows = game.infosets(1)
+    legal = game.legal_mask[1, rows]
+    first = tau[0, 0][:, rows][:, legal].reshape(4000, len(rows), 2)[:, :, 0]
+    m = np.clip(mean[1, rows][legal].reshape(len(rows), 2), 0.05, 0.95)
+    m = (m / m.sum(axis=1, keepdims=True))[:, 0]
+    for parity, eta in ((0, 9.0), (1, 1.0)):
+        draws = first[parity::2]
+        np.testing.assert_allclose(draws.mean(axis=0), m, atol=0.03)
+        # Beta(eta m, eta (1 - m)) variance m (1 - m) / (eta + 1); 2000 draws
+        np.testing.assert_allclose(draws.var(axis=0), m * (1 - m) / (eta + 1), atol=0.015)

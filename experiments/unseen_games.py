@@ -30,6 +30,7 @@ Units: each game's (``game.rate_unit``): both have blinds 1/2, so milli-big-blin
                                       [--workers 2] [--quick]
                                       [--journal FILE] [--report] [--mbbr-safety-budget 0.5]
                                       [--mbbr-hands-default 100] [--mbbr-eta 4]
+                                      [--mbbr-prior eta-mixture]
                                       [--out FILE] [--json]
 """
 
@@ -57,7 +58,7 @@ from oppmodel.modeling.games.acpc.compiler import compile_limit_game  # noqa: E4
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.games.acpc.solved import solved_profile  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.play.agents import mbbr_factory  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.fields import PLAIN, STYLES, labels  # noqa: E402
@@ -146,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         default=MBBRConfig().hands_default,
         help="MBBR's hands of default play H (%(default)s)",
     )
+    parser.add_argument(
+        "--mbbr-prior",
+        choices=Prior.names(),
+        default=MBBRConfig().prior,
+        help="MBBR's prior (%(default)s)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="(%(default)s)")
     add_field_args(parser)
     args = parser.parse_args(argv)
@@ -159,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         safety_budget=args.mbbr_safety_budget,
         hands_default=args.mbbr_hands_default,
         eta=args.mbbr_eta,
+        prior=args.mbbr_prior,
     )
     config.validate()
     game_names = [g for g in args.games.split(",") if g]
@@ -185,11 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     budget = None if math.isinf(config.safety_budget) else config.safety_budget
     run = {"hands": hands, "seed": args.seed, "safety_budget": budget, "budget_in": "rate_unit"}
-    mbbr = {"hands_default": config.hands_default, "eta": config.eta}
+    mbbr = {"hands_default": config.hands_default, "eta": config.eta, "prior": config.prior.value}
     # entries without an eta were played before it was a setting, at the eta of the time, 4;
-    # entries without budget_in when B was milli-chips in every game (B = 0.5: 0.25 mbb/h here)
+    # entries without budget_in when B was milli-chips in every game (B = 0.5: 0.25 mbb/h here);
+    # entries without a prior with the informed one (the eta mixture's weak_eta: the default)
     journal = Journal(
-        args.journal, {**run, **mbbr}, defaults={"eta": 4.0, "budget_in": "milli-chips"}
+        args.journal,
+        {**run, **mbbr},
+        defaults={"eta": 4.0, "budget_in": "milli-chips", "prior": Prior.INFORMED.value},
     )
     results = {key: entry for key, entry in journal.entries().items()}
     todo = [] if args.report else [job for job in jobs if job[0] not in results]
@@ -210,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             "response": config.response,
             "hands_default": config.hands_default,
             "eta": config.eta,
+            "weak_eta": config.weak_eta,
             "safety_budget": budget,
             "change_hazard": config.change_hazard,
             "default_strategy_and_prior_mean": "the solved strategy",

@@ -1,5 +1,4 @@
-"""Numba kernels of MBBR in limit games (see ``dirichlet.py``, ``samples.py`` and
-``model.py``).
+"""Numba kernels of MBBR (``dirichlet.py``, ``samples.py``, ``base.py``, ``safety.py``).
 
 Opponent moves are ``entry`` indices into a flattened ``(n - 1, num_infosets, 3)`` table:
 ``(offset - 1) * num_infosets * 3 + infoset * 3 + action``; the three entries of a row (one
@@ -19,17 +18,17 @@ from oppmodel.modeling.mbbr._samples_kernels import normalise_rows, update_joint
 NUM_ACTIONS = 3
 
 
-# The classes' tables of a Dirichlet posterior, packed in two arrays (one argument each):
-# ints = [classes, assignments, entries, hidden, cursor, and the capacities of the first three]
-# + row_start (classes + 1) + entry_start (assignments + 1) + entries + hidden (classes), each
-# at its capacity; floats = counts (classes) + resp (assignments) + scores (assignments).
+# A Dirichlet posterior's classes, packed in two arrays (numba unboxes each argument on every call):
+# ints = [classes, assignments, entries, hidden, cursor, and the capacities of the first three],
+# then row_start (classes + 1), entry_start (assignments + 1), entries and hidden (classes) at
+# their capacities; floats = counts (classes), resp and scores (assignments).
 CURSOR = 4
 _HEADER = 8
 
 
 @njit(cache=True)
 def new_dirichlet_tables(classes, assignments, entries):
-    """Empty packed tables (no class) with room for the given numbers."""
+    """Empty packed tables with room for at least the given numbers."""
     classes, assignments, entries = max(classes, 16), max(assignments, 16), max(entries, 64)
     ints = np.zeros(_HEADER + 2 * classes + assignments + entries + 2, dtype=np.int64)
     ints[5], ints[6], ints[7] = classes, assignments, entries
@@ -38,19 +37,17 @@ def new_dirichlet_tables(classes, assignments, entries):
 
 @njit(cache=True)
 def _sections(ints, floats):
-    """Views of every table at its capacity, and the scores scratch."""
+    """Every table at its capacity, then the scores scratch."""
     c, r, e = ints[5], ints[6], ints[7]
-    row_start = ints[_HEADER : _HEADER + c + 1]
-    entry_start = ints[_HEADER + c + 1 : _HEADER + c + r + 2]
-    entries = ints[_HEADER + c + r + 2 : _HEADER + c + r + e + 2]
-    hidden = ints[_HEADER + c + r + e + 2 : _HEADER + 2 * c + r + e + 2]
+    starts = np.cumsum(np.array([_HEADER, c + 1, r + 1, e, c]))
+    row_start, entry_start = ints[starts[0] : starts[1]], ints[starts[1] : starts[2]]
+    entries, hidden = ints[starts[2] : starts[3]], ints[starts[3] : starts[4]]
     return row_start, entry_start, entries, hidden, floats[:c], floats[c : c + r], floats[c + r :]
 
 
 @njit(cache=True)
 def dirichlet_tables(ints, floats):
-    """(row_start, entry_start, entries, hidden, counts, resp): the filled part of each table
-    (``dirichlet.py``'s state names them)."""
+    """(row_start, entry_start, entries, hidden, counts, resp), each its filled part."""
     row_start, entry_start, entries, hidden, counts, resp, _ = _sections(ints, floats)
     c, r, e, h = ints[0], ints[1], ints[2], ints[3]
     return row_start[: c + 1], entry_start[: r + 1], entries[:e], hidden[:h], counts[:c], resp[:r]
@@ -65,34 +62,30 @@ def dirichlet_fits(ints, m, moves):
 @njit(cache=True)
 def grown_dirichlet_tables(ints, floats, m, moves):
     """Tables holding what ``ints``/``floats`` do, with room for a class of ``m`` x ``moves``."""
-    grown_ints, grown_floats = new_dirichlet_tables(
+    grown = new_dirichlet_tables(
         2 * ints[5], max(2 * ints[6], ints[1] + m), max(2 * ints[7], ints[2] + m * moves)
     )
-    grown_ints[:5] = ints[:5]
-    old = dirichlet_tables(ints, floats)
-    new = dirichlet_tables(grown_ints, grown_floats)
-    new[0][:] = old[0]
-    new[1][:] = old[1]
-    new[2][:] = old[2]
-    new[3][:] = old[3]
-    new[4][:] = old[4]
-    new[5][:] = old[5]
-    return grown_ints, grown_floats
+    grown[0][:5] = ints[:5]
+    old, new = dirichlet_tables(ints, floats), dirichlet_tables(*grown)
+    new[0][:], new[1][:], new[2][:] = old[0], old[1], old[2]
+    new[3][:], new[4][:], new[5][:] = old[3], old[4], old[5]
+    return grown
 
 
 @njit(cache=True)
 def dirichlet_observe(ints, floats, o, new, refresh, alpha0, expected, scratch, profile, seats):
-    """One hand of class ``o`` (:func:`observe_class`); ``new``: its assignments' entries
-    (m, L), if the class is new (its number is then the next), else empty. Returns whether the
-    hand was added (if not, the tables changed only by the new class, at count 0)."""
+    """One hand of class ``o``: a step of that class adding one to its count, then steps of up to
+    ``refresh`` other classes with hidden cards, round robin from the cursor. ``new``: the
+    class's entries (m, L) if it is new (appended first, at count 0 and uniform
+    responsibilities), else empty. Returns whether the hand's own step was taken (if not,
+    nothing else changed). ``scratch``: (2, size of alpha0), zeroed (left zeroed)."""
     row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
-    if new.shape[0] > 0:  # a new class: appended at count 0, uniform responsibilities
+    if new.shape[0] > 0:
         c, r, e, h = ints[0], ints[1], ints[2], ints[3]
         m, moves = new.shape
         counts[c] = 0.0
         for i in range(m):
-            for j in range(moves):
-                entries[e + i * moves + j] = new[i, j]
+            entries[e + i * moves : e + (i + 1) * moves] = new[i]
             entry_start[r + 1 + i] = e + moves * (i + 1)
             resp[r + i] = 1.0 / m
         row_start[c + 1] = r + m
@@ -100,68 +93,51 @@ def dirichlet_observe(ints, floats, o, new, refresh, alpha0, expected, scratch, 
             hidden[h] = c
             ints[3] = h + 1
         ints[0], ints[1], ints[2] = c + 1, r + m, e + m * moves
-    cursor, applied = observe_class(
-        o, 1.0, refresh, hidden, ints[3], ints[CURSOR], alpha0, expected, profile, seats, counts,
-        resp, row_start, entry_start, entries, scores, scratch[0], scratch[1],
-    )  # fmt: skip
-    ints[CURSOR] = cursor
-    return applied
-
-
-@njit(cache=True)
-def dirichlet_recount(ints, floats, expected):
-    """:func:`recount` of the packed tables."""
-    row_start, entry_start, entries, _, counts, resp = dirichlet_tables(ints, floats)
-    recount(expected, counts, resp, row_start, entry_start, entries)
-
-
-@njit(cache=True)
-def dirichlet_converge(ints, floats, alpha0, expected, scratch, profile, seats, tolerance, most):
-    """Sweeps of :func:`step_class` over every class with hidden cards, at most ``most``, until
-    no entry of ``expected`` moved by more than ``tolerance``; returns the sweeps made."""
-    row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
-    sweeps = 0
-    while ints[3] > 0 and sweeps < most:
-        sweeps += 1
-        change = 0.0
-        for o in hidden[: ints[3]]:
-            step = step_class(
-                o, 0.0, alpha0, expected, profile, seats, counts, resp, row_start, entry_start,
-                entries, scores, scratch[0], scratch[1],
-            )  # fmt: skip
-            change = max(change, step)
-        if change <= tolerance:
-            break
-    return sweeps
-
-
-@njit(cache=True)
-def observe_class(
-    o, added, refresh, hidden, num_hidden, cursor, alpha0, expected, profile, seats, counts, resp,
-    row_start, entry_start, entries, scores, own, own_row,
-):  # fmt: skip
-    """One hand of class ``o``: a step of that class adding ``added`` to its count, then steps of
-    up to ``refresh`` other classes of ``hidden[:num_hidden]`` from ``cursor`` on, round robin.
-    Returns (the next cursor, whether the hand's own step was taken; if not, nothing changed).
-    The other arrays are those of :func:`step_class`."""
-    if step_class(
-        o, added, alpha0, expected, profile, seats, counts, resp, row_start, entry_start, entries,
-        scores, own, own_row,
-    ) < 0.0:  # fmt: skip
-        return cursor, False
-    picked = 0
-    tries = 0
+    own, own_row = scratch[0], scratch[1]
+    tables = (counts, resp, row_start, entry_start, entries, scores, own, own_row)
+    if step_class(o, 1.0, alpha0, expected, profile, seats, *tables) < 0.0:
+        return False
+    picked = tries = 0
+    cursor, num_hidden = ints[CURSOR], ints[3]
     while picked < refresh and tries < num_hidden:
         c = hidden[cursor]
         cursor = (cursor + 1) % num_hidden
         tries += 1
         if c != o:
-            step_class(
-                c, 0.0, alpha0, expected, profile, seats, counts, resp, row_start, entry_start,
-                entries, scores, own, own_row,
-            )  # fmt: skip
+            step_class(c, 0.0, alpha0, expected, profile, seats, *tables)
             picked += 1
-    return cursor, True
+    ints[CURSOR] = cursor
+    return True
+
+
+@njit(cache=True)
+def dirichlet_recount(ints, floats, expected):
+    """``expected`` recomputed from scratch (the sum the steps keep up to date)."""
+    row_start, entry_start, entries, _, counts, resp = dirichlet_tables(ints, floats)
+    expected[:] = 0.0
+    for o in range(counts.shape[0]):
+        for r in range(row_start[o], row_start[o + 1]):
+            w = counts[o] * resp[r]
+            for e in range(entry_start[r], entry_start[r + 1]):
+                expected[entries[e]] += w
+
+
+@njit(cache=True)
+def dirichlet_converge(ints, floats, alpha0, expected, scratch, profile, seats, tolerance, most):
+    """Sweeps of steps over every class with hidden cards, at most ``most``, until no entry of
+    ``expected`` moved by more than ``tolerance``; returns the sweeps made."""
+    row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
+    own, own_row = scratch[0], scratch[1]
+    tables = (counts, resp, row_start, entry_start, entries, scores, own, own_row)
+    sweeps = 0
+    while ints[3] > 0 and sweeps < most:
+        sweeps += 1
+        change = 0.0
+        for o in hidden[: ints[3]]:
+            change = max(change, step_class(o, 0.0, alpha0, expected, profile, seats, *tables))
+        if change <= tolerance:
+            break
+    return sweeps
 
 
 @njit(cache=True)
@@ -169,21 +145,14 @@ def step_class(
     o, added, alpha0, expected, profile, seats, counts, resp, row_start, entry_start, entries,
     scores, own, own_row,
 ):  # fmt: skip
-    """A collapsed variational Bayes step (CVB0) of class o; returns the largest change of any
-    entry of ``expected``, or -1 (and nothing changed) if the step would not be finite.
-
-    Class o (a distinct observation, seen ``counts[o]`` times) is explained by the assignments
+    """A CVB0 step of class o (seen ``counts[o]`` times, explained by the assignments
     ``row_start[o]:row_start[o + 1]``, assignment r making the moves ``entries[entry_start[r]:
-    entry_start[r + 1]]``; ``resp[r]`` is its current responsibility and ``expected`` (flat) holds
-    sum over classes of counts x responsibilities x moves, so alpha = alpha0 + expected. The step
-    gives each assignment a responsibility in proportion to the posterior predictive probability
-    of its moves given every other hand: the product of the posterior means of alpha less one copy
-    of the class's own contribution. Then it adds ``added`` to the class's count, swaps its
-    contribution in ``expected`` and writes the posterior means (alpha / row sum) of the rows it
-    touched into ``profile`` (flat (n, num_infosets, 3); the opponent at offset d is position
-    ``seats[d - 1]``). ``own`` and ``own_row`` are zeroed scratch arrays the size of ``expected``
-    (left zeroed).
-    """
+    entry_start[r + 1]]`` with responsibility ``resp[r]``; alpha = alpha0 + ``expected``): each
+    assignment's responsibility becomes the product of the posterior means of its moves with one
+    copy of the class's own contribution left out; ``added`` joins the count, ``expected`` and
+    the means of the rows touched (into ``profile``, opponent d at ``seats[d - 1]``) follow.
+    Returns the largest change of ``expected``, or -1 (nothing changed) if not finite. ``own``,
+    ``own_row``: zeroed scratch the size of ``expected`` (left zeroed)."""
     first, last = row_start[o], row_start[o + 1]
     old = counts[o]
     new = old + added
@@ -254,17 +223,6 @@ def _mean_row(alpha0, expected, profile, seats, entry):
         total += alpha0[b + a] + expected[b + a]
     for a in range(NUM_ACTIONS):
         profile[target + a] = (alpha0[b + a] + expected[b + a]) / total
-
-
-@njit(cache=True)
-def recount(expected, counts, resp, row_start, entry_start, entries):
-    """``expected`` recomputed from scratch (the sum the refresh steps keep up to date)."""
-    expected[:] = 0.0
-    for o in range(counts.shape[0]):
-        for r in range(row_start[o], row_start[o + 1]):
-            w = counts[o] * resp[r]
-            for e in range(entry_start[r], entry_start[r + 1]):
-                expected[entries[e]] += w
 
 
 @njit(cache=True)
@@ -397,15 +355,12 @@ def bayes_leaf_values(tree, taus, opponents, weights, player, deals, out):
     terminal t under deal ``deals[j]``, times ``player``'s payoff there. ``taus[i]``
     (k, num_infosets, 3) are the samples of the opponent at position ``opponents[i]``.
 
-    An opponent's reach depends only on its own sequence of moves, and with perfect recall its
-    last move (information set I, action a) names that sequence: id 1 + 3 I + a (0: none yet).
-    One pre-order sweep gives each opponent's sequence at every (terminal, deal) and each
-    sequence's reach under every sample (its parent's times one probability). Then the table is
-    contracted with the reaches one opponent at a time, the last first, keeping only the
-    combinations of sequences that some (terminal, deal) meets: about k^m times the last
-    opponent's sequences, where expanding every combination at every (terminal, deal) costs
-    k^m times terminals times deals (4-player Kuhn at k = 40: 64,000 combinations).
-    """
+    An opponent's reach depends only on its sequence of moves, named by its last move (perfect
+    recall): id 1 + 3 I + a (0: none yet). One pre-order sweep gives each opponent's sequence at
+    every (terminal, deal) and each sequence's reach under every sample; then the table is
+    contracted with the reaches one opponent at a time, the last first, over only the sequence
+    combinations some (terminal, deal) meets (about k^m times the last opponent's sequences,
+    not k^m times terminals times deals)."""
     m = opponents.shape[0]
     k = taus.shape[1]
     num = deals.shape[0]
@@ -553,3 +508,22 @@ def best_response_to_leaf_values(tree, leaf, player, deals, choice):
     for j in range(num):
         total += value[0, j]
     return total
+
+
+@njit(cache=True)
+def mix_rows(default, candidate, rows, default_reach, candidate_reach, share, out):
+    """``out[j]``: information set ``rows[j]`` of the once-per-hand mixture of ``default`` (I, A)
+    with probability 1 - ``share`` and ``candidate`` (rows by j) with ``share``: each action's
+    mass (1 - share) * default's own reach * its probability + share * candidate's own reach *
+    its probability, normalised; a row neither strategy reaches keeps the default's."""
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        weight_default = (1.0 - share) * default_reach[i]
+        weight_candidate = share * candidate_reach[i]
+        total = 0.0
+        for a in range(default.shape[1]):
+            mass = weight_default * default[i, a] + weight_candidate * candidate[j, a]
+            out[j, a] = mass
+            total += mass
+        for a in range(default.shape[1]):
+            out[j, a] = out[j, a] / total if total > 0.0 else default[i, a]

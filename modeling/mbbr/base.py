@@ -1,39 +1,18 @@
-"""MBBR for any compiled ACPC limit game (Leduc, Kuhn from its game file, ...): ``MBBRModel``, what
-every posterior shares; ``model.py`` holds the posteriors' classes and the factory, ``build_model``.
+"""MBBR for any compiled ACPC limit game: ``MBBRModel``, what every posterior shares (the
+posteriors' classes and ``build_model`` are in ``model.py``; docs/modeling.md describes the
+options).
 
-Ganzfried, Wang & Chiswick 2024, Alg 2-5: one posterior per our position over the strategies of the
-opponents sitting at each seat offset, fed with what our seat saw of each finished hand
-(``LimitObservation``), hidden cards summed out exactly; the default strategy for the first H
-hands, then the configured response. ``Posterior.DIRICHLET`` (the default) is ``dirichlet.py``'s
-incremental collapsed-variational Dirichlet posterior (with ``Prior.TYPED``: the typed prior of
-``typed_prior.py``; with ``Prior.MIXTURE``: the mixture of informed, uninformed and card-blind
-types of ``mixture_prior.py``); ``Posterior.SAMPLES`` is the paper's ``samples.py``.
-
-Responses go through the limit-game kernels. ``mean``: the best response to the opponents'
-posterior-mean models (for the Dirichlet posterior this is also the Bayesian response: the
-fitted product of Dirichlets is independent across information sets and a sequence meets each
-information set once, so the expected reach is the reach of the means).
-``bayes`` (samples): the exact best response to sum_s p(s) EU(., tau_s), from the posterior
-expectation of the opponents' joint reach of every terminal under every deal.
-
-A response is computed lazily, one hole of ours at a time: an information set's best action
-depends only on the deals that give us its hole cards, so :meth:`MBBRModel.action_probabilities`
-(what an agent asks at each decision) solves the deals of that hole only (Leduc 3p: 1/8 of the
-tree's deals), and only once per change of the posterior of that position.
-
-With a finite ``config.safety_budget`` (default 0.5, game.rate_unit) what is played is the candidate
-(the default for the first H hands, then the response) mixed with the default strategy as far as
-the safety bankroll of ``safety.py`` allows, one share per hand and hole of ours: against
-opponents who play the default strategy, learning costs at most the budget. ``math.inf`` plays
-the candidate unconstrained. With ``config.change_hazard`` > 0 the model is
-``change.ChangeDetectingModel``, which follows opponents who change strategy with a bank of
-models of the configured posterior (BOCPD).
-
-Defaults (no profile given): the game's solved strategy (``games/acpc/solved.py``: the bundled
-file, else the cache, else solved on first use) is both the default strategy and the prior mean;
-compiled 3-player Kuhn uses N1 and N3 (Szafron, Gibson & Sturtevant 2013), and its safety
-bankroll guards against the family N1, N2, N3 (:func:`safety_guards`). Uniform play only when
-passed.
+Ganzfried, Wang & Chiswick 2024, Alg 2-5: one posterior per our position over the strategies of
+the opponents at each seat offset, fed with what our seat saw of each finished hand (hidden cards
+summed out exactly); the default strategy for the first H hands, then the response. ``mean``: the
+best response to the posterior-mean models (for the Dirichlet posterior also the Bayesian
+response: its product of Dirichlets is independent across information sets, and a sequence meets
+each information set once); ``bayes`` (samples): the best response to the posterior expectation
+of the opponents' joint reach. A response is solved lazily, one hole of ours at a time (an
+information set's best action depends only on the deals of its hole cards), once per change of
+the posterior. With a finite ``config.safety_budget`` what is played is mixed with the default
+as far as ``safety.py``'s bankroll allows; with ``config.change_hazard`` > 0 the model is
+``change.ChangeDetectingModel``.
 """
 
 from __future__ import annotations
@@ -74,16 +53,6 @@ from oppmodel.modeling.observation import (
 
 MAX_CACHED_EVIDENCE = 8192  # distinct valid observations whose evidence is kept
 _OBS_FIELDS = tuple(f.name for f in dataclasses.fields(LimitObservation))
-
-
-def check_posterior(config: MBBRConfig, posterior: Posterior, model_name: str) -> None:
-    """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for
-    ``posterior``, the one the class ``model_name`` implements."""
-    config.validate()
-    if config.posterior != posterior:
-        raise InvalidArgumentError(
-            "posterior", f"{model_name} is the {posterior.value!r} posterior"
-        )
 
 
 def response_kind(kind: Response | str | None, config: MBBRConfig) -> Response:
@@ -159,7 +128,10 @@ class MBBRModel(abc.ABC):
     def _check_config(cls, config: MBBRConfig) -> None:
         """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for
         the posterior this class implements."""
-        check_posterior(config, cls.POSTERIOR, cls.__name__)
+        config.validate()
+        if config.posterior != cls.POSTERIOR:
+            name = f"{cls.POSTERIOR.value!r}"
+            raise InvalidArgumentError("posterior", f"{cls.__name__} is the {name} posterior")
 
     @abc.abstractmethod
     def _build_posterior(self) -> None:
@@ -405,15 +377,11 @@ class MBBRModel(abc.ABC):
 
     def snapshot(self) -> bytes:
         """The model's state after the hands observed so far, as self-describing bytes in the
-        format of ``modeling/mbbr/snapshot.py`` (its header also names the game's rules by the
-        SHA-256 of their text). The arrays, per position p: the Dirichlet posterior's
-        (``DirichletPosterior.state``) as ``p<p>.<name>``, its distinct observations as
-        ``p<p>.key_position``, ``p<p>.key_betting`` and ``p<p>.key_cards`` (rows of
-        ``observation.limit_observation_cards``), with the typed prior ``p<p>.revealed``, with
-        the mixture prior ``p<p>.revealed``, ``p<p>.blind`` (the card-blind type's counts per
-        node) and the uninformed type's fit as ``p<p>.u.<name>`` (its keys too); the
-        sample posterior's (``SamplePosterior.state``) as ``p<p>.<name>``; with a safety
-        budget the bankroll's (``SafetyBankroll.state``) as ``safety.<name>``.
+        format of ``modeling/mbbr/snapshot.py``. The arrays, per position p: the posterior's
+        ``state()`` as ``p<p>.<name>`` (the Dirichlet posterior's distinct observations as
+        ``p<p>.key_position``, ``key_betting``, ``key_cards``; the typed and mixture priors'
+        ``state()`` beside it, the mixture's uninformed fit as ``p<p>.u.<name>``); with a safety
+        budget the bankroll's as ``safety.<name>``.
 
         ``restore`` into a fresh model of the same game, configuration and prior mean, then
         observing the later hands, gives exactly the posterior of observing them all."""

@@ -1,34 +1,19 @@
 """Opponents who change: Bayesian online change-point detection (BOCPD; Adams & MacKay 2007) over a
-bank of MBBR models.
+bank of MBBR models of the configured posterior (no change detection or safety budget of their
+own), one per candidate run, each holding the hands since its start; they share one evidence cache.
 
-MBBR's posterior assumes the opponents play one fixed strategy for the whole match, so after a
-change of style it averages the old play with the new and answers late (after 1,500 hands of a
-maniac, a model of a tight-passive player takes about as long again to be believed). This model
-drops that assumption, keeping every posterior as it is, with a bank of plain models of the
-configured posterior (no change detection, no safety budget of their own), one per candidate run,
-each holding only the hands since its start; the runs share one cache of the observations'
-evidence.
+Before every hand the opponents change strategy with probability H = ``config.change_hazard`` to
+one drawn afresh from the prior. Every ``GRID`` hands a fresh run joins with prior mass
+h = 1 - (1 - H)^GRID, the others keeping 1 - h (the exact recursion on that grid); runs below
+``PRUNE`` of the mass are dropped, at most ``MAX_RUNS`` kept (the newest always). After every
+hand each run's mass is multiplied by the probability its posterior-mean models gave the
+opponents' moves, summed over the unseen cards (``evidence.hand_likelihood``: for the Dirichlet
+posterior its exact predictive), then every run observes the hand.
 
-- The model of change: before every hand the opponents change strategy with probability
-  ``config.change_hazard`` (H), to one drawn afresh from the prior. Change points are searched on a
-  grid of ``GRID`` hands: every ``GRID`` hands a fresh run (the prior, no hands) joins the bank
-  with prior mass h = 1 - (1 - H)^GRID, the others keeping 1 - h (the exact BOCPD recursion on
-  that grid). Runs whose mass falls below ``PRUNE`` of the total are dropped, and at most
-  ``MAX_RUNS`` are kept (the newest always: it is the one that finds the next change).
-- After every hand each run's mass is multiplied by the probability its posterior-mean models gave
-  the opponents' moves before seeing it, summed over the cards we did not see
-  (``hand_evidence.hand_likelihood``, the probability the safety bankroll weighs hypotheses with;
-  for the Dirichlet posterior that is its exact predictive: a hand meets each information set at
-  most once), and then every run observes the hand.
-
-Everything else is ``MBBRModel``'s, on the most probable run's models: the default for the first
-H hands, then the response, solved hole by hole, within this model's own safety bankroll, which
-books what is played whichever run it came from (so the budget's guarantee holds as without
-change detection) and weighs its hypotheses against the models MBBR played against. With H = 0 no
-run is ever added and the model is the plain one; with opponents who never change the first run
-keeps the mass, and a fresh run outweighs it only by chance, with probability at most h per run by
-Ville's inequality when the established model's predictions are the truth's. Each hand costs at
-most ``MAX_RUNS`` posterior updates, whatever the match length.
+Everything else is ``MBBRModel``'s, on the most probable run's models, within this model's own
+safety bankroll (which books what is played whichever run it came from, so its guarantee holds).
+With opponents who never change, a fresh run outweighs the first only by chance, with
+probability at most h per run by Ville's inequality. A hand costs at most ``MAX_RUNS`` updates.
 """
 
 from __future__ import annotations
@@ -36,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -55,29 +39,15 @@ _LOG_PRUNE = math.log(PRUNE)
 _SERIAL = 1 << 32  # a run's serial in the versions of the responses: above any run's own version
 
 
-class Run(Protocol):
-    """What the bank needs of a run's model: any MBBR model, of any game, has it."""
+class RunBank:
+    """BOCPD's bookkeeping over a bank of runs: each run's model, the hand it began at and its
+    normalised log mass; the model scores each hand under every run (:meth:`weigh`), lets the
+    runs observe it, then calls :meth:`advance` (see the module docstring)."""
 
-    hands_observed: int
-
-    def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]: ...
-
-    def restore(self, blob: bytes) -> None: ...
-
-
-RunT = TypeVar("RunT", bound=Run)
-
-
-class RunBank(Generic[RunT]):
-    """BOCPD's bookkeeping over a bank of runs, whatever the game and the posterior: each run's
-    model, the hand it began at and its normalised log mass; the game's wrapper scores each
-    hand under every run (:meth:`weigh`), lets the runs observe it, then calls :meth:`advance`
-    (see the module docstring)."""
-
-    def __init__(self, hazard: float, build_run: Callable[[], RunT]) -> None:
+    def __init__(self, hazard: float, build_run: Callable[[], MBBRModel]) -> None:
         self.hazard = hazard
         self._build_run = build_run
-        self.runs: list[RunT] = [build_run()]
+        self.runs: list[MBBRModel] = [build_run()]
         self.starts: list[int] = [0]  # the hand each run began at
         self.log_mass = np.zeros(1)
         self.serials: list[int] = [0]  # a number per run, never reused: which run plays
@@ -85,11 +55,6 @@ class RunBank(Generic[RunT]):
         h = -math.expm1(GRID * math.log1p(-hazard))
         self._open_log_mass = math.log(h) if h > 0.0 else -math.inf
         self._stay_log_mass = math.log1p(-h)
-
-    @property
-    def weighing(self) -> bool:
-        """Whether a hand's scores can move the masses (more than one run, or runs to come)."""
-        return len(self.runs) > 1 or self.hazard > 0.0
 
     @property
     def log_mass(self) -> np.ndarray:
@@ -106,7 +71,7 @@ class RunBank(Generic[RunT]):
         return self._active
 
     @property
-    def model(self) -> RunT:
+    def model(self) -> MBBRModel:
         """The most probable run's model: the one MBBR plays."""
         return self.runs[self.active()]
 
@@ -158,7 +123,7 @@ class RunBank(Generic[RunT]):
         return arrays
 
     def restore(
-        self, arrays: dict[str, np.ndarray], hands: int, identity: Callable[[RunT], dict]
+        self, arrays: dict[str, np.ndarray], hands: int, identity: Callable[[MBBRModel], dict]
     ) -> None:
         """Set the state of :meth:`state`'s ``arrays`` after ``hands`` hands, each run restored
         from its arrays under its snapshot ``identity``; SnapshotError, with nothing changed,
@@ -209,7 +174,7 @@ class ChangeDetectingModel(MBBRModel):
         first = run_class(
             self.game, plain, default_strategy=default, prior_mean=prior_mean, evidence=evidence
         )
-        self._bank: RunBank[MBBRModel] = RunBank(self.config.change_hazard, first._fresh_run)
+        self._bank = RunBank(self.config.change_hazard, first._fresh_run)
 
     # --- the bank ---------------------------------------------------------------------------------
 
@@ -226,13 +191,10 @@ class ChangeDetectingModel(MBBRModel):
     def _update(self, p: int, obs: LimitObservation) -> None:
         """Weigh every run by its prediction of the hand, let every run observe it, and every
         ``GRID`` hands open a new run."""
-        bank = self._bank
-        evidence = self._evidence_of(obs)  # validates
-        if bank.weighing:
-            profiles = [run._models_profile(p) for run in bank.runs]
-            likelihoods = [hand_likelihood(evidence, p, profile) for profile in profiles]
-            with np.errstate(divide="ignore"):  # a run that calls the hand impossible: -inf
-                bank.weigh(np.log(np.array(likelihoods)))
+        bank, rows = self._bank, self._evidence_of(obs).rows  # validates
+        likelihoods = [hand_likelihood(rows, p, run._models_profile(p)) for run in bank.runs]
+        with np.errstate(divide="ignore"):  # a run that calls the hand impossible: -inf
+            bank.weigh(np.log(np.array(likelihoods)))
         for run in bank.runs:  # validated above: each run's own update
             run._update(p, obs)
             run.hands_observed += 1

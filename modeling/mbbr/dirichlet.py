@@ -1,30 +1,19 @@
-"""The Dirichlet posterior in limit games, fitted incrementally: the cost of a hand does not grow
-with the match.
+"""The Dirichlet posterior, fitted incrementally: the cost of a hand does not grow with the match.
 
 A Dirichlet prior per opponent information set over its legal actions, the likelihood of a hand
 summed over the hidden cards, and a posterior approximated by a product of Dirichlets, alpha =
-alpha0 + expected action counts, each hand's count split over the card assignments that explain
-it. Two choices make the fit:
+alpha0 + expected action counts, each hand's count split over the card assignments that explain it:
 
-- **The split is collapsed variational Bayes (CVB0; Asuncion, Welling, Smyth & Teh 2009).** An
-  assignment's responsibility is proportional to the posterior predictive probability of its
-  moves given every other hand: the product, over its moves, of the posterior mean with this
-  hand's own contribution left out. A mean-field fit (the Kuhn-only stack's, retired) weighs by
-  exp(E[log tau]) instead; in Leduc that fit has several fixed points (cards of equal rank in
-  different suits are different information sets that play alike, and a hidden card's count
-  settles on either suit) and its means strayed up to 0.2 from the exact posterior's on
-  four-hand data sets, while CVB0 stays within 0.035 (tests enumerate the exact posterior) and
-  reaches one fixed point whatever the order of the hands. On Kuhn its held-out log-loss is
-  within 0.0035 nats per hand of the mean-field fit's (``experiments/RESULTS.md``).
-- **The fit is incremental (coordinate steps, one observation class at a time, as incremental
-  EM does).** A Leduc match sees thousands of distinct observations, so nothing is refitted over
-  all of them: each distinct observation class keeps its count and the responsibilities of its
-  assignments, and ``expected`` = sum over classes of count x responsibilities x moves is kept up
-  to date as classes change. A hand refreshes its own class (one with nothing hidden is one exact
-  conjugate count) and ``REFRESH_PER_HAND`` classes with hidden cards in round-robin order, so a
-  hand costs O(its class + a few more) however long the match, and every class is revisited as
-  it goes on. :meth:`DirichletPosterior.converge` runs the steps over every class to the
-  fixed point; after 1000 hands of Leduc the incremental fit is within 0.03 (2p) of it.
+- **The split is collapsed variational Bayes (CVB0; Asuncion, Welling, Smyth & Teh 2009):** an
+  assignment's responsibility is proportional to the product over its moves of the posterior mean
+  with this hand's own contribution left out. The mean-field fit (exp E[log tau]) has several
+  fixed points in Leduc (suits of equal rank play alike) and strayed up to 0.2 from the exact
+  posterior on four-hand data sets; CVB0 stays within 0.035 (tests enumerate the exact posterior).
+- **The fit is incremental** (as incremental EM): each distinct observation class keeps its count
+  and its assignments' responsibilities, and ``expected`` is kept up to date as classes change. A
+  hand steps its own class (nothing hidden: one exact conjugate count) and ``REFRESH_PER_HAND``
+  classes with hidden cards, round robin. :meth:`DirichletPosterior.converge` runs the steps to
+  the fixed point; after 1000 hands of Leduc 2p the incremental fit is within 0.03 of it.
 
 With every card seen this is the exact conjugate posterior at every hand.
 """
@@ -89,11 +78,6 @@ class DirichletPosterior:
     def alpha(self) -> np.ndarray:
         """(n - 1, num_infosets, 3) the posterior's parameters, alpha0 + expected counts."""
         return (self._alpha0 + self._expected).reshape(self.alpha0.shape)
-
-    @property
-    def num_classes(self) -> int:
-        """Distinct observations seen."""
-        return len(self._index)
 
     def observe(self, key: object, evidence: Callable[[], Evidence]) -> bool:
         """Add one hand and update incrementally. ``key`` identifies what was seen;

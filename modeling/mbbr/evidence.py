@@ -1,15 +1,7 @@
-"""What one seat's observation of a finished hand says about each opponent, as both posteriors
-read it.
-
-An observation (``LimitObservation``) fixes the betting, so each opponent's moves (decision node,
-action) are known; what is not known are the hole cards we did not see (folded players', and
-everyone's when all but one fold). Every assignment of those cards that the dealer could have
-made, given our cards, the cards shown and the board, is equally likely (the dealer deals
-uniformly, and each assignment leaves the same number of ways to deal the unseen board), so the
-evidence is the list of distinct assignments and, per assignment, the information set of every
-opponent move: its node's ``node_base`` plus the mover's view under a deal of that assignment.
-
-Opponents are indexed by seat offset d = 1..n-1 (position (p + d) mod n while we sit at p).
+"""What one seat's observation of a finished hand says about each opponent: the list of distinct
+assignments of the hole cards we did not see (each equally likely given what we saw) and, per
+assignment, the information set of every opponent move. Opponents are indexed by seat offset
+d = 1..n-1 (position (p + d) mod n while we sit at p).
 """
 
 from __future__ import annotations
@@ -57,23 +49,12 @@ def hand_evidence(game: LimitGame, obs: LimitObservation) -> Evidence:
     return Evidence(terminal, rows, revealed, entries)
 
 
-def mover_seats(evidence: Evidence, position: int, num_players: int) -> np.ndarray:
-    """(m, L) the position of the mover of each move of each assignment (we sit at
-    ``position``)."""
-    return (position + 1 + evidence.rows[:, :, 0]) % num_players
-
-
-def hand_likelihood(evidence: Evidence, position: int, profile: np.ndarray) -> float:
-    """The probability of the opponents' moves in a hand seen from ``position``, each opponent
-    playing its row of ``profile`` (n, num_infosets, 3), summed over the assignments of the cards
-    we did not see; up to a factor that is the same whatever the profile (the deal, and our own
-    moves)."""
-    return _likelihood(evidence.rows, position, profile)
-
-
 @njit(cache=True)
-def _likelihood(rows, position, profile):
-    """``hand_likelihood`` of the moves ``rows`` (``Evidence.rows``)."""
+def hand_likelihood(rows, position, profile):
+    """The probability of the opponents' moves ``rows`` (``Evidence.rows``) in a hand seen from
+    ``position``, each opponent playing its row of ``profile`` (n, num_infosets, 3), summed over
+    the assignments of the cards we did not see; up to a factor that is the same whatever the
+    profile (the deal, and our own moves)."""
     n = profile.shape[0]
     total = 0.0
     for r in range(rows.shape[0]):

@@ -1,12 +1,7 @@
-"""MBBR's two posteriors as models, and the one factory, ``build_model``: ``DirichletModel``
-(the default; ``dirichlet.py``'s fit, with the typed or the mixture prior) and ``SampleModel``
-(the paper's k samples, ``samples.py``), each an ``MBBRModel`` (``base.py``: the responses, the
-default phase, the safety bankroll, snapshots); with ``config.change_hazard`` > 0,
-``change.ChangeDetectingModel`` over a bank of them.
-
-A new posterior is a subclass of ``MBBRModel`` (its tables in a module of its own), a value of
-``config.Posterior`` and an entry of ``MODEL_CLASSES``.
-"""
+"""MBBR's two posteriors as models, ``DirichletModel`` (the default, ``dirichlet.py``'s fit) and
+``SampleModel`` (the paper's, ``samples.py``), and the one factory, ``build_model``. A new
+posterior is a subclass of ``MBBRModel``, a value of ``config.Posterior`` and an entry of
+``MODEL_CLASSES`` (docs/layout.md)."""
 
 from __future__ import annotations
 

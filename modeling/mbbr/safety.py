@@ -1,48 +1,27 @@
-"""The safety bankroll in limit games (Leduc, ...): what learning costs against opponents who play
-the default strategy is bounded by a budget ``B``, in the game's unit (``game.rate_unit``: mA/h in
-ante games such as Kuhn and Leduc, mbb/h with blinds).
+"""The safety bankroll: what learning costs against opponents who play the guard strategies is
+bounded by a budget ``B`` in the game's unit (``game.rate_unit``), after Ganzfried & Sandholm's
+"risk what you've won in expectation" (EC 2012), made exact per hypothesis.
 
-In the spirit of Ganzfried & Sandholm's "risk what you've won in expectation" (EC 2012), made exact
-for a multiplayer game by keeping one bankroll per *hypothesis* about the opponents, and made to
-fit a game of 25,800 information sets and a default strategy of full support.
+**Hypotheses.** A guard set G (default: the default strategy; 3-player Kuhn: N1, N2, N3); a
+hypothesis o assigns one guard to each opponent seat offset.
 
-**Hypotheses.** A guard set G of profiles, by default the model's default strategy alone (the
-game's solved strategy; in 3-player Kuhn the family N1, N2, N3 the default N1 is drawn from): a
-hypothesis o assigns one guard to each
-opponent seat offset, so by default there is one, "every opponent plays the default".
+**Bankroll.** bank(o) starts at 0 and gains B/1000 units a hand. Once our position and hole are
+known we play lambda * candidate + (1 - lambda) * default (candidate: MBBR's policy), lambda the
+largest in [0, 1] with bank(o) + lambda * gain(o) >= 0 for every live o, gain(o) the exact
+expected value of the candidate minus the default's against o given the position and hole (one
+sweep over the hole's deals); after the hand bank(o) += lambda * gain(o).
 
-**Bankroll, per hand and hole.** bank(o) starts at 0 and gains B/1000 units at every hand (B/1000
-chips with an ante of 1 chip, B x 2/1000 chips with a big blind of 2). What is played is the
-hand-level mixture lambda * candidate + (1 - lambda) * default, the candidate being MBBR's policy
-(the default for the first H hands, then its response), and lambda is chosen once we know our
-position *and our hole cards*: the largest lambda in [0, 1] with bank(o) + lambda *
-gain(o) >= 0 for every live o, where gain(o) is the exact expected value of the candidate minus the
-default's against o, conditional on the position and the hole (one sweep of the limit evaluation
-kernel over the deals of that hole: 1/8 of Leduc 3p's, the part of the tree the response for that
-hole was solved on). After the hand bank(o) += lambda * gain(o). Conditioning on the hole costs
-nothing in the guarantee (the hole is known before we act, as the position is) and lets the holes
-where the response is safe play it in full.
+**Ruling out.** o dies when what was seen is impossible under it, or when the likelihood ratio of
+the hands seen, MBBR's models (fixed before each hand) against o, reaches ``RULE_OUT_ODDS``:
+under o that ratio is a nonnegative supermartingale, so by Ville's inequality this happens with
+probability at most 1 / ``RULE_OUT_ODDS`` over any match (the bundled CFR strategies have full
+support, so without it no hypothesis would ever die).
 
-**Ruling a hypothesis out.** The bundled CFR strategies give every legal action positive
-probability, so unlike Kuhn's N1-N3 no move is impossible under them and a hypothesis would
-never die: the bankroll would bind against the weakest opponent. A hypothesis o dies when what
-was seen is impossible under o or when the likelihood ratio of all hands seen so far,
-under MBBR's own opponent models (the posterior means before each hand) against under o, reaches
-``RULE_OUT_ODDS``. Each hand's ratio is the probability of the opponents' moves summed over the
-hidden cards, our own moves and the deal cancelling; the models are fixed before the hand, so
-under o the running product is a nonnegative supermartingale of mean at most 1 and, by Ville's
-inequality, reaches ``RULE_OUT_ODDS`` with probability at most 1 / ``RULE_OUT_ODDS`` over a
-match of any length.
-
-**Guarantee.** If the opponents play the guards of a hypothesis o for the whole match, then on
-every path of play on which o is alive, for every T, the sum over the first T hands of the exact
-expected value of the policy played minus the default's, each conditional on the hands before
-and on that hand's position and hole, is at least -B * T / 1000 units. o dies with probability at
-most 1 / ``RULE_OUT_ODDS``, after which a hand can cost at most the widest range of one hand's
-payoff, ``payoff_range`` (R chips). So the exact expected learning cost against opponents who play
-the default strategy is at most B + 1000 * R / (u * ``RULE_OUT_ODDS``) in the game's unit, u chips
-to the unit (Leduc 3p: R = 39, u = 1, the second term 3.9e-5 mA/h). Nothing is claimed against
-opponents outside G^(n-1).
+**Guarantee.** Against opponents playing the guards of o, on every path where o lives, the sum
+over the first T hands of the exact expected value of what is played minus the default's (each
+given the hands before, the position and the hole) is at least -B T / 1000 units; with the ruled
+out paths, the expected learning cost is at most B + 1000 R / (u ``RULE_OUT_ODDS``), R =
+``payoff_range`` chips, u chips to the unit. Nothing is claimed outside G^(n-1).
 """
 
 from __future__ import annotations
@@ -55,8 +34,8 @@ import numpy as np
 
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
-from oppmodel.modeling.mbbr._safety_kernels import mix_rows
-from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood, mover_seats
+from oppmodel.modeling.mbbr._limit_kernels import mix_rows
+from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
 from oppmodel.modeling.observation import LimitObservation
 
 RULE_OUT_ODDS = 1e9  # likelihood ratio, models against a hypothesis, that rules the hypothesis out
@@ -217,8 +196,8 @@ class SafetyBankroll:
         """Multiply each live hypothesis's odds by this hand's likelihood ratio (see the module
         docstring), killing it at probability 0 or at ``RULE_OUT_ODDS``."""
         rows = evidence.rows  # (assignments, moves, (offset - 1, information set, action))
-        seats = mover_seats(evidence, p, self.game.num_players)
-        alternative = hand_likelihood(evidence, p, models)
+        seats = (p + 1 + rows[:, :, 0]) % self.game.num_players  # each move's mover
+        alternative = hand_likelihood(rows, p, models)
         for o in np.flatnonzero(self.alive):
             likelihood = np.ones(len(rows))
             for j in range(rows.shape[1]):  # a move's mover is the same in every assignment

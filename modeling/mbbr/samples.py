@@ -1,16 +1,9 @@
-"""The paper's sample posterior in limit games (Ganzfried, Wang & Chiswick 2024, Alg 3-5): k
-sampled strategies per (our position, opponent), one joint table of k^(n-1) weights per our
-position, Bayes-updated with the probability of exactly what was seen, hidden cards summed out.
-
-z(s) = sum over assignments c of prod_j f_j(s_j, c), where f_j is the probability of opponent j's
-moves under its sample s_j and the cards c gives it; our own action probabilities cancel. Weights
-stay normalised in linear space and floored at ``WEIGHT_FLOOR`` of the total, so a combination is
-never lost to underflow (the floor is far below what any double-precision sum of weights
-resolves). A hand less probable than ``MIN_EVIDENCE`` under the posterior (only reachable at the
-edges of the prior's range) is counted but leaves it as it was: conditioning on it would leave no
-weight to normalise. The samples collapse onto one once it explains the play best (effective
-sample size 1) and the model stops learning: the Dirichlet posterior is what they approach as k
-grows.
+"""The paper's sample posterior (Ganzfried, Wang & Chiswick 2024, Alg 3-5): k sampled strategies per
+(our position, opponent), one joint table of k^(n-1) weights per our position, Bayes-updated with
+the probability of what was seen, hidden cards summed out: z(s) = sum over assignments c of prod_j
+f_j(s_j, c), f_j the probability of opponent j's moves under its sample s_j and the cards c gives
+it. Weights are floored at ``WEIGHT_FLOOR`` of the total (never lost to underflow); a hand less
+probable than ``MIN_EVIDENCE`` (only at the edges of the prior's range) leaves the table as it was.
 """
 
 from __future__ import annotations
@@ -121,12 +114,8 @@ class SamplePosterior:
     def mean(self, d: int) -> np.ndarray:
         """Posterior-mean strategy (Alg 5) of the opponent at offset ``d``."""
         out = np.empty(self.tau.shape[2:])
-        self.write_mean(d, out)
-        return out
-
-    def write_mean(self, d: int, out: np.ndarray) -> None:
-        """:meth:`mean` of the opponent at offset ``d``, written into ``out`` (num_infosets, 3)."""
         kernels.sample_mean(self.marginals[d - 1], self.tau[d - 1], out)
+        return out
 
     def write_means(self, profile: np.ndarray, seats: np.ndarray) -> None:
         """Every opponent's :meth:`mean` into its row ``profile[seats[d - 1]]``, one call."""

@@ -1,25 +1,17 @@
 """The typed prior: is this opponent an equilibrium-support player or an error-prone one?
 
-The informed prior clips the equilibrium's probabilities to [epsilon, 1 - epsilon], so it expects
-every opponent to make the moves the equilibrium never makes ("mistakes") 5% of the time at every
-information set. Where the data has not reached, a best response pays to exploit those phantom
-mistakes, and against equilibrium players that is a steady loss. The typed prior is a mixture of two
-opponent types instead:
-
-- *in support* (probability 1 - ERROR_PRONE_PRIOR): Dirichlet(eta * the unclipped prior mean); a
-  move the equilibrium never makes has probability zero;
-- *error-prone* (ERROR_PRONE_PRIOR): the informed prior, Dirichlet(eta * the clipped mean).
-
-The two differ only at the information sets where the equilibrium is pure, so the evidence between
-them is what the opponent did there. It is read from the hands in which its card was revealed: one
-revealed mistake rules the in-support type out; every revealed equilibrium move makes it more
-likely, by the ratio of the two types' Dirichlet-multinomial likelihoods. Hands with hidden cards
-are left out of this test (their card assignments are fitted under the error-prone type's floor,
-which would count its own phantom mistakes as evidence).
-
-The opponent's model is the mixture's posterior mean: w * (the Dirichlet posterior's mean) +
-(1 - w) * (the same expected counts, without the ones at forbidden moves, plus eta times the
-unclipped prior mean), w the posterior probability of the error-prone type.
+The informed prior clips the equilibrium to [epsilon, 1 - epsilon], so it expects every opponent
+to make the equilibrium's never-made moves ("mistakes") at every information set, and a best
+response pays to exploit those phantom mistakes where the data has not reached. The typed prior
+mixes two types instead: *in support* (1 - ERROR_PRONE_PRIOR), Dirichlet(eta * the unclipped
+prior mean), where a mistake has probability zero, and *error-prone* (ERROR_PRONE_PRIOR), the
+informed prior. They differ only where the equilibrium is pure, so the evidence is what the
+opponent did there in the hands where its card was revealed (one revealed mistake rules the
+in-support type out; each revealed equilibrium move weighs by the two Dirichlet-multinomial
+likelihoods); hands with hidden cards are left out (fitted under the error-prone floor, they
+would count its phantom mistakes). The model is the posterior mean: w * the Dirichlet
+posterior's mean + (1 - w) * (its expected counts off the forbidden moves + eta * the unclipped
+mean), w the posterior probability of the error-prone type.
 """
 
 from __future__ import annotations

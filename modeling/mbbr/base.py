@@ -39,10 +39,9 @@ from oppmodel.modeling.mbbr.priors import (
     profile_or_default,
     safety_guards,
 )
-from oppmodel.modeling.mbbr.safety import SafetyBankroll, is_off
+from oppmodel.modeling.mbbr.safety import SafetyBankroll
 from oppmodel.modeling.mbbr.snapshot import (
     decode_snapshot,
-    model_snapshot_parts,
     snapshot_identity,
     take,
 )
@@ -110,7 +109,7 @@ class MBBRModel(abc.ABC):
         # The bankroll that bounds what learning costs against the default (safety.py)
         self._safety = (
             None
-            if is_off(config.safety_budget)
+            if math.isinf(config.safety_budget)  # an infinite budget never binds: plain MBBR
             else SafetyBankroll(
                 game,
                 self.default_strategy,
@@ -389,10 +388,10 @@ class MBBRModel(abc.ABC):
 
     def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
         """The header and named arrays that ``snapshot()`` encodes."""
-        safety = None if self._safety is None else self._safety.state()
-        return model_snapshot_parts(
-            self._snapshot_identity(), self.hands_observed, self._state(), safety
-        )
+        arrays = self._state()
+        if self._safety is not None:
+            arrays.update({f"safety.{name}": a for name, a in self._safety.state().items()})
+        return {**self._snapshot_identity(), "hands_observed": self.hands_observed}, arrays
 
     def restore(self, blob: bytes) -> None:
         """Replace the state with a ``snapshot()``'s; SnapshotError (and nothing changed) if it

@@ -15,7 +15,7 @@ from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.solved import is_bundled, solved_profile
 from oppmodel.modeling.games.acpc.strategy import validate_profile
 from oppmodel.modeling.games.kuhn3p import equilibria
-from oppmodel.modeling.mbbr._samples_kernels import normalise_rows
+from oppmodel.modeling.mbbr._limit_kernels import normalise_rows
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 
 UNINFORMED_ALPHA = 2.0

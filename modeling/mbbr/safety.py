@@ -49,11 +49,6 @@ def payoff_range(game: LimitGame) -> float:
     return float((tree.terminal_pot[:, None] - spent).max() + spent.max())
 
 
-def is_off(budget: float) -> bool:
-    """An infinite budget never binds: no bankroll at all (plain MBBR)."""
-    return math.isinf(budget)
-
-
 def covered_share(
     bank: np.ndarray, budget_chips: float, alive: np.ndarray, gains: np.ndarray
 ) -> float:

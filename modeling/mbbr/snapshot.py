@@ -95,20 +95,6 @@ def take(
     return np.array(array)
 
 
-def model_snapshot_parts(
-    identity: dict,
-    hands: int,
-    arrays: dict[str, np.ndarray],
-    safety: dict[str, np.ndarray] | None,
-) -> tuple[dict, dict[str, np.ndarray]]:
-    """A model's snapshot header (its ``identity`` and ``hands`` observed) and named arrays (its
-    own, and its safety bankroll's as ``safety.<name>``): what ``snapshot_parts`` gives and
-    :func:`decode_snapshot` reads back."""
-    if safety is not None:
-        arrays = {**arrays, **{f"safety.{name}": a for name, a in safety.items()}}
-    return {**identity, "hands_observed": hands}, arrays
-
-
 def decode_snapshot(blob: bytes, identity: dict) -> tuple[int, dict[str, np.ndarray]]:
     """(hands observed, arrays) of a snapshot whose header agrees with ``identity`` (what
     :func:`snapshot_identity` gives for the model it is restored into); SnapshotError if not."""

@@ -22,6 +22,9 @@ from oppmodel.modeling.observation import HandObservation, LimitObservation, obs
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
 GAME = kuhn_game(3)
+# a call's deadline in the tests: a bound on a hang, not a speed check; building a 3-player
+# Leduc model took over 10 s at load 20
+LOADED_DEADLINE = 120.0
 
 
 @contextlib.contextmanager
@@ -37,7 +40,7 @@ def connected(db: Path, *, token: str | None = None, **overrides: object):
     """(client, port) of a fresh server over ``db``."""
     with (
         running_server(db, **overrides) as port,
-        OpponentModelClient(f"127.0.0.1:{port}", token=token, timeout=10) as client,
+        OpponentModelClient(f"127.0.0.1:{port}", token=token, timeout=LOADED_DEADLINE) as client,
     ):
         yield client, port
 
@@ -53,7 +56,7 @@ def wait_until(condition: Callable[[], bool], what: str, *, seconds: float = 60.
 
 def hands_held(port: int, session_id: str) -> int:
     """How many hands the session on 127.0.0.1:``port`` has acknowledged."""
-    with OpponentModelClient(f"127.0.0.1:{port}", timeout=10) as client:
+    with OpponentModelClient(f"127.0.0.1:{port}", timeout=LOADED_DEADLINE) as client:
         return client.get_session(session_id).hands_observed
 
 

@@ -1,4 +1,4 @@
-"""The eta mixture, MBBR's default prior (``Prior.ETA_MIXTURE``, ``mixture_prior.py``): the
+"""The eta mixture, an MBBR prior (``Prior.ETA_MIXTURE``, ``mixture_prior.py``): the
 informed prior at eta or at weak_eta per opponent, weighed by the exact marginal likelihood of
 its revealed moves. Its weights against a closed-form count in exact fractions, its mean
 against the two informed priors' own models, and which concentration the moves choose."""
@@ -22,7 +22,7 @@ from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.mbbr.priors import create_samples
 
 # the posterior itself (change detection, a bank of them, is test_limit_change.py's)
-ETA_MIX = MBBRConfig(hands_default=0, seed=1, change_hazard=0.0)
+ETA_MIX = MBBRConfig(hands_default=0, seed=1, change_hazard=0.0, prior="eta-mixture")
 
 
 def rising(start: Fraction, count: int) -> Fraction:
@@ -128,11 +128,12 @@ def test_the_revealed_moves_choose_the_concentration_that_fits_the_player(player
         assert model._mixture[p].weights(1)[ETA_TYPES.index(chosen)] > 0.95
 
 
-def test_the_default_is_the_eta_mixture_and_stored_configs_read_as_before():
-    """The default prior; a config stored before weak_eta existed (its prior another) fills in
-    the value its absence means, which snapshots leave out of their header."""
+def test_the_defaults_and_stored_configs_read_as_before():
+    """The default prior (informed: the eta mixture is an option until its bookkeeping is a
+    kernel); a config stored before weak_eta existed fills in the value its absence means, which
+    snapshots leave out of their header."""
     assert (MBBRConfig().prior, MBBRConfig().eta, MBBRConfig().weak_eta) == (
-        Prior.ETA_MIXTURE,
+        Prior.INFORMED,
         4.0,
         1.0,
     )

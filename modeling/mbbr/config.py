@@ -73,8 +73,10 @@ _CHOICES: tuple[tuple[str, type[Choice]], ...] = (
 class MBBRConfig:
     """MBBR's parameters (Ganzfried, Wang & Chiswick 2024 use epsilon 0.05, k 10, H 100, the
     informed prior at eta 4 and the sample posterior; the defaults here are the Dirichlet
-    posterior and the eta mixture, the informed prior at eta 4 or 1 as each opponent's revealed
-    moves say: ``prior="informed", posterior="samples"`` is the paper's).
+    posterior and the informed prior: ``posterior="samples"`` is the paper's;
+    ``prior="eta-mixture"`` chooses eta per opponent and learns more in games of many rarely met
+    information sets, at 3-6x the hand cycle's cost until its bookkeeping is a kernel:
+    experiments/RESULTS.md, "The eta mixture").
 
     The choice fields take a member or its name; a name is stored as its member. Nothing is
     checked on construction: :meth:`validate` names the first bad field.
@@ -84,7 +86,7 @@ class MBBRConfig:
     k: int = 10
     hands_default: int = 100  # H: hands of default play before exploiting
     eta: float = 4.0
-    prior: Prior = Prior.ETA_MIXTURE
+    prior: Prior = Prior.INFORMED
     response: Response = Response.MEAN
     seed: int = 0
     # DIRICHLET (the default): one Dirichlet per information set, fitted by collapsed VB;

@@ -30,7 +30,7 @@ posterior given every hand, the informed and uninformed types' their incremental
 (its likelihood does not depend on the cards). The opponent's model is the mixture's posterior
 mean, sum_k w_k x mean_k.
 
-The eta mixture (``Prior.ETA_MIXTURE``, the default prior) is the same computation over two types:
+The eta mixture (``Prior.ETA_MIXTURE``) is the same computation over two types:
 the informed prior at eta and at ``MBBRConfig.weak_eta``, prior weights ``ETA_WEIGHTS``. It lets
 the revealed moves choose the prior's strength per opponent: the first move seen at an
 information set has the prior mean's probability under either type, so only the second and later

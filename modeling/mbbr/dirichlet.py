@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from oppmodel.modeling.mbbr import _limit_kernels as kernels
+from oppmodel.modeling.mbbr import _dirichlet_kernels as kernels
 from oppmodel.modeling.mbbr.evidence import Evidence
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
@@ -42,7 +42,7 @@ class DirichletPosterior:
     It keeps each opponent's posterior mean in the rows ``profile[seats[d - 1]]`` of a profile
     the caller owns (the models profile of this position, ready for the response kernels), up to
     date hand by hand; the caller's own row is never touched. The classes' tables are packed in
-    two arrays (``_limit_kernels.dirichlet_tables``), so a hand is one kernel call.
+    two arrays (``_dirichlet_kernels.dirichlet_tables``), so a hand is one kernel call.
     """
 
     def __init__(
@@ -186,7 +186,7 @@ class DirichletPosterior:
 
 
 _NONE = np.zeros((0, 0), dtype=np.int64)  # no new class's entries
-# the arrays of ``_limit_kernels.dirichlet_tables``, as ``state()`` names them
+# the arrays of ``_dirichlet_kernels.dirichlet_tables``, as ``state()`` names them
 _TABLES = ("row_start", "entry_start", "entries", "hidden", "counts", "resp")
 # ``state()``'s arrays, in the order snapshots have always stored them
 _STATE = ("expected", "counts", "row_start", "entry_start", "entries", "resp", "hidden", "cursor")

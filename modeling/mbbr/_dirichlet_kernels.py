@@ -1,0 +1,220 @@
+"""Numba kernels of the Dirichlet posterior's incremental CVB0 fit (``dirichlet.py``).
+
+Opponent moves are ``entry`` indices into a flattened ``(n - 1, num_infosets, 3)`` table, as in
+``_limit_kernels.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from oppmodel.modeling.mbbr._limit_kernels import NUM_ACTIONS
+
+# A Dirichlet posterior's classes, packed in two arrays (numba unboxes each argument on every call):
+# ints = [classes, assignments, entries, hidden, cursor, and the capacities of the first three],
+# then row_start (classes + 1), entry_start (assignments + 1), entries and hidden (classes) at
+# their capacities; floats = counts (classes), resp and scores (assignments).
+CURSOR = 4
+_HEADER = 8
+
+
+@njit(cache=True)
+def new_dirichlet_tables(classes, assignments, entries):
+    """Empty packed tables with room for at least the given numbers."""
+    classes, assignments, entries = max(classes, 16), max(assignments, 16), max(entries, 64)
+    ints = np.zeros(_HEADER + 2 * classes + assignments + entries + 2, dtype=np.int64)
+    ints[5], ints[6], ints[7] = classes, assignments, entries
+    return ints, np.zeros(classes + 2 * assignments)
+
+
+@njit(cache=True)
+def _sections(ints, floats):
+    """Every table at its capacity, then the scores scratch."""
+    c, r, e = ints[5], ints[6], ints[7]
+    starts = np.cumsum(np.array([_HEADER, c + 1, r + 1, e, c]))
+    row_start, entry_start = ints[starts[0] : starts[1]], ints[starts[1] : starts[2]]
+    entries, hidden = ints[starts[2] : starts[3]], ints[starts[3] : starts[4]]
+    return row_start, entry_start, entries, hidden, floats[:c], floats[c : c + r], floats[c + r :]
+
+
+@njit(cache=True)
+def dirichlet_tables(ints, floats):
+    """(row_start, entry_start, entries, hidden, counts, resp), each its filled part."""
+    row_start, entry_start, entries, hidden, counts, resp, _ = _sections(ints, floats)
+    c, r, e, h = ints[0], ints[1], ints[2], ints[3]
+    return row_start[: c + 1], entry_start[: r + 1], entries[:e], hidden[:h], counts[:c], resp[:r]
+
+
+@njit(cache=True)
+def dirichlet_fits(ints, m, moves):
+    """Whether a class of ``m`` assignments of ``moves`` moves each fits in the tables."""
+    return ints[0] < ints[5] and ints[1] + m <= ints[6] and ints[2] + m * moves <= ints[7]
+
+
+@njit(cache=True)
+def grown_dirichlet_tables(ints, floats, m, moves):
+    """Tables holding what ``ints``/``floats`` do, with room for a class of ``m`` x ``moves``."""
+    grown = new_dirichlet_tables(
+        2 * ints[5], max(2 * ints[6], ints[1] + m), max(2 * ints[7], ints[2] + m * moves)
+    )
+    grown[0][:5] = ints[:5]
+    old, new = dirichlet_tables(ints, floats), dirichlet_tables(*grown)
+    new[0][:], new[1][:], new[2][:] = old[0], old[1], old[2]
+    new[3][:], new[4][:], new[5][:] = old[3], old[4], old[5]
+    return grown
+
+
+@njit(cache=True)
+def dirichlet_observe(ints, floats, o, new, refresh, alpha0, expected, scratch, profile, seats):
+    """One hand of class ``o``: a step of that class adding one to its count, then steps of up to
+    ``refresh`` other classes with hidden cards, round robin from the cursor. ``new``: the
+    class's entries (m, L) if it is new (appended first, at count 0 and uniform
+    responsibilities), else empty. Returns whether the hand's own step was taken (if not,
+    nothing else changed). ``scratch``: (2, size of alpha0), zeroed (left zeroed)."""
+    row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
+    if new.shape[0] > 0:
+        c, r, e, h = ints[0], ints[1], ints[2], ints[3]
+        m, moves = new.shape
+        counts[c] = 0.0
+        for i in range(m):
+            entries[e + i * moves : e + (i + 1) * moves] = new[i]
+            entry_start[r + 1 + i] = e + moves * (i + 1)
+            resp[r + i] = 1.0 / m
+        row_start[c + 1] = r + m
+        if m > 1:
+            hidden[h] = c
+            ints[3] = h + 1
+        ints[0], ints[1], ints[2] = c + 1, r + m, e + m * moves
+    own, own_row = scratch[0], scratch[1]
+    tables = (counts, resp, row_start, entry_start, entries, scores, own, own_row)
+    if step_class(o, 1.0, alpha0, expected, profile, seats, *tables) < 0.0:
+        return False
+    picked = tries = 0
+    cursor, num_hidden = ints[CURSOR], ints[3]
+    while picked < refresh and tries < num_hidden:
+        c = hidden[cursor]
+        cursor = (cursor + 1) % num_hidden
+        tries += 1
+        if c != o:
+            step_class(c, 0.0, alpha0, expected, profile, seats, *tables)
+            picked += 1
+    ints[CURSOR] = cursor
+    return True
+
+
+@njit(cache=True)
+def dirichlet_recount(ints, floats, expected):
+    """``expected`` recomputed from scratch (the sum the steps keep up to date)."""
+    row_start, entry_start, entries, _, counts, resp = dirichlet_tables(ints, floats)
+    expected[:] = 0.0
+    for o in range(counts.shape[0]):
+        for r in range(row_start[o], row_start[o + 1]):
+            w = counts[o] * resp[r]
+            for e in range(entry_start[r], entry_start[r + 1]):
+                expected[entries[e]] += w
+
+
+@njit(cache=True)
+def dirichlet_converge(ints, floats, alpha0, expected, scratch, profile, seats, tolerance, most):
+    """Sweeps of steps over every class with hidden cards, at most ``most``, until no entry of
+    ``expected`` moved by more than ``tolerance``; returns the sweeps made."""
+    row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
+    own, own_row = scratch[0], scratch[1]
+    tables = (counts, resp, row_start, entry_start, entries, scores, own, own_row)
+    sweeps = 0
+    while ints[3] > 0 and sweeps < most:
+        sweeps += 1
+        change = 0.0
+        for o in hidden[: ints[3]]:
+            change = max(change, step_class(o, 0.0, alpha0, expected, profile, seats, *tables))
+        if change <= tolerance:
+            break
+    return sweeps
+
+
+@njit(cache=True)
+def step_class(
+    o, added, alpha0, expected, profile, seats, counts, resp, row_start, entry_start, entries,
+    scores, own, own_row,
+):  # fmt: skip
+    """A CVB0 step of class o (seen ``counts[o]`` times, explained by the assignments
+    ``row_start[o]:row_start[o + 1]``, assignment r making the moves ``entries[entry_start[r]:
+    entry_start[r + 1]]`` with responsibility ``resp[r]``; alpha = alpha0 + ``expected``): each
+    assignment's responsibility becomes the product of the posterior means of its moves with one
+    copy of the class's own contribution left out; ``added`` joins the count, ``expected`` and
+    the means of the rows touched (into ``profile``, opponent d at ``seats[d - 1]``) follow.
+    Returns the largest change of ``expected``, or -1 (nothing changed) if not finite. ``own``,
+    ``own_row``: zeroed scratch the size of ``expected`` (left zeroed)."""
+    first, last = row_start[o], row_start[o + 1]
+    old = counts[o]
+    new = old + added
+    if last - first == 1:  # nothing hidden: the one explanation takes the whole count
+        if added != 0.0:
+            for e in range(entry_start[first], entry_start[first + 1]):
+                expected[entries[e]] += added
+                _mean_row(alpha0, expected, profile, seats, entries[e])
+        counts[o] = new
+        return abs(added)
+    if old > 0.0:  # one copy's own contribution, left out of its predictive
+        for r in range(first, last):
+            for e in range(entry_start[r], entry_start[r + 1]):
+                f = entries[e]
+                own[f] += resp[r]
+                own_row[f - f % NUM_ACTIONS] += resp[r]
+    best = -np.inf
+    for r in range(first, last):
+        s = 0.0
+        for e in range(entry_start[r], entry_start[r + 1]):
+            f = entries[e]
+            b = f - f % NUM_ACTIONS
+            total = -own_row[b]
+            floor = 0.0
+            for a in range(NUM_ACTIONS):
+                total += alpha0[b + a] + expected[b + a]
+                floor += alpha0[b + a]
+            s += math.log(max(alpha0[f] + expected[f] - own[f], alpha0[f]))
+            s -= math.log(max(total, floor))
+        scores[r - first] = s
+        best = max(best, s)
+    if old > 0.0:
+        for r in range(first, last):
+            for e in range(entry_start[r], entry_start[r + 1]):
+                f = entries[e]
+                own[f] = 0.0
+                own_row[f - f % NUM_ACTIONS] = 0.0
+    if not np.isfinite(best):
+        return -1.0
+    norm = 0.0
+    for r in range(first, last):
+        scores[r - first] = math.exp(scores[r - first] - best)
+        norm += scores[r - first]
+    change = 0.0
+    for r in range(first, last):
+        fresh = scores[r - first] / norm
+        delta = new * fresh - old * resp[r]
+        resp[r] = fresh
+        if delta != 0.0:
+            for e in range(entry_start[r], entry_start[r + 1]):
+                expected[entries[e]] += delta
+            change = max(change, abs(delta))
+    for e in range(entry_start[first], entry_start[last]):
+        _mean_row(alpha0, expected, profile, seats, entries[e])
+    counts[o] = new
+    return change
+
+
+@njit(cache=True)
+def _mean_row(alpha0, expected, profile, seats, entry):
+    """The posterior mean (alpha / its row's sum) of the row of ``entry``, into ``profile``."""
+    num_infosets = alpha0.shape[0] // (NUM_ACTIONS * seats.shape[0])
+    row = entry // NUM_ACTIONS
+    b = row * NUM_ACTIONS
+    target = (seats[row // num_infosets] * num_infosets + row % num_infosets) * NUM_ACTIONS
+    total = 0.0
+    for a in range(NUM_ACTIONS):
+        total += alpha0[b + a] + expected[b + a]
+    for a in range(NUM_ACTIONS):
+        profile[target + a] = (alpha0[b + a] + expected[b + a]) / total

@@ -502,3 +502,33 @@ def test_same_seed_same_posterior():
             model.observe(obs)
     for p in range(3):
         np.testing.assert_array_equal(models[0].posterior(p), models[1].posterior(p))
+
+
+def _as_restored(array: np.ndarray, how: str) -> np.ndarray:
+    """``array`` as a restored snapshot may hold it: read-only, or a strided view."""
+    if how == "read-only":
+        copy = array.copy()
+        copy.setflags(write=False)
+        return copy
+    if how == "strided":
+        wide = np.zeros((*array.shape[:-1], 2 * array.shape[-1]))
+        wide[..., ::2] = array
+        return wide[..., ::2]
+    return array.copy()
+
+
+def test_the_joint_update_gives_the_same_bits_whatever_the_arrays_layout():
+    """A session restored from a snapshot holds its weights in other arrays (read-only or
+    strided: numba compiles another version of the kernel for each): the two-opponent update must
+    give the same bits in every version, or the restored session parts from a fresh replay in the
+    last bits (a reordered, vectorised sum differs between versions)."""
+    rng = np.random.default_rng(7)
+    k, r = 100, 3
+    weights, a, bt = rng.random((k, k)), rng.random((k, r)), rng.random((r, k))
+    results = []
+    for how in ("plain", "read-only", "strided"):
+        out, row, col = np.empty((k, k)), np.empty(k), np.empty(k)
+        args = (_as_restored(weights, how), out, _as_restored(a, how), bt, 0.37, 1e-300, row, col)
+        total, sumsq = limit_kernels.update_joint2(*args)
+        results.append((total, sumsq, out.tobytes(), row.tobytes(), col.tobytes()))
+    assert all(result == results[0] for result in results)

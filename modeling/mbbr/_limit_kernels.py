@@ -28,14 +28,16 @@ def normalise_rows(mixture, out):
             out[i, a] = mixture[i, a] / total if total > 0.0 else 0.0
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True)
 def update_joint2(weights, out, a, bt, scale, floor, row, col):
     """One Bayes step of a (k2, k3) joint posterior whose likelihood is a @ bt (rank r).
 
     ``weights`` holds the previous unnormalised weights; ``scale`` = 1 / their total renormalises
     them on the fly, and no normalised weight may fall below ``floor``. Writes the new unnormalised
     weights into ``out`` (``weights`` is left as it was, so a step that must be refused costs no
-    copy) and their row and column sums; returns (total, sum of squares).
+    copy) and their row and column sums; returns (total, sum of squares). No fastmath: a
+    reordered sum depends on the arrays' alignment, and a restored session must give the bits a
+    fresh replay gives.
     """
     k2, k3 = weights.shape
     r = a.shape[1]
@@ -51,12 +53,14 @@ def update_joint2(weights, out, a, bt, scale, floor, row, col):
             aic = a[i, c]
             for j in range(k3):
                 z[j] += aic * bt[c, j]
-        acc = 0.0
-        for j in range(k3):
+        for j in range(k3):  # elementwise: vectorised without reordering a sum
             v = max(weights[i, j] * scale, floor) * z[j]
             out[i, j] = v
-            acc += v
             col[j] += v
+        acc = 0.0
+        for j in range(k3):  # the sums in order, so every run gives the same bits
+            v = out[i, j]
+            acc += v
             sumsq += v * v
         row[i] = acc
         total += acc

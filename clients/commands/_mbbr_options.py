@@ -99,7 +99,8 @@ def _add_prior_arguments(
     )
     group.add_argument(
         "--mbbr-prior",
-        choices=Prior.names(),
+        # the population prior is built from a fitted population, which no flag gives yet
+        choices=[name for name in Prior.names() if name != Prior.POPULATION],
         default=None if limit_prior else defaults.prior,
         help="informed: Dirichlet around N3, its probabilities clipped to [epsilon, 1 - epsilon]; "
         "uninformed: Dirichlet(2) everywhere; typed (dirichlet posterior only): informed as a "

@@ -22,7 +22,7 @@ import copy
 import dataclasses
 import hashlib
 import math
-from typing import ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
+from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.evidence import Evidence, consistent_deals, hand_evidence
 from oppmodel.modeling.mbbr.holes import hole_split
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
@@ -49,6 +49,9 @@ from oppmodel.modeling.observation import (
     LimitObservation,
     validate_limit_observation,
 )
+
+if TYPE_CHECKING:
+    from oppmodel.modeling.population import Population
 
 MAX_CACHED_EVIDENCE = 8192  # distinct valid observations whose evidence is kept
 _OBS_FIELDS = tuple(f.name for f in dataclasses.fields(LimitObservation))
@@ -89,15 +92,26 @@ class MBBRModel(abc.ABC):
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
         evidence: dict[LimitObservation, Evidence] | None = None,
+        population: Population | None = None,
     ) -> None:
         """``evidence``: a cache of observations' evidence shared with other models of ``game``
-        (a change-detection bank's runs share one)."""
+        (a change-detection bank's runs share one); ``population``: the fitted prior of
+        ``prior="population"`` (its mean is the prior mean)."""
         self._check_config(config)
         self._refuse_oversized(game, config)
+        if (config.prior == Prior.POPULATION) != (population is not None):
+            raise InvalidArgumentError(
+                "population", "is given with prior 'population' and only with it (a fitted one)"
+            )
         self.game = game
         self.config = config
+        self.population = population
         self.default_strategy = profile_or_default(game, default_strategy, "default_strategy")
-        self.prior_mean = profile_or_default(game, prior_mean, "prior_mean")
+        self.prior_mean = (
+            profile_or_default(game, prior_mean, "prior_mean")
+            if population is None
+            else population.mean()
+        )
         self.hands_observed = 0
         self._holes = hole_split(game)
         self._hole_index: dict[tuple[int, str | None], int] = {}  # (p, its cards) -> its hole
@@ -245,6 +259,13 @@ class MBBRModel(abc.ABC):
             our_position, seat_offset(self.game, our_position, opponent_position)
         )
         return model.copy(), spread
+
+    def opponent_counts(self) -> np.ndarray:
+        """(n - 1, n, num_infosets, 3) each opponent's expected action counts at the information
+        sets of every position it played, opponent i sitting i + 1 seats after us: what the
+        population prior is fitted from (``oppmodel.modeling.population``). The Dirichlet
+        posterior's; InvalidArgumentError under one that keeps none."""
+        raise InvalidArgumentError("posterior", "only 'dirichlet' keeps counts to fit a population")
 
     def models_profile(self, our_position: int) -> np.ndarray:
         """The profile with every opponent replaced by its model (our row: the default strategy;
@@ -415,9 +436,11 @@ class MBBRModel(abc.ABC):
 
     def _snapshot_identity(self) -> dict:
         rules = self.game.gamedef.to_text().encode()
+        population = {} if self.population is None else {"population": self.population.digest()}
         return {
             **snapshot_identity(self.game.num_players, self.config, self.prior_mean),
             "game_sha256": hashlib.sha256(rules).hexdigest(),
+            **population,
         }
 
     def nbytes(self) -> int:

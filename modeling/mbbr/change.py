@@ -172,8 +172,9 @@ class ChangeDetectingModel(MBBRModel):
         default, prior_mean, evidence = self.default_strategy, self.prior_mean, self._evidence
 
         first = run_class(
-            self.game, plain, default_strategy=default, prior_mean=prior_mean, evidence=evidence
-        )
+            self.game, plain, default_strategy=default, prior_mean=prior_mean, evidence=evidence,
+            population=self.population,
+        )  # fmt: skip
         self._bank = RunBank(self.config.change_hazard, first._fresh_run)
 
     # --- the bank ---------------------------------------------------------------------------------
@@ -211,6 +212,9 @@ class ChangeDetectingModel(MBBRModel):
 
     def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
         return self._bank.model._opponent_model(p, d)
+
+    def opponent_counts(self) -> np.ndarray:
+        return self._bank.model.opponent_counts()
 
     def _solve_hole(self, p: int, kind: Response, h: int, strategy: np.ndarray) -> float:
         return self._bank.model._solve_hole(p, kind, h, strategy)

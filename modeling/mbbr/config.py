@@ -46,6 +46,9 @@ class Prior(Choice):
     # informed, its concentration per opponent eta or weak_eta, weighed by the revealed moves
     # (``mixture_prior``); the samples draw alternately at each
     ETA_MIXTURE = "eta-mixture"
+    # Dirichlet per information set fitted across the opponents met before
+    # (``oppmodel.modeling.population``); the model is built with the fitted ``population``
+    POPULATION = "population"
 
 
 class Posterior(Choice):

@@ -6,7 +6,7 @@ posterior is a subclass of ``MBBRModel``, a value of ``config.Posterior`` and an
 from __future__ import annotations
 
 import itertools
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from oppmodel.modeling.observation import (
     limit_observation_of,
 )
 
+if TYPE_CHECKING:
+    from oppmodel.modeling.population import Population
+
 MAX_SAMPLE_BYTES = 1 << 29  # the sampled strategies of every (position, opponent)
 
 
@@ -52,6 +55,7 @@ class DirichletModel(MBBRModel):
             epsilon=config.epsilon,
             eta=config.informed_eta(),
             prior=own_prior,
+            population=None if self.population is None else self.population.alpha,
         )
         seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
         self._dirichlet = [
@@ -118,6 +122,16 @@ class DirichletModel(MBBRModel):
         if self._mixture is not None:
             return self._mixture[p].mean(d, posterior.mean(d)), least_seen
         return posterior.mean(d), least_seen
+
+    def opponent_counts(self) -> np.ndarray:
+        n = self.game.num_players
+        counts = np.zeros((n - 1, *self.game.legal_mask.shape))
+        for p, posterior in enumerate(self._dirichlet):
+            seen = posterior.alpha - posterior.alpha0
+            for d in range(1, n):
+                rows = self.game.infosets((p + d) % n)
+                counts[d - 1, (p + d) % n, rows] = seen[d - 1, rows]
+        return counts
 
     def converge(self) -> None:
         """Bring every position's fit to the fixed point of its equations (the incremental fit
@@ -231,6 +245,7 @@ class SampleModel(MBBRModel):
             prior=config.prior,
             rng=np.random.default_rng(config.seed),
             weak_eta=config.weak_eta,
+            population=None if self.population is None else self.population.alpha,
         )
         self._samples = [SamplePosterior(self.tau[p]) for p in range(game.num_players)]
         n = game.num_players
@@ -339,20 +354,30 @@ def build_model(
     *,
     default_strategy: np.ndarray | None = None,
     prior_mean: np.ndarray | None = None,
+    population: Population | None = None,
 ) -> MBBRModel:
     """A fresh MBBR model of ``config`` (default ``MBBRConfig()``) for a compiled limit game, of
     the class of its posterior. ``default_strategy`` and ``prior_mean`` are profiles
     (n, num_infosets, 3), e.g. read from strategy files with ``acpc.strategy.load_profile``; None
-    gives :func:`default_profile`. InvalidArgumentError names a bad field; ResourceExhaustedError
-    refuses tables beyond the posterior's limit."""
+    gives :func:`default_profile`; ``population`` is the fitted prior of ``prior="population"``
+    (``oppmodel.modeling.population``). InvalidArgumentError names a bad field;
+    ResourceExhaustedError refuses tables beyond the posterior's limit."""
     config = config or MBBRConfig()
     config.validate()
     if config.change_hazard > 0.0:
         from oppmodel.modeling.mbbr.change import ChangeDetectingModel  # it builds on this module
 
         return ChangeDetectingModel(
-            game, config, default_strategy=default_strategy, prior_mean=prior_mean
+            game,
+            config,
+            default_strategy=default_strategy,
+            prior_mean=prior_mean,
+            population=population,
         )
     return MODEL_CLASSES[config.posterior](
-        game, config, default_strategy=default_strategy, prior_mean=prior_mean
+        game,
+        config,
+        default_strategy=default_strategy,
+        prior_mean=prior_mean,
+        population=population,
     )

@@ -28,14 +28,18 @@ def prior_alpha(
     epsilon: float,
     eta: float,
     prior: Prior,
+    population: np.ndarray | None = None,
 ) -> np.ndarray:
     """(n, num_infosets, num_actions) Dirichlet parameters of each position's strategy under the
-    prior, over the game's legal actions (0 elsewhere).
+    prior, over the game's legal actions (0 elsewhere); the population prior's are its fitted
+    ``population`` (``oppmodel.modeling.population``).
 
     Informed (and typed, whose error-prone type this is): eta times the prior mean clipped to
     [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2) everywhere. Padding rows get
     Dirichlet(1, ...) over their actions; nothing reads them.
     """
+    if population is not None:
+        return population.copy()
     legal = game.legal_mask
     alpha = legal.astype(np.float64)
     for q in range(game.num_players):
@@ -60,6 +64,7 @@ def create_samples(
     prior: Prior,
     rng: np.random.Generator,
     weak_eta: float = MBBRConfig.weak_eta,
+    population: np.ndarray | None = None,
 ) -> np.ndarray:
     """CreateSamples (Alg 3): (n, n-1, k, num_infosets, num_actions) sampled strategies.
 
@@ -69,7 +74,10 @@ def create_samples(
     """
     n, num_infosets, num_actions = game.num_players, game.num_infosets, game.num_actions
     etas = [eta, weak_eta] if prior == Prior.ETA_MIXTURE else [eta]
-    alphas = [prior_alpha(game, prior_mean, epsilon=epsilon, eta=e, prior=prior) for e in etas]
+    alphas = [
+        prior_alpha(game, prior_mean, epsilon=epsilon, eta=e, prior=prior, population=population)
+        for e in etas
+    ]
     alpha = np.stack([alphas[j % len(etas)] for j in range(k)], axis=1)  # (n, k, infosets, 3)
     legal = game.legal_mask
     padding = legal / legal.sum(axis=2, keepdims=True)

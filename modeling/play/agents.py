@@ -20,6 +20,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.modeling.play.match import AgentFactory, limit_action, require_game
+from oppmodel.modeling.population import Population
 
 
 class MBBRAgent:
@@ -34,11 +35,16 @@ class MBBRAgent:
         name: str = "mbbr",
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
+        population: Population | None = None,
     ) -> None:
         self.name = name
         self.game = game
         self.model = build_model(
-            game, config, default_strategy=default_strategy, prior_mean=prior_mean
+            game,
+            config,
+            default_strategy=default_strategy,
+            prior_mean=prior_mean,
+            population=population,
         )
         self.rng = np.random.default_rng(seed)
 
@@ -61,6 +67,7 @@ def mbbr_factory(
     name: str = "mbbr",
     default_strategy: np.ndarray | None = None,
     prior_mean: np.ndarray | None = None,
+    population: Population | None = None,
 ) -> AgentFactory:
     """A factory of fresh :class:`MBBRAgent`; the match seed replaces ``config.seed``.
 
@@ -77,6 +84,7 @@ def mbbr_factory(
             name=name,
             default_strategy=default_strategy,
             prior_mean=prior_mean,
+            population=population,
         )
 
     return build

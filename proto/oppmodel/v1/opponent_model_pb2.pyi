@@ -20,6 +20,7 @@ class Prior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRIOR_TYPED: _ClassVar[Prior]
     PRIOR_MIXTURE: _ClassVar[Prior]
     PRIOR_ETA_MIXTURE: _ClassVar[Prior]
+    PRIOR_POPULATION: _ClassVar[Prior]
 
 class Posterior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -40,6 +41,7 @@ PRIOR_UNINFORMED: Prior
 PRIOR_TYPED: Prior
 PRIOR_MIXTURE: Prior
 PRIOR_ETA_MIXTURE: Prior
+PRIOR_POPULATION: Prior
 POSTERIOR_UNSPECIFIED: Posterior
 POSTERIOR_SAMPLES: Posterior
 POSTERIOR_DIRICHLET: Posterior

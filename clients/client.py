@@ -57,6 +57,7 @@ class SessionDescription:
     config: MBBRConfig
     hands_observed: int
     created_unix_ms: int
+    population_version: int = 0  # the population prior's version it started from (0: none)
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,6 +124,7 @@ def _describe(session: pb.Session) -> SessionDescription:
         config=read_config(cfg, unset=UNSET_BY_OLDER_SERVERS),
         hands_observed=session.hands_observed,
         created_unix_ms=session.created_unix_ms,
+        population_version=session.population_version,
     )
 
 
@@ -238,6 +240,12 @@ class OpponentModelClient(GrpcClient):
         """The caller's sessions, oldest first."""
         reply = self._call("ListSessions", pb.ListSessionsRequest())
         return [_describe(s) for s in reply.sessions]
+
+    def fit_population(self, game: str) -> pb.FitPopulationResponse:
+        """Fit and store the next version of the caller's population prior of ``game`` (named
+        as ``create_session`` names it) from its sessions: its version, opponents, sessions and
+        fitted information sets."""
+        return self._call("FitPopulation", pb.FitPopulationRequest(game=game))
 
     def delete_session(self, session_id: str) -> None:
         """Delete a session and its stored observations."""

@@ -39,7 +39,7 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
-from oppmodel.modeling.mbbr.priors import prior_alpha
+from oppmodel.modeling.mbbr.priors import prior_alpha, profile_or_default
 
 MIN_OPPONENTS = 3  # opponents seen at an information set before it is fitted
 MAX_CONCENTRATION = 100.0  # the fitted prior weighs at most as 100 visits
@@ -194,3 +194,16 @@ def fit_population(
     mean /= mean.sum(axis=2, keepdims=True)
     alpha = np.where(fitted[..., None], concentration * mean, informed)
     return Population(alpha, fitted, len(counts))
+
+
+def stored_population(
+    game: LimitGame, blob: bytes | None, prior_mean: np.ndarray | None, config: MBBRConfig
+) -> Population:
+    """The population a stored session starts from: ``blob`` read back, or without one (none
+    was fitted) the population of no opponents, the informed prior of ``config`` around
+    ``prior_mean`` (None: the game's default prior mean)."""
+    if blob is not None:
+        return Population.from_bytes(game, blob)
+    mean = profile_or_default(game, prior_mean, "prior_mean")
+    nobody = np.zeros((0, *game.legal_mask.shape))
+    return fit_population(game, nobody, prior_mean=mean, config=config)

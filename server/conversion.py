@@ -248,6 +248,7 @@ def session_to_proto(info: SessionInfo) -> pb.Session:
         config=config,
         hands_observed=info.hands_observed,
         created_unix_ms=info.created_unix_ms,
+        population_version=spec.population_version or 0,
     )
 
 

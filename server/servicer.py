@@ -10,6 +10,7 @@ cannot even learn which session ids exist).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import itertools
 import time
@@ -228,6 +229,12 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
     async def ListSessions(self, request, context, owner):
         infos = await self.manager.list(owner)
         return pb.ListSessionsResponse(sessions=[conversion.session_to_proto(i) for i in infos])
+
+    @_rpc("FitPopulation")
+    async def FitPopulation(self, request, context, owner):
+        manager = self.manager
+        fit = await manager.populations.fit(manager, owner, request.game)
+        return pb.FitPopulationResponse(**dataclasses.asdict(fit))
 
     @_rpc("DeleteSession")
     async def DeleteSession(self, request, context, owner):

@@ -44,6 +44,7 @@ def build_model(spec: SessionSpec, solved: np.ndarray | None = None) -> Model:
         default_strategy=_array(spec.default_strategy),
         prior_mean=_array(spec.prior_mean),
         solved=solved,
+        population=spec.population,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from oppmodel.modeling.errors import ResourceExhaustedError
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
@@ -90,6 +90,11 @@ class SessionSpec:
     prior_mean: StrategyTable | None = None
     game_def: str | None = None  # the ACPC rules of a limit game; None: Kuhn
     default_strategy: StrategyTable | None = None  # as prior_mean; None = the default
+    # prior "population": the owner's population version it started from (0: none was fitted,
+    # the informed prior), stored; ``population`` its bytes, read from the store by version
+    # (``server/populations.py``) and never in the JSON
+    population_version: int | None = None
+    population: bytes | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
         """A JSON-serialisable dict."""
@@ -105,6 +110,8 @@ class SessionSpec:
             data["game_def"] = self.game_def
         if self.default_strategy is not None:
             data["default_strategy"] = self.default_strategy
+        if self.population_version is not None:
+            data["population_version"] = self.population_version
         return data
 
     @classmethod
@@ -128,6 +135,7 @@ class SessionSpec:
             prior_mean=_strategy_table(data.get("prior_mean")),
             game_def=data.get("game_def"),
             default_strategy=_strategy_table(data.get("default_strategy")),
+            population_version=data.get("population_version"),
         )
 
 

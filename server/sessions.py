@@ -40,6 +40,7 @@ from oppmodel.server.live_session import LiveSession, SessionLock
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.model_hosting import WARM_MODELS, ModelHost, placement
 from oppmodel.server.model_worker import ModelWorker
+from oppmodel.server.populations import Populations
 from oppmodel.server.session_cache import SessionCache
 from oppmodel.server.session_models import key_of_row, log_unused_snapshot
 from oppmodel.server.session_observer import SessionObserver
@@ -118,6 +119,7 @@ class SessionManager:
         self._changes = ShieldedTasks()
         self._placement = placement(model_workers, self._cpu, limits, self._lost_worker)
         self.solved = SolvedStrategies(storage, self._cpu, preload=[WARM_MODELS])
+        self.populations = Populations(storage, self._cpu)
         self.cache: SessionCache[LiveSession] = SessionCache(
             budget_bytes=limits.memory_bytes,
             tasks=self._changes,
@@ -181,6 +183,7 @@ class SessionManager:
 
     async def _create(self, owner: str, spec: SessionSpec) -> SessionInfo:
         self.limits.check(spec)
+        spec = await self.populations.resolve(owner, spec)
         solved = await self.solved_for(spec)
         game = await self._cpu(game_of, spec)  # compiles a limit game once per rules
         host = await self._placement.create(spec, solved)  # validates the config and the prior
@@ -302,6 +305,7 @@ class SessionManager:
     async def _rebuilt(self, stored: StoredSession) -> _Rebuilt:
         """``_load``'s model, where models live (dropped there if it cannot be rebuilt)."""
         spec = SessionSpec.from_json(stored.row.spec)
+        spec = await self.populations.resolve(stored.row.owner, spec)
         game = await self._cpu(game_of, spec)
         solved = await self.solved_for(spec)
         host, base, unused = await self._placement.restore(spec, stored.snapshot, solved)

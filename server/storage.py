@@ -258,6 +258,17 @@ class SessionStore(Protocol):
         """Store a game's solved strategy file text (a stored one stays)."""
         ...
 
+    def save_population_async(self, owner: str, game_key: str, state: bytes) -> Future[int]:
+        """Store a new version of an owner's population of a game; resolves to its version."""
+        ...
+
+    def load_population_async(
+        self, owner: str, game_key: str, version: int | None = None
+    ) -> Future[tuple[int, bytes] | None]:
+        """(version, state) of an owner's population of a game: ``version``'s, else the latest;
+        None if there is none."""
+        ...
+
     def close(self) -> None:
         """Finish queued work and release the connection."""
         ...

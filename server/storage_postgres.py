@@ -63,6 +63,14 @@ CREATE TABLE IF NOT EXISTS solved_strategies (
     game_key TEXT PRIMARY KEY,
     strategy TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS populations (
+    owner TEXT NOT NULL,
+    game_key TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_unix_ms BIGINT NOT NULL,
+    state BYTEA NOT NULL,
+    PRIMARY KEY (owner, game_key, version)
+);
 """
 
 CONNECT_TIMEOUT_SECONDS = 10

@@ -15,11 +15,16 @@ gives its connection, its schema and its ``Dialect``. The tables:
   SHA-256 of its canonical rules (``server/solved_strategies.py``); written once, never changed.
   A store of an earlier release gains the table when it is opened (``CREATE TABLE IF NOT
   EXISTS``), its other tables unchanged.
+- ``populations(owner, game_key, version, created_unix_ms, state)``: an owner's fitted
+  population priors of a game (``server/populations.py``), versions 1, 2, ... per (owner, game),
+  never changed once written (a session records the version it started from); ``state`` is
+  ``modeling/population.py``'s bytes. Gained by earlier stores as ``solved_strategies`` was.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import Future
 
 from oppmodel.modeling.errors import ResourceExhaustedError
@@ -261,6 +266,46 @@ class SqlStore(SqlWriter):
             )
 
         return self._submit(op, write=True)
+
+    def save_population_async(self, owner: str, game_key: str, state: bytes) -> Future[int]:
+        """Queue storing a new version of an owner's population of a game; resolves to its
+        version (the next after the stored ones, numbered under a lock: concurrent fits, in
+        any process, get consecutive versions)."""
+
+        def op(db: Db) -> int:
+            db.lock(f"oppmodel.populations.{owner}.{game_key}")
+            (latest,) = db.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM populations"
+                " WHERE owner = ? AND game_key = ?",
+                (owner, game_key),
+            ).fetchone()
+            db.execute(
+                "INSERT INTO populations VALUES (?, ?, ?, ?, ?)",
+                (owner, game_key, latest + 1, int(time.time() * 1000), state),
+            )
+            return int(latest) + 1
+
+        return self._submit(op, write=True)
+
+    def load_population_async(
+        self, owner: str, game_key: str, version: int | None = None
+    ) -> Future[tuple[int, bytes] | None]:
+        """Queue reading an owner's population of a game, (version, state): ``version``'s, or
+        the latest when None; None if there is none."""
+
+        def op(db: Db) -> tuple[int, bytes] | None:
+            where = "owner = ? AND game_key = ?"
+            args: tuple[object, ...] = (owner, game_key)
+            if version is not None:
+                where, args = f"{where} AND version = ?", (*args, version)
+            r = db.execute(
+                f"SELECT version, state FROM populations WHERE {where}"
+                " ORDER BY version DESC LIMIT 1",
+                args,
+            ).fetchone()
+            return None if r is None else (int(r[0]), bytes(r[1]))
+
+        return self._submit(op)
 
 
 def _session_row(db: Db, session_id: str, *, lock: str = "") -> SessionRow | None:

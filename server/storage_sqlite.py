@@ -52,6 +52,14 @@ CREATE TABLE IF NOT EXISTS solved_strategies (
     game_key TEXT PRIMARY KEY,
     strategy TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS populations (
+    owner TEXT NOT NULL,
+    game_key TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_unix_ms INTEGER NOT NULL,
+    state BLOB NOT NULL,
+    PRIMARY KEY (owner, game_key, version)
+);
 """
 
 

@@ -36,7 +36,7 @@ from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.mbbr.base import MBBRModel
-from oppmodel.modeling.mbbr.config import MBBRConfig, Response
+from oppmodel.modeling.mbbr.config import MBBRConfig, Prior, Response
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.mbbr.priors import needs_solving
 from oppmodel.modeling.observation import (
@@ -46,6 +46,7 @@ from oppmodel.modeling.observation import (
     limit_observation_of,
     validate_limit_observation,
 )
+from oppmodel.modeling.population import stored_population
 
 Hand = HandObservation | LimitObservation  # a finished hand, in a game's presentation
 # A hand as stored and compared with resends: (position, betting, cards) in the presentation's
@@ -108,6 +109,11 @@ class ServedModel(Protocol):
 
     def snapshot(self) -> bytes:
         """The state after the hands observed so far (``modeling/mbbr/snapshot.py``)."""
+        ...
+
+    def opponent_counts(self) -> np.ndarray:
+        """Each opponent's expected action counts on the compiled game (what a population is
+        fitted from, ``MBBRModel.opponent_counts``)."""
         ...
 
     def restore(self, blob: bytes) -> None:
@@ -231,15 +237,23 @@ class ServedGame(abc.ABC):
         default_strategy: np.ndarray | None = None,
         prior_mean: np.ndarray | None = None,
         solved: np.ndarray | None = None,
+        population: bytes | None = None,
     ) -> ServedModel:
         """A fresh model of the compiled game (``build_model``) answering in the
         presentation; profiles in the presentation (None: the game's default; ``solved``: the
-        compiled game's solved strategy where none is given)."""
+        compiled game's solved strategy where none is given); ``population``: the fitted
+        population's bytes under the population prior (None: none fitted, the informed prior
+        around the prior mean)."""
+        mean = self.compiled_profile(prior_mean, solved)
+        fitted = None
+        if config.prior == Prior.POPULATION:
+            fitted = stored_population(self.compiled, population, mean, config)
         model = build_model(
             self.compiled,
             config,
             default_strategy=self.compiled_profile(default_strategy, solved),
-            prior_mean=self.compiled_profile(prior_mean, solved),
+            prior_mean=mean,
+            population=fitted,
         )
         return self.served_model(model)
 

@@ -203,6 +203,9 @@ class KuhnOpenSpielModel:
     def _ours(self, position: int, strategy: np.ndarray) -> np.ndarray:
         return limit_strategy.kuhn_strategy_of(self.game.compiled, position, strategy)
 
+    def opponent_counts(self) -> np.ndarray:
+        return self.model.opponent_counts()  # the compiled game's: what populations are fitted on
+
     def snapshot(self) -> bytes:
         return self.model.snapshot()
 

@@ -116,16 +116,18 @@ class SessionConfig(_message.Message):
     def __init__(self, game: _Optional[str] = ..., our_label: _Optional[str] = ..., opponent_labels: _Optional[_Iterable[str]] = ..., method: _Optional[_Union[Method, str]] = ..., mbbr: _Optional[_Union[MbbrParams, _Mapping]] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("session_id", "config", "hands_observed", "created_unix_ms")
+    __slots__ = ("session_id", "config", "hands_observed", "created_unix_ms", "population_version")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     HANDS_OBSERVED_FIELD_NUMBER: _ClassVar[int]
     CREATED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    POPULATION_VERSION_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     config: SessionConfig
     hands_observed: int
     created_unix_ms: int
-    def __init__(self, session_id: _Optional[str] = ..., config: _Optional[_Union[SessionConfig, _Mapping]] = ..., hands_observed: _Optional[int] = ..., created_unix_ms: _Optional[int] = ...) -> None: ...
+    population_version: int
+    def __init__(self, session_id: _Optional[str] = ..., config: _Optional[_Union[SessionConfig, _Mapping]] = ..., hands_observed: _Optional[int] = ..., created_unix_ms: _Optional[int] = ..., population_version: _Optional[int] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ("config",)
@@ -170,6 +172,24 @@ class DeleteSessionRequest(_message.Message):
 class DeleteSessionResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class FitPopulationRequest(_message.Message):
+    __slots__ = ("game",)
+    GAME_FIELD_NUMBER: _ClassVar[int]
+    game: str
+    def __init__(self, game: _Optional[str] = ...) -> None: ...
+
+class FitPopulationResponse(_message.Message):
+    __slots__ = ("version", "opponents", "sessions", "fitted_infosets")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    OPPONENTS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    FITTED_INFOSETS_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    opponents: int
+    sessions: int
+    fitted_infosets: int
+    def __init__(self, version: _Optional[int] = ..., opponents: _Optional[int] = ..., sessions: _Optional[int] = ..., fitted_infosets: _Optional[int] = ...) -> None: ...
 
 class RevealedCard(_message.Message):
     __slots__ = ("position", "card")

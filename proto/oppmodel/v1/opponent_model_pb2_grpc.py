@@ -54,6 +54,11 @@ class OpponentModelServiceStub:
                 request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.DeleteSessionRequest.SerializeToString,
                 response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.DeleteSessionResponse.FromString,
                 _registered_method=True)
+        self.FitPopulation = channel.unary_unary(
+                '/oppmodel.v1.OpponentModelService/FitPopulation',
+                request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.FitPopulationRequest.SerializeToString,
+                response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.FitPopulationResponse.FromString,
+                _registered_method=True)
         self.Observe = channel.stream_stream(
                 '/oppmodel.v1.OpponentModelService/Observe',
                 request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.ObserveRequest.SerializeToString,
@@ -104,6 +109,16 @@ class OpponentModelServiceServicer:
 
     def DeleteSession(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FitPopulation(self, request, context):
+        """Fits the caller's population of a game anew from the opponents of every one of its sessions
+        of that game (POSTERIOR_DIRICHLET ones) and stores it as the next version: what
+        PRIOR_POPULATION sessions created after it start from. Information sets met by fewer than 3
+        opponents (every set, with fewer than 3 opponents) keep the informed prior.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -176,6 +191,11 @@ def add_OpponentModelServiceServicer_to_server(servicer, server):
                     servicer.DeleteSession,
                     request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.DeleteSessionRequest.FromString,
                     response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.DeleteSessionResponse.SerializeToString,
+            ),
+            'FitPopulation': grpc.unary_unary_rpc_method_handler(
+                    servicer.FitPopulation,
+                    request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.FitPopulationRequest.FromString,
+                    response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.FitPopulationResponse.SerializeToString,
             ),
             'Observe': grpc.stream_stream_rpc_method_handler(
                     servicer.Observe,
@@ -311,6 +331,33 @@ class OpponentModelService:
             '/oppmodel.v1.OpponentModelService/DeleteSession',
             oppmodel_dot_v1_dot_opponent__model__pb2.DeleteSessionRequest.SerializeToString,
             oppmodel_dot_v1_dot_opponent__model__pb2.DeleteSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FitPopulation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oppmodel.v1.OpponentModelService/FitPopulation',
+            oppmodel_dot_v1_dot_opponent__model__pb2.FitPopulationRequest.SerializeToString,
+            oppmodel_dot_v1_dot_opponent__model__pb2.FitPopulationResponse.FromString,
             options,
             channel_credentials,
             insecure,

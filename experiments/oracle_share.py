@@ -1,0 +1,221 @@
+"""MBBR's share of the static oracle: what it wins against each stationary group of a panel field,
+as a fraction of what the exact best response to the group's true strategies wins.
+
+The oracle knows the opponents' strategies before the first hand and plays the exact best response
+to them in every position (:func:`oppmodel.modeling.evaluation.limit.best_response`), so its win
+rate is the ceiling no learner can pass. Both sides are *exact expected values per hand*, no card
+luck: MBBR's is the exact value of the policy it plays in each hand of a match against the group
+(:func:`oppmodel.modeling.play.learning_cost.trajectory`, as ``experiments/learning_cost.py``
+plays it: our position rotating every hand, both seat orders of a 3-player group), the oracle's
+the best response's value in the same position. The share at hand t is the ratio of the two
+cumulative sums over the first t hands, per group summed over seeds and seat orders, with the
+standard error over seeds; the field's figure is the mean of the groups' shares.
+
+Fields: ``kuhn3p``, the competent field's stationary groups (every pair of N1-N3 and the five fixed
+styles diluted with N2 to 0.35, ``oppmodel.modeling.play.fields``); the three adaptive styles have
+no fixed strategy, so no oracle (reported as skipped). ``leduc2p``: the Leduc field's opponents
+(``cfr`` and every style, plain and diluted with cfr); ``leduc3p``: ``cfr`` with each of them.
+Groups whose oracle wins less than ``--min-ceiling`` (two cfr agents: +0.5 mA/h) have no
+meaningful share; they are reported and left out of the average.
+
+    python experiments/oracle_share.py [--game kuhn3p|leduc2p|leduc3p] [--groups A+B,...]
+                                      [--safety-budgets 0.5,inf] [--hands 3000] [--seeds 2]
+                                      [--workers 2] [--out FILE] [--json]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import itertools  # noqa: E402
+import math  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from oppmodel.clients.commands._games import resolve_game  # noqa: E402
+from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
+from oppmodel.clients.lab.runner import run_trajectories  # noqa: E402
+from oppmodel.modeling.evaluation.limit import best_response  # noqa: E402
+from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.play.adaptive import is_adaptive  # noqa: E402
+from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
+from oppmodel.modeling.play.fields import (  # noqa: E402
+    DEFAULT_SHARE,
+    STYLES,
+    competent_field,
+)
+from oppmodel.modeling.play.panel import CFR  # noqa: E402
+from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
+
+GAMES = ("kuhn3p", "leduc2p", "leduc3p")
+CHECKPOINTS = (100, 300, 1000, 3000)
+
+
+def field_groups(game: str) -> tuple[list[tuple[str, ...]], dict[str, str]]:
+    """The groups of opponents of ``game``'s field that have an oracle, and the ones that have
+    none with the reason."""
+    if game == "kuhn3p":
+        field = [name for name in competent_field(DEFAULT_SHARE) if name != "mbbr"]
+        fixed = [name for name in field if not is_adaptive(name.split("@", 1)[0])]
+        skipped = {
+            name: "adaptive: it changes its strategy with the match, so there is no fixed "
+            "strategy to best-respond to"
+            for name in field
+            if name not in fixed
+        }
+        return list(itertools.combinations(fixed, 2)), skipped
+    opponents = [CFR, *STYLES.split(",")]
+    if game == "leduc2p":
+        return [(name,) for name in opponents], {}
+    return [(CFR, name) for name in opponents], {}
+
+
+def seat_orders(group: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Both relative seat orders of a pair (one if the two are the same), a single opponent's
+    one."""
+    orders = [group, group[::-1]] if len(group) == 2 else [group]
+    return list(dict.fromkeys(orders))
+
+
+def oracle_by_position(game: LimitGame, order: tuple[str, ...]) -> np.ndarray:
+    """The exact best response's win rate (the game's unit) in each of our positions against the
+    opponents seated in ``order`` (offset 1, 2, ... from us)."""
+    others = [fixed_profile(game, name) for name in order]
+    return np.array(
+        [
+            game.rate_unit.rate(best_response(game, seated_profile(game, p, None, others), p)[1])
+            for p in range(game.num_players)
+        ]
+    )
+
+
+def shares(mbbr: np.ndarray, oracle: np.ndarray, hands: int) -> dict[int, float]:
+    """Cumulative MBBR over cumulative oracle at each checkpoint within ``hands`` (both
+    (runs, hands) arrays of per-hand rates)."""
+    points = [c for c in CHECKPOINTS if c < hands] + [hands]
+    return {c: float(mbbr[:, :c].sum() / oracle[:, :c].sum()) for c in points}
+
+
+def group_row(
+    game: LimitGame, group: tuple[str, ...], runs: list[np.ndarray], seeds: int, hands: int
+) -> dict:
+    """One group's figures from its trajectories (seed-major, then seat order)."""
+    orders = seat_orders(group)
+    oracle_rates = {order: oracle_by_position(game, order) for order in orders}
+    per_hand = np.array([oracle_rates[o][np.arange(hands) % game.num_players] for o in orders])
+    mbbr = np.array(runs).reshape(seeds, len(orders), hands)
+    oracle = np.broadcast_to(per_hand, mbbr.shape)
+    ceiling = float(per_hand.mean())
+    curve = shares(mbbr.reshape(-1, hands), oracle.reshape(-1, hands), hands)
+    per_seed = [shares(mbbr[s], oracle[s], hands)[hands] for s in range(seeds)]
+    return {
+        "group": "+".join(group),
+        "oracle": ceiling,
+        "mbbr": float(mbbr.mean()),
+        "share_curve": {str(c): v for c, v in curve.items()},
+        "share": curve[hands],
+        "share_se": float(np.std(per_seed, ddof=1) / math.sqrt(seeds)) if seeds > 1 else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--game", choices=GAMES, default=GAMES[0], help="(%(default)s)")
+    parser.add_argument("--groups", help="A+B,... (default: the field's stationary groups)")
+    parser.add_argument(
+        "--safety-budgets",
+        default=f"{MBBRConfig().safety_budget:g}",
+        help="MBBR's safety budgets, 'inf' for none; a table each (%(default)s: the default)",
+    )
+    parser.add_argument("--hands", type=int, default=3000, help="(%(default)s)")
+    parser.add_argument("--seeds", type=int, default=2, help="per seat order (%(default)s)")
+    parser.add_argument(
+        "--min-ceiling",
+        type=float,
+        default=1.0,
+        help="groups whose oracle wins less (the game's unit) are left out of the average "
+        "(%(default)s)",
+    )
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON only")
+    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    args = parser.parse_args(argv)
+    game = resolve_game(args.game)
+    groups, skipped = field_groups(args.game)
+    if args.groups:
+        groups = [tuple(text.split("+")) for text in args.groups.split(",")]
+        if any(len(g) != game.num_players - 1 for g in groups):
+            parser.error(f"--groups: {game.num_players - 1} opponents each, got {args.groups!r}")
+    budgets = [float(b) for b in args.safety_budgets.split(",")]
+    tables = []
+    for budget in budgets:
+        config = MBBRConfig(safety_budget=budget)
+        config.validate()
+        tasks = [
+            (*(*order, None)[:2], config, seed, args.hands, False, args.game)
+            for group in groups
+            for seed in range(args.seeds)
+            for order in seat_orders(group)
+        ]
+        results = iter(run_trajectories(tasks, args.workers))
+        rows = []
+        for group in groups:
+            runs = [next(results)[0] for _ in range(args.seeds * len(seat_orders(group)))]
+            rows.append(group_row(game, group, runs, args.seeds, args.hands))
+        counted = [row for row in rows if row["oracle"] >= args.min_ceiling]
+        average = {
+            c: float(np.mean([row["share_curve"][c] for row in counted]))
+            for c in (counted[0]["share_curve"] if counted else {})
+        }
+        tables.append(
+            {
+                "safety_budget": None if math.isinf(budget) else budget,
+                "rows": rows,
+                "average_share_curve": average,
+                "groups_averaged": len(counted),
+            }
+        )
+    report = {
+        "benchmark": "mbbr_oracle_share",
+        "game": game.name,
+        "hands": args.hands,
+        "seeds": args.seeds,
+        "min_ceiling": args.min_ceiling,
+        "skipped": skipped,
+        "machine": machine(),
+        "tables": tables,
+    }
+    if emit_report(report, args.out, args.json):
+        return 0
+    unit = game.rate_unit.label
+    for table in tables:
+        budget = table["safety_budget"]
+        heads = list(table["average_share_curve"]) or [str(args.hands)]
+        print(
+            f"\nMBBR (safety budget {'none' if budget is None else f'{budget:g}'}) against the "
+            f"static oracle, {game.name}, exact values, {args.seeds} seeds per seat order\n"
+        )
+        print(f"| group | oracle {unit} | MBBR {unit} | " + " | ".join(heads) + " |")
+        print("|---" * (len(heads) + 3) + "|")
+        for row in table["rows"]:
+            se = f" ± {row['share_se']:.1%}" if row["share_se"] is not None else ""
+            cells = [f"{row['share_curve'][c]:.1%}" for c in heads]
+            cells[-1] += se
+            print(f"| {row['group']} | {row['oracle']:+.1f} | {row['mbbr']:+.1f} | ", end="")
+            print(" | ".join(cells) + " |")
+        cells = " | ".join(f"**{v:.1%}**" for v in table["average_share_curve"].values())
+        print(f"| mean of {table['groups_averaged']} groups |  |  | {cells} |")
+    for name, why in skipped.items():
+        print(f"\nno oracle for {name}: {why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

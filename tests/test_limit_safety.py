@@ -334,3 +334,61 @@ def test_in_compiled_kuhn3p_the_hypotheses_are_the_equilibrium_family():
     assert (1, 2) in alive  # N2 at offset 1, N3 at offset 2
     assert len(alive) < len(safety)
     assert (safety.bank >= -1e-12)[safety.alive].all()
+
+
+def _observation_probabilities(game, profile, p):
+    """Every observation position ``p`` can make of one hand under ``profile``, with its
+    probability."""
+    deals, terminals, probs = _outcomes(game, profile)
+    out: dict = {}
+    for deal, t, prob in zip(deals, terminals, probs / game.num_deals, strict=True):
+        obs = observe_limit_hand(game, p, int(deal), int(t))
+        out[obs] = out.get(obs, 0.0) + prob
+    return out
+
+
+@pytest.mark.parametrize("truth", [(1, 2), (2, 2)])
+def test_the_rule_out_odds_are_the_models_and_the_other_hypotheses_half_and_half(truth):
+    """After one hand of compiled 3-player Kuhn the odds against the true pair (N2 + N3, N3 + N3)
+    are exactly 1/2 the models' likelihood ratio plus 1/16 of each other hypothesis's, each
+    computed here from that profile's own probability of what was seen; under the truth their
+    expectation is at most 1, which is what Ville's bound needs."""
+    game = limit_game("kuhn3p")
+    model = build_model(game, MBBRConfig())
+    safety = model._safety
+    us = model.default_strategy.copy()
+    us[0] = model.policy(0)
+    models = model._models_profile(0).copy()
+    models[0] = us[0]
+    chances = [
+        _observation_probabilities(
+            game, seated_profile(game, 0, us, [safety.guards[g] for g in hypothesis]), 0
+        )
+        for hypothesis in safety.hypotheses
+    ]
+    by_models = _observation_probabilities(game, models, 0)
+    o = safety.hypotheses.index(truth)
+    expectation = 0.0
+    for obs, prob in chances[o].items():
+        others = sum(c.get(obs, 0.0) for j, c in enumerate(chances) if j != o)
+        want = (by_models[obs] / 2 + others / 16) / prob
+        after = copy.deepcopy(model, {id(game): game, id(model._holes): model._holes})
+        after.observe(obs)
+        got = math.exp(after._safety.mixture_log_odds(o))
+        assert got == pytest.approx(want, rel=1e-9), obs
+        expectation += prob * got
+    assert expectation <= 1.0 + 1e-12
+    assert expectation > 0.5  # the models and the pairs that contain the truth's support
+
+
+def test_against_two_different_guards_the_mixture_rules_out_the_pairs_they_are_not_early():
+    """Against N1 + N3 the models alone need hundreds of hands to make N3 + N3 a billion times
+    less likely than themselves (N1 never bets in the second position, N3 sometimes does); with
+    the true pair among the alternatives it is ruled out within 450 hands, and the truth lives."""
+    game = limit_game("kuhn3p")
+    model = build_model(game, MBBRConfig())
+    n = {name: kuhn_profile_on(game, robust_profile(name)) for name in ("N1", "N3")}
+    _play(model, game, (n["N1"], n["N3"]), 450, seed=3)
+    safety = model._safety
+    alive = {safety.hypotheses[h] for h in np.flatnonzero(safety.alive)}
+    assert alive == {(0, 2)}

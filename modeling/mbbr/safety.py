@@ -12,10 +12,15 @@ expected value of the candidate minus the default's against o given the position
 sweep over the hole's deals); after the hand bank(o) += lambda * gain(o).
 
 **Ruling out.** o dies when what was seen is impossible under it, or when the likelihood ratio of
-the hands seen, MBBR's models (fixed before each hand) against o, reaches ``RULE_OUT_ODDS``:
-under o that ratio is a nonnegative supermartingale, so by Ville's inequality this happens with
-probability at most 1 / ``RULE_OUT_ODDS`` over any match (the bundled CFR strategies have full
-support, so without it no hypothesis would ever die).
+the hands seen, an alternative against o, reaches ``RULE_OUT_ODDS``: under o that ratio is a
+nonnegative supermartingale, so by Ville's inequality this happens with probability at most
+1 / ``RULE_OUT_ODDS`` over any match (the bundled CFR strategies have full support, so without it
+no hypothesis would ever die). The alternative is MBBR's models (fixed before each hand) mixed
+half and half with the other hypotheses (``SafetyBankroll.mixture_log_odds``): against a pair of
+two *different* guards (3-player Kuhn: N2 + N3) the models would need hundreds of hands to learn
+what tells the pair from N3 + N3, while the true pair, one of the components, tells them apart
+from the first hand, so the hypotheses that keep the response from exploiting the pair's
+mismatch die as fast as the evidence allows.
 
 **Guarantee.** Against opponents playing the guards of o, on every path where o lives, the sum
 over the first T hands of the exact expected value of what is played minus the default's (each
@@ -188,24 +193,54 @@ class SafetyBankroll:
         self._played.clear()
 
     def _weigh(self, p: int, evidence: Evidence, models: np.ndarray) -> None:
-        """Multiply each live hypothesis's odds by this hand's likelihood ratio (see the module
-        docstring), killing it at probability 0 or at ``RULE_OUT_ODDS``."""
+        """Multiply each live hypothesis's odds (the models' against it) by this hand's
+        likelihood ratio, killing it at probability 0 or when :meth:`mixture_log_odds` reaches
+        ``RULE_OUT_ODDS`` (see the module docstring)."""
         rows = evidence.rows  # (assignments, moves, (offset - 1, information set, action))
         seats = (p + 1 + rows[:, :, 0]) % self.game.num_players  # each move's mover
         alternative = hand_likelihood(rows, p, models)
+        weighed = []
         for o in np.flatnonzero(self.alive):
             likelihood = np.ones(len(rows))
             for j in range(rows.shape[1]):  # a move's mover is the same in every assignment
                 guard = self.guards[self.hypotheses[o][rows[0, j, 0]]]
                 likelihood *= guard[seats[:, j], rows[:, j, 1], rows[:, j, 2]]
             under = float(likelihood.sum())
-            if under <= 0.0:
+            if under <= 0.0:  # impossible under o: the models' odds against it are infinite
                 self.alive[o] = False
+                self.log_odds[o] = math.inf
                 continue
             # a ratio of 0 (the models call the hand impossible) sets the odds to 0 for good
             ratio = math.log(alternative / under) if alternative > 0.0 else -math.inf
             self.log_odds[o] += ratio
-            self.alive[o] = self.log_odds[o] < math.log(RULE_OUT_ODDS)
+            weighed.append(o)
+        odds = [self.mixture_log_odds(int(o)) for o in weighed]  # before any of them dies
+        for o, log_odds in zip(weighed, odds, strict=True):
+            self.alive[o] = log_odds < math.log(RULE_OUT_ODDS)
+
+    def mixture_log_odds(self, o: int) -> float:
+        """Log odds against hypothesis ``o`` of the mixture alternative: MBBR's models at weight
+        1/2 and every other hypothesis at 1/(2 (H - 1)) (the models alone when H = 1).
+
+        Each component's likelihood ratio against ``o`` is a nonnegative martingale under ``o``,
+        so their mixture is one too and Ville's bound holds as for the models alone. A
+        hypothesis ruled out by odds stays a component (its odds froze: from then on it predicts
+        as the models do, a switch decided before the next hand); one that met an impossible
+        move has infinite odds and adds nothing; a dead one with odds below the threshold (ruled
+        out by the mixture) is left out, which only lowers the mixture. Against a pair of two
+        different guards the true pair is a component, so the hypotheses it is not die at the
+        rate of its own evidence from the first hand instead of waiting for the models to
+        learn."""
+        own = float(self.log_odds[o])
+        others = len(self) - 1
+        if others == 0 or math.isinf(own):  # -inf: the models called a hand impossible
+            return own
+        threshold = math.log(RULE_OUT_ODDS)
+        parts = [math.log(0.5) + own]
+        for j in range(len(self)):
+            if j != o and (self.alive[j] or self.log_odds[j] >= threshold):
+                parts.append(math.log(0.5 / others) + own - float(self.log_odds[j]))
+        return float(np.logaddexp.reduce(parts))
 
     def state(self) -> dict[str, np.ndarray]:
         """What the observations changed: the bankrolls, the live hypotheses and their odds."""

@@ -9,7 +9,8 @@ luck: MBBR's is the exact value of the policy it plays in each hand of a match a
 plays it: our position rotating every hand, both seat orders of a 3-player group), the oracle's
 the best response's value in the same position. The share at hand t is the ratio of the two
 cumulative sums over the first t hands, per group summed over seeds and seat orders, with the
-standard error over seeds; the field's figure is the mean of the groups' shares.
+standard error over seeds; the field's figure is the mean of the groups' shares. The share over
+hands 1000 to the end says what is left once most is learned.
 
 Fields: ``kuhn3p``, the competent field's stationary groups (every pair of N1-N3 and the five fixed
 styles diluted with N2 to 0.35, ``oppmodel.modeling.play.fields``); the three adaptive styles have
@@ -56,6 +57,7 @@ from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
 
 GAMES = ("kuhn3p", "leduc2p", "leduc3p")
 CHECKPOINTS = (100, 300, 1000, 3000)
+LATE = 1000  # the share over the hands from here on: what is left once most is learned
 
 
 def field_groups(game: str) -> tuple[list[tuple[str, ...]], dict[str, str]]:
@@ -115,6 +117,7 @@ def group_row(
     ceiling = float(per_hand.mean())
     curve = shares(mbbr.reshape(-1, hands), oracle.reshape(-1, hands), hands)
     per_seed = [shares(mbbr[s], oracle[s], hands)[hands] for s in range(seeds)]
+    late = float(mbbr[..., LATE:].sum() / oracle[..., LATE:].sum()) if hands > LATE else None
     return {
         "group": "+".join(group),
         "oracle": ceiling,
@@ -122,6 +125,7 @@ def group_row(
         "share_curve": {str(c): v for c, v in curve.items()},
         "share": curve[hands],
         "share_se": float(np.std(per_seed, ddof=1) / math.sqrt(seeds)) if seeds > 1 else None,
+        "share_late": late,
     }
 
 
@@ -174,11 +178,13 @@ def main(argv: list[str] | None = None) -> int:
             c: float(np.mean([row["share_curve"][c] for row in counted]))
             for c in (counted[0]["share_curve"] if counted else {})
         }
+        lates = [row["share_late"] for row in counted if row["share_late"] is not None]
         tables.append(
             {
                 "safety_budget": None if math.isinf(budget) else budget,
                 "rows": rows,
                 "average_share_curve": average,
+                "average_share_late": float(np.mean(lates)) if lates else None,
                 "groups_averaged": len(counted),
             }
         )
@@ -202,15 +208,19 @@ def main(argv: list[str] | None = None) -> int:
             f"\nMBBR (safety budget {'none' if budget is None else f'{budget:g}'}) against the "
             f"static oracle, {game.name}, exact values, {args.seeds} seeds per seat order\n"
         )
-        print(f"| group | oracle {unit} | MBBR {unit} | " + " | ".join(heads) + " |")
-        print("|---" * (len(heads) + 3) + "|")
+        late = f" | hands {LATE}-{args.hands}" if args.hands > LATE else ""
+        print(f"| group | oracle {unit} | MBBR {unit} | " + " | ".join(heads) + late + " |")
+        print("|---" * (len(heads) + 3 + bool(late)) + "|")
         for row in table["rows"]:
             se = f" ± {row['share_se']:.1%}" if row["share_se"] is not None else ""
             cells = [f"{row['share_curve'][c]:.1%}" for c in heads]
             cells[-1] += se
+            if row["share_late"] is not None:
+                cells.append(f"{row['share_late']:.1%}")
             print(f"| {row['group']} | {row['oracle']:+.1f} | {row['mbbr']:+.1f} | ", end="")
             print(" | ".join(cells) + " |")
-        cells = " | ".join(f"**{v:.1%}**" for v in table["average_share_curve"].values())
+        values = [*table["average_share_curve"].values(), table["average_share_late"]]
+        cells = " | ".join(f"**{v:.1%}**" for v in values if v is not None)
         print(f"| mean of {table['groups_averaged']} groups |  |  | {cells} |")
     for name, why in skipped.items():
         print(f"\nno oracle for {name}: {why}")

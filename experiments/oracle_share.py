@@ -140,14 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--hands", type=int, default=3000, help="(%(default)s)")
     parser.add_argument("--seeds", type=int, default=2, help="per seat order (%(default)s)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
         "--min-ceiling",
         type=float,
         default=1.0,
-        help="groups whose oracle wins less (the game's unit) are left out of the average "
-        "(%(default)s)",
+        help="groups whose oracle wins less (the game's unit) are left out of the average",
     )
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)

@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "oppmodel.clients.commands.acpc_script_cmd",
     "oppmodel.clients.commands.tournament_cmd",
     "oppmodel.clients.commands.replay_cmd",
+    "oppmodel.clients.commands.population_cmd",
     # perfect information and move prediction
     "oppmodel.clients.commands.spades_cmd",
     "oppmodel.clients.commands.movepred_cmd",

@@ -219,6 +219,10 @@ MISTAKES = {
     ),
     "replay-not-a-log": ("replay {inputs}/junk.txt --as Alice --local", "junk.txt: line 1"),
     "replay-missing-log": ("replay nope.log --as Alice --local", "cannot read nope.log"),
+    "population-missing-log": (
+        "population nope.log --as Alice --out p.npz",
+        "cannot read nope.log",
+    ),
     "replay-unknown-game": (
         "replay {inputs}/small.log --as Alice --local --game nope",
         "cannot read nope: no such file, nor a bundled game "

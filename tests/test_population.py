@@ -5,6 +5,7 @@ the counts a session gives, and a model built on a population (its snapshots inc
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -169,3 +170,24 @@ def test_a_population_prior_needs_its_population_and_snapshots_name_it():
     with pytest.raises(InvalidArgumentError) as info:
         Population.from_bytes(limit_game("kuhn3p"), population.to_bytes())
     assert info.value.field == "population"
+
+
+def test_the_cli_fits_a_population_from_logs_and_match_plays_it(tmp_path, capsys):
+    from oppmodel.clients.cli import main
+
+    log = Path(__file__).parent / "data" / "acpc" / "kuhn3p-seed42-example-players.log"
+    out = tmp_path / "p.npz"
+    # the one log three times: three matches, six opponents (two per log)
+    assert (
+        main(["population", str(log), str(log), str(log), "--as", "Alice", "--out", str(out)]) == 0
+    )
+    assert "6 opponents from 3 logs of kuhn3p" in capsys.readouterr().out
+    population = Population.from_bytes(limit_game("kuhn3p"), out.read_bytes())
+    assert population.opponents == 6 and population.fitted.any()
+    argv = ["match", "--agents", "mbbr,n1,n3", "--hands", "40", "--duplicates", "1", "--json"]
+    assert main([*argv, "--mbbr-population", str(out)]) == 0
+    assert '"prior": "population"' in capsys.readouterr().out
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a population")
+    assert main([*argv, "--mbbr-population", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("oppmodel match: error: population: not a population")

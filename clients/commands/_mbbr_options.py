@@ -99,7 +99,7 @@ def _add_prior_arguments(
     )
     group.add_argument(
         "--mbbr-prior",
-        # the population prior is built from a fitted population, which no flag gives yet
+        # the population prior needs a fitted population: match --mbbr-population gives one
         choices=[name for name in Prior.names() if name != Prior.POPULATION],
         default=None if limit_prior else defaults.prior,
         help="informed: Dirichlet around N3, its probabilities clipped to [epsilon, 1 - epsilon]; "

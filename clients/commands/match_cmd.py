@@ -4,10 +4,12 @@ unit (milli-antes or milli-big-blinds per hand)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import textwrap
 import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
@@ -23,12 +25,13 @@ from oppmodel.clients.progress import Progress, counted
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file
-from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.play.adaptive import adaptive_names
 from oppmodel.modeling.play.agents import mbbr_factory
 from oppmodel.modeling.play.match import AgentFactory, run_duplicate, seatings
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.modeling.play.tournament import AgentSpec, agent_factory
+from oppmodel.modeling.population import Population
 
 _DESCRIPTION = """\
 Play duplicate matches of repeated Kuhn poker, Leduc hold'em or any small ACPC limit game (--game)
@@ -114,22 +117,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed", type=seed, default=0, help="seed of everything random (default 0)"
     )
     add_mbbr_arguments(parser)
+    parser.add_argument(
+        "--mbbr-population",
+        type=Path,
+        metavar="FILE",
+        help="MBBR's prior: the population prior in FILE (`oppmodel population` writes it), in "
+        "place of --mbbr-prior",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=run)
 
 
 def build_agents(
-    game: LimitGame, spec: str, config: MBBRConfig, prior_strategy: np.ndarray | None = None
+    game: LimitGame,
+    spec: str,
+    config: MBBRConfig,
+    prior_strategy: np.ndarray | None = None,
+    population: Population | None = None,
 ) -> tuple[list[str], list[AgentFactory]]:
     """Labels (repeated names get #2, #3, ...) and factories for a comma-separated agent list;
-    ``prior_strategy``: MBBR's prior mean and default strategy (None: the game's defaults)."""
+    ``prior_strategy``: MBBR's prior mean and default strategy (None: the game's defaults);
+    ``population``: MBBR's fitted population prior (``--mbbr-population``)."""
     names = [_agent_name(name.strip()) for name in spec.split(",")]
     if len(names) != game.num_players:
         raise InvalidArgumentError(
             "agents", f"{game.name} needs {game.num_players} agents, got {len(names)}: {spec!r}"
         )
     factories = [
-        mbbr_factory(config, prior_mean=prior_strategy, default_strategy=prior_strategy)
+        mbbr_factory(
+            config,
+            prior_mean=prior_strategy,
+            default_strategy=prior_strategy,
+            population=population,
+        )
         if name == "mbbr"
         else agent_factory(AgentSpec(name))
         for name in names
@@ -152,7 +172,11 @@ def run(args: argparse.Namespace) -> int:
     game = resolve_game(args.game)
     config = mbbr_config(args)
     prior = prior_strategy_profile(game, prior_strategy_json(args, game))
-    labels, factories = build_agents(game, args.agents, config, prior)
+    population = None
+    if args.mbbr_population is not None:
+        population = Population.from_bytes(game, args.mbbr_population.read_bytes())
+        config = dataclasses.replace(config, prior=Prior.POPULATION)
+    labels, factories = build_agents(game, args.agents, config, prior, population)
     total = args.hands * args.duplicates * len(seatings(game.num_players))
     start = time.perf_counter()
     with Progress(total, desc="oppmodel match", unit="hand") as bar:

@@ -84,8 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("logs", metavar="LOG", nargs="+", help="dealer log files, in order")
-    parser.add_argument("--as", dest="name", required=True, metavar="NAME", help="whose seat")
+    add_log_arguments(parser, logs_help="dealer log files, in order")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--service", metavar="ADDR", help="a running service at HOST:PORT")
     where.add_argument(
@@ -99,18 +98,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="no service: the library in-process (the default in limit games)",
     )
     parser.add_argument(
-        "--game",
-        metavar="GAMEFILE",
-        help=f"game definition file or a bundled game ({', '.join(BUNDLED_GAMES)}; "
-        "default: the bundled game the log's header names, else n-player Kuhn)",
-    )
-    parser.add_argument(
         "--seed", type=seed, default=0, help="MBBR's seed: its samples' draws (default 0)"
     )
     add_mbbr_arguments(parser, limit_prior=LIMIT_PRIOR)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the curves (needs matplotlib)")
     parser.set_defaults(func=run)
+
+
+def add_log_arguments(parser: argparse.ArgumentParser, *, logs_help: str) -> None:
+    """The logs, whose seat and the game: what every command reading dealer logs takes."""
+    parser.add_argument("logs", metavar="LOG", nargs="+", help=logs_help)
+    parser.add_argument("--as", dest="name", required=True, metavar="NAME", help="whose seat")
+    parser.add_argument(
+        "--game",
+        metavar="GAMEFILE",
+        help=f"game definition file or a bundled game ({', '.join(BUNDLED_GAMES)}; "
+        "default: the bundled game the log's header names, else n-player Kuhn)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -125,7 +125,7 @@ class Hand:
 
 
 @functools.cache
-def _strength(cards: tuple[str, ...]) -> tuple[int, ...]:
+def _strength(cards: tuple[str, ...]) -> int:
     return hand_strength(cards)
 
 

@@ -25,6 +25,7 @@ from oppmodel.modeling.games.acpc.hand_rank import (
     STRAIGHT_FLUSH,
     TRIPS,
     TWO_PAIR,
+    hand_category,
     hand_strength,
 )
 
@@ -245,11 +246,14 @@ def test_split_pots_and_folds_pay_as_the_dealer_pays() -> None:
     ],
 )
 def test_hand_categories(cards: str, category: int) -> None:
-    assert hand_strength([cards[i : i + 2] for i in range(0, len(cards), 2)])[0] == category
+    assert (
+        hand_category(hand_strength([cards[i : i + 2] for i in range(0, len(cards), 2)]))
+        == category
+    )
 
 
 def test_hand_order_kickers_and_ties() -> None:
-    def s(cards: str) -> tuple[int, ...]:
+    def s(cards: str) -> int:
         return hand_strength([cards[i : i + 2] for i in range(0, len(cards), 2)])
 
     assert s("AsQh") > s("KsQh") > s("QsJh")  # Leduc without a pair: the higher card

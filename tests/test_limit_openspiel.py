@@ -15,7 +15,7 @@ from oppmodel.modeling.evaluation.limit import best_response, expected_values, n
 from oppmodel.modeling.games.acpc.bundled import game_path
 from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game, parse_game_def
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
-from oppmodel.modeling.games.acpc.hand_rank import hand_strength
+from oppmodel.modeling.games.acpc.hand_rank import hand_category, hand_strength
 from oppmodel.modeling.games.acpc.openspiel import (
     openspiel_policy_table,
     openspiel_tabular_policy,
@@ -175,7 +175,7 @@ def test_showdowns_equal_universal_pokers_hand_evaluator(players: int, board: in
         shown = [
             hand_strength(names[2 * p : 2 * p + 2] + names[2 * players :]) for p in range(players)
         ]
-        categories.add(max(shown)[0])
+        categories.add(hand_category(max(shown)))
         winners = [p for p in range(players) if shown[p] == max(shown)]
         ours = [players / len(winners) * (p in winners) - 1 for p in range(players)]
         np.testing.assert_allclose(state.returns(), ours, atol=1e-12)

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -34,11 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from oppmodel.clients.lab.reports import emit_report, machine
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
 from oppmodel.modeling.games.acpc.hand_rank import category_counts, hand_strength, rank_hands
 
 ENUMERATION_GOAL_SECONDS = 5.0
-# The known counts of the 133,784,560 seven-card hands, high card .. straight flush.
+# The known counts of the 133,784,560 seven-card hands, high card .. straight flush (the tests
+# check the enumeration against this table too).
 SEVEN_CARD_COUNTS = [
     23_294_460,
     58_627_800,
@@ -156,8 +156,7 @@ def run(quick: bool, seed: int, repeats: int) -> dict:
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "seed": seed,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
+        "machine": machine(),
     }
     return result
 
@@ -171,11 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     result = run(args.quick, args.seed, args.repeats)
-    if args.out is not None:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"wrote {args.out}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(result, indent=2))
+    if emit_report(result, args.out, args.json):
         return 0
     hand = result["per_hand"]
     median = hand["seconds_per_hand_median"]

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.hand_eval import SEVEN_CARD_COUNTS  # the known table, kept once
 from oppmodel.clients.acpc.log import hand_payoffs, read_log
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import HandState
@@ -28,18 +29,7 @@ from oppmodel.modeling.games.acpc.hand_rank import (
 
 DATA = Path(__file__).resolve().parent / "data" / "acpc"
 GAME_FILES = {"holdem2p": "holdem.limit.2p.reverse_blinds.game", "holdem3p": "holdem.limit.3p.game"}
-# Hands per category, high card .. straight flush: the known tables.
-SEVEN_CARD_COUNTS = [
-    23_294_460,
-    58_627_800,
-    31_433_400,
-    6_461_620,
-    6_180_020,
-    4_047_644,
-    3_473_184,
-    224_848,
-    41_584,
-]
+# Five-card hands per category, high card .. straight flush: the known table.
 FIVE_CARD_COUNTS = [1_302_540, 1_098_240, 123_552, 54_912, 10_200, 5_108, 3_744, 624, 40]
 # Distinct five-card hands (ties are equal) per category: 7,462 in all.
 FIVE_CARD_CLASSES = [1277, 2860, 858, 858, 10, 1277, 156, 156, 10]

@@ -83,6 +83,10 @@ class OpponentModel:
     effective_sample_size: float
     our_position: int
     hands_observed: int
+    prior: StrategyTable  # the prior mean, rows as ``strategy``'s
+    concentration: tuple[float, ...]  # alpha_0 per row (Dirichlet posterior; else empty)
+    run_start: int  # change detection: the hand the models' run began at
+    safety_bankroll: float | None  # chips learning may still lose (None: no safety budget)
 
 
 @dataclass(frozen=True)
@@ -343,6 +347,10 @@ class OpponentModelClient(GrpcClient):
             effective_sample_size=reply.effective_sample_size,
             our_position=reply.our_position,
             hands_observed=reply.hands_observed,
+            prior=_table(reply.prior),
+            concentration=tuple(reply.concentration),
+            run_start=reply.run_start,
+            safety_bankroll=(reply.safety_bankroll if reply.HasField("safety_bankroll") else None),
         )
 
     def response(self, session_id: str, our_position: int, kind: str | None = None) -> BestResponse:

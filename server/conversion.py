@@ -30,6 +30,7 @@ from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.interface import Decision, KuhnFields, KuhnInfoState, compiled
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
+from oppmodel.modeling.mbbr.base import OpponentInsight
 from oppmodel.server.session_spec import (
     Ack,
     ActionChoice,
@@ -102,6 +103,27 @@ def policy_to_proto(game: Game, position: int, table: np.ndarray) -> list[pb.Inf
         pb.InfosetPolicy(infostate=name, probabilities=table[index].tolist())
         for index, name in position_infosets(game, position)
     ]
+
+
+def model_to_proto(
+    game: Game, position: int, insight: OpponentInsight, our_position: int, hands: int
+) -> pb.GetModelResponse:
+    """GetModel's answer: the model of the opponent in ``position`` and what reads it."""
+    rows = position_infosets(game, position)
+    reply = pb.GetModelResponse(
+        infosets=policy_to_proto(game, position, insight.model),
+        effective_sample_size=float(insight.spread),
+        our_position=our_position,
+        hands_observed=hands,
+        prior=policy_to_proto(game, position, insight.prior),
+        concentration=insight.concentration[[i for i, _ in rows]].tolist()
+        if len(insight.concentration)
+        else [],
+        run_start=insight.run_start,
+    )
+    if math.isfinite(insight.safety_bankroll):
+        reply.safety_bankroll = insight.safety_bankroll
+    return reply
 
 
 # -- sessions --------------------------------------------------------------------------------------

@@ -337,14 +337,11 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
     @_rpc("GetModel")
     async def GetModel(self, request, context, owner):
         session = await self.manager.get(owner, request.session_id)
-        probs, ess, our_position, hands = await self.manager.model(
+        insight, our_position, hands = await self.manager.model(
             session, request.opponent_label, request.opponent_position
         )
-        return pb.GetModelResponse(
-            infosets=conversion.policy_to_proto(session.game, request.opponent_position, probs),
-            effective_sample_size=ess,
-            our_position=our_position,
-            hands_observed=hands,
+        return conversion.model_to_proto(
+            session.game, request.opponent_position, insight, our_position, hands
         )
 
     @_rpc("GetResponse")

@@ -36,6 +36,7 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
     UnavailableError,
 )
+from oppmodel.modeling.mbbr.base import OpponentInsight
 from oppmodel.server.live_session import LiveSession, SessionLock
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.model_hosting import WARM_MODELS, ModelHost, placement
@@ -377,8 +378,9 @@ class SessionManager:
     # -- queries ---------------------------------------------------------------------------------
     async def model(
         self, session: LiveSession, opponent_label: str, opponent_position: int
-    ) -> tuple[np.ndarray, float, int, int]:
-        """(probabilities, ESS, our position, hands) of one opponent in one position."""
+    ) -> tuple[OpponentInsight, int, int]:
+        """(the model with its prior and evidence, our position, hands) of one opponent in one
+        position."""
         spec = session.spec
         if opponent_label not in spec.opponent_labels:
             raise InvalidArgumentError(
@@ -388,12 +390,12 @@ class SessionManager:
         offset = spec.opponent_labels.index(opponent_label) + 1
         our_position = (opponent_position - offset) % spec.num_players
         async with self.locked(session, write=False) as session:
-            probs, ess = await session.host.compute(
-                "opponent_model", our_position, opponent_position
+            insight = await session.host.compute(
+                "opponent_insight", our_position, opponent_position
             )
             hands = session.hands_observed
-        self.metrics.ess.observe(ess)
-        return probs, float(ess), our_position, hands
+        self.metrics.ess.observe(insight.spread)
+        return insight, our_position, hands
 
     async def response(
         self, session: LiveSession, our_position: int, kind: str | None

@@ -35,7 +35,7 @@ from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
-from oppmodel.modeling.mbbr.base import MBBRModel
+from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior, Response
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.mbbr.priors import needs_solving
@@ -95,6 +95,10 @@ class ServedModel(Protocol):
 
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
         """(posterior-mean strategy, the spread it rests on) of one opponent."""
+        ...
+
+    def opponent_insight(self, our_position: int, opponent_position: int) -> OpponentInsight:
+        """``opponent_model`` with the prior mean and what reads it (``MBBRModel``'s)."""
         ...
 
     def response(

@@ -38,7 +38,7 @@ from oppmodel.modeling.games.interface import (
 )
 from oppmodel.modeling.games.kuhn import BET, PASS, kuhn_game
 from oppmodel.modeling.games.kuhn3p import equilibria
-from oppmodel.modeling.mbbr.base import MBBRModel
+from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
 from oppmodel.modeling.mbbr.config import Response
 from oppmodel.modeling.observation import HandObservation, LimitObservation, validate_observation
 
@@ -187,6 +187,19 @@ class KuhnOpenSpielModel:
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
         rows, spread = self.model.opponent_model(our_position, opponent_position)
         return self._ours(opponent_position, rows), spread
+
+    def opponent_insight(self, our_position: int, opponent_position: int) -> OpponentInsight:
+        insight = self.model.opponent_insight(our_position, opponent_position)
+        concentration = insight.concentration
+        if len(concentration):  # the compiled rows' concentrations on OpenSpiel's rows
+            ours, theirs, _ = limit_strategy.kuhn_rows(self.game.compiled)[opponent_position]
+            concentration = np.zeros(self.game.kuhn.num_infosets)
+            concentration[theirs] = insight.concentration[ours]
+        return insight._replace(
+            model=self._ours(opponent_position, insight.model),
+            prior=self._ours(opponent_position, insight.prior),
+            concentration=concentration,
+        )
 
     def response(
         self, our_position: int, kind: Response | str | None = None

@@ -78,6 +78,17 @@ def seat_offset(game: LimitGame, our_position: int, opponent_position: int) -> i
     return d
 
 
+class OpponentInsight(NamedTuple):
+    """One opponent's model with what a person reads it by (``MBBRModel.opponent_insight``)."""
+
+    model: np.ndarray  # the posterior-mean strategy (num_infosets, 3)
+    spread: float  # as opponent_model's
+    prior: np.ndarray  # the prior mean (num_infosets, 3)
+    concentration: np.ndarray  # alpha_0 per information set; empty: none (samples posterior)
+    run_start: int  # the hand the run the models rest on began at (change detection)
+    safety_bankroll: float  # chips learning may still lose (inf: no budget binds)
+
+
 class MBBRModel(abc.ABC):
     """The posterior-independent part of MBBR in a limit game (see the module docstring); a
     subclass implements one posterior. Build one with :func:`build_model`."""
@@ -266,6 +277,32 @@ class MBBRModel(abc.ABC):
         population prior is fitted from (``oppmodel.modeling.population``). The Dirichlet
         posterior's; InvalidArgumentError under one that keeps none."""
         raise InvalidArgumentError("posterior", "only 'dirichlet' keeps counts to fit a population")
+
+    def opponent_insight(self, our_position: int, opponent_position: int) -> OpponentInsight:
+        """``opponent_model`` beside the prior mean, the concentration per information set
+        (its Dirichlet marginals give credible intervals), the run start and the bankroll."""
+        d = seat_offset(self.game, our_position, opponent_position)
+        model, spread = self._opponent_model(our_position, d)
+        return OpponentInsight(
+            model.copy(),
+            spread,
+            self.prior_mean[opponent_position].copy(),
+            self._concentration(our_position, d),
+            self.run_start,
+            self.safety_bankroll(),
+        )
+
+    def _concentration(self, p: int, d: int) -> np.ndarray:
+        """alpha_0 (prior weight + expected visits) per information set of the opponent at
+        offset ``d`` of ``p``; empty for a posterior without one (the samples')."""
+        return np.zeros(0)
+
+    def safety_bankroll(self) -> float:
+        """The least bankroll in chips over the safety budget's live hypotheses, before the
+        next hand's budget: what learning may still lose (inf: no budget, or none live)."""
+        if self._safety is None or not self._safety.alive.any():
+            return math.inf
+        return float(self._safety.bank[self._safety.alive].min())
 
     def models_profile(self, our_position: int) -> np.ndarray:
         """The profile with every opponent replaced by its model (our row: the default strategy;

@@ -216,6 +216,9 @@ class ChangeDetectingModel(MBBRModel):
     def opponent_counts(self) -> np.ndarray:
         return self._bank.model.opponent_counts()
 
+    def _concentration(self, p: int, d: int) -> np.ndarray:
+        return self._bank.model._concentration(p, d)
+
     def _solve_hole(self, p: int, kind: Response, h: int, strategy: np.ndarray) -> float:
         return self._bank.model._solve_hole(p, kind, h, strategy)
 

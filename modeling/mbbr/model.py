@@ -133,6 +133,9 @@ class DirichletModel(MBBRModel):
                 counts[d - 1, (p + d) % n, rows] = seen[d - 1, rows]
         return counts
 
+    def _concentration(self, p: int, d: int) -> np.ndarray:
+        return self._dirichlet[p].concentration(d).copy()
+
     def converge(self) -> None:
         """Bring every position's fit to the fixed point of its equations (the incremental fit
         stays near it; tests and offline analyses call this)."""

@@ -264,16 +264,24 @@ class GetModelRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., opponent_label: _Optional[str] = ..., opponent_position: _Optional[int] = ...) -> None: ...
 
 class GetModelResponse(_message.Message):
-    __slots__ = ("infosets", "effective_sample_size", "our_position", "hands_observed")
+    __slots__ = ("infosets", "effective_sample_size", "our_position", "hands_observed", "prior", "concentration", "run_start", "safety_bankroll")
     INFOSETS_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_SAMPLE_SIZE_FIELD_NUMBER: _ClassVar[int]
     OUR_POSITION_FIELD_NUMBER: _ClassVar[int]
     HANDS_OBSERVED_FIELD_NUMBER: _ClassVar[int]
+    PRIOR_FIELD_NUMBER: _ClassVar[int]
+    CONCENTRATION_FIELD_NUMBER: _ClassVar[int]
+    RUN_START_FIELD_NUMBER: _ClassVar[int]
+    SAFETY_BANKROLL_FIELD_NUMBER: _ClassVar[int]
     infosets: _containers.RepeatedCompositeFieldContainer[InfosetPolicy]
     effective_sample_size: float
     our_position: int
     hands_observed: int
-    def __init__(self, infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ..., effective_sample_size: _Optional[float] = ..., our_position: _Optional[int] = ..., hands_observed: _Optional[int] = ...) -> None: ...
+    prior: _containers.RepeatedCompositeFieldContainer[InfosetPolicy]
+    concentration: _containers.RepeatedScalarFieldContainer[float]
+    run_start: int
+    safety_bankroll: float
+    def __init__(self, infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ..., effective_sample_size: _Optional[float] = ..., our_position: _Optional[int] = ..., hands_observed: _Optional[int] = ..., prior: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ..., concentration: _Optional[_Iterable[float]] = ..., run_start: _Optional[int] = ..., safety_bankroll: _Optional[float] = ...) -> None: ...
 
 class GetResponseRequest(_message.Message):
     __slots__ = ("session_id", "our_position", "kind")

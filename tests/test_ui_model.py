@@ -1,0 +1,56 @@
+"""What GetModel reports for the web page beside the model (issue 33): the prior mean, the
+concentration per information state that the credible intervals come from, change detection's
+run start and the safety bankroll, each equal to the library's model fed the same hands."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from service_support import GAME, CompiledKuhn, connected, kuhn_library, random_observations
+
+from oppmodel.modeling.games.acpc.strategy import kuhn_strategy_of
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.strategy import strategy_to_dict
+
+LABELS = ("bob", "carol")
+
+
+def _check_session(client, config: MBBRConfig, observations) -> CompiledKuhn:
+    """Every opponent in every position: the fields equal the library's (returned)."""
+    sid = client.create_session(opponent_labels=LABELS, config=config).session_id
+    client.observe_batch(sid, observations, first_sequence=1)
+    library = kuhn_library(config, observations)
+    insight_of = library.model.opponent_insight
+    for offset, label in enumerate(LABELS, start=1):
+        for position in range(3):
+            got = client.model(sid, label, position)
+            ours = (position - offset) % 3
+            want = insight_of(ours, position)
+            prior = kuhn_strategy_of(library.compiled, position, want.prior)
+            assert got.prior.as_dict() == {
+                s: tuple(p) for s, p in strategy_to_dict(GAME, position, prior).items()
+            }
+            if config.posterior == "samples":
+                assert got.concentration == ()
+            else:  # the same values, on OpenSpiel's rows: the least is GetModel's spread
+                rows = list(library.compiled.infosets(position))
+                assert sorted(got.concentration) == sorted(want.concentration[rows].tolist())
+                assert min(got.concentration) == got.effective_sample_size
+            assert got.run_start == library.run_start
+            bankroll = want.safety_bankroll
+            assert got.safety_bankroll == (None if math.isinf(bankroll) else bankroll)
+    return library
+
+
+def test_model_fields_equal_the_library(tmp_path: Path) -> None:
+    # maniacs turning tight-passive: change detection finds a run start after 0
+    switching = random_observations(50, seed=8)
+    switching += random_observations(40, seed=9, profile="tight-passive")
+    equilibrium = random_observations(60, seed=4, profile="n2")  # the guards stay alive
+    with connected(tmp_path / "s.sqlite") as (client, _):
+        changed = MBBRConfig(hands_default=5, seed=3, change_hazard=0.1)
+        assert _check_session(client, changed, switching).run_start > 0
+        guarded = _check_session(client, MBBRConfig(seed=2), equilibrium)
+        assert math.isfinite(guarded.model.safety_bankroll())
+        _check_session(client, MBBRConfig(seed=2, k=5, posterior="samples"), equilibrium[:20])

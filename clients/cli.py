@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     # the service
     "oppmodel.clients.commands.demo_cmd",
     "oppmodel.clients.commands.serve_cmd",
+    "oppmodel.clients.commands.ui_cmd",
     # Kuhn poker in-process
     "oppmodel.clients.commands.eval_cmd",
     "oppmodel.clients.commands.match_cmd",

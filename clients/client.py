@@ -118,6 +118,20 @@ def _table(infosets: Sequence[pb.InfosetPolicy]) -> StrategyTable:
     )
 
 
+def model_of(reply: pb.GetModelResponse) -> OpponentModel:
+    """A GetModel reply as an OpponentModel (this client's and the web UI's reading)."""
+    return OpponentModel(
+        strategy=_table(reply.infosets),
+        effective_sample_size=reply.effective_sample_size,
+        our_position=reply.our_position,
+        hands_observed=reply.hands_observed,
+        prior=_table(reply.prior),
+        concentration=tuple(reply.concentration),
+        run_start=reply.run_start,
+        safety_bankroll=reply.safety_bankroll if reply.HasField("safety_bankroll") else None,
+    )
+
+
 def _describe(session: pb.Session) -> SessionDescription:
     cfg = session.config
     return SessionDescription(
@@ -341,17 +355,7 @@ class OpponentModelClient(GrpcClient):
         sit ``i + 1`` positions before it, ``i`` its index in the session's opponent labels)."""
         request = pb.GetModelRequest(session_id=session_id, opponent_label=opponent_label)
         set_field(request, "opponent_position", opponent_position, "opponent_position")
-        reply = self._call("GetModel", request, session_id=session_id)
-        return OpponentModel(
-            strategy=_table(reply.infosets),
-            effective_sample_size=reply.effective_sample_size,
-            our_position=reply.our_position,
-            hands_observed=reply.hands_observed,
-            prior=_table(reply.prior),
-            concentration=tuple(reply.concentration),
-            run_start=reply.run_start,
-            safety_bankroll=(reply.safety_bankroll if reply.HasField("safety_bankroll") else None),
-        )
+        return model_of(self._call("GetModel", request, session_id=session_id))
 
     def response(self, session_id: str, our_position: int, kind: str | None = None) -> BestResponse:
         """Our best response in ``our_position`` ('mean', 'bayes', or the session's default)."""

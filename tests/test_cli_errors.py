@@ -103,6 +103,19 @@ MISTAKES = {
         "serve --ray --db postgresql://nobody@127.0.0.1:{closed}/x --host 127.0.0.1",
         "host: not with --ray: Ray Serve's gRPC proxy listens on every interface",
     ),
+    # ui: its port and flags are checked before it listens
+    "ui-busy-port": (
+        "ui --service 127.0.0.1:{closed} --port {busy}",
+        "127.0.0.1:{busy} is already in use",
+    ),
+    "ui-refresh-zero": (
+        "ui --service 127.0.0.1:{closed} --refresh-seconds 0",
+        "argument --refresh-seconds: must be at least 0.1",
+    ),
+    "ui-missing-certificates": (
+        "ui --service 127.0.0.1:{closed} --root-certificates {inputs}/no.pem",
+        "no.pem: No such file or directory",
+    ),
     "serve-busy-port": ("serve --db new.sqlite --port {busy}", ":{busy} is already in use"),
     "serve-port-out-of-range": ("serve --db new.sqlite --port 70000", "argument --port: must be"),
     "serve-busy-metrics-port": (

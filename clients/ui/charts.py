@@ -1,0 +1,139 @@
+"""The page's charts as inline SVG, drawn here so the browser fetches nothing: the modeled action
+probabilities against the prior's with credible intervals, and a value curve over hands.
+
+Every chart has labelled axes with units and a legend; its width follows the page (a viewBox),
+so it reads the same at 1280 px and on a phone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+
+_WIDTH = 440  # viewBox units; the SVG scales to the width of its box (at most 720 px: CSS)
+_LEFT = 118  # room for the row labels (more for long ones, up to _WIDTH / 2)
+_CHAR = 6.2  # viewBox units per character of a row label (11 px text)
+_RIGHT = 16
+_ROW = 18
+_MODEL = "#2f6db5"
+_PRIOR = "#e07b00"
+_INTERVAL = "#17324f"
+CREDIBLE = 0.90  # the credible intervals' mass
+
+
+@dataclass(frozen=True)
+class ProbabilityRow:
+    """One action at one information state: the modeled probability, its credible interval
+    (None: unknown) and the prior's probability (None: unknown)."""
+
+    label: str
+    model: float
+    interval: tuple[float, float] | None
+    prior: float | None
+
+
+def _scale(left: float) -> Callable[[float], float]:
+    """Probability -> x, the axis from ``left`` to the right margin."""
+    return lambda p: left + p * (_WIDTH - left - _RIGHT)
+
+
+def probability_chart(rows: Sequence[ProbabilityRow], *, title: str) -> str:
+    """Horizontal bars of the modeled probabilities, whiskers for their intervals and a diamond
+    for the prior's, one row per (information state, action)."""
+    top = 34
+    height = top + _ROW * len(rows) + 34
+    longest = max((len(row.label) for row in rows), default=0)
+    left = min(max(_LEFT, _CHAR * longest + 10), _WIDTH / 2)
+    _x = _scale(left)
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {_WIDTH} {height}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
+        _legend(),
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = _x(tick)
+        bottom = top + _ROW * len(rows)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{bottom}" class="grid"/>'
+            f'<text x="{x:.1f}" y="{bottom + 13}" class="tick">{tick:g}</text>'
+        )
+    for i, row in enumerate(rows):
+        y = top + i * _ROW
+        parts.append(
+            f'<text x="{left - 6:.1f}" y="{y + 13}" class="rowlabel">{escape(row.label)}</text>'
+            f'<rect x="{_x(0):.1f}" y="{y + 4}" width="{_x(row.model) - _x(0):.1f}" '
+            f'height="{_ROW - 8}" fill="{_MODEL}"/>'
+        )
+        if row.interval is not None:
+            lo, hi = (_x(v) for v in row.interval)
+            mid = y + _ROW / 2
+            parts.append(
+                f'<path d="M{lo:.1f} {mid - 4}V{mid + 4}M{lo:.1f} {mid}H{hi:.1f}'
+                f'M{hi:.1f} {mid - 4}V{mid + 4}" stroke="{_INTERVAL}" stroke-width="1.5"/>'
+            )
+        if row.prior is not None:
+            px, mid = _x(row.prior), y + _ROW / 2
+            parts.append(
+                f'<path d="M{px:.1f} {mid - 5}L{px + 5:.1f} {mid}L{px:.1f} {mid + 5}'
+                f'L{px - 5:.1f} {mid}Z" fill="{_PRIOR}" stroke="#fff" stroke-width="0.8"/>'
+            )
+    parts.append(
+        f'<text x="{_x(0.5):.1f}" y="{height - 4}" class="axis">'
+        "probability of the action (0 to 1)</text></svg>"
+    )
+    return "".join(parts)
+
+
+def _legend() -> str:
+    return (
+        f'<rect x="4" y="6" width="14" height="9" fill="{_MODEL}"/>'
+        '<text x="22" y="14" class="legend">modeled (posterior mean)</text>'
+        '<path d="M178 10H198M178 6V14M198 6V14" '
+        f'stroke="{_INTERVAL}" stroke-width="1.5"/>'
+        f'<text x="202" y="14" class="legend">{CREDIBLE:.0%} credible interval</text>'
+        f'<path d="M347 5L352 10L347 15L342 10Z" fill="{_PRIOR}"/>'
+        '<text x="356" y="14" class="legend">prior mean</text>'
+    )
+
+
+def value_chart(points: Sequence[tuple[int, float]], *, title: str, unit: str) -> str:
+    """A line of ``(hands, value)`` points with labelled axes (hands; ``unit``)."""
+    width, height, left, bottom = _WIDTH, 190, 58, 150
+    if not points:
+        return f'<p class="empty">{escape(title)}: no points yet</p>'
+    xs = [h for h, _ in points]
+    ys = [v for _, v in points]
+    x0, x1 = min(xs), max(max(xs), min(xs) + 1)
+    y0, y1 = min(*ys, 0.0), max(*ys, 0.0)
+    if y1 - y0 < 1e-9:
+        y0, y1 = y0 - 1.0, y1 + 1.0
+
+    def sx(h: float) -> float:
+        return left + (h - x0) / (x1 - x0) * (width - left - _RIGHT)
+
+    def sy(v: float) -> float:
+        return bottom - (v - y0) / (y1 - y0) * (bottom - 20)
+
+    line = " ".join(f"{sx(h):.1f},{sy(v):.1f}" for h, v in points)
+    return (
+        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+        f'<line x1="{left}" y1="{sy(0.0):.1f}" x2="{width - _RIGHT}" y2="{sy(0.0):.1f}" '
+        'class="grid"/>'
+        f'<line x1="{left}" y1="20" x2="{left}" y2="{bottom}" class="frame"/>'
+        f'<line x1="{left}" y1="{bottom}" x2="{width - _RIGHT}" y2="{bottom}" class="frame"/>'
+        f'<polyline points="{line}" fill="none" stroke="{_MODEL}" stroke-width="2"/>'
+        + "".join(
+            f'<circle cx="{sx(h):.1f}" cy="{sy(v):.1f}" r="2.5" fill="{_MODEL}"/>'
+            for h, v in points
+        )
+        + f'<text x="{left - 6}" y="24" class="tick end">{y1:.3g}</text>'
+        f'<text x="{left - 6}" y="{bottom}" class="tick end">{y0:.3g}</text>'
+        f'<text x="{left}" y="{bottom + 14}" class="tick">{x0}</text>'
+        f'<text x="{width - _RIGHT}" y="{bottom + 14}" class="tick end">{x1}</text>'
+        f'<text x="{(left + width) / 2:.0f}" y="{height - 6}" class="axis">hands observed</text>'
+        f'<text x="14" y="{(bottom + 20) / 2:.0f}" class="axis" '
+        f'transform="rotate(-90 14 {(bottom + 20) / 2:.0f})">{escape(unit)}</text>'
+        f'<text x="{left + 8}" y="14" class="legend">{escape(title)}</text></svg>'
+    )

@@ -1,0 +1,256 @@
+"""The HTML of the web UI: the session list, one session's live panel, the login form. Every
+value from the service (labels, game names, information states) is escaped; the page loads only
+this UI's own stylesheet and script (``STYLE``, ``SCRIPT``), which poll the panel for updates.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Sequence
+from html import escape
+
+import numpy as np
+from scipy.stats import beta
+
+from oppmodel.clients.client import OpponentModel
+from oppmodel.clients.ui.charts import CREDIBLE, ProbabilityRow, probability_chart, value_chart
+from oppmodel.clients.ui.reader import OpponentView, SessionView
+from oppmodel.v1 import opponent_model_pb2 as pb
+
+SHOWN_INFOSTATES = 6  # information states per (opponent, position): the most evidence first
+_ACTIONS = {2: ("pass", "bet"), 3: ("fold", "call", "raise")}
+
+
+def page(title: str, body: str, *, live: str | None = None, refresh_ms: int = 1000) -> str:
+    """A whole page; ``live``: the URL of the fragment that replaces ``#live`` every
+    ``refresh_ms`` milliseconds."""
+    attributes = f' data-src="{escape(live)}" data-refresh="{refresh_ms}"' if live else ""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)} · oppmodel</title>"
+        '<link rel="stylesheet" href="/static/ui.css"><script src="/static/ui.js" defer></script>'
+        '</head><body><header><a href="/" class="brand">oppmodel</a>'
+        '<span id="status" class="status"></span><a href="/login" class="login">token</a></header>'
+        f'<main><h1>{escape(title)}</h1><div id="live"{attributes}>{body}</div></main>'
+        "</body></html>"
+    )
+
+
+def _when(unix_ms: int) -> str:
+    moment = datetime.datetime.fromtimestamp(unix_ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _players(config: pb.SessionConfig) -> str:
+    return ", ".join(escape(label) for label in (config.our_label, *config.opponent_labels))
+
+
+def session_list(sessions: Sequence[pb.Session]) -> str:
+    """The caller's sessions: game, players (ours first), hands, created."""
+    if not sessions:
+        return '<p class="empty" id="no-sessions">No sessions for this token.</p>'
+    rows = "".join(
+        f'<tr data-session="{escape(s.session_id)}">'
+        f'<td><a href="/session/{escape(s.session_id)}">{escape(s.session_id[:12])}</a></td>'
+        f"<td>{escape(_game_name(s.config.game))}</td><td>{_players(s.config)}</td>"
+        f'<td class="num hands">{s.hands_observed}</td><td>{_when(s.created_unix_ms)}</td></tr>'
+        for s in sessions
+    )
+    return (
+        '<div class="scroll"><table class="sessions"><thead><tr><th>session</th><th>game</th>'
+        "<th>players (us first)</th><th>hands</th><th>created</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></div>"
+    )
+
+
+def _game_name(game: str) -> str:
+    """A bundled game's name as is; a game given by its rules as their first line."""
+    return game if "\n" not in game else game.split("\n", 1)[0] + " …"
+
+
+def session_panel(view: SessionView) -> str:
+    """One session: who plays, the responses and their value curve, every opponent's model."""
+    session = view.session
+    config = session.config
+    head = (
+        f'<p class="facts">game <b>{escape(_game_name(config.game))}</b> · players '
+        f"<b>{_players(config)}</b> (us first) · hands observed "
+        f'<b id="hands" data-hands="{view.hands}">{view.hands}</b></p>'
+    )
+    head += _learning(view)
+    responses = "".join(
+        f'<tr><td>{r.our_position}</td><td class="num ev" data-position="{r.our_position}">'
+        f"{r.expected_value:+.4f}</td></tr>"
+        for r in view.responses
+    )
+    value = (
+        '<section class="card"><h2>Our response</h2><p class="note">The best response to the '
+        "posterior-mean models, and its expected value against them (chips per hand).</p>"
+        '<div class="pair"><div class="scroll"><table><thead><tr><th>our position</th>'
+        f"<th>EV (chips/hand)</th></tr></thead><tbody>{responses}</tbody></table></div>"
+        + value_chart(
+            view.values,
+            title="expected value of the response, mean over our positions",
+            unit="chips per hand",
+        )
+        + "</div></section>"
+    )
+    models = "".join(_opponent_card(o) for o in view.opponents)
+    return head + value + f'<div class="grid">{models}</div>'
+
+
+def _learning(view: SessionView) -> str:
+    """What bounds the learning: default play, change detection's run, the safety bankroll."""
+    mbbr = view.session.config.mbbr
+    parts = []
+    if view.hands < mbbr.hands_default:
+        parts.append(f"playing the default strategy until hand {mbbr.hands_default}")
+    first = view.opponents[0].model if view.opponents else None
+    if first is not None and mbbr.change_hazard > 0:
+        run = view.hands - first.run_start
+        parts.append(
+            f'change detection: the models rest on the last <b id="run-length">{run}</b> hands '
+            f"(since hand {first.run_start})"
+        )
+    else:
+        parts.append("change detection off")
+    budget = mbbr.safety_budget if mbbr.HasField("safety_budget") else None
+    if budget is None or math.isinf(budget):
+        parts.append("no safety budget")
+    elif first is not None and first.safety_bankroll is not None:
+        parts.append(
+            f'safety bankroll <b id="bankroll">{first.safety_bankroll:+.4f}</b> chips '
+            f"(budget {budget:g} thousandths of the game's unit a hand)"
+        )
+    else:
+        parts.append("safety budget: every guard hypothesis ruled out, it no longer binds")
+    return f'<p class="facts">{" · ".join(parts)}</p>'
+
+
+def _interval(p: float, concentration: float) -> tuple[float, float] | None:
+    """The central CREDIBLE interval of the Beta(c p, c (1 - p)) marginal of a Dirichlet with
+    mean ``p`` and total concentration ``c`` (None when there is none)."""
+    if concentration <= 0 or not 0.0 < p < 1.0:
+        return None
+    a, b = concentration * p, concentration * (1.0 - p)
+    tail = (1.0 - CREDIBLE) / 2
+    lo, hi = beta.ppf([tail, 1.0 - tail], a, b)
+    return float(lo), float(hi)
+
+
+def _deviation(model: np.ndarray, prior: np.ndarray) -> float:
+    """Total-variation distance between two action distributions."""
+    return 0.5 * float(np.abs(model - prior).sum())
+
+
+def shown_infostates(model: OpponentModel) -> list[int]:
+    """The rows to show: the SHOWN_INFOSTATES with the most evidence (the highest
+    concentration; all alike without one), the largest deviations from the prior first."""
+    rows = list(range(len(model.strategy.infostates)))
+    if model.concentration:
+        rows.sort(key=lambda i: -model.concentration[i])
+    rows = rows[:SHOWN_INFOSTATES]
+    probabilities, prior = model.strategy.probabilities, model.prior.probabilities
+    if len(prior):
+        rows.sort(key=lambda i: -_deviation(probabilities[i], prior[i]))
+    return rows
+
+
+def _opponent_card(opponent: OpponentView) -> str:
+    model = opponent.model
+    chart_rows, table_rows = [], []
+    for i in shown_infostates(model):
+        state, probabilities = model.strategy.infostates[i], model.strategy.probabilities[i]
+        names = _ACTIONS.get(len(probabilities), tuple(str(a) for a in range(len(probabilities))))
+        c = model.concentration[i] if model.concentration else 0.0
+        for a, p in enumerate(probabilities.tolist()):
+            prior = float(model.prior.probabilities[i, a]) if len(model.prior.infostates) else None
+            interval = _interval(p, c)
+            chart_rows.append(ProbabilityRow(f"{state} {names[a]}", p, interval, prior))
+            shown = "–" if interval is None else f"{interval[0]:.3f}–{interval[1]:.3f}"
+            table_rows.append(
+                f'<tr><td>{escape(state)}</td><td>{names[a]}</td><td class="num p" '
+                f'data-infostate="{escape(state)}" data-action="{a}">{p:.3f}</td>'
+                f'<td class="num">{shown}</td><td class="num">'
+                f"{'–' if prior is None else f'{prior:.3f}'}</td></tr>"
+            )
+    title = f"{opponent.label} in position {opponent.position} (we sit in {model.our_position})"
+    return (
+        f'<section class="card opponent" data-label="{escape(opponent.label)}" '
+        f'data-position="{opponent.position}"><h2>{escape(title)}</h2>'
+        f'<p class="note">spread {model.effective_sample_size:.3g} (least-seen information '
+        "set's concentration, or the samples' ESS)</p>"
+        + probability_chart(chart_rows, title=title)
+        + '<details><summary>numbers</summary><div class="scroll"><table><thead><tr>'
+        "<th>information state</th><th>action</th><th>modeled</th>"
+        f"<th>{CREDIBLE:.0%} interval</th><th>prior</th></tr></thead><tbody>"
+        + "".join(table_rows)
+        + "</tbody></table></div></details></section>"
+    )
+
+
+def login_form(message: str = "") -> str:
+    """The form that stores the browser user's bearer token (a cookie of this site only)."""
+    note = f'<p class="error">{escape(message)}</p>' if message else ""
+    return (
+        f'{note}<form method="post" action="/login" class="card"><label>Bearer token of the '
+        'service (oppmodel serve --auth-tokens)<input type="password" name="token" '
+        'autocomplete="current-password" required></label><button type="submit">Use this '
+        'token</button></form><p class="note">The token is kept in a cookie of this page and '
+        "sent to the service with each call; the page shows only that token's sessions.</p>"
+    )
+
+
+STYLE = """
+*{box-sizing:border-box}body{margin:0;font:15px/1.4 system-ui,sans-serif;color:#1b1f24;
+background:#f4f6f8}header{display:flex;gap:1em;align-items:center;padding:.6em 1em;
+background:#17324f;color:#fff}header a{color:#fff;text-decoration:none}.brand{font-weight:700}
+.status{flex:1;font-size:.85em;opacity:.85}main{padding:0 1em 2em;max-width:1400px;margin:auto}
+h1{font-size:1.3em;word-break:break-all}h2{font-size:1.05em;margin:.2em 0}
+.card{background:#fff;border-radius:6px;padding:.8em;margin:.8em 0;box-shadow:0 1px 2px #0002}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,520px),1fr));gap:0 1em}
+.pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,340px),1fr));
+gap:1em;align-items:start}.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:.25em .5em;border-bottom:1px solid #e3e7eb;white-space:nowrap}
+.num{text-align:right;font-variant-numeric:tabular-nums}.note,.empty{color:#5b6670;
+font-size:.9em}.error{color:#b00020}.chart{width:100%;max-width:720px;height:auto;display:block}
+.chart .grid{stroke:#d5dbe1}.chart .frame{stroke:#5b6670}.chart text{font-size:11px;
+fill:#1b1f24}.chart .tick{text-anchor:middle;fill:#5b6670}.chart .end{text-anchor:end}
+.chart .rowlabel{text-anchor:end}.chart .axis{text-anchor:middle;font-size:12px}
+form label{display:block}input{display:block;width:100%;margin:.4em 0;padding:.4em}
+button{padding:.4em 1em}
+"""
+
+SCRIPT = """
+"use strict";
+(function () {
+  const live = document.getElementById("live");
+  const status = document.getElementById("status");
+  if (!live || !live.dataset.src) return;
+  const every = Number(live.dataset.refresh) || 1000;
+  async function refresh() {
+    try {
+      const reply = await fetch(live.dataset.src, {cache: "no-store", credentials: "same-origin"});
+      const text = await reply.text();
+      if (reply.ok) {
+        if (text !== live.dataset.last) {
+          const key = (d) => d.parentElement.dataset.label + d.parentElement.dataset.position;
+          const open = new Set(Array.from(live.querySelectorAll("details[open]"), key));
+          live.innerHTML = text;
+          live.dataset.last = text;
+          live.querySelectorAll("details").forEach((d) => { if (open.has(key(d))) d.open = true; });
+        }
+        status.textContent = "live · " + new Date().toLocaleTimeString();
+      } else {
+        status.textContent = "the service answered " + reply.status + ": " + text.slice(0, 120);
+      }
+    } catch (error) {
+      status.textContent = "not reachable: " + error;
+    }
+    setTimeout(refresh, every);
+  }
+  setTimeout(refresh, every);
+})();
+"""

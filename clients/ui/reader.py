@@ -1,0 +1,189 @@
+"""What the web page reads from the service, through the API's RPCs only, with the token of the
+browser's user (the UI holds no token of its own, so an owner sees only its sessions).
+
+A session's view is GetSession, then, only when the session has seen new hands since the view
+cached for that token and that view is ``model_seconds`` old, GetModel for every opponent in
+every position and GetResponse for every position of ours. A page watching an idle session so
+costs the service one GetSession per refresh, and one watching a busy one adds its
+(n - 1) n + n model calls once per ``model_seconds``, not per refresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from oppmodel.clients.client import OpponentModel, model_of
+from oppmodel.clients.grpc_base import domain_error
+from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+
+# the generated stub class (untyped: grpcio-tools writes no annotations)
+_STUB: Callable[[grpc.aio.Channel], Any] = pb_grpc.OpponentModelServiceStub
+MAX_CACHED_VIEWS = 256  # (token, session) views kept; the least recently used leave first
+HISTORY_POINTS = 400  # points of a session's value curve kept (the oldest leave first)
+
+
+@dataclass(frozen=True)
+class OpponentView:
+    """GetModel's answer for one opponent (``label``) in one position."""
+
+    label: str
+    position: int
+    model: OpponentModel
+
+
+@dataclass(frozen=True)
+class ResponseView:
+    """GetResponse's answer for one position of ours."""
+
+    our_position: int
+    expected_value: float  # chips per hand against the posterior-mean models
+
+
+@dataclass
+class SessionView:
+    """One session as the page shows it; ``values`` is the mean response value (over our
+    positions) at each hand count this UI saw, oldest first."""
+
+    session: pb.Session
+    opponents: list[OpponentView]
+    responses: list[ResponseView]
+    values: list[tuple[int, float]] = field(default_factory=list)
+    read_at: float = field(default_factory=time.monotonic)  # when the models were read
+
+    @property
+    def hands(self) -> int:
+        """Hands the service had observed when the view was read."""
+        return int(self.session.hands_observed)
+
+
+class ServiceReader:
+    """Reads sessions from the service at ``target`` (a grpc.aio channel of this event loop)."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        root_certificates: bytes | None = None,
+        timeout: float = 30.0,
+        model_seconds: float = 5.0,
+    ) -> None:
+        self.target = target
+        self.model_seconds = model_seconds
+        self.tls = root_certificates is not None
+        if root_certificates is None:
+            self._channel = grpc.aio.insecure_channel(target)
+        else:
+            credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+            self._channel = grpc.aio.secure_channel(target, credentials)
+        self._stub = _STUB(self._channel)
+        self.timeout = timeout
+        self._views: collections.OrderedDict[tuple[str, str], SessionView] = (
+            collections.OrderedDict()
+        )
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._channel.close()
+
+    async def _call(self, method: str, request: object, token: str | None) -> object:
+        metadata = () if token is None else (("authorization", f"Bearer {token}"),)
+        try:
+            return await getattr(self._stub, method)(
+                request, metadata=metadata, timeout=self.timeout
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise domain_error(exc, target=self.target, tls=self.tls) from None
+
+    async def sessions(self, token: str | None) -> list[pb.Session]:
+        """The caller's sessions, oldest first (ListSessions)."""
+        reply = await self._call("ListSessions", pb.ListSessionsRequest(), token)
+        assert isinstance(reply, pb.ListSessionsResponse)
+        return list(reply.sessions)
+
+    async def session_view(self, token: str | None, session_id: str) -> SessionView:
+        """The session's view now: read anew only if it saw hands since the cached one."""
+        reply = await self._call("GetSession", pb.GetSessionRequest(session_id=session_id), token)
+        assert isinstance(reply, pb.GetSessionResponse)
+        key = (_owner_key(token), session_id)
+        cached = self._views.get(key)
+        if cached is not None and (
+            cached.hands == reply.session.hands_observed
+            or time.monotonic() - cached.read_at < self.model_seconds
+        ):
+            self._views.move_to_end(key)
+            return cached
+        view = await self._read(token, reply.session)
+        if cached is not None:
+            view.values = [*cached.values[-HISTORY_POINTS + 1 :]]
+        if view.responses and (not view.values or view.values[-1][0] < view.hands):
+            mean = sum(r.expected_value for r in view.responses) / len(view.responses)
+            view.values.append((view.hands, mean))
+        self._views[key] = view
+        self._views.move_to_end(key)
+        while len(self._views) > MAX_CACHED_VIEWS:
+            self._views.popitem(last=False)
+        return view
+
+    async def _read(self, token: str | None, session: pb.Session) -> SessionView:
+        """Every opponent's model in every position and our response in every position, read
+        concurrently."""
+        labels = list(session.config.opponent_labels)
+        players = len(labels) + 1
+        model_calls = [
+            self._call(
+                "GetModel",
+                pb.GetModelRequest(
+                    session_id=session.session_id, opponent_label=label, opponent_position=p
+                ),
+                token,
+            )
+            for label in labels
+            for p in range(players)
+        ]
+        response_calls = [
+            self._call(
+                "GetResponse",
+                pb.GetResponseRequest(
+                    session_id=session.session_id,
+                    our_position=p,
+                    kind=pb.RESPONSE_KIND_MEAN,
+                ),
+                token,
+            )
+            for p in range(players)
+        ]
+        replies = await asyncio.gather(*model_calls, *response_calls)
+        models, responses = replies[: len(model_calls)], replies[len(model_calls) :]
+        opponents = [
+            _opponent(label, p, reply)
+            for (label, p), reply in zip(
+                ((label, p) for label in labels for p in range(players)), models, strict=True
+            )
+        ]
+        return SessionView(
+            session=session,
+            opponents=opponents,
+            responses=[
+                ResponseView(p, float(reply.expected_value))  # type: ignore[attr-defined]
+                for p, reply in enumerate(responses)
+            ],
+        )
+
+
+def _owner_key(token: str | None) -> str:
+    """The cache's key of a token: its hash, so the cache holds no token."""
+    return "" if token is None else hashlib.sha256(token.encode()).hexdigest()
+
+
+def _opponent(label: str, position: int, reply: object) -> OpponentView:
+    assert isinstance(reply, pb.GetModelResponse)
+    return OpponentView(label, position, model_of(reply))

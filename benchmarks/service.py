@@ -73,7 +73,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from oppmodel.clients.client import Hand, OpponentModelClient, observation_message  # noqa: E402
 from oppmodel.clients.commands import serve_cmd  # noqa: E402
-from oppmodel.clients.lab.process_tree import descendants  # noqa: E402
+from oppmodel.clients.lab.process_tree import tree_cpu  # noqa: E402
 from oppmodel.clients.lab.serving import hands_of, limit_hands_of, spawn_ray  # noqa: E402
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_STRATEGIES  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
@@ -318,21 +318,12 @@ async def open_loop(
         )
 
 
-def _process_cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _cpu_seconds(pid: int) -> tuple[float, float, float] | None:
     """(CPU seconds of the whole process and the processes under it, of its main thread,
     seconds its main thread was ready to run but waiting for a CPU) from Linux's /proc; None
     elsewhere. A server's main thread is its event loop."""
     try:
-        cpu = _process_cpu(pid)
-        for child in descendants(pid):
-            with contextlib.suppress(OSError):  # exited meanwhile
-                cpu += _process_cpu(child)
+        cpu = tree_cpu(pid)
         with open(f"/proc/{pid}/task/{pid}/schedstat", encoding="ascii") as schedstat:
             running, waiting, _ = schedstat.read().split()
     except OSError:

@@ -1,4 +1,4 @@
-"""The processes under a server and the memory they take, from Linux's /proc.
+"""The processes under a server and the memory and CPU time they take, from Linux's /proc.
 
 A server's model workers are forked by multiprocessing's fork server, its child; ``serve --ray``
 runs many processes (GCS, raylet, dashboard and agents, Serve's controller and proxy, the
@@ -49,3 +49,19 @@ def tree_memory(pid: int) -> dict[str, float]:
                         totals[FIELDS[name]] += int(rest.split()[0]) / 1024  # kB
             processes += 1
     return {"processes": processes, **{k: round(v, 1) for k, v in totals.items()}}
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) the process ``pid`` has used."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and of every live process under it (a server and its workers)."""
+    cpu = process_cpu(pid)
+    for child in descendants(pid):
+        with contextlib.suppress(OSError):  # exited meanwhile
+            cpu += process_cpu(child)
+    return cpu

@@ -1,0 +1,215 @@
+"""What the web UI costs the service: saturated throughput with and without a page watching each
+session (issue 33's goal: at most 5% with one browser on each of 8 sessions).
+
+Usage: ``python benchmarks/ui_load.py [--quick] [--json] [--sessions 8] [--refresh-seconds 1]``
+
+The service (``oppmodel serve``, a fresh SQLite file) and the UI (``oppmodel ui --service``) run
+in child processes as deployed. Here, on one event loop: every session streams hands without a
+pause (ObserveBatch calls of ``--batch`` hands, closed loop: the service is saturated), and one
+"browser" per session fetches the session page's live fragment every ``--refresh-seconds``, as
+the page's script does (the UI then reads the service: GetSession, and GetModel and GetResponse
+when the session saw new hands, at most every ``--model-seconds``). The load never stops; the
+watchers are switched on and off in pairs of adjacent windows of ``--seconds`` (the first
+``--settle`` seconds of each not counted; the pairs alternate which comes first), so a change
+of the shared machine's load meets both alike. Reported: the hands/s of every window, the cost
+(1 - the median over pairs of with / without), the service's CPU ms per hand (its process and
+its model workers, from /proc: Linux) and what the pages add to it (the median over pairs of
+with / without, less 1: on a machine whose other tenants make the throughput noisy, the steadier
+figure of what the pages take from the service), and the page fetches made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import aiohttp
+import grpc
+
+from oppmodel.clients.client import observation_message
+from oppmodel.clients.commands import serve_cmd
+from oppmodel.clients.lab.process_tree import tree_cpu
+from oppmodel.clients.lab.serving import hands_of
+from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+
+GOAL = 0.05  # the largest share of the saturated throughput the watching pages may cost
+
+
+def spawn_ui(service_port: int, args: argparse.Namespace) -> tuple[subprocess.Popen, int]:
+    """``oppmodel ui`` on a free port in a child process; (process, port) once it serves."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oppmodel.clients.cli", "ui", "--service",
+         f"127.0.0.1:{service_port}", "--port", "0", "--refresh-seconds",
+         str(args.refresh_seconds), "--model-seconds", str(args.model_seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    line = process.stdout.readline()  # "ui: http://127.0.0.1:PORT/ (...)"
+    if not line.startswith("ui: http://"):
+        raise RuntimeError(f"oppmodel ui did not start: {line!r} (exit {process.poll()})")
+    return process, int(line.split(":")[3].split("/")[0])
+
+
+class Load:
+    """Every session streaming hands at once, counting acknowledged hands."""
+
+    def __init__(self, stub: pb_grpc.OpponentModelServiceStub, batch: int) -> None:
+        self.stub = stub
+        self.batch = batch
+        self.hands = hands_of(300, seed=1)
+        self.acked = 0
+        self.stopping = False
+
+    async def session(self, session_id: str) -> None:
+        sequence = 1
+        while not self.stopping:
+            observations = [
+                observation_message(sequence + i, self.hands[(sequence + i) % len(self.hands)])
+                for i in range(self.batch)
+            ]
+            await self.stub.ObserveBatch(
+                pb.ObserveBatchRequest(session_id=session_id, observations=observations)
+            )
+            sequence += self.batch
+            self.acked += self.batch
+
+
+class Watchers:
+    """One page per session polling its live fragment, switched on and off."""
+
+    def __init__(self, http: aiohttp.ClientSession, base: str, refresh: float) -> None:
+        self.http, self.base, self.refresh = http, base, refresh
+        self.on = False
+        self.fetches = 0
+        self.failures = 0
+
+    async def page(self, session_id: str) -> None:
+        while True:
+            if self.on:
+                async with self.http.get(f"{self.base}/session/{session_id}/live") as reply:
+                    await reply.read()
+                    self.fetches += 1
+                    self.failures += reply.status != 200
+            await asyncio.sleep(self.refresh)
+
+
+async def measure(
+    args: argparse.Namespace, service: int, ui: int, server_pid: int
+) -> dict[str, object]:
+    """Alternate windows without and with watchers under a constant saturating load."""
+    async with (
+        grpc.aio.insecure_channel(f"127.0.0.1:{service}") as channel,
+        aiohttp.ClientSession() as http,
+    ):
+        stub = pb_grpc.OpponentModelServiceStub(channel)
+        sessions = []
+        for _ in range(args.sessions):
+            reply = await stub.CreateSession(
+                pb.CreateSessionRequest(
+                    config=pb.SessionConfig(
+                        game="kuhn_poker(players=3)", our_label="us",
+                        opponent_labels=["left", "right"], seed=1,
+                    )
+                )
+            )  # fmt: skip
+            sessions.append(reply.session.session_id)
+        load = Load(stub, args.batch)
+        watchers = Watchers(http, f"http://127.0.0.1:{ui}", args.refresh_seconds)
+        tasks = [asyncio.create_task(load.session(s)) for s in sessions]
+        tasks += [asyncio.create_task(watchers.page(s)) for s in sessions]
+        rates: dict[str, list[float]] = {"off": [], "on": []}
+        cpu_per_hand: dict[str, list[float]] = {"off": [], "on": []}  # the service's, in ms
+        fetches = 0
+        await asyncio.sleep(args.settle)  # warm the JIT and the connections
+        for pair in range(args.repeats):
+            # pairs alternate their order, so a drift of the machine's load meets both alike
+            for state in ("off", "on") if pair % 2 == 0 else ("on", "off"):
+                watchers.on = state == "on"
+                await asyncio.sleep(args.settle)
+                first, started, fetched = load.acked, time.perf_counter(), watchers.fetches
+                cpu = tree_cpu(server_pid)
+                await asyncio.sleep(args.seconds)
+                hands = load.acked - first
+                rates[state].append(hands / (time.perf_counter() - started))
+                cpu_per_hand[state].append(1000 * (tree_cpu(server_pid) - cpu) / hands)
+                fetches += watchers.fetches - fetched
+        load.stopping = True
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    ratios = [on / off for on, off in zip(rates["on"], rates["off"], strict=True)]
+    cost = 1.0 - statistics.median(ratios)
+    cpu_ratios = [on / off for on, off in zip(cpu_per_hand["on"], cpu_per_hand["off"], strict=True)]
+    cpu_cost = statistics.median(cpu_ratios) - 1.0
+    return {
+        "sessions": args.sessions,
+        "refresh_seconds": args.refresh_seconds,
+        "model_seconds": args.model_seconds,
+        "window_seconds": args.seconds,
+        "pairs": args.repeats,
+        "hands_per_s_without_pages": rates["off"],
+        "hands_per_s_with_pages": rates["on"],
+        "median_without": statistics.median(rates["off"]),
+        "median_with": statistics.median(rates["on"]),
+        "cost": cost,  # 1 - the median over pairs of (with / without)
+        "service_cpu_ms_per_hand_without_pages": cpu_per_hand["off"],
+        "service_cpu_ms_per_hand_with_pages": cpu_per_hand["on"],
+        # the share of the service's CPU per hand the pages add: median over pairs of with /
+        # without, less 1 (what a service held to its CPU loses in throughput)
+        "cpu_cost": cpu_cost,
+        "page_fetches_per_s": fetches / (args.repeats * args.seconds),
+        "page_failures": watchers.failures,
+        "goal_cost_le_5_percent": cost <= GOAL,
+        "goal_cpu_cost_le_5_percent": cpu_cost <= GOAL,
+    }
+
+
+def main() -> None:
+    """Run the benchmark and print a summary or JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short windows (a smoke run)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--refresh-seconds", type=float, default=1.0)
+    parser.add_argument("--model-seconds", type=float, default=5.0)
+    parser.add_argument("--batch", type=int, default=16, help="hands per ObserveBatch call")
+    parser.add_argument("--seconds", type=float, default=4.0, help="a window's measured time")
+    parser.add_argument("--settle", type=float, default=1.5, help="a window's unmeasured start")
+    parser.add_argument("--repeats", type=int, default=12, help="pairs of windows")
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.settle, args.repeats = 2.0, 1.0, 2
+    with tempfile.TemporaryDirectory() as tmp:
+        server, service = serve_cmd.spawn(Path(tmp) / "bench.sqlite")
+        # its log must be read, or a full pipe stops the server
+        threading.Thread(target=server.stderr.read, daemon=True).start()  # type: ignore[union-attr]
+        ui_process, ui = spawn_ui(service, args)
+        try:
+            results = asyncio.run(measure(args, service, ui, server.pid))
+        finally:
+            for process in (ui_process, server):
+                process.terminate()
+                process.wait(30)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(
+        f"{args.sessions} sessions saturating the service: {results['median_without']:.0f} "
+        f"hands/s without pages, {results['median_with']:.0f} with one page on each "
+        f"({results['page_fetches_per_s']:.1f} fetches/s): cost {results['cost']:.1%} of the "
+        f"throughput, {results['cpu_cost']:.1%} of the service's CPU per hand (goal <= {GOAL:.0%})"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -136,19 +136,10 @@ def sweep(tree, profile, player, best, cfv, own_reach, choice):
             a += 1
         if a < NUM_ACTIONS:  # go down into the next child
             next_action[k] = a + 1
-            moves = profile[p, :, a]
-            if p != player:
-                above, below = others[k], others[k + 1]
-                for d in range(num_deals):
-                    below[d] = above[d] * moves[base + seen[d]]
-                if track:
-                    mine[k + 1] = mine[k]
+            if p == player:
+                _reach_down(mine, others, k, profile[p, :, a], base, seen, track, True)
             else:
-                others[k + 1] = others[k]
-                if track:
-                    above, below = mine[k], mine[k + 1]
-                    for d in range(num_deals):
-                        below[d] = above[d] * moves[base + seen[d]]
+                _reach_down(others, mine, k, profile[p, :, a], base, seen, True, track)
             node_at[k + 1] = tree.node_children[node, a]
             next_action[k + 1] = 0
             k += 1
@@ -157,30 +148,12 @@ def sweep(tree, profile, player, best, cfv, own_reach, choice):
         children = tree.node_children[node]
         below = values[k]
         if p == player:
-            for d in range(num_deals):
-                i = base + seen[d]
-                if track:
-                    own_reach[i] = mine[k, d]
-                for b in range(NUM_ACTIONS):
-                    if children[b] >= 0:
-                        cfv[i, b] += below[b, d]
-            if best:
-                for i in range(base, base + tree.round_views[r]):
-                    pick = -1
-                    for b in range(NUM_ACTIONS):
-                        if children[b] >= 0 and (pick < 0 or cfv[i, b] > cfv[i, pick]):
-                            pick = b
-                    choice[i] = pick
+            if track:
                 for d in range(num_deals):
-                    out[d] = below[choice[base + seen[d]], d]
-            else:
-                for d in range(num_deals):
-                    i = base + seen[d]
-                    total = 0.0
-                    for b in range(NUM_ACTIONS):
-                        if children[b] >= 0:
-                            total += profile[p, i, b] * below[b, d]
-                    out[d] = total
+                    own_reach[base + seen[d]] = mine[k, d]
+            _player_node_value(
+                out, below, children, cfv, choice, profile[p], base, seen, tree.round_views[r], best
+            )
         else:
             for d in range(num_deals):
                 total = 0.0
@@ -190,6 +163,52 @@ def sweep(tree, profile, player, best, cfv, own_reach, choice):
                 out[d] = total
         k -= 1
     return root.sum()
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's private flag, not in its stubs
+def _reach_down(moving, waiting, k, moves, base, seen, track_moving, track_waiting):
+    """Level ``k + 1``'s reach per deal, going down an action of the mover: the mover's reach
+    (``moving``) times its probability ``moves[I]`` at each deal's information set, the others'
+    (``waiting``) unchanged; a reach not tracked is left alone."""
+    if track_moving:
+        above, below = moving[k], moving[k + 1]
+        for d in range(seen.shape[0]):
+            below[d] = above[d] * moves[base + seen[d]]
+    if track_waiting:
+        above, below = waiting[k], waiting[k + 1]
+        for d in range(seen.shape[0]):
+            below[d] = above[d]
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's private flag, not in its stubs
+def _player_node_value(out, below, children, cfv, choice, strategy, base, seen, views, best):
+    """Coming up at the sweeping player's node: its children's values ``below[a, d]`` are added to
+    the counterfactual values of each deal's information set, and ``out[d]`` is the value of the
+    best action for the whole information set (with ``best``: its pick written to ``choice``, ties
+    to the lower action code) or of ``strategy``'s mix."""
+    num_deals = seen.shape[0]
+    for d in range(num_deals):
+        i = base + seen[d]
+        for b in range(NUM_ACTIONS):
+            if children[b] >= 0:
+                cfv[i, b] += below[b, d]
+    if best:
+        for i in range(base, base + views):
+            pick = -1
+            for b in range(NUM_ACTIONS):
+                if children[b] >= 0 and (pick < 0 or cfv[i, b] > cfv[i, pick]):
+                    pick = b
+            choice[i] = pick
+        for d in range(num_deals):
+            out[d] = below[choice[base + seen[d]], d]
+    else:
+        for d in range(num_deals):
+            i = base + seen[d]
+            total = 0.0
+            for b in range(NUM_ACTIONS):
+                if children[b] >= 0:
+                    total += strategy[i, b] * below[b, d]
+            out[d] = total
 
 
 @njit(cache=True)

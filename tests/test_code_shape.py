@@ -23,11 +23,9 @@ FAILING_GRADES = ("E", "F")
 # Numba kernels still over the rule, by "file: function" ("file: module"), with why; the test
 # fails once one keeps the rule and is still listed, so the list only shrinks. Per-node helpers of
 # the Spades search measured 1.3-2x its time (a call reference-counts or copies each array
-# argument: helpers taking SearchBuffers whole 2x, inline="always" 1.35-1.5x, NRT off 1.3-1.5x);
-# the MBBR kernel is split after issue 30's rewrite lands.
+# argument: helpers taking SearchBuffers whole 2x, inline="always" 1.35-1.5x, NRT off 1.3-1.5x).
 NOT_YET = {
     "modeling/perfect_info/_spades_kernels.py: search": "per-node calls cost 1.3-2x",
-    "modeling/mbbr/_limit_kernels.py: bayes_leaf_values": "issue 30's rewrite first",
 }
 
 

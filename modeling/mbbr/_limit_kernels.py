@@ -203,13 +203,30 @@ def bayes_leaf_values(tree, taus, opponents, weights, player, deals, out):
     contracted with the reaches one opponent at a time, the last first, over only the sequence
     combinations some (terminal, deal) meets (about k^m times the last opponent's sequences,
     not k^m times terminals times deals)."""
-    m = opponents.shape[0]
+    seq, reach = _opponent_sequences(tree, taus, opponents, deals)
+    child, turned = _contract_others(seq, reach, weights)
     k = taus.shape[1]
+    for t in range(tree.terminal_pot.shape[0]):
+        cls, pot = tree.terminal_class[t], tree.terminal_pot[t]
+        spent = tree.terminal_spent[t, player]
+        for j in range(deals.shape[0]):
+            total = 0.0
+            col, here = child[t, j], seq[0, t, j]
+            for s in range(k):
+                total += turned[col, s] * reach[0, here, s]
+            out[t, j] = total * (tree.share[cls, deals[j], player] * pot - spent)
+
+
+@njit(cache=True)
+def _opponent_sequences(tree, taus, opponents, deals):
+    """``(seq, reach)`` for :func:`bayes_leaf_values`: ``seq[i, t, j]`` opponent i's sequence at
+    terminal t under deal ``deals[j]`` and ``reach[i, sequence, s]`` its reach under sample s,
+    from one pre-order sweep that computes each sequence's reach once."""
+    m, k = opponents.shape[0], taus.shape[1]
     num = deals.shape[0]
-    num_terminals = tree.terminal_pot.shape[0]
     size = 1 + NUM_ACTIONS * taus.shape[2]
-    seq = np.empty((m, num_terminals, num), dtype=np.int64)
-    reach = np.empty((m, size, k))  # reach[i, sequence, sample]
+    seq = np.empty((m, tree.terminal_pot.shape[0], num), dtype=np.int64)
+    reach = np.empty((m, size, k))
     done = np.zeros((m, size), dtype=np.bool_)
     last = np.zeros((tree.max_depth + 1, m, num), dtype=np.int64)
     for i in range(m):
@@ -238,8 +255,17 @@ def bayes_leaf_values(tree, taus, opponents, weights, player, deals, out):
         t = tree.node_terminal[node]
         if t >= 0:
             seq[:, t] = last[depth]
-    # Level i: ``flat`` is the table contracted with opponents i + 1.. as (k^(i + 1), width),
-    # column child[t, j] being what (t, j) needs of those opponents.
+    return seq, reach
+
+
+@njit(cache=True)
+def _contract_others(seq, reach, weights):
+    """``(child, turned)``: the joint table ``weights`` contracted with the reaches of opponents
+    1.. (the last first); ``turned[child[t, j], s]`` is what (terminal t, deal j) gets with
+    opponent 0's sample s. Level i: ``flat`` is the table contracted with opponents i + 1.. as
+    (k^(i + 1), width), column child[t, j] being what (t, j) needs of those opponents."""
+    m, num_terminals, num = seq.shape
+    size, k = reach.shape[1], reach.shape[2]
     child = np.zeros((num_terminals, num), dtype=np.int64)
     width = 1
     flat = weights
@@ -247,45 +273,51 @@ def bayes_leaf_values(tree, taus, opponents, weights, player, deals, out):
         keys = (seq[i] * width + child).ravel()
         uniq = _distinct(keys, size * width)
         child = np.searchsorted(uniq, keys).reshape((num_terminals, num))
-        count = uniq.shape[0]
-        rows = k**i
         if width == 1:  # the last opponent: rows of the table times its gathered reaches
-            gathered = np.empty((k, count))
-            for s in range(k):
-                for e in range(count):
-                    gathered[s, e] = reach[i, uniq[e], s]
-            nxt = np.zeros((rows, count))
-            for c in range(rows):
-                for s in range(k):
-                    w = flat[c * k + s]
-                    for e in range(count):
-                        nxt[c, e] += w * gathered[s, e]
+            nxt = _times_last_reach(flat, reach[i], uniq, k**i)
         else:
-            table = flat.reshape((rows, k, width))
-            nxt = np.empty((rows, count))
-            turned = np.empty((width, k))  # one row block of the table, sample axis last
-            for c in range(rows):
-                for s in range(k):
-                    for u in range(width):
-                        turned[u, s] = table[c, s, u]
-                for e in range(count):
-                    u, here = uniq[e] % width, uniq[e] // width
-                    total = 0.0
-                    for s in range(k):
-                        total += turned[u, s] * reach[i, here, s]
-                    nxt[c, e] = total
+            nxt = _times_reach(flat.reshape((k**i, k, width)), reach[i], uniq)
         flat = nxt.ravel()
-        width = count
-    turned = np.ascontiguousarray(flat.reshape((k, width)).T)
-    for t in range(num_terminals):
-        cls, pot = tree.terminal_class[t], tree.terminal_pot[t]
-        spent = tree.terminal_spent[t, player]
-        for j in range(num):
+        width = uniq.shape[0]
+    return child, np.ascontiguousarray(flat.reshape((k, width)).T)
+
+
+@njit(cache=True)
+def _times_last_reach(flat, reach, uniq, rows):
+    """``nxt[c, e]``: row c of the table ``flat`` (rows x k, flat) times the last opponent's reach
+    of sequence ``uniq[e]`` under each sample."""
+    k, count = reach.shape[1], uniq.shape[0]
+    gathered = np.empty((k, count))
+    for s in range(k):
+        for e in range(count):
+            gathered[s, e] = reach[uniq[e], s]
+    nxt = np.zeros((rows, count))
+    for c in range(rows):
+        for s in range(k):
+            w = flat[c * k + s]
+            for e in range(count):
+                nxt[c, e] += w * gathered[s, e]
+    return nxt
+
+
+@njit(cache=True)
+def _times_reach(table, reach, uniq):
+    """``nxt[c, e]``: block c of ``table`` (rows, k, width), at column ``uniq[e] % width``, times
+    this opponent's reach of sequence ``uniq[e] // width`` under each sample."""
+    rows, k, width = table.shape
+    nxt = np.empty((rows, uniq.shape[0]))
+    turned = np.empty((width, k))  # one row block of the table, sample axis last
+    for c in range(rows):
+        for s in range(k):
+            for u in range(width):
+                turned[u, s] = table[c, s, u]
+        for e in range(uniq.shape[0]):
+            u, here = uniq[e] % width, uniq[e] // width
             total = 0.0
-            col, here = child[t, j], seq[0, t, j]
             for s in range(k):
-                total += turned[col, s] * reach[0, here, s]
-            out[t, j] = total * (tree.share[cls, deals[j], player] * pot - spent)
+                total += turned[u, s] * reach[here, s]
+            nxt[c, e] = total
+    return nxt
 
 
 @njit(cache=True)

@@ -1,0 +1,141 @@
+"""The hold'em card abstraction (``abstraction``): E[HS^2] on exact small cases and against a
+brute-force count, seeded sampling, percentile buckets, and the saved, versioned, cached file."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.abstraction import (
+    AbstractionConfig,
+    CardAbstraction,
+    card_abstraction,
+    strength,
+)
+from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
+from oppmodel.modeling.games.acpc.hand_rank import hand_strength
+from oppmodel.modeling.games.acpc.solved import CACHE_ENV
+
+DECK = [r + s for r in RANK_CHARS for s in SUIT_CHARS]
+SMALL = AbstractionConfig(buckets=(3, 4, 5, 6), samples=60, rollouts=10, seed=3)
+
+
+def cards(text: str) -> list[str]:
+    return [text[i : i + 2] for i in range(0, len(text), 2)]
+
+
+def test_a_hand_nobody_can_beat_or_tie_has_strength_one() -> None:
+    assert strength(cards("As3c"), cards("KsQsJsTs2d"), rollouts=0, seed=0) == 1.0
+
+
+def test_a_board_that_plays_for_everyone_ties_every_hand() -> None:
+    # a royal flush on the board: every hand splits, HS = 1/2
+    assert strength(cards("2c3c"), cards("AsKsQsJsTs"), rollouts=0, seed=0) == 0.25
+
+
+def _river_hs(hole: list[str], board: list[str]) -> float:
+    unseen = [c for c in DECK if c not in hole + board]
+    ours = hand_strength(hole + board)
+    scores = []
+    for theirs in itertools.combinations(unseen, 2):
+        other = hand_strength([*theirs, *board])
+        scores.append(1.0 if ours > other else 0.5 if ours == other else 0.0)
+    return sum(scores) / len(scores)
+
+
+def test_the_turn_expectation_equals_a_brute_force_count_over_every_river_and_opponent() -> None:
+    hole, board = cards("9h8h"), cards("Th7c2hKd")  # a straight and a flush draw
+    rivers = [c for c in DECK if c not in hole + board]
+    truth = sum(_river_hs(hole, [*board, r]) ** 2 for r in rivers) / len(rivers)
+    assert strength(hole, board, rollouts=0, seed=0) == pytest.approx(truth, abs=1e-12)
+    # fewer completions than rollouts: exact too
+    assert strength(hole, board, rollouts=100, seed=5) == pytest.approx(truth, abs=1e-12)
+
+
+def test_sampled_expectations_are_seeded_and_near_the_exact_one() -> None:
+    hole, board = cards("AhKh"), cards("Kd7s2h")
+    exact = strength(hole, board, rollouts=0, seed=0)
+    sampled = [strength(hole, board, rollouts=200, seed=s) for s in (1, 1, 2)]
+    assert sampled[0] == sampled[1] != sampled[2]
+    assert all(abs(v - exact) < 0.05 for v in sampled)
+
+
+@pytest.fixture
+def small(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[CardAbstraction, Path]:
+    """SMALL built in a cache folder of the test's own, and its cache file."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    return card_abstraction(
+        SMALL, show_progress=False
+    ), tmp_path / "abstractions" / f"{SMALL.key}.npz"
+
+
+def test_buckets_are_percentiles_of_each_round_ordered_by_strength(
+    small: tuple[CardAbstraction, Path],
+) -> None:
+    abstraction, _ = small
+    assert [len(c) for c in abstraction.cuts] == [b - 1 for b in SMALL.buckets]
+    assert all(np.all(np.diff(c) >= 0) for c in abstraction.cuts)
+    assert abstraction.bucket(cards("As3c"), cards("KsQsJsTs2d")) == 5  # the nuts: the top
+    assert abstraction.bucket(cards("2c7d"), cards("AsKsQh9h4c")) == 0  # seven high
+    rng = np.random.default_rng(11)
+    for size in (0, 3, 4, 5):
+        deals = [[DECK[c] for c in rng.permutation(52)[: 2 + size]] for _ in range(30)]
+        values = [strength(d[:2], d[2:], rollouts=SMALL.rollouts, seed=SMALL.seed) for d in deals]
+        buckets = np.array([abstraction.bucket(d[:2], d[2:]) for d in deals])
+        assert np.all(np.diff(buckets[np.argsort(values, kind="stable")]) >= 0)  # never lower
+        assert len(set(buckets)) > 1
+
+
+def _same(a: CardAbstraction, b: CardAbstraction) -> bool:
+    return a.config == b.config and all(
+        np.array_equal(x, y) for x, y in zip(a.cuts, b.cuts, strict=True)
+    )
+
+
+def test_an_abstraction_is_computed_once_then_read_from_the_cache(
+    small: tuple[CardAbstraction, Path],
+) -> None:
+    first, cached = small
+    stamp = cached.stat().st_mtime_ns
+    assert _same(card_abstraction(SMALL, show_progress=False), first)
+    assert cached.stat().st_mtime_ns == stamp  # read, not built again
+    assert _same(CardAbstraction.load(cached), first)
+    other = AbstractionConfig(buckets=(3, 4, 5, 7), samples=60, rollouts=10, seed=3)
+    assert other.key != SMALL.key  # what changes the buckets changes the key
+
+
+def test_a_file_of_another_version_is_refused_and_the_cache_builds_it_again(
+    small: tuple[CardAbstraction, Path],
+) -> None:
+    built, path = small
+    with np.load(path) as data:
+        fields = dict(data)
+    np.savez(path, **(fields | {"version": 0}))
+    with pytest.raises(InvalidArgumentError, match="version 0, not 1") as caught:
+        CardAbstraction.load(path)
+    assert caught.value.field == "abstraction"
+    assert _same(card_abstraction(SMALL, show_progress=False), built)  # built again, same seed
+    assert _same(CardAbstraction.load(path), built)
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: AbstractionConfig(buckets=(8, 8, 8)), "buckets"),
+        (lambda: AbstractionConfig(buckets=(8, 0, 8, 8)), "buckets"),
+        (lambda: AbstractionConfig(samples=0), "samples"),
+        (lambda: AbstractionConfig(rollouts=-1), "rollouts"),
+        (lambda: strength(cards("As"), [], rollouts=0, seed=0), "hole"),
+        (lambda: strength(cards("AsKs"), cards("QsJs"), rollouts=0, seed=0), "board"),
+        (lambda: strength(cards("AsKs"), cards("QsJsAs"), rollouts=0, seed=0), "board"),
+        (lambda: strength(cards("AsKx"), [], rollouts=0, seed=0), "card"),
+    ],
+)
+def test_bad_input_names_its_field(make, field: str) -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        make()
+    assert caught.value.field == field

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -139,18 +140,17 @@ async def measure(
                 first, started, fetched = load.acked, time.perf_counter(), watchers.fetches
                 cpu = tree_cpu(server_pid)
                 await asyncio.sleep(args.seconds)
-                hands = load.acked - first
+                hands = load.acked - first  # none: the service got no CPU (nan, left out)
                 rates[state].append(hands / (time.perf_counter() - started))
-                cpu_per_hand[state].append(1000 * (tree_cpu(server_pid) - cpu) / hands)
+                used = 1000 * (tree_cpu(server_pid) - cpu)
+                cpu_per_hand[state].append(used / hands if hands else math.nan)
                 fetches += watchers.fetches - fetched
         load.stopping = True
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    ratios = [on / off for on, off in zip(rates["on"], rates["off"], strict=True)]
-    cost = 1.0 - statistics.median(ratios)
-    cpu_ratios = [on / off for on, off in zip(cpu_per_hand["on"], cpu_per_hand["off"], strict=True)]
-    cpu_cost = statistics.median(cpu_ratios) - 1.0
+    cost = 1.0 - _median_ratio(rates["on"], rates["off"])
+    cpu_cost = _median_ratio(cpu_per_hand["on"], cpu_per_hand["off"]) - 1.0
     return {
         "sessions": args.sessions,
         "refresh_seconds": args.refresh_seconds,
@@ -172,6 +172,13 @@ async def measure(
         "goal_cost_le_5_percent": cost <= GOAL,
         "goal_cpu_cost_le_5_percent": cpu_cost <= GOAL,
     }
+
+
+def _median_ratio(on: list[float], off: list[float]) -> float:
+    """The median over pairs of ``on / off``, pairs with a window that measured nothing left
+    out (nan when none is left)."""
+    ratios = [a / b for a, b in zip(on, off, strict=True) if a > 0 and b > 0]
+    return statistics.median(ratios) if ratios else math.nan
 
 
 def main() -> None:

@@ -1,8 +1,9 @@
 """The web UI's HTTP server (aiohttp): a separate process beside a running service, reading it
 through the API's RPCs with each browser user's own bearer token (docs/ui.md says why).
 
-Routes: ``/`` the caller's sessions, ``/session/{id}`` one session, each with a ``/live`` fragment
-the page's script polls; ``/login`` stores the token in a cookie of this site (HttpOnly,
+Routes: ``/`` the caller's sessions, ``/session/{id}`` one session, ``/perfect-info/{id}`` a
+perfect-information session's model weights, each with a ``/live`` fragment the page's script
+polls; ``/login`` stores the token in a cookie of this site (HttpOnly,
 SameSite=Strict); a request may instead carry ``Authorization: Bearer ...`` itself. Errors of the
 service come back as pages: UNAUTHENTICATED asks for a token, NOT_FOUND (also another owner's
 session) says there is no such session, UNAVAILABLE says the service cannot be reached.
@@ -125,16 +126,44 @@ async def _session_live(request: web.Request) -> web.StreamResponse:
     return _html(pages.session_panel(view))
 
 
+def _local(path: str) -> str:
+    """``path`` if it is a path of this site (never another site's URL), else ``/``."""
+    return path if path.startswith("/") and not path.startswith("//") else "/"
+
+
+@_service_errors
+async def _weights(request: web.Request) -> web.StreamResponse:
+    session_id = request.match_info["session_id"]
+    view = await request.app[_READER].weights_view(token_of(request), session_id)
+    return _html(
+        pages.page(
+            f"Perfect-information session {session_id}",
+            pages.weights_panel(view),
+            live=f"/perfect-info/{session_id}/live",
+            refresh_ms=_refresh_ms(request),
+        )
+    )
+
+
+@_service_errors
+async def _weights_live(request: web.Request) -> web.StreamResponse:
+    session_id = request.match_info["session_id"]
+    view = await request.app[_READER].weights_view(token_of(request), session_id)
+    return _html(pages.weights_panel(view))
+
+
 async def _login_form(request: web.Request) -> web.StreamResponse:
-    return _html(pages.page("Token", pages.login_form()))
+    return _html(pages.page("Token", pages.login_form(_local(request.query.get("next", "/")))))
 
 
 async def _login(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     token = str(form.get("token", "")).strip()
+    back = _local(str(form.get("next", "/")))
     if not token:
-        return _html(pages.page("Token", pages.login_form("token: give the bearer token")), 400)
-    response = web.HTTPSeeOther("/")
+        message = "token: give the bearer token"
+        return _html(pages.page("Token", pages.login_form(back, message)), 400)
+    response = web.HTTPSeeOther(back)
     response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
     raise response
 
@@ -177,6 +206,8 @@ def build_app(config: UiConfig) -> web.Application:
     app.router.add_get("/live", _sessions_live)
     app.router.add_get("/session/{session_id}", _session)
     app.router.add_get("/session/{session_id}/live", _session_live)
+    app.router.add_get("/perfect-info/{session_id}", _weights)
+    app.router.add_get("/perfect-info/{session_id}/live", _weights_live)
     app.router.add_get("/login", _login_form)
     app.router.add_post("/login", _login)
     app.router.add_get("/static/{name:ui\\.(css|js)}", _static)

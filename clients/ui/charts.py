@@ -38,9 +38,12 @@ def _scale(left: float) -> Callable[[float], float]:
     return lambda p: left + p * (_WIDTH - left - _RIGHT)
 
 
-def probability_chart(rows: Sequence[ProbabilityRow], *, title: str) -> str:
-    """Horizontal bars of the modeled probabilities, whiskers for their intervals and a diamond
-    for the prior's, one row per (information state, action)."""
+def probability_chart(
+    rows: Sequence[ProbabilityRow], *, title: str, level: float = CREDIBLE, axis: str = "action"
+) -> str:
+    """Horizontal bars of the modeled probabilities, whiskers for their ``level`` credible
+    intervals and a diamond for the prior's, one row per (information state, action), or per
+    model of a perfect-information opponent (``axis``: what the probability is of)."""
     top = 34
     height = top + _ROW * len(rows) + 34
     longest = max((len(row.label) for row in rows), default=0)
@@ -49,7 +52,7 @@ def probability_chart(rows: Sequence[ProbabilityRow], *, title: str) -> str:
     parts = [
         f'<svg class="chart" viewBox="0 0 {_WIDTH} {height}" role="img" '
         f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
-        _legend(),
+        _legend(level),
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = _x(tick)
@@ -80,18 +83,18 @@ def probability_chart(rows: Sequence[ProbabilityRow], *, title: str) -> str:
             )
     parts.append(
         f'<text x="{_x(0.5):.1f}" y="{height - 4}" class="axis">'
-        "probability of the action (0 to 1)</text></svg>"
+        f"probability of the {escape(axis)} (0 to 1)</text></svg>"
     )
     return "".join(parts)
 
 
-def _legend() -> str:
+def _legend(level: float) -> str:
     return (
         f'<rect x="4" y="6" width="14" height="9" fill="{_MODEL}"/>'
         '<text x="22" y="14" class="legend">modeled (posterior mean)</text>'
         '<path d="M178 10H198M178 6V14M198 6V14" '
         f'stroke="{_INTERVAL}" stroke-width="1.5"/>'
-        f'<text x="202" y="14" class="legend">{CREDIBLE:.0%} credible interval</text>'
+        f'<text x="202" y="14" class="legend">{level:.0%} credible interval</text>'
         f'<path d="M347 5L352 10L347 15L342 10Z" fill="{_PRIOR}"/>'
         '<text x="356" y="14" class="legend">prior mean</text>'
     )

@@ -15,8 +15,9 @@ from scipy.stats import beta
 
 from oppmodel.clients.client import OpponentModel
 from oppmodel.clients.ui.charts import CREDIBLE, ProbabilityRow, probability_chart, value_chart
-from oppmodel.clients.ui.reader import OpponentView, SessionView
+from oppmodel.clients.ui.reader import OpponentView, SessionView, WeightsView
 from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1 import perfect_info_pb2 as pi
 
 SHOWN_INFOSTATES = 6  # information states per (opponent, position): the most evidence first
 _ACTIONS = {2: ("pass", "bet"), 3: ("fold", "call", "raise")}
@@ -191,11 +192,61 @@ def _opponent_card(opponent: OpponentView) -> str:
     )
 
 
-def login_form(message: str = "") -> str:
-    """The form that stores the browser user's bearer token (a cookie of this site only)."""
+def weights_panel(view: WeightsView) -> str:
+    """A perfect-information session: each opponent's model weights (posterior mean, credible
+    interval, the prior's mean) after the choices seen (GetModelWeights)."""
+    config = view.session.config
+    head = (
+        f'<p class="facts">game <b>{escape(config.game)}</b> · choices observed '
+        f'<b id="choices" data-choices="{view.version}">{view.version}</b></p>'
+    )
+    priors = {o.label: o for o in config.opponents}
+    cards = "".join(_weights_card(w, priors.get(w.opponent)) for w in view.weights)
+    return head + f'<div class="grid">{cards}</div>'
+
+
+def _prior_mean(opponent: pi.OpponentModels | None, models: int) -> list[float] | None:
+    """The mean of the Dirichlet(alpha) prior over an opponent's model weights."""
+    if opponent is None:
+        return None
+    alpha = list(opponent.alpha) or [1.0]
+    alpha = alpha * models if len(alpha) == 1 else alpha
+    return [a / sum(alpha) for a in alpha]
+
+
+def _weights_card(weights: pi.ModelWeights, opponent: pi.OpponentModels | None) -> str:
+    prior = _prior_mean(opponent, len(weights.models))
+    rows = [
+        ProbabilityRow(name, mean, (lower, upper), None if prior is None else prior[j])
+        for j, (name, mean, lower, upper) in enumerate(
+            zip(weights.models, weights.mean, weights.lower, weights.upper, strict=True)
+        )
+    ]
+    numbers = "".join(
+        f'<tr><td>{escape(name)}</td><td class="num w" data-model="{escape(name)}">{mean:.3f}'
+        f'</td><td class="num">{lower:.3f}–{upper:.3f}</td><td class="num">{rhat:.3f}</td></tr>'
+        for name, mean, lower, upper, rhat in zip(
+            weights.models, weights.mean, weights.lower, weights.upper, weights.rhat, strict=True
+        )
+    )
+    title = f"{weights.opponent}: model weights after {weights.choices} choices"
+    return (
+        f'<section class="card weights" data-label="{escape(weights.opponent)}">'
+        f"<h2>{escape(title)}</h2>"
+        + probability_chart(rows, title=title, level=weights.level, axis="model")
+        + '<div class="scroll"><table><thead><tr><th>model</th><th>weight</th>'
+        f"<th>{weights.level:.0%} interval</th><th>R-hat</th></tr></thead><tbody>{numbers}"
+        "</tbody></table></div></section>"
+    )
+
+
+def login_form(back: str, message: str = "") -> str:
+    """The form that stores the browser user's bearer token (a cookie of this site only), then
+    returns to the page ``back``."""
     note = f'<p class="error">{escape(message)}</p>' if message else ""
     return (
-        f'{note}<form method="post" action="/login" class="card"><label>Bearer token of the '
+        f'{note}<form method="post" action="/login" class="card">'
+        f'<input type="hidden" name="next" value="{escape(back)}"><label>Bearer token of the '
         'service (oppmodel serve --auth-tokens)<input type="password" name="token" '
         'autocomplete="current-password" required></label><button type="submit">Use this '
         'token</button></form><p class="note">The token is kept in a cookie of this page and '
@@ -220,6 +271,7 @@ font-size:.9em}.error{color:#b00020}.chart{width:100%;max-width:720px;height:aut
 fill:#1b1f24}.chart .tick{text-anchor:middle;fill:#5b6670}.chart .end{text-anchor:end}
 .chart .rowlabel{text-anchor:end}.chart .axis{text-anchor:middle;font-size:12px}
 form label{display:block}input{display:block;width:100%;margin:.4em 0;padding:.4em}
+input[type=hidden]{display:none}
 button{padding:.4em 1em}
 """
 

@@ -24,9 +24,12 @@ from oppmodel.clients.client import OpponentModel, model_of
 from oppmodel.clients.grpc_base import domain_error
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+from oppmodel.v1 import perfect_info_pb2 as pi
+from oppmodel.v1 import perfect_info_pb2_grpc as pi_grpc
 
-# the generated stub class (untyped: grpcio-tools writes no annotations)
+# the generated stub classes (untyped: grpcio-tools writes no annotations)
 _STUB: Callable[[grpc.aio.Channel], Any] = pb_grpc.OpponentModelServiceStub
+_PERFECT_INFO_STUB: Callable[[grpc.aio.Channel], Any] = pi_grpc.PerfectInfoServiceStub
 MAX_CACHED_VIEWS = 256  # (token, session) views kept; the least recently used leave first
 HISTORY_POINTS = 400  # points of a session's value curve kept (the oldest leave first)
 
@@ -64,6 +67,25 @@ class SessionView:
         """Hands the service had observed when the view was read."""
         return int(self.session.hands_observed)
 
+    @property
+    def version(self) -> int:
+        """What the cache compares: the hands observed."""
+        return self.hands
+
+
+@dataclass
+class WeightsView:
+    """A perfect-information session and the posterior of each opponent's model weights."""
+
+    session: pi.PerfectInfoSession
+    weights: list[pi.ModelWeights]
+    read_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def version(self) -> int:
+        """What the cache compares: the choices observed."""
+        return int(self.session.choices_observed)
+
 
 class ServiceReader:
     """Reads sessions from the service at ``target`` (a grpc.aio channel of this event loop)."""
@@ -85,8 +107,9 @@ class ServiceReader:
             credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
             self._channel = grpc.aio.secure_channel(target, credentials)
         self._stub = _STUB(self._channel)
+        self._perfect_info = _PERFECT_INFO_STUB(self._channel)
         self.timeout = timeout
-        self._views: collections.OrderedDict[tuple[str, str], SessionView] = (
+        self._views: collections.OrderedDict[tuple[str, str], SessionView | WeightsView] = (
             collections.OrderedDict()
         )
 
@@ -94,10 +117,12 @@ class ServiceReader:
         """Close the channel."""
         await self._channel.close()
 
-    async def _call(self, method: str, request: object, token: str | None) -> object:
+    async def _call(
+        self, method: str, request: object, token: str | None, *, stub: Any = None
+    ) -> object:
         metadata = () if token is None else (("authorization", f"Bearer {token}"),)
         try:
-            return await getattr(self._stub, method)(
+            return await getattr(stub or self._stub, method)(
                 request, metadata=metadata, timeout=self.timeout
             )
         except grpc.aio.AioRpcError as exc:
@@ -109,28 +134,60 @@ class ServiceReader:
         assert isinstance(reply, pb.ListSessionsResponse)
         return list(reply.sessions)
 
+    def _cached(self, key: tuple[str, str], version: int) -> SessionView | WeightsView | None:
+        """The view cached for ``key`` if it is still good: read at ``version`` (hands or
+        choices), or less than ``model_seconds`` ago."""
+        cached = self._views.get(key)
+        if cached is not None and (
+            cached.version == version or time.monotonic() - cached.read_at < self.model_seconds
+        ):
+            self._views.move_to_end(key)
+            return cached
+        return None
+
+    def _keep(self, key: tuple[str, str], view: SessionView | WeightsView) -> None:
+        self._views[key] = view
+        self._views.move_to_end(key)
+        while len(self._views) > MAX_CACHED_VIEWS:
+            self._views.popitem(last=False)
+
     async def session_view(self, token: str | None, session_id: str) -> SessionView:
         """The session's view now: read anew only if it saw hands since the cached one."""
         reply = await self._call("GetSession", pb.GetSessionRequest(session_id=session_id), token)
         assert isinstance(reply, pb.GetSessionResponse)
         key = (_owner_key(token), session_id)
-        cached = self._views.get(key)
-        if cached is not None and (
-            cached.hands == reply.session.hands_observed
-            or time.monotonic() - cached.read_at < self.model_seconds
-        ):
-            self._views.move_to_end(key)
+        cached = self._cached(key, reply.session.hands_observed)
+        if isinstance(cached, SessionView):
             return cached
+        before = self._views.get(key)
         view = await self._read(token, reply.session)
-        if cached is not None:
-            view.values = [*cached.values[-HISTORY_POINTS + 1 :]]
+        if isinstance(before, SessionView):
+            view.values = [*before.values[-HISTORY_POINTS + 1 :]]
         if view.responses and (not view.values or view.values[-1][0] < view.hands):
             mean = sum(r.expected_value for r in view.responses) / len(view.responses)
             view.values.append((view.hands, mean))
-        self._views[key] = view
-        self._views.move_to_end(key)
-        while len(self._views) > MAX_CACHED_VIEWS:
-            self._views.popitem(last=False)
+        self._keep(key, view)
+        return view
+
+    async def weights_view(self, token: str | None, session_id: str) -> WeightsView:
+        """A perfect-information session and its opponents' model weights (GetModelWeights,
+        read anew only if it saw choices since the cached view)."""
+        request = pi.GetPerfectInfoSessionRequest(session_id=session_id)
+        reply = await self._call("GetPerfectInfoSession", request, token, stub=self._perfect_info)
+        assert isinstance(reply, pi.GetPerfectInfoSessionResponse)
+        key = (_owner_key(token), f"perfect-info/{session_id}")
+        cached = self._cached(key, reply.session.choices_observed)
+        if isinstance(cached, WeightsView):
+            return cached
+        weights = await self._call(
+            "GetModelWeights",
+            pi.GetModelWeightsRequest(session_id=session_id),
+            token,
+            stub=self._perfect_info,
+        )
+        assert isinstance(weights, pi.GetModelWeightsResponse)
+        view = WeightsView(reply.session, list(weights.weights))
+        self._keep(key, view)
         return view
 
     async def _read(self, token: str | None, session: pb.Session) -> SessionView:

@@ -26,15 +26,16 @@ def trajectory(task: tuple) -> tuple[np.ndarray, np.ndarray, int]:
     (with ``attribute``) the deviation gains of our information sets summed over the hands, in
     mbb (3, num_infosets; zeros without), and the hands played on a later run of change detection
     (0: every policy was the plain posterior's). ``task`` is (first, second, config, seed, hands,
-    attribute[, game[, switch]]); the game defaults to kuhn3p; with ``switch`` = (hand, first',
-    second') the pair plays (first', second') from that hand on. In a 2-player game ``second``
-    is None: ``first`` is the opponent."""
+    attribute[, game[, switch[, population]]]); the game defaults to kuhn3p; with ``switch`` =
+    (hand, first', second') the pair plays (first', second') from that hand on; ``population``:
+    the fitted prior of a ``prior="population"`` config. In a 2-player game ``second`` is None:
+    ``first`` is the opponent."""
     first, second, config, seed, hands, attribute, *rest = task
     game = limit_game(rest[0] if rest else "kuhn3p")
     switch = rest[1] if len(rest) > 1 else None
     n = game.num_players
     pair = tuple(fixed_profile(game, name) for name in (first, second)[: n - 1])
-    model = build_model(game, config)
+    model = build_model(game, config, population=rest[2] if len(rest) > 2 else None)
     rng = np.random.default_rng([seed, 7])
     values = np.empty(hands)
     gains = np.zeros((game.num_players, game.num_infosets))

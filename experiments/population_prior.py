@@ -1,0 +1,268 @@
+"""The population prior against new opponents of a seen population, and against opponents unlike it.
+
+The population: the panel's exploitable styles (always-bet, calling-station, tight-passive,
+maniac, bluffer), each member one style drawn at random and diluted with the game's solved
+strategy at a share S drawn uniformly from [--share-low, 1] (``STYLE@S``: the style at share S
+of its decisions, the solved strategy at the rest; as a behaviour strategy, S x style + (1 - S) x
+solved at every information set). Honest by construction:
+
+1. **fit**: MBBR at the defaults (the informed prior) plays ``--train`` members, ``--train-hands``
+   hands each; the population prior is fitted to what those sessions' models counted
+   (``MBBRModel.opponent_counts``, ``oppmodel.modeling.population.fit_population``);
+2. **new members**: ``--test`` other members, drawn from another seed stream, never the fitted
+   ones; MBBR with the population prior and MBBR with the informed prior play each on the same
+   cards in both seats, ``--hands`` hands; MBBR's winnings over the first ``--early`` hands and
+   over all of them, paired per opponent;
+3. **unlike the population**: the same pair of MBBRs against players the population holds nothing
+   like (``--unlike``: the solved strategy itself, uniform play), ``--hands`` hands, in both seats
+   over ``--unlike-decks`` decks: what the population prior costs there; and against ``cfr``
+   exactly, without card luck (``--exact-seeds`` learning trajectories per prior,
+   ``modeling/play/learning_cost.py``: the exact expected value of MBBR's policy hand by hand).
+
+Every MBBR runs at the defaults but for its prior (safety budget 0.5 in the game's unit, change
+detection 1e-5, H = 100). Units: the game's (``game.rate_unit``; Leduc: mA/h).
+
+    python experiments/population_prior.py [--game leduc2p] [--train 16] [--train-hands 1000]
+        [--test 16] [--hands 3000] [--early 500] [--unlike cfr,uniform] [--unlike-decks 4]
+        [--seed 32] [--workers 2] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
+from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Prior  # noqa: E402
+from oppmodel.modeling.play.agents import MBBRAgent  # noqa: E402
+from oppmodel.modeling.play.learning_cost import trajectory  # noqa: E402
+from oppmodel.modeling.play.match import FixedStrategyAgent, deal_sequence, play_match  # noqa: E402
+from oppmodel.modeling.play.panel import EXPLOITABLE_RULES, named_profile  # noqa: E402
+from oppmodel.modeling.population import Population, fit_population  # noqa: E402
+
+STYLES = tuple(EXPLOITABLE_RULES)
+
+
+def members(game_name: str, count: int, seed: int, stream: int, low: float) -> list[tuple]:
+    """``count`` members of the population: (style, share), drawn from seed stream ``stream``."""
+    rng = np.random.default_rng([seed, stream])
+    draws = [(int(rng.integers(len(STYLES))), float(rng.uniform(low, 1.0))) for _ in range(count)]
+    return [(STYLES[style], share) for style, share in draws]
+
+
+def member_profile(game, style: str, share: float) -> np.ndarray:
+    """The behaviour strategy of ``style@share``: the style at share S, the solved one elsewhere."""
+    return share * named_profile(game, style) + (1 - share) * named_profile(game, "cfr")
+
+
+def train_counts(job: tuple) -> np.ndarray:
+    """One fitted session: the informed MBBR against one member; its model's counts."""
+    game_name, profile_name, share, hands, seed = job
+    game = limit_game(game_name)
+    opponent = FixedStrategyAgent("opp", game, member_profile(game, profile_name, share), seed)
+    mbbr = MBBRAgent(game, MBBRConfig(seed=seed), seed=seed + 1)
+    play_match(game, [mbbr, opponent], deal_sequence(game, hands, seed))
+    return mbbr.model.opponent_counts()[0]
+
+
+def paired_match(job: tuple) -> dict:
+    """Both priors against one opponent profile, both seats, the same cards: MBBR's chips over the
+    first ``early`` hands and over all, per prior."""
+    game_name, profile, population_bytes, hands, early, seed = job
+    game = limit_game(game_name)
+    population = Population.from_bytes(game, population_bytes)
+    deals = deal_sequence(game, hands, seed)
+    out: dict[str, list[float]] = {}
+    for prior in (Prior.INFORMED, Prior.POPULATION):
+        chips = np.zeros(2)
+        for seat in (0, 1):
+            config = MBBRConfig(prior=prior, seed=seed + seat)
+            given = population if prior == Prior.POPULATION else None
+            mbbr = MBBRAgent(game, config, seed=seed + 7 + seat, population=given)
+            opponent = FixedStrategyAgent("opp", game, profile, seed + 11 + seat)
+            agents = [mbbr, opponent] if seat == 0 else [opponent, mbbr]
+            first = play_match(game, agents, deals[:early])[seat]
+            rest = play_match(game, agents, deals[early:])[seat]  # an even split: seats rotate on
+            chips += (first, first + rest)
+        out[prior.value] = [
+            game.rate_unit.rate(chips[0], 2 * early),
+            game.rate_unit.rate(chips[1], 2 * hands),
+        ]
+    return out
+
+
+def exact_cost(pool: ProcessPoolExecutor, args: argparse.Namespace, population: Population) -> dict:
+    """The exact expected value of MBBR's policy hand by hand against ``cfr`` (no card luck:
+    ``learning_cost.trajectory``), per prior over ``--exact-seeds`` seeds, and the population
+    prior's cost: informed minus population, in the game's unit, over ``--hands`` hands."""
+    out: dict[str, list[float]] = {}
+    for prior in (Prior.INFORMED, Prior.POPULATION):
+        given = population if prior == Prior.POPULATION else None
+        tasks = [
+            ("cfr", None, MBBRConfig(prior=prior, seed=seed), seed, args.hands, False, args.game,
+             None, given)
+            for seed in range(args.seed, args.seed + args.exact_seeds)
+        ]  # fmt: skip
+        out[prior.value] = [float(values.mean()) for values, _, _ in pool.map(trajectory, tasks)]
+    costs = [i - p for i, p in zip(out["informed"], out["population"], strict=True)]
+    print(f"exact against cfr: informed {out['informed']}, population {out['population']}")
+    return {**out, "cost": mean_se(costs)}
+
+
+def _gathered(pool: ProcessPoolExecutor, jobs: list, what: str, started: float) -> list[dict]:
+    """The pairs of ``jobs``, in order, with a progress line per finished one."""
+    rows = []
+    for done, row in enumerate(pool.map(paired_match, jobs), start=1):
+        rows.append(row)
+        print(f"{what}: {done}/{len(jobs)} ({time.time() - started:.0f} s)", flush=True)
+    return rows
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """The mean and its standard error (NaN with fewer than two values)."""
+    a = np.array(values, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1) / math.sqrt(len(a))) if len(a) > 1 else math.nan
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--game", default="leduc2p", choices=("leduc2p", "kuhn2p"))
+    counts = (
+        ("--train", 16, "members fitted"),
+        ("--train-hands", 1000, "hands against each fitted member"),
+        ("--test", 16, "new members played"),
+        ("--hands", 3000, "hands per match"),
+        ("--early", 500, "the early hands, even"),
+        ("--unlike-decks", 4, "decks per player unlike the population"),
+        ("--exact-seeds", 2, "exact learning trajectories against cfr per prior"),
+        ("--seed", 32, "the base seed"),
+        ("--workers", 2, "processes"),
+    )
+    for flag, default, what in counts:
+        parser.add_argument(flag, type=int, default=default, help=f"{what} (%(default)s)")
+    parser.add_argument("--share-low", type=float, default=0.35, help="(%(default)s)")
+    parser.add_argument("--unlike", default="cfr,uniform", help="(%(default)s)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    if args.early % 2 or not 0 < args.early < args.hands:
+        parser.error("--early must be even and below --hands")
+    game = limit_game(args.game)
+    started = time.time()
+    train = members(args.game, args.train, args.seed, 1, args.share_low)
+    test = members(args.game, args.test, args.seed, 2, args.share_low)
+    with ProcessPoolExecutor(args.workers) as pool:
+        jobs = [
+            (args.game, style, share, args.train_hands, args.seed * 1000 + j)
+            for j, (style, share) in enumerate(train)
+        ]
+        counts = np.array(list(pool.map(train_counts, jobs)))
+        population = fit_population(game, counts, prior_mean=named_profile(game, "cfr"))
+        blob = population.to_bytes()
+        print(f"fitted from {len(train)} members in {time.time() - started:.0f} s: "
+              f"{int(population.fitted.sum())} information sets fitted")  # fmt: skip
+        new_jobs = [
+            (args.game, member_profile(game, style, share), blob, args.hands, args.early,
+             args.seed * 1000 + 500 + j)
+            for j, (style, share) in enumerate(test)
+        ]  # fmt: skip
+        unlike = [name for name in args.unlike.split(",") if name]
+        unlike_jobs = [
+            (args.game, named_profile(game, name), blob, args.hands, args.early,
+             args.seed * 1000 + 900 + 10 * u + deck)
+            for u, name in enumerate(unlike)
+            for deck in range(args.unlike_decks)
+        ]  # fmt: skip
+        exact = exact_cost(pool, args, population) if args.exact_seeds else None
+        new_rows = _gathered(pool, new_jobs, "new members", started)
+        unlike_rows = _gathered(pool, unlike_jobs, "unlike the population", started)
+    report = summarize(args, game, train, test, unlike, new_rows, unlike_rows)
+    report["exact_cfr"] = exact
+    report["seconds"] = round(time.time() - started)
+    print_report(report, game.rate_unit.name)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
+
+
+def summarize(
+    args: argparse.Namespace,
+    game: LimitGame,
+    train: list[tuple],
+    test: list[tuple],
+    unlike: list[str],
+    new_rows: list[dict],
+    unlike_rows: list[dict],
+) -> dict:
+    """The per-opponent rows and the paired summaries."""
+    rows = [
+        {"opponent": f"{style}@{share:.2f}", **row}
+        for (style, share), row in zip(test, new_rows, strict=True)
+    ]
+    early = [r["population"][0] - r["informed"][0] for r in rows]
+    full = [r["population"][1] - r["informed"][1] for r in rows]
+    inf_early = mean_se([r["informed"][0] for r in rows])
+    pop_early = mean_se([r["population"][0] for r in rows])
+    summary = {
+        "informed_early": inf_early,
+        "population_early": pop_early,
+        "early_gain": mean_se(early),
+        "early_gain_share": (pop_early[0] - inf_early[0]) / inf_early[0],
+        "informed_full": mean_se([r["informed"][1] for r in rows]),
+        "population_full": mean_se([r["population"][1] for r in rows]),
+        "full_gain": mean_se(full),
+    }
+    unlike_summary = {}
+    for u, name in enumerate(unlike):
+        chunk = unlike_rows[u * args.unlike_decks : (u + 1) * args.unlike_decks]
+        unlike_summary[name] = {
+            "informed_full": mean_se([r["informed"][1] for r in chunk]),
+            "population_full": mean_se([r["population"][1] for r in chunk]),
+            "cost": mean_se([r["informed"][1] - r["population"][1] for r in chunk]),
+        }
+    return {
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "unit": game.rate_unit.name,
+        "train": [f"{s}@{x:.2f}" for s, x in train],
+        "rows": rows,
+        "summary": summary,
+        "unlike": unlike_summary,
+    }
+
+
+def print_report(report: dict, unit: str) -> None:
+    """The table of the new members and the summaries, as RESULTS.md shows them."""
+    early = report["args"]["early"]
+    print(f"| new opponent | informed, first {early} | population, first {early} | "
+          f"informed, all | population, all |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|")
+    for r in report["rows"]:
+        inf, pop = r["informed"], r["population"]
+        cells = " | ".join(f"{x:+.1f}" for x in (inf[0], pop[0], inf[1], pop[1]))
+        print(f"| {r['opponent']} | {cells} |")
+    s = report["summary"]
+    print(f"first {early}: informed {s['informed_early'][0]:+.1f} ± {s['informed_early'][1]:.1f}, "
+          f"population {s['population_early'][0]:+.1f} ± {s['population_early'][1]:.1f} {unit}; "
+          f"paired gain {s['early_gain'][0]:+.1f} ± {s['early_gain'][1]:.1f} "
+          f"({100 * s['early_gain_share']:+.1f}%)")  # fmt: skip
+    print(f"all hands: informed {s['informed_full'][0]:+.1f}, population "
+          f"{s['population_full'][0]:+.1f}; paired gain {s['full_gain'][0]:+.1f} ± "
+          f"{s['full_gain'][1]:.1f}")  # fmt: skip
+    for name, u in report["unlike"].items():
+        cost, se = u["cost"]
+        print(f"unlike ({name}): informed {u['informed_full'][0]:+.1f}, population "
+              f"{u['population_full'][0]:+.1f}; cost {cost:+.1f} ± {se:.1f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -28,12 +28,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Unpack
 
 import grpc
 import numpy as np
 
-from oppmodel.clients.grpc_base import GrpcClient
+from oppmodel.clients.grpc_base import ChannelSettings, GrpcClient
 from oppmodel.clients.outbox import Hand, ObservationStream, Outbox, Retry, observation_message
 from oppmodel.modeling import errors
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -155,22 +155,15 @@ class OpponentModelClient(GrpcClient):
         self,
         target: str,
         *,
-        token: str | None = None,
-        root_certificates: bytes | None = None,
-        timeout: float = 30.0,
         reconnect_seconds: float = 30.0,
-        channel_options: Sequence[tuple[str, Any]] = (),
         observe_batches: bool = False,
+        **channel: Unpack[ChannelSettings],
     ) -> None:
-        """``observe_batches``: ``observe`` sends ObserveBatch calls instead of a stream (set on
-        its own once any reply comes from a Ray Serve replica, see ``_replied``)."""
-        super().__init__(
-            target,
-            token=token,
-            root_certificates=root_certificates,
-            timeout=timeout,
-            channel_options=channel_options,
-        )
+        """``channel``: the channel's settings (:class:`GrpcClient`'s token, root_certificates,
+        timeout, channel_options). ``observe_batches``: ``observe`` sends ObserveBatch calls
+        instead of a stream (set on its own once any reply comes from a Ray Serve replica, see
+        ``_replied``)."""
+        super().__init__(target, **channel)
         self.reconnect_seconds = reconnect_seconds
         self.observe_batches = observe_batches
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Self, TypedDict, cast
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -83,6 +83,16 @@ def _connection_hint(details: str, *, tls: bool) -> str:
             "plaintext: if the server uses TLS, give root_certificates)"
         )
     return ""
+
+
+class ChannelSettings(TypedDict, total=False):
+    """:class:`GrpcClient`'s keyword arguments, which a subclass's constructor passes on whole
+    (``**channel``) rather than listing them again."""
+
+    token: str | None
+    root_certificates: bytes | None
+    timeout: float
+    channel_options: Sequence[tuple[str, Any]]
 
 
 class GrpcClient:

@@ -44,6 +44,7 @@ from oppmodel.server.perfect_info_spec import (
     OpponentSpec,
     PerfectInfoLimits,
     PerfectInfoSpec,
+    check_count,
 )
 from oppmodel.server.perfect_info_store import Choice
 from oppmodel.server.perfect_info_weights import WeightsSummary
@@ -137,12 +138,9 @@ def choice_from_proto(
         return int(message.sequence), Choice(index, tuple(float(x) for x in values))
     u = message.utilities
     field = f"{where}.utilities"
-    if not u.children:
-        raise InvalidArgumentError(f"{field}.children", "needs at least one child")
-    if len(u.children) > limits.max_children:
-        raise ResourceExhaustedError(
-            f"{field}.children: at most {limits.max_children} children per choice"
-        )
+    check_count(
+        len(u.children), f"{field}.children", limits.max_children, "child", "children per choice"
+    )
     for c, child in enumerate(u.children):
         if len(child.values) != n_models:
             raise InvalidArgumentError(

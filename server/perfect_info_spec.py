@@ -99,6 +99,16 @@ class PerfectInfoSpec:
         raise InvalidArgumentError(field_name, f"{label!r} is not one of {labels}")
 
 
+def check_count(count: int, field: str, limit: int, one: str, many: str) -> None:
+    """A repeated field of ``count`` entries holds 1..``limit``: none is InvalidArgumentError
+    ("needs at least one ``one``"), more than the server's limit ResourceExhaustedError ("at most
+    ``limit`` ``many``", e.g. "models per opponent")."""
+    if count == 0:
+        raise InvalidArgumentError(field, f"needs at least one {one}")
+    if count > limit:
+        raise ResourceExhaustedError(f"{field}: at most {limit} {many}")
+
+
 def validate_spec(spec: PerfectInfoSpec, limits: PerfectInfoLimits) -> None:
     """Raise InvalidArgumentError (field paths under ``config``) or ResourceExhaustedError."""
     if spec.game not in GAME_MODELS:
@@ -119,12 +129,13 @@ def validate_spec(spec: PerfectInfoSpec, limits: PerfectInfoLimits) -> None:
         if opponent.label in labels:
             raise InvalidArgumentError(f"{where}.label", f"{opponent.label!r} is used twice")
         labels.add(opponent.label)
-        if not opponent.models:
-            raise InvalidArgumentError(f"{where}.models", "needs at least one model")
-        if len(opponent.models) > limits.max_models:
-            raise ResourceExhaustedError(
-                f"{where}.models: at most {limits.max_models} models per opponent"
-            )
+        check_count(
+            len(opponent.models),
+            f"{where}.models",
+            limits.max_models,
+            "model",
+            "models per opponent",
+        )
         for j, name in enumerate(opponent.models):
             if name not in known:
                 raise InvalidArgumentError(

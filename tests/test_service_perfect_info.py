@@ -465,6 +465,7 @@ BAD_SESSIONS = {
         "config.opponents[0].alpha",
     ),
     "repeated label": ({"opponents": [Opponent("a"), Opponent("a")]}, "config.opponents[1].label"),
+    "no models": ({"opponents": [Opponent("a", ()), Opponent("b")]}, "config.opponents[0].models"),
     "one opponent": ({"opponents": [Opponent("a")]}, "config.opponents"),
     "one chain": ({"gibbs": GibbsSettings(chains=1)}, "config.gibbs.chains"),
     "level": ({"gibbs": GibbsSettings(level=1.0)}, "config.gibbs.level"),
@@ -486,6 +487,18 @@ def test_session_limits(client: PerfectInfoClient) -> None:
     assert info.value.field == "config.game"
     with pytest.raises(ResourceExhaustedError, match=r"config\.gibbs"):
         client.create_session(opponents=OPPONENTS, gibbs=GibbsSettings(sweeps=10**6))
+    many = Opponent("a", ("MT",) * 17)
+    with pytest.raises(ResourceExhaustedError, match=r"\.models: at most 16 models per opponent"):
+        client.create_session(opponents=[many, Opponent("b")])
+
+
+def test_too_many_children_in_one_choice(client: PerfectInfoClient) -> None:
+    session_id = new_session(client)
+    choice = _utilities([[1.0, 2.0]] * 257, 0, 0.1)
+    request = pb.ObserveChoicesRequest(session_id=session_id, observations=[choice])
+    with pytest.raises(ResourceExhaustedError, match=r"children: at most 256 children per choice"):
+        list(client.observe_stream(iter([request])))
+    assert client.get_session(session_id).choices_observed == 0
 
 
 START = SpadesState.start((parse_hand("AS KS 2C"), parse_hand("QS 3C 4D"), parse_hand("5H 6H 7H")))

@@ -5,7 +5,6 @@ kept across a restart, and the informed prior where none was fitted."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,9 +55,9 @@ def played(client: OpponentModelClient, config: MBBRConfig, hands: int, seed: in
     return sid
 
 
-def test_a_population_is_the_owner_s_own_versioned_and_kept_across_a_restart(tmp_path: Path):
+def test_a_population_is_the_owner_s_own_versioned_and_kept_across_a_restart(store_location: str):
     tokens = frozenset({"token-a", "token-b"})
-    db = tmp_path / "db.sqlite"
+    db = store_location
     with (
         connected(db, token="token-a", auth_tokens=tokens) as (a, port),
         OpponentModelClient(f"127.0.0.1:{port}", token="token-b", timeout=120) as b,

@@ -64,6 +64,23 @@ def test_sampled_expectations_are_seeded_and_near_the_exact_one() -> None:
     assert all(abs(v - exact) < 0.05 for v in sampled)
 
 
+def test_deals_that_differ_only_in_suit_names_share_their_value_and_bucket(
+    small: tuple[CardAbstraction, Path],
+) -> None:
+    abstraction, _ = small
+    rng = np.random.default_rng(4)
+    for size in (0, 3, 4, 5):
+        for _ in range(5):
+            deal = [DECK[c] for c in rng.permutation(52)[: 2 + size]]
+            relabel = dict(zip(SUIT_CHARS, rng.permutation(list(SUIT_CHARS)), strict=True))
+            twin = [card[0] + relabel[card[1]] for card in deal]
+            twin = [*twin[:2][::-1], *rng.permutation(twin[2:]).tolist()]  # any order too
+            assert strength(deal[:2], deal[2:], rollouts=10, seed=3) == strength(
+                twin[:2], twin[2:], rollouts=10, seed=3
+            )
+            assert abstraction.bucket(deal[:2], deal[2:]) == abstraction.bucket(twin[:2], twin[2:])
+
+
 @pytest.fixture
 def small(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[CardAbstraction, Path]:
     """SMALL built in a cache folder of the test's own, and its cache file."""

@@ -16,7 +16,8 @@ buckets are its percentiles, exact small cases pin it down, and it computes in s
 
 Buckets: per round, the cut points are the quantiles of E[HS^2] over ``samples`` seeded random
 deals of that round, so each bucket holds about the same share of deals; the number of buckets
-per round is configurable; recall is imperfect (a round's bucket forgets the earlier ones). An
+per round is configurable; recall is imperfect (a round's bucket forgets the earlier ones); deals
+that differ only in suit names share a bucket. An
 abstraction is computed once, saved (``.npz``: the format version, the configuration, the cut
 points) and cached in ``<cache folder>/abstractions/<key>.npz`` (the cache folder of
 :mod:`oppmodel.modeling.games.acpc.solved`; the key is a hash of the version and the
@@ -26,6 +27,7 @@ configuration), with a progress bar on a terminal while it computes.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 from collections.abc import Sequence
@@ -117,8 +119,10 @@ class CardAbstraction:
 
 
 def strength(hole: Sequence[str], board: Sequence[str], *, rollouts: int, seed: int) -> float:
-    """E[HS^2] of two hole cards on a board of 0, 3, 4 or 5 cards (see the module's text); the
-    draws of a sampled expectation depend on the seed and the cards only."""
+    """E[HS^2] of two hole cards on a board of 0, 3, 4 or 5 cards (see the module's text). It is
+    computed on the deal's canonical form under suit relabelling, so deals that differ only in
+    suit names (AhKh and AsKs preflop) get the same value, sampled or not; the draws of a
+    sampled expectation depend on the seed and that form only."""
     if len(hole) != HOLE_CARDS:
         raise InvalidArgumentError("hole", f"need {HOLE_CARDS} cards, got {list(hole)}")
     if len(board) not in BOARD_SIZES:
@@ -126,10 +130,22 @@ def strength(hole: Sequence[str], board: Sequence[str], *, rollouts: int, seed: 
     ids = [card_index(c) for c in (*hole, *board)]
     if len(set(ids)) != len(ids):
         raise InvalidArgumentError("board", f"cards dealt twice in {list(hole)} {list(board)}")
-    held = int(np.bitwise_or.reduce(CARD_BITS[ids[:HOLE_CARDS]]))
-    shown = int(np.bitwise_or.reduce(CARD_BITS[ids[HOLE_CARDS:]])) if board else 0
-    deal_seed = hash((seed, held, shown)) % 2**31  # same cards, same draws
+    held, shown = _canonical(ids[:HOLE_CARDS], ids[HOLE_CARDS:])
+    deal_seed = hash((seed, held, shown)) % 2**31  # same deal, same draws
     return float(kernels.expected_strength_squared(held, shown, len(board), rollouts, deal_seed))
+
+
+def _canonical(hole: list[int], board: list[int]) -> tuple[int, int]:
+    """The (hole, board) cardsets of the least relabelling of the deal's suits (as sorted card
+    indices), a representative shared by every deal that differs only in suit names."""
+    best = min(
+        (sorted(c - c % 4 + p[c % 4] for c in hole), sorted(c - c % 4 + p[c % 4] for c in board))
+        for p in itertools.permutations(range(4))
+    )
+    return (
+        int(np.bitwise_or.reduce(CARD_BITS[best[0]])),
+        int(np.bitwise_or.reduce(CARD_BITS[best[1]])) if board else 0,
+    )
 
 
 def build(config: AbstractionConfig, *, show_progress: bool = True) -> CardAbstraction:

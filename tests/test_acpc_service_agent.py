@@ -58,9 +58,10 @@ def acpc_view(view: HandObservation) -> tuple[int, str, tuple]:
     return view.position, betting, (*hole, "")
 
 
-# the decision budget of the tests that count outages: with both cores busy a decision took over
-# the default 1.75 s (DEADLINE_EXCEEDED, an outage of its own); under the dealer's 5 s reply limit
-OUTAGE_TEST_DEADLINE = 4.0
+# the decision budget of the tests that count outages or fallback decisions: a bound on a hang,
+# not a speed check (with both cores busy a decision took over 4 s, DEADLINE_EXCEEDED being an
+# outage of its own); under the tests' dealer's reply limit (acpc_support.LOADED_LIMIT_MS)
+DECISION_DEADLINE = 30.0
 
 
 def play(tmp_path: Path, policy, hands: int):
@@ -83,8 +84,8 @@ def test_a_match_through_the_service_sends_only_what_the_seat_saw_and_models_exa
     with running_server(db, synchronous="NORMAL") as port:
         err = io.StringIO()
         policy = ServicePolicy(
-            GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, deadline=2.0
-        )  # a generous deadline: the shared test machine runs at load 6-8
+            GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, deadline=DECISION_DEADLINE
+        )
         captured, agents = play(tmp_path, policy, hands)
         policy.close()
         assert captured.result.status == 0, captured.stderr
@@ -141,7 +142,7 @@ def test_killing_the_service_mid_match_falls_back_to_n1_once_and_the_match_compl
         config=CONFIG,
         stderr=err,
         connect_timeout=0.3,
-        deadline=OUTAGE_TEST_DEADLINE,
+        deadline=DECISION_DEADLINE,
     )
     try:
         captured, agents = play(tmp_path, policy, 70)
@@ -177,7 +178,7 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
         config=CONFIG,
         stderr=err,
         retry_interval=0.05,
-        deadline=OUTAGE_TEST_DEADLINE,
+        deadline=DECISION_DEADLINE,
     )
     try:
         captured, agents = play(tmp_path, policy, 120)
@@ -224,7 +225,7 @@ def test_the_command_plays_through_the_service_and_reports_its_session(
             argv = [str(GAME_FILE), "127.0.0.1", str(ports[0]), "--service", f"127.0.0.1:{port}"]
             argv += ["--seed", "3", "--mbbr-posterior", "samples", "--mbbr-k", "4", "--mbbr-h", "5"]
             argv += ["--json"]
-            argv += ["--rpc-deadline-ms", "2000"]  # the shared test machine runs at load 6-8
+            argv += ["--rpc-deadline-ms", str(round(DECISION_DEADLINE * 1000))]
             commands.append(CommandThread(argv))
             others = [AgentThread(p, make_policy("n3", GAME, s)) for s, p in enumerate(ports[1:])]
             return [commands[0], *others]
@@ -264,8 +265,7 @@ def test_the_wrapper_script_with_an_unreachable_service_plays_n1_and_says_so_onc
         processes.append(subprocess.Popen(command, stderr=subprocess.PIPE, text=True))
         return [AgentThread(p, make_policy("always-bet", GAME, s)) for s, p in enumerate(ports[1:])]
 
-    # a fresh interpreter took over 5 s to start at load 17: the dealer and the others wait longer
-    captured, _ = run_dealer(tmp_path, hands=40, clients=start, quiet=True, start_timeout_ms=60_000)
+    captured, _ = run_dealer(tmp_path, hands=40, clients=start, quiet=True)
     _, err = processes[0].communicate(timeout=60)
     assert captured.result.status == 0, captured.stderr
     assert processes[0].returncode == 0

@@ -58,10 +58,11 @@ def acpc_view(view: HandObservation) -> tuple[int, str, tuple]:
     return view.position, betting, (*hole, "")
 
 
-# the decision budget of the tests that count outages or fallback decisions: a bound on a hang,
-# not a speed check (with both cores busy a decision took over 4 s, DEADLINE_EXCEEDED being an
-# outage of its own); under the tests' dealer's reply limit (acpc_support.LOADED_LIMIT_MS)
-DECISION_DEADLINE = 30.0
+# the deadline of the service agent's calls (a decision's, and the background's Observe) in the
+# tests that count outages or fallback decisions: a bound on a hang, not a speed check (with both
+# cores busy a decision took over 4 s and an Observe over 2 s, each DEADLINE_EXCEEDED an outage of
+# its own); under the tests' dealer's reply limit (acpc_support.LOADED_LIMIT_MS)
+AGENT_DEADLINE = 30.0
 
 
 def play(tmp_path: Path, policy, hands: int):
@@ -84,7 +85,12 @@ def test_a_match_through_the_service_sends_only_what_the_seat_saw_and_models_exa
     with running_server(db, synchronous="NORMAL") as port:
         err = io.StringIO()
         policy = ServicePolicy(
-            GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=err, deadline=DECISION_DEADLINE
+            GAME,
+            f"127.0.0.1:{port}",
+            config=CONFIG,
+            stderr=err,
+            deadline=AGENT_DEADLINE,
+            connect_timeout=AGENT_DEADLINE,
         )
         captured, agents = play(tmp_path, policy, hands)
         policy.close()
@@ -141,8 +147,8 @@ def test_killing_the_service_mid_match_falls_back_to_n1_once_and_the_match_compl
         f"127.0.0.1:{port}",
         config=CONFIG,
         stderr=err,
-        connect_timeout=0.3,
-        deadline=DECISION_DEADLINE,
+        connect_timeout=AGENT_DEADLINE,
+        deadline=AGENT_DEADLINE,
     )
     try:
         captured, agents = play(tmp_path, policy, 70)
@@ -178,7 +184,8 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
         config=CONFIG,
         stderr=err,
         retry_interval=0.05,
-        deadline=DECISION_DEADLINE,
+        deadline=AGENT_DEADLINE,
+        connect_timeout=AGENT_DEADLINE,
     )
     try:
         captured, agents = play(tmp_path, policy, 120)
@@ -225,7 +232,7 @@ def test_the_command_plays_through_the_service_and_reports_its_session(
             argv = [str(GAME_FILE), "127.0.0.1", str(ports[0]), "--service", f"127.0.0.1:{port}"]
             argv += ["--seed", "3", "--mbbr-posterior", "samples", "--mbbr-k", "4", "--mbbr-h", "5"]
             argv += ["--json"]
-            argv += ["--rpc-deadline-ms", str(round(DECISION_DEADLINE * 1000))]
+            argv += ["--rpc-deadline-ms", str(round(AGENT_DEADLINE * 1000))]
             commands.append(CommandThread(argv))
             others = [AgentThread(p, make_policy("n3", GAME, s)) for s, p in enumerate(ports[1:])]
             return [commands[0], *others]

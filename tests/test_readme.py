@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from service_support import running_server
+from service_support import LOADED_DEADLINE, running_server
 
 from oppmodel.clients.cli import build_parser
 from oppmodel.modeling.games.acpc.bundled import game_path
@@ -55,8 +55,13 @@ def test_readme_example_runs(index, tmp_path):
     if DEFAULT_ADDRESS not in code:
         exec(compile(code, f"{name} example {index}", "exec"), {})
         return
+    # the example's client gets the tests' deadline, a bound on a hang: with both cores busy, a
+    # first leduc3p CreateSession (2-3 s of CPU: the game compiled, its 1.9 MB strategy read)
+    # outlived the client's default 30 s
+    client = f'"{DEFAULT_ADDRESS}"'
+    assert client in code, "a client's address is its first argument in the docs' examples"
     with running_server(tmp_path / "readme.sqlite") as port:
-        code = code.replace(DEFAULT_ADDRESS, f"127.0.0.1:{port}")
+        code = code.replace(client, f'"127.0.0.1:{port}", timeout={LOADED_DEADLINE}')
         exec(compile(code, f"{name} example {index}", "exec"), {})
 
 

@@ -10,13 +10,17 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_limit_mbbr import random_hands
 from test_mixture_prior import LOGS
 
 from oppmodel.clients.acpc.log import read_log
 from oppmodel.clients.acpc.replay_games import ReplayGame
 from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.mbbr.change import GRID
 from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Prior
+from oppmodel.modeling.mbbr.evidence import hand_evidence
 from oppmodel.modeling.mbbr.mixture_prior import ETA_TYPES, ETA_WEIGHTS
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.mbbr.priors import create_samples
@@ -67,6 +71,71 @@ def test_the_weights_are_the_exact_marginal_likelihood_of_the_revealed_moves():
     assert 1e-6 < exact[0] < 1 - Fraction(1, 10**6)  # not yet decided: every digit counts
     for k in range(2):
         assert got[k] == pytest.approx(float(exact[k]), rel=1e-12, abs=1e-12), ETA_TYPES[k]
+
+
+def means(alpha: np.ndarray) -> np.ndarray:
+    return alpha / alpha.sum(axis=-1, keepdims=True)
+
+
+@settings(max_examples=12)
+@given(
+    game_name=st.sampled_from(["kuhn3p", "leduc2p", "leduc3p"]),
+    seed=st.integers(0, 2**16),
+    count=st.integers(0, 3 * GRID),
+)
+def test_the_weights_and_means_kept_hand_by_hand_are_those_of_the_hands_seen(
+    game_name, seed, count
+):
+    """Every run of the change-detection bank (the first, and those opened as copies of a
+    model at the prior) keeps its weights and mixture means hand by hand from the hands' moves;
+    they equal the weights recomputed from the revealed moves of the hands since the run
+    began, in closed form (exact fractions), and the weighed means of its two fits, on every
+    row (1e-12)."""
+    game = limit_game(game_name)
+    hands = random_hands(game, count, seed=seed)
+    model = build_model(game, dataclasses.replace(ETA_MIX, change_hazard=1e-3))
+    for obs in hands:
+        model.observe(obs)
+    n = game.num_players
+    for run, start in zip(model._bank.runs, model._bank.starts, strict=True):
+        for p in range(n):
+            mixture, informed = run._mixture[p], run._dirichlet[p]
+            counts: list[dict] = [{} for _ in range(n - 1)]
+            for obs in hands[start:]:
+                evidence = hand_evidence(game, obs)
+                for d_1, i, a in evidence.rows[0] if obs.position == p else ():
+                    if evidence.revealed[d_1]:
+                        counts[d_1].setdefault(int(i), [0, 0, 0])[a] += 1
+            profile = run.models_profile(p)
+            for d in range(1, n):
+                alpha0s = (mixture.informed_alpha0[d - 1], mixture.second_alpha0[d - 1])
+                w = [float(x) for x in closed_form_weights(alpha0s, counts[d - 1])]
+                np.testing.assert_allclose(mixture.weights(d), w, rtol=1e-12, atol=1e-300)
+                rows = list(game.infosets((p + d) % n))
+                strong, weak = means(informed.alpha[d - 1]), means(mixture.second.alpha[d - 1])
+                mixed = means(w[0] * strong + w[1] * weak)
+                np.testing.assert_allclose(
+                    profile[(p + d) % n][rows], mixed[rows], rtol=0, atol=1e-12
+                )
+
+
+def test_a_run_opened_mid_match_answers_as_a_model_built_then():
+    """A change-detection run after the first is a copy of the first's mixture at the prior
+    (not a new build): fed the later hands it answers, bit for bit, as a model built then."""
+    game = limit_game("leduc2p")
+    config = dataclasses.replace(ETA_MIX, change_hazard=0.05)
+    hands = random_hands(game, 2 * GRID, seed=7)
+    model = build_model(game, config)
+    for obs in hands[:GRID]:
+        model.observe(obs)
+    fresh = build_model(game, dataclasses.replace(config, change_hazard=0.0))
+    for obs in hands[GRID:]:
+        model.observe(obs)
+        fresh.observe(obs)
+    run = model._bank.runs[model._bank.starts.index(GRID)]
+    for p in range(game.num_players):
+        np.testing.assert_array_equal(run.models_profile(p), fresh.models_profile(p))
+        np.testing.assert_array_equal(run._mixture[p].weights(1), fresh._mixture[p].weights(1))
 
 
 def test_the_types_are_the_informed_prior_at_eta_and_at_weak_eta():

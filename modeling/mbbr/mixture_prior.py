@@ -28,7 +28,9 @@ typed prior leaves them out too), but not out of the means: each type's mean is 
 posterior given every hand, the informed and uninformed types' their incremental CVB0 fits
 (``dirichlet.py``), the card-blind type's the exact conjugate counts of every move seen
 (its likelihood does not depend on the cards). The opponent's model is the mixture's posterior
-mean, sum_k w_k x mean_k.
+mean, sum_k w_k x mean_k, kept hand by hand (one kernel call) on the rows the types tell apart:
+those of the hands seen (elsewhere it is the prior mean, the informed fit's), every row with the
+card-blind type.
 
 The eta mixture (``Prior.ETA_MIXTURE``) is the same computation over two types:
 the informed prior at eta and at ``MBBRConfig.weak_eta``, prior weights ``ETA_WEIGHTS``. It lets
@@ -40,14 +42,18 @@ the opponent's play scatters away from the mean, the strong one when it stays ne
 
 from __future__ import annotations
 
+import copy
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numba import njit
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.mbbr._limit_kernels import normalise_rows
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 from oppmodel.modeling.mbbr.evidence import Evidence
-from oppmodel.modeling.mbbr.priors import UNINFORMED_ALPHA, mixed_distributions
+from oppmodel.modeling.mbbr.priors import UNINFORMED_ALPHA
 from oppmodel.modeling.mbbr.snapshot import take
 
 TYPES = ("informed", "uninformed", "card-blind")
@@ -58,134 +64,175 @@ ETA_WEIGHTS = (0.5, 0.5)
 
 class MixturePrior:
     """The type weights, the second (uninformed or weak-eta) and card-blind types' posteriors and
-    the mixture means for the opponents of one position (the first type's posterior, informed,
-    is the model's own)."""
+    the mixture means (``profile``) for the opponents of one position (the first type's
+    posterior, informed, is the model's own)."""
 
     def __init__(
         self,
         game: LimitGame,
         informed_alpha0: np.ndarray,
         seats: Sequence[int] | np.ndarray,
-        default_strategy: np.ndarray,
+        informed: np.ndarray,
         weak_alpha0: np.ndarray | None = None,
     ) -> None:
         """``informed_alpha0``: (n - 1, num_infosets, 3) the informed type's prior parameters
         (0 at illegal actions), the opponent at offset d in row d - 1; ``seats``: the position of
-        the opponent at each offset; ``default_strategy``: a profile to copy for the second
-        type's fit's own rows (only its opponents' rows are written); ``weak_alpha0``: None for
-        the type mixture (``TYPES``), else the eta mixture's (``ETA_TYPES``) weak type's prior
-        parameters, shaped as ``informed_alpha0``."""
-        self.game = game
+        the opponent at each offset; ``informed``: the informed fit's profile (at the prior);
+        ``weak_alpha0``: None for the type mixture (``TYPES``), else the eta mixture's
+        (``ETA_TYPES``) weak type's prior parameters, shaped as ``informed_alpha0``."""
         self.seats = np.asarray(seats, dtype=np.int64)
         self.informed_alpha0 = np.asarray(informed_alpha0, dtype=np.float64)
         legal = game.legal_mask[self.seats]
         self.card_blind = weak_alpha0 is None
-        self.prior_weights = TYPE_WEIGHTS if self.card_blind else ETA_WEIGHTS
+        self._log_prior = np.log(TYPE_WEIGHTS if self.card_blind else ETA_WEIGHTS)
         self.second_alpha0 = (
             np.where(legal, UNINFORMED_ALPHA, 0.0)
             if weak_alpha0 is None
             else np.asarray(weak_alpha0, dtype=np.float64)
         )
-        self.second = DirichletPosterior(self.second_alpha0, default_strategy.copy(), self.seats)
-        sizes = [len(game.infosets(int(q))) for q in self.seats]
-        self.sizes = np.array(sizes, dtype=np.int64)
+        self.second = DirichletPosterior(self.second_alpha0, informed.copy(), self.seats)
         # the decision node of each opponent's information sets (padding rows: node 0, unread)
         self.node_of = np.zeros(self.informed_alpha0.shape[:2], dtype=np.int64)
         self.blind_alpha0 = np.zeros((len(self.seats), game.num_nodes, 3))
-        for d_1, (q, size) in enumerate(zip(self.seats, sizes, strict=True)):
+        # the rows the types may tell apart (module docstring): marked, and listed per offset
+        marked, rows = np.zeros(self.node_of.shape, dtype=np.bool_), np.zeros_like(self.node_of)
+        for d_1, q in enumerate(self.seats):
+            size = len(game.infosets(int(q)))
             nodes = np.asarray(game.infoset_node[int(q)][:size], dtype=np.int64)
             self.node_of[d_1, :size] = nodes
             self.blind_alpha0[d_1, nodes] = np.where(legal[d_1, :size], UNINFORMED_ALPHA, 0.0)
+            marked[d_1, :size], rows[d_1, :size] = self.card_blind, np.arange(size)
+        self._at_prior = (informed.copy(), marked, rows)
+        self._start(informed, self.second)
+        _mix_rows(*self._args[7:])
+        self._at_prior = (self.profile.copy(), marked, rows)
+
+    def _start(self, informed: np.ndarray, second: DirichletPosterior) -> None:
+        """No hand seen: the counts, the types' log evidence, prior weights and the means at the
+        prior, beside the informed fit of profile ``informed`` and the second type's fit."""
+        self.second, self.profile = second, self._at_prior[0].copy()
         self.blind = np.zeros_like(self.blind_alpha0)  # every move seen, per node
         self.revealed = np.zeros_like(self.informed_alpha0)  # moves seen with the mover's cards
         # log marginal likelihood of the revealed moves under each type, by the chain rule
-        self.log_evidence = np.zeros((len(self.seats), len(self.prior_weights)))
-        self.version = 0
-        self._weights: list[np.ndarray | None] = [None] * len(self.seats)
+        self.log_evidence = np.zeros((len(self.seats), len(self._log_prior)))
+        self._weights = np.zeros_like(self.log_evidence)
+        _weigh(self._log_prior, self.log_evidence, self._weights)
+        marked, rows = self._at_prior[1].copy(), self._at_prior[2].copy()
+        self._args = (  # the kernels' (``_observe``; ``_mix_rows`` from the 8th)
+            self.informed_alpha0, self.second_alpha0, self.revealed,
+            np.zeros_like(self.blind_alpha0), self.log_evidence, self._log_prior, marked, rows,
+            marked.sum(axis=1), self.seats, self._weights, informed, second.profile,
+            self.card_blind, self.blind_alpha0, self.blind, self.node_of, self.profile,
+        )  # fmt: skip
+
+    def at_prior(self, informed: np.ndarray) -> MixturePrior:
+        """A mixture like this one at the prior, beside the informed fit of profile ``informed``
+        (at the prior): cheaper than building one (change detection opens one every few hands)."""
+        fresh = copy.copy(self)
+        fresh._start(informed, self.second.at_prior())
+        return fresh
 
     def observe(self, key: object, evidence: Evidence, evidence_of: Callable) -> None:
-        """Add one hand (already added to the informed fit) to the other types and to the
-        revealed moves."""
+        """Add one hand (already added to the informed fit) to the other types, the revealed
+        moves, the weights and the mixture means."""
         self.second.observe(key, evidence_of)
-        for d_1, i, a in evidence.rows[0]:
-            node = self.node_of[d_1, i]
-            if evidence.revealed[d_1]:
-                self._add_revealed(d_1, i, node, a)
-            self.blind[d_1, node, a] += 1.0
-        self._weights = [None] * len(self.seats)
-        self.version += 1
-
-    def _add_revealed(self, d_1: int, i: int, node: int, a: int) -> None:
-        """Count a revealed move, adding its predictive log probability given the revealed
-        moves before it to each type's log evidence."""
-        by_node = self._revealed_by_node(d_1, node)
-        rows = (
-            (self.informed_alpha0[d_1, i], self.revealed[d_1, i]),
-            (self.second_alpha0[d_1, i], self.revealed[d_1, i]),
-            (self.blind_alpha0[d_1, node], by_node),
-        )
-        for k, (alpha, counts) in enumerate(rows[: len(self.prior_weights)]):
-            self.log_evidence[d_1, k] += np.log(
-                (alpha[a] + counts[a]) / (alpha.sum() + counts.sum())
-            )
-        self.revealed[d_1, i, a] += 1.0
-
-    def _revealed_by_node(self, d_1: int, node: int) -> np.ndarray:
-        """(3,) the revealed moves at ``node``, summed over the private cards."""
-        return self.revealed[d_1][self.node_of[d_1] == node].sum(axis=0)
+        _observe(evidence.rows[0], evidence.revealed, evidence.entries, *self._args)
 
     def weights(self, d: int) -> np.ndarray:
         """Posterior probability of each type (``TYPES``, or ``ETA_TYPES``) of the opponent at
         offset ``d`` given its revealed moves."""
-        cached = self._weights[d - 1]
-        if cached is None:
-            cached = self._weights[d - 1] = self._posterior_weights(d - 1)
-        return cached
-
-    def _posterior_weights(self, d_1: int) -> np.ndarray:
-        log_posterior = np.log(self.prior_weights) + self.log_evidence[d_1]
-        weights = np.exp(log_posterior - log_posterior.max())
-        return weights / weights.sum()
-
-    def mean(self, d: int, informed: np.ndarray) -> np.ndarray:
-        """The mixture's posterior mean (num_infosets, 3) of the opponent at offset ``d``, given
-        the informed type's posterior mean ``informed``."""
-        w = self.weights(d)
-        size = self.sizes[d - 1]
-        out = w[0] * informed + w[1] * self.second.mean(d)
-        if self.card_blind:
-            blind = self.blind_alpha0[d - 1] + self.blind[d - 1]
-            blind /= np.maximum(blind.sum(axis=1, keepdims=True), 1.0)  # nodes of others: 0
-            out[:size] += w[2] * blind[self.node_of[d - 1, :size]]
-        out[size:] = informed[size:]
-        return mixed_distributions(out)
+        return self._weights[d - 1].copy()
 
     def state(self) -> dict[str, np.ndarray]:
         """What the observations changed, besides the second type's fit's own state: the
         revealed moves, the card-blind counts and the types' log evidence."""
-        return {
-            "revealed": self.revealed.copy(),
-            "blind": self.blind.copy(),
-            "log_evidence": self.log_evidence.copy(),
-        }
+        return {name: getattr(self, name).copy() for name in ("revealed", "blind", "log_evidence")}
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
-        """Set ``state()``'s arrays; SnapshotError if they do not fit."""
-        revealed = take(state, "revealed", "f8", self.revealed.shape)
-        blind = take(state, "blind", "f8", self.blind.shape)
-        log_evidence = take(state, "log_evidence", "f8", self.log_evidence.shape)
-        self.revealed, self.blind, self.log_evidence = revealed, blind, log_evidence
-        self._weights = [None] * len(self.seats)
-        self.version += 1
+        """Set ``state()``'s arrays in a mixture at the prior whose second type's fit is
+        restored already; SnapshotError if they do not fit."""
+        arrays = [take(state, name, "f8", a.shape) for name, a in self.state().items()]
+        self.revealed[:], self.blind[:], self.log_evidence[:] = arrays
+        for d_1, nodes in enumerate(self.node_of):  # the revealed moves per node
+            np.add.at(self._args[3][d_1], nodes, self.revealed[d_1])
+        _weigh(self._log_prior, self.log_evidence, self._weights)
+        if not self.card_blind:  # the rows of the hands seen: the second fit's classes'
+            _mark(self.second.state()[1]["entries"], *self._args[6:9])
+        _mix_rows(*self._args[7:])
 
     def nbytes(self) -> int:
         """Bytes of the arrays held, the second type's fit's included."""
-        arrays = (
-            self.informed_alpha0,
-            self.second_alpha0,
-            self.node_of,
-            self.blind_alpha0,
-            self.blind,
-            self.revealed,
-        )
-        return sum(a.nbytes for a in arrays) + self.second.nbytes()
+        arrays = [a for a in self._args if isinstance(a, np.ndarray)]
+        return sum(a.nbytes for a in (*arrays, *self._at_prior)) + self.second.nbytes()
+
+
+@njit(cache=True)
+def _observe(
+    moves, revealed, entries, informed_alpha0, second_alpha0, counts, by_node, log_evidence,
+    log_prior, marked, rows, num_rows, seats, weights, informed, second, card_blind,
+    blind_alpha0, blind, node_of, out,
+):  # fmt: skip
+    """A hand's opponent moves ``moves`` (``Evidence.rows[0]``): each revealed one's predictive
+    log probability given the revealed moves before it added to each type's log evidence, then
+    counted (``counts`` per information set, ``by_node`` per node); every move counted in
+    ``blind``; the weights; the hand's rows marked (eta mixture); then ``_mix_rows``."""
+    for j in range(moves.shape[0]):
+        d, i, a = moves[j, 0], moves[j, 1], moves[j, 2]
+        node = node_of[d, i]
+        if revealed[d]:  # the types' (alpha, revealed counts) here, in the order of the weights
+            types = (informed_alpha0[d, i], counts[d, i], second_alpha0[d, i], counts[d, i],
+                    blind_alpha0[d, node], by_node[d, node])  # fmt: skip
+            for k in range(log_prior.shape[0]):
+                alpha, seen = types[2 * k], types[2 * k + 1]
+                log_evidence[d, k] += math.log((alpha[a] + seen[a]) / (alpha.sum() + seen.sum()))
+            counts[d, i, a] += 1.0
+            by_node[d, node, a] += 1.0
+        blind[d, node, a] += 1.0
+    _weigh(log_prior, log_evidence, weights)
+    if not card_blind:
+        _mark(entries, marked, rows, num_rows)
+    _mix_rows(rows, num_rows, seats, weights, informed, second, card_blind, blind_alpha0, blind,
+              node_of, out)  # fmt: skip
+
+
+@njit(cache=True)
+def _weigh(log_prior, log_evidence, weights):
+    """Each offset's posterior type weights from its log evidence."""
+    for d in range(log_evidence.shape[0]):
+        log_posterior = log_prior + log_evidence[d]
+        weights[d] = np.exp(log_posterior - log_posterior.max())
+        weights[d] /= weights[d].sum()
+
+
+@njit(cache=True)
+def _mark(entries, marked, rows, num_rows):
+    """Mark and list the rows of ``entries`` (flat indices into (n - 1, num_infosets, 3))."""
+    num_infosets = marked.shape[1]
+    for e in entries.ravel():
+        d, i = divmod(e // 3, num_infosets)
+        if not marked[d, i]:
+            marked[d, i] = True
+            rows[d, num_rows[d]] = i
+            num_rows[d] += 1
+
+
+@njit(cache=True)
+def _mix_rows(
+    rows, num_rows, seats, weights, informed, second, card_blind, blind_alpha0, blind, node_of,
+    out,
+):  # fmt: skip
+    """out's listed rows: the types' means weighed, each row divided by its own sum
+    (``normalise_rows``); the card-blind type's mean is its node's counts'."""
+    x = np.empty((2, 3))  # the row, and the card-blind type's counts
+    for d in range(rows.shape[0]):
+        q, w = seats[d], weights[d]
+        for i in rows[d, : num_rows[d]]:
+            for a in range(3):
+                x[0, a] = w[0] * informed[q, i, a] + w[1] * second[q, i, a]
+            if card_blind:
+                for a in range(3):
+                    x[1, a] = blind_alpha0[d, node_of[d, i], a] + blind[d, node_of[d, i], a]
+                scale = max(x[1, 0] + x[1, 1] + x[1, 2], 1.0)  # 0 at the nodes of others
+                for a in range(3):
+                    x[0, a] += w[2] * (x[1, a] / scale)
+            normalise_rows(x[:1], out[q, i : i + 1])

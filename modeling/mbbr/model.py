@@ -82,7 +82,7 @@ class DirichletModel(MBBRModel):
                     game,
                     alpha[seats[p]],
                     seats[p],
-                    self.default_strategy,
+                    self._dirichlet[p].profile,
                     None if weak is None else weak[seats[p]],
                 )
                 for p in range(n)
@@ -94,8 +94,8 @@ class DirichletModel(MBBRModel):
         """Nothing to refuse: the tables are sized by the game and the distinct observations."""
 
     def _models_profile(self, p: int) -> np.ndarray:
-        if self._types is None and self._mixture is None:  # kept up to date, hand by hand
-            return self._dirichlet[p].profile
+        if self._types is None:  # kept up to date, hand by hand
+            return (self._dirichlet if self._mixture is None else self._mixture)[p].profile
         return super()._models_profile(p)
 
     def _update(self, p: int, obs: LimitObservation) -> None:
@@ -107,7 +107,8 @@ class DirichletModel(MBBRModel):
                     self._types[p].observe_revealed(int(d_1) + 1, int(i), int(a))
                     self._type_versions[p] += 1
         if applied and self._mixture is not None:
-            self._mixture[p].observe(obs, self._evidence_of(obs), lambda: self._evidence_of(obs))
+            evidence = self._evidence_of(obs)
+            self._mixture[p].observe(obs, evidence, lambda: evidence)
             self._type_versions[p] += 1
 
     def _version(self, p: int) -> int:
@@ -120,7 +121,7 @@ class DirichletModel(MBBRModel):
         if self._types is not None:
             return self._types[p].mean(d, posterior.alpha[d - 1]), least_seen
         if self._mixture is not None:
-            return self._mixture[p].mean(d, posterior.mean(d)), least_seen
+            return self._mixture[p].profile[(p + d) % self.game.num_players], least_seen
         return posterior.mean(d), least_seen
 
     def opponent_counts(self) -> np.ndarray:
@@ -192,14 +193,7 @@ class DirichletModel(MBBRModel):
         fresh = [post.at_prior() for post in self._dirichlet]
         types = self._types and [TypedPrior(t.clipped, t.support, t.legal) for t in self._types]
         mixture = self._mixture and [
-            MixturePrior(
-                self.game,
-                m.informed_alpha0,
-                m.seats,
-                self.default_strategy,
-                None if m.card_blind else m.second_alpha0,
-            )
-            for m in self._mixture
+            m.at_prior(f.profile) for m, f in zip(self._mixture, fresh, strict=True)
         ]
         return fresh, types, mixture
 
@@ -217,9 +211,9 @@ class DirichletModel(MBBRModel):
             if types is not None:
                 types[p].restore(state)
             if mixture is not None:
-                mixture[p].restore(state)
                 second = {k[2:]: a for k, a in state.items() if k.startswith("u.")}
                 self._restore_posterior(mixture[p].second, p, second)
+                mixture[p].restore(state)
         self._dirichlet, self._types, self._mixture = fresh, types, mixture
         self._type_versions = [0] * n
 

@@ -54,6 +54,19 @@ def best_response(ints, floats, profile, player, strategy):
     return value
 
 
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's private flag, not in its stubs
+def move_into(tree, node):
+    """``(mover, round, base, action)``: the move that leads to ``node`` (not the root), with the
+    mover's first information set in that round; what a forward sweep reads per node."""
+    parent = tree.node_parent[node]
+    return (
+        tree.node_player[parent],
+        tree.node_round[parent],
+        tree.node_base[parent],
+        tree.node_action[node],
+    )
+
+
 @njit(cache=True)
 def expected_values(tree, profile):
     """Sum over deals of each position's payoff, weighted by everyone's reach probability.
@@ -68,12 +81,8 @@ def expected_values(tree, profile):
     reach[0, :] = 1.0
     ev = np.zeros(n)
     for node in range(1, tree.node_player.shape[0]):
-        parent = tree.node_parent[node]
+        p, r, base, a = move_into(tree, node)
         k = tree.node_depth[node]
-        p = tree.node_player[parent]
-        r = tree.node_round[parent]
-        base = tree.node_base[parent]
-        a = tree.node_action[node]
         for d in range(num_deals):
             reach[k, d] = reach[k - 1, d] * profile[p, base + tree.deal_view[r, d, p], a]
         t = tree.node_terminal[node]
@@ -222,12 +231,8 @@ def fixed_others_leaf_values(tree, profile, player, deal_column, out):
     reach = np.empty((tree.max_depth + 1, num_deals))
     reach[0, :] = 1.0
     for node in range(1, tree.node_player.shape[0]):
-        parent = tree.node_parent[node]
+        p, r, base, a = move_into(tree, node)
         k = tree.node_depth[node]
-        p = tree.node_player[parent]
-        r = tree.node_round[parent]
-        base = tree.node_base[parent]
-        a = tree.node_action[node]
         if p == player:
             for d in range(num_deals):
                 reach[k, d] = reach[k - 1, d]
@@ -258,10 +263,7 @@ def own_strategy_value(tree, strategy, player, views, leaf, reach, own_reach):
     value = 0.0
     for node in range(1, tree.node_player.shape[0]):
         parent = tree.node_parent[node]
-        p = tree.node_player[parent]
-        r = tree.node_round[parent]
-        base = tree.node_base[parent]
-        a = tree.node_action[node]
+        p, r, base, a = move_into(tree, node)
         if p == player:
             for c in range(num_columns):
                 i = base + views[r, c]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from oppmodel.modeling.evaluation._limit_kernels import sweep, unpack_tree
+from oppmodel.modeling.evaluation._limit_kernels import move_into, sweep, unpack_tree
 
 NUM_ACTIONS = 3
 
@@ -233,12 +233,8 @@ def _opponent_sequences(tree, taus, opponents, deals):
         reach[i, 0] = 1.0
         done[i, 0] = True
     for node in range(1, tree.node_player.shape[0]):
-        parent = tree.node_parent[node]
+        q, rnd, base, a = move_into(tree, node)
         depth = tree.node_depth[node]
-        q = tree.node_player[parent]
-        rnd = tree.node_round[parent]
-        base = tree.node_base[parent]
-        a = tree.node_action[node]
         last[depth] = last[depth - 1]
         for i in range(m):
             if opponents[i] != q:

@@ -78,7 +78,7 @@ class MBBRConfig:
     informed prior at eta 4 and the sample posterior; the defaults here are the Dirichlet
     posterior and the informed prior: ``posterior="samples"`` is the paper's;
     ``prior="eta-mixture"`` chooses eta per opponent and learns more in games of many rarely met
-    information sets, at about 1.3x the hand cycle's CPU time (its weak type is a second fit):
+    information sets, at 1.3-1.6x the hand cycle's CPU time (its weak type is a second fit):
     experiments/RESULTS.md, "The eta mixture").
 
     The choice fields take a member or its name; a name is stored as its member. Nothing is

@@ -14,7 +14,7 @@ import pytest
 
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr import snapshot
-from oppmodel.modeling.mbbr.change import GRID, MAX_RUNS, ChangeDetectingModel
+from oppmodel.modeling.mbbr.change import GRID, MAX_RUNS, ChangeDetectingModel, _logaddexp
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import (
     DirichletModel,
@@ -65,7 +65,7 @@ def test_hazard_zero_is_the_plain_model_and_a_hazard_a_bank_of_plain_runs(poster
     assert type(build_model(game, config)) is plain
     model = build_model(game, dataclasses.replace(config, change_hazard=1e-3))
     assert isinstance(model, ChangeDetectingModel)
-    (run,) = model._bank.runs
+    (run,) = model.runs
     assert type(run) is plain
     assert run.config.change_hazard == 0.0 and math.isinf(run.config.safety_budget)
 
@@ -89,7 +89,7 @@ def test_a_run_opened_mid_match_learns_as_a_model_built_then(posterior, prior):
     for obs in hands[GRID:]:
         model.observe(obs)
         fresh.observe(obs)
-    run = model._bank.runs[model._bank.starts.index(GRID)]
+    run = model.runs[model.starts.index(GRID)]
     assert run.hands_observed == fresh.hands_observed == GRID
     _, ours = run.snapshot_parts()
     _, theirs = fresh.snapshot_parts()
@@ -136,12 +136,23 @@ def test_run_weights_equal_the_exact_recursion_by_enumeration():
     assert list(got) == list(mass)
     for start, m in mass.items():
         assert got[start] == pytest.approx(float(m / total), rel=1e-9, abs=1e-300)
-    for run, start in zip(model._bank.runs, model._bank.starts, strict=True):
+    for run, start in zip(model.runs, model.starts, strict=True):
         again = build_model(game, plain)
         for obs in hands[start:]:
             again.observe(obs)
         for p in range(2):
             np.testing.assert_array_equal(run.models_profile(p), again.models_profile(p))
+
+
+def test_the_banks_logaddexp_gives_numpys_bits():
+    """The bank keeps its log masses as Python floats; their normalisation must give the bits
+    ``np.logaddexp`` gave when they were arrays (snapshots written then restore into this code)."""
+    rng = np.random.default_rng(3)
+    values = [*rng.normal(0.0, 30.0, 200), 0.0, -0.0, -math.inf, math.log(1e-4), -20.7]
+    for x in values:
+        for y in values[::7]:
+            assert _logaddexp(x, y) == np.logaddexp(x, y), (x, y)
+            assert _logaddexp(y, x) == np.logaddexp(y, x), (y, x)
 
 
 def test_restore_then_observe_equals_observe_all():

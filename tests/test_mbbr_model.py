@@ -41,7 +41,7 @@ def test_the_factory_builds_the_class_of_the_posterior(posterior, cls):
     assert type(model) is cls and model.config.posterior is Posterior(posterior)
     model = build_model(KUHN3P, MBBRConfig(posterior=posterior, change_hazard=1e-3))
     assert type(model) is ChangeDetectingModel
-    assert type(model._bank.model) is cls and model._bank.model.config.change_hazard == 0.0
+    assert type(model._playing) is cls and model._playing.config.change_hazard == 0.0
 
 
 def test_a_class_refuses_another_posterior_naming_the_field():

@@ -35,20 +35,17 @@ def update_joint2(weights, out, a, bt, scale, floor, row, col):
     ``weights`` holds the previous unnormalised weights; ``scale`` = 1 / their total renormalises
     them on the fly, and no normalised weight may fall below ``floor``. Writes the new unnormalised
     weights into ``out`` (``weights`` is left as it was, so a step that must be refused costs no
-    copy) and their row and column sums; returns (total, sum of squares). No fastmath: a
-    reordered sum depends on the arrays' alignment, and a restored session must give the bits a
-    fresh replay gives.
+    copy) and their row and column sums; returns the total. No fastmath: a reordered sum depends
+    on the arrays' alignment, and a restored session must give the bits a fresh replay gives; a
+    row is summed in four interleaved partial sums, written out, so the order is the code's.
     """
     k2, k3 = weights.shape
     r = a.shape[1]
     z = np.empty(k3)
-    for j in range(k3):
-        col[j] = 0.0
+    col[:] = 0.0
     total = 0.0
-    sumsq = 0.0
     for i in range(k2):
-        for j in range(k3):
-            z[j] = 0.0
+        z[:] = 0.0
         for c in range(r):
             aic = a[i, c]
             for j in range(k3):
@@ -57,14 +54,18 @@ def update_joint2(weights, out, a, bt, scale, floor, row, col):
             v = max(weights[i, j] * scale, floor) * z[j]
             out[i, j] = v
             col[j] += v
-        acc = 0.0
-        for j in range(k3):  # the sums in order, so every run gives the same bits
-            v = out[i, j]
-            acc += v
-            sumsq += v * v
-        row[i] = acc
-        total += acc
-    return total, sumsq
+        s0 = s1 = s2 = s3 = 0.0
+        tail = k3 - k3 % 4
+        for j in range(0, tail, 4):
+            s0 += out[i, j]
+            s1 += out[i, j + 1]
+            s2 += out[i, j + 2]
+            s3 += out[i, j + 3]
+        for j in range(tail, k3):
+            s0 += out[i, j]
+        row[i] = (s0 + s1) + (s2 + s3)
+        total += row[i]
+    return total
 
 
 @njit(cache=True)
@@ -90,26 +91,20 @@ def write_choices(strategy, rows, choice):
 
 
 @njit(cache=True)
-def sample_mean(marginal, tau, out):
-    """out[i, a] = sum over samples s of marginal[s] tau[s, i, a], each row then divided by its
-    sum (``priors.mixed_distributions``): an opponent's posterior-mean strategy (Alg 5)."""
-    out[:] = 0.0
-    for s in range(tau.shape[0]):
-        w = marginal[s]
-        if w == 0.0:
-            continue
-        for i in range(tau.shape[1]):
-            for a in range(tau.shape[2]):
-                out[i, a] += w * tau[s, i, a]
-    normalise_rows(out, out)
-
-
-@njit(cache=True)
 def sample_means(marginals, taus, seats, profile):
-    """:func:`sample_mean` of every opponent d (marginal ``marginals[d - 1]``, samples
-    ``taus[d - 1]``) into its row ``profile[seats[d - 1]]``."""
-    for i in range(seats.shape[0]):
-        sample_mean(marginals[i], taus[i], profile[seats[i]])
+    """Every opponent's posterior-mean strategy (Alg 5) into its row ``profile[seats[d - 1]]``:
+    the sum over samples s of ``marginals[d - 1, s] taus[d - 1, s]``, each row then divided by
+    its sum (``priors.mixed_distributions``)."""
+    for d_1 in range(seats.shape[0]):
+        out, tau = profile[seats[d_1]], taus[d_1]
+        out[:] = 0.0
+        for s in range(tau.shape[0]):
+            w = marginals[d_1, s]
+            if w != 0.0:
+                for i in range(tau.shape[1]):
+                    for a in range(tau.shape[2]):
+                        out[i, a] += w * tau[s, i, a]
+        normalise_rows(out, out)
 
 
 @njit(cache=True)
@@ -122,7 +117,7 @@ def observe_pair(taus, rows, weights, out, scale, floor, marginals):
     a, bt = np.empty((k, m)), np.empty((m, k))
     g = pair_factors(taus[0], taus[1], rows, a, bt)
     row, col = marginals[0], marginals[1]
-    total, _ = update_joint2(weights, out, a[:, :g], bt[:g], scale, floor, row, col)
+    total = update_joint2(weights, out, a[:, :g], bt[:g], scale, floor, row, col)
     if total != 0.0:  # (a hand of probability 0 is refused by the caller)
         for s in range(k):
             marginals[0, s] = marginals[0, s] / total

@@ -1,18 +1,9 @@
-"""MBBR for any compiled ACPC limit game: ``MBBRModel``, what every posterior shares (the
-posteriors' classes and ``build_model`` are in ``model.py``; docs/modeling.md describes the
-options).
-
-Ganzfried, Wang & Chiswick 2024, Alg 2-5: one posterior per our position over the strategies of
-the opponents at each seat offset, fed with what our seat saw of each finished hand (hidden cards
-summed out exactly); the default strategy for the first H hands, then the response. ``mean``: the
-best response to the posterior-mean models (for the Dirichlet posterior also the Bayesian
-response: its product of Dirichlets is independent across information sets, and a sequence meets
-each information set once); ``bayes`` (samples): the best response to the posterior expectation
-of the opponents' joint reach. A response is solved lazily, one hole of ours at a time (an
-information set's best action depends only on the deals of its hole cards), once per change of
-the posterior. With a finite ``config.safety_budget`` what is played is mixed with the default
-as far as ``safety.py``'s bankroll allows; with ``config.change_hazard`` > 0 the model is
-``change.ChangeDetectingModel``.
+"""``MBBRModel``: what every posterior of MBBR shares in a compiled limit game (Ganzfried, Wang &
+Chiswick 2024, Alg 2-5; the posteriors and ``build_model`` are in ``model.py``, the options in
+docs/modeling.md): the default strategy for the first H hands, then the best response to the
+posterior, solved lazily one hole of ours at a time (an information set's best action depends
+only on the deals of its hole cards) once per change of the posterior; with a finite
+``config.safety_budget`` mixed with the default as far as ``safety.py``'s bankroll allows.
 """
 
 from __future__ import annotations
@@ -32,8 +23,8 @@ from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
-from oppmodel.modeling.mbbr.evidence import Evidence, consistent_deals, hand_evidence
-from oppmodel.modeling.mbbr.holes import hole_split
+from oppmodel.modeling.mbbr.evidence import Evidence, hand_evidence
+from oppmodel.modeling.mbbr.holes import HoleSplit, hole_split
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import (
     profile_or_default,
@@ -125,7 +116,6 @@ class MBBRModel(abc.ABC):
         )
         self.hands_observed = 0
         self._holes = hole_split(game)
-        self._hole_index: dict[tuple[int, str | None], int] = {}  # (p, its cards) -> its hole
         self._evidence = {} if evidence is None else evidence
         self._profiles: dict[int, tuple[int, np.ndarray]] = {}  # p -> (version, models profile)
         self._lazy: dict[tuple[int, Response], _LazyResponse] = {}
@@ -146,8 +136,6 @@ class MBBRModel(abc.ABC):
         )
         self._build_posterior()
 
-    # --- what a posterior implements -------------------------------------------------------------
-
     @classmethod
     def _check_config(cls, config: MBBRConfig) -> None:
         """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for
@@ -167,9 +155,8 @@ class MBBRModel(abc.ABC):
         """ResourceExhaustedError if the posterior's tables would exceed its limit."""
 
     @abc.abstractmethod
-    def _update(self, p: int, obs: LimitObservation) -> None:
-        """Bayes-update the posterior of position ``p`` with a hand (validated by
-        :meth:`_evidence_of` the first time it is seen)."""
+    def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
+        """Bayes-update the posterior of position ``p`` with a validated hand and its evidence."""
 
     @abc.abstractmethod
     def _version(self, p: int) -> int:
@@ -198,11 +185,9 @@ class MBBRModel(abc.ABC):
         self._build_posterior()
 
     def _fresh_run(self) -> MBBRModel:
-        """A model like this one at the prior, no hands seen, sharing what hands never change
-        (the game's tables, the profiles, the evidence cache, the scratch arrays of one call):
-        change detection opens one every
-        ``change.GRID`` hands, and building one anew costs more than the hands between. Only
-        for a model without a safety bankroll (a run's)."""
+        """A model like this one at the prior, sharing what hands never change (change detection
+        opens one every ``change.GRID`` hands: building one costs more than the hands between).
+        Only for a model without a safety bankroll (a run's)."""
         run = copy.copy(self)
         run.hands_observed = 0
         run._profiles, run._lazy = {}, {}
@@ -217,8 +202,6 @@ class MBBRModel(abc.ABC):
             *self._holes.packed[p][h], self._models_profile(p), p, self._sweep_scratch,
             self._choice, self._holes.infosets_of_hole[p][h], strategy,
         )  # fmt: skip
-
-    # --- observing -------------------------------------------------------------------------------
 
     def observe(self, obs: LimitObservation) -> None:
         """Bayes-update the posterior of our position in ``obs`` with what that seat saw.
@@ -236,12 +219,12 @@ class MBBRModel(abc.ABC):
             raise
         p = obs.position
         self.game.check_position(p)
+        evidence = self._evidence_of(obs)  # validates
         if self._safety is not None:  # book the hand as played, before the posterior moves
-            evidence = self._evidence_of(obs)  # validates
-            hole = self._hole_of(p, obs)
+            hole = int(self._holes.hole_of_deal[p][evidence.deal])
             candidate, stamp = self._candidate_rows(p, hole)
             self._safety.record(obs, hole, candidate, stamp, evidence, self._models_profile(p))
-        self._update(p, obs)
+        self._update(p, obs, evidence)
         self.hands_observed += 1
 
     def _evidence_of(self, obs: LimitObservation) -> Evidence:
@@ -253,8 +236,6 @@ class MBBRModel(abc.ABC):
             if len(self._evidence) < MAX_CACHED_EVIDENCE:
                 self._evidence[obs] = evidence
         return evidence
-
-    # --- models and responses --------------------------------------------------------------------
 
     @property
     def run_start(self) -> int:
@@ -362,15 +343,6 @@ class MBBRModel(abc.ABC):
         h = int(self._holes.hole_of_infoset[our_position][infoset])
         return self._safety.policy(our_position, h, *self._candidate_rows(our_position, h))[1]
 
-    def _hole_of(self, p: int, obs: LimitObservation) -> int:
-        """The hole index (``hole_split``) of position ``p``'s cards in a validated ``obs``."""
-        key = (p, obs.hole[p])
-        hole = self._hole_index.get(key)
-        if hole is None:
-            deal = consistent_deals(self.game, obs)[0]
-            hole = self._hole_index[key] = int(self._holes.hole_of_deal[p][deal])
-        return hole
-
     def _candidate_rows(self, p: int, h: int) -> tuple[np.ndarray | None, object]:
         """The unconstrained policy's rows at hole ``h`` of position ``p`` (None for the default,
         the first H hands; then the response, solving that hole only) and a stamp that changes
@@ -385,18 +357,16 @@ class MBBRModel(abc.ABC):
         """What the agent plays at one information set (as :meth:`policy`, but solving only the
         deals of that information set's hole cards, once per change of the posterior)."""
         self._check_infoset(our_position, infoset)
-        if self._safety is None:
-            if self.hands_observed < self.config.hands_default:
-                return self.default_strategy[our_position, infoset].copy()
-            lazy = self._response_of(our_position, None)
-            self._ensure(
-                our_position, lazy, int(self._holes.hole_of_infoset[our_position][infoset])
-            )
-            return lazy.strategy[infoset].copy()
         h = int(self._holes.hole_of_infoset[our_position][infoset])
-        rows = self._holes.infosets_of_hole[our_position][h]
-        played, _ = self._safety.policy(our_position, h, *self._candidate_rows(our_position, h))
-        return played[int(np.searchsorted(rows, infoset))].copy()
+        if self._safety is not None:
+            rows = self._holes.infosets_of_hole[our_position][h]
+            played = self._safety.policy(our_position, h, *self._candidate_rows(our_position, h))
+            return played[0][int(np.searchsorted(rows, infoset))].copy()
+        if self.hands_observed < self.config.hands_default:
+            return self.default_strategy[our_position, infoset].copy()
+        lazy = self._response_of(our_position, None)
+        self._ensure(our_position, lazy, h)
+        return lazy.strategy[infoset].copy()
 
     def _check_infoset(self, our_position: int, infoset: int) -> None:
         game = self.game
@@ -415,33 +385,22 @@ class MBBRModel(abc.ABC):
         version = self._version(p)
         lazy = self._lazy.get((p, kind))
         if lazy is None:
-            holes = len(self._holes.subtrees[p])
-            strategy = np.zeros((self.game.num_infosets, NUM_ACTIONS))
-            strategy[len(self.game.infosets(p)) :, CALL] = 1.0  # padding
-            lazy = self._lazy[(p, kind)] = _LazyResponse(
-                kind, version, strategy, np.full(holes, np.nan)
-            )
-        elif lazy.version != version:  # solved again hole by hole, in the same arrays
+            lazy = self._lazy[(p, kind)] = _LazyResponse(self.game, p, kind, self._holes)
+        if lazy.version != version:  # solved again hole by hole, in the same arrays
             lazy.values.fill(np.nan)
-            lazy = self._lazy[(p, kind)] = lazy._replace(version=version)
+            lazy.version = version
         return lazy
 
     def _ensure(self, p: int, lazy: _LazyResponse, h: int) -> None:
         if math.isnan(lazy.values[h]):
             lazy.values[h] = self._solve_hole(p, lazy.kind, h, lazy.strategy)
 
-    # --- snapshots (``snapshot.py``) --------------------------------------------------------------
-
     def snapshot(self) -> bytes:
-        """The model's state after the hands observed so far, as self-describing bytes in the
-        format of ``modeling/mbbr/snapshot.py``. The arrays, per position p: the posterior's
-        ``state()`` as ``p<p>.<name>`` (the Dirichlet posterior's distinct observations as
-        ``p<p>.key_position``, ``key_betting``, ``key_cards``; the typed and mixture priors'
-        ``state()`` beside it, the mixture's uninformed fit as ``p<p>.u.<name>``); with a safety
-        budget the bankroll's as ``safety.<name>``.
-
-        ``restore`` into a fresh model of the same game, configuration and prior mean, then
-        observing the later hands, gives exactly the posterior of observing them all."""
+        """The model's state after the hands observed so far, in the format of ``snapshot.py``:
+        per position p the posterior's ``state()`` as ``p<p>.<name>`` (the Dirichlet posterior's
+        observations as ``p<p>.key_position``, ``key_betting``, ``key_cards``; the typed and
+        mixture priors' beside it, the mixture's second fit as ``p<p>.u.<name>``); with a safety
+        budget the bankroll's as ``safety.<name>``."""
         return snapshot_format.encode(*self.snapshot_parts())
 
     def snapshot_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
@@ -491,8 +450,14 @@ class MBBRModel(abc.ABC):
         return array_bytes(arrays) + entries * ENTRY_BYTES + self._posterior_nbytes() + safety
 
 
-class _LazyResponse(NamedTuple):
-    kind: Response
-    version: int
-    strategy: np.ndarray  # (num_infosets, 3), filled hole by hole
-    values: np.ndarray  # (holes,) value summed over the hole's deals; NaN until solved
+class _LazyResponse:
+    """A response of one position, solved hole by hole for the posterior's ``version``."""
+
+    __slots__ = ("kind", "strategy", "values", "version")
+
+    def __init__(self, game: LimitGame, p: int, kind: Response, holes: HoleSplit) -> None:
+        self.kind = kind
+        self.version: int | None = None
+        self.strategy = np.zeros((game.num_infosets, NUM_ACTIONS))  # filled hole by hole
+        self.strategy[len(game.infosets(p)) :, CALL] = 1.0  # padding
+        self.values = np.full(len(holes.subtrees[p]), np.nan)  # per hole, over its deals

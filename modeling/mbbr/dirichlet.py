@@ -36,14 +36,10 @@ CONVERGE_TOLERANCE = 1e-9  # largest change of any expected count in the last sw
 
 
 class DirichletPosterior:
-    """Collapsed variational Dirichlet posterior over the strategies of the opponents of one
-    position, fitted incrementally (see the module docstring).
-
-    It keeps each opponent's posterior mean in the rows ``profile[seats[d - 1]]`` of a profile
-    the caller owns (the models profile of this position, ready for the response kernels), up to
-    date hand by hand; the caller's own row is never touched. The classes' tables are packed in
-    two arrays (``_dirichlet_kernels.dirichlet_tables``), so a hand is one kernel call.
-    """
+    """The posterior over the strategies of the opponents of one position (module docstring).
+    Each opponent's posterior mean is kept up to date, hand by hand, in its row
+    ``profile[seats[d - 1]]`` of a profile the caller owns (the models profile of the position);
+    the classes' tables are packed in two arrays, so a hand is one kernel call."""
 
     def __init__(
         self, alpha0: np.ndarray, profile: np.ndarray, seats: Sequence[int] | np.ndarray

@@ -23,7 +23,7 @@ class Evidence:
     (offset - 1, information set, action); every assignment has the same moves, at information
     sets that differ only where the mover's cards are hidden."""
 
-    terminal: int  # index of the terminal the betting ended at
+    deal: int  # the first deal (``game.deal_cards``) that agrees with every card seen
     rows: np.ndarray  # (m, L, 3) int64: m assignments, L opponent moves each
     revealed: tuple[bool, ...]  # per offset d - 1: the opponent's hole cards were seen
     # (m, L) int64: each move as one index into a flat (n - 1, num_infosets, 3) table
@@ -46,7 +46,7 @@ def hand_evidence(game: LimitGame, obs: LimitObservation) -> Evidence:
     )  # fmt: skip
     revealed = tuple(obs.hole[(p + d) % n] is not None for d in range(1, n))
     entries = (rows[:, :, 0] * game.num_infosets + rows[:, :, 1]) * NUM_ACTIONS + rows[:, :, 2]
-    return Evidence(terminal, rows, revealed, entries)
+    return Evidence(int(representatives[0]), rows, revealed, entries)
 
 
 @njit(cache=True)
@@ -63,13 +63,6 @@ def hand_likelihood(rows, position, profile):
             prob *= profile[(position + 1 + rows[r, j, 0]) % n, rows[r, j, 1], rows[r, j, 2]]
         total += prob
     return total
-
-
-def consistent_deals(game: LimitGame, obs: LimitObservation) -> np.ndarray:
-    """Indices of the deals (``game.deal_cards``) that agree with every card ``obs`` shows."""
-    known, _ = _known_cards(game, obs)
-    columns = np.flatnonzero(known >= 0)
-    return np.flatnonzero((game.deal_cards[:, columns] == known[columns]).all(axis=1))
 
 
 def _known_cards(game: LimitGame, obs: LimitObservation) -> tuple[np.ndarray, np.ndarray]:

@@ -17,14 +17,12 @@ from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr.base import MBBRModel
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
+from oppmodel.modeling.mbbr.evidence import Evidence
 from oppmodel.modeling.mbbr.memory import array_bytes
 from oppmodel.modeling.mbbr.mixture_prior import MixturePrior
 from oppmodel.modeling.mbbr.priors import create_samples, prior_alpha
 from oppmodel.modeling.mbbr.samples import MAX_JOINT_SAMPLES, SamplePosterior
-from oppmodel.modeling.mbbr.snapshot import (
-    SnapshotError,
-    take,
-)
+from oppmodel.modeling.mbbr.snapshot import SnapshotError, section, take
 from oppmodel.modeling.mbbr.typed_prior import TypedPrior, typed_priors
 from oppmodel.modeling.observation import (
     LimitObservation,
@@ -98,16 +96,14 @@ class DirichletModel(MBBRModel):
             return (self._dirichlet if self._mixture is None else self._mixture)[p].profile
         return super()._models_profile(p)
 
-    def _update(self, p: int, obs: LimitObservation) -> None:
-        applied = self._dirichlet[p].observe(obs, lambda: self._evidence_of(obs))
+    def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
+        applied = self._dirichlet[p].observe(obs, lambda: evidence)
         if applied and self._types is not None:
-            evidence = self._evidence_of(obs)
             for d_1, i, a in evidence.rows[0]:
                 if evidence.revealed[d_1]:
                     self._types[p].observe_revealed(int(d_1) + 1, int(i), int(a))
                     self._type_versions[p] += 1
         if applied and self._mixture is not None:
-            evidence = self._evidence_of(obs)
             self._mixture[p].observe(obs, evidence, lambda: evidence)
             self._type_versions[p] += 1
 
@@ -205,8 +201,7 @@ class DirichletModel(MBBRModel):
         n = self.game.num_players
         fresh, types, mixture = self._fresh_posterior()
         for p in range(n):
-            prefix = f"p{p}."
-            state = {k[len(prefix) :]: a for k, a in arrays.items() if k.startswith(prefix)}
+            state = section(arrays, f"p{p}.")
             self._restore_posterior(fresh[p], p, state)
             if types is not None:
                 types[p].restore(state)
@@ -262,15 +257,16 @@ class SampleModel(MBBRModel):
                 f"above the limit of {MAX_SAMPLE_BYTES:,}"
             )
 
-    def _update(self, p: int, obs: LimitObservation) -> None:
-        self._samples[p].observe(self._evidence_of(obs))
+    def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
+        self._samples[p].observe(evidence)
 
     def _version(self, p: int) -> int:
         return self._samples[p].version
 
     def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
         marginal = self._samples[p].marginals[d - 1]
-        return self._samples[p].mean(d), float(1.0 / np.dot(marginal, marginal))
+        model = self._models_profile(p)[(p + d) % self.game.num_players]
+        return model, float(1.0 / np.dot(marginal, marginal))
 
     def _write_models(self, p: int, profile: np.ndarray) -> None:
         self._samples[p].write_means(profile, self._seats[p])
@@ -282,8 +278,8 @@ class SampleModel(MBBRModel):
 
     def effective_sample_size(self, our_position: int) -> float:
         """1 / sum p(s)^2 of the joint posterior for our position."""
-        self.game.check_position(our_position, "our_position")
-        return self._samples[our_position].effective_sample_size()
+        posterior = self.posterior(our_position)
+        return float(1.0 / np.sum(posterior * posterior))
 
     def _solve_hole(self, p: int, kind: Response, h: int, strategy: np.ndarray) -> float:
         if kind == Response.MEAN:
@@ -313,10 +309,7 @@ class SampleModel(MBBRModel):
     def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
         fresh = [SamplePosterior(self.tau[p]) for p in range(self.game.num_players)]
         for p, posterior in enumerate(fresh):
-            prefix = f"p{p}."
-            posterior.restore(
-                {k[len(prefix) :]: a for k, a in arrays.items() if k.startswith(prefix)}
-            )
+            posterior.restore(section(arrays, f"p{p}."))
         self._samples = fresh
 
     def _posterior_nbytes(self) -> int:

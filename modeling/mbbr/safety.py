@@ -1,12 +1,10 @@
 """The safety bankroll: what learning costs against opponents who play the guard strategies is
 bounded by a budget ``B`` in the game's unit (``game.rate_unit``), after Ganzfried & Sandholm's
-"risk what you've won in expectation" (EC 2012), made exact per hypothesis.
+"risk what you've won in expectation" (EC 2012), made exact per hypothesis o (one guard of the
+set G per opponent seat offset; G: the default strategy, or N1-N3 in 3-player Kuhn).
 
-**Hypotheses.** A guard set G (default: the default strategy; 3-player Kuhn: N1, N2, N3); a
-hypothesis o assigns one guard to each opponent seat offset.
-
-**Bankroll.** bank(o) starts at 0 and gains B/1000 units a hand. Once our position and hole are
-known we play lambda * candidate + (1 - lambda) * default (candidate: MBBR's policy), lambda the
+**Bankroll.** bank(o) starts at 0 and gains B/1000 units a hand. Knowing our position and hole
+we play lambda * candidate + (1 - lambda) * default (candidate: MBBR's policy), lambda the
 largest in [0, 1] with bank(o) + lambda * gain(o) >= 0 for every live o, gain(o) the exact
 expected value of the candidate minus the default's against o given the position and hole (one
 sweep over the hole's deals); after the hand bank(o) += lambda * gain(o).
@@ -102,9 +100,11 @@ class SafetyBankroll:
         self._leaf: dict[tuple[int, int, int], np.ndarray] = {}
         self._default_value = np.zeros((len(self), n, max(len(h) for h in holes)))
         self._default_reach = np.zeros((n, game.num_infosets))
+        # per (hypothesis, our position): the profile with its guards in the opponents' seats
+        self._seated = np.tile(np.asarray(default_strategy, np.float64), (len(self), n, 1, 1, 1))
         for o, assignment in enumerate(self.hypotheses):
             for p in range(n):
-                seated = np.array(default_strategy, dtype=np.float64)
+                seated = self._seated[o, p]
                 for d, g in enumerate(assignment, start=1):
                     seated[(p + d) % n] = self.guards[g][(p + d) % n]
                 for h, tree in enumerate(subtrees[p]):
@@ -196,16 +196,10 @@ class SafetyBankroll:
         """Multiply each live hypothesis's odds (the models' against it) by this hand's
         likelihood ratio, killing it at probability 0 or when :meth:`mixture_log_odds` reaches
         ``RULE_OUT_ODDS`` (see the module docstring)."""
-        rows = evidence.rows  # (assignments, moves, (offset - 1, information set, action))
-        seats = (p + 1 + rows[:, :, 0]) % self.game.num_players  # each move's mover
-        alternative = hand_likelihood(rows, p, models)
+        alternative = hand_likelihood(evidence.rows, p, models)
         weighed = []
         for o in np.flatnonzero(self.alive):
-            likelihood = np.ones(len(rows))
-            for j in range(rows.shape[1]):  # a move's mover is the same in every assignment
-                guard = self.guards[self.hypotheses[o][rows[0, j, 0]]]
-                likelihood *= guard[seats[:, j], rows[:, j, 1], rows[:, j, 2]]
-            under = float(likelihood.sum())
+            under = hand_likelihood(evidence.rows, p, self._seated[o, p])
             if under <= 0.0:  # impossible under o: the models' odds against it are infinite
                 self.alive[o] = False
                 self.log_odds[o] = math.inf
@@ -260,6 +254,7 @@ class SafetyBankroll:
     def nbytes(self) -> int:
         """Bytes of the arrays held."""
         arrays = [self._scratch, self._own_reach, self._default_reach, self._default_value]
+        arrays.append(self._seated)
         arrays += [self.bank, self.alive, self.log_odds, *self._leaf.values()]
         arrays += [a for by_hole in self._lines for line in by_hole for a in line]
         return sum(a.nbytes for a in arrays)

@@ -22,11 +22,6 @@ WEIGHT_FLOOR = 1e-300
 MIN_EVIDENCE = 1e-150  # a hand less probable than this under the posterior leaves it unchanged
 
 
-def _explained(total: float) -> bool:
-    """Whether a hand's evidence (its probability under the posterior) can be conditioned on."""
-    return math.isfinite(total) and total >= MIN_EVIDENCE
-
-
 class SamplePosterior:
     """Importance weights over the joint samples of the opponents of one position."""
 
@@ -45,41 +40,31 @@ class SamplePosterior:
 
     def observe(self, evidence: Evidence) -> bool:
         """Multiply every combination's weight by the likelihood of ``evidence``; returns whether
-        the hand was explained (else the table is left as it was)."""
+        the hand was explained (else the table is left as it was). With two opponents z = a @ bt
+        is a product of low rank (``pair_factors``): one fused pass over the table (a kernel)
+        that also gives the marginals."""
         m, k = self.tau.shape[0], self.tau.shape[1]
+        marginals = np.empty((m, k))
         if m == 2:
-            return self._observe_pair(evidence)
-        factors = []
-        for d in range(1, m + 1):
-            out = np.empty((k, len(evidence.rows)))
-            kernels.sample_factors(self.tau[d - 1], evidence.rows, d, out)
-            factors.append(out)
-        z = np.einsum(self._einsum, *factors)
-        w = np.maximum(self.weights * self.scale, WEIGHT_FLOOR) * z
-        total = float(w.sum())
-        if not _explained(total):
+            total = kernels.observe_pair(
+                self.tau, evidence.rows, self.weights, self._spare, self.scale, WEIGHT_FLOOR,
+                marginals,
+            )  # fmt: skip
+            weights = self._spare
+        else:
+            factors = [np.empty((k, len(evidence.rows))) for _ in range(m)]
+            for d, out in enumerate(factors, start=1):
+                kernels.sample_factors(self.tau[d - 1], evidence.rows, d, out)
+            z = np.einsum(self._einsum, *factors)
+            weights = np.maximum(self.weights * self.scale, WEIGHT_FLOOR) * z
+            total = float(weights.sum())
+        if not (math.isfinite(total) and total >= MIN_EVIDENCE):
             return False
-        self.weights = w
-        self.scale = 1.0 / total
-        axes = range(m)
-        self.marginals = np.array([w.sum(axis=tuple(a for a in axes if a != j)) for j in axes])
-        self.marginals /= total
-        self.version += 1
-        return True
-
-    def _observe_pair(self, evidence: Evidence) -> bool:
-        """:meth:`observe` with two opponents: z = a @ bt is a product of low rank
-        (``pair_factors``), so the update is one fused pass over the table (Kuhn's kernel) that
-        also gives the marginals."""
-        marginals = np.empty((2, self.tau.shape[1]))
-        total = kernels.observe_pair(
-            self.tau, evidence.rows, self.weights, self._spare, self.scale, WEIGHT_FLOOR, marginals
-        )
-        if not _explained(total):
-            return False
-        self._spare, self.weights = self.weights, self._spare
-        self.scale = 1.0 / total
-        self.marginals = marginals
+        if m != 2:
+            for j in range(m):
+                marginals[j] = weights.sum(axis=tuple(a for a in range(m) if a != j)) / total
+        self._spare, self.weights = self.weights, weights
+        self.scale, self.marginals = 1.0 / total, marginals
         self.version += 1
         return True
 
@@ -106,17 +91,6 @@ class SamplePosterior:
         """The normalised joint table."""
         return self.weights / self.weights.sum()
 
-    def effective_sample_size(self) -> float:
-        """1 / sum p(s)^2 of the joint table."""
-        p = self.posterior()
-        return float(1.0 / np.sum(p * p))
-
-    def mean(self, d: int) -> np.ndarray:
-        """Posterior-mean strategy (Alg 5) of the opponent at offset ``d``."""
-        out = np.empty(self.tau.shape[2:])
-        kernels.sample_mean(self.marginals[d - 1], self.tau[d - 1], out)
-        return out
-
     def write_means(self, profile: np.ndarray, seats: np.ndarray) -> None:
-        """Every opponent's :meth:`mean` into its row ``profile[seats[d - 1]]``, one call."""
+        """Every opponent's posterior-mean strategy (Alg 5) into its row of ``profile``."""
         kernels.sample_means(self.marginals, self.tau, seats, profile)

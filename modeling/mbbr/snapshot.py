@@ -15,15 +15,11 @@ always gives the same bytes) of NumPy ``.npy`` arrays, readable with ``numpy.loa
   written before it existed keep their header), ``prior_mean_sha256`` (of the prior-mean table's
   float64 bytes) and ``game_sha256`` (of the game's rules' text). A restore refuses a snapshot whose
   header does not match the model it is restored into (:func:`decode_snapshot`).
-- the model's arrays, named in ``MBBRModel.snapshot`` (the posterior's, the typed or mixture
-  prior's), and with a finite safety budget the bankroll's as ``safety.<name>``.
+- the model's arrays, named in ``MBBRModel.snapshot``; with change detection (header ``runs:
+  bocpd``) the bank's, named in ``ChangeDetectingModel._state``, and the bankroll's.
 
-With change detection (``config.change_hazard`` > 0, ``change.py``) the header adds
-``runs: bocpd`` and the arrays are the bank's: ``run_starts`` (the hand each run began at),
-``run_log_mass`` (its normalised log posterior mass), ``run_hands`` (the hands it observed), each
-run's arrays prefixed ``run<i>.``, and the bankroll's ``safety.*`` (the runs have none of their
-own). Snapshots of the retired Kuhn-only models (no ``game_sha256``) are refused; the service
-rebuilds such sessions from their stored hands.
+Snapshots of the retired Kuhn-only models (no ``game_sha256``) are refused; the service rebuilds
+such sessions from their stored hands.
 
 A change of what is stored is a new ``VERSION``; a reader that meets a version it does not know
 refuses it (``SnapshotError``) and the caller rebuilds by full replay instead.
@@ -93,6 +89,11 @@ def take(
     if not (kind_ok and shape_ok):
         raise SnapshotError(f"snapshot array {name!r} is {array.dtype}{array.shape}, not {kind}")
     return np.array(array)
+
+
+def section(arrays: Mapping[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    """The arrays whose names start with ``prefix``, by the rest of their names."""
+    return {name.removeprefix(prefix): a for name, a in arrays.items() if name.startswith(prefix)}
 
 
 def decode_snapshot(blob: bytes, identity: dict) -> tuple[int, dict[str, np.ndarray]]:

@@ -217,9 +217,7 @@ class MBBRModel(abc.ABC):
         except TypeError:
             validate_limit_observation(self.game, obs)  # names the unhashable field
             raise
-        p = obs.position
-        self.game.check_position(p)
-        evidence = self._evidence_of(obs)  # validates
+        p, evidence = obs.position, self._evidence_of(obs)  # validates (the position first)
         if self._safety is not None:  # book the hand as played, before the posterior moves
             hole = int(self._holes.hole_of_deal[p][evidence.deal])
             candidate, stamp = self._candidate_rows(p, hole)

@@ -77,8 +77,7 @@ class TypedPrior:
         alpha, n = self.clipped[d - 1, rows], counts[rows]
         with np.errstate(invalid="ignore"):
             per_action = gammaln(alpha + n) - gammaln(alpha)
-        if self.legal is not None:  # illegal actions: gammaln(0) - gammaln(0), dropped
-            per_action[~self.legal[d - 1, rows]] = 0.0
+        per_action[~self.legal[d - 1, rows]] = 0.0  # illegal: gammaln(0) - gammaln(0), dropped
         # log p(counts | error-prone); p(counts | in support) = 1 (its pure rows are point masses)
         log_likelihood = float(
             np.sum(gammaln(alpha.sum(axis=1)) - gammaln(alpha.sum(axis=1) + n.sum(axis=1)))

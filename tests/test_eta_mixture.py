@@ -97,7 +97,7 @@ def test_the_weights_and_means_kept_hand_by_hand_are_those_of_the_hands_seen(
     for obs in hands:
         model.observe(obs)
     n = game.num_players
-    for run, start in zip(model._bank.runs, model._bank.starts, strict=True):
+    for run, start in zip(model.runs, model.starts, strict=True):
         for p in range(n):
             mixture, informed = run._mixture[p], run._dirichlet[p]
             counts: list[dict] = [{} for _ in range(n - 1)]
@@ -132,7 +132,7 @@ def test_a_run_opened_mid_match_answers_as_a_model_built_then():
     for obs in hands[GRID:]:
         model.observe(obs)
         fresh.observe(obs)
-    run = model._bank.runs[model._bank.starts.index(GRID)]
+    run = model.runs[model.starts.index(GRID)]
     for p in range(game.num_players):
         np.testing.assert_array_equal(run.models_profile(p), fresh.models_profile(p))
         np.testing.assert_array_equal(run._mixture[p].weights(1), fresh._mixture[p].weights(1))

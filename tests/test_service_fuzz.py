@@ -449,6 +449,8 @@ class Templates:
             "GetSession": lambda: pb.GetSessionRequest(session_id=self.om_id()),
             "ListSessions": lambda: pb.ListSessionsRequest(),
             "DeleteSession": lambda: pb.DeleteSessionRequest(session_id=self.om_id()),
+            "FitPopulation": lambda: pb.FitPopulationRequest(game=rng.choice(
+                [_session_config(rng.choice([2, 3, 4])).game, "kuhn3p", "", "spades3p", "x"])),
             "Observe": self.observation,
             "ObserveBatch": self.observation_batch,
             "GetModel": lambda: pb.GetModelRequest(

@@ -28,6 +28,7 @@ import logging
 import math
 import os
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -62,6 +63,11 @@ DOCUMENTED = {
     grpc.StatusCode.FAILED_PRECONDITION,
     grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
+# A game without a bundled strategy is solved on first use; a call that waited its 5 s for the
+# solve (a loaded machine, a Ray replica) is told when to retry, as documented
+SOLVING = re.compile(
+    r"config\.game: solving game \S+ \(first use of these rules\) .*: retry in \d+ s"
+)
 # Small limits keep what a fuzzed request may legitimately ask for cheap.
 LIMITS = Limits(max_k=12, max_sessions=50)
 PI_LIMITS = PerfectInfoLimits(
@@ -570,7 +576,7 @@ class Run:
         self.raw[method] += sum(raw for _, raw in payloads)
         self.codes[method, code.name] += 1
         where = f"{method} {code.name} {details!r} <- {[p[:80] for p, _ in payloads]}"
-        if code not in DOCUMENTED:
+        if code not in DOCUMENTED and not SOLVING.fullmatch(details):
             self.problems.append(where)
         if (
             code is grpc.StatusCode.INVALID_ARGUMENT

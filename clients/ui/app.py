@@ -16,6 +16,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from html import escape
+from typing import Any
 
 from aiohttp import web
 
@@ -105,51 +106,46 @@ async def _sessions_live(request: web.Request) -> web.StreamResponse:
     return _html(pages.session_list(await request.app[_READER].sessions(token_of(request))))
 
 
-@_service_errors
-async def _session(request: web.Request) -> web.StreamResponse:
-    session_id = request.match_info["session_id"]
-    view = await request.app[_READER].session_view(token_of(request), session_id)
-    return _html(
-        pages.page(
-            f"Session {session_id}",
-            pages.session_panel(view),
-            live=f"/session/{session_id}/live",
-            refresh_ms=_refresh_ms(request),
+def _session_pages(
+    title: str, path: str, view_of: Callable[..., Awaitable[Any]], panel: Callable[[Any], str]
+) -> tuple[Handler, Handler]:
+    """The page of one session (``path`` + its id) and its live fragment: ``view_of(reader,
+    token, session_id)`` reads the view, ``panel`` draws it."""
+
+    async def view(request: web.Request) -> Any:
+        reader = request.app[_READER]
+        return await view_of(reader, token_of(request), request.match_info["session_id"])
+
+    @_service_errors
+    async def page(request: web.Request) -> web.StreamResponse:
+        session_id = request.match_info["session_id"]
+        return _html(
+            pages.page(
+                f"{title} {session_id}",
+                panel(await view(request)),
+                live=f"{path}/{session_id}/live",
+                refresh_ms=_refresh_ms(request),
+            )
         )
-    )
+
+    @_service_errors
+    async def live(request: web.Request) -> web.StreamResponse:
+        return _html(panel(await view(request)))
+
+    return page, live
 
 
-@_service_errors
-async def _session_live(request: web.Request) -> web.StreamResponse:
-    session_id = request.match_info["session_id"]
-    view = await request.app[_READER].session_view(token_of(request), session_id)
-    return _html(pages.session_panel(view))
+_session, _session_live = _session_pages(
+    "Session", "/session", ServiceReader.session_view, pages.session_panel
+)
+_weights, _weights_live = _session_pages(
+    "Perfect-information session", "/perfect-info", ServiceReader.weights_view, pages.weights_panel
+)
 
 
 def _local(path: str) -> str:
     """``path`` if it is a path of this site (never another site's URL), else ``/``."""
     return path if path.startswith("/") and not path.startswith("//") else "/"
-
-
-@_service_errors
-async def _weights(request: web.Request) -> web.StreamResponse:
-    session_id = request.match_info["session_id"]
-    view = await request.app[_READER].weights_view(token_of(request), session_id)
-    return _html(
-        pages.page(
-            f"Perfect-information session {session_id}",
-            pages.weights_panel(view),
-            live=f"/perfect-info/{session_id}/live",
-            refresh_ms=_refresh_ms(request),
-        )
-    )
-
-
-@_service_errors
-async def _weights_live(request: web.Request) -> web.StreamResponse:
-    session_id = request.match_info["session_id"]
-    view = await request.app[_READER].weights_view(token_of(request), session_id)
-    return _html(pages.weights_panel(view))
 
 
 async def _login_form(request: web.Request) -> web.StreamResponse:

@@ -9,6 +9,13 @@ starts from its owner's latest version and records it (``SessionSpec.population_
 when none was fitted: the informed prior), so a reload, a snapshot and a restart rebuild it on
 the same population, whatever was fitted since. Owners are the hashed tokens of the sessions
 (``sessions.owner_of_token``): another token's sessions and populations are never read.
+
+A session's end updates its owner's population: when ``DeleteSession`` removes a session of a
+game the owner has a population of, what its opponents were seen to do (their expected counts,
+no hands) is kept as the population's members (the store's ``population_members``) and the
+population is refitted in the background (:meth:`Populations.keep_ended`), as a fit would,
+from the sessions stored and every kept member; ``FitPopulation`` reads the members too. An
+owner who never fitted a population of a game keeps nothing of its deleted sessions.
 """
 
 from __future__ import annotations
@@ -16,24 +23,35 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import io
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oppmodel.modeling.errors import FailedPreconditionError, InvalidArgumentError, renamed
+from oppmodel.modeling.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    OppModelError,
+    renamed,
+)
 from oppmodel.modeling.games.acpc import solved
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr.config import Posterior, Prior
 from oppmodel.modeling.mbbr.priors import default_profile, needs_solving
 from oppmodel.modeling.population import fit_population
 from oppmodel.server.conversion import parse_game
 from oppmodel.server.session_spec import SessionSpec, game_of
 from oppmodel.server.storage import SessionStore
+from oppmodel.server.tasks import ShieldedTasks
 
 if TYPE_CHECKING:
     from oppmodel.server.sessions import SessionManager
 
 Cpu = Callable[..., Awaitable[Any]]  # runs a function on the server's worker pool
+log = logging.getLogger("oppmodel.server")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,9 +73,13 @@ def spec_game_key(spec: SessionSpec) -> str:
 class Populations:
     """Each owner's fitted populations of each game (see the module docstring)."""
 
-    def __init__(self, storage: SessionStore, cpu: Cpu) -> None:
+    def __init__(self, storage: SessionStore, cpu: Cpu, tasks: ShieldedTasks) -> None:
+        """``tasks``: where the refits after a session's end run (drained before a stop)."""
         self.storage = storage
         self._cpu = cpu
+        self._tasks = tasks
+        self._stale: set[tuple[str, str]] = set()  # (owner, game key): a session ended
+        self._refitting: set[tuple[str, str]] = set()  # a refit task is running
 
     async def resolve(self, owner: str, spec: SessionSpec) -> SessionSpec:
         """``spec`` with its population: a new session's (no version yet) its owner's latest,
@@ -80,18 +102,31 @@ class Populations:
             _, game, _ = await self._cpu(parse_game, game_name)
         except InvalidArgumentError as exc:
             raise renamed(exc, "game") from None
-        key = solved.game_key(game.compiled)
-        counts, sessions = [], 0
+        return await self._fit(manager, owner, game.compiled)
+
+    async def _fit(self, manager: SessionManager, owner: str, compiled: LimitGame) -> PopulationFit:
+        """Fit the owner's population of ``compiled`` from its stored sessions of the game and
+        its kept members (of deleted sessions), and store it as the next version."""
+        key = solved.game_key(compiled)
+        counts, sessions, stored = [], 0, set()
         for info in await manager.list(owner):
             if info.spec.config.posterior != Posterior.DIRICHLET:
                 continue
             if await self._cpu(spec_game_key, info.spec) != key:
                 continue
-            session = await manager.get(owner, info.session_id)
-            async with manager.locked(session, write=False) as session:
-                counts.append(await session.host.compute("opponent_counts"))
+            try:
+                session = await manager.get(owner, info.session_id)
+                async with manager.locked(session, write=False) as session:
+                    counts.append(await session.host.compute("opponent_counts"))
+            except NotFoundError:  # deleted meanwhile: its members are read below if kept
+                continue
             sessions += 1
-        compiled = game.compiled
+            stored.add(info.session_id)
+        members = self.storage.load_population_members_async(owner, key)
+        for session_id, blob in await asyncio.wrap_future(members):
+            if session_id not in stored:  # a deletion that did not finish: its session counts
+                counts.append(_read_counts(blob))
+                sessions += 1
         seen = np.concatenate(counts) if counts else np.zeros((0, *compiled.legal_mask.shape))
         seen = seen[seen.sum(axis=(1, 2, 3)) > 0]  # opponents that never acted tell nothing
         if needs_solving(compiled):
@@ -103,3 +138,77 @@ class Populations:
         state = await self._cpu(population.to_bytes)
         version = await asyncio.wrap_future(self.storage.save_population_async(owner, key, state))
         return PopulationFit(version, population.opponents, sessions, int(population.fitted.sum()))
+
+    async def keep_ended(
+        self, manager: SessionManager, owner: str, session_id: str
+    ) -> LimitGame | None:
+        """Before ``DeleteSession`` removes a session: if its owner has a population of its game
+        (and it has the Dirichlet posterior), keep its opponents' counts as members of that
+        population and return the game to refit (:meth:`refit_soon`, once it is deleted); else
+        None. A session that is gone or cannot be loaded keeps nothing (its deletion goes on),
+        and one whose owner has no population of its game is not even loaded."""
+        try:
+            spec = await self._stored_spec(manager, owner, session_id)
+            if spec is None or spec.config.posterior != Posterior.DIRICHLET:
+                return None
+            key = await self._cpu(spec_game_key, spec)
+            if await asyncio.wrap_future(self.storage.load_population_async(owner, key)) is None:
+                return None
+            session = await manager.get(owner, session_id)
+        except (OppModelError, ValueError, TypeError, KeyError):  # a spec no longer readable
+            return None
+        async with manager.locked(session, write=False) as session:
+            counts = await session.host.compute("opponent_counts")
+        member = await self._cpu(_write_counts, counts)
+        save = self.storage.save_population_member_async(owner, key, session_id, member)
+        await asyncio.wrap_future(save)
+        return session.game.compiled
+
+    async def _stored_spec(
+        self, manager: SessionManager, owner: str, session_id: str
+    ) -> SessionSpec | None:
+        """The spec of the owner's session (None if it has none of that id), without loading
+        its model."""
+        live = manager.cache.peek(session_id)
+        if live is not None:
+            return live.spec if live.owner == owner else None
+        stored = await asyncio.wrap_future(self.storage.load_session_async(session_id))
+        if stored is None or stored.row.owner != owner:
+            return None
+        return SessionSpec.from_json(stored.row.spec)
+
+    def refit_soon(self, manager: SessionManager, owner: str, compiled: LimitGame) -> None:
+        """Refit the owner's population of ``compiled`` in the background (a session of it
+        ended); ends that arrive during a refit make one more refit, not one each."""
+        which = (owner, solved.game_key(compiled))
+        self._stale.add(which)
+        if which not in self._refitting:
+            self._refitting.add(which)
+            _ = self._tasks.start(self._refit(manager, owner, compiled, which))
+
+    async def _refit(
+        self, manager: SessionManager, owner: str, compiled: LimitGame, which: tuple[str, str]
+    ) -> None:
+        """Refit until no session of the population ended since the last fit began."""
+        try:
+            while which in self._stale:
+                self._stale.discard(which)
+                fit = await self._fit(manager, owner, compiled)
+                log.info("population refitted", extra={"version": fit.version})
+        except Exception as exc:  # a later end or FitPopulation fits again
+            log.error("population refit failed", exc_info=exc)
+        finally:
+            self._refitting.discard(which)
+
+
+def _write_counts(counts: np.ndarray) -> bytes:
+    """A session's opponent counts as compressed .npy bytes (mostly zeros)."""
+    out = io.BytesIO()
+    np.savez_compressed(out, counts=counts)
+    return out.getvalue()
+
+
+def _read_counts(blob: bytes) -> np.ndarray:
+    """:func:`_write_counts`'s counts."""
+    with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
+        return arrays["counts"]

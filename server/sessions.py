@@ -120,7 +120,7 @@ class SessionManager:
         self._changes = ShieldedTasks()
         self._placement = placement(model_workers, self._cpu, limits, self._lost_worker)
         self.solved = SolvedStrategies(storage, self._cpu, preload=[WARM_MODELS])
-        self.populations = Populations(storage, self._cpu)
+        self.populations = Populations(storage, self._cpu, self._changes)
         self.cache: SessionCache[LiveSession] = SessionCache(
             budget_bytes=limits.memory_bytes,
             tasks=self._changes,
@@ -334,7 +334,9 @@ class SessionManager:
 
     async def _delete(self, owner: str, session_id: str) -> None:
         """Delete from storage without building a model, so that a session whose stored spec
-        or observations can no longer be loaded is deleted all the same."""
+        or observations can no longer be loaded is deleted all the same; its opponents' counts
+        are kept first if its owner has a population of its game (``populations.py``)."""
+        ended = await self.populations.keep_ended(self, owner, session_id)
         live = self.cache.peek(session_id)
         deleting = self.storage.delete_session_async
         if live is not None and live.owner == owner:
@@ -352,6 +354,8 @@ class SessionManager:
                 session.deleted = True
                 self.cache.forget(session)
         log.info("session deleted", extra={"session_id": session_id})
+        if ended is not None:
+            self.populations.refit_soon(self, owner, ended)
 
     # -- observations ----------------------------------------------------------------------------
     async def observe(

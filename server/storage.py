@@ -269,6 +269,18 @@ class SessionStore(Protocol):
         None if there is none."""
         ...
 
+    def save_population_member_async(
+        self, owner: str, game_key: str, session_id: str, counts: bytes
+    ) -> Future[None]:
+        """Keep a deleted session's opponent counts in its owner's population of a game."""
+        ...
+
+    def load_population_members_async(
+        self, owner: str, game_key: str
+    ) -> Future[list[tuple[str, bytes]]]:
+        """The kept (session_id, counts) of an owner's population of a game."""
+        ...
+
     def close(self) -> None:
         """Finish queued work and release the connection."""
         ...

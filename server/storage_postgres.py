@@ -71,6 +71,13 @@ CREATE TABLE IF NOT EXISTS populations (
     state BYTEA NOT NULL,
     PRIMARY KEY (owner, game_key, version)
 );
+CREATE TABLE IF NOT EXISTS population_members (
+    owner TEXT NOT NULL,
+    game_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    counts BYTEA NOT NULL,
+    PRIMARY KEY (owner, game_key, session_id)
+);
 """
 
 CONNECT_TIMEOUT_SECONDS = 10

@@ -19,6 +19,10 @@ gives its connection, its schema and its ``Dialect``. The tables:
   population priors of a game (``server/populations.py``), versions 1, 2, ... per (owner, game),
   never changed once written (a session records the version it started from); ``state`` is
   ``modeling/population.py``'s bytes. Gained by earlier stores as ``solved_strategies`` was.
+- ``population_members(owner, game_key, session_id, counts)``: what the opponents of an owner's
+  deleted session were seen to do (their action counts, no hands; ``server/populations.py``),
+  kept when the owner has a population of its game so that later fits still count them. Gained
+  by earlier stores as ``solved_strategies`` was.
 """
 
 from __future__ import annotations
@@ -304,6 +308,36 @@ class SqlStore(SqlWriter):
                 args,
             ).fetchone()
             return None if r is None else (int(r[0]), bytes(r[1]))
+
+        return self._submit(op)
+
+    def save_population_member_async(
+        self, owner: str, game_key: str, session_id: str, counts: bytes
+    ) -> Future[None]:
+        """Queue keeping a deleted session's opponent counts in its owner's population of a
+        game (a second save of the same session replaces the first)."""
+
+        def op(db: Db) -> None:
+            db.execute(
+                "INSERT INTO population_members VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (owner, game_key, session_id) DO UPDATE SET counts = excluded.counts",
+                (owner, game_key, session_id, counts),
+            )
+
+        return self._submit(op, write=True)
+
+    def load_population_members_async(
+        self, owner: str, game_key: str
+    ) -> Future[list[tuple[str, bytes]]]:
+        """Queue reading the kept (session_id, counts) of an owner's population of a game."""
+
+        def op(db: Db) -> list[tuple[str, bytes]]:
+            rows = db.execute(
+                "SELECT session_id, counts FROM population_members"
+                " WHERE owner = ? AND game_key = ? ORDER BY session_id",
+                (owner, game_key),
+            ).fetchall()
+            return [(str(r[0]), bytes(r[1])) for r in rows]
 
         return self._submit(op)
 

@@ -5,10 +5,11 @@ kept across a restart, and the informed prior where none was fitted."""
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 import pytest
-from service_support import connected, random_observations
+from service_support import connected, random_observations, wait_until
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
@@ -95,3 +96,37 @@ def test_a_population_is_the_owner_s_own_versioned_and_kept_across_a_restart(sto
         assert a.get_session(first.session_id).population_version == 1
         assert np.array_equal(opponent_models(a, first.session_id), before)
         assert a.create_session(config=POPULATION).population_version == 2
+
+
+def test_a_session_s_end_refits_its_owner_s_population_and_keeps_its_opponents(
+    store_location: str,
+) -> None:
+    tokens = frozenset({"token-a", "token-b"})
+    with (
+        connected(store_location, token="token-a", auth_tokens=tokens) as (a, port),
+        OpponentModelClient(f"127.0.0.1:{port}", token="token-b", timeout=120) as b,
+    ):
+        # owner B has no population of the game: a deleted session leaves nothing behind
+        b.delete_session(played(b, INFORMED, 150, 9))
+        assert (b.fit_population(KUHN).opponents, b.fit_population(KUHN).sessions) == (0, 0)
+        for seed in (1, 2):
+            played(a, INFORMED, 150, seed)
+        assert a.fit_population(KUHN).version == 1
+        v1 = a.create_session(config=POPULATION)
+        ended = played(a, INFORMED, 150, 3)
+        a.delete_session(ended)  # its end refits A's population in the background: version 2
+        sessions = [v1.session_id]  # every POPULATION session made here, none with a hand
+
+        def refitted() -> bool:
+            time.sleep(0.2)  # a session per look: a few dozen at most
+            sessions.append(a.create_session(config=POPULATION).session_id)
+            return a.get_session(sessions[-1]).population_version == 2
+
+        wait_until(refitted, "the population refitted after the session's end")
+        v2 = sessions[-1]
+        assert not np.allclose(opponent_models(a, v2), opponent_models(a, v1.session_id))
+        # a later fit still counts the ended session's opponents, from its kept counts
+        fit = a.fit_population(KUHN)
+        assert (fit.version, fit.opponents, fit.sessions) == (3, 6, 3 + len(sessions))
+        v3 = a.create_session(config=POPULATION).session_id
+        assert np.array_equal(opponent_models(a, v3), opponent_models(a, v2))

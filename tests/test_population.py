@@ -5,6 +5,8 @@ the counts a session gives, and a model built on a population (its snapshots inc
 from __future__ import annotations
 
 import dataclasses
+import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -190,4 +192,56 @@ def test_the_cli_fits_a_population_from_logs_and_match_plays_it(tmp_path, capsys
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a population")
     assert main([*argv, "--mbbr-population", str(bad)]) == 2
-    assert capsys.readouterr().err.startswith("oppmodel match: error: population: not a population")
+    assert capsys.readouterr().err.startswith(
+        "oppmodel match: error: --mbbr-population: not a population"
+    )
+
+
+def test_replay_and_acpc_agent_play_a_population_file_in_this_process(tmp_path, capsys):
+    from acpc_support import AgentThread, run_dealer
+
+    from oppmodel.clients.acpc.agent import make_policy
+    from oppmodel.clients.cli import main
+    from oppmodel.modeling.games.acpc.gamedef import read_game_def
+
+    log = Path(__file__).parent / "data" / "acpc" / "kuhn3p-seed42-example-players.log"
+    out = tmp_path / "p.npz"
+    assert (
+        main(["population", str(log), str(log), str(log), "--as", "Alice", "--out", str(out)]) == 0
+    )
+    capsys.readouterr()
+    replay = ["replay", str(log), "--as", "Alice", "--json", "--mbbr-population", str(out)]
+    assert main([*replay, "--local"]) == 0
+    assert json.loads(capsys.readouterr().out)["mbbr"]["prior"] == "population"
+    assert main(replay) == 2  # Kuhn replays through the service by default: it fits its own
+    assert capsys.readouterr().err.startswith("oppmodel replay: error: --mbbr-population: ")
+    # acpc-agent: the same seat, cards and opponents, with and without the population
+    kuhn3p = read_game_def("kuhn3p")
+    agent = ["acpc-agent", "kuhn3p", "127.0.0.1", "--in-process", "--seed", "1"]
+    eager = ["--mbbr-hands-default", "0", "--mbbr-safety-budget", "inf"]
+    logs = []
+    for extra in ([], ["--mbbr-population", str(out)]):
+        codes = []
+
+        def seats(ports, extra=extra, codes=codes):
+            seat = threading.Thread(
+                target=lambda: codes.append(
+                    main([*agent[:3], str(ports[0]), *agent[3:], *eager, *extra])
+                )
+            )
+            seat.start()
+            others = [
+                AgentThread(p, make_policy(n, kuhn3p, 2))
+                for p, n in zip(ports[1:], ("n1", "n3"), strict=True)
+            ]
+            return [seat, *others]
+
+        folder = tmp_path / str(len(logs))
+        folder.mkdir()
+        captured, _ = run_dealer(folder, hands=60, clients=seats, start_timeout_ms=60_000)
+        assert codes == [0]
+        logs.append(captured.log)
+    assert logs[0] != logs[1]  # the population's response plays other moves
+    capsys.readouterr()
+    assert main([*agent[:3], "1", "--service", "127.0.0.1:1", "--mbbr-population", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("oppmodel acpc-agent: error: --mbbr-population: ")

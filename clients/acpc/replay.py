@@ -54,6 +54,7 @@ from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import LimitObservation
+from oppmodel.modeling.population import Population
 
 
 class ModelSource(Protocol):
@@ -78,12 +79,19 @@ class LocalModels:
     """The modeling library's MBBR model of a compiled limit game in this process."""
 
     def __init__(
-        self, game: LimitGame, config: MBBRConfig, *, prior_strategy: str | None = None
+        self,
+        game: LimitGame,
+        config: MBBRConfig,
+        *,
+        prior_strategy: str | None = None,
+        population: Population | None = None,
     ) -> None:
         """``prior_strategy``: the text of a strategy file, the prior mean and default strategy
-        (None: the game's defaults)."""
+        (None: the game's defaults); ``population``: the fitted prior of ``prior="population"``."""
         profile = None if prior_strategy is None else parse_profile(game, prior_strategy, "prior")
-        self.model_ = build_model(game, config, prior_mean=profile, default_strategy=profile)
+        self.model_ = build_model(
+            game, config, prior_mean=profile, default_strategy=profile, population=population
+        )
         self.game = game
 
     def observe(self, observations: Sequence[LimitObservation]) -> None:

@@ -6,7 +6,8 @@ Dirichlet posterior; ``--mbbr-posterior samples`` is the paper's k samples) and 
 the same meaning. ``--mbbr-h`` is kept as a short alias of ``--mbbr-hands-default``.
 ``--mbbr-prior-strategy`` (also on ``demo``) gives MBBR a strategy file as its prior mean and its
 default strategy, as the service's ``prior_mean_json`` and ``default_strategy_json`` and the
-library's ``prior_mean`` / ``default_strategy`` arguments do.
+library's ``prior_mean`` / ``default_strategy`` arguments do. ``--mbbr-population`` plays the
+population prior of a file ``oppmodel population`` wrote, where MBBR runs in this process.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
+from oppmodel.modeling.population import Population
 
 PRIOR_STRATEGY = "--mbbr-prior-strategy"
+POPULATION = "--mbbr-population"
 
 
 def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[str], int | float]:
@@ -62,6 +65,14 @@ def add_mbbr_arguments(
     _add_prior_arguments(group, defaults, limit_prior)
     _add_play_arguments(group, defaults)
     add_prior_strategy_argument(group)
+    group.add_argument(
+        POPULATION,
+        type=Path,
+        metavar="FILE",
+        help="MBBR's prior: the population prior in FILE (`oppmodel population` writes it), in "
+        "place of --mbbr-prior; only where MBBR runs in this process (the service fits its "
+        "callers' populations itself: FitPopulation)",
+    )
 
 
 def _add_posterior_arguments(group: argparse._ArgumentGroup, defaults: MBBRConfig) -> None:
@@ -99,7 +110,7 @@ def _add_prior_arguments(
     )
     group.add_argument(
         "--mbbr-prior",
-        # the population prior needs a fitted population: match --mbbr-population gives one
+        # the population prior needs a fitted population: --mbbr-population gives one
         choices=[name for name in Prior.names() if name != Prior.POPULATION],
         default=None if limit_prior else defaults.prior,
         help="informed: Dirichlet around N3, its probabilities clipped to [epsilon, 1 - epsilon]; "
@@ -231,3 +242,21 @@ def mbbr_config(
     config = MBBRConfig(**given, seed=seed)
     config.validate()
     return config
+
+
+def mbbr_population(
+    args: argparse.Namespace, game: LimitGame, config: MBBRConfig
+) -> tuple[MBBRConfig, Population | None]:
+    """``config`` with the population prior and the population of ``--mbbr-population``'s file
+    read for ``game`` (a usage error naming the flag if it is not one); ``(config, None)``
+    without the flag."""
+    path = getattr(args, "mbbr_population", None)
+    if path is None:
+        return config, None
+    try:
+        population = Population.from_bytes(game, Path(path).read_bytes())
+    except OSError as exc:
+        raise InvalidArgumentError(POPULATION, f"cannot read {path}: {exc.strerror}") from None
+    except InvalidArgumentError as exc:
+        raise type(exc)(POPULATION, str(exc).removeprefix("population: ")) from None
+    return dataclasses.replace(config, prior=Prior.POPULATION), population

@@ -21,9 +21,11 @@ from oppmodel.clients.acpc.agent import (
 from oppmodel.clients.acpc.service_policy import SERVICE_WAIT_S, ServicePolicy
 from oppmodel.clients.cli import run_command
 from oppmodel.clients.commands._mbbr_options import (
+    POPULATION,
     PRIOR_STRATEGY,
     add_mbbr_arguments,
     mbbr_config,
+    mbbr_population,
     prior_strategy_json,
     prior_strategy_profile,
 )
@@ -187,6 +189,10 @@ def run(args: argparse.Namespace) -> int:
     config = mbbr_config(args, seed=args.seed)
     if args.mbbr_prior_strategy and agent != "mbbr":
         raise InvalidArgumentError(PRIOR_STRATEGY, "is MBBR's: add --in-process or --service")
+    if args.mbbr_population and not args.in_process:
+        raise InvalidArgumentError(
+            POPULATION, "is played by MBBR in this process: add --in-process"
+        )
     model_game = limit_game_of(game)
     prior = prior_strategy_json(args, model_game)
     budget_ms = args.decision_budget_ms
@@ -203,7 +209,10 @@ def run(args: argparse.Namespace) -> int:
         )
     elif agent == "mbbr":
         profile = prior_strategy_profile(model_game, prior)
-        model = build_model(model_game, config, prior_mean=profile, default_strategy=profile)
+        config, population = mbbr_population(args, model_game, config)
+        model = build_model(
+            model_game, config, prior_mean=profile, default_strategy=profile, population=population
+        )
         policy = LimitModelPolicy(model_game, model, args.seed)
     elif args.strategy:
         agent = f"strategy {args.strategy}"

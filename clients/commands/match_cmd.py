@@ -4,12 +4,10 @@ unit (milli-antes or milli-big-blinds per hand)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import textwrap
 import time
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
@@ -17,6 +15,7 @@ from oppmodel.clients.commands._games import GAME_HELP, resolve_game
 from oppmodel.clients.commands._mbbr_options import (
     add_mbbr_arguments,
     mbbr_config,
+    mbbr_population,
     prior_strategy_json,
     prior_strategy_profile,
 )
@@ -25,7 +24,7 @@ from oppmodel.clients.progress import Progress, counted
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file
-from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
+from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_names
 from oppmodel.modeling.play.agents import mbbr_factory
 from oppmodel.modeling.play.match import AgentFactory, run_duplicate, seatings
@@ -117,13 +116,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed", type=seed, default=0, help="seed of everything random (default 0)"
     )
     add_mbbr_arguments(parser)
-    parser.add_argument(
-        "--mbbr-population",
-        type=Path,
-        metavar="FILE",
-        help="MBBR's prior: the population prior in FILE (`oppmodel population` writes it), in "
-        "place of --mbbr-prior",
-    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=run)
 
@@ -172,10 +164,7 @@ def run(args: argparse.Namespace) -> int:
     game = resolve_game(args.game)
     config = mbbr_config(args)
     prior = prior_strategy_profile(game, prior_strategy_json(args, game))
-    population = None
-    if args.mbbr_population is not None:
-        population = Population.from_bytes(game, args.mbbr_population.read_bytes())
-        config = dataclasses.replace(config, prior=Prior.POPULATION)
+    config, population = mbbr_population(args, game, config)
     labels, factories = build_agents(game, args.agents, config, prior, population)
     total = args.hands * args.duplicates * len(seatings(game.num_players))
     start = time.perf_counter()

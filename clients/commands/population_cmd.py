@@ -26,8 +26,8 @@ is one member of the population, with the expected counts of its moves at every 
 set (exact where its cards were shown, split over the unseen cards elsewhere). The population
 prior is the Dirichlet per information set of maximum marginal likelihood of those counts
 (docs/modeling.md); sets met by fewer than 3 opponents, and every set with fewer than 3
-opponents in all, keep the informed prior. The file is what `oppmodel match --mbbr-population`
-reads.
+opponents in all, keep the informed prior. The file is what --mbbr-population reads, where MBBR
+plays in this process: match, acpc-agent with --in-process and replay with --local.
 
 examples:
   oppmodel population tests/data/acpc/leduc2p-seed42-example-players.log --as Alice --out p.npz

@@ -17,8 +17,10 @@ from oppmodel.clients.acpc.replay import LocalModels, ModelSource, ServiceModels
 from oppmodel.clients.acpc.replay_report import check_plot_path, format_report, plot_curves
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands._mbbr_options import (
+    POPULATION,
     add_mbbr_arguments,
     mbbr_config,
+    mbbr_population,
     prior_strategy_json,
 )
 from oppmodel.clients.commands._types import seed
@@ -131,11 +133,17 @@ def run(args: argparse.Namespace) -> int:
     kuhn = not kuhn_unsupported(game.gamedef)  # Kuhn's defaults: the informed prior, the service
     config = mbbr_config(args, seed=args.seed, limit_prior=None if kuhn else LIMIT_PRIOR)
     prior = prior_strategy_json(args, game)
+    local = args.local or not (kuhn or args.service or args.in_process)
+    if args.mbbr_population and not local:
+        raise InvalidArgumentError(
+            POPULATION, "is played by the library in this process: add --local"
+        )
+    config, population = mbbr_population(args, game, config)
     with ExitStack() as stack:
-        if args.local or not (kuhn or args.service or args.in_process):
+        if local:
 
             def source(labels: tuple[str, ...]) -> ModelSource:
-                return LocalModels(game, config, prior_strategy=prior)
+                return LocalModels(game, config, prior_strategy=prior, population=population)
 
         else:
             target = args.service

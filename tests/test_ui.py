@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from service_support import LOADED_DEADLINE, random_observations
+from ui_support import TOKENS, service_and_ui
 
 from oppmodel.clients.client import OpponentModelClient
-from oppmodel.clients.ui.app import COOKIE, BackgroundUi, UiConfig
-from oppmodel.server.app import BackgroundServer, ServerConfig
+from oppmodel.clients.ui.app import COOKIE
 
 CHROMIUM = shutil.which("chromium")  # Debian's package (.ci/run installs it)
 # Debian's chromium on a closed network: no first-run, sync, component or background fetches
@@ -33,7 +33,6 @@ CHROMIUM_FLAGS = (
     "--disable-component-update",
     "--disable-sync",
 )
-TOKENS = ("alice-token", "bob-token")
 HANDS = 240  # sent in batches while the page is open
 BATCH = 60
 WAIT_MS = 120_000  # a bound on a hang at load, not a speed check
@@ -81,18 +80,11 @@ def _page_numbers(page: object, label: str, position: int) -> dict[tuple[str, in
     }
 
 
-def _ui_config(port: int) -> UiConfig:
-    """The UI of the service on ``port``, refreshing often (the test waits on what it shows)."""
-    return UiConfig(service=f"127.0.0.1:{port}", port=0, refresh_seconds=0.3, model_seconds=0.3)
-
-
 def test_live_session_page_in_chromium(tmp_path: Path) -> None:
-    config = ServerConfig(db_path=str(tmp_path / "s.sqlite"), port=0, auth_tokens=frozenset(TOKENS))
     shots = tmp_path / "shots"
     shots.mkdir()
     with (
-        BackgroundServer(config, grace=0.5) as port,
-        BackgroundUi(_ui_config(port)) as ui,
+        service_and_ui(tmp_path, refresh_seconds=0.3, model_seconds=0.3) as (port, ui),
         OpponentModelClient(f"127.0.0.1:{port}", token=TOKENS[0], timeout=LOADED_DEADLINE) as alice,
         _browser() as browser,
     ):

@@ -5,44 +5,28 @@ real UI on 127.0.0.1, read over HTTP."""
 from __future__ import annotations
 
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 from service_support import LOADED_DEADLINE
+from ui_support import TOKENS, get, service_and_ui
 
 from oppmodel.clients.perfect_info_client import ChoiceEvidence, Opponent, PerfectInfoClient
-from oppmodel.clients.ui.app import BackgroundUi, UiConfig
-from oppmodel.server.app import BackgroundServer, ServerConfig
-
-TOKENS = ("alice-token", "bob-token")
-
-
-def _get(url: str, token: str) -> tuple[int, str]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(request, timeout=LOADED_DEADLINE) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def test_perfect_info_page_shows_the_model_weights(tmp_path: Path) -> None:
-    config = ServerConfig(db_path=str(tmp_path / "s.sqlite"), port=0, auth_tokens=frozenset(TOKENS))
     with (
-        BackgroundServer(config, grace=0.5) as port,
-        BackgroundUi(UiConfig(service=f"127.0.0.1:{port}", port=0, model_seconds=0.0)) as ui,
+        service_and_ui(tmp_path) as (port, ui),
         PerfectInfoClient(f"127.0.0.1:{port}", token=TOKENS[0], timeout=LOADED_DEADLINE) as alice,
     ):
         opponents = [Opponent("west"), Opponent("east")]
         sid = alice.create_session(opponents=opponents, seed=7).session_id
-        url = f"http://127.0.0.1:{ui}/perfect-info/{sid}"
+        path = f"/perfect-info/{sid}"
         choices = [ChoiceEvidence.from_likelihoods("west", [0.9, 0.1])] * 6
         east = ChoiceEvidence.from_utilities("east", [[31, 29], [30, 30]], chosen=1, epsilon=0.1)
         choices += [east] * 4
         alice.observe_choices(sid, choices, first_sequence=1)
-        status, page = _get(url, TOKENS[0])
+        status, _, page = get(ui, path, TOKENS[0])
         assert status == 200
         assert f'data-choices="{len(choices)}"' in page
         for label, weights in alice.model_weights(sid).items():
@@ -51,6 +35,6 @@ def test_perfect_info_page_shows_the_model_weights(tmp_path: Path) -> None:
             assert shown, label
             for name, mean in zip(weights.models, weights.mean, strict=True):
                 assert float(shown[name]) == pytest.approx(mean, abs=5e-4), (label, name)
-        status, page = _get(url, TOKENS[1])  # another owner: as if it did not exist
+        status, _, page = get(ui, path, TOKENS[1])  # another owner: as if it did not exist
         assert status == 404
         assert "west" not in page and "east" not in page

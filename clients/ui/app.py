@@ -110,27 +110,39 @@ def _session_pages(
     title: str, path: str, view_of: Callable[..., Awaitable[Any]], panel: Callable[[Any], str]
 ) -> tuple[Handler, Handler]:
     """The page of one session (``path`` + its id) and its live fragment: ``view_of(reader,
-    token, session_id)`` reads the view, ``panel`` draws it."""
+    token, session_id)`` reads the view, ``panel`` draws it, once per view (a view is one read
+    of the session's models, cached by the reader): a refresh between two reads costs one
+    GetSession and no drawing, and a page that holds the view's panel gets 304 and no body."""
 
-    async def view(request: web.Request) -> Any:
+    async def drawn(request: web.Request) -> Any:
         reader = request.app[_READER]
-        return await view_of(reader, token_of(request), request.match_info["session_id"])
+        view = await view_of(reader, token_of(request), request.match_info["session_id"])
+        if view.html is None:
+            view.html = panel(view)
+        return view
 
     @_service_errors
     async def page(request: web.Request) -> web.StreamResponse:
         session_id = request.match_info["session_id"]
+        view = await drawn(request)
         return _html(
             pages.page(
                 f"{title} {session_id}",
-                panel(await view(request)),
+                view.html,
                 live=f"{path}/{session_id}/live",
                 refresh_ms=_refresh_ms(request),
+                tag=view.tag,
             )
         )
 
     @_service_errors
     async def live(request: web.Request) -> web.StreamResponse:
-        return _html(panel(await view(request)))
+        view = await drawn(request)
+        if request.headers.get("If-None-Match") == view.tag:
+            return web.Response(status=304, headers={"ETag": view.tag})
+        response = _html(view.html)
+        response.headers["ETag"] = view.tag
+        return response
 
     return page, live
 

@@ -23,10 +23,17 @@ SHOWN_INFOSTATES = 6  # information states per (opponent, position): the most ev
 _ACTIONS = {2: ("pass", "bet"), 3: ("fold", "call", "raise")}
 
 
-def page(title: str, body: str, *, live: str | None = None, refresh_ms: int = 1000) -> str:
+def page(
+    title: str, body: str, *, live: str | None = None, refresh_ms: int = 1000, tag: str = ""
+) -> str:
     """A whole page; ``live``: the URL of the fragment that replaces ``#live`` every
-    ``refresh_ms`` milliseconds."""
-    attributes = f' data-src="{escape(live)}" data-refresh="{refresh_ms}"' if live else ""
+    ``refresh_ms`` milliseconds; ``tag``: the entity tag of ``body`` (the fragment is then
+    asked for only if it changed)."""
+    attributes = (
+        f' data-src="{escape(live)}" data-refresh="{refresh_ms}" data-tag="{escape(tag)}"'
+        if live
+        else ""
+    )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -284,18 +291,24 @@ SCRIPT = """
   const every = Number(live.dataset.refresh) || 1000;
   async function refresh() {
     try {
-      const reply = await fetch(live.dataset.src, {cache: "no-store", credentials: "same-origin"});
-      const text = await reply.text();
-      if (reply.ok) {
-        if (text !== live.dataset.last) {
-          const key = (d) => d.parentElement.dataset.label + d.parentElement.dataset.position;
-          const open = new Set(Array.from(live.querySelectorAll("details[open]"), key));
-          live.innerHTML = text;
-          live.dataset.last = text;
-          live.querySelectorAll("details").forEach((d) => { if (open.has(key(d))) d.open = true; });
+      const headers = live.dataset.tag ? {"If-None-Match": live.dataset.tag} : {};
+      const reply = await fetch(live.dataset.src,
+        {cache: "no-store", credentials: "same-origin", headers: headers});
+      if (reply.ok || reply.status === 304) {  // 304: the page holds the current fragment
+        if (reply.ok) {
+          const text = await reply.text();
+          live.dataset.tag = reply.headers.get("ETag") || "";
+          if (text !== live.dataset.last) {
+            const key = (d) => d.parentElement.dataset.label + d.parentElement.dataset.position;
+            const open = new Set(Array.from(live.querySelectorAll("details[open]"), key));
+            live.innerHTML = text;
+            live.dataset.last = text;
+            live.querySelectorAll("details").forEach((d) => { d.open = open.has(key(d)); });
+          }
         }
         status.textContent = "live · " + new Date().toLocaleTimeString();
       } else {
+        const text = await reply.text();
         status.textContent = "the service answered " + reply.status + ": " + text.slice(0, 120);
       }
     } catch (error) {

@@ -61,6 +61,7 @@ class SessionView:
     responses: list[ResponseView]
     values: list[tuple[int, float]] = field(default_factory=list)
     read_at: float = field(default_factory=time.monotonic)  # when the models were read
+    html: str | None = None  # the panel drawn from this view (drawn once: the view never changes)
 
     @property
     def hands(self) -> int:
@@ -72,6 +73,11 @@ class SessionView:
         """What the cache compares: the hands observed."""
         return self.hands
 
+    @property
+    def tag(self) -> str:
+        """The HTTP entity tag of the panel drawn from this view: a page holding it is current."""
+        return _tag(self.version, self.read_at)
+
 
 @dataclass
 class WeightsView:
@@ -80,11 +86,22 @@ class WeightsView:
     session: pi.PerfectInfoSession
     weights: list[pi.ModelWeights]
     read_at: float = field(default_factory=time.monotonic)
+    html: str | None = None  # as SessionView's
 
     @property
     def version(self) -> int:
         """What the cache compares: the choices observed."""
         return int(self.session.choices_observed)
+
+    @property
+    def tag(self) -> str:
+        """As SessionView's."""
+        return _tag(self.version, self.read_at)
+
+
+def _tag(version: int, read_at: float) -> str:
+    """An entity tag naming one read of a session's models (its count and when it was read)."""
+    return f'"{version}-{read_at:.6f}"'
 
 
 class ServiceReader:

@@ -78,15 +78,18 @@ def profile_from_rule(game: LimitGame, rule: Rule) -> np.ndarray:
         for i in game.infosets(p):
             node = int(game.infoset_node[p][i])
             hand = int(classes[game.tree.node_round[node]][game.infoset_view[p][i]])
-            facing, may_raise = bool(legal[p, i, FOLD]), bool(legal[p, i, RAISE])
-            raise_, call = rule(hand, facing)
-            if facing:
-                fold = 1.0 - (raise_ + call)
-                row = [fold, call, raise_] if may_raise else [fold, call + raise_, 0.0]
-            else:
-                row = [0.0, 1.0 - raise_, raise_] if may_raise else [0.0, 1.0, 0.0]
-            profile[p, i] = row
+            profile[p, i] = rule_row(rule, hand, bool(legal[p, i, FOLD]), bool(legal[p, i, RAISE]))
     return limit_strategy.validate_profile(game, profile)
+
+
+def rule_row(rule: Rule, hand: int, facing_bet: bool, may_raise: bool) -> list[float]:
+    """(fold, call, raise) of ``rule`` for a hand class: the rest of P(raise) + P(call) folds
+    facing a bet and checks otherwise; a raise not allowed goes to the call."""
+    raise_, call = rule(hand, facing_bet)
+    if facing_bet:
+        fold = 1.0 - (raise_ + call)
+        return [fold, call, raise_] if may_raise else [fold, call + raise_, 0.0]
+    return [0.0, 1.0 - raise_, raise_] if may_raise else [0.0, 1.0, 0.0]
 
 
 @functools.cache
@@ -139,6 +142,18 @@ def named_profile(game: LimitGame, name: str) -> np.ndarray:
         return bundled_profile(game)
     if key == "uniform":
         return limit_strategy.uniform_profile(game)
+    rule = style_rule(name)
+    if rule is not None:
+        return profile_from_rule(game, rule)
+    raise NotFoundError(
+        f"unknown strategy {name!r} for {game.name}; known: {', '.join(panel_names(game))}"
+    )
+
+
+def style_rule(name: str) -> Rule | None:
+    """The rule of an exploitable style's name (an alias, ``bluffer:B``), None for any other
+    name; NotFoundError for a bluff probability outside [0, 1]."""
+    key = ALIASES.get(name.lower(), name.lower())
     if key.startswith("bluffer:"):
         try:
             bluff = float(key.split(":", 1)[1])
@@ -146,12 +161,8 @@ def named_profile(game: LimitGame, name: str) -> np.ndarray:
             bluff = float("nan")
         if not 0.0 <= bluff <= 1.0:
             raise NotFoundError(f"agent {name!r}: the bluff probability must be in [0, 1]")
-        return profile_from_rule(game, _bluffer(bluff))
-    if key in EXPLOITABLE_RULES:
-        return profile_from_rule(game, EXPLOITABLE_RULES[key])
-    raise NotFoundError(
-        f"unknown strategy {name!r} for {game.name}; known: {', '.join(panel_names(game))}"
-    )
+        return _bluffer(bluff)
+    return EXPLOITABLE_RULES.get(key)
 
 
 def bundled_profile(game: LimitGame) -> np.ndarray:

@@ -1,0 +1,1 @@
+"""Limit Texas hold'em: games far too big to compile, played and measured by sampling."""

@@ -1,0 +1,44 @@
+"""Numba kernels of the hold'em hand-strength measure (``strength.py``): per two-card hand of the
+deck, a value that orders hands now, and the share of an opponent's live hands each hand beats.
+
+Holes are rows of ``ALL_HOLES`` (card integers, ``4 * rank + suit``); cardsets are the
+evaluator's int64 layout (``_hand_rank_kernels.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS, rank_cardset
+
+
+@njit(cache=True)
+def board_values(holes, board):
+    """(len(holes),) the showdown value of each hole with the ``board`` cardset, -1 where the
+    hole shares a card with it."""
+    out = np.empty(holes.shape[0])
+    for h in range(holes.shape[0]):
+        cards = CARD_BITS[holes[h, 0]] | CARD_BITS[holes[h, 1]]
+        out[h] = -1.0 if cards & board else float(rank_cardset(cards | board))
+    return out
+
+
+@njit(cache=True)
+def beaten_share(holes, values, queries):
+    """For each index in ``queries`` (rows of ``holes``), the share of the holes with a value
+    (>= 0) and no card in common with it whose value is lower, ties counting one half."""
+    out = np.empty(queries.size)
+    for k in range(queries.size):
+        q = queries[k]
+        mine = CARD_BITS[holes[q, 0]] | CARD_BITS[holes[q, 1]]
+        ours = values[q]
+        won, total = 0.0, 0
+        for o in range(holes.shape[0]):
+            theirs = values[o]
+            if theirs < 0 or (CARD_BITS[holes[o, 0]] | CARD_BITS[holes[o, 1]]) & mine:
+                continue
+            won += 1.0 if ours > theirs else 0.5 if ours == theirs else 0.0
+            total += 1
+        out[k] = won / total
+    return out

@@ -1,0 +1,146 @@
+"""The hold'em policy interface: what every hold'em player of the core implements (the styles,
+the blueprint, always-call, uniform), and what the match engine, ``acpc-agent`` and the local best
+response read.
+
+A hold'em game (``holdem.limit.2p.reverse_blinds.game``, ``holdem.limit.3p.game``, any ACPC limit
+game with a 52-card deck) is far too big to compile into a :class:`LimitGame`, so a policy is not a
+table over information sets but a function of what the acting player sees: a :class:`Spot` (the
+game, the board cards dealt so far, the betting so far as the one implementation of the rules
+replays it, :mod:`oppmodel.modeling.games.acpc.betting`) and its hole cards. It answers the
+probabilities of fold, call and raise (action codes 0, 1, 2), zero on the illegal ones.
+
+The answer is asked for many hole cards at once (``holes``, a (k, 2) array): the local best
+response weighs every hand an opponent may hold by the probability of the actions it took, so a
+policy computes its hand-strength measure for a whole range in one kernel call. One hand is a
+batch of one (:func:`action_row`).
+
+Cards are the evaluator's integers (``4 * rank + suit``, 2c = 0 .. As = 51,
+:func:`oppmodel.modeling.games.acpc.hand_rank.card_index`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import (
+    CALL,
+    NUM_ACTIONS,
+    BettingState,
+    HandState,
+    is_legal,
+)
+from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.acpc.hand_rank import card_index
+
+DECK_SIZE = 52
+HOLE_CARDS = 2
+# every two-card hand (i < j) of the 52-card deck, in a fixed order: (1326, 2)
+ALL_HOLES = np.array(list(itertools.combinations(range(DECK_SIZE), HOLE_CARDS)), dtype=np.int64)
+ALL_HOLES.setflags(write=False)
+
+
+@dataclass(frozen=True)
+class Spot:
+    """A decision of a hold'em hand as every player sees it: the game, the board cards dealt so
+    far (all rounds, in the order dealt) and the state of the betting (its ``player`` is the
+    position to act)."""
+
+    game: GameDef
+    board: tuple[int, ...]
+    betting: BettingState
+
+    @classmethod
+    def of(cls, game: GameDef, board: Sequence[str], betting: str) -> Spot:
+        """The spot after the ACPC ``betting`` on the ``board`` cards (texts, ``"As"``); the
+        betting is replayed and checked (IllegalActionError naming the bad character)."""
+        state = HandState.from_betting(game, betting).state
+        if state.player < 0:
+            raise InvalidArgumentError("betting", f"{betting!r}: the hand is over")
+        return cls(game, tuple(card_index(c) for c in board), state)
+
+    @property
+    def position(self) -> int:
+        """The position to act."""
+        return self.betting.player
+
+    @property
+    def round(self) -> int:
+        return self.betting.round
+
+    def legal(self) -> np.ndarray:
+        """(3,) bool: which of fold, call, raise the position to act may take."""
+        return np.array([is_legal(self.game, self.betting, a) for a in range(NUM_ACTIONS)])
+
+    def facing_bet(self) -> bool:
+        """Whether the position to act has something to call."""
+        return self.betting.spent[self.position] < max(self.betting.spent)
+
+
+@runtime_checkable
+class HoldemPolicy(Protocol):
+    """A hold'em player: fold/call/raise probabilities for hole cards at a spot."""
+
+    name: str
+
+    def probabilities(self, spot: Spot, holes: np.ndarray) -> np.ndarray:
+        """(k, 3) probabilities of fold, call, raise for each row of ``holes`` ((k, 2) card
+        integers, none of them on the board) held by ``spot.position``; each row sums to 1 and
+        is 0 on the actions ``spot.legal()`` forbids."""
+        ...
+
+
+def action_row(policy: HoldemPolicy, spot: Spot, hole: Sequence[int]) -> np.ndarray:
+    """(3,) the policy's probabilities for one hand."""
+    return policy.probabilities(spot, np.asarray([hole], dtype=np.int64))[0]
+
+
+def live_holes(dead: Sequence[int]) -> np.ndarray:
+    """The rows of :data:`ALL_HOLES` that use none of the ``dead`` cards (a range's support)."""
+    mask = np.zeros(DECK_SIZE, dtype=bool)
+    mask[list(dead)] = True
+    return ALL_HOLES[~(mask[ALL_HOLES[:, 0]] | mask[ALL_HOLES[:, 1]])]
+
+
+def check_rows(spot: Spot, rows: np.ndarray, field: str = "probabilities") -> np.ndarray:
+    """``rows`` if every row is a distribution over the spot's legal actions (1e-9);
+    InvalidArgumentError naming ``field`` and the first bad row otherwise."""
+    rows = np.asarray(rows, dtype=float)
+    legal = spot.legal()
+    bad = (
+        (rows < 0).any(axis=1)
+        | (np.abs(rows.sum(axis=1) - 1.0) > 1e-9)
+        | (rows[:, ~legal] > 0).any(axis=1)
+    )
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidArgumentError(
+            field, f"row {i} {rows[i].tolist()} is no distribution over {legal.tolist()}"
+        )
+    return rows
+
+
+class AlwaysCall:
+    """Checks or calls at every decision, whatever it holds."""
+
+    name = "always-call"
+
+    def probabilities(self, spot: Spot, holes: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(holes), NUM_ACTIONS))
+        out[:, CALL] = 1.0
+        return out
+
+
+class Uniform:
+    """Every legal action equally likely, whatever it holds."""
+
+    name = "uniform"
+
+    def probabilities(self, spot: Spot, holes: np.ndarray) -> np.ndarray:
+        legal = spot.legal()
+        return np.tile(legal / legal.sum(), (len(holes), 1))

@@ -3,6 +3,7 @@ project's dealer, with the service up, killed mid-match, and restarted."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -10,8 +11,10 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import grpc
 import numpy as np
 import pytest
 from acpc_support import (
@@ -22,7 +25,7 @@ from acpc_support import (
     run_dealer,
     stop_and_restart,
 )
-from service_support import kuhn_library, running_server
+from service_support import hands_held, kuhn_library, running_server, wait_until
 
 from oppmodel.clients.acpc.agent import SeatHand, make_policy
 from oppmodel.clients.acpc.convert import kuhn_for
@@ -58,10 +61,10 @@ def acpc_view(view: HandObservation) -> tuple[int, str, tuple]:
     return view.position, betting, (*hole, "")
 
 
-# the deadline of the service agent's calls (a decision's, and the background's Observe) in the
-# tests that count outages or fallback decisions: a bound on a hang, not a speed check (with both
-# cores busy a decision took over 4 s and an Observe over 2 s, each DEADLINE_EXCEEDED an outage of
-# its own); under the tests' dealer's reply limit (acpc_support.LOADED_LIMIT_MS)
+# the decision budget of the tests that count outages or fallback decisions: a bound on a hang,
+# not a speed check (with both cores busy a decision took over 4 s, DEADLINE_EXCEEDED being an
+# outage of its own); under the tests' dealer's reply limit (acpc_support.LOADED_LIMIT_MS). The
+# background calls keep the agent's own deadline: one it misses is no outage.
 AGENT_DEADLINE = 30.0
 
 
@@ -90,7 +93,6 @@ def test_a_match_through_the_service_sends_only_what_the_seat_saw_and_models_exa
             config=CONFIG,
             stderr=err,
             deadline=AGENT_DEADLINE,
-            connect_timeout=AGENT_DEADLINE,
         )
         captured, agents = play(tmp_path, policy, hands)
         policy.close()
@@ -147,7 +149,6 @@ def test_killing_the_service_mid_match_falls_back_to_n1_once_and_the_match_compl
         f"127.0.0.1:{port}",
         config=CONFIG,
         stderr=err,
-        connect_timeout=AGENT_DEADLINE,
         deadline=AGENT_DEADLINE,
     )
     try:
@@ -185,7 +186,6 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
         stderr=err,
         retry_interval=0.05,
         deadline=AGENT_DEADLINE,
-        connect_timeout=AGENT_DEADLINE,
     )
     try:
         captured, agents = play(tmp_path, policy, 120)
@@ -202,6 +202,86 @@ def test_a_restarted_service_gets_every_missed_hand_and_plays_again(tmp_path: Pa
     finally:
         for server in servers:
             server.stop()
+    views = [obs for _, obs in log_observations(GAME, parse_log(captured.log), "Alice")]
+    assert stored_observations(db, policy.session_id) == [acpc_view(v) for v in views]
+
+
+class LateSends(grpc.aio.ServerInterceptor):
+    """Holds the first ``calls`` Observe and ObserveBatch calls past their client's deadline,
+    answering nothing: what a background send meets on a server too busy to answer in time."""
+
+    def __init__(self, calls: int) -> None:
+        self.left = calls
+        self.missed = 0  # calls held until their client's deadline had passed
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if details.method.rsplit("/", 1)[-1] not in ("Observe", "ObserveBatch") or not self.left:
+            return handler
+        self.left -= 1
+
+        async def late(request: object, context: grpc.aio.ServicerContext) -> None:
+            try:  # gRPC cancels the call at its deadline, or it is refused after it
+                await asyncio.sleep(context.time_remaining() + 0.1)
+                await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "held past the deadline")
+            finally:
+                self.missed += 1
+
+        make = (
+            grpc.stream_stream_rpc_method_handler
+            if handler.request_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        return make(
+            late,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+@pytest.mark.parametrize("batches", [False, True], ids=["stream", "batches"])
+def test_a_send_that_misses_its_deadline_is_no_outage_and_its_hands_go_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batches: bool
+) -> None:
+    """A busy server answers two background sends after their deadline: the hands are sent
+    again with a longer one, and the decisions stay on the service (only a decision call
+    decides an outage)."""
+    late = LateSends(calls=2)
+    server = grpc.aio.server
+    monkeypatch.setattr(
+        grpc.aio, "server", lambda **options: server(interceptors=[late], **options)
+    )
+    db = tmp_path / "s.sqlite"
+    hands = 30
+    with running_server(db, synchronous="NORMAL") as port:
+        err = io.StringIO()
+
+        class HeldAt(ServicePolicy):
+            def observe(self, hand: SeatHand) -> None:
+                super().observe(hand)
+                if hand.hand == 5:  # the match goes on once two sends missed their deadline
+                    wait_until(lambda: late.missed == 2, "two sends held past their deadline")
+
+        policy = HeldAt(
+            GAME,
+            f"127.0.0.1:{port}",
+            config=CONFIG,
+            stderr=err,
+            deadline=AGENT_DEADLINE,
+            connect_timeout=0.5,
+            observe_batches=batches,
+        )
+        captured, agents = play(tmp_path, policy, hands)
+        policy.close()
+        assert captured.result.status == 0, captured.stderr
+        assert err.getvalue() == "" and policy.outages == []
+        assert policy.fallback_decisions == 0
+        assert policy.service_decisions == agents[0].result.actions > 0
+        assert hands_held(port, policy.session_id) == hands
     views = [obs for _, obs in log_observations(GAME, parse_log(captured.log), "Alice")]
     assert stored_observations(db, policy.session_id) == [acpc_view(v) for v in views]
 

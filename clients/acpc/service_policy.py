@@ -34,7 +34,10 @@ Everything else runs on one background thread, so that no decision ever waits fo
   hands not yet acknowledged go together, at most ``RESEND_PIECE`` per call, so that a backlog
   goes in pieces (on the server a decision waits behind at most one piece). If the server lost
   the session (a fresh database, a deletion) it creates it again and resends every hand. The
-  server's sequence numbers make a resend safe.
+  server's sequence numbers make a resend safe. A send that misses its deadline (a busy
+  machine) is no outage: only a decision call, within its budget, decides that the service
+  cannot answer. Its hands go again with a doubled deadline (``_slower``); an unreachable
+  service (UNAVAILABLE) still switches the decisions to the fallback at once.
 * on the fallback, it probes the service every ``retry_interval`` and hands the decisions back
   as soon as it serves: its port accepts a connection (a HOST:PORT target; a test that fails at
   once while it is down) and it answers the health check. The health check matters: gRPC binds
@@ -73,13 +76,20 @@ from oppmodel.clients.acpc.service_game import ServiceGame
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.grpc_base import ERROR_BY_CODE
 from oppmodel.clients.outbox import Outbox
-from oppmodel.modeling.errors import NotFoundError, OppModelError, ServiceError
+from oppmodel.modeling.errors import (
+    DeadlineExceededError,
+    NotFoundError,
+    OppModelError,
+    ServiceError,
+)
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.mbbr.config import MBBRConfig
 
 ServiceFailure = (grpc.RpcError, OppModelError)
 _STATUS_OF: dict[type[BaseException], str] = {e: code.name for code, e in ERROR_BY_CODE.items()}
 MAX_QUARANTINE = 5.0  # seconds; see the module docstring
+BACKGROUND_DEADLINE = 2.0  # seconds: a background call's first deadline; see ServicePolicy._slower
+MAX_BACKGROUND_DEADLINE = 30.0  # seconds; see ServicePolicy._slower
 RESEND_PIECE = 64  # hands per Observe call of a backlog; see ServicePolicy._send_some
 SERVICE_WAIT_S = 30.0  # how long the start waits for a service that does not answer yet
 MAX_REPORTED_OUTAGES = 10  # outages said on stderr; later ones are in the tally only
@@ -133,15 +143,16 @@ class ServicePolicy:
         our_label: str = "acpc-agent",
         opponent_labels: tuple[str, ...] | None = None,
         deadline: float = 1.75,
-        connect_timeout: float = 2.0,
+        connect_timeout: float = BACKGROUND_DEADLINE,
         retry_interval: float = 0.005,
         observe_batches: bool = False,
         startup_wait: float = SERVICE_WAIT_S,
         stderr: TextIO | None = None,
         prior_strategy: str | None = None,
     ) -> None:
-        """``deadline``: the per-decision budget (s); ``connect_timeout``: the deadline of the
-        background calls (session creation, Observe); ``startup_wait``: how long the first
+        """``deadline``: the per-decision budget (s); ``connect_timeout``: the first deadline of
+        the background calls (session creation, Observe; doubled after each one missed, see
+        ``_slower``); ``startup_wait``: how long the first
         decision waits for the service to serve and create the session (0: not at all, the match
         begins on the fallback); ``retry_interval``: how often the channels
         try to reconnect to an unreachable service (and the pause after a failed background
@@ -378,6 +389,10 @@ class ServicePolicy:
                         return
                     continue
                 self._send_some()
+            except DeadlineExceededError:
+                self._slower()
+                if self._pause(self.retry_interval):
+                    return
             except ServiceFailure as exc:
                 self._fall_back(exc)
                 if self._pause(self.retry_interval):
@@ -401,6 +416,15 @@ class ServicePolicy:
             self._create_session()
         with self._wake:
             self._on_service = self._untested_return = True
+
+    def _slower(self) -> bool:
+        """A background call missed its deadline: the service is busy, not gone (a decision call
+        decides outages, within its budget). Double the background calls' deadline, up to
+        ``MAX_BACKGROUND_DEADLINE`` (a bound on a hang: a busy server's answer ends the call
+        sooner); the hands stay unacknowledged and go again. Whether the deadline grew."""
+        timeout = self._background.timeout
+        self._background.timeout = max(timeout, min(2 * timeout, MAX_BACKGROUND_DEADLINE))
+        return self._background.timeout > timeout
 
     def _unsent(self) -> bool:
         return self._session_id is None or len(self._outbox) > 0
@@ -431,9 +455,15 @@ class ServicePolicy:
             self._outbox.rewind()
 
     def _send_pending(self) -> None:
-        """Send every hand the session has not acknowledged."""
-        while self._send_some():
-            pass
+        """Send every hand the session has not acknowledged. While the decisions are on the
+        service, a send that missed its deadline goes again with a longer one (see ``_slower``)."""
+        while True:
+            try:
+                if not self._send_some():
+                    return
+            except DeadlineExceededError:
+                if not (self._on_service and self._slower()):
+                    raise
 
     def _send_some(self) -> bool:
         """Send the next hands the session has not acknowledged, at most ``RESEND_PIECE``; create

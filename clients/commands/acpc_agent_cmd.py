@@ -18,7 +18,12 @@ from oppmodel.clients.acpc.agent import (
     policy_names,
     strategy_policy,
 )
-from oppmodel.clients.acpc.service_policy import SERVICE_WAIT_S, ServicePolicy
+from oppmodel.clients.acpc.service_policy import (
+    BACKGROUND_DEADLINE,
+    MAX_BACKGROUND_DEADLINE,
+    SERVICE_WAIT_S,
+    ServicePolicy,
+)
 from oppmodel.clients.cli import run_command
 from oppmodel.clients.commands._mbbr_options import (
     POPULATION,
@@ -65,10 +70,11 @@ With --service ADDR the agent is MBBR played by the oppmodel service: it creates
 service that does not answer yet (a server started a moment before warms up for seconds), and asks
 GetAction for every decision, waiting at most --decision-budget-ms for each answer. A background
 thread sends every finished hand as this seat saw it (folded and uncontested cards stay hidden),
-so a decision never waits for it. If a decision call fails (unreachable, too slow, any error) the
-agent says so on stderr and plays the fallback, MBBR's default strategy (N1 in 3-player Kuhn, the
-game's solved cfr strategy else), while the background thread probes the service; it returns to
-the service as soon as the service
+so a decision never waits for it; a send a busy service answers too late is no outage: it goes
+again with its deadline doubled ({BACKGROUND_DEADLINE:g} s, at most {MAX_BACKGROUND_DEADLINE:g}).
+If a decision call fails (unreachable, too slow, any error) the agent says so on stderr and plays
+the fallback, MBBR's default strategy (N1 in 3-player Kuhn, the game's solved cfr strategy else),
+while the background thread probes the service; it returns to the service as soon as the service
 answers, and resends the hands it missed. The tally counts the decisions each source made and the
 hands each outage lasted. --in-process plays the same MBBR model inside this process instead.
 --mbbr-prior-strategy FILE gives MBBR a strategy file as its prior mean and default strategy (the

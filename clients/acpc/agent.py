@@ -40,10 +40,14 @@ from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, HandState
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.acpc.hand_rank import card_index
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile, parse_profile
 from oppmodel.modeling.games.kuhn import BET
+from oppmodel.modeling.holdem.match import is_holdem
+from oppmodel.modeling.holdem.policy import HoldemPolicy, Spot, action_row
+from oppmodel.modeling.holdem.styles import holdem_policy, style_names
 from oppmodel.modeling.mbbr.base import MBBRModel
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
@@ -215,6 +219,32 @@ class LimitModelPolicy(LimitStrategyPolicy):
         self.model.observe(hand.limit_observation())
 
 
+class HoldemStylePolicy:
+    """Plays a hold'em policy (:mod:`oppmodel.modeling.holdem.policy`: a style, always-call,
+    uniform) in a limit hold'em game, which no compiled table reaches: draws f, c or r from its
+    probabilities for our hole cards at the spot (the board and betting so far); seeded."""
+
+    def __init__(self, game: GameDef, policy: HoldemPolicy, seed: int) -> None:
+        self.game = game
+        self.policy = policy
+        self.rng = random.Random(seed)
+
+    def act(self, decision: Decision) -> str:
+        """Draw f, c or r with the policy's probabilities for our hole cards."""
+        board = tuple(card_index(c) for c in _card_list("".join(decision.board)))
+        spot = Spot(self.game, board, decision.hand.state)
+        hole = [card_index(c) for c in _card_list(decision.hole)]
+        row = action_row(self.policy, spot, hole)
+        return self.rng.choices(ACTION_LETTERS, weights=row.tolist())[0]
+
+    def observe(self, hand: SeatHand) -> None:
+        """A fixed policy learns nothing."""
+
+
+def _card_list(text: str) -> list[str]:
+    return [text[i : i + 2] for i in range(0, len(text), 2)]
+
+
 def strategy_policy(game: GameDef, path: str | Path, seed: int) -> LimitStrategyPolicy:
     """Play the profile of a strategy file (every position's strategy, keyed by information-state
     strings, or by OpenSpiel's in a Kuhn game); InvalidArgumentError or InvalidStrategyError
@@ -233,6 +263,8 @@ def policy_names(game: GameDef | None = None) -> list[str]:
     for the compiled game (n1, n2, n3 in 3-player Kuhn; ``cfr``, the game's solved strategy;
     uniform; the styles) and ``example``. Styles also take ``STYLE@S`` (diluted with the
     equilibrium: N2 in 3-player Kuhn, cfr elsewhere)."""
+    if game is not None and is_holdem(game):
+        return [*style_names(), "example"]
     return ["mbbr", *panel_names(None if game is None else limit_game_of(game)), "example"]
 
 
@@ -249,6 +281,11 @@ def make_policy(
     """
     if name == "example":
         return example_policy(game, seed)
+    if is_holdem(game):
+        try:
+            return HoldemStylePolicy(game, holdem_policy(name, game), seed)
+        except NotFoundError as exc:
+            raise InvalidArgumentError("agent", str(exc)) from None
     if is_strategy_file(name):
         return strategy_policy(game, name, seed)
     known = policy_names(game)

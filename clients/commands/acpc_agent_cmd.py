@@ -41,6 +41,7 @@ from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, BUNDLED_STRATEGI
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.holdem.match import is_holdem
 from oppmodel.modeling.mbbr.model import build_model
 
 REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
@@ -64,6 +65,9 @@ does); --agent example plays the reference example_player's weights. The styles
 (always-bet, calling-station, tight-passive, maniac, bluffer[:B]) are defined from hand strength
 and play every game; STYLE@S plays a style at a share S of the decisions and the equilibrium at
 the rest (cfr, or N2 in 3-player Kuhn). In Kuhn games n1, n2, n3 and MBBR are agents too.
+In limit Texas hold'em (holdem.limit.2p.reverse_blinds.game, holdem.limit.3p.game: too big to
+compile) the agents are uniform, always-call and the styles defined by HS, the share of an
+opponent's hands beaten now (see `oppmodel match --help`), and example.
 
 With --service ADDR the agent is MBBR played by the oppmodel service: it creates a session (the
 --mbbr-* parameters, --seed), its first decision waiting up to --service-wait seconds (30) for a
@@ -199,22 +203,27 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(
             POPULATION, "is played by MBBR in this process: add --in-process"
         )
-    model_game = limit_game_of(game)
-    prior = prior_strategy_json(args, model_game)
     budget_ms = args.decision_budget_ms
     policy: Policy
-    if args.service:
+    if is_holdem(game):  # too big to compile: the hold'em policies
+        if modeled or args.strategy:
+            raise InvalidArgumentError(
+                "agent", "in limit hold'em the agent plays a hold'em style: no MBBR or --strategy"
+            )
+        policy = make_policy(agent, game, args.seed)
+    elif args.service:
         budget_ms = budget_ms or default_decision_budget_ms(limit_game_of(game))
         policy = ServicePolicy(
             game,
             args.service,
             config=config,
             deadline=budget_ms / 1000,
-            prior_strategy=prior,
+            prior_strategy=prior_strategy_json(args, limit_game_of(game)),
             startup_wait=args.service_wait,
         )
     elif agent == "mbbr":
-        profile = prior_strategy_profile(model_game, prior)
+        model_game = limit_game_of(game)
+        profile = prior_strategy_profile(model_game, prior_strategy_json(args, model_game))
         config, population = mbbr_population(args, model_game, config)
         model = build_model(
             model_game, config, prior_mean=profile, default_strategy=profile, population=population

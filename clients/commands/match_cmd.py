@@ -7,11 +7,10 @@ import argparse
 import json
 import textwrap
 import time
-from collections import Counter
 
 import numpy as np
 
-from oppmodel.clients.commands._games import GAME_HELP, resolve_game
+from oppmodel.clients.commands._games import GAME_HELP, resolve_match_game
 from oppmodel.clients.commands._mbbr_options import (
     add_mbbr_arguments,
     mbbr_config,
@@ -21,13 +20,22 @@ from oppmodel.clients.commands._mbbr_options import (
 )
 from oppmodel.clients.commands._types import hands, runs, seed
 from oppmodel.clients.progress import Progress, counted
-from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file
+from oppmodel.modeling.holdem.match import HoldemGame
+from oppmodel.modeling.holdem.styles import policy_factory
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_names
 from oppmodel.modeling.play.agents import mbbr_factory
-from oppmodel.modeling.play.match import AgentFactory, run_duplicate, seatings
+from oppmodel.modeling.play.fields import labels
+from oppmodel.modeling.play.match import (
+    AgentFactory,
+    MatchFactory,
+    MatchGame,
+    run_duplicate,
+    seatings,
+)
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.modeling.play.tournament import AgentSpec, agent_factory
 from oppmodel.modeling.population import Population
@@ -66,6 +74,13 @@ with the board; the worst: one none loses to), STYLE@S diluted with the solved s
 3-player Kuhn only, the adaptive agents Kuhn only (kuhn2p, kuhn3p, kuhn4p: bundled game files
 like Leduc's).
 --mbbr-prior-strategy FILE makes a strategy file MBBR's prior mean and default strategy.
+
+Limit Texas hold'em (an ACPC game file with the 52-card deck and two hole cards, such as
+holdem.limit.2p.reverse_blinds.game or holdem.limit.3p.game) is far too big to compile: its deals
+are sampled (a seeded shuffle per hand, the same for every seating of a duplicate) and played by
+the dealer's rules. Its agents are uniform, always-call and the styles, defined by HS, the share
+of an opponent's hands beaten now (preflop: by E[HS^2]): the top quarter plays as the nuts, the
+bottom 30%% as the worst (modeling/holdem/styles.py).
 """
 
 _EXAMPLES = """\
@@ -78,6 +93,7 @@ examples:
   oppmodel match --game leduc3p --agents mbbr,cfr,maniac@0.35 --hands 3000 --duplicates 10
   oppmodel match --game leduc2p --agents cfr,calling-station --duplicates 20 --json
   oppmodel match --agents mbbr,mine.json,n3   # mine.json: oppmodel solve kuhn3p --out mine.json
+  oppmodel match --game holdem.limit.2p.reverse_blinds.game --agents maniac,tight-passive
 """
 
 
@@ -130,11 +146,7 @@ def build_agents(
     """Labels (repeated names get #2, #3, ...) and factories for a comma-separated agent list;
     ``prior_strategy``: MBBR's prior mean and default strategy (None: the game's defaults);
     ``population``: MBBR's fitted population prior (``--mbbr-population``)."""
-    names = [_agent_name(name.strip()) for name in spec.split(",")]
-    if len(names) != game.num_players:
-        raise InvalidArgumentError(
-            "agents", f"{game.name} needs {game.num_players} agents, got {len(names)}: {spec!r}"
-        )
+    names = _agent_names(game, spec)
     factories = [
         mbbr_factory(
             config,
@@ -146,32 +158,46 @@ def build_agents(
         else agent_factory(AgentSpec(name))
         for name in names
     ]
-    seen: Counter[str] = Counter()
-    labels = []
-    for name in names:
-        seen[name] += 1
-        labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
-    return labels, factories
+    return labels(names), factories
 
 
-def _agent_name(name: str) -> str:
-    """Names are case-insensitive; a strategy file's path is kept as given."""
-    return name if is_strategy_file(name) else name.lower()
+def _agent_names(game: MatchGame, spec: str) -> list[str]:
+    """The names of a comma-separated agent list, one per player (case-insensitive; a strategy
+    file's path is kept as given)."""
+    names = [name.strip() for name in spec.split(",")]
+    names = [name if is_strategy_file(name) else name.lower() for name in names]
+    if len(names) != game.num_players:
+        raise InvalidArgumentError(
+            "agents", f"{game.name} needs {game.num_players} agents, got {len(names)}: {spec!r}"
+        )
+    return names
+
+
+def holdem_agents(game: HoldemGame, spec: str) -> tuple[list[str], list[MatchFactory]]:
+    """Labels and factories of a hold'em series: the hold'em styles (modeling/holdem/styles.py);
+    InvalidArgumentError naming the agent the sampled game cannot play."""
+    names = _agent_names(game, spec)
+    try:
+        factories = [policy_factory(name, game.gamedef) for name in names]
+    except NotFoundError as exc:
+        raise InvalidArgumentError("agents", str(exc)) from None
+    return labels(names), factories
 
 
 def run(args: argparse.Namespace) -> int:
     """Play the series and print the ranking."""
-    game = resolve_game(args.game)
+    game = resolve_match_game(args.game)
     config = mbbr_config(args)
-    prior = prior_strategy_profile(game, prior_strategy_json(args, game))
-    config, population = mbbr_population(args, game, config)
-    labels, factories = build_agents(game, args.agents, config, prior, population)
+    if isinstance(game, HoldemGame):
+        labels_, factories = holdem_agents(game, args.agents)
+    else:
+        labels_, factories = _limit_agents(game, args, config)
     total = args.hands * args.duplicates * len(seatings(game.num_players))
     start = time.perf_counter()
     with Progress(total, desc="oppmodel match", unit="hand") as bar:
         result = run_duplicate(
             game,
-            labels,
+            labels_,
             factories,
             hands=args.hands,
             duplicates=args.duplicates,
@@ -202,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
                 "change_hazard": config.change_hazard,
                 "prior_strategy": args.mbbr_prior_strategy,
             }
-            if "mbbr" in labels
+            if "mbbr" in labels_
             else None,
             "ranking": [result.result_json(r) for r in ranking],
         }
@@ -220,3 +246,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"{i:>4}  {r.name:<20}  {r.rate:>+9.1f}  {error:>8}")
     print(result.unit.legend)
     return 0
+
+
+def _limit_agents(
+    game: LimitGame, args: argparse.Namespace, config: MBBRConfig
+) -> tuple[list[str], list[AgentFactory]]:
+    """Labels and factories of a compiled game's series, MBBR's prior from the flags."""
+    prior = prior_strategy_profile(game, prior_strategy_json(args, game))
+    config, population = mbbr_population(args, game, config)
+    return build_agents(game, args.agents, config, prior, population)

@@ -21,11 +21,14 @@ HS >= 0.75 (about the top quarter of hands), the *worst* HS < 0.30, the rest *mi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from oppmodel.modeling.errors import NotFoundError
 from oppmodel.modeling.games.acpc.betting import RAISE
 from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent
 from oppmodel.modeling.holdem.policy import AlwaysCall, HoldemPolicy, Spot, Uniform
 from oppmodel.modeling.holdem.strength import hand_strength_share
 from oppmodel.modeling.play.diluted import is_diluted, parse_diluted
@@ -111,3 +114,14 @@ def blueprint(game: GameDef) -> HoldemPolicy:
     raise NotFoundError(
         f"no hold'em blueprint for {game.source or 'this game'} yet: STYLE@S and cfr need one"
     )
+
+
+def policy_factory(name: str, game: GameDef) -> Callable[[HoldemGame, int], PolicyAgent]:
+    """A factory ``(game, seed) -> agent`` of the match engine playing the policy ``name``
+    (NotFoundError now for an unknown name)."""
+    policy = holdem_policy(name, game)
+
+    def build(game: HoldemGame, seed: int) -> PolicyAgent:
+        return PolicyAgent(name, policy, seed)
+
+    return build

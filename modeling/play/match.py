@@ -29,11 +29,12 @@ so both paths give identical results (a test checks this).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -41,6 +42,7 @@ from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import validate_profile
 from oppmodel.modeling.games.units import RateUnit
+from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.observation import LimitObservation, observe_limit_hand
 from oppmodel.modeling.play import _match_kernels as kernels
 
@@ -71,6 +73,10 @@ class Agent(Protocol):
 
 # (game, seed) -> a fresh agent
 AgentFactory = Callable[[LimitGame, int], Agent]
+# a game of the engine: compiled, or sampled (hold'em: oppmodel.modeling.holdem.match)
+MatchGame = LimitGame | HoldemGame
+# a factory of agents of either kind of game (its agents: Agent, or a hold'em PolicyAgent)
+MatchFactory = Callable[[Any, int], Any]
 
 
 def require_game(name: str, built_for: LimitGame, game: LimitGame) -> None:
@@ -273,9 +279,9 @@ def deck_seed(seed: int, duplicate: int) -> int:
 
 
 def run_duplicate(
-    game: LimitGame,
+    game: MatchGame,
     names: Sequence[str],
-    factories: Sequence[AgentFactory],
+    factories: Sequence[MatchFactory],
     *,
     hands: int,
     duplicates: int,
@@ -294,8 +300,8 @@ def run_duplicate(
 
 
 def play_duplicate(
-    game: LimitGame,
-    factories: Sequence[AgentFactory],
+    game: MatchGame,
+    factories: Sequence[MatchFactory],
     *,
     hands: int,
     seed: int,
@@ -309,10 +315,17 @@ def play_duplicate(
     n = game.num_players
     orders = seatings(n)
     row = np.zeros(n)
-    deals = deal_sequence(game, hands, deck_seed(seed, duplicate))
+    deck = deck_seed(seed, duplicate)
+    play: Callable[[list, np.ndarray], np.ndarray]
+    if isinstance(game, HoldemGame):  # sampled deals, played by the rules
+        deals = game.deal_sequence(hands, deck)
+        play = functools.partial(play_holdem_match, game)
+    else:
+        deals = deal_sequence(game, hands, deck)
+        play = functools.partial(play_match, game)
     for j, order in enumerate(orders):
         agents = [factories[i](game, agent_seed(seed, duplicate, j, i)) for i in order]
-        chips = play_match(game, agents, deals)
+        chips = play(agents, deals)
         for s, i in enumerate(order):
             row[i] += chips[s]
         if progress is not None:
@@ -321,7 +334,7 @@ def play_duplicate(
 
 
 def summarize(
-    game: LimitGame, names: Sequence[str], rows: Sequence[np.ndarray], *, hands: int, seed: int
+    game: MatchGame, names: Sequence[str], rows: Sequence[np.ndarray], *, hands: int, seed: int
 ) -> DuplicateResult:
     """The series result of per-duplicate rows (:func:`play_duplicate`, in duplicate order)."""
     per_duplicate = np.array(rows, dtype=float).reshape(len(rows), game.num_players)
@@ -335,9 +348,9 @@ def summarize(
 
 
 def _check_series(
-    game: LimitGame,
+    game: MatchGame,
     names: Sequence[str],
-    factories: Sequence[AgentFactory],
+    factories: Sequence[MatchFactory],
     hands: int,
     seed: int,
 ) -> None:

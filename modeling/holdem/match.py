@@ -23,12 +23,18 @@ import numpy as np
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, RAISE, HandState
-from oppmodel.modeling.games.acpc.gamedef import LIMIT, RANK_CHARS, SUIT_CHARS, GameDef
+from oppmodel.modeling.games.acpc.gamedef import LIMIT, GameDef
 from oppmodel.modeling.games.units import RateUnit
-from oppmodel.modeling.holdem.policy import DECK_SIZE, HOLE_CARDS, HoldemPolicy, Spot, action_row
+from oppmodel.modeling.holdem.policy import (
+    CARD_NAMES,
+    DECK_SIZE,
+    HOLE_CARDS,
+    HoldemPolicy,
+    Spot,
+    action_row,
+    board_texts,
+)
 from oppmodel.modeling.observation import LimitObservation
-
-CARD_NAMES = tuple(r + s for r in RANK_CHARS for s in SUIT_CHARS)  # by card integer
 
 
 def is_holdem(gamedef: GameDef) -> bool:
@@ -74,13 +80,6 @@ class HoldemGame:
         width = HOLE_CARDS * self.num_players + self.board_ends[-1]
         shuffled = np.argsort(np.random.default_rng(seed).random((hands, DECK_SIZE)), axis=1)
         return shuffled[:, :width].astype(np.int64)
-
-    def board_texts(self, board: Sequence[int], rounds: int) -> tuple[str, ...]:
-        """The board of each of the first ``rounds`` rounds as ACPC text (``""`` for none)."""
-        starts = (0, *self.board_ends)
-        return tuple(
-            "".join(CARD_NAMES[c] for c in board[starts[r] : starts[r + 1]]) for r in range(rounds)
-        )
 
 
 class PolicyAgent:
@@ -133,11 +132,11 @@ def play_holdem_match(
                 )
             hand.apply(ACTION_LETTERS[action])
         hole_texts = tuple("".join(CARD_NAMES[c] for c in cards) for cards in holes)
-        board_texts = game.board_texts(board, hand.round + 1)
-        payoffs = hand.payoffs(hole_texts, board_texts)
+        shown = board_texts(game.gamedef, board, hand.round + 1)
+        payoffs = hand.payoffs(hole_texts, shown)
         for p in range(n):
             seat = (p + h) % n
             chips[seat] += payoffs[p]
             seen = tuple(cards or None for cards in hand.visible_hole(hole_texts, p))
-            agents[seat].end_hand(LimitObservation(p, hand.betting, seen, board_texts))
+            agents[seat].end_hand(LimitObservation(p, hand.betting, seen, shown))
     return chips

@@ -35,14 +35,16 @@ from oppmodel.modeling.games.acpc.betting import (
     HandState,
     is_legal,
 )
-from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS, GameDef
 from oppmodel.modeling.games.acpc.hand_rank import card_index
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 
 DECK_SIZE = 52
 HOLE_CARDS = 2
 # every two-card hand (i < j) of the 52-card deck, in a fixed order: (1326, 2)
 ALL_HOLES = np.array(list(itertools.combinations(range(DECK_SIZE), HOLE_CARDS)), dtype=np.int64)
 ALL_HOLES.setflags(write=False)
+CARD_NAMES = tuple(r + s for r in RANK_CHARS for s in SUIT_CHARS)  # by card integer
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,16 @@ def action_row(policy: HoldemPolicy, spot: Spot, hole: Sequence[int]) -> np.ndar
     return policy.probabilities(spot, np.asarray([hole], dtype=np.int64))[0]
 
 
+def board_texts(game: GameDef, board: Sequence[int], rounds: int) -> tuple[str, ...]:
+    """The board cards (dealt in order) of each of the first ``rounds`` rounds as ACPC text, as
+    a MATCHSTATE lists them (``""`` for a round that deals none)."""
+    ends = np.cumsum(game.num_board_cards).tolist()
+    return tuple(
+        "".join(CARD_NAMES[c] for c in board[start:end])
+        for start, end in zip([0, *ends[: rounds - 1]], ends[:rounds], strict=True)
+    )
+
+
 def live_holes(dead: Sequence[int]) -> np.ndarray:
     """The rows of :data:`ALL_HOLES` that use none of the ``dead`` cards (a range's support)."""
     mask = np.zeros(DECK_SIZE, dtype=bool)
@@ -144,3 +156,26 @@ class Uniform:
     def probabilities(self, spot: Spot, holes: np.ndarray) -> np.ndarray:
         legal = spot.legal()
         return np.tile(legal / legal.sum(), (len(holes), 1))
+
+
+class ProfilePolicy:
+    """A compiled limit game's profile (Kuhn, Leduc: ``(n, num_infosets, 3)``) as a policy: each
+    hole's row is that of its information set, keyed as the game keys them. What a measure
+    written for hold'em (the local best response) is checked with where exact answers exist."""
+
+    def __init__(self, name: str, game: LimitGame, profile: np.ndarray) -> None:
+        self.name = name
+        self.game = game
+        self.profile = np.asarray(profile, dtype=float)
+
+    def probabilities(self, spot: Spot, holes: np.ndarray) -> np.ndarray:
+        board = board_texts(spot.game, spot.board, spot.round + 1)
+        rows = []
+        for hole in np.asarray(holes).tolist():
+            key = self.game.infostate(
+                "".join(CARD_NAMES[c] for c in hole), board, spot.betting.betting
+            )
+            rows.append(
+                self.profile[spot.position, self.game.infoset_from_string(spot.position, key)]
+            )
+        return np.array(rows).reshape(len(rows), NUM_ACTIONS)

@@ -24,16 +24,14 @@ import numpy as np
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS
 from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig, strength
-from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
 from oppmodel.modeling.holdem import _strength_kernels as kernels
-from oppmodel.modeling.holdem.policy import ALL_HOLES, DECK_SIZE
+from oppmodel.modeling.holdem.policy import ALL_HOLES, CARD_NAMES, DECK_SIZE
 
 # (52, 52) -> the row of ALL_HOLES holding both cards (-1 on the diagonal)
 HOLE_INDEX = np.full((DECK_SIZE, DECK_SIZE), -1, dtype=np.int64)
 HOLE_INDEX[ALL_HOLES[:, 0], ALL_HOLES[:, 1]] = np.arange(len(ALL_HOLES))
 HOLE_INDEX[ALL_HOLES[:, 1], ALL_HOLES[:, 0]] = np.arange(len(ALL_HOLES))
 HOLE_INDEX.setflags(write=False)
-_NAMES = [r + s for r in RANK_CHARS for s in SUIT_CHARS]  # by card integer
 
 
 def hole_rows(holes: np.ndarray) -> np.ndarray:
@@ -60,7 +58,7 @@ def preflop_values() -> np.ndarray:
         key = (max(a // 4, b // 4), min(a // 4, b // 4), a % 4 == b % 4)
         if key not in by_class:
             by_class[key] = strength(
-                [_NAMES[a], _NAMES[b]], [], rollouts=config.rollouts, seed=config.seed
+                [CARD_NAMES[a], CARD_NAMES[b]], [], rollouts=config.rollouts, seed=config.seed
             )
         out[h] = by_class[key]
     out.setflags(write=False)

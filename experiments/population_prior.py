@@ -22,9 +22,17 @@ solved at every information set). Honest by construction:
 Every MBBR runs at the defaults but for its prior (safety budget 0.5 in the game's unit, change
 detection 1e-5, H = 100). Units: the game's (``game.rate_unit``; Leduc: mA/h).
 
-    python experiments/population_prior.py [--game leduc2p] [--train 16] [--train-hands 1000]
-        [--test 16] [--hands 3000] [--early 500] [--unlike cfr,uniform] [--unlike-decks 4]
-        [--seed 32] [--workers 2] [--out FILE]
+``--game kuhn3p``: the members are the field's diluted styles ``STYLE@S`` (the style at share S,
+N2 elsewhere: ``modeling/play/diluted.py``), met two at a time: the fit plays ``--train`` / 2
+pairs, both opponents of each a member; the new members are ``--test`` / 2 pairs, and both sides
+are exact (``learning_cost.trajectory``: the exact value of MBBR's policy hand by hand, our
+position rotating, ``--exact-seeds`` seeds x both seat orders per pair), as is the cost against
+the unlike players, the equilibrium pairs N1+N1, N2+N2 and N3+N3 (what the safety bound
+protects).
+
+    python experiments/population_prior.py [--game leduc2p|kuhn2p|kuhn3p] [--train 16]
+        [--train-hands 1000] [--test 16] [--hands 3000] [--early 500] [--unlike cfr,uniform]
+        [--unlike-decks 4] [--seed 32] [--workers 2] [--out FILE]
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.play.agents import MBBRAgent  # noqa: E402
+from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.learning_cost import trajectory  # noqa: E402
 from oppmodel.modeling.play.match import FixedStrategyAgent, deal_sequence, play_match  # noqa: E402
 from oppmodel.modeling.play.panel import EXPLOITABLE_RULES, named_profile  # noqa: E402
@@ -75,6 +84,87 @@ def train_counts(job: tuple) -> np.ndarray:
     mbbr = MBBRAgent(game, MBBRConfig(seed=seed), seed=seed + 1)
     play_match(game, [mbbr, opponent], deal_sequence(game, hands, seed))
     return mbbr.model.opponent_counts()[0]
+
+
+def train_group_counts(job: tuple) -> np.ndarray:
+    """One fitted 3-player session: the informed MBBR against a pair of members (``STYLE@S``
+    names); both opponents' counts."""
+    game_name, names, hands, seed = job
+    game = limit_game(game_name)
+    opponents = [
+        FixedStrategyAgent(f"opp{i}", game, fixed_profile(game, name), seed + i)
+        for i, name in enumerate(names)
+    ]
+    mbbr = MBBRAgent(game, MBBRConfig(seed=seed), seed=seed + 7)
+    play_match(game, [mbbr, *opponents], deal_sequence(game, hands, seed))
+    return mbbr.model.opponent_counts()
+
+
+def exact_pairs(pool: ProcessPoolExecutor, args, pairs: list[tuple], population) -> list[dict]:
+    """Per pair of opponent names: the exact value per hand of MBBR's policy with each prior,
+    over its first ``--early`` hands and all ``--hands``, averaged over ``--exact-seeds`` seeds
+    x both seat orders (``learning_cost.trajectory``)."""
+    rows = []
+    for first, second in pairs:
+        row = {}
+        for prior in (Prior.INFORMED, Prior.POPULATION):
+            given = population if prior == Prior.POPULATION else None
+            tasks = [
+                (a, b, MBBRConfig(prior=prior, seed=seed), seed, args.hands, False, args.game,
+                 None, given)
+                for seed in range(args.seed, args.seed + args.exact_seeds)
+                for a, b in ((first, second), (second, first))
+            ]  # fmt: skip
+            values = np.array([v for v, _, _ in pool.map(trajectory, tasks)])
+            row[prior.value] = [float(values[:, : args.early].mean()), float(values.mean())]
+        rows.append(row)
+        print(f"{first}+{second}: {row}", flush=True)
+    return rows
+
+
+def three_player(args: argparse.Namespace, game: LimitGame) -> dict:
+    """The ``--game kuhn3p`` run (module docstring): fit on pairs of members, exact values
+    against new pairs and against the equilibrium pairs."""
+    started = time.time()
+    name = [f"{style}@{share:.2f}" for style, share in members(
+        args.game, args.train, args.seed, 1, args.share_low)]  # fmt: skip
+    test = [f"{style}@{share:.2f}" for style, share in members(
+        args.game, args.test, args.seed, 2, args.share_low)]  # fmt: skip
+    with ProcessPoolExecutor(args.workers) as pool:
+        jobs = [
+            (args.game, (name[j], name[j + 1]), args.train_hands, args.seed * 1000 + j)
+            for j in range(0, len(name) - 1, 2)
+        ]
+        counts = np.concatenate(list(pool.map(train_group_counts, jobs)))
+        population = fit_population(game, counts, prior_mean=named_profile(game, "n3"))
+        print(f"fitted from {len(counts)} members in {time.time() - started:.0f} s: "
+              f"{int(population.fitted.sum())} information sets fitted", flush=True)  # fmt: skip
+        new_pairs = [(test[j], test[j + 1]) for j in range(0, len(test) - 1, 2)]
+        rows = exact_pairs(pool, args, new_pairs, population)
+        unlike = exact_pairs(pool, args, [("n1", "n1"), ("n2", "n2"), ("n3", "n3")], population)
+    new = [{"opponents": f"{a}+{b}", **row} for (a, b), row in zip(new_pairs, rows, strict=True)]
+    inf_early = mean_se([r["informed"][0] for r in new])
+    pop_early = mean_se([r["population"][0] for r in new])
+    return {
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "unit": game.rate_unit.name,
+        "train": name,
+        "rows": new,
+        "summary": {
+            "informed_early": inf_early,
+            "population_early": pop_early,
+            "early_gain": mean_se([r["population"][0] - r["informed"][0] for r in new]),
+            "early_gain_share": (pop_early[0] - inf_early[0]) / inf_early[0],
+            "informed_full": mean_se([r["informed"][1] for r in new]),
+            "population_full": mean_se([r["population"][1] for r in new]),
+            "full_gain": mean_se([r["population"][1] - r["informed"][1] for r in new]),
+        },
+        "unlike_exact": {
+            f"{a}+{b}": {**row, "cost": row["informed"][1] - row["population"][1]}
+            for (a, b), row in zip((("n1", "n1"), ("n2", "n2"), ("n3", "n3")), unlike, strict=True)
+        },
+        "seconds": round(time.time() - started),
+    }
 
 
 def paired_match(job: tuple) -> dict:
@@ -138,7 +228,7 @@ def mean_se(values: list[float]) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--game", default="leduc2p", choices=("leduc2p", "kuhn2p"))
+    parser.add_argument("--game", default="leduc2p", choices=("leduc2p", "kuhn2p", "kuhn3p"))
     counts = (
         ("--train", 16, "members fitted"),
         ("--train-hands", 1000, "hands against each fitted member"),
@@ -159,6 +249,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.early % 2 or not 0 < args.early < args.hands:
         parser.error("--early must be even and below --hands")
     game = limit_game(args.game)
+    if game.num_players == 3:
+        report = three_player(args, game)
+        print(json.dumps(report["summary"]), json.dumps(report["unlike_exact"]), sep="\n")
+        if args.out:
+            args.out.write_text(json.dumps(report, indent=1) + "\n")
+        return
     started = time.time()
     train = members(args.game, args.train, args.seed, 1, args.share_low)
     test = members(args.game, args.test, args.seed, 2, args.share_low)

@@ -239,6 +239,24 @@ def test_a_maniac_is_ruled_out_and_then_the_response_is_played_in_full():
         assert model.safety_share(p, 0) == 1.0
 
 
+def test_once_every_hypothesis_is_out_a_hand_books_the_budget_alone():
+    """With no live hypothesis every share is 1 and every gain 0: observing a hand adds the
+    budget to the bank and solves no response (the old code solved the hole played for its
+    candidate rows, then discarded them)."""
+    game = limit_game("leduc3p")
+    model = build_model(game, MBBRConfig(hands_default=0))
+    pair = (fixed_profile(game, "cfr"), fixed_profile(game, "maniac"))
+    _play(model, game, pair, 12, seed=2)
+    assert not model._safety.alive.any()
+    model._lazy.clear()
+    bank = model._safety.bank.copy()
+    for deal, terminal in ((5, 3), (40, 17)):
+        model.observe(observe_limit_hand(game, deal % 3, deal, terminal))
+        bank = bank + model._safety.budget_chips
+        assert not model._lazy  # no response solved
+        np.testing.assert_array_equal(model._safety.bank, bank)
+
+
 def test_the_mixture_is_played_and_its_share_reported():
     """With a zero budget and the response from the first hand, what is played at a hole whose
     response loses against the default is the default; safety_share says so."""

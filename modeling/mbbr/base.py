@@ -207,29 +207,30 @@ class MBBRModel(abc.ABC):
         """Bayes-update the posterior of our position in ``obs`` with what that seat saw.
         InvalidArgumentError / IllegalActionError naming the field, and nothing changed, if the
         dealer could not have shown it."""
-        missing = [name for name in _OBS_FIELDS if not hasattr(obs, name)]
-        if missing:  # another record (a Kuhn presentation's HandObservation, say)
-            raise InvalidArgumentError(
-                "observation", f"has no {', '.join(missing)}: not what a seat sees of a hand"
-            )
-        try:
-            hash(obs)  # the posteriors key their caches by the observation
-        except TypeError:
-            validate_limit_observation(self.game, obs)  # names the unhashable field
-            raise
         p, evidence = obs.position, self._evidence_of(obs)  # validates (the position first)
         if self._safety is not None:  # book the hand as played, before the posterior moves
             hole = int(self._holes.hole_of_deal[p][evidence.deal])
-            candidate, stamp = self._candidate_rows(p, hole)
-            self._safety.record(obs, hole, candidate, stamp, evidence, self._models_profile(p))
+            self._safety.record(
+                obs, hole, lambda: self._candidate_rows(p, hole), evidence, self._models_profile
+            )
         self._update(p, obs, evidence)
         self.hands_observed += 1
 
     def _evidence_of(self, obs: LimitObservation) -> Evidence:
-        """The evidence of ``obs``, validating it the first time it is seen."""
-        evidence = self._evidence.get(obs)
+        """The evidence of ``obs``, checking and validating it the first time it is seen (a hit
+        of the cache is equal to a valid observation)."""
+        try:
+            evidence = self._evidence.get(obs)  # the posteriors key their caches by it
+        except TypeError:
+            evidence = None  # unhashable: the checks below name the field
         if evidence is None:
+            missing = [name for name in _OBS_FIELDS if not hasattr(obs, name)]
+            if missing:  # another record (a Kuhn presentation's HandObservation, say)
+                raise InvalidArgumentError(
+                    "observation", f"has no {', '.join(missing)}: not what a seat sees of a hand"
+                )
             validate_limit_observation(self.game, obs)
+            hash(obs)  # a valid observation whose field is unhashable (a list of cards, say)
             evidence = hand_evidence(self.game, obs)
             if len(self._evidence) < MAX_CACHED_EVIDENCE:
                 self._evidence[obs] = evidence
@@ -279,7 +280,7 @@ class MBBRModel(abc.ABC):
     def safety_bankroll(self) -> float:
         """The least bankroll in chips over the safety budget's live hypotheses, before the
         next hand's budget: what learning may still lose (inf: no budget, or none live)."""
-        if self._safety is None or not self._safety.alive.any():
+        if self._safety is None or not self._safety.live:
             return math.inf
         return float(self._safety.bank[self._safety.alive].min())
 
@@ -324,7 +325,7 @@ class MBBRModel(abc.ABC):
             candidate = self.default_strategy[our_position].copy()
         else:
             candidate = self.response(our_position)[0]
-        if self._safety is None:
+        if self._safety is None or not self._safety.live:  # what is played is the candidate
             return candidate
         for h, rows in enumerate(self._holes.infosets_of_hole[our_position]):
             candidate[rows] = self._safety.policy(
@@ -336,7 +337,7 @@ class MBBRModel(abc.ABC):
         """The share of the response in what is played at ``infoset`` of ``our_position`` now:
         the share of its hole (1 without a safety budget)."""
         self._check_infoset(our_position, infoset)
-        if self._safety is None:
+        if self._safety is None or not self._safety.live:
             return 1.0
         h = int(self._holes.hole_of_infoset[our_position][infoset])
         return self._safety.policy(our_position, h, *self._candidate_rows(our_position, h))[1]
@@ -356,10 +357,9 @@ class MBBRModel(abc.ABC):
         deals of that information set's hole cards, once per change of the posterior)."""
         self._check_infoset(our_position, infoset)
         h = int(self._holes.hole_of_infoset[our_position][infoset])
-        if self._safety is not None:
-            rows = self._holes.infosets_of_hole[our_position][h]
+        if self._safety is not None and self._safety.live:
             played = self._safety.policy(our_position, h, *self._candidate_rows(our_position, h))
-            return played[0][int(np.searchsorted(rows, infoset))].copy()
+            return played[0][self._holes.row_in_hole[our_position][infoset]].copy()
         if self.hands_observed < self.config.hands_default:
             return self.default_strategy[our_position, infoset].copy()
         lazy = self._response_of(our_position, None)

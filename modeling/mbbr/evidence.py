@@ -16,6 +16,8 @@ from oppmodel.modeling.games.acpc.betting import NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.observation import LimitObservation
 
+HIDDEN = -2  # ``_known_cards``' mark of a hidden hole card
+
 
 @dataclass(frozen=True, eq=False)
 class Evidence:
@@ -34,19 +36,12 @@ def hand_evidence(game: LimitGame, obs: LimitObservation) -> Evidence:
     """The evidence of a validated observation (see the module docstring)."""
     tree, n, p = game.tree, game.num_players, obs.position
     terminal = int(tree.node_terminal[game.node(obs.betting)])
-    nodes, actions, movers = _terminal_moves(game)[terminal]
-    theirs = movers != p
-    known, hidden = _known_cards(game, obs)
-    representatives = np.empty(game.num_deals, dtype=np.int64)
-    m = _representatives(game.deal_cards, known, hidden, len(game.deck), representatives)
-    rows = np.empty((m, int(theirs.sum()), 3), dtype=np.int64)
-    _rows(
-        representatives[:m], nodes[theirs], actions[theirs], movers[theirs], p, n,
-        tree.node_base, tree.node_round, tree.deal_view, rows,
+    deal, rows, entries = _evidence_tables(
+        game.deal_cards, _known_cards(game, obs), len(game.deck), *_terminal_moves(game)[terminal],
+        p, n, tree.node_base, tree.node_round, tree.deal_view, game.num_infosets,
     )  # fmt: skip
     revealed = tuple(obs.hole[(p + d) % n] is not None for d in range(1, n))
-    entries = (rows[:, :, 0] * game.num_infosets + rows[:, :, 1]) * NUM_ACTIONS + rows[:, :, 2]
-    return Evidence(int(representatives[0]), rows, revealed, entries)
+    return Evidence(deal, rows, revealed, entries)
 
 
 @njit(cache=True)
@@ -65,73 +60,73 @@ def hand_likelihood(rows, position, profile):
     return total
 
 
-def _known_cards(game: LimitGame, obs: LimitObservation) -> tuple[np.ndarray, np.ndarray]:
-    """(the card every column of ``game.deal_cards`` must hold, -1 where unknown; the columns
-    of the hidden hole cards). A group's cards are stored sorted, so are these."""
-    gamedef, n = game.gamedef, game.num_players
-    h = gamedef.num_hole_cards
-    index = _card_index(game)
-    known = np.full(game.deal_cards.shape[1], -1, dtype=np.int64)
-    hidden: list[int] = []
-    start = n * h
-    groups = [(q * h, h, text) for q, text in enumerate(obs.hole)]
-    for r, size in enumerate(gamedef.num_board_cards):
-        if r < len(obs.board):
-            groups.append((start, size, obs.board[r]))
-        start += size
-    for column, size, text in groups:
+def _known_cards(game: LimitGame, obs: LimitObservation) -> np.ndarray:
+    """The card every column of ``game.deal_cards`` must hold: ``HIDDEN`` at a hidden hole card,
+    -1 at a board card not dealt. A group's cards are stored sorted, so are these."""
+    index, h, board_columns = _card_columns(game)
+    known = [-1] * game.deal_cards.shape[1]
+    holes = zip(range(0, h * len(obs.hole), h), obs.hole, strict=True)
+    for column, text in (*holes, *zip(board_columns, obs.board, strict=False)):
         if text is None:
-            hidden.extend(range(column, column + size))
-        elif size:
-            known[column : column + size] = sorted(
-                index[text[i : i + 2]] for i in range(0, 2 * size, 2)
-            )
-    return known, np.array(hidden, dtype=np.int64)
+            known[column : column + h] = [HIDDEN] * h
+        elif text:
+            cards = sorted(index[text[i : i + 2]] for i in range(0, len(text), 2))
+            known[column : column + len(cards)] = cards
+    return np.array(known, dtype=np.int64)
 
 
 @njit(cache=True)
-def _representatives(deal_cards, known, hidden, deck_size, out):
-    """The first deal (in deal order) of every distinct assignment of the hidden hole cards among
-    the deals that hold every known card, into ``out``; returns how many."""
-    m = 0
+def _evidence_tables(
+    deal_cards, known, deck_size, nodes, actions, movers, p, n, node_base, node_round,
+    deal_view, num_infosets,
+):  # fmt: skip
+    """(the first deal that holds every known card; ``Evidence.rows`` and ``entries``): one row
+    per distinct assignment of the hidden hole cards (``known``: ``_known_cards``'), at the
+    first deal (in deal order) that makes it, of every move of the terminal's path (``nodes``,
+    ``actions``, ``movers``) not made by ``p``."""
+    firsts = np.empty(deal_cards.shape[0], dtype=np.int64)
     keys = np.empty(deal_cards.shape[0], dtype=np.int64)
+    m = 0
     for d in range(deal_cards.shape[0]):
-        ok = True
-        for c in range(known.shape[0]):
-            if known[c] >= 0 and deal_cards[d, c] != known[c]:
-                ok = False
-                break
-        if not ok:
-            continue
         key = 0
-        for c in hidden:
-            key = key * deck_size + deal_cards[d, c]
-        fresh = True
-        for j in range(m):
-            if keys[j] == key:
-                fresh = False
+        for c in range(known.shape[0]):
+            if known[c] == HIDDEN:
+                key = key * deck_size + deal_cards[d, c]
+            elif known[c] >= 0 and deal_cards[d, c] != known[c]:
+                key = -1
                 break
-        if fresh:
+        for j in range(m if key >= 0 else 0):
+            if keys[j] == key:
+                key = -1
+                break
+        if key >= 0:
             keys[m] = key
-            out[m] = d
+            firsts[m] = d
             m += 1
-    return m
-
-
-@njit(cache=True)
-def _rows(deals, nodes, actions, movers, p, n, node_base, node_round, deal_view, rows):
-    """rows[r, j] = (offset - 1, information set, action) of move j under deal ``deals[r]``."""
-    for r in range(deals.shape[0]):
-        for j in range(nodes.shape[0]):
-            q = movers[j]
-            rows[r, j, 0] = (q - p) % n - 1
-            rows[r, j, 1] = node_base[nodes[j]] + deal_view[node_round[nodes[j]], deals[r], q]
-            rows[r, j, 2] = actions[j]
+    moves = np.sum(movers != p)
+    rows = np.empty((m, moves, 3), dtype=np.int64)
+    entries = np.empty((m, moves), dtype=np.int64)
+    for r in range(m):
+        j = 0
+        for k in range(nodes.shape[0]):
+            q = movers[k]
+            if q != p:
+                d_1 = (q - p) % n - 1
+                i = node_base[nodes[k]] + deal_view[node_round[nodes[k]], firsts[r], q]
+                rows[r, j, 0], rows[r, j, 1], rows[r, j, 2] = d_1, i, actions[k]
+                entries[r, j] = (d_1 * num_infosets + i) * NUM_ACTIONS + actions[k]
+                j += 1
+    return firsts[0], rows, entries
 
 
 @functools.cache  # per game object: compiled games are cached and immutable
-def _card_index(game: LimitGame) -> dict[str, int]:
-    return {card: i for i, card in enumerate(game.deck)}
+def _card_columns(game: LimitGame) -> tuple[dict[str, int], int, list[int]]:
+    """(each card's index in the deck, hole cards per position, the first column of each
+    round's board cards in ``game.deal_cards``)."""
+    gamedef = game.gamedef
+    h = gamedef.num_hole_cards
+    starts = np.cumsum([game.num_players * h, *gamedef.num_board_cards])[:-1]
+    return {card: i for i, card in enumerate(game.deck)}, h, [int(s) for s in starts]
 
 
 @functools.cache

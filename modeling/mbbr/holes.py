@@ -21,6 +21,7 @@ class HoleSplit(NamedTuple):
     deals_of_hole: tuple[tuple[np.ndarray, ...], ...]  # position -> hole -> its deals
     subtrees: tuple[tuple[LimitTree, ...], ...]  # position -> hole -> tree over its deals
     packed: tuple[tuple[tuple[np.ndarray, np.ndarray], ...], ...]  # the same, ``pack_tree``'s
+    row_in_hole: tuple[list[int], ...]  # position -> each set's index among its hole's sets
 
 
 @functools.cache  # per game object: compiled games are cached and immutable
@@ -33,7 +34,7 @@ def hole_split(game: LimitGame) -> HoleSplit:
         mapping = np.full(int(tree.round_views[r]), -1, dtype=np.int64)
         mapping[tree.deal_view[r].ravel()] = tree.deal_view[0].ravel()
         hole_of_view.append(mapping)
-    of_infoset, infosets, deals, subtrees = [], [], [], []
+    of_infoset, infosets, deals, subtrees, row_in_hole = [], [], [], [], []
     for p in range(game.num_players):
         rounds = tree.node_round[game.infoset_node[p]]
         holes = np.array(
@@ -43,6 +44,7 @@ def hole_split(game: LimitGame) -> HoleSplit:
         count = int(tree.deal_view[0, :, p].max()) + 1
         of_infoset.append(holes)
         infosets.append(tuple(np.flatnonzero(holes == h) for h in range(count)))
+        row_in_hole.append([int(np.searchsorted(infosets[p][h], i)) for i, h in enumerate(holes)])
         by_hole = tuple(np.flatnonzero(tree.deal_view[0, :, p] == h) for h in range(count))
         deals.append(by_hole)
         subtrees.append(
@@ -57,5 +59,11 @@ def hole_split(game: LimitGame) -> HoleSplit:
     of_deal = tuple(np.ascontiguousarray(tree.deal_view[0, :, p]) for p in range(game.num_players))
     packed = tuple(tuple(pack_tree(tree) for tree in trees) for trees in subtrees)
     return HoleSplit(
-        tuple(of_infoset), of_deal, tuple(infosets), tuple(deals), tuple(subtrees), packed
+        tuple(of_infoset),
+        of_deal,
+        tuple(infosets),
+        tuple(deals),
+        tuple(subtrees),
+        packed,
+        tuple(row_in_hole),
     )

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -117,6 +117,7 @@ class SafetyBankroll:
                     self._default_reach[p, rows] = self._own_reach[rows]
         self.bank = np.zeros(len(self))  # chips, before this hand's budget
         self.alive = np.ones(len(self), dtype=bool)
+        self.live = True  # some hypothesis is alive
         self.log_odds = np.zeros(len(self))  # log likelihood ratio, models against hypothesis
         # (position, hole) -> (the caller's stamp, share, gains per hypothesis, the rows played)
         self._played: dict[tuple[int, int], tuple[object, float, np.ndarray, np.ndarray]] = {}
@@ -149,7 +150,7 @@ class SafetyBankroll:
         share = 1.0
         if candidate is None:
             mixed = self.default_strategy[position, rows]
-        elif not self.alive.any():
+        elif not self.live:
             mixed = candidate
         else:
             strategy = self._scratch[position]
@@ -175,21 +176,24 @@ class SafetyBankroll:
         self,
         obs: LimitObservation,
         hole: int,
-        candidate: np.ndarray | None,
-        stamp: object,
+        candidate: Callable[[], tuple[np.ndarray | None, object]],
         evidence: Evidence,
-        models: np.ndarray,
+        models: Callable[[int], np.ndarray],
     ) -> None:
         """Book the hand just played in ``obs.position`` with hole ``hole`` (the policy
-        :meth:`policy` gave for ``candidate`` and ``stamp``) into every bankroll, and
+        :meth:`policy` gave for the ``candidate()`` rows and stamp) into every bankroll, and
         rule out the hypotheses that ``obs`` (its ``evidence``) makes impossible or, with the
-        hands before, ``RULE_OUT_ODDS`` times less likely than the opponent ``models`` (the
-        profile MBBR's response was computed from before this hand) do."""
-        _, share = self.policy(obs.position, hole, candidate, stamp)
-        gains = self._played[(obs.position, hole)][2]
-        self.bank = self.bank + self.budget_chips + share * gains
-        if self.alive.any():
-            self._weigh(obs.position, evidence, models)
+        hands before, ``RULE_OUT_ODDS`` times less likely than the opponent models of the
+        position (``models(position)``: the profile MBBR's response was computed from before
+        this hand) do. With none live every share is 1 and every gain 0: the budget alone."""
+        if self.live:
+            _, share = self.policy(obs.position, hole, *candidate())
+            gains = self._played[(obs.position, hole)][2]
+            self.bank = self.bank + self.budget_chips + share * gains
+            self._weigh(obs.position, evidence, models(obs.position))
+            self.live = bool(self.alive.any())
+        else:
+            self.bank = self.bank + self.budget_chips
         self._played.clear()
 
     def _weigh(self, p: int, evidence: Evidence, models: np.ndarray) -> None:
@@ -248,6 +252,7 @@ class SafetyBankroll:
         """Set the state of :meth:`state` (already checked for shape and type)."""
         self.bank = np.array(bank, dtype=np.float64)
         self.alive = np.asarray(alive) != 0
+        self.live = bool(self.alive.any())
         self.log_odds = np.array(log_odds, dtype=np.float64)
         self._played.clear()
 

@@ -1,30 +1,12 @@
-"""The safety bankroll: what learning costs against opponents who play the guard strategies is
-bounded by a budget ``B`` in the game's unit (``game.rate_unit``), after Ganzfried & Sandholm's
-"risk what you've won in expectation" (EC 2012), made exact per hypothesis o (one guard of the
-set G per opponent seat offset; G: the default strategy, or N1-N3 in 3-player Kuhn).
-
-**Bankroll.** bank(o) starts at 0 and gains B/1000 units a hand. Knowing our position and hole
-we play lambda * candidate + (1 - lambda) * default (candidate: MBBR's policy), lambda the
-largest in [0, 1] with bank(o) + lambda * gain(o) >= 0 for every live o, gain(o) the exact
-expected value of the candidate minus the default's against o given the position and hole (one
-sweep over the hole's deals); after the hand bank(o) += lambda * gain(o).
-
-**Ruling out.** o dies when what was seen is impossible under it, or when the likelihood ratio of
-the hands seen, an alternative against o, reaches ``RULE_OUT_ODDS``: under o that ratio is a
-nonnegative supermartingale, so by Ville's inequality this happens with probability at most
-1 / ``RULE_OUT_ODDS`` over any match (the bundled CFR strategies have full support, so without it
-no hypothesis would ever die). The alternative is MBBR's models (fixed before each hand) mixed
-half and half with the other hypotheses (``SafetyBankroll.mixture_log_odds``): against a pair of
-two *different* guards (3-player Kuhn: N2 + N3) the models would need hundreds of hands to learn
-what tells the pair from N3 + N3, while the true pair, one of the components, tells them apart
-from the first hand, so the hypotheses that keep the response from exploiting the pair's
-mismatch die as fast as the evidence allows.
-
-**Guarantee.** Against opponents playing the guards of o, on every path where o lives, the sum
-over the first T hands of the exact expected value of what is played minus the default's (each
-given the hands before, the position and the hole) is at least -B T / 1000 units; with the ruled
-out paths, the expected learning cost is at most B + 1000 R / (u ``RULE_OUT_ODDS``), R =
-``payoff_range`` chips, u chips to the unit. Nothing is claimed outside G^(n-1).
+"""The safety bankroll (docs/modeling.md, "The safety budget"; after Ganzfried & Sandholm, EC
+2012, made exact per hypothesis o: one guard of the set G per opponent seat offset). bank(o) gains
+B/1000 units a hand; MBBR plays lambda * candidate + (1 - lambda) * default, lambda the largest in
+[0, 1] with bank(o) + lambda * gain(o) >= 0 for every live o (gain: the candidate's exact expected
+value minus the default's against o, given position and hole), and books lambda * gain(o). o dies
+at a hand impossible under it or once ``mixture_log_odds`` reaches ``RULE_OUT_ODDS`` (Ville's
+inequality: the true o dies with probability at most 1 / ``RULE_OUT_ODDS``). Against the guards
+the expected learning cost is at most B + 1000 R / (u ``RULE_OUT_ODDS``), R = ``payoff_range``
+chips, u chips to the unit; nothing is claimed outside G^(n-1).
 """
 
 from __future__ import annotations
@@ -218,17 +200,11 @@ class SafetyBankroll:
 
     def mixture_log_odds(self, o: int) -> float:
         """Log odds against hypothesis ``o`` of the mixture alternative: MBBR's models at weight
-        1/2 and every other hypothesis at 1/(2 (H - 1)) (the models alone when H = 1).
-
-        Each component's likelihood ratio against ``o`` is a nonnegative martingale under ``o``,
-        so their mixture is one too and Ville's bound holds as for the models alone. A
-        hypothesis ruled out by odds stays a component (its odds froze: from then on it predicts
-        as the models do, a switch decided before the next hand); one that met an impossible
-        move has infinite odds and adds nothing; a dead one with odds below the threshold (ruled
-        out by the mixture) is left out, which only lowers the mixture. Against a pair of two
-        different guards the true pair is a component, so the hypotheses it is not die at the
-        rate of its own evidence from the first hand instead of waiting for the models to
-        learn."""
+        1/2, every other hypothesis at 1/(2 (H - 1)) (the models alone when H = 1), a
+        nonnegative martingale under ``o`` as each component is. A hypothesis ruled out by odds
+        stays a component (its odds froze), one with infinite odds adds nothing, one ruled out
+        by the mixture is left out (which only lowers it). The true pair, a component, rules out
+        the others at the rate of its own evidence from the first hand."""
         own = float(self.log_odds[o])
         others = len(self) - 1
         if others == 0 or math.isinf(own):  # -inf: the models called a hand impossible

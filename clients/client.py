@@ -91,12 +91,28 @@ class OpponentModel:
 
 @dataclass(frozen=True)
 class BestResponse:
-    """Our best response in one position and its expected value (chips per hand)."""
+    """Our best response in one position and its expected value (chips per hand), and what the
+    agent plays now there (the policy GetAction draws from) with its expected value against the
+    posterior-mean models."""
 
     strategy: StrategyTable
     expected_value: float
     kind: str
     hands_observed: int
+    played: StrategyTable
+    played_expected_value: float
+
+
+@dataclass(frozen=True)
+class Winnings:
+    """Our chips in each observed hand after ``after_hand`` (GetWinnings), and the game's unit of
+    win rates: a rate is 1000 x chips per hand / ``unit_chips``, in ``unit_label``."""
+
+    after_hand: int
+    chips: tuple[float, ...]
+    hands_observed: int
+    unit_chips: int
+    unit_label: str
 
 
 @dataclass(frozen=True)
@@ -363,6 +379,23 @@ class OpponentModelClient(GrpcClient):
             expected_value=reply.expected_value,
             kind=RESPONSE_KIND.name(reply.kind, f"unknown ({reply.kind})"),
             hands_observed=reply.hands_observed,
+            played=_table(reply.played),
+            played_expected_value=reply.played_expected_value,
+        )
+
+    def winnings(self, session_id: str, *, after_hand: int = 0) -> Winnings:
+        """Our chips in every hand the session had observed after ``after_hand`` when asked,
+        in as many calls as the server's limit per answer needs."""
+        chips: list[float] = []
+        while True:
+            request = pb.GetWinningsRequest(session_id=session_id)
+            set_field(request, "after_hand", after_hand + len(chips), "after_hand")
+            reply = self._call("GetWinnings", request, session_id=session_id)
+            chips += reply.chips
+            if not reply.chips or after_hand + len(chips) >= reply.hands_observed:
+                break
+        return Winnings(
+            after_hand, tuple(chips), reply.hands_observed, reply.unit_chips, reply.unit_label
         )
 
     def action(

@@ -30,6 +30,7 @@ from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 
 _OBSERVE_WINDOW = 256  # requests read ahead of the one being processed, per stream
+MAX_WINNINGS_HANDS = 10_000  # hands per GetWinnings answer (80 KB of chips)
 
 
 @dataclass(frozen=True)
@@ -348,14 +349,27 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
     async def GetResponse(self, request, context, owner):
         session = await self.manager.get(owner, request.session_id)
         kind = conversion.kind_from_proto(request.kind)
-        strategy, value, kind, hands = await self.manager.response(
-            session, request.our_position, kind
-        )
+        answer = await self.manager.response(session, request.our_position, kind)
+        position = request.our_position
         return pb.GetResponseResponse(
-            infosets=conversion.policy_to_proto(session.game, request.our_position, strategy),
-            expected_value=value,
-            kind=conversion.kind_to_proto(kind),
-            hands_observed=hands,
+            infosets=conversion.policy_to_proto(session.game, position, answer.strategy),
+            expected_value=answer.value,
+            kind=conversion.kind_to_proto(answer.kind),
+            hands_observed=answer.hands,
+            played=conversion.policy_to_proto(session.game, position, answer.played),
+            played_expected_value=answer.played_value,
+        )
+
+    @_rpc("GetWinnings")
+    async def GetWinnings(self, request, context, owner):
+        session = await self.manager.get(owner, request.session_id)
+        most = request.max_hands or MAX_WINNINGS_HANDS
+        chips, hands = await self.manager.winnings(
+            session, request.after_hand, min(most, MAX_WINNINGS_HANDS)
+        )
+        unit = session.game.compiled.rate_unit
+        return pb.GetWinningsResponse(
+            chips=chips, hands_observed=hands, unit_chips=unit.chips, unit_label=unit.label
         )
 
     @_rpc("GetAction")

@@ -12,6 +12,8 @@ import functools
 import math
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from oppmodel.modeling.errors import ResourceExhaustedError
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
@@ -191,3 +193,17 @@ class ActionChoice:
     infostate: str
     default_policy: bool
     hands_observed: int
+
+
+@dataclass(frozen=True)
+class ResponseAnswer:
+    """GetResponse's answer: the ``kind`` best response in our position and its expected value,
+    the hands it rests on, and the policy played now with its value against the posterior-mean
+    models (chips per hand)."""
+
+    strategy: np.ndarray
+    value: float
+    kind: str
+    hands: int
+    played: np.ndarray
+    played_value: float

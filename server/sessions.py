@@ -51,6 +51,7 @@ from oppmodel.server.session_spec import (
     Game,
     Limits,
     Observation,
+    ResponseAnswer,
     SessionInfo,
     SessionSpec,
     game_of,
@@ -403,14 +404,36 @@ class SessionManager:
 
     async def response(
         self, session: LiveSession, our_position: int, kind: str | None
-    ) -> tuple[np.ndarray, float, str, int]:
-        """(strategy, expected value, kind, hands) of our best response."""
+    ) -> ResponseAnswer:
+        """Our best response and what the agent plays, read at one posterior."""
         session.game.check_position(our_position, "our_position")
         kind = kind or session.spec.config.response
         async with self.locked(session, write=False) as session:
             strategy, value = await session.host.compute("response", our_position, kind)
+            played, played_value = await session.host.compute("played", our_position)
             hands = session.hands_observed
-        return strategy, float(value), kind, hands
+        return ResponseAnswer(strategy, float(value), kind, hands, played, float(played_value))
+
+    async def winnings(
+        self, session: LiveSession, after: int, most: int
+    ) -> tuple[builtins.list[float], int]:
+        """(our chips in each stored hand after ``after``, at most ``most`` of them; the hands
+        observed), by the game's payoffs of what our seat saw (``ServedGame.winnings``). Read
+        from the store, so only what a caller asks for costs anything."""
+        hands = session.hands_observed  # acknowledged: committed
+        if after >= hands:
+            return [], hands
+        rows = await asyncio.wrap_future(
+            self.storage.load_observations_async(
+                session.session_id, after=after, upto=min(hands, after + most)
+            )
+        )
+        game = session.game
+
+        def payoffs() -> builtins.list[float]:
+            return [game.winnings(game.hand_of_key(r.position, r.history, r.cards)) for r in rows]
+
+        return await self._cpu(payoffs), hands
 
     async def action(
         self, session: LiveSession, *, position: int, infoset: int, draw: int

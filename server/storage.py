@@ -235,9 +235,10 @@ class SessionStore(Protocol):
         ...
 
     def load_observations_async(
-        self, session_id: str, *, after: int = 0
+        self, session_id: str, *, after: int = 0, upto: int | None = None
     ) -> Future[list[ObservationRow]]:
-        """The observations of a session with sequence > ``after``, in sequence order."""
+        """The observations of a session with ``after`` < sequence <= ``upto`` (None: the
+        last), in sequence order."""
         ...
 
     def load_observation_async(

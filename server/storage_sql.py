@@ -35,6 +35,8 @@ from oppmodel.modeling.errors import ResourceExhaustedError
 from oppmodel.server.storage import ObservationRow, SessionRow, SnapshotRow, StoredSession
 from oppmodel.server.storage_writer import Db, SqlWriter, append_at_version, stored_count
 
+_LAST_SEQUENCE = 2**63 - 1  # above every sequence number (a signed 64-bit column)
+
 
 class SqlStore(SqlWriter):
     """A store of sessions, observations and snapshots over one SQL connection; every method is
@@ -200,15 +202,18 @@ class SqlStore(SqlWriter):
         """Queue reading the last stored sequence number of a session (0 if none)."""
         return self._submit(lambda db: stored_count(db, "observations", session_id))
 
-    def load_observations(self, session_id: str, *, after: int = 0) -> list[ObservationRow]:
-        """The observations of a session with sequence > ``after``, in sequence order."""
-        return self.load_observations_async(session_id, after=after).result()
+    def load_observations(
+        self, session_id: str, *, after: int = 0, upto: int | None = None
+    ) -> list[ObservationRow]:
+        """The observations of a session with ``after`` < sequence <= ``upto`` (None: the
+        last), in sequence order."""
+        return self.load_observations_async(session_id, after=after, upto=upto).result()
 
     def load_observations_async(
-        self, session_id: str, *, after: int = 0
+        self, session_id: str, *, after: int = 0, upto: int | None = None
     ) -> Future[list[ObservationRow]]:
         """Queue ``load_observations``."""
-        return self._submit(lambda db: _observations(db, session_id, after))
+        return self._submit(lambda db: _observations(db, session_id, after, upto))
 
     def load_observation_async(
         self, session_id: str, sequence: int
@@ -351,10 +356,12 @@ def _observation_row(r: tuple) -> ObservationRow:
     return ObservationRow(r[0], r[1], r[2], tuple(json.loads(r[3])))
 
 
-def _observations(db: Db, session_id: str, after: int) -> list[ObservationRow]:
+def _observations(
+    db: Db, session_id: str, after: int, upto: int | None = None
+) -> list[ObservationRow]:
     rows = db.execute(
         "SELECT sequence, position, history, cards FROM observations"
-        " WHERE session_id = ? AND sequence > ? ORDER BY sequence",
-        (session_id, after),
+        " WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence",
+        (session_id, after, _LAST_SEQUENCE if upto is None else upto),
     ).fetchall()
     return [_observation_row(r) for r in rows]

@@ -465,6 +465,9 @@ class Templates:
             "GetResponse": lambda: pb.GetResponseRequest(
                 session_id=self.om_id(), our_position=rng.randint(0, 3), kind=rng.randint(0, 3)),
             "GetAction": self.get_action,
+            "GetWinnings": lambda: pb.GetWinningsRequest(
+                session_id=self.om_id(), after_hand=rng.randint(0, 40),
+                max_hands=rng.randint(0, 20)),
             "CreatePerfectInfoSession": lambda: pi.CreatePerfectInfoSessionRequest(
                 config=_pi_config()),
             "GetPerfectInfoSession": lambda: pi.GetPerfectInfoSessionRequest(

@@ -277,6 +277,7 @@ def test_the_api_works_through_the_proxy(deployment: Deployment) -> None:
         assert np.array_equal(got.strategy.probabilities, want[GAME.infosets(1)])
         assert got.effective_sample_size == ess
         assert client.response(sid, 0, "bayes").expected_value == library.response(0, "bayes")[1]
+        assert len(client.winnings(sid).chips) == 40  # routed to the session's replica
         move = client.action(sid, position=0, card=2, history="", draw=1)
         assert move.action in (0, 1) and move.hands_observed == 40
         client.check_health()

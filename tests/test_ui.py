@@ -1,8 +1,8 @@
 """The web UI in a real browser: Debian's headless chromium (through Playwright) against a real
 service and a real UI server, both on 127.0.0.1. It opens the session list, opens a session while
-hands stream in and waits for the page's numbers to become the service's GetModel values, checks
-that another owner's token sees nothing of it, and saves screenshots (1280x800 and a phone's
-width) that it checks are not blank."""
+hands stream in and waits for the page's numbers to become the service's GetModel and GetResponse
+values (the best response and what is played), checks that another owner's token sees nothing of
+it, and saves screenshots (1280x800 and a phone's width) that it checks are not blank."""
 
 from __future__ import annotations
 
@@ -123,6 +123,14 @@ def test_live_session_page_in_chromium(tmp_path: Path) -> None:
                 assert shown, (label, position)
                 for (state, action), value in shown.items():
                     assert value == pytest.approx(model[state][action], abs=5e-4), (state, action)
+        for ours in range(3):  # the best response and what is played, as GetResponse answers
+            reply = alice.response(session_id, ours, "mean")
+            for cell, value in (
+                ("ev", reply.expected_value),
+                ("played", reply.played_expected_value),
+            ):
+                shown = page.locator(f'td.{cell}[data-position="{ours}"]').text_content()
+                assert float(shown) == pytest.approx(value, abs=5e-5), (cell, ours)
         page.locator("section.opponent details").first.evaluate("d => d.open = true")
         page.screenshot(path=str(shots / "session-1280.png"), full_page=False)
         page.set_viewport_size({"width": 390, "height": 844})

@@ -1,14 +1,17 @@
-"""What GetModel reports for the web page beside the model (issue 33): the prior mean, the
-concentration per information state that the credible intervals come from, change detection's
-run start and the safety bankroll, each equal to the library's model fed the same hands."""
+"""What GetModel and GetResponse report for the web page beside the model (issue 33): the prior
+mean, the concentration per information state that the credible intervals come from, change
+detection's run start and the safety bankroll, each equal to the library's model fed the same
+hands; and the policy played, which GetAction draws from, with its value against the models."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import pytest
 from service_support import GAME, CompiledKuhn, connected, kuhn_library, random_observations
 
+from oppmodel.modeling.evaluation.limit import expected_values
 from oppmodel.modeling.games.acpc.strategy import kuhn_strategy_of
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.strategy import strategy_to_dict
@@ -54,3 +57,41 @@ def test_model_fields_equal_the_library(tmp_path: Path) -> None:
         guarded = _check_session(client, MBBRConfig(seed=2), equilibrium)
         assert math.isfinite(guarded.model.safety_bankroll())
         _check_session(client, MBBRConfig(seed=2, k=5, posterior="samples"), equilibrium[:20])
+
+
+def test_response_answers_the_policy_played(tmp_path: Path) -> None:
+    # equilibrium play keeps the safety budget's guard hypotheses alive: it binds
+    hands = random_observations(80, seed=4, profile="n2")
+    config = MBBRConfig(seed=2, hands_default=10)
+    with connected(tmp_path / "s.sqlite") as (client, _):
+        sid = client.create_session(opponent_labels=LABELS, config=config).session_id
+        held_back = False
+        for seen, upto in ((0, 5), (5, 80)):  # in the default phase, then after it
+            client.observe_batch(sid, hands[seen:upto], first_sequence=seen + 1)
+            library = kuhn_library(config, hands[:upto])
+            for ours in range(3):
+                got = client.response(sid, ours, "mean")
+                played = got.played.as_dict()
+                assert played.keys() == got.strategy.as_dict().keys()
+                for state, probabilities in played.items():  # what GetAction draws from
+                    action = client.action(
+                        sid, position=ours, card=int(state[0]), history=state[1:]
+                    )
+                    assert action.probabilities == pytest.approx(probabilities, abs=1e-12), state
+                if upto <= config.hands_default:  # the default strategy, N1
+                    default = library.model.default_strategy[ours]
+                    want = strategy_to_dict(
+                        GAME, ours, kuhn_strategy_of(library.compiled, ours, default)
+                    )
+                    assert played.keys() == want.keys()
+                    for state, row in want.items():
+                        assert played[state] == pytest.approx(row, abs=1e-12), state
+                else:  # the response, mixed with the default as far as the bankroll allows
+                    held_back |= played != got.strategy.as_dict()
+                # its value against the posterior-mean models, and never above the response's
+                profile = library.model.models_profile(ours).copy()
+                profile[ours] = library.model.policy(ours)
+                value = expected_values(library.compiled, profile)[ours]
+                assert got.played_expected_value == pytest.approx(value, abs=1e-12)
+                assert got.played_expected_value <= got.expected_value + 1e-12
+        assert held_back, "the safety budget never held the played policy back"

@@ -12,10 +12,10 @@ from oppmodel.server.listening import ensure_bindable
 
 _EPILOG = """\
 A web page per session of the service at --service, read through the service's own RPCs
-(ListSessions, GetSession, GetModel, GetResponse) with the browser user's bearer token: an owner
-sees only its sessions, and the UI holds no token of its own. The page updates itself every
---refresh-seconds (a session seeing new hands: its models at most every --model-seconds); it
-fetches nothing from the internet. It listens on loopback unless --host
+(ListSessions, GetSession, GetModel, GetResponse, GetWinnings) with the browser user's bearer
+token: an owner sees only its sessions, and the UI holds no token of its own. The page updates
+itself every --refresh-seconds (a session seeing new hands: its models at most every
+--model-seconds); it fetches nothing from the internet. It listens on loopback unless --host
 says otherwise. The same command serves a service started with --ray (give its proxy's address).
 
 examples:

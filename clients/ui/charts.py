@@ -100,9 +100,16 @@ def _legend(level: float) -> str:
     )
 
 
-def value_chart(points: Sequence[tuple[int, float]], *, title: str, unit: str) -> str:
-    """A line of ``(hands, value)`` points with labelled axes (hands; ``unit``)."""
+_SERIES = (_MODEL, _PRIOR)  # the lines' colours, in order
+
+
+def value_chart(
+    series: Sequence[tuple[str, Sequence[tuple[int, float]]]], *, title: str, unit: str
+) -> str:
+    """Lines of ``(hands, value)`` points, one per named series (at most two: a legend names
+    each), with labelled axes (hands; ``unit``)."""
     width, height, left, bottom = _WIDTH, 190, 58, 150
+    points = [point for _, line in series for point in line]
     if not points:
         return f'<p class="empty">{escape(title)}: no points yet</p>'
     xs = [h for h, _ in points]
@@ -116,27 +123,39 @@ def value_chart(points: Sequence[tuple[int, float]], *, title: str, unit: str) -
         return left + (h - x0) / (x1 - x0) * (width - left - _RIGHT)
 
     def sy(v: float) -> float:
-        return bottom - (v - y0) / (y1 - y0) * (bottom - 20)
+        return bottom - (v - y0) / (y1 - y0) * (bottom - 28)
 
-    line = " ".join(f"{sx(h):.1f},{sy(v):.1f}" for h, v in points)
+    lines, legend = [], []
+    for i, ((name, line), colour) in enumerate(zip(series, _SERIES, strict=False)):
+        path = " ".join(f"{sx(h):.1f},{sy(v):.1f}" for h, v in line)
+        lines.append(
+            f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>'
+            + "".join(
+                f'<circle cx="{sx(h):.1f}" cy="{sy(v):.1f}" r="2.5" fill="{colour}"/>'
+                for h, v in line
+            )
+        )
+        x = left + 8 + i * (width - left) / 2
+        legend.append(
+            f'<rect x="{x:.0f}" y="16" width="14" height="4" fill="{colour}"/>'
+            f'<text x="{x + 18:.0f}" y="22" class="legend">{escape(name)}</text>'
+        )
     return (
         f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
         f'<line x1="{left}" y1="{sy(0.0):.1f}" x2="{width - _RIGHT}" y2="{sy(0.0):.1f}" '
         'class="grid"/>'
-        f'<line x1="{left}" y1="20" x2="{left}" y2="{bottom}" class="frame"/>'
+        f'<line x1="{left}" y1="28" x2="{left}" y2="{bottom}" class="frame"/>'
         f'<line x1="{left}" y1="{bottom}" x2="{width - _RIGHT}" y2="{bottom}" class="frame"/>'
-        f'<polyline points="{line}" fill="none" stroke="{_MODEL}" stroke-width="2"/>'
-        + "".join(
-            f'<circle cx="{sx(h):.1f}" cy="{sy(v):.1f}" r="2.5" fill="{_MODEL}"/>'
-            for h, v in points
-        )
-        + f'<text x="{left - 6}" y="24" class="tick end">{y1:.3g}</text>'
+        + "".join(lines)
+        + f'<text x="{left - 6}" y="32" class="tick end">{y1:.3g}</text>'
         f'<text x="{left - 6}" y="{bottom}" class="tick end">{y0:.3g}</text>'
         f'<text x="{left}" y="{bottom + 14}" class="tick">{x0}</text>'
         f'<text x="{width - _RIGHT}" y="{bottom + 14}" class="tick end">{x1}</text>'
         f'<text x="{(left + width) / 2:.0f}" y="{height - 6}" class="axis">hands observed</text>'
-        f'<text x="14" y="{(bottom + 20) / 2:.0f}" class="axis" '
-        f'transform="rotate(-90 14 {(bottom + 20) / 2:.0f})">{escape(unit)}</text>'
-        f'<text x="{left + 8}" y="14" class="legend">{escape(title)}</text></svg>'
+        f'<text x="14" y="{(bottom + 28) / 2:.0f}" class="axis" '
+        f'transform="rotate(-90 14 {(bottom + 28) / 2:.0f})">{escape(unit)}</text>'
+        f'<text x="{left + 8}" y="10" class="legend">{escape(title)}</text>'
+        + "".join(legend)
+        + "</svg>"
     )

@@ -15,7 +15,7 @@ from scipy.stats import beta
 
 from oppmodel.clients.client import OpponentModel
 from oppmodel.clients.ui.charts import CREDIBLE, ProbabilityRow, probability_chart, value_chart
-from oppmodel.clients.ui.reader import OpponentView, SessionView, WeightsView
+from oppmodel.clients.ui.reader import OpponentView, SessionView, WeightsView, Winnings
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi
 
@@ -90,23 +90,53 @@ def session_panel(view: SessionView) -> str:
     head += _learning(view)
     responses = "".join(
         f'<tr><td>{r.our_position}</td><td class="num ev" data-position="{r.our_position}">'
-        f"{r.expected_value:+.4f}</td></tr>"
+        f'{r.expected_value:+.4f}</td><td class="num played" data-position="{r.our_position}">'
+        f'{r.played_expected_value:+.4f}</td><td class="num">{r.held_back} of {r.infostates}'
+        "</td></tr>"
         for r in view.responses
     )
     value = (
         '<section class="card"><h2>Our response</h2><p class="note">The best response to the '
-        "posterior-mean models, and its expected value against them (chips per hand).</p>"
+        "posterior-mean models and what is played (the policy the service's GetAction draws "
+        "from: the default strategy for the first H hands, then the best response mixed with "
+        "the default as far as the safety bankroll allows), each with its expected value "
+        "against the models in chips per hand, and the information states where what is played "
+        "is not the best response.</p>"
         '<div class="pair"><div class="scroll"><table><thead><tr><th>our position</th>'
-        f"<th>EV (chips/hand)</th></tr></thead><tbody>{responses}</tbody></table></div>"
+        "<th>best response EV</th><th>played EV</th><th>held back at</th></tr></thead>"
+        f"<tbody>{responses}</tbody></table></div>"
         + value_chart(
-            view.values,
-            title="expected value of the response, mean over our positions",
+            [
+                ("best response", [(h, best) for h, best, _ in view.values]),
+                ("played", [(h, played) for h, _, played in view.values]),
+            ],
+            title="expected value against the models, mean over our positions",
             unit="chips per hand",
         )
         + "</div></section>"
     )
     models = "".join(_opponent_card(o) for o in view.opponents)
-    return head + value + f'<div class="grid">{models}</div>'
+    return head + value + _winnings(view.winnings) + f'<div class="grid">{models}</div>'
+
+
+def _winnings(won: Winnings) -> str:
+    """Our cumulative chips over the hands, and the win rate in the game's unit."""
+    if not won.hands:
+        return '<section class="card"><h2>Our winnings</h2><p class="empty">no hands</p></section>'
+    return (
+        f'<section class="card winnings" data-last="{won.curve[-1][1]!r}"><h2>Our winnings</h2>'
+        f'<p class="facts">won <b id="winnings" data-chips="{won.chips!r}" '
+        f'data-hands="{won.hands}">{won.chips:+g}</b> chips over {won.hands} hands: '
+        f"<b>{won.rate():+.1f} {escape(won.unit_label)}</b> (1000 x chips per hand / "
+        f"{won.unit_chips} chip{'s' if won.unit_chips != 1 else ''}), by the game's payoffs "
+        "of what our seat saw of each hand</p>"
+        + value_chart(
+            [("chips won", list(won.curve))],
+            title="our winnings, cumulative over the hands",
+            unit="chips",
+        )
+        + "</section>"
+    )
 
 
 def _learning(view: SessionView) -> str:

@@ -3,9 +3,10 @@ browser's user (the UI holds no token of its own, so an owner sees only its sess
 
 A session's view is GetSession, then, only when the session has seen new hands since the view
 cached for that token and that view is ``model_seconds`` old, GetModel for every opponent in
-every position and GetResponse for every position of ours. A page watching an idle session so
-costs the service one GetSession per refresh, and one watching a busy one adds its
-(n - 1) n + n model calls once per ``model_seconds``, not per refresh.
+every position, GetResponse for every position of ours and GetWinnings for the hands after the
+cached view's. A page watching an idle session so costs the service one GetSession per refresh,
+and one watching a busy one adds its (n - 1) n + n + 1 calls once per ``model_seconds``, not per
+refresh.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import asyncio
 import collections
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import grpc
+import numpy as np
 
 from oppmodel.clients.client import OpponentModel, model_of
 from oppmodel.clients.grpc_base import domain_error
@@ -45,21 +47,61 @@ class OpponentView:
 
 @dataclass(frozen=True)
 class ResponseView:
-    """GetResponse's answer for one position of ours."""
+    """GetResponse's answer for one position of ours: the best response and what is played."""
 
     our_position: int
-    expected_value: float  # chips per hand against the posterior-mean models
+    expected_value: float  # the best response's, chips per hand against the posterior-mean models
+    played_expected_value: float  # the played policy's (what GetAction draws from), likewise
+    held_back: int  # information states where the played policy is not the best response
+    infostates: int  # our information states in that position
+
+
+@dataclass(frozen=True)
+class Winnings:
+    """Our cumulative chips over the hands (GetWinnings): ``curve`` holds (hand, chips won
+    through it) at every ``stride``-th hand (the stride doubles to keep at most 2 x
+    HISTORY_POINTS of them) and at the last hand; the game's unit of win rates is 1000 x chips
+    per hand / ``unit_chips``, in ``unit_label``."""
+
+    hands: int = 0  # through this hand
+    chips: float = 0.0
+    curve: tuple[tuple[int, float], ...] = ()
+    stride: int = 1
+    unit_chips: int = 1
+    unit_label: str = ""
+
+    def rate(self) -> float:
+        """Milli-units won per hand over the hands so far (0 before any)."""
+        return 1000.0 * self.chips / (self.hands * self.unit_chips) if self.hands else 0.0
+
+    def extended(self, chips: Sequence[float], unit_chips: int, unit_label: str) -> Winnings:
+        """These with the chips of the next hands added."""
+        stride = self.stride
+        curve = [point for point in self.curve if point[0] % stride == 0]
+        hand, total = self.hands, self.chips
+        for won in chips:
+            hand, total = hand + 1, total + won
+            if hand % stride == 0:
+                curve.append((hand, total))
+                if len(curve) > 2 * HISTORY_POINTS:
+                    stride *= 2
+                    curve = [point for point in curve if point[0] % stride == 0]
+        if not curve or curve[-1][0] != hand:
+            curve.append((hand, total))
+        return Winnings(hand, total, tuple(curve), stride, unit_chips, unit_label)
 
 
 @dataclass
 class SessionView:
-    """One session as the page shows it; ``values`` is the mean response value (over our
-    positions) at each hand count this UI saw, oldest first."""
+    """One session as the page shows it; ``values``: at each hand count this UI saw, oldest
+    first, the mean over our positions of the best response's value and of the played
+    policy's."""
 
     session: pb.Session
     opponents: list[OpponentView]
     responses: list[ResponseView]
-    values: list[tuple[int, float]] = field(default_factory=list)
+    values: list[tuple[int, float, float]] = field(default_factory=list)
+    winnings: Winnings = field(default_factory=Winnings)
     read_at: float = field(default_factory=time.monotonic)  # when the models were read
     html: str | None = None  # the panel drawn from this view (drawn once: the view never changes)
 
@@ -177,12 +219,15 @@ class ServiceReader:
         if isinstance(cached, SessionView):
             return cached
         before = self._views.get(key)
-        view = await self._read(token, reply.session)
+        won = before.winnings if isinstance(before, SessionView) else Winnings()
+        view = await self._read(token, reply.session, won)
         if isinstance(before, SessionView):
             view.values = [*before.values[-HISTORY_POINTS + 1 :]]
         if view.responses and (not view.values or view.values[-1][0] < view.hands):
-            mean = sum(r.expected_value for r in view.responses) / len(view.responses)
-            view.values.append((view.hands, mean))
+            count = len(view.responses)
+            best = sum(r.expected_value for r in view.responses) / count
+            played = sum(r.played_expected_value for r in view.responses) / count
+            view.values.append((view.hands, best, played))
         self._keep(key, view)
         return view
 
@@ -207,9 +252,20 @@ class ServiceReader:
         self._keep(key, view)
         return view
 
-    async def _read(self, token: str | None, session: pb.Session) -> SessionView:
-        """Every opponent's model in every position and our response in every position, read
-        concurrently."""
+    async def _winnings(self, token: str | None, session: pb.Session, won: Winnings) -> Winnings:
+        """``won`` with the chips of the hands after it, up to the session's hands."""
+        while won.hands < session.hands_observed:
+            request = pb.GetWinningsRequest(session_id=session.session_id, after_hand=won.hands)
+            reply = await self._call("GetWinnings", request, token)
+            assert isinstance(reply, pb.GetWinningsResponse)
+            if not reply.chips:
+                break
+            won = won.extended(reply.chips, reply.unit_chips, reply.unit_label)
+        return won
+
+    async def _read(self, token: str | None, session: pb.Session, won: Winnings) -> SessionView:
+        """Every opponent's model in every position, our response in every position and the
+        chips of the hands after ``won``, read concurrently."""
         labels = list(session.config.opponent_labels)
         players = len(labels) + 1
         model_calls = [
@@ -235,7 +291,9 @@ class ServiceReader:
             )
             for p in range(players)
         ]
-        replies = await asyncio.gather(*model_calls, *response_calls)
+        *replies, winnings = await asyncio.gather(
+            *model_calls, *response_calls, self._winnings(token, session, won)
+        )
         models, responses = replies[: len(model_calls)], replies[len(model_calls) :]
         opponents = [
             _opponent(label, p, reply)
@@ -246,16 +304,29 @@ class ServiceReader:
         return SessionView(
             session=session,
             opponents=opponents,
-            responses=[
-                ResponseView(p, float(reply.expected_value))  # type: ignore[attr-defined]
-                for p, reply in enumerate(responses)
-            ],
+            responses=[_response(p, reply) for p, reply in enumerate(responses)],
+            winnings=cast(Winnings, winnings),
         )
 
 
 def _owner_key(token: str | None) -> str:
     """The cache's key of a token: its hash, so the cache holds no token."""
     return "" if token is None else hashlib.sha256(token.encode()).hexdigest()
+
+
+def _response(position: int, reply: object) -> ResponseView:
+    assert isinstance(reply, pb.GetResponseResponse)
+    held_back = sum(
+        not np.allclose(best.probabilities, played.probabilities, atol=1e-9)
+        for best, played in zip(reply.infosets, reply.played, strict=True)
+    )
+    return ResponseView(
+        position,
+        reply.expected_value,
+        reply.played_expected_value,
+        held_back,
+        len(reply.infosets),
+    )
 
 
 def _opponent(label: str, position: int, reply: object) -> OpponentView:

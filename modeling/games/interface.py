@@ -107,6 +107,11 @@ class ServedModel(Protocol):
         """Our best response of ``kind`` and its expected value per hand."""
         ...
 
+    def played(self, our_position: int) -> tuple[np.ndarray, float]:
+        """What the agent plays now in ``our_position`` and its expected value per hand against
+        the posterior-mean models (``MBBRModel``'s)."""
+        ...
+
     def action_probabilities(self, our_position: int, infoset: int) -> np.ndarray:
         """What the agent plays at one of our information sets now."""
         ...
@@ -271,6 +276,17 @@ class ServedGame(abc.ABC):
     @abc.abstractmethod
     def served_model(self, model: MBBRModel) -> ServedModel:
         """The compiled game's model answering in the presentation."""
+
+    def limit_hand(self, hand: Hand) -> LimitObservation:
+        """The compiled game's observation of a hand (a compiled game's hands are its own)."""
+        return cast(LimitObservation, hand)
+
+    def winnings(self, hand: Hand) -> float:
+        """Our seat's chips in an observed hand, by the compiled game's payoffs: a seat sees
+        every card that decides the pot (a fold ends the hand; at a showdown the dealer shows
+        the cards of the players in it)."""
+        obs = self.limit_hand(hand)
+        return float(self.compiled.returns(obs.betting, obs.hole, obs.board)[obs.position])
 
 
 def read_matchstate(gamedef: GameDef, line: str, field: str) -> MatchState:

@@ -97,13 +97,14 @@ class KuhnOpenSpiel(ServedGame):
     def hand_of_key(self, position: int, betting: str, cards: Sequence[object]) -> Hand:
         return HandObservation(position, betting, tuple(cast(Sequence[int | None], cards)))
 
-    def limit_hand(self, hand: HandObservation) -> LimitObservation:
+    def limit_hand(self, hand: Hand) -> LimitObservation:
         """The compiled game's observation of a hand."""
+        kuhn = cast(HandObservation, hand)
         deck = self.compiled.deck
         return LimitObservation(
-            hand.position,
-            self.kuhn.history_to_acpc(hand.history),
-            tuple(None if c is None else deck[c] for c in hand.cards),
+            kuhn.position,
+            self.kuhn.history_to_acpc(kuhn.history),
+            tuple(None if c is None else deck[c] for c in kuhn.cards),
             ("",),
         )
 
@@ -182,7 +183,7 @@ class KuhnOpenSpielModel:
         return self.model.hands_observed
 
     def observe(self, hand: Hand) -> None:
-        self.model.observe(self.game.limit_hand(cast(HandObservation, hand)))
+        self.model.observe(self.game.limit_hand(hand))
 
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
         rows, spread = self.model.opponent_model(our_position, opponent_position)
@@ -206,6 +207,10 @@ class KuhnOpenSpielModel:
     ) -> tuple[np.ndarray, float]:
         strategy, value = self.model.response(our_position, kind)
         return self._ours(our_position, strategy), value
+
+    def played(self, our_position: int) -> tuple[np.ndarray, float]:
+        policy, value = self.model.played(our_position)
+        return self._ours(our_position, policy), value
 
     def action_probabilities(self, our_position: int, infoset: int) -> np.ndarray:
         index = self.game.compiled_infoset(our_position, infoset)

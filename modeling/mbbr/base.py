@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.evaluation.limit import expected_values
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
@@ -332,6 +333,15 @@ class MBBRModel(abc.ABC):
                 our_position, h, *self._candidate_rows(our_position, h)
             )[0]
         return candidate
+
+    def played(self, our_position: int) -> tuple[np.ndarray, float]:
+        """What the agent plays now in ``our_position`` (:meth:`policy`) and its expected value
+        per hand against the posterior-mean models: beside the mean response's value, what the
+        default phase and the safety budget hold back."""
+        policy = self.policy(our_position)
+        profile = self._models_profile(our_position).copy()
+        profile[our_position] = policy
+        return policy, float(expected_values(self.game, profile)[our_position])
 
     def safety_share(self, our_position: int, infoset: int) -> float:
         """The share of the response in what is played at ``infoset`` of ``our_position`` now:

@@ -257,22 +257,36 @@ class LimitGame:
             raise InvalidArgumentError("cards", f"{list(hole)}/{list(board)} repeats a card")
         return index
 
-    def returns(self, betting: str, hole: Sequence[str], board: Sequence[str] = ()) -> np.ndarray:
+    def returns(
+        self, betting: str, hole: Sequence[str | None], board: Sequence[str] = ()
+    ) -> np.ndarray:
         """Chips won by each position at the end of a hand (split pots as the dealer splits).
 
-        A hand won by folds may omit the board cards that were never dealt; a showdown needs all.
+        Cards that cannot change the result may be missing, so a seat's observation of the hand
+        suffices (the dealer shows it every card that decides the pot): a folded position's hole
+        cards (None), and in a hand won by folds every hole card but one's own and the board of
+        the rounds never dealt; a showdown needs the hole cards of every position in it.
         """
         t = int(self.tree.node_terminal[self.node(betting)])
         if t < 0:
             raise IllegalActionError("betting", f"{betting!r} is not a finished hand")
         tree = self.tree
         share = tree.share[tree.terminal_class[t]]
-        if len(board) < self.num_rounds and np.all(share == share[0]):  # won by folds
-            used = set(self._cards("".join((*hole, *board))))
-            spare = iter(c for c in self.deck if self._card_index[c] not in used)
-            sizes = self.gamedef.num_board_cards[len(board) :]
-            board = [*board, *("".join(next(spare) for _ in range(k)) for k in sizes)]
-        d = self.deal_index(hole, board)
+        by_folds = bool(np.all(share == share[0]))
+        for p, cards in enumerate(hole):
+            if cards is None and not by_folds and share[:, p].any():
+                raise InvalidArgumentError(f"hole[{p}]", "in the showdown: its cards are needed")
+        used = set(self._cards("".join(c for c in (*hole, *board) if c)))
+        spare = iter(c for c in self.deck if self._card_index[c] not in used)
+
+        def fill(size: int) -> str:  # cards no one holds: they cannot change the result
+            return "".join(next(spare) for _ in range(size))
+
+        size = self.gamedef.num_hole_cards
+        dealt = [fill(size) if cards is None else cards for cards in hole]
+        if len(board) < self.num_rounds and by_folds:
+            board = [*board, *(fill(k) for k in self.gamedef.num_board_cards[len(board) :])]
+        d = self.deal_index(dealt, board)
         share = tree.share[tree.terminal_class[t], d]
         return share * tree.terminal_pot[t] - tree.terminal_spent[t]
 

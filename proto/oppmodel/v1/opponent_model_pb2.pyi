@@ -294,16 +294,20 @@ class GetResponseRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., our_position: _Optional[int] = ..., kind: _Optional[_Union[ResponseKind, str]] = ...) -> None: ...
 
 class GetResponseResponse(_message.Message):
-    __slots__ = ("infosets", "expected_value", "kind", "hands_observed")
+    __slots__ = ("infosets", "expected_value", "kind", "hands_observed", "played", "played_expected_value")
     INFOSETS_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_VALUE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     HANDS_OBSERVED_FIELD_NUMBER: _ClassVar[int]
+    PLAYED_FIELD_NUMBER: _ClassVar[int]
+    PLAYED_EXPECTED_VALUE_FIELD_NUMBER: _ClassVar[int]
     infosets: _containers.RepeatedCompositeFieldContainer[InfosetPolicy]
     expected_value: float
     kind: ResponseKind
     hands_observed: int
-    def __init__(self, infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ..., expected_value: _Optional[float] = ..., kind: _Optional[_Union[ResponseKind, str]] = ..., hands_observed: _Optional[int] = ...) -> None: ...
+    played: _containers.RepeatedCompositeFieldContainer[InfosetPolicy]
+    played_expected_value: float
+    def __init__(self, infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ..., expected_value: _Optional[float] = ..., kind: _Optional[_Union[ResponseKind, str]] = ..., hands_observed: _Optional[int] = ..., played: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ..., played_expected_value: _Optional[float] = ...) -> None: ...
 
 class InfoState(_message.Message):
     __slots__ = ("position", "card", "history", "acpc_betting")
@@ -344,3 +348,25 @@ class GetActionResponse(_message.Message):
     default_policy: bool
     hands_observed: int
     def __init__(self, action: _Optional[int] = ..., acpc_action: _Optional[str] = ..., probabilities: _Optional[_Iterable[float]] = ..., infostate: _Optional[str] = ..., default_policy: _Optional[bool] = ..., hands_observed: _Optional[int] = ...) -> None: ...
+
+class GetWinningsRequest(_message.Message):
+    __slots__ = ("session_id", "after_hand", "max_hands")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_HAND_FIELD_NUMBER: _ClassVar[int]
+    MAX_HANDS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    after_hand: int
+    max_hands: int
+    def __init__(self, session_id: _Optional[str] = ..., after_hand: _Optional[int] = ..., max_hands: _Optional[int] = ...) -> None: ...
+
+class GetWinningsResponse(_message.Message):
+    __slots__ = ("chips", "hands_observed", "unit_chips", "unit_label")
+    CHIPS_FIELD_NUMBER: _ClassVar[int]
+    HANDS_OBSERVED_FIELD_NUMBER: _ClassVar[int]
+    UNIT_CHIPS_FIELD_NUMBER: _ClassVar[int]
+    UNIT_LABEL_FIELD_NUMBER: _ClassVar[int]
+    chips: _containers.RepeatedScalarFieldContainer[float]
+    hands_observed: int
+    unit_chips: int
+    unit_label: str
+    def __init__(self, chips: _Optional[_Iterable[float]] = ..., hands_observed: _Optional[int] = ..., unit_chips: _Optional[int] = ..., unit_label: _Optional[str] = ...) -> None: ...

@@ -84,6 +84,11 @@ class OpponentModelServiceStub:
                 request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionRequest.SerializeToString,
                 response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionResponse.FromString,
                 _registered_method=True)
+        self.GetWinnings = channel.unary_unary(
+                '/oppmodel.v1.OpponentModelService/GetWinnings',
+                request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsRequest.SerializeToString,
+                response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsResponse.FromString,
+                _registered_method=True)
 
 
 class OpponentModelServiceServicer:
@@ -108,16 +113,21 @@ class OpponentModelServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteSession(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Deletes a session, its hands and snapshots. If the caller has a population of the session's
+        game (FitPopulation) and the session has POSTERIOR_DIRICHLET, its opponents' action counts (no
+        hands) are kept as members of that population and the population is refitted in the
+        background: the session's end updates it.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def FitPopulation(self, request, context):
         """Fits the caller's population of a game anew from the opponents of every one of its sessions
-        of that game (POSTERIOR_DIRICHLET ones) and stores it as the next version: what
-        PRIOR_POPULATION sessions created after it start from. Information sets met by fewer than 3
-        opponents (every set, with fewer than 3 opponents) keep the informed prior.
+        of that game (POSTERIOR_DIRICHLET ones) and of its deleted sessions kept as members, and
+        stores it as the next version: what PRIOR_POPULATION sessions created after it start from.
+        Information sets met by fewer than 3 opponents (every set, with fewer than 3 opponents) keep
+        the informed prior.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -164,6 +174,15 @@ class OpponentModelServiceServicer:
     def GetAction(self, request, context):
         """The action to take now, following the agent's policy: the default strategy for the first H
         hands, then the response.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetWinnings(self, request, context):
+        """Our chips in each observed hand, by the game's payoffs from what our seat saw (a fold ends
+        the hand; at a showdown the dealer shows the cards of the players in it): the client's
+        results, as the hands stored say them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -221,6 +240,11 @@ def add_OpponentModelServiceServicer_to_server(servicer, server):
                     servicer.GetAction,
                     request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionRequest.FromString,
                     response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionResponse.SerializeToString,
+            ),
+            'GetWinnings': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetWinnings,
+                    request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsRequest.FromString,
+                    response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -493,6 +517,33 @@ class OpponentModelService:
             '/oppmodel.v1.OpponentModelService/GetAction',
             oppmodel_dot_v1_dot_opponent__model__pb2.GetActionRequest.SerializeToString,
             oppmodel_dot_v1_dot_opponent__model__pb2.GetActionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetWinnings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oppmodel.v1.OpponentModelService/GetWinnings',
+            oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsRequest.SerializeToString,
+            oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -271,6 +271,16 @@ class SampleModel(MBBRModel):
     def _write_models(self, p: int, profile: np.ndarray) -> None:
         self._samples[p].write_means(profile, self._seats[p])
 
+    def posterior(self, our_position: int) -> np.ndarray:
+        """The normalised joint posterior over sample combinations for our position."""
+        self.game.check_position(our_position, "our_position")
+        return self._samples[our_position].posterior()
+
+    def effective_sample_size(self, our_position: int) -> float:
+        """1 / sum p(s)^2 of the joint posterior for our position."""
+        posterior = self.posterior(our_position)
+        return float(1.0 / np.sum(posterior * posterior))
+
     def _solve_hole(self, p: int, kind: Response, h: int, strategy: np.ndarray) -> float:
         if kind == Response.MEAN:
             return super()._solve_hole(p, kind, h, strategy)

@@ -101,6 +101,7 @@ def _legend(level: float) -> str:
 
 
 _SERIES = (_MODEL, _PRIOR)  # the lines' colours, in order
+_DOTS = 60  # a line of more points is drawn without a dot per point
 
 
 def value_chart(
@@ -130,9 +131,9 @@ def value_chart(
         path = " ".join(f"{sx(h):.1f},{sy(v):.1f}" for h, v in line)
         lines.append(
             f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>'
-            + "".join(
+            + "".join(  # a dot per point while they are few enough to tell apart
                 f'<circle cx="{sx(h):.1f}" cy="{sy(v):.1f}" r="2.5" fill="{colour}"/>'
-                for h, v in line
+                for h, v in (line if len(line) <= _DOTS else ())
             )
         )
         x = left + 8 + i * (width - left) / 2

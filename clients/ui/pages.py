@@ -125,7 +125,7 @@ def _winnings(won: Winnings) -> str:
         return '<section class="card"><h2>Our winnings</h2><p class="empty">no hands</p></section>'
     return (
         f'<section class="card winnings" data-last="{won.curve[-1][1]!r}"><h2>Our winnings</h2>'
-        f'<p class="facts">won <b id="winnings" data-chips="{won.chips!r}" '
+        f'<div class="pair"><p class="facts">won <b id="winnings" data-chips="{won.chips!r}" '
         f'data-hands="{won.hands}">{won.chips:+g}</b> chips over {won.hands} hands: '
         f"<b>{won.rate():+.1f} {escape(won.unit_label)}</b> (1000 x chips per hand / "
         f"{won.unit_chips} chip{'s' if won.unit_chips != 1 else ''}), by the game's payoffs "
@@ -135,7 +135,7 @@ def _winnings(won: Winnings) -> str:
             title="our winnings, cumulative over the hands",
             unit="chips",
         )
-        + "</section>"
+        + "</div></section>"
     )
 
 

@@ -132,7 +132,7 @@ def test_a_file_of_another_version_is_refused_and_the_cache_builds_it_again(
     with np.load(path) as data:
         fields = dict(data)
     np.savez(path, **(fields | {"version": 0}))
-    with pytest.raises(InvalidArgumentError, match="version 0, not 1") as caught:
+    with pytest.raises(InvalidArgumentError, match="version 0, not 2") as caught:
         CardAbstraction.load(path)
     assert caught.value.field == "abstraction"
     assert _same(card_abstraction(SMALL, show_progress=False), built)  # built again, same seed

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS, rank_cardset
+from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS, SUIT_BITS, rank_cardset
 
 BOARD_SIZE = 5  # a complete hold'em board
+RANK_FIELD = (1 << 13) - 1  # one suit's ranks in a cardset
 
 
 @njit(cache=True)
@@ -78,3 +79,104 @@ def _every_completion(hole, board, free, need):
         idx[i] += 1
         for t in range(i + 1, need):
             idx[t] = idx[t - 1] + 1
+
+
+@njit(cache=True)
+def canonical_boards(size):
+    """The boards of ``size`` cards up to suit relabelling: each board whose four 13-bit suit
+    fields are non-increasing (one per class), with its class's size (4! over the product of the
+    factorials of equal fields' counts)."""
+    out_b, out_w = [], []
+    idx = np.arange(size)
+    n = CARD_BITS.size
+    while True:
+        board = np.int64(0)
+        for i in idx:
+            board |= CARD_BITS[i]
+        fields = [(board >> (SUIT_BITS * s)) & RANK_FIELD for s in range(4)]
+        if fields[0] >= fields[1] >= fields[2] >= fields[3]:
+            orbit, run = 24, 1
+            for s in range(1, 4):
+                run = run + 1 if fields[s] == fields[s - 1] else 1
+                orbit //= run  # divides by the factorial of each run of equal fields
+            out_b.append(board)
+            out_w.append(orbit)
+        i = size - 1
+        while i >= 0 and idx[i] == n - size + i:
+            i -= 1
+        if i < 0:
+            break
+        idx[i] += 1
+        for t in range(i + 1, size):
+            idx[t] = idx[t - 1] + 1
+    return np.array(out_b, dtype=np.int64), np.array(out_w, dtype=np.int64)
+
+
+@njit(cache=True)
+def board_strengths(board, first, second, opponents, hs):
+    """HS (``river_strength``) of every two-card hand on a complete ``board`` at once: hand k is
+    the cards ``first[k] < second[k]`` (indices, every pair of the unseen cards), ``hs[k]`` its
+    value, ``opponents`` the hands each one meets (those of the other unseen cards). One
+    evaluation per hand, then one pass over the hands sorted by value counts, per hand, the
+    hands below it and tied with it, less those sharing one of its cards (inclusion-exclusion:
+    only the hand itself shares both)."""
+    hands = first.size
+    value = np.empty(hands, dtype=np.int64)
+    for k in range(hands):
+        value[k] = rank_cardset(board | CARD_BITS[first[k]] | CARD_BITS[second[k]])
+    order = np.argsort(value)
+    below_card = np.zeros(CARD_BITS.size, dtype=np.int64)
+    tied_card = np.zeros(CARD_BITS.size, dtype=np.int64)
+    below = 0
+    start = 0
+    while start < hands:
+        end = start
+        while end < hands and value[order[end]] == value[order[start]]:
+            a, b = first[order[end]], second[order[end]]
+            tied_card[a] += 1
+            tied_card[b] += 1
+            end += 1
+        tied = end - start
+        for t in range(start, end):
+            k = order[t]
+            a, b = first[k], second[k]
+            won = below - below_card[a] - below_card[b]
+            ties = tied - tied_card[a] - tied_card[b] + 1
+            hs[k] = (won + 0.5 * ties) / opponents
+        for t in range(start, end):
+            a, b = first[order[t]], second[order[t]]
+            below_card[a] += tied_card[a]
+            below_card[b] += tied_card[b]
+            tied_card[a] = 0
+            tied_card[b] = 0
+        below += tied
+        start = end
+
+
+@njit(cache=True)
+def preflop_sums(boards, weights, out):
+    """Add, for every hole (``out[a, b]``, card indices a < b), HS^2 on each complete board of
+    ``boards`` that misses it, times the board's weight (its class size under suit relabelling:
+    a hole's class is closed under relabelling, so the sum over a class's holes is the same on
+    every board of a board class)."""
+    n = CARD_BITS.size
+    free = np.empty(n, dtype=np.int64)
+    first = np.empty(n * n, dtype=np.int64)
+    second = np.empty(n * n, dtype=np.int64)
+    for i in range(boards.size):
+        board = boards[i]
+        m = 0
+        for c in range(n):
+            if not board & CARD_BITS[c]:
+                free[m] = c
+                m += 1
+        k = 0
+        for x in range(m):
+            for y in range(x + 1, m):
+                first[k] = free[x]
+                second[k] = free[y]
+                k += 1
+        hs = np.empty(k)
+        board_strengths(board, first[:k], second[:k], (m - 2) * (m - 3) // 2, hs)
+        for t in range(k):
+            out[first[t], second[t]] += weights[i] * hs[t] * hs[t]

@@ -3,9 +3,10 @@ its expected hand strength squared, E[HS^2].
 
 HS is the share of the opponent's possible hands that the hole beats on a complete board (ties
 one half; one opponent, every two-card hand of the unseen cards equally likely). E[HS^2] is HS^2
-averaged over the board cards still to come: exact for the turn and river and wherever the
+averaged over the board cards still to come: exact preflop (a table of the 169 hole classes over
+every board, computed once: :func:`preflop_table`), exact for the turn and river and wherever the
 completions are at most ``rollouts``, else over ``rollouts`` completions drawn with a seed (the
-preflop and flop by default). Squaring weighs the spread of the outcomes, so a drawing hand whose
+flop by default). Squaring weighs the spread of the outcomes, so a drawing hand whose
 strength may end high ranks above a made hand of the same mean (Johanson, Burch, Valenzano &
 Bowling 2013, "Evaluating state-space abstractions in extensive-form games"). We take E[HS^2]
 rather than potential-aware clustering (Ganzfried & Sandholm 2014: k-means with earth mover's
@@ -26,9 +27,11 @@ configuration), with a progress bar on a terminal while it computes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import logging
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -46,15 +49,19 @@ from oppmodel.modeling.games.acpc.solved import cache_folder
 
 log = logging.getLogger(__name__)
 
-VERSION = 1  # of the saved file and of what a bucket means: a change makes a new cache key
+VERSION = 2  # of the saved file and of what a bucket means: a change makes a new cache key
 BOARD_SIZES = (0, 3, 4, 5)  # board cards seen in each round: preflop, flop, turn, river
 HOLE_CARDS = 2
+RANKS = 13
+DECK_SIZE = 52
+PREFLOP_SLICES = 100  # progress-bar steps of the preflop table
 
 
 @dataclass(frozen=True)
 class AbstractionConfig:
     """How an abstraction is computed: buckets per round, deals sampled per round for the cut
-    points, board completions drawn per E[HS^2] (0: every one, exact) and the seed of both."""
+    points, board completions drawn per E[HS^2] on the flop (0: every one, exact; the other
+    rounds are always exact) and the seed of both."""
 
     buckets: tuple[int, ...] = (8, 8, 8, 8)
     samples: int = 2000
@@ -122,7 +129,8 @@ def strength(hole: Sequence[str], board: Sequence[str], *, rollouts: int, seed: 
     """E[HS^2] of two hole cards on a board of 0, 3, 4 or 5 cards (see the module's text). It is
     computed on the deal's canonical form under suit relabelling, so deals that differ only in
     suit names (AhKh and AsKs preflop) get the same value, sampled or not; the draws of a
-    sampled expectation depend on the seed and that form only."""
+    sampled expectation depend on the seed and that form only. Preflop it is the exact table's
+    (:func:`preflop_table`): no rollouts."""
     if len(hole) != HOLE_CARDS:
         raise InvalidArgumentError("hole", f"need {HOLE_CARDS} cards, got {list(hole)}")
     if len(board) not in BOARD_SIZES:
@@ -130,9 +138,59 @@ def strength(hole: Sequence[str], board: Sequence[str], *, rollouts: int, seed: 
     ids = [card_index(c) for c in (*hole, *board)]
     if len(set(ids)) != len(ids):
         raise InvalidArgumentError("board", f"cards dealt twice in {list(hole)} {list(board)}")
+    if not board:
+        return float(preflop_table()[preflop_cell(ids[0], ids[1])])
     held, shown = _canonical(ids[:HOLE_CARDS], ids[HOLE_CARDS:])
     deal_seed = hash((seed, held, shown)) % 2**31  # same deal, same draws
     return float(kernels.expected_strength_squared(held, shown, len(board), rollouts, deal_seed))
+
+
+def preflop_cell(first: int, second: int) -> tuple[int, int]:
+    """The cell of two hole cards (card indices) in the 13 x 13 preflop table: (high rank, low
+    rank) if suited, (low, high) if not, (rank, rank) for a pair."""
+    high, low = max(first // 4, second // 4), min(first // 4, second // 4)
+    return (high, low) if first % 4 == second % 4 else (low, high)
+
+
+@functools.cache
+def preflop_table() -> np.ndarray:
+    """E[HS^2] of the 169 preflop classes, exact, as a 13 x 13 table indexed by
+    :func:`preflop_cell` (ranks 0..12 for 2..A): every five-card board, every opponent hand.
+
+    The boards are enumerated up to suit relabelling (134,459 classes, each weighed by its size),
+    and on each board every hand's HS comes from one sort of all 1,081 hands
+    (``board_strengths``), so the whole table is about 150 million evaluations: tens of seconds
+    once, then read from ``<cache folder>/abstractions/preflop-v<VERSION>.npz``."""
+    path = cache_folder() / "abstractions" / f"preflop-v{VERSION}.npz"
+    try:
+        with np.load(path) as data:
+            table = data["table"]
+        if table.shape == (RANKS, RANKS):
+            table.setflags(write=False)
+            return table
+    except (OSError, KeyError, ValueError):
+        pass  # absent or unreadable: computed below
+    boards, weights = kernels.canonical_boards(BOARD_SIZES[-1])
+    sums = np.zeros((DECK_SIZE, DECK_SIZE))
+    bar = progress_bar(boards.size, desc="preflop E[HS^2]", unit="board")
+    try:
+        for chunk in np.array_split(np.arange(boards.size), PREFLOP_SLICES):
+            kernels.preflop_sums(boards[chunk], weights[chunk], sums)
+            bar.update(chunk.size)
+    finally:
+        bar.close()
+    totals, combos = np.zeros((RANKS, RANKS)), np.zeros((RANKS, RANKS))
+    for a, b in itertools.combinations(range(DECK_SIZE), 2):
+        cell = preflop_cell(a, b)
+        totals[cell] += sums[a, b]
+        combos[cell] += 1
+    table = totals / (combos * math.comb(DECK_SIZE - HOLE_CARDS, BOARD_SIZES[-1]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, table=table)
+    os.replace(tmp, path)
+    table.setflags(write=False)
+    return table
 
 
 def _canonical(hole: list[int], board: list[int]) -> tuple[int, int]:

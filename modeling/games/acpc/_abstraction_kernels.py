@@ -9,7 +9,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS, SUIT_BITS, rank_cardset
+from oppmodel.modeling.games.acpc._hand_rank_kernels import (
+    CARD_BITS,
+    SUIT_BITS,
+    next_combination,
+    rank_cardset,
+)
 
 BOARD_SIZE = 5  # a complete hold'em board
 RANK_FIELD = (1 << 13) - 1  # one suit's ranks in a cardset
@@ -71,14 +76,8 @@ def _every_completion(hole, board, free, need):
         for i in idx:
             drawn |= free[i]
         total += river_strength(hole, board | drawn) ** 2
-        i = need - 1
-        while i >= 0 and idx[i] == free.size - need + i:
-            i -= 1
-        if i < 0:
+        if not next_combination(idx, free.size):
             return total
-        idx[i] += 1
-        for t in range(i + 1, need):
-            idx[t] = idx[t - 1] + 1
 
 
 @njit(cache=True)
@@ -88,7 +87,6 @@ def canonical_boards(size):
     factorials of equal fields' counts)."""
     out_b, out_w = [], []
     idx = np.arange(size)
-    n = CARD_BITS.size
     while True:
         board = np.int64(0)
         for i in idx:
@@ -101,14 +99,8 @@ def canonical_boards(size):
                 orbit //= run  # divides by the factorial of each run of equal fields
             out_b.append(board)
             out_w.append(orbit)
-        i = size - 1
-        while i >= 0 and idx[i] == n - size + i:
-            i -= 1
-        if i < 0:
+        if not next_combination(idx, CARD_BITS.size):
             break
-        idx[i] += 1
-        for t in range(i + 1, size):
-            idx[t] = idx[t - 1] + 1
     return np.array(out_b, dtype=np.int64), np.array(out_w, dtype=np.int64)
 
 

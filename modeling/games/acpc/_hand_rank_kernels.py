@@ -132,11 +132,21 @@ def count_categories(deck, size, counts):
             head |= deck[i]
         for j in range(idx[size - 2] + 1, n):
             counts[rank_cardset(head | deck[j]) >> CATEGORY_SHIFT] += 1
-        i = size - 2
-        while i >= 0 and idx[i] == n - size + i:
-            i -= 1
-        if i < 0:
+        if not next_combination(idx, n - 1):
             return
-        idx[i] += 1
-        for t in range(i + 1, size - 1):
-            idx[t] = idx[t - 1] + 1
+
+
+@njit(cache=True, inline="always")
+def next_combination(idx, n):
+    """Advance ``idx`` (increasing positions in 0..n-1) to the next combination in
+    lexicographic order; False (``idx`` unchanged) after the last one."""
+    k = idx.size
+    i = k - 1
+    while i >= 0 and idx[i] == n - k + i:
+        i -= 1
+    if i < 0:
+        return False
+    idx[i] += 1
+    for t in range(i + 1, k):
+        idx[t] = idx[t - 1] + 1
+    return True

@@ -6,14 +6,23 @@ import argparse
 import json
 import math
 import time
+from dataclasses import asdict
 from pathlib import Path
 
-from oppmodel.clients.commands._types import iterations, non_negative_int
+from oppmodel.clients.commands._types import MAX_COUNT, int_in, iterations, non_negative_int
 from oppmodel.clients.interrupt import noting
 from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
+from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, HOLDEM_GAMES, game_path
 from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.gamedef import parse_game_def
+from oppmodel.modeling.games.acpc.holdem_abstract import (
+    RECALLS,
+    AbstractGameConfig,
+    abstract_game,
+    holdem_unsupported,
+)
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import save_profile
 from oppmodel.modeling.solve.cfr import (
@@ -23,6 +32,11 @@ from oppmodel.modeling.solve.cfr import (
     SolverConfig,
     strategy_label,
 )
+from oppmodel.modeling.solve.mccfr import MCCFRConfig, MCCFRSolver, mccfr_label
+
+HOLDEM_DEFAULTS = AbstractGameConfig()
+MAX_BUCKETS = 10_000
+_DEFAULT_BUCKETS = " ".join(map(str, HOLDEM_DEFAULTS.abstraction.buckets))
 
 CHECKPOINTS = 50  # progress-bar updates (with nash_conv) and state saves per run
 
@@ -33,10 +47,17 @@ information-state strings ("Ks/Qh:rc/cr", see modeling/games/acpc/limit_game.py)
 command reads (eval --profile, a match agent, acpc-agent --strategy, --mbbr-prior-strategy).
 
 GAME is a bundled game ({", ".join(BUNDLED_GAMES)}) or an ACPC game definition file of any
-small limit game. --algorithm cfr+ (default): CFR+ with alternating updates and linear
-averaging after a delay of --delay iterations; dcfr: discounted CFR (alpha 1.5, beta 0,
-gamma 2). In a 2-player game the average strategy approaches a Nash equilibrium (nash_conv,
-printed at the end, goes to 0); with 3 or more players it is a CFR average strategy with no
+small limit game. Limit hold'em ({", ".join(HOLDEM_GAMES)}, or a file with its cards) is solved
+in its abstract game instead (modeling/games/acpc/holdem_abstract.py): exact betting, the cards
+seen as E[HS^2] buckets per round (--buckets, --recall), chance drawn from a sample of --deals
+deals (bucketed once and cached: minutes for the default), by external-sampling MCCFR seeded
+with --seed; the file's keys are "<buckets>:<betting>" and its nash_conv is inside the
+abstraction and the sample. 3-player hold'em's betting tree (23.9 million nodes) is refused.
+
+--algorithm cfr+ (default): CFR+ with alternating updates and linear averaging after a delay
+of --delay iterations; dcfr: discounted CFR (alpha 1.5, beta 0, gamma 2). In a 2-player game
+the average strategy approaches a Nash equilibrium (nash_conv, printed at the end, goes to 0);
+with 3 or more players it is a CFR average strategy with no
 equilibrium guarantee, and the file says so.
 
 --iterations is the total: with --resume STATE the run starts from the saved state (if the
@@ -52,6 +73,7 @@ examples:
   oppmodel solve kuhn3p --iterations 2000 --out mine.json   # then: eval --profile mine.json
   oppmodel solve leduc3p --iterations 5000 --out l3.json --resume l3.npz
   oppmodel solve mygame.game --iterations 1000 --algorithm dcfr --out s.json --json
+  oppmodel solve holdem2p --iterations 100000000 --out blueprint.json --resume bp.npz
 """
 
 
@@ -83,10 +105,65 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--resume", type=Path, metavar="STATE", help="solver state to start from and save to"
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    holdem = parser.add_argument_group("hold'em (its abstract game)")
+    holdem.add_argument(
+        "--buckets",
+        type=int_in(1, MAX_BUCKETS),
+        nargs=4,
+        metavar=("PRE", "FLOP", "TURN", "RIVER"),
+        help=f"buckets per round (default {_DEFAULT_BUCKETS})",
+    )
+    holdem.add_argument(
+        "--deals",
+        type=int_in(1, MAX_COUNT),
+        help=f"deals in the abstract game's sample (default {HOLDEM_DEFAULTS.deals:,})",
+    )
+    holdem.add_argument("--recall", choices=RECALLS, help="of the buckets (default imperfect)")
+    holdem.add_argument(
+        "--seed", type=int_in(0, 2**31 - 1), help="of the sample and of MCCFR's draws (default 0)"
+    )
     parser.set_defaults(func=run)
 
 
-def _solver(args: argparse.Namespace, game: LimitGame) -> CFRSolver:
+def _holdem_config(args: argparse.Namespace) -> AbstractGameConfig | None:
+    """The abstract game's configuration when GAME is hold'em, else None (and the hold'em
+    options refused)."""
+    path = game_path(args.game)
+    rules = parse_game_def(path.read_text(encoding="ascii", errors="replace"))
+    given = [f for f in ("buckets", "deals", "recall", "seed") if getattr(args, f) is not None]
+    if holdem_unsupported(rules):
+        if given:
+            raise InvalidArgumentError(given[0], f"applies to hold'em only, not {args.game}")
+        return None
+    if args.algorithm is not None or args.delay is not None:
+        field = "algorithm" if args.algorithm is not None else "delay"
+        raise InvalidArgumentError(field, "hold'em is solved by external-sampling MCCFR")
+    cards = HOLDEM_DEFAULTS.abstraction
+    if args.buckets is not None:
+        cards = AbstractionConfig(tuple(args.buckets), cards.samples, cards.rollouts, cards.seed)
+    return AbstractGameConfig(
+        cards,
+        HOLDEM_DEFAULTS.deals if args.deals is None else args.deals,
+        HOLDEM_DEFAULTS.seed if args.seed is None else args.seed,
+        args.recall or HOLDEM_DEFAULTS.recall,
+    )
+
+
+def _options(holdem: AbstractGameConfig) -> str:
+    """The command-line options of an abstract game's configuration."""
+    buckets = " ".join(map(str, holdem.abstraction.buckets))
+    return (
+        f"--buckets {buckets} --deals {holdem.deals} --recall {holdem.recall} --seed {holdem.seed}"
+    )
+
+
+def _solver(
+    args: argparse.Namespace, game: LimitGame, holdem: AbstractGameConfig | None
+) -> CFRSolver:
+    if holdem is not None:
+        if args.resume is not None and args.resume.exists():
+            return MCCFRSolver.load(game, args.resume)
+        return MCCFRSolver(game, MCCFRConfig(seed=holdem.seed))
     if args.resume is not None and args.resume.exists():
         solver = CFRSolver.load(game, args.resume)
         asked = {"algorithm": args.algorithm, "delay": args.delay}
@@ -105,8 +182,9 @@ def _solver(args: argparse.Namespace, game: LimitGame) -> CFRSolver:
 
 def run(args: argparse.Namespace) -> int:
     """Solve, write the strategy (and the state), print the summary."""
-    game = limit_game(args.game)
-    solver = _solver(args, game)
+    holdem = _holdem_config(args)
+    game = limit_game(args.game) if holdem is None else abstract_game(args.game, holdem)
+    solver = _solver(args, game, holdem)
     start, started = solver.iteration, time.perf_counter()
     remaining = max(args.iterations - start, 0)
     desc = f"oppmodel solve {game.name} {solver.config.algorithm}"
@@ -137,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         solver.save(args.resume)
     value = solver.nash_conv()
-    label = strategy_label(game, solver.config)
+    label = strategy_label(game, solver.config) if holdem is None else mccfr_label(game)
     summary = {
         "game": game.name,
         "players": game.num_players,
@@ -146,8 +224,10 @@ def run(args: argparse.Namespace) -> int:
         "nash_conv": value,
         "strategy": label,
         "command": f"oppmodel solve {args.game} --iterations {solver.iteration} "
-        f"--algorithm {solver.config.algorithm}",
+        + (f"--algorithm {solver.config.algorithm}" if holdem is None else _options(holdem)),
     }
+    if holdem is not None:
+        summary["abstract_game"] = asdict(holdem)
     save_profile(game, solver.average_profile(), args.out, solver=summary)
     summary |= {"out": str(args.out), "state": None if args.resume is None else str(args.resume)}
     summary["seconds"] = seconds

@@ -90,7 +90,13 @@ def strategy_label(game: LimitGame, config: SolverConfig) -> str:
 
 
 class CFRSolver:
-    """CFR+ or DCFR on one compiled game; :meth:`run` adds iterations, :meth:`save` keeps them."""
+    """CFR+ or DCFR on one compiled game; :meth:`run` adds iterations, :meth:`save` keeps them.
+
+    The sampled solver (``mccfr.MCCFRSolver``) keeps the same state and files: a subclass that
+    replaces the configuration (:attr:`config_type`) and one call of the kernel (:meth:`_advance`).
+    """
+
+    config_type: type = SolverConfig
 
     def __init__(self, game: LimitGame, config: SolverConfig | None = None) -> None:
         self.game = game
@@ -133,22 +139,25 @@ class CFRSolver:
             raise InvalidArgumentError("iterations", f"must be >= 0, got {iterations!r}")
         target = self.iteration + iterations
         step = every if every > 0 else iterations
-        params = self.config.kernel_params()
         size = 1  # iterations in the next slice, grown to last about SLICE_SECONDS
         while self.iteration < target:
             checkpoint = min(self.iteration + step, target)
             while self.iteration < checkpoint:
                 first, started = self.iteration, time.perf_counter()
-                kernels.iterate(
-                    self.game.tree, self.regrets, self.sums, self.current, self._legal,
-                    self._sizes, self._done, min(first + size, checkpoint), params,
-                )  # fmt: skip
+                self._advance(min(first + size, checkpoint))
                 ran, seconds = self.iteration - first, time.perf_counter() - started
                 size = max(1, min(2 * ran, int(ran * SLICE_SECONDS / max(seconds, 1e-9))))
                 if progress is not None:
                     progress(ran)
             if callback is not None:
                 callback(self)
+
+    def _advance(self, last: int) -> None:
+        """Run the kernel up to iteration ``last``."""
+        kernels.iterate(
+            self.game.tree, self.regrets, self.sums, self.current, self._legal,
+            self._sizes, self._done, last, self.config.kernel_params(),
+        )  # fmt: skip
 
     def average_profile(self) -> np.ndarray:
         """The average strategy (the solver's answer); the current strategy at information sets
@@ -165,6 +174,12 @@ class CFRSolver:
     def nash_conv(self) -> float:
         """nash_conv of the average strategy (exact)."""
         return nash_conv(self.game, self.average_profile())
+
+    @staticmethod
+    def _same_game(name: str, game: LimitGame) -> bool:
+        """Whether a state saved for the game called ``name`` (with ``game``'s rules) is
+        ``game``'s: any name here (a bundled game read from its file is the same game)."""
+        return True
 
     # --- state files ---------------------------------------------------------------------------
 
@@ -198,11 +213,11 @@ class CFRSolver:
             raise InvalidArgumentError("state", f"{path} is not a solver state: {exc}") from None
         if meta.get("format") != STATE_FORMAT:
             raise InvalidArgumentError("state", f"{path} has state format {meta.get('format')!r}")
-        if meta["gamedef"] != game.gamedef.to_text():
+        if meta["gamedef"] != game.gamedef.to_text() or not cls._same_game(meta["game"], game):
             raise InvalidArgumentError(
                 "state", f"{path} belongs to {meta['game']}, not to {game.name}"
             )
-        solver = cls(game, SolverConfig(**meta["config"]))
+        solver = cls(game, cls.config_type(**meta["config"]))
         for name, array in arrays.items():
             if array.shape != solver.regrets.shape:
                 raise InvalidArgumentError("state", f"{path}: {name} has shape {array.shape}")

@@ -26,6 +26,13 @@ BUNDLED_GAMES = {
     "leduc3p": "leduc.limit.3p.game",
 }
 
+# Short name -> hold'em game file in GAMES_FOLDER: too large to compile, they are played through
+# an abstract game (``holdem_abstract``), so they are not among the compiled BUNDLED_GAMES.
+HOLDEM_GAMES = {
+    "holdem2p": "holdem.limit.2p.reverse_blinds.game",
+    "holdem3p": "holdem.limit.3p.game",
+}
+
 # Short name -> solved strategy file in GAMES_FOLDER.
 BUNDLED_STRATEGIES = {
     "leduc2p": "leduc2p.cfr.json",
@@ -39,7 +46,7 @@ def game_path(name_or_path: str | Path) -> Path:
     path = Path(name_or_path).expanduser()
     if path.exists():
         return path
-    bundled = BUNDLED_GAMES.get(str(name_or_path).lower())
+    bundled = (BUNDLED_GAMES | HOLDEM_GAMES).get(str(name_or_path).lower())
     if bundled is not None:
         return GAMES_FOLDER / bundled
     raise InvalidArgumentError(
@@ -51,7 +58,7 @@ def game_path(name_or_path: str | Path) -> Path:
 
 def short_name(path: Path) -> str | None:
     """The short name of a bundled game file, or None."""
-    for name, file in BUNDLED_GAMES.items():
+    for name, file in (BUNDLED_GAMES | HOLDEM_GAMES).items():
         if path.resolve() == GAMES_FOLDER / file:
             return name
     return None

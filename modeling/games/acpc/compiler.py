@@ -120,6 +120,15 @@ def compile_limit_game(gamedef: GameDef, name: str = "acpc") -> LimitGame:
         raise UnknownGameError(
             "game", f"{name} has {deals:,} deals, above the bound of {MAX_DEALS:,} (too large)"
         )
+    nodes = betting_tree(gamedef, name, deals)
+    deal_cards = _enumerate_deals(gamedef)
+    deal_view, view_strings = _views(gamedef, gamedef.deck, deal_cards)
+    return assemble(gamedef, name, nodes, deal_cards, deal_view, view_strings)
+
+
+def betting_tree(gamedef: GameDef, name: str, deals: int) -> list[tuple[BettingState, int, int]]:
+    """Every public state in depth-first pre-order, as (state, parent id, action);
+    UnknownGameError if public nodes x ``deals`` passes :data:`MAX_STATES`."""
     nodes = _build_tree(gamedef, name, deals)
     if len(nodes) * deals > MAX_STATES:
         raise UnknownGameError(
@@ -127,7 +136,7 @@ def compile_limit_game(gamedef: GameDef, name: str = "acpc") -> LimitGame:
             f"{name} has {len(nodes):,} public nodes x {deals:,} deals = "
             f"{len(nodes) * deals:,} states, above the bound of {MAX_STATES:,} (too large)",
         )
-    return _assemble(gamedef, name, nodes)
+    return nodes
 
 
 def _build_tree(gamedef: GameDef, name: str, deals: int) -> list[tuple[BettingState, int, int]]:
@@ -234,7 +243,18 @@ def _shares(
     return share
 
 
-def _assemble(gamedef: GameDef, name: str, nodes: list[tuple[BettingState, int, int]]) -> LimitGame:
+def assemble(
+    gamedef: GameDef,
+    name: str,
+    nodes: list[tuple[BettingState, int, int]],
+    deal_cards: np.ndarray,
+    deal_view: np.ndarray,
+    view_strings: tuple[tuple[str, ...], ...],
+) -> LimitGame:
+    """The game of a betting tree (:func:`betting_tree`) and its deals, equally likely: their
+    cards (holes by position, then the board), each position's view per round and the views'
+    strings. A compiled game passes every deal and the cards seen; an abstract game
+    (``holdem_abstract``) a sample of deals and the buckets seen."""
     n = gamedef.num_players
     deck = gamedef.deck
     num_nodes = len(nodes)
@@ -256,8 +276,6 @@ def _assemble(gamedef: GameDef, name: str, nodes: list[tuple[BettingState, int, 
     terminal_spent = np.array([nodes[i][0].spent for i in terminals], dtype=float).reshape(-1, n)
     terminal_pot = terminal_spent.sum(axis=1)
 
-    deal_cards = _enumerate_deals(gamedef)
-    deal_view, view_strings = _views(gamedef, deck, deal_cards)
     num_views = [len(v) for v in view_strings]
     node_base = np.full(num_nodes, -1, dtype=np.int64)
     infoset_node: list[list[int]] = [[] for _ in range(n)]

@@ -1,0 +1,213 @@
+"""The abstract game of limit hold'em: exact betting, cards seen through the card abstraction's
+buckets, and chance drawn from a seeded sample of deals.
+
+Hold'em's deals (about 5.6e13 heads-up) cannot be enumerated, so the abstract game is a
+:class:`~oppmodel.modeling.games.acpc.limit_game.LimitGame` like a compiled Leduc, built by the
+same :func:`~oppmodel.modeling.games.acpc.compiler.assemble` from the same betting tree, with two
+differences:
+
+* **Views are buckets.** What a position sees in round r is the bucket of its hole and the board
+  of that round (:class:`~oppmodel.modeling.games.acpc.abstraction.CardAbstraction`, E[HS^2]
+  percentiles). With ``recall="imperfect"`` (the default) a view is that round's bucket alone;
+  with ``"perfect"`` the buckets of every round so far. Information sets are (view, exact
+  betting): their strings, the keys of strategy files, are ``<buckets>:<betting>``, the buckets
+  written ``/``-separated as the card views are: ``"5:rc/cr"`` (imperfect recall: bucket 5 of the
+  flop, facing a raise after a check), ``"2/5:rc/cr"`` (perfect recall: bucket 2 preflop, then 5).
+  Bucket 0 is the weakest.
+* **Chance is a sample.** The deals are ``deals`` deals drawn with ``seed``, equally likely; the
+  payoffs are the real showdowns of their cards. As the sample grows the abstract game tends to
+  the game with the abstraction's information over all deals; every solver and exact measure of
+  the project (CFR, MCCFR, nash_conv) runs on it unchanged. nash_conv here is the exploitability
+  inside the abstraction and over the sample, not the real game's.
+
+The game is named ``<game>@<key>``, the key a hash of the rules, the abstraction (its own key and
+format version), the sample and the recall, so that strategy files and solver states are tied to
+the abstraction they were solved in. The buckets of the sample take a while (the flop's E[HS^2]
+is sampled: ``rollouts`` boards per bucket), so they are computed once, with a progress bar on a
+terminal, and cached in ``<cache folder>/abstractions/deals-<key>.npz``.
+
+The betting tree must fit in memory as arrays: heads-up limit hold'em has 16,584 public nodes;
+3-player has 23.9 million (9.7 million decisions), above the compiler's node bound, and is
+refused with the size (it needs a betting tree walked without arrays).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from oppmodel.clients.progress import progress_bar
+from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
+from oppmodel.modeling.games.acpc import abstraction
+from oppmodel.modeling.games.acpc.abstraction import (
+    BOARD_SIZES,
+    HOLE_CARDS,
+    AbstractionConfig,
+    CardAbstraction,
+    card_abstraction,
+)
+from oppmodel.modeling.games.acpc.betting import BettingState, after, legal_actions, opening
+from oppmodel.modeling.games.acpc.bundled import game_path, short_name
+from oppmodel.modeling.games.acpc.compiler import MAX_NODES, assemble, betting_tree
+from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.solved import cache_folder
+
+RECALLS = ("imperfect", "perfect")
+MAX_INFOSETS = 20_000_000  # information sets of all positions: three (n, I, 3) float tables
+
+
+@dataclass(frozen=True)
+class AbstractGameConfig:
+    """The card abstraction, the sample of deals (size and seed) and the recall."""
+
+    abstraction: AbstractionConfig = field(default_factory=AbstractionConfig)
+    deals: int = 20_000
+    seed: int = 0
+    recall: str = "imperfect"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.deals, int) or self.deals < 1:
+            raise InvalidArgumentError("deals", f"must be at least 1, got {self.deals!r}")
+        if self.recall not in RECALLS:
+            raise InvalidArgumentError("recall", f"{self.recall!r} is not one of {RECALLS}")
+
+
+def holdem_unsupported(gamedef: GameDef) -> list[str]:
+    """What makes ``gamedef`` no hold'em this abstraction reads (empty when it is one): a
+    52-card deck, two hole cards, boards of 0, 3, 1, 1 cards."""
+    problems = []
+    if (gamedef.num_suits, gamedef.num_ranks) != (4, 13):
+        problems.append("the card abstraction needs the 52-card deck")
+    if gamedef.num_hole_cards != HOLE_CARDS:
+        problems.append(f"the card abstraction needs {HOLE_CARDS} hole cards")
+    seen = tuple(itertools.accumulate(gamedef.num_board_cards))
+    if seen != BOARD_SIZES:
+        problems.append(f"the card abstraction needs boards of {BOARD_SIZES} cards by round")
+    return problems
+
+
+def abstract_game(game: str | Path, config: AbstractGameConfig | None = None) -> LimitGame:
+    """The abstract game of a hold'em game file or short name (``holdem2p``) under ``config``
+    (the defaults if None); UnknownGameError if the rules are not hold'em's or the betting tree
+    is too large (see the module's text)."""
+    config = config or AbstractGameConfig()
+    path = game_path(game)
+    gamedef = parse_game_def(path.read_text(encoding="ascii", errors="replace"))
+    base = short_name(path) or path.name
+    problems = holdem_unsupported(gamedef)
+    if problems:
+        raise UnknownGameError("game", f"{base} is no hold'em game: " + "; ".join(problems))
+    key = _key(gamedef, config)
+    name = f"{base}@{key}"
+    count = public_nodes(gamedef)
+    if count > MAX_NODES:
+        raise UnknownGameError(
+            "game",
+            f"{name} has {count:,} public nodes, above the bound of {MAX_NODES:,} (too large "
+            "for a betting tree of arrays)",
+        )
+    nodes = betting_tree(gamedef, name, 1)
+    n = gamedef.num_players
+    sizes = _views_per_round(config)
+    infosets = sum(sizes[s.round] for s, _, _ in nodes if s.player >= 0)
+    if infosets > MAX_INFOSETS:
+        raise UnknownGameError(
+            "game",
+            f"{name} has {infosets:,} information sets, above the bound of {MAX_INFOSETS:,} "
+            "(fewer buckets, or imperfect recall)",
+        )
+    cards = card_abstraction(config.abstraction)
+    deal_cards, buckets = _sample(gamedef, config, cards, key)
+    deal_view = np.empty((gamedef.num_rounds, config.deals, n), dtype=np.int64)
+    strings = []
+    for r in range(gamedef.num_rounds):
+        if config.recall == "imperfect":
+            deal_view[r] = buckets[:, :, r]
+            strings.append(tuple(str(b) for b in range(config.abstraction.buckets[r])))
+        else:
+            seen = config.abstraction.buckets[: r + 1]  # round k's bucket weighs the later counts
+            radix = np.array([np.prod(seen[k + 1 :], dtype=np.int64) for k in range(r + 1)])
+            deal_view[r] = (buckets[:, :, : r + 1] * radix).sum(axis=2)
+            ranges = [range(b) for b in config.abstraction.buckets[: r + 1]]
+            strings.append(tuple("/".join(map(str, s)) for s in itertools.product(*ranges)))
+    return assemble(gamedef, name, nodes, deal_cards, deal_view, tuple(strings))
+
+
+def public_nodes(gamedef: GameDef) -> int:
+    """How many public nodes the betting tree has, counted without building it (states that
+    differ only in their betting string root equal subtrees)."""
+
+    @functools.cache
+    def below(state: BettingState) -> int:
+        return 1 + sum(
+            below(after(gamedef, state, a)._replace(betting=""))
+            for a in legal_actions(gamedef, state)
+        )
+
+    return below(opening(gamedef))
+
+
+def _views_per_round(config: AbstractGameConfig) -> list[int]:
+    b = config.abstraction.buckets
+    if config.recall == "imperfect":
+        return list(b)
+    return [int(np.prod(b[: r + 1])) for r in range(len(b))]
+
+
+def _key(gamedef: GameDef, config: AbstractGameConfig) -> str:
+    text = (
+        f"{gamedef.to_text()} abstraction v{abstraction.VERSION} {config.abstraction.key} "
+        f"deals {config.deals} seed {config.seed} recall {config.recall}"
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _sample(
+    gamedef: GameDef, config: AbstractGameConfig, cards: CardAbstraction, key: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sample's cards (D, holes by position then the board, each group sorted) and buckets
+    (D, n, rounds): from the cache, else drawn and bucketed now (with a progress bar)."""
+    path = cache_folder() / "abstractions" / f"deals-{key}.npz"
+    n, rounds = gamedef.num_players, gamedef.num_rounds
+    try:
+        with np.load(path) as data:
+            deal_cards, buckets = data["cards"], data["buckets"]
+        if buckets.shape == (config.deals, n, rounds):
+            return deal_cards, buckets
+    except (OSError, KeyError, ValueError):
+        pass  # absent or unreadable: drawn below
+    rng = np.random.default_rng(config.seed)
+    names = gamedef.deck
+    width = n * HOLE_CARDS + BOARD_SIZES[-1]
+    deal_cards = np.empty((config.deals, width), dtype=np.int64)
+    buckets = np.empty((config.deals, n, rounds), dtype=np.int64)
+    groups = [(p * HOLE_CARDS, (p + 1) * HOLE_CARDS) for p in range(n)]
+    start = n * HOLE_CARDS
+    groups += [(start + a, start + b) for a, b in itertools.pairwise(BOARD_SIZES)]
+    bar = progress_bar(config.deals, desc=f"bucketing {config.deals} deals", unit="deal")
+    try:
+        for d in range(config.deals):
+            row = rng.permutation(len(names))[:width]
+            for a, b in groups:
+                row[a:b] = np.sort(row[a:b])
+            deal_cards[d] = row
+            board = [names[c] for c in row[start:]]
+            for p, (a, b) in enumerate(groups[:n]):
+                hole = [names[c] for c in row[a:b]]
+                for r, size in enumerate(BOARD_SIZES):
+                    buckets[d, p, r] = cards.bucket(hole, board[:size])
+            bar.update()
+    finally:
+        bar.close()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, cards=deal_cards, buckets=buckets)
+    os.replace(tmp, path)
+    return deal_cards, buckets

@@ -111,5 +111,9 @@ def test_a_diluted_style_mixes_its_rows_with_the_base():
 def test_unknown_names_list_the_known_ones():
     with pytest.raises(NotFoundError, match="known: " + ", ".join(style_names())):
         holdem_policy("shark", HOLDEM2P)
+    with pytest.raises(NotFoundError, match=r"no hold'em blueprint for .* yet: STYLE@S and cfr"):
+        holdem_policy("cfr", HOLDEM2P)
+    with pytest.raises(NotFoundError, match="no hold'em blueprint"):
+        holdem_policy("maniac@0.35", HOLDEM2P)
     with pytest.raises(NotFoundError, match=r"\[0, 1\]"):
         holdem_policy("bluffer:2", HOLDEM2P)

@@ -34,6 +34,7 @@ from oppmodel.modeling.holdem.strength import hand_strength_share
 from oppmodel.modeling.play.diluted import is_diluted, parse_diluted
 from oppmodel.modeling.play.panel import (
     ALIASES,
+    CFR,
     EXPLOITABLE_RULES,
     MIDDLE,
     NUTS,
@@ -87,7 +88,7 @@ class Diluted:
 
 def style_names() -> list[str]:
     """The names :func:`holdem_policy` knows (``bluffer`` also takes ``:B``, any style ``@S``)."""
-    return ["uniform", "always-call", *EXPLOITABLE_RULES]
+    return [CFR, "uniform", "always-call", *EXPLOITABLE_RULES]
 
 
 def holdem_policy(name: str, game: GameDef) -> HoldemPolicy:
@@ -101,6 +102,8 @@ def holdem_policy(name: str, game: GameDef) -> HoldemPolicy:
         return Uniform()
     if key == CALLING_STATION:
         return AlwaysCall()
+    if key == CFR:
+        return blueprint(game)
     rule = style_rule(key)
     if rule is None:
         raise NotFoundError(

@@ -431,7 +431,7 @@ class SessionManager:
         game = session.game
 
         def payoffs() -> builtins.list[float]:
-            return [game.winnings(game.hand_of_key(r.position, r.history, r.cards)) for r in rows]
+            return [game.stored_winnings(r.position, r.history, r.cards) for r in rows]
 
         return await self._cpu(payoffs), hands
 

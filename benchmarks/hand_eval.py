@@ -28,11 +28,10 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-from oppmodel.clients.lab.reports import emit_report, machine
+from oppmodel.clients.lab.reports import emit_report, machine, report_arguments
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
 from oppmodel.modeling.games.acpc.hand_rank import category_counts, hand_strength, rank_hands
 
@@ -166,8 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2,000 hands per repeat, not 100,000")
     parser.add_argument("--repeats", type=int, default=7, help="timed repeats (default 7)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random hands")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--out", type=Path, help="also write the JSON result to this file")
+    report_arguments(parser)
     args = parser.parse_args(argv)
     result = run(args.quick, args.seed, args.repeats)
     if emit_report(result, args.out, args.json):

@@ -19,9 +19,8 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-from oppmodel.clients.lab.reports import emit_report, machine
+from oppmodel.clients.lab.reports import emit_report, machine, report_arguments
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, abstract_game
 from oppmodel.modeling.solve.cfr import CFRSolver
@@ -45,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a tenth of the iterations")
     parser.add_argument("--seeds", type=int, default=3, help="MCCFR seeds (default 3)")
     parser.add_argument("--holdem-deals", type=int, default=2000, help="default 2000")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--out", type=Path, help="also write the JSON result to this file")
+    report_arguments(parser)
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
     game = limit_game(args.game)

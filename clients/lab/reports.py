@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -22,6 +23,12 @@ def output_dir(chosen: Path | None, quick: bool, results: Path) -> Path:
 def report_written(path: Path) -> None:
     """Say on stderr which file a benchmark wrote (stdout stays the table or the JSON)."""
     print(f"wrote {path}", file=sys.stderr)
+
+
+def report_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``--json`` and ``--out FILE`` options whose values :func:`emit_report` takes."""
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--out", type=Path, help="also write the JSON result to this file")
 
 
 def emit_report(report: dict, out: Path | None, as_json: bool) -> bool:

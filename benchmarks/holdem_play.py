@@ -28,7 +28,6 @@ import numpy as np
 from oppmodel.clients.acpc.agent import Decision, SeatHand, connect, make_policy, play_match
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
-from oppmodel.modeling.holdem.strength import preflop_values
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "acpc"
 GAMES = {
@@ -102,7 +101,6 @@ def main() -> None:
     parser.add_argument("--hands", type=int, default=1000, help="hands per match (default 1000)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args()
-    preflop_values()  # computed once per process, before the clock of any decision
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for file, names in GAMES.items():

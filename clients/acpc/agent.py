@@ -47,6 +47,7 @@ from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile
 from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.holdem.match import is_holdem
 from oppmodel.modeling.holdem.policy import HoldemPolicy, Spot, action_row
+from oppmodel.modeling.holdem.strength import warm_up
 from oppmodel.modeling.holdem.styles import holdem_policy, style_names
 from oppmodel.modeling.mbbr.base import MBBRModel
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -228,6 +229,7 @@ class HoldemStylePolicy:
         self.game = game
         self.policy = policy
         self.rng = random.Random(seed)
+        warm_up()  # before the dealer's clock runs: the preflop order, the kernels
 
     def act(self, decision: Decision) -> str:
         """Draw f, c or r with the policy's probabilities for our hole cards."""

@@ -79,3 +79,10 @@ def hand_strength_share(holes: np.ndarray, board: Sequence[int]) -> np.ndarray:
     else:
         values = preflop_values()
     return kernels.beaten_share(ALL_HOLES, values, rows)
+
+
+def warm_up() -> None:
+    """Compute the preflop order and load the kernels now (seconds, once per process), so that
+    no timed decision of a match waits for them."""
+    hand_strength_share(ALL_HOLES[:1], [])
+    hand_strength_share(ALL_HOLES[-1:], [0, 1, 2])

@@ -103,7 +103,7 @@ def session_panel(view: SessionView) -> str:
         "against the models in chips per hand, and the information states where what is played "
         "is not the best response.</p>"
         '<div class="pair"><div class="scroll"><table><thead><tr><th>our position</th>'
-        "<th>best response EV</th><th>played EV</th><th>held back at</th></tr></thead>"
+        "<th>best response</th><th>played</th><th>held back at</th></tr></thead>"
         f"<tbody>{responses}</tbody></table></div>"
         + value_chart(
             [

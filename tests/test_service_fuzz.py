@@ -35,7 +35,7 @@ from collections.abc import Callable
 
 import grpc
 import pytest
-from service_support import GAME, random_observations, running_server
+from service_support import GAME, LOADED_DEADLINE, random_observations, running_server
 
 from oppmodel.clients.client import observation_message
 from oppmodel.clients.perfect_info_client import ChoiceEvidence
@@ -245,12 +245,12 @@ class World:
     def call(self, service, method: str, request) -> bytes:
         path = f"/{service.full_name}/{method}"
         call = self.channel.unary_unary(path, _identity, _identity)
-        return call(request.SerializeToString(), timeout=30)
+        return call(request.SerializeToString(), timeout=LOADED_DEADLINE)
 
     def stream(self, service, method: str, requests: list) -> list[bytes]:
         path = f"/{service.full_name}/{method}"
         call = self.channel.stream_stream(path, _identity, _identity)
-        return list(call(iter([r.SerializeToString() for r in requests]), timeout=30))
+        return list(call(iter([r.SerializeToString() for r in requests]), timeout=LOADED_DEADLINE))
 
     def create_om(self, players: int, hands: int, *, seed: int) -> tuple[str, list]:
         reply = pb.CreateSessionResponse.FromString(
@@ -567,11 +567,11 @@ class Run:
         try:
             if streaming:
                 call = self.world.channel.stream_stream(path, _identity, _identity)
-                for reply in call(iter([p for p, _ in payloads]), timeout=30):
+                for reply in call(iter([p for p, _ in payloads]), timeout=LOADED_DEADLINE):
                     replies.append(reply)
             else:
                 call = self.world.channel.unary_unary(path, _identity, _identity)
-                replies.append(call(payloads[0][0], timeout=30))
+                replies.append(call(payloads[0][0], timeout=LOADED_DEADLINE))
         except grpc.RpcError as exc:
             code, details = exc.code(), exc.details() or ""
             metadata = tuple(exc.trailing_metadata() or ())

@@ -251,10 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--mbbr-prior",
-        choices=(Prior.INFORMED.value, Prior.TYPED.value),
+        choices=(Prior.INFORMED.value, Prior.TYPED.value, Prior.ETA_MIXTURE.value),
         default=PAPER_MBBR.prior,
-        help="MBBR's prior in Table 1 (paper: informed; typed needs the dirichlet posterior); "
-        "Table 6 is the uninformed one",
+        help="MBBR's prior in Table 1 (paper: informed; typed needs the dirichlet posterior; "
+        "eta-mixture is the library's default); Table 6 is the uninformed one",
     )
     parser.add_argument(
         "--field",

@@ -79,9 +79,10 @@ def build_jobs(
 ) -> tuple[list[MatchJob], dict]:
     """Every job, and where each table's jobs are: index[(table, group)] = [job ids].
 
-    ``mbbr`` is MBBR's config in Table 1 and head to head (its prior informed or typed); Table 6
-    (if ``uninformed``) is the same config with the uninformed prior. ``mbbr_only``: only the
-    groups MBBR sits in (the same cards as in the full run, so MBBR's figures are the same).
+    ``mbbr`` is MBBR's config in Table 1 and head to head (its prior informed, typed or the eta
+    mixture); Table 6 (if ``uninformed``) is the same config with the uninformed prior.
+    ``mbbr_only``: only the groups MBBR sits in (the same cards as in the full run, so MBBR's
+    figures are the same).
     """
     jobs: list[MatchJob] = []
     index: dict[tuple[str, tuple[str, ...]], list[int]] = {}

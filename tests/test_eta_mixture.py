@@ -198,11 +198,10 @@ def test_the_revealed_moves_choose_the_concentration_that_fits_the_player(player
 
 
 def test_the_defaults_and_stored_configs_read_as_before():
-    """The default prior (informed: the eta mixture is an option until its bookkeeping is a
-    kernel); a config stored before weak_eta existed fills in the value its absence means, which
-    snapshots leave out of their header."""
+    """The default prior is the eta mixture; a config stored before weak_eta existed fills in the
+    value its absence means, which snapshots leave out of their header."""
     assert (MBBRConfig().prior, MBBRConfig().eta, MBBRConfig().weak_eta) == (
-        Prior.INFORMED,
+        Prior.ETA_MIXTURE,
         4.0,
         1.0,
     )

@@ -35,8 +35,8 @@ STORED = {
     ),
 }  # fmt: skip
 CONFIGS = {
-    "dirichlet": MBBRConfig(seed=5),  # the informed prior
-    "eta-mixture": MBBRConfig(seed=5, prior="eta-mixture"),
+    "dirichlet": MBBRConfig(seed=5),  # the eta mixture
+    "informed": MBBRConfig(seed=5, prior="informed"),
     "typed": MBBRConfig(seed=5, prior="typed"),
     "mixture": MBBRConfig(seed=5, prior="mixture"),
     "uninformed": MBBRConfig(seed=5, prior="uninformed"),

@@ -29,7 +29,7 @@ from oppmodel.modeling.population import (
     polya_fit,
 )
 
-PLAIN = MBBRConfig(hands_default=0, seed=3, change_hazard=0.0)
+PLAIN = MBBRConfig(hands_default=0, seed=3, change_hazard=0.0, prior=Prior.INFORMED)
 POPULATION = dataclasses.replace(PLAIN, prior=Prior.POPULATION)
 
 

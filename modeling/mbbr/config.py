@@ -76,10 +76,10 @@ _CHOICES: tuple[tuple[str, type[Choice]], ...] = (
 class MBBRConfig:
     """MBBR's parameters (Ganzfried, Wang & Chiswick 2024 use epsilon 0.05, k 10, H 100, the
     informed prior at eta 4 and the sample posterior; the defaults here are the Dirichlet
-    posterior and the informed prior: ``posterior="samples"`` is the paper's;
-    ``prior="eta-mixture"`` chooses eta per opponent and learns more in games of many rarely met
-    information sets, at 1.3-1.6x the hand cycle's CPU time (its weak type is a second fit):
-    experiments/RESULTS.md, "The eta mixture").
+    posterior and the eta mixture, the informed prior at eta 4 or weak_eta 1 as each opponent's
+    revealed moves say, which learns more in games of many rarely met information sets
+    (experiments/RESULTS.md, "The eta mixture"): ``prior="informed", posterior="samples"`` is
+    the paper's).
 
     The choice fields take a member or its name; a name is stored as its member. Nothing is
     checked on construction: :meth:`validate` names the first bad field.
@@ -89,7 +89,7 @@ class MBBRConfig:
     k: int = 10
     hands_default: int = 100  # H: hands of default play before exploiting
     eta: float = 4.0
-    prior: Prior = Prior.INFORMED
+    prior: Prior = Prior.ETA_MIXTURE
     response: Response = Response.MEAN
     seed: int = 0
     # DIRICHLET (the default): one Dirichlet per information set, fitted by collapsed VB;

@@ -32,7 +32,7 @@ mean, sum_k w_k x mean_k, kept hand by hand (one kernel call) on the rows the ty
 those of the hands seen (elsewhere it is the prior mean, the informed fit's), every row with the
 card-blind type.
 
-The eta mixture (``Prior.ETA_MIXTURE``) is the same computation over two types:
+The eta mixture (``Prior.ETA_MIXTURE``, the default prior) is the same computation over two types:
 the informed prior at eta and at ``MBBRConfig.weak_eta``, prior weights ``ETA_WEIGHTS``. It lets
 the revealed moves choose the prior's strength per opponent: the first move seen at an
 information set has the prior mean's probability under either type, so only the second and later

@@ -20,13 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 FAILING_GRADES = ("E", "F")
-# Numba kernels still over the rule, by "file: function" ("file: module"), with why; the test
-# fails once one keeps the rule and is still listed, so the list only shrinks. Per-node helpers of
-# the Spades search measured 1.3-2x its time (a call reference-counts or copies each array
-# argument: helpers taking SearchBuffers whole 2x, inline="always" 1.35-1.5x, NRT off 1.3-1.5x).
-NOT_YET = {
-    "modeling/perfect_info/_spades_kernels.py: search": "per-node calls cost 1.3-2x",
-}
 
 
 def package_modules() -> Iterator[Path]:
@@ -101,15 +94,6 @@ def test_the_rule_names_a_long_module_a_long_function_and_a_complex_one() -> Non
     ]
 
 
-def _function(hit: str) -> str:
-    """``file: function`` of an offender's line (a module's own line: ``file: module``)."""
-    where, _, what = hit.partition(": ")
-    return f"{where.split(':')[0]}: {what.split(' ')[0]}"
-
-
 def test_no_long_module_long_function_or_complex_function_in_the_package() -> None:
     found = [hit for path in package_modules() for hit in offenders(path)]
-    new = [hit for hit in found if _function(hit) not in NOT_YET]
-    assert new == [], "split by meaning (named helpers):\n" + "\n".join(new)
-    kept = set(NOT_YET) - {_function(hit) for hit in found}
-    assert not kept, f"these keep the rule now: take them out of NOT_YET: {sorted(kept)}"
+    assert found == [], "split by meaning (named helpers):\n" + "\n".join(found)

@@ -9,7 +9,8 @@ game's, ``oppmodel.modeling.games.spades._rules_kernels``.
 
 One driver, ``search``, walks the game tree depth-first with an explicit stack (numba cannot cache
 recursive functions reliably) and computes max^n, soft-max^n (sets of final trick vectors) or
-prob-max^n values, with two exact reductions:
+prob-max^n values (the children's values combined by ``_spades_values_kernels``), with two
+exact reductions:
 
 * **Move merging.** Two legal cards of one suit with no card still in play (in a hand or on the
   table) between them lead to isomorphic subtrees, so only the lowest is searched. The merged move
@@ -18,10 +19,6 @@ prob-max^n values, with two exact reductions:
   separate, tied children). Max^n breaks ties to the first child in ascending card order, which is
   the lowest card of a merged group, so it is unchanged too.
 * **Transposition table** at trick boundaries (``_transposition_kernels``).
-
-Prob-max^n follows ``oppmodel.modeling.perfect_info.search.probmaxn`` (the project's statement of
-the rules): children within the absolute tolerance ``TIE_TOL`` of a model's best are tied, because
-merged and unmerged trees sum the same products in different orders.
 """
 
 from __future__ import annotations
@@ -41,10 +38,13 @@ from oppmodel.modeling.games.spades._rules_kernels import (
 )
 from oppmodel.modeling.games.spades.cards import N_PLAYERS, N_RANKS
 from oppmodel.modeling.perfect_info import _transposition_kernels as tt
+from oppmodel.modeling.perfect_info._spades_values_kernels import (
+    combine_maxn,
+    combine_probmaxn,
+    combine_softmaxn,
+    leaf_value,
+)
 from oppmodel.modeling.perfect_info._transposition_kernels import KEY_WORDS, TableArrays
-
-TIE_TOL = 1e-9
-_LOW32 = np.uint64(0xFFFFFFFF)
 
 
 class SearchMode(IntEnum):
@@ -187,181 +187,161 @@ def gen_moves(
     return nchild
 
 
-@njit(cache=True)
-def _leaf(
+@njit(cache=True, inline="always")
+def _trick_boundary(
     d: int,
+    hands: np.ndarray,
     tricks: np.ndarray,
-    me: int,
-    util: np.ndarray,
-    utrue: np.ndarray,
+    leader: int,
+    params: SearchParams,
     res_u: np.ndarray,
     res_t: np.ndarray,
-    is_soft: bool,
-) -> None:
-    if is_soft:
-        k = util.shape[2]  # hand size + 1
-        _pack(np.uint64(1) << np.uint64(tricks[0] * k + tricks[1]), res_u, d)
-        res_t[d] = 0.0
-        return
-    for p in range(3):
-        for m in range(util.shape[1]):
-            res_u[d, p, m] = util[p, m, tricks[p]]
-    res_t[d] = utrue[tricks[me]]
-
-
-@njit(cache=True)
-def _pack(mask: np.uint64, res_u: np.ndarray, d: int) -> None:
-    """Soft-max^n: store a 64-bit outcome set exactly as two 32-bit halves in float64 slots, so the
-    driver's value plumbing (children, transposition table) carries it unchanged."""
-    res_u[d, 0, 0] = float(mask & _LOW32)
-    res_u[d, 0, 1] = float(mask >> np.uint64(32))
-
-
-@njit(cache=True)
-def unpack_set(lo: float, hi: float) -> np.uint64:
-    """Inverse of ``_pack``: outcome-set mask from its two float halves."""
-    return np.uint64(lo) | (np.uint64(hi) << np.uint64(32))
-
-
-@njit(cache=True)
-def _level_range(mask: np.uint64, mover: int, util: np.ndarray) -> tuple[float, float]:
-    """Min and max of the mover's order level ``util[mover, 0, t]`` over an outcome set."""
-    k = util.shape[2]
-    n = k - 1
-    lo = np.inf
-    hi = -np.inf
-    while mask != 0:
-        low = mask & (~mask + ONE)
-        mask ^= low
-        idx = bit_index(low)
-        t0 = idx // k
-        t1 = idx % k
-        t = t0 if mover == 0 else t1 if mover == 1 else n - t0 - t1
-        v = util[mover, 0, t]
-        lo = min(lo, v)
-        hi = max(hi, v)
-    return lo, hi
-
-
-@njit(cache=True)
-def _combine_softmaxn(
-    d: int,
-    turn: int,
-    nchild: int,
-    util: np.ndarray,
-    cu: np.ndarray,
-    pc: np.ndarray,
-    res_u: np.ndarray,
-    res_t: np.ndarray,
-) -> None:
-    """Soft-max^n: union of the outcome sets of the children no other child dominates.
-
-    The mover's strict preference is ``level(v) > level(w)`` with ``level = util[mover, 0, t]``
-    (a strict weak order), so set S dominates T iff ``min_S >= max_T`` and ``max_S > min_T``.
-    ``pc[d, i]`` is 1 for the undominated children (the mover's possible choices), else 0.
-    Player 1's slots of ``cu`` hold each child's level range (unused otherwise in this mode).
-    """
-    for i in range(nchild):
-        lo, hi = _level_range(unpack_set(cu[d, i, 0, 0], cu[d, i, 0, 1]), turn, util)
-        cu[d, i, 1, 0] = lo
-        cu[d, i, 1, 1] = hi
-    union = np.uint64(0)
-    for i in range(nchild):
-        dominated = False
-        for j in range(nchild):
-            if j != i and cu[d, j, 1, 0] >= cu[d, i, 1, 1] and cu[d, j, 1, 1] > cu[d, i, 1, 0]:
-                dominated = True
-                break
-        pc[d, i] = 0.0 if dominated else 1.0
-        if not dominated:
-            union |= unpack_set(cu[d, i, 0, 0], cu[d, i, 0, 1])
-    _pack(union, res_u, d)
-    res_t[d] = 0.0
-
-
-@njit(cache=True)
-def _combine_probmaxn(
-    d: int,
-    turn: int,
-    nchild: int,
-    ncards: int,
-    me: int,
-    eps: float,
-    pmodel: np.ndarray,
-    mult: np.ndarray,
-    cu: np.ndarray,
-    ct: np.ndarray,
-    pc: np.ndarray,
-    res_u: np.ndarray,
-    res_t: np.ndarray,
-) -> None:
-    """Sturtevant, Zinkevich & Bowling (2006) Table 2 (COMBINE) plus u_true, with merged moves
-    weighted by multiplicity."""
-    n_models = cu.shape[3]
-    for i in range(nchild):
-        pc[d, i] = 0.0
-    base = eps / ncards
-    for m in range(n_models):
-        w = pmodel[turn, m]
-        if w == 0.0:
-            continue
-        best = cu[d, 0, turn, m]
-        for i in range(1, nchild):
-            if cu[d, i, turn, m] > best:
-                best = cu[d, i, turn, m]
-        thr = best - TIE_TOL
-        nbest = 0
-        for i in range(nchild):
-            if cu[d, i, turn, m] >= thr:
-                nbest += mult[d, i]
-        top = (1.0 - eps) / nbest
-        for i in range(nchild):
-            p_card = base
-            if cu[d, i, turn, m] >= thr:
-                p_card += top
-            pc[d, i] += w * mult[d, i] * p_card
-    for p in range(3):
-        for m in range(n_models):
-            acc = 0.0
-            for i in range(nchild):
-                acc += pc[d, i] * cu[d, i, p, m]
-            res_u[d, p, m] = acc
-    if turn == me:
-        bt = ct[d, 0]
-        for i in range(1, nchild):
-            if ct[d, i] > bt:
-                bt = ct[d, i]
-        res_t[d] = bt
+    frame: np.ndarray,
+    keys: np.ndarray,
+    stats: np.ndarray,
+    table: TableArrays,
+) -> bool:
+    """Node d at a trick boundary: True with its value in ``res_u[d]``, ``res_t[d]`` if it is a
+    leaf (the last trick scored) or stored in the table; else False, with the table slot and key
+    its value is to be stored at in ``frame[d, SLOT]`` and ``keys[d]`` (none for the root)."""
+    w = -1
+    if hands[0] == 0 and hands[1] == 0 and hands[2] == 0:
+        done = True
+    elif d > 0:
+        w = last_trick_winner(hands, leader)
+        done = w >= 0
     else:
-        acc = 0.0
-        for i in range(nchild):
-            acc += pc[d, i] * ct[d, i]
-        res_t[d] = acc
+        return False
+    if done:
+        stats[SearchStat.LEAVES] += 1
+        if w >= 0:
+            tricks[w] += 1
+        mode, me, _, util, _, utrue = params
+        leaf_value(d, tricks, me, util, utrue, res_u, res_t, mode == SearchMode.SOFTMAXN)
+        if w >= 0:
+            tricks[w] -= 1
+        return True
+    tt_keys, tt_gen, tt_u, tt_t, gen = table
+    k0, k1, k2 = tt.canonical_hands(hands)
+    meta = tt.trick_meta(tricks, leader)
+    slot, hit = tt.find(k0, k1, k2, meta, tt_keys, tt_gen, gen)
+    if hit:
+        stats[SearchStat.TT_HITS] += 1
+        tt.copy_value(tt_u, tt_t, slot, res_u, res_t, d)
+        return True
+    frame[d, _Frame.SLOT] = slot
+    keys[d, 0] = k0
+    keys[d, 1] = k1
+    keys[d, 2] = k2
+    keys[d, 3] = meta
+    return False
 
 
-@njit(cache=True)
-def _combine_maxn(
-    d: int,
-    turn: int,
-    nchild: int,
-    cu: np.ndarray,
-    pc: np.ndarray,
-    res_u: np.ndarray,
-    res_t: np.ndarray,
-) -> None:
-    """Max^n: the child maximal in the mover's component, ties to the first; probChoice one-hot."""
-    best = 0
-    for i in range(nchild):
-        pc[d, i] = 0.0
-        if cu[d, i, turn, 0] > cu[d, best, turn, 0]:
-            best = i
-    pc[d, best] = 1.0
+@njit(cache=True, inline="always")
+def _open(
+    d: int, root: SearchRoot, params: SearchParams, buf: SearchBuffers, table: TableArrays
+) -> bool:
+    """Enter node d: True with its value if a leaf or stored in the table, else False with its
+    merged moves in ``cards[d]``, ``mult[d]`` to search from the first."""
+    hands, trick, tricks, _, _ = root
+    cards, mult, ncards_at, _, _, _, res_u, res_t, frame, _, keys, stats = buf
+    stats[SearchStat.NODES] += 1
+    frame[d, _Frame.SLOT] = -1
+    turn = frame[d, _Frame.TURN]
+    leader = frame[d, _Frame.LEADER]
+    ntrick = frame[d, _Frame.NTRICK]
+    if ntrick == 0 and _trick_boundary(
+        d, hands, tricks, leader, params, res_u, res_t, frame, keys, stats, table
+    ):
+        return True
+    frame[d, _Frame.NCHILD] = gen_moves(
+        hands, trick, turn, leader, ntrick, cards, mult, ncards_at, d
+    )
+    frame[d, _Frame.IDX] = 0
+    return False
+
+
+@njit(cache=True, inline="always")
+def _play_next(d: int, root: SearchRoot, buf: SearchBuffers) -> bool:
+    """Play node d's next merged move, node d + 1's frame set; False once all are searched."""
+    hands, trick, tricks, _, _ = root
+    cards, _, _, _, _, _, _, _, frame, saved, _, _ = buf
+    i = frame[d, _Frame.IDX]
+    if i >= frame[d, _Frame.NCHILD]:
+        return False
+    turn = frame[d, _Frame.TURN]
+    leader = frame[d, _Frame.LEADER]
+    ntrick = frame[d, _Frame.NTRICK]
+    c = cards[d, i]
+    hands[turn] ^= ONE << np.uint64(c)
+    trick[turn] = c
+    if ntrick == 2:
+        w = trick_winner(trick, leader)
+        for p in range(3):
+            saved[d, p] = trick[p]
+            trick[p] = -1
+        tricks[w] += 1
+        frame[d, _Frame.WIN] = w
+        frame[d + 1, _Frame.TURN] = w
+        frame[d + 1, _Frame.LEADER] = w
+        frame[d + 1, _Frame.NTRICK] = 0
+    else:
+        frame[d, _Frame.WIN] = -1
+        frame[d + 1, _Frame.TURN] = (turn + 1) % 3
+        frame[d + 1, _Frame.LEADER] = leader
+        frame[d + 1, _Frame.NTRICK] = ntrick + 1
+    return True
+
+
+@njit(cache=True, inline="always")
+def _take_back(d: int, root: SearchRoot, buf: SearchBuffers) -> None:
+    """Back from child d + 1: undo node d's move and record the child's value."""
+    hands, trick, tricks, _, _ = root
+    cards, _, _, cu, ct, _, res_u, res_t, frame, saved, _, _ = buf
+    i = frame[d, _Frame.IDX]
+    turn = frame[d, _Frame.TURN]
+    w = frame[d, _Frame.WIN]
+    if w >= 0:
+        tricks[w] -= 1
+        for p in range(3):
+            trick[p] = saved[d, p]
+    trick[turn] = -1
+    hands[turn] ^= ONE << np.uint64(cards[d, i])
     for p in range(3):
-        res_u[d, p, 0] = cu[d, best, p, 0]
-    res_t[d] = 0.0
+        for m in range(cu.shape[3]):
+            cu[d, i, p, m] = res_u[d + 1, p, m]
+    ct[d, i] = res_t[d + 1]
+    frame[d, _Frame.IDX] = i + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _close(d: int, params: SearchParams, buf: SearchBuffers, table: TableArrays) -> None:
+    """Node d's children all searched: its value from theirs (by ``params.mode``), stored in
+    the table where ``_open`` kept it a slot."""
+    mode, me, eps, util, pmodel, _ = params
+    _, mult, ncards_at, cu, ct, pc, res_u, res_t, frame, _, keys, stats = buf
+    turn = frame[d, _Frame.TURN]
+    nchild = frame[d, _Frame.NCHILD]
+    if mode == SearchMode.MAXN:
+        combine_maxn(d, turn, nchild, cu, pc, res_u, res_t)
+    elif mode == SearchMode.SOFTMAXN:
+        combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t)
+    else:
+        combine_probmaxn(
+            d, turn, nchild, ncards_at[d], me, eps, pmodel, mult, cu, ct, pc, res_u, res_t
+        )
+    slot = frame[d, _Frame.SLOT]
+    if slot >= 0:
+        tt_keys, tt_gen, tt_u, tt_t, gen = table
+        stats[SearchStat.TT_STORES] += 1
+        tt.claim(slot, keys, d, tt_keys, tt_gen, gen)
+        tt.copy_value(res_u, res_t, d, tt_u, tt_t, slot)
+
+
+# Without reference counting (_nrt=False: it allocates nothing) its helpers, inlined into it at
+# numba's IR level, cost nothing; with it, each inlined alias of an array is counted per node.
+# (The flag is numba's private one, not in its stubs: mypy sees an unknown overload.)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload, untyped-decorator]
 def search(root: SearchRoot, params: SearchParams, buf: SearchBuffers, table: TableArrays) -> None:
     """Max^n, soft-max^n or prob-max^n (``params.mode``) value of ``root``, in ``buf.res_u[0]``,
     ``buf.res_t[0]``.
@@ -374,120 +354,35 @@ def search(root: SearchRoot, params: SearchParams, buf: SearchBuffers, table: Ta
     with depth >= cards left + 1 and width >= the mover's hand size (``make_buffers``).
     Soft-max^n (hand size <= 7): ``util[p, 0, t]`` is player p's order level for t tricks
     (``util`` has 2 model slots); a value is the set of final trick vectors ``(t0, t1, t2)`` as bit
-    ``t0 * (hand size + 1) + t1`` of a 64-bit mask, packed by ``_pack``.
+    ``t0 * (hand size + 1) + t1`` of a 64-bit mask, packed by ``pack_set``.
+
+    Depth first with an explicit stack: open a node (``_open``: a leaf, a stored value, or its
+    moves), play its moves one by one into its children (``_play_next``), take each back with the
+    child's value (``_take_back``), and close it (``_close``: combine and store).
     """
-    # Unpacked once: handing a bundle on to the per-node helpers would copy all its arrays'
-    # descriptors per call (measured 25-40% slower than passing each helper the arrays it reads).
-    hands, trick, tricks, turn0, leader0 = root
-    mode, me, eps, util, pmodel, utrue = params
-    cards, mult, ncards_at, cu, ct, pc, res_u, res_t, frame, saved, keys, stats = buf
-    tt_keys, tt_gen, tt_u, tt_t, gen = table
-    n_models = cu.shape[3]
-    is_soft = mode == SearchMode.SOFTMAXN
+    trick = root.trick
+    frame = buf.frame
     ntrick0 = 0
     for p in range(3):
         if trick[p] >= 0:
             ntrick0 += 1
-    frame[0, _Frame.TURN] = turn0
-    frame[0, _Frame.LEADER] = leader0
+    frame[0, _Frame.TURN] = root.turn
+    frame[0, _Frame.LEADER] = root.leader
     frame[0, _Frame.NTRICK] = ntrick0
     d = 0
     entering = True
     while True:
-        turn = frame[d, _Frame.TURN]
-        leader = frame[d, _Frame.LEADER]
-        ntrick = frame[d, _Frame.NTRICK]
-        done = False
         if entering:
-            stats[SearchStat.NODES] += 1
-            frame[d, _Frame.SLOT] = -1
-            if ntrick == 0:
-                w = -1
-                if hands[0] == 0 and hands[1] == 0 and hands[2] == 0:
-                    done = True
-                elif d > 0:
-                    w = last_trick_winner(hands, leader)
-                    done = w >= 0
-                if done:
-                    stats[SearchStat.LEAVES] += 1
-                    if w >= 0:
-                        tricks[w] += 1
-                    _leaf(d, tricks, me, util, utrue, res_u, res_t, is_soft)
-                    if w >= 0:
-                        tricks[w] -= 1
-                elif d > 0:
-                    k0, k1, k2 = tt.canonical_hands(hands)
-                    meta = tt.trick_meta(tricks, leader)
-                    slot, hit = tt.find(k0, k1, k2, meta, tt_keys, tt_gen, gen)
-                    if hit:
-                        stats[SearchStat.TT_HITS] += 1
-                        tt.copy_value(tt_u, tt_t, slot, res_u, res_t, d)
-                        done = True
-                    else:
-                        frame[d, _Frame.SLOT] = slot
-                        keys[d, 0] = k0
-                        keys[d, 1] = k1
-                        keys[d, 2] = k2
-                        keys[d, 3] = meta
-            if not done:
-                frame[d, _Frame.NCHILD] = gen_moves(
-                    hands, trick, turn, leader, ntrick, cards, mult, ncards_at, d
-                )
-                frame[d, _Frame.IDX] = 0
+            done = _open(d, root, params, buf, table)
         else:
-            # back from child d + 1: undo its move and record its value
-            i = frame[d, _Frame.IDX]
-            w = frame[d, _Frame.WIN]
-            if w >= 0:
-                tricks[w] -= 1
-                for p in range(3):
-                    trick[p] = saved[d, p]
-            trick[turn] = -1
-            hands[turn] ^= ONE << np.uint64(cards[d, i])
-            for p in range(3):
-                for m in range(n_models):
-                    cu[d, i, p, m] = res_u[d + 1, p, m]
-            ct[d, i] = res_t[d + 1]
-            frame[d, _Frame.IDX] = i + 1
-
+            _take_back(d, root, buf)
+            done = False
         if not done:
-            i = frame[d, _Frame.IDX]
-            nchild = frame[d, _Frame.NCHILD]
-            if i < nchild:
-                c = cards[d, i]
-                hands[turn] ^= ONE << np.uint64(c)
-                trick[turn] = c
-                if ntrick == 2:
-                    w = trick_winner(trick, leader)
-                    for p in range(3):
-                        saved[d, p] = trick[p]
-                        trick[p] = -1
-                    tricks[w] += 1
-                    frame[d, _Frame.WIN] = w
-                    frame[d + 1, _Frame.TURN] = w
-                    frame[d + 1, _Frame.LEADER] = w
-                    frame[d + 1, _Frame.NTRICK] = 0
-                else:
-                    frame[d, _Frame.WIN] = -1
-                    frame[d + 1, _Frame.TURN] = (turn + 1) % 3
-                    frame[d + 1, _Frame.LEADER] = leader
-                    frame[d + 1, _Frame.NTRICK] = ntrick + 1
+            if _play_next(d, root, buf):
                 d += 1
                 entering = True
                 continue
-            if mode == SearchMode.MAXN:
-                _combine_maxn(d, turn, nchild, cu, pc, res_u, res_t)
-            elif is_soft:
-                _combine_softmaxn(d, turn, nchild, util, cu, pc, res_u, res_t)
-            else:
-                _combine_probmaxn(
-                    d, turn, nchild, ncards_at[d], me, eps, pmodel, mult, cu, ct, pc, res_u, res_t
-                )
-            slot = frame[d, _Frame.SLOT]
-            if slot >= 0:
-                stats[SearchStat.TT_STORES] += 1
-                tt.claim(slot, keys, d, tt_keys, tt_gen, gen)
-                tt.copy_value(res_u, res_t, d, tt_u, tt_t, slot)
+            _close(d, params, buf, table)
         if d == 0:
             return
         d -= 1

@@ -32,6 +32,7 @@ from oppmodel.modeling.games.spades.scoring import UtilityModel, utility_table
 from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.perfect_info import _spades_kernels as K
 from oppmodel.modeling.perfect_info._spades_kernels import SearchMode, SearchStat
+from oppmodel.modeling.perfect_info._spades_values_kernels import TIE_TOL, unpack_set
 from oppmodel.modeling.perfect_info.model_weights import choice_likelihood
 from oppmodel.modeling.perfect_info.transposition import SearchTable
 
@@ -86,13 +87,13 @@ class ProbMaxnResult:
         i = _group_of(self.moves, card)
         per_card = np.repeat(self.child_u[:, self.mover, :], self.multiplicities, axis=0)
         chosen = sum(self.multiplicities[:i])
-        return choice_likelihood(per_card, chosen, self.eps, tie_tol=K.TIE_TOL)
+        return choice_likelihood(per_card, chosen, self.eps, tie_tol=TIE_TOL)
 
 
 def first_best(values: Sequence[float] | np.ndarray) -> int:
     """Index of the first value within ``TIE_TOL`` of the maximum (ties to the first)."""
     v = np.asarray(values, dtype=np.float64)
-    return int(np.argmax(v >= v.max() - K.TIE_TOL))
+    return int(np.argmax(v >= v.max() - TIE_TOL))
 
 
 def _group_of(moves: Sequence[int], card: int) -> int:
@@ -216,7 +217,7 @@ class SoftMaxnResult:
 
 
 def _decode_set(lo: float, hi: float, hand_size: int) -> tuple[tuple[int, int, int], ...]:
-    mask = int(K.unpack_set(lo, hi))
+    mask = int(unpack_set(lo, hi))
     k = hand_size + 1
     return tuple((i // k, i % k, hand_size - i // k - i % k) for i in range(64) if (mask >> i) & 1)
 

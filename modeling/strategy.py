@@ -22,6 +22,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -103,21 +104,41 @@ def validate_profile(game: KuhnGame, profile: np.ndarray, field: str = "profile"
     )
 
 
-def strategy_to_dict(game: KuhnGame, position: int, strategy: np.ndarray) -> dict[str, list[float]]:
-    """``{infostate string: [p_pass, p_bet]}`` for one position."""
+class InfosetNames(Protocol):
+    """What a strategy table's keys need of a game (``KuhnGame``, a compiled ``LimitGame``): each
+    position's information sets and their information-state strings."""
+
+    @property
+    def num_infosets(self) -> int: ...
+
+    def infosets(self, position: int) -> Sequence[int]: ...
+
+    def infoset_string(self, position: int, index: int) -> str: ...
+
+    def infoset_from_string(self, position: int, infostate: str) -> int: ...
+
+
+def strategy_to_dict(
+    game: InfosetNames, position: int, strategy: np.ndarray
+) -> dict[str, list[float]]:
+    """``{infostate string: [probability of each action]}`` for one position (Kuhn's
+    ``[p_pass, p_bet]``, a limit game's ``[p_fold, p_call, p_raise]``)."""
     return {
-        game.infoset_string(position, i): [float(strategy[i, 0]), float(strategy[i, 1])]
+        game.infoset_string(position, i): [float(x) for x in strategy[i]]
         for i in game.infosets(position)
     }
 
 
-def strategy_from_dict(
-    game: KuhnGame, position: int, table: Mapping[str, object], field: str = "strategy"
+def rows_from_dict(
+    game: InfosetNames, position: int, table: object, field: str, actions: Sequence[str]
 ) -> np.ndarray:
-    """Inverse of :func:`strategy_to_dict`; every information set must be present."""
+    """The rows ``(num_infosets, len(actions))`` of a table read by :func:`strategy_from_dict`
+    (and a limit game's): every information set of ``position`` present as a list of finite
+    numbers, one per action, else InvalidStrategyError naming the key; other rows NaN. Whether
+    the rows are strategies is the caller's check (its game's ``validate_profile``)."""
     if not isinstance(table, Mapping):
         raise InvalidStrategyError(field, "must be an object keyed by information-state strings")
-    out = np.full((game.num_infosets, 2), math.nan)
+    out = np.full((game.num_infosets, len(actions)), math.nan)
     for key, probs in table.items():
         try:
             idx = game.infoset_from_string(position, key)
@@ -126,21 +147,31 @@ def strategy_from_dict(
                 f"{field}[{key!r}]", f"not an information state of position {position} ({exc})"
             ) from None
         if (
-            not isinstance(probs, (list, tuple))
-            or len(probs) != 2
-            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in probs)
+            not isinstance(probs, list | tuple)
+            or len(probs) != len(actions)
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in probs)
         ):
-            raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_pass, p_bet] numbers")
+            raise InvalidStrategyError(f"{field}[{key!r}]", f"must be [{', '.join(actions)}]")
         if not all(math.isfinite(x) for x in probs):  # NaN would read as a missing row below
             raise InvalidStrategyError(
                 f"{field}[{key!r}]", f"not finite (NaN or infinity): {probs}"
             )
-        out[idx] = [float(probs[0]), float(probs[1])]
+        out[idx] = probs
     missing = [
         game.infoset_string(position, i) for i in game.infosets(position) if np.isnan(out[i, 0])
     ]
     if missing:
-        raise InvalidStrategyError(field, f"missing information sets {missing[:4]}")
+        raise InvalidStrategyError(
+            field, f"missing {len(missing)} information sets, e.g. {missing[:3]}"
+        )
+    return out
+
+
+def strategy_from_dict(
+    game: KuhnGame, position: int, table: Mapping[str, object], field: str = "strategy"
+) -> np.ndarray:
+    """Inverse of :func:`strategy_to_dict`; every information set must be present."""
+    out = rows_from_dict(game, position, table, field, ("p_pass", "p_bet"))
     out[np.isnan(out[:, 0])] = 0.5
     return validate_strategy(game, position, out, field)
 

@@ -224,3 +224,35 @@ def test_a_nan_probability_is_named_not_finite_at_its_information_set():
     name = game.infoset_string(1, game.infosets(1)[2])
     with pytest.raises(InvalidStrategyError, match=f"NaN or infinity at {name}"):
         validate_strategy(game, 1, strategy, "prior_mean")
+
+
+@pytest.mark.parametrize("name", ["kuhn3p", "leduc2p"])
+def test_both_kinds_of_table_are_read_by_one_reader_with_the_same_answers(name: str) -> None:
+    """A Kuhn table (``[p_pass, p_bet]``) and a limit game's (``[p_fold, p_call, p_raise]``) are
+    read by one reader: an entry that is no list of numbers, one of the wrong length, and
+    missing information sets are refused alike, each naming where and how many."""
+    from oppmodel.modeling.games.acpc import strategy as limit_strategy
+
+    if name == "kuhn3p":
+        game, read, actions = kuhn_game(3), strategy_from_dict, "[p_pass, p_bet]"
+        strategy = robust_profile("N3")[1]
+    else:
+        game = limit_game(name)
+        read, actions = limit_strategy.strategy_from_dict, "[p_fold, p_call, p_raise]"
+        strategy = limit_strategy.uniform_profile(game)[1]
+    table = strategy_to_dict(game, 1, strategy)
+    np.testing.assert_array_equal(read(game, 1, table, "prior_mean"), strategy)
+    first, second, third = list(table)[:3]
+    for bad in ("0.5", [0.5] * 4, [True] * len(table[first])):
+        with pytest.raises(InvalidStrategyError) as info:
+            read(game, 1, {**table, first: bad}, "prior_mean")
+        assert (info.value.field, str(info.value)) == (
+            f"prior_mean[{first!r}]",
+            f"prior_mean[{first!r}]: must be {actions}",
+        )
+    short = {key: row for key, row in table.items() if key not in (second, third)}
+    with pytest.raises(
+        InvalidStrategyError, match=r"missing 2 information sets, e\.g\. \["
+    ) as info:
+        read(game, 1, short, "prior_mean")
+    assert info.value.field == "prior_mean" and second in str(info.value)

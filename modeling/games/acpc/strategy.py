@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,6 +43,7 @@ from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, FOLD, NUM
 from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.kuhn import kuhn_game
+from oppmodel.modeling.strategy import rows_from_dict, strategy_to_dict
 
 SUM_TOLERANCE = 1e-9
 OPENSPIEL_KUHN_KEY = re.compile(r"[0-9]+[pb]*")  # "2ppb"; ours always hold a ":"
@@ -94,48 +94,18 @@ def validate_profile(game: LimitGame, profile: np.ndarray, field: str = "profile
     )
 
 
-def strategy_to_dict(game: LimitGame, position: int, strategy: np.ndarray) -> dict:
-    """``{infostate: [p_fold, p_call, p_raise]}`` for one position."""
-    return {
-        game.infoset_string(position, i): [float(x) for x in strategy[i]]
-        for i in game.infosets(position)
-    }
-
-
 def strategy_from_dict(
     game: LimitGame, position: int, table: Mapping[str, object], field: str = "strategy"
 ) -> np.ndarray:
     """Inverse of :func:`strategy_to_dict`; every information set must be present."""
-    if not isinstance(table, Mapping):
-        raise InvalidStrategyError(field, "must be an object keyed by information-state strings")
-    if table and all(OPENSPIEL_KUHN_KEY.fullmatch(str(key)) for key in table):
+    if (
+        isinstance(table, Mapping)
+        and table
+        and all(OPENSPIEL_KUHN_KEY.fullmatch(str(key)) for key in table)
+    ):
         return _from_openspiel_kuhn(game, position, table, field)
-    out = np.full((game.num_infosets, NUM_ACTIONS), np.nan)
-    for key, probs in table.items():
-        try:
-            i = game.infoset_from_string(position, key)
-        except InvalidArgumentError as exc:
-            raise InvalidStrategyError(
-                f"{field}[{key!r}]", f"not an information state of position {position} ({exc})"
-            ) from None
-        if (
-            not isinstance(probs, list | tuple)
-            or len(probs) != NUM_ACTIONS
-            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in probs)
-        ):
-            raise InvalidStrategyError(f"{field}[{key!r}]", "must be [p_fold, p_call, p_raise]")
-        if not all(math.isfinite(x) for x in probs):  # NaN would read as a missing row below
-            raise InvalidStrategyError(
-                f"{field}[{key!r}]", f"not finite (NaN or infinity): {probs}"
-            )
-        out[i] = probs
-    real = np.asarray(game.infosets(position))
-    missing = [game.infoset_string(position, i) for i in real if np.isnan(out[i, 0])]
-    if missing:
-        raise InvalidStrategyError(
-            field, f"missing {len(missing)} information sets, e.g. {missing[:3]}"
-        )
-    out[len(real) :] = np.eye(NUM_ACTIONS)[CALL]
+    out = rows_from_dict(game, position, table, field, ("p_fold", "p_call", "p_raise"))
+    out[len(game.infosets(position)) :] = np.eye(NUM_ACTIONS)[CALL]
     profile = np.tile(np.eye(NUM_ACTIONS)[CALL], (game.num_players, game.num_infosets, 1))
     profile[position] = out
     return validate_profile(game, profile, field)[position]

@@ -19,39 +19,22 @@ from oppmodel.modeling.errors import ResourceExhaustedError
 from oppmodel.server.storage_sql import SqlStore
 from oppmodel.server.storage_writer import Db, append_at_version, stored_count
 
-# By dialect: the SQLite text is the one earlier releases wrote (an existing file opens as is).
-_SCHEMA = {
-    "sqlite": """
+# In ``Dialect.schema``'s words for what differs (SQLite's text is the one earlier releases wrote).
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS pi_sessions (
     session_id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
-    created_unix_ms INTEGER NOT NULL,
+    created_unix_ms {big_integer} NOT NULL,
     spec TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS pi_choices (
     session_id TEXT NOT NULL REFERENCES pi_sessions(session_id) ON DELETE CASCADE,
-    sequence INTEGER NOT NULL,
+    sequence {big_integer} NOT NULL,
     opponent INTEGER NOT NULL,
     likelihoods TEXT NOT NULL,
     PRIMARY KEY (session_id, sequence)
-) WITHOUT ROWID;
-""",
-    "postgresql": """
-CREATE TABLE IF NOT EXISTS pi_sessions (
-    session_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    created_unix_ms BIGINT NOT NULL,
-    spec TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS pi_choices (
-    session_id TEXT NOT NULL REFERENCES pi_sessions(session_id) ON DELETE CASCADE,
-    sequence BIGINT NOT NULL,
-    opponent INTEGER NOT NULL,
-    likelihoods TEXT NOT NULL,
-    PRIMARY KEY (session_id, sequence)
-);
-""",
-}
+){keyed_table};
+"""
 
 
 @dataclass(frozen=True)
@@ -80,7 +63,7 @@ class PerfectInfoStore:
 
         def create(db: Db) -> None:
             db.lock("oppmodel.schema")
-            db.executescript(_SCHEMA[db.dialect.name])
+            db.executescript(db.dialect.schema(_SCHEMA))
 
         storage.run(create, write=True)
 

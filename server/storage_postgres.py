@@ -37,48 +37,10 @@ POSTGRESQL = Dialect(
     for_share=" FOR SHARE",
     lock_name="SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
     text_holds_nul=False,
+    big_integer="BIGINT",
+    binary="BYTEA",
+    keyed_table="",
 )
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    session_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    created_unix_ms BIGINT NOT NULL,
-    spec TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS observations (
-    session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
-    sequence BIGINT NOT NULL,
-    position INTEGER NOT NULL,
-    history TEXT NOT NULL,
-    cards TEXT NOT NULL,
-    PRIMARY KEY (session_id, sequence)
-);
-CREATE TABLE IF NOT EXISTS snapshots (
-    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
-    hands BIGINT NOT NULL,
-    state BYTEA NOT NULL
-);
-CREATE TABLE IF NOT EXISTS solved_strategies (
-    game_key TEXT PRIMARY KEY,
-    strategy TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS populations (
-    owner TEXT NOT NULL,
-    game_key TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    created_unix_ms BIGINT NOT NULL,
-    state BYTEA NOT NULL,
-    PRIMARY KEY (owner, game_key, version)
-);
-CREATE TABLE IF NOT EXISTS population_members (
-    owner TEXT NOT NULL,
-    game_key TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    counts BYTEA NOT NULL,
-    PRIMARY KEY (owner, game_key, session_id)
-);
-"""
 
 CONNECT_TIMEOUT_SECONDS = 10
 
@@ -100,9 +62,6 @@ class PostgresStore(SqlStore):
 
     def _connect(self) -> psycopg.Connection:
         return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS)
-
-    def _schema(self) -> str:
-        return _SCHEMA
 
     def _is_transient(self, exc: BaseException) -> bool:
         if isinstance(exc, pg_errors.DeadlockDetected | pg_errors.SerializationFailure):

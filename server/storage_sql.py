@@ -37,6 +37,49 @@ from oppmodel.server.storage_writer import Db, SqlWriter, append_at_version, sto
 
 _LAST_SEQUENCE = 2**63 - 1  # above every sequence number (a signed 64-bit column)
 
+# The tables of both backends, in ``Dialect.schema``'s words for what differs (SQLite's text is
+# the one every earlier release wrote).
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    created_unix_ms {big_integer} NOT NULL,
+    spec TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS observations (
+    session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+    sequence {big_integer} NOT NULL,
+    position INTEGER NOT NULL,
+    history TEXT NOT NULL,
+    cards TEXT NOT NULL,
+    PRIMARY KEY (session_id, sequence)
+){keyed_table};
+CREATE TABLE IF NOT EXISTS snapshots (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
+    hands {big_integer} NOT NULL,
+    state {binary} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS solved_strategies (
+    game_key TEXT PRIMARY KEY,
+    strategy TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS populations (
+    owner TEXT NOT NULL,
+    game_key TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_unix_ms {big_integer} NOT NULL,
+    state {binary} NOT NULL,
+    PRIMARY KEY (owner, game_key, version)
+);
+CREATE TABLE IF NOT EXISTS population_members (
+    owner TEXT NOT NULL,
+    game_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    counts {binary} NOT NULL,
+    PRIMARY KEY (owner, game_key, session_id)
+);
+"""
+
 
 class SqlStore(SqlWriter):
     """A store of sessions, observations and snapshots over one SQL connection; every method is
@@ -49,6 +92,9 @@ class SqlStore(SqlWriter):
     """
 
     shared: bool  # whether other processes may write the same sessions (storage.SessionStore)
+
+    def _schema(self) -> str:
+        return self.dialect.schema(SCHEMA)
 
     # -- writes ----------------------------------------------------------------------------------
     def create_session(self, row: SessionRow, *, max_sessions: int | None = None) -> None:

@@ -3,8 +3,8 @@
 One process owns the file: its writer thread (``storage_writer.SqlWriter``) is the only writer, and
 ``BEGIN IMMEDIATE`` makes each batch's transaction exclusive against any other process that opens
 the file all the same. With ``synchronous=FULL`` (the default) a commit survives power loss;
-``NORMAL`` survives a crash of the process only. The schema below is the one every earlier release
-wrote, so an existing file opens unchanged.
+``NORMAL`` survives a crash of the process only. The schema (``storage_sql.SCHEMA`` in this
+dialect) is the one every earlier release wrote, so an existing file opens unchanged.
 """
 
 from __future__ import annotations
@@ -26,48 +26,10 @@ SQLITE = Dialect(
     for_share="",
     lock_name=None,
     text_holds_nul=True,
+    big_integer="INTEGER",
+    binary="BLOB",
+    keyed_table=" WITHOUT ROWID",
 )
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    session_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    created_unix_ms INTEGER NOT NULL,
-    spec TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS observations (
-    session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
-    sequence INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    history TEXT NOT NULL,
-    cards TEXT NOT NULL,
-    PRIMARY KEY (session_id, sequence)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS snapshots (
-    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
-    hands INTEGER NOT NULL,
-    state BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS solved_strategies (
-    game_key TEXT PRIMARY KEY,
-    strategy TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS populations (
-    owner TEXT NOT NULL,
-    game_key TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    created_unix_ms INTEGER NOT NULL,
-    state BLOB NOT NULL,
-    PRIMARY KEY (owner, game_key, version)
-);
-CREATE TABLE IF NOT EXISTS population_members (
-    owner TEXT NOT NULL,
-    game_key TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    counts BLOB NOT NULL,
-    PRIMARY KEY (owner, game_key, session_id)
-);
-"""
 
 
 class Synchronous(Choice):
@@ -101,9 +63,6 @@ class SQLiteStore(SqlStore):
             db.close()
             raise
         return db
-
-    def _schema(self) -> str:
-        return _SCHEMA
 
     def _close_connection(self, db: Db) -> None:
         with contextlib.suppress(sqlite3.Error):

@@ -56,6 +56,18 @@ class Dialect:
     # where one process is the only writer (SQLite's BEGIN IMMEDIATE already serialises them)
     lock_name: str | None
     text_holds_nul: bool  # whether a TEXT value may contain NUL (PostgreSQL's may not)
+    # the words of a schema that differ: the type of a 64-bit integer column, of a byte string,
+    # and the suffix of a table stored in its primary key's order (SQLite's WITHOUT ROWID)
+    big_integer: str
+    binary: str
+    keyed_table: str
+
+    def schema(self, template: str) -> str:
+        """``template``'s statements in this dialect (its ``{big_integer}``, ``{binary}`` and
+        ``{keyed_table}`` filled in): one schema for both backends."""
+        return template.format(
+            big_integer=self.big_integer, binary=self.binary, keyed_table=self.keyed_table
+        )
 
 
 class Db:

@@ -19,6 +19,7 @@ from oppmodel.modeling.errors import (
     UnavailableError,
 )
 from oppmodel.server.app import free_ports, open_storage
+from oppmodel.server.perfect_info_store import PerfectInfoStore
 from oppmodel.server.storage import (
     ObservationRow,
     SessionRow,
@@ -249,6 +250,78 @@ def _blocked_writer(store: SqlStore) -> threading.Event:
     store.submit(hold)
     assert started.wait(10)
     return release
+
+
+def _sqlite_columns(path: Path | str) -> dict[str, list[tuple[str, str, bool, int]]]:
+    """Each table's columns in order: name, declared type, NOT NULL, place in the primary key."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {
+            t: [(c[1], c[2], bool(c[3]), c[5]) for c in db.execute(f"PRAGMA table_info({t})")]
+            for t in tables
+        }
+    finally:
+        db.close()
+
+
+def _new_store_tables(location: str) -> None:
+    """Open a new store at ``location`` with every table the server keeps (the perfect-information
+    ones too)."""
+    store = _open(location)
+    PerfectInfoStore(store)
+    store.close()
+
+
+def test_a_new_sqlite_file_has_the_tables_an_earlier_release_wrote(tmp_path: Path) -> None:
+    """One schema for both backends: in SQLite's words it is the text every earlier release wrote
+    (a stored file of one), so an old file and a new one are laid out alike."""
+    _new_store_tables(str(tmp_path / "db.sqlite"))
+    stored = Path(__file__).parent / "data" / "service" / "kuhn3p-compiled-4af37df.sqlite"
+    old = sqlite3.connect(f"file:{stored}?mode=ro", uri=True)
+    new = sqlite3.connect(tmp_path / "db.sqlite")
+    sql = "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
+    written = {name: " ".join(text.split()) for name, text in old.execute(sql)}
+    made = {name: " ".join(text.split()) for name, text in new.execute(sql)}
+    old.close()
+    new.close()
+    assert written  # the stored file has tables
+    assert {name: made[name] for name in written} == written
+    assert set(made) - set(written) == {"populations", "population_members"}  # added since
+
+
+def test_both_backends_lay_out_the_same_tables(
+    tmp_path: Path, postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    """PostgreSQL's tables have SQLite's columns in the same order, NOT NULL and primary keys,
+    in the types that hold SQLite's values (integer or bigint for INTEGER, bytea for BLOB)."""
+    import psycopg
+
+    _new_store_tables(str(tmp_path / "db.sqlite"))
+    _new_store_tables(postgres_url)
+    lite = _sqlite_columns(tmp_path / "db.sqlite")
+    with psycopg.connect(postgres_url) as db:
+        columns = db.execute(
+            "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable = 'NO',"
+            " COALESCE(k.ordinal_position, 0)"
+            " FROM information_schema.columns c LEFT JOIN information_schema.key_column_usage k"
+            " ON k.table_name = c.table_name AND k.column_name = c.column_name"
+            " AND k.constraint_name LIKE '%_pkey'"
+            " WHERE c.table_schema = 'public' ORDER BY c.table_name, c.ordinal_position"
+        ).fetchall()
+    postgres: dict[str, list[tuple[str, str, bool, int]]] = {}
+    for table, name, kind, not_null, key in columns:
+        postgres.setdefault(table, []).append((name, kind, not_null, key))
+    assert set(postgres) == set(lite)
+    types = {"TEXT": {"text"}, "INTEGER": {"integer", "bigint"}, "BLOB": {"bytea"}}
+    for table, cols in lite.items():
+        assert [c[0] for c in postgres[table]] == [c[0] for c in cols], table
+        for (name, kind, not_null, key), (_, pg_kind, pg_not_null, pg_key) in zip(
+            cols, postgres[table], strict=True
+        ):
+            assert pg_kind in types[kind], (table, name, pg_kind)
+            # SQLite lets a primary key's TEXT hold NULL unless NOT NULL is said; PostgreSQL never
+            assert (pg_not_null, pg_key) == (not_null or key > 0, key), (table, name)
 
 
 # -- SQLite only -----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -16,11 +17,15 @@ from oppmodel.clients.acpc.agent import make_policy, policy_names
 from oppmodel.clients.acpc.log import check_log, parse_log
 from oppmodel.clients.cli import main
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig
 from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, abstract_game
+from oppmodel.modeling.games.acpc.strategy import save_profile
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
 from oppmodel.modeling.holdem.styles import policy_factory
 from oppmodel.modeling.play.match import run_duplicate
+from oppmodel.modeling.solve.mccfr import MCCFRConfig, MCCFRSolver
 
 HOLDEM2P_FILE = DATA / "holdem.limit.2p.reverse_blinds.game"
 HOLDEM3P_FILE = DATA / "holdem.limit.3p.game"
@@ -157,3 +162,19 @@ def test_the_acpc_agent_command_plays_holdem(tmp_path):
     tallies = [json.loads(out) for out, _ in outs]
     assert [t["total"] for t in tallies] == list(parse_log(captured.log).score.totals)
     assert [t["agent"] for t in tallies] == ["maniac", "calling-station"]
+
+
+def test_a_blueprint_file_plays_in_a_holdem_match(tmp_path, capsys):
+    cards = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
+    config = AbstractGameConfig(cards, 30, 2)  # a small sample of deals: a few seconds
+    game = abstract_game("holdem2p", config)
+    solver = MCCFRSolver(game, MCCFRConfig(seed=1))
+    solver.run(2_000)
+    path = tmp_path / "bp.json"
+    save_profile(game, solver.average_profile(), path, solver={"abstract_game": asdict(config)})
+    argv = ["match", "--game", "holdem2p", "--hands", "20", "--duplicates", "2", "--json"]
+    assert main([*argv, "--agents", f"{path},maniac"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {r["name"] for r in doc["ranking"]} == {str(path), "maniac"}
+    assert main([*argv, "--agents", "cfr,maniac"]) == 2
+    assert "oppmodel solve holdem2p --out blueprint.json" in capsys.readouterr().err

@@ -75,12 +75,13 @@ with the board; the worst: one none loses to), STYLE@S diluted with the solved s
 like Leduc's).
 --mbbr-prior-strategy FILE makes a strategy file MBBR's prior mean and default strategy.
 
-Limit Texas hold'em (an ACPC game file with the 52-card deck and two hole cards, such as
-holdem.limit.2p.reverse_blinds.game or holdem.limit.3p.game) is far too big to compile: its deals
+Limit Texas hold'em (holdem2p, holdem3p: the ACPC competitions' games, or any limit game file with
+the 52-card deck and two hole cards) is far too big to compile: its deals
 are sampled (a seeded shuffle per hand, the same for every seating of a duplicate) and played by
 the dealer's rules. Its agents are uniform, always-call and the styles, defined by HS, the share
 of an opponent's hands beaten now (preflop: by E[HS^2]): the top quarter plays as the nuts, the
-bottom 30%% as the worst (modeling/holdem/styles.py).
+bottom 30%% as the worst (modeling/holdem/styles.py); a strategy file `oppmodel solve holdem2p`
+wrote plays as the blueprint it holds.
 """
 
 _EXAMPLES = """\
@@ -93,7 +94,8 @@ examples:
   oppmodel match --game leduc3p --agents mbbr,cfr,maniac@0.35 --hands 3000 --duplicates 10
   oppmodel match --game leduc2p --agents cfr,calling-station --duplicates 20 --json
   oppmodel match --agents mbbr,mine.json,n3   # mine.json: oppmodel solve kuhn3p --out mine.json
-  oppmodel match --game holdem.limit.2p.reverse_blinds.game --agents maniac,tight-passive
+  oppmodel match --game holdem2p --agents maniac,tight-passive --hands 3000 --duplicates 10
+  oppmodel match --game holdem2p --agents blueprint.json,maniac   # oppmodel solve holdem2p
 """
 
 

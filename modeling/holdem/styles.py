@@ -15,6 +15,8 @@ HS >= 0.75 (about the top quarter of hands), the *worst* HS < 0.30, the rest *mi
 - ``bluffer[:B]``: bets or raises with the top quarter, bets the bottom 30% into an unopened pot
   with probability B (default 0.75), checks the rest; facing a bet folds all but the top quarter.
 - ``uniform``: every legal action equally likely.
+- ``FILE.json``: a blueprint, a strategy file ``oppmodel solve holdem2p`` wrote
+  (:class:`~oppmodel.modeling.holdem.blueprint.Blueprint`).
 - ``STYLE@S``: STYLE at a share S of its decisions and the blueprint (``cfr``) at the rest, mixed
   per decision (:class:`Diluted`; the competent field of :mod:`oppmodel.modeling.play.diluted`).
 """
@@ -28,6 +30,8 @@ import numpy as np
 from oppmodel.modeling.errors import NotFoundError
 from oppmodel.modeling.games.acpc.betting import RAISE
 from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.acpc.strategy import is_strategy_file
+from oppmodel.modeling.holdem.blueprint import Blueprint
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent
 from oppmodel.modeling.holdem.policy import AlwaysCall, HoldemPolicy, Spot, Uniform
 from oppmodel.modeling.holdem.strength import hand_strength_share
@@ -94,6 +98,8 @@ def style_names() -> list[str]:
 def holdem_policy(name: str, game: GameDef) -> HoldemPolicy:
     """The hold'em policy of a style's name (case-insensitive; see the module's text);
     NotFoundError naming the known ones."""
+    if is_strategy_file(name):
+        return Blueprint.from_file(name, name=name)
     if is_diluted(name):
         style, share = parse_diluted(name)
         return Diluted(name.lower(), holdem_policy(style, game), blueprint(game), share)
@@ -113,9 +119,12 @@ def holdem_policy(name: str, game: GameDef) -> HoldemPolicy:
 
 
 def blueprint(game: GameDef) -> HoldemPolicy:
-    """The game's blueprint strategy (``cfr``), the base of diluted styles."""
+    """The game's blueprint strategy (``cfr``), the base of diluted styles: none is bundled
+    yet, so NotFoundError saying how to solve one (a blueprint file plays as an agent)."""
     raise NotFoundError(
-        f"no hold'em blueprint for {game.source or 'this game'} yet: STYLE@S and cfr need one"
+        f"no hold'em blueprint for {game.source or 'this game'} yet: STYLE@S and cfr need one; "
+        "`oppmodel solve holdem2p --out blueprint.json` writes one, which plays as the agent "
+        "blueprint.json"
     )
 
 

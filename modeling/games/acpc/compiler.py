@@ -243,6 +243,25 @@ def _shares(
     return share
 
 
+def _infosets(
+    node_player: np.ndarray, node_round: np.ndarray, num_views: list[int], n: int
+) -> tuple[np.ndarray, list[list[int]], list[list[int]]]:
+    """Each position's information sets, numbered in node order: a node of its with ``v`` views
+    in its round holds ``v`` of them, one per view. Returns each node's first (-1 at terminals),
+    and per position each information set's node and view."""
+    node_base = np.full(len(node_player), -1, dtype=np.int64)
+    infoset_node: list[list[int]] = [[] for _ in range(n)]
+    infoset_view: list[list[int]] = [[] for _ in range(n)]
+    for i, p in enumerate(node_player):
+        if p < 0:
+            continue
+        node_base[i] = len(infoset_node[p])
+        views = num_views[node_round[i]]
+        infoset_node[p].extend([i] * views)
+        infoset_view[p].extend(range(views))
+    return node_base, infoset_node, infoset_view
+
+
 def assemble(
     gamedef: GameDef,
     name: str,
@@ -277,17 +296,7 @@ def assemble(
     terminal_pot = terminal_spent.sum(axis=1)
 
     num_views = [len(v) for v in view_strings]
-    node_base = np.full(num_nodes, -1, dtype=np.int64)
-    infoset_node: list[list[int]] = [[] for _ in range(n)]
-    infoset_view: list[list[int]] = [[] for _ in range(n)]
-    for i in range(num_nodes):
-        p = node_player[i]
-        if p < 0:
-            continue
-        node_base[i] = len(infoset_node[p])
-        views = num_views[node_round[i]]
-        infoset_node[p].extend([i] * views)
-        infoset_view[p].extend(range(views))
+    node_base, infoset_node, infoset_view = _infosets(node_player, node_round, num_views, n)
 
     share = _shares(gamedef, deck, deal_cards, classes)
     tree = LimitTree(

@@ -42,7 +42,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from postgres_support import PostgresServer
 from prometheus_client.parser import text_string_to_metric_families
-from service_support import GAME, kuhn_library, random_observations, running_server, wait_until
+from service_support import (
+    GAME,
+    LOADED_DEADLINE,
+    kuhn_library,
+    random_observations,
+    running_server,
+    wait_until,
+)
 from test_acpc_service_agent import CommandThread
 from test_cli_interrupt import session_processes
 from test_service_fuzz import LIMITS, PI_LIMITS, REQUESTS, fuzz
@@ -149,7 +156,7 @@ def deployment(ray_app: Deployment) -> Deployment:
 
 
 def client_of(deployment: Deployment, **options: object) -> OpponentModelClient:
-    return OpponentModelClient(deployment.target, timeout=30, **options)
+    return OpponentModelClient(deployment.target, timeout=LOADED_DEADLINE, **options)
 
 
 def library_model(observations: list) -> object:
@@ -317,7 +324,7 @@ def test_the_observe_stream_works_through_the_proxy_and_ends_with_the_refusal_co
 def status(call, request, metadata=()) -> tuple[grpc.StatusCode, str, dict]:
     """(code, details, our trailers) of a call that fails."""
     with pytest.raises(grpc.RpcError) as failure:
-        call(request, metadata=metadata, timeout=30)
+        call(request, metadata=metadata, timeout=LOADED_DEADLINE)
     trailers = dict(failure.value.trailing_metadata() or ())
     ours = {k: v for k, v in trailers.items() if k.startswith("oppmodel-")}
     return failure.value.code(), failure.value.details(), ours
@@ -431,7 +438,7 @@ def perfect_info_refusals(target: str, token: str) -> list[tuple[grpc.StatusCode
                 stub.ObserveChoices(
                     iter([pi_pb.ObserveChoicesRequest(session_id=sid, observations=[bad_choice])]),
                     metadata=auth,
-                    timeout=30,
+                    timeout=LOADED_DEADLINE,
                 )
             )
         answers.append((failure.value.code(), failure.value.details(), {}))
@@ -536,7 +543,7 @@ def test_an_undecodable_message_ends_the_observe_stream_naming_the_field(
         acks: list[int] = []
         observe = channel.stream_stream(f"/{OPPONENT_MODEL.full_name}/Observe")
         with pytest.raises(grpc.RpcError) as failure:
-            for ack in observe(iter(raw), metadata=(("session_id", sid),), timeout=30):
+            for ack in observe(iter(raw), metadata=(("session_id", sid),), timeout=LOADED_DEADLINE):
                 acks.append(pb.ObserveResponse.FromString(ack).sequence)
         assert failure.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert failure.value.details() == "observation.history: not valid UTF-8"
@@ -562,7 +569,7 @@ def perfect_info_answers(target: str) -> dict:
         "east", [[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]], chosen=2, epsilon=0.3
     )
     position = SpadesState.start(deal(np.random.default_rng(5), 4), leader=1)
-    with PerfectInfoClient(target, timeout=30) as client:
+    with PerfectInfoClient(target, timeout=LOADED_DEADLINE) as client:
         sid = client.create_session(opponents=PI_OPPONENTS, gibbs=PI_GIBBS, seed=7).session_id
         acks = client.observe_choices(sid, choices[:6], first_sequence=1, per_message=3)
         acks += client.observe_choices(sid, choices[4:], first_sequence=5, per_message=4)
@@ -611,7 +618,7 @@ def test_the_perfect_info_service_works_through_the_proxy(
     assert same(got, want)
     with grpc.insecure_channel(deployment.target) as channel:
         reply = health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(service=PERFECT_INFO.full_name), timeout=30
+            health_pb2.HealthCheckRequest(service=PERFECT_INFO.full_name), timeout=LOADED_DEADLINE
         )
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
@@ -637,7 +644,7 @@ def stream_ending(target: str, path: str, data: bytes, kind: str) -> tuple[grpc.
     with grpc.insecure_channel(target) as channel:
         call = getattr(channel, kind)(path)
         with pytest.raises(grpc.RpcError) as failure:
-            list(call(iter([data]) if kind == "stream_stream" else data, timeout=30))
+            list(call(iter([data]) if kind == "stream_stream" else data, timeout=LOADED_DEADLINE))
     return failure.value.code(), failure.value.details()
 
 
@@ -653,7 +660,7 @@ def test_reflection_is_served_and_refuses_undecodable_requests(
     ]
     with grpc.insecure_channel(deployment.target) as channel:
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
-        listed, described = stub.ServerReflectionInfo(iter(requests), timeout=30)
+        listed, described = stub.ServerReflectionInfo(iter(requests), timeout=LOADED_DEADLINE)
     assert sorted(s.name for s in listed.list_services_response.service) == [
         "grpc.health.v1.Health",
         "grpc.reflection.v1alpha.ServerReflection",
@@ -743,7 +750,7 @@ def test_the_proxy_answers_on_every_interface(deployment: Deployment) -> None:
     if address is None or ipaddress.ip_address(address).is_loopback:
         pytest.skip("this machine has no address but loopback")
     port = deployment.target.rpartition(":")[2]
-    with OpponentModelClient(f"{address}:{port}", timeout=30) as client:
+    with OpponentModelClient(f"{address}:{port}", timeout=LOADED_DEADLINE) as client:
         client.check_health()
 
 
@@ -843,7 +850,7 @@ def replica_serving(stub, session_id: str, route: str | None) -> str:
     """The replica that answers GetSession for ``session_id``, routed by ``route``."""
     metadata = () if route is None else (("session_id", route),)
     _, call = stub.GetSession.with_call(
-        pb.GetSessionRequest(session_id=session_id), metadata=metadata, timeout=30
+        pb.GetSessionRequest(session_id=session_id), metadata=metadata, timeout=LOADED_DEADLINE
     )
     return dict(call.trailing_metadata())[REPLICA_KEY]
 
@@ -882,7 +889,7 @@ def test_a_session_stays_on_one_replica_and_hands_sent_to_both_apply_once(
                         ],
                     )
                     _, call = stub.ObserveBatch.with_call(
-                        request, metadata=(("session_id", route),), timeout=30
+                        request, metadata=(("session_id", route),), timeout=LOADED_DEADLINE
                     )
                     served.append(dict(call.trailing_metadata())[REPLICA_KEY])
                     start += len(batch)
@@ -908,7 +915,7 @@ def test_a_session_stays_on_one_replica_and_hands_sent_to_both_apply_once(
                         session_id=sid, opponent_label="opp_B", opponent_position=position
                     ),
                     metadata=(("session_id", route),),
-                    timeout=30,
+                    timeout=LOADED_DEADLINE,
                 )
                 want, ess = library.opponent_model(reply.our_position, position)
                 got = np.array([list(i.probabilities) for i in reply.infosets])
@@ -1009,7 +1016,9 @@ def test_metrics_of_every_replica_reach_the_serve_processs_endpoint(
 
     def call(method: str, request: object, route: str | None = None) -> Any:
         metadata = () if route is None else (("session_id", route),)
-        reply, rpc = getattr(stub, method).with_call(request, metadata=metadata, timeout=30)
+        reply, rpc = getattr(stub, method).with_call(
+            request, metadata=metadata, timeout=LOADED_DEADLINE
+        )
         served.append((method, dict(rpc.trailing_metadata())[REPLICA_KEY]))
         return reply
 
@@ -1081,7 +1090,7 @@ def kill_replica_holding(deployment: Deployment, session_id: str) -> str:
         if actor["name"].endswith(f"#{replica}")
     ]
     handle = ray.get_actor(name, namespace=serve._private.constants.SERVE_NAMESPACE)
-    pid = ray.get(handle.__ray_call__.remote(lambda _: os.getpid()), timeout=30)
+    pid = ray.get(handle.__ray_call__.remote(lambda _: os.getpid()), timeout=LOADED_DEADLINE)
     os.kill(pid, signal.SIGKILL)
     return replica
 

@@ -58,12 +58,9 @@ SERVICER_FUNCTIONS = (
 HASH_ROUTER = "ray.serve.experimental.consistent_hash_router.ConsistentHashRouter"
 DRAIN_CHECK_SECONDS = 0.05  # how often a stopping replica looks whether its calls are done
 # how long a start waits for a slow part of Ray on a loaded machine: a proxy Serve replaced (its
-# successor gets 10 s, the next 15 s, ...) and a local instance's own processes (START_WAIT_ENV)
+# successor gets 10 s, the next 15 s, ...) and a local instance's GCS server (Ray's default: 30 s)
 START_SECONDS = 120
-# Ray's waits (s) for its own processes as a local instance starts: the GCS server's port (30 s
-# by default), and the raylet's wait for its agents' ports (about 15 s: beside two busy loops the
-# dashboard agent's imports took 17-25 s, the raylet gave up and the node never registered)
-START_WAIT_ENV = ("RAY_gcs_server_port_wait_time_s", "RAY_raylet_start_wait_time_s")
+GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"  # Ray's wait for its GCS server's port (s)
 
 
 @dataclass(frozen=True)
@@ -220,24 +217,22 @@ def init_local_ray(**options: Any) -> None:
     read when ray is imported, so the constant is turned off for this call only; the node
     keeps 127.0.0.1 after it, and other nodes cannot join this instance.
 
-    Ray waits 30 s for its GCS server to publish its port, and its raylet about 15 s for its
-    agents to publish theirs; a loaded machine (two busy cores) took longer and the node failed
-    to start. Both get START_SECONDS (``START_WAIT_ENV``, each unless set; the Ray processes
-    started keep them). Ray's own wait for the raylet to register stays 30 s (fixed in
-    ``ray._private.node``), so the agents must still be up within that."""
+    Ray waits 30 s for its GCS server to publish its port, and a loaded machine (two busy
+    cores) took longer: the node failed to start. It gets START_SECONDS (``GCS_WAIT_ENV``, unless
+    set; the Ray processes started keep it)."""
     import ray
     from ray._private import ray_constants
 
     cluster_mode = ray_constants.ENABLE_RAY_CLUSTER
-    ours = [name for name in START_WAIT_ENV if name not in os.environ]
-    os.environ.update(dict.fromkeys(ours, str(START_SECONDS)))
+    ours = GCS_WAIT_ENV not in os.environ
+    os.environ.setdefault(GCS_WAIT_ENV, str(START_SECONDS))
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
         ray.init(address="local", _node_ip_address=LOOPBACK, **options)
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
-        for name in ours:
-            os.environ.pop(name, None)
+        if ours:
+            os.environ.pop(GCS_WAIT_ENV, None)
 
 
 def run(

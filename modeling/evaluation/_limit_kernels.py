@@ -68,6 +68,31 @@ def move_into(tree, node):
 
 
 @njit(cache=True)
+def reach_into(tree, profile, node, reach, skip):
+    """The forward walk's step into ``node`` (not the root), in pre-order: its reach per deal,
+    ``reach[depth]``, is its parent's (one level up, still there: the nodes between a parent and
+    a child in pre-order are deeper ones or the child's earlier siblings) times the mover's
+    probability of the move at each deal's information set, the mover ``skip``'s left out (-1:
+    none). Returns the node's depth."""
+    p, r, base, a = move_into(tree, node)
+    k = tree.node_depth[node]
+    _reach_step(reach[k - 1], reach[k], profile[p, :, a], base, tree.deal_view[r, :, p], p == skip)
+    return k
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's private flag, not in its stubs
+def _reach_step(above, below, moves, base, seen, skip):
+    """``below[d]``: ``above[d]`` times the move's probability at deal d's information set
+    (``moves[base + seen[d]]``), or unchanged with ``skip``."""
+    if skip:
+        for d in range(seen.shape[0]):
+            below[d] = above[d]
+    else:
+        for d in range(seen.shape[0]):
+            below[d] = above[d] * moves[base + seen[d]]
+
+
+@njit(cache=True)
 def expected_values(tree, profile):
     """Sum over deals of each position's payoff, weighted by everyone's reach probability.
 
@@ -81,10 +106,7 @@ def expected_values(tree, profile):
     reach[0, :] = 1.0
     ev = np.zeros(n)
     for node in range(1, tree.node_player.shape[0]):
-        p, r, base, a = move_into(tree, node)
-        k = tree.node_depth[node]
-        for d in range(num_deals):
-            reach[k, d] = reach[k - 1, d] * profile[p, base + tree.deal_view[r, d, p], a]
+        k = reach_into(tree, profile, node, reach, -1)
         t = tree.node_terminal[node]
         if t < 0:
             continue
@@ -231,14 +253,7 @@ def fixed_others_leaf_values(tree, profile, player, deal_column, out):
     reach = np.empty((tree.max_depth + 1, num_deals))
     reach[0, :] = 1.0
     for node in range(1, tree.node_player.shape[0]):
-        p, r, base, a = move_into(tree, node)
-        k = tree.node_depth[node]
-        if p == player:
-            for d in range(num_deals):
-                reach[k, d] = reach[k - 1, d]
-        else:
-            for d in range(num_deals):
-                reach[k, d] = reach[k - 1, d] * profile[p, base + tree.deal_view[r, d, p], a]
+        k = reach_into(tree, profile, node, reach, player)
         t = tree.node_terminal[node]
         if t < 0:
             continue

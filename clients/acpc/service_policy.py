@@ -8,14 +8,10 @@ hand is sent as the dealer's last MATCHSTATE line of it, as it came: it holds on
 saw (the session's game and the fallback are the game's side:
 :mod:`oppmodel.clients.acpc.service_game`).
 
-The first decision waits for the start: the background thread creates the session, waiting up
-to ``startup_wait`` seconds for a service that does not answer yet (not yet listening, or
-listening but still warming up: ``oppmodel serve`` binds its port seconds before it serves, more
-under load). A match begun on the fallback instead plays its hands far faster than a starting
-service can take them: started together, as a shell script starts them, the agent played whole
-matches on the fallback and then resent a backlog that kept it off the service. The wait is at
-the first decision, not before the agent connects, so it does not count against a dealer's
-start-up timeout (the reference dealer allows a response 600 s, the tournament 60 s).
+The first decision waits up to ``startup_wait`` seconds while the background thread creates the
+session on a service not yet serving (``oppmodel serve`` binds its port seconds before it serves):
+a match begun on the fallback outruns a starting service and its backlog kept it off the service.
+The wait is at the first decision, outside the dealer's start-up timeout.
 
 Each decision comes from one of two sources:
 
@@ -52,8 +48,7 @@ Everything else runs on one background thread, so that no decision ever waits fo
   ``MAX_QUARANTINE``), so it costs at most one budget per quarantine; the hands keep going to it
   meanwhile.
 
-``decisions()`` and ``outages`` are the tally: decisions per source, and every stretch on the
-fallback (from its first hand to the hand of the first service decision after it).
+``decisions()`` and ``outages``: decisions per source; each stretch on the fallback.
 """
 
 from __future__ import annotations
@@ -68,10 +63,7 @@ from typing import TextIO
 
 import grpc
 
-from oppmodel.clients.acpc.agent import (
-    Decision,
-    SeatHand,
-)
+from oppmodel.clients.acpc.agent import Decision, SeatHand
 from oppmodel.clients.acpc.service_game import ServiceGame
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.grpc_base import ERROR_BY_CODE

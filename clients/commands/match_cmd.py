@@ -193,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(game, HoldemGame):
         labels_, factories = holdem_agents(game, args.agents)
     else:
-        labels_, factories = _limit_agents(game, args, config)
+        # the population flag changes the prior: the JSON below reports the config played
+        config, population = mbbr_population(args, game, config)
+        labels_, factories = _limit_agents(game, args, config, population)
     total = args.hands * args.duplicates * len(seatings(game.num_players))
     start = time.perf_counter()
     with Progress(total, desc="oppmodel match", unit="hand") as bar:
@@ -251,9 +253,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _limit_agents(
-    game: LimitGame, args: argparse.Namespace, config: MBBRConfig
+    game: LimitGame,
+    args: argparse.Namespace,
+    config: MBBRConfig,
+    population: Population | None,
 ) -> tuple[list[str], list[AgentFactory]]:
-    """Labels and factories of a compiled game's series, MBBR's prior from the flags."""
+    """Labels and factories of a compiled game's series, MBBR's prior strategy from the flags."""
     prior = prior_strategy_profile(game, prior_strategy_json(args, game))
-    config, population = mbbr_population(args, game, config)
     return build_agents(game, args.agents, config, prior, population)

@@ -176,6 +176,15 @@ def match_for(name: str, folder: Path, helpers: list[Run]) -> dict[str, str]:
     return ports
 
 
+def _as_a_terminal_job() -> None:
+    """In the child before exec: SIGINT as an interactive shell gives its foreground job (the
+    default action, not blocked). A disposition of SIG_IGN and a blocked mask are inherited
+    through exec, and a test process may hold either (a library's worker threads, a runner that
+    ignores SIGINT): the command would then never see the Ctrl-C this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def start(name: str, tmp_path: Path, helpers: list[Run], argv: list[str] | None = None) -> Run:
     """Start the case's command (or ``argv``, a helper's) in a folder of its own; a case in
     HELPED gets its service, its dealer and the other seats first, added to ``helpers``."""
@@ -193,6 +202,7 @@ def start(name: str, tmp_path: Path, helpers: list[Run], argv: list[str] | None 
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group and session, as a shell's job
+        preexec_fn=_as_a_terminal_job,
     )
     run = Run(name, folder, process, temp)
     for stream, lines in ((process.stdout, run.out), (process.stderr, run.err)):

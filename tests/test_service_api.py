@@ -298,7 +298,7 @@ def test_evicted_sessions_reload_by_replay(store_location: str) -> None:
     from oppmodel.server.session_spec import Limits
 
     observations = random_observations(12, seed=8)
-    with connected(store_location, limits=Limits(memory_bytes=150_000)) as (client, _):
+    with connected(store_location, limits=Limits(memory_bytes=450_000)) as (client, _):
         sids = [client.create_session(config=CONFIG).session_id for _ in range(4)]
         for half in (observations[:6], observations[6:]):
             for sid in sids:  # round robin: every session is evicted and reloaded in between

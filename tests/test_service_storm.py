@@ -30,6 +30,7 @@ from oppmodel.server.session_spec import SessionSpec
 from oppmodel.server.storage import ObservationRow
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+from oppmodel.v1_codec import write_config
 
 GAME = kuhn_game(3)
 CONFIGS = (
@@ -73,17 +74,13 @@ class ServerProcess:
 
 
 def _create_request(config: MBBRConfig) -> pb.CreateSessionRequest:
-    posterior = pb.POSTERIOR_DIRICHLET if config.posterior == "dirichlet" else pb.POSTERIOR_SAMPLES
-    prior = {"informed": pb.PRIOR_INFORMED, "typed": pb.PRIOR_TYPED}[config.prior]
-    return pb.CreateSessionRequest(
-        config=pb.SessionConfig(
-            game="kuhn_poker(players=3)",
-            our_label="us",
-            opponent_labels=["opp_A", "opp_B"],
-            mbbr=pb.MbbrParams(k=config.k, hands_default=0, posterior=posterior, prior=prior),
-            seed=config.seed,
-        )
+    """The request the Python client sends for ``config`` (the API's one codec), every field
+    set: a default that changes (the prior, issue 29) reaches the storm too."""
+    session = pb.SessionConfig(
+        game="kuhn_poker(players=3)", our_label="us", opponent_labels=["opp_A", "opp_B"]
     )
+    write_config(config, session, every_field=True)
+    return pb.CreateSessionRequest(config=session)
 
 
 def _observe_requests(sid: str, first: int, count: int) -> list[pb.ObserveRequest]:

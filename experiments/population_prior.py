@@ -57,7 +57,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.play.agents import MBBRAgent  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.learning_cost import trajectory  # noqa: E402
-from oppmodel.modeling.play.match import FixedStrategyAgent, deal_sequence, play_match  # noqa: E402
+from oppmodel.modeling.play.match import FixedStrategyAgent, play_match  # noqa: E402
 from oppmodel.modeling.play.panel import EXPLOITABLE_RULES, named_profile  # noqa: E402
 from oppmodel.modeling.population import Population, fit_population  # noqa: E402
 
@@ -82,7 +82,7 @@ def train_counts(job: tuple) -> np.ndarray:
     game = limit_game(game_name)
     opponent = FixedStrategyAgent("opp", game, member_profile(game, profile_name, share), seed)
     mbbr = MBBRAgent(game, MBBRConfig(seed=seed), seed=seed + 1)
-    play_match(game, [mbbr, opponent], deal_sequence(game, hands, seed))
+    play_match(game, [mbbr, opponent], game.deal_sequence(hands, seed))
     return mbbr.model.opponent_counts()[0]
 
 
@@ -96,7 +96,7 @@ def train_group_counts(job: tuple) -> np.ndarray:
         for i, name in enumerate(names)
     ]
     mbbr = MBBRAgent(game, MBBRConfig(seed=seed), seed=seed + 7)
-    play_match(game, [mbbr, *opponents], deal_sequence(game, hands, seed))
+    play_match(game, [mbbr, *opponents], game.deal_sequence(hands, seed))
     return mbbr.model.opponent_counts()
 
 
@@ -173,7 +173,7 @@ def paired_match(job: tuple) -> dict:
     game_name, profile, population_bytes, hands, early, seed = job
     game = limit_game(game_name)
     population = Population.from_bytes(game, population_bytes)
-    deals = deal_sequence(game, hands, seed)
+    deals = game.deal_sequence(hands, seed)
     out: dict[str, list[float]] = {}
     for prior in (Prior.INFORMED, Prior.POPULATION):
         chips = np.zeros(2)

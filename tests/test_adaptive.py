@@ -23,7 +23,6 @@ from oppmodel.modeling.play.adaptive import (
 )
 from oppmodel.modeling.play.match import (
     FixedStrategyAgent,
-    deal_sequence,
     play_match,
     run_duplicate,
 )
@@ -137,7 +136,7 @@ def test_exploiter_bluffs_more_against_folders() -> None:
     play_match(
         game,
         [agent, _fixed("tight-passive")(game, 2), _fixed("tight-passive")(game, 3)],
-        deal_sequence(game, 400, seed=1),
+        game.deal_sequence(400, seed=1),
     )
     assert agent.fold_rate > 0.6 and bet(agent, 0, "Js:") > 0.36
 
@@ -163,7 +162,7 @@ def test_tilter_tilts_after_losses_and_calms_down() -> None:
 @pytest.mark.parametrize("name", ["switcher", "switcher:7", "exploiter", "tilter"])
 def test_same_seed_same_play(name: str) -> None:
     game = kuhn_game(3)
-    deals = deal_sequence(game, 300, seed=4)
+    deals = game.deal_sequence(300, seed=4)
 
     def play(seed: int) -> tuple[list[int], np.ndarray]:
         agent = adaptive_factory(name)(game, seed)

@@ -12,7 +12,6 @@ from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.agents import MBBRAgent, mbbr_factory
 from oppmodel.modeling.play.match import (
-    deal_sequence,
     fixed_strategy_factory,
     play_match,
     run_duplicate,
@@ -32,7 +31,7 @@ def _opponents(seed: int):
 
 def test_every_hand_goes_to_the_model() -> None:
     agent = MBBRAgent(GAME, CONFIG, seed=1)
-    play_match(GAME, [agent, *_opponents(5)], deal_sequence(GAME, 120, seed=2))
+    play_match(GAME, [agent, *_opponents(5)], GAME.deal_sequence(120, seed=2))
     assert agent.model.hands_observed == 120
 
 
@@ -41,7 +40,7 @@ def test_actions_follow_the_models_probabilities() -> None:
     hypotheses are ruled out): at every information set where the model's probabilities are pure,
     the agent plays that action, whatever it draws."""
     agent = MBBRAgent(GAME, CONFIG, seed=1)
-    play_match(GAME, [agent, *_opponents(5)], deal_sequence(GAME, 40, seed=2))
+    play_match(GAME, [agent, *_opponents(5)], GAME.deal_sequence(40, seed=2))
     pure = 0
     for p in range(3):
         for i in GAME.infosets(p):

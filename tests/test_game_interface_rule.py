@@ -3,7 +3,8 @@ interface.py``), so no code in ``modeling/``, ``server/`` or ``clients/`` tests 
 of a game, observation or model class, outside the module that defines the game interface.
 
 The classes are found by introspection, not listed: every class defined in ``modeling/games/``
-(any depth), ``modeling/observation.py`` and ``modeling/mbbr/`` (exceptions and enums aside: an
+(any depth), ``modeling/holdem/`` (the sampled hold'em game, its states and policies),
+``modeling/observation.py`` and ``modeling/mbbr/`` (exceptions and enums aside: an
 error or a setting is no game), and the server's holders of a session's model (the classes of
 ``server/`` that observe hands and know the model's memory, as ``ServedModel`` does). Each
 ``isinstance(x, C)`` call in the three folders is then resolved through its module's imports, so
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import oppmodel.modeling.games
+import oppmodel.modeling.holdem
 import oppmodel.modeling.mbbr
 import oppmodel.server
 
@@ -51,6 +53,7 @@ def ruled_classes() -> set[str]:
     found = set()
     modules = [
         *_modules(oppmodel.modeling.games),
+        *_modules(oppmodel.modeling.holdem),
         "oppmodel.modeling.observation",
         *_modules(oppmodel.modeling.mbbr),
     ]
@@ -124,6 +127,7 @@ def test_the_rule_finds_the_classes_it_is_about() -> None:
         "oppmodel.modeling.games.acpc.limit_game.LimitGame",
         "oppmodel.modeling.games.interface.ServedGame",
         "oppmodel.modeling.observation.LimitObservation",
+        "oppmodel.modeling.holdem.match.HoldemGame",
     ):
         assert name in ruled
     assert any(name.startswith("oppmodel.modeling.mbbr.") for name in ruled)

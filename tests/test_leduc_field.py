@@ -14,7 +14,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.agents import MBBRAgent, mbbr_factory
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.learning_cost import trajectory
-from oppmodel.modeling.play.match import FixedStrategyAgent, deal_sequence, play_match
+from oppmodel.modeling.play.match import FixedStrategyAgent, play_match
 from oppmodel.modeling.play.tournament import fixed_value
 
 GAME = limit_game("leduc3p")
@@ -37,7 +37,7 @@ def test_mbbr_plays_its_models_action_probabilities_and_learns_from_every_hand()
         return action
 
     agent.act = recording_act
-    play_match(GAME, [agent, *others], deal_sequence(GAME, 12, seed=4))
+    play_match(GAME, [agent, *others], GAME.deal_sequence(12, seed=4))
     assert agent.model.hands_observed == 12 and asked
 
 
@@ -47,14 +47,14 @@ def test_mbbr_factory_is_seeded_by_the_match_seed() -> None:
 
     def play(seed: int) -> np.ndarray:
         agents = [build(GAME, seed), *(FixedStrategyAgent("cfr", GAME, cfr, s) for s in (1, 2))]
-        return play_match(GAME, agents, deal_sequence(GAME, 10, seed=2))
+        return play_match(GAME, agents, GAME.deal_sequence(10, seed=2))
 
     np.testing.assert_array_equal(play(5), play(5))
     # its best responses are pure: only its sampling while it plays the mixed default differs
     playing_default = mbbr_factory(MBBRConfig(hands_default=100))
     agents = [[playing_default(GAME, s), *(FixedStrategyAgent("cfr", GAME, cfr, 1) for _ in "ab")]
               for s in (6, 7)]  # fmt: skip
-    deals = deal_sequence(GAME, 60, seed=2)
+    deals = GAME.deal_sequence(60, seed=2)
     assert not np.array_equal(
         play_match(GAME, agents[0], deals), play_match(GAME, agents[1], deals)
     )

@@ -23,7 +23,6 @@ from oppmodel.modeling.observation import validate_limit_observation
 from oppmodel.modeling.play.diluted import diluted_factory, diluted_profile, fixed_profile
 from oppmodel.modeling.play.match import (
     FixedStrategyAgent,
-    deal_sequence,
     fixed_strategy_factory,
     limit_action,
     play_match,
@@ -167,7 +166,7 @@ def test_kernel_equals_a_simulation_through_the_public_api(name: str) -> None:
     names = ["maniac@0.5", "uniform", "bluffer"][: game.num_players]
     profiles = [fixed_profile(game, nm) for nm in names]
     seeds = [21, 22, 23][: game.num_players]
-    deals = deal_sequence(game, 400, seed=5)
+    deals = game.deal_sequence(400, seed=5)
     agents = [
         FixedStrategyAgent(nm, game, pr, s)
         for nm, pr, s in zip(names, profiles, seeds, strict=True)
@@ -208,7 +207,7 @@ def test_python_loop_equals_the_kernel_and_shows_each_seat_what_it_saw(name: str
     n = game.num_players
     names = ["maniac", "calling-station@0.5", "bluffer"][:n]
     profiles = [fixed_profile(game, nm) for nm in names]
-    deals = deal_sequence(game, 300, seed=8)
+    deals = game.deal_sequence(300, seed=8)
     fixed = [FixedStrategyAgent(nm, game, profiles[i], 30 + i) for i, nm in enumerate(names)]
     recording = [RecordingAgent(nm, game, profiles[i], 30 + i) for i, nm in enumerate(names)]
     np.testing.assert_array_equal(
@@ -240,7 +239,7 @@ def test_an_illegal_limit_action_is_reported() -> None:
         *[RecordingAgent("c", game, fixed_profile(game, "cfr"), 2)],
     ]
     with pytest.raises(IllegalActionError, match="agent f returned 0 after ''"):
-        play_match(game, agents, deal_sequence(game, 3, seed=1))
+        play_match(game, agents, game.deal_sequence(3, seed=1))
 
 
 def test_sampled_hands_follow_the_reach_probabilities() -> None:
@@ -267,7 +266,7 @@ def test_sampled_hands_follow_the_reach_probabilities() -> None:
 
 def test_deals_cover_hole_and_board_cards_uniformly() -> None:
     game = limit_game("leduc3p")
-    deals = deal_sequence(game, 168_000, seed=3)
+    deals = game.deal_sequence(168_000, seed=3)
     counts = np.bincount(deals, minlength=game.num_deals)
     assert counts.sum() == 168_000 and len(counts) == game.num_deals == 1680
     assert abs(counts.mean() - 100) < 1e-9 and counts.min() > 50 and counts.max() < 150

@@ -13,7 +13,6 @@ from oppmodel.modeling.observation import observe_limit_hand, validate_limit_obs
 from oppmodel.modeling.play import match
 from oppmodel.modeling.play.match import (
     FixedStrategyAgent,
-    deal_sequence,
     fixed_strategy_factory,
     play_match,
     run_duplicate,
@@ -62,7 +61,7 @@ def test_rotation_and_what_each_seat_sees(n: int) -> None:
     names = ("maniac", "uniform", "bluffer:0.5", "calling-station")[:n]
     agents = _agents(game, names, RecordingAgent)
     hands = 60
-    deals = deal_sequence(game, hands, seed=3)
+    deals = game.deal_sequence(hands, seed=3)
     play_match(game, agents, deals)
     for seat, agent in enumerate(agents):
         assert agent.seat == seat and agent.table == names  # everyone learns who sits where
@@ -93,7 +92,7 @@ def test_kernel_and_python_loop_agree(n: int, chunk: int, monkeypatch) -> None:
     monkeypatch.setattr(match, "FIXED_CHUNK_HANDS", chunk)
     game = kuhn_game(n)
     names = ["maniac", "uniform", "bluffer:0.5", "always-bet"][:n]
-    deals = deal_sequence(game, 500, seed=5)
+    deals = game.deal_sequence(500, seed=5)
     fast_agents = _agents(game, names)
     slow_agents = _agents(game, names, RecordingAgent)
     fast = play_match(game, fast_agents, deals)
@@ -123,7 +122,7 @@ def test_chips_per_hand_converge_to_the_exact_value(name, names, hands, most) ->
         ev = expected_values(game, composed)
         for p in range(3):
             expected[(p + h) % 3] += ev[p] / 3
-    chips = play_match(game, _agents(game, names), deal_sequence(game, hands, seed=9))
+    chips = play_match(game, _agents(game, names), game.deal_sequence(hands, seed=9))
     # per-hand chips are bounded by ``most`` in magnitude, so 5 * most / sqrt(hands) is safe
     np.testing.assert_allclose(chips / hands, expected, atol=5 * most / np.sqrt(hands))
 
@@ -211,7 +210,7 @@ def test_argument_errors_name_the_field() -> None:
         run_duplicate(game, ["a", "b"], [factory] * 2, hands=10, duplicates=1, seed=0)
     assert err.value.field == "agents"
     with pytest.raises(InvalidArgumentError) as err:
-        play_match(game, [*_agents(game, ["n1", "n2"]), object()], deal_sequence(game, 1, 0))
+        play_match(game, [*_agents(game, ["n1", "n2"]), object()], game.deal_sequence(1, 0))
     assert err.value.field == "agents[2]"
 
 
@@ -225,5 +224,5 @@ def test_an_illegal_action_is_reported(bad) -> None:
 
     agents = _agents(game, ["uniform"] * 3, Broken)
     with pytest.raises(IllegalActionError) as err:
-        play_match(game, agents, deal_sequence(game, 1, seed=0))
+        play_match(game, agents, game.deal_sequence(1, seed=0))
     assert err.value.field == "action"

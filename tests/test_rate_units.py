@@ -31,7 +31,6 @@ from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import (
     agent_seed,
-    deal_sequence,
     deck_seed,
     fixed_strategy_factory,
     play_match,
@@ -128,7 +127,7 @@ def test_a_duplicate_series_reports_the_chips_won_in_the_games_unit(name: str) -
     result = run_duplicate(game, agents, factories, hands=hands, duplicates=1, seed=seed)
     # the chips each agent won over the seatings, played again from the same seeds
     chips = np.zeros(game.num_players)
-    deals = deal_sequence(game, hands, deck_seed(seed, 0))
+    deals = game.deal_sequence(hands, deck_seed(seed, 0))
     orders = seatings(game.num_players)
     for j, order in enumerate(orders):
         seated = [factories[i](game, agent_seed(seed, 0, j, i)) for i in order]

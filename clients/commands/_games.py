@@ -10,13 +10,9 @@ strategy as ``cfr``). Strategy files are keyed by the game's information-state s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
 from oppmodel.modeling.games.acpc.compiler import limit_game
-from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.holdem.match import HoldemGame, is_holdem
 
 GAME_HELP = f"a bundled game ({', '.join(BUNDLED_GAMES)}) or an ACPC game file (default kuhn3p)"
 
@@ -24,12 +20,3 @@ GAME_HELP = f"a bundled game ({', '.join(BUNDLED_GAMES)}) or an ACPC game file (
 def resolve_game(name_or_path: str) -> LimitGame:
     """The game a ``--game`` value names; InvalidArgumentError if it names none."""
     return limit_game(name_or_path)
-
-
-def resolve_match_game(name_or_path: str) -> LimitGame | HoldemGame:
-    """The game of ``match``: a limit hold'em game file is played by sampling its deals (too
-    big to compile), any other game compiled."""
-    gamedef = read_game_def(name_or_path)
-    if is_holdem(gamedef):
-        return HoldemGame(Path(name_or_path).name, gamedef)
-    return resolve_game(name_or_path)

@@ -7,10 +7,11 @@ import argparse
 import json
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 
-from oppmodel.clients.commands._games import GAME_HELP, resolve_match_game
+from oppmodel.clients.commands._games import GAME_HELP, resolve_game
 from oppmodel.clients.commands._mbbr_options import (
     add_mbbr_arguments,
     mbbr_config,
@@ -21,21 +22,17 @@ from oppmodel.clients.commands._mbbr_options import (
 from oppmodel.clients.commands._types import hands, runs, seed
 from oppmodel.clients.progress import Progress, counted
 from oppmodel.modeling.errors import InvalidArgumentError, NotFoundError
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file
-from oppmodel.modeling.holdem.match import HoldemGame
+from oppmodel.modeling.games.interface import MatchGame
+from oppmodel.modeling.holdem.match import HoldemGame, is_holdem
 from oppmodel.modeling.holdem.styles import policy_factory
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.adaptive import adaptive_names
 from oppmodel.modeling.play.agents import mbbr_factory
 from oppmodel.modeling.play.fields import labels
-from oppmodel.modeling.play.match import (
-    AgentFactory,
-    MatchFactory,
-    MatchGame,
-    run_duplicate,
-    seatings,
-)
+from oppmodel.modeling.play.match import AgentFactory, MatchFactory, run_duplicate, seatings
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.modeling.play.tournament import AgentSpec, agent_factory
 from oppmodel.modeling.population import Population
@@ -186,16 +183,25 @@ def holdem_agents(game: HoldemGame, spec: str) -> tuple[list[str], list[MatchFac
     return labels(names), factories
 
 
+def _series(
+    args: argparse.Namespace, config: MBBRConfig
+) -> tuple[MatchGame, MBBRConfig, list[str], list[MatchFactory]]:
+    """The game ``--game`` names, the MBBR configuration played and the agents: a limit hold'em
+    game (its rules say so: ``is_holdem``) is too big to compile, so its deals are sampled and the
+    hold'em styles play it; any other game is compiled and played by MBBR and the panel (the
+    population flag changes the prior: the JSON reports the configuration returned)."""
+    gamedef = read_game_def(args.game)
+    if is_holdem(gamedef):
+        holdem = HoldemGame(Path(args.game).name, gamedef)
+        return holdem, config, *holdem_agents(holdem, args.agents)
+    game = resolve_game(args.game)
+    config, population = mbbr_population(args, game, config)
+    return game, config, *_limit_agents(game, args, config, population)
+
+
 def run(args: argparse.Namespace) -> int:
     """Play the series and print the ranking."""
-    game = resolve_match_game(args.game)
-    config = mbbr_config(args)
-    if isinstance(game, HoldemGame):
-        labels_, factories = holdem_agents(game, args.agents)
-    else:
-        # the population flag changes the prior: the JSON below reports the config played
-        config, population = mbbr_population(args, game, config)
-        labels_, factories = _limit_agents(game, args, config, population)
+    game, config, labels_, factories = _series(args, mbbr_config(args))
     total = args.hands * args.duplicates * len(seatings(game.num_players))
     start = time.perf_counter()
     with Progress(total, desc="oppmodel match", unit="hand") as bar:

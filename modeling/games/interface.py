@@ -25,7 +25,7 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
+from oppmodel.modeling.games.units import RateUnit
 from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior, Response
 from oppmodel.modeling.mbbr.model import build_model
@@ -132,6 +133,32 @@ class ServedModel(Protocol):
 
     def nbytes(self) -> int:
         """Approximate bytes held."""
+        ...
+
+
+class MatchGame(Protocol):
+    """A game the match engine (``oppmodel.modeling.play.match``) plays: it deals the hands of a
+    match and plays them, so the engine's duplicates, seatings and results are one code for every
+    game. A compiled game (``LimitGame``) deals indices into its enumerated deals and is played
+    over its tree; a sampled one (``oppmodel.modeling.holdem.match.HoldemGame``: hold'em, too big
+    to compile) shuffles the cards of each hand and plays them by the betting rules."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def num_players(self) -> int: ...
+
+    @property
+    def rate_unit(self) -> RateUnit: ...
+
+    def deal_sequence(self, hands: int, seed: int) -> np.ndarray:
+        """The deals of ``hands`` hands, one row (or index) per hand, from ``seed``."""
+        ...
+
+    def play_hands(self, agents: Sequence[Any], deals: np.ndarray) -> np.ndarray:
+        """Play one hand per deal, positions rotating as the ACPC dealer rotates them (agents of
+        the game's kind, one per seat); the chips won per seat."""
         ...
 
 

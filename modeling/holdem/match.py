@@ -81,6 +81,10 @@ class HoldemGame:
         shuffled = np.argsort(np.random.default_rng(seed).random((hands, DECK_SIZE)), axis=1)
         return shuffled[:, :width].astype(np.int64)
 
+    def play_hands(self, agents: Sequence[PolicyAgent], deals: np.ndarray) -> np.ndarray:
+        """Play one hand per row of ``deals`` (``MatchGame``): :func:`play_holdem_match`."""
+        return play_holdem_match(self, agents, deals)
+
 
 class PolicyAgent:
     """A hold'em policy played with a seeded generator (one uniform per decision)."""

@@ -29,12 +29,11 @@ so both paths give identical results (a test checks this).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -42,9 +41,11 @@ from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import validate_profile
 from oppmodel.modeling.games.units import RateUnit
-from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.observation import LimitObservation, observe_limit_hand
 from oppmodel.modeling.play import _match_kernels as kernels
+
+if TYPE_CHECKING:
+    from oppmodel.modeling.games.interface import MatchGame
 
 FIXED_CHUNK_HANDS = 1 << 16  # hands per kernel call (bounds the uniforms held in memory)
 _DECK_TAG, _AGENT_TAG = 0, 1  # keep the deck's and the agents' seed streams apart
@@ -73,8 +74,6 @@ class Agent(Protocol):
 
 # (game, seed) -> a fresh agent
 AgentFactory = Callable[[LimitGame, int], Agent]
-# a game of the engine: compiled, or sampled (hold'em: oppmodel.modeling.holdem.match)
-MatchGame = LimitGame | HoldemGame
 # a factory of agents of either kind of game (its agents: Agent, or a hold'em PolicyAgent)
 MatchFactory = Callable[[Any, int], Any]
 
@@ -145,14 +144,8 @@ def fixed_strategy_factory(name: str, profile: np.ndarray) -> AgentFactory:
     return build
 
 
-def deal_sequence(game: LimitGame, hands: int, seed: int) -> np.ndarray:
-    """(hands,) deal indices into ``game.deal_cards`` (hole cards by position, then the board),
-    uniformly at random."""
-    return np.random.default_rng(seed).integers(0, game.num_deals, size=hands)
-
-
 def play_match(game: LimitGame, agents: Sequence[Agent], deals: np.ndarray) -> np.ndarray:
-    """Play one hand per entry of ``deals`` (see :func:`deal_sequence`); chips won per seat."""
+    """Play one hand per entry of ``deals`` (``LimitGame.deal_sequence``); chips won per seat."""
     n = game.num_players
     if len(agents) != n:
         raise InvalidArgumentError("agents", f"{game.name} needs {n} agents, got {len(agents)}")
@@ -316,16 +309,10 @@ def play_duplicate(
     orders = seatings(n)
     row = np.zeros(n)
     deck = deck_seed(seed, duplicate)
-    play: Callable[[list, np.ndarray], np.ndarray]
-    if isinstance(game, HoldemGame):  # sampled deals, played by the rules
-        deals = game.deal_sequence(hands, deck)
-        play = functools.partial(play_holdem_match, game)
-    else:
-        deals = deal_sequence(game, hands, deck)
-        play = functools.partial(play_match, game)
+    deals = game.deal_sequence(hands, deck)
     for j, order in enumerate(orders):
         agents = [factories[i](game, agent_seed(seed, duplicate, j, i)) for i in order]
-        chips = play(agents, deals)
+        chips = game.play_hands(agents, deals)
         for s, i in enumerate(order):
             row[i] += chips[s]
         if progress is not None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -119,6 +119,18 @@ class LimitGame:
     def rate_unit(self) -> RateUnit:
         """The unit of its win rates: its rules' (``GameDef.rate_unit``)."""
         return self.gamedef.rate_unit
+
+    def deal_sequence(self, hands: int, seed: int) -> np.ndarray:
+        """(hands,) deal indices into ``deal_cards`` (hole cards by position, then the board),
+        uniformly at random: a match's deals (``MatchGame``)."""
+        return np.random.default_rng(seed).integers(0, self.num_deals, size=hands)
+
+    def play_hands(self, agents: Sequence[Any], deals: np.ndarray) -> np.ndarray:
+        """Play one hand per deal index (``MatchGame``): the match engine's walk of the tree,
+        :func:`oppmodel.modeling.play.match.play_match`; chips won per seat."""
+        from oppmodel.modeling.play.match import play_match  # the engine builds on this module
+
+        return play_match(self, agents, deals)
 
     def sizes(self) -> dict[str, int]:
         """The compiled sizes, for reports: nodes, terminals, deals, information sets."""

@@ -91,16 +91,16 @@ class OpponentModel:
 
 @dataclass(frozen=True)
 class BestResponse:
-    """Our best response in one position and its expected value (chips per hand), and what the
-    agent plays now there (the policy GetAction draws from) with its expected value against the
-    posterior-mean models."""
+    """Our best response in one position and its expected value (chips per hand), and, when
+    asked for (None otherwise), what the agent plays now there (the policy GetAction draws from)
+    with its expected value against the posterior-mean models."""
 
     strategy: StrategyTable
     expected_value: float
     kind: str
     hands_observed: int
-    played: StrategyTable
-    played_expected_value: float
+    played: StrategyTable | None = None
+    played_expected_value: float | None = None
 
 
 @dataclass(frozen=True)
@@ -366,21 +366,25 @@ class OpponentModelClient(GrpcClient):
         set_field(request, "opponent_position", opponent_position, "opponent_position")
         return model_of(self._call("GetModel", request, session_id=session_id))
 
-    def response(self, session_id: str, our_position: int, kind: str | None = None) -> BestResponse:
-        """Our best response in ``our_position`` ('mean', 'bayes', or the session's default)."""
+    def response(
+        self, session_id: str, our_position: int, kind: str | None = None, *, played: bool = False
+    ) -> BestResponse:
+        """Our best response in ``our_position`` ('mean', 'bayes', or the session's default);
+        with ``played``, also what the agent plays there now (the service computes it apart)."""
         if kind is not None and kind not in RESPONSE_KIND.values:
             raise errors.InvalidArgumentError("kind", f"{kind!r} is not 'mean' or 'bayes'")
         value = pb.RESPONSE_KIND_UNSPECIFIED if kind is None else RESPONSE_KIND.values[kind]
-        request = pb.GetResponseRequest(session_id=session_id, kind=value)
+        request = pb.GetResponseRequest(session_id=session_id, kind=value, include_played=played)
         set_field(request, "our_position", our_position, "our_position")
         reply = self._call("GetResponse", request, session_id=session_id)
+        answered = reply.HasField("played_expected_value")
         return BestResponse(
             strategy=_table(reply.infosets),
             expected_value=reply.expected_value,
             kind=RESPONSE_KIND.name(reply.kind, f"unknown ({reply.kind})"),
             hands_observed=reply.hands_observed,
-            played=_table(reply.played),
-            played_expected_value=reply.played_expected_value,
+            played=_table(reply.played) if answered else None,
+            played_expected_value=reply.played_expected_value if answered else None,
         )
 
     def winnings(self, session_id: str, *, after_hand: int = 0) -> Winnings:

@@ -349,16 +349,21 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
     async def GetResponse(self, request, context, owner):
         session = await self.manager.get(owner, request.session_id)
         kind = conversion.kind_from_proto(request.kind)
-        answer = await self.manager.response(session, request.our_position, kind)
+        answer = await self.manager.response(
+            session, request.our_position, kind, played=request.include_played
+        )
         position = request.our_position
-        return pb.GetResponseResponse(
+        reply = pb.GetResponseResponse(
             infosets=conversion.policy_to_proto(session.game, position, answer.strategy),
             expected_value=answer.value,
             kind=conversion.kind_to_proto(answer.kind),
             hands_observed=answer.hands,
-            played=conversion.policy_to_proto(session.game, position, answer.played),
-            played_expected_value=answer.played_value,
         )
+        if answer.played is not None:
+            table, value = answer.played
+            reply.played.extend(conversion.policy_to_proto(session.game, position, table))
+            reply.played_expected_value = float(value)
+        return reply
 
     @_rpc("GetWinnings")
     async def GetWinnings(self, request, context, owner):

@@ -198,12 +198,11 @@ class ActionChoice:
 @dataclass(frozen=True)
 class ResponseAnswer:
     """GetResponse's answer: the ``kind`` best response in our position and its expected value,
-    the hands it rests on, and the policy played now with its value against the posterior-mean
-    models (chips per hand)."""
+    the hands it rests on, and (None unless asked for) the policy played now and its value
+    against the posterior-mean models (chips per hand)."""
 
     strategy: np.ndarray
     value: float
     kind: str
     hands: int
-    played: np.ndarray
-    played_value: float
+    played: tuple[np.ndarray, float] | None

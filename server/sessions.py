@@ -403,16 +403,17 @@ class SessionManager:
         return insight, our_position, hands
 
     async def response(
-        self, session: LiveSession, our_position: int, kind: str | None
+        self, session: LiveSession, our_position: int, kind: str | None, *, played: bool = False
     ) -> ResponseAnswer:
-        """Our best response and what the agent plays, read at one posterior."""
+        """Our best response and, if ``played``, what the agent plays (a second computation,
+        only for a caller that asks: the web page), read at one posterior."""
         session.game.check_position(our_position, "our_position")
         kind = kind or session.spec.config.response
         async with self.locked(session, write=False) as session:
             strategy, value = await session.host.compute("response", our_position, kind)
-            played, played_value = await session.host.compute("played", our_position)
+            policy = await session.host.compute("played", our_position) if played else None
             hands = session.hands_observed
-        return ResponseAnswer(strategy, float(value), kind, hands, played, float(played_value))
+        return ResponseAnswer(strategy, float(value), kind, hands, policy)
 
     async def winnings(
         self, session: LiveSession, after: int, most: int

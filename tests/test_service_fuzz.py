@@ -326,7 +326,12 @@ def _queries(sid: str, players: int) -> list[tuple[str, object]]:
             for label in ("opp_A", "opp_B")[: players - 1]
         ]
         out += [
-            ("GetResponse", pb.GetResponseRequest(session_id=sid, our_position=q, kind=kind))
+            (
+                "GetResponse",
+                pb.GetResponseRequest(
+                    session_id=sid, our_position=q, kind=kind, include_played=True
+                ),
+            )
             for kind in (pb.RESPONSE_KIND_MEAN, pb.RESPONSE_KIND_BAYES)
         ]
         out += [
@@ -463,7 +468,8 @@ class Templates:
                 session_id=self.om_id(), opponent_label=rng.choice(["opp_A", "opp_B", "x"]),
                 opponent_position=rng.randint(0, 3)),
             "GetResponse": lambda: pb.GetResponseRequest(
-                session_id=self.om_id(), our_position=rng.randint(0, 3), kind=rng.randint(0, 3)),
+                session_id=self.om_id(), our_position=rng.randint(0, 3), kind=rng.randint(0, 3),
+                include_played=rng.random() < 0.5),
             "GetAction": self.get_action,
             "GetWinnings": lambda: pb.GetWinningsRequest(
                 session_id=self.om_id(), after_hand=rng.randint(0, 40),

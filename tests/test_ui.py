@@ -124,7 +124,7 @@ def test_live_session_page_in_chromium(tmp_path: Path) -> None:
                 for (state, action), value in shown.items():
                     assert value == pytest.approx(model[state][action], abs=5e-4), (state, action)
         for ours in range(3):  # the best response and what is played, as GetResponse answers
-            reply = alice.response(session_id, ours, "mean")
+            reply = alice.response(session_id, ours, "mean", played=True)
             for cell, value in (
                 ("ev", reply.expected_value),
                 ("played", reply.played_expected_value),

@@ -1,7 +1,8 @@
 """What GetModel and GetResponse report for the web page beside the model (issue 33): the prior
 mean, the concentration per information state that the credible intervals come from, change
 detection's run start and the safety bankroll, each equal to the library's model fed the same
-hands; and the policy played, which GetAction draws from, with its value against the models."""
+hands; and the policy played, which GetAction draws from, with its value against the models, when
+asked for (the page asks; an agent's GetResponse, without the field, gets and costs none of it)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def test_model_fields_equal_the_library(tmp_path: Path) -> None:
         _check_session(client, MBBRConfig(seed=2, k=5, posterior="samples"), equilibrium[:20])
 
 
-def test_response_answers_the_policy_played(tmp_path: Path) -> None:
+def test_response_answers_the_policy_played_when_asked(tmp_path: Path) -> None:
     # equilibrium play keeps the safety budget's guard hypotheses alive: it binds
     hands = random_observations(80, seed=4, profile="n2")
     config = MBBRConfig(seed=2, hands_default=10)
@@ -70,7 +71,12 @@ def test_response_answers_the_policy_played(tmp_path: Path) -> None:
             client.observe_batch(sid, hands[seen:upto], first_sequence=seen + 1)
             library = kuhn_library(config, hands[:upto])
             for ours in range(3):
-                got = client.response(sid, ours, "mean")
+                got = client.response(sid, ours, "mean", played=True)
+                bare = client.response(sid, ours, "mean")  # an agent's: the service skips it
+                assert (bare.played, bare.played_expected_value) == (None, None)
+                assert bare.strategy.as_dict() == got.strategy.as_dict()
+                assert bare.expected_value == got.expected_value
+                assert got.played is not None and got.played_expected_value is not None
                 played = got.played.as_dict()
                 assert played.keys() == got.strategy.as_dict().keys()
                 for state, probabilities in played.items():  # what GetAction draws from

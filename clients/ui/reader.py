@@ -286,6 +286,7 @@ class ServiceReader:
                     session_id=session.session_id,
                     our_position=p,
                     kind=pb.RESPONSE_KIND_MEAN,
+                    include_played=True,
                 ),
                 token,
             )

@@ -284,14 +284,16 @@ class GetModelResponse(_message.Message):
     def __init__(self, infosets: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ..., effective_sample_size: _Optional[float] = ..., our_position: _Optional[int] = ..., hands_observed: _Optional[int] = ..., prior: _Optional[_Iterable[_Union[InfosetPolicy, _Mapping]]] = ..., concentration: _Optional[_Iterable[float]] = ..., run_start: _Optional[int] = ..., safety_bankroll: _Optional[float] = ...) -> None: ...
 
 class GetResponseRequest(_message.Message):
-    __slots__ = ("session_id", "our_position", "kind")
+    __slots__ = ("session_id", "our_position", "kind", "include_played")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     OUR_POSITION_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_PLAYED_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     our_position: int
     kind: ResponseKind
-    def __init__(self, session_id: _Optional[str] = ..., our_position: _Optional[int] = ..., kind: _Optional[_Union[ResponseKind, str]] = ...) -> None: ...
+    include_played: bool
+    def __init__(self, session_id: _Optional[str] = ..., our_position: _Optional[int] = ..., kind: _Optional[_Union[ResponseKind, str]] = ..., include_played: _Optional[bool] = ...) -> None: ...
 
 class GetResponseResponse(_message.Message):
     __slots__ = ("infosets", "expected_value", "kind", "hands_observed", "played", "played_expected_value")

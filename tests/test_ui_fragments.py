@@ -6,18 +6,53 @@ has new hands read; another owner's token still gets nothing. A real service and
 from __future__ import annotations
 
 import re
+import urllib.request
 from pathlib import Path
 
 from service_support import LOADED_DEADLINE, random_observations
 from ui_support import TOKENS, get, service_and_ui
 
 from oppmodel.clients.client import OpponentModelClient
+from oppmodel.server.app import free_ports
+
+READS = ("GetSession", "GetModel", "GetResponse", "GetWinnings")  # what the UI asks a session
 
 
 def _hands(body: str) -> int:
     found = re.search(r'id="hands" data-hands="(\d+)"', body)
     assert found, "the fragment shows no hand count"
     return int(found.group(1))
+
+
+def _reads(metrics_port: int) -> dict[str, float]:
+    """The service's count of each of READS answered (its Prometheus endpoint)."""
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    text = urllib.request.urlopen(url, timeout=LOADED_DEADLINE).read().decode()
+    found = re.findall(r'oppmodel_requests_total\{code="OK",method="(\w+)"\} (\S+)', text)
+    return {method: float(count) for method, count in found if method in READS}
+
+
+def test_a_recent_read_is_answered_without_calling_the_service(tmp_path: Path) -> None:
+    # for --model-seconds after a read the view is answered as it is: no call at all, not even
+    # the GetSession that would only find the session moved on (and be answered with the view)
+    (metrics_port,) = free_ports()
+    with (
+        service_and_ui(tmp_path, model_seconds=3600.0, metrics_port=metrics_port) as (port, ui),
+        OpponentModelClient(f"127.0.0.1:{port}", token=TOKENS[0], timeout=LOADED_DEADLINE) as alice,
+    ):
+        session_id = alice.create_session(opponent_labels=("bob", "carol")).session_id
+        live = f"/session/{session_id}/live"
+        status, tag, body = get(ui, live, TOKENS[0])
+        assert status == 200 and _hands(body) == 0
+        read = _reads(metrics_port)
+        assert read["GetSession"] == 1 and read["GetModel"] == 6 and read["GetResponse"] == 3
+        alice.observe_batch(session_id, random_observations(30, seed=5), first_sequence=1)
+        assert get(ui, live, TOKENS[0], tag) == (304, tag, "")
+        assert get(ui, live, TOKENS[0]) == (200, tag, body)
+        assert _reads(metrics_port) == read
+        # another owner's token is not answered from that view: the service refuses it
+        assert get(ui, live, TOKENS[1], tag)[0] == 404
+        assert _reads(metrics_port) == read  # refused: no OK answer counted
 
 
 def test_a_page_holding_the_current_fragment_gets_304(tmp_path: Path) -> None:

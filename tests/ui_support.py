@@ -18,12 +18,14 @@ TOKENS = ("alice-token", "bob-token")
 
 @contextlib.contextmanager
 def service_and_ui(
-    folder: Path, *, refresh_seconds: float = 1.0, model_seconds: float = 0.0
+    folder: Path, *, refresh_seconds: float = 1.0, model_seconds: float = 0.0, **server: object
 ) -> Iterator[tuple[int, int]]:
     """(the service's port, the UI's port): a service on a SQLite file in ``folder`` requiring
-    one of TOKENS, and the UI reading it (models read again as soon as hands moved: the tests
-    wait on what the page shows)."""
-    config = ServerConfig(db_path=str(folder / "s.sqlite"), port=0, auth_tokens=frozenset(TOKENS))
+    one of TOKENS (and ``server``'s other settings), and the UI reading it (models read again
+    as soon as hands moved: the tests wait on what the page shows)."""
+    config = ServerConfig(
+        db_path=str(folder / "s.sqlite"), port=0, auth_tokens=frozenset(TOKENS), **server
+    )
     with (
         BackgroundServer(config, grace=0.5) as port,
         BackgroundUi(

@@ -1,12 +1,13 @@
 """What the web page reads from the service, through the API's RPCs only, with the token of the
 browser's user (the UI holds no token of its own, so an owner sees only its sessions).
 
-A session's view is GetSession, then, only when the session has seen new hands since the view
-cached for that token and that view is ``model_seconds`` old, GetModel for every opponent in
-every position, GetResponse for every position of ours and GetWinnings for the hands after the
-cached view's. A page watching an idle session so costs the service one GetSession per refresh,
-and one watching a busy one adds its (n - 1) n + n + 1 calls once per ``model_seconds``, not per
-refresh.
+A session's view cached for a token is answered as it is, with no call at all, for
+``model_seconds`` after it was read (it was read with that token, so the token may see it). Then it
+is GetSession, and, only when the session has seen new hands since the cached view, GetModel for
+every opponent in every position, GetResponse (with the played policy) for every position of ours
+and GetWinnings for the hands after the cached view's. A page watching an idle session so costs
+the service one GetSession per refresh, and one watching a busy one 1 + (n - 1) n + n + 1 calls
+once per ``model_seconds``, not per refresh.
 """
 
 from __future__ import annotations
@@ -193,9 +194,12 @@ class ServiceReader:
         assert isinstance(reply, pb.ListSessionsResponse)
         return list(reply.sessions)
 
-    def _cached(self, key: tuple[str, str], version: int) -> SessionView | WeightsView | None:
-        """The view cached for ``key`` if it is still good: read at ``version`` (hands or
-        choices), or less than ``model_seconds`` ago."""
+    def _cached(
+        self, key: tuple[str, str], version: int | None = None
+    ) -> SessionView | WeightsView | None:
+        """The view cached for ``key`` if it is still good: read less than ``model_seconds``
+        ago (asked before any call: ``version`` None), or read at ``version`` (hands or
+        choices, as the service counts them now)."""
         cached = self._views.get(key)
         if cached is not None and (
             cached.version == version or time.monotonic() - cached.read_at < self.model_seconds
@@ -212,9 +216,12 @@ class ServiceReader:
 
     async def session_view(self, token: str | None, session_id: str) -> SessionView:
         """The session's view now: read anew only if it saw hands since the cached one."""
+        key = (_owner_key(token), session_id)
+        cached = self._cached(key)
+        if isinstance(cached, SessionView):
+            return cached
         reply = await self._call("GetSession", pb.GetSessionRequest(session_id=session_id), token)
         assert isinstance(reply, pb.GetSessionResponse)
-        key = (_owner_key(token), session_id)
         cached = self._cached(key, reply.session.hands_observed)
         if isinstance(cached, SessionView):
             return cached
@@ -234,10 +241,13 @@ class ServiceReader:
     async def weights_view(self, token: str | None, session_id: str) -> WeightsView:
         """A perfect-information session and its opponents' model weights (GetModelWeights,
         read anew only if it saw choices since the cached view)."""
+        key = (_owner_key(token), f"perfect-info/{session_id}")
+        cached = self._cached(key)
+        if isinstance(cached, WeightsView):
+            return cached
         request = pi.GetPerfectInfoSessionRequest(session_id=session_id)
         reply = await self._call("GetPerfectInfoSession", request, token, stub=self._perfect_info)
         assert isinstance(reply, pi.GetPerfectInfoSessionResponse)
-        key = (_owner_key(token), f"perfect-info/{session_id}")
         cached = self._cached(key, reply.session.choices_observed)
         if isinstance(cached, WeightsView):
             return cached

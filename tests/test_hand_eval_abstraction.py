@@ -11,13 +11,16 @@ import pytest
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.abstraction import (
+    ALL_HOLES,
+    HOLE_INDEX,
+    VERSION,
     AbstractionConfig,
     CardAbstraction,
     card_abstraction,
     strength,
 )
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
-from oppmodel.modeling.games.acpc.hand_rank import hand_strength
+from oppmodel.modeling.games.acpc.hand_rank import card_index, hand_strength
 from oppmodel.modeling.games.acpc.solved import CACHE_ENV
 
 DECK = [r + s for r in RANK_CHARS for s in SUIT_CHARS]
@@ -132,7 +135,7 @@ def test_a_file_of_another_version_is_refused_and_the_cache_builds_it_again(
     with np.load(path) as data:
         fields = dict(data)
     np.savez(path, **(fields | {"version": 0}))
-    with pytest.raises(InvalidArgumentError, match="version 0, not 2") as caught:
+    with pytest.raises(InvalidArgumentError, match=f"version 0, not {VERSION}") as caught:
         CardAbstraction.load(path)
     assert caught.value.field == "abstraction"
     assert _same(card_abstraction(SMALL, show_progress=False), built)  # built again, same seed
@@ -156,3 +159,26 @@ def test_bad_input_names_its_field(make, field: str) -> None:
     with pytest.raises(InvalidArgumentError) as caught:
         make()
     assert caught.value.field == field
+
+
+def test_a_whole_range_gets_the_buckets_each_hand_gets_alone(
+    small: tuple[CardAbstraction, Path],
+) -> None:
+    """range_buckets (every hand of a board at once: what a blueprint asks for an opponent's
+    range) answers bucket's answer for each hand, -1 for the hands that hold a board card; on
+    a monotone flop, whose suit relabellings that fix it the draws are closed under, too."""
+    abstraction, _ = small
+    rng = np.random.default_rng(8)
+    boards = [[DECK[c] for c in rng.permutation(52)[:size]] for size in (0, 3, 4, 5)]
+    for board in [*boards, ["Ks", "7s", "2s"], ["9h", "9d", "4c"]]:
+        buckets = abstraction.range_buckets(tuple(card_index(c) for c in board))
+        assert buckets.shape == (len(ALL_HOLES),)
+        for k in range(0, len(ALL_HOLES), 29):
+            hole = [DECK[c] for c in ALL_HOLES[k]]
+            expected = -1 if set(hole) & set(board) else abstraction.bucket(hole, board)
+            assert buckets[k] == expected
+    spades = tuple(card_index(c) for c in ("Ks", "7s", "2s"))
+    same = abstraction.range_buckets(spades)
+    for a, b in [("AhQd", "AdQh"), ("8c8h", "8d8c"), ("Jh3c", "Jc3d")]:  # twins on that flop
+        rows = [HOLE_INDEX[tuple(sorted(card_index(x[i : i + 2]) for i in (0, 2)))] for x in (a, b)]
+        assert same[rows[0]] == same[rows[1]]

@@ -14,7 +14,12 @@ import pytest
 from oppmodel.clients.cli import main
 from oppmodel.clients.commands import solve_cmd
 from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
-from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES, AbstractionConfig
+from oppmodel.modeling.games.acpc.abstraction import (
+    BOARD_SIZES,
+    AbstractionConfig,
+    card_abstraction,
+)
+from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.hand_rank import card_index
 from oppmodel.modeling.games.acpc.holdem_abstract import (
@@ -22,9 +27,10 @@ from oppmodel.modeling.games.acpc.holdem_abstract import (
     AbstractGameConfig,
     abstract_game,
 )
+from oppmodel.modeling.games.acpc.solved import CACHE_ENV
 from oppmodel.modeling.games.acpc.strategy import load_profile, save_profile
 from oppmodel.modeling.holdem.blueprint import Blueprint
-from oppmodel.modeling.holdem.policy import HoldemPolicy, Spot, action_row
+from oppmodel.modeling.holdem.policy import CARD_NAMES, HoldemPolicy, Spot, action_row, live_holes
 from oppmodel.modeling.solve.mccfr import MCCFRConfig, MCCFRSolver
 
 SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
@@ -132,7 +138,7 @@ def test_oppmodel_solve_holdem2p_runs_the_abstract_game_and_resumes(
 
 
 @pytest.mark.parametrize("recall", RECALLS)
-def test_the_blueprint_plays_real_cards_through_the_buckets_the_abstract_game_saw(
+def test_the_blueprint_plays_real_cards_and_whole_ranges_through_the_abstract_games_buckets(
     tmp_path: Path, recall: str
 ) -> None:
     config = AbstractGameConfig(SMALL_CARDS, 200, 2, recall)
@@ -153,3 +159,38 @@ def test_the_blueprint_plays_real_cards_through_the_buckets_the_abstract_game_sa
             hole = [card_index(c) for c in cards[2 * p : 2 * p + 2]]
             expected = profile[p, tree.node_base[node] + tree.deal_view[rnd, d, p]]
             assert action_row(blueprint, spot, hole).tolist() == expected.tolist()
+
+    # every live hand of a range at once (what the local best response asks): each row is the
+    # profile's row at the information set the abstract game's own key of that hand names
+    abstraction = card_abstraction(SMALL_CARDS)
+    board = [card_index(c) for c in ("Ks", "7s", "2s", "Td", "4s")]  # a monotone flop
+    for betting in ["", "cc/r", "cc/cc/c", "cc/cc/cc/rr"]:
+        state = HandState.from_betting(game.gamedef, betting).state
+        spot = Spot(game.gamedef, tuple(board[: BOARD_SIZES[state.round]]), state)
+        holes = live_holes(spot.board)
+        rows = blueprint.probabilities(spot, holes)
+        first = 0 if recall == "perfect" else spot.round
+        for k in range(0, len(holes), 37):
+            names = [CARD_NAMES[c] for c in holes[k]]
+            view = "/".join(
+                str(abstraction.bucket(names, [CARD_NAMES[c] for c in board[: BOARD_SIZES[r]]]))
+                for r in range(first, spot.round + 1)
+            )
+            infoset = game.infoset_from_string(spot.position, f"{view}:{betting}")
+            assert rows[k].tolist() == profile[spot.position, infoset].tolist()
+
+
+def test_a_solved_file_records_its_cut_points_and_plays_without_rebuilding_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(solve_cmd, "HOLDEM_DEFAULTS", AbstractGameConfig(SMALL_CARDS, 100, 0))
+    out = tmp_path / "bp.json"
+    assert main(["solve", "holdem2p", "--iterations", "200", "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    recorded = json.loads(out.read_text())["solver"]["abstract_game"]
+    built = card_abstraction(SMALL_CARDS)
+    assert recorded["cuts"] == [c.tolist() for c in built.cuts]
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))  # nothing to read them from
+    blueprint = Blueprint.from_file(out)
+    assert not (tmp_path / "empty-cache" / "abstractions").exists()  # not rebuilt
+    assert all(np.array_equal(a, b) for a, b in zip(blueprint.cards.cuts, built.cuts, strict=True))

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
+from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.hand_rank import card_index
 from oppmodel.modeling.holdem.policy import (
-    ALL_HOLES,
     AlwaysCall,
     HoldemPolicy,
     Spot,

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from oppmodel.modeling.errors import NotFoundError
+from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.hand_rank import card_index, hand_strength
-from oppmodel.modeling.holdem.policy import ALL_HOLES, Spot, Uniform, check_rows, live_holes
+from oppmodel.modeling.holdem.policy import Spot, Uniform, check_rows, live_holes
 from oppmodel.modeling.holdem.strength import hand_strength_share
 from oppmodel.modeling.holdem.styles import Diluted, holdem_policy, strength_class, style_names
 from oppmodel.modeling.play.panel import MIDDLE, NUTS, WORST

@@ -13,7 +13,7 @@ from oppmodel.clients.commands._types import MAX_COUNT, int_in, iterations, non_
 from oppmodel.clients.interrupt import noting
 from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig
+from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig, card_abstraction
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, HOLDEM_GAMES, game_path
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
@@ -226,8 +226,9 @@ def run(args: argparse.Namespace) -> int:
         "command": f"oppmodel solve {args.game} --iterations {solver.iteration} "
         + (f"--algorithm {solver.config.algorithm}" if holdem is None else _options(holdem)),
     }
-    if holdem is not None:
-        summary["abstract_game"] = asdict(holdem)
+    if holdem is not None:  # with the cut points, a blueprint plays without rebuilding them
+        cuts = [c.tolist() for c in card_abstraction(holdem.abstraction).cuts]
+        summary["abstract_game"] = asdict(holdem) | {"cuts": cuts}
     save_profile(game, solver.average_profile(), args.out, solver=summary)
     summary |= {"out": str(args.out), "state": None if args.resume is None else str(args.resume)}
     summary["seconds"] = seconds

@@ -6,29 +6,37 @@ At a spot, each hole's view is computed from the real cards as the abstract game
 card abstraction's bucket of the hole and the board of each round so far; the current round's
 alone under imperfect recall), and the row of the strategy file keyed ``<view>:<betting>`` is the
 answer. The file is read by its keys alone, so playing needs neither the abstract game's sample of
-deals nor its tree: only the abstraction, rebuilt (or read from the cache) from the configuration
-the file records (``solver.abstract_game``, written by ``oppmodel solve``).
+deals nor its tree: only the abstraction, whose cut points the file records beside its
+configuration (``solver.abstract_game``, written by ``oppmodel solve``; an older file's are rebuilt
+from the configuration, or read from the cache).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
 import numpy as np
 
-from oppmodel.modeling.errors import InvalidStrategyError
+from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError
 from oppmodel.modeling.games.acpc.abstraction import (
     BOARD_SIZES,
     AbstractionConfig,
     CardAbstraction,
     card_abstraction,
 )
-from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
-from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig
+from oppmodel.modeling.games.acpc.betting import NUM_ACTIONS
+from oppmodel.modeling.games.acpc.holdem_abstract import (
+    AbstractGameConfig,
+    view_index,
+    view_rounds,
+    view_strings,
+)
 from oppmodel.modeling.holdem.policy import Spot
+from oppmodel.modeling.holdem.strength import hole_rows
 
-_NAMES = [r + s for r in RANK_CHARS for s in SUIT_CHARS]  # by card integer
+GZIP_MAGIC = b"\x1f\x8b"  # a gzip-compressed strategy file (the bundled blueprints) reads as one
 
 
 class Blueprint:
@@ -46,40 +54,59 @@ class Blueprint:
         self.positions = positions
         self.config = config
         self.cards = cards or card_abstraction(config.abstraction)
+        self._tables: dict[tuple[int, str], np.ndarray] = {}
 
     @classmethod
     def from_file(cls, path: str | Path, *, name: str = "blueprint") -> Blueprint:
-        """The blueprint of a strategy file ``oppmodel solve`` wrote for a hold'em game;
-        InvalidStrategyError if it records no abstract game."""
-        doc = json.loads(Path(path).read_text())
+        """The blueprint of a strategy file ``oppmodel solve`` wrote for a hold'em game (plain or
+        gzip-compressed JSON); InvalidStrategyError if it records no abstract game."""
+        raw = Path(path).read_bytes()
+        doc = json.loads(gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw)
         recorded = (doc.get("solver") or {}).get("abstract_game")
         if not isinstance(recorded, dict) or "positions" not in doc:
             raise InvalidStrategyError("strategy", f"{path} records no hold'em abstract game")
-        cards = dict(recorded["abstraction"])
-        cards["buckets"] = tuple(cards["buckets"])
+        fields = dict(recorded["abstraction"])
+        fields["buckets"] = tuple(fields["buckets"])
         config = AbstractGameConfig(
-            AbstractionConfig(**cards), recorded["deals"], recorded["seed"], recorded["recall"]
+            AbstractionConfig(**fields), recorded["deals"], recorded["seed"], recorded["recall"]
         )
-        return cls(doc["positions"], config, name=name)
-
-    def view(self, hole: np.ndarray, board: tuple[int, ...], round_: int) -> str:
-        """The view string of a hole (two card integers) on the board seen in ``round_``."""
-        hole_names = [_NAMES[c] for c in hole]
-        board_names = [_NAMES[c] for c in board]
-        first = 0 if self.config.recall == "perfect" else round_
-        return "/".join(
-            str(self.cards.bucket(hole_names, board_names[: BOARD_SIZES[r]]))
-            for r in range(first, round_ + 1)
-        )
+        cuts = recorded.get("cuts")  # absent: rebuilt (or read from the cache) from the config
+        cards = CardAbstraction(config.abstraction, tuple(map(np.array, cuts))) if cuts else None
+        return cls(doc["positions"], config, name=name, cards=cards)
 
     def probabilities(self, spot: Spot, holes: np.ndarray) -> np.ndarray:
-        """(k, 3): each hole's row of the strategy at its view and the spot's betting."""
-        table = self.positions[spot.position]
-        out = np.empty((len(holes), 3))
-        for k, hole in enumerate(np.asarray(holes).reshape(-1, 2)):
-            key = f"{self.view(hole, spot.board, spot.round)}:{spot.betting.betting}"
-            row = table.get(key)
-            if row is None:
-                raise InvalidStrategyError("strategy", f"no row {key!r} in the blueprint")
-            out[k] = row
+        """(k, 3): each hole's row of the strategy at its view and the spot's betting; a whole
+        range costs one bucketing of the board per round (:meth:`CardAbstraction.range_buckets`)
+        and one table lookup."""
+        rows = hole_rows(holes)
+        rounds = view_rounds(self.config, spot.round)
+        buckets = np.stack(
+            [self.cards.range_buckets(spot.board[: BOARD_SIZES[r]])[rows] for r in rounds],
+            axis=-1,
+        )
+        if (buckets < 0).any():
+            raise InvalidArgumentError("holes", f"a hole shares a card with the board {spot.board}")
+        views = view_index(self.config, buckets, rounds[0])
+        table = self._table(spot.position, spot.round, spot.betting.betting)
+        out = table[views]
+        missing = np.isnan(out[:, 0])
+        if missing.any():
+            view = view_strings(self.config, spot.round)[views[np.flatnonzero(missing)[0]]]
+            key = f"{view}:{spot.betting.betting}"
+            raise InvalidStrategyError("strategy", f"no row {key!r} in the blueprint")
         return out
+
+    def _table(self, position: int, round_: int, betting: str) -> np.ndarray:
+        """(views, 3) the rows of one betting history by view index (NaN where the file has
+        none), read from the file's table once."""
+        key = (position, betting)
+        if key not in self._tables:
+            rows = self.positions[position]
+            self._tables[key] = np.array(
+                [
+                    rows.get(f"{view}:{betting}", [np.nan] * NUM_ACTIONS)
+                    for view in view_strings(self.config, round_)
+                ],
+                dtype=float,
+            )
+        return self._tables[key]

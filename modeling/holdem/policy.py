@@ -20,7 +20,6 @@ Cards are the evaluator's integers (``4 * rank + suit``, 2c = 0 .. As = 51,
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -28,6 +27,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES
 from oppmodel.modeling.games.acpc.betting import (
     CALL,
     NUM_ACTIONS,
@@ -41,9 +41,6 @@ from oppmodel.modeling.games.acpc.limit_game import LimitGame
 
 DECK_SIZE = 52
 HOLE_CARDS = 2
-# every two-card hand (i < j) of the 52-card deck, in a fixed order: (1326, 2)
-ALL_HOLES = np.array(list(itertools.combinations(range(DECK_SIZE), HOLE_CARDS)), dtype=np.int64)
-ALL_HOLES.setflags(write=False)
 CARD_NAMES = tuple(r + s for r in RANK_CHARS for s in SUIT_CHARS)  # by card integer
 
 

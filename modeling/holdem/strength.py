@@ -23,15 +23,14 @@ import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS
-from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig, strength
+from oppmodel.modeling.games.acpc.abstraction import (
+    ALL_HOLES,
+    HOLE_INDEX,
+    AbstractionConfig,
+    strength,
+)
 from oppmodel.modeling.holdem import _strength_kernels as kernels
-from oppmodel.modeling.holdem.policy import ALL_HOLES, CARD_NAMES, DECK_SIZE
-
-# (52, 52) -> the row of ALL_HOLES holding both cards (-1 on the diagonal)
-HOLE_INDEX = np.full((DECK_SIZE, DECK_SIZE), -1, dtype=np.int64)
-HOLE_INDEX[ALL_HOLES[:, 0], ALL_HOLES[:, 1]] = np.arange(len(ALL_HOLES))
-HOLE_INDEX[ALL_HOLES[:, 1], ALL_HOLES[:, 0]] = np.arange(len(ALL_HOLES))
-HOLE_INDEX.setflags(write=False)
+from oppmodel.modeling.holdem.policy import CARD_NAMES, DECK_SIZE
 
 
 def hole_rows(holes: np.ndarray) -> np.ndarray:

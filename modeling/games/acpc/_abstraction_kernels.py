@@ -16,7 +16,6 @@ from oppmodel.modeling.games.acpc._hand_rank_kernels import (
     rank_cardset,
 )
 
-BOARD_SIZE = 5  # a complete hold'em board
 RANK_FIELD = (1 << 13) - 1  # one suit's ranks in a cardset
 
 
@@ -38,46 +37,6 @@ def river_strength(hole, board):
             won += 1.0 if ours > theirs else 0.5 if ours == theirs else 0.0
             total += 1
     return won / total
-
-
-@njit(cache=True)
-def expected_strength_squared(hole, board, board_size, rollouts, seed):
-    """E[HS^2] over the boards that complete ``board`` (``board_size`` cards) to five: every
-    completion when there are at most ``rollouts`` of them (or ``rollouts`` is 0), else
-    ``rollouts`` completions drawn without repeats from a generator seeded with ``seed``."""
-    need = BOARD_SIZE - board_size
-    if need == 0:
-        return river_strength(hole, board) ** 2
-    free = np.array([b for b in CARD_BITS if not (hole | board) & b], dtype=np.int64)
-    completions = 1
-    for k in range(need):
-        completions = completions * (free.size - k) // (k + 1)
-    if rollouts == 0 or completions <= rollouts:
-        return _every_completion(hole, board, free, need) / completions
-    np.random.seed(seed)
-    total = 0.0
-    for _ in range(rollouts):
-        drawn = np.int64(0)
-        for k in range(need):  # a partial Fisher-Yates shuffle: ``need`` distinct cards
-            j = k + np.random.randint(free.size - k)
-            free[k], free[j] = free[j], free[k]
-            drawn |= free[k]
-        total += river_strength(hole, board | drawn) ** 2
-    return total / rollouts
-
-
-@njit(cache=True)
-def _every_completion(hole, board, free, need):
-    """The sum of HS^2 over every set of ``need`` cards of ``free`` added to ``board``."""
-    idx = np.arange(need)
-    total = 0.0
-    while True:
-        drawn = np.int64(0)
-        for i in idx:
-            drawn |= free[i]
-        total += river_strength(hole, board | drawn) ** 2
-        if not next_combination(idx, free.size):
-            return total
 
 
 @njit(cache=True)
@@ -146,15 +105,17 @@ def board_strengths(board, first, second, opponents, hs):
 
 
 @njit(cache=True)
-def preflop_sums(boards, weights, out):
-    """Add, for every hole (``out[a, b]``, card indices a < b), HS^2 on each complete board of
-    ``boards`` that misses it, times the board's weight (its class size under suit relabelling:
-    a hole's class is closed under relabelling, so the sum over a class's holes is the same on
-    every board of a board class)."""
+def board_sums(boards, weights, sums, counts):
+    """Add, for every two-card hand (``sums[a, b]``, card indices a < b) of the cards outside
+    each complete board of ``boards`` (cardsets), HS^2 on that board times the board's weight,
+    and the weight to ``counts[a, b]``: the sums whose ratio is E[HS^2] over the boards. Every
+    hand of a board is valued in one ``board_strengths`` call, so a whole range costs what one
+    hand's expectation would."""
     n = CARD_BITS.size
     free = np.empty(n, dtype=np.int64)
     first = np.empty(n * n, dtype=np.int64)
     second = np.empty(n * n, dtype=np.int64)
+    hs = np.empty(n * n)
     for i in range(boards.size):
         board = boards[i]
         m = 0
@@ -168,7 +129,7 @@ def preflop_sums(boards, weights, out):
                 first[k] = free[x]
                 second[k] = free[y]
                 k += 1
-        hs = np.empty(k)
-        board_strengths(board, first[:k], second[:k], (m - 2) * (m - 3) // 2, hs)
+        board_strengths(board, first[:k], second[:k], (m - 2) * (m - 3) // 2, hs[:k])
         for t in range(k):
-            out[first[t], second[t]] += weights[i] * hs[t] * hs[t]
+            sums[first[t], second[t]] += weights[i] * hs[t] * hs[t]
+            counts[first[t], second[t]] += weights[i]

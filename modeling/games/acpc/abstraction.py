@@ -6,7 +6,10 @@ one half; one opponent, every two-card hand of the unseen cards equally likely).
 averaged over the board cards still to come: exact preflop (a table of the 169 hole classes over
 every board, computed once: :func:`preflop_table`), exact for the turn and river and wherever the
 completions are at most ``rollouts``, else over ``rollouts`` completions drawn with a seed (the
-flop by default). Squaring weighs the spread of the outcomes, so a drawing hand whose
+flop by default). The completions are drawn per board, not per hand, so one pass values every
+hand of a range on the board at once (:func:`range_strengths`, :meth:`CardAbstraction.
+range_buckets`): what a blueprint needs to give an opponent's whole range its probabilities (the
+local best response). Squaring weighs the spread of the outcomes, so a drawing hand whose
 strength may end high ranks above a made hand of the same mean (Johanson, Burch, Valenzano &
 Bowling 2013, "Evaluating state-space abstractions in extensive-form games"). We take E[HS^2]
 rather than potential-aware clustering (Ganzfried & Sandholm 2014: k-means with earth mover's
@@ -49,12 +52,21 @@ from oppmodel.modeling.games.acpc.solved import cache_folder
 
 log = logging.getLogger(__name__)
 
-VERSION = 2  # of the saved file and of what a bucket means: a change makes a new cache key
+VERSION = 3  # of the saved file and of what a bucket means: a change makes a new cache key
 BOARD_SIZES = (0, 3, 4, 5)  # board cards seen in each round: preflop, flop, turn, river
 HOLE_CARDS = 2
 RANKS = 13
 DECK_SIZE = 52
 PREFLOP_SLICES = 100  # progress-bar steps of the preflop table
+PREFLOP_VERSION = 2  # of the cached preflop table (unchanged by VERSION 3's boards)
+# every two-card hand (i < j) of the deck, in a fixed order: (1326, 2), the rows of a range
+ALL_HOLES = np.array(list(itertools.combinations(range(DECK_SIZE), HOLE_CARDS)), dtype=np.int64)
+ALL_HOLES.setflags(write=False)
+# (52, 52) -> the row of ALL_HOLES holding both cards (-1 on the diagonal)
+HOLE_INDEX = np.full((DECK_SIZE, DECK_SIZE), -1, dtype=np.int64)
+HOLE_INDEX[ALL_HOLES[:, 0], ALL_HOLES[:, 1]] = np.arange(len(ALL_HOLES))
+HOLE_INDEX[ALL_HOLES[:, 1], ALL_HOLES[:, 0]] = np.arange(len(ALL_HOLES))
+HOLE_INDEX.setflags(write=False)
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,14 @@ class CardAbstraction:
         value = strength(hole, board, rollouts=self.config.rollouts, seed=self.config.seed)
         return int(np.searchsorted(self.cuts[BOARD_SIZES.index(len(board))], value, "right"))
 
+    def range_buckets(self, board: tuple[int, ...]) -> np.ndarray:
+        """(1326,) the bucket of every hand of :data:`ALL_HOLES` on ``board`` (card indices;
+        its size gives the round), -1 for the hands that hold a board card: what
+        :meth:`bucket` answers hand by hand, for a whole range at once."""
+        values = range_strengths(board, rollouts=self.config.rollouts, seed=self.config.seed)
+        out = np.searchsorted(self.cuts[BOARD_SIZES.index(len(board))], values, "right")
+        return np.where(np.isnan(values), -1, out)
+
     def save(self, path: Path) -> None:
         """Write the abstraction as ``.npz`` (whole or not at all: a temporary file, renamed)."""
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
@@ -126,11 +146,8 @@ class CardAbstraction:
 
 
 def strength(hole: Sequence[str], board: Sequence[str], *, rollouts: int, seed: int) -> float:
-    """E[HS^2] of two hole cards on a board of 0, 3, 4 or 5 cards (see the module's text). It is
-    computed on the deal's canonical form under suit relabelling, so deals that differ only in
-    suit names (AhKh and AsKs preflop) get the same value, sampled or not; the draws of a
-    sampled expectation depend on the seed and that form only. Preflop it is the exact table's
-    (:func:`preflop_table`): no rollouts."""
+    """E[HS^2] of two hole cards on a board of 0, 3, 4 or 5 cards (see the module's text): the
+    hole's entry of :func:`range_strengths`, so one hand and a whole range are valued alike."""
     if len(hole) != HOLE_CARDS:
         raise InvalidArgumentError("hole", f"need {HOLE_CARDS} cards, got {list(hole)}")
     if len(board) not in BOARD_SIZES:
@@ -138,11 +155,77 @@ def strength(hole: Sequence[str], board: Sequence[str], *, rollouts: int, seed: 
     ids = [card_index(c) for c in (*hole, *board)]
     if len(set(ids)) != len(ids):
         raise InvalidArgumentError("board", f"cards dealt twice in {list(hole)} {list(board)}")
+    values = range_strengths(tuple(ids[HOLE_CARDS:]), rollouts=rollouts, seed=seed)
+    return float(values[HOLE_INDEX[ids[0], ids[1]]])
+
+
+def range_strengths(board: tuple[int, ...], *, rollouts: int, seed: int) -> np.ndarray:
+    """(1326,) E[HS^2] of every hand of :data:`ALL_HOLES` on ``board`` (0, 3, 4 or 5 distinct
+    card indices), NaN for the hands that hold a board card; read-only.
+
+    Preflop each hand's value is the exact table's (:func:`preflop_table`). On a board, every
+    hand's value averages HS^2 over one set of completions of the board (all of them when
+    there are at most ``rollouts``, or ``rollouts`` is 0; else ``rollouts`` drawn with the seed),
+    each hand over those that miss its cards: one :func:`~._abstraction_kernels.board_strengths`
+    per completion values the whole range at once. The completions are those of the board's
+    canonical form under suit relabelling (:func:`_canonical_board`), closed under the
+    relabellings that fix it, so deals that differ only in suit names get the same value,
+    sampled or not (rounded to 12 decimals: the sums' order differs between such hands)."""
     if not board:
-        return float(preflop_table()[preflop_cell(ids[0], ids[1])])
-    held, shown = _canonical(ids[:HOLE_CARDS], ids[HOLE_CARDS:])
-    deal_seed = hash((seed, held, shown)) % 2**31  # same deal, same draws
-    return float(kernels.expected_strength_squared(held, shown, len(board), rollouts, deal_seed))
+        return _preflop_range()
+    relabel, canonical = _canonical_board(board)
+    values = _canonical_strengths(canonical, rollouts, seed)
+    out = values[HOLE_INDEX[relabel[ALL_HOLES[:, 0]], relabel[ALL_HOLES[:, 1]]]]
+    out.setflags(write=False)
+    return out
+
+
+@functools.cache
+def _preflop_range() -> np.ndarray:
+    table = preflop_table()
+    first, second = ALL_HOLES[:, 0], ALL_HOLES[:, 1]
+    high, low = np.maximum(first // 4, second // 4), np.minimum(first // 4, second // 4)
+    suited = first % 4 == second % 4
+    out = table[np.where(suited, high, low), np.where(suited, low, high)]
+    out.setflags(write=False)
+    return out
+
+
+def _canonical_board(board: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The least relabelling of the board's suits (its sorted card indices least) as a map of
+    the 52 card indices, and the board it makes (sorted)."""
+    cards = np.arange(DECK_SIZE)
+    best = min(
+        (tuple(sorted(c - c % 4 + p[c % 4] for c in board)), p)
+        for p in itertools.permutations(range(4))
+    )
+    return cards - cards % 4 + np.array(best[1])[cards % 4], best[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _canonical_strengths(board: tuple[int, ...], rollouts: int, seed: int) -> np.ndarray:
+    """:func:`range_strengths` on a canonical board (a cache: a hand's spots share boards)."""
+    free = [c for c in range(DECK_SIZE) if c not in board]
+    need = BOARD_SIZES[-1] - len(board)
+    if rollouts == 0 or math.comb(len(free), need) <= rollouts:
+        drawn = np.array(list(itertools.combinations(free, need)), dtype=np.int64)
+    else:
+        bits = int(np.bitwise_or.reduce(CARD_BITS[list(board)]))
+        rng = np.random.default_rng([seed, bits])
+        drawn = np.array([rng.choice(free, need, replace=False) for _ in range(rollouts)])
+        fixing = [  # the relabellings that fix the board: the draws are closed under them
+            np.array(p)
+            for p in itertools.permutations(range(4))
+            if tuple(sorted(c - c % 4 + p[c % 4] for c in board)) == board
+        ]
+        drawn = np.concatenate([drawn - drawn % 4 + p[drawn % 4] for p in fixing])
+    shown = np.bitwise_or.reduce(CARD_BITS[list(board)])
+    boards = shown | np.bitwise_or.reduce(CARD_BITS[drawn], axis=1).reshape(-1)
+    sums, counts = np.zeros((DECK_SIZE, DECK_SIZE)), np.zeros((DECK_SIZE, DECK_SIZE))
+    kernels.board_sums(boards.astype(np.int64), np.ones(boards.size), sums, counts)
+    with np.errstate(invalid="ignore"):  # 0 / 0: the hands that hold a board card
+        values = np.round(sums / counts, 12)
+    return values[ALL_HOLES[:, 0], ALL_HOLES[:, 1]]
 
 
 def preflop_cell(first: int, second: int) -> tuple[int, int]:
@@ -160,8 +243,8 @@ def preflop_table() -> np.ndarray:
     The boards are enumerated up to suit relabelling (134,459 classes, each weighed by its size),
     and on each board every hand's HS comes from one sort of all 1,081 hands
     (``board_strengths``), so the whole table is about 150 million evaluations: tens of seconds
-    once, then read from ``<cache folder>/abstractions/preflop-v<VERSION>.npz``."""
-    path = cache_folder() / "abstractions" / f"preflop-v{VERSION}.npz"
+    once, then read from ``<cache folder>/abstractions/preflop-v<PREFLOP_VERSION>.npz``."""
+    path = cache_folder() / "abstractions" / f"preflop-v{PREFLOP_VERSION}.npz"
     try:
         with np.load(path) as data:
             table = data["table"]
@@ -171,11 +254,11 @@ def preflop_table() -> np.ndarray:
     except (OSError, KeyError, ValueError):
         pass  # absent or unreadable: computed below
     boards, weights = kernels.canonical_boards(BOARD_SIZES[-1])
-    sums = np.zeros((DECK_SIZE, DECK_SIZE))
+    sums, counts = np.zeros((DECK_SIZE, DECK_SIZE)), np.zeros((DECK_SIZE, DECK_SIZE))
     bar = progress_bar(boards.size, desc="preflop E[HS^2]", unit="board")
     try:
         for chunk in np.array_split(np.arange(boards.size), PREFLOP_SLICES):
-            kernels.preflop_sums(boards[chunk], weights[chunk], sums)
+            kernels.board_sums(boards[chunk], weights[chunk], sums, counts)
             bar.update(chunk.size)
     finally:
         bar.close()
@@ -191,19 +274,6 @@ def preflop_table() -> np.ndarray:
     os.replace(tmp, path)
     table.setflags(write=False)
     return table
-
-
-def _canonical(hole: list[int], board: list[int]) -> tuple[int, int]:
-    """The (hole, board) cardsets of the least relabelling of the deal's suits (as sorted card
-    indices), a representative shared by every deal that differs only in suit names."""
-    best = min(
-        (sorted(c - c % 4 + p[c % 4] for c in hole), sorted(c - c % 4 + p[c % 4] for c in board))
-        for p in itertools.permutations(range(4))
-    )
-    return (
-        int(np.bitwise_or.reduce(CARD_BITS[best[0]])),
-        int(np.bitwise_or.reduce(CARD_BITS[best[1]])) if board else 0,
-    )
 
 
 def build(config: AbstractionConfig, *, show_progress: bool = True) -> CardAbstraction:

@@ -128,16 +128,32 @@ def abstract_game(game: str | Path, config: AbstractGameConfig | None = None) ->
     deal_view = np.empty((gamedef.num_rounds, config.deals, n), dtype=np.int64)
     strings = []
     for r in range(gamedef.num_rounds):
-        if config.recall == "imperfect":
-            deal_view[r] = buckets[:, :, r]
-            strings.append(tuple(str(b) for b in range(config.abstraction.buckets[r])))
-        else:
-            seen = config.abstraction.buckets[: r + 1]  # round k's bucket weighs the later counts
-            radix = np.array([np.prod(seen[k + 1 :], dtype=np.int64) for k in range(r + 1)])
-            deal_view[r] = (buckets[:, :, : r + 1] * radix).sum(axis=2)
-            ranges = [range(b) for b in config.abstraction.buckets[: r + 1]]
-            strings.append(tuple("/".join(map(str, s)) for s in itertools.product(*ranges)))
+        first = view_rounds(config, r)[0]
+        deal_view[r] = view_index(config, buckets[:, :, first : r + 1], first)
+        strings.append(view_strings(config, r))
     return assemble(gamedef, name, nodes, deal_cards, deal_view, tuple(strings))
+
+
+def view_rounds(config: AbstractGameConfig, round_: int) -> range:
+    """The rounds whose buckets a view of ``round_`` holds: that round alone under imperfect
+    recall, every round so far under perfect."""
+    return range(round_ if config.recall == "imperfect" else 0, round_ + 1)
+
+
+def view_index(config: AbstractGameConfig, buckets: np.ndarray, first: int) -> np.ndarray:
+    """The index of each view among :func:`view_strings` from its buckets (the last axis: the
+    rounds from ``first`` on), an earlier round's bucket weighing the later rounds' counts."""
+    out = np.zeros(buckets.shape[:-1], dtype=np.int64)
+    for k in range(buckets.shape[-1]):
+        out = out * config.abstraction.buckets[first + k] + buckets[..., k]
+    return out
+
+
+def view_strings(config: AbstractGameConfig, round_: int) -> tuple[str, ...]:
+    """The views of ``round_`` in index order, as information-state strings write them: the
+    buckets of :func:`view_rounds`, ``/``-separated."""
+    ranges = [range(config.abstraction.buckets[r]) for r in view_rounds(config, round_)]
+    return tuple("/".join(map(str, s)) for s in itertools.product(*ranges))
 
 
 def public_nodes(gamedef: GameDef) -> int:

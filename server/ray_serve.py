@@ -26,12 +26,13 @@ port (``ray.serve._private.replica``: ``[::]:0``), as Ray 2.60 hard-codes both.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,7 +208,7 @@ def stop_serve(*, owns_cluster: bool) -> None:
 def init_local_ray(**options: Any) -> None:
     """Start a new Ray instance on this machine (``ray.init(address="local", **options)``)
     whose own servers listen on loopback only: GCS, raylet, object manager, the agents, the
-    monitor and every worker's gRPC port.
+    monitor and every worker's gRPC port; and that starts on a loaded machine.
 
     Ray's servers bind 127.0.0.1 when the node's address is 127.0.0.1, every interface for any
     other; but ``ray.init`` rewrites a loopback ``_node_ip_address`` to the machine's address
@@ -219,7 +220,8 @@ def init_local_ray(**options: Any) -> None:
 
     Ray waits 30 s for its GCS server to publish its port, and a loaded machine (two busy
     cores) took longer: the node failed to start. It gets START_SECONDS (``GCS_WAIT_ENV``, unless
-    set; the Ray processes started keep it)."""
+    set; the Ray processes started keep it). The raylet's own wait for its agents' ports is
+    removed (:func:`_agent_ports_chosen`)."""
     import ray
     from ray._private import ray_constants
 
@@ -228,11 +230,64 @@ def init_local_ray(**options: Any) -> None:
     os.environ.setdefault(GCS_WAIT_ENV, str(START_SECONDS))
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
-        ray.init(address="local", _node_ip_address=LOOPBACK, **options)
+        with _agent_ports_chosen():
+            ray.init(address="local", _node_ip_address=LOOPBACK, **options)
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
         if ours:
             os.environ.pop(GCS_WAIT_ENV, None)
+
+
+# the raylet's arguments naming its agents' ports (``services.start_raylet``), 0 when unknown
+AGENT_PORTS = (
+    "metrics_agent_port",
+    "metrics_export_port",
+    "dashboard_agent_listen_port",
+    "runtime_env_agent_port",
+)
+
+
+@contextlib.contextmanager
+def _agent_ports_chosen() -> Iterator[None]:
+    """While a node starts in this block: its agents' ports are chosen here and given to the
+    raylet, which then does not wait for the agents to publish them.
+
+    A raylet told port 0 waits for its dashboard agent and its runtime environment agent to
+    write their ports to files, 15 s each at most (fixed in Ray 2.60: no setting changes it),
+    and aborts after ("Timed out waiting for file .../metrics_agent_port_..."). On two busy
+    cores the dashboard agent's imports took 17-25 s: the node failed to start. Told the ports,
+    the raylet starts at once and the agents serve them when they are up. Ray's
+    ``start_raylet`` passes them to the agents and the workers, but the dashboard agent's listen
+    port not to the raylet (its flag ``--dashboard_agent_listen_port``), so that flag is added
+    to the raylet's command. The ports are loopback ports free a moment before (``free_ports``),
+    as the proxy's are."""
+    from ray._private import ray_constants, services
+
+    start_raylet = services.start_raylet
+    start_ray_process = services.start_ray_process
+
+    def raylet_told_its_agents_ports(*args: Any, **kwargs: Any) -> Any:
+        chosen = dict(zip(AGENT_PORTS, free_ports(len(AGENT_PORTS)), strict=True))
+        for name, port in chosen.items():
+            kwargs[name] = kwargs.get(name) or port
+        listen = f"--dashboard_agent_listen_port={kwargs['dashboard_agent_listen_port']}"
+
+        def start_process(command: list[str], process_type: str, **options: Any) -> Any:
+            if process_type == ray_constants.PROCESS_TYPE_RAYLET:
+                command = [*command, listen]
+            return start_ray_process(command, process_type, **options)
+
+        services.start_ray_process = start_process  # type: ignore[assignment]  # (**options)
+        try:
+            return start_raylet(*args, **kwargs)
+        finally:
+            services.start_ray_process = start_ray_process
+
+    services.start_raylet = raylet_told_its_agents_ports
+    try:
+        yield
+    finally:
+        services.start_raylet = start_raylet
 
 
 def run(

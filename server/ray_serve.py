@@ -166,15 +166,23 @@ def _quiet_ray() -> None:
     """Show nothing more of what Ray and Serve say (a stop is the command's last word, as the
     single-process server's: after Ctrl-C the interrupted line alone): the driver stops
     printing its workers' output (Serve's controller reports each replica it removes, at INFO),
-    drops the lines it held back to count repeats, and Ray's own loggers here keep warnings
-    only."""
+    and drops the lines it held back to count repeats."""
     from ray._private import ray_logging
 
     ray_logging.global_worker_stdstream_dispatcher.remove_handler("ray_print_logs")  # ray.init's
     ray_logging.stdout_deduplicator.flush()
     ray_logging.stderr_deduplicator.flush()
-    for name in ("ray", "ray.serve"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _serve_warnings_only() -> None:
+    """Serve's logger in this process keeps warnings only, as ``ray.init(logging_level=
+    logging.WARNING)`` keeps Ray's: at INFO they print each step of a start or a stop on the
+    console ("Started a local Ray instance", "Application 'oppmodel' is ready at ...", after
+    the serving line); our own log lines say when the command serves and stops. Importing
+    ``ray.serve`` sets its logger to INFO."""
+    from ray import serve  # noqa: F401  # (configures its logger)
+
+    logging.getLogger("ray.serve").setLevel(logging.WARNING)
 
 
 def refuse_a_second_application(address: str) -> None:
@@ -321,10 +329,11 @@ def _run(
     import ray
 
     owns_cluster = config.address is None
+    _serve_warnings_only()
     if config.address is None:  # "local": a new cluster even if `ray start` runs one here
-        init_local_ray(include_dashboard=False)
+        init_local_ray(include_dashboard=False, logging_level=logging.WARNING)
     else:
-        ray.init(address=config.address)
+        ray.init(address=config.address, logging_level=logging.WARNING)
         refuse_a_second_application(config.address)
     try:
         if endpoint is not None:

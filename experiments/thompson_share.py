@@ -1,5 +1,6 @@
-"""A probe of exploration for the static oracle's share: MBBR responding to a posterior *sample*
-(Thompson sampling) instead of the posterior mean, in 3-player Kuhn, exact values.
+"""Probes of exploration for the static oracle's share, in 3-player Kuhn, exact values: MBBR
+responding to a posterior *sample* (Thompson sampling) instead of the posterior mean, or probing
+where the value of information pays (``--rows voi``, :func:`voi_profile`).
 
 Why: the points MBBR leaves against the Kuhn field are mostly one decision, opening the betting
 with the ace in the first position, whose answers are seen only in hands where MBBR opens, which
@@ -17,8 +18,14 @@ cost bound is the bankroll's, whatever the candidate), and its rule-out alternat
 posterior-mean models. Not a library option (yet): the draw's key would have to survive a
 snapshot's restore for a service session to answer bit for bit after a reload.
 
+``--rows voi`` solves the response against the models with at most one never-reached opponent
+information set moved to the answer that would pay most, where its value of information over the
+hands left is worth more than the probe costs (:func:`voi_profile`): a function of the posterior,
+no draw; ``--rows mean`` is MBBR at the defaults (the same trajectories as ``oracle_share.py``),
+the baseline on the same seeds.
+
     python experiments/thompson_share.py [--groups A+B,...] [--hands 3000] [--seeds 2]
-        [--first-seed 0] [--workers 2] [--out FILE]
+        [--first-seed 0] [--rows all|unseen|prior|voi|mean] [--workers 2] [--out FILE]
 
 Groups default to the competent field's 28 stationary groups (``oracle_share.field_groups``);
 equilibrium pairs (n3+n3, ...) have no share and report MBBR's value: the learning cost.
@@ -39,13 +46,17 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from oracle_share import LATE, field_groups, group_row, seat_orders  # noqa: E402
 
+from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels  # noqa: E402
+from oppmodel.modeling.evaluation.limit import best_response, expected_values  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
+from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.mbbr import base  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.mbbr.model import DirichletModel  # noqa: E402
 from oppmodel.modeling.play.learning_cost import trajectory  # noqa: E402
 
-WHERE = {"rows": "all"}  # the rows drawn: all, unseen, or where the prior outweighs the visits
+WHERE = {"rows": "all"}  # the rows drawn: all, unseen, where the prior outweighs the visits; voi
+HORIZON = {"hands": 3000}  # the match's length, for the value of information (``--rows voi``)
 
 
 def sampled_profile(model: DirichletModel, p: int) -> np.ndarray:
@@ -74,17 +85,105 @@ def sampled_profile(model: DirichletModel, p: int) -> np.ndarray:
     return profile
 
 
+def node_reach(game: LimitGame, profile: np.ndarray) -> np.ndarray:
+    """(nodes, deals) every node's reach probability per deal under ``profile``, chance left out:
+    the evaluation's forward step (``reach_into``), each node's row kept."""
+    tree = game.tree
+    by_depth = np.ones((tree.max_depth + 1, game.num_deals))
+    reach = np.ones((len(tree.node_player), game.num_deals))
+    for node in range(1, len(tree.node_player)):  # pre-order, as the step needs
+        reach[node] = by_depth[evaluation_kernels.reach_into(tree, profile, node, by_depth, -1)]
+    return reach
+
+
+def infoset_reach(game: LimitGame, reach: np.ndarray, position: int, i: int) -> float:
+    """The probability, over the deals, that a hand reaches information set ``i`` of
+    ``position`` (``reach`` from :func:`node_reach`)."""
+    node = game.infoset_node[position][i]
+    seen = (
+        game.tree.deal_view[game.tree.node_round[node], :, position]
+        == game.infoset_view[position][i]
+    )
+    return float(reach[node, seen].sum()) / game.num_deals
+
+
+def _seated(profile: np.ndarray, p: int, ours: np.ndarray) -> np.ndarray:
+    """``profile`` with ``ours`` in position ``p`` (a copy)."""
+    seated = profile.copy()
+    seated[p] = ours
+    return seated
+
+
+def voi_profile(model: DirichletModel, p: int) -> np.ndarray:
+    """The models' profile of position ``p``, or, where the value of information pays for the
+    probe, the same with one never-reached opponent information set I at the answer that would
+    pay us most (so the response to it goes and asks). A function of the posterior alone: no
+    draw, nothing a snapshot's restore would not give back.
+
+    For each opponent information set I that the mean response never reaches (the only sets a
+    passive learner never learns): its value of perfect information VOI(I) = E[V*(models with
+    I's row = x)] - V*(models), V* a best response's value a hand, x over I's posterior, mean m
+    (the models' row) and concentration A = sum(alpha), by the sigma points m + (e_a - m) /
+    sqrt(A + 1) at weights m_a (they match the Dirichlet's mean and covariance). The probe r* is
+    the response to the sigma point worth the most, at cost c = V(r*) - V*(models) <= 0 a hand
+    under the models; learning I takes about A observations (the data then weigh as much as all
+    before), k = A / q hands at the reach q that r* gives I. r* is played for the I with the
+    largest VOI (T - k) + c k > 0, T the hands left in this position (``HORIZON``); none: the mean
+    response. The safety bankroll mixes r* as any candidate, so the learning-cost bound holds."""
+    version = model._version(p)
+    cache = model.__dict__.setdefault("_voi", {})
+    if p in cache and cache[p][0] == version:
+        return cache[p][1]
+    game, n = model.game, model.game.num_players
+    models = model._models_profile(p)
+    mean_response, v0 = best_response(game, models, p)
+    reach = node_reach(game, _seated(models, p, mean_response))
+    left = max(HORIZON["hands"] - model.hands_observed, 0) / n
+    best, chosen = 0.0, models
+    posterior = model._dirichlet[p]
+    for d in range(1, n):
+        o = (p + d) % n
+        for i in game.infosets(o):
+            if not game.valid_infoset_mask[o, i] or infoset_reach(game, reach, o, i) > 0.0:
+                continue
+            alpha, m = posterior.alpha[d - 1, i], models[o, i]
+            spread = 1.0 / np.sqrt(alpha.sum() + 1.0)
+            points = []  # (V*, weight, the sigma point, the response to it)
+            for a in np.flatnonzero(alpha > 0):
+                trial = models.copy()
+                trial[o, i] = m + spread * (np.eye(3)[a] - m)
+                response, value = best_response(game, trial, p)
+                points.append((value, m[a], trial, response))
+            voi = sum(w * v for v, w, _, _ in points) - v0
+            _, _, trial, probe = max(points, key=lambda point: point[0])
+            seated = _seated(models, p, probe)
+            cost = float(expected_values(game, seated)[p]) - v0
+            q = infoset_reach(game, node_reach(game, seated), o, i)
+            if q <= 0.0 or voi <= 0.0:
+                continue
+            k = alpha.sum() / q
+            net = voi * (left - k) + cost * k
+            if net > best:
+                best, chosen = net, trial
+    cache[p] = (version, chosen)
+    return chosen
+
+
 def _solve_sampled(model: DirichletModel, p: int, kind: object, h: int, strategy: np.ndarray):
     """``MBBRModel._solve_hole`` against :func:`sampled_profile` instead of the mean."""
     return base.kernels.solve_hole(
-        *model._holes.packed[p][h], sampled_profile(model, p), p, model._sweep_scratch,
+        *model._holes.packed[p][h], PROFILE.get(WHERE["rows"], sampled_profile)(model, p), p,
+        model._sweep_scratch,
         model._choice, model._holes.infosets_of_hole[p][h], strategy,
     )  # fmt: skip
 
 
+PROFILE = {"voi": voi_profile, "mean": DirichletModel._models_profile}  # others: a draw
+
+
 def thompson_trajectory(job: tuple) -> np.ndarray:
     """``learning_cost.trajectory`` with the sampled response (this process only)."""
-    WHERE["rows"], task = job
+    WHERE["rows"], HORIZON["hands"], task = job
     DirichletModel._solve_hole = _solve_sampled  # type: ignore[method-assign]
     return trajectory(task)[0]
 
@@ -98,10 +197,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
         "--rows",
-        choices=("all", "unseen", "prior"),
+        choices=("all", "unseen", "prior", "voi", "mean"),
         default="all",
         help="where to draw: every information set, the never seen ones, or those where the "
-        "prior's weight is above the visits (the mean elsewhere; %(default)s)",
+        "prior's weight is above the visits (the mean elsewhere); voi: probe where the value of "
+        "information pays; mean: no exploration (%(default)s)",
     )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -117,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
         for order in seat_orders(group)
     ]
     with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-        jobs = [(args.rows, task) for task in tasks]
+        jobs = [(args.rows, args.hands, task) for task in tasks]
         results = iter(pool.map(thompson_trajectory, jobs, chunksize=1))
     rows = []
     for group in groups:

@@ -58,10 +58,14 @@ SERVICER_FUNCTIONS = (
 )
 HASH_ROUTER = "ray.serve.experimental.consistent_hash_router.ConsistentHashRouter"
 DRAIN_CHECK_SECONDS = 0.05  # how often a stopping replica looks whether its calls are done
-# how long a start waits for a slow part of Ray on a loaded machine: a proxy Serve replaced (its
-# successor gets 10 s, the next 15 s, ...) and a local instance's GCS server (Ray's default: 30 s)
+# how long a start waits for a slow part of Ray on a loaded machine: a proxy Serve replaced, and
+# in a local instance each of LOADED_WAITS
 START_SECONDS = 120
-GCS_WAIT_ENV = "RAY_gcs_server_port_wait_time_s"  # Ray's wait for its GCS server's port (s)
+# Ray's waits (s) that two busy cores outlasted, read from the environment by the processes of a
+# local instance: its GCS server's port (Ray's default 30 s), and Serve's controller's ready check
+# of a new proxy (5 s, each successor 5 s more; it kills a proxy that misses it: at load 30-48 a
+# proxy and its successors kept missing it, STARTING after 120 s)
+LOADED_WAITS = ("RAY_gcs_server_port_wait_time_s", "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S")
 
 
 @dataclass(frozen=True)
@@ -118,10 +122,11 @@ def start_serve(config: RayServeConfig, *, port: int, http_port: int) -> None:
     """Start Serve's proxies (gRPC on ``port``, every interface; HTTP on loopback
     ``http_port``) on the connected Ray cluster and run the application until it serves.
 
-    Serve's controller gives a new proxy 5 s to report ready, then kills it and starts another;
-    ``serve.start`` waits on the first one and raises ActorDiedError when it is killed, though
-    Serve goes on with its successor. A loaded machine starts a proxy slower than that, so the
-    start then waits for Serve's proxies to be healthy instead (up to START_SECONDS)."""
+    Serve's controller gives a new proxy 5 s to report ready (in a local instance of
+    :func:`init_local_ray`, START_SECONDS), then kills it and starts another; ``serve.start``
+    waits on the first one and raises ActorDiedError when it is killed, though Serve goes on
+    with its successor. A loaded machine starts a proxy slower than that, so the start then
+    waits for Serve's proxies to be healthy instead (up to START_SECONDS)."""
     from ray import serve
     from ray.exceptions import ActorDiedError
     from ray.serve.config import HTTPOptions, gRPCOptions
@@ -227,23 +232,23 @@ def init_local_ray(**options: Any) -> None:
     keeps 127.0.0.1 after it, and other nodes cannot join this instance.
 
     Ray waits 30 s for its GCS server to publish its port, and a loaded machine (two busy
-    cores) took longer: the node failed to start. It gets START_SECONDS (``GCS_WAIT_ENV``, unless
-    set; the Ray processes started keep it). The raylet's own wait for its agents' ports is
-    removed (:func:`_agent_ports_chosen`)."""
+    cores) took longer: the node failed to start. It, and each of LOADED_WAITS, gets
+    START_SECONDS (unless set; the Ray processes started keep them). The raylet's own wait for
+    its agents' ports is removed (:func:`_agent_ports_chosen`)."""
     import ray
     from ray._private import ray_constants
 
     cluster_mode = ray_constants.ENABLE_RAY_CLUSTER
-    ours = GCS_WAIT_ENV not in os.environ
-    os.environ.setdefault(GCS_WAIT_ENV, str(START_SECONDS))
+    ours = [name for name in LOADED_WAITS if name not in os.environ]
+    os.environ.update({name: str(START_SECONDS) for name in ours})
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
         with _agent_ports_chosen():
             ray.init(address="local", _node_ip_address=LOOPBACK, **options)
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
-        if ours:
-            os.environ.pop(GCS_WAIT_ENV, None)
+        for name in ours:
+            os.environ.pop(name, None)
 
 
 # the raylet's arguments naming its agents' ports (``services.start_raylet``), 0 when unknown

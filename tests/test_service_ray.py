@@ -71,7 +71,12 @@ from oppmodel.modeling.games.spades.state import SpadesState
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.app import ServerConfig, free_ports
 from oppmodel.server.ray_metrics import PUSH_SECONDS, STALE_SECONDS, ReplicaMetricsEndpoint
-from oppmodel.server.ray_serve import RayServeConfig, init_local_ray, start_serve
+from oppmodel.server.ray_serve import (
+    START_SECONDS,
+    RayServeConfig,
+    init_local_ray,
+    start_serve,
+)
 from oppmodel.server.storage import redacted
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
@@ -856,6 +861,21 @@ def replica_serving(stub, session_id: str, route: str | None) -> str:
         pb.GetSessionRequest(session_id=session_id), metadata=metadata, timeout=LOADED_DEADLINE
     )
     return dict(call.trailing_metadata())[REPLICA_KEY]
+
+
+def test_the_local_instance_gives_a_loaded_machine_time(ray_app: Deployment) -> None:
+    """The processes of the instance ``init_local_ray`` starts wait START_SECONDS for what two
+    busy cores started slowly (``LOADED_WAITS``): at load 30-48 Serve's controller killed each
+    new proxy that missed its 5 s ready check (the next one 10 s, ...), the proxies were still
+    STARTING after 120 s and the module's deployments failed ("Proxies not available")."""
+
+    @ray.remote(num_cpus=0)
+    def proxy_ready_check_seconds() -> float:
+        from ray.serve._private.constants import PROXY_READY_CHECK_TIMEOUT_S
+
+        return PROXY_READY_CHECK_TIMEOUT_S
+
+    assert ray.get(proxy_ready_check_seconds.remote(), timeout=LOADED_DEADLINE) == START_SECONDS
 
 
 def test_a_session_stays_on_one_replica_and_hands_sent_to_both_apply_once(

@@ -71,6 +71,11 @@ class DirichletPosterior:
         return fresh
 
     @property
+    def expected(self) -> np.ndarray:
+        """(n - 1, num_infosets, 3) the expected counts, a view the fit keeps up to date."""
+        return self._expected.reshape(self.alpha0.shape)
+
+    @property
     def alpha(self) -> np.ndarray:
         """(n - 1, num_infosets, 3) the posterior's parameters, alpha0 + expected counts."""
         return (self._alpha0 + self._expected).reshape(self.alpha0.shape)

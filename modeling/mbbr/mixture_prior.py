@@ -33,7 +33,10 @@ those of the hands seen (elsewhere it is the prior mean, the informed fit's), ev
 card-blind type.
 
 The eta mixture (``Prior.ETA_MIXTURE``, the default prior) is the same computation over two types:
-the informed prior at eta and at ``MBBRConfig.weak_eta``, prior weights ``ETA_WEIGHTS``. It lets
+the informed prior at eta and at ``MBBRConfig.weak_eta``, prior weights ``ETA_WEIGHTS``; the weak
+type's mean is Dirichlet(its prior + the informed fit's expected counts), the hidden cards split
+as the informed fit splits them (one fit a hand, not two: a second fit cost a third of the hand,
+and moved the model by less than the fit's own error, ``tests/test_eta_mixture.py``). It lets
 the revealed moves choose the prior's strength per opponent: the first move seen at an
 information set has the prior mean's probability under either type, so only the second and later
 moves at the same information set tell them apart, and they favour the weak concentration when
@@ -65,19 +68,19 @@ ETA_WEIGHTS = (0.5, 0.5)
 class MixturePrior:
     """The type weights, the second (uninformed or weak-eta) and card-blind types' posteriors and
     the mixture means (``profile``) for the opponents of one position (the first type's
-    posterior, informed, is the model's own)."""
+    posterior, informed, is the model's own; the weak-eta type shares its expected counts)."""
 
     def __init__(
         self,
         game: LimitGame,
         informed_alpha0: np.ndarray,
         seats: Sequence[int] | np.ndarray,
-        informed: np.ndarray,
+        informed: DirichletPosterior,
         weak_alpha0: np.ndarray | None = None,
     ) -> None:
         """``informed_alpha0``: (n - 1, num_infosets, 3) the informed type's prior parameters
         (0 at illegal actions), the opponent at offset d in row d - 1; ``seats``: the position of
-        the opponent at each offset; ``informed``: the informed fit's profile (at the prior);
+        the opponent at each offset; ``informed``: the informed fit (at the prior);
         ``weak_alpha0``: None for the type mixture (``TYPES``), else the eta mixture's
         (``ETA_TYPES``) weak type's prior parameters, shaped as ``informed_alpha0``."""
         self.seats = np.asarray(seats, dtype=np.int64)
@@ -90,7 +93,12 @@ class MixturePrior:
             if weak_alpha0 is None
             else np.asarray(weak_alpha0, dtype=np.float64)
         )
-        self.second = DirichletPosterior(self.second_alpha0, informed.copy(), self.seats)
+        # the uninformed type's own fit; the weak-eta type has none (the informed fit's counts)
+        self.second = (
+            DirichletPosterior(self.second_alpha0, informed.profile.copy(), self.seats)
+            if self.card_blind
+            else None
+        )
         # the decision node of each opponent's information sets (padding rows: node 0, unread)
         self.node_of = np.zeros(self.informed_alpha0.shape[:2], dtype=np.int64)
         self.blind_alpha0 = np.zeros((len(self.seats), game.num_nodes, 3))
@@ -102,15 +110,16 @@ class MixturePrior:
             self.node_of[d_1, :size] = nodes
             self.blind_alpha0[d_1, nodes] = np.where(legal[d_1, :size], UNINFORMED_ALPHA, 0.0)
             marked[d_1, :size], rows[d_1, :size] = self.card_blind, np.arange(size)
-        self._at_prior = (informed.copy(), marked, rows)
+        self._at_prior = (informed.profile.copy(), marked, rows)
         self._start(informed, self.second)
-        _mix_rows(*self._args[7:])
+        _mix_rows(*self._args[6:])
         self._at_prior = (self.profile.copy(), marked, rows)
 
-    def _start(self, informed: np.ndarray, second: DirichletPosterior) -> None:
+    def _start(self, informed: DirichletPosterior, second: DirichletPosterior | None) -> None:
         """No hand seen: the counts, the types' log evidence, prior weights and the means at the
-        prior, beside the informed fit of profile ``informed`` and the second type's fit."""
-        self.second, self.profile = second, self._at_prior[0].copy()
+        prior, beside the informed fit ``informed`` and the second type's fit (None: the
+        informed one's counts)."""
+        self.informed, self.second, self.profile = informed, second, self._at_prior[0].copy()
         self.blind = np.zeros_like(self.blind_alpha0)  # every move seen, per node
         self.revealed = np.zeros_like(self.informed_alpha0)  # moves seen with the mover's cards
         # log marginal likelihood of the revealed moves under each type, by the chain rule
@@ -118,24 +127,25 @@ class MixturePrior:
         self._weights = np.zeros_like(self.log_evidence)
         _weigh(self._log_prior, self.log_evidence, self._weights)
         marked, rows = self._at_prior[1].copy(), self._at_prior[2].copy()
-        self._args = (  # the kernels' (``_observe``; ``_mix_rows`` from the 8th)
-            self.informed_alpha0, self.second_alpha0, self.revealed,
-            np.zeros_like(self.blind_alpha0), self.log_evidence, self._log_prior, marked, rows,
-            marked.sum(axis=1), self.seats, self._weights, informed, second.profile,
+        self._args = (  # the kernels' (``_observe``; ``_mix_rows`` from the 7th)
+            self.informed_alpha0, self.revealed, np.zeros_like(self.blind_alpha0),
+            self.log_evidence, self._log_prior, marked, rows, marked.sum(axis=1), self.seats,
+            self._weights, informed.profile, self.second_alpha0, (second or informed).expected,
             self.card_blind, self.blind_alpha0, self.blind, self.node_of, self.profile,
         )  # fmt: skip
 
-    def at_prior(self, informed: np.ndarray) -> MixturePrior:
-        """A mixture like this one at the prior, beside the informed fit of profile ``informed``
-        (at the prior): cheaper than building one (change detection opens one every few hands)."""
+    def at_prior(self, informed: DirichletPosterior) -> MixturePrior:
+        """A mixture like this one at the prior, beside the informed fit ``informed`` (at the
+        prior): cheaper than building one (change detection opens one every few hands)."""
         fresh = copy.copy(self)
-        fresh._start(informed, self.second.at_prior())
+        fresh._start(informed, self.second and self.second.at_prior())
         return fresh
 
     def observe(self, key: object, evidence: Evidence, evidence_of: Callable) -> None:
         """Add one hand (already added to the informed fit) to the other types, the revealed
         moves, the weights and the mixture means."""
-        self.second.observe(key, evidence_of)
+        if self.second is not None:
+            self.second.observe(key, evidence_of)
         _observe(evidence.rows[0], evidence.revealed, evidence.entries, *self._args)
 
     def weights(self, d: int) -> np.ndarray:
@@ -149,27 +159,28 @@ class MixturePrior:
         return {name: getattr(self, name).copy() for name in ("revealed", "blind", "log_evidence")}
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
-        """Set ``state()``'s arrays in a mixture at the prior whose second type's fit is
-        restored already; SnapshotError if they do not fit."""
+        """Set ``state()``'s arrays in a mixture at the prior whose fits are restored already;
+        SnapshotError if they do not fit."""
         arrays = [take(state, name, "f8", a.shape) for name, a in self.state().items()]
         self.revealed[:], self.blind[:], self.log_evidence[:] = arrays
         for d_1, nodes in enumerate(self.node_of):  # the revealed moves per node
-            np.add.at(self._args[3][d_1], nodes, self.revealed[d_1])
+            np.add.at(self._args[2][d_1], nodes, self.revealed[d_1])
         _weigh(self._log_prior, self.log_evidence, self._weights)
-        if not self.card_blind:  # the rows of the hands seen: the second fit's classes'
-            _mark(self.second.state()[1]["entries"], *self._args[6:9])
-        _mix_rows(*self._args[7:])
+        if not self.card_blind:  # the rows of the hands seen: the informed fit's classes'
+            _mark(self.informed.state()[1]["entries"], *self._args[5:8])
+        _mix_rows(*self._args[6:])
 
     def nbytes(self) -> int:
-        """Bytes of the arrays held, the second type's fit's included."""
+        """Bytes of the arrays held, the second type's fit's included (not the informed one's)."""
         arrays = [a for a in self._args if isinstance(a, np.ndarray)]
-        return sum(a.nbytes for a in (*arrays, *self._at_prior)) + self.second.nbytes()
+        second = 0 if self.second is None else self.second.nbytes()
+        return sum(a.nbytes for a in (*arrays, *self._at_prior)) + second
 
 
 @njit(cache=True)
 def _observe(
-    moves, revealed, entries, informed_alpha0, second_alpha0, counts, by_node, log_evidence,
-    log_prior, marked, rows, num_rows, seats, weights, informed, second, card_blind,
+    moves, revealed, entries, informed_alpha0, counts, by_node, log_evidence, log_prior, marked,
+    rows, num_rows, seats, weights, informed, second_alpha0, second_counts, card_blind,
     blind_alpha0, blind, node_of, out,
 ):  # fmt: skip
     """A hand's opponent moves ``moves`` (``Evidence.rows[0]``): each revealed one's predictive
@@ -191,8 +202,8 @@ def _observe(
     _weigh(log_prior, log_evidence, weights)
     if not card_blind:
         _mark(entries, marked, rows, num_rows)
-    _mix_rows(rows, num_rows, seats, weights, informed, second, card_blind, blind_alpha0, blind,
-              node_of, out)  # fmt: skip
+    _mix_rows(rows, num_rows, seats, weights, informed, second_alpha0, second_counts, card_blind,
+              blind_alpha0, blind, node_of, out)  # fmt: skip
 
 
 @njit(cache=True)
@@ -218,17 +229,22 @@ def _mark(entries, marked, rows, num_rows):
 
 @njit(cache=True)
 def _mix_rows(
-    rows, num_rows, seats, weights, informed, second, card_blind, blind_alpha0, blind, node_of,
-    out,
+    rows, num_rows, seats, weights, informed, second_alpha0, second_counts, card_blind,
+    blind_alpha0, blind, node_of, out,
 ):  # fmt: skip
     """out's listed rows: the types' means weighed, each row divided by its own sum
-    (``normalise_rows``); the card-blind type's mean is its node's counts'."""
-    x = np.empty((2, 3))  # the row, and the card-blind type's counts
+    (``normalise_rows``); the second type's mean is its alpha0 + expected counts, normalised as
+    its fit normalises them; the card-blind type's is its node's counts'."""
+    x = np.empty((2, 3))  # the row, and the second (then the card-blind) type's alpha
     for d in range(rows.shape[0]):
         q, w = seats[d], weights[d]
         for i in rows[d, : num_rows[d]]:
+            total = 0.0
             for a in range(3):
-                x[0, a] = w[0] * informed[q, i, a] + w[1] * second[q, i, a]
+                x[1, a] = second_alpha0[d, i, a] + second_counts[d, i, a]
+                total += x[1, a]
+            for a in range(3):
+                x[0, a] = w[0] * informed[q, i, a] + w[1] * (x[1, a] / total)
             if card_blind:
                 for a in range(3):
                     x[1, a] = blind_alpha0[d, node_of[d, i], a] + blind[d, node_of[d, i], a]

@@ -80,7 +80,7 @@ class DirichletModel(MBBRModel):
                     game,
                     alpha[seats[p]],
                     seats[p],
-                    self._dirichlet[p].profile,
+                    self._dirichlet[p],
                     None if weak is None else weak[seats[p]],
                 )
                 for p in range(n)
@@ -147,9 +147,9 @@ class DirichletModel(MBBRModel):
                 state.update(self._types[p].state())
             if self._mixture is not None:
                 state.update(self._mixture[p].state())
-                # "u.": the second type's fit, named when it was only the uninformed one
-                second = self._posterior_state(self._mixture[p].second)
-                state.update({f"u.{name}": a for name, a in second.items()})
+                if self._mixture[p].second is not None:  # "u.": the uninformed type's fit
+                    second = self._posterior_state(self._mixture[p].second)
+                    state.update({f"u.{name}": a for name, a in second.items()})
             arrays.update({f"p{p}.{name}": a for name, a in state.items()})
         return arrays
 
@@ -189,7 +189,7 @@ class DirichletModel(MBBRModel):
         fresh = [post.at_prior() for post in self._dirichlet]
         types = self._types and [TypedPrior(t.clipped, t.support, t.legal) for t in self._types]
         mixture = self._mixture and [
-            m.at_prior(f.profile) for m, f in zip(self._mixture, fresh, strict=True)
+            m.at_prior(f) for m, f in zip(self._mixture, fresh, strict=True)
         ]
         return fresh, types, mixture
 
@@ -206,8 +206,11 @@ class DirichletModel(MBBRModel):
             if types is not None:
                 types[p].restore(state)
             if mixture is not None:
-                second = {k[2:]: a for k, a in state.items() if k.startswith("u.")}
-                self._restore_posterior(mixture[p].second, p, second)
+                # the uninformed type's fit; an eta mixture's weak fit that older snapshots
+                # hold under "u." is not read (its mean is the informed fit's counts' now)
+                if mixture[p].second is not None:
+                    second = {k[2:]: a for k, a in state.items() if k.startswith("u.")}
+                    self._restore_posterior(mixture[p].second, p, second)
                 mixture[p].restore(state)
         self._dirichlet, self._types, self._mixture = fresh, types, mixture
         self._type_versions = [0] * n

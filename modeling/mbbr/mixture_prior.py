@@ -102,37 +102,55 @@ class MixturePrior:
         # the decision node of each opponent's information sets (padding rows: node 0, unread)
         self.node_of = np.zeros(self.informed_alpha0.shape[:2], dtype=np.int64)
         self.blind_alpha0 = np.zeros((len(self.seats), game.num_nodes, 3))
-        # the rows the types may tell apart (module docstring): marked, and listed per offset
-        marked, rows = np.zeros(self.node_of.shape, dtype=np.bool_), np.zeros_like(self.node_of)
+        # a run's state packed in two arrays, copied for each fresh run (``_unpack``): floats =
+        # revealed counts, by node, every move by node, log evidence, weights, the means; ints =
+        # where those start, then the rows the types may tell apart (module docstring), marked
+        # and listed per offset
+        d, i, k = (*self.informed_alpha0.shape[:2], len(self._log_prior))
+        sizes = [d * i * 3, *[self.blind_alpha0.size] * 2, d * k, d * k]
+        floats = np.concatenate([np.zeros(sum(sizes)), informed.profile.ravel()])
+        ints = np.zeros(6 + 2 * d * i + d, dtype=np.int64)
+        ints[1:6] = np.cumsum(sizes)
+        self._packed = (floats, ints)
+        _, _, _, log_evidence, weights, _, marked, rows, num_rows = self._unpack()
         for d_1, q in enumerate(self.seats):
             size = len(game.infosets(int(q)))
             nodes = np.asarray(game.infoset_node[int(q)][:size], dtype=np.int64)
             self.node_of[d_1, :size] = nodes
             self.blind_alpha0[d_1, nodes] = np.where(legal[d_1, :size], UNINFORMED_ALPHA, 0.0)
             marked[d_1, :size], rows[d_1, :size] = self.card_blind, np.arange(size)
-        self._at_prior = (informed.profile.copy(), marked, rows)
+        num_rows[:] = marked.sum(axis=1)
+        _weigh(self._log_prior, log_evidence, weights)
+        self._at_prior = (floats, ints)
         self._start(informed, self.second)
-        _mix_rows(*self._args[6:])
-        self._at_prior = (self.profile.copy(), marked, rows)
+        self._mix_rows()
+        self._at_prior = tuple(a.copy() for a in self._packed)
 
     def _start(self, informed: DirichletPosterior, second: DirichletPosterior | None) -> None:
-        """No hand seen: the counts, the types' log evidence, prior weights and the means at the
-        prior, beside the informed fit ``informed`` and the second type's fit (None: the
-        informed one's counts)."""
-        self.informed, self.second, self.profile = informed, second, self._at_prior[0].copy()
-        self.blind = np.zeros_like(self.blind_alpha0)  # every move seen, per node
-        self.revealed = np.zeros_like(self.informed_alpha0)  # moves seen with the mover's cards
-        # log marginal likelihood of the revealed moves under each type, by the chain rule
-        self.log_evidence = np.zeros((len(self.seats), len(self._log_prior)))
-        self._weights = np.zeros_like(self.log_evidence)
-        _weigh(self._log_prior, self.log_evidence, self._weights)
-        marked, rows = self._at_prior[1].copy(), self._at_prior[2].copy()
-        self._args = (  # the kernels' (``_observe``; ``_mix_rows`` from the 7th)
-            self.informed_alpha0, self.revealed, np.zeros_like(self.blind_alpha0),
-            self.log_evidence, self._log_prior, marked, rows, marked.sum(axis=1), self.seats,
-            self._weights, informed.profile, self.second_alpha0, (second or informed).expected,
-            self.card_blind, self.blind_alpha0, self.blind, self.node_of, self.profile,
+        """No hand seen, beside the informed fit ``informed`` and the second type's fit (None:
+        the informed one's counts): the prior's packed state copied, and the kernels' args."""
+        self.informed, self.second = informed, second
+        self._packed = tuple(a.copy() for a in self._at_prior)
+        floats, ints = self._packed
+        self.profile = floats[ints[5] :].reshape(informed.profile.shape)
+        self._args = (  # the kernels' (``_observe``)
+            *self._packed, self.informed_alpha0, self.second_alpha0, self._log_prior, self.seats,
+            self.card_blind, self.blind_alpha0, self.node_of, informed.profile,
+            (second or informed).expected,
         )  # fmt: skip
+
+    def _unpack(self) -> tuple[np.ndarray, ...]:
+        """Views of the packed state: revealed counts, by node, blind counts, log evidence,
+        weights, the means, marked rows, listed rows, rows listed."""
+        shapes = self.informed_alpha0.shape, self.blind_alpha0.shape
+        return _unpack(*self._packed, *shapes, (len(self.seats) + 1, *shapes[0][1:]))
+
+    def _mix_rows(self) -> None:
+        """The mixture means of the listed rows (``_mix_rows``)."""
+        _, _, blind, _, weights, out, _, rows, num_rows = self._unpack()
+        second = (self.second or self.informed).expected
+        _mix_rows(rows, num_rows, self.seats, weights, self.informed.profile, self.second_alpha0,
+                  second, self.card_blind, self.blind_alpha0, blind, self.node_of, out)  # fmt: skip
 
     def at_prior(self, informed: DirichletPosterior) -> MixturePrior:
         """A mixture like this one at the prior, beside the informed fit ``informed`` (at the
@@ -151,42 +169,62 @@ class MixturePrior:
     def weights(self, d: int) -> np.ndarray:
         """Posterior probability of each type (``TYPES``, or ``ETA_TYPES``) of the opponent at
         offset ``d`` given its revealed moves."""
-        return self._weights[d - 1].copy()
+        return self._unpack()[4][d - 1].copy()
 
     def state(self) -> dict[str, np.ndarray]:
-        """What the observations changed, besides the second type's fit's own state: the
-        revealed moves, the card-blind counts and the types' log evidence."""
-        return {name: getattr(self, name).copy() for name in ("revealed", "blind", "log_evidence")}
+        """What the observations changed, besides the fits' own state: the revealed moves, the
+        card-blind counts and the types' log evidence."""
+        views = self._unpack()
+        return {
+            name: views[j].copy()
+            for j, name in ((0, "revealed"), (2, "blind"), (3, "log_evidence"))
+        }
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
         """Set ``state()``'s arrays in a mixture at the prior whose fits are restored already;
         SnapshotError if they do not fit."""
         arrays = [take(state, name, "f8", a.shape) for name, a in self.state().items()]
-        self.revealed[:], self.blind[:], self.log_evidence[:] = arrays
+        revealed, by_node, blind, log_evidence, weights, _, marked, rows, num_rows = self._unpack()
+        revealed[:], blind[:], log_evidence[:] = arrays
         for d_1, nodes in enumerate(self.node_of):  # the revealed moves per node
-            np.add.at(self._args[2][d_1], nodes, self.revealed[d_1])
-        _weigh(self._log_prior, self.log_evidence, self._weights)
+            np.add.at(by_node[d_1], nodes, revealed[d_1])
+        _weigh(self._log_prior, log_evidence, weights)
         if not self.card_blind:  # the rows of the hands seen: the informed fit's classes'
-            _mark(self.informed.state()[1]["entries"], *self._args[5:8])
-        _mix_rows(*self._args[6:])
+            _mark(self.informed.state()[1]["entries"], marked, rows, num_rows)
+        self._mix_rows()
 
     def nbytes(self) -> int:
         """Bytes of the arrays held, the second type's fit's included (not the informed one's)."""
-        arrays = [a for a in self._args if isinstance(a, np.ndarray)]
         second = 0 if self.second is None else self.second.nbytes()
-        return sum(a.nbytes for a in (*arrays, *self._at_prior)) + second
+        return sum(a.nbytes for a in (*self._packed, *self._at_prior)) + second
+
+
+@njit(cache=True)
+def _unpack(floats, ints, infosets, nodes, profile):
+    """``MixturePrior._unpack``'s views: ``ints`` starts with where each float section starts."""
+    c, d, i = ints[:6], infosets[0], infosets[1]
+    k = (c[4] - c[3]) // d
+    return (
+        floats[c[0] : c[1]].reshape(infosets), floats[c[1] : c[2]].reshape(nodes),
+        floats[c[2] : c[3]].reshape(nodes), floats[c[3] : c[4]].reshape((d, k)),
+        floats[c[4] : c[5]].reshape((d, k)), floats[c[5] :].reshape(profile),
+        ints[6 : 6 + d * i].reshape((d, i)), ints[6 + d * i : 6 + 2 * d * i].reshape((d, i)),
+        ints[6 + 2 * d * i :],
+    )  # fmt: skip
 
 
 @njit(cache=True)
 def _observe(
-    moves, revealed, entries, informed_alpha0, counts, by_node, log_evidence, log_prior, marked,
-    rows, num_rows, seats, weights, informed, second_alpha0, second_counts, card_blind,
-    blind_alpha0, blind, node_of, out,
+    moves, revealed, entries, floats, ints, informed_alpha0, second_alpha0, log_prior, seats,
+    card_blind, blind_alpha0, node_of, informed, second_counts,
 ):  # fmt: skip
     """A hand's opponent moves ``moves`` (``Evidence.rows[0]``): each revealed one's predictive
     log probability given the revealed moves before it added to each type's log evidence, then
     counted (``counts`` per information set, ``by_node`` per node); every move counted in
     ``blind``; the weights; the hand's rows marked (eta mixture); then ``_mix_rows``."""
+    counts, by_node, blind, log_evidence, weights, out, marked, rows, num_rows = _unpack(
+        floats, ints, informed_alpha0.shape, blind_alpha0.shape, informed.shape
+    )
     for j in range(moves.shape[0]):
         d, i, a = moves[j, 0], moves[j, 1], moves[j, 2]
         node = node_of[d, i]
@@ -222,7 +260,7 @@ def _mark(entries, marked, rows, num_rows):
     for e in entries.ravel():
         d, i = divmod(e // 3, num_infosets)
         if not marked[d, i]:
-            marked[d, i] = True
+            marked[d, i] = 1
             rows[d, num_rows[d]] = i
             num_rows[d] += 1
 

@@ -18,6 +18,7 @@ from test_mixture_prior import LOGS
 from oppmodel.clients.acpc.log import read_log
 from oppmodel.clients.acpc.replay_games import ReplayGame
 from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.change import GRID
 from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Prior
 from oppmodel.modeling.mbbr.evidence import hand_evidence
@@ -175,6 +176,22 @@ def test_the_weak_type_splits_hidden_cards_as_the_informed_fit_and_stays_near_ex
     rows = list(game.infosets(1))
     seen = types.informed.expected[0, rows].sum(axis=1) > 0
     assert np.abs(shared - types.informed.profile[1])[rows][seen].max() > 0.01
+
+
+def test_a_snapshot_holding_the_weak_types_own_fit_is_refused():
+    """Snapshots of the eta mixture written when its weak type had a fit of its own hold that fit
+    (``p<p>.u.*``); their means and change detection's masses were that fit's, so the model
+    refuses them (the service then rebuilds the session from its stored hands and logs why)."""
+    game = limit_game("leduc2p")
+    model = build_model(game, MBBRConfig(seed=5))
+    for obs in random_hands(game, 30, seed=11):
+        model.observe(obs)
+    meta, arrays = snapshot.decode(model.snapshot())
+    weak = {k.replace(".p0.", ".p0.u."): a for k, a in arrays.items() if ".p0.expected" in k}
+    assert weak
+    build_model(game, MBBRConfig(seed=5)).restore(snapshot.encode(meta, arrays))
+    with pytest.raises(snapshot.SnapshotError, match="eta mixture"):
+        build_model(game, MBBRConfig(seed=5)).restore(snapshot.encode(meta, arrays | weak))
 
 
 def kings_raise_profile(game):

@@ -111,7 +111,7 @@ class MixturePrior:
         floats = np.concatenate([np.zeros(sum(sizes)), informed.profile.ravel()])
         ints = np.zeros(6 + 2 * d * i + d, dtype=np.int64)
         ints[1:6] = np.cumsum(sizes)
-        self._packed = (floats, ints)
+        self._packed: tuple[np.ndarray, ...] = (floats, ints)
         _, _, _, log_evidence, weights, _, marked, rows, num_rows = self._unpack()
         for d_1, q in enumerate(self.seats):
             size = len(game.infosets(int(q)))
@@ -121,7 +121,7 @@ class MixturePrior:
             marked[d_1, :size], rows[d_1, :size] = self.card_blind, np.arange(size)
         num_rows[:] = marked.sum(axis=1)
         _weigh(self._log_prior, log_evidence, weights)
-        self._at_prior = (floats, ints)
+        self._at_prior: tuple[np.ndarray, ...] = (floats, ints)
         self._start(informed, self.second)
         self._mix_rows()
         self._at_prior = tuple(a.copy() for a in self._packed)
@@ -142,8 +142,9 @@ class MixturePrior:
     def _unpack(self) -> tuple[np.ndarray, ...]:
         """Views of the packed state: revealed counts, by node, blind counts, log evidence,
         weights, the means, marked rows, listed rows, rows listed."""
-        shapes = self.informed_alpha0.shape, self.blind_alpha0.shape
-        return _unpack(*self._packed, *shapes, (len(self.seats) + 1, *shapes[0][1:]))
+        (floats, ints), infosets = self._packed, self.informed_alpha0.shape
+        profile = (len(self.seats) + 1, *infosets[1:])
+        return _unpack(floats, ints, infosets, self.blind_alpha0.shape, profile)
 
     def _mix_rows(self) -> None:
         """The mixture means of the listed rows (``_mix_rows``)."""

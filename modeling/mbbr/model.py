@@ -147,9 +147,9 @@ class DirichletModel(MBBRModel):
                 state.update(self._types[p].state())
             if self._mixture is not None:
                 state.update(self._mixture[p].state())
-                if self._mixture[p].second is not None:  # "u.": the uninformed type's fit
-                    second = self._posterior_state(self._mixture[p].second)
-                    state.update({f"u.{name}": a for name, a in second.items()})
+                fit = self._mixture[p].second
+                if fit is not None:  # "u.": the uninformed type's fit
+                    state.update({f"u.{k}": a for k, a in self._posterior_state(fit).items()})
             arrays.update({f"p{p}.{name}": a for name, a in state.items()})
         return arrays
 
@@ -205,12 +205,12 @@ class DirichletModel(MBBRModel):
             self._restore_posterior(fresh[p], p, state)
             if types is not None:
                 types[p].restore(state)
-            if mixture is not None:
-                # the uninformed type's fit; an eta mixture's weak fit that older snapshots
-                # hold under "u." is not read (its mean is the informed fit's counts' now)
-                if mixture[p].second is not None:
-                    second = {k[2:]: a for k, a in state.items() if k.startswith("u.")}
-                    self._restore_posterior(mixture[p].second, p, second)
+            if mixture is not None:  # "u.": the uninformed type's fit
+                fit, second = mixture[p].second, section(state, "u.")
+                if fit is None and second:  # its means (and change detection's masses) differ
+                    raise SnapshotError("an eta mixture's, before its weak type shared a fit")
+                if fit is not None:
+                    self._restore_posterior(fit, p, second)
                 mixture[p].restore(state)
         self._dirichlet, self._types, self._mixture = fresh, types, mixture
         self._type_versions = [0] * n

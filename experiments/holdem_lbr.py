@@ -1,6 +1,6 @@
 """Local best response in 2-player limit Texas hold'em: the lower bound on the real game's
-exploitability of always-call, uniform play and each hold'em style, in mbb/hand with its standard
-error (modeling/holdem/lbr.py; Lisý & Bowling 2017).
+exploitability of the bundled blueprint (cfr), always-call, uniform play and each hold'em style,
+in mbb/hand with its standard error (modeling/holdem/lbr.py; Lisý & Bowling 2017).
 
 Each policy meets LBR on ``--deals`` seeded deals, each played in both positions; the opponent's
 actions are drawn from its policy, LBR's win probabilities use ``--rollouts`` seeded board draws
@@ -22,7 +22,7 @@ from oppmodel.modeling.holdem.lbr import ROLLOUTS, local_best_response
 from oppmodel.modeling.holdem.styles import holdem_policy
 
 GAME = Path(__file__).resolve().parents[1] / "tests/data/acpc/holdem.limit.2p.reverse_blinds.game"
-POLICIES = "always-call,uniform,always-raise,tight-passive,maniac,bluffer"
+POLICIES = "cfr,always-call,uniform,always-raise,tight-passive,maniac,bluffer"
 
 
 def main() -> None:

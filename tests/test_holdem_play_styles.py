@@ -21,6 +21,7 @@ from oppmodel.modeling.play.panel import MIDDLE, NUTS, WORST
 HOLDEM2P = read_game_def(
     Path(__file__).parent / "data" / "acpc" / "holdem.limit.2p.reverse_blinds.game"
 )
+HOLDEM3P = read_game_def("holdem3p")
 DECK = [r + s for r in "23456789TJQKA" for s in "cdhs"]
 
 
@@ -113,8 +114,23 @@ def test_unknown_names_list_the_known_ones():
     with pytest.raises(NotFoundError, match="known: " + ", ".join(style_names())):
         holdem_policy("shark", HOLDEM2P)
     with pytest.raises(NotFoundError, match=r"no hold'em blueprint for .* yet: STYLE@S and cfr"):
-        holdem_policy("cfr", HOLDEM2P)
+        holdem_policy("cfr", HOLDEM3P)
     with pytest.raises(NotFoundError, match="no hold'em blueprint"):
-        holdem_policy("maniac@0.35", HOLDEM2P)
+        holdem_policy("maniac@0.35", HOLDEM3P)
     with pytest.raises(NotFoundError, match=r"\[0, 1\]"):
         holdem_policy("bluffer:2", HOLDEM2P)
+
+
+def test_cfr_in_two_player_holdem_is_the_bundled_blueprint():
+    """The bundled blueprint plays every hand of a range at any spot with a distribution over
+    the legal actions; before the flop it raises aces and folds seven-deuce to a raise."""
+    cfr = holdem_policy("cfr", HOLDEM2P)
+    assert cfr.name == "cfr" and holdem_policy("maniac@0.35", HOLDEM2P).base is cfr
+    board = cards("Ks7s2dTh4c")
+    for betting, shown in [("", 0), ("r", 0), ("rc/", 3), ("rc/cr", 3), ("rc/cc/r", 4)]:
+        spot = Spot.of(HOLDEM2P, [DECK[c] for c in board[:shown]], betting)
+        check_rows(spot, cfr.probabilities(spot, live_holes(spot.board)))
+    opening, raised = Spot.of(HOLDEM2P, [], ""), Spot.of(HOLDEM2P, [], "r")
+    aces, seven_deuce = np.array([cards("AhAs")]), np.array([cards("7c2d")])
+    assert cfr.probabilities(opening, aces)[0, 2] > 0.5
+    assert cfr.probabilities(raised, seven_deuce)[0, 0] > 0.5

@@ -67,7 +67,8 @@ and play every game; STYLE@S plays a style at a share S of the decisions and the
 the rest (cfr, or N2 in 3-player Kuhn). In Kuhn games n1, n2, n3 and MBBR are agents too.
 In limit Texas hold'em (holdem.limit.2p.reverse_blinds.game, holdem.limit.3p.game: too big to
 compile) the agents are uniform, always-call and the styles defined by HS, the share of an
-opponent's hands beaten now (see `oppmodel match --help`), and example.
+opponent's hands beaten now (see `oppmodel match --help`), example, and in the 2-player game cfr,
+the bundled blueprint.
 
 With --service ADDR the agent is MBBR played by the oppmodel service: it creates a session (the
 --mbbr-* parameters, --seed), its first decision waiting up to --service-wait seconds (30) for a

@@ -77,8 +77,9 @@ the 52-card deck and two hole cards) is far too big to compile: its deals
 are sampled (a seeded shuffle per hand, the same for every seating of a duplicate) and played by
 the dealer's rules. Its agents are uniform, always-call and the styles, defined by HS, the share
 of an opponent's hands beaten now (preflop: by E[HS^2]): the top quarter plays as the nuts, the
-bottom 30%% as the worst (modeling/holdem/styles.py); a strategy file `oppmodel solve holdem2p`
-wrote plays as the blueprint it holds.
+bottom 30%% as the worst (modeling/holdem/styles.py); in holdem2p "cfr" is the bundled blueprint
+(STYLE@S mixes with it); a strategy file `oppmodel solve holdem2p` wrote plays as the blueprint it
+holds.
 """
 
 _EXAMPLES = """\
@@ -92,6 +93,7 @@ examples:
   oppmodel match --game leduc2p --agents cfr,calling-station --duplicates 20 --json
   oppmodel match --agents mbbr,mine.json,n3   # mine.json: oppmodel solve kuhn3p --out mine.json
   oppmodel match --game holdem2p --agents maniac,tight-passive --hands 3000 --duplicates 10
+  oppmodel match --game holdem2p --agents cfr,maniac --hands 3000   # the bundled blueprint
   oppmodel match --game holdem2p --agents blueprint.json,maniac   # oppmodel solve holdem2p
 """
 

@@ -15,6 +15,7 @@ HS >= 0.75 (about the top quarter of hands), the *worst* HS < 0.30, the rest *mi
 - ``bluffer[:B]``: bets or raises with the top quarter, bets the bottom 30% into an unopened pot
   with probability B (default 0.75), checks the rest; facing a bet folds all but the top quarter.
 - ``uniform``: every legal action equally likely.
+- ``cfr``: the game's bundled blueprint (2-player hold'em's: ``HOLDEM_BLUEPRINTS``).
 - ``FILE.json``: a blueprint, a strategy file ``oppmodel solve holdem2p`` wrote
   (:class:`~oppmodel.modeling.holdem.blueprint.Blueprint`).
 - ``STYLE@S``: STYLE at a share S of its decisions and the blueprint (``cfr``) at the rest, mixed
@@ -23,13 +24,15 @@ HS >= 0.75 (about the top quarter of hands), the *worst* HS < 0.30, the rest *mi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 
 from oppmodel.modeling.errors import NotFoundError
 from oppmodel.modeling.games.acpc.betting import RAISE
-from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.acpc.bundled import GAMES_FOLDER, HOLDEM_BLUEPRINTS
+from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file
 from oppmodel.modeling.holdem.blueprint import Blueprint
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent
@@ -119,13 +122,23 @@ def holdem_policy(name: str, game: GameDef) -> HoldemPolicy:
 
 
 def blueprint(game: GameDef) -> HoldemPolicy:
-    """The game's blueprint strategy (``cfr``), the base of diluted styles: none is bundled
-    yet, so NotFoundError saying how to solve one (a blueprint file plays as an agent)."""
+    """The game's blueprint strategy (``cfr``), the base of diluted styles: the bundled one of
+    a game with the rules of a hold'em game that has one (``HOLDEM_BLUEPRINTS``), else
+    NotFoundError saying how to solve one (a blueprint file plays as an agent)."""
+    for short in HOLDEM_BLUEPRINTS:
+        if read_game_def(short) == game:
+            return bundled_blueprint(short)
     raise NotFoundError(
         f"no hold'em blueprint for {game.source or 'this game'} yet: STYLE@S and cfr need one; "
         "`oppmodel solve holdem2p --out blueprint.json` writes one, which plays as the agent "
         "blueprint.json"
     )
+
+
+@functools.cache
+def bundled_blueprint(short: str) -> Blueprint:
+    """The blueprint bundled for a hold'em game's short name (read once per process)."""
+    return Blueprint.from_file(GAMES_FOLDER / HOLDEM_BLUEPRINTS[short], name=CFR)
 
 
 def policy_factory(name: str, game: GameDef) -> Callable[[HoldemGame, int], PolicyAgent]:

@@ -39,6 +39,12 @@ BUNDLED_STRATEGIES = {
     "leduc3p": "leduc3p.cfr.json",
 }
 
+# Short name -> hold'em blueprint in GAMES_FOLDER: a strategy file of the game's abstract game
+# (``oppmodel solve holdem2p``, gzip-compressed), played by ``modeling/holdem/blueprint.py``.
+HOLDEM_BLUEPRINTS = {
+    "holdem2p": "holdem2p.cfr.json.gz",
+}
+
 
 def game_path(name_or_path: str | Path) -> Path:
     """The file a game argument names: a path that exists as given, else a bundled game's short

@@ -1,7 +1,8 @@
 """What the web UI costs the service: saturated throughput with and without a page watching each
 session (issue 33's goal: at most 5% with one browser on each of 8 sessions).
 
-Usage: ``python benchmarks/ui_load.py [--quick] [--json] [--sessions 8] [--refresh-seconds 1]``
+Usage: ``python benchmarks/ui_load.py [--quick] [--json] [--sessions 8] [--refresh-seconds 1]``,
+or ``--calls``: the service's CPU per call of each RPC a page's read makes (``per_call``).
 
 The service (``oppmodel serve``, a fresh SQLite file) and the UI (``oppmodel ui --service``) run
 in child processes as deployed. Here, on one event loop: every session streams hands without a
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import math
 import statistics
@@ -45,6 +47,8 @@ from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 
 GOAL = 0.05  # the largest share of the saturated throughput the watching pages may cost
+CALLS = 100  # --calls: calls of each kind per round
+WINNINGS_HANDS = 600  # --calls: hands a GetWinnings reads (a saturated session's in 5 s)
 
 
 def spawn_ui(service_port: int, args: argparse.Namespace) -> tuple[subprocess.Popen, int]:
@@ -95,7 +99,7 @@ class Watchers:
         self.on = False
         self.fetches = 0
         self.unchanged = 0  # fetches answered 304: the page held the current fragment
-        self.failures = 0
+        self.failures: collections.Counter[int] = collections.Counter()  # by HTTP status
 
     async def page(self, session_id: str) -> None:
         tag = ""  # the entity tag of the fragment this page holds, sent as the script does
@@ -107,7 +111,8 @@ class Watchers:
                     await reply.read()
                     self.fetches += 1
                     self.unchanged += reply.status == 304
-                    self.failures += reply.status not in (200, 304)
+                    if reply.status not in (200, 304):
+                        self.failures[reply.status] += 1
                     tag = reply.headers.get("ETag", tag)
             await asyncio.sleep(self.refresh)
 
@@ -185,10 +190,67 @@ async def measure(
         # what the UI process itself spends per page fetch: on a machine without a spare core,
         # CPU the saturated service loses to the UI beside it (the throughput cost's rest)
         "ui_cpu_ms_per_fetch": 1000 * ui_cpu / fetches if fetches else math.nan,
-        "page_failures": watchers.failures,
+        "page_failures": {str(status): n for status, n in sorted(watchers.failures.items())},
         "goal_cost_le_5_percent": cost <= GOAL,
         "goal_cpu_cost_le_5_percent": cpu_cost <= GOAL,
     }
+
+
+async def per_call(args: argparse.Namespace, service: int, server_pid: int) -> dict[str, float]:
+    """The service's CPU in ms per call of each RPC a page's read makes (``--calls``): over
+    CALLS calls, each after a batch of new hands (the models moved, as a page finds them), less
+    the CPU of as many batches alone; the median of 3 rounds. ``ObserveBatch``: a batch's own."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{service}") as channel:
+        stub = pb_grpc.OpponentModelServiceStub(channel)
+        config = pb.SessionConfig(
+            game="kuhn_poker(players=3)", our_label="us", opponent_labels=["left", "right"], seed=1
+        )
+        session = (await stub.CreateSession(pb.CreateSessionRequest(config=config))).session
+        sid = session.session_id
+        load = Load(stub, args.batch)
+
+        async def batch() -> None:  # one ObserveBatch of --batch hands, in sequence
+            sequence = load.acked + 1
+            observations = [
+                observation_message(sequence + i, load.hands[(sequence + i) % len(load.hands)])
+                for i in range(load.batch)
+            ]
+            await stub.ObserveBatch(
+                pb.ObserveBatchRequest(session_id=sid, observations=observations)
+            )
+            load.acked += load.batch
+
+        model = pb.GetModelRequest(session_id=sid, opponent_label="left", opponent_position=1)
+        response = pb.GetResponseRequest(session_id=sid, our_position=0, kind=pb.RESPONSE_KIND_MEAN)
+        played = pb.GetResponseRequest(
+            session_id=sid, our_position=0, kind=pb.RESPONSE_KIND_MEAN, include_played=True
+        )
+        calls = {
+            "GetSession": lambda: stub.GetSession(pb.GetSessionRequest(session_id=sid)),
+            "GetModel": lambda: stub.GetModel(model),
+            "GetResponse": lambda: stub.GetResponse(response),
+            "GetResponse (include_played)": lambda: stub.GetResponse(played),
+            f"GetWinnings ({WINNINGS_HANDS} hands)": lambda: stub.GetWinnings(
+                pb.GetWinningsRequest(session_id=sid, after_hand=load.acked - WINNINGS_HANDS)
+            ),
+        }
+        for _ in range(WINNINGS_HANDS // args.batch + 1):
+            await batch()
+        cpu: dict[str, list[float]] = {name: [] for name in ("ObserveBatch", *calls)}
+        for _ in range(3):
+            for name, call in calls.items():
+                before = tree_cpu(server_pid)
+                for _ in range(CALLS):
+                    await batch()
+                alone = tree_cpu(server_pid) - before
+                before = tree_cpu(server_pid)
+                for _ in range(CALLS):
+                    await batch()
+                    await call()
+                both = tree_cpu(server_pid) - before
+                cpu["ObserveBatch"].append(1000 * alone / CALLS)
+                cpu[name].append(1000 * (both - alone) / CALLS)
+    return {name: statistics.median(values) for name, values in cpu.items()}
 
 
 def _median_ratio(on: list[float], off: list[float]) -> float:
@@ -210,6 +272,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="a window's measured time")
     parser.add_argument("--settle", type=float, default=1.5, help="a window's unmeasured start")
     parser.add_argument("--repeats", type=int, default=12, help="pairs of windows")
+    parser.add_argument(
+        "--calls", action="store_true", help="instead: the service's CPU per call a page makes"
+    )
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.settle, args.repeats = 2.0, 1.0, 2
@@ -217,6 +282,15 @@ def main() -> None:
         server, service = serve_cmd.spawn(Path(tmp) / "bench.sqlite")
         # its log must be read, or a full pipe stops the server
         threading.Thread(target=server.stderr.read, daemon=True).start()  # type: ignore[union-attr]
+        if args.calls:
+            try:
+                costs = asyncio.run(per_call(args, service, server.pid))
+            finally:
+                server.terminate()
+                server.wait(30)
+            lines = (f"{name}: {ms:.2f} ms of the service's CPU" for name, ms in costs.items())
+            print(json.dumps(costs, indent=2) if args.json else "\n".join(lines))
+            return
         ui_process, ui = spawn_ui(service, args)
         try:
             results = asyncio.run(measure(args, service, ui, server.pid, ui_process.pid))

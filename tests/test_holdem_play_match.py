@@ -103,7 +103,11 @@ def test_oppmodel_match_plays_holdem_and_refuses_what_it_cannot(capsys):
 
 @pytest.mark.parametrize(
     ("gamedef", "names"),
-    [(HOLDEM2P, ("always-raise", "tight-passive")), (HOLDEM3P, ("bluffer", "maniac", "uniform"))],
+    [
+        (HOLDEM2P, ("always-raise", "tight-passive")),
+        (HOLDEM2P, ("cfr", "maniac")),  # the bundled blueprint
+        (HOLDEM3P, ("bluffer", "maniac", "uniform")),
+    ],
 )
 def test_styles_play_a_match_with_the_dealer_paying_what_they_count(tmp_path, gamedef, names):
     policies = [make_policy(name, gamedef, seed) for seed, name in enumerate(names)]

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from oppmodel.modeling.games.acpc.holdem_abstract import (
     AbstractGameConfig,
     abstract_game,
     holdem_unsupported,
+    lazy_abstract_game,
+    needs_lazy,
 )
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import save_profile
@@ -32,6 +35,7 @@ from oppmodel.modeling.solve.cfr import (
     SolverConfig,
     strategy_label,
 )
+from oppmodel.modeling.solve.lazy_mccfr import LazyMCCFRSolver, lazy_label
 from oppmodel.modeling.solve.mccfr import MCCFRConfig, MCCFRSolver, mccfr_label
 
 HOLDEM_DEFAULTS = AbstractGameConfig()
@@ -52,7 +56,10 @@ in its abstract game instead (modeling/games/acpc/holdem_abstract.py): exact bet
 seen as E[HS^2] buckets per round (--buckets, --recall), chance drawn from a sample of --deals
 deals (bucketed once and cached: minutes for the default), by external-sampling MCCFR seeded
 with --seed; the file's keys are "<buckets>:<betting>" and its nash_conv is inside the
-abstraction and the sample. 3-player hold'em's betting tree (23.9 million nodes) is refused.
+abstraction and the sample. 3-player hold'em's betting tree (23.9 million nodes) is too large
+for arrays: it is walked by its rules and only the information sets MCCFR visits are kept
+(modeling/solve/lazy_mccfr.py); the file lists those (the rest check or call) and the run
+reports the sampled regret bound (chips a hand, no exact nash_conv for 3 players) instead.
 
 --algorithm cfr+ (default): CFR+ with alternating updates and linear averaging after a delay
 of --delay iterations; dcfr: discounted CFR (alpha 1.5, beta 0, gamma 2). In a 2-player game
@@ -74,6 +81,7 @@ examples:
   oppmodel solve leduc3p --iterations 5000 --out l3.json --resume l3.npz
   oppmodel solve mygame.game --iterations 1000 --algorithm dcfr --out s.json --json
   oppmodel solve holdem2p --iterations 100000000 --out blueprint.json --resume bp.npz
+  oppmodel solve holdem3p --iterations 1000000 --out bp3.json --resume bp3.npz
 """
 
 
@@ -183,16 +191,86 @@ def _solver(
 def run(args: argparse.Namespace) -> int:
     """Solve, write the strategy (and the state), print the summary."""
     holdem = _holdem_config(args)
+    if holdem is not None and needs_lazy(args.game):
+        return _run_lazy(args, holdem)
     game = limit_game(args.game) if holdem is None else abstract_game(args.game, holdem)
     solver = _solver(args, game, holdem)
+    start = solver.iteration
+    seconds = _drive(args, solver, game.name, lambda: f"nash_conv {solver.nash_conv():.3g}")
+    value = solver.nash_conv()
+    label = strategy_label(game, solver.config) if holdem is None else mccfr_label(game)
+    summary = {
+        "game": game.name,
+        "players": game.num_players,
+        "algorithm": solver.config.algorithm,
+        "iterations": solver.iteration,
+        "nash_conv": value,
+        "strategy": label,
+        "command": f"oppmodel solve {args.game} --iterations {solver.iteration} "
+        + (f"--algorithm {solver.config.algorithm}" if holdem is None else _options(holdem)),
+    }
+    if holdem is not None:
+        summary["abstract_game"] = _recorded(holdem)
+    save_profile(game, solver.average_profile(), args.out, solver=summary)
+    quality = f"nash_conv {value:.3g}"
+    return _report(args, summary, seconds, solver.iteration - start, quality)
+
+
+def _run_lazy(args: argparse.Namespace, holdem: AbstractGameConfig) -> int:
+    """Solve a hold'em game too large for a tree of arrays in its lazy abstract game."""
+    game = lazy_abstract_game(args.game, holdem)
+    if args.resume is not None and args.resume.exists():
+        solver = LazyMCCFRSolver.load(game, args.resume)
+    else:
+        solver = LazyMCCFRSolver(game, MCCFRConfig(seed=holdem.seed))
+    start = solver.iteration
+    seconds = _drive(args, solver, game.name, lambda: f"regret bound {solver.regret_bound():.3g}")
+    bound = solver.regret_bound()
+    summary = {
+        "game": game.name,
+        "players": game.num_players,
+        "algorithm": solver.config.algorithm,
+        "iterations": solver.iteration,
+        "regret_bound": bound,
+        "nodes": solver.num_nodes,
+        "infosets": solver.num_infosets,
+        "megabytes": round(solver.nbytes / 1e6, 1),
+        "strategy": lazy_label(game),
+        "command": f"oppmodel solve {args.game} --iterations {solver.iteration} "
+        + _options(holdem),
+        "abstract_game": _recorded(holdem),
+    }
+    solver.save_strategy(args.out, solver=summary)
+    quality = (
+        f"regret bound {bound:.3g} chips a hand; {solver.num_infosets:,} information sets "
+        f"visited, {summary['megabytes']} MB"
+    )
+    return _report(args, summary, seconds, solver.iteration - start, quality)
+
+
+def _recorded(holdem: AbstractGameConfig) -> dict:
+    """The abstract game a strategy file records: its configuration and the abstraction's cut
+    points, so that a blueprint plays without rebuilding them."""
+    cuts = [c.tolist() for c in card_abstraction(holdem.abstraction).cuts]
+    return asdict(holdem) | {"cuts": cuts}
+
+
+def _drive(
+    args: argparse.Namespace,
+    solver: CFRSolver | LazyMCCFRSolver,
+    name: str,
+    quality: Callable[[], str],
+) -> float:
+    """Run the solver to ``--iterations`` with a progress bar showing ``quality()`` at each
+    checkpoint, the state saved there and on Ctrl-C (with --resume); the seconds it took."""
     start, started = solver.iteration, time.perf_counter()
     remaining = max(args.iterations - start, 0)
-    desc = f"oppmodel solve {game.name} {solver.config.algorithm}"
+    desc = f"oppmodel solve {name} {solver.config.algorithm}"
 
-    def checkpoint(s: CFRSolver) -> None:
+    def checkpoint(s: CFRSolver | LazyMCCFRSolver) -> None:
         if args.resume is not None:
             s.save(args.resume)
-        bar.postfix(lambda: f"nash_conv {s.nash_conv():.3g}")
+        bar.postfix(quality)
 
     def kept() -> str:
         if args.resume is None:
@@ -214,30 +292,19 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - started
     if args.resume is not None:
         solver.save(args.resume)
-    value = solver.nash_conv()
-    label = strategy_label(game, solver.config) if holdem is None else mccfr_label(game)
-    summary = {
-        "game": game.name,
-        "players": game.num_players,
-        "algorithm": solver.config.algorithm,
-        "iterations": solver.iteration,
-        "nash_conv": value,
-        "strategy": label,
-        "command": f"oppmodel solve {args.game} --iterations {solver.iteration} "
-        + (f"--algorithm {solver.config.algorithm}" if holdem is None else _options(holdem)),
-    }
-    if holdem is not None:  # with the cut points, a blueprint plays without rebuilding them
-        cuts = [c.tolist() for c in card_abstraction(holdem.abstraction).cuts]
-        summary["abstract_game"] = asdict(holdem) | {"cuts": cuts}
-    save_profile(game, solver.average_profile(), args.out, solver=summary)
+    return seconds
+
+
+def _report(args: argparse.Namespace, summary: dict, seconds: float, ran: int, quality: str) -> int:
+    """Print the summary (as JSON with --json)."""
     summary |= {"out": str(args.out), "state": None if args.resume is None else str(args.resume)}
     summary["seconds"] = seconds
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
     print(
-        f"{game.name}: {solver.config.algorithm} {solver.iteration} iterations "
-        f"({solver.iteration - start} in {seconds:.1f} s), nash_conv {value:.3g}"
+        f"{summary['game']}: {summary['algorithm']} {summary['iterations']} iterations "
+        f"({ran} in {seconds:.1f} s), {quality}"
     )
-    print(f"{label}; written to {args.out}")
+    print(f"{summary['strategy']}; written to {args.out}")
     return 0

@@ -8,7 +8,9 @@ alone under imperfect recall), and the row of the strategy file keyed ``<view>:<
 answer. The file is read by its keys alone, so playing needs neither the abstract game's sample of
 deals nor its tree: only the abstraction, whose cut points the file records beside its
 configuration (``solver.abstract_game``, written by ``oppmodel solve``; an older file's are rebuilt
-from the configuration, or read from the cache).
+from the configuration, or read from the cache). A file of the lazy solver (3-player hold'em)
+lists only the information sets it visited and says the others check or call (``"unvisited":
+"call"``); they do.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from oppmodel.modeling.games.acpc.abstraction import (
     CardAbstraction,
     card_abstraction,
 )
-from oppmodel.modeling.games.acpc.betting import NUM_ACTIONS
+from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.holdem_abstract import (
     AbstractGameConfig,
     view_index,
@@ -35,6 +37,7 @@ from oppmodel.modeling.games.acpc.holdem_abstract import (
 )
 from oppmodel.modeling.holdem.policy import Spot
 from oppmodel.modeling.holdem.strength import hole_rows
+from oppmodel.modeling.solve.lazy_mccfr import UNVISITED
 
 GZIP_MAGIC = b"\x1f\x8b"  # a gzip-compressed strategy file (the bundled blueprints) reads as one
 
@@ -49,12 +52,14 @@ class Blueprint:
         *,
         name: str = "blueprint",
         cards: CardAbstraction | None = None,
+        unvisited: str | None = None,
     ) -> None:
         self.name = name
         self.positions = positions
         self.config = config
         self.cards = cards or card_abstraction(config.abstraction)
         self._tables: dict[tuple[int, str], np.ndarray] = {}
+        self.unvisited = unvisited  # "call": the file lists the visited sets only (lazy_mccfr)
 
     @classmethod
     def from_file(cls, path: str | Path, *, name: str = "blueprint") -> Blueprint:
@@ -72,7 +77,8 @@ class Blueprint:
         )
         cuts = recorded.get("cuts")  # absent: rebuilt (or read from the cache) from the config
         cards = CardAbstraction(config.abstraction, tuple(map(np.array, cuts))) if cuts else None
-        return cls(doc["positions"], config, name=name, cards=cards)
+        unvisited = doc.get("unvisited")
+        return cls(doc["positions"], config, name=name, cards=cards, unvisited=unvisited)
 
     def probabilities(self, spot: Spot, holes: np.ndarray) -> np.ndarray:
         """(k, 3): each hole's row of the strategy at its view and the spot's betting; a whole
@@ -90,7 +96,9 @@ class Blueprint:
         table = self._table(spot.position, spot.round, spot.betting.betting)
         out = table[views]
         missing = np.isnan(out[:, 0])
-        if missing.any():
+        if missing.any() and self.unvisited == UNVISITED:
+            out[missing] = np.eye(NUM_ACTIONS)[CALL]
+        elif missing.any():
             view = view_strings(self.config, spot.round)[views[np.flatnonzero(missing)[0]]]
             key = f"{view}:{spot.betting.betting}"
             raise InvalidStrategyError("strategy", f"no row {key!r} in the blueprint")

@@ -21,24 +21,34 @@ SEED_STRIDE = 1_000_003  # iteration t of seed s draws from the generator seeded
 @njit(cache=True)
 def _matched(regrets, legal, row):
     """Regret matching of one information set: (p_fold, p_call, p_raise)."""
-    r0 = max(regrets[row, 0], 0.0) if legal[row, 0] else 0.0
-    r1 = max(regrets[row, 1], 0.0) if legal[row, 1] else 0.0
-    r2 = max(regrets[row, 2], 0.0) if legal[row, 2] else 0.0
+    return matched(regrets[row], legal[row, 0], legal[row, 1], legal[row, 2])
+
+
+@njit(cache=True)
+def matched(regret, l0, l1, l2):
+    """Regret matching of one information set's (3,) regrets over the legal actions ``l0, l1,
+    l2``: (p_fold, p_call, p_raise); every legal action alike when no regret is positive."""
+    r0 = max(regret[0], 0.0) if l0 else 0.0
+    r1 = max(regret[1], 0.0) if l1 else 0.0
+    r2 = max(regret[2], 0.0) if l2 else 0.0
     total = r0 + r1 + r2
     if total > 0.0:
         return r0 / total, r1 / total, r2 / total
-    l0 = 1.0 if legal[row, 0] else 0.0
-    l1 = 1.0 if legal[row, 1] else 0.0
-    l2 = 1.0 if legal[row, 2] else 0.0
-    count = l0 + l1 + l2
-    return l0 / count, l1 / count, l2 / count
+    count = (1.0 if l0 else 0.0) + (1.0 if l1 else 0.0) + (1.0 if l2 else 0.0)
+    return (1.0 if l0 else 0.0) / count, (1.0 if l1 else 0.0) / count, (1.0 if l2 else 0.0) / count
 
 
 @njit(cache=True)
 def _next_legal(legal, row, after):
     """The first legal action above ``after`` at the information set, or -1."""
+    return next_legal(legal[row, 0], legal[row, 1], legal[row, 2], after)
+
+
+@njit(cache=True)
+def next_legal(l0, l1, l2, after):
+    """The first of the legal actions ``l0, l1, l2`` above ``after``, or -1."""
     for a in range(after + 1, NUM_ACTIONS):
-        if legal[row, a]:
+        if (l0, l1, l2)[a]:
             return a
     return -1
 

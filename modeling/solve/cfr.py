@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 
@@ -89,27 +90,11 @@ def strategy_label(game: LimitGame, config: SolverConfig) -> str:
     )
 
 
-class CFRSolver:
-    """CFR+ or DCFR on one compiled game; :meth:`run` adds iterations, :meth:`save` keeps them.
+class SlicedSolver:
+    """What every iterative solver shares: the iteration counter its kernel updates
+    (``_done``) and :meth:`run`, which calls the kernel (:meth:`_advance`) in short slices."""
 
-    The sampled solver (``mccfr.MCCFRSolver``) keeps the same state and files: a subclass that
-    replaces the configuration (:attr:`config_type`) and one call of the kernel (:meth:`_advance`).
-    """
-
-    config_type: type = SolverConfig
-
-    def __init__(self, game: LimitGame, config: SolverConfig | None = None) -> None:
-        self.game = game
-        self.config = config or SolverConfig()
-        shape = (game.num_players, game.num_infosets, NUM_ACTIONS)
-        self.regrets = np.zeros(shape)
-        self.sums = np.zeros(shape)
-        self.current = np.zeros(shape)
-        self._done = np.zeros(1, dtype=np.int64)  # the iteration, updated by the kernel
-        self._legal = np.ascontiguousarray(game.legal_mask)
-        self._sizes = np.array(game.infosets_per_position, dtype=np.int64)
-        for p in range(game.num_players):
-            kernels.regret_matching(self.regrets[p], self._legal[p], self.current[p])
+    _done: np.ndarray
 
     @property
     def iteration(self) -> int:
@@ -126,7 +111,7 @@ class CFRSolver:
         iterations: int,
         *,
         every: int = 0,
-        callback: Callable[[CFRSolver], None] | None = None,
+        callback: Callable[[Self], None] | None = None,
         progress: Callable[[int], object] | None = None,
     ) -> None:
         """Run ``iterations`` more iterations; call ``callback(self)`` after every ``every``.
@@ -154,6 +139,32 @@ class CFRSolver:
 
     def _advance(self, last: int) -> None:
         """Run the kernel up to iteration ``last``."""
+        raise NotImplementedError
+
+
+class CFRSolver(SlicedSolver):
+    """CFR+ or DCFR on one compiled game; :meth:`run` adds iterations, :meth:`save` keeps them.
+
+    The sampled solver (``mccfr.MCCFRSolver``) keeps the same state and files: a subclass that
+    replaces the configuration (:attr:`config_type`) and one call of the kernel (:meth:`_advance`).
+    """
+
+    config_type: type = SolverConfig
+
+    def __init__(self, game: LimitGame, config: SolverConfig | None = None) -> None:
+        self.game = game
+        self.config = config or SolverConfig()
+        shape = (game.num_players, game.num_infosets, NUM_ACTIONS)
+        self.regrets = np.zeros(shape)
+        self.sums = np.zeros(shape)
+        self.current = np.zeros(shape)
+        self._done = np.zeros(1, dtype=np.int64)  # the iteration, updated by the kernel
+        self._legal = np.ascontiguousarray(game.legal_mask)
+        self._sizes = np.array(game.infosets_per_position, dtype=np.int64)
+        for p in range(game.num_players):
+            kernels.regret_matching(self.regrets[p], self._legal[p], self.current[p])
+
+    def _advance(self, last: int) -> None:
         kernels.iterate(
             self.game.tree, self.regrets, self.sums, self.current, self._legal,
             self._sizes, self._done, last, self.config.kernel_params(),

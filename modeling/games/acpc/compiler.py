@@ -213,7 +213,7 @@ def _view_string(gamedef: GameDef, deck: tuple[str, ...], row: np.ndarray, p: in
     return text
 
 
-def _shares(
+def pot_shares(
     gamedef: GameDef, deck: tuple[str, ...], deal_cards: np.ndarray, classes: list[int]
 ) -> np.ndarray:
     """share[class, d, p]: the fraction of the pot position p wins when the positions in the
@@ -298,7 +298,7 @@ def assemble(
     num_views = [len(v) for v in view_strings]
     node_base, infoset_node, infoset_view = _infosets(node_player, node_round, num_views, n)
 
-    share = _shares(gamedef, deck, deal_cards, classes)
+    share = pot_shares(gamedef, deck, deal_cards, classes)
     tree = LimitTree(
         node_player=node_player,
         node_round=node_round,

@@ -28,7 +28,10 @@ terminal, and cached in ``<cache folder>/abstractions/deals-<key>.npz``.
 
 The betting tree must fit in memory as arrays: heads-up limit hold'em has 16,584 public nodes;
 3-player has 23.9 million (9.7 million decisions), above the compiler's node bound, and is
-refused with the size (it needs a betting tree walked without arrays).
+refused with the size by :func:`abstract_game`. :func:`lazy_abstract_game` gives the same game
+(name, deals, views) as a :class:`~oppmodel.modeling.games.acpc.lazy_game.LazyGame`, whose
+betting is walked by its rules and whose information sets exist once visited
+(:mod:`oppmodel.modeling.solve.lazy_mccfr` solves it).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from oppmodel.modeling.games.acpc.betting import BettingState, after, legal_acti
 from oppmodel.modeling.games.acpc.bundled import game_path, short_name
 from oppmodel.modeling.games.acpc.compiler import MAX_NODES, assemble, betting_tree
 from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def
+from oppmodel.modeling.games.acpc.lazy_game import LazyGame, all_masks_shares
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.solved import cache_folder
 
@@ -98,12 +102,7 @@ def abstract_game(game: str | Path, config: AbstractGameConfig | None = None) ->
     (the defaults if None); UnknownGameError if the rules are not hold'em's or the betting tree
     is too large (see the module's text)."""
     config = config or AbstractGameConfig()
-    path = game_path(game)
-    gamedef = parse_game_def(path.read_text(encoding="ascii", errors="replace"))
-    base = short_name(path) or path.name
-    problems = holdem_unsupported(gamedef)
-    if problems:
-        raise UnknownGameError("game", f"{base} is no hold'em game: " + "; ".join(problems))
+    gamedef, base = _holdem_rules(game)
     key = _key(gamedef, config)
     name = f"{base}@{key}"
     count = public_nodes(gamedef)
@@ -111,10 +110,9 @@ def abstract_game(game: str | Path, config: AbstractGameConfig | None = None) ->
         raise UnknownGameError(
             "game",
             f"{name} has {count:,} public nodes, above the bound of {MAX_NODES:,} (too large "
-            "for a betting tree of arrays)",
+            "for a betting tree of arrays: lazy_abstract_game walks it by its rules)",
         )
     nodes = betting_tree(gamedef, name, 1)
-    n = gamedef.num_players
     sizes = _views_per_round(config)
     infosets = sum(sizes[s.round] for s, _, _ in nodes if s.player >= 0)
     if infosets > MAX_INFOSETS:
@@ -123,15 +121,54 @@ def abstract_game(game: str | Path, config: AbstractGameConfig | None = None) ->
             f"{name} has {infosets:,} information sets, above the bound of {MAX_INFOSETS:,} "
             "(fewer buckets, or imperfect recall)",
         )
+    deal_cards, deal_view, strings = _deals(gamedef, config, key)
+    return assemble(gamedef, name, nodes, deal_cards, deal_view, strings)
+
+
+def lazy_abstract_game(game: str | Path, config: AbstractGameConfig | None = None) -> LazyGame:
+    """The abstract game of a hold'em game as a :class:`LazyGame` (the betting walked by its
+    rules, no tree of arrays: for 3-player hold'em), with the same name, deals and views as
+    :func:`abstract_game` would give; UnknownGameError if the rules are not hold'em's."""
+    config = config or AbstractGameConfig()
+    gamedef, base = _holdem_rules(game)
+    key = _key(gamedef, config)
+    deal_cards, deal_view, strings = _deals(gamedef, config, key)
+    share = all_masks_shares(gamedef, deal_cards)
+    return LazyGame(f"{base}@{key}", gamedef, deal_cards, deal_view, share, strings)
+
+
+def needs_lazy(game: str | Path) -> bool:
+    """Whether a hold'em game's betting tree is too large for :func:`abstract_game` (more than
+    the compiler's bound of public nodes), so that it is solved as a :class:`LazyGame`."""
+    return public_nodes(_holdem_rules(game)[0]) > MAX_NODES
+
+
+def _holdem_rules(game: str | Path) -> tuple[GameDef, str]:
+    """The rules of a hold'em game file or short name, and its base name; UnknownGameError if
+    they are not hold'em's."""
+    path = game_path(game)
+    gamedef = parse_game_def(path.read_text(encoding="ascii", errors="replace"))
+    base = short_name(path) or path.name
+    problems = holdem_unsupported(gamedef)
+    if problems:
+        raise UnknownGameError("game", f"{base} is no hold'em game: " + "; ".join(problems))
+    return gamedef, base
+
+
+def _deals(
+    gamedef: GameDef, config: AbstractGameConfig, key: str
+) -> tuple[np.ndarray, np.ndarray, tuple[tuple[str, ...], ...]]:
+    """The sample's cards, each position's view per round and deal (R, D, n), and the views'
+    strings per round (the buckets, ``/``-separated under perfect recall)."""
     cards = card_abstraction(config.abstraction)
     deal_cards, buckets = _sample(gamedef, config, cards, key)
-    deal_view = np.empty((gamedef.num_rounds, config.deals, n), dtype=np.int64)
+    deal_view = np.empty((gamedef.num_rounds, config.deals, gamedef.num_players), dtype=np.int64)
     strings = []
     for r in range(gamedef.num_rounds):
         first = view_rounds(config, r)[0]
         deal_view[r] = view_index(config, buckets[:, :, first : r + 1], first)
         strings.append(view_strings(config, r))
-    return assemble(gamedef, name, nodes, deal_cards, deal_view, tuple(strings))
+    return deal_cards, deal_view, tuple(strings)
 
 
 def view_rounds(config: AbstractGameConfig, round_: int) -> range:

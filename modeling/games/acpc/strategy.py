@@ -134,7 +134,13 @@ def save_profile(
 
 def profile_text(game: LimitGame, profile: np.ndarray, *, solver: dict | None = None) -> str:
     """The text of a strategy file of a whole profile (what :func:`save_profile` writes)."""
-    doc = profile_to_json(game, profile, solver=solver)
+    return document_text(profile_to_json(game, profile, solver=solver))
+
+
+def document_text(doc: dict) -> str:
+    """A strategy file's text from its document (``positions``: one table per position), one
+    information set per line."""
+    doc = dict(doc)
     positions = doc.pop("positions")
     lines = [json.dumps(doc)[:-1] + ', "positions": [']
     for p, table in enumerate(positions):

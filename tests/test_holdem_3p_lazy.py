@@ -1,0 +1,150 @@
+"""The lazy-table MCCFR (betting walked by its rules, information sets made as visited) and
+3-player hold'em's abstract game on it: the array solver's regrets bit for bit where both apply,
+the compiled trees node for node, nash_conv falling in 3-player Kuhn, resuming bit for bit, and
+``oppmodel solve holdem3p`` with its blueprint playing the real game."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oppmodel.clients.cli import main
+from oppmodel.clients.commands import solve_cmd
+from oppmodel.modeling.evaluation.limit import nash_conv
+from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.holdem_abstract import (
+    AbstractGameConfig,
+    lazy_abstract_game,
+    public_nodes,
+)
+from oppmodel.modeling.games.acpc.lazy_game import lazy_game_of
+from oppmodel.modeling.games.acpc.strategy import uniform_profile
+from oppmodel.modeling.holdem.blueprint import Blueprint
+from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
+from oppmodel.modeling.holdem.policy import AlwaysCall
+from oppmodel.modeling.solve.lazy_mccfr import LazyMCCFRSolver
+from oppmodel.modeling.solve.mccfr import MCCFRConfig, MCCFRSolver
+
+SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
+SMALL = AbstractGameConfig(SMALL_CARDS, deals=200, seed=2)
+
+
+def _lazy(game: str, iterations: int, seed: int) -> LazyMCCFRSolver:
+    solver = LazyMCCFRSolver(lazy_game_of(limit_game(game)), MCCFRConfig(seed=seed))
+    solver.run(iterations)
+    return solver
+
+
+@pytest.mark.parametrize("game", ["kuhn2p", "kuhn3p", "leduc2p", "leduc3p"])
+def test_the_lazy_tables_hold_the_array_solvers_regrets_bit_for_bit(game: str) -> None:
+    compiled = limit_game(game)
+    arrays = MCCFRSolver(compiled, MCCFRConfig(seed=4))
+    arrays.run(3_000)
+    lazy = _lazy(game, 3_000, seed=4)
+    visited = np.zeros(compiled.valid_infoset_mask.shape, dtype=bool)
+    t = lazy.tables
+    bettings = lazy.bettings()
+    for r in range(lazy.num_infosets):
+        node, view = int(t.row_node[r]), int(t.row_view[r])
+        player = int(t.node_info[node, 0])
+        i = compiled.infoset_from_string(
+            player, f"{compiled.view_strings[t.node_info[node, 1]][view]}:{bettings[node]}"
+        )
+        visited[player, i] = True
+        assert arrays.regrets[player, i].tolist() == t.regrets[r].tolist()
+        assert arrays.sums[player, i].tolist() == t.sums[r].tolist()
+    # the sets the lazy tables never made were never touched by the array solver either
+    assert not arrays.regrets[~visited].any() and not arrays.sums[~visited].any()
+    assert lazy.nash_conv() == pytest.approx(arrays.nash_conv(), abs=1e-12)
+
+
+def test_the_kernels_rules_build_the_compiled_betting_tree_node_for_node() -> None:
+    compiled = limit_game("leduc3p")
+    lazy = _lazy("leduc3p", 3_000, seed=1)
+    assert lazy.num_nodes == compiled.num_nodes  # every node reached: 1,120
+    bettings = lazy.bettings()
+    assert len(set(bettings)) == compiled.num_nodes
+    for node, betting in enumerate(bettings):
+        info = lazy.tables.node_info[node]
+        assert int(info[0]) == compiled.current_player(betting)
+        made = [a for a in range(3) if lazy.tables.node_children[node, a] >= 0]
+        assert made == compiled.legal_actions(betting)
+        if info[0] < 0:  # chips in at the end: the compiled terminal's
+            t = compiled.tree.node_terminal[compiled.node(betting)]
+            assert info[5:].tolist() == compiled.tree.terminal_spent[t].tolist()
+
+
+def test_lazy_mccfr_approaches_equilibrium_play_in_three_player_kuhn() -> None:
+    compiled = limit_game("kuhn3p")
+    uniform = nash_conv(compiled, uniform_profile(compiled))
+    early = _lazy("kuhn3p", 300, seed=2).nash_conv()
+    late = _lazy("kuhn3p", 100_000, seed=2).nash_conv()
+    assert late is not None and early is not None
+    assert late < 0.02 < early < uniform  # uniform play: 0.89 chips a hand
+
+
+def test_a_saved_lazy_run_resumes_bit_for_bit_across_table_growth(tmp_path: Path) -> None:
+    whole = _lazy("leduc3p", 3_000, seed=6)
+    first = _lazy("leduc3p", 40, seed=6)
+    room = len(first.tables.row_node)
+    first.save(tmp_path / "state.npz")
+    resumed = LazyMCCFRSolver.load(first.game, tmp_path / "state.npz")
+    assert resumed.iteration == 40 and resumed.config == MCCFRConfig(seed=6)
+    resumed.run(2_960)
+    assert whole.num_infosets > room  # the tables grew during the run
+    for name in ("regrets", "sums", "row_node", "row_view"):
+        rows = whole.num_infosets
+        assert np.array_equal(
+            getattr(resumed.tables, name)[:rows], getattr(whole.tables, name)[:rows]
+        )
+    assert resumed.bettings() == whole.bettings()
+
+
+def test_three_player_holdem_is_solved_over_the_information_sets_it_visits(tmp_path: Path) -> None:
+    game = lazy_abstract_game("holdem3p", SMALL)
+    assert game.name.startswith("holdem3p@") and game.num_deals == 200
+    solver = LazyMCCFRSolver(game, MCCFRConfig(seed=1))
+    solver.run(500)
+    assert 0 < solver.regret_bound() < np.inf
+    assert solver.num_nodes < public_nodes(game.gamedef) / 100  # made: what sampling visits
+    solver.save_strategy(tmp_path / "bp.json", solver={"abstract_game": asdict(SMALL)})
+    doc = json.loads((tmp_path / "bp.json").read_text())
+    assert doc["unvisited"] == "call" and len(doc["positions"]) == 3
+    first, second, third = (set(doc["positions"][p]) for p in (2, 0, 1))  # preflop order
+    assert {"0:", "1:", "2:"} <= first and "1:c" in second and "2:cc" in third
+    # the blueprint plays the real game: real cards through the buckets, unvisited sets call
+    blueprint = Blueprint.from_file(tmp_path / "bp.json")
+    holdem = HoldemGame("holdem3p", game.gamedef)
+    agents = [
+        PolicyAgent(f"a{k}", p, k) for k, p in enumerate([blueprint, AlwaysCall(), blueprint])
+    ]
+    chips = play_holdem_match(holdem, agents, holdem.deal_sequence(60, seed=3))
+    assert chips.sum() == pytest.approx(0.0) and chips.any()
+
+
+def test_oppmodel_solve_holdem3p_runs_lazily_and_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(solve_cmd, "HOLDEM_DEFAULTS", AbstractGameConfig(SMALL_CARDS, 100, 0))
+    common = ["--out", str(tmp_path / "bp.json"), "--deals", "200", "--seed", "2", "--json"]
+
+    def solve(*argv: str) -> dict:
+        assert main(["solve", "holdem3p", *argv, *common]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    state = str(tmp_path / "bp.npz")
+    first = solve("--iterations", "200", "--resume", state)
+    again = solve("--iterations", "500", "--resume", state)
+    straight = solve("--iterations", "500")
+    assert first["game"] == lazy_abstract_game("holdem3p", SMALL).name == straight["game"]
+    assert (again["algorithm"], again["iterations"], again["players"]) == ("es-mccfr", 500, 3)
+    assert again["regret_bound"] == straight["regret_bound"]  # resumed: the same run
+    assert again["infosets"] == straight["infosets"] > first["infosets"]
+    assert "--buckets 3 3 3 3 --deals 200 --recall imperfect --seed 2" in again["command"]
+    doc = json.loads((tmp_path / "bp.json").read_text())
+    assert sum(map(len, doc["positions"])) == again["infosets"]

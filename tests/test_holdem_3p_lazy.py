@@ -11,14 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_holdem_mccfr import SMALL, small_solve  # the same small abstraction (cached once)
 
-from oppmodel.clients.cli import main
-from oppmodel.clients.commands import solve_cmd
 from oppmodel.modeling.evaluation.limit import nash_conv
-from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.holdem_abstract import (
-    AbstractGameConfig,
     lazy_abstract_game,
     public_nodes,
 )
@@ -29,9 +26,6 @@ from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_
 from oppmodel.modeling.holdem.policy import AlwaysCall
 from oppmodel.modeling.solve.lazy_mccfr import LazyMCCFRSolver
 from oppmodel.modeling.solve.mccfr import MCCFRConfig, MCCFRSolver
-
-SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
-SMALL = AbstractGameConfig(SMALL_CARDS, deals=200, seed=2)
 
 
 def _lazy(game: str, iterations: int, seed: int) -> LazyMCCFRSolver:
@@ -130,17 +124,8 @@ def test_three_player_holdem_is_solved_over_the_information_sets_it_visits(tmp_p
 def test_oppmodel_solve_holdem3p_runs_lazily_and_resumes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(solve_cmd, "HOLDEM_DEFAULTS", AbstractGameConfig(SMALL_CARDS, 100, 0))
-    common = ["--out", str(tmp_path / "bp.json"), "--deals", "200", "--seed", "2", "--json"]
-
-    def solve(*argv: str) -> dict:
-        assert main(["solve", "holdem3p", *argv, *common]) == 0
-        return json.loads(capsys.readouterr().out)
-
-    state = str(tmp_path / "bp.npz")
-    first = solve("--iterations", "200", "--resume", state)
-    again = solve("--iterations", "500", "--resume", state)
-    straight = solve("--iterations", "500")
+    solve = small_solve("holdem3p", tmp_path, capsys, monkeypatch)
+    first, again, straight = solve(200, resume=True), solve(500, resume=True), solve(500)
     assert first["game"] == lazy_abstract_game("holdem3p", SMALL).name == straight["game"]
     assert (again["algorithm"], again["iterations"], again["players"]) == ("es-mccfr", 500, 3)
     assert again["regret_bound"] == straight["regret_bound"]  # resumed: the same run

@@ -5,6 +5,7 @@ the abstract game's information sets, strategy files and size bound."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -108,20 +109,27 @@ def test_three_player_holdems_betting_tree_is_refused_with_its_size() -> None:
         abstract_game("leduc2p", SMALL)
 
 
-def test_oppmodel_solve_holdem2p_runs_the_abstract_game_and_resumes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def small_solve(
+    game: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., dict]:
+    """``oppmodel solve GAME --iterations N ARGS --json`` in the small abstraction (SMALL): its
+    summary; ``resume=True`` resumes from and saves to the test's state file."""
     monkeypatch.setattr(solve_cmd, "HOLDEM_DEFAULTS", AbstractGameConfig(SMALL_CARDS, 100, 0))
     common = ["--out", str(tmp_path / "bp.json"), "--deals", "200", "--seed", "2", "--json"]
 
-    def solve(*argv: str) -> dict:
-        assert main(["solve", "holdem2p", *argv, *common]) == 0
+    def solve(iterations: int, *, resume: bool = False) -> dict:
+        state = ["--resume", str(tmp_path / "bp.npz")] if resume else []
+        assert main(["solve", game, "--iterations", str(iterations), *state, *common]) == 0
         return json.loads(capsys.readouterr().out)
 
-    state = str(tmp_path / "bp.npz")
-    first = solve("--iterations", "1000", "--resume", state)
-    again = solve("--iterations", "3000", "--resume", state)
-    straight = solve("--iterations", "3000")
+    return solve
+
+
+def test_oppmodel_solve_holdem2p_runs_the_abstract_game_and_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    solve = small_solve("holdem2p", tmp_path, capsys, monkeypatch)
+    first, again, straight = solve(1000, resume=True), solve(3000, resume=True), solve(3000)
     assert first["game"] == abstract_game("holdem2p", SMALL).name == straight["game"]
     assert (first["algorithm"], again["iterations"]) == ("es-mccfr", 3000)
     assert again["nash_conv"] == straight["nash_conv"] < first["nash_conv"]

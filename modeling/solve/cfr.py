@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 
@@ -196,34 +196,14 @@ class CFRSolver(SlicedSolver):
 
     def save(self, path: str | Path) -> None:
         """Write the whole state to ``path`` (an ``.npz`` file), atomically."""
-        path = Path(path)
-        meta = {
-            "format": STATE_FORMAT,
-            "game": self.game.name,
-            "gamedef": self.game.gamedef.to_text(),
-            "iteration": self.iteration,
-            "config": asdict(self.config),
-        }
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as out:
-            np.savez(
-                out, regrets=self.regrets, sums=self.sums, current=self.current,
-                meta=np.array(json.dumps(meta)),
-            )  # fmt: skip
-        os.replace(tmp, path)
+        arrays = {"regrets": self.regrets, "sums": self.sums, "current": self.current}
+        write_state(path, self.game.name, self.game.gamedef.to_text(), self, arrays)
 
     @classmethod
     def load(cls, game: LimitGame, path: str | Path) -> CFRSolver:
         """A solver in the state :meth:`save` wrote; InvalidArgumentError if the file is not one
         or belongs to another game."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                arrays = {k: data[k] for k in ("regrets", "sums", "current")}
-        except (OSError, ValueError, KeyError) as exc:
-            raise InvalidArgumentError("state", f"{path} is not a solver state: {exc}") from None
-        if meta.get("format") != STATE_FORMAT:
-            raise InvalidArgumentError("state", f"{path} has state format {meta.get('format')!r}")
+        meta, arrays = read_state(path, ("regrets", "sums", "current"))
         if meta["gamedef"] != game.gamedef.to_text() or not cls._same_game(meta["game"], game):
             raise InvalidArgumentError(
                 "state", f"{path} belongs to {meta['game']}, not to {game.name}"
@@ -235,3 +215,36 @@ class CFRSolver(SlicedSolver):
             getattr(solver, name)[:] = array
         solver.iteration = int(meta["iteration"])
         return solver
+
+
+def write_state(
+    path: str | Path, game: str, gamedef: str, solver: Any, arrays: dict[str, Any]
+) -> None:
+    """Write a solver's state file atomically: ``arrays`` and what it belongs to (the game's
+    name and rules, the iteration, the solver's configuration)."""
+    path = Path(path)
+    meta = {
+        "format": STATE_FORMAT,
+        "game": game,
+        "gamedef": gamedef,
+        "iteration": solver.iteration,
+        "config": asdict(solver.config),
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as out:
+        np.savez(out, meta=np.array(json.dumps(meta)), **arrays)
+    os.replace(tmp, path)
+
+
+def read_state(path: str | Path, names: tuple[str, ...]) -> tuple[dict, dict[str, np.ndarray]]:
+    """(meta, arrays) of a state file :func:`write_state` wrote; InvalidArgumentError if it is
+    not one."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            arrays = {k: data[k] for k in names}
+    except (OSError, ValueError, KeyError) as exc:
+        raise InvalidArgumentError("state", f"{path} is not a solver state: {exc}") from None
+    if meta.get("format") != STATE_FORMAT:
+        raise InvalidArgumentError("state", f"{path} has state format {meta.get('format')!r}")
+    return meta, arrays

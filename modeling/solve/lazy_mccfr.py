@@ -31,9 +31,6 @@ resumed run equals an uninterrupted one bit for bit.
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -45,10 +42,9 @@ from oppmodel.modeling.games.acpc.lazy_game import LazyGame, opening_row
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import document_text, uniform_profile
 from oppmodel.modeling.solve import _lazy_mccfr_kernels as kernels
-from oppmodel.modeling.solve.cfr import SlicedSolver
+from oppmodel.modeling.solve.cfr import SlicedSolver, read_state, write_state
 from oppmodel.modeling.solve.mccfr import MCCFRConfig
 
-STATE_FORMAT = 1
 UNVISITED = "call"  # what a strategy file says the information sets it does not list play
 _NODE_ARRAYS = ("node_info", "node_children", "node_parent", "node_action")
 _ROW_ARRAYS = ("regrets", "sums", "row_node", "row_view")
@@ -230,34 +226,16 @@ class LazyMCCFRSolver(SlicedSolver):
 
     def save(self, path: str | Path) -> None:
         """Write the state (what is made of the tables, the iteration, the seed), atomically."""
-        path = Path(path)
-        meta = {
-            "format": STATE_FORMAT,
-            "game": self.game.name,
-            "gamedef": self.game.gamedef.to_text(),
-            "iteration": self.iteration,
-            "config": asdict(self.config),
-        }
         t, nodes, rows = self.tables, self.num_nodes, self.num_infosets
         arrays = {name: getattr(t, name)[:nodes] for name in _NODE_ARRAYS}
         arrays |= {name: getattr(t, name)[:rows] for name in _ROW_ARRAYS}
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as out:
-            np.savez(out, meta=np.array(json.dumps(meta)), **arrays)
-        os.replace(tmp, path)
+        write_state(path, self.game.name, self.game.gamedef.to_text(), self, arrays)
 
     @classmethod
     def load(cls, game: LazyGame, path: str | Path) -> LazyMCCFRSolver:
         """A solver in the state :meth:`save` wrote; InvalidArgumentError if the file is not one
         or belongs to another game."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                arrays = {k: data[k] for k in (*_NODE_ARRAYS, *_ROW_ARRAYS)}
-        except (OSError, ValueError, KeyError) as exc:
-            raise InvalidArgumentError("state", f"{path} is not a solver state: {exc}") from None
-        if meta.get("format") != STATE_FORMAT:
-            raise InvalidArgumentError("state", f"{path} has state format {meta.get('format')!r}")
+        meta, arrays = read_state(path, (*_NODE_ARRAYS, *_ROW_ARRAYS))
         if meta["gamedef"] != game.gamedef.to_text() or meta["game"] != game.name:
             raise InvalidArgumentError(
                 "state", f"{path} belongs to {meta['game']}, not to {game.name}"

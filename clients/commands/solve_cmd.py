@@ -81,7 +81,7 @@ examples:
   oppmodel solve leduc3p --iterations 5000 --out l3.json --resume l3.npz
   oppmodel solve mygame.game --iterations 1000 --algorithm dcfr --out s.json --json
   oppmodel solve holdem2p --iterations 100000000 --out blueprint.json --resume bp.npz
-  oppmodel solve holdem3p --iterations 1000000 --out bp3.json --resume bp3.npz
+  oppmodel solve holdem3p --iterations 50000 --out bp3.json   # ~4M sets, 1 GB
 """
 
 

@@ -45,6 +45,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from oracle_share import LATE, field_groups, group_row, seat_orders  # noqa: E402
+from scipy.special import betaincinv as beta_quantile  # noqa: E402
 
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels  # noqa: E402
 from oppmodel.modeling.evaluation.limit import best_response, expected_values  # noqa: E402
@@ -56,6 +57,7 @@ from oppmodel.modeling.mbbr.model import DirichletModel  # noqa: E402
 from oppmodel.modeling.play.learning_cost import trajectory  # noqa: E402
 
 WHERE = {"rows": "all"}  # the rows drawn: all, unseen, where the prior outweighs the visits; voi
+POINTS = {"kind": "sigma"}  # the quadrature of ``posterior_points``
 HORIZON = {"hands": 3000}  # the match's length, for the value of information (``--rows voi``)
 
 
@@ -114,6 +116,34 @@ def _seated(profile: np.ndarray, p: int, ours: np.ndarray) -> np.ndarray:
     return seated
 
 
+QUANTILES = 4  # points per action of ``--voi-points beta``
+
+
+def posterior_points(alpha: np.ndarray, m: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    """Quadrature points (row, weight) of an information set's posterior, mean ``m``,
+    concentration sum(alpha): ``sigma``, m + (e_a - m) / sqrt(A + 1) at weight m_a per legal
+    action a (the Dirichlet's mean and covariance, but a rare action's point sits far in a tail
+    the Dirichlet barely has); ``beta``, per legal action (one of two) the 1/8, 3/8, 5/8, 7/8
+    quantiles of its Beta(alpha_a, A - alpha_a) marginal, the others scaled in proportion to m."""
+    legal = np.flatnonzero(alpha > 0)
+    total = alpha.sum()
+    if len(legal) < 2:  # nothing to learn
+        return [(m, 1.0)]
+    if POINTS["kind"] == "sigma":
+        spread = 1.0 / np.sqrt(total + 1.0)
+        return [(m + spread * (np.eye(3)[a] - m), float(m[a])) for a in legal]
+    actions = legal[:1] if len(legal) == 2 else legal
+    points = []
+    for a in actions:
+        rest = np.where(np.arange(3) == a, 0.0, m) / max(1.0 - m[a], 1e-12)
+        for j in range(QUANTILES):
+            x_a = float(beta_quantile(alpha[a], total - alpha[a], (j + 0.5) / QUANTILES))
+            points.append(
+                (rest * (1.0 - x_a) + np.eye(3)[a] * x_a, 1.0 / (QUANTILES * len(actions)))
+            )
+    return points
+
+
 def voi_profile(model: DirichletModel, p: int) -> np.ndarray:
     """The models' profile of position ``p``, or, where the value of information pays for the
     probe, the same with one never-reached opponent information set I at the answer that would
@@ -147,13 +177,12 @@ def voi_profile(model: DirichletModel, p: int) -> np.ndarray:
             if not game.valid_infoset_mask[o, i] or infoset_reach(game, reach, o, i) > 0.0:
                 continue
             alpha, m = posterior.alpha[d - 1, i], models[o, i]
-            spread = 1.0 / np.sqrt(alpha.sum() + 1.0)
-            points = []  # (V*, weight, the sigma point, the response to it)
-            for a in np.flatnonzero(alpha > 0):
+            points = []  # (V*, weight, the point, the response to it)
+            for x, w in posterior_points(alpha, m):
                 trial = models.copy()
-                trial[o, i] = m + spread * (np.eye(3)[a] - m)
+                trial[o, i] = x
                 response, value = best_response(game, trial, p)
-                points.append((value, m[a], trial, response))
+                points.append((value, w, trial, response))
             voi = sum(w * v for v, w, _, _ in points) - v0
             _, _, trial, probe = max(points, key=lambda point: point[0])
             seated = _seated(models, p, probe)
@@ -183,7 +212,7 @@ PROFILE = {"voi": voi_profile, "mean": DirichletModel._models_profile}  # others
 
 def thompson_trajectory(job: tuple) -> np.ndarray:
     """``learning_cost.trajectory`` with the sampled response (this process only)."""
-    WHERE["rows"], HORIZON["hands"], task = job
+    WHERE["rows"], HORIZON["hands"], POINTS["kind"], task = job
     DirichletModel._solve_hole = _solve_sampled  # type: ignore[method-assign]
     return trajectory(task)[0]
 
@@ -203,6 +232,12 @@ def main(argv: list[str] | None = None) -> None:
         "prior's weight is above the visits (the mean elsewhere); voi: probe where the value of "
         "information pays; mean: no exploration (%(default)s)",
     )
+    parser.add_argument(
+        "--voi-points",
+        choices=("sigma", "beta"),
+        default="sigma",
+        help="the posterior's quadrature for --rows voi (posterior_points; %(default)s)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     game = limit_game("kuhn3p")
@@ -217,7 +252,7 @@ def main(argv: list[str] | None = None) -> None:
         for order in seat_orders(group)
     ]
     with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-        jobs = [(args.rows, args.hands, task) for task in tasks]
+        jobs = [(args.rows, args.hands, args.voi_points, task) for task in tasks]
         results = iter(pool.map(thompson_trajectory, jobs, chunksize=1))
     rows = []
     for group in groups:

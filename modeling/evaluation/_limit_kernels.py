@@ -182,7 +182,7 @@ def sweep(tree, profile, player, best, cfv, own_reach, choice):
             if track:
                 for d in range(num_deals):
                     own_reach[base + seen[d]] = mine[k, d]
-            _player_node_value(
+            player_node_value(
                 out, below, children, cfv, choice, profile[p], base, seen, tree.round_views[r], best
             )
         else:
@@ -212,7 +212,7 @@ def _reach_down(moving, waiting, k, moves, base, seen, track_moving, track_waiti
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's private flag, not in its stubs
-def _player_node_value(out, below, children, cfv, choice, strategy, base, seen, views, best):
+def player_node_value(out, below, children, cfv, choice, strategy, base, seen, views, best):
     """Coming up at the sweeping player's node: its children's values ``below[a, d]`` are added to
     the counterfactual values of each deal's information set, and ``out[d]`` is the value of the
     best action for the whole information set (with ``best``: its pick written to ``choice``, ties

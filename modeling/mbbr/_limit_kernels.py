@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from oppmodel.modeling.evaluation._limit_kernels import move_into, sweep, unpack_tree
+from oppmodel.modeling.evaluation import _limit_kernels as tree_kernels
 
 NUM_ACTIONS = 3
 
@@ -76,7 +76,8 @@ def solve_hole(ints, floats, profile, player, scratch, choice, rows, strategy):
     cfv = scratch.reshape((choice.shape[0], NUM_ACTIONS))
     cfv[:] = 0.0
     choice[:] = -1
-    value = sweep(unpack_tree(ints, floats), profile, player, True, cfv, scratch[:0], choice)
+    tree = tree_kernels.unpack_tree(ints, floats)
+    value = tree_kernels.sweep(tree, profile, player, True, cfv, scratch[:0], choice)
     write_choices(strategy, rows, choice)
     return value
 
@@ -228,7 +229,7 @@ def _opponent_sequences(tree, taus, opponents, deals):
         reach[i, 0] = 1.0
         done[i, 0] = True
     for node in range(1, tree.node_player.shape[0]):
-        q, rnd, base, a = move_into(tree, node)
+        q, rnd, base, a = tree_kernels.move_into(tree, node)
         depth = tree.node_depth[node]
         last[depth] = last[depth - 1]
         for i in range(m):
@@ -326,49 +327,37 @@ def _distinct(keys, bound):
 
 
 @njit(cache=True)
-def best_response_to_leaf_values(tree, leaf, player, deals, choice):
+def best_response_to_leaf_values(tree, leaf, player, deals, cfv, choice):
     """Backward induction of ``player`` over the deals ``deals``: leaf[t, j] is the value of
     terminal t under deal ``deals[j]`` (others' reach and payoff folded in). Each information set
-    of the player met by these deals takes the action whose value summed over its deals is
-    largest (ties to the lower action code) and writes it to ``choice``. Returns the value.
-
-    Nodes are in pre-order, so a reverse sweep meets every child before its parent.
-    """
-    num_nodes = tree.node_player.shape[0]
+    of the player takes the action best for it (``evaluation``'s ``player_node_value``, ``cfv``
+    (I, 3) its scratch) and writes it to ``choice``. Returns the value. Nodes are in pre-order,
+    so a reverse sweep meets every child before its parent."""
     num = deals.shape[0]
-    value = np.zeros((num_nodes, num))
-    sums = np.zeros((tree.round_views.max(), NUM_ACTIONS))
-    for node in range(num_nodes - 1, -1, -1):
-        t = tree.node_terminal[node]
+    value = np.zeros((tree.node_player.shape[0], num))
+    below = np.zeros((NUM_ACTIONS, num))
+    seen = np.empty((tree.round_views.shape[0], num), dtype=np.int64)
+    for r in range(seen.shape[0]):
+        for j in range(num):
+            seen[r, j] = tree.deal_view[r, deals[j], player]
+    cfv[:] = 0.0
+    for node in range(value.shape[0] - 1, -1, -1):
+        t, children = tree.node_terminal[node], tree.node_children[node]
+        for a in range(NUM_ACTIONS if t < 0 else 0):
+            if children[a] >= 0:
+                below[a] = value[children[a]]
         if t >= 0:
-            for j in range(num):
-                value[node, j] = leaf[t, j]
-            continue
-        children = tree.node_children[node]
-        if tree.node_player[node] != player:
+            value[node] = leaf[t]
+        elif tree.node_player[node] != player:
             for a in range(NUM_ACTIONS):
                 if children[a] >= 0:
-                    for j in range(num):
-                        value[node, j] += value[children[a], j]
-            continue
-        rnd = tree.node_round[node]
-        base = tree.node_base[node]
-        views = tree.round_views[rnd]
-        sums[:views] = 0.0
-        for j in range(num):
-            v = tree.deal_view[rnd, deals[j], player]
-            for a in range(NUM_ACTIONS):
-                if children[a] >= 0:
-                    sums[v, a] += value[children[a], j]
-        for j in range(num):
-            v = tree.deal_view[rnd, deals[j], player]
-            pick = choice[base + v]
-            if pick < 0:
-                for a in range(NUM_ACTIONS):
-                    if children[a] >= 0 and (pick < 0 or sums[v, a] > sums[v, pick]):
-                        pick = a
-                choice[base + v] = pick
-            value[node, j] = value[children[pick], j]
+                    value[node] += below[a]
+        else:
+            r, base = tree.node_round[node], tree.node_base[node]
+            views = tree.round_views[r]
+            tree_kernels.player_node_value(
+                value[node], below, children, cfv, choice, cfv, base, seen[r], views, True
+            )
     total = 0.0
     for j in range(num):
         total += value[0, j]

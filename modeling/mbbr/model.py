@@ -293,10 +293,9 @@ class SampleModel(MBBRModel):
         opponents = np.array([(p + d) % n for d in range(1, n)], dtype=np.int64)
         leaf = np.empty((game.num_terminals, len(deals)))
         kernels.bayes_leaf_values(game.tree, self.tau[p], opponents, weights, p, deals, leaf)
-        choice = self._choice
-        choice.fill(-1)
-        value = kernels.best_response_to_leaf_values(game.tree, leaf, p, deals, choice)
-        kernels.write_choices(strategy, self._holes.infosets_of_hole[p][h], choice)
+        cfv = self._sweep_scratch.reshape(-1, 3)
+        value = kernels.best_response_to_leaf_values(game.tree, leaf, p, deals, cfv, self._choice)
+        kernels.write_choices(strategy, self._holes.infosets_of_hole[p][h], self._choice)
         return value
 
     def _state(self) -> dict[str, np.ndarray]:

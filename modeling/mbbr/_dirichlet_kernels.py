@@ -49,14 +49,11 @@ def dirichlet_tables(ints, floats):
 
 
 @njit(cache=True)
-def dirichlet_fits(ints, m, moves):
-    """Whether a class of ``m`` assignments of ``moves`` moves each fits in the tables."""
-    return ints[0] < ints[5] and ints[1] + m <= ints[6] and ints[2] + m * moves <= ints[7]
-
-
-@njit(cache=True)
-def grown_dirichlet_tables(ints, floats, m, moves):
-    """Tables holding what ``ints``/``floats`` do, with room for a class of ``m`` x ``moves``."""
+def tables_with_room(ints, floats, m, moves):
+    """``ints``/``floats`` if a class of ``m`` assignments of ``moves`` moves each fits in them,
+    else grown tables holding what they do, with room for it."""
+    if ints[0] < ints[5] and ints[1] + m <= ints[6] and ints[2] + m * moves <= ints[7]:
+        return ints, floats
     grown = new_dirichlet_tables(
         2 * ints[5], max(2 * ints[6], ints[1] + m), max(2 * ints[7], ints[2] + m * moves)
     )

@@ -9,7 +9,6 @@ only on the deals of its hole cards) once per change of the posterior; with a fi
 from __future__ import annotations
 
 import abc
-import copy
 import dataclasses
 import hashlib
 import math
@@ -189,7 +188,8 @@ class MBBRModel(abc.ABC):
         """A model like this one at the prior, sharing what hands never change (change detection
         opens one every ``change.GRID`` hands: building one costs more than the hands between).
         Only for a model without a safety bankroll (a run's)."""
-        run = copy.copy(self)
+        run = object.__new__(type(self))
+        run.__dict__.update(self.__dict__)
         run.hands_observed = 0
         run._profiles, run._lazy = {}, {}
         run._reset_posterior()

@@ -84,15 +84,18 @@ class ChangeDetectingModel(MBBRModel):
         """Multiply each run's mass by the probability its models gave the hand (a hand no run
         explains leaves the masses as they were), let every run observe it, then
         :meth:`_advance`."""
-        scores = []
-        for run in self.runs:  # a run that calls the hand impossible: -inf
+        masses, explained = [], False
+        for run, w in zip(self.runs, self.log_mass, strict=True):
             likelihood = hand_likelihood(evidence.rows, p, run._models_profile(p))
-            scores.append(math.log(likelihood) if likelihood > 0.0 else -math.inf)
-        if any(math.isfinite(s) for s in scores):
-            self._set_mass([w + s for w, s in zip(self.log_mass, scores, strict=True)])
-        for run in self.runs:
+            if likelihood > 0.0:  # a run that calls the hand impossible: -inf
+                masses.append(w + math.log(likelihood))
+                explained = True
+            else:
+                masses.append(-math.inf)
             run._update(p, obs, evidence)
             run.hands_observed += 1
+        if explained:
+            self._set_mass(masses)
         self._advance(self.hands_observed + 1)
 
     def _advance(self, hands_observed: int) -> None:
@@ -106,7 +109,7 @@ class ChangeDetectingModel(MBBRModel):
             self._set_mass([*stay, self._open_log_mass], normalised=True)
         newest = len(self.runs) - 1
         mass = self.log_mass
-        if newest < MAX_RUNS and all(w >= _LOG_PRUNE for w in mass[:newest]):
+        if newest < MAX_RUNS and (newest == 0 or min(mass[:newest]) >= _LOG_PRUNE):
             return  # every run stays (most hands)
         keep = [i for i, w in enumerate(mass) if w >= _LOG_PRUNE or i == newest]
         if len(keep) > MAX_RUNS:

@@ -20,8 +20,7 @@ With every card seen this is the exact conjugate posterior at every hand.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -54,19 +53,23 @@ class DirichletPosterior:
         self.seats = np.asarray(seats, dtype=np.int64)
         self._scratch = np.zeros((2, len(self._alpha0)))  # the kernel's, kept zeroed
         self._index: dict[object, int] = {}  # distinct observation -> its class
-        self._ints, self._floats = kernels.new_dirichlet_tables(16, 16, 64)
+        self._empty = kernels.new_dirichlet_tables(16, 16, 64)  # copied by :meth:`at_prior`
+        self._ints, self._floats = self._empty[0].copy(), self._empty[1].copy()
         self.version = 0  # bumped by every change of alpha
+        self._flat = profile.reshape(-1)  # a view: what the kernels write
         self._write_means()
         self._prior_profile = profile.copy()  # shared by :meth:`at_prior`'s posteriors
 
     def at_prior(self) -> DirichletPosterior:
         """A posterior like this one at the prior, no hands seen, with a profile of its own:
         cheaper than building one (change detection opens one every few hands)."""
-        fresh = copy.copy(self)
-        fresh._expected = np.zeros_like(self._alpha0)
+        fresh = object.__new__(DirichletPosterior)
+        fresh.__dict__.update(self.__dict__)
+        fresh._expected = np.zeros(len(self._alpha0))
         fresh.profile = self._prior_profile.copy()
+        fresh._flat = fresh.profile.reshape(-1)
         fresh._index = {}
-        fresh._ints, fresh._floats = kernels.new_dirichlet_tables(16, 16, 64)
+        fresh._ints, fresh._floats = self._empty[0].copy(), self._empty[1].copy()
         fresh.version = 0
         return fresh
 
@@ -80,24 +83,22 @@ class DirichletPosterior:
         """(n - 1, num_infosets, 3) the posterior's parameters, alpha0 + expected counts."""
         return (self._alpha0 + self._expected).reshape(self.alpha0.shape)
 
-    def observe(self, key: object, evidence: Callable[[], Evidence]) -> bool:
-        """Add one hand and update incrementally. ``key`` identifies what was seen;
-        ``evidence()`` (called the first time a key is seen) gives its assignments. Returns
-        whether the hand was added: a step that would not end in finite parameters (not seen
-        within the validated ranges of the prior; this is the guard) leaves everything as it
-        was."""
+    def observe(self, key: object, evidence: Evidence) -> bool:
+        """Add one hand and update incrementally. ``key`` identifies what was seen, ``evidence``
+        its assignments. Returns whether the hand was added: a step that would not end in
+        finite parameters (not seen within the validated ranges of the prior; this is the
+        guard) leaves everything as it was."""
         o = self._index.get(key, -1)
         entries = _NONE
         if o < 0:
-            entries = evidence().entries
-            if not kernels.dirichlet_fits(self._ints, *entries.shape):
-                self._ints, self._floats = kernels.grown_dirichlet_tables(
-                    self._ints, self._floats, *entries.shape
-                )
+            entries = evidence.entries
+            self._ints, self._floats = kernels.tables_with_room(
+                self._ints, self._floats, *entries.shape
+            )
             o = self._index[key] = len(self._index)
         applied = kernels.dirichlet_observe(
             self._ints, self._floats, o, entries, REFRESH_PER_HAND, self._alpha0,
-            self._expected, self._scratch, self.profile.reshape(-1), self.seats,
+            self._expected, self._scratch, self._flat, self.seats,
         )  # fmt: skip
         self.version += applied
         return applied

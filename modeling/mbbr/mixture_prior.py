@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numba import njit
@@ -160,11 +160,11 @@ class MixturePrior:
         fresh._start(informed, self.second and self.second.at_prior())
         return fresh
 
-    def observe(self, key: object, evidence: Evidence, evidence_of: Callable) -> None:
+    def observe(self, key: object, evidence: Evidence) -> None:
         """Add one hand (already added to the informed fit) to the other types, the revealed
         moves, the weights and the mixture means."""
         if self.second is not None:
-            self.second.observe(key, evidence_of)
+            self.second.observe(key, evidence)
         _observe(evidence.rows[0], evidence.revealed, evidence.entries, *self._args)
 
     def weights(self, d: int) -> np.ndarray:

@@ -97,14 +97,14 @@ class DirichletModel(MBBRModel):
         return super()._models_profile(p)
 
     def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
-        applied = self._dirichlet[p].observe(obs, lambda: evidence)
+        applied = self._dirichlet[p].observe(obs, evidence)
         if applied and self._types is not None:
             for d_1, i, a in evidence.rows[0]:
                 if evidence.revealed[d_1]:
                     self._types[p].observe_revealed(int(d_1) + 1, int(i), int(a))
                     self._type_versions[p] += 1
         if applied and self._mixture is not None:
-            self._mixture[p].observe(obs, evidence, lambda: evidence)
+            self._mixture[p].observe(obs, evidence)
             self._type_versions[p] += 1
 
     def _version(self, p: int) -> int:

@@ -70,7 +70,7 @@ def dirichlet_observe(ints, floats, o, new, refresh, alpha0, expected, scratch, 
     ``refresh`` other classes with hidden cards, round robin from the cursor. ``new``: the
     class's entries (m, L) if it is new (appended first, at count 0 and uniform
     responsibilities), else empty. Returns whether the hand's own step was taken (if not,
-    nothing else changed). ``scratch``: (2, size of alpha0), zeroed (left zeroed)."""
+    nothing else changed). ``scratch``: as :func:`step_class` takes it."""
     row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
     if new.shape[0] > 0:
         c, r, e, h = ints[0], ints[1], ints[2], ints[3]
@@ -85,8 +85,7 @@ def dirichlet_observe(ints, floats, o, new, refresh, alpha0, expected, scratch, 
             hidden[h] = c
             ints[3] = h + 1
         ints[0], ints[1], ints[2] = c + 1, r + m, e + m * moves
-    own, own_row = scratch[0], scratch[1]
-    tables = (counts, resp, row_start, entry_start, entries, scores, own, own_row)
+    tables = (counts, resp, row_start, entry_start, entries, scores, scratch)
     if step_class(o, 1.0, alpha0, expected, profile, seats, *tables) < 0.0:
         return False
     picked = tries = 0
@@ -119,8 +118,7 @@ def dirichlet_converge(ints, floats, alpha0, expected, scratch, profile, seats, 
     """Sweeps of steps over every class with hidden cards, at most ``most``, until no entry of
     ``expected`` moved by more than ``tolerance``; returns the sweeps made."""
     row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
-    own, own_row = scratch[0], scratch[1]
-    tables = (counts, resp, row_start, entry_start, entries, scores, own, own_row)
+    tables = (counts, resp, row_start, entry_start, entries, scores, scratch)
     sweeps = 0
     while ints[3] > 0 and sweeps < most:
         sweeps += 1
@@ -135,7 +133,7 @@ def dirichlet_converge(ints, floats, alpha0, expected, scratch, profile, seats, 
 @njit(cache=True)
 def step_class(
     o, added, alpha0, expected, profile, seats, counts, resp, row_start, entry_start, entries,
-    scores, own, own_row,
+    scores, scratch,
 ):  # fmt: skip
     """A CVB0 step of class o (seen ``counts[o]`` times, explained by the assignments
     ``row_start[o]:row_start[o + 1]``, assignment r making the moves ``entries[entry_start[r]:
@@ -143,8 +141,9 @@ def step_class(
     assignment's responsibility becomes the product of the posterior means of its moves with one
     copy of the class's own contribution left out; ``added`` joins the count, ``expected`` and
     the means of the rows touched (into ``profile``, opponent d at ``seats[d - 1]``) follow.
-    Returns the largest change of ``expected``, or -1 (nothing changed) if not finite. ``own``,
-    ``own_row``: zeroed scratch the size of ``expected`` (left zeroed)."""
+    Returns the largest change of ``expected``, or -1 (nothing changed) if not finite.
+    ``scratch``: (4, size of ``expected``), rows 0-1 zero and 2-3 NaN (left so)."""
+    own, own_row, logs, row_logs = scratch[0], scratch[1], scratch[2], scratch[3]
     first, last = row_start[o], row_start[o + 1]
     old = counts[o]
     new = old + added
@@ -162,26 +161,28 @@ def step_class(
                 own[f] += resp[r]
                 own_row[f - f % NUM_ACTIONS] += resp[r]
     best = -np.inf
-    for r in range(first, last):
+    for r in range(first, last):  # each move's and row's log once (assignments share them)
         s = 0.0
         for e in range(entry_start[r], entry_start[r + 1]):
             f = entries[e]
             b = f - f % NUM_ACTIONS
-            total = -own_row[b]
-            floor = 0.0
-            for a in range(NUM_ACTIONS):
-                total += alpha0[b + a] + expected[b + a]
-                floor += alpha0[b + a]
-            s += math.log(max(alpha0[f] + expected[f] - own[f], alpha0[f]))
-            s -= math.log(max(total, floor))
+            if math.isnan(logs[f]):
+                logs[f] = math.log(max(alpha0[f] + expected[f] - own[f], alpha0[f]))
+            if math.isnan(row_logs[b]):
+                total = -own_row[b]
+                floor = 0.0
+                for a in range(NUM_ACTIONS):
+                    total += alpha0[b + a] + expected[b + a]
+                    floor += alpha0[b + a]
+                row_logs[b] = math.log(max(total, floor))
+            s += logs[f]
+            s -= row_logs[b]
         scores[r - first] = s
         best = max(best, s)
-    if old > 0.0:
-        for r in range(first, last):
-            for e in range(entry_start[r], entry_start[r + 1]):
-                f = entries[e]
-                own[f] = 0.0
-                own_row[f - f % NUM_ACTIONS] = 0.0
+    for e in range(entry_start[first], entry_start[last]):  # the scratch as it was
+        f = entries[e]
+        own[f] = own_row[f - f % NUM_ACTIONS] = 0.0
+        logs[f] = row_logs[f - f % NUM_ACTIONS] = math.nan
     if not np.isfinite(best):
         return -1.0
     norm = 0.0

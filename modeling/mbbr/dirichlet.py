@@ -51,7 +51,8 @@ class DirichletPosterior:
         self._expected = np.zeros_like(self._alpha0)
         self.profile = profile
         self.seats = np.asarray(seats, dtype=np.int64)
-        self._scratch = np.zeros((2, len(self._alpha0)))  # the kernel's, kept zeroed
+        self._scratch = np.zeros((4, len(self._alpha0)))  # the kernels' (``step_class``)
+        self._scratch[2:] = np.nan
         self._index: dict[object, int] = {}  # distinct observation -> its class
         self._empty = kernels.new_dirichlet_tables(16, 16, 64)  # copied by :meth:`at_prior`
         self._ints, self._floats = self._empty[0].copy(), self._empty[1].copy()

@@ -19,6 +19,7 @@ import importlib.machinery
 import importlib.util
 import os
 import shutil
+import signal
 import site
 import sys
 import sysconfig
@@ -135,6 +136,43 @@ def reads_outside_the_repository() -> list[str]:
     """The outside reads recorded so far in this test, for a test of the guard itself (clear the
     list after checking it, or the test fails)."""
     return _reads
+
+
+# -- SIGINT as the run found it ----------------------------------------------------------------
+# How this process handles SIGINT: its handler and whether the main thread blocks it. A child
+# process inherits an ignored disposition and a blocked mask (through fork and exec), so a test
+# that leaves either changed makes every command a later test starts deaf to Ctrl-C
+# (test_cli_interrupt's); the guard below names the test that did and restores the state.
+def sigint_handling() -> tuple[object, frozenset[int]]:
+    """(SIGINT's handler, the signals the calling thread blocks)."""
+    return signal.getsignal(signal.SIGINT), frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, ()))
+
+
+_SIGINT_AT_START = sigint_handling()
+
+
+def restore_sigint_handling() -> str | None:
+    """Restore SIGINT's handling as the run found it; what had changed (None: nothing)."""
+    handler, blocked = sigint_handling()
+    start_handler, start_blocked = _SIGINT_AT_START
+    changed = []
+    if handler != start_handler:
+        changed.append(f"SIGINT's handler is {handler!r}, not {start_handler!r}")
+        signal.signal(signal.SIGINT, start_handler)  # type: ignore[arg-type]
+    if blocked != start_blocked:
+        changed.append(f"the blocked signals are {sorted(blocked)}, not {sorted(start_blocked)}")
+        signal.pthread_sigmask(signal.SIG_SETMASK, start_blocked)
+    return "; ".join(changed) or None
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handling_kept() -> Iterator[None]:
+    """Fail the test that leaves SIGINT's handling changed (see ``sigint_handling``), after
+    restoring it for the tests that follow in this process."""
+    yield
+    changed = restore_sigint_handling()
+    if changed is not None:
+        pytest.fail(f"the test left SIGINT's handling changed: {changed}")
 
 
 # -- the storage backends ------------------------------------------------------------------------

@@ -179,8 +179,9 @@ def match_for(name: str, folder: Path, helpers: list[Run]) -> dict[str, str]:
 def _as_a_terminal_job() -> None:
     """In the child before exec: SIGINT as an interactive shell gives its foreground job (the
     default action, not blocked). A disposition of SIG_IGN and a blocked mask are inherited
-    through exec, and a test process may hold either (a library's worker threads, a runner that
-    ignores SIGINT): the command would then never see the Ctrl-C this test sends."""
+    through exec, and a test process may hold either: a suite started as a background job of a
+    script (``pytest ... &`` in a shell without job control; ``timeout`` resets it) ignores
+    SIGINT in every worker, and the command would then never see the Ctrl-C this test sends."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 

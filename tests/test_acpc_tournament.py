@@ -142,6 +142,22 @@ def test_a_failing_external_agent_fails_the_tournament_with_a_message(
     assert seat_errors.read_text().strip() == "no strategy file"
 
 
+def test_a_running_agent_that_never_connects_aborts_the_match_after_the_start_timeout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = run_cli(
+        [
+            *("--agent", "a=builtin:n1", "--agent", "b=builtin:n3"),
+            *("--agent", f'c={sys.executable} -c "import time; time.sleep(60)"'),  # alive, silent
+            *("--hands", "5", "--out", str(tmp_path), "--start_timeout", "300"),
+        ]
+    )
+    assert status == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "match dup0-seating012 aborted after 0 hands" in err
+    assert "seat 3 did not connect within --start_timeout 300 ms" in err
+
+
 @pytest.mark.parametrize(
     ("agents", "field", "message"),
     [

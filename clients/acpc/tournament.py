@@ -80,7 +80,7 @@ class TournamentConfig:
     seed: int
     out_dir: Path
     t_response_ms: int = 60_000
-    start_timeout_ms: int = 30_000
+    start_timeout_ms: int = 120_000  # a live agent loading a model on a busy machine
     mbbr_prior_strategy: str | None = None  # a strategy file's text: builtin:mbbr's prior
 
     def validate(self) -> None:

@@ -91,6 +91,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="MS",
         help="abort a match if an agent takes longer to reply (default %(default)s)",
     )
+    parser.add_argument(
+        "--start_timeout",
+        type=positive_int,
+        default=120_000,
+        metavar="MS",
+        help="abort a match if a running agent has not connected by then; one that exits "
+        "aborts it at once (default %(default)s)",
+    )
     add_prior_strategy_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=run)
@@ -109,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         out_dir=args.out,
         t_response_ms=args.t_response,
+        start_timeout_ms=args.start_timeout,
         mbbr_prior_strategy=prior_strategy_json(args, limit_game_of(gamedef)),
     )
     config.validate()

@@ -128,9 +128,10 @@ def blueprint(game: GameDef) -> HoldemPolicy:
     for short in HOLDEM_BLUEPRINTS:
         if read_game_def(short) == game:
             return bundled_blueprint(short)
+    source = game.source or "GAME_FILE"
     raise NotFoundError(
-        f"no hold'em blueprint for {game.source or 'this game'} yet: STYLE@S and cfr need one; "
-        "`oppmodel solve holdem2p --out blueprint.json` writes one, which plays as the agent "
+        f"no hold'em blueprint for {source} yet: STYLE@S and cfr need one; "
+        f"`oppmodel solve {source} --out blueprint.json` writes one, which plays as the agent "
         "blueprint.json"
     )
 

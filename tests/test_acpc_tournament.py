@@ -123,20 +123,29 @@ def test_the_text_table_lists_agents_and_every_match(
     assert len(list(tmp_path.glob("*.log"))) == 12
 
 
-def test_a_failing_external_agent_fails_the_tournament_with_a_message(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def aborted_with_a_third_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], code: str, *options: str
+) -> str:
+    """Play n1, n3 and an external agent running the Python ``code``; the stderr of the
+    tournament, which must have aborted its first match."""
     status = run_cli(
         [
             *("--agent", "a=builtin:n1", "--agent", "b=builtin:n3"),
-            # exits at once without connecting, saying why on its stderr
-            *("--agent", f"c={sys.executable} -c \"import sys; sys.exit('no strategy file')\""),
-            *("--hands", "5", "--out", str(tmp_path)),
+            *("--agent", f'c={sys.executable} -c "{code}"'),
+            *("--hands", "5", "--out", str(tmp_path), *options),
         ]
     )
     assert status == 1
     err = " ".join(capsys.readouterr().err.split())
     assert "match dup0-seating012 aborted after 0 hands" in err
+    return err
+
+
+def test_a_failing_external_agent_fails_the_tournament_with_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # exits at once without connecting, saying why on its stderr
+    err = aborted_with_a_third_agent(tmp_path, capsys, "import sys; sys.exit('no strategy file')")
     seat_errors = tmp_path / "dup0-seating012.seat3.c.err"  # the failed seat's, not the dealer's
     assert f"seat 3 agent c exited with status 1 (its stderr: {seat_errors})" in err
     assert seat_errors.read_text().strip() == "no strategy file"
@@ -145,16 +154,8 @@ def test_a_failing_external_agent_fails_the_tournament_with_a_message(
 def test_a_running_agent_that_never_connects_aborts_the_match_after_the_start_timeout(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = run_cli(
-        [
-            *("--agent", "a=builtin:n1", "--agent", "b=builtin:n3"),
-            *("--agent", f'c={sys.executable} -c "import time; time.sleep(60)"'),  # alive, silent
-            *("--hands", "5", "--out", str(tmp_path), "--start_timeout", "300"),
-        ]
-    )
-    assert status == 1
-    err = " ".join(capsys.readouterr().err.split())
-    assert "match dup0-seating012 aborted after 0 hands" in err
+    alive_and_silent = "import time; time.sleep(60)"
+    err = aborted_with_a_third_agent(tmp_path, capsys, alive_and_silent, "--start_timeout", "300")
     assert "seat 3 did not connect within --start_timeout 300 ms" in err
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from array import array
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -52,10 +53,23 @@ class LiveSession:
     model_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     deleted: bool = False
     evicted: bool = False  # dropped from memory; the next use reloads it from storage
+    # Our chips in each applied hand (hand s at index s - 1), what GetWinnings answers: None
+    # until a caller first asks (then built from the store, once), then extended as each hand
+    # is applied, so a page polling the winnings reads no store
+    winnings: array[float] | None = None
 
     def estimate_nbytes(self) -> int:
-        """The session's estimated memory: its model, its recent hands, a fixed overhead."""
-        return self.host.nbytes() + len(self.recent) * ENTRY_BYTES + SESSION_OVERHEAD_BYTES
+        """The session's estimated memory: its model, its recent hands, its winnings, a fixed
+        overhead."""
+        won = 0 if self.winnings is None else self.winnings.itemsize * len(self.winnings)
+        return self.host.nbytes() + len(self.recent) * ENTRY_BYTES + won + SESSION_OVERHEAD_BYTES
+
+    def record(self, keys: list[HandKey]) -> None:
+        """Keep what hands just applied (``hands_observed`` counts them already) tell without
+        a read: the last ones for comparing resends, our chips in each if kept."""
+        self.recent.extend(keys)
+        if self.winnings is not None:
+            self.winnings.extend(self.game.stored_winnings(*key) for key in keys)
 
     def busy(self) -> bool:
         """Whether a writer or a query holds the session (it is not evicted then)."""

@@ -170,7 +170,7 @@ class SessionObserver:
             session.replay_seconds += seconds
             session.seconds_per_hand = seconds / len(new)
             session.hands_observed += len(new)
-            session.recent.extend(keys)
+            session.record(keys)
             self.cache.resize(session)
             if (
                 session.replay_seconds >= self.limits.snapshot_seconds

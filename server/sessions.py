@@ -22,6 +22,7 @@ import hashlib
 import logging
 import time
 import uuid
+from array import array
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import TypeVar
@@ -66,6 +67,7 @@ from oppmodel.server.storage import (
 from oppmodel.server.tasks import ShieldedTasks
 
 T = TypeVar("T")
+WINNINGS_READ_HANDS = 100_000  # stored hands read at a time when a session's winnings are built
 log = logging.getLogger("oppmodel.server")
 
 
@@ -418,23 +420,39 @@ class SessionManager:
     async def winnings(
         self, session: LiveSession, after: int, most: int
     ) -> tuple[builtins.list[float], int]:
-        """(our chips in each stored hand after ``after``, at most ``most`` of them; the hands
-        observed), by the game's payoffs of what our seat saw (``ServedGame.winnings``). Read
-        from the store, so only what a caller asks for costs anything."""
-        hands = session.hands_observed  # acknowledged: committed
-        if after >= hands:
-            return [], hands
-        rows = await asyncio.wrap_future(
-            self.storage.load_observations_async(
-                session.session_id, after=after, upto=min(hands, after + most)
-            )
-        )
-        game = session.game
+        """(our chips in each applied hand after ``after``, at most ``most`` of them; the hands
+        observed), by the game's payoffs of what our seat saw (``ServedGame.winnings``). Kept
+        by the live session once a caller first asked (``LiveSession.winnings``), so a poll
+        reads no store: only the first call after a load reads the session's stored hands."""
+        won = session.winnings
+        if won is None:
+            won = await self._stored_winnings(session)
+        return won[after : after + most].tolist(), session.hands_observed  # len(won) hands
 
-        def payoffs() -> builtins.list[float]:
+    async def _stored_winnings(self, session: LiveSession) -> array[float]:
+        """Our chips in each of the session's applied hands, read from the store (a chunk at a
+        time, so a long session's rows are never all held), then kept by the session and
+        extended as hands are applied."""
+        game = session.game
+        won: array[float] = array("d")
+
+        def payoffs(rows: Sequence[ObservationRow]) -> builtins.list[float]:
             return [game.stored_winnings(r.position, r.history, r.cards) for r in rows]
 
-        return await self._cpu(payoffs), hands
+        while len(won) < session.hands_observed:  # hands applied while it reads: read those too
+            rows = await asyncio.wrap_future(
+                self.storage.load_observations_async(
+                    session.session_id,
+                    after=len(won),
+                    upto=min(session.hands_observed, len(won) + WINNINGS_READ_HANDS),
+                )
+            )
+            if not rows:  # deleted by another process meanwhile
+                raise NotFoundError(f"session_id: no session {session.session_id!r}")
+            won.extend(await self._cpu(payoffs, rows))
+        session.winnings = won  # no await since the loop's test: it holds every applied hand
+        self.cache.resize(session)
+        return won
 
     async def action(
         self, session: LiveSession, *, position: int, infoset: int, draw: int

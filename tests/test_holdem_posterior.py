@@ -1,0 +1,159 @@
+"""The hold'em opponent posterior over the abstraction (modeling/holdem/posterior.py): a hand's
+update against an exact enumeration of the opponent's hole pairs, bucketed one hand at a time by
+the card abstraction; a shown hand's exact counts; the fit's invariants over played hands; bad
+observations refused by field."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.abstraction import (
+    BOARD_SIZES,
+    AbstractionConfig,
+    card_abstraction,
+)
+from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, abstract_game
+from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
+from oppmodel.modeling.holdem.policy import CARD_NAMES, Uniform
+from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, cards_of
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.observation import LimitObservation
+
+SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
+SMALL = AbstractGameConfig(SMALL_CARDS, deals=200, seed=2)
+
+
+@pytest.fixture(scope="module")
+def spots() -> AbstractSpots:
+    return AbstractSpots(abstract_game("holdem2p", SMALL), SMALL, card_abstraction(SMALL_CARDS))
+
+
+def _blueprint(spots: AbstractSpots, seed: int) -> np.ndarray:
+    """A seeded profile over the legal actions, far from uniform: the prior's mean."""
+    legal = spots.game.legal_mask
+    raw = np.random.default_rng(seed).random(legal.shape) ** 3 * legal
+    return raw / raw.sum(axis=2, keepdims=True)
+
+
+def _moves_by_hand(spots: AbstractSpots, obs: LimitObservation, hole: str) -> list[tuple[int, int]]:
+    """The opponent's (information set, action) in ``obs`` holding ``hole``: each round's bucket
+    from ``CardAbstraction.bucket`` on that hand alone, the set from its string."""
+    game, q = spots.game, 1 - obs.position
+    boards = [cards_of(b) for b in obs.board]
+    out = []
+    for node, r, mover, a in spots.moves(obs.betting):
+        if mover != q:
+            continue
+        board = [CARD_NAMES[c] for b in boards for c in b][: BOARD_SIZES[r]]
+        bucket = spots.cards.bucket([hole[:2], hole[2:]], board)
+        key = f"{bucket}:{game.bettings[node]}"
+        out.append((game.infoset_from_string(q, key), a))
+    return out
+
+
+def _enumerated(spots: AbstractSpots, obs: LimitObservation, alpha: np.ndarray) -> np.ndarray:
+    """(num_infosets, 3) the expected counts one hidden hand adds, by enumeration: every hole
+    pair the opponent may hold, weighed by the product of the Dirichlet means (``alpha``) of its
+    moves, normalised."""
+    dead = {c for text in (obs.hole[obs.position], *obs.board) for c in cards_of(text)}
+    mean = alpha / alpha.sum(axis=1, keepdims=True)
+    weights, paths = [], []
+    for a, b in itertools.combinations(range(52), 2):
+        if a in dead or b in dead:
+            continue
+        moves = _moves_by_hand(spots, obs, CARD_NAMES[a] + CARD_NAMES[b])
+        weights.append(np.prod([mean[i, x] for i, x in moves]))
+        paths.append(moves)
+    out = np.zeros_like(alpha)
+    for w, moves in zip(weights, paths, strict=True):
+        for i, x in moves:
+            out[i, x] += w / sum(weights)
+    return out
+
+
+# we hold AsKd at position 0; the opponent (position 1) folds on the flop, then on the turn
+FOLD_FLOP = LimitObservation(0, "rc/rrrf", ("AsKd", None), ("", "2c7h9s"))
+FOLD_TURN = LimitObservation(0, "rrc/cc/rf", ("QhQs", None), ("", "3d4d5d", "Tc"))
+
+
+def test_a_folded_hands_update_equals_the_enumeration_of_the_opponents_hole_pairs(spots) -> None:
+    posterior = HoldemPosterior(spots, _blueprint(spots, 0), MBBRConfig(eta=4.0))
+    alpha0 = posterior.fits[0].alpha0[0].copy()
+    evidence = posterior.observe(FOLD_FLOP)
+    assert evidence.rows.shape[0] == 1081  # 52 - 2 ours - 3 on the board, choose 2
+    first = _enumerated(spots, FOLD_FLOP, alpha0)
+    assert np.allclose(posterior.fits[0].expected[0], first, rtol=0, atol=1e-12)
+    # the second hand is weighed by the means after the first, and the first is weighed again
+    # by the means after the second with its own contribution left out (the fit's CVB0 step)
+    posterior.observe(FOLD_TURN)
+    second = _enumerated(spots, FOLD_TURN, alpha0 + first)
+    first_again = _enumerated(spots, FOLD_FLOP, alpha0 + second)
+    assert np.allclose(posterior.fits[0].expected[0], second + first_again, rtol=0, atol=1e-12)
+    means = posterior.models_profile(0)[1]
+    alpha = alpha0 + second + first_again
+    rows = spots.game.infosets(1)
+    assert np.allclose(means[rows], (alpha / alpha.sum(axis=1, keepdims=True))[rows], atol=1e-12)
+    assert np.array_equal(posterior.fits[1].expected, np.zeros_like(posterior.fits[1].expected))
+
+
+def test_a_shown_hand_adds_exactly_its_actions_counts(spots) -> None:
+    posterior = HoldemPosterior(spots, _blueprint(spots, 1))
+    obs = LimitObservation(1, "crc/cc/cc/cc", ("AsAc", "2h3h"), ("", "2c7h9s", "Td", "Jd"))
+    evidence = posterior.observe(obs)
+    assert evidence.rows.shape[0] == 1 and evidence.revealed == (True,)
+    counts = np.zeros_like(posterior.fits[1].expected[0])
+    for i, a in _moves_by_hand(spots, obs, "AsAc"):
+        counts[i, a] += 1.0
+    assert np.array_equal(posterior.fits[1].expected[0], counts)
+    assert counts.sum() == 4  # the opponent (position 0) raised preflop, checked after
+
+
+class _Recorder(PolicyAgent):
+    def __init__(self, seed: int) -> None:
+        super().__init__("uniform", Uniform(), seed)
+        self.seen: list[LimitObservation] = []
+
+    def end_hand(self, obs: LimitObservation) -> None:
+        self.seen.append(obs)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_over_played_hands_counts_stay_non_negative_and_sum_to_the_moves_seen(
+    spots, seed: int
+) -> None:
+    game = HoldemGame("holdem2p", spots.game.gamedef)
+    agents = [_Recorder(seed), _Recorder(seed + 10)]
+    play_holdem_match(game, agents, game.deal_sequence(40, seed))
+    posterior = HoldemPosterior(spots, _blueprint(spots, seed))
+    moves = [0, 0]
+    for obs in agents[0].seen:
+        moves[obs.position] += posterior.observe(obs).rows.shape[1]
+    for p, fit in enumerate(posterior.fits):
+        assert (fit.expected >= -1e-12).all()
+        assert fit.expected.sum() == pytest.approx(moves[p], abs=1e-9)
+        legal = spots.game.legal_mask[1 - p]
+        assert (fit.expected[0][~legal] == 0).all()
+        means = posterior.models_profile(p)[1 - p][spots.game.infosets(1 - p)]
+        assert np.allclose(means.sum(axis=1), 1.0) and (means > 0).any()
+
+
+@pytest.mark.parametrize(
+    ("obs", "field"),
+    [
+        (LimitObservation(0, "rc/rrrf", ("AsKd", None), ("", "2c7h9s", "Td")), "board"),
+        (LimitObservation(0, "rc/rrrf", ("AsKd", "QcQd"), ("", "2c7h9s")), "hole[1]"),
+        (LimitObservation(0, "rc/rrrf", ("AsAs", None), ("", "2c7h9s")), "hole[0]"),
+        (LimitObservation(0, "rc/rrrf", ("AsKd", None), ("", "2c7h9x")), "board[1]"),
+    ],
+)
+def test_an_impossible_observation_is_refused_by_field_and_changes_nothing(
+    spots, obs: LimitObservation, field: str
+) -> None:
+    posterior = HoldemPosterior(spots, _blueprint(spots, 2))
+    with pytest.raises(InvalidArgumentError, match=field.replace("[", r"\[")):
+        posterior.observe(obs)
+    assert posterior.hands == 0 and not posterior.fits[0].expected.any()

@@ -1,0 +1,153 @@
+"""MBBR's response in 2-player limit hold'em: a best response in the abstract game to the
+posterior mean, computed between hands every ``refresh`` hands, played per hand with a share kept
+within a safety budget against the blueprint's own play.
+
+- **The response** of our position p is the abstract game's pure best response
+  (:func:`~oppmodel.modeling.evaluation.limit.best_response`, backward induction over its sample
+  of deals) to the profile with the opponent's posterior mean in its row
+  (:class:`~oppmodel.modeling.holdem.posterior.HoldemPosterior`). It plays the real game as the
+  blueprint does, by the information set of our real cards (:class:`AbstractSpots`). It is solved
+  again every ``refresh`` hands, not at each decision: one solve is a sweep of the 16,584 public
+  nodes over every deal of the sample, ~0.1-0.3 s, which per hand would cap the cycle far below
+  the 200 hands/s asked.
+- **The safety share.** A best response to a model fitted on a sample of deals can lose to the
+  blueprint in the real game: the model is wrong, and the response exploits the sample's
+  accidents. So, after each solve, the response's loss against the blueprint's own play is
+  measured in a second abstract game, the same abstraction on an independent sample of deals
+  (``check``): loss = EV(blueprint vs blueprint) - EV(response vs blueprint) for our position.
+  Each hand plays the response whole with probability ``share`` and the blueprint whole
+  otherwise, one seeded draw per hand, so the expected loss against the blueprint is exactly
+  ``share x loss`` (per-hand mixing keeps values linear; mixing per decision would not). The share
+  is the largest in [0, 1] with ``share x loss <= budget`` (chips per hand: the budget in the
+  game's unit, mbb/h). Against the blueprint this loses at most the budget a hand in the check
+  sample's expectation, up to that sample's error and the abstraction's.
+- For the first ``hands_default`` hands (MBBR's H) the agent plays the blueprint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from oppmodel.modeling.evaluation.limit import best_response, expected_values
+from oppmodel.modeling.games.acpc.betting import CALL, RAISE
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.holdem.match import HoldemGame
+from oppmodel.modeling.holdem.policy import Spot
+from oppmodel.modeling.holdem.posterior import HoldemPosterior
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.observation import LimitObservation
+
+REFRESH = 100  # hands between two solves of the response
+BUDGET = 10.0  # mbb/h: the most the response may lose against the blueprint's play, a hand
+
+
+class HoldemMBBR:
+    """The posterior, its response and the safety share of each of our positions (see the
+    module's text)."""
+
+    def __init__(
+        self,
+        posterior: HoldemPosterior,
+        check: LimitGame,
+        config: MBBRConfig | None = None,
+        *,
+        refresh: int = REFRESH,
+        budget: float = BUDGET,
+    ) -> None:
+        """``check``: the abstract game on an independent sample of deals (the same abstraction
+        and recall, so the same information sets) the safety share is measured in; ``budget``
+        in the game's unit (mbb/h)."""
+        self.posterior = posterior
+        self.check = check
+        self.config = config or MBBRConfig()
+        self.refresh = refresh
+        self.budget_chips = check.rate_unit.to_chips(budget)
+        blueprint = posterior.blueprint
+        self._blueprint_ev = expected_values(check, blueprint)
+        self.strategies = [blueprint[p] for p in range(2)]  # what the response plays, per p
+        self.shares = [0.0, 0.0]  # the response's share of the hands, per p
+        self.losses = [0.0, 0.0]  # chips a hand the response loses to the blueprint (check)
+        self.solved_at = -1  # hands seen at the last solve
+
+    @property
+    def hands(self) -> int:
+        return self.posterior.hands
+
+    def observe(self, obs: LimitObservation) -> None:
+        """Add a finished hand; solve the responses again when ``refresh`` hands have passed
+        since the last solve (from hand H on)."""
+        self.posterior.observe(obs)
+        due = self.hands >= self.config.hands_default
+        if due and (self.solved_at < 0 or self.hands - self.solved_at >= self.refresh):
+            self.solve()
+
+    def solve(self) -> None:
+        """The best response of each position to its posterior mean now, and its share."""
+        blueprint = self.posterior.blueprint
+        game = self.posterior.spots.game
+        for p in range(2):
+            strategy, _ = best_response(game, self.posterior.models_profile(p), p)
+            against = blueprint.copy()
+            against[p] = strategy
+            loss = float(self._blueprint_ev[p] - expected_values(self.check, against)[p])
+            self.strategies[p] = strategy
+            self.losses[p] = loss
+            self.shares[p] = 1.0 if loss <= self.budget_chips else self.budget_chips / loss
+        self.solved_at = self.hands
+
+    def row(self, spot: Spot, hole: Sequence[int], respond: bool) -> np.ndarray:
+        """(3,) what to play holding ``hole`` at ``spot``: the response's row if ``respond``,
+        else the blueprint's."""
+        p = spot.position
+        infoset = int(
+            self.posterior.spots.infosets(
+                spot.betting.betting, spot.board, np.asarray([hole], dtype=np.int64)
+            )[0]
+        )
+        table = self.strategies[p] if respond else self.posterior.blueprint[p]
+        return table[infoset]
+
+
+class HoldemMBBRAgent:
+    """MBBR as an agent of the hold'em match engine
+    (:class:`~oppmodel.modeling.holdem.match.PolicyAgent`'s interface): one seeded draw per hand
+    for the safety share, one per decision for the action."""
+
+    def __init__(self, name: str, model: HoldemMBBR, seed: int) -> None:
+        self.name = name
+        self.model = model
+        self.rng = np.random.default_rng(seed)
+        self._respond: bool | None = None  # this hand's draw, made at its first decision
+
+    def begin_match(self, game: HoldemGame, seat: int, names: Sequence[str]) -> None:
+        """Nothing to set: the model learns from the hands."""
+
+    def act(self, spot: Spot, hole: Sequence[int]) -> int:
+        """0 fold, 1 call, 2 raise."""
+        model = self.model
+        if self._respond is None:
+            share = model.shares[spot.position] if model.solved_at >= 0 else 0.0
+            self._respond = bool(self.rng.random() < share)
+        row = model.row(spot, hole, self._respond)
+        u = self.rng.random()
+        action = 0 if u < row[0] else 1 if u < row[0] + row[1] else 2
+        return CALL if action == RAISE and not spot.legal()[RAISE] else action
+
+    def end_hand(self, obs: LimitObservation) -> None:
+        """Learn from the hand, and draw the next hand's share afresh."""
+        self.model.observe(obs)
+        self._respond = None
+
+
+def mbbr_factory(
+    build: Callable[[], HoldemMBBR], name: str = "mbbr"
+) -> Callable[[HoldemGame, int], HoldemMBBRAgent]:
+    """A factory ``(game, seed) -> agent`` of the match engine: a fresh model (``build()``) for
+    each seating, as every match starts from the prior."""
+
+    def make(game: HoldemGame, seed: int) -> HoldemMBBRAgent:
+        return HoldemMBBRAgent(name, build(), seed)
+
+    return make

@@ -26,7 +26,7 @@ within a safety budget against the blueprint's own play.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -139,15 +139,3 @@ class HoldemMBBRAgent:
         """Learn from the hand, and draw the next hand's share afresh."""
         self.model.observe(obs)
         self._respond = None
-
-
-def mbbr_factory(
-    build: Callable[[], HoldemMBBR], name: str = "mbbr"
-) -> Callable[[HoldemGame, int], HoldemMBBRAgent]:
-    """A factory ``(game, seed) -> agent`` of the match engine: a fresh model (``build()``) for
-    each seating, as every match starts from the prior."""
-
-    def make(game: HoldemGame, seed: int) -> HoldemMBBRAgent:
-        return HoldemMBBRAgent(name, build(), seed)
-
-    return make

@@ -66,6 +66,13 @@ START_SECONDS = 120
 # of a new proxy (5 s, each successor 5 s more; it kills a proxy that misses it: at load 30-48 a
 # proxy and its successors kept missing it, STARTING after 120 s)
 LOADED_WAITS = ("RAY_gcs_server_port_wait_time_s", "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S")
+# A local instance's settings (``ray.init``'s ``_system_config``, in every process of it). Serve's
+# stop fails its own call: the controller kills itself under the driver's pending
+# ``graceful_shutdown`` (Serve waits for that failure), and as the controller retries its calls
+# without end, the driver printed "(raylet) Task ServeController.graceful_shutdown failed. There
+# are infinite retries remaining ..." on stdout after the interrupted line. A call that is retried
+# is not a failure to report; one that fails for good still raises in its caller.
+QUIET_RETRIES = {"enable_output_error_log_if_still_retry": False}
 
 
 @dataclass(frozen=True)
@@ -336,7 +343,9 @@ def _run(
     owns_cluster = config.address is None
     _serve_warnings_only()
     if config.address is None:  # "local": a new cluster even if `ray start` runs one here
-        init_local_ray(include_dashboard=False, logging_level=logging.WARNING)
+        init_local_ray(
+            include_dashboard=False, logging_level=logging.WARNING, _system_config=QUIET_RETRIES
+        )
     else:
         ray.init(address=config.address, logging_level=logging.WARNING)
         refuse_a_second_application(config.address)

@@ -12,7 +12,8 @@ system's (a missing file, a port in use), raised by the command before it leaves
 Anything else is a bug and keeps its traceback. Status 1 is kept for a run that started and then
 failed (an ACPC match aborted by a timeout or a crashed agent), as the reference dealer does.
 Ctrl-C ends every subcommand with one line too, ``oppmodel CMD: interrupted ...; ...`` saying
-how far it got and what it kept, and status 130 (see ``interrupt.py``).
+how far it got and what it kept, and status 130 (see ``interrupt.py``), in its start-up as well
+(seconds of imports: "interrupted while starting").
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import importlib
 import sys
 from collections.abc import Callable
 
-from oppmodel.clients.interrupt import INTERRUPTED_STATUS, interrupted_line
+from oppmodel.clients.interrupt import INTERRUPTED_STATUS, annotated, interrupted_line
 from oppmodel.modeling.errors import OppModelError
 
 USER_ERRORS = (OppModelError, OSError)
@@ -87,14 +88,24 @@ def run_command(
         print(f"{prog}: error: {error_message(exc)}", file=sys.stderr)
         return USAGE_ERROR_STATUS
     except KeyboardInterrupt as exc:
-        print(interrupted_line(prog, exc), file=sys.stderr, flush=True)
-        return INTERRUPTED_STATUS
+        return _interrupted(prog, exc)
+
+
+def _interrupted(prog: str, exc: KeyboardInterrupt) -> int:
+    """Say what Ctrl-C interrupted, in one line; the status for it."""
+    print(interrupted_line(prog, exc), file=sys.stderr, flush=True)
+    return INTERRUPTED_STATUS
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:  # seconds of imports (every command's modules), where Ctrl-C may come too
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt as exc:
+        words = [word for word in (sys.argv[1:] if argv is None else argv)[:1] if word[:1] != "-"]
+        starting = annotated(exc, progress="while starting")
+        return _interrupted(" ".join(["oppmodel", *words]), starting)
     if not getattr(args, "func", None):
         parser.print_help()
         return USAGE_ERROR_STATUS

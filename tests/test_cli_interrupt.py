@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from oppmodel.clients.cli import build_parser
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.solve.cfr import CFRSolver
 
@@ -35,6 +36,7 @@ pytestmark = pytest.mark.slow  # every long command started and stopped: a minut
 TESTS = Path(__file__).resolve().parent
 OPPMODEL = str(Path(sys.executable).parent / "oppmodel")
 EXTERNAL = f"{sys.executable} {TESTS / 'acpc_external_agent.py'}"
+LOG = TESTS / "data/acpc/leduc3p-seed42-example-players.log"
 PROGRESS = re.compile(r"^oppmodel [^:]+: \d+/\d+ [\w ]+ done, \d+ s$")  # a progress line
 STARTED_SECONDS = 240  # for the command to show it is at work (imports on two loaded cores)
 # from SIGINT to the command's exit and its process group's end; the goal is 5 s (about 1 s
@@ -58,8 +60,12 @@ CASES = {
         r"\(the same command resumes from it\)",
     ),
     "replay": (
-        f"replay {TESTS / 'data/acpc/leduc3p-seed42-example-players.log'} --as Alice --local",
+        f"replay {LOG} --as Alice --local",
         r"interrupted after \d+ of 3000 hands; nothing kept",
+    ),
+    "population": (  # one log 100 times: 100 opponents' models fed its 3,000 hands each
+        f"population {' '.join([str(LOG)] * 100)} --as Alice --out p.npz",
+        r"interrupted after \d+ of 300000 hands; nothing kept",
     ),
     "tournament": (
         f"tournament --agent a=builtin:n1 --agent b=builtin:n3 --agent 'c={EXTERNAL}' "
@@ -82,6 +88,10 @@ CASES = {
         "serve --store s.sqlite --port 0",
         r"interrupted; the sessions are kept in s.sqlite",
     ),
+    "ui": (  # its pages read the service only when one is open: no service needed to serve
+        "ui --service 127.0.0.1:1 --port 0",
+        r"interrupted; nothing: the sessions stay in the service",
+    ),
     # a seat of a dealer's match (DEALER its port), interrupted once hands are dealt; the other
     # seats are external agents, the service (SERVICE its port) is an `oppmodel serve`
     "acpc-agent": (
@@ -95,6 +105,12 @@ CASES = {
     ),
 }
 HELPED = ("acpc-agent", "acpc-agent --service")  # cases that need a dealer (and a service)
+# The commands without a case above: each ends within a second of its start-up (a few seconds of
+# imports), where Ctrl-C is answered as in every command (test_ctrl_c_while_a_command_starts)
+QUICK = {
+    "eval": "eval --game leduc3p --profile maniac",  # exact values: the largest bundled game
+    "acpc-agent-script": "acpc-agent-script agent.sh leduc3p",  # writes a script
+}
 
 
 def session_processes(session: int) -> list[int]:
@@ -154,6 +170,8 @@ class Run:
             return log.exists() and log.read_text().count("\nSTATE:") >= 3
         if self.name == "serve":
             return any(line.startswith("serving on") for line in self.out)
+        if self.name == "ui":
+            return any(line.startswith("ui: http://") for line in self.out)
         if self.name == "dealer":
             return bool(self.out)  # the ports line
         return any(PROGRESS.match(line) for line in self.err)
@@ -276,3 +294,49 @@ def test_ctrl_c_ends_a_command_in_one_line_status_130_and_nothing_left_running(
     if name == "solve":  # the state saved is the one the line names, whole
         solver = CFRSolver.load(limit_game("leduc3p"), run.folder / "s.npz")
         assert solver.iteration == int(line.group(1))
+
+
+def test_every_command_has_a_ctrl_c_case() -> None:
+    """Each of the CLI's commands is stopped above, or ends within a second of its start-up
+    (QUICK): a new command needs a case or a place in QUICK."""
+    (commands,) = (
+        action.choices
+        for action in build_parser()._actions
+        if isinstance(action.choices, dict)  # the subcommands' action
+    )
+    cased = {name.split()[0] for name in CASES}
+    assert sorted(commands) == sorted(cased | set(QUICK))
+    assert not cased & set(QUICK)
+
+
+def loaded_numpy(pid: int) -> bool:
+    """Whether the process has numpy's extension mapped: the command's start-up has reached the
+    imports of every command (``build_parser``), seconds long, and Python answers SIGINT."""
+    with contextlib.suppress(OSError):
+        return "/numpy/" in Path(f"/proc/{pid}/maps").read_text()
+    return False
+
+
+@pytest.mark.parametrize("name", sorted(QUICK))
+def test_ctrl_c_while_a_command_starts_is_one_line_and_status_130(
+    name: str, tmp_path: Path
+) -> None:
+    """Ctrl-C in the seconds a command spends importing (a quick command spends nearly all its
+    time there) gave a traceback: it is one line too, saying the command was starting."""
+    run = start(name, tmp_path, [], [OPPMODEL, *shlex.split(QUICK[name])])
+    try:
+        deadline = time.monotonic() + STARTED_SECONDS
+        while not loaded_numpy(run.process.pid):
+            assert run.process.poll() is None and time.monotonic() < deadline, run.err
+            time.sleep(0.01)
+        os.killpg(run.process.pid, signal.SIGINT)
+        run.stop_watch(time.monotonic())
+    finally:
+        run.process.kill()
+        run.process.wait()
+        shutil.rmtree(run.temp, ignore_errors=True)
+    # in its imports; on a fast machine perhaps past them, in its work
+    assert len(run.err) == 1, run.err
+    assert re.fullmatch(f"oppmodel {name}: interrupted( while starting)?; nothing kept", run.err[0])
+    assert run.process.returncode == 130
+    assert run.out == []

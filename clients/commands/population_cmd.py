@@ -12,6 +12,7 @@ from oppmodel.clients.acpc.log import read_log
 from oppmodel.clients.acpc.replay import seat_offsets
 from oppmodel.clients.acpc.replay_games import ReplayGame
 from oppmodel.clients.commands.replay_cmd import add_log_arguments, logged_game
+from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -58,16 +59,18 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("log", "no STATE lines")
     game = limit_game(args.game or logged_game(logs[0], len(first[0].names)))
     rules = ReplayGame(game)
+    played = [[hand for hand in log.hands if args.name in hand.names] for log in logs]
     counts = []
-    for log in logs:
-        hands = [hand for hand in log.hands if args.name in hand.names]
-        if not hands:
-            continue
-        seat_offsets(hands, args.name)  # one seat order per log: one opponent per offset
-        model = build_model(game, MBBRConfig(change_hazard=0.0))
-        for hand in hands:
-            model.observe(rules.observation(hand, hand.names.index(args.name)))
-        counts.append(model.opponent_counts())
+    # the hands feed the models for minutes with many logs: counted (progress lines off a
+    # terminal, and how far Ctrl-C got)
+    with Progress(sum(map(len, played)), desc="oppmodel population", unit="hand") as bar:
+        for hands in filter(None, played):
+            seat_offsets(hands, args.name)  # one seat order per log: one opponent per offset
+            model = build_model(game, MBBRConfig(change_hazard=0.0))
+            for hand in hands:
+                model.observe(rules.observation(hand, hand.names.index(args.name)))
+                bar.update()
+            counts.append(model.opponent_counts())
     if not counts:
         raise InvalidArgumentError("--as", f"{args.name!r} played no hand in these logs")
     seen = np.concatenate(counts)

@@ -24,7 +24,7 @@ from oppmodel.modeling.games.acpc.strategy import uniform_profile
 from oppmodel.modeling.holdem.blueprint import Blueprint
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
 from oppmodel.modeling.holdem.policy import AlwaysCall
-from oppmodel.modeling.solve.lazy_mccfr import LazyMCCFRSolver
+from oppmodel.modeling.solve.lazy_mccfr import LazyMCCFRSolver, quantized
 from oppmodel.modeling.solve.mccfr import MCCFRConfig, MCCFRSolver
 
 
@@ -132,4 +132,45 @@ def test_oppmodel_solve_holdem3p_runs_lazily_and_resumes(
     assert again["infosets"] == straight["infosets"] > first["infosets"]
     assert "--buckets 3 3 3 3 --deals 200 --recall imperfect --seed 2" in again["command"]
     doc = json.loads((tmp_path / "bp.json").read_text())
-    assert sum(map(len, doc["positions"])) == again["infosets"]
+    listed = sum(map(len, doc["positions"]))
+    assert 0 < listed < again["infosets"]  # the sets the average play reaches, not all visited
+
+
+def test_a_lazy_strategy_file_lists_the_sets_play_reaches_on_a_grid(tmp_path: Path) -> None:
+    solver = LazyMCCFRSolver(lazy_abstract_game("holdem3p", SMALL), MCCFRConfig(seed=1))
+    solver.run(500)
+    full = solver.strategy_tables()
+    reach = solver.reach_rows()
+    assert (reach == 0).any() and (reach > 0).any() and reach.max() <= 1.0
+    opening = solver.tables.row_node[: solver.num_infosets] == 0  # one set per view
+    assert reach[opening].sum() == pytest.approx(1.0, abs=1e-12)  # reached every time
+    cut = float(np.quantile(reach[reach > 0], 0.9))
+    recorded = {"abstract_game": asdict(SMALL)}
+    solver.save_strategy(tmp_path / "bp.json.gz", solver=recorded, min_reach=cut)
+    blueprint = Blueprint.from_file(tmp_path / "bp.json.gz")
+    assert blueprint.unvisited == "call"
+    kept = sum(map(len, blueprint.positions))
+    assert 0 < kept <= (reach > cut).sum() < len(reach) // 5
+    for p, table in enumerate(blueprint.positions):
+        for key, row in table.items():
+            exact = np.array(full[p][key])
+            assert sum(row) == pytest.approx(1.0, abs=1e-12) and row != [0.0, 1.0, 0.0]
+            assert np.abs(np.array(row) - exact).max() <= 1e-3
+            assert all(abs(v * 1000 - round(v * 1000)) < 1e-9 for v in row)
+
+
+def test_quantized_rows_stay_distributions_on_the_grid() -> None:
+    rows = np.random.default_rng(0).dirichlet(np.ones(3), size=2000)
+    rows[:5] = [
+        [0.0, 1.0, 0.0],
+        [0.0, 0.5, 0.5],
+        [1 / 3, 1 / 3, 1 / 3],
+        [0.0, 0.9996, 0.0004],
+        [0.0, 0.0, 1.0],
+    ]
+    out = quantized(rows, 1000)
+    assert np.allclose(out.sum(axis=1), 1.0, atol=1e-12)
+    assert np.allclose(out * 1000, np.round(out * 1000), atol=1e-9)
+    assert np.abs(out - rows).max() < 1e-3
+    assert (out[rows == 0] == 0).all()  # nothing given to an action the row never takes
+    assert out[2].tolist() == [0.334, 0.333, 0.333] and out[3].tolist() == [0.0, 1.0, 0.0]

@@ -139,6 +139,7 @@ def test_oppmodel_solve_holdem2p_runs_the_abstract_game_and_resumes(
     for argv, message in [
         (["leduc2p", "--deals", "5"], "deals: applies to hold'em only, not leduc2p"),
         (["holdem2p", "--algorithm", "dcfr"], "hold'em is solved by external-sampling MCCFR"),
+        (["holdem2p", "--min-reach", "0.1"], "min_reach: applies to 3-player hold'em only"),
     ]:
         out = str(tmp_path / "x.json")
         assert main(["solve", *argv, "--iterations", "1", "--out", out]) == 2

@@ -10,7 +10,13 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from oppmodel.clients.commands._types import MAX_COUNT, int_in, iterations, non_negative_int
+from oppmodel.clients.commands._types import (
+    MAX_COUNT,
+    float_in,
+    int_in,
+    iterations,
+    non_negative_int,
+)
 from oppmodel.clients.interrupt import noting
 from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
@@ -42,7 +48,8 @@ HOLDEM_DEFAULTS = AbstractGameConfig()
 MAX_BUCKETS = 10_000
 _DEFAULT_BUCKETS = " ".join(map(str, HOLDEM_DEFAULTS.abstraction.buckets))
 
-CHECKPOINTS = 50  # progress-bar updates (with nash_conv) and state saves per run
+CHECKPOINTS = 50  # progress-bar updates (with nash_conv) per run
+SAVES = 5  # state saves per run with --resume (each tenth checkpoint), besides the end and Ctrl-C
 
 _DESCRIPTION = f"""\
 Solve a limit poker game with counterfactual regret minimisation over the whole game tree
@@ -58,8 +65,10 @@ deals (bucketed once and cached: minutes for the default), by external-sampling 
 with --seed; the file's keys are "<buckets>:<betting>" and its nash_conv is inside the
 abstraction and the sample. 3-player hold'em's betting tree (23.9 million nodes) is too large
 for arrays: it is walked by its rules and only the information sets MCCFR visits are kept
-(modeling/solve/lazy_mccfr.py); the file lists those (the rest check or call) and the run
-reports the sampled regret bound (chips a hand, no exact nash_conv for 3 players) instead.
+(modeling/solve/lazy_mccfr.py); the file lists those the average play reaches (more often than
+--min-reach, a share of iterations), its probabilities on a grid of 1/1000 (the rest check or
+call; an --out ending in .gz is written compressed), and the run reports the sampled regret
+bound (chips a hand, no exact nash_conv for 3 players) instead.
 
 --algorithm cfr+ (default): CFR+ with alternating updates and linear averaging after a delay
 of --delay iterations; dcfr: discounted CFR (alpha 1.5, beta 0, gamma 2). In a 2-player game
@@ -68,9 +77,9 @@ with 3 or more players it is a CFR average strategy with no
 equilibrium guarantee, and the file says so.
 
 --iterations is the total: with --resume STATE the run starts from the saved state (if the
-file exists) and writes it back at every checkpoint and at the end, so that running the same
-command again with a larger --iterations continues where it stopped. Ctrl-C saves too, and says
-so. A progress bar with the current nash_conv is drawn when stderr is a terminal; off a
+file exists) and writes it back now and then (five times a run) and at the end, so that running
+the same command again with a larger --iterations continues where it stopped. Ctrl-C saves too,
+and says so. A progress bar with the current nash_conv is drawn when stderr is a terminal; off a
 terminal a long run prints a progress line now and then.
 """
 
@@ -130,6 +139,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     holdem.add_argument(
         "--seed", type=int_in(0, 2**31 - 1), help="of the sample and of MCCFR's draws (default 0)"
     )
+    holdem.add_argument(
+        "--min-reach",
+        type=float_in(0.0, 1.0),
+        metavar="SHARE",
+        help="3-player: list only the information sets reached in more than this share of the "
+        "iterations (default 0: every set the average play reaches)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -138,7 +154,8 @@ def _holdem_config(args: argparse.Namespace) -> AbstractGameConfig | None:
     options refused)."""
     path = game_path(args.game)
     rules = parse_game_def(path.read_text(encoding="ascii", errors="replace"))
-    given = [f for f in ("buckets", "deals", "recall", "seed") if getattr(args, f) is not None]
+    options = ("buckets", "deals", "recall", "seed", "min_reach")
+    given = [f for f in options if getattr(args, f) is not None]
     if holdem_unsupported(rules):
         if given:
             raise InvalidArgumentError(given[0], f"applies to hold'em only, not {args.game}")
@@ -193,6 +210,10 @@ def run(args: argparse.Namespace) -> int:
     holdem = _holdem_config(args)
     if holdem is not None and needs_lazy(args.game):
         return _run_lazy(args, holdem)
+    if args.min_reach is not None:
+        raise InvalidArgumentError(
+            "min_reach", f"applies to 3-player hold'em only, not {args.game}"
+        )
     game = limit_game(args.game) if holdem is None else abstract_game(args.game, holdem)
     solver = _solver(args, game, holdem)
     start = solver.iteration
@@ -237,10 +258,11 @@ def _run_lazy(args: argparse.Namespace, holdem: AbstractGameConfig) -> int:
         "megabytes": round(solver.nbytes / 1e6, 1),
         "strategy": lazy_label(game),
         "command": f"oppmodel solve {args.game} --iterations {solver.iteration} "
-        + _options(holdem),
+        + _options(holdem)
+        + (f" --min-reach {args.min_reach:g}" if args.min_reach else ""),
         "abstract_game": _recorded(holdem),
     }
-    solver.save_strategy(args.out, solver=summary)
+    solver.save_strategy(args.out, solver=summary, min_reach=args.min_reach or 0.0)
     quality = (
         f"regret bound {bound:.3g} chips a hand; {solver.num_infosets:,} information sets "
         f"visited, {summary['megabytes']} MB"
@@ -262,14 +284,18 @@ def _drive(
     quality: Callable[[], str],
 ) -> float:
     """Run the solver to ``--iterations`` with a progress bar showing ``quality()`` at each
-    checkpoint, the state saved there and on Ctrl-C (with --resume); the seconds it took."""
+    checkpoint, the state saved at every SAVES-th of the run, at the end and on Ctrl-C (with
+    --resume); the seconds it took."""
     start, started = solver.iteration, time.perf_counter()
     remaining = max(args.iterations - start, 0)
     desc = f"oppmodel solve {name} {solver.config.algorithm}"
+    saved = [start]  # the iteration of the last save
 
     def checkpoint(s: CFRSolver | LazyMCCFRSolver) -> None:
-        if args.resume is not None:
-            s.save(args.resume)
+        due = s.iteration - saved[0] >= remaining / SAVES and s.iteration < args.iterations
+        if args.resume is not None and due:  # the end saves below
+            s.save(args.resume)  # rarely: a 3-player hold'em state is hundreds of megabytes
+            saved[0] = s.iteration
         bar.postfix(quality)
 
     def kept() -> str:

@@ -22,8 +22,11 @@ information set met for the first time adds its own early regret, so while sampl
 new sets (the first tens of thousands of iterations in 3-player hold'em) it can rise; it falls
 once the visited sets settle (from 10,000 to 60,000 iterations of the default abstraction:
 5,601 -> 2,807).
-Information sets never visited have no row: a strategy file lists the visited ones, and says
-that the rest play check/call (``"unvisited": "call"``).
+Information sets never visited have no row. A strategy file lists the sets the average play
+reaches (those whose average has weight; with a ``min_reach`` only those reached more often,
+:meth:`LazyMCCFRSolver.reach_rows`), the probabilities on a grid of 1/1000, and says that the
+rest play check/call (``"unvisited": "call"``; so a row that rounds to a call is left out too):
+the file holds what play meets, in a size that follows the reached sets, not the visited ones.
 
 The state (the tables up to what is made, the iteration, the seed) saves to one ``.npz`` and a
 resumed run equals an uninterrupted one bit for bit.
@@ -31,13 +34,19 @@ resumed run equals an uninterrupted one bit for bit.
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.evaluation.limit import nash_conv
-from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, NUM_ACTIONS, ROUND_SEPARATOR
+from oppmodel.modeling.games.acpc.betting import (
+    ACTION_LETTERS,
+    CALL,
+    NUM_ACTIONS,
+    ROUND_SEPARATOR,
+)
 from oppmodel.modeling.games.acpc.lazy_game import LazyGame, opening_row
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import document_text, uniform_profile
@@ -46,6 +55,7 @@ from oppmodel.modeling.solve.cfr import SlicedSolver, read_state, write_state
 from oppmodel.modeling.solve.mccfr import MCCFRConfig
 
 UNVISITED = "call"  # what a strategy file says the information sets it does not list play
+GRID = 1000  # a strategy file's probabilities are multiples of 1 / GRID
 _NODE_ARRAYS = ("node_info", "node_children", "node_parent", "node_action")
 _ROW_ARRAYS = ("regrets", "sums", "row_node", "row_view")
 
@@ -170,23 +180,54 @@ class LazyMCCFRSolver(SlicedSolver):
             out.append(out[p] + ACTION_LETTERS[actions[c]] + began)
         return out
 
-    def strategy_tables(self) -> list[dict[str, list[float]]]:
+    def reach_rows(self) -> np.ndarray:
+        """(rows,) how often each information set was reached by the play its average strategy
+        averages: its average-strategy weight over the most it could have (iteration t weighs
+        t, and each iteration samples the play n - 1 times, once per other traverser), so the
+        share of sampled plays that reached it, summing to 1 over the opening sets (0: only walked
+        by its own player's traversal, so it has no average)."""
+        total = (self.game.num_players - 1) * self.iteration * (self.iteration + 1) / 2
+        weight = self.tables.sums[: self.num_infosets].sum(axis=1)
+        return weight / total if total else weight
+
+    def strategy_tables(
+        self, *, min_reach: float | None = None, grid: int | None = None
+    ) -> list[dict[str, list[float]]]:
         """Per position, ``{"<view>:<betting>": [p_fold, p_call, p_raise]}`` of every
-        information set made (the keys of a LimitGame's strategy files)."""
+        information set made (the keys of a LimitGame's strategy files); with ``min_reach``
+        only those reached more often than that (:meth:`reach_rows`), with ``grid`` the
+        probabilities as multiples of 1 / ``grid`` (:func:`quantized`), the rows that then say
+        check/call dropped (what an unlisted set plays): a compact file of the sets play meets."""
         info, _ = self._rows()
-        average = self.average_rows().tolist()
+        average = self.average_rows()
+        kept = np.ones(len(average), dtype=bool)
+        if min_reach is not None:
+            kept &= self.reach_rows() > min_reach
+        if grid is not None:
+            average = quantized(average, grid)
+            kept &= average[:, CALL] < 1.0
         bettings = self.bettings()
         strings = self.game.view_strings
         tables: list[dict[str, list[float]]] = [{} for _ in range(self.game.num_players)]
-        nodes, views = self.tables.row_node.tolist(), self.tables.row_view.tolist()
-        for r, (player, rnd) in enumerate(info[:, : kernels.ROUND + 1].tolist()):
-            key = f"{strings[rnd][views[r]]}:{bettings[nodes[r]]}"
-            tables[player][key] = average[r]
+        t = self.tables
+        for r in np.flatnonzero(kept).tolist():
+            player, rnd = int(info[r, kernels.PLAYER]), int(info[r, kernels.ROUND])
+            key = f"{strings[rnd][t.row_view[r]]}:{bettings[t.row_node[r]]}"
+            tables[player][key] = average[r].tolist()
         return tables
 
-    def save_strategy(self, path: str | Path, *, solver: dict | None = None) -> None:
-        """Write the average strategy as a strategy file of the visited information sets; the
-        file says the others check or call (``"unvisited": "call"``)."""
+    def save_strategy(
+        self,
+        path: str | Path,
+        *,
+        solver: dict | None = None,
+        min_reach: float = 0.0,
+        grid: int = GRID,
+    ) -> None:
+        """Write the average strategy as a strategy file of the information sets reached more
+        often than ``min_reach`` (by default those reached at all), probabilities on a grid of
+        1 / ``grid``; the file says the others check or call (``"unvisited": "call"``).
+        A path ending in ``.gz`` is written gzip-compressed (the blueprint reads both)."""
         doc: dict = {
             "game": self.game.name,
             "num_players": self.game.num_players,
@@ -195,8 +236,10 @@ class LazyMCCFRSolver(SlicedSolver):
         }
         if solver is not None:
             doc["solver"] = solver
-        doc["positions"] = self.strategy_tables()
-        Path(path).write_text(document_text(doc))
+        doc["positions"] = self.strategy_tables(min_reach=min_reach, grid=grid)
+        data = document_text(doc).encode()
+        path = Path(path)
+        path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
 
     def profile_on(self, game: LimitGame) -> np.ndarray:
         """The average strategy as a profile of the compiled ``game`` with the same
@@ -256,6 +299,18 @@ class LazyMCCFRSolver(SlicedSolver):
         kernels.rehash(
             t.keys, t.slots, t.row_node, t.row_view, self.num_infosets, self.game.view_stride
         )
+
+
+def quantized(rows: np.ndarray, grid: int) -> np.ndarray:
+    """Each row of probabilities as multiples of 1 / ``grid`` that still sum to 1: every entry
+    rounded down, the units left given to the largest remainders (ties to the lower action)."""
+    scaled = rows * grid
+    units = np.floor(scaled)
+    left = (grid - units.sum(axis=1)).round().astype(np.int64)
+    order = np.argsort(-(scaled - units), axis=1, kind="stable")
+    ranks = np.argsort(order, axis=1, kind="stable")
+    units += ranks < left[:, None]
+    return units / grid
 
 
 def _hash_size(rows: int) -> int:

@@ -35,6 +35,7 @@ from oppmodel.server.turns import TurnTaking
 
 CpuRunner = Callable[..., Awaitable[Any]]  # runs fn(*args) on the thread pool
 WARM_MODELS = "oppmodel.server.warm_models"  # what the model workers' fork server imports
+Call = tuple[str, tuple[object, ...]]  # (a method of the model, its arguments)
 
 
 class ModelHost(ABC):
@@ -44,9 +45,15 @@ class ModelHost(ABC):
     def nbytes(self) -> int:
         """The model's estimated memory (where it lives)."""
 
-    @abstractmethod
     async def compute(self, method: str, *args: object) -> Any:
         """``model.method(*args)``: a query, or a snapshot."""
+        (result,) = await self.compute_all([(method, args)])
+        return result
+
+    @abstractmethod
+    async def compute_all(self, calls: Sequence[Call]) -> list[Any]:
+        """``model.method(*args)`` of each ``(method, args)`` in order, in one go: one round
+        trip to a model worker for all (a reader of many answers at one posterior)."""
 
     @abstractmethod
     async def observe(self, hands: Sequence[Observation]) -> float:
@@ -100,11 +107,10 @@ class LocalModel(ModelHost):
     def nbytes(self) -> int:
         return self.model.nbytes()
 
-    async def compute(self, method: str, *args: object) -> Any:
-        fn = getattr(self.model, method)
+    async def compute_all(self, calls: Sequence[Call]) -> list[Any]:
         if self._inline:
-            return fn(*args)
-        return await self._place.cpu(fn, *args)
+            return _calls(self.model, calls)
+        return await self._place.cpu(_calls, self.model, calls)
 
     async def observe(self, hands: Sequence[Observation]) -> float:
         """On the event loop the hands go in pieces of about ``Limits.inline_slice_seconds``, one
@@ -173,8 +179,8 @@ class HeldModel(ModelHost):
     def nbytes(self) -> int:
         return self.size
 
-    async def compute(self, method: str, *args: object) -> Any:
-        return await self.worker.call(_held_call, self.key, method, args)
+    async def compute_all(self, calls: Sequence[Call]) -> list[Any]:
+        return await self.worker.call(_held_calls, self.key, calls)
 
     async def observe(self, hands: Sequence[Observation]) -> float:
         """In one go (the worker's own loop is not shared with requests)."""
@@ -289,9 +295,14 @@ def _held_observe(
     return time.perf_counter() - start, model.nbytes()
 
 
-def _held_call(models: dict[str, Model], key: str, method: str, args: tuple[object, ...]) -> object:
-    """``model.method(*args)`` of the held model."""
-    return getattr(_held(models, key), method)(*args)
+def _held_calls(models: dict[str, Model], key: str, calls: Sequence[Call]) -> list[Any]:
+    """``_calls`` of the held model."""
+    return _calls(_held(models, key), calls)
+
+
+def _calls(model: Model, calls: Sequence[Call]) -> list[Any]:
+    """``model.method(*args)`` of each ``(method, args)``, in order."""
+    return [getattr(model, method)(*args) for method, args in calls]
 
 
 def _held_drop(models: dict[str, Model], key: str) -> None:

@@ -25,6 +25,7 @@ from oppmodel.server import conversion
 from oppmodel.server.decoding import Undecodable, refuse, takes_undecodable
 from oppmodel.server.errors import error_details
 from oppmodel.server.metrics import Metrics
+from oppmodel.server.session_spec import Game, ResponseAnswer
 from oppmodel.server.sessions import SessionManager, owner_of_token
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
@@ -352,18 +353,22 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         answer = await self.manager.response(
             session, request.our_position, kind, played=request.include_played
         )
-        position = request.our_position
-        reply = pb.GetResponseResponse(
-            infosets=conversion.policy_to_proto(session.game, position, answer.strategy),
-            expected_value=answer.value,
-            kind=conversion.kind_to_proto(answer.kind),
-            hands_observed=answer.hands,
+        return _response_reply(session.game, request.our_position, answer)
+
+    @_rpc("GetModels")
+    async def GetModels(self, request, context, owner):
+        session = await self.manager.get(owner, request.session_id)
+        kind = conversion.kind_from_proto(request.kind)
+        insights, answers, hands = await self.manager.models(
+            session, kind, played=request.include_played
         )
-        if answer.played is not None:
-            table, value = answer.played
-            reply.played.extend(conversion.policy_to_proto(session.game, position, table))
-            reply.played_expected_value = float(value)
-        return reply
+        players = session.spec.num_players
+        models = [
+            conversion.model_to_proto(session.game, i % players, insight, our_position, hands)
+            for i, (insight, our_position) in enumerate(insights)
+        ]
+        responses = [_response_reply(session.game, p, a) for p, a in enumerate(answers)]
+        return pb.GetModelsResponse(models=models, responses=responses, hands_observed=hands)
 
     @_rpc("GetWinnings")
     async def GetWinnings(self, request, context, owner):
@@ -385,3 +390,18 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
             session, position=position, infoset=infoset, draw=request.draw
         )
         return conversion.action_to_proto(choice, session.game, history)
+
+
+def _response_reply(game: Game, position: int, answer: ResponseAnswer) -> pb.GetResponseResponse:
+    """GetResponse's answer: our response in ``position`` (and what is played, if read)."""
+    reply = pb.GetResponseResponse(
+        infosets=conversion.policy_to_proto(game, position, answer.strategy),
+        expected_value=answer.value,
+        kind=conversion.kind_to_proto(answer.kind),
+        hands_observed=answer.hands,
+    )
+    if answer.played is not None:
+        table, value = answer.played
+        reply.played.extend(conversion.policy_to_proto(game, position, table))
+        reply.played_expected_value = float(value)
+    return reply

@@ -40,7 +40,7 @@ from oppmodel.modeling.errors import (
 from oppmodel.modeling.mbbr.base import OpponentInsight
 from oppmodel.server.live_session import LiveSession, SessionLock
 from oppmodel.server.metrics import Metrics
-from oppmodel.server.model_hosting import WARM_MODELS, ModelHost, placement
+from oppmodel.server.model_hosting import WARM_MODELS, Call, ModelHost, placement
 from oppmodel.server.model_worker import ModelWorker
 from oppmodel.server.populations import Populations
 from oppmodel.server.session_cache import SessionCache
@@ -416,6 +416,36 @@ class SessionManager:
             policy = await session.host.compute("played", our_position) if played else None
             hands = session.hands_observed
         return ResponseAnswer(strategy, float(value), kind, hands, policy)
+
+    async def models(
+        self, session: LiveSession, kind: str | None, *, played: bool = False
+    ) -> tuple[builtins.list[tuple[OpponentInsight, int]], builtins.list[ResponseAnswer], int]:
+        """What ``model`` answers for every opponent in every position (opponent by opponent:
+        (model, our position)), what ``response`` answers in every position of ours, and the
+        hands, all at one posterior and computed in one go (one round trip to a model worker,
+        where the separate calls made one each)."""
+        players = session.spec.num_players
+        kind = kind or session.spec.config.response
+        # (our position, the opponent's) for each opponent (offset seats after us) and position
+        seats = [
+            ((p - offset) % players, p) for offset in range(1, players) for p in range(players)
+        ]
+        calls: builtins.list[Call] = [("opponent_insight", seat) for seat in seats]
+        calls += [("response", (p, kind)) for p in range(players)]
+        calls += [("played", (p,)) for p in range(players)] if played else []
+        async with self.locked(session, write=False) as session:
+            results = await session.host.compute_all(calls)
+            hands = session.hands_observed
+        insights = results[: len(seats)]
+        for insight in insights:
+            self.metrics.ess.observe(insight.spread)
+        responses = results[len(seats) : len(seats) + players]
+        policies = results[len(seats) + players :] if played else [None] * players
+        answers = [
+            ResponseAnswer(strategy, float(value), kind, hands, policy)
+            for (strategy, value), policy in zip(responses, policies, strict=True)
+        ]
+        return [(i, ours) for i, (ours, _) in zip(insights, seats, strict=True)], answers, hands
 
     async def winnings(
         self, session: LiveSession, after: int, most: int

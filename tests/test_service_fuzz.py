@@ -474,6 +474,8 @@ class Templates:
             "GetWinnings": lambda: pb.GetWinningsRequest(
                 session_id=self.om_id(), after_hand=rng.randint(0, 40),
                 max_hands=rng.randint(0, 20)),
+            "GetModels": lambda: pb.GetModelsRequest(
+                session_id=self.om_id(), kind=rng.randint(0, 3), include_played=rng.random() < 0.5),
             "CreatePerfectInfoSession": lambda: pi.CreatePerfectInfoSessionRequest(
                 config=_pi_config()),
             "GetPerfectInfoSession": lambda: pi.GetPerfectInfoSessionRequest(

@@ -2,20 +2,31 @@
 mean, the concentration per information state that the credible intervals come from, change
 detection's run start and the safety bankroll, each equal to the library's model fed the same
 hands; and the policy played, which GetAction draws from, with its value against the models, when
-asked for (the page asks; an agent's GetResponse, without the field, gets and costs none of it)."""
+asked for (the page asks; an agent's GetResponse, without the field, gets and costs none of it).
+GetModels answers all of them at one posterior in one call, as the separate calls do."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import grpc
 import pytest
-from service_support import GAME, CompiledKuhn, connected, kuhn_library, random_observations
+from service_support import (
+    GAME,
+    LOADED_DEADLINE,
+    CompiledKuhn,
+    connected,
+    kuhn_library,
+    random_observations,
+)
 
 from oppmodel.modeling.evaluation.limit import expected_values
 from oppmodel.modeling.games.acpc.strategy import kuhn_strategy_of
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.strategy import strategy_to_dict
+from oppmodel.v1 import opponent_model_pb2 as pb
+from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 
 LABELS = ("bob", "carol")
 
@@ -101,3 +112,53 @@ def test_response_answers_the_policy_played_when_asked(tmp_path: Path) -> None:
                 assert got.played_expected_value == pytest.approx(value, abs=1e-12)
                 assert got.played_expected_value <= got.expected_value + 1e-12
         assert held_back, "the safety budget never held the played policy back"
+
+
+def test_get_models_answers_every_model_and_response_of_one_posterior(tmp_path: Path) -> None:
+    hands = random_observations(60, seed=5)
+    with connected(tmp_path / "s.sqlite") as (client, port):
+        config = MBBRConfig(seed=2, hands_default=10, change_hazard=0.1)
+        sid = client.create_session(opponent_labels=LABELS, config=config).session_id
+        client.observe_batch(sid, hands, first_sequence=1)
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.OpponentModelServiceStub(channel)
+            for played in (True, False):
+                got = stub.GetModels(
+                    pb.GetModelsRequest(
+                        session_id=sid, kind=pb.RESPONSE_KIND_MEAN, include_played=played
+                    ),
+                    timeout=LOADED_DEADLINE,
+                )
+                models = [
+                    stub.GetModel(
+                        pb.GetModelRequest(
+                            session_id=sid, opponent_label=label, opponent_position=p
+                        ),
+                        timeout=LOADED_DEADLINE,
+                    )
+                    for label in LABELS
+                    for p in range(3)
+                ]
+                responses = [
+                    stub.GetResponse(
+                        pb.GetResponseRequest(
+                            session_id=sid,
+                            our_position=p,
+                            kind=pb.RESPONSE_KIND_MEAN,
+                            include_played=played,
+                        ),
+                        timeout=LOADED_DEADLINE,
+                    )
+                    for p in range(3)
+                ]
+                assert list(got.models) == models  # field for field, the separate calls'
+                assert list(got.responses) == responses
+                assert all(r.played for r in responses) == played
+                assert got.hands_observed == 60
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.GetModels(pb.GetModelsRequest(session_id="nope"), timeout=LOADED_DEADLINE)
+            assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.GetModels(pb.GetModelsRequest(session_id=sid, kind=7), timeout=LOADED_DEADLINE)
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "kind" in refused.value.details()

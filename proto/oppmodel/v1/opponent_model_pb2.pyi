@@ -351,6 +351,26 @@ class GetActionResponse(_message.Message):
     hands_observed: int
     def __init__(self, action: _Optional[int] = ..., acpc_action: _Optional[str] = ..., probabilities: _Optional[_Iterable[float]] = ..., infostate: _Optional[str] = ..., default_policy: _Optional[bool] = ..., hands_observed: _Optional[int] = ...) -> None: ...
 
+class GetModelsRequest(_message.Message):
+    __slots__ = ("session_id", "kind", "include_played")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_PLAYED_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    kind: ResponseKind
+    include_played: bool
+    def __init__(self, session_id: _Optional[str] = ..., kind: _Optional[_Union[ResponseKind, str]] = ..., include_played: _Optional[bool] = ...) -> None: ...
+
+class GetModelsResponse(_message.Message):
+    __slots__ = ("models", "responses", "hands_observed")
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    RESPONSES_FIELD_NUMBER: _ClassVar[int]
+    HANDS_OBSERVED_FIELD_NUMBER: _ClassVar[int]
+    models: _containers.RepeatedCompositeFieldContainer[GetModelResponse]
+    responses: _containers.RepeatedCompositeFieldContainer[GetResponseResponse]
+    hands_observed: int
+    def __init__(self, models: _Optional[_Iterable[_Union[GetModelResponse, _Mapping]]] = ..., responses: _Optional[_Iterable[_Union[GetResponseResponse, _Mapping]]] = ..., hands_observed: _Optional[int] = ...) -> None: ...
+
 class GetWinningsRequest(_message.Message):
     __slots__ = ("session_id", "after_hand", "max_hands")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]

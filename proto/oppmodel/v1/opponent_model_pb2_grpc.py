@@ -89,6 +89,11 @@ class OpponentModelServiceStub:
                 request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsRequest.SerializeToString,
                 response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsResponse.FromString,
                 _registered_method=True)
+        self.GetModels = channel.unary_unary(
+                '/oppmodel.v1.OpponentModelService/GetModels',
+                request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetModelsRequest.SerializeToString,
+                response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetModelsResponse.FromString,
+                _registered_method=True)
 
 
 class OpponentModelServiceServicer:
@@ -188,6 +193,15 @@ class OpponentModelServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetModels(self, request, context):
+        """Every opponent's model in every position and our response in every position, all read at
+        one posterior: GetModel's and GetResponse's answers in one call (what the web page draws,
+        where it made a call for each).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OpponentModelServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -245,6 +259,11 @@ def add_OpponentModelServiceServicer_to_server(servicer, server):
                     servicer.GetWinnings,
                     request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsRequest.FromString,
                     response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsResponse.SerializeToString,
+            ),
+            'GetModels': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModels,
+                    request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetModelsRequest.FromString,
+                    response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetModelsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -544,6 +563,33 @@ class OpponentModelService:
             '/oppmodel.v1.OpponentModelService/GetWinnings',
             oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsRequest.SerializeToString,
             oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModels(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oppmodel.v1.OpponentModelService/GetModels',
+            oppmodel_dot_v1_dot_opponent__model__pb2.GetModelsRequest.SerializeToString,
+            oppmodel_dot_v1_dot_opponent__model__pb2.GetModelsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,11 +3,11 @@ browser's user (the UI holds no token of its own, so an owner sees only its sess
 
 A session's view cached for a token is answered as it is, with no call at all, for
 ``model_seconds`` after it was read (it was read with that token, so the token may see it). Then it
-is GetSession, and, only when the session has seen new hands since the cached view, GetModel for
-every opponent in every position, GetResponse (with the played policy) for every position of ours
-and GetWinnings for the hands after the cached view's. A page watching an idle session so costs
-the service one GetSession per refresh, and one watching a busy one 1 + (n - 1) n + n + 1 calls
-once per ``model_seconds``, not per refresh.
+is GetSession, and, only when the session has seen new hands since the cached view, GetModels
+(every opponent in every position and our response, with the played policy, in every position of
+ours, at one posterior) and GetWinnings for the hands after the cached view's. A page watching an
+idle session so costs the service one GetSession per refresh, and one watching a busy one 3
+calls once per ``model_seconds``, not per refresh.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import grpc
 import numpy as np
@@ -274,49 +274,27 @@ class ServiceReader:
         return won
 
     async def _read(self, token: str | None, session: pb.Session, won: Winnings) -> SessionView:
-        """Every opponent's model in every position, our response in every position and the
-        chips of the hands after ``won``, read concurrently."""
+        """Every opponent's model in every position and our response in every position (one
+        GetModels, at one posterior) and the chips of the hands after ``won``, read
+        concurrently."""
         labels = list(session.config.opponent_labels)
         players = len(labels) + 1
-        model_calls = [
-            self._call(
-                "GetModel",
-                pb.GetModelRequest(
-                    session_id=session.session_id, opponent_label=label, opponent_position=p
-                ),
-                token,
-            )
-            for label in labels
-            for p in range(players)
-        ]
-        response_calls = [
-            self._call(
-                "GetResponse",
-                pb.GetResponseRequest(
-                    session_id=session.session_id,
-                    our_position=p,
-                    kind=pb.RESPONSE_KIND_MEAN,
-                    include_played=True,
-                ),
-                token,
-            )
-            for p in range(players)
-        ]
-        *replies, winnings = await asyncio.gather(
-            *model_calls, *response_calls, self._winnings(token, session, won)
+        request = pb.GetModelsRequest(
+            session_id=session.session_id, kind=pb.RESPONSE_KIND_MEAN, include_played=True
         )
-        models, responses = replies[: len(model_calls)], replies[len(model_calls) :]
-        opponents = [
-            _opponent(label, p, reply)
-            for (label, p), reply in zip(
-                ((label, p) for label in labels for p in range(players)), models, strict=True
-            )
-        ]
+        reply, winnings = await asyncio.gather(
+            self._call("GetModels", request, token), self._winnings(token, session, won)
+        )
+        assert isinstance(reply, pb.GetModelsResponse)
+        where = [(label, p) for label in labels for p in range(players)]
         return SessionView(
             session=session,
-            opponents=opponents,
-            responses=[_response(p, reply) for p, reply in enumerate(responses)],
-            winnings=cast(Winnings, winnings),
+            opponents=[
+                _opponent(label, p, model)
+                for (label, p), model in zip(where, reply.models, strict=True)
+            ],
+            responses=[_response(p, response) for p, response in enumerate(reply.responses)],
+            winnings=winnings,
         )
 
 

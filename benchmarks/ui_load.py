@@ -9,7 +9,7 @@ in child processes as deployed. Here, on one event loop: every session streams h
 pause (ObserveBatch calls of ``--batch`` hands, closed loop: the service is saturated), and one
 "browser" per session fetches the session page's live fragment every ``--refresh-seconds``, as
 the page's script does (with the entity tag of the fragment it holds; the UI then reads the
-service: GetSession, and GetModel and GetResponse when the session saw new hands, at most every
+service: GetSession, and GetModels and GetWinnings when the session saw new hands, at most every
 ``--model-seconds``). The load never stops; the
 watchers are switched on and off in pairs of adjacent windows of ``--seconds`` (the first
 ``--settle`` seconds of each not counted; the pairs alternate which comes first), so a change
@@ -225,11 +225,15 @@ async def per_call(args: argparse.Namespace, service: int, server_pid: int) -> d
         played = pb.GetResponseRequest(
             session_id=sid, our_position=0, kind=pb.RESPONSE_KIND_MEAN, include_played=True
         )
+        models = pb.GetModelsRequest(
+            session_id=sid, kind=pb.RESPONSE_KIND_MEAN, include_played=True
+        )
         calls = {
             "GetSession": lambda: stub.GetSession(pb.GetSessionRequest(session_id=sid)),
             "GetModel": lambda: stub.GetModel(model),
             "GetResponse": lambda: stub.GetResponse(response),
             "GetResponse (include_played)": lambda: stub.GetResponse(played),
+            "GetModels (include_played)": lambda: stub.GetModels(models),
             f"GetWinnings ({WINNINGS_HANDS} hands)": lambda: stub.GetWinnings(
                 pb.GetWinningsRequest(session_id=sid, after_hand=load.acked - WINNINGS_HANDS)
             ),

@@ -99,6 +99,23 @@ def test_a_saved_lazy_run_resumes_bit_for_bit_across_table_growth(tmp_path: Path
     assert resumed.bettings() == whole.bettings()
 
 
+def test_a_state_larger_than_the_first_tables_loads_and_resumes_bit_for_bit(
+    tmp_path: Path,
+) -> None:
+    # load sizes the tables from the saved counts: it once rehashed the saved rows from the
+    # first, smaller tables (reading past them: a crash on a 3-player hold'em state)
+    whole = _lazy("leduc3p", 3_000, seed=6)
+    first = _lazy("leduc3p", 1_500, seed=6)
+    assert first.num_infosets > len(LazyMCCFRSolver(first.game).tables.row_node)
+    first.save(tmp_path / "state.npz")
+    resumed = LazyMCCFRSolver.load(first.game, tmp_path / "state.npz")
+    resumed.run(1_500)
+    rows = whole.num_infosets
+    assert resumed.num_infosets == rows
+    assert np.array_equal(resumed.tables.sums[:rows], whole.tables.sums[:rows])
+    assert np.array_equal(resumed.tables.regrets[:rows], whole.tables.regrets[:rows])
+
+
 def test_three_player_holdem_is_solved_over_the_information_sets_it_visits(tmp_path: Path) -> None:
     game = lazy_abstract_game("holdem3p", SMALL)
     assert game.name.startswith("holdem3p@") and game.num_deals == 200

@@ -120,8 +120,8 @@ class LazyMCCFRSolver(SlicedSolver):
         grown |= {name: _resized(getattr(t, name), row_size, 0) for name in _ROW_ARRAYS}
         keys = np.full(_hash_size(row_size), kernels.EMPTY, dtype=np.int64)
         slots = np.zeros(len(keys), dtype=np.int32)
-        kernels.rehash(keys, slots, t.row_node, t.row_view, rows, self.game.view_stride)
         self.tables = kernels.LazyTables(**grown, keys=keys, slots=slots, counts=t.counts)
+        self._rehash()  # from the grown rows: load grows before it copies the saved ones in
 
     # --- sizes -------------------------------------------------------------------------------
 

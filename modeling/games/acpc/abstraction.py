@@ -202,9 +202,14 @@ def _canonical_board(board: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...
     return cards - cards % 4 + np.array(best[1])[cards % 4], best[0]
 
 
-@functools.lru_cache(maxsize=64)
+BOARD_CACHE = 10_000  # canonical boards kept (10.6 KB each): a 3,000-hand series' 9,000 boards
+
+
+@functools.lru_cache(maxsize=BOARD_CACHE)
 def _canonical_strengths(board: tuple[int, ...], rollouts: int, seed: int) -> np.ndarray:
-    """:func:`range_strengths` on a canonical board (a cache: a hand's spots share boards)."""
+    """:func:`range_strengths` on a canonical board, cached: a hand's spots share its boards,
+    and the seatings of a duplicate match replay every board of the series (so the cache holds
+    a whole series', and each seating after the first reads them)."""
     free = [c for c in range(DECK_SIZE) if c not in board]
     need = BOARD_SIZES[-1] - len(board)
     if rollouts == 0 or math.comb(len(free), need) <= rollouts:

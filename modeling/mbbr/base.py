@@ -26,20 +26,10 @@ from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_evidence
 from oppmodel.modeling.mbbr.holes import HoleSplit, hole_split
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
-from oppmodel.modeling.mbbr.priors import (
-    profile_or_default,
-    safety_guards,
-)
+from oppmodel.modeling.mbbr.priors import profile_or_default, safety_guards
 from oppmodel.modeling.mbbr.safety import SafetyBankroll
-from oppmodel.modeling.mbbr.snapshot import (
-    decode_snapshot,
-    snapshot_identity,
-    take,
-)
-from oppmodel.modeling.observation import (
-    LimitObservation,
-    validate_limit_observation,
-)
+from oppmodel.modeling.mbbr.snapshot import decode_snapshot, snapshot_identity, take
+from oppmodel.modeling.observation import LimitObservation, validate_limit_observation
 
 if TYPE_CHECKING:
     from oppmodel.modeling.population import Population
@@ -87,15 +77,10 @@ class MBBRModel(abc.ABC):
     POSTERIOR: ClassVar[Posterior]
 
     def __init__(
-        self,
-        game: LimitGame,
-        config: MBBRConfig,
-        *,
-        default_strategy: np.ndarray | None = None,
-        prior_mean: np.ndarray | None = None,
+        self, game: LimitGame, config: MBBRConfig, *, default_strategy: np.ndarray | None = None,
+        prior_mean: np.ndarray | None = None, population: Population | None = None,
         evidence: dict[LimitObservation, Evidence] | None = None,
-        population: Population | None = None,
-    ) -> None:
+    ) -> None:  # fmt: skip
         """``evidence``: a cache of observations' evidence shared with other models of ``game``
         (a change-detection bank's runs share one); ``population``: the fitted prior of
         ``prior="population"`` (its mean is the prior mean)."""
@@ -122,18 +107,13 @@ class MBBRModel(abc.ABC):
         self._choice = np.empty(game.num_infosets, dtype=np.int64)  # scratch of ``_ensure``
         self._sweep_scratch = np.zeros(game.num_infosets * NUM_ACTIONS)  # counterfactual values
         # The bankroll that bounds what learning costs against the default (safety.py)
-        self._safety = (
-            None
-            if math.isinf(config.safety_budget)  # an infinite budget never binds: plain MBBR
-            else SafetyBankroll(
-                game,
-                self.default_strategy,
-                config.safety_budget,
-                holes=self._holes.infosets_of_hole,
-                subtrees=self._holes.subtrees,
+        self._safety = None  # an infinite budget never binds: plain MBBR
+        if not math.isinf(config.safety_budget):
+            self._safety = SafetyBankroll(
+                game, self.default_strategy, config.safety_budget,
+                holes=self._holes.infosets_of_hole, subtrees=self._holes.subtrees,
                 guards=safety_guards(game, self.default_strategy),
-            )
-        )
+            )  # fmt: skip
         self._build_posterior()
 
     @classmethod

@@ -1,14 +1,13 @@
 """Opponents who change: Bayesian online change-point detection (BOCPD; Adams & MacKay 2007) over a
-bank of plain MBBR models of the configured posterior, one per candidate run, each holding the
-hands since its start (docs/modeling.md). Before every hand the opponents change strategy with
-probability H = ``config.change_hazard``; every ``GRID`` hands a fresh run joins with prior mass
-h = 1 - (1 - H)^GRID, the others keeping 1 - h (the exact recursion on that grid); runs below
-``PRUNE`` of the mass are dropped, at most ``MAX_RUNS`` kept (the newest always). After every
-hand each run's mass is multiplied by the probability its posterior-mean models gave the
-opponents' moves (``evidence.hand_likelihood``), then every run observes the hand. MBBR plays the
-most probable run's models within this model's own safety bankroll (which books what is played
-whichever run it came from, so its guarantee holds). With opponents who never change, a fresh
-run outweighs the first only by chance, with probability at most h per run (Ville's inequality).
+bank of plain MBBR models of the configured posterior, one per candidate run of hands
+(docs/modeling.md, "Change detection"). Every ``GRID`` hands a fresh run joins with prior mass
+h = 1 - (1 - H)^GRID, H = ``config.change_hazard``, the others keeping 1 - h (the exact recursion
+on that grid); runs below ``PRUNE`` of the mass are dropped, at most ``MAX_RUNS`` kept (the newest
+always). After a hand each run's mass is multiplied by the probability its posterior-mean models
+gave the opponents' moves, then every run observes it. MBBR plays the most probable run within
+this model's own safety bankroll (which books what is played, whichever run it came from). With
+opponents who never change, a fresh run outweighs the first only by chance, with probability at
+most h per run (Ville's inequality).
 """
 
 from __future__ import annotations
@@ -84,14 +83,11 @@ class ChangeDetectingModel(MBBRModel):
         """Multiply each run's mass by the probability its models gave the hand (a hand no run
         explains leaves the masses as they were), let every run observe it, then
         :meth:`_advance`."""
-        masses, explained = [], False
+        rows, masses, explained = evidence.rows, [], False
         for run, w in zip(self.runs, self.log_mass, strict=True):
-            likelihood = hand_likelihood(evidence.rows, p, run._models_profile(p))
-            if likelihood > 0.0:  # a run that calls the hand impossible: -inf
-                masses.append(w + math.log(likelihood))
-                explained = True
-            else:
-                masses.append(-math.inf)
+            likelihood = hand_likelihood(rows, p, run._models_profile(p))
+            explained = explained or likelihood > 0.0
+            masses.append(w + math.log(likelihood) if likelihood > 0.0 else -math.inf)
             run._update(p, obs, evidence)
             run.hands_observed += 1
         if explained:

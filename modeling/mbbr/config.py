@@ -92,27 +92,16 @@ class MBBRConfig:
     prior: Prior = Prior.ETA_MIXTURE
     response: Response = Response.MEAN
     seed: int = 0
-    # DIRICHLET (the default): one Dirichlet per information set, fitted by collapsed VB;
-    # SAMPLES: the paper's k importance-weighted samples, which collapse onto one and stop
-    # learning (the paper as published; k is used only by it)
     posterior: Posterior = Posterior.DIRICHLET
-    # B, in the game's unit (mA/h with antes, mbb/h with blinds): deviate from the default only
-    # as far as a bankroll per equilibrium hypothesis covers (``oppmodel.modeling.mbbr.safety``);
-    # math.inf: off, the plain response
+    # B in the game's unit: deviate from the default only as far as a bankroll per hypothesis
+    # covers (``safety.py``); math.inf: off, the plain response
     safety_budget: float = SAFETY_BUDGET
-    # Prior probability per hand that the opponents change strategy (``change.py``: Bayesian
-    # change-point detection over a bank of posteriors); 0 assumes they never do, the paper's MBBR
+    # prior probability per hand that the opponents change strategy (``change.py``); 0: never
     change_hazard: float = 1e-5
-    # The mixture prior's informed type, Dirichlet(mixture_eta x the clipped prior mean), in place
-    # of eta (unused under the mixture). eta says how hard the informed prior pulls an
-    # information set's model toward the mean; the mixture's informed type is a hypothesis, "plays
-    # like the prior mean", that the revealed moves weigh against the uninformed and card-blind
-    # ones, and it means that only while it is concentrated around the mean: at 1 it puts its mass
-    # near pure strategies and explains any near-pure player better than Dirichlet(2) does
+    # the type mixture's informed type, Dirichlet(mixture_eta x the clipped prior mean), in place
+    # of eta (``mixture_prior.py`` says why it has its own)
     mixture_eta: float = 4.0
-    # The eta mixture's weak concentration (the strong one is eta): a game of many information
-    # sets, each seen a few times in a match, learns from their first visits at 1 against players
-    # unlike the mean, and keeps the mean against players like it at 4 (benchmarks/RESULTS.md,
+    # the eta mixture's weak concentration (the strong one is eta; benchmarks/RESULTS.md,
     # "Unseen games")
     weak_eta: float = 1.0
 
@@ -123,32 +112,16 @@ class MBBRConfig:
 
     def validate(self) -> None:
         """Raise InvalidArgumentError naming the first bad field."""
-        low, high = EPSILON_RANGE
-        if not (isinstance(self.epsilon, (int, float)) and low <= self.epsilon < high):
-            raise InvalidArgumentError(
-                "epsilon", f"must be in [{low:g}, {high:g}), got {self.epsilon!r}"
-            )
+        _check_number("epsilon", self.epsilon, *EPSILON_RANGE, closed=False)
         if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
             raise InvalidArgumentError("k", f"must be a positive integer, got {self.k!r}")
         if not isinstance(self.hands_default, int) or self.hands_default < 0:
             raise InvalidArgumentError(
                 "hands_default", f"must be a non-negative integer, got {self.hands_default!r}"
             )
-        low, high = ETA_RANGE
-        if not (isinstance(self.eta, (int, float)) and low <= self.eta <= high):
-            raise InvalidArgumentError("eta", f"must be in [{low:g}, {high:g}], got {self.eta!r}")
-        for name in ("mixture_eta", "weak_eta"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and low <= value <= high):
-                raise InvalidArgumentError(name, f"must be in [{low:g}, {high:g}], got {value!r}")
-        low, high = CHANGE_HAZARD_RANGE
-        hazard = self.change_hazard
-        if not (isinstance(hazard, (int, float)) and not isinstance(hazard, bool)):
-            hazard = float("nan")
-        if not low <= hazard <= high:
-            raise InvalidArgumentError(
-                "change_hazard", f"must be in [{low:g}, {high:g}], got {self.change_hazard!r}"
-            )
+        for name in ("eta", "mixture_eta", "weak_eta"):
+            _check_number(name, getattr(self, name), *ETA_RANGE)
+        _check_number("change_hazard", self.change_hazard, *CHANGE_HAZARD_RANGE)
         for name, choice in _CHOICES:
             value = getattr(self, name)
             if not isinstance(value, choice):
@@ -173,3 +146,12 @@ class MBBRConfig:
         """The concentration of the informed prior this configuration fits: the mixture's
         informed type's (``mixture_eta``) under the mixture prior, eta otherwise."""
         return self.mixture_eta if self.prior == Prior.MIXTURE else self.eta
+
+
+def _check_number(name: str, value: object, low: float, high: float, closed: bool = True) -> None:
+    """InvalidArgumentError naming ``name`` unless ``value`` is a number (not a bool) in
+    [low, high] (``closed``) or [low, high)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not (number and low <= value <= high and (closed or value < high)):  # type: ignore[operator]
+        end = "]" if closed else ")"
+        raise InvalidArgumentError(name, f"must be in [{low:g}, {high:g}{end}, got {value!r}")

@@ -1,21 +1,14 @@
-"""The Dirichlet posterior, fitted incrementally: the cost of a hand does not grow with the match.
-
-A Dirichlet prior per opponent information set over its legal actions, the likelihood of a hand
-summed over the hidden cards, and a posterior approximated by a product of Dirichlets, alpha =
-alpha0 + expected action counts, each hand's count split over the card assignments that explain it:
-
-- **The split is collapsed variational Bayes (CVB0; Asuncion, Welling, Smyth & Teh 2009):** an
-  assignment's responsibility is proportional to the product over its moves of the posterior mean
-  with this hand's own contribution left out. The mean-field fit (exp E[log tau]) has several
-  fixed points in Leduc (suits of equal rank play alike) and strayed up to 0.2 from the exact
-  posterior on four-hand data sets; CVB0 stays within 0.035 (tests enumerate the exact posterior).
-- **The fit is incremental** (as incremental EM): each distinct observation class keeps its count
-  and its assignments' responsibilities, and ``expected`` is kept up to date as classes change. A
-  hand steps its own class (nothing hidden: one exact conjugate count) and ``REFRESH_PER_HAND``
-  classes with hidden cards, round robin. :meth:`DirichletPosterior.converge` runs the steps to
-  the fixed point; after 1000 hands of Leduc 2p the incremental fit is within 0.03 of it.
-
-With every card seen this is the exact conjugate posterior at every hand.
+"""The Dirichlet posterior, fitted incrementally (a hand's cost does not grow with the match): a
+Dirichlet prior per opponent information set, the hand's likelihood summed over the hidden cards,
+and a product of Dirichlets, alpha = alpha0 + expected action counts, each hand's count split over
+the card assignments that explain it by collapsed variational Bayes (CVB0; Asuncion, Welling,
+Smyth & Teh 2009): an assignment's responsibility is proportional to the product of the posterior
+means of its moves with this hand's own contribution left out (the mean-field fit had several
+fixed points in Leduc and strayed up to 0.2 from the exact posterior on four-hand data sets;
+CVB0 stays within 0.035, tests enumerate it). Each distinct observation is a class keeping its
+count and responsibilities; a hand steps its own class and ``REFRESH_PER_HAND`` classes with
+hidden cards, round robin (incremental EM); :meth:`DirichletPosterior.converge` runs the steps to
+the fixed point. With every card seen this is the exact conjugate posterior.
 """
 
 from __future__ import annotations

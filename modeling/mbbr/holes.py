@@ -47,23 +47,12 @@ def hole_split(game: LimitGame) -> HoleSplit:
         row_in_hole.append([int(np.searchsorted(infosets[p][h], i)) for i, h in enumerate(holes)])
         by_hole = tuple(np.flatnonzero(tree.deal_view[0, :, p] == h) for h in range(count))
         deals.append(by_hole)
-        subtrees.append(
-            tuple(
-                tree._replace(
-                    deal_view=np.ascontiguousarray(tree.deal_view[:, d]),
-                    share=np.ascontiguousarray(tree.share[:, d]),
-                )
-                for d in by_hole
-            )
-        )
+        contiguous = np.ascontiguousarray
+        views = [(contiguous(tree.deal_view[:, d]), contiguous(tree.share[:, d])) for d in by_hole]
+        subtrees.append(tuple(tree._replace(deal_view=v, share=s) for v, s in views))
     of_deal = tuple(np.ascontiguousarray(tree.deal_view[0, :, p]) for p in range(game.num_players))
     packed = tuple(tuple(pack_tree(tree) for tree in trees) for trees in subtrees)
     return HoleSplit(
-        tuple(of_infoset),
-        of_deal,
-        tuple(infosets),
-        tuple(deals),
-        tuple(subtrees),
-        packed,
+        tuple(of_infoset), of_deal, tuple(infosets), tuple(deals), tuple(subtrees), packed,
         tuple(row_in_hole),
-    )
+    )  # fmt: skip

@@ -1,46 +1,26 @@
-"""The mixture prior (limit games): does this opponent play like the prior mean, anyhow, or
-without looking at its cards?
+"""The mixture priors (limit games, the Dirichlet posterior; docs/modeling.md): each opponent is
+one of a few types, each a Dirichlet prior, weighed by the exact posterior of its revealed moves
+(the moves of hands in which its cards were shown: prior weight x a product of
+Dirichlet-multinomial likelihoods; moves with hidden cards are left out of the weights, as the
+typed prior leaves them out, but not out of the means).
 
-The informed prior trusts the prior mean (the game's solved strategy in Leduc) at every
-information set, and in Leduc most information sets are first met when the model predicts them,
-where the posterior mean *is* the prior mean: against a player unlike the prior mean the model is
-wrong wherever the data has not reached. The mixture prior lets the revealed moves say how far
-to trust it, across every information set at once. Each opponent is one of three types, each a
-Dirichlet prior:
+- The type mixture (``Prior.MIXTURE``, ``TYPES``): *informed*, Dirichlet(``mixture_eta`` x the
+  clipped prior mean), a concentration of its own, since a type that "plays like the prior mean"
+  must stay near it whatever eta's pull (at 1 it would explain any near-pure player better than
+  the uninformed type); *uninformed*, Dirichlet(2); *card-blind*, one Dirichlet(2) per public
+  decision node of its seat, shared by every private card (random bots, calling stations).
+- The eta mixture (``Prior.ETA_MIXTURE``, the default, ``ETA_TYPES``): the informed prior at eta
+  and at ``weak_eta``. The weak type's mean is Dirichlet(its prior + the informed fit's expected
+  counts), the hidden cards split as the informed fit splits them (one fit a hand, not two: a
+  second fit cost a third of the hand and moved the model by less than the fit's own error,
+  ``tests/test_eta_mixture.py``). Only the second and later moves at an information set tell the
+  two apart: they favour the weak type when the play scatters away from the mean.
 
-- *informed* (prior weight ``TYPE_WEIGHTS[0]``): the informed prior, Dirichlet(mixture_eta x the
-  prior mean clipped to [epsilon, 1 - epsilon]) per information set, with a concentration of its
-  own (``MBBRConfig.mixture_eta``, default 4), not eta: eta sets how hard the informed prior pulls
-  a model toward the mean, while this type is a hypothesis the revealed moves select, "plays like
-  the prior mean", which says so only while it is concentrated around it (at 1 it would explain
-  any near-pure player better than the uninformed type);
-- *uninformed*: Dirichlet(2) per information set;
-- *card-blind*: one Dirichlet(2) per public decision node of its seat, shared by every private
-  card: its strategy at an information set is its node's (a hierarchical prior pooled across
-  private cards, at the limit where the cards do not matter; the ACPC example players, random
-  bots, calling stations and always-raisers are this type).
-
-The type weights are the exact posterior given the revealed moves (the moves of hands in which
-the mover's cards were shown to us): prior weight x marginal likelihood, a product of
-Dirichlet-multinomial likelihoods over information sets (card-blind: over nodes). Moves with
-hidden cards are left out of the weights (their likelihood sums over card assignments; the
-typed prior leaves them out too), but not out of the means: each type's mean is its own
-posterior given every hand, the informed and uninformed types' their incremental CVB0 fits
-(``dirichlet.py``), the card-blind type's the exact conjugate counts of every move seen
-(its likelihood does not depend on the cards). The opponent's model is the mixture's posterior
-mean, sum_k w_k x mean_k, kept hand by hand (one kernel call) on the rows the types tell apart:
-those of the hands seen (elsewhere it is the prior mean, the informed fit's), every row with the
-card-blind type.
-
-The eta mixture (``Prior.ETA_MIXTURE``, the default prior) is the same computation over two types:
-the informed prior at eta and at ``MBBRConfig.weak_eta``, prior weights ``ETA_WEIGHTS``; the weak
-type's mean is Dirichlet(its prior + the informed fit's expected counts), the hidden cards split
-as the informed fit splits them (one fit a hand, not two: a second fit cost a third of the hand,
-and moved the model by less than the fit's own error, ``tests/test_eta_mixture.py``). It lets
-the revealed moves choose the prior's strength per opponent: the first move seen at an
-information set has the prior mean's probability under either type, so only the second and later
-moves at the same information set tell them apart, and they favour the weak concentration when
-the opponent's play scatters away from the mean, the strong one when it stays near it.
+Each type's mean is its own posterior given every hand (the informed and uninformed types' their
+CVB0 fits, ``dirichlet.py``; the card-blind type's the exact counts of every move seen). The
+opponent's model is the mixture's posterior mean, sum_k w_k x mean_k, kept hand by hand (one
+kernel call) on the rows the types tell apart: those of the hands seen (elsewhere the prior mean),
+every row with the card-blind type.
 """
 
 from __future__ import annotations
@@ -71,13 +51,9 @@ class MixturePrior:
     posterior, informed, is the model's own; the weak-eta type shares its expected counts)."""
 
     def __init__(
-        self,
-        game: LimitGame,
-        informed_alpha0: np.ndarray,
-        seats: Sequence[int] | np.ndarray,
-        informed: DirichletPosterior,
-        weak_alpha0: np.ndarray | None = None,
-    ) -> None:
+        self, game: LimitGame, informed_alpha0: np.ndarray, seats: Sequence[int] | np.ndarray,
+        informed: DirichletPosterior, weak_alpha0: np.ndarray | None = None,
+    ) -> None:  # fmt: skip
         """``informed_alpha0``: (n - 1, num_infosets, 3) the informed type's prior parameters
         (0 at illegal actions), the opponent at offset d in row d - 1; ``seats``: the position of
         the opponent at each offset; ``informed``: the informed fit (at the prior);
@@ -88,17 +64,14 @@ class MixturePrior:
         legal = game.legal_mask[self.seats]
         self.card_blind = weak_alpha0 is None
         self._log_prior = np.log(TYPE_WEIGHTS if self.card_blind else ETA_WEIGHTS)
-        self.second_alpha0 = (
-            np.where(legal, UNINFORMED_ALPHA, 0.0)
-            if weak_alpha0 is None
-            else np.asarray(weak_alpha0, dtype=np.float64)
-        )
         # the uninformed type's own fit; the weak-eta type has none (the informed fit's counts)
-        self.second = (
-            DirichletPosterior(self.second_alpha0, informed.profile.copy(), self.seats)
-            if self.card_blind
-            else None
-        )
+        self.second: DirichletPosterior | None = None
+        if self.card_blind:
+            self.second_alpha0 = np.where(legal, UNINFORMED_ALPHA, 0.0)
+            profile = informed.profile.copy()
+            self.second = DirichletPosterior(self.second_alpha0, profile, self.seats)
+        else:
+            self.second_alpha0 = np.asarray(weak_alpha0, dtype=np.float64)
         # the decision node of each opponent's information sets (padding rows: node 0, unread)
         self.node_of = np.zeros(self.informed_alpha0.shape[:2], dtype=np.int64)
         self.blind_alpha0 = np.zeros((len(self.seats), game.num_nodes, 3))

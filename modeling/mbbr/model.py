@@ -47,14 +47,11 @@ class DirichletModel(MBBRModel):
         # a mixture's informed type (at eta in the eta mixture) is the model's own fit
         mixture = config.prior in (Prior.MIXTURE, Prior.ETA_MIXTURE)
         own_prior = Prior.INFORMED if mixture else config.prior
+        population = None if self.population is None else self.population.alpha
         alpha = prior_alpha(
-            game,
-            self.prior_mean,
-            epsilon=config.epsilon,
-            eta=config.informed_eta(),
-            prior=own_prior,
-            population=None if self.population is None else self.population.alpha,
-        )
+            game, self.prior_mean, epsilon=config.epsilon, eta=config.informed_eta(),
+            prior=own_prior, population=population,
+        )  # fmt: skip
         seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
         self._dirichlet = [
             DirichletPosterior(alpha[seats[p]], self.default_strategy.copy(), seats[p])
@@ -69,21 +66,12 @@ class DirichletModel(MBBRModel):
             weak = None
             if config.prior == Prior.ETA_MIXTURE:
                 weak = prior_alpha(
-                    game,
-                    self.prior_mean,
-                    epsilon=config.epsilon,
-                    eta=config.weak_eta,
+                    game, self.prior_mean, epsilon=config.epsilon, eta=config.weak_eta,
                     prior=Prior.INFORMED,
-                )
+                )  # fmt: skip
             self._mixture = [
-                MixturePrior(
-                    game,
-                    alpha[seats[p]],
-                    seats[p],
-                    self._dirichlet[p],
-                    None if weak is None else weak[seats[p]],
-                )
-                for p in range(n)
+                MixturePrior(game, alpha[s], s, fit, None if weak is None else weak[s])
+                for s, fit in zip(seats, self._dirichlet, strict=True)
             ]
         self._type_versions = [0] * n
 
@@ -232,16 +220,10 @@ class SampleModel(MBBRModel):
     def _build_posterior(self) -> None:
         game, config = self.game, self.config
         self.tau = create_samples(
-            game,
-            self.prior_mean,
-            k=config.k,
-            epsilon=config.epsilon,
-            eta=config.eta,
-            prior=config.prior,
-            rng=np.random.default_rng(config.seed),
-            weak_eta=config.weak_eta,
+            game, self.prior_mean, k=config.k, epsilon=config.epsilon, eta=config.eta,
+            prior=config.prior, rng=np.random.default_rng(config.seed), weak_eta=config.weak_eta,
             population=None if self.population is None else self.population.alpha,
-        )
+        )  # fmt: skip
         self._samples = [SamplePosterior(self.tau[p]) for p in range(game.num_players)]
         n = game.num_players
         self._seats = [np.array([(p + d) % n for d in range(1, n)]) for p in range(n)]
@@ -356,20 +338,12 @@ def build_model(
     ResourceExhaustedError refuses tables beyond the posterior's limit."""
     config = config or MBBRConfig()
     config.validate()
+    cls = MODEL_CLASSES[config.posterior]
     if config.change_hazard > 0.0:
         from oppmodel.modeling.mbbr.change import ChangeDetectingModel  # it builds on this module
 
-        return ChangeDetectingModel(
-            game,
-            config,
-            default_strategy=default_strategy,
-            prior_mean=prior_mean,
-            population=population,
-        )
-    return MODEL_CLASSES[config.posterior](
-        game,
-        config,
-        default_strategy=default_strategy,
-        prior_mean=prior_mean,
+        cls = ChangeDetectingModel
+    return cls(
+        game, config, default_strategy=default_strategy, prior_mean=prior_mean,
         population=population,
-    )
+    )  # fmt: skip

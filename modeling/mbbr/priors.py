@@ -22,22 +22,13 @@ UNINFORMED_ALPHA = 2.0
 
 
 def prior_alpha(
-    game: LimitGame,
-    prior_mean: np.ndarray,
-    *,
-    epsilon: float,
-    eta: float,
-    prior: Prior,
+    game: LimitGame, prior_mean: np.ndarray, *, epsilon: float, eta: float, prior: Prior,
     population: np.ndarray | None = None,
-) -> np.ndarray:
+) -> np.ndarray:  # fmt: skip
     """(n, num_infosets, num_actions) Dirichlet parameters of each position's strategy under the
     prior, over the game's legal actions (0 elsewhere); the population prior's are its fitted
-    ``population`` (``oppmodel.modeling.population``).
-
-    Informed (and typed, whose error-prone type this is): eta times the prior mean clipped to
-    [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2) everywhere. Padding rows get
-    Dirichlet(1, ...) over their actions; nothing reads them.
-    """
+    ``population`` (``oppmodel.modeling.population``); the others' as the module docstring says.
+    Padding rows get Dirichlet(1, ...) over their actions; nothing reads them."""
     if population is not None:
         return population.copy()
     legal = game.legal_mask
@@ -55,23 +46,14 @@ def prior_alpha(
 
 
 def create_samples(
-    game: LimitGame,
-    prior_mean: np.ndarray,
-    *,
-    k: int,
-    epsilon: float,
-    eta: float,
-    prior: Prior,
-    rng: np.random.Generator,
-    weak_eta: float = MBBRConfig.weak_eta,
+    game: LimitGame, prior_mean: np.ndarray, *, k: int, epsilon: float, eta: float, prior: Prior,
+    rng: np.random.Generator, weak_eta: float = MBBRConfig.weak_eta,
     population: np.ndarray | None = None,
-) -> np.ndarray:
-    """CreateSamples (Alg 3): (n, n-1, k, num_infosets, num_actions) sampled strategies.
-
-    Entry [p, d - 1] holds the samples of the opponent at position (p + d) mod n while we sit at p.
-    Illegal actions have prior weight 0 and so probability 0 in every sample. The eta mixture
-    (prior weights 1/2 each) draws its even samples at eta, its odd ones at ``weak_eta``.
-    """
+) -> np.ndarray:  # fmt: skip
+    """CreateSamples (Alg 3): (n, n-1, k, num_infosets, num_actions) sampled strategies, [p, d - 1]
+    those of the opponent at position (p + d) mod n while we sit at p (illegal actions: 0). The
+    eta mixture (prior weights 1/2 each) draws its even samples at eta, its odd ones at
+    ``weak_eta``."""
     n, num_infosets, num_actions = game.num_players, game.num_infosets, game.num_actions
     etas = [eta, weak_eta] if prior == Prior.ETA_MIXTURE else [eta]
     alphas = [
@@ -100,12 +82,8 @@ def create_samples(
 
 def mixed_distributions(mixture: np.ndarray) -> np.ndarray:
     """The rows of ``mixture``, a weighted sum of strategies (a posterior mean over samples or
-    types), each divided by its own sum (an all-zero row stays zero).
-
-    The weights add up to 1 only within rounding, so an unnormalised mean of nearly pure samples
-    came out at 1.0000000000000002: x / (x + y) with x, y >= 0 is at most 1 in floating point
-    (rounding is monotone), so every entry is in [0, 1] and each row sums to 1 within a few ulps.
-    """
+    types), each divided by its own sum (an all-zero row stays zero): the weights add up to 1 only
+    within rounding, and x / (x + y) with x, y >= 0 is at most 1 in floating point."""
     out = np.empty(mixture.shape)
     rows = mixture.shape[-1]
     normalise_rows(mixture.reshape(-1, rows), out.reshape(-1, rows))

@@ -155,13 +155,10 @@ class SafetyBankroll:
         return mixed, share
 
     def record(
-        self,
-        obs: LimitObservation,
-        hole: int,
-        candidate: Callable[[], tuple[np.ndarray | None, object]],
-        evidence: Evidence,
+        self, obs: LimitObservation, hole: int,
+        candidate: Callable[[], tuple[np.ndarray | None, object]], evidence: Evidence,
         models: Callable[[int], np.ndarray],
-    ) -> None:
+    ) -> None:  # fmt: skip
         """Book the hand just played in ``obs.position`` with hole ``hole`` (the policy
         :meth:`policy` gave for the ``candidate()`` rows and stamp) into every bankroll, and
         rule out the hypotheses that ``obs`` (its ``evidence``) makes impossible or, with the
@@ -218,11 +215,8 @@ class SafetyBankroll:
 
     def state(self) -> dict[str, np.ndarray]:
         """What the observations changed: the bankrolls, the live hypotheses and their odds."""
-        return {
-            "bank": self.bank.copy(),
-            "alive": self.alive.astype(np.int64),
-            "log_odds": self.log_odds.copy(),
-        }
+        return {"bank": self.bank.copy(), "alive": self.alive.astype(np.int64),
+                "log_odds": self.log_odds.copy()}  # fmt: skip
 
     def restore(self, bank: np.ndarray, alive: np.ndarray, log_odds: np.ndarray) -> None:
         """Set the state of :meth:`state` (already checked for shape and type)."""

@@ -1,28 +1,22 @@
 """The snapshot format of a model's state: named arrays plus a JSON header, in a .npz file.
 
-A snapshot holds everything of an MBBR model that its observations changed, and nothing that a
-fresh build from the same configuration recreates (the sampled strategies, the game, the caches),
-so restoring a snapshot taken after hand s into a fresh model and replaying hands s + 1, ... gives
-the same bits as replaying every hand (tested for every posterior and prior).
+A snapshot holds everything of an MBBR model that its observations changed and nothing a fresh
+build from the same configuration recreates, so restoring one taken after hand s and replaying
+hands s + 1, ... gives the bits of replaying every hand (tested for every posterior and prior).
+Layout: a ZIP archive (stored, every entry dated 1980-01-01: the same state gives the same bytes)
+of NumPy ``.npy`` arrays, readable with ``numpy.load`` and no pickle:
 
-Layout: a ZIP archive (stored, not compressed, every entry dated 1980-01-01 so the same state
-always gives the same bytes) of NumPy ``.npy`` arrays, readable with ``numpy.load`` and no pickle:
+- ``meta``: a 0-d unicode array holding JSON: ``format``, ``version``, ``posterior``,
+  ``num_players``, ``hands_observed``, ``config`` (every MBBRConfig field; one of
+  ``config.FIELDS_ADDED_LATER`` left out at the value its absence means, so earlier headers
+  still match), ``prior_mean_sha256`` (the prior mean's float64 bytes) and ``game_sha256`` (the
+  rules' text). A restore refuses a header that does not match its model (:func:`decode_snapshot`;
+  the retired Kuhn-only models' have no ``game_sha256``: the service rebuilds those from hands).
+- the arrays, named in ``MBBRModel.snapshot`` (with change detection, header ``runs: bocpd``,
+  ``ChangeDetectingModel._state``'s) and the bankroll's.
 
-- ``meta``: a 0-d unicode array holding a JSON object with ``format`` (``FORMAT``), ``version``
-  (``VERSION``), ``posterior`` (``"samples"`` or ``"dirichlet"``), ``num_players``,
-  ``hands_observed``, ``config`` (every field of the MBBRConfig, the seed included; a field added
-  later, ``config.FIELDS_ADDED_LATER``, left out at the value its absence means, so snapshots
-  written before it existed keep their header), ``prior_mean_sha256`` (of the prior-mean table's
-  float64 bytes) and ``game_sha256`` (of the game's rules' text). A restore refuses a snapshot whose
-  header does not match the model it is restored into (:func:`decode_snapshot`).
-- the model's arrays, named in ``MBBRModel.snapshot``; with change detection (header ``runs:
-  bocpd``) the bank's, named in ``ChangeDetectingModel._state``, and the bankroll's.
-
-Snapshots of the retired Kuhn-only models (no ``game_sha256``) are refused; the service rebuilds
-such sessions from their stored hands.
-
-A change of what is stored is a new ``VERSION``; a reader that meets a version it does not know
-refuses it (``SnapshotError``) and the caller rebuilds by full replay instead.
+A change of what is stored is a new ``VERSION``; a reader refuses a version it does not know
+(``SnapshotError``) and the caller rebuilds by full replay instead.
 """
 
 from __future__ import annotations

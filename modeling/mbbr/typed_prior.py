@@ -98,11 +98,7 @@ class TypedPrior:
 
 
 def typed_priors(
-    game: LimitGame,
-    prior_mean: np.ndarray,
-    clipped: list[np.ndarray],
-    *,
-    eta: float,
+    game: LimitGame, prior_mean: np.ndarray, clipped: list[np.ndarray], *, eta: float
 ) -> list[TypedPrior]:
     """One :class:`TypedPrior` per our position p: the error-prone type's parameters are
     ``clipped[p]`` (the informed prior of p's opponents, (n - 1, num_infosets, num_actions)), the

@@ -135,13 +135,12 @@ def step_class(
     o, added, alpha0, expected, profile, seats, counts, resp, row_start, entry_start, entries,
     scores, scratch,
 ):  # fmt: skip
-    """A CVB0 step of class o (seen ``counts[o]`` times, explained by the assignments
-    ``row_start[o]:row_start[o + 1]``, assignment r making the moves ``entries[entry_start[r]:
-    entry_start[r + 1]]`` with responsibility ``resp[r]``; alpha = alpha0 + ``expected``): each
-    assignment's responsibility becomes the product of the posterior means of its moves with one
-    copy of the class's own contribution left out; ``added`` joins the count, ``expected`` and
-    the means of the rows touched (into ``profile``, opponent d at ``seats[d - 1]``) follow.
-    Returns the largest change of ``expected``, or -1 (nothing changed) if not finite.
+    """A CVB0 step of class o (seen ``counts[o]`` times; assignment r of ``row_start[o]:
+    row_start[o + 1]`` makes the moves ``entries[entry_start[r]:entry_start[r + 1]]``, with
+    responsibility ``resp[r]``): each responsibility becomes the product of its moves' posterior
+    means with one copy of the class's own contribution left out; ``added`` joins the count, and
+    ``expected`` and the touched rows' means (``profile``, opponent d at ``seats[d - 1]``)
+    follow. Returns the largest change of ``expected``, or -1 (nothing changed) if not finite.
     ``scratch``: (4, size of ``expected``), rows 0-1 zero and 2-3 NaN (left so)."""
     own, own_row, logs, row_logs = scratch[0], scratch[1], scratch[2], scratch[3]
     first, last = row_start[o], row_start[o + 1]

@@ -30,15 +30,11 @@ def normalise_rows(mixture, out):
 
 @njit(cache=True)
 def update_joint2(weights, out, a, bt, scale, floor, row, col):
-    """One Bayes step of a (k2, k3) joint posterior whose likelihood is a @ bt (rank r).
-
-    ``weights`` holds the previous unnormalised weights; ``scale`` = 1 / their total renormalises
-    them on the fly, and no normalised weight may fall below ``floor``. Writes the new unnormalised
-    weights into ``out`` (``weights`` is left as it was, so a step that must be refused costs no
-    copy) and their row and column sums; returns the total. No fastmath: a reordered sum depends
-    on the arrays' alignment, and a restored session must give the bits a fresh replay gives; a
-    row is summed in four interleaved partial sums, written out, so the order is the code's.
-    """
+    """One Bayes step of a (k2, k3) joint posterior whose likelihood is a @ bt (rank r): the
+    previous unnormalised ``weights`` times ``scale`` (1 / their total), floored at ``floor``,
+    times the likelihood into ``out`` (``weights`` kept: a refused step costs no copy), and their
+    row and column sums; returns the total. No fastmath (a reordered sum depends on alignment,
+    and a restored session must give a replay's bits): four partial sums, in the code's order."""
     k2, k3 = weights.shape
     r = a.shape[1]
     z = np.empty(k3)
@@ -182,17 +178,12 @@ def pair_factors(tau1, tau2, rows, a, bt):
 
 @njit(cache=True)
 def bayes_leaf_values(tree, taus, opponents, weights, player, deals, out):
-    """out[t, j]: the posterior expectation, over the joint table ``weights`` (flat, normalised;
-    opponent i's sample is the i-th index of a (k,) * m table), of the opponents' reach of
-    terminal t under deal ``deals[j]``, times ``player``'s payoff there. ``taus[i]``
-    (k, num_infosets, 3) are the samples of the opponent at position ``opponents[i]``.
-
-    An opponent's reach depends only on its sequence of moves, named by its last move (perfect
-    recall): id 1 + 3 I + a (0: none yet). One pre-order sweep gives each opponent's sequence at
-    every (terminal, deal) and each sequence's reach under every sample; then the table is
-    contracted with the reaches one opponent at a time, the last first, over only the sequence
-    combinations some (terminal, deal) meets (about k^m times the last opponent's sequences,
-    not k^m times terminals times deals)."""
+    """out[t, j]: the expectation over the joint table ``weights`` (flat, normalised, (k,) * m) of
+    the opponents' reach of terminal t under deal ``deals[j]`` times ``player``'s payoff there;
+    ``taus[i]`` (k, num_infosets, 3) the samples of the opponent at ``opponents[i]``. A reach
+    depends only on the opponent's sequence, named by its last move, 1 + 3 I + a (0: none): one
+    sweep gives the sequences and their reaches, then the table is contracted one opponent at a
+    time, the last first, over only the sequence combinations some (terminal, deal) meets."""
     seq, reach = _opponent_sequences(tree, taus, opponents, deals)
     child, turned = _contract_others(seq, reach, weights)
     k = taus.shape[1]

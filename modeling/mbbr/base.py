@@ -244,14 +244,11 @@ class MBBRModel(abc.ABC):
         (its Dirichlet marginals give credible intervals), the run start and the bankroll."""
         d = seat_offset(self.game, our_position, opponent_position)
         model, spread = self._opponent_model(our_position, d)
+        prior = self.prior_mean[opponent_position].copy()
         return OpponentInsight(
-            model.copy(),
-            spread,
-            self.prior_mean[opponent_position].copy(),
-            self._concentration(our_position, d),
-            self.run_start,
+            model.copy(), spread, prior, self._concentration(our_position, d), self.run_start,
             self.safety_bankroll(),
-        )
+        )  # fmt: skip
 
     def _concentration(self, p: int, d: int) -> np.ndarray:
         """alpha_0 (prior weight + expected visits) per information set of the opponent at

@@ -40,9 +40,8 @@ class SamplePosterior:
 
     def observe(self, evidence: Evidence) -> bool:
         """Multiply every combination's weight by the likelihood of ``evidence``; returns whether
-        the hand was explained (else the table is left as it was). With two opponents z = a @ bt
-        is a product of low rank (``pair_factors``): one fused pass over the table (a kernel)
-        that also gives the marginals."""
+        the hand was explained (else the table is left as it was). Two opponents: one fused
+        kernel pass (``observe_pair``), z = a @ bt of low rank, that also gives the marginals."""
         m, k = self.tau.shape[0], self.tau.shape[1]
         marginals = np.empty((m, k))
         if m == 2:

@@ -1,17 +1,12 @@
-"""The typed prior: is this opponent an equilibrium-support player or an error-prone one?
-
-The informed prior clips the equilibrium to [epsilon, 1 - epsilon], so it expects every opponent
-to make the equilibrium's never-made moves ("mistakes") at every information set, and a best
-response pays to exploit those phantom mistakes where the data has not reached. The typed prior
-mixes two types instead: *in support* (1 - ERROR_PRONE_PRIOR), Dirichlet(eta * the unclipped
-prior mean), where a mistake has probability zero, and *error-prone* (ERROR_PRONE_PRIOR), the
-informed prior. They differ only where the equilibrium is pure, so the evidence is what the
-opponent did there in the hands where its card was revealed (one revealed mistake rules the
-in-support type out; each revealed equilibrium move weighs by the two Dirichlet-multinomial
-likelihoods); hands with hidden cards are left out (fitted under the error-prone floor, they
-would count its phantom mistakes). The model is the posterior mean: w * the Dirichlet
-posterior's mean + (1 - w) * (its expected counts off the forbidden moves + eta * the unclipped
-mean), w the posterior probability of the error-prone type.
+"""The typed prior: is this opponent an equilibrium-support player or an error-prone one? The
+informed prior clips the equilibrium to [epsilon, 1 - epsilon], so a best response exploits
+phantom mistakes where the data has not reached. This prior mixes two types: *in support*
+(1 - ERROR_PRONE_PRIOR), Dirichlet(eta * the unclipped prior mean), and *error-prone*, the informed
+prior. They differ only where the equilibrium is pure, so the evidence is the opponent's moves
+there with its card revealed (one revealed mistake rules the in-support type out; hands with
+hidden cards are left out: fitted under the floor, they would count its phantom mistakes). The
+model is the posterior mean: w * the Dirichlet posterior's mean + (1 - w) * (its expected counts
+off the forbidden moves + eta * the unclipped mean), w the error-prone type's probability.
 """
 
 from __future__ import annotations

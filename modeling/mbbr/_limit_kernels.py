@@ -164,15 +164,21 @@ def pair_factors(tau1, tau2, rows, a, bt):
             group[r] = g
             first[g] = r
             g += 1
-    f1, f2 = np.empty((k, m)), np.empty((k, m))
-    sample_factors(tau1, rows, 1, f1)
-    sample_factors(tau2, rows, 2, f2)
     for s in range(k):
-        a[s, :g] = 0.0
-        for r in range(m):
-            a[s, group[r]] += f1[s, r]
         for c in range(g):
-            bt[c, s] = f2[s, first[c]]
+            a[s, c] = 0.0
+        for r in range(m):
+            prob = 1.0
+            for j in range(moves):
+                if rows[r, j, 0] == 0:
+                    prob *= tau1[s, rows[r, j, 1], rows[r, j, 2]]
+            a[s, group[r]] += prob
+        for c in range(g):
+            prob = 1.0
+            for j in range(moves):
+                if rows[first[c], j, 0] == 1:
+                    prob *= tau2[s, rows[first[c], j, 1], rows[first[c], j, 2]]
+            bt[c, s] = prob
     return g
 
 

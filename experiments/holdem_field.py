@@ -67,12 +67,13 @@ class TimedAgent(HoldemMBBRAgent):
 
     def end_hand(self, obs):  # type: ignore[no-untyped-def]
         start = time.process_time()
+        CYCLE[2] += bool(self._respond)
         super().end_hand(obs)
         CYCLE[0] += time.process_time() - start
         CYCLE[1] += 1
 
 
-CYCLE = [0.0, 0]  # CPU seconds in MBBR's hand cycle, hands
+CYCLE = [0.0, 0, 0]  # CPU seconds in MBBR's hand cycle, hands, hands the response played
 
 
 def _agent(args: argparse.Namespace, game: HoldemGame, seed: int) -> TimedAgent:
@@ -100,7 +101,7 @@ def main() -> None:
     rows = []
     for name in args.opponents.split(","):
         start = time.process_time()
-        CYCLE[:] = [0.0, 0]
+        CYCLE[:] = [0.0, 0, 0]
         result = run_duplicate(
             game,
             ["mbbr", name],
@@ -120,6 +121,7 @@ def main() -> None:
                 "cpu_s": time.process_time() - start,
                 "hands": hands,
                 "cycle_cpu_ms_per_hand": 1000 * CYCLE[0] / CYCLE[1],
+                "response_share": CYCLE[2] / CYCLE[1],  # of the hands, the first H included
             }
         )
         if args.json:  # a line per opponent as it ends: a long run's rows survive its stop

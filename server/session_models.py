@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from oppmodel.modeling.errors import FailedPreconditionError, ResourceExhaustedError
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.interface import Hand, HandKey, compiled
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
@@ -33,6 +34,23 @@ from oppmodel.server.session_spec import (
 from oppmodel.server.storage import ObservationRow, SnapshotRow
 
 log = logging.getLogger("oppmodel.server")
+
+
+class UnloadableSessionError(FailedPreconditionError):
+    """A stored session cannot be rebuilt into a model (its spec or observations are no longer
+    accepted by this version); it can still be listed and deleted."""
+
+    def __init__(self, owner: str, message: str) -> None:
+        super().__init__(message)
+        self.owner = owner
+
+
+class SessionTooLargeError(ResourceExhaustedError):
+    """A stored session needs more memory than the whole budget for live sessions."""
+
+    def __init__(self, owner: str, message: str) -> None:
+        super().__init__(message)
+        self.owner = owner
 
 
 def build_model(spec: SessionSpec, solved: np.ndarray | None = None) -> Model:

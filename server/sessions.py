@@ -30,7 +30,6 @@ from typing import TypeVar
 import numpy as np
 
 from oppmodel.modeling.errors import (
-    FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
     OppModelError,
@@ -38,13 +37,19 @@ from oppmodel.modeling.errors import (
     UnavailableError,
 )
 from oppmodel.modeling.mbbr.base import OpponentInsight
+from oppmodel.server.action_draw import draw_action, uniform_draw
 from oppmodel.server.live_session import LiveSession, SessionLock
 from oppmodel.server.metrics import Metrics
 from oppmodel.server.model_hosting import WARM_MODELS, Call, ModelHost, placement
 from oppmodel.server.model_worker import ModelWorker
 from oppmodel.server.populations import Populations
 from oppmodel.server.session_cache import SessionCache
-from oppmodel.server.session_models import key_of_row, log_unused_snapshot
+from oppmodel.server.session_models import (
+    SessionTooLargeError,
+    UnloadableSessionError,
+    key_of_row,
+    log_unused_snapshot,
+)
 from oppmodel.server.session_observer import SessionObserver
 from oppmodel.server.session_spec import (
     Ack,
@@ -69,23 +74,6 @@ from oppmodel.server.tasks import ShieldedTasks
 T = TypeVar("T")
 WINNINGS_READ_HANDS = 100_000  # stored hands read at a time when a session's winnings are built
 log = logging.getLogger("oppmodel.server")
-
-
-class UnloadableSessionError(FailedPreconditionError):
-    """A stored session cannot be rebuilt into a model (its spec or observations are no longer
-    accepted by this version); it can still be listed and deleted."""
-
-    def __init__(self, owner: str, message: str) -> None:
-        super().__init__(message)
-        self.owner = owner
-
-
-class SessionTooLargeError(ResourceExhaustedError):
-    """A stored session needs more memory than the whole budget for live sessions."""
-
-    def __init__(self, owner: str, message: str) -> None:
-        super().__init__(message)
-        self.owner = owner
 
 
 def owner_of_token(token: str | None) -> str:
@@ -503,38 +491,3 @@ class SessionManager:
             default_policy=hands < session.spec.config.hands_default,
             hands_observed=hands,
         )
-
-
-_MASK64 = (1 << 64) - 1
-
-
-def _splitmix64(x: int) -> int:
-    """One step of SplitMix64 (Steele, Lea & Flood 2014): a strong 64-bit mixing function."""
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return x ^ (x >> 31)
-
-
-def uniform_draw(*keys: int) -> float:
-    """A uniform number in [0, 1) that is a fixed function of the integer keys.
-
-    The action draw is keyed by (seed, hands observed, position, infoset, draw) so the same
-    question always gets the same answer; a hash costs ~2 us where a seeded numpy Generator costs
-    ~50 us, and this runs on every GetAction.
-    """
-    h = 0
-    for key in keys:
-        h = _splitmix64(h ^ (key & _MASK64))
-    return (h >> 11) / float(1 << 53)
-
-
-def draw_action(probabilities: tuple[float, ...], u: float) -> int:
-    """The action whose cumulative-probability interval contains ``u * sum(probabilities)``."""
-    target = u * sum(probabilities)
-    total = 0.0
-    for action, p in enumerate(probabilities):
-        total += p
-        if target < total:
-            return action
-    return max(a for a, p in enumerate(probabilities) if p > 0)

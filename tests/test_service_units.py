@@ -15,8 +15,8 @@ from oppmodel.clients.client import observation_message
 from oppmodel.modeling import errors
 from oppmodel.modeling.games import kuhn_openspiel as presentation
 from oppmodel.server import conversion
+from oppmodel.server.action_draw import draw_action, uniform_draw
 from oppmodel.server.errors import STATUS_BY_ERROR, error_details, status_of
-from oppmodel.server.sessions import draw_action, uniform_draw
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 KUHN = presentation.kuhn_openspiel(3)  # GAME in OpenSpiel's conventions, as the service reads it

@@ -5,7 +5,8 @@ Each game plays one match of ``--hands`` hands (deck seed 42); each seat is the 
 (``play_match``, as ``acpc-agent`` runs it) in a thread of this process, its policy a hold'em
 style; every call of the policy's ``act`` (from the MATCHSTATE to the letter: the spot, the hand
 strength of our cards, the draw) is timed with ``time.perf_counter``. Printed per game: the
-decisions, their median, 99th percentile and largest time in ms, the dealer's WARNING lines
+decisions, their median, 99th percentile and largest time in ms (all seats', then each
+agent's 99th percentile), the dealer's WARNING lines
 (an invalid action or a malformed reply would make one) and its exit status. The threads share
 the interpreter with the dealer and each other, so a decision may wait for another seat's work:
 the figures are an upper bound of a lone agent process's.
@@ -32,7 +33,7 @@ from oppmodel.modeling.games.acpc.gamedef import read_game_def
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "acpc"
 GAMES = {
     "holdem.limit.2p.reverse_blinds.game": ("tight-passive", "maniac"),
-    "holdem.limit.3p.game": ("bluffer", "always-raise", "tight-passive"),
+    "holdem.limit.3p.game": ("cfr", "maniac", "calling-station"),  # the bundled blueprint
 }
 
 
@@ -93,6 +94,10 @@ def run_game(file: str, names: tuple[str, ...], hands: int, workdir: Path) -> di
         "median_ms": float(np.median(times)),
         "p99_ms": float(np.percentile(times, 99)),
         "max_ms": float(times.max()),
+        "p99_ms_by_agent": {
+            name: float(np.percentile(1000 * np.array(policy.times), 99))
+            for name, policy in zip(names, policies, strict=True)
+        },
     }
 
 
@@ -110,7 +115,8 @@ def main() -> None:
                 print(
                     f"{file}: {r['hands']} hands, {r['decisions']} decisions, median "
                     f"{r['median_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, max {r['max_ms']:.1f} ms, "
-                    f"{r['warnings']} warnings, status {r['status']}",
+                    f"{r['warnings']} warnings, status {r['status']}; p99 by agent "
+                    + ", ".join(f"{k} {v:.2f} ms" for k, v in r["p99_ms_by_agent"].items()),
                     flush=True,
                 )
     if args.json:

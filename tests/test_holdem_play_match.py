@@ -108,6 +108,7 @@ def test_oppmodel_match_plays_holdem_and_refuses_what_it_cannot(capsys):
         (HOLDEM2P, ("always-raise", "tight-passive")),
         (HOLDEM2P, ("cfr", "maniac")),  # the bundled blueprint
         (HOLDEM3P, ("bluffer", "maniac", "uniform")),
+        (HOLDEM3P, ("cfr", "maniac", "calling-station")),  # the bundled 3-player blueprint
     ],
 )
 def test_styles_play_a_match_with_the_dealer_paying_what_they_count(tmp_path, gamedef, names):
@@ -186,6 +187,8 @@ def test_a_blueprint_file_plays_in_a_holdem_match(tmp_path, capsys):
     assert {r["name"] for r in doc["ranking"]} == {str(path), "maniac"}
     capsys.readouterr()
     assert main([*argv, "--agents", "cfr,maniac"]) == 0  # the bundled blueprint
-    argv[2] = "holdem3p"  # none bundled: the error says how to solve this game's
+    deep = tmp_path / "deep3p.game"  # hold'em rules no blueprint is bundled for
+    deep.write_text(HOLDEM3P.to_text().replace("maxRaises = 3 4 4 4", "maxRaises = 4 4 4 4"))
+    argv[2] = str(deep)  # the error says how to solve this game's
     assert main([*argv, "--agents", "cfr,maniac,maniac"]) == 2
-    assert "oppmodel solve holdem3p --out blueprint.json" in capsys.readouterr().err
+    assert f"oppmodel solve {deep} --out blueprint.json" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import pytest
 
 from oppmodel.modeling.errors import NotFoundError
 from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES
-from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.modeling.games.acpc.gamedef import parse_game_def, read_game_def
 from oppmodel.modeling.games.acpc.hand_rank import card_index, hand_strength
 from oppmodel.modeling.holdem.policy import Spot, Uniform, check_rows, live_holes
 from oppmodel.modeling.holdem.strength import hand_strength_share
@@ -22,6 +22,8 @@ HOLDEM2P = read_game_def(
     Path(__file__).parent / "data" / "acpc" / "holdem.limit.2p.reverse_blinds.game"
 )
 HOLDEM3P = read_game_def("holdem3p")
+# 3-player hold'em with a fourth raise preflop: hold'em rules no bundled blueprint was solved in
+DEEP3P = parse_game_def(HOLDEM3P.to_text().replace("maxRaises = 3 4 4 4", "maxRaises = 4 4 4 4"))
 DECK = [r + s for r in "23456789TJQKA" for s in "cdhs"]
 
 
@@ -114,9 +116,9 @@ def test_unknown_names_list_the_known_ones():
     with pytest.raises(NotFoundError, match="known: " + ", ".join(style_names())):
         holdem_policy("shark", HOLDEM2P)
     with pytest.raises(NotFoundError, match=r"no hold'em blueprint for .* yet: STYLE@S and cfr"):
-        holdem_policy("cfr", HOLDEM3P)
+        holdem_policy("cfr", DEEP3P)
     with pytest.raises(NotFoundError, match="no hold'em blueprint"):
-        holdem_policy("maniac@0.35", HOLDEM3P)
+        holdem_policy("maniac@0.35", DEEP3P)
     with pytest.raises(NotFoundError, match=r"\[0, 1\]"):
         holdem_policy("bluffer:2", HOLDEM2P)
 
@@ -133,4 +135,24 @@ def test_cfr_in_two_player_holdem_is_the_bundled_blueprint():
     opening, raised = Spot.of(HOLDEM2P, [], ""), Spot.of(HOLDEM2P, [], "r")
     aces, seven_deuce = np.array([cards("AhAs")]), np.array([cards("7c2d")])
     assert cfr.probabilities(opening, aces)[0, 2] > 0.5
+    assert cfr.probabilities(raised, seven_deuce)[0, 0] > 0.5
+
+
+def test_cfr_in_three_player_holdem_is_the_bundled_blueprint():
+    """The bundled 3-player blueprint (the visited sets it lists, the rest calling) answers a
+    distribution over the legal actions for every hand at any spot; before the flop the first to
+    act raises aces and folds seven-deuce, and seven-deuce folds to a raise."""
+    cfr = holdem_policy("cfr", HOLDEM3P)
+    assert cfr.name == "cfr" and cfr.unvisited == "call"
+    assert holdem_policy("maniac@0.35", HOLDEM3P).base is cfr
+    board = cards("Ks7s2dTh4c")
+    for betting, shown in [("", 0), ("rc", 0), ("rcc/", 3), ("rcc/cr", 3), ("ccc/c", 3)]:
+        spot = Spot.of(HOLDEM3P, [DECK[c] for c in board[:shown]], betting)
+        check_rows(spot, cfr.probabilities(spot, live_holes(spot.board)))
+    spot = Spot.of(HOLDEM3P, [DECK[c] for c in board], "rcc/ccc/ccc/rrrr")  # capped: rarely met
+    check_rows(spot, cfr.probabilities(spot, live_holes(spot.board)))
+    opening, raised = Spot.of(HOLDEM3P, [], ""), Spot.of(HOLDEM3P, [], "r")
+    aces, seven_deuce = np.array([cards("AhAs")]), np.array([cards("7c2d")])
+    assert cfr.probabilities(opening, aces)[0, 2] > 0.5
+    assert cfr.probabilities(opening, seven_deuce)[0, 0] > 0.5
     assert cfr.probabilities(raised, seven_deuce)[0, 0] > 0.5

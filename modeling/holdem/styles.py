@@ -15,7 +15,7 @@ HS >= 0.75 (about the top quarter of hands), the *worst* HS < 0.30, the rest *mi
 - ``bluffer[:B]``: bets or raises with the top quarter, bets the bottom 30% into an unopened pot
   with probability B (default 0.75), checks the rest; facing a bet folds all but the top quarter.
 - ``uniform``: every legal action equally likely.
-- ``cfr``: the game's bundled blueprint (2-player hold'em's: ``HOLDEM_BLUEPRINTS``).
+- ``cfr``: the game's bundled blueprint (2- and 3-player hold'em's: ``HOLDEM_BLUEPRINTS``).
 - ``FILE.json``: a blueprint, a strategy file ``oppmodel solve holdem2p`` wrote
   (:class:`~oppmodel.modeling.holdem.blueprint.Blueprint`).
 - ``STYLE@S``: STYLE at a share S of its decisions and the blueprint (``cfr``) at the rest, mixed

@@ -40,9 +40,11 @@ BUNDLED_STRATEGIES = {
 }
 
 # Short name -> hold'em blueprint in GAMES_FOLDER: a strategy file of the game's abstract game
-# (``oppmodel solve holdem2p``, gzip-compressed), played by ``modeling/holdem/blueprint.py``.
+# (``oppmodel solve holdem2p|holdem3p``, gzip-compressed), played by
+# ``modeling/holdem/blueprint.py``.
 HOLDEM_BLUEPRINTS = {
     "holdem2p": "holdem2p.cfr.json.gz",
+    "holdem3p": "holdem3p.cfr.json.gz",
 }
 
 

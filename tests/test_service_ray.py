@@ -72,6 +72,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.app import ServerConfig, free_ports
 from oppmodel.server.ray_metrics import PUSH_SECONDS, STALE_SECONDS, ReplicaMetricsEndpoint
 from oppmodel.server.ray_serve import (
+    QUIET_RETRIES,
     START_SECONDS,
     RayServeConfig,
     init_local_ray,
@@ -134,8 +135,11 @@ def ray_app(postgres_server: PostgresServer) -> Iterator[Deployment]:
     """A local Ray instance with Serve's gRPC proxy and the replicas' metrics endpoint, for the
     module; tests deploy through ``ensure``."""
     store = postgres_server.new_database()
-    # as `serve --ray` starts its local instance: Ray's own ports on loopback
-    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # as `serve --ray` starts its local instance: Ray's own ports on loopback, and Serve's stop
+    # (the module's end) printing no "Task ServeController.graceful_shutdown failed" line
+    init_local_ray(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=QUIET_RETRIES
+    )
     metrics = ReplicaMetricsEndpoint(0, "127.0.0.1")  # as `serve --ray --metrics-port 0`
     deployed = Deployment(store, *free_ports(2), metrics_port=metrics.port)
     try:

@@ -82,8 +82,9 @@ def _enumerate(game, model, pair, hands, budget, hand=0, spent=0.0, *, truth=Non
     against ``pair`` from this model state, over every deal and action. Along every path on which
     the true hypothesis is alive (``truth``, an index into the bankroll's hypotheses; None: every
     hypothesis alive) it checks the guarantee: the exact expected gains over the default, each
-    given the hand's position and hole, sum to at least -budget per hand (a plain model is
-    checked too: it must fail)."""
+    hand's over all deals (``spent``: the sum so far), sum to at least -budget per hand, and so
+    does the sum with this hand's gain given any one hole (a plain model is checked too: it must
+    fail)."""
     n = game.num_players
     p = hand % n
     us = model.default_strategy.copy()
@@ -95,9 +96,11 @@ def _enumerate(game, model, pair, hands, budget, hand=0, spent=0.0, *, truth=Non
     deals, terminals, probs = _outcomes(game, profile)
     probs = probs / game.num_deals
     total = float(probs @ _payoffs(game, deals, terminals, p))
+    gain = float(gain_by_hole @ np.bincount(holes)) / game.num_deals  # over every deal
     safety = model._safety
     if safety is None or (safety.alive.all() if truth is None else safety.alive[truth]):
         floor = -budget / 1000.0 * (hand + 1) - 1e-12
+        assert spent + gain >= floor, (hand, spent + gain)
         for hole in np.unique(holes[deals]):
             assert spent + gain_by_hole[hole] >= floor, (hand, spent + gain_by_hole[hole])
     if hand + 1 == hands:
@@ -105,14 +108,11 @@ def _enumerate(game, model, pair, hands, budget, hand=0, spent=0.0, *, truth=Non
     by_observation: dict = {}
     for deal, t, prob in zip(deals, terminals, probs, strict=True):
         obs = observe_limit_hand(game, p, int(deal), int(t))
-        weight, _ = by_observation.get(obs, (0.0, None))
-        by_observation[obs] = (weight + prob, int(holes[deal]))
-    for obs, (prob, hole) in by_observation.items():
+        by_observation[obs] = by_observation.get(obs, 0.0) + prob
+    for obs, prob in by_observation.items():
         after = copy.deepcopy(model, {id(game): game, id(model._holes): model._holes})
         after.observe(obs)
-        later = _enumerate(
-            game, after, pair, hands, budget, hand + 1, spent + gain_by_hole[hole], truth=truth
-        )
+        later = _enumerate(game, after, pair, hands, budget, hand + 1, spent + gain, truth=truth)
         total += prob * later
     return total
 

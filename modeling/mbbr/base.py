@@ -190,9 +190,8 @@ class MBBRModel(abc.ABC):
         dealer could not have shown it."""
         p, evidence = obs.position, self._evidence_of(obs)  # validates (the position first)
         if self._safety is not None:  # book the hand as played, before the posterior moves
-            hole = int(self._holes.hole_of_deal[p][evidence.deal])
             self._safety.record(
-                obs, hole, lambda: self._candidate_rows(p, hole), evidence, self._models_profile
+                obs, lambda h: self._candidate_rows(p, h), evidence, self._models_profile
             )
         self._update(p, obs, evidence)
         self.hands_observed += 1

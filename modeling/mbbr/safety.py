@@ -2,7 +2,10 @@
 2012, made exact per hypothesis o: one guard of the set G per opponent seat offset). bank(o) gains
 B/1000 units a hand; MBBR plays lambda * candidate + (1 - lambda) * default, lambda the largest in
 [0, 1] with bank(o) + lambda * gain(o) >= 0 for every live o (gain: the candidate's exact expected
-value minus the default's against o, given position and hole), and books lambda * gain(o). o dies
+value minus the default's against o, given position and hole), and books the expectation over the
+position's holes of lambda * gain(o): each hole's share is covered, so their mean is, and the bank
+then bounds the hole-averaged value a match's exact learning cost sums on every path, not only in
+expectation (booking the hand's hole alone bounded the realised holes' sum). o dies
 at a hand impossible under it or once ``mixture_log_odds`` reaches ``RULE_OUT_ODDS`` (Ville's
 inequality: the true o dies with probability at most 1 / ``RULE_OUT_ODDS``). Against the guards
 the expected learning cost is at most B + 1000 R / (u ``RULE_OUT_ODDS``), R = ``payoff_range``
@@ -155,21 +158,24 @@ class SafetyBankroll:
         return mixed, share
 
     def record(
-        self, obs: LimitObservation, hole: int,
-        candidate: Callable[[], tuple[np.ndarray | None, object]], evidence: Evidence,
+        self, obs: LimitObservation,
+        candidate: Callable[[int], tuple[np.ndarray | None, object]], evidence: Evidence,
         models: Callable[[int], np.ndarray],
     ) -> None:  # fmt: skip
-        """Book the hand just played in ``obs.position`` with hole ``hole`` (the policy
-        :meth:`policy` gave for the ``candidate()`` rows and stamp) into every bankroll, and
-        rule out the hypotheses that ``obs`` (its ``evidence``) makes impossible or, with the
-        hands before, ``RULE_OUT_ODDS`` times less likely than the opponent models of the
-        position (``models(position)``: the profile MBBR's response was computed from before
-        this hand) do. With none live every share is 1 and every gain 0: the budget alone."""
+        """Book the hand just played in ``obs.position`` into every bankroll: the expectation,
+        over the position's holes, of what :meth:`policy` plays at each (for the
+        ``candidate(h)`` rows and stamp of hole h), and rule out the hypotheses that ``obs``
+        (its ``evidence``) makes impossible or, with the hands before, ``RULE_OUT_ODDS`` times
+        less likely than the opponent models of the position (``models(position)``: the profile
+        MBBR's response was computed from before this hand) do. With none live every share is 1
+        and every gain 0: the budget alone."""
         if self.live:
-            _, share = self.policy(obs.position, hole, *candidate())
-            gains = self._played[(obs.position, hole)][2]
-            self.bank = self.bank + self.budget_chips + share * gains
-            self._weigh(obs.position, evidence, models(obs.position))
+            p, booked = obs.position, np.zeros(len(self))
+            for h, deals in enumerate(self._deals[p]):  # every deal equally likely
+                _, share = self.policy(p, h, *candidate(h))
+                booked += deals * share * self._played[(p, h)][2]
+            self.bank = self.bank + self.budget_chips + booked / sum(self._deals[p])
+            self._weigh(p, evidence, models(p))
             self.live = bool(self.alive.any())
         else:
             self.bank = self.bank + self.budget_chips

@@ -198,6 +198,46 @@ def voi_profile(model: DirichletModel, p: int) -> np.ndarray:
     return chosen
 
 
+def pooled_profile(model: DirichletModel, p: int) -> np.ndarray:
+    """The models' profile of position ``p`` with every opponent row that answers a bet (fold
+    legal) re-centred on what that opponent was seen to do when facing a bet with the same card
+    anywhere: in every history and seat, over the posteriors of all our positions (the relative
+    seat order is fixed in a match, so offset d is one opponent throughout). The row is
+    (its counts + eta m_pool) / (its visits + eta), m_pool = (the other sets' counts + eta m0) /
+    (their visits + eta), m0 the set's prior mean: a two-level prior whose upper level is the
+    opponent's calling by card, so an answer never seen (to a first-position opening) is
+    predicted from the answers seen elsewhere instead of from the prior (N3). A function of the
+    posterior alone."""
+    game, n = model.game, model.game.num_players
+    version = tuple(model._version(q) for q in range(n))
+    cache = model.__dict__.setdefault("_pooled", {})
+    if p in cache and cache[p][0] == version:
+        return cache[p][1]
+    profile = model._models_profile(p).copy()
+    eta = model.config.eta
+    card = [[game.infoset_string(o, int(i)).split(":")[0] for i in range(game.num_infosets)]
+            for o in range(n)]  # fmt: skip
+    for d in range(1, n):
+        pool: dict[str, np.ndarray] = {}
+        for q in range(n):
+            posterior, seat = model._dirichlet[q], (q + d) % n
+            for i in game.infosets(seat):
+                if posterior.alpha0[d - 1, i, 0] > 0.0:  # facing a bet
+                    c = card[seat][i]
+                    pool[c] = pool.get(c, 0.0) + posterior.expected[d - 1, i]
+        posterior, o = model._dirichlet[p], (p + d) % n
+        for i in game.infosets(o):
+            a0 = posterior.alpha0[d - 1, i]
+            if a0[0] <= 0.0:
+                continue
+            seen = posterior.expected[d - 1, i]
+            others = pool[card[o][i]] - seen
+            m_pool = (others + eta * a0 / a0.sum()) / (others.sum() + eta)
+            profile[o, i] = (seen + eta * m_pool) / (seen.sum() + eta)
+    cache[p] = (version, profile)
+    return profile
+
+
 def _solve_sampled(model: DirichletModel, p: int, kind: object, h: int, strategy: np.ndarray):
     """``MBBRModel._solve_hole`` against :func:`sampled_profile` instead of the mean."""
     return base.kernels.solve_hole(
@@ -207,7 +247,11 @@ def _solve_sampled(model: DirichletModel, p: int, kind: object, h: int, strategy
     )  # fmt: skip
 
 
-PROFILE = {"voi": voi_profile, "mean": DirichletModel._models_profile}  # others: a draw
+PROFILE = {
+    "voi": voi_profile,
+    "pooled": pooled_profile,
+    "mean": DirichletModel._models_profile,
+}  # others: a draw
 
 
 def thompson_trajectory(job: tuple) -> np.ndarray:
@@ -226,11 +270,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
         "--rows",
-        choices=("all", "unseen", "prior", "voi", "mean"),
+        choices=("all", "unseen", "prior", "voi", "pooled", "mean"),
         default="all",
         help="where to draw: every information set, the never seen ones, or those where the "
         "prior's weight is above the visits (the mean elsewhere); voi: probe where the value of "
-        "information pays; mean: no exploration (%(default)s)",
+        "information pays; pooled: each answer to a bet centred on the opponent's answers with "
+        "that card elsewhere (pooled_profile); mean: no exploration (%(default)s)",
     )
     parser.add_argument(
         "--voi-points",

@@ -194,7 +194,7 @@ def match_for(name: str, folder: Path, helpers: list[Run]) -> dict[str, str]:
     return ports
 
 
-def _as_a_terminal_job() -> None:
+def as_a_terminal_job() -> None:
     """In the child before exec: SIGINT as an interactive shell gives its foreground job (the
     default action, not blocked). A disposition of SIG_IGN and a blocked mask are inherited
     through exec, and a test process may hold either: a suite started as a background job of a
@@ -221,7 +221,7 @@ def start(name: str, tmp_path: Path, helpers: list[Run], argv: list[str] | None 
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group and session, as a shell's job
-        preexec_fn=_as_a_terminal_job,
+        preexec_fn=as_a_terminal_job,
     )
     run = Run(name, folder, process, temp)
     for stream, lines in ((process.stdout, run.out), (process.stderr, run.err)):

@@ -2,7 +2,8 @@
 (against a real server where they name one), and every command line of their shell blocks is
 parsed by its own argument parser (``oppmodel ...`` and the ``python benchmarks/...`` and ``python
 experiments/...`` scripts), so a flag that does not exist or a game file that is not there fails.
-So are the commands quoted beside the current figures of both RESULTS.md files."""
+So are the commands quoted beside the current figures of both RESULTS.md files. The shell
+blocks also run, line by line, in ``test_docs_shell*.py``."""
 
 from __future__ import annotations
 

@@ -1,0 +1,15 @@
+"""The shell examples of docs/modeling.md, docs/move-prediction.md and
+docs/perfect-information.md run in the bounded form
+``docs_shell_support`` states (``test_docs_shell.py`` checks that every line runs somewhere)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from docs_shell_support import Block, blocks_run_in, run
+
+
+@blocks_run_in(__file__)
+def test_shell_block_runs(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    run(block, tmp_path, request)

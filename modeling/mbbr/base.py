@@ -77,10 +77,15 @@ class MBBRModel(abc.ABC):
     POSTERIOR: ClassVar[Posterior]
 
     def __init__(
-        self, game: LimitGame, config: MBBRConfig, *, default_strategy: np.ndarray | None = None,
-        prior_mean: np.ndarray | None = None, population: Population | None = None,
+        self,
+        game: LimitGame,
+        config: MBBRConfig,
+        *,
+        default_strategy: np.ndarray | None = None,
+        prior_mean: np.ndarray | None = None,
+        population: Population | None = None,
         evidence: dict[LimitObservation, Evidence] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """``evidence``: a cache of observations' evidence shared with other models of ``game``
         (a change-detection bank's runs share one); ``population``: the fitted prior of
         ``prior="population"`` (its mean is the prior mean)."""
@@ -110,10 +115,13 @@ class MBBRModel(abc.ABC):
         self._safety = None  # an infinite budget never binds: plain MBBR
         if not math.isinf(config.safety_budget):
             self._safety = SafetyBankroll(
-                game, self.default_strategy, config.safety_budget,
-                holes=self._holes.infosets_of_hole, subtrees=self._holes.subtrees,
+                game,
+                self.default_strategy,
+                config.safety_budget,
+                holes=self._holes.infosets_of_hole,
+                subtrees=self._holes.subtrees,
                 guards=safety_guards(game, self.default_strategy),
-            )  # fmt: skip
+            )
         self._build_posterior()
 
     @classmethod
@@ -245,9 +253,13 @@ class MBBRModel(abc.ABC):
         model, spread = self._opponent_model(our_position, d)
         prior = self.prior_mean[opponent_position].copy()
         return OpponentInsight(
-            model.copy(), spread, prior, self._concentration(our_position, d), self.run_start,
+            model.copy(),
+            spread,
+            prior,
+            self._concentration(our_position, d),
+            self.run_start,
             self.safety_bankroll(),
-        )  # fmt: skip
+        )
 
     def _concentration(self, p: int, d: int) -> np.ndarray:
         """alpha_0 (prior weight + expected visits) per information set of the opponent at

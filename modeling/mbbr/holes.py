@@ -53,6 +53,11 @@ def hole_split(game: LimitGame) -> HoleSplit:
     of_deal = tuple(np.ascontiguousarray(tree.deal_view[0, :, p]) for p in range(game.num_players))
     packed = tuple(tuple(pack_tree(tree) for tree in trees) for trees in subtrees)
     return HoleSplit(
-        tuple(of_infoset), of_deal, tuple(infosets), tuple(deals), tuple(subtrees), packed,
+        tuple(of_infoset),
+        of_deal,
+        tuple(infosets),
+        tuple(deals),
+        tuple(subtrees),
+        packed,
         tuple(row_in_hole),
-    )  # fmt: skip
+    )

@@ -51,9 +51,13 @@ class MixturePrior:
     posterior, informed, is the model's own; the weak-eta type shares its expected counts)."""
 
     def __init__(
-        self, game: LimitGame, informed_alpha0: np.ndarray, seats: Sequence[int] | np.ndarray,
-        informed: DirichletPosterior, weak_alpha0: np.ndarray | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        game: LimitGame,
+        informed_alpha0: np.ndarray,
+        seats: Sequence[int] | np.ndarray,
+        informed: DirichletPosterior,
+        weak_alpha0: np.ndarray | None = None,
+    ) -> None:
         """``informed_alpha0``: (n - 1, num_infosets, 3) the informed type's prior parameters
         (0 at illegal actions), the opponent at offset d in row d - 1; ``seats``: the position of
         the opponent at each offset; ``informed``: the informed fit (at the prior);

@@ -49,9 +49,13 @@ class DirichletModel(MBBRModel):
         own_prior = Prior.INFORMED if mixture else config.prior
         population = None if self.population is None else self.population.alpha
         alpha = prior_alpha(
-            game, self.prior_mean, epsilon=config.epsilon, eta=config.informed_eta(),
-            prior=own_prior, population=population,
-        )  # fmt: skip
+            game,
+            self.prior_mean,
+            epsilon=config.epsilon,
+            eta=config.informed_eta(),
+            prior=own_prior,
+            population=population,
+        )
         seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
         self._dirichlet = [
             DirichletPosterior(alpha[seats[p]], self.default_strategy.copy(), seats[p])
@@ -66,9 +70,12 @@ class DirichletModel(MBBRModel):
             weak = None
             if config.prior == Prior.ETA_MIXTURE:
                 weak = prior_alpha(
-                    game, self.prior_mean, epsilon=config.epsilon, eta=config.weak_eta,
+                    game,
+                    self.prior_mean,
+                    epsilon=config.epsilon,
+                    eta=config.weak_eta,
                     prior=Prior.INFORMED,
-                )  # fmt: skip
+                )
             self._mixture = [
                 MixturePrior(game, alpha[s], s, fit, None if weak is None else weak[s])
                 for s, fit in zip(seats, self._dirichlet, strict=True)
@@ -220,10 +227,16 @@ class SampleModel(MBBRModel):
     def _build_posterior(self) -> None:
         game, config = self.game, self.config
         self.tau = create_samples(
-            game, self.prior_mean, k=config.k, epsilon=config.epsilon, eta=config.eta,
-            prior=config.prior, rng=np.random.default_rng(config.seed), weak_eta=config.weak_eta,
+            game,
+            self.prior_mean,
+            k=config.k,
+            epsilon=config.epsilon,
+            eta=config.eta,
+            prior=config.prior,
+            rng=np.random.default_rng(config.seed),
+            weak_eta=config.weak_eta,
             population=None if self.population is None else self.population.alpha,
-        )  # fmt: skip
+        )
         self._samples = [SamplePosterior(self.tau[p]) for p in range(game.num_players)]
         n = game.num_players
         self._seats = [np.array([(p + d) % n for d in range(1, n)]) for p in range(n)]
@@ -344,6 +357,9 @@ def build_model(
 
         cls = ChangeDetectingModel
     return cls(
-        game, config, default_strategy=default_strategy, prior_mean=prior_mean,
+        game,
+        config,
+        default_strategy=default_strategy,
+        prior_mean=prior_mean,
         population=population,
-    )  # fmt: skip
+    )

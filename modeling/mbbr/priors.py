@@ -22,9 +22,14 @@ UNINFORMED_ALPHA = 2.0
 
 
 def prior_alpha(
-    game: LimitGame, prior_mean: np.ndarray, *, epsilon: float, eta: float, prior: Prior,
+    game: LimitGame,
+    prior_mean: np.ndarray,
+    *,
+    epsilon: float,
+    eta: float,
+    prior: Prior,
     population: np.ndarray | None = None,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """(n, num_infosets, num_actions) Dirichlet parameters of each position's strategy under the
     prior, over the game's legal actions (0 elsewhere); the population prior's are its fitted
     ``population`` (``oppmodel.modeling.population``); the others' as the module docstring says.
@@ -46,10 +51,17 @@ def prior_alpha(
 
 
 def create_samples(
-    game: LimitGame, prior_mean: np.ndarray, *, k: int, epsilon: float, eta: float, prior: Prior,
-    rng: np.random.Generator, weak_eta: float = MBBRConfig.weak_eta,
+    game: LimitGame,
+    prior_mean: np.ndarray,
+    *,
+    k: int,
+    epsilon: float,
+    eta: float,
+    prior: Prior,
+    rng: np.random.Generator,
+    weak_eta: float = MBBRConfig.weak_eta,
     population: np.ndarray | None = None,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """CreateSamples (Alg 3): (n, n-1, k, num_infosets, num_actions) sampled strategies, [p, d - 1]
     those of the opponent at position (p + d) mod n while we sit at p (illegal actions: 0). The
     eta mixture (prior weights 1/2 each) draws its even samples at eta, its odd ones at

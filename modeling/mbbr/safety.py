@@ -158,10 +158,12 @@ class SafetyBankroll:
         return mixed, share
 
     def record(
-        self, obs: LimitObservation,
-        candidate: Callable[[int], tuple[np.ndarray | None, object]], evidence: Evidence,
+        self,
+        obs: LimitObservation,
+        candidate: Callable[[int], tuple[np.ndarray | None, object]],
+        evidence: Evidence,
         models: Callable[[int], np.ndarray],
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Book the hand just played in ``obs.position`` into every bankroll: the expectation,
         over the position's holes, of what :meth:`policy` plays at each (for the
         ``candidate(h)`` rows and stamp of hole h), and rule out the hypotheses that ``obs``
@@ -221,8 +223,11 @@ class SafetyBankroll:
 
     def state(self) -> dict[str, np.ndarray]:
         """What the observations changed: the bankrolls, the live hypotheses and their odds."""
-        return {"bank": self.bank.copy(), "alive": self.alive.astype(np.int64),
-                "log_odds": self.log_odds.copy()}  # fmt: skip
+        return {
+            "bank": self.bank.copy(),
+            "alive": self.alive.astype(np.int64),
+            "log_odds": self.log_odds.copy(),
+        }
 
     def restore(self, bank: np.ndarray, alive: np.ndarray, log_odds: np.ndarray) -> None:
         """Set the state of :meth:`state` (already checked for shape and type)."""

@@ -89,6 +89,10 @@ def run_command(
         return USAGE_ERROR_STATUS
     except KeyboardInterrupt as exc:
         return _interrupted(prog, exc)
+    except SystemError as exc:  # Ctrl-C inside a compiled call: numba reports it as its cause
+        if not isinstance(exc.__cause__, KeyboardInterrupt):
+            raise
+        return _interrupted(prog, exc.__cause__)
 
 
 def _interrupted(prog: str, exc: KeyboardInterrupt) -> int:

@@ -210,7 +210,7 @@ def first_runs() -> frozenset[tuple[str, int]]:
             if line.background or is_server(line):
                 first.add((block.name, number))
                 continue
-            key = tuple(bounded(line.command, {}, "postgresql://", Path("/home")))
+            key = tuple(bounded(line.command, {}, "postgresql://", Path("home")))
             if key not in seen:
                 seen.add(key)
                 first.add((block.name, number))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from oppmodel.clients.cli import build_parser, main
+from oppmodel.clients.cli import build_parser, main, run_command
 from oppmodel.clients.commands import acpc_agent_cmd
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
@@ -421,3 +421,27 @@ def test_the_stand_alone_agent_entry_point_follows_the_convention(
         "oppmodel acpc-agent: error: gamefile: cannot read nope.game: no such file, "
         "nor a bundled game (kuhn2p, kuhn3p, kuhn4p, leduc2p, leduc3p)\n"
     )
+
+
+def test_ctrl_c_inside_a_compiled_call_is_the_interrupt_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """numba turns a KeyboardInterrupt raised inside a dispatcher call (loading its cache) into a
+    SystemError caused by it (seen under load in `match`): still one line and status 130."""
+
+    def compiled_call(_: argparse.Namespace) -> int:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from exc
+
+    assert run_command("oppmodel match", compiled_call, argparse.Namespace()) == 130
+    assert capsys.readouterr().err == "oppmodel match: interrupted; nothing kept\n"
+
+
+def test_a_system_error_of_another_cause_keeps_its_traceback() -> None:
+    def broken(_: argparse.Namespace) -> int:
+        raise SystemError("a bug")
+
+    with pytest.raises(SystemError, match="a bug"):
+        run_command("oppmodel match", broken, argparse.Namespace())

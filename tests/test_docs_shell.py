@@ -58,7 +58,7 @@ def test_every_shell_line_is_run_or_listed() -> None:
 def test_a_line_run_once_in_its_bounded_form_is_not_run_again() -> None:
     def key(name: str, number: int) -> str:
         (block,) = (block for block in shell_blocks() if block.name == name)
-        return " ".join(bounded(block.lines[number].command, {}, None, Path("/home")))
+        return " ".join(bounded(block.lines[number].command, {}, None, Path("home")))
 
     assert ("README.md:1", 0) in RUNS  # eval --profile N2
     assert ("docs/modeling.md:0", 0) not in RUNS  # the same line again

@@ -86,6 +86,14 @@ class HoldemGame:
         return play_holdem_match(self, agents, deals)
 
 
+def drawn_action(row: np.ndarray, spot: Spot, rng: np.random.Generator) -> int:
+    """0 fold, 1 call, 2 raise: drawn from ``row`` with one uniform of ``rng`` (a raise the
+    betting no longer allows is a call)."""
+    u = rng.random()
+    action = 0 if u < row[0] else 1 if u < row[0] + row[1] else 2
+    return CALL if action == RAISE and not spot.legal()[RAISE] else action
+
+
 class PolicyAgent:
     """A hold'em policy played with a seeded generator (one uniform per decision)."""
 
@@ -99,10 +107,7 @@ class PolicyAgent:
 
     def act(self, spot: Spot, hole: Sequence[int]) -> int:
         """0 fold, 1 call, 2 raise: drawn from the policy's row for ``hole`` at ``spot``."""
-        row = action_row(self.policy, spot, hole)
-        u = self.rng.random()
-        action = 0 if u < row[0] else 1 if u < row[0] + row[1] else 2
-        return CALL if action == RAISE and not spot.legal()[RAISE] else action
+        return drawn_action(action_row(self.policy, spot, hole), spot, self.rng)
 
     def end_hand(self, obs: LimitObservation) -> None:
         """A fixed policy learns nothing."""

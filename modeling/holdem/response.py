@@ -31,9 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from oppmodel.modeling.evaluation.limit import best_response, expected_values
-from oppmodel.modeling.games.acpc.betting import CALL, RAISE
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.holdem.match import HoldemGame
+from oppmodel.modeling.holdem.match import HoldemGame, drawn_action
 from oppmodel.modeling.holdem.policy import Spot
 from oppmodel.modeling.holdem.posterior import HoldemPosterior
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -130,10 +129,7 @@ class HoldemMBBRAgent:
         if self._respond is None:
             share = model.shares[spot.position] if model.solved_at >= 0 else 0.0
             self._respond = bool(self.rng.random() < share)
-        row = model.row(spot, hole, self._respond)
-        u = self.rng.random()
-        action = 0 if u < row[0] else 1 if u < row[0] + row[1] else 2
-        return CALL if action == RAISE and not spot.legal()[RAISE] else action
+        return drawn_action(model.row(spot, hole, self._respond), spot, self.rng)
 
     def end_hand(self, obs: LimitObservation) -> None:
         """Learn from the hand, and draw the next hand's share afresh."""

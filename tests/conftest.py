@@ -51,10 +51,18 @@ settings.register_profile(
 )
 settings.load_profile("oppmodel")
 
-# Strategies solved on first use (games/acpc/solved.py) are cached in a folder of this run, never in
-# the user's cache; subprocesses the tests start inherit it.
-os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="oppmodel-test-cache-")
-atexit.register(shutil.rmtree, os.environ[CACHE_ENV], True)
+# Strategies solved and card abstractions built on first use (games/acpc/solved.py, abstraction.py)
+# are cached in a folder of this run, never in the user's cache. The run's process makes it and
+# removes it at its exit; its pytest-xdist workers, started after this file is read, inherit it
+# (RUN_CACHE) and share it, so what costs tens of CPU seconds (hold'em's preflop table, its default
+# abstraction) is made once a run, not once a worker; subprocesses the tests start inherit it too.
+RUN_CACHE = "OPPMODEL_TEST_RUN_CACHE"
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(RUN_CACHE):
+    os.environ[CACHE_ENV] = os.environ[RUN_CACHE]
+else:
+    os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="oppmodel-test-cache-")
+    os.environ[RUN_CACHE] = os.environ[CACHE_ENV]
+    atexit.register(shutil.rmtree, os.environ[CACHE_ENV], True)
 
 # Folders a test may read besides the repository: temporary files, the interpreter and its
 # packages, the user's cache folder (matplotlib's font list, say: rebuilt when missing), and the

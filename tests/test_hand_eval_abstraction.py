@@ -4,6 +4,9 @@ brute-force count, seeded sampling, percentile buckets, and the saved, versioned
 from __future__ import annotations
 
 import itertools
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +24,7 @@ from oppmodel.modeling.games.acpc.abstraction import (
 )
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
 from oppmodel.modeling.games.acpc.hand_rank import card_index, hand_strength
-from oppmodel.modeling.games.acpc.solved import CACHE_ENV
+from oppmodel.modeling.games.acpc.solved import CACHE_ENV, cache_lock
 
 DECK = [r + s for r in RANK_CHARS for s in SUIT_CHARS]
 SMALL = AbstractionConfig(buckets=(3, 4, 5, 6), samples=60, rollouts=10, seed=3)
@@ -114,6 +117,30 @@ def _same(a: CardAbstraction, b: CardAbstraction) -> bool:
     return a.config == b.config and all(
         np.array_equal(x, y) for x, y in zip(a.cuts, b.cuts, strict=True)
     )
+
+
+def _waits_on(lock: Path) -> bool:
+    """Whether a process waits for the flock of ``lock`` (a ``->`` line of /proc/locks)."""
+    inode = os.stat(lock).st_ino
+    text = Path("/proc/locks").read_text()
+    return any("->" in line and f":{inode} " in line for line in text.splitlines())
+
+
+def test_a_build_another_process_has_begun_is_waited_for_and_read_not_built_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # the test holds the lock as a process building SMALL would; the build started beside it
+    # must wait, then read the file the holder wrote (cut points no build gives), not build
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    path = tmp_path / "abstractions" / f"{SMALL.key}.npz"
+    theirs = CardAbstraction(SMALL, tuple(np.linspace(0.1, 0.9, b - 1) for b in SMALL.buckets))
+    with ThreadPoolExecutor(1) as pool:
+        with cache_lock(path):
+            pending = pool.submit(card_abstraction, SMALL, show_progress=False)
+            while not pending.done() and not _waits_on(path.with_suffix(".lock")):
+                time.sleep(0.01)
+            theirs.save(path)
+        assert _same(pending.result(), theirs)
 
 
 def test_an_abstraction_is_computed_once_then_read_from_the_cache(

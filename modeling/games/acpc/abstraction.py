@@ -48,7 +48,7 @@ from oppmodel.modeling.games.acpc import _abstraction_kernels as kernels
 from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
 from oppmodel.modeling.games.acpc.hand_rank import card_index
-from oppmodel.modeling.games.acpc.solved import cache_folder
+from oppmodel.modeling.games.acpc.solved import cache_folder, cache_lock
 
 log = logging.getLogger(__name__)
 
@@ -250,14 +250,24 @@ def preflop_table() -> np.ndarray:
     (``board_strengths``), so the whole table is about 150 million evaluations: tens of seconds
     once, then read from ``<cache folder>/abstractions/preflop-v<PREFLOP_VERSION>.npz``."""
     path = cache_folder() / "abstractions" / f"preflop-v{PREFLOP_VERSION}.npz"
-    try:
-        with np.load(path) as data:
-            table = data["table"]
-        if table.shape == (RANKS, RANKS):
-            table.setflags(write=False)
-            return table
-    except (OSError, KeyError, ValueError):
-        pass  # absent or unreadable: computed below
+    with cache_lock(path):  # another process computing it: wait, then read its file
+        try:
+            with np.load(path) as data:
+                table = data["table"]
+            if table.shape == (RANKS, RANKS):
+                table.setflags(write=False)
+                return table
+        except (OSError, KeyError, ValueError):
+            pass  # absent or unreadable: computed below
+        table = _computed_preflop_table()
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, table=table)
+        os.replace(tmp, path)
+    table.setflags(write=False)
+    return table
+
+
+def _computed_preflop_table() -> np.ndarray:
     boards, weights = kernels.canonical_boards(BOARD_SIZES[-1])
     sums, counts = np.zeros((DECK_SIZE, DECK_SIZE)), np.zeros((DECK_SIZE, DECK_SIZE))
     bar = progress_bar(boards.size, desc="preflop E[HS^2]", unit="board")
@@ -272,13 +282,7 @@ def preflop_table() -> np.ndarray:
         cell = preflop_cell(a, b)
         totals[cell] += sums[a, b]
         combos[cell] += 1
-    table = totals / (combos * math.comb(DECK_SIZE - HOLE_CARDS, BOARD_SIZES[-1]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, table=table)
-    os.replace(tmp, path)
-    table.setflags(write=False)
-    return table
+    return totals / (combos * math.comb(DECK_SIZE - HOLE_CARDS, BOARD_SIZES[-1]))
 
 
 def build(config: AbstractionConfig, *, show_progress: bool = True) -> CardAbstraction:
@@ -310,14 +314,14 @@ def card_abstraction(
     cached (a cached file of another version or unreadable is built again)."""
     config = config or AbstractionConfig()
     path = cache_folder() / "abstractions" / f"{config.key}.npz"
-    if path.exists():
-        try:
-            cached = CardAbstraction.load(path)
-            if cached.config == config:
-                return cached
-        except (InvalidArgumentError, OSError, KeyError, ValueError) as exc:
-            log.warning("cached card abstraction unreadable, building it again: %s", exc)
-    abstraction = build(config, show_progress=show_progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    abstraction.save(path)
-    return abstraction
+    with cache_lock(path):  # another process building it: wait, then read its file
+        if path.exists():
+            try:
+                cached = CardAbstraction.load(path)
+                if cached.config == config:
+                    return cached
+            except (InvalidArgumentError, OSError, KeyError, ValueError) as exc:
+                log.warning("cached card abstraction unreadable, building it again: %s", exc)
+        abstraction = build(config, show_progress=show_progress)
+        abstraction.save(path)
+        return abstraction

@@ -28,6 +28,7 @@ once: the second waits on the first's lock file and reads its result; the file a
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import hashlib
@@ -36,6 +37,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +81,20 @@ def cache_folder() -> Path:
     return Path(base) / "oppmodel"
 
 
+@contextlib.contextmanager
+def cache_lock(path: Path) -> Iterator[None]:
+    """Hold the lock of the cache file ``path`` (its folder made): a process that computes what
+    the file will hold takes it first, so another process computing the same waits, then reads
+    the file instead of computing it again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.with_suffix(".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def cached_path(game: LimitGame) -> Path:
     """The cache file of the game's solved strategy (present or not)."""
     return cache_folder() / "strategies" / f"{game_key(game)}.json"
@@ -113,29 +129,24 @@ def _loaded(game: LimitGame) -> np.ndarray:
 def _cached_or_solved(game: LimitGame) -> np.ndarray:
     check_solvable(game)
     path = cached_path(game)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.with_suffix(".lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process solving it: wait, then read its file
-        try:
-            if path.exists():
-                try:
-                    return load_profile(game, path)
-                except InvalidArgumentError as exc:  # not written by us: solve it again
-                    log.warning("cached strategy unreadable, solving again: %s", exc)
-            print(
-                f"oppmodel: solving {game.name} on first use (CFR+ until nash_conv <= "
-                f"{MILLI * NASH_CONV_BOUND:g} {game.rate_unit.label} or {MAX_ITERATIONS} "
-                f"iterations); "
-                f"cached in {path}",
-                file=sys.stderr,
-            )
-            profile, summary = solve(game)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            save_profile(game, profile, tmp, solver=summary)
-            os.replace(tmp, path)
-            return profile
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with cache_lock(path):  # another process solving it: wait, then read its file
+        if path.exists():
+            try:
+                return load_profile(game, path)
+            except InvalidArgumentError as exc:  # not written by us: solve it again
+                log.warning("cached strategy unreadable, solving again: %s", exc)
+        print(
+            f"oppmodel: solving {game.name} on first use (CFR+ until nash_conv <= "
+            f"{MILLI * NASH_CONV_BOUND:g} {game.rate_unit.label} or {MAX_ITERATIONS} "
+            f"iterations); "
+            f"cached in {path}",
+            file=sys.stderr,
+        )
+        profile, summary = solve(game)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        save_profile(game, profile, tmp, solver=summary)
+        os.replace(tmp, path)
+        return profile
 
 
 def is_bundled(game: LimitGame) -> bool:

@@ -104,6 +104,18 @@ class BestResponse:
 
 
 @dataclass(frozen=True)
+class SessionModels:
+    """Every model and response of a session at one posterior (GetModels): ``models[i][p]``
+    is opponent ``i``'s (in the order of the session's opponent labels) in position ``p``, as
+    ``model(sid, labels[i], p)`` answers it; ``responses[p]`` ours in position ``p``, as
+    ``response(sid, p, kind, played=...)`` answers it."""
+
+    models: tuple[tuple[OpponentModel, ...], ...]
+    responses: tuple[BestResponse, ...]
+    hands_observed: int
+
+
+@dataclass(frozen=True)
 class Winnings:
     """Our chips in each observed hand after ``after_hand`` (GetWinnings), and the game's unit of
     win rates: a rate is 1000 x chips per hand / ``unit_chips``, in ``unit_label``."""
@@ -146,6 +158,24 @@ def model_of(reply: pb.GetModelResponse) -> OpponentModel:
         run_start=reply.run_start,
         safety_bankroll=reply.safety_bankroll if reply.HasField("safety_bankroll") else None,
     )
+
+
+def _best_response(reply: pb.GetResponseResponse) -> BestResponse:
+    answered = reply.HasField("played_expected_value")
+    return BestResponse(
+        strategy=_table(reply.infosets),
+        expected_value=reply.expected_value,
+        kind=RESPONSE_KIND.name(reply.kind, f"unknown ({reply.kind})"),
+        hands_observed=reply.hands_observed,
+        played=_table(reply.played) if answered else None,
+        played_expected_value=reply.played_expected_value if answered else None,
+    )
+
+
+def _response_kind(kind: str | None) -> pb.ResponseKind:
+    if kind is not None and kind not in RESPONSE_KIND.values:
+        raise errors.InvalidArgumentError("kind", f"{kind!r} is not 'mean' or 'bayes'")
+    return pb.RESPONSE_KIND_UNSPECIFIED if kind is None else RESPONSE_KIND.values[kind]
 
 
 def _describe(session: pb.Session) -> SessionDescription:
@@ -371,20 +401,29 @@ class OpponentModelClient(GrpcClient):
     ) -> BestResponse:
         """Our best response in ``our_position`` ('mean', 'bayes', or the session's default);
         with ``played``, also what the agent plays there now (the service computes it apart)."""
-        if kind is not None and kind not in RESPONSE_KIND.values:
-            raise errors.InvalidArgumentError("kind", f"{kind!r} is not 'mean' or 'bayes'")
-        value = pb.RESPONSE_KIND_UNSPECIFIED if kind is None else RESPONSE_KIND.values[kind]
-        request = pb.GetResponseRequest(session_id=session_id, kind=value, include_played=played)
+        request = pb.GetResponseRequest(
+            session_id=session_id, kind=_response_kind(kind), include_played=played
+        )
         set_field(request, "our_position", our_position, "our_position")
-        reply = self._call("GetResponse", request, session_id=session_id)
-        answered = reply.HasField("played_expected_value")
-        return BestResponse(
-            strategy=_table(reply.infosets),
-            expected_value=reply.expected_value,
-            kind=RESPONSE_KIND.name(reply.kind, f"unknown ({reply.kind})"),
+        return _best_response(self._call("GetResponse", request, session_id=session_id))
+
+    def models(
+        self, session_id: str, kind: str | None = None, *, played: bool = False
+    ) -> SessionModels:
+        """Every opponent's model in every position and our response in every position, read
+        at one posterior in one call (``kind`` and ``played`` as ``response``'s)."""
+        request = pb.GetModelsRequest(
+            session_id=session_id, kind=_response_kind(kind), include_played=played
+        )
+        reply = self._call("GetModels", request, session_id=session_id)
+        players = len(reply.responses)
+        models = [model_of(m) for m in reply.models]
+        return SessionModels(
+            models=tuple(
+                tuple(models[start : start + players]) for start in range(0, len(models), players)
+            ),
+            responses=tuple(_best_response(r) for r in reply.responses),
             hands_observed=reply.hands_observed,
-            played=_table(reply.played) if answered else None,
-            played_expected_value=reply.played_expected_value if answered else None,
         )
 
     def winnings(self, session_id: str, *, after_hand: int = 0) -> Winnings:

@@ -3,7 +3,8 @@ mean, the concentration per information state that the credible intervals come f
 detection's run start and the safety bankroll, each equal to the library's model fed the same
 hands; and the policy played, which GetAction draws from, with its value against the models, when
 asked for (the page asks; an agent's GetResponse, without the field, gets and costs none of it).
-GetModels answers all of them at one posterior in one call, as the separate calls do."""
+GetModels answers all of them at one posterior in one call, as the separate calls do, and so does
+the Python client's ``models()``."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from service_support import (
     random_observations,
 )
 
+from oppmodel.clients.client import BestResponse, OpponentModel
+from oppmodel.modeling import errors
 from oppmodel.modeling.evaluation.limit import expected_values
 from oppmodel.modeling.games.acpc.strategy import kuhn_strategy_of
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -162,3 +165,51 @@ def test_get_models_answers_every_model_and_response_of_one_posterior(tmp_path: 
                 stub.GetModels(pb.GetModelsRequest(session_id=sid, kind=7), timeout=LOADED_DEADLINE)
             assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert "kind" in refused.value.details()
+
+
+def _fields(model: OpponentModel) -> tuple:
+    """An OpponentModel's values (its tables hold numpy arrays, which compare element-wise)."""
+    return (
+        model.strategy.as_dict(),
+        model.prior.as_dict(),
+        model.effective_sample_size,
+        model.our_position,
+        model.hands_observed,
+        model.concentration,
+        model.run_start,
+        model.safety_bankroll,
+    )
+
+
+def _response_fields(response: BestResponse) -> tuple:
+    played = None if response.played is None else response.played.as_dict()
+    return (
+        response.strategy.as_dict(),
+        response.expected_value,
+        response.kind,
+        response.hands_observed,
+        played,
+        response.played_expected_value,
+    )
+
+
+def test_the_clients_models_equal_its_separate_calls(tmp_path: Path) -> None:
+    hands = random_observations(70, seed=6)
+    with connected(tmp_path / "s.sqlite") as (client, _):
+        config = MBBRConfig(seed=3, hands_default=10, change_hazard=0.1)
+        sid = client.create_session(opponent_labels=LABELS, config=config).session_id
+        client.observe_batch(sid, hands, first_sequence=1)
+        for kind, played in (("mean", True), ("bayes", False), (None, False)):
+            got = client.models(sid, kind, played=played)
+            assert got.hands_observed == 70
+            assert [[_fields(m) for m in row] for row in got.models] == [
+                [_fields(client.model(sid, label, p)) for p in range(3)] for label in LABELS
+            ]
+            assert [_response_fields(r) for r in got.responses] == [
+                _response_fields(client.response(sid, p, kind, played=played)) for p in range(3)
+            ]
+            assert all((r.played is not None) == played for r in got.responses)
+        with pytest.raises(errors.NotFoundError):
+            client.models("nope")
+        with pytest.raises(errors.InvalidArgumentError, match="kind"):
+            client.models(sid, "median")

@@ -2,7 +2,9 @@
 probabilities against the prior's with credible intervals, and a value curve over hands.
 
 Every chart has labelled axes with units and a legend; its width follows the page (a viewBox),
-so it reads the same at 1280 px and on a phone.
+so it reads the same at 1280 px and on a phone: its viewBox is about a phone's width (its text
+about 10 px there, the page's CSS caps a chart at 520 px: 16 px), and its title is HTML above it,
+which wraps.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-_WIDTH = 440  # viewBox units; the SVG scales to the width of its box (at most 720 px: CSS)
-_LEFT = 118  # room for the row labels (more for long ones, up to _WIDTH / 2)
-_CHAR = 6.2  # viewBox units per character of a row label (11 px text)
+_WIDTH = 340  # viewBox units; the SVG scales to the width of its box (at most 520 px: CSS)
+_LEFT = 60  # room for the row labels (more for long ones, up to _WIDTH / 2)
+_CHAR = 6.0  # viewBox units per character of a row label (10.5 px text)
 _RIGHT = 16
 _ROW = 18
 _MODEL = "#2f6db5"
@@ -44,16 +46,12 @@ def probability_chart(
     """Horizontal bars of the modeled probabilities, whiskers for their ``level`` credible
     intervals and a diamond for the prior's, one row per (information state, action), or per
     model of a perfect-information opponent (``axis``: what the probability is of)."""
-    top = 34
+    top = 50
     height = top + _ROW * len(rows) + 34
     longest = max((len(row.label) for row in rows), default=0)
     left = min(max(_LEFT, _CHAR * longest + 10), _WIDTH / 2)
     _x = _scale(left)
-    parts = [
-        f'<svg class="chart" viewBox="0 0 {_WIDTH} {height}" role="img" '
-        f'aria-label="{escape(title)}"><title>{escape(title)}</title>',
-        _legend(level),
-    ]
+    parts = [_svg(title, _WIDTH, height, caption=False), _legend(level)]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = _x(tick)
         bottom = top + _ROW * len(rows)
@@ -83,20 +81,31 @@ def probability_chart(
             )
     parts.append(
         f'<text x="{_x(0.5):.1f}" y="{height - 4}" class="axis">'
-        f"probability of the {escape(axis)} (0 to 1)</text></svg>"
+        f"probability of the {escape(axis)} (0 to 1)</text></svg></figure>"
     )
     return "".join(parts)
 
 
+def _svg(title: str, width: int, height: int, *, caption: bool = True) -> str:
+    """A chart's start: its title above it (HTML, which wraps; ``caption`` False: where the
+    page heads the chart with it already), then the SVG's."""
+    shown = f"<figcaption>{escape(title)}</figcaption>" if caption else ""
+    return (
+        f'<figure class="chart">{shown}'
+        f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">'
+        f"<title>{escape(title)}</title>"
+    )
+
+
 def _legend(level: float) -> str:
+    """Two rows: the bar and the diamond, then the whisker."""
     return (
         f'<rect x="4" y="6" width="14" height="9" fill="{_MODEL}"/>'
         '<text x="22" y="14" class="legend">modeled (posterior mean)</text>'
-        '<path d="M178 10H198M178 6V14M198 6V14" '
-        f'stroke="{_INTERVAL}" stroke-width="1.5"/>'
-        f'<text x="202" y="14" class="legend">{level:.0%} credible interval</text>'
-        f'<path d="M347 5L352 10L347 15L342 10Z" fill="{_PRIOR}"/>'
-        '<text x="356" y="14" class="legend">prior mean</text>'
+        f'<path d="M219 5L224 10L219 15L214 10Z" fill="{_PRIOR}"/>'
+        '<text x="229" y="14" class="legend">prior mean</text>'
+        f'<path d="M4 28H18M4 24V32M18 24V32" stroke="{_INTERVAL}" stroke-width="1.5"/>'
+        f'<text x="22" y="32" class="legend">{level:.0%} credible interval</text>'
     )
 
 
@@ -109,7 +118,7 @@ def value_chart(
 ) -> str:
     """Lines of ``(hands, value)`` points, one per named series (at most two: a legend names
     each), with labelled axes (hands; ``unit``)."""
-    width, height, left, bottom = _WIDTH, 190, 58, 150
+    width, height, left, bottom = _WIDTH, 180, 52, 140
     points = [point for _, line in series for point in line]
     if not points:
         return f'<p class="empty">{escape(title)}: no points yet</p>'
@@ -138,13 +147,12 @@ def value_chart(
         )
         x = left + 8 + i * (width - left) / 2
         legend.append(
-            f'<rect x="{x:.0f}" y="16" width="14" height="4" fill="{colour}"/>'
-            f'<text x="{x + 18:.0f}" y="22" class="legend">{escape(name)}</text>'
+            f'<rect x="{x:.0f}" y="6" width="14" height="4" fill="{colour}"/>'
+            f'<text x="{x + 18:.0f}" y="12" class="legend">{escape(name)}</text>'
         )
     return (
-        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
-        f'<line x1="{left}" y1="{sy(0.0):.1f}" x2="{width - _RIGHT}" y2="{sy(0.0):.1f}" '
+        _svg(title, width, height)
+        + f'<line x1="{left}" y1="{sy(0.0):.1f}" x2="{width - _RIGHT}" y2="{sy(0.0):.1f}" '
         'class="grid"/>'
         f'<line x1="{left}" y1="28" x2="{left}" y2="{bottom}" class="frame"/>'
         f'<line x1="{left}" y1="{bottom}" x2="{width - _RIGHT}" y2="{bottom}" class="frame"/>'
@@ -156,7 +164,6 @@ def value_chart(
         f'<text x="{(left + width) / 2:.0f}" y="{height - 6}" class="axis">hands observed</text>'
         f'<text x="14" y="{(bottom + 28) / 2:.0f}" class="axis" '
         f'transform="rotate(-90 14 {(bottom + 28) / 2:.0f})">{escape(unit)}</text>'
-        f'<text x="{left + 8}" y="10" class="legend">{escape(title)}</text>'
         + "".join(legend)
-        + "</svg>"
+        + "</svg></figure>"
     )

@@ -303,10 +303,11 @@ h1{font-size:1.3em;word-break:break-all}h2{font-size:1.05em;margin:.2em 0}
 gap:1em;align-items:start}.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.25em .5em;border-bottom:1px solid #e3e7eb;white-space:nowrap}
 .num{text-align:right;font-variant-numeric:tabular-nums}.note,.empty{color:#5b6670;
-font-size:.9em}.error{color:#b00020}.chart{width:100%;max-width:720px;height:auto;display:block}
-.chart .grid{stroke:#d5dbe1}.chart .frame{stroke:#5b6670}.chart text{font-size:11px;
+font-size:.9em}.error{color:#b00020}.chart{max-width:520px;margin:0}
+.chart svg{width:100%;height:auto;display:block}.chart figcaption{font-size:.95em}
+.chart .grid{stroke:#d5dbe1}.chart .frame{stroke:#5b6670}.chart text{font-size:10.5px;
 fill:#1b1f24}.chart .tick{text-anchor:middle;fill:#5b6670}.chart .end{text-anchor:end}
-.chart .rowlabel{text-anchor:end}.chart .axis{text-anchor:middle;font-size:12px}
+.chart .rowlabel{text-anchor:end}.chart .axis{text-anchor:middle;font-size:11px}
 form label{display:block}input{display:block;width:100%;margin:.4em 0;padding:.4em}
 input[type=hidden]{display:none}
 button{padding:.4em 1em}

@@ -81,3 +81,40 @@ def test_a_page_holding_the_current_fragment_gets_304(tmp_path: Path) -> None:
         assert get(ui, live, TOKENS[0], newer) == (304, newer, "")
         # a page without the tag (a fresh one) gets the same fragment, drawn once
         assert get(ui, live, TOKENS[0]) == (200, newer, body)
+
+
+def _chips(body: str) -> tuple[float, int]:
+    found = re.search(r'id="winnings" data-chips="([^"]+)" data-hands="(\d+)"', body)
+    assert found, "the fragment shows no winnings"
+    return float(found.group(1)), int(found.group(2))
+
+
+def test_a_read_after_the_first_checks_the_session_with_its_winnings(tmp_path: Path) -> None:
+    # after a token's first read of a session, the check whether it saw hands is the
+    # GetWinnings of the hands since (which the service answers only to the owner, with the
+    # session's hands now), not a GetSession beside it: a busy session's page costs 2 calls
+    (metrics_port,) = free_ports()
+    with (
+        service_and_ui(tmp_path, model_seconds=0.0, metrics_port=metrics_port) as (port, ui),
+        OpponentModelClient(f"127.0.0.1:{port}", token=TOKENS[0], timeout=LOADED_DEADLINE) as alice,
+    ):
+        session_id = alice.create_session(opponent_labels=("bob", "carol")).session_id
+        live = f"/session/{session_id}/live"
+        hands = random_observations(50, seed=7)
+        alice.observe_batch(session_id, hands[:20], first_sequence=1)
+        status, tag, body = get(ui, live, TOKENS[0])
+        assert status == 200 and _hands(body) == 20
+        assert _reads(metrics_port) == {"GetSession": 1, "GetModels": 1, "GetWinnings": 1}
+        alice.observe_batch(session_id, hands[20:], first_sequence=21)
+        status, newer, body = get(ui, live, TOKENS[0], tag)
+        assert status == 200 and newer != tag and _hands(body) == 50
+        assert _reads(metrics_port) == {"GetSession": 1, "GetModels": 2, "GetWinnings": 2}
+        # the chips of the hands since, added to the first read's: the service's, hand by hand
+        assert _chips(body) == (sum(alice.winnings(session_id).chips), 50)
+        # no hand since: the check alone, and the page holds the current fragment
+        assert get(ui, live, TOKENS[0], newer) == (304, newer, "")
+        assert _reads(metrics_port) == {"GetSession": 1, "GetModels": 2, "GetWinnings": 4}
+        # the check refuses as GetSession does: another owner, a deleted session
+        assert get(ui, live, TOKENS[1], newer)[0] == 404
+        alice.delete_session(session_id)
+        assert get(ui, live, TOKENS[0], newer)[0] == 404

@@ -111,8 +111,9 @@ def _session_pages(
 ) -> tuple[Handler, Handler]:
     """The page of one session (``path`` + its id) and its live fragment: ``view_of(reader,
     token, session_id)`` reads the view, ``panel`` draws it, once per view (a view is one read
-    of the session's models, cached by the reader): a refresh between two reads costs one
-    GetSession and no drawing, and a page that holds the view's panel gets 304 and no body."""
+    of the session's models, cached by the reader): a refresh between two reads costs one call
+    (GetWinnings; a perfect-information session's GetPerfectInfoSession) and no drawing, and a
+    page that holds the view's panel gets 304 and no body."""
 
     async def drawn(request: web.Request) -> Any:
         reader = request.app[_READER]

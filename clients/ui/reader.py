@@ -3,11 +3,13 @@ browser's user (the UI holds no token of its own, so an owner sees only its sess
 
 A session's view cached for a token is answered as it is, with no call at all, for
 ``model_seconds`` after it was read (it was read with that token, so the token may see it). Then it
-is GetSession, and, only when the session has seen new hands since the cached view, GetModels
-(every opponent in every position and our response, with the played policy, in every position of
-ours, at one posterior) and GetWinnings for the hands after the cached view's. A page watching an
-idle session so costs the service one GetSession per refresh, and one watching a busy one 3
-calls once per ``model_seconds``, not per refresh.
+is GetWinnings for the hands after the cached view's (answered, as GetSession, only to the
+session's owner, with the session's hands now), and, only when the session has seen new hands
+since the cached view, GetModels (every opponent in every position and our response, with the
+played policy, in every position of ours, at one posterior). A page watching an idle session so
+costs the service one GetWinnings per refresh, and one watching a busy one 2 calls once per
+``model_seconds``, not per refresh; the first read of a session for a token is GetSession (its
+configuration), GetModels and GetWinnings.
 """
 
 from __future__ import annotations
@@ -215,19 +217,24 @@ class ServiceReader:
             self._views.popitem(last=False)
 
     async def session_view(self, token: str | None, session_id: str) -> SessionView:
-        """The session's view now: read anew only if it saw hands since the cached one."""
+        """The session's view now: read anew only if it saw hands since the cached one (the
+        check: GetWinnings of the hands since, whose chips the new view keeps)."""
         key = (_owner_key(token), session_id)
         cached = self._cached(key)
         if isinstance(cached, SessionView):
             return cached
-        reply = await self._call("GetSession", pb.GetSessionRequest(session_id=session_id), token)
-        assert isinstance(reply, pb.GetSessionResponse)
-        cached = self._cached(key, reply.session.hands_observed)
-        if isinstance(cached, SessionView):
-            return cached
         before = self._views.get(key)
-        won = before.winnings if isinstance(before, SessionView) else Winnings()
-        view = await self._read(token, reply.session, won)
+        if isinstance(before, SessionView):  # the check is a GetWinnings of the hands since
+            session, won = await self._check(token, before)
+            if session is None:  # no hand since: the view as it was read
+                self._views.move_to_end(key)
+                return before
+        else:
+            request = pb.GetSessionRequest(session_id=session_id)
+            reply = await self._call("GetSession", request, token)
+            assert isinstance(reply, pb.GetSessionResponse)
+            session, won = reply.session, Winnings()
+        view = await self._read(token, session, won)
         if isinstance(before, SessionView):
             view.values = [*before.values[-HISTORY_POINTS + 1 :]]
         if view.responses and (not view.values or view.values[-1][0] < view.hands):
@@ -261,6 +268,24 @@ class ServiceReader:
         view = WeightsView(reply.session, list(weights.weights))
         self._keep(key, view)
         return view
+
+    async def _check(
+        self, token: str | None, view: SessionView
+    ) -> tuple[pb.Session | None, Winnings]:
+        """The session of ``view`` now, or None if it saw no hand since ``view`` was read, and
+        the winnings with the chips of the hands since: one GetWinnings, which the service
+        answers only to the session's owner, as GetSession (the rest of a session never
+        changes: its id, configuration, creation and population)."""
+        won = view.winnings
+        request = pb.GetWinningsRequest(session_id=view.session.session_id, after_hand=won.hands)
+        reply = await self._call("GetWinnings", request, token)
+        assert isinstance(reply, pb.GetWinningsResponse)
+        if reply.hands_observed == view.hands:
+            return None, won
+        session = pb.Session()
+        session.CopyFrom(view.session)
+        session.hands_observed = reply.hands_observed
+        return session, won.extended(reply.chips, reply.unit_chips, reply.unit_label)
 
     async def _winnings(self, token: str | None, session: pb.Session, won: Winnings) -> Winnings:
         """``won`` with the chips of the hands after it, up to the session's hands."""

@@ -11,13 +11,25 @@ Every MBBR parameter is given explicitly, so a changed default does not move the
   does not depend on how fast the hands reach the service): every seat's chips;
 - sessions of 3-player Kuhn (OpenSpiel's presentation, the config sent whole) and of ``leduc2p``
   (the client's usual request: the fields added later sent only when they differ from the
-  defaults) fed seeded hands: every opponent model and every position's best response.
+  defaults) fed seeded hands: every opponent model and every position's best response, and the
+  session's stored snapshot after its last hand (every array of it by a digest of its bytes).
+
+The snapshots were added to the record later (by the commit that added them here), and checked
+against older code: ``leduc2p``'s snapshot is what the code before issue 31 stores
+(dcf3847) bit for bit; 3-player Kuhn's equals it in every array but ``safety.log_odds``, which
+c9a77b3 changed on purpose (a hypothesis ruled out against a mixture of the models and the other
+hypotheses); c9a77b3's own parent stores dcf3847's bytes, c9a77b3 the recorded ones. The rest of
+the record is what dcf3847 gives, byte for byte (its run of an adapted copy of this module wrote
+the same file).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +44,7 @@ from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.server.session_spec import Limits
 
 PINNED = Path(__file__).resolve().parent / "data" / "pinned" / "service.json"
 WRITE = os.environ.get("OPPMODEL_PIN_WRITE") == "1"
@@ -97,10 +110,28 @@ def session_tables(client: OpponentModelClient, session_id: str, labels: tuple[s
     return {"models": models, "responses": responses}
 
 
+def stored_snapshots(db: Path) -> dict[str, dict]:
+    """Each session's stored snapshot: its hands and a digest of each array's bytes."""
+    found = {}
+    with sqlite3.connect(db) as store:
+        for session_id, hands, state in store.execute(
+            "SELECT session_id, hands, state FROM snapshots"
+        ):
+            with np.load(io.BytesIO(state), allow_pickle=False) as arrays:
+                digests = {
+                    name: hashlib.sha256(arrays[name].tobytes()).hexdigest()[:16]
+                    for name in arrays.files
+                }
+            found[session_id] = {"hands": hands, "arrays": digests}
+    return found
+
+
 def sessions(tmp_path: Path) -> dict:
     labels3, labels2 = ("opp_A", "opp_B"), ("solo",)
+    db = tmp_path / "t.sqlite"
     with (
-        running_server(tmp_path / "t.sqlite") as port,
+        # a snapshot after every commit: the last one holds every hand, however they were grouped
+        running_server(db, limits=Limits(snapshot_hands=1)) as port,
         OpponentModelClient(f"127.0.0.1:{port}", timeout=60) as client,
     ):
         kuhn = client.create_session(
@@ -113,10 +144,14 @@ def sessions(tmp_path: Path) -> dict:
         leduc = client.create_session(game="leduc2p", opponent_labels=labels2, config=CONFIG)
         hands = random_hands(limit_game("leduc2p"), 30, seed=4)
         client.observe(leduc.session_id, hands, first_sequence=1)
-        return {
+        now = {
             "kuhn_poker(players=3)": session_tables(client, kuhn.session_id, labels3),
             "leduc2p": session_tables(client, leduc.session_id, labels2),
         }
+    snapshots = stored_snapshots(db)  # the server has stopped: every write is in the file
+    now["kuhn_poker(players=3)"]["snapshot"] = snapshots[kuhn.session_id]
+    now["leduc2p"]["snapshot"] = snapshots[leduc.session_id]
+    return now
 
 
 def close(recorded: object, now: object, where: str = "") -> None:

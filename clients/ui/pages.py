@@ -302,6 +302,7 @@ h1{font-size:1.3em;word-break:break-all}h2{font-size:1.05em;margin:.2em 0}
 .pair{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,340px),1fr));
 gap:1em;align-items:start}.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:.25em .5em;border-bottom:1px solid #e3e7eb;white-space:nowrap}
+th{white-space:normal;vertical-align:bottom}
 .num{text-align:right;font-variant-numeric:tabular-nums}.note,.empty{color:#5b6670;
 font-size:.9em}.error{color:#b00020}.chart{max-width:520px;margin:0}
 .chart svg{width:100%;height:auto;display:block}.chart figcaption{font-size:.95em}

@@ -4,6 +4,7 @@ across processes sharing one store). SQLite-only settings at the end."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import threading
 from concurrent.futures import Future
@@ -277,7 +278,12 @@ def test_a_new_sqlite_file_has_the_tables_an_earlier_release_wrote(tmp_path: Pat
     """One schema for both backends: in SQLite's words it is the text every earlier release wrote
     (a stored file of one), so an old file and a new one are laid out alike."""
     _new_store_tables(str(tmp_path / "db.sqlite"))
-    stored = Path(__file__).parent / "data" / "service" / "kuhn3p-compiled-4af37df.sqlite"
+    # a copy: SQLite opens a WAL file, read-only too, with -wal and -shm files beside it, which
+    # it leaves there (test_self_contained's checksums then find them in tests/data)
+    stored = tmp_path / "old.sqlite"
+    shutil.copyfile(
+        Path(__file__).parent / "data" / "service" / "kuhn3p-compiled-4af37df.sqlite", stored
+    )
     old = sqlite3.connect(f"file:{stored}?mode=ro", uri=True)
     new = sqlite3.connect(tmp_path / "db.sqlite")
     sql = "SELECT name, sql FROM sqlite_master WHERE type = 'table'"

@@ -24,6 +24,8 @@ from docs_shell_support import (
     shell_blocks,
 )
 
+pytestmark = pytest.mark.slow  # commands of a whole document: tens of CPU seconds a file
+
 RUNS = first_runs()
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from docs_shell_support import Block, blocks_run_in, run
 
+pytestmark = pytest.mark.slow  # commands of a whole document: tens of CPU seconds a file
+
 
 @blocks_run_in(__file__)
 def test_shell_block_runs(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:

@@ -27,6 +27,7 @@ from oppmodel.modeling.games.acpc.abstraction import (
     ALL_HOLES,
     HOLE_INDEX,
     AbstractionConfig,
+    range_strengths,
     strength,
 )
 from oppmodel.modeling.holdem import _strength_kernels as kernels
@@ -82,6 +83,8 @@ def hand_strength_share(holes: np.ndarray, board: Sequence[int]) -> np.ndarray:
 
 def warm_up() -> None:
     """Compute the preflop order and load the kernels now (seconds, once per process), so that
-    no timed decision of a match waits for them."""
+    no timed decision of a match waits for them: the strength kernels, and the card
+    abstraction's that bucket a board (a blueprint's first turn would load them)."""
     hand_strength_share(ALL_HOLES[:1], [])
     hand_strength_share(ALL_HOLES[-1:], [0, 1, 2])
+    range_strengths((0, 1, 2, 3), rollouts=0, seed=0)

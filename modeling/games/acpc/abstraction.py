@@ -168,12 +168,12 @@ def range_strengths(board: tuple[int, ...], *, rollouts: int, seed: int) -> np.n
     there are at most ``rollouts``, or ``rollouts`` is 0; else ``rollouts`` drawn with the seed),
     each hand over those that miss its cards: one :func:`~._abstraction_kernels.board_strengths`
     per completion values the whole range at once. The completions are those of the board's
-    canonical form under suit relabelling (:func:`_canonical_board`), closed under the
+    canonical form under suit relabelling (:func:`canonical_board`), closed under the
     relabellings that fix it, so deals that differ only in suit names get the same value,
     sampled or not (rounded to 12 decimals: the sums' order differs between such hands)."""
     if not board:
         return _preflop_range()
-    relabel, canonical = _canonical_board(board)
+    relabel, canonical = canonical_board(board)
     values = _canonical_strengths(canonical, rollouts, seed)
     out = values[HOLE_INDEX[relabel[ALL_HOLES[:, 0]], relabel[ALL_HOLES[:, 1]]]]
     out.setflags(write=False)
@@ -191,7 +191,7 @@ def _preflop_range() -> np.ndarray:
     return out
 
 
-def _canonical_board(board: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
+def canonical_board(board: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
     """The least relabelling of the board's suits (its sorted card indices least) as a map of
     the 52 card indices, and the board it makes (sorted)."""
     cards = np.arange(DECK_SIZE)

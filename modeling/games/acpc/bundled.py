@@ -41,7 +41,9 @@ BUNDLED_STRATEGIES = {
 
 # Short name -> hold'em blueprint in GAMES_FOLDER: a strategy file of the game's abstract game
 # (``oppmodel solve holdem2p|holdem3p``, gzip-compressed), played by
-# ``modeling/holdem/blueprint.py``.
+# ``modeling/holdem/blueprint.py``; beside each, its flop table (``X.cfr.flops.npz``,
+# ``flop_table.build`` of the blueprint's cards, saved by ``FlopTable.save`` at
+# ``flop_table.path_beside``).
 HOLDEM_BLUEPRINTS = {
     "holdem2p": "holdem2p.cfr.json.gz",
     "holdem3p": "holdem3p.cfr.json.gz",

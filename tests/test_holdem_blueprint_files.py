@@ -1,0 +1,86 @@
+"""A blueprint's files: the binary cache derived from its JSON gives the same strategy as the
+JSON, and the flop table read beside it gives the buckets the card abstraction computes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oppmodel.modeling.errors import InvalidStrategyError
+from oppmodel.modeling.games.acpc import flop_table
+from oppmodel.modeling.games.acpc.abstraction import (
+    AbstractionConfig,
+    CardAbstraction,
+)
+from oppmodel.modeling.games.acpc.bundled import GAMES_FOLDER, HOLDEM_BLUEPRINTS
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.modeling.games.acpc.solved import CACHE_ENV
+from oppmodel.modeling.holdem.blueprint import Blueprint
+from oppmodel.modeling.holdem.policy import Spot, live_holes
+from oppmodel.modeling.holdem.styles import bundled_blueprint
+
+BUNDLED_2P = GAMES_FOLDER / HOLDEM_BLUEPRINTS["holdem2p"]
+
+
+def test_the_binary_cache_gives_the_files_strategy_row_for_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    file = tmp_path / "bp.cfr.json.gz"
+    shutil.copy(BUNDLED_2P, file)  # no flop table beside the copy: every board is bucketed
+    parsed = Blueprint.from_file(file)
+    (cached,) = (tmp_path / "cache" / "blueprints").glob("*.npz")
+    read = Blueprint.from_file(file)
+    expected = json.loads(gzip.decompress(file.read_bytes()))["positions"]
+    assert parsed.positions == expected and read.positions == expected
+    assert (read.unvisited, read.config) == (parsed.unvisited, parsed.config)
+    assert all(
+        np.array_equal(a, b) for a, b in zip(read.cards.cuts, parsed.cards.cuts, strict=True)
+    )
+    assert read.flops is None
+    spot = Spot.of(read_game_def("holdem2p"), ["As", "9c", "4d"], "cc/")
+    holes = live_holes(spot.board)
+    assert np.array_equal(read.probabilities(spot, holes), parsed.probabilities(spot, holes))
+
+    cached.write_bytes(b"not an npz")  # unreadable: the JSON is read again, the cache rewritten
+    assert Blueprint.from_file(file).positions == expected
+    assert Blueprint.from_file(file).positions == expected
+    assert np.load(cached).files  # a readable cache again
+
+
+@pytest.mark.parametrize("short", sorted(HOLDEM_BLUEPRINTS))
+def test_the_bundled_flop_tables_answer_what_the_abstraction_computes(short: str) -> None:
+    blueprint = bundled_blueprint(short)
+    assert blueprint.flops is not None  # read beside the bundled file
+    assert len(blueprint.flops.flops) == 1_755  # every flop up to suit relabelling
+    rng = np.random.default_rng(7)
+    boards = [(48, 49, 50), (0, 4, 8), (51, 47, 43)]  # trips, a monotone and a rainbow flop
+    boards += [tuple(int(c) for c in rng.choice(52, 3, replace=False)) for _ in range(5)]
+    for board in boards:
+        read = blueprint.flops.range_buckets(board)
+        assert read is not None
+        assert np.array_equal(read, blueprint.cards.range_buckets(board)), board
+
+
+def test_a_flop_table_of_another_abstraction_is_refused(tmp_path: Path) -> None:
+    config = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
+    cards = CardAbstraction(config, tuple(np.array([0.2, 0.5]) for _ in range(4)))
+    flops = flop_table.canonical_flops()[::300]
+    table = flop_table.build(cards, flops, show_progress=False)
+    assert [table.range_buckets(tuple(f)).tolist() for f in flops.tolist()] == [
+        cards.range_buckets(tuple(f)).tolist() for f in flops.tolist()
+    ]
+    absent = tuple(flop_table.canonical_flops()[1].tolist())
+    assert table.range_buckets(absent) is None  # a flop the table does not hold
+    path = tmp_path / "bp.flops.npz"
+    table.save(path)
+    assert flop_table.FlopTable.load(path, cards).key == table.key
+    cuts = (cards.cuts[0], cards.cuts[1] + 0.01, *cards.cuts[2:])  # other flop buckets
+    other = CardAbstraction(cards.config, cuts)
+    with pytest.raises(InvalidStrategyError, match="another card abstraction"):
+        flop_table.FlopTable.load(path, other)

@@ -1,12 +1,15 @@
-"""Benchmark: the hold'em styles as ACPC agents against the project's dealer over loopback TCP,
-in both ACPC limit hold'em games: the time of each decision and the dealer's warnings.
+"""Benchmark: the bundled blueprints (``cfr``) and hold'em styles as ACPC agents against the
+project's dealer over loopback TCP, in both ACPC limit hold'em games: the time of each decision
+and the dealer's warnings.
 
 Each game plays one match of ``--hands`` hands (deck seed 42); each seat is the project's agent
-(``play_match``, as ``acpc-agent`` runs it) in a thread of this process, its policy a hold'em
-style; every call of the policy's ``act`` (from the MATCHSTATE to the letter: the spot, the hand
-strength of our cards, the draw) is timed with ``time.perf_counter``. Printed per game: the
-decisions, their median, 99th percentile and largest time in ms (all seats', then each
-agent's 99th percentile), the dealer's WARNING lines
+(``play_match``, as ``acpc-agent`` runs it, its policy built before the match: the blueprint's
+file read) in a thread of this process, its policy the blueprint or a hold'em style; every call
+of the policy's ``act`` (from the MATCHSTATE to the letter: the spot, the buckets or hand
+strength of our cards, the draw) is timed with ``time.perf_counter``, and its thread's CPU time
+with ``time.thread_time``. Printed per game: the decisions, their median, 99th percentile and
+largest time in ms (all seats', then each agent's 99th percentile of wall and CPU time), the
+dealer's WARNING lines
 (an invalid action or a malformed reply would make one) and its exit status. The threads share
 the interpreter with the dealer and each other, so a decision may wait for another seat's work:
 the figures are an upper bound of a lone agent process's.
@@ -32,22 +35,24 @@ from oppmodel.modeling.games.acpc.gamedef import read_game_def
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "acpc"
 GAMES = {
-    "holdem.limit.2p.reverse_blinds.game": ("tight-passive", "maniac"),
-    "holdem.limit.3p.game": ("cfr", "maniac", "calling-station"),  # the bundled blueprint
+    "holdem.limit.2p.reverse_blinds.game": ("cfr", "maniac"),  # the bundled blueprints
+    "holdem.limit.3p.game": ("cfr", "maniac", "calling-station"),
 }
 
 
 class Timed:
-    """A policy whose every decision is timed."""
+    """A policy whose every decision is timed: wall time, and the CPU time of its thread."""
 
     def __init__(self, inner) -> None:
         self.inner = inner
         self.times: list[float] = []
+        self.cpu: list[float] = []
 
     def act(self, decision: Decision) -> str:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         action = self.inner.act(decision)
         self.times.append(time.perf_counter() - start)
+        self.cpu.append(time.thread_time() - cpu)
         return action
 
     def observe(self, hand: SeatHand) -> None:
@@ -98,6 +103,14 @@ def run_game(file: str, names: tuple[str, ...], hands: int, workdir: Path) -> di
             name: float(np.percentile(1000 * np.array(policy.times), 99))
             for name, policy in zip(names, policies, strict=True)
         },
+        "p99_cpu_ms_by_agent": {
+            name: float(np.percentile(1000 * np.array(policy.cpu), 99))
+            for name, policy in zip(names, policies, strict=True)
+        },
+        "max_ms_by_agent": {
+            name: float(1000 * max(policy.times))
+            for name, policy in zip(names, policies, strict=True)
+        },
     }
 
 
@@ -116,7 +129,9 @@ def main() -> None:
                     f"{file}: {r['hands']} hands, {r['decisions']} decisions, median "
                     f"{r['median_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, max {r['max_ms']:.1f} ms, "
                     f"{r['warnings']} warnings, status {r['status']}; p99 by agent "
-                    + ", ".join(f"{k} {v:.2f} ms" for k, v in r["p99_ms_by_agent"].items()),
+                    + ", ".join(f"{k} {v:.2f} ms" for k, v in r["p99_ms_by_agent"].items())
+                    + "; p99 CPU by agent "
+                    + ", ".join(f"{k} {v:.2f} ms" for k, v in r["p99_cpu_ms_by_agent"].items()),
                     flush=True,
                 )
     if args.json:

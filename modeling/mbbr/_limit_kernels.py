@@ -14,6 +14,9 @@ from numba import njit
 from oppmodel.modeling.evaluation import _limit_kernels as tree_kernels
 
 NUM_ACTIONS = 3
+# Subnormal doubles (below TINY) cost ~100x per operation on x86 (microcode assists): a product
+# that may fall there is taken times UP (exact), compared in that range, and scaled back by DOWN
+TINY, UP, DOWN = np.finfo(np.float64).tiny, 2.0**600, 2.0**-600
 
 
 @njit(cache=True)
@@ -32,9 +35,10 @@ def normalise_rows(mixture, out):
 def update_joint2(weights, out, a, bt, scale, floor, row, col):
     """One Bayes step of a (k2, k3) joint posterior whose likelihood is a @ bt (rank r): the
     previous unnormalised ``weights`` times ``scale`` (1 / their total), floored at ``floor``,
-    times the likelihood into ``out`` (``weights`` kept: a refused step costs no copy), and their
-    row and column sums; returns the total. No fastmath (a reordered sum depends on alignment,
-    and a restored session must give a replay's bits): four partial sums, in the code's order."""
+    times the likelihood, at least TINY (never subnormal), into ``out`` (``weights`` kept: a
+    refused step costs no copy), and their row and column sums; returns the total. No fastmath
+    (a reordered sum depends on alignment, and a restored session must give a replay's bits):
+    four partial sums, in the code's order."""
     k2, k3 = weights.shape
     r = a.shape[1]
     z = np.empty(k3)
@@ -47,7 +51,7 @@ def update_joint2(weights, out, a, bt, scale, floor, row, col):
             for j in range(k3):
                 z[j] += aic * bt[c, j]
         for j in range(k3):  # elementwise: vectorised without reordering a sum
-            v = max(weights[i, j] * scale, floor) * z[j]
+            v = max(max(weights[i, j] * scale, floor) * (z[j] * UP), TINY * UP) * DOWN
             out[i, j] = v
             col[j] += v
         s0 = s1 = s2 = s3 = 0.0
@@ -91,16 +95,18 @@ def write_choices(strategy, rows, choice):
 def sample_means(marginals, taus, seats, profile):
     """Every opponent's posterior-mean strategy (Alg 5) into its row ``profile[seats[d - 1]]``:
     the sum over samples s of ``marginals[d - 1, s] taus[d - 1, s]``, each row then divided by
-    its sum (``priors.mixed_distributions``)."""
+    its sum (``priors.mixed_distributions``); a term below TINY is left out (never subnormal)."""
     for d_1 in range(seats.shape[0]):
         out, tau = profile[seats[d_1]], taus[d_1]
         out[:] = 0.0
         for s in range(tau.shape[0]):
-            w = marginals[d_1, s]
+            w = marginals[d_1, s] * UP
             if w != 0.0:
                 for i in range(tau.shape[1]):
                     for a in range(tau.shape[2]):
-                        out[i, a] += w * tau[s, i, a]
+                        v = w * tau[s, i, a]
+                        if v >= TINY * UP:
+                            out[i, a] += v * DOWN
         normalise_rows(out, out)
 
 

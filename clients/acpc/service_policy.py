@@ -19,8 +19,12 @@ Each decision comes from one of two sources:
 * the **fallback**: the default strategy (N1 in 3-player Kuhn, MBBR's own opening; the game's
   solved strategy, ``cfr``, in any other limit game), local and instant.
 
-A decision call that fails (unreachable, deadline missed, any error) switches to the fallback at
-once, for that decision too; the match never waits for the service longer than one budget.
+A decision call that fails (unreachable, any error) switches to the fallback at once, for that
+decision too; the match never waits for the service longer than one budget. A missed budget
+(DEADLINE_EXCEEDED) from a service that answered the decision before costs that decision only
+(the fallback's): the next one asks the service again, as a loaded machine's server misses one
+now and then. A second miss in a row switches (a hung service costs two budgets), as does a miss
+after a return to the service before it answered a decision (see the quarantine below).
 
 Everything else runs on one background thread, so that no decision ever waits for it:
 
@@ -58,69 +62,29 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from typing import TextIO
 
-import grpc
-
 from oppmodel.clients.acpc.agent import Decision, SeatHand
+from oppmodel.clients.acpc.service_calls import (
+    Deadline,
+    Outage,
+    ServiceFailure,
+    failure_reason,
+    tcp_address,
+)
 from oppmodel.clients.acpc.service_game import ServiceGame
 from oppmodel.clients.client import OpponentModelClient
-from oppmodel.clients.grpc_base import ERROR_BY_CODE
 from oppmodel.clients.outbox import Outbox
-from oppmodel.modeling.errors import (
-    DeadlineExceededError,
-    NotFoundError,
-    OppModelError,
-    ServiceError,
-)
+from oppmodel.modeling.errors import DeadlineExceededError, NotFoundError
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.mbbr.config import MBBRConfig
 
-ServiceFailure = (grpc.RpcError, OppModelError)
-_STATUS_OF: dict[type[BaseException], str] = {e: code.name for code, e in ERROR_BY_CODE.items()}
 MAX_QUARANTINE = 5.0  # seconds; see the module docstring
 BACKGROUND_DEADLINE = 2.0  # seconds: a background call's first deadline; see ServicePolicy._slower
 MAX_BACKGROUND_DEADLINE = 30.0  # seconds; see ServicePolicy._slower
 RESEND_PIECE = 64  # hands per Observe call of a backlog; see ServicePolicy._send_some
 SERVICE_WAIT_S = 30.0  # how long the start waits for a service that does not answer yet
 MAX_REPORTED_OUTAGES = 10  # outages said on stderr; later ones are in the tally only
-
-
-def tcp_address(target: str) -> tuple[str, int] | None:
-    """(host, port) of a plain ``HOST:PORT`` or ``[IPV6]:PORT`` target, None for other gRPC
-    target forms (``dns:///...``, ``unix:...``), which are not probed over TCP."""
-    host, _, port = target.rpartition(":")
-    if not (port.isascii() and port.isdigit()) or not host or "/" in host:
-        return None
-    if host.startswith("[") and host.endswith("]"):
-        return host[1:-1], int(port)
-    return None if ":" in host else (host, int(port))
-
-
-def failure_reason(exc: BaseException) -> str:
-    """A short name of what went wrong: its gRPC status, or the error's class and message.
-
-    A cancelled call is UNAVAILABLE: the policy reports no call it cancelled itself (only
-    ``close`` cancels, and reports nothing), so the server cancelled it, as a stopping server
-    does with the calls in flight: the service went away (the message keeps the CANCELLED)."""
-    if isinstance(exc, grpc.RpcError):
-        status = exc.code().name
-    elif isinstance(exc, ServiceError):
-        status = exc.code
-    else:
-        status = _STATUS_OF.get(type(exc)) or f"{type(exc).__name__}: {exc}"
-    return "UNAVAILABLE" if status == "CANCELLED" else status
-
-
-@dataclass(frozen=True)
-class Outage:
-    """A stretch on the fallback: from ``first_hand`` to ``back_at_hand`` (the hand of the first
-    service decision after it; None if the service never came back), and why it began."""
-
-    first_hand: int
-    back_at_hand: int | None
-    reason: str
 
 
 class ServicePolicy:
@@ -188,6 +152,7 @@ class ServicePolicy:
         self._session_id: str | None = None
         self._on_service = False
         self._untested_return = False  # handed back to the service, no decision answered since
+        self._missed_last = False  # the last decision asked of the service missed its budget
         self._quarantine = 0.0  # seconds of the current quarantine; it doubles, see _fall_back
         self._quarantined_until = 0.0  # time.monotonic() before which the service is not probed
         self._hand = 0  # the hand being played
@@ -239,6 +204,8 @@ class ServicePolicy:
                     draw=hand,
                     wait_for_ready=returning,
                 )
+            except DeadlineExceededError as exc:
+                self._missed(exc)
             except ServiceFailure as exc:
                 self._fall_back(exc)
             else:
@@ -272,7 +239,7 @@ class ServicePolicy:
     def _answered(self, hand: int) -> None:
         with self._wake:
             self.service_decisions += 1
-            self._untested_return = False
+            self._untested_return = self._missed_last = False
             self._quarantine = 0.0
             if self.outages and self.outages[-1].back_at_hand is None:
                 outage = self.outages[-1]
@@ -283,6 +250,15 @@ class ServicePolicy:
                         f"hands on {self.fallback_name}"
                     )
 
+    def _missed(self, exc: DeadlineExceededError) -> None:
+        """A decision missed its budget: the next one asks the service again, unless the one
+        before missed too or no decision has been answered since the return (``_fall_back``)."""
+        with self._wake:
+            if self._missed_last or self._untested_return:
+                self._fall_back(exc)
+            else:
+                self._missed_last = True
+
     def _fall_back(self, exc: BaseException) -> None:
         """Switch decisions to the fallback, open an outage unless one is open (the service has
         not answered a decision since it began), and wake the prober."""
@@ -290,7 +266,7 @@ class ServicePolicy:
             if self._on_service and self._untested_return:  # failed again before any answer
                 self._quarantine = min(max(2 * self._quarantine, 0.05), MAX_QUARANTINE)
                 self._quarantined_until = time.monotonic() + self._quarantine
-            self._on_service = self._untested_return = False
+            self._on_service = self._untested_return = self._missed_last = False
             if isinstance(exc, NotFoundError):  # the server lost the session: a new one, all hands
                 self._session_id = None
             self._wake.notify()
@@ -339,7 +315,7 @@ class ServicePolicy:
             with self._wake:
                 if self._stop:
                     return
-                self._starting = _Deadline(target, deadline, options)
+                self._starting = Deadline(target, deadline, options)
             try:
                 self._starting.check_health(wait_for_ready=True)
                 self._create_session(self._starting)
@@ -481,20 +457,3 @@ class ServicePolicy:
             if self._session_id == session_id:
                 self._outbox.acknowledge(first - 1 + len(pending))
         return True
-
-
-class _Deadline(OpponentModelClient):
-    """A client whose every call's deadline is what is left until ``deadline`` (monotonic)."""
-
-    def __init__(self, target: str, deadline: float, options: tuple[tuple[str, int], ...]) -> None:
-        super().__init__(target, reconnect_seconds=0.0, channel_options=options)
-        self._deadline = deadline
-
-    @property
-    def timeout(self) -> float:
-        """Seconds left (at least a millisecond: gRPC refuses a deadline in the past)."""
-        return max(self._deadline - time.monotonic(), 0.001)
-
-    @timeout.setter
-    def timeout(self, value: float) -> None:
-        pass  # set by GrpcClient.__init__; the deadline rules

@@ -19,42 +19,55 @@ how far it got and what it kept, and status 130 (see ``interrupt.py``), in its s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
 
-from oppmodel.clients.interrupt import INTERRUPTED_STATUS, annotated, interrupted_line
+from oppmodel.clients.interrupt import (
+    INTERRUPTED_STATUS,
+    Interrupted,
+    annotated,
+    interrupted_line,
+)
 from oppmodel.modeling.errors import OppModelError
 
 USER_ERRORS = (OppModelError, OSError)
 USAGE_ERROR_STATUS = 2  # argparse's status for a usage error, used for every mistake
 
-# Order here is the order shown by ``oppmodel --help``.
-COMMAND_MODULES = (
+# Each command and its module (``oppmodel.clients.commands.<module>``); the order here is the
+# order shown by ``oppmodel --help``.
+COMMAND_MODULES = {
     # the service
-    "oppmodel.clients.commands.demo_cmd",
-    "oppmodel.clients.commands.serve_cmd",
-    "oppmodel.clients.commands.ui_cmd",
+    "demo": "demo_cmd",
+    "serve": "serve_cmd",
+    "ui": "ui_cmd",
     # Kuhn poker in-process
-    "oppmodel.clients.commands.eval_cmd",
-    "oppmodel.clients.commands.match_cmd",
+    "eval": "eval_cmd",
+    "match": "match_cmd",
     # limit games (Kuhn, Leduc, any small ACPC limit game)
-    "oppmodel.clients.commands.solve_cmd",
+    "solve": "solve_cmd",
     # the ACPC protocol
-    "oppmodel.clients.commands.dealer_cmd",
-    "oppmodel.clients.commands.acpc_agent_cmd",
-    "oppmodel.clients.commands.acpc_script_cmd",
-    "oppmodel.clients.commands.tournament_cmd",
-    "oppmodel.clients.commands.replay_cmd",
-    "oppmodel.clients.commands.population_cmd",
+    "dealer": "dealer_cmd",
+    "acpc-agent": "acpc_agent_cmd",
+    "acpc-agent-script": "acpc_script_cmd",
+    "tournament": "tournament_cmd",
+    "replay": "replay_cmd",
+    "population": "population_cmd",
     # perfect information and move prediction
-    "oppmodel.clients.commands.spades_cmd",
-    "oppmodel.clients.commands.movepred_cmd",
-)
+    "spades-match": "spades_cmd",
+    "movepred": "movepred_cmd",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the top-level parser with every registered subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Build the top-level parser with every registered subcommand, or with ``command`` only
+    (one of COMMAND_MODULES; what ``main`` runs imports only its own modules: importing every
+    command's took an ACPC agent 2.3 s of CPU before it connected, its own 0.9 s, and at load
+    40 a hold'em agent missed a dealer's 60 s start timeout)."""
     parser = argparse.ArgumentParser(
         prog="oppmodel",
         description=(
@@ -63,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for name, module in COMMAND_MODULES.items():
+        if command in (None, name):
+            importlib.import_module(f"oppmodel.clients.commands.{module}").register(subparsers)
     return parser
 
 
@@ -95,6 +109,33 @@ def run_command(
         return _interrupted(prog, exc.__cause__)
 
 
+@contextlib.contextmanager
+def _sigint_noted() -> Iterator[list[bool]]:
+    """Within the block, SIGINT raises KeyboardInterrupt as Python's own handler does, and is
+    noted in the list given (it gets True). A SIGINT handled in Python code that C code called
+    may not reach the caller as a KeyboardInterrupt: numpy's C-level import, in the first
+    ~0.1 s of a command, imports ``datetime`` through ``PyCapsule_Import``, which replaces any
+    error of that import (the KeyboardInterrupt included, not kept as its context) with
+    ``ImportError: PyCapsule_Import could not import module "datetime"``. Nothing is noted
+    where SIGINT has another handler (ignored, as in a job a shell starts in the background) or
+    where none can be set (off the main thread)."""
+    noted: list[bool] = []
+    main_thread = threading.current_thread() is threading.main_thread()
+    if not main_thread or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield noted
+        return
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append(True)
+        signal.default_int_handler(signum, frame)
+
+    before = signal.signal(signal.SIGINT, note)
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def _interrupted(prog: str, exc: KeyboardInterrupt) -> int:
     """Say what Ctrl-C interrupted, in one line; the status for it."""
     print(interrupted_line(prog, exc), file=sys.stderr, flush=True)
@@ -103,13 +144,18 @@ def _interrupted(prog: str, exc: KeyboardInterrupt) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
-    try:  # seconds of imports (every command's modules), where Ctrl-C may come too
-        parser = build_parser()
-        args = parser.parse_args(argv)
-    except KeyboardInterrupt as exc:
-        words = [word for word in (sys.argv[1:] if argv is None else argv)[:1] if word[:1] != "-"]
-        starting = annotated(exc, progress="while starting")
-        return _interrupted(" ".join(["oppmodel", *words]), starting)
+    words = [word for word in (sys.argv[1:] if argv is None else argv)[:1] if word[:1] != "-"]
+    starting = " ".join(["oppmodel", *words])
+    with _sigint_noted() as sigint:
+        try:  # seconds of imports (every command's modules), where Ctrl-C may come too
+            parser = build_parser(words[0] if words and words[0] in COMMAND_MODULES else None)
+            args = parser.parse_args(argv)
+        except KeyboardInterrupt as exc:
+            return _interrupted(starting, annotated(exc, progress="while starting"))
+        except Exception:  # Ctrl-C inside C code importing, which raised its own error for it
+            if not sigint:
+                raise
+            return _interrupted(starting, Interrupted("while starting"))
     if not getattr(args, "func", None):
         parser.print_help()
         return USAGE_ERROR_STATUS

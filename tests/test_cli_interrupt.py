@@ -341,3 +341,42 @@ def test_ctrl_c_while_a_command_starts_is_one_line_and_status_130(
     assert re.fullmatch(f"oppmodel {name}: interrupted( while starting)?; nothing kept", run.err[0])
     assert run.process.returncode == 130
     assert run.out == []
+
+
+# A child that raises a real SIGINT at the moment numpy's C code imports ``datetime`` (its
+# ``PyCapsule_Import``), the first ~0.1 s of a command; it says whether that was the moment.
+SIGINT_IN_NUMPYS_C_IMPORT = """
+import signal, sys
+from oppmodel.clients.cli import main
+
+class SigintAtDatetime:
+    def find_spec(self, name, path=None, target=None):
+        if name == "datetime":
+            sys.meta_path.remove(self)
+            frame, loading = sys._getframe(), []
+            while frame is not None:  # the extension modules being executed, innermost first
+                if frame.f_code.co_name == "exec_module":
+                    loading.append(getattr(frame.f_locals.get("self"), "name", None))
+                frame = frame.f_back
+            if loading[:1] == ["numpy._core._multiarray_umath"]:
+                print("in numpy's C-level import", flush=True)
+            signal.raise_signal(signal.SIGINT)
+        return None
+
+assert "datetime" not in sys.modules and "numpy" not in sys.modules
+sys.meta_path.insert(0, SigintAtDatetime())
+sys.exit(main(["eval"]))
+"""
+
+
+def test_ctrl_c_inside_numpys_c_level_import_is_one_line_and_status_130(tmp_path: Path) -> None:
+    """SIGINT handled while numpy's C code imports ``datetime`` surfaced as ``ImportError:
+    PyCapsule_Import could not import module "datetime"`` (the KeyboardInterrupt not kept in
+    its chain) with a traceback: it is the interrupt too."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGINT_IN_NUMPYS_C_IMPORT],
+        cwd=tmp_path, capture_output=True, text=True, timeout=STARTED_SECONDS,
+    )  # fmt: skip
+    assert done.stdout == "in numpy's C-level import\n", done.stderr
+    assert done.stderr == "oppmodel eval: interrupted while starting; nothing kept\n"
+    assert done.returncode == 130

@@ -21,7 +21,7 @@ from experiments.sweep import (
     sweep_points,
 )
 from oppmodel.clients.lab.journal import Journal
-from oppmodel.clients.lab.runner import job_key, ray_runtime_env, run_jobs
+from oppmodel.clients.lab.runner import job_key, run_jobs
 from oppmodel.clients.progress import LOG_LINES
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play import fields
@@ -159,16 +159,18 @@ def test_competent_field_dilutes_only_the_styles() -> None:
     importlib.util.find_spec("ray") is None, reason="ray is not installed (extra 'ray')"
 )
 def test_ray_backend_gives_the_local_results(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a Ray instance of the test's own, even where another cluster is the default one (as
-    ``ray start`` or RAY_ADDRESS make it: a plain ``ray.init`` would join it, or fail)."""
+    """On a Ray instance the runner starts of its own (``init_local_ray``: loopback only, and it
+    starts on a loaded machine), even where another cluster is the default one (as ``ray start``
+    or RAY_ADDRESS make it: a plain ``ray.init`` would join it, or fail)."""
     import ray
 
     jobs = _tiny_sweep()
     local = run_jobs(jobs, base_seed=5, workers=1, progress=False)
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # a cluster that is not ours (nor anyone's)
-    ray.init(address="local", num_cpus=1, include_dashboard=False, runtime_env=ray_runtime_env())
     try:
         remote = run_jobs(jobs, base_seed=5, backend="ray", progress=False)
+        assert ray.get_runtime_context().get_node_id()  # the runner's instance
+        assert ray.util.get_node_ip_address() == "127.0.0.1"  # kept on loopback
     finally:
         ray.shutdown()
     assert remote == local

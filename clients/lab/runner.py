@@ -186,12 +186,13 @@ def _run_ray(
     if not ray.is_initialized():
         if address is not None:
             require_cluster(address)
-        ray.init(
-            address=address or "local",  # not the cluster `ray start` or RAY_ADDRESS names
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env=ray_runtime_env(address),
-        )
+        options = {"include_dashboard": False, "log_to_driver": False}
+        if address is None:  # a new local instance, not the one `ray start` or RAY_ADDRESS names
+            from oppmodel.server.ray_serve import init_local_ray
+
+            init_local_ray(runtime_env=ray_runtime_env(), **options)
+        else:
+            ray.init(address=address, runtime_env=ray_runtime_env(address), **options)
     task = ray.remote(num_cpus=1)(run_job)  # modeling's: what a cluster's workers can import
     pending = [task.remote(job, base_seed) for job in jobs]
     last = time.perf_counter()

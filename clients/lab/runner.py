@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -186,7 +187,7 @@ def _run_ray(
     if not ray.is_initialized():
         if address is not None:
             require_cluster(address)
-        options = {"include_dashboard": False, "log_to_driver": False}
+        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address is None:  # a new local instance, not the one `ray start` or RAY_ADDRESS names
             from oppmodel.server.ray_serve import init_local_ray
 

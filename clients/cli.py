@@ -103,10 +103,13 @@ def run_command(
         return USAGE_ERROR_STATUS
     except KeyboardInterrupt as exc:
         return _interrupted(prog, exc)
-    except SystemError as exc:  # Ctrl-C inside a compiled call: numba reports it as its cause
-        if not isinstance(exc.__cause__, KeyboardInterrupt):
+    except SystemError as exc:  # Ctrl-C inside a compiled call: numba reports it as its cause,
+        cause = exc.__cause__  # through one SystemError a call that was running (cache loading)
+        while isinstance(cause, SystemError):
+            cause = cause.__cause__
+        if not isinstance(cause, KeyboardInterrupt):
             raise
-        return _interrupted(prog, exc.__cause__)
+        return _interrupted(prog, cause)
 
 
 @contextlib.contextmanager
@@ -149,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     with _sigint_noted() as sigint:
         try:  # seconds of imports (every command's modules), where Ctrl-C may come too
             parser = build_parser(words[0] if words and words[0] in COMMAND_MODULES else None)
+            if sigint:  # noted, and the import it hit went on as without an optional module
+                return _interrupted(starting, Interrupted("while starting"))
             args = parser.parse_args(argv)
         except KeyboardInterrupt as exc:
             return _interrupted(starting, annotated(exc, progress="while starting"))

@@ -10,9 +10,11 @@ every other mistake prints the error line alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -465,6 +467,49 @@ def test_ctrl_c_inside_a_compiled_call_is_the_interrupt_line(
 
     assert run_command("oppmodel match", compiled_call, argparse.Namespace()) == 130
     assert capsys.readouterr().err == "oppmodel match: interrupted; nothing kept\n"
+
+
+def test_ctrl_c_under_two_compiled_calls_is_the_interrupt_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Ctrl-C while a dispatcher call loads its cache reaches the command as a SystemError of the
+    call, caused by the SystemError of numba's unpickling, caused by the KeyboardInterrupt (the
+    clean-clone CI's `match` case): the interrupt, one line."""
+
+    def compiled_call(_: argparse.Namespace) -> int:
+        try:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as exc:
+                raise SystemError("_numba_unpickle returned a result with an error set") from exc
+        except SystemError as exc:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from exc
+
+    assert run_command("oppmodel match", compiled_call, argparse.Namespace()) == 130
+    assert capsys.readouterr().err == "oppmodel match: interrupted; nothing kept\n"
+
+
+def test_ctrl_c_an_import_took_for_a_missing_module_still_ends_the_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SIGINT inside C code importing becomes that import's ImportError; code that takes an
+    ImportError for an optional module missing goes on, so no error reaches ``main``: the noted
+    Ctrl-C still ends the start (the clean-clone CI's numpy case printed a usage error instead)."""
+    import oppmodel.clients.cli as cli
+
+    def parser_whose_import_swallowed_ctrl_c(command: str | None = None) -> argparse.ArgumentParser:
+        # as PyCapsule_Import's ImportError, caught by an optional import
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        return build_parser(command)
+
+    monkeypatch.setattr(cli, "build_parser", parser_whose_import_swallowed_ctrl_c)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert cli.main(["eval"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert capsys.readouterr().err == "oppmodel eval: interrupted while starting; nothing kept\n"
 
 
 def test_a_system_error_of_another_cause_keeps_its_traceback() -> None:

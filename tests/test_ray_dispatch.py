@@ -67,11 +67,14 @@ def proxy_routes() -> set[str]:
         routes.add(service_method)
         return lambda *_: None
 
-    server = gRPCGenericServer(route)
-    options = gRPCOptions(grpc_servicer_functions=list(SERVICER_FUNCTIONS))
-    assert len(options.grpc_servicer_func_callable) == len(SERVICER_FUNCTIONS)  # all import
-    for add in options.grpc_servicer_func_callable:
-        add(Mock(), server)  # as Ray does: the proxy never calls the servicer
+    async def register() -> None:  # grpc.aio's server takes the running loop (a worker's earlier
+        server = gRPCGenericServer(route)  # asyncio.run left the thread none: RuntimeError)
+        options = gRPCOptions(grpc_servicer_functions=list(SERVICER_FUNCTIONS))
+        assert len(options.grpc_servicer_func_callable) == len(SERVICER_FUNCTIONS)  # all import
+        for add in options.grpc_servicer_func_callable:
+            add(Mock(), server)  # as Ray does: the proxy never calls the servicer
+
+    asyncio.run(register())
     return routes
 
 

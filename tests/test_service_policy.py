@@ -465,12 +465,14 @@ def test_a_service_that_serves_but_never_decides_is_tried_once_per_doubling_quar
             first = hands
             slow, stalled = stalls(policy, first, 3.0, budget)
             hands += stalled
-            # returns after quarantines of 0.05 s doubling: at most 7 in 3 s (without them: one
-            # every decision, ~50); each cost its decision the budget (a loaded machine also
+            # the first miss costs that decision only (the service had answered before), the next
+            # opens the outage; returns after quarantines of 0.05 s doubling: at most 8 tries in
+            # 3 s (without them: one every decision, ~50; a quiet machine gave [6, 7, 9, 35, 80,
+            # 173, ...]); each cost its decision the budget (a loaded machine also
             # delays a decision on the fallback now and then: slow need not be a try); the hands
             # kept reaching the service meanwhile
             asked = [hand for hand in proxy.asked if hand >= first]  # (sent in order)
-            assert 2 <= len(asked) <= 7, asked
+            assert 2 <= len(asked) <= 8, asked
             assert set(asked) <= set(slow), (asked, slow)
             assert len(policy.outages) == outages + 1  # no decision was answered in between
             wait_until(lambda: hands_held(port, policy.session_id) == hands)

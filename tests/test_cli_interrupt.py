@@ -376,6 +376,7 @@ def test_ctrl_c_inside_numpys_c_level_import_is_one_line_and_status_130(tmp_path
     done = subprocess.run(
         [sys.executable, "-c", SIGINT_IN_NUMPYS_C_IMPORT],
         cwd=tmp_path, capture_output=True, text=True, timeout=STARTED_SECONDS,
+        preexec_fn=as_a_terminal_job,
     )  # fmt: skip
     assert done.stdout == "in numpy's C-level import\n", done.stderr
     assert done.stderr == "oppmodel eval: interrupted while starting; nothing kept\n"

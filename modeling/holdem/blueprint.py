@@ -219,17 +219,21 @@ def _parse(raw: bytes, path: Path) -> tuple[dict, list[Rows]]:
     if not isinstance(recorded, dict) or "positions" not in doc:
         raise InvalidStrategyError("strategy", f"{path} records no hold'em abstract game")
     meta = {"abstract_game": recorded, "unvisited": doc.get("unvisited")}
-    config, _ = _abstract_game(meta)
+    config = _config(recorded)
     return meta, [Rows.of(rows, config) for rows in doc["positions"]]
+
+
+def _config(recorded: dict) -> AbstractGameConfig:
+    fields = dict(recorded["abstraction"])
+    fields["buckets"] = tuple(fields["buckets"])
+    return AbstractGameConfig(
+        AbstractionConfig(**fields), recorded["deals"], recorded["seed"], recorded["recall"]
+    )
 
 
 def _abstract_game(meta: dict) -> tuple[AbstractGameConfig, CardAbstraction]:
     recorded = meta["abstract_game"]
-    fields = dict(recorded["abstraction"])
-    fields["buckets"] = tuple(fields["buckets"])
-    config = AbstractGameConfig(
-        AbstractionConfig(**fields), recorded["deals"], recorded["seed"], recorded["recall"]
-    )
+    config = _config(recorded)
     cuts = recorded.get("cuts")  # absent: rebuilt (or read from the cache) from the config
     cards = CardAbstraction(config.abstraction, tuple(map(np.array, cuts))) if cuts else None
     return config, cards or card_abstraction(config.abstraction)

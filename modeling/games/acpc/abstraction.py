@@ -175,7 +175,7 @@ def range_strengths(board: tuple[int, ...], *, rollouts: int, seed: int) -> np.n
         return _preflop_range()
     relabel, canonical = canonical_board(board)
     values = _canonical_strengths(canonical, rollouts, seed)
-    out = values[HOLE_INDEX[relabel[ALL_HOLES[:, 0]], relabel[ALL_HOLES[:, 1]]]]
+    out = by_relabelled_hole(values, relabel)
     out.setflags(write=False)
     return out
 
@@ -189,6 +189,12 @@ def _preflop_range() -> np.ndarray:
     out = table[np.where(suited, high, low), np.where(suited, low, high)]
     out.setflags(write=False)
     return out
+
+
+def by_relabelled_hole(values: np.ndarray, relabel: np.ndarray) -> np.ndarray:
+    """(1326,) each hole of ``ALL_HOLES`` given the value of its relabelled hole: a canonical
+    board's per-hole values read for the board that ``relabel`` maps onto it."""
+    return values[HOLE_INDEX[relabel[ALL_HOLES[:, 0]], relabel[ALL_HOLES[:, 1]]]]
 
 
 def canonical_board(board: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:

@@ -32,8 +32,8 @@ from oppmodel.modeling.games.acpc.abstraction import (
     ALL_HOLES,
     BOARD_SIZES,
     DECK_SIZE,
-    HOLE_INDEX,
     CardAbstraction,
+    by_relabelled_hole,
     canonical_board,
 )
 
@@ -79,7 +79,7 @@ class FlopTable:
         row = self._rows.get(canonical)
         if row is None:
             return None
-        return self.buckets[row][HOLE_INDEX[relabel[ALL_HOLES[:, 0]], relabel[ALL_HOLES[:, 1]]]]
+        return by_relabelled_hole(self.buckets[row], relabel)
 
     def save(self, path: Path) -> None:
         """Write the table as ``.npz`` (whole or not at all: a temporary file, renamed)."""

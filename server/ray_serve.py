@@ -58,14 +58,19 @@ SERVICER_FUNCTIONS = (
 )
 HASH_ROUTER = "ray.serve.experimental.consistent_hash_router.ConsistentHashRouter"
 DRAIN_CHECK_SECONDS = 0.05  # how often a stopping replica looks whether its calls are done
-# how long a start waits for a slow part of Ray on a loaded machine: a proxy Serve replaced, and
-# in a local instance each of LOADED_WAITS
+# how long a start waits for a slow part of Ray on a loaded machine: a proxy Serve replaced, a
+# local instance's node (tried again while this lasts), and Serve's ready check of a new proxy
 START_SECONDS = 120
 # Ray's waits (s) that two busy cores outlasted, read from the environment by the processes of a
-# local instance: its GCS server's port (Ray's default 30 s), and Serve's controller's ready check
-# of a new proxy (5 s, each successor 5 s more; it kills a proxy that misses it: at load 30-48 a
-# proxy and its successors kept missing it, STARTING after 120 s)
-LOADED_WAITS = ("RAY_gcs_server_port_wait_time_s", "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S")
+# local instance: its GCS server's port (Ray's default 30 s; this long for each try of the node's
+# start, so that a GCS server that never publishes it is given up for another within
+# START_SECONDS), and Serve's controller's ready check of a new proxy (5 s, each successor 5 s
+# more; it kills a proxy that misses it: at load 30-48 a proxy and its successors kept missing
+# it, STARTING after 120 s)
+LOADED_WAITS = {
+    "RAY_gcs_server_port_wait_time_s": START_SECONDS // 2,
+    "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": START_SECONDS,
+}
 # A local instance's settings (``ray.init``'s ``_system_config``, in every process of it). Serve's
 # stop fails its own call: the controller kills itself under the driver's pending
 # ``graceful_shutdown`` (Serve waits for that failure), and as the controller retries its calls
@@ -239,23 +244,70 @@ def init_local_ray(**options: Any) -> None:
     keeps 127.0.0.1 after it, and other nodes cannot join this instance.
 
     Ray waits 30 s for its GCS server to publish its port, and a loaded machine (two busy
-    cores) took longer: the node failed to start. It, and each of LOADED_WAITS, gets
-    START_SECONDS (unless set; the Ray processes started keep them). The raylet's own wait for
-    its agents' ports is removed (:func:`_agent_ports_chosen`)."""
+    cores) took longer: the node failed to start. It, and each of LOADED_WAITS, gets its wait
+    there (unless set; the Ray processes started keep them). The raylet's own wait for its
+    agents' ports is removed (:func:`_agent_ports_chosen`). A start that fails all the same
+    after it started processes is shut down, what it started killed
+    (:func:`_started_processes`), and tried again while START_SECONDS since the first try last:
+    a loaded run of the suite saw "Timed out waiting for file .../gcs_server_port_..." with a
+    120 s wait (cause not found; a GCS server that died or hung before it published its port
+    does it, and Ray's wait does not look whether the server still runs)."""
     import ray
     from ray._private import ray_constants
 
     cluster_mode = ray_constants.ENABLE_RAY_CLUSTER
     ours = [name for name in LOADED_WAITS if name not in os.environ]
-    os.environ.update({name: str(START_SECONDS) for name in ours})
+    os.environ.update({name: str(LOADED_WAITS[name]) for name in ours})
     ray_constants.ENABLE_RAY_CLUSTER = False
+    deadline = time.monotonic() + START_SECONDS
     try:
-        with _agent_ports_chosen():
-            ray.init(address="local", _node_ip_address=LOOPBACK, **options)
+        while True:
+            with _started_processes() as started, _agent_ports_chosen():
+                try:
+                    ray.init(address="local", _node_ip_address=LOOPBACK, **options)
+                    return
+                except Exception as error:
+                    if not started or time.monotonic() > deadline:
+                        raise  # nothing started (a bad option), or no time left
+                    said = (str(error).strip().splitlines() or [""])[0]
+                    log.warning("Ray's node did not start (%r); starting it again", said)
+                    ray.shutdown()
+                    _kill(started)
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
         for name in ours:
             os.environ.pop(name, None)
+
+
+@contextlib.contextmanager
+def _started_processes() -> Iterator[list[Any]]:
+    """The processes Ray starts in this block (its ``services.start_ray_process``'s
+    ``ProcessInfo``: the reaper, GCS server, raylet, log monitor, ...), in a list: a node that
+    failed to start is not Ray's to shut down (``ray.init`` drops it), so these are all that is
+    left of it."""
+    from ray._private import services
+
+    started: list[Any] = []
+    start_ray_process = services.start_ray_process
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        info = start_ray_process(*args, **kwargs)
+        started.append(info)
+        return info
+
+    services.start_ray_process = recorded
+    try:
+        yield started
+    finally:
+        services.start_ray_process = start_ray_process
+
+
+def _kill(started: list[Any]) -> None:
+    """Kill (SIGKILL: a stopped process too) and reap each of ``started`` (``ProcessInfo``)."""
+    for info in started:
+        info.process.kill()
+    for info in started:
+        info.process.wait()
 
 
 # the raylet's arguments naming its agents' ports (``services.start_raylet``), 0 when unknown

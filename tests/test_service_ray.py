@@ -20,6 +20,7 @@ import contextlib
 import io
 import ipaddress
 import json
+import logging
 import os
 import signal
 import socket
@@ -103,6 +104,7 @@ class Deployment:
         self._ports = (port, http_port)
         self._metrics_port = metrics_port
         self._deployed: tuple | None = None  # what ``ensure`` deployed last
+        self.hung_gcs = HungGcs()  # how the module's instance started
 
     def ensure(
         self, tokens: frozenset[str] | None = None, *, store: str | None = None, **limits: object
@@ -130,18 +132,73 @@ class Deployment:
         self._deployed = None
 
 
+class HungGcs:
+    """The first GCS server a node start runs hangs (SIGSTOP) when Ray begins to wait for its
+    port, and that wait fails as it does when it runs out ("Timed out waiting for file
+    .../gcs_server_port_..."), at once instead of after the wait. Later starts are left alone.
+    ``stopped`` gets the hung server's pid, ``said`` what ``oppmodel.server`` logged."""
+
+    def __init__(self) -> None:
+        self.stopped: list[int] = []
+        self.said: list[str] = []
+
+    @contextlib.contextmanager
+    def first_start(self) -> Iterator[None]:
+        from ray._private import node
+
+        wait = node.wait_for_persisted_port
+
+        def hung(session_dir: str, node_id: str, name: str, **options: Any) -> int:
+            if name != node.GCS_SERVER_PORT_NAME or self.stopped:
+                return wait(session_dir, node_id, name, **options)
+            (pid,) = [p for p in children(os.getpid()) if program_of(p, ("gcs_server",))]
+            os.kill(pid, signal.SIGSTOP)
+            self.stopped.append(pid)
+            raise RuntimeError(f"Timed out waiting for file {session_dir}/{name}_{node_id}")
+
+        said = self.said
+
+        class Said(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                said.append(record.getMessage())
+
+        logger, handler = logging.getLogger("oppmodel.server"), Said()
+        logger.addHandler(handler)
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(node, "wait_for_persisted_port", hung)
+                yield
+        finally:
+            logger.removeHandler(handler)
+
+
+def children(parent: int) -> list[int]:
+    """Live child processes of ``parent``, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError):  # gone meanwhile; not a process
+            state, ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            if int(ppid) == parent and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
 @pytest.fixture(scope="module")
 def ray_app(postgres_server: PostgresServer) -> Iterator[Deployment]:
     """A local Ray instance with Serve's gRPC proxy and the replicas' metrics endpoint, for the
-    module; tests deploy through ``ensure``."""
+    module; tests deploy through ``ensure``. Its first GCS server hangs (``HungGcs``): the
+    instance is the start's second try."""
     store = postgres_server.new_database()
     # as `serve --ray` starts its local instance: Ray's own ports on loopback, and Serve's stop
     # (the module's end) printing no "Task ServeController.graceful_shutdown failed" line
-    init_local_ray(
-        num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=QUIET_RETRIES
-    )
+    hung = HungGcs()
+    with hung.first_start():
+        init_local_ray(
+            num_cpus=2, include_dashboard=False, log_to_driver=False, _system_config=QUIET_RETRIES
+        )
     metrics = ReplicaMetricsEndpoint(0, "127.0.0.1")  # as `serve --ray --metrics-port 0`
     deployed = Deployment(store, *free_ports(2), metrics_port=metrics.port)
+    deployed.hung_gcs = hung
     try:
         metrics.start_board()
         yield deployed
@@ -883,6 +940,24 @@ def test_the_local_instance_gives_a_loaded_machine_time(ray_app: Deployment) -> 
         return PROXY_READY_CHECK_TIMEOUT_S
 
     assert ray.get(proxy_ready_check_seconds.remote(), timeout=LOADED_DEADLINE) == START_SECONDS
+
+
+def test_the_local_instance_starts_again_when_its_gcs_server_hangs(ray_app: Deployment) -> None:
+    """A loaded run of the suite saw this module's set-up fail: Ray waited its whole 120 s for the
+    GCS server's port ("Timed out waiting for file .../gcs_server_port_..."). A node start that
+    fails after it started processes is now shut down and tried again (``init_local_ray``, as
+    ``serve --ray`` starts Ray): the module's instance started through a GCS server hung at
+    its start (``HungGcs``); the hung server was killed, and the instance runs a task."""
+    (pid,) = ray_app.hung_gcs.stopped
+    assert not Path(f"/proc/{pid}").exists()  # killed and reaped, though stopped
+    assert len(ray_app.hung_gcs.said) == 1
+    assert "did not start ('Timed out waiting for file" in ray_app.hung_gcs.said[0]
+
+    @ray.remote(num_cpus=0)
+    def negated(value: int) -> int:
+        return -value
+
+    assert ray.get(negated.remote(7), timeout=LOADED_DEADLINE) == -7
 
 
 def test_a_session_stays_on_one_replica_and_hands_sent_to_both_apply_once(

@@ -95,19 +95,20 @@ def write_choices(strategy, rows, choice):
 def sample_means(marginals, taus, seats, profile):
     """Every opponent's posterior-mean strategy (Alg 5) into its row ``profile[seats[d - 1]]``:
     the sum over samples s of ``marginals[d - 1, s] taus[d - 1, s]``, each row then divided by
-    its sum (``priors.mixed_distributions``); a term below TINY is left out (never subnormal)."""
+    its sum; a term below TINY is left out (never subnormal; by a select: vectorised), as is a
+    sample whose weight is (tau <= 1)."""
+    k, size, lim = taus.shape[1], taus.shape[2] * taus.shape[3], TINY * UP
     for d_1 in range(seats.shape[0]):
-        out, tau = profile[seats[d_1]], taus[d_1]
+        rows, tau = profile[seats[d_1]], taus[d_1].reshape((k, size))
+        out = rows.reshape(size)
         out[:] = 0.0
-        for s in range(tau.shape[0]):
+        for s in range(k):
             w = marginals[d_1, s] * UP
-            if w != 0.0:
-                for i in range(tau.shape[1]):
-                    for a in range(tau.shape[2]):
-                        v = w * tau[s, i, a]
-                        if v >= TINY * UP:
-                            out[i, a] += v * DOWN
-        normalise_rows(out, out)
+            if w >= lim:
+                for e in range(size):
+                    v = w * tau[s, e]
+                    out[e] += (v if v >= lim else 0.0) * DOWN
+        normalise_rows(rows, rows)
 
 
 @njit(cache=True)
@@ -119,8 +120,7 @@ def observe_pair(taus, rows, weights, out, scale, floor, marginals):
     k, m = taus.shape[1], rows.shape[0]
     a, bt = np.empty((k, m)), np.empty((m, k))
     g = pair_factors(taus[0], taus[1], rows, a, bt)
-    row, col = marginals[0], marginals[1]
-    total = update_joint2(weights, out, a[:, :g], bt[:g], scale, floor, row, col)
+    total = update_joint2(weights, out, a[:, :g], bt[:g], scale, floor, marginals[0], marginals[1])
     if total != 0.0:  # (a hand of probability 0 is refused by the caller)
         for s in range(k):
             marginals[0, s] = marginals[0, s] / total

@@ -14,7 +14,6 @@ sources for absolute paths, which also covers what subprocesses started by tests
 from __future__ import annotations
 
 import atexit
-import contextlib
 import importlib.machinery
 import importlib.util
 import os
@@ -30,7 +29,13 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
-from postgres_support import MISSING, PostgresServer, find_bin
+from postgres_support import (
+    MISSING,
+    PostgresServer,
+    find_bin,
+    shared_server,
+    stop_shared_server,
+)
 
 from oppmodel.modeling.games.acpc.solved import CACHE_ENV
 
@@ -63,6 +68,8 @@ else:
     os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="oppmodel-test-cache-")
     os.environ[RUN_CACHE] = os.environ[CACHE_ENV]
     atexit.register(shutil.rmtree, os.environ[CACHE_ENV], True)
+    # the run's PostgreSQL server, if a worker started one (below), ends before its record goes
+    atexit.register(stop_shared_server, Path(os.environ[CACHE_ENV]))
 
 # Folders a test may read besides the repository: temporary files, the interpreter and its
 # packages, the user's cache folder (matplotlib's font list, say: rebuilt when missing), and the
@@ -187,35 +194,34 @@ def _sigint_handling_kept() -> Iterator[None]:
 STORES = ("sqlite", "postgresql")
 
 
-@contextlib.contextmanager
-def _started_postgres() -> Iterator[PostgresServer]:
-    """A new PostgreSQL server (skipped without the package, except in CI)."""
+def _postgres_bin() -> Path:
+    """The PostgreSQL programs' folder (skipped without the package, except in CI)."""
     bin_dir = find_bin()
     if bin_dir is None:
         if os.environ.get("CI") == "true":
             pytest.fail(MISSING + "; CI must test it")
         pytest.skip(MISSING)
-    server = PostgresServer(bin_dir)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return bin_dir
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """One PostgreSQL server for the whole run."""
-    with _started_postgres() as server:
-        yield server
+def postgres_server() -> PostgresServer:
+    """One PostgreSQL server for the whole run, shared by its workers (each test's databases
+    are its own): started by the first worker that needs it, stopped by the run's process at
+    its exit (a server is ~1 s of CPU and seconds of waiting to start)."""
+    return shared_server(_postgres_bin(), Path(os.environ[RUN_CACHE]))
 
 
 @pytest.fixture(scope="module")
 def own_postgres_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server of the test module's own, which its tests may ``pause`` and
     ``resume`` (the whole run's must keep serving)."""
-    with _started_postgres() as server:
+    server = PostgresServer(_postgres_bin())
+    server.start()
+    try:
         yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(params=STORES)

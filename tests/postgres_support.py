@@ -2,8 +2,9 @@
 
 ``PostgresServer.start()`` runs ``initdb`` and ``pg_ctl start`` (as the ``postgres`` user via
 ``runuser`` when the tests run as root, which PostgreSQL refuses to run as) on a free loopback
-port, with fsync off (the tests kill the service, never PostgreSQL). Each test gets a database of
-its own (``new_database``), dropped afterwards. Without the package the PostgreSQL variants skip,
+port, with fsync off (the tests kill the service, never PostgreSQL). The run's pytest-xdist
+workers share one server (``shared_server``: 400 connections, for both); each test gets a database
+of its own (``new_database``), dropped afterwards. Without the package the PostgreSQL variants skip,
 naming what to install, except under CI (``CI=true``), where they fail: CI must run them
 (``.ci/run`` installs the package).
 """
@@ -11,12 +12,14 @@ naming what to install, except under CI (``CI=true``), where they fail: CI must 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
+from oppmodel.modeling.games.acpc.solved import cache_lock
 from oppmodel.server.app import free_ports
 
 MISSING = (
@@ -45,12 +48,15 @@ def find_bin() -> Path | None:
 class PostgresServer:
     """One PostgreSQL server in a temporary folder on 127.0.0.1; ``url(db)`` names a database."""
 
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, folder: Path | None = None, port: int | None = None) -> None:
+        """A new server's settings (``start`` it), or those of one already running in
+        ``folder`` on ``port``."""
         self.bin = bin_dir
-        self.folder = Path(tempfile.mkdtemp(prefix="oppmodel-pg-"))
-        self.port = free_ports(1)[0]
+        self.folder = Path(tempfile.mkdtemp(prefix="oppmodel-pg-")) if folder is None else folder
+        self.port = free_ports(1)[0] if port is None else port
         self._as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        self._names = itertools.count(1)
+        # databases are named by process too: a shared server's processes make them side by side
+        self._names = (f"t_{os.getpid()}_{n}" for n in itertools.count(1))
 
     def _run(self, *command: str) -> None:
         subprocess.run(
@@ -72,7 +78,7 @@ class PostgresServer:
         """Start the initialised server (again, after ``pause``) and wait until it answers."""
         options = (
             f"-h 127.0.0.1 -p {self.port} -k {self.folder} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=400"
         )
         self._run(
             str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"),
@@ -104,7 +110,7 @@ class PostgresServer:
         """Create an empty database; returns its URL."""
         import psycopg
 
-        name = f"t_{next(self._names)}"
+        name = next(self._names)
         with psycopg.connect(self.url(), autocommit=True) as admin:
             admin.execute(f"CREATE DATABASE {name}")
         return self.url(name)
@@ -124,3 +130,27 @@ class PostgresServer:
             self._run(str(self.bin / "pg_ctl"), "-D", data, "-m", "immediate", "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def shared_server(bin_dir: Path, run_folder: Path) -> PostgresServer:
+    """The run's one server, whichever of its processes (pytest-xdist workers) asks first starts
+    it, under a lock in ``run_folder``, the folder all of them share, where it notes the server
+    for the others; ``stop_shared_server`` ends it when the run does."""
+    record = run_folder / "postgres.json"
+    with cache_lock(record):
+        if record.exists():
+            noted = json.loads(record.read_text())
+            return PostgresServer(Path(noted["bin"]), Path(noted["folder"]), noted["port"])
+        server = PostgresServer(bin_dir)
+        server.start()
+        noted = {"bin": str(server.bin), "folder": str(server.folder), "port": server.port}
+        record.write_text(json.dumps(noted))
+        return server
+
+
+def stop_shared_server(run_folder: Path) -> None:
+    """Stop the server ``shared_server`` started in ``run_folder``'s run, if one was."""
+    record = run_folder / "postgres.json"
+    if record.exists():
+        noted = json.loads(record.read_text())
+        PostgresServer(Path(noted["bin"]), Path(noted["folder"]), noted["port"]).stop()

@@ -141,7 +141,7 @@ SHOWS = {
     "oppmodel eval --game leduc2p --profile cfr": r"nash_conv 1\.3\d*e-06",
     "oppmodel serve": r"serving",
     "oppmodel ui": r"ui: http://127\.0\.0\.1:\d+/",
-    "oppmodel replay": r"Alice",
+    "oppmodel replay": r"Alice|replay as p1",
     "oppmodel movepred": r"top",
 }
 

@@ -204,10 +204,13 @@ def replay(
     *,
     config: MBBRConfig,
     progress: Callable[[int], object] | None = None,
+    rules: ReplayGame | None = None,
 ) -> ReplayReport:
     """Replay ``hands`` from ``name``'s seat; ``source_factory(opponent labels by offset)`` builds
-    the model source (a service session or local models) configured with ``config``."""
-    rules = ReplayGame(game)
+    the model source (a service session or local models) configured with ``config``; ``rules``:
+    the replay's view of the game (hold'em's: :mod:`oppmodel.clients.acpc.replay_holdem`), by
+    default the compiled game's."""
+    rules = rules or ReplayGame(game)
     n = rules.num_players
     labels = seat_offsets(hands, name)
     source = source_factory(labels)

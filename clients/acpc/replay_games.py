@@ -76,7 +76,6 @@ class ReplayGame:
     def decisions(self, hand: LoggedHand, obs: LimitObservation) -> list[OpponentDecision]:
         """Every opponent action in the hand, in order."""
         game, tree = self.game, self.game.tree
-        deal = -1  # a deal with the cards shown, found when a shown opponent's decision needs it
         out = []
         node = 0
         for letter in obs.betting:
@@ -88,17 +87,17 @@ class ReplayGame:
                 card = obs.hole[q]
                 infoset = None
                 if card is not None:
-                    if deal < 0:
-                        deal = self._deal_with(obs)
-                    infoset = int(tree.node_base[node] + tree.deal_view[r, deal, q])
+                    infoset = int(tree.node_base[node]) + self._shown_view(obs, r, q)
                 out.append(OpponentDecision(q, r, infoset, card, game.bettings[node], action, node))
             node = int(tree.node_children[node, action])
         return out
 
-    def _deal_with(self, obs: LimitObservation) -> int:
-        """A deal with the cards ``obs`` shows (any cards for the hidden ones: only the views of
-        the positions whose cards it shows are read from it)."""
-        return int(np.flatnonzero(self._consistent(obs, len(obs.board) - 1, shown=True))[0])
+    def _shown_view(self, obs: LimitObservation, round_: int, position: int) -> int:
+        """The view in ``round_`` of ``position``, whose cards ``obs`` shows: read from a deal
+        of the game with the cards ``obs`` shows (any cards for the hidden ones: only the views
+        of the positions whose cards it shows are read from it)."""
+        deal = int(np.flatnonzero(self._consistent(obs, len(obs.board) - 1, shown=True))[0])
+        return int(self.game.tree.deal_view[round_, deal, position])
 
     def _consistent(self, obs: LimitObservation, rnd: int, *, shown: bool = False) -> np.ndarray:
         """(num_deals,) True for the deals that give our seat its cards and the board of rounds

@@ -55,6 +55,18 @@ class Curve:
 
 
 @dataclass(frozen=True)
+class HandScores:
+    """Per hand with an opponent decision: the sum of its opponent decisions' log-losses (every
+    decision, -ln of the probability of the hand's opponent actions), each method's mean over
+    those hands, and MBBR's paired difference to the prior's with its standard error."""
+
+    hands: int
+    log_loss: dict[str, float]
+    mbbr_minus_prior: float
+    standard_error: float
+
+
+@dataclass(frozen=True)
 class ReplayReport:
     """The whole replay: per (opponent, position) rows, overall scores and the curves."""
 
@@ -76,6 +88,7 @@ class ReplayReport:
     late_hands: int  # the last hands of the log, scored apart: what the models know by the end
     late: dict[str, Score]  # their scored decisions
     late_every: dict[str, Score]  # their every decision (HIDDEN_METHODS)
+    per_hand: HandScores  # every decision, summed per hand (HIDDEN_METHODS)
     session_id: str | None = None
 
     def as_json(self) -> dict:
@@ -94,6 +107,7 @@ class ReplayReport:
             "overall": {m: s.__dict__ for m, s in self.overall.items()},
             "hidden_card_decisions": {m: s.__dict__ for m, s in self.hidden.items()},
             "every_decision": {m: s.__dict__ for m, s in self.every.items()},
+            "per_hand": self.per_hand.__dict__,
             "end_of_log": {
                 "hands": self.late_hands,
                 "scores": {m: s.__dict__ for m, s in self.late.items()},
@@ -145,7 +159,8 @@ def column_legend(config: MBBRConfig, methods: tuple[str, ...] = METHODS) -> dic
     predictor columns: ``methods``)."""
     predictors = {
         "prior": "predictor: MBBR's prior mean alone, never updated (N3 in Kuhn, the bundled "
-        "CFR strategy in Leduc, clipped to [epsilon, 1 - epsilon]; uniform with the "
+        "CFR strategy in Leduc, the bundled blueprint in hold'em, clipped to [epsilon, "
+        "1 - epsilon]; uniform with the "
         "uninformed prior; with the mixture prior its types' mean at their prior weights)",
         "counts": "predictor: Laplace-smoothed frequencies of the opponent's actions per "
         "position and information state, (n_a + 1) / (n + L) over its L legal actions, from "
@@ -238,6 +253,12 @@ def format_report(report: ReplayReport) -> str:
     if len(report.every_rounds) > 1:
         for k, scores in enumerate(report.every_rounds):
             lines.append(f"  round {k}: {scores['mbbr'].decisions} decisions; {_cells(scores)}")
+    hand = report.per_hand
+    lines.append(
+        f"per hand ({hand.hands} hands with an opponent decision; the sum of their log-losses): "
+        + ", ".join(f"{m} {hand.log_loss[m]:.4f}" for m in HIDDEN_METHODS)
+        + f"; mbbr - prior {hand.mbbr_minus_prior:+.4f} +- {hand.standard_error:.4f} (paired)"
+    )
     lines.append(
         f"\nby the end of the log (its last {report.late_hands} hands): scored decisions "
         f"{_cells(report.late, methods)}; every decision {_cells(report.late_every)} "

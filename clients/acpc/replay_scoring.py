@@ -16,6 +16,7 @@ from oppmodel.clients.acpc.replay_games import OpponentDecision, ReplayGame
 from oppmodel.clients.acpc.replay_report import (
     HIDDEN_METHODS,
     Curve,
+    HandScores,
     OpponentReport,
     ReplayReport,
     Score,
@@ -248,6 +249,7 @@ class Scoring:
             every_rounds=tuple(
                 _scores([r for r in every if r.round == k], HIDDEN_METHODS) for k in rounds
             ),
+            per_hand=_per_hand(every),
         )
 
 
@@ -262,6 +264,23 @@ def _scores(records: list[Prediction], methods: tuple[str, ...]) -> dict[str, Sc
         )
         for m in methods
     }
+
+
+def _per_hand(records: list[Prediction]) -> HandScores:
+    """Each method's log-loss summed per hand, its mean over the hands that had a decision, and
+    MBBR's paired difference to the prior with its standard error over those hands."""
+    hands = sorted({r.hand for r in records})
+    if not hands:
+        return HandScores(0, {m: math.nan for m in HIDDEN_METHODS}, math.nan, math.nan)
+    index = np.searchsorted(hands, [r.hand for r in records])
+    sums = {
+        m: np.bincount(index, [r.log_loss[m] for r in records], len(hands)) for m in HIDDEN_METHODS
+    }
+    gain = sums["mbbr"] - sums["prior"]
+    error = float(gain.std(ddof=1) / math.sqrt(len(hands))) if len(hands) > 1 else math.nan
+    return HandScores(
+        len(hands), {m: float(x.mean()) for m, x in sums.items()}, float(gain.mean()), error
+    )
 
 
 def _curve(records: list[Prediction], sample_hands: list[int], methods: tuple[str, ...]) -> Curve:

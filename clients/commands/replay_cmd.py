@@ -12,9 +12,15 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import SupportsFloat
 
-from oppmodel.clients.acpc.log import DealerLog, read_log
+from oppmodel.clients.acpc.log import DealerLog, LoggedHand, read_log
 from oppmodel.clients.acpc.replay import LocalModels, ModelSource, ServiceModels, replay
-from oppmodel.clients.acpc.replay_report import check_plot_path, format_report, plot_curves
+from oppmodel.clients.acpc.replay_holdem import holdem_replay_parts
+from oppmodel.clients.acpc.replay_report import (
+    ReplayReport,
+    check_plot_path,
+    format_report,
+    plot_curves,
+)
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands._mbbr_options import (
     POPULATION,
@@ -26,9 +32,15 @@ from oppmodel.clients.commands._mbbr_options import (
 from oppmodel.clients.commands._types import seed
 from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES
+from oppmodel.modeling.games.acpc.bundled import (
+    BUNDLED_GAMES,
+    HOLDEM_GAMES,
+    game_path,
+    short_name,
+)
 from oppmodel.modeling.games.acpc.compiler import limit_game
-from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported
+from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported, read_game_def
+from oppmodel.modeling.holdem.match import is_holdem
 from oppmodel.modeling.mbbr.config import Prior
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
@@ -55,13 +67,17 @@ moves) unless --mbbr-prior says otherwise. The report names the posterior and ex
 (a legend in the text, "columns" in the JSON).
 
 The game: --game, else the game file the log's header names when it is a bundled one
-(leduc.limit.3p.game is leduc3p), else n-player Kuhn. --in-process starts the service in this
-process (a free loopback port, a temporary SQLite file); --service uses a running one; --local
-skips gRPC and uses the modeling library directly. All three give the same report (the session
-runs the replay's MBBR parameters, defaults included). The default is the service in Kuhn and
---local in limit games: through the service every hand asks GetModel for each opponent's every
-information state (8600 in Leduc 3p: 0.1 to 0.2 s per opponent and hand; the 3000-hand Leduc 3p
-log took 19 minutes that way against 96 s with the library).
+(leduc.limit.3p.game is leduc3p, holdem.limit.2p.reverse_blinds.game holdem2p), else n-player
+Kuhn. Limit hold'em (2 players) replays with the hold'em posterior around the bundled blueprint,
+over its abstraction, in this process: a hidden decision is predicted by summing over every hole
+pair the opponent may hold; the prior column is the blueprint clipped to [epsilon, 1 - epsilon];
+the report adds each hand's summed log-loss and MBBR's paired difference to the prior.
+--in-process starts the service in this process (a free loopback port, a temporary SQLite file);
+--service uses a running one; --local skips gRPC and uses the modeling library directly. All three
+give the same report (the session runs the replay's MBBR parameters, defaults included). The default
+is the service in Kuhn and --local in limit games: through the service every hand asks GetModel for
+each opponent's every information state (8600 in Leduc 3p: 0.1 to 0.2 s per opponent and hand; the
+3000-hand Leduc 3p log took 19 minutes that way against 96 s with the library).
 
 examples (the reference dealer's seed-42 logs of its example players are in the repository's
 tests/data/acpc/):
@@ -73,6 +89,7 @@ tests/data/acpc/):
   oppmodel replay a.log b.log --as Carol --service 127.0.0.1:50051
   oppmodel replay leduc2p-seed42-example-players.log --as Alice --service 127.0.0.1:50051
   oppmodel replay leduc3p-seed42-example-players.log --as Alice --in-process  # via the service
+  oppmodel replay holdem2p-seed42-example-players.log --as p1 --plot p1.png  # hold'em
 """
 
 
@@ -129,7 +146,10 @@ def run(args: argparse.Namespace) -> int:
     hands = [h for log in logs for h in log.hands]
     if not hands:
         raise InvalidArgumentError("log", "no STATE lines")
-    game = limit_game(args.game or logged_game(logs[0], len(hands[0].names)))
+    name = args.game or logged_game(logs[0], len(hands[0].names))
+    if is_holdem(read_game_def(game_path(name))):
+        return _report(args, holdem_report(args, name, hands), start)
+    game = limit_game(name)
     kuhn = not kuhn_unsupported(game.gamedef)  # Kuhn's defaults: the informed prior, the service
     config = mbbr_config(args, seed=args.seed, limit_prior=None if kuhn else LIMIT_PRIOR)
     prior = prior_strategy_json(args, game)
@@ -170,6 +190,40 @@ def run(args: argparse.Namespace) -> int:
         total = sum(args.name in h.names for h in hands)
         with Progress(total, desc="oppmodel replay", unit="hand") as bar:
             report = replay(game, hands, args.name, source, config=config, progress=bar.update)
+    return _report(args, report, start)
+
+
+def holdem_report(args: argparse.Namespace, name: str, hands: list[LoggedHand]) -> ReplayReport:
+    """The replay of a hold'em log (``name`` the game argument): the hold'em posterior over the
+    bundled blueprint's abstraction, in this process (usage errors naming what it cannot run)."""
+    short = short_name(game_path(name))
+    if short not in HOLDEM_GAMES:
+        raise InvalidArgumentError(
+            "game", f"a hold'em replay models on a bundled blueprint: {', '.join(HOLDEM_GAMES)}"
+        )
+    for flag in ("service", "in_process", "mbbr_population", "mbbr_prior_strategy"):
+        if getattr(args, flag, None):
+            raise InvalidArgumentError(
+                f"--{flag.replace('_', '-')}",
+                "a hold'em replay runs the hold'em posterior in this process (--local) only",
+            )
+    config = mbbr_config(args, seed=args.seed, limit_prior=Prior.INFORMED)
+    rules, source = holdem_replay_parts(short, config)
+    total = sum(args.name in h.names for h in hands)
+    with Progress(total, desc="oppmodel replay", unit="hand") as bar:
+        return replay(
+            rules.game,
+            hands,
+            args.name,
+            lambda labels: source,
+            config=config,
+            progress=bar.update,
+            rules=rules,
+        )
+
+
+def _report(args: argparse.Namespace, report: ReplayReport, start: float) -> int:
+    """Print the report (text or JSON) and draw its curves if asked."""
     seconds = time.perf_counter() - start
     if args.plot:
         plot_curves(report, args.plot)
@@ -188,7 +242,7 @@ def logged_game(log: DealerLog, players: int) -> str:
     (``leduc.limit.3p.game`` is ``leduc3p``), else n-player Kuhn (``kuhn3p``)."""
     if log.header is not None:
         file = Path(log.header.game_file).name
-        for name, bundled in BUNDLED_GAMES.items():
+        for name, bundled in (BUNDLED_GAMES | HOLDEM_GAMES).items():
             if bundled == file:
                 return name
     return f"kuhn{players}p"

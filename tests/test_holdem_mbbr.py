@@ -66,13 +66,35 @@ def test_the_response_is_the_best_response_to_the_posterior_and_keeps_the_budget
         against[p] = model.strategies[p]
         own = expected_values(check, blueprint)[p]
         response = expected_values(check, against)[p]
-        share = model.shares[p]
+        share, loss = model.shares[p], own - response
+        assert model.losses[p] == pytest.approx(loss, rel=1e-12, abs=1e-12)
         assert 0.0 <= share <= 1.0
-        assert share * response + (1 - share) * own >= own - chips - 1e-9
-        assert share == 1.0 or share * (own - response) == pytest.approx(chips, rel=1e-12)
-    # against a maniac modelled from 20 hands, a best response loses to this blueprint by more
-    # than 1 mbb/h on the check sample: the small budget holds it back, the large one does not
-    assert (min(model.shares) < 1.0) == (budget == 1.0)
+        # the blueprint hypothesis alive, the share is what the bank and this hand's budget
+        # cover: the bank is 20 hands of budget, nothing spent before the first solve
+        assert model.bank == pytest.approx(20 * chips, rel=1e-12)
+        if model.ruled_out or loss <= 0.0:
+            assert share == 1.0
+        else:
+            assert share == pytest.approx(min(1.0, 21 * chips / loss), rel=1e-12)
+            assert share * response + (1 - share) * own >= own - 21 * chips - 1e-9
+
+
+def test_the_bank_covers_every_hands_expected_loss_until_the_blueprint_is_ruled_out(
+    parts,
+) -> None:
+    model = _model(parts, 1.0, hands_default=10, refresh=10)
+    spent = 0.0
+    for seed in range(40):
+        p = seed % 2
+        share, loss, alive = model.shares[p], model.losses[p], not model.ruled_out
+        _play(model, "calling-station", 1, seed=100 + seed)
+        if alive:
+            spent += share * loss
+            assert spent <= model.hands * model.budget_chips + 1e-9
+            assert model.bank == pytest.approx(model.hands * model.budget_chips - spent)
+    # a calling station never raises where the blueprint does: 40 hands rule the blueprint out,
+    # and the response then plays every hand
+    assert model.ruled_out and model.shares == [1.0, 1.0]
 
 
 def test_the_agent_plays_the_blueprint_for_h_hands_then_solves_every_refresh(parts) -> None:

@@ -100,6 +100,23 @@ def test_a_folded_hands_update_equals_the_enumeration_of_the_opponents_hole_pair
     assert np.array_equal(posterior.fits[1].expected, np.zeros_like(posterior.fits[1].expected))
 
 
+def test_after_a_refit_the_update_equals_the_enumeration_under_the_tilted_prior(spots) -> None:
+    posterior = HoldemPosterior(spots, _blueprint(spots, 0), MBBRConfig(eta=4.0))
+    before = posterior.fits[0].alpha0[0].copy()
+    posterior.observe(FOLD_FLOP)
+    posterior.refit()
+    alpha0 = posterior.fits[0].alpha0[0].copy()
+    assert np.abs(alpha0 - before).max() > 0.1  # the tilt moved the prior
+    assert np.allclose(alpha0.sum(axis=1), before.sum(axis=1), rtol=0, atol=1e-9)  # eta kept
+    # one hidden hand, its own count left out: weighed by the tilted prior alone
+    first = _enumerated(spots, FOLD_FLOP, alpha0)
+    assert np.allclose(posterior.fits[0].expected[0], first, rtol=0, atol=1e-12)
+    posterior.observe(FOLD_TURN)
+    second = _enumerated(spots, FOLD_TURN, alpha0 + first)
+    first_again = _enumerated(spots, FOLD_FLOP, alpha0 + second)
+    assert np.allclose(posterior.fits[0].expected[0], second + first_again, rtol=0, atol=1e-12)
+
+
 def test_a_shown_hand_adds_exactly_its_actions_counts(spots) -> None:
     posterior = HoldemPosterior(spots, _blueprint(spots, 1))
     obs = LimitObservation(1, "crc/cc/cc/cc", ("AsAc", "2h3h"), ("", "2c7h9s", "Td", "Jd"))

@@ -24,6 +24,9 @@ of the opponent's moves at its information sets, normalised over the pairs (a pa
 not change the chance of the board: every pair is dealt alike). Pairs with the same information
 sets stay separate rows, which is exact (their responsibilities are equal, and add up) at the
 cost of memory: a hand folded on the river keeps up to 1,225 rows.
+
+The prior's mean is refitted on demand (:meth:`HoldemPosterior.refit`): the blueprint tilted per
+betting situation and node toward what the opponent did (:mod:`~oppmodel.modeling.holdem.tilt`).
 """
 
 from __future__ import annotations
@@ -44,12 +47,14 @@ from oppmodel.modeling.games.acpc.holdem_abstract import (
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.holdem.policy import live_holes
 from oppmodel.modeling.holdem.strength import hole_rows
+from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 from oppmodel.modeling.mbbr.evidence import Evidence
 from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.observation import LimitObservation, validate_limit_observation
 
+REFIT_SWEEPS = 2  # steps over the hidden hands after a refit of the prior (incremental EM goes on)
 NO_DEAL = -1  # ``Evidence.deal`` of a real hand: no deal of the abstract game's sample holds it
 
 
@@ -158,10 +163,16 @@ class HoldemPosterior:
         alpha = prior_alpha(
             game, blueprint, epsilon=config.epsilon, eta=config.eta, prior=Prior.INFORMED
         )
+        self.eta = config.eta
+        self.base = alpha / config.eta  # the clipped blueprint rows the tilt multiplies
+        self.tilts = [TiltMap(game, 1 - p) for p in range(2)]
         self.fits = [
             DirichletPosterior(alpha[[1 - p]], blueprint.copy(), [1 - p]) for p in range(2)
         ]
         self.hands = 0
+        # log of the likelihood ratio, the models' predictions against the blueprint's, of the
+        # opponent's moves in every hand so far (each hand's prediction made before it)
+        self.log_odds = 0.0
 
     def observe(self, obs: LimitObservation) -> Evidence:
         """Add a finished hand seen from ``obs.position`` (InvalidArgumentError /
@@ -169,14 +180,35 @@ class HoldemPosterior:
         it); returns its evidence."""
         validate_limit_observation(self.spots.game, obs)
         evidence = holdem_evidence(self.spots, obs)
+        q = 1 - obs.position
+        model = _likelihood(evidence, self.models_profile(obs.position)[q])
+        with np.errstate(divide="ignore"):
+            self.log_odds += np.log(model) - np.log(_likelihood(evidence, self.blueprint[q]))
         self.fits[obs.position].observe(obs, evidence)
         self.hands += 1
         return evidence
+
+    def refit(self, sweeps: int = REFIT_SWEEPS) -> None:
+        """Fit each position's tilted prior (:mod:`oppmodel.modeling.holdem.tilt`) to the
+        expected counts now, make it the Dirichlets' prior mean (concentration ``eta``), and step
+        the fit ``sweeps`` times over the hands with hidden cards under the new prior."""
+        for p, fit in enumerate(self.fits):
+            q = 1 - p
+            mean = fit_tilt(self.tilts[p], self.base[q], fit.expected[0])
+            fit.alpha0[0] = self.eta * mean  # in place: the fit's kernels read this array
+            fit.converge(max_sweeps=sweeps)
 
     def models_profile(self, p: int) -> np.ndarray:
         """(2, num_infosets, 3): the opponent's posterior mean in its row, the blueprint in ours
         (kept up to date hand by hand: do not modify it)."""
         return self.fits[p].profile
+
+
+def _likelihood(evidence: Evidence, rows: np.ndarray) -> float:
+    """The probability of a hand's opponent moves under ``rows`` (num_infosets, 3), summed over
+    its assignments (each equally likely: the common factor left out)."""
+    moves = evidence.rows
+    return float(rows[moves[:, :, 1], moves[:, :, 2]].prod(axis=1).sum())
 
 
 def abstract_profile(game: LimitGame, positions: list[dict[str, list[float]]]) -> np.ndarray:

@@ -17,15 +17,21 @@ within a safety budget against the blueprint's own play.
   (``check``): loss = EV(blueprint vs blueprint) - EV(response vs blueprint) for our position.
   Each hand plays the response whole with probability ``share`` and the blueprint whole
   otherwise, one seeded draw per hand, so the expected loss against the blueprint is exactly
-  ``share x loss`` (per-hand mixing keeps values linear; mixing per decision would not). The share
-  is the largest in [0, 1] with ``share x loss <= budget`` (chips per hand: the budget in the
-  game's unit, mbb/h). Against the blueprint this loses at most the budget a hand in the check
-  sample's expectation, up to that sample's error and the abstraction's.
+  ``share x loss`` (per-hand mixing keeps values linear; mixing per decision would not). A bank
+  (modeling/mbbr/safety.py's rule for one guarded hypothesis, the blueprint) gains ``budget``
+  (chips per hand: the budget in the game's unit, mbb/h) each hand and books each hand's
+  ``share x loss``; the share is the largest in [0, 1] the bank and the hand's budget cover. Against
+  the blueprint this loses at most the budget a hand over any number of hands in the check sample's
+  expectation, up to that sample's error and the abstraction's. Once the posterior's evidence
+  against the blueprint (``HoldemPosterior.log_odds``) reaches ``RULE_OUT_ODDS`` the guard ends and
+  the response plays every hand (a real blueprint is ruled out with probability at most 1e-9).
+- At each solve the posterior's tilted prior is fitted again (modeling/holdem/tilt.py).
 - For the first ``hands_default`` hands (MBBR's H) the agent plays the blueprint.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,8 +42,10 @@ from oppmodel.modeling.holdem.match import HoldemGame, drawn_action
 from oppmodel.modeling.holdem.policy import Spot
 from oppmodel.modeling.holdem.posterior import HoldemPosterior
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.safety import RULE_OUT_ODDS
 from oppmodel.modeling.observation import LimitObservation
 
+RULE_OUT_LOG_ODDS = math.log(RULE_OUT_ODDS)  # the models' evidence that ends the blueprint's guard
 REFRESH = 100  # hands between two solves of the response
 BUDGET = 10.0  # mbb/h: the most the response may lose against the blueprint's play, a hand
 
@@ -66,9 +74,11 @@ class HoldemMBBR:
         blueprint = posterior.blueprint
         self._blueprint_ev = expected_values(check, blueprint)
         self.strategies = [blueprint[p] for p in range(2)]  # what the response plays, per p
-        self.shares = [0.0, 0.0]  # the response's share of the hands, per p
+        self.shares = [0.0, 0.0]  # the response's share of the next hand, per p
         self.losses = [0.0, 0.0]  # chips a hand the response loses to the blueprint (check)
         self.solved_at = -1  # hands seen at the last solve
+        self.bank = 0.0  # chips: the budget of the hands so far less their booked loss
+        self.ruled_out = False  # whether the blueprint hypothesis is ruled out
 
     @property
     def hands(self) -> int:
@@ -77,13 +87,18 @@ class HoldemMBBR:
     def observe(self, obs: LimitObservation) -> None:
         """Add a finished hand; solve the responses again when ``refresh`` hands have passed
         since the last solve (from hand H on)."""
+        p = obs.position
+        self.bank += self.budget_chips - self.shares[p] * self.losses[p]
         self.posterior.observe(obs)
+        self.ruled_out = self.ruled_out or self.posterior.log_odds >= RULE_OUT_LOG_ODDS
         due = self.hands >= self.config.hands_default
         if due and (self.solved_at < 0 or self.hands - self.solved_at >= self.refresh):
             self.solve()
+        self._set_shares()
 
     def solve(self) -> None:
         """The best response of each position to its posterior mean now, and its share."""
+        self.posterior.refit()
         blueprint = self.posterior.blueprint
         game = self.posterior.spots.game
         for p in range(2):
@@ -93,8 +108,19 @@ class HoldemMBBR:
             loss = float(self._blueprint_ev[p] - expected_values(self.check, against)[p])
             self.strategies[p] = strategy
             self.losses[p] = loss
-            self.shares[p] = 1.0 if loss <= self.budget_chips else self.budget_chips / loss
         self.solved_at = self.hands
+        self._set_shares()
+
+    def _set_shares(self) -> None:
+        """Each position's share of the next hand: none before the first solve, all once the
+        blueprint is ruled out, else the largest the bank and this hand's budget cover."""
+        for p, loss in enumerate(self.losses):
+            if self.solved_at < 0:
+                self.shares[p] = 0.0
+            elif self.ruled_out or loss <= 0.0:
+                self.shares[p] = 1.0
+            else:
+                self.shares[p] = min(1.0, max(self.bank + self.budget_chips, 0.0) / loss)
 
     def row(self, spot: Spot, hole: Sequence[int], respond: bool) -> np.ndarray:
         """(3,) what to play holding ``hole`` at ``spot``: the response's row if ``respond``,
@@ -127,8 +153,7 @@ class HoldemMBBRAgent:
         """0 fold, 1 call, 2 raise."""
         model = self.model
         if self._respond is None:
-            share = model.shares[spot.position] if model.solved_at >= 0 else 0.0
-            self._respond = bool(self.rng.random() < share)
+            self._respond = bool(self.rng.random() < model.shares[spot.position])
         return drawn_action(model.row(spot, hole, self._respond), spot, self.rng)
 
     def end_hand(self, obs: LimitObservation) -> None:

@@ -1,0 +1,113 @@
+"""The hold'em posterior's hierarchical prior: the blueprint tilted per betting situation and per
+betting node, fitted to what the opponent did (docs/modeling.md, "Hold'em opponent models").
+
+A Dirichlet per (betting node, bucket) learns nothing at a bucket, or a node, it has not seen,
+while the opponent's action at a node is public: its frequency there is observed every time the
+node is reached, whatever the cards. So the prior mean of each information set i of node n is the
+blueprint's row (clipped to ``[epsilon, 1 - epsilon]`` on the legal actions, as MBBR's informed
+prior) times a multiplier per action, renormalised:
+
+    mean_i(a)  is proportional to  base_i(a) * exp(theta_c(a) + delta_n(a))
+
+with ``theta_c`` shared by every node of a *situation* c (the round, whether a bet is to be called,
+whether a raise is allowed: what the panel's styles decide by, with the hand's strength) and
+``delta_n`` the node's own. A tilt keeps the blueprint's order of the buckets (stronger buckets
+raise more) while moving the node's average to the opponent's. Both are fitted as a
+maximum-likelihood multinomial logit with the blueprint as offset (generalised iterative scaling:
+each action's multiplier scaled by observed over predicted), from the fit's expected counts: at
+node n, ``visits_i`` (the expected number of times bucket i reached n: the responsibilities of the
+hidden hole pairs) and the node's action counts (exact: each hand's action at n is public and every
+assignment of its cards has it). Each level is shrunk toward no tilt by ``weight`` pseudo-visits
+that act as the level below predicts. A situation pools every node of it, so what the opponent did
+on the flop's unopened nodes moves the nodes of that kind it never reached.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
+
+SITUATION_WEIGHT = 2.0  # pseudo-visits a situation's tilt is shrunk to none by
+NODE_WEIGHT = 8.0  # pseudo-visits a node's own tilt is shrunk to its situation's by
+ITERATIONS = 60  # scaling steps per level (each halves the error or better on these fits)
+LIMIT = 12.0  # largest |log multiplier|: keeps the rows finite and every legal action possible
+
+
+class TiltMap:
+    """The nodes and situations of one position's information sets (the opponent's)."""
+
+    def __init__(self, game: LimitGame, position: int) -> None:
+        tree = game.tree
+        self.position = position
+        nodes = np.flatnonzero(tree.node_player == position)
+        views = tree.round_views[tree.node_round[nodes]]
+        node_of = np.full(game.num_infosets, -1, dtype=np.int64)
+        for k, (node, count) in enumerate(zip(nodes, views, strict=True)):
+            base = int(tree.node_base[node])
+            node_of[base : base + int(count)] = k
+        self.rows = np.flatnonzero(node_of >= 0)  # the information sets of a node
+        self.node_of = node_of[self.rows]
+        legal = game.legal_mask[position, tree.node_base[nodes]]
+        kind = tree.node_round[nodes] * 4 + legal[:, 0] * 2 + legal[:, 2]
+        _, self.situation_of_node = np.unique(kind, return_inverse=True)
+        self.num_nodes = len(nodes)
+        self.num_situations = int(self.situation_of_node.max()) + 1
+        self.legal = game.legal_mask[position, self.rows]
+
+
+def tilted(log_base: np.ndarray, theta: np.ndarray | float) -> np.ndarray:
+    """(k, 3) the rows ``exp(log_base + theta)`` normalised (``-inf`` in ``log_base`` at an
+    illegal action stays 0)."""
+    logits = log_base + theta
+    logits = logits - logits.max(axis=1, keepdims=True)
+    out = np.exp(logits)
+    return out / out.sum(axis=1, keepdims=True)
+
+
+def fit_level(
+    log_base: np.ndarray, counts: np.ndarray, group: np.ndarray, groups: int, weight: float
+) -> np.ndarray:
+    """(groups, 3) the log multipliers theta_g maximising the likelihood of ``counts`` ((k, 3)
+    expected counts per row) with row k's probabilities ``tilted(log_base[k], theta[group[k]])``,
+    plus ``weight`` pseudo-visits per group acting as its rows do at theta = 0 (spread as its
+    visits)."""
+    visits = counts.sum(axis=1)
+    total = np.bincount(group, visits, groups)
+    seen = total > 0.0
+    total = np.where(seen, total, 1.0)[:, None]  # an unseen group keeps theta = 0
+    prior = weight * _by_group(visits[:, None] * tilted(log_base, 0.0), group, groups) / total
+    target = (_by_group(counts, group, groups) + prior) / total
+    scale = 1.0 + weight / total  # the pseudo-visits predicted as the visits are
+    theta = np.zeros((groups, 3))
+    for _ in range(ITERATIONS):
+        predicted = _by_group(visits[:, None] * tilted(log_base, theta[group]), group, groups)
+        predicted *= scale / total
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.log(target) - np.log(predicted)
+        step[~np.isfinite(step)] = 0.0  # an action no row of the group allows, or none saw
+        theta = np.clip(theta + np.where(seen[:, None], step, 0.0), -LIMIT, LIMIT)
+        theta -= theta[:, 1:2]  # call is always legal: its multiplier is the reference
+    return theta
+
+
+def _by_group(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    return np.stack([np.bincount(group, values[:, a], groups) for a in range(3)], axis=1)
+
+
+def fit_tilt(tilt_map: TiltMap, base: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """(num_infosets, 3) the tilted prior mean of the opponent's rows (module text): ``base``
+    the clipped blueprint rows and ``expected`` the fit's expected counts, both (num_infosets,
+    3) of the opponent's position; rows of no node keep ``base``."""
+    rows = tilt_map.rows
+    with np.errstate(divide="ignore"):
+        log_base = np.where(tilt_map.legal, np.log(base[rows]), -np.inf)
+    counts = expected[rows]
+    node = tilt_map.node_of
+    situation = tilt_map.situation_of_node[node]
+    theta = fit_level(log_base, counts, situation, tilt_map.num_situations, SITUATION_WEIGHT)
+    shifted = log_base + theta[situation]
+    delta = fit_level(shifted, counts, node, tilt_map.num_nodes, NODE_WEIGHT)
+    out = base.copy()
+    out[rows] = tilted(shifted, delta[node])
+    return out

@@ -1,0 +1,137 @@
+"""The hold'em posterior's tilted prior (modeling/holdem/tilt.py, ``HoldemPosterior.refit``): the
+fitted multipliers solve their likelihood equations; no hands leave the blueprint's prior; what an
+opponent did where we saw it carries to the nodes and buckets of the same situation we did not
+see; after a refit a hand's update is still the exact enumeration over hidden hole pairs (in
+tests/test_holdem_posterior.py); and the models' evidence against the blueprint is the sum of the
+hands' likelihood ratios."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig, card_abstraction
+from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, abstract_game
+from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
+from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
+from oppmodel.modeling.holdem.styles import holdem_policy
+from oppmodel.modeling.holdem.tilt import LIMIT, fit_level, tilted
+from oppmodel.modeling.mbbr.evidence import hand_likelihood
+from oppmodel.modeling.observation import LimitObservation
+
+SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
+SMALL = AbstractGameConfig(SMALL_CARDS, deals=200, seed=2)
+
+
+@pytest.fixture(scope="module")
+def spots() -> AbstractSpots:
+    return AbstractSpots(abstract_game("holdem2p", SMALL), SMALL, card_abstraction(SMALL_CARDS))
+
+
+def _blueprint(spots: AbstractSpots, seed: int) -> np.ndarray:
+    legal = spots.game.legal_mask
+    raw = np.random.default_rng(seed).random(legal.shape) ** 3 * legal
+    return raw / raw.sum(axis=2, keepdims=True)
+
+
+class _Recorder(PolicyAgent):
+    def __init__(self, name: str, game: HoldemGame, seed: int) -> None:
+        super().__init__(name, holdem_policy(name, game.gamedef), seed)
+        self.seen: list[LimitObservation] = []
+
+    def end_hand(self, obs: LimitObservation) -> None:
+        self.seen.append(obs)
+
+
+def _hands(spots: AbstractSpots, opponent: str, hands: int, seed: int) -> list[LimitObservation]:
+    """What a uniform player saw of ``hands`` hands against ``opponent``."""
+    game = HoldemGame("holdem2p", spots.game.gamedef)
+    us = _Recorder("uniform", game, seed)
+    them = _Recorder(opponent, game, seed + 1)
+    play_holdem_match(game, [us, them], game.deal_sequence(hands, seed))
+    return us.seen
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_fitted_multipliers_solve_the_likelihood_equations(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows, groups, weight = 60, 4, 2.0
+    legal = np.ones((rows, 3), dtype=bool)
+    legal[: rows // 3, 0] = False  # a third of the rows may not fold (no bet to call)
+    base = np.where(legal, rng.uniform(0.05, 1.0, (rows, 3)), 0.0)
+    base /= base.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        log_base = np.where(legal, np.log(base), -np.inf)
+    group = rng.integers(0, groups - 1, rows)  # the last group has no rows: it stays untilted
+    truth = tilted(log_base, rng.normal(0.0, 1.0, (groups, 3))[group])
+    visits = rng.integers(0, 30, rows).astype(float)
+    counts = visits[:, None] * truth  # expected counts of a tilted opponent
+    theta = fit_level(log_base, counts, group, groups, weight)
+    assert np.abs(theta).max() < LIMIT and np.array_equal(theta[-1], np.zeros(3))
+    assert np.array_equal(theta[:, 1], np.zeros(groups))  # call: the reference
+    for g in range(groups - 1):
+        m = group == g
+        total = visits[m].sum()
+        fitted = (visits[m, None] * tilted(log_base[m], theta[g])).sum(axis=0)
+        prior = (visits[m, None] * base[m]).sum(axis=0) / total
+        # the group's visits and its pseudo-visits, predicted at theta, are what was observed
+        # plus the pseudo-visits' own prediction at theta = 0
+        lhs = fitted * (1.0 + weight / total)
+        rhs = counts[m].sum(axis=0) + weight * prior
+        assert np.allclose(lhs, rhs, rtol=0, atol=1e-6)
+
+
+def test_with_no_hands_a_refit_leaves_the_blueprints_prior(spots) -> None:
+    posterior = HoldemPosterior(spots, _blueprint(spots, 3))
+    before = [fit.alpha0.copy() for fit in posterior.fits]
+    means = [posterior.models_profile(p).copy() for p in range(2)]
+    posterior.refit()
+    for p, fit in enumerate(posterior.fits):
+        assert np.allclose(fit.alpha0, before[p], rtol=0, atol=1e-12)
+        assert np.allclose(posterior.models_profile(p), means[p], rtol=0, atol=1e-12)
+
+
+def test_what_an_always_raising_opponent_did_carries_to_the_sets_never_seen(spots) -> None:
+    """The Dirichlet per set knows always-bet only where it met it; the tilt moves every set of
+    the situations it showed, seen or not, toward raising."""
+    posterior = HoldemPosterior(spots, _blueprint(spots, 4))
+    for obs in _hands(spots, "always-bet", 60, seed=6):
+        posterior.observe(obs)
+    game = spots.game
+    rows, before = [], []
+    for p in range(2):
+        q = 1 - p
+        situations, counts = posterior.tilts[p], posterior.fits[p].expected[0]
+        situation = situations.situation_of_node[situations.node_of]
+        raised = np.bincount(situation, counts[situations.rows, 2], situations.num_situations)
+        shown = raised[situation] >= 5  # of a situation where it raised 5 times or more
+        unseen = game.legal_mask[q, situations.rows, 2] & (counts[situations.rows].sum(1) == 0)
+        rows.append(situations.rows[unseen & shown])
+        assert len(rows[p]) > 0
+        before.append(posterior.models_profile(p)[q, rows[p], 2].copy())
+        assert np.median(before[p]) < 0.5  # the prior: the blueprint's rows
+    assert len(rows[0]) + len(rows[1]) > 300
+    posterior.refit()
+    for p in range(2):
+        after = posterior.models_profile(p)[1 - p, rows[p], 2]
+        assert np.median(after) > 0.85 and (after > before[p]).mean() > 0.95
+
+
+def test_the_evidence_against_the_blueprint_sums_each_hands_likelihood_ratio(spots) -> None:
+    blueprint = _blueprint(spots, 6)
+    posterior = HoldemPosterior(spots, blueprint)
+    expected = 0.0
+    for k, obs in enumerate(_hands(spots, "calling-station", 30, seed=7)):
+        if k == 15:
+            posterior.refit()  # the ratio's predictions are whatever the models are at the hand
+        model = posterior.models_profile(obs.position).copy()
+        evidence = posterior.observe(obs)
+        ratio = hand_likelihood(evidence.rows, obs.position, model) / hand_likelihood(
+            evidence.rows, obs.position, blueprint
+        )
+        expected += math.log(ratio)
+        assert posterior.log_odds == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    # a calling station never raises: the blueprint, which does, falls behind the models
+    assert posterior.log_odds > 5.0

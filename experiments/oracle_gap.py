@@ -1,0 +1,267 @@
+"""Where MBBR's missing share of the static oracle goes, in 3-player Kuhn, exact values.
+
+``oracle_share.py`` says how much of the oracle MBBR wins; this says where the rest goes. It plays
+the same trajectories (MBBR at every default, our position rotating every hand, both seat orders,
+the same seeds: its ``played`` figures are ``oracle_share.py``'s), and at every ``--stride``-th
+hand it also values, exactly against the true pair and at the posterior of that hand, what other
+policies would have won in that hand:
+
+- ``mean``: the best response to the posterior-mean models, played from the first hand and
+  without the safety budget: ``played`` below it is what the default phase (H) and the bankroll
+  hold back at the same posterior;
+- ``true_unseen`` / ``true_rare``: the best response to the models with the true strategy at every
+  opponent information set seen fewer than 1 / 10 times (expected visits, hidden cards included):
+  what the sets the data have not reached cost (the exploration gap);
+- ``true_seen``: the best response to the models with the true strategy at every set seen at least
+  once (the model kept only where it was never seen): what estimating the seen sets costs;
+- ``no_nut_fold``: the best response to the models with every opponent's folds of an ace set to 0
+  (the ace wins every showdown in Kuhn, so folding it to a bet is dominated; the prior's epsilon
+  floor gives it 5%, and with the folded cards hidden the data barely tell 5% from 0);
+- ``oracle``: the best response to the true pair.
+
+Also per hand the models' own view of the response's edge: how much more the mean response wins
+than the oracle's strategy *under the models* (``model_edge``), against how much less it wins
+against the truth (``true_loss``): a response chosen among near-ties by the models has a small
+edge and a large loss.
+
+``--reveal`` makes MBBR see every hand's cards (the opponents' folded holes too): the same
+learner with the hidden cards' cost removed.
+
+    python experiments/oracle_gap.py [--groups A+B,...] [--hands 3000] [--seeds 2] [--stride 1]
+        [--safety-budget 0.5] [--epsilon 0.05] [--hands-default 100] [--reveal] [--workers 2]
+        [--journal FILE] [--out FILE]
+
+(``--stride`` above 1 values the counterfactuals on every k-th hand only; ``played`` is every
+hand's. The journal keeps each finished trajectory, so a stopped run resumes.)
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import multiprocessing  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from oracle_share import LATE, field_groups, seat_orders  # noqa: E402
+
+from oppmodel.clients.lab.journal import Journal  # noqa: E402
+from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
+from oppmodel.modeling.evaluation.limit import best_response, expected_values  # noqa: E402
+from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
+from oppmodel.modeling.mbbr import base  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
+from oppmodel.modeling.observation import (  # noqa: E402
+    LimitObservation,
+    _limit_facts,
+    observe_limit_hand,
+)
+from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
+from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
+from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
+
+VARIANTS = ("played", "mean", "true_unseen", "true_rare", "true_seen", "no_nut_fold", "oracle")
+EXTRA = ("model_edge", "true_loss")
+WINDOWS = ((0, 100), (100, 300), (300, LATE), (LATE, None))
+RARE = 10.0  # expected visits below which a set counts as rarely seen
+
+
+def _value(game, truth: np.ndarray, p: int, strategy: np.ndarray) -> float:
+    profile = truth.copy()
+    profile[p] = strategy
+    return game.rate_unit.rate(float(expected_values(game, profile)[p]))
+
+
+def _with_truth(game, model, p: int, truth: np.ndarray, where) -> np.ndarray:
+    """The models' profile of position ``p`` with the true rows where ``where(visits)``."""
+    profile = model.models_profile(p).copy()
+    counts = model.opponent_counts()
+    n = game.num_players
+    for d in range(1, n):
+        q = (p + d) % n
+        rows = np.asarray(game.infosets(q))
+        visits = counts[d - 1, q, rows].sum(axis=1)
+        chosen = rows[where(visits)]
+        profile[q, chosen] = truth[q, chosen]
+    return profile
+
+
+def _without_nut_folds(game, models: np.ndarray) -> np.ndarray:
+    """``models`` with the fold of every information set holding the ace set to 0 (renormalised;
+    3-player Kuhn's information sets read "As:<betting>")."""
+    profile = models.copy()
+    for q in range(game.num_players):
+        for i in game.infosets(q):
+            if game.infoset_string(q, i).startswith("As:") and game.legal_mask[q, i, 0]:
+                profile[q, i, 0] = 0.0
+                profile[q, i] /= profile[q, i].sum()
+    return profile
+
+
+def gap_trajectory(task: tuple) -> dict[str, list[float]]:
+    """One trajectory's window sums of every variant (``VARIANTS`` + ``EXTRA``), per window of
+    ``WINDOWS`` (the counterfactuals over the hands evaluated, with their count)."""
+    first, second, config, seed, hands, stride, reveal = task
+    if reveal:  # a folded hole is no part of a valid observation: this script's processes only
+        base.validate_limit_observation = lambda game, obs: None
+    game = limit_game("kuhn3p")
+    n = game.num_players
+    pair = tuple(fixed_profile(game, name) for name in (first, second))
+    model = build_model(game, config)
+    rng = np.random.default_rng([seed, 7])  # learning_cost.trajectory's stream
+    per_hand = {name: np.full(hands, np.nan) for name in (*VARIANTS, *EXTRA)}
+    oracle = {}
+    for p in range(n):
+        truth = seated_profile(game, p, None, pair)
+        strategy, _ = best_response(game, truth, p)
+        oracle[p] = (strategy, _value(game, truth, p, strategy))
+    for t in range(hands):
+        p = t % n
+        us = model.default_strategy.copy()
+        us[p] = model.policy(p)
+        profile = seated_profile(game, p, us, pair)
+        per_hand["played"][t] = game.rate_unit.rate(float(expected_values(game, profile)[p]))
+        if t % stride == 0:
+            truth = profile
+            mean = model.response(p)[0]
+            per_hand["mean"][t] = _value(game, truth, p, mean)
+            per_hand["oracle"][t] = oracle[p][1]
+            for name, where in (
+                ("true_unseen", lambda v: v < 1.0),
+                ("true_rare", lambda v: v < RARE),
+                ("true_seen", lambda v: v >= 1.0),
+            ):
+                target = _with_truth(game, model, p, truth, where)
+                per_hand[name][t] = _value(game, truth, p, best_response(game, target, p)[0])
+            target = _without_nut_folds(game, model.models_profile(p))
+            per_hand["no_nut_fold"][t] = _value(game, truth, p, best_response(game, target, p)[0])
+            models = model.models_profile(p)
+            per_hand["model_edge"][t] = _value(game, models, p, mean) - _value(
+                game, models, p, oracle[p][0]
+            )
+            per_hand["true_loss"][t] = oracle[p][1] - per_hand["mean"][t]
+        obs = _observation(game, profile, p, rng, reveal)
+        model.observe(obs)
+    out = {}
+    for name, values in per_hand.items():
+        sums = []
+        for a, b in WINDOWS:
+            window = values[a:b]
+            done = window[~np.isnan(window)]
+            sums.append([float(done.sum()), int(done.size)])
+        out[name] = sums
+    return out
+
+
+def _observation(game, profile, p, rng, reveal: bool) -> LimitObservation:
+    deal = int(rng.integers(game.num_deals))
+    obs = observe_limit_hand(game, p, deal, sample_terminal(game, profile, deal, rng))
+    if not reveal:
+        return obs
+    return LimitObservation(
+        obs.position, obs.betting, _limit_facts(game).hole_text[deal], obs.board
+    )
+
+
+def _run(task: tuple) -> tuple[tuple, dict, float]:
+    start = time.process_time()
+    return task, gap_trajectory(task), time.process_time() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--groups", help="A+B,... (default: the field's 28 stationary groups)")
+    parser.add_argument("--hands", type=int, default=3000)
+    parser.add_argument("--seeds", type=int, default=2, help="per seat order (%(default)s)")
+    parser.add_argument("--stride", type=int, default=1, help="counterfactuals every k-th hand")
+    parser.add_argument("--safety-budget", type=float, default=MBBRConfig().safety_budget)
+    parser.add_argument("--reveal", action="store_true", help="MBBR sees every hand's cards")
+    parser.add_argument("--epsilon", type=float, default=MBBRConfig().epsilon)
+    parser.add_argument("--hands-default", type=int, default=MBBRConfig().hands_default)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--journal", type=Path, default=None)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    groups = field_groups("kuhn3p")[0]
+    if args.groups:
+        groups = [tuple(text.split("+")) for text in args.groups.split(",")]
+    config = MBBRConfig(
+        safety_budget=args.safety_budget, epsilon=args.epsilon, hands_default=args.hands_default
+    )
+    config.validate()
+    settings = {
+        "hands": args.hands,
+        "stride": args.stride,
+        "safety_budget": str(args.safety_budget),
+        "reveal": args.reveal,
+        "epsilon": args.epsilon,
+        "hands_default": args.hands_default,
+    }
+    journal = Journal(args.journal, settings, defaults={"epsilon": 0.05, "hands_default": 100})
+    done = {key: entry["value"] for key, entry in journal.entries().items()}
+    keys = [
+        (*order, seed)
+        for group in groups
+        for seed in range(args.seeds)
+        for order in seat_orders(group)
+    ]
+    todo = [
+        (*key[:2], config, key[2], args.hands, args.stride, args.reveal)
+        for key in keys
+        if key not in done
+    ]
+    if todo:
+        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+            for task, value, seconds in pool.imap_unordered(_run, todo):
+                done[(task[0], task[1], task[3])] = value
+                journal.record((task[0], task[1], task[3]), value, seconds)
+                print(f"{task[0]}+{task[1]} seed {task[3]}: {seconds:.1f} s CPU", file=sys.stderr)
+    rows = []
+    for group in groups:
+        runs = [done[(*order, s)] for s in range(args.seeds) for order in seat_orders(group)]
+        rows.append({"group": "+".join(group), **_group_figures(runs)})
+    report = {
+        "benchmark": "mbbr_oracle_gap",
+        "game": "kuhn3p",
+        "seeds": args.seeds,
+        **settings,
+        "machine": machine(),
+        "rows": rows,
+        "mean": {
+            key: float(np.mean([row[key] for row in rows])) for key in rows[0] if key != "group"
+        },
+    }
+    if emit_report(report, args.out, args.json):
+        return 0
+    print(json.dumps(report["mean"], indent=1))
+    return 0
+
+
+def _group_figures(runs: list[dict]) -> dict[str, float]:
+    """Per window and variant the mean rate per hand (over the hands evaluated), and each
+    variant's share of the oracle's."""
+    out = {}
+    for w, (a, b) in enumerate(WINDOWS):
+        label = f"{a}-{b or 'end'}"
+        rate = {}
+        for name in (*VARIANTS, *EXTRA):
+            total = sum(run[name][w][0] for run in runs)
+            count = sum(run[name][w][1] for run in runs)
+            rate[name] = total / count if count else float("nan")
+            out[f"{name} {label}"] = rate[name]
+        for name in VARIANTS[:-1]:
+            out[f"share {name} {label}"] = rate[name] / rate["oracle"]
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""experiments/oracle_gap.py: its trajectories are oracle_share's (learning_cost's), and its
+counterfactual responses meet their known answers where nothing has been seen yet."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))  # its sibling import
+
+from experiments.oracle_gap import WINDOWS, gap_trajectory
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.play.learning_cost import trajectory
+
+
+def test_the_played_values_are_learning_costs_trajectory_hand_by_hand():
+    """The same stream and model: the played window sums equal trajectory()'s values summed (a
+    different card stream or observation would move them)."""
+    config = MBBRConfig()
+    hands = 130
+    values = trajectory(("calling-station@0.35", "n1", config, 1, hands, False))[0]
+    gap = gap_trajectory(("calling-station@0.35", "n1", config, 1, hands, 1, False))
+    for w, (a, b) in enumerate(WINDOWS):
+        assert gap["played"][w][0] == pytest.approx(float(values[a:b].sum()), abs=1e-9)
+        assert gap["played"][w][1] == len(values[a:b])
+
+
+@pytest.mark.parametrize("budget", [0.5, float("inf")])
+def test_before_any_hand_the_truth_at_unseen_sets_is_the_oracle_and_at_seen_sets_the_mean(budget):
+    """At the first hand no set has been visited: the models with the truth at every unseen set
+    are the truth (their response wins the oracle's value), and with the truth at every seen set
+    they are the models (their response wins the mean response's); the default phase plays the
+    default, so nothing but the first hand is compared."""
+    gap = gap_trajectory(("n2", "maniac@0.35", MBBRConfig(safety_budget=budget), 0, 1, 1, False))
+    first = {name: sums[0][0] for name, sums in gap.items()}
+    assert first["true_unseen"] == pytest.approx(first["oracle"], abs=1e-9)
+    assert first["true_rare"] == pytest.approx(first["oracle"], abs=1e-9)
+    assert first["true_seen"] == pytest.approx(first["mean"], abs=1e-9)
+    assert first["true_loss"] == pytest.approx(first["oracle"] - first["mean"], abs=1e-9)
+    assert first["oracle"] > first["mean"]  # the prior's response is not the oracle's here
+    assert np.isfinite(first["model_edge"]) and first["model_edge"] >= -1e-9

@@ -25,10 +25,12 @@ against the truth (``true_loss``): a response chosen among near-ties by the mode
 edge and a large loss.
 
 ``--reveal`` makes MBBR see every hand's cards (the opponents' folded holes too): the same
-learner with the hidden cards' cost removed.
+learner with the hidden cards' cost removed. ``--nut-fold-floor X`` is a probe of a prior that
+knows folding an ace is dominated (its mean for an ace's fold X instead of the epsilon floor).
 
     python experiments/oracle_gap.py [--groups A+B,...] [--hands 3000] [--seeds 2] [--stride 1]
-        [--safety-budget 0.5] [--epsilon 0.05] [--hands-default 100] [--reveal] [--workers 2]
+        [--safety-budget 0.5] [--epsilon 0.05] [--hands-default 100] [--reveal]
+        [--nut-fold-floor 1e-4] [--workers 2]
         [--journal FILE] [--out FILE]
 
 (``--stride`` above 1 values the counterfactuals on every k-th hand only; ``played`` is every
@@ -56,7 +58,8 @@ from oppmodel.clients.lab.journal import Journal  # noqa: E402
 from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
 from oppmodel.modeling.evaluation.limit import best_response, expected_values  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
-from oppmodel.modeling.mbbr import base  # noqa: E402
+from oppmodel.modeling.mbbr import base, priors  # noqa: E402
+from oppmodel.modeling.mbbr import model as model_module  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
 from oppmodel.modeling.observation import (  # noqa: E402
@@ -94,6 +97,21 @@ def _with_truth(game, model, p: int, truth: np.ndarray, where) -> np.ndarray:
     return profile
 
 
+def _nut_fold_floored(floor: float):
+    """``priors.prior_alpha`` with the ace's folds at ``floor`` x eta in place of the epsilon
+    floor (the probe ``--nut-fold-floor``: a prior that knows folding the nuts is dominated)."""
+
+    def prior_alpha(game, prior_mean, **kwargs):
+        alpha = priors.prior_alpha(game, prior_mean, **kwargs)
+        for q in range(game.num_players):
+            for i in game.infosets(q):
+                if game.infoset_string(q, i).startswith("As:") and game.legal_mask[q, i, 0]:
+                    alpha[q, i, 0] = floor * kwargs["eta"]
+        return alpha
+
+    return prior_alpha
+
+
 def _without_nut_folds(game, models: np.ndarray) -> np.ndarray:
     """``models`` with the fold of every information set holding the ace set to 0 (renormalised;
     3-player Kuhn's information sets read "As:<betting>")."""
@@ -109,9 +127,11 @@ def _without_nut_folds(game, models: np.ndarray) -> np.ndarray:
 def gap_trajectory(task: tuple) -> dict[str, list[float]]:
     """One trajectory's window sums of every variant (``VARIANTS`` + ``EXTRA``), per window of
     ``WINDOWS`` (the counterfactuals over the hands evaluated, with their count)."""
-    first, second, config, seed, hands, stride, reveal = task
+    first, second, config, seed, hands, stride, reveal, *floor = task
     if reveal:  # a folded hole is no part of a valid observation: this script's processes only
         base.validate_limit_observation = lambda game, obs: None
+    if floor and floor[0] is not None:  # the probe's prior, in this script's processes only
+        model_module.prior_alpha = _nut_fold_floored(floor[0])
     game = limit_game("kuhn3p")
     n = game.num_players
     pair = tuple(fixed_profile(game, name) for name in (first, second))
@@ -186,6 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reveal", action="store_true", help="MBBR sees every hand's cards")
     parser.add_argument("--epsilon", type=float, default=MBBRConfig().epsilon)
     parser.add_argument("--hands-default", type=int, default=MBBRConfig().hands_default)
+    parser.add_argument(
+        "--nut-fold-floor",
+        type=float,
+        default=None,
+        help="probe: the prior's mean for folding an ace (default: the library's epsilon floor)",
+    )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--journal", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
@@ -205,8 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         "reveal": args.reveal,
         "epsilon": args.epsilon,
         "hands_default": args.hands_default,
+        "nut_fold_floor": args.nut_fold_floor,
     }
-    journal = Journal(args.journal, settings, defaults={"epsilon": 0.05, "hands_default": 100})
+    journal = Journal(
+        args.journal,
+        settings,
+        defaults={"epsilon": 0.05, "hands_default": 100, "nut_fold_floor": None},
+    )
     done = {key: entry["value"] for key, entry in journal.entries().items()}
     keys = [
         (*order, seed)
@@ -215,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         for order in seat_orders(group)
     ]
     todo = [
-        (*key[:2], config, key[2], args.hands, args.stride, args.reveal)
+        (*key[:2], config, key[2], args.hands, args.stride, args.reveal, args.nut_fold_floor)
         for key in keys
         if key not in done
     ]

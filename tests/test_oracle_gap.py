@@ -42,3 +42,29 @@ def test_before_any_hand_the_truth_at_unseen_sets_is_the_oracle_and_at_seen_sets
     assert first["true_loss"] == pytest.approx(first["oracle"] - first["mean"], abs=1e-9)
     assert first["oracle"] > first["mean"]  # the prior's response is not the oracle's here
     assert np.isfinite(first["model_edge"]) and first["model_edge"] >= -1e-9
+
+
+def test_the_nut_fold_probes_change_the_aces_folds_only():
+    """The probe's prior and the no_nut_fold models differ from the library's at the folds of the
+    information sets holding the ace, and nowhere else."""
+    from experiments.oracle_gap import _nut_fold_floored, _without_nut_folds
+    from oppmodel.modeling.games.acpc.compiler import limit_game
+    from oppmodel.modeling.mbbr import priors
+    from oppmodel.modeling.mbbr.model import build_model
+
+    game = limit_game("kuhn3p")
+    mean = build_model(game, MBBRConfig()).prior_mean
+    kwargs = {"epsilon": 0.05, "eta": 4.0, "prior": "informed"}
+    library = priors.prior_alpha(game, mean, **kwargs)
+    probe = _nut_fold_floored(1e-4)(game, mean, **kwargs)
+    models = _without_nut_folds(game, library / library.sum(axis=2, keepdims=True))
+    changed = np.argwhere(probe != library)
+    aces = [
+        (q, i, 0)
+        for q in range(3)
+        for i in game.infosets(q)
+        if game.infoset_string(q, i).startswith("As:") and game.legal_mask[q, i, 0]
+    ]
+    assert sorted(map(tuple, changed.tolist())) == aces and len(aces) == 9  # 3 a seat
+    assert all(probe[c] == pytest.approx(4e-4) and models[c] == 0.0 for c in aces)
+    assert np.allclose(models.sum(axis=2)[game.legal_mask.any(axis=2)], 1.0)

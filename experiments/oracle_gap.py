@@ -52,7 +52,11 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from oracle_share import LATE, field_groups, seat_orders  # noqa: E402
+
+try:  # imported as experiments.oracle_gap (the tests), or run as a script from its folder
+    from experiments.oracle_share import LATE, field_groups, seat_orders
+except ModuleNotFoundError:
+    from oracle_share import LATE, field_groups, seat_orders
 
 from oppmodel.clients.lab.journal import Journal  # noqa: E402
 from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402

@@ -3,13 +3,8 @@ counterfactual responses meet their known answers where nothing has been seen ye
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))  # its sibling import
 
 from experiments.oracle_gap import WINDOWS, gap_trajectory
 from oppmodel.modeling.mbbr.config import MBBRConfig

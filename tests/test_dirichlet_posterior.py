@@ -116,7 +116,7 @@ def test_typed_prior_weighs_the_types_by_their_dirichlet_multinomial_likelihoods
             for i in pure
         )
         weight = 1.0 / (1.0 + np.exp(-log_odds))
-        assert model._types[0].error_prone(d) == pytest.approx(weight, rel=1e-9)
+        assert model._mixture[0].weights(d)[0] == pytest.approx(weight, rel=1e-12)
         assert weight < 0.05  # below the prior: the evidence favours the in-support type
 
 
@@ -134,11 +134,13 @@ def test_typed_prior_model_is_the_mixture_of_the_two_types_posterior_means():
         rows = GAME.infosets(d)
         error_prone = alpha0[d - 1, rows] + counts[d - 1, rows]
         in_support = support[d, rows] + counts[d - 1, rows]
-        w = model._types[0].error_prone(d)
+        w = model._mixture[0].weights(d)[0]
         expected = w * error_prone / error_prone.sum(axis=1, keepdims=True) + (
             1 - w
         ) * in_support / in_support.sum(axis=1, keepdims=True)
-        np.testing.assert_allclose(model.opponent_model(0, d)[0][rows], expected, atol=1e-9)
+        np.testing.assert_allclose(
+            model.opponent_model(0, d)[0][rows], expected, rtol=0, atol=1e-12
+        )
 
 
 def test_one_revealed_mistake_makes_the_opponent_error_prone():
@@ -158,8 +160,8 @@ def test_one_revealed_mistake_makes_the_opponent_error_prone():
     assert support_alpha()[1, call_with_the_jack, 1] == 0.0
     for model in (typed, informed):
         model.observe(hand)
-    assert typed._types[0].error_prone(1) == 1.0
-    assert typed._types[0].error_prone(2) == pytest.approx(0.05)  # its card stayed hidden
+    assert typed._mixture[0].weights(1)[0] == 1.0
+    assert typed._mixture[0].weights(2)[0] == pytest.approx(0.05)  # its card stayed hidden
     np.testing.assert_array_equal(typed.opponent_model(0, 1)[0], informed.opponent_model(0, 1)[0])
 
 

@@ -412,7 +412,7 @@ def test_typed_prior_in_leduc_weighs_revealed_moves_only():
         np.testing.assert_allclose(strategy[rows].sum(axis=1), 1.0)
         assert np.all(strategy[rows][~game.legal_mask[1 - p, rows]] == 0.0)
     # the uniform players of random_hands make the bundled strategy's never-made moves
-    assert model._types[0].error_prone(1) == 1.0
+    assert model._mixture[0].weights(1)[0] == 1.0
 
 
 # --- defaults, validation, the default phase ---------------------------------------------------

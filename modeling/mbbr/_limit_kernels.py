@@ -22,7 +22,8 @@ TINY, UP, DOWN = np.finfo(np.float64).tiny, 2.0**600, 2.0**-600
 @njit(cache=True)
 def normalise_rows(mixture, out):
     """out[i] = mixture[i] / its sum, or zeros where the sum is not positive (``mixture`` and
-    ``out`` are 2-D; see ``priors.mixed_distributions``)."""
+    ``out`` are 2-D): a weighted sum of strategies (a posterior mean over samples or types) is
+    one only within rounding, and x / (x + y) with x, y >= 0 is at most 1 in floating point."""
     for i in range(mixture.shape[0]):
         total = 0.0
         for a in range(mixture.shape[1]):

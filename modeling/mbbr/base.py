@@ -28,7 +28,7 @@ from oppmodel.modeling.mbbr.holes import HoleSplit, hole_split
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import profile_or_default, safety_guards
 from oppmodel.modeling.mbbr.safety import SafetyBankroll
-from oppmodel.modeling.mbbr.snapshot import decode_snapshot, snapshot_identity, take
+from oppmodel.modeling.mbbr.snapshot import decode_snapshot, take
 from oppmodel.modeling.observation import LimitObservation, validate_limit_observation
 
 if TYPE_CHECKING:
@@ -36,17 +36,6 @@ if TYPE_CHECKING:
 
 MAX_CACHED_EVIDENCE = 8192  # distinct valid observations whose evidence is kept
 _OBS_FIELDS = tuple(f.name for f in dataclasses.fields(LimitObservation))
-
-
-def response_kind(kind: Response | str | None, config: MBBRConfig) -> Response:
-    """The response asked for (None: the configured one); InvalidArgumentError names ``kind``."""
-    kind = kind or config.response
-    try:
-        return Response(kind)
-    except ValueError:
-        raise InvalidArgumentError(
-            "kind", f"must be one of {Response.names()}, got {kind!r}"
-        ) from None
 
 
 def seat_offset(game: LimitGame, our_position: int, opponent_position: int) -> int:
@@ -90,7 +79,6 @@ class MBBRModel(abc.ABC):
         (a change-detection bank's runs share one); ``population``: the fitted prior of
         ``prior="population"`` (its mean is the prior mean)."""
         self._check_config(config)
-        self._refuse_oversized(game, config)
         if (config.prior == Prior.POPULATION) != (population is not None):
             raise InvalidArgumentError(
                 "population", "is given with prior 'population' and only with it (a fitted one)"
@@ -111,6 +99,7 @@ class MBBRModel(abc.ABC):
         self._lazy: dict[tuple[int, Response], _LazyResponse] = {}
         self._choice = np.empty(game.num_infosets, dtype=np.int64)  # scratch of ``_ensure``
         self._sweep_scratch = np.zeros(game.num_infosets * NUM_ACTIONS)  # counterfactual values
+        self._build_posterior()
         # The bankroll that bounds what learning costs against the default (safety.py)
         self._safety = None  # an infinite budget never binds: plain MBBR
         if not math.isinf(config.safety_budget):
@@ -122,7 +111,6 @@ class MBBRModel(abc.ABC):
                 subtrees=self._holes.subtrees,
                 guards=safety_guards(game, self.default_strategy),
             )
-        self._build_posterior()
 
     @classmethod
     def _check_config(cls, config: MBBRConfig) -> None:
@@ -135,12 +123,8 @@ class MBBRModel(abc.ABC):
 
     @abc.abstractmethod
     def _build_posterior(self) -> None:
-        """Set every attribute of the posterior, at the prior."""
-
-    @classmethod
-    @abc.abstractmethod
-    def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
-        """ResourceExhaustedError if the posterior's tables would exceed its limit."""
+        """Set every attribute of the posterior, at the prior; ResourceExhaustedError, first,
+        if its tables would exceed its limit."""
 
     @abc.abstractmethod
     def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
@@ -376,8 +360,13 @@ class MBBRModel(abc.ABC):
             )
 
     def _response_of(self, p: int, kind: Response | str | None) -> _LazyResponse:
-        """The response of a checked position ``p`` to its posterior now (holes solved lazily)."""
-        kind = self.config.response if kind is None else response_kind(kind, self.config)
+        """The response of a checked position ``p`` to its posterior now (holes solved lazily);
+        ``kind`` None: the configured one; InvalidArgumentError names a bad one."""
+        try:
+            kind = self.config.response if kind is None else Response(kind or self.config.response)
+        except ValueError:
+            names = Response.names()
+            raise InvalidArgumentError("kind", f"must be one of {names}, got {kind!r}") from None
         version = self._version(p)
         lazy = self._lazy.get((p, kind))
         if lazy is None:
@@ -394,8 +383,8 @@ class MBBRModel(abc.ABC):
     def snapshot(self) -> bytes:
         """The model's state after the hands observed so far, in the format of ``snapshot.py``:
         per position p the posterior's ``state()`` as ``p<p>.<name>`` (the Dirichlet posterior's
-        observations as ``p<p>.key_position``, ``key_betting``, ``key_cards``; the typed and
-        mixture priors' beside it, the mixture's second fit as ``p<p>.u.<name>``); with a safety
+        observations as ``p<p>.key_position``, ``key_betting``, ``key_cards``; the mixture
+        priors' beside it, the mixture's second fit as ``p<p>.u.<name>``); with a safety
         budget the bankroll's as ``safety.<name>``."""
         return snapshot_format.encode(*self.snapshot_parts())
 
@@ -427,10 +416,17 @@ class MBBRModel(abc.ABC):
         self._lazy.clear()
 
     def _snapshot_identity(self) -> dict:
+        """What a snapshot must agree on with this model: the posterior, the player count, the
+        configuration (``MBBRConfig.stored_fields``), the prior mean's and the rules' hashes and
+        the fitted population's digest."""
+        prior_mean = np.ascontiguousarray(self.prior_mean, dtype=np.float64).tobytes()
         rules = self.game.gamedef.to_text().encode()
         population = {} if self.population is None else {"population": self.population.digest()}
         return {
-            **snapshot_identity(self.game.num_players, self.config, self.prior_mean),
+            "posterior": self.config.posterior,
+            "num_players": self.game.num_players,
+            "config": self.config.stored_fields(),
+            "prior_mean_sha256": hashlib.sha256(prior_mean).hexdigest(),
             "game_sha256": hashlib.sha256(rules).hexdigest(),
             **population,
         }

@@ -18,7 +18,6 @@ import math
 
 import numpy as np
 
-from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.base import MBBRModel
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Response
@@ -43,10 +42,6 @@ class ChangeDetectingModel(MBBRModel):
     @classmethod
     def _check_config(cls, config: MBBRConfig) -> None:
         config.validate()
-
-    @classmethod
-    def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
-        MODEL_CLASSES[Posterior(config.posterior)]._refuse_oversized(game, config)
 
     def _build_posterior(self) -> None:
         plain = dataclasses.replace(self.config, change_hazard=0.0, safety_budget=math.inf)

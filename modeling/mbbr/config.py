@@ -7,8 +7,8 @@ session specs and snapshots, given on the command line and in the JSON output.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-from dataclasses import dataclass
 
 from oppmodel.modeling.choice import Choice
 from oppmodel.modeling.errors import InvalidArgumentError
@@ -39,7 +39,7 @@ class Prior(Choice):
 
     INFORMED = "informed"  # Dirichlet(eta * the prior mean clipped to [epsilon, 1 - epsilon])
     UNINFORMED = "uninformed"  # Dirichlet(2) everywhere
-    TYPED = "typed"  # in-support or error-prone player (``typed_prior``); Dirichlet only
+    TYPED = "typed"  # in-support or error-prone player (``mixture_prior``); Dirichlet only
     # informed, uninformed or card-blind player, weighed by its revealed moves
     # (``mixture_prior``); limit games and the Dirichlet posterior only
     MIXTURE = "mixture"
@@ -72,7 +72,7 @@ _CHOICES: tuple[tuple[str, type[Choice]], ...] = (
 )
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class MBBRConfig:
     """MBBR's parameters (Ganzfried, Wang & Chiswick 2024 use epsilon 0.05, k 10, H 100, the
     informed prior at eta 4 and the sample posterior; the defaults here are the Dirichlet
@@ -141,6 +141,15 @@ class MBBRConfig:
             raise InvalidArgumentError(
                 "seed", f"must be an integer in [0, 2^63), got {self.seed!r}"
             )
+
+    def stored_fields(self) -> dict[str, object]:
+        """The fields as a snapshot's header spells them: one of ``FIELDS_ADDED_LATER`` left out
+        at the value its absence means, so headers written before it existed still match."""
+        return {
+            name: value
+            for name, value in dataclasses.asdict(self).items()
+            if name not in FIELDS_ADDED_LATER or value != FIELDS_ADDED_LATER[name]
+        }
 
     def informed_eta(self) -> float:
         """The concentration of the informed prior this configuration fits: the mixture's

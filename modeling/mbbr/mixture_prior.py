@@ -1,8 +1,8 @@
 """The mixture priors (limit games, the Dirichlet posterior; docs/modeling.md): each opponent is
 one of a few types, each a Dirichlet prior, weighed by the exact posterior of its revealed moves
 (the moves of hands in which its cards were shown: prior weight x a product of
-Dirichlet-multinomial likelihoods; moves with hidden cards are left out of the weights, as the
-typed prior leaves them out, but not out of the means).
+Dirichlet-multinomial likelihoods; moves with hidden cards are left out of the weights, fitted
+under the floor they would count phantom mistakes, but not out of the means).
 
 - The type mixture (``Prior.MIXTURE``, ``TYPES``): *informed*, Dirichlet(``mixture_eta`` x the
   clipped prior mean), a concentration of its own, since a type that "plays like the prior mean"
@@ -15,12 +15,20 @@ typed prior leaves them out, but not out of the means).
   second fit cost a third of the hand and moved the model by less than the fit's own error,
   ``tests/test_eta_mixture.py``). Only the second and later moves at an information set tell the
   two apart: they favour the weak type when the play scatters away from the mean.
+- The typed prior (``Prior.TYPED``, ``TYPED_TYPES``): is this opponent an equilibrium-support
+  player or an error-prone one? The informed prior clips the equilibrium to [epsilon,
+  1 - epsilon], so a best response exploits phantom mistakes where the data has not reached.
+  *Error-prone* (``ERROR_PRONE_PRIOR``) is the informed prior; *in support*, Dirichlet(eta x the
+  unclipped prior mean), 0 at the moves the equilibrium never makes, which it never makes (its
+  mean leaves the informed fit's expected counts there out). Only the revealed moves at the
+  information sets where the equilibrium is pure weigh the types, each of probability 1 or 0 to
+  the in-support type (whether it makes it): one revealed mistake rules that type out.
 
 Each type's mean is its own posterior given every hand (the informed and uninformed types' their
 CVB0 fits, ``dirichlet.py``; the card-blind type's the exact counts of every move seen). The
 opponent's model is the mixture's posterior mean, sum_k w_k x mean_k, kept hand by hand (one
 kernel call) on the rows the types tell apart: those of the hands seen (elsewhere the prior mean),
-every row with the card-blind type.
+every row with the card-blind type or the typed prior.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from numba import njit
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.mbbr._limit_kernels import normalise_rows
+from oppmodel.modeling.mbbr.config import Prior
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 from oppmodel.modeling.mbbr.evidence import Evidence
 from oppmodel.modeling.mbbr.priors import UNINFORMED_ALPHA
@@ -43,12 +52,20 @@ TYPES = ("informed", "uninformed", "card-blind")
 TYPE_WEIGHTS = (0.5, 0.25, 0.25)  # prior probability of each type, in the order of TYPES
 ETA_TYPES = ("eta", "weak_eta")  # the eta mixture's types: the informed prior at each
 ETA_WEIGHTS = (0.5, 0.5)
+TYPED_TYPES = ("error-prone", "in-support")  # the typed prior's
+ERROR_PRONE_PRIOR = 0.05
+WEIGHTS = {
+    Prior.MIXTURE: TYPE_WEIGHTS,
+    Prior.ETA_MIXTURE: ETA_WEIGHTS,
+    Prior.TYPED: (ERROR_PRONE_PRIOR, 1.0 - ERROR_PRONE_PRIOR),
+}
 
 
 class MixturePrior:
-    """The type weights, the second (uninformed or weak-eta) and card-blind types' posteriors and
-    the mixture means (``profile``) for the opponents of one position (the first type's
-    posterior, informed, is the model's own; the weak-eta type shares its expected counts)."""
+    """The type weights, the second and card-blind types' posteriors and the mixture means
+    (``profile``) for the opponents of one position (the first type's posterior, informed or
+    error-prone, is the model's own; the weak-eta and in-support types share its expected
+    counts, the uninformed type has a fit of its own)."""
 
     def __init__(
         self,
@@ -56,26 +73,34 @@ class MixturePrior:
         informed_alpha0: np.ndarray,
         seats: Sequence[int] | np.ndarray,
         informed: DirichletPosterior,
-        weak_alpha0: np.ndarray | None = None,
+        prior: Prior,
+        second_alpha0: np.ndarray | None = None,
     ) -> None:
         """``informed_alpha0``: (n - 1, num_infosets, 3) the informed type's prior parameters
         (0 at illegal actions), the opponent at offset d in row d - 1; ``seats``: the position of
-        the opponent at each offset; ``informed``: the informed fit (at the prior);
-        ``weak_alpha0``: None for the type mixture (``TYPES``), else the eta mixture's
-        (``ETA_TYPES``) weak type's prior parameters, shaped as ``informed_alpha0``."""
+        the opponent at each offset; ``informed``: the informed fit (at the prior); ``prior``:
+        which mixture (module docstring); ``second_alpha0``: the eta mixture's weak type's or
+        the typed prior's in-support type's prior parameters, shaped as ``informed_alpha0``
+        (the type mixture's second type is uninformed: it ignores them)."""
         self.seats = np.asarray(seats, dtype=np.int64)
         self.informed_alpha0 = np.asarray(informed_alpha0, dtype=np.float64)
         legal = game.legal_mask[self.seats]
-        self.card_blind = weak_alpha0 is None
-        self._log_prior = np.log(TYPE_WEIGHTS if self.card_blind else ETA_WEIGHTS)
-        # the uninformed type's own fit; the weak-eta type has none (the informed fit's counts)
+        self.card_blind = prior == Prior.MIXTURE
+        self._log_prior = np.log(WEIGHTS[prior])
+        # the uninformed type's own fit; the other second types have none (the informed fit's)
         self.second: DirichletPosterior | None = None
         if self.card_blind:
             self.second_alpha0 = np.where(legal, UNINFORMED_ALPHA, 0.0)
             profile = informed.profile.copy()
             self.second = DirichletPosterior(self.second_alpha0, profile, self.seats)
         else:
-            self.second_alpha0 = np.asarray(weak_alpha0, dtype=np.float64)
+            self.second_alpha0 = np.asarray(second_alpha0, dtype=np.float64)
+        # the rows whose revealed moves weigh the types: under the typed prior where the
+        # in-support type forbids a legal move (a move there is 1 or 0 to it), else every row
+        self.point_mass = prior == Prior.TYPED
+        self.weighs = np.ones(self.informed_alpha0.shape[:2], dtype=np.bool_)
+        if self.point_mass:
+            self.weighs = ((self.second_alpha0 == 0.0) & legal).any(axis=2)
         # the decision node of each opponent's information sets (padding rows: node 0, unread)
         self.node_of = np.zeros(self.informed_alpha0.shape[:2], dtype=np.int64)
         self.blind_alpha0 = np.zeros((len(self.seats), game.num_nodes, 3))
@@ -95,7 +120,8 @@ class MixturePrior:
             nodes = np.asarray(game.infoset_node[int(q)][:size], dtype=np.int64)
             self.node_of[d_1, :size] = nodes
             self.blind_alpha0[d_1, nodes] = np.where(legal[d_1, :size], UNINFORMED_ALPHA, 0.0)
-            marked[d_1, :size], rows[d_1, :size] = self.card_blind, np.arange(size)
+            marked[d_1, :size] = prior != Prior.ETA_MIXTURE
+            rows[d_1, :size] = np.arange(size)
         num_rows[:] = marked.sum(axis=1)
         _weigh(self._log_prior, log_evidence, weights)
         self._at_prior: tuple[np.ndarray, ...] = (floats, ints)
@@ -113,7 +139,7 @@ class MixturePrior:
         self._args = (  # the kernels' (``_observe``)
             *self._packed, self.informed_alpha0, self.second_alpha0, self._log_prior, self.seats,
             self.card_blind, self.blind_alpha0, self.node_of, informed.profile,
-            (second or informed).expected,
+            (second or informed).expected, self.weighs, self.point_mass,
         )  # fmt: skip
 
     def _unpack(self) -> tuple[np.ndarray, ...]:
@@ -145,8 +171,8 @@ class MixturePrior:
         _observe(evidence.rows[0], evidence.revealed, evidence.entries, *self._args)
 
     def weights(self, d: int) -> np.ndarray:
-        """Posterior probability of each type (``TYPES``, or ``ETA_TYPES``) of the opponent at
-        offset ``d`` given its revealed moves."""
+        """Posterior probability of each type (``TYPES``, ``ETA_TYPES`` or ``TYPED_TYPES``) of
+        the opponent at offset ``d`` given its revealed moves."""
         return self._unpack()[4][d - 1].copy()
 
     def state(self) -> dict[str, np.ndarray]:
@@ -167,8 +193,8 @@ class MixturePrior:
         for d_1, nodes in enumerate(self.node_of):  # the revealed moves per node
             np.add.at(by_node[d_1], nodes, revealed[d_1])
         _weigh(self._log_prior, log_evidence, weights)
-        if not self.card_blind:  # the rows of the hands seen: the informed fit's classes'
-            _mark(self.informed.state()[1]["entries"], marked, rows, num_rows)
+        # the rows of the hands seen (the informed fit's classes') marked, unless all are
+        _mark(self.informed.state()[1]["entries"], marked, rows, num_rows)
         self._mix_rows()
 
     def nbytes(self) -> int:
@@ -194,30 +220,33 @@ def _unpack(floats, ints, infosets, nodes, profile):
 @njit(cache=True)
 def _observe(
     moves, revealed, entries, floats, ints, informed_alpha0, second_alpha0, log_prior, seats,
-    card_blind, blind_alpha0, node_of, informed, second_counts,
+    card_blind, blind_alpha0, node_of, informed, second_counts, weighs, point_mass,
 ):  # fmt: skip
     """A hand's opponent moves ``moves`` (``Evidence.rows[0]``): each revealed one's predictive
     log probability given the revealed moves before it added to each type's log evidence, then
-    counted (``counts`` per information set, ``by_node`` per node); every move counted in
-    ``blind``; the weights; the hand's rows marked (eta mixture); then ``_mix_rows``."""
+    counted, at the rows that ``weighs`` (``counts`` per information set, ``by_node`` per
+    node); every move counted in ``blind``; the weights; the hand's rows marked (unless all
+    are); then ``_mix_rows``."""
     counts, by_node, blind, log_evidence, weights, out, marked, rows, num_rows = _unpack(
         floats, ints, informed_alpha0.shape, blind_alpha0.shape, informed.shape
     )
     for j in range(moves.shape[0]):
         d, i, a = moves[j, 0], moves[j, 1], moves[j, 2]
         node = node_of[d, i]
-        if revealed[d]:  # the types' (alpha, revealed counts) here, in the order of the weights
+        if revealed[d] and weighs[d, i]:  # the types' (alpha, revealed counts), as the weights
             types = (informed_alpha0[d, i], counts[d, i], second_alpha0[d, i], counts[d, i],
                     blind_alpha0[d, node], by_node[d, node])  # fmt: skip
             for k in range(log_prior.shape[0]):
                 alpha, seen = types[2 * k], types[2 * k + 1]
-                log_evidence[d, k] += math.log((alpha[a] + seen[a]) / (alpha.sum() + seen.sum()))
+                p = (alpha[a] + seen[a]) / (alpha.sum() + seen.sum())
+                if k == 1 and point_mass:  # the typed prior's in-support type: 1 or 0
+                    p = 1.0 if alpha[a] > 0.0 else 0.0
+                log_evidence[d, k] += math.log(p) if p > 0.0 else -math.inf
             counts[d, i, a] += 1.0
             by_node[d, node, a] += 1.0
         blind[d, node, a] += 1.0
     _weigh(log_prior, log_evidence, weights)
-    if not card_blind:
-        _mark(entries, marked, rows, num_rows)
+    _mark(entries, marked, rows, num_rows)
     _mix_rows(rows, num_rows, seats, weights, informed, second_alpha0, second_counts, card_blind,
               blind_alpha0, blind, node_of, out)  # fmt: skip
 
@@ -249,15 +278,18 @@ def _mix_rows(
     blind_alpha0, blind, node_of, out,
 ):  # fmt: skip
     """out's listed rows: the types' means weighed, each row divided by its own sum
-    (``normalise_rows``); the second type's mean is its alpha0 + expected counts, normalised as
-    its fit normalises them; the card-blind type's is its node's counts'."""
+    (``normalise_rows``); the second type's mean is its alpha0 + expected counts (none where its
+    alpha0 is 0: a move it never makes), normalised as its fit normalises them; the card-blind
+    type's is its node's counts'."""
     x = np.empty((2, 3))  # the row, and the second (then the card-blind) type's alpha
     for d in range(rows.shape[0]):
         q, w = seats[d], weights[d]
         for i in rows[d, : num_rows[d]]:
             total = 0.0
             for a in range(3):
-                x[1, a] = second_alpha0[d, i, a] + second_counts[d, i, a]
+                x[1, a] = second_alpha0[d, i, a]
+                if x[1, a] > 0.0:
+                    x[1, a] += second_counts[d, i, a]
                 total += x[1, a]
             for a in range(3):
                 x[0, a] = w[0] * informed[q, i, a] + w[1] * (x[1, a] / total)

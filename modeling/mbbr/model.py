@@ -23,7 +23,6 @@ from oppmodel.modeling.mbbr.mixture_prior import MixturePrior
 from oppmodel.modeling.mbbr.priors import create_samples, prior_alpha
 from oppmodel.modeling.mbbr.samples import MAX_JOINT_SAMPLES, SamplePosterior
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, section, take
-from oppmodel.modeling.mbbr.typed_prior import TypedPrior, typed_priors
 from oppmodel.modeling.observation import (
     LimitObservation,
     limit_observation_cards,
@@ -44,8 +43,8 @@ class DirichletModel(MBBRModel):
     def _build_posterior(self) -> None:
         game, config = self.game, self.config
         n = game.num_players
-        # a mixture's informed type (at eta in the eta mixture) is the model's own fit
-        mixture = config.prior in (Prior.MIXTURE, Prior.ETA_MIXTURE)
+        # a mixture's informed (typed: error-prone) type is the model's own fit
+        mixture = config.prior in (Prior.MIXTURE, Prior.ETA_MIXTURE, Prior.TYPED)
         own_prior = Prior.INFORMED if mixture else config.prior
         population = None if self.population is None else self.population.alpha
         alpha = prior_alpha(
@@ -61,56 +60,37 @@ class DirichletModel(MBBRModel):
             DirichletPosterior(alpha[seats[p]], self.default_strategy.copy(), seats[p])
             for p in range(n)
         ]
-        self._types: list[TypedPrior] | None = None
-        if config.prior == Prior.TYPED:
-            clipped = [posterior.alpha0 for posterior in self._dirichlet]
-            self._types = typed_priors(game, self.prior_mean, clipped, eta=config.eta)
         self._mixture: list[MixturePrior] | None = None
         if mixture:
-            weak = None
-            if config.prior == Prior.ETA_MIXTURE:
-                weak = prior_alpha(
-                    game,
-                    self.prior_mean,
-                    epsilon=config.epsilon,
-                    eta=config.weak_eta,
-                    prior=Prior.INFORMED,
-                )
+            # the eta mixture's weak type; the typed prior's in-support type, unclipped
+            typed = config.prior == Prior.TYPED
+            second = prior_alpha(
+                game,
+                self.prior_mean,
+                epsilon=0.0 if typed else config.epsilon,
+                eta=config.eta if typed else config.weak_eta,
+                prior=Prior.INFORMED,
+            )
             self._mixture = [
-                MixturePrior(game, alpha[s], s, fit, None if weak is None else weak[s])
+                MixturePrior(game, alpha[s], s, fit, config.prior, second[s])
                 for s, fit in zip(seats, self._dirichlet, strict=True)
             ]
-        self._type_versions = [0] * n
 
-    @classmethod
-    def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
-        """Nothing to refuse: the tables are sized by the game and the distinct observations."""
-
-    def _models_profile(self, p: int) -> np.ndarray:
-        if self._types is None:  # kept up to date, hand by hand
-            return (self._dirichlet if self._mixture is None else self._mixture)[p].profile
-        return super()._models_profile(p)
+    def _models_profile(self, p: int) -> np.ndarray:  # kept up to date, hand by hand
+        return (self._dirichlet if self._mixture is None else self._mixture)[p].profile
 
     def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
         applied = self._dirichlet[p].observe(obs, evidence)
-        if applied and self._types is not None:
-            for d_1, i, a in evidence.rows[0]:
-                if evidence.revealed[d_1]:
-                    self._types[p].observe_revealed(int(d_1) + 1, int(i), int(a))
-                    self._type_versions[p] += 1
         if applied and self._mixture is not None:
             self._mixture[p].observe(obs, evidence)
-            self._type_versions[p] += 1
 
-    def _version(self, p: int) -> int:
-        return self._dirichlet[p].version + self._type_versions[p]
+    def _version(self, p: int) -> int:  # the mixture changes only with the fit
+        return self._dirichlet[p].version
 
     def _opponent_model(self, p: int, d: int) -> tuple[np.ndarray, float]:
         posterior = self._dirichlet[p]
         rows = self.game.infosets((p + d) % self.game.num_players)
         least_seen = float(posterior.concentration(d)[rows].min())
-        if self._types is not None:
-            return self._types[p].mean(d, posterior.alpha[d - 1]), least_seen
         if self._mixture is not None:
             return self._mixture[p].profile[(p + d) % self.game.num_players], least_seen
         return posterior.mean(d), least_seen
@@ -138,8 +118,6 @@ class DirichletModel(MBBRModel):
         arrays: dict[str, np.ndarray] = {}
         for p, posterior in enumerate(self._dirichlet):
             state = self._posterior_state(posterior)
-            if self._types is not None:
-                state.update(self._types[p].state())
             if self._mixture is not None:
                 state.update(self._mixture[p].state())
                 fit = self._mixture[p].second
@@ -177,29 +155,23 @@ class DirichletModel(MBBRModel):
         ]
         posterior.restore(keys, state)
 
-    def _fresh_posterior(
-        self,
-    ) -> tuple[list[DirichletPosterior], list[TypedPrior] | None, list[MixturePrior] | None]:
-        """New fits (and typed or mixture priors) at the prior, built from this model's."""
+    def _fresh_posterior(self) -> tuple[list[DirichletPosterior], list[MixturePrior] | None]:
+        """New fits (and mixture priors) at the prior, built from this model's."""
         fresh = [post.at_prior() for post in self._dirichlet]
-        types = self._types and [TypedPrior(t.clipped, t.support, t.legal) for t in self._types]
         mixture = self._mixture and [
             m.at_prior(f) for m, f in zip(self._mixture, fresh, strict=True)
         ]
-        return fresh, types, mixture
+        return fresh, mixture
 
     def _reset_posterior(self) -> None:
-        self._dirichlet, self._types, self._mixture = self._fresh_posterior()
-        self._type_versions = [0] * self.game.num_players
+        self._dirichlet, self._mixture = self._fresh_posterior()
 
     def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
         n = self.game.num_players
-        fresh, types, mixture = self._fresh_posterior()
+        fresh, mixture = self._fresh_posterior()
         for p in range(n):
             state = section(arrays, f"p{p}.")
             self._restore_posterior(fresh[p], p, state)
-            if types is not None:
-                types[p].restore(state)
             if mixture is not None:  # "u.": the uninformed type's fit
                 fit, second = mixture[p].second, section(state, "u.")
                 if fit is None and second:  # its means (and change detection's masses) differ
@@ -207,13 +179,10 @@ class DirichletModel(MBBRModel):
                 if fit is not None:
                     self._restore_posterior(fit, p, second)
                 mixture[p].restore(state)
-        self._dirichlet, self._types, self._mixture = fresh, types, mixture
-        self._type_versions = [0] * n
+        self._dirichlet, self._mixture = fresh, mixture
 
     def _posterior_nbytes(self) -> int:
         extra = sum(posterior.nbytes() for posterior in self._dirichlet)
-        if self._types is not None:
-            extra += sum(t.nbytes() for t in self._types)
         if self._mixture is not None:
             extra += sum(m.nbytes() for m in self._mixture)
         return extra
@@ -226,23 +195,6 @@ class SampleModel(MBBRModel):
 
     def _build_posterior(self) -> None:
         game, config = self.game, self.config
-        self.tau = create_samples(
-            game,
-            self.prior_mean,
-            k=config.k,
-            epsilon=config.epsilon,
-            eta=config.eta,
-            prior=config.prior,
-            rng=np.random.default_rng(config.seed),
-            weak_eta=config.weak_eta,
-            population=None if self.population is None else self.population.alpha,
-        )
-        self._samples = [SamplePosterior(self.tau[p]) for p in range(game.num_players)]
-        n = game.num_players
-        self._seats = [np.array([(p + d) % n for d in range(1, n)]) for p in range(n)]
-
-    @classmethod
-    def _refuse_oversized(cls, game: LimitGame, config: MBBRConfig) -> None:
         n, k = game.num_players, config.k
         if k ** (n - 1) > MAX_JOINT_SAMPLES:
             raise ResourceExhaustedError(
@@ -254,6 +206,19 @@ class SampleModel(MBBRModel):
                 f"k: {k} samples of every opponent need {sample_bytes:,} bytes in {game.name}, "
                 f"above the limit of {MAX_SAMPLE_BYTES:,}"
             )
+        self.tau = create_samples(
+            game,
+            self.prior_mean,
+            k=config.k,
+            epsilon=config.epsilon,
+            eta=config.eta,
+            prior=config.prior,
+            rng=np.random.default_rng(config.seed),
+            weak_eta=config.weak_eta,
+            population=None if self.population is None else self.population.alpha,
+        )
+        self._samples = [SamplePosterior(self.tau[p]) for p in range(n)]
+        self._seats = [np.array([(p + d) % n for d in range(1, n)]) for p in range(n)]
 
     def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
         self._samples[p].observe(evidence)

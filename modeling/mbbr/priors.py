@@ -15,7 +15,6 @@ from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.solved import is_bundled, solved_profile
 from oppmodel.modeling.games.acpc.strategy import validate_profile
 from oppmodel.modeling.games.kuhn3p import equilibria
-from oppmodel.modeling.mbbr._limit_kernels import normalise_rows
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 
 UNINFORMED_ALPHA = 2.0
@@ -90,16 +89,6 @@ def create_samples(
                 )
             tau[p, d - 1][:, rows] = draws / sums
     return tau
-
-
-def mixed_distributions(mixture: np.ndarray) -> np.ndarray:
-    """The rows of ``mixture``, a weighted sum of strategies (a posterior mean over samples or
-    types), each divided by its own sum (an all-zero row stays zero): the weights add up to 1 only
-    within rounding, and x / (x + y) with x, y >= 0 is at most 1 in floating point."""
-    out = np.empty(mixture.shape)
-    rows = mixture.shape[-1]
-    normalise_rows(mixture.reshape(-1, rows), out.reshape(-1, rows))
-    return out
 
 
 def _log_space_draws(alpha: np.ndarray, lost: np.ndarray, rng: np.random.Generator) -> np.ndarray:

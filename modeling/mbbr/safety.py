@@ -63,16 +63,16 @@ class SafetyBankroll:
         *,
         holes: Sequence[Sequence[np.ndarray]],
         subtrees: Sequence[Sequence[LimitTree]],
-        guards: Sequence[np.ndarray] | None = None,
+        guards: Sequence[np.ndarray],
     ) -> None:
         """``budget``: B in the game's unit (``game.rate_unit``; finite, >= 0); ``holes[p][h]``: the
         information sets of hole h of position p, ``subtrees[p][h]``: the tree over its deals
-        (``hole_split``); ``guards``: the guard set (default: the default strategy alone)."""
+        (``hole_split``); ``guards``: the guard set."""
         n = game.num_players
         self.game = game
         self.default_strategy = default_strategy
         self.budget_chips = game.rate_unit.to_chips(budget)
-        self.guards = tuple(guards) if guards is not None else (default_strategy,)
+        self.guards = tuple(guards)
         self.hypotheses = list(itertools.product(range(len(self.guards)), repeat=n - 1))
         self._holes = holes
         self._scratch = np.array(default_strategy, dtype=np.float64)  # our rows, per position

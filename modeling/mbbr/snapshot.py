@@ -21,8 +21,6 @@ A change of what is stored is a new ``VERSION``; a reader refuses a version it d
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import io
 import json
 import zipfile
@@ -30,8 +28,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-
-from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig
 
 FORMAT = "oppmodel.mbbr-snapshot"
 VERSION = 1
@@ -92,7 +88,8 @@ def section(arrays: Mapping[str, np.ndarray], prefix: str) -> dict[str, np.ndarr
 
 def decode_snapshot(blob: bytes, identity: dict) -> tuple[int, dict[str, np.ndarray]]:
     """(hands observed, arrays) of a snapshot whose header agrees with ``identity`` (what
-    :func:`snapshot_identity` gives for the model it is restored into); SnapshotError if not."""
+    ``MBBRModel._snapshot_identity`` gives for the model it is restored into); SnapshotError if
+    not."""
     meta, arrays = decode(blob)
     differ = [key for key in identity if meta.get(key) != identity[key]]
     if differ:
@@ -101,22 +98,3 @@ def decode_snapshot(blob: bytes, identity: dict) -> tuple[int, dict[str, np.ndar
     if not isinstance(hands, int) or hands < 0:
         raise SnapshotError(f"snapshot hands_observed {hands!r}")
     return hands, arrays
-
-
-def snapshot_identity(num_players: int, config: MBBRConfig, prior_mean: np.ndarray) -> dict:
-    """What a snapshot must agree on with the model it is restored into: the posterior, the
-    player count, the configuration (a field added later left out at the value its absence
-    means, so snapshots written before it existed still match) and the prior mean's hash."""
-    fields = {
-        name: value
-        for name, value in dataclasses.asdict(config).items()
-        if name not in FIELDS_ADDED_LATER or value != FIELDS_ADDED_LATER[name]
-    }
-    return {
-        "posterior": config.posterior,
-        "num_players": num_players,
-        "config": fields,
-        "prior_mean_sha256": hashlib.sha256(
-            np.ascontiguousarray(prior_mean, dtype=np.float64).tobytes()
-        ).hexdigest(),
-    }

@@ -53,10 +53,10 @@ import numpy as np  # noqa: E402
 
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
+from oppmodel.modeling.games.acpc.solved import default_profile  # noqa: E402
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.mbbr.holes import hole_split  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
-from oppmodel.modeling.mbbr.priors import default_profile  # noqa: E402
 from oppmodel.modeling.observation import (  # noqa: E402
     LimitObservation,
     observe_limit_hand,

@@ -39,8 +39,8 @@ from oppmodel.modeling.errors import (
 )
 from oppmodel.modeling.games.acpc import solved
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.solved import default_profile, needs_solving
 from oppmodel.modeling.mbbr.config import Posterior, Prior
-from oppmodel.modeling.mbbr.priors import default_profile, needs_solving
 from oppmodel.modeling.population import fit_population
 from oppmodel.server.conversion import parse_game
 from oppmodel.server.session_spec import SessionSpec, game_of

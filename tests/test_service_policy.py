@@ -25,11 +25,11 @@ from oppmodel.clients.acpc.service_game import ServiceGame
 from oppmodel.clients.acpc.service_policy import ServicePolicy
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.commands import serve_cmd
+from oppmodel.modeling.games.acpc import solved
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.matchstate import parse_matchstate
 from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
-from oppmodel.modeling.mbbr import priors
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.server.app import BackgroundServer, ServerConfig, free_ports
 from oppmodel.v1 import opponent_model_pb2 as pb
@@ -508,4 +508,4 @@ def test_the_session_plays_the_compiled_game_and_the_fallback_its_default(
     played = game.fallback.profile
     if fallback == "n1":  # drawn as the Kuhn policies draw: its profile is Kuhn's (pass, bet)
         played = kuhn_profile_on(limit, played)
-    assert np.allclose(played, priors.default_profile(limit, "default_strategy"))
+    assert np.allclose(played, solved.default_profile(limit, "default_strategy"))

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from oppmodel.clients.acpc.agent import LimitStrategyPolicy, Policy, ProfilePolicy
 from oppmodel.clients.acpc.convert import session_game
+from oppmodel.modeling.games.acpc import solved
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
 from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.games.kuhn3p import equilibria, robust_profile
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
-from oppmodel.modeling.mbbr import priors
 
 PRIOR_STRATEGY = "prior_strategy"  # the field a bad prior strategy's error names
 
@@ -45,7 +45,7 @@ class ServiceGame:
             self.fallback_name = "n1"
         else:
             profile = (
-                priors.default_profile(limit, "default_strategy")
+                solved.default_profile(limit, "default_strategy")
                 if prior_strategy is None
                 else parse_profile(limit, prior_strategy, PRIOR_STRATEGY)
             )

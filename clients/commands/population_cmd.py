@@ -15,9 +15,9 @@ from oppmodel.clients.commands.replay_cmd import add_log_arguments, logged_game
 from oppmodel.clients.progress import Progress
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.solved import default_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import build_model
-from oppmodel.modeling.mbbr.priors import default_profile
 from oppmodel.modeling.population import fit_population
 
 EPILOG = """\

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 
 from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.solved import default_profile
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
-from oppmodel.modeling.mbbr.priors import default_profile
 from oppmodel.modeling.observation import (
     HandObservation,
     LimitObservation,

@@ -35,11 +35,11 @@ from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
+from oppmodel.modeling.games.acpc.solved import needs_solving
 from oppmodel.modeling.games.units import RateUnit
 from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior, Response
 from oppmodel.modeling.mbbr.model import build_model
-from oppmodel.modeling.mbbr.priors import needs_solving
 from oppmodel.modeling.observation import (
     HandObservation,
     LimitObservation,

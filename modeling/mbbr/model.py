@@ -311,9 +311,9 @@ def build_model(
     """A fresh MBBR model of ``config`` (default ``MBBRConfig()``) for a compiled limit game, of
     the class of its posterior. ``default_strategy`` and ``prior_mean`` are profiles
     (n, num_infosets, 3), e.g. read from strategy files with ``acpc.strategy.load_profile``; None
-    gives :func:`default_profile`; ``population`` is the fitted prior of ``prior="population"``
-    (``oppmodel.modeling.population``). InvalidArgumentError names a bad field;
-    ResourceExhaustedError refuses tables beyond the posterior's limit."""
+    gives the game's ``solved.default_profile``; ``population`` is the fitted prior of
+    ``prior="population"`` (``oppmodel.modeling.population``). InvalidArgumentError names a bad
+    field; ResourceExhaustedError refuses tables beyond the posterior's limit."""
     config = config or MBBRConfig()
     config.validate()
     cls = MODEL_CLASSES[config.posterior]

@@ -4,7 +4,8 @@ Each opponent position's strategy is a priori Dirichlet at every information set
 the error-prone type of the typed prior): eta times the prior mean, clipped to
 [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2). CreateSamples (Ganzfried, Wang &
 Chiswick 2024, Alg 3) draws the sample posterior's k strategies per (position, opponent) from it.
-Only legal actions get weight. Without a profile given: the game's :func:`default_profile`.
+Only legal actions get weight. Without a profile given: the game's
+``solved.default_profile``.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.solved import is_bundled, solved_profile
+from oppmodel.modeling.games.acpc.solved import default_profile
 from oppmodel.modeling.games.acpc.strategy import validate_profile
-from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 
 UNINFORMED_ALPHA = 2.0
@@ -104,32 +104,8 @@ def _log_space_draws(alpha: np.ndarray, lost: np.ndarray, rng: np.random.Generat
     return draws / draws.sum(axis=1, keepdims=True)
 
 
-def default_profile(game: LimitGame, role: str) -> np.ndarray:
-    """The default strategy (``role="default_strategy"``) or prior mean (``"prior_mean"``) of a
-    game: N1 / N3 in compiled 3-player Kuhn (``kuhn3p.equilibria``), else its solved strategy
-    (:func:`~oppmodel.modeling.games.acpc.solved.solved_profile`: bundled, cached or solved now).
-    Uniform play only when passed explicitly (``strategy.uniform_profile``)."""
-    family = equilibria(game)
-    if family:
-        return family["n1" if role == "default_strategy" else "n3"]
-    return solved_profile(game).copy()
-
-
-def safety_guards(game: LimitGame, default_strategy: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The safety bankroll's guard set: the equilibrium family N1, N2, N3 in compiled 3-player
-    Kuhn (the default N1 is one of them), else the default strategy alone."""
-    family = equilibria(game)
-    return tuple(family.values()) if family else (default_strategy,)
-
-
-def needs_solving(game: LimitGame) -> bool:
-    """Whether :func:`default_profile` has to solve the game: not compiled 3-player Kuhn, no
-    strategy bundled (the service solves such games itself, ``server/solved_strategies.py``)."""
-    return not equilibria(game) and not is_bundled(game)
-
-
 def profile_or_default(game: LimitGame, given: np.ndarray | None, field: str) -> np.ndarray:
-    """``given`` validated as ``field``, else the game's :func:`default_profile` for it."""
+    """``given`` validated as ``field``, else the game's ``solved.default_profile`` for it."""
     if given is None:
         return default_profile(game, field)
     return validate_profile(game, given, field)

@@ -5,7 +5,9 @@ strategy (the ``cfr`` agent, the base of ``STYLE@S``, MBBR's default strategy an
 (``bundled.BUNDLED_STRATEGIES``, matched by rules, whatever file they were read from), the user's
 cache folder, else CFR+ (:mod:`oppmodel.modeling.solve.cfr`) solves the game now and the result is
 cached there. The service keeps its solved strategies in its store instead
-(``server/solved_strategies.py``), solving with :func:`solve_text` in a child process.
+(``server/solved_strategies.py``), solving with :func:`solve_text` in a child process. A game's
+defaults (:func:`default_profile`, :func:`safety_guards`) are its solved strategy, but in
+compiled 3-player Kuhn, whose are the equilibrium family N1-N3 (``kuhn3p.equilibria``).
 
 The quality asked of a solve: CFR+ runs in steps of :data:`CHECK_EVERY` iterations until the average
 strategy's nash_conv is at most :data:`NASH_CONV_BOUND` units per hand in the game's win-rate unit
@@ -53,6 +55,7 @@ from oppmodel.modeling.games.acpc.compiler import bundled_name, compile_limit_ga
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import load_profile, profile_text, save_profile
+from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.games.units import MILLI
 from oppmodel.modeling.solve.cfr import CFRSolver, strategy_label
 
@@ -152,6 +155,30 @@ def _cached_or_solved(game: LimitGame) -> np.ndarray:
 def is_bundled(game: LimitGame) -> bool:
     """Whether a strategy file is bundled for the game's rules (nothing to solve)."""
     return bundled_strategy_path(game) is not None
+
+
+def default_profile(game: LimitGame, role: str) -> np.ndarray:
+    """The default strategy (``role="default_strategy"``) or prior mean (``"prior_mean"``) of a
+    game: N1 / N3 in compiled 3-player Kuhn (``kuhn3p.equilibria``), else its solved strategy
+    (:func:`solved_profile`: bundled, cached or solved now).
+    Uniform play only when passed explicitly (``strategy.uniform_profile``)."""
+    family = equilibria(game)
+    if family:
+        return family["n1" if role == "default_strategy" else "n3"]
+    return solved_profile(game).copy()
+
+
+def safety_guards(game: LimitGame, default_strategy: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The safety bankroll's guard set: the equilibrium family N1, N2, N3 in compiled 3-player
+    Kuhn (the default N1 is one of them), else the default strategy alone."""
+    family = equilibria(game)
+    return tuple(family.values()) if family else (default_strategy,)
+
+
+def needs_solving(game: LimitGame) -> bool:
+    """Whether :func:`default_profile` has to solve the game: not compiled 3-player Kuhn, no
+    strategy bundled (the service solves such games itself, ``server/solved_strategies.py``)."""
+    return not equilibria(game) and not is_bundled(game)
 
 
 def solve_text(rules: str) -> str:

@@ -21,6 +21,7 @@ ETA_RANGE = (1e-3, 1e6)  # [low, high]
 # ``safety.py``) is at most this by construction; math.inf turns the bankroll off.
 SAFETY_BUDGET = 0.5
 CHANGE_HAZARD_RANGE = (0.0, 0.1)  # [low, high]
+INTEGER_RANGES = {"k": (1, math.inf), "hands_default": (0, math.inf), "seed": (0, 2**63 - 1)}
 # Fields added after sessions and snapshots were first stored, with the value their absence means
 # (what a stored config without them was built with): ``SessionSpec.from_json`` fills them in, and
 # a snapshot's header leaves them out at that value, so earlier snapshots still restore.
@@ -113,12 +114,12 @@ class MBBRConfig:
     def validate(self) -> None:
         """Raise InvalidArgumentError naming the first bad field."""
         _check_number("epsilon", self.epsilon, *EPSILON_RANGE, closed=False)
-        if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
-            raise InvalidArgumentError("k", f"must be a positive integer, got {self.k!r}")
-        if not isinstance(self.hands_default, int) or self.hands_default < 0:
-            raise InvalidArgumentError(
-                "hands_default", f"must be a non-negative integer, got {self.hands_default!r}"
-            )
+        for name, (low, high) in INTEGER_RANGES.items():  # [low, high]
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InvalidArgumentError(
+                    name, f"must be an integer in [{low}, {high}], got {value!r}"
+                )
         for name in ("eta", "mixture_eta", "weak_eta"):
             _check_number(name, getattr(self, name), *ETA_RANGE)
         _check_number("change_hazard", self.change_hazard, *CHANGE_HAZARD_RANGE)
@@ -136,10 +137,6 @@ class MBBRConfig:
             raise InvalidArgumentError(
                 "safety_budget",
                 f"must be a number >= 0 (the game's unit per hand; inf: off), got {budget!r}",
-            )
-        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
-            raise InvalidArgumentError(
-                "seed", f"must be an integer in [0, 2^63), got {self.seed!r}"
             )
 
     def stored_fields(self) -> dict[str, object]:

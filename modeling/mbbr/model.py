@@ -182,10 +182,7 @@ class DirichletModel(MBBRModel):
         self._dirichlet, self._mixture = fresh, mixture
 
     def _posterior_nbytes(self) -> int:
-        extra = sum(posterior.nbytes() for posterior in self._dirichlet)
-        if self._mixture is not None:
-            extra += sum(m.nbytes() for m in self._mixture)
-        return extra
+        return sum(fit.nbytes() for fit in (*self._dirichlet, *(self._mixture or ())))
 
 
 class SampleModel(MBBRModel):

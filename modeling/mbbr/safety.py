@@ -37,18 +37,6 @@ def payoff_range(game: LimitGame) -> float:
     return float((tree.terminal_pot[:, None] - spent).max() + spent.max())
 
 
-def covered_share(
-    bank: np.ndarray, budget_chips: float, alive: np.ndarray, gains: np.ndarray
-) -> float:
-    """The largest share in [0, 1] of the candidate such that every live hypothesis's bankroll,
-    with this hand's budget, covers the share's expected loss: bank + budget + share * gain >= 0."""
-    allowance = bank + budget_chips
-    share = 1.0
-    for h in np.flatnonzero(alive & (gains < 0.0)):
-        share = min(share, max(allowance[h], 0.0) / -gains[h])
-    return share
-
-
 class SafetyBankroll:
     """The bankrolls, live hypotheses and safe policy of one limit-game MBBR model (see the
     module docstring). Policies are asked per (position, hole): ``hole`` indexes
@@ -144,7 +132,11 @@ class SafetyBankroll:
                 value = self._value(int(o), position, hole, strategy)
                 gain = value - self._default_value[o, position, hole]
                 gains[o] = gain / self._deals[position][hole]
-            share = covered_share(self.bank, self.budget_chips, self.alive, gains)
+            # the largest share whose expected loss every live bankroll, with this hand's
+            # budget, covers: bank + budget + share * gain >= 0
+            share = 1.0
+            for o in np.flatnonzero(self.alive & (gains < 0.0)):
+                share = min(share, max(self.bank[o] + self.budget_chips, 0.0) / -gains[o])
             if share >= 1.0:
                 mixed = candidate
             elif share <= 0.0:

@@ -64,7 +64,7 @@ class MBBRModel(abc.ABC):
     """The posterior-independent part of MBBR in a limit game (see the module docstring); a
     subclass implements one posterior. Build one with :func:`build_model`."""
 
-    POSTERIOR: ClassVar[Posterior]
+    POSTERIOR: ClassVar[Posterior | None]  # the posterior it implements (None: any)
 
     def __init__(
         self,
@@ -79,7 +79,10 @@ class MBBRModel(abc.ABC):
         """``evidence``: a cache of observations' evidence shared with other models of ``game``
         (a change-detection bank's runs share one); ``population``: the fitted prior of
         ``prior="population"`` (its mean is the prior mean)."""
-        self._check_config(config)
+        config.validate()  # InvalidArgumentError naming the field; then the class's posterior
+        if self.POSTERIOR is not None and config.posterior != self.POSTERIOR:
+            name = f"{type(self).__name__} is the {self.POSTERIOR.value!r} posterior"
+            raise InvalidArgumentError("posterior", name)
         if (config.prior == Prior.POPULATION) != (population is not None):
             raise InvalidArgumentError(
                 "population", "is given with prior 'population' and only with it (a fitted one)"
@@ -112,15 +115,6 @@ class MBBRModel(abc.ABC):
                 subtrees=self._holes.subtrees,
                 guards=safety_guards(game, self.default_strategy),
             )
-
-    @classmethod
-    def _check_config(cls, config: MBBRConfig) -> None:
-        """Validate ``config`` (InvalidArgumentError naming the field) and check that it asks for
-        the posterior this class implements."""
-        config.validate()
-        if config.posterior != cls.POSTERIOR:
-            name = f"{cls.POSTERIOR.value!r}"
-            raise InvalidArgumentError("posterior", f"{cls.__name__} is the {name} posterior")
 
     @abc.abstractmethod
     def _build_posterior(self) -> None:

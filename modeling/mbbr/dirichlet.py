@@ -97,19 +97,17 @@ class DirichletPosterior:
         self.version += applied
         return applied
 
-    def converge(
-        self, tolerance: float = CONVERGE_TOLERANCE, max_sweeps: int = CONVERGE_SWEEPS
-    ) -> int:
+    def converge(self) -> None:
         """Steps over every class with hidden cards until no expected count moves by more than
-        ``tolerance`` (the fixed point of the CVB0 equations); returns the sweeps made."""
+        ``CONVERGE_TOLERANCE`` (the fixed point of the CVB0 equations), ``CONVERGE_SWEEPS`` at
+        most."""
         kernels.dirichlet_recount(self._ints, self._floats, self._expected)
         self._write_means()
-        sweeps = kernels.dirichlet_converge(
+        kernels.dirichlet_converge(
             self._ints, self._floats, self._alpha0, self._expected, self._scratch,
-            self.profile.reshape(-1), self.seats, tolerance, max_sweeps,
+            self.profile.reshape(-1), self.seats, CONVERGE_TOLERANCE, CONVERGE_SWEEPS,
         )  # fmt: skip
         self.version += 1
-        return sweeps
 
     def mean(self, d: int) -> np.ndarray:
         """Posterior-mean strategy (num_infosets, 3) of the opponent at offset ``d`` (a view of

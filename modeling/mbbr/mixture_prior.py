@@ -59,6 +59,7 @@ WEIGHTS = {
     Prior.ETA_MIXTURE: ETA_WEIGHTS,
     Prior.TYPED: (ERROR_PRONE_PRIOR, 1.0 - ERROR_PRONE_PRIOR),
 }
+_NO_MOVES = np.zeros((0, 3), dtype=np.int64)  # ``_observe``'s moves, entries of no hand
 
 
 class MixturePrior:
@@ -114,7 +115,7 @@ class MixturePrior:
         ints = np.zeros(6 + 2 * d * i + d, dtype=np.int64)
         ints[1:6] = np.cumsum(sizes)
         self._packed: tuple[np.ndarray, ...] = (floats, ints)
-        _, _, _, log_evidence, weights, _, marked, rows, num_rows = self._unpack()
+        marked, rows, num_rows = self._unpack()[6:]
         for d_1, q in enumerate(self.seats):
             size = len(game.infosets(int(q)))
             nodes = np.asarray(game.infoset_node[int(q)][:size], dtype=np.int64)
@@ -123,10 +124,9 @@ class MixturePrior:
             marked[d_1, :size] = prior != Prior.ETA_MIXTURE
             rows[d_1, :size] = np.arange(size)
         num_rows[:] = marked.sum(axis=1)
-        _weigh(self._log_prior, log_evidence, weights)
         self._at_prior: tuple[np.ndarray, ...] = (floats, ints)
         self._start(informed, self.second)
-        self._mix_rows()
+        self._refresh(_NO_MOVES)  # the weights and means at the prior
         self._at_prior = tuple(a.copy() for a in self._packed)
 
     def _start(self, informed: DirichletPosterior, second: DirichletPosterior | None) -> None:
@@ -149,12 +149,11 @@ class MixturePrior:
         profile = (len(self.seats) + 1, *infosets[1:])
         return _unpack(floats, ints, infosets, self.blind_alpha0.shape, profile)
 
-    def _mix_rows(self) -> None:
-        """The mixture means of the listed rows (``_mix_rows``)."""
-        _, _, blind, _, weights, out, _, rows, num_rows = self._unpack()
-        second = (self.second or self.informed).expected
-        _mix_rows(rows, num_rows, self.seats, weights, self.informed.profile, self.second_alpha0,
-                  second, self.card_blind, self.blind_alpha0, blind, self.node_of, out)  # fmt: skip
+    def _refresh(self, entries: np.ndarray) -> None:
+        """The weights from the log evidence, the rows of ``entries`` (a hand's, (m, L)) listed
+        and the listed rows' mixture means: ``_observe`` of no move."""
+        no_move = (False,) * len(self.seats)
+        _observe(_NO_MOVES, no_move, entries, *self._args)
 
     def at_prior(self, informed: DirichletPosterior) -> MixturePrior:
         """A mixture like this one at the prior, beside the informed fit ``informed`` (at the
@@ -188,14 +187,11 @@ class MixturePrior:
         """Set ``state()``'s arrays in a mixture at the prior whose fits are restored already;
         SnapshotError if they do not fit."""
         arrays = [take(state, name, "f8", a.shape) for name, a in self.state().items()]
-        revealed, by_node, blind, log_evidence, weights, _, marked, rows, num_rows = self._unpack()
+        revealed, by_node, blind, log_evidence = self._unpack()[:4]
         revealed[:], blind[:], log_evidence[:] = arrays
         for d_1, nodes in enumerate(self.node_of):  # the revealed moves per node
             np.add.at(by_node[d_1], nodes, revealed[d_1])
-        _weigh(self._log_prior, log_evidence, weights)
-        # the rows of the hands seen (the informed fit's classes') marked, unless all are
-        _mark(self.informed.state()[1]["entries"], marked, rows, num_rows)
-        self._mix_rows()
+        self._refresh(self.informed.state()[1]["entries"].reshape(1, -1))  # the hands' rows
 
     def nbytes(self) -> int:
         """Bytes of the arrays held, the second type's fit's included (not the informed one's)."""

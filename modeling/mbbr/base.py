@@ -20,7 +20,6 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.evaluation.limit import expected_values
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.solved import safety_guards
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
@@ -29,7 +28,7 @@ from oppmodel.modeling.mbbr.holes import HoleSplit, hole_split
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.priors import profile_or_default
 from oppmodel.modeling.mbbr.safety import SafetyBankroll
-from oppmodel.modeling.mbbr.snapshot import decode_snapshot, take
+from oppmodel.modeling.mbbr.snapshot import decode_snapshot
 from oppmodel.modeling.observation import LimitObservation, validate_limit_observation
 
 if TYPE_CHECKING:
@@ -107,14 +106,7 @@ class MBBRModel(abc.ABC):
         # The bankroll that bounds what learning costs against the default (safety.py)
         self._safety = None  # an infinite budget never binds: plain MBBR
         if not math.isinf(config.safety_budget):
-            self._safety = SafetyBankroll(
-                game,
-                self.default_strategy,
-                config.safety_budget,
-                holes=self._holes.infosets_of_hole,
-                subtrees=self._holes.subtrees,
-                guards=safety_guards(game, self.default_strategy),
-            )
+            self._safety = SafetyBankroll(game, self.default_strategy, config.safety_budget)
 
     @abc.abstractmethod
     def _build_posterior(self) -> None:
@@ -395,17 +387,11 @@ class MBBRModel(abc.ABC):
         is not a snapshot of a model with this game, configuration and prior mean (or, with a
         safety budget, has no bankroll: one taken before limit games had it)."""
         hands, arrays = decode_snapshot(blob, self._snapshot_identity())
-        safety = None
-        if self._safety is not None:
-            size = (len(self._safety),)
-            safety = (
-                take(arrays, "safety.bank", "f8", size),
-                take(arrays, "safety.alive", "i8", size),
-                take(arrays, "safety.log_odds", "f8", size),
-            )
+        safety = self._safety
+        if safety is not None:  # checked first: a snapshot without a bankroll changes nothing
+            safety = safety.restored(arrays)
         self._restore_state(arrays, hands)
-        if self._safety is not None and safety is not None:
-            self._safety.restore(*safety)
+        self._safety = safety
         self.hands_observed = hands
         self._profiles.clear()
         self._lazy.clear()

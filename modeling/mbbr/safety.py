@@ -14,16 +14,20 @@ chips, u chips to the unit; nothing is claimed outside G^(n-1).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
 from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
+from oppmodel.modeling.games.acpc.solved import safety_guards
 from oppmodel.modeling.mbbr._limit_kernels import mix_rows
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
+from oppmodel.modeling.mbbr.holes import hole_split
+from oppmodel.modeling.mbbr.snapshot import take
 from oppmodel.modeling.observation import LimitObservation
 
 RULE_OUT_ODDS = 1e9  # likelihood ratio, models against a hypothesis, that rules the hypothesis out
@@ -39,28 +43,19 @@ def payoff_range(game: LimitGame) -> float:
 
 class SafetyBankroll:
     """The bankrolls, live hypotheses and safe policy of one limit-game MBBR model (see the
-    module docstring). Policies are asked per (position, hole): ``hole`` indexes
-    ``holes.hole_split(game)``'s holes of the position and ``rows`` are its information
-    sets."""
+    module docstring), the guard set G the game's (``solved.safety_guards``). Policies are asked
+    per (position, hole): ``hole`` indexes ``holes.hole_split(game)``'s holes of the position
+    and ``rows`` are its information sets."""
 
-    def __init__(
-        self,
-        game: LimitGame,
-        default_strategy: np.ndarray,
-        budget: float,
-        *,
-        holes: Sequence[Sequence[np.ndarray]],
-        subtrees: Sequence[Sequence[LimitTree]],
-        guards: Sequence[np.ndarray],
-    ) -> None:
-        """``budget``: B in the game's unit (``game.rate_unit``; finite, >= 0); ``holes[p][h]``: the
-        information sets of hole h of position p, ``subtrees[p][h]``: the tree over its deals
-        (``hole_split``); ``guards``: the guard set."""
+    def __init__(self, game: LimitGame, default_strategy: np.ndarray, budget: float) -> None:
+        """``budget``: B in the game's unit (``game.rate_unit``; finite, >= 0)."""
         n = game.num_players
         self.game = game
         self.default_strategy = default_strategy
         self.budget_chips = game.rate_unit.to_chips(budget)
-        self.guards = tuple(guards)
+        self.guards = safety_guards(game, default_strategy)
+        split = hole_split(game)  # per position and hole: its information sets, its deals' tree
+        holes, subtrees = split.infosets_of_hole, split.subtrees
         self.hypotheses = list(itertools.product(range(len(self.guards)), repeat=n - 1))
         self._holes = holes
         self._scratch = np.array(default_strategy, dtype=np.float64)  # our rows, per position
@@ -221,13 +216,15 @@ class SafetyBankroll:
             "log_odds": self.log_odds.copy(),
         }
 
-    def restore(self, bank: np.ndarray, alive: np.ndarray, log_odds: np.ndarray) -> None:
-        """Set the state of :meth:`state` (already checked for shape and type)."""
-        self.bank = np.array(bank, dtype=np.float64)
-        self.alive = np.asarray(alive) != 0
-        self.live = bool(self.alive.any())
-        self.log_odds = np.array(log_odds, dtype=np.float64)
-        self._played.clear()
+    def restored(self, arrays: dict[str, np.ndarray]) -> SafetyBankroll:
+        """This bankroll in the state of :meth:`state`, read from a snapshot's ``safety.<name>``
+        arrays (a copy sharing what hands never change); SnapshotError if they do not fit."""
+        out, size = copy.copy(self), (len(self),)
+        names = ("safety.bank", "safety.log_odds")
+        out.bank, out.log_odds = (take(arrays, name, "f8", size) for name in names)
+        out.alive = take(arrays, "safety.alive", "i8", size) != 0
+        out.live, out._played = bool(out.alive.any()), {}
+        return out
 
     def nbytes(self) -> int:
         """Bytes of the arrays held."""

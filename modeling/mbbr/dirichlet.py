@@ -97,15 +97,14 @@ class DirichletPosterior:
         self.version += applied
         return applied
 
-    def converge(self) -> None:
+    def converge(self, max_sweeps: int = CONVERGE_SWEEPS) -> None:
         """Steps over every class with hidden cards until no expected count moves by more than
-        ``CONVERGE_TOLERANCE`` (the fixed point of the CVB0 equations), ``CONVERGE_SWEEPS`` at
-        most."""
+        ``CONVERGE_TOLERANCE`` (the fixed point of the CVB0 equations), ``max_sweeps`` at most."""
         kernels.dirichlet_recount(self._ints, self._floats, self._expected)
         self._write_means()
         kernels.dirichlet_converge(
             self._ints, self._floats, self._alpha0, self._expected, self._scratch,
-            self.profile.reshape(-1), self.seats, CONVERGE_TOLERANCE, CONVERGE_SWEEPS,
+            self.profile.reshape(-1), self.seats, CONVERGE_TOLERANCE, max_sweeps,
         )  # fmt: skip
         self.version += 1
 

@@ -296,15 +296,17 @@ def test_each_non_comment_line_is_charged_from_the_same_send_time(
     tmp_path: Path, garbage_first: bool
 ) -> None:
     def slow(line: str, state: MatchState, hand: HandState, decision: int) -> list[str]:
-        time.sleep(0.15)
+        time.sleep(1.0)
         return ["# comments are free\n"] + ["garbage\n"] * garbage_first + [line + ":c\n"]
 
-    # one hand, a 250 ms budget: one 150 ms charge fits, the same wait charged twice does not
+    # one hand, a 1.9 s budget: one charge of the 1 s wait fits with 0.9 s to spare for a loaded
+    # machine's delays (a 250 ms budget for a 150 ms wait ran out at load 40-55), and the same
+    # wait charged twice (at least 2 s, whatever the load) does not
     captured, _ = run_dealer(
         tmp_path,
         hands=1,
         clients=scripted({"on_act": slow}, {}, {}),
-        t_per_hand_ms=250,
+        t_per_hand_ms=1900,
         quiet=True,
     )
     if garbage_first:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from holdem_support import SMALL, SMALL_CARDS
 
 from oppmodel.modeling.evaluation.limit import best_response, expected_values
-from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig, card_abstraction
+from oppmodel.modeling.games.acpc.abstraction import card_abstraction
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, abstract_game
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
@@ -17,8 +18,6 @@ from oppmodel.modeling.holdem.styles import holdem_policy
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.solve.cfr import CFRSolver
 
-SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
-SMALL = AbstractGameConfig(SMALL_CARDS, deals=200, seed=2)
 CHECK = AbstractGameConfig(SMALL_CARDS, deals=200, seed=3)
 ITERATIONS = 50
 

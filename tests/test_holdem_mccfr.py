@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from holdem_support import SMALL, SMALL_CARDS
 
 from oppmodel.clients.cli import main
 from oppmodel.clients.commands import solve_cmd
 from oppmodel.modeling.errors import InvalidArgumentError, UnknownGameError
 from oppmodel.modeling.games.acpc.abstraction import (
     BOARD_SIZES,
-    AbstractionConfig,
     card_abstraction,
 )
 from oppmodel.modeling.games.acpc.betting import HandState
@@ -33,9 +33,6 @@ from oppmodel.modeling.games.acpc.strategy import load_profile, save_profile
 from oppmodel.modeling.holdem.blueprint import Blueprint
 from oppmodel.modeling.holdem.policy import CARD_NAMES, HoldemPolicy, Spot, action_row, live_holes
 from oppmodel.modeling.solve.mccfr import MCCFRConfig, MCCFRSolver
-
-SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
-SMALL = AbstractGameConfig(SMALL_CARDS, deals=200, seed=2)
 
 
 def _solved(game: str, iterations: int, seed: int) -> MCCFRSolver:

@@ -9,34 +9,20 @@ import itertools
 
 import numpy as np
 import pytest
+from holdem_support import seeded_blueprint, small_spots
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.abstraction import (
-    BOARD_SIZES,
-    AbstractionConfig,
-    card_abstraction,
-)
-from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, abstract_game
+from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
 from oppmodel.modeling.holdem.policy import CARD_NAMES, Uniform
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, cards_of
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import LimitObservation
 
-SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
-SMALL = AbstractGameConfig(SMALL_CARDS, deals=200, seed=2)
-
 
 @pytest.fixture(scope="module")
 def spots() -> AbstractSpots:
-    return AbstractSpots(abstract_game("holdem2p", SMALL), SMALL, card_abstraction(SMALL_CARDS))
-
-
-def _blueprint(spots: AbstractSpots, seed: int) -> np.ndarray:
-    """A seeded profile over the legal actions, far from uniform: the prior's mean."""
-    legal = spots.game.legal_mask
-    raw = np.random.default_rng(seed).random(legal.shape) ** 3 * legal
-    return raw / raw.sum(axis=2, keepdims=True)
+    return small_spots()
 
 
 def _moves_by_hand(spots: AbstractSpots, obs: LimitObservation, hole: str) -> list[tuple[int, int]]:
@@ -80,19 +66,28 @@ FOLD_FLOP = LimitObservation(0, "rc/rrrf", ("AsKd", None), ("", "2c7h9s"))
 FOLD_TURN = LimitObservation(0, "rrc/cc/rf", ("QhQs", None), ("", "3d4d5d", "Tc"))
 
 
-def test_a_folded_hands_update_equals_the_enumeration_of_the_opponents_hole_pairs(spots) -> None:
-    posterior = HoldemPosterior(spots, _blueprint(spots, 0), MBBRConfig(eta=4.0))
-    alpha0 = posterior.fits[0].alpha0[0].copy()
-    evidence = posterior.observe(FOLD_FLOP)
-    assert evidence.rows.shape[0] == 1081  # 52 - 2 ours - 3 on the board, choose 2
+def _two_hidden_hands_enumerated(
+    spots: AbstractSpots, posterior: HoldemPosterior, alpha0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Checks the fit's counts against the enumeration after FOLD_FLOP (observed already) and
+    then FOLD_TURN, under the prior ``alpha0``; returns the second hand's counts and the first's
+    recounted. The second hand is weighed by the means after the first, and the first again by
+    the means after the second with its own contribution left out (the fit's CVB0 step)."""
     first = _enumerated(spots, FOLD_FLOP, alpha0)
     assert np.allclose(posterior.fits[0].expected[0], first, rtol=0, atol=1e-12)
-    # the second hand is weighed by the means after the first, and the first is weighed again
-    # by the means after the second with its own contribution left out (the fit's CVB0 step)
     posterior.observe(FOLD_TURN)
     second = _enumerated(spots, FOLD_TURN, alpha0 + first)
     first_again = _enumerated(spots, FOLD_FLOP, alpha0 + second)
     assert np.allclose(posterior.fits[0].expected[0], second + first_again, rtol=0, atol=1e-12)
+    return second, first_again
+
+
+def test_a_folded_hands_update_equals_the_enumeration_of_the_opponents_hole_pairs(spots) -> None:
+    posterior = HoldemPosterior(spots, seeded_blueprint(spots, 0), MBBRConfig(eta=4.0))
+    alpha0 = posterior.fits[0].alpha0[0].copy()
+    evidence = posterior.observe(FOLD_FLOP)
+    assert evidence.rows.shape[0] == 1081  # 52 - 2 ours - 3 on the board, choose 2
+    second, first_again = _two_hidden_hands_enumerated(spots, posterior, alpha0)
     means = posterior.models_profile(0)[1]
     alpha = alpha0 + second + first_again
     rows = spots.game.infosets(1)
@@ -101,7 +96,7 @@ def test_a_folded_hands_update_equals_the_enumeration_of_the_opponents_hole_pair
 
 
 def test_after_a_refit_the_update_equals_the_enumeration_under_the_tilted_prior(spots) -> None:
-    posterior = HoldemPosterior(spots, _blueprint(spots, 0), MBBRConfig(eta=4.0))
+    posterior = HoldemPosterior(spots, seeded_blueprint(spots, 0), MBBRConfig(eta=4.0))
     before = posterior.fits[0].alpha0[0].copy()
     posterior.observe(FOLD_FLOP)
     posterior.refit()
@@ -109,16 +104,11 @@ def test_after_a_refit_the_update_equals_the_enumeration_under_the_tilted_prior(
     assert np.abs(alpha0 - before).max() > 0.1  # the tilt moved the prior
     assert np.allclose(alpha0.sum(axis=1), before.sum(axis=1), rtol=0, atol=1e-9)  # eta kept
     # one hidden hand, its own count left out: weighed by the tilted prior alone
-    first = _enumerated(spots, FOLD_FLOP, alpha0)
-    assert np.allclose(posterior.fits[0].expected[0], first, rtol=0, atol=1e-12)
-    posterior.observe(FOLD_TURN)
-    second = _enumerated(spots, FOLD_TURN, alpha0 + first)
-    first_again = _enumerated(spots, FOLD_FLOP, alpha0 + second)
-    assert np.allclose(posterior.fits[0].expected[0], second + first_again, rtol=0, atol=1e-12)
+    _two_hidden_hands_enumerated(spots, posterior, alpha0)
 
 
 def test_a_shown_hand_adds_exactly_its_actions_counts(spots) -> None:
-    posterior = HoldemPosterior(spots, _blueprint(spots, 1))
+    posterior = HoldemPosterior(spots, seeded_blueprint(spots, 1))
     obs = LimitObservation(1, "crc/cc/cc/cc", ("AsAc", "2h3h"), ("", "2c7h9s", "Td", "Jd"))
     evidence = posterior.observe(obs)
     assert evidence.rows.shape[0] == 1 and evidence.revealed == (True,)
@@ -145,7 +135,7 @@ def test_over_played_hands_counts_stay_non_negative_and_sum_to_the_moves_seen(
     game = HoldemGame("holdem2p", spots.game.gamedef)
     agents = [_Recorder(seed), _Recorder(seed + 10)]
     play_holdem_match(game, agents, game.deal_sequence(40, seed))
-    posterior = HoldemPosterior(spots, _blueprint(spots, seed))
+    posterior = HoldemPosterior(spots, seeded_blueprint(spots, seed))
     moves = [0, 0]
     for obs in agents[0].seen:
         moves[obs.position] += posterior.observe(obs).rows.shape[1]
@@ -170,7 +160,7 @@ def test_over_played_hands_counts_stay_non_negative_and_sum_to_the_moves_seen(
 def test_an_impossible_observation_is_refused_by_field_and_changes_nothing(
     spots, obs: LimitObservation, field: str
 ) -> None:
-    posterior = HoldemPosterior(spots, _blueprint(spots, 2))
+    posterior = HoldemPosterior(spots, seeded_blueprint(spots, 2))
     with pytest.raises(InvalidArgumentError, match=field.replace("[", r"\[")):
         posterior.observe(obs)
     assert posterior.hands == 0 and not posterior.fits[0].expected.any()

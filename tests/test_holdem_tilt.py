@@ -11,9 +11,8 @@ import math
 
 import numpy as np
 import pytest
+from holdem_support import seeded_blueprint, small_spots
 
-from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig, card_abstraction
-from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, abstract_game
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
 from oppmodel.modeling.holdem.styles import holdem_policy
@@ -21,19 +20,10 @@ from oppmodel.modeling.holdem.tilt import LIMIT, fit_level, tilted
 from oppmodel.modeling.mbbr.evidence import hand_likelihood
 from oppmodel.modeling.observation import LimitObservation
 
-SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
-SMALL = AbstractGameConfig(SMALL_CARDS, deals=200, seed=2)
-
 
 @pytest.fixture(scope="module")
 def spots() -> AbstractSpots:
-    return AbstractSpots(abstract_game("holdem2p", SMALL), SMALL, card_abstraction(SMALL_CARDS))
-
-
-def _blueprint(spots: AbstractSpots, seed: int) -> np.ndarray:
-    legal = spots.game.legal_mask
-    raw = np.random.default_rng(seed).random(legal.shape) ** 3 * legal
-    return raw / raw.sum(axis=2, keepdims=True)
+    return small_spots()
 
 
 class _Recorder(PolicyAgent):
@@ -84,7 +74,7 @@ def test_the_fitted_multipliers_solve_the_likelihood_equations(seed: int) -> Non
 
 
 def test_with_no_hands_a_refit_leaves_the_blueprints_prior(spots) -> None:
-    posterior = HoldemPosterior(spots, _blueprint(spots, 3))
+    posterior = HoldemPosterior(spots, seeded_blueprint(spots, 3))
     before = [fit.alpha0.copy() for fit in posterior.fits]
     means = [posterior.models_profile(p).copy() for p in range(2)]
     posterior.refit()
@@ -96,7 +86,7 @@ def test_with_no_hands_a_refit_leaves_the_blueprints_prior(spots) -> None:
 def test_what_an_always_raising_opponent_did_carries_to_the_sets_never_seen(spots) -> None:
     """The Dirichlet per set knows always-bet only where it met it; the tilt moves every set of
     the situations it showed, seen or not, toward raising."""
-    posterior = HoldemPosterior(spots, _blueprint(spots, 4))
+    posterior = HoldemPosterior(spots, seeded_blueprint(spots, 4))
     for obs in _hands(spots, "always-bet", 60, seed=6):
         posterior.observe(obs)
     game = spots.game
@@ -120,7 +110,7 @@ def test_what_an_always_raising_opponent_did_carries_to_the_sets_never_seen(spot
 
 
 def test_the_evidence_against_the_blueprint_sums_each_hands_likelihood_ratio(spots) -> None:
-    blueprint = _blueprint(spots, 6)
+    blueprint = seeded_blueprint(spots, 6)
     posterior = HoldemPosterior(spots, blueprint)
     expected = 0.0
     for k, obs in enumerate(_hands(spots, "calling-station", 30, seed=7)):

@@ -50,7 +50,7 @@ from oppmodel.modeling.holdem.strength import hole_rows
 from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
-from oppmodel.modeling.mbbr.evidence import Evidence
+from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
 from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.observation import LimitObservation, validate_limit_observation
 
@@ -180,10 +180,11 @@ class HoldemPosterior:
         it); returns its evidence."""
         validate_limit_observation(self.spots.game, obs)
         evidence = holdem_evidence(self.spots, obs)
-        q = 1 - obs.position
-        model = _likelihood(evidence, self.models_profile(obs.position)[q])
+        p = obs.position
+        model = hand_likelihood(evidence.rows, p, self.models_profile(p))
+        blueprint = hand_likelihood(evidence.rows, p, self.blueprint)
         with np.errstate(divide="ignore"):
-            self.log_odds += np.log(model) - np.log(_likelihood(evidence, self.blueprint[q]))
+            self.log_odds += np.log(model) - np.log(blueprint)
         self.fits[obs.position].observe(obs, evidence)
         self.hands += 1
         return evidence
@@ -202,13 +203,6 @@ class HoldemPosterior:
         """(2, num_infosets, 3): the opponent's posterior mean in its row, the blueprint in ours
         (kept up to date hand by hand: do not modify it)."""
         return self.fits[p].profile
-
-
-def _likelihood(evidence: Evidence, rows: np.ndarray) -> float:
-    """The probability of a hand's opponent moves under ``rows`` (num_infosets, 3), summed over
-    its assignments (each equally likely: the common factor left out)."""
-    moves = evidence.rows
-    return float(rows[moves[:, :, 1], moves[:, :, 2]].prod(axis=1).sum())
 
 
 def abstract_profile(game: LimitGame, positions: list[dict[str, list[float]]]) -> np.ndarray:

@@ -17,6 +17,15 @@ policies would have won in that hand:
 - ``no_nut_fold``: the best response to the models with every opponent's folds of an ace set to 0
   (the ace wins every showdown in Kuhn, so folding it to a bet is dominated; the prior's epsilon
   floor gives it 5%, and with the folded cards hidden the data barely tell 5% from 0);
+- ``prior_rare`` / ``light_rare``: the best response to the models with the rarely seen sets
+  (fewer than 10 visits) shrunk toward the prior more (the prior's mean alone) or less (the
+  data's counts plus one pseudo-count of the prior's mean, not eta's);
+- ``robust_rare``: the mean response, but the default's play at every information set of ours
+  whose decision changes for one of 16 posterior draws at the rarely seen sets (it does not
+  deviate where the posterior's spread could flip the choice). No Bayes response to the posterior
+  is needed beside ``mean``: the value of a strategy is multilinear in the opponents' rows and a
+  hand meets each row at most once, so under a product of Dirichlets its expectation over the
+  posterior is its value at the posterior mean, and the two responses are the same;
 - ``oracle``: the best response to the true pair.
 
 Also per hand the models' own view of the response's edge: how much more the mean response wins
@@ -75,10 +84,22 @@ from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.match import sample_terminal  # noqa: E402
 from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
 
-VARIANTS = ("played", "mean", "true_unseen", "true_rare", "true_seen", "no_nut_fold", "oracle")
+VARIANTS = (
+    "played",
+    "mean",
+    "true_unseen",
+    "true_rare",
+    "true_seen",
+    "no_nut_fold",
+    "prior_rare",
+    "light_rare",
+    "robust_rare",
+    "oracle",
+)
 EXTRA = ("model_edge", "true_loss")
 WINDOWS = ((0, 100), (100, 300), (300, LATE), (LATE, None))
 RARE = 10.0  # expected visits below which a set counts as rarely seen
+DRAWS = 16  # the robust response's posterior draws
 
 
 def _value(game, truth: np.ndarray, p: int, strategy: np.ndarray) -> float:
@@ -99,6 +120,42 @@ def _with_truth(game, model, p: int, truth: np.ndarray, where) -> np.ndarray:
         chosen = rows[where(visits)]
         profile[q, chosen] = truth[q, chosen]
     return profile
+
+
+def _rare_models(game, model, p: int, row) -> np.ndarray:
+    """The models' profile of position ``p`` with ``row(alpha0, alpha)`` (an opponent's prior
+    and posterior parameters at its rarely seen sets) in place of the models' rows there."""
+    profile = model.models_profile(p).copy()
+    fit = getattr(model, "_playing", model)._dirichlet[p]  # the run played, with detection
+    n = game.num_players
+    for d in range(1, n):
+        q = (p + d) % n
+        rows = np.asarray(game.infosets(q))
+        rare = rows[fit.concentration(d)[rows] - fit.alpha0[d - 1, rows].sum(axis=1) < RARE]
+        profile[q, rare] = row(fit.alpha0[d - 1, rare], fit.alpha[d - 1, rare])
+    return profile
+
+
+def _robust_response(game, model, p: int, rng: np.random.Generator) -> np.ndarray:
+    """The mean response, but the default's play at every information set of ours where the
+    responses to ``DRAWS`` posterior draws at the rarely seen sets (Dirichlet(alpha) there, the
+    models elsewhere) do not all agree with it: a response that does not deviate on a decision
+    that flips within the posterior's spread."""
+    mean = model.response(p)[0]
+    rows = np.asarray(game.infosets(p))
+    agree = np.ones(len(rows), dtype=bool)
+    for _ in range(DRAWS):
+        draw = _rare_models(game, model, p, lambda a0, a: _dirichlet_rows(rng, a))
+        agree &= (best_response(game, draw, p)[0][rows] == mean[rows]).all(axis=1)
+    robust = mean.copy()
+    robust[rows[~agree]] = model.default_strategy[p, rows[~agree]]
+    return robust
+
+
+def _dirichlet_rows(rng: np.random.Generator, alpha: np.ndarray) -> np.ndarray:
+    """One draw per row of Dirichlet(alpha) (zeros stay zero)."""
+    gamma = np.where(alpha > 0, rng.gamma(np.maximum(alpha, 1e-300)), 0.0)
+    return gamma / gamma.sum(axis=1, keepdims=True)
 
 
 def _nut_fold_floored(floor: float):
@@ -167,6 +224,16 @@ def gap_trajectory(task: tuple) -> dict[str, list[float]]:
                 per_hand[name][t] = _value(game, truth, p, best_response(game, target, p)[0])
             target = _without_nut_folds(game, model.models_profile(p))
             per_hand["no_nut_fold"][t] = _value(game, truth, p, best_response(game, target, p)[0])
+            for name, row in (
+                ("prior_rare", lambda a0, a: a0 / a0.sum(axis=1, keepdims=True)),
+                ("light_rare", _light_rows),
+            ):
+                target = _rare_models(game, model, p, row)
+                per_hand[name][t] = _value(game, truth, p, best_response(game, target, p)[0])
+            draws = np.random.default_rng([seed, t, 11])  # not the trajectory's stream
+            per_hand["robust_rare"][t] = _value(
+                game, truth, p, _robust_response(game, model, p, draws)
+            )
             models = model.models_profile(p)
             per_hand["model_edge"][t] = _value(game, models, p, mean) - _value(
                 game, models, p, oracle[p][0]
@@ -183,6 +250,13 @@ def gap_trajectory(task: tuple) -> dict[str, list[float]]:
             sums.append([float(done.sum()), int(done.size)])
         out[name] = sums
     return out
+
+
+def _light_rows(alpha0: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """The posterior mean with the prior's weight cut to one pseudo-count (the data's counts plus
+    the prior mean once): less shrinkage toward the prior than its eta."""
+    rows = alpha - alpha0 + alpha0 / alpha0.sum(axis=1, keepdims=True)
+    return rows / rows.sum(axis=1, keepdims=True)
 
 
 def _observation(game, profile, p, rng, reveal: bool) -> LimitObservation:

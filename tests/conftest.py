@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
+from numba_warm_up import warm_up_kernels
 from postgres_support import (
     MISSING,
     PostgresServer,
@@ -242,6 +243,12 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
         yield url
     finally:
         postgres_server.drop_database(url)
+
+
+# -- the numba kernels compiled once a run, before its workers start ---------------------------
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the run's process (numba_warm_up.py)
+        warm_up_kernels(session.config)
 
 
 # -- the order the files run in ------------------------------------------------------------------

@@ -31,6 +31,7 @@ from oppmodel.clients.interrupt import (
     INTERRUPTED_STATUS,
     Interrupted,
     annotated,
+    interrupt_in,
     interrupted_line,
 )
 from oppmodel.modeling.errors import OppModelError
@@ -103,13 +104,11 @@ def run_command(
         return USAGE_ERROR_STATUS
     except KeyboardInterrupt as exc:
         return _interrupted(prog, exc)
-    except SystemError as exc:  # Ctrl-C inside a compiled call: numba reports it as its cause,
-        cause = exc.__cause__  # through one SystemError a call that was running (cache loading)
-        while isinstance(cause, SystemError):
-            cause = cause.__cause__
-        if not isinstance(cause, KeyboardInterrupt):
+    except SystemError as exc:  # Ctrl-C inside a compiled call (interrupt_in)
+        interrupt = interrupt_in(exc)
+        if interrupt is None:
             raise
-        return _interrupted(prog, cause)
+        return _interrupted(prog, interrupt)
 
 
 @contextlib.contextmanager

@@ -25,6 +25,16 @@ class Interrupted(KeyboardInterrupt):
         self.kept = kept
 
 
+def interrupt_in(exc: BaseException | None) -> KeyboardInterrupt | None:
+    """The Ctrl-C ``exc`` is or carries, else None. Ctrl-C while a compiled call loads its cache
+    reaches Python as a SystemError of the call caused by the SystemError of numba's unpickling,
+    caused by the KeyboardInterrupt: a block that notes how far a command got looks through them
+    (a loaded machine spends seconds in such loads, and a Ctrl-C there lost the count)."""
+    while isinstance(exc, SystemError):
+        exc = exc.__cause__
+    return exc if isinstance(exc, KeyboardInterrupt) else None
+
+
 def annotated(exc: KeyboardInterrupt, *, progress: str = "", kept: str = "") -> Interrupted:
     """``exc`` with the parts given here replacing those it carried (an enclosing block knows
     more about the command than an inner one)."""
@@ -40,9 +50,12 @@ def noting(
     ``kept()`` ("state saved to l3.npz ..."), both asked when the interrupt comes."""
     try:
         yield
-    except KeyboardInterrupt as exc:
+    except (KeyboardInterrupt, SystemError) as exc:
+        interrupt = interrupt_in(exc)
+        if interrupt is None:
+            raise
         raise annotated(
-            exc, progress=progress() if progress else "", kept=kept() if kept else ""
+            interrupt, progress=progress() if progress else "", kept=kept() if kept else ""
         ) from None
 
 

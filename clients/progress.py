@@ -18,7 +18,7 @@ from typing import Self
 
 from tqdm import tqdm
 
-from oppmodel.clients.interrupt import annotated
+from oppmodel.clients.interrupt import annotated, interrupt_in
 
 LOG_LINES = 5  # progress lines of a long run whose stderr is a log file: one per fifth done
 # a command off a terminal: no line in its first LINE_SECONDS, then one at most every
@@ -143,5 +143,6 @@ class Progress:
 
     def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
         self.close()
-        if isinstance(exc, KeyboardInterrupt):
-            raise annotated(exc, progress=self.done()) from None
+        interrupt = interrupt_in(exc)
+        if interrupt is not None:
+            raise annotated(interrupt, progress=self.done()) from None

@@ -26,6 +26,8 @@ import pytest
 
 from oppmodel.clients.cli import build_parser, main, run_command
 from oppmodel.clients.commands import acpc_agent_cmd
+from oppmodel.clients.interrupt import noting
+from oppmodel.clients.progress import Progress
 from oppmodel.modeling.games.kuhn import kuhn_game
 from oppmodel.modeling.games.kuhn3p import robust_profile
 from oppmodel.modeling.strategy import save_profile
@@ -477,16 +479,45 @@ def test_ctrl_c_under_two_compiled_calls_is_the_interrupt_line(
     clean-clone CI's `match` case): the interrupt, one line."""
 
     def compiled_call(_: argparse.Namespace) -> int:
-        try:
-            try:
-                raise KeyboardInterrupt
-            except KeyboardInterrupt as exc:
-                raise SystemError("_numba_unpickle returned a result with an error set") from exc
-        except SystemError as exc:
-            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from exc
+        return _interrupted_cache_load()
 
     assert run_command("oppmodel match", compiled_call, argparse.Namespace()) == 130
     assert capsys.readouterr().err == "oppmodel match: interrupted; nothing kept\n"
+
+
+def _interrupted_cache_load() -> int:
+    """What a dispatcher call raises when Ctrl-C comes while it loads its cache."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("_numba_unpickle returned a result with an error set") from exc
+    except SystemError as exc:
+        raise SystemError("CPUDispatcher(...) returned a result with an exception set") from exc
+
+
+def test_ctrl_c_under_compiled_calls_still_says_how_far_the_command_got(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The counted work (Progress) and a noted block (noting) see the Ctrl-C through numba's
+    SystemErrors too: at load 30 `population`, stopped in its first log's hands, said
+    "interrupted; nothing kept" without its count (test_cli_interrupt's case)."""
+
+    def population(_: argparse.Namespace) -> int:
+        with Progress(300, desc="oppmodel population", unit="hand", show=False) as bar:
+            bar.update(12)
+            return _interrupted_cache_load()
+
+    def solve(_: argparse.Namespace) -> int:
+        with noting(progress=lambda: "at iteration 7 of 10", kept=lambda: "state saved to s.npz"):
+            return _interrupted_cache_load()
+
+    assert run_command("oppmodel population", population, argparse.Namespace()) == 130
+    assert run_command("oppmodel solve", solve, argparse.Namespace()) == 130
+    assert capsys.readouterr().err.splitlines() == [
+        "oppmodel population: interrupted after 12 of 300 hands; nothing kept",
+        "oppmodel solve: interrupted at iteration 7 of 10; state saved to s.npz",
+    ]
 
 
 def test_ctrl_c_an_import_took_for_a_missing_module_still_ends_the_start(

@@ -345,11 +345,16 @@ def _start(folder: Path, line: Line, argv: list[str], number: int) -> _Started:
 
 
 def _wait_for(started: _Started, pattern: str) -> None:
-    """Until a process's output shows ``pattern`` (or it ended: its check says why)."""
+    """Until a process's output shows ``pattern`` (or it ended: its check says why); fails if
+    it runs DEADLINE seconds without showing it (the lines after it would need it)."""
     end = time.monotonic() + DEADLINE
-    while time.monotonic() < end and started.process.poll() is None:
+    while started.process.poll() is None:
         if re.search(pattern, started.out.read_text()):
             return
+        assert time.monotonic() < end, (
+            f"{started.line.command}: no {pattern!r} in {DEADLINE:.0f} s\n"
+            + started.out.read_text()[-3000:]
+        )
         time.sleep(0.2)
 
 

@@ -6,8 +6,11 @@ reason it is not; the other files run the blocks of their documents."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import docs_shell_support
 import pytest
 from docs_shell_support import (
     BOUNDS,
@@ -17,6 +20,9 @@ from docs_shell_support import (
     REPOSITORY,
     SPLIT,
     Block,
+    Line,
+    _Started,
+    _wait_for,
     blocks_run_in,
     bounded,
     first_runs,
@@ -86,6 +92,27 @@ def test_the_bounded_form_caps_sizes_and_moves_ports(tmp_path: Path) -> None:
     assert argv[5] == "--port"
     argv = bounded("oppmodel tournament --agent a=./a.sh --hands 9", ports, None, tmp_path)
     assert argv[-2] == "--start_timeout"
+
+
+def test_a_server_that_never_says_it_serves_fails_the_block_at_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lines after a server need it: one still warming up at the deadline (a cold numba
+    cache at load 40 took over the 600 s) fails there, naming it, instead of the block going on
+    against a server that does not answer and failing later for another reason."""
+    monkeypatch.setattr(docs_shell_support, "DEADLINE", 1.0)
+    out = tmp_path / ".line0.out"
+    out.write_text("warming up\n")
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        started = _Started(Line("oppmodel serve --db o.sqlite", "", True), process, out)
+        with pytest.raises(
+            AssertionError, match=r"^oppmodel serve --db o\.sqlite: no 'serving' in 1 s\nwarming up"
+        ):
+            _wait_for(started, "serving")
+    finally:
+        process.kill()
+        process.wait()
 
 
 @blocks_run_in(__file__)

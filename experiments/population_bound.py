@@ -19,7 +19,7 @@ the field without being told the population. Values, windows and shares are ``or
 (exact expected values per hand, the same seeds and card stream).
 
     python experiments/population_bound.py [--groups A+B,...] [--hands 3000] [--seeds 2]
-        [--hands-default 100] [--workers 1] [--journal FILE] [--out FILE]
+        [--hands-default 100] [--shares 0.15,0.35,...] [--workers 1] [--journal FILE] [--out FILE]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
 import multiprocessing  # noqa: E402
 import sys  # noqa: E402
@@ -56,9 +57,17 @@ from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
 CUTOFF = 1e-12  # hypotheses below this share of the posterior's weight are dropped
 
 
-def hypotheses(game) -> list[tuple[str, str]]:
-    """The field's seated pairs (offset 1, offset 2), every group in both orders."""
-    return [order for group in field_groups(game.name)[0] for order in seat_orders(group)]
+def hypotheses(game, shares: tuple[float, ...] | None = None) -> list[tuple[str, str]]:
+    """The field's seated pairs (offset 1, offset 2), every group in both orders; with ``shares``
+    every seated pair of two different agents of a wider population: each of the field's diluted
+    styles at each of these shares (a learner told less)."""
+    if shares is None:
+        return [order for group in field_groups(game.name)[0] for order in seat_orders(group)]
+    agents = []
+    for name in dict.fromkeys(name for group in field_groups(game.name)[0] for name in group):
+        style = name.split("@")[0]
+        agents += [f"{style}@{s:g}" for s in shares] if "@" in name else [name]
+    return list(itertools.permutations(agents, 2))
 
 
 def mixture_response(game, profiles, weights, p: int, start: np.ndarray) -> np.ndarray:
@@ -88,10 +97,10 @@ def mixture_response(game, profiles, weights, p: int, start: np.ndarray) -> np.n
 def bound_trajectory(task: tuple) -> dict:
     """One match of the population learner against (first, second): the exact rate of its
     policy each hand, and the first hand after which the true pair holds 99% of the posterior."""
-    first, second, seed, hands, hands_default = task
+    first, second, seed, hands, hands_default, *shares = task
     game = limit_game("kuhn3p")
     n = game.num_players
-    names = hypotheses(game)
+    names = hypotheses(game, shares[0] if shares else None)
     truth_index = names.index((first, second))
     pairs = [tuple(fixed_profile(game, name) for name in pair) for pair in names]
     seated = [[seated_profile(game, p, None, pair) for pair in pairs] for p in range(n)]
@@ -132,6 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hands", type=int, default=3000)
     parser.add_argument("--seeds", type=int, default=2, help="per seat order (%(default)s)")
     parser.add_argument("--hands-default", type=int, default=100, help="(%(default)s: MBBR's H)")
+    parser.add_argument(
+        "--shares",
+        help="hypotheses: every pair of the field's agents with its styles diluted at each of "
+        "these shares, e.g. 0.15,0.35,0.55,0.75,1 (default: the field's 56 seated pairs)",
+    )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--journal", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
@@ -141,11 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     groups = field_groups("kuhn3p")[0]
     if args.groups:
         groups = [tuple(text.split("+")) for text in args.groups.split(",")]
-    settings = {"hands": args.hands, "hands_default": args.hands_default}
-    journal = Journal(args.journal, settings)
+    shares = tuple(float(s) for s in args.shares.split(",")) if args.shares else None
+    settings = {"hands": args.hands, "hands_default": args.hands_default, "shares": args.shares}
+    journal = Journal(args.journal, settings, defaults={"shares": None})
     done = {key: entry["value"] for key, entry in journal.entries().items()}
     keys = [(*o, s) for g in groups for s in range(args.seeds) for o in seat_orders(g)]
-    todo = [(*key, args.hands, args.hands_default) for key in keys if key not in done]
+    todo = [(*key, args.hands, args.hands_default, shares) for key in keys if key not in done]
     if todo:
         with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
             for task, value, seconds in pool.imap_unordered(_run, todo):

@@ -66,6 +66,8 @@ def test_it_plays_the_default_first_and_identifies_the_pair():
     oracle's value; the field has 56 seated pairs."""
     game = limit_game("kuhn3p")
     assert len(hypotheses(game)) == 56
+    wide = hypotheses(game, (0.15, 0.35, 1.0))  # 3 N agents + 5 styles x 3 shares: 18 agents
+    assert len(wide) == 18 * 17 and set(hypotheses(game)) < set(wide)
     pair = ("n2", "tight-passive@0.35")
     run = bound_trajectory((*pair, 0, 300, 30))
     default = default_profile(game, "default_strategy")

@@ -25,11 +25,11 @@ from functools import cache
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError, InvalidStrategyError, renamed
-from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, GAMES_FOLDER
-from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
+from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, GAMES_FOLDER, HOLDEM_GAMES
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
-from oppmodel.modeling.games.interface import Decision, KuhnFields, KuhnInfoState, compiled
+from oppmodel.modeling.games.interface import Decision, KuhnFields, KuhnInfoState
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
+from oppmodel.modeling.holdem.served import game_short_name, served_limit_game
 from oppmodel.modeling.mbbr.base import OpponentInsight
 from oppmodel.server.session_spec import (
     Ack,
@@ -72,22 +72,23 @@ def parse_game(name: str) -> tuple[str, Game, str | None]:
             return f"kuhn_poker(players={players})", kuhn_openspiel(players), None
         except InvalidArgumentError as exc:
             raise renamed(exc, "config.game") from None
-    if text.lower() in BUNDLED_GAMES:
-        rules = (GAMES_FOLDER / BUNDLED_GAMES[text.lower()]).read_text(encoding="ascii")
+    if text.lower() in BUNDLED_GAMES | HOLDEM_GAMES:
+        rules = (GAMES_FOLDER / (BUNDLED_GAMES | HOLDEM_GAMES)[text.lower()]).read_text("ascii")
     elif "\n" in text:
         rules = text
     else:
         raise InvalidArgumentError(
             "config.game",
             f"unknown game {name[:64]!r}; try 'kuhn_poker(players=3)', a bundled ACPC game "
-            f"({', '.join(BUNDLED_GAMES)}) or the text of an ACPC limit game definition",
+            f"({', '.join(BUNDLED_GAMES | HOLDEM_GAMES)}) or the text of an ACPC limit game "
+            "definition",
         )
     try:
         gamedef = parse_game_def(rules)
-        game = compiled(limit_game_of(gamedef))
+        game = served_limit_game(gamedef)
     except InvalidArgumentError as exc:  # UnknownGameError too: unsupported or too large
         raise renamed(exc, "config.game") from None
-    return bundled_name(gamedef) or "acpc", game, gamedef.to_text()
+    return game_short_name(gamedef) or "acpc", game, gamedef.to_text()
 
 
 @cache
@@ -214,11 +215,12 @@ def spec_from_proto(config: pb.SessionConfig, *, max_label_length: int) -> Sessi
         raise InvalidArgumentError("config.method", f"unsupported method {config.method}")
     params = config.mbbr
     # unset, a limit game's change hazard is 0: change detection is off unless asked for
-    mbbr = read_config(config, unset={} if game_def is None else {"change_hazard": 0.0})
+    mbbr = read_config(config, unset=game.unset_config())
     try:
         mbbr.validate()
     except InvalidArgumentError as exc:
         raise renamed(exc, field_path(exc.field)) from None
+    game.check_config(mbbr)
     if game_def is None and mbbr.prior == "mixture":
         raise InvalidArgumentError(
             "config.mbbr.prior", "'mixture' is for limit games (leduc2p, leduc3p, ACPC rules)"

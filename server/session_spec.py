@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from oppmodel.modeling.errors import ResourceExhaustedError
-from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
-from oppmodel.modeling.games.interface import Hand, ServedGame, ServedModel, compiled
+from oppmodel.modeling.games.interface import Hand, ServedGame, ServedModel
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
+from oppmodel.modeling.holdem.served import served_limit_game
 from oppmodel.modeling.mbbr.config import FIELDS_ADDED_LATER, MBBRConfig, Posterior, Prior
 from oppmodel.v1_services import MAX_BATCH
 
@@ -69,7 +69,8 @@ class Limits:
     def inline(self, spec: SessionSpec) -> bool:
         """Whether a session's model arithmetic runs on the event loop when this process holds
         its model: its joint table is small (``inline_joint_samples``)."""
-        return spec.config.k ** (spec.num_players - 1) <= self.inline_joint_samples
+        small = spec.config.k ** (spec.num_players - 1) <= self.inline_joint_samples
+        return small and game_of(spec).runs_inline
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def game_of(spec: SessionSpec) -> Game:
 
 @functools.lru_cache(maxsize=64)  # every listed session asks; the compiler caches the games
 def _limit_game_of_rules(rules: str) -> Game:
-    return compiled(limit_game_of(parse_game_def(rules)))
+    return served_limit_game(parse_game_def(rules))
 
 
 @dataclass(frozen=True)

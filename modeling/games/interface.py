@@ -262,6 +262,18 @@ class ServedGame(abc.ABC):
         """Inverse of :meth:`hand_key` (a stored hand; not validated)."""
         ...
 
+    runs_inline = True  # whether a small model's arithmetic may run on the service's event loop
+
+    def unset_config(self) -> dict[str, object]:
+        """MBBRConfig's values for the fields a session leaves unset, where the game's differ
+        from the dataclass's defaults."""
+        return {}
+
+    def check_config(self, config: MBBRConfig) -> None:
+        """InvalidArgumentError naming the field (``config.mbbr.*``) if this game's model cannot
+        run a validated ``config`` (every one, unless the game says otherwise)."""
+        return None
+
     @abc.abstractmethod
     def needs_solving(self, *, default_given: bool, prior_given: bool) -> bool:
         """Whether a model with these profiles given needs the game's solved strategy
@@ -412,6 +424,9 @@ class CompiledGame(ServedGame):
 
     def needs_solving(self, *, default_given: bool, prior_given: bool) -> bool:
         return not (default_given and prior_given) and needs_solving(self.compiled)
+
+    def unset_config(self) -> dict[str, object]:
+        return {"change_hazard": 0.0}  # change detection off unless asked for
 
     def compiled_profile(
         self, profile: np.ndarray | None, solved: np.ndarray | None

@@ -1,0 +1,194 @@
+"""2-player limit hold'em through the service (issue 35): a session by the bundled name, its model
+MBBR over the bundled blueprint's abstract game (modeling/holdem/served.py). Driven only through
+the client and checked against the same model in this process fed the same hands: GetModel,
+GetResponse and GetAction answer exactly as it does, before and after the server restarts (the
+session reloads from its snapshot and stored hands). A snapshot restored and fed the rest of the
+hands is the model fed them all, bit for bit. What hold'em cannot run is refused naming the field,
+and malformed hold'em observations (seeded mutations of real ones) are refused naming
+``observation.matchstate`` with nothing applied."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from service_support import connected
+
+from oppmodel.clients.acpc.convert import logged_limit_observation
+from oppmodel.clients.acpc.log import read_log
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.matchstate import MatchState
+from oppmodel.modeling.holdem.served import HoldemServedModel, holdem_served
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.snapshot import SnapshotError
+from oppmodel.modeling.observation import LimitObservation
+from oppmodel.server.conversion import spec_from_proto
+from oppmodel.v1 import opponent_model_pb2 as pb
+
+DATA = Path(__file__).parent / "data" / "acpc"
+HANDS = 12
+CONFIG = MBBRConfig(hands_default=5, seed=7, prior="informed", safety_budget=10.0, change_hazard=0)
+
+
+@pytest.fixture(scope="module")
+def hands() -> list[LimitObservation]:
+    """Each seat's view in turn of the dealer log's first 12 hands (showdowns and folds, both
+    positions)."""
+    game = holdem_served("holdem2p").compiled
+    log = read_log(DATA / "holdem2p-seed42-example-players.log")
+    return [logged_limit_observation(game, hand, i % 2) for i, hand in enumerate(log.hands[:HANDS])]
+
+
+def library(hands: list[LimitObservation], config: MBBRConfig = CONFIG) -> HoldemServedModel:
+    model = holdem_served("holdem2p").build_model(config)
+    for obs in hands:
+        model.observe(obs)
+    return model  # type: ignore[return-value]
+
+
+def decision_lines(hands: list[LimitObservation]) -> list[str]:
+    """MATCHSTATE lines of our seat's decisions in the hands (our cards only, the board so far)."""
+    game = holdem_served("holdem2p").compiled
+    lines = []
+    for number, obs in enumerate(hands):
+        for k in range(len(obs.betting)):
+            betting = obs.betting[:k]
+            if obs.betting[k] == "/" or game.current_player(betting) != obs.position:
+                continue
+            hole = tuple(h if p == obs.position else "" for p, h in enumerate(obs.hole))
+            board = obs.board[: betting.count("/") + 1]
+            lines.append(str(MatchState(obs.position, number, betting, hole, board)))
+    return lines
+
+
+def answers(client, sid: str, lines: list[str]) -> tuple:
+    """Everything the service says of the session: both opponent models, both responses, and
+    the action rows at ``lines``."""
+    models = [client.model(sid, "opp", q).strategy.as_dict() for q in range(2)]
+    responses = [client.response(sid, p) for p in range(2)]
+    actions = [client.action(sid, matchstate=line, draw=3) for line in lines]
+    return models, [(r.expected_value, r.strategy.as_dict()) for r in responses], actions
+
+
+def test_a_holdem_session_answers_as_the_library_and_after_a_reload(tmp_path: Path, hands):
+    db = tmp_path / "db.sqlite"
+    lines = decision_lines(hands)
+    model = library(hands)
+    game = holdem_served("holdem2p")
+    # models in this process (no model worker): the game is built once, for the library too
+    with connected(db, model_workers=0) as (client, _):
+        session = client.create_session(game="holdem2p", opponent_labels=("opp",), config=CONFIG)
+        assert session.game == "holdem2p"
+        sid = session.session_id
+        assert client.observe(sid, hands[:6], first_sequence=1) == 6
+        assert client.observe_batch(sid, hands[6:], first_sequence=7) == HANDS
+        before = answers(client, sid, lines)
+    models, responses, actions = before
+    for q in range(2):
+        want, _ = model.opponent_model(1 - q, q)
+        rows = {game.infoset_string(q, i): tuple(want[i]) for i in game.infosets(q)}
+        assert models[q] == rows
+    for p in range(2):
+        strategy, value = model.response(p)
+        assert responses[p][0] == value
+        assert responses[p][1] == {
+            game.infoset_string(p, i): tuple(strategy[i]) for i in game.infosets(p)
+        }
+    assert model.mbbr.solved_at == 5  # the response plays: its share drawn per hand
+    for line, got in zip(lines, actions, strict=True):
+        decision = game.matchstate_decision(line)
+        want = model.action_probabilities(decision.position, decision.infoset)
+        assert got.probabilities == tuple(want)
+        assert got.infostate == game.infoset_string(decision.position, decision.infoset)
+        assert got.probabilities[got.action] > 0 and not got.default_policy
+    # a new server: the session loads from the store
+    with connected(db, model_workers=0) as (client, _):
+        assert client.get_session(sid).hands_observed == HANDS
+        assert answers(client, sid, lines) == before
+
+
+def test_a_restored_snapshot_goes_on_as_the_model_fed_every_hand(hands) -> None:
+    whole = library(hands)
+    half = library(hands[:7])  # after the first solve (hand 5): the response and bank are state
+    restored = library([])
+    restored.restore(half.snapshot())
+    assert restored.snapshot() == half.snapshot()
+    for obs in hands[7:]:
+        restored.observe(obs)
+    assert restored.snapshot() == whole.snapshot()
+    for p in range(2):
+        assert np.array_equal(
+            restored.opponent_model(p, 1 - p)[0], whole.opponent_model(p, 1 - p)[0]
+        )
+    other = library([], dataclasses.replace(CONFIG, eta=2.0))
+    with pytest.raises(SnapshotError, match="other settings"):
+        other.restore(half.snapshot())
+    with pytest.raises(SnapshotError):
+        restored.restore(b"not a snapshot")
+    assert restored.snapshot() == whole.snapshot()  # nothing changed
+
+
+def _field(call) -> str:
+    with pytest.raises(InvalidArgumentError) as err:
+        call()
+    return err.value.field
+
+
+def test_what_holdem_cannot_run_is_refused_naming_the_field(tmp_path: Path, hands) -> None:
+    # unset, the configuration is hold'em's: the informed prior, its budget, no change detection
+    unset = spec_from_proto(
+        pb.SessionConfig(game="holdem2p", our_label="us", opponent_labels=["opp"]),
+        max_label_length=8,
+    ).config
+    assert (unset.prior, unset.safety_budget, unset.change_hazard) == ("informed", 10.0, 0.0)
+    with connected(tmp_path / "db.sqlite", model_workers=0) as (client, _):
+
+        def create(game: str = "holdem2p", **config: object):
+            return lambda: client.create_session(
+                game=game, opponent_labels=("opp",) * (2 if game == "holdem3p" else 1),
+                config=dataclasses.replace(CONFIG, **config),
+            )  # fmt: skip
+
+        assert _field(create("holdem3p")) == "config.game"
+        assert _field(create(prior="mixture")) == "config.mbbr.prior"
+        assert _field(create(posterior="samples")) == "config.mbbr.posterior"
+        assert _field(create(change_hazard=0.05)) == "config.mbbr.change_hazard"
+        sid = client.create_session(
+            game="holdem2p", opponent_labels=("opp",), config=CONFIG
+        ).session_id
+        # seeded mutations of real hands' lines: each is a valid hand or refused naming the field
+        good = [
+            str(MatchState(o.position, 0, o.betting, tuple(h or "" for h in o.hole), o.board))
+            for o in hands
+        ]
+        rng = random.Random(5)
+        refused = 0
+        applied = 0
+        for _ in range(60):
+            line = list(rng.choice(good))
+            i = rng.randrange(len("MATCHSTATE:"), len(line))
+            kind = rng.randrange(3)
+            if kind == 0:
+                line[i] = rng.choice("AKQJT98765432shdc/|:rcf0x")
+            elif kind == 1:
+                del line[i]
+            else:
+                line.insert(i, rng.choice("AKs/|rc:"))
+            try:
+                client.observe(sid, ["".join(line)], first_sequence=applied + 1)
+                applied += 1
+            except InvalidArgumentError as exc:
+                assert exc.field == "observation.matchstate", exc
+                refused += 1
+        assert refused > 40  # most mutations break the hand
+        assert client.get_session(sid).hands_observed == applied
+        for line in decision_lines(hands)[:3]:
+            head, cards = line.rsplit(":", 1)
+            ours = hands[0].hole[hands[0].position]
+            for hole in ("AsAs", "As", "AsKsQs", "Zz9s"):  # a pair of one card, too few, ...
+                bad = f"{head}:{cards.replace(cards.split('/')[0].strip('|'), hole, 1)}"
+                assert _field(lambda b=bad: client.action(sid, matchstate=b)) == "matchstate"
+            assert ours

@@ -38,6 +38,11 @@ from oppmodel.modeling.play.match import fixed_strategy_factory, run_duplicate, 
 from oppmodel.modeling.play.panel import panel_names
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
+# the deadline of the demo's calls to its own server: a bound on a hang. The first call for a
+# game builds it in the server and its model in the model worker (~1 s of CPU), and at load 30
+# the first CreateSession of `demo --game leduc3p` ran past the client's default 30 s
+CALL_SECONDS = 600.0
+
 # per game: (its title, the default opponents, hands per match, duplicates); a game file takes
 # those of the Leduc game of its player count
 GAMES = {
@@ -205,7 +210,7 @@ def _play(
     start = time.perf_counter()
     with (
         BackgroundServer(ServerConfig(db_path=str(db_path), port=0)) as port,
-        OpponentModelClient(f"127.0.0.1:{port}") as client,
+        OpponentModelClient(f"127.0.0.1:{port}", timeout=CALL_SECONDS) as client,
     ):
         sessions: list[str] = []
         labels = _labels(opponents)

@@ -8,7 +8,10 @@ and modeling/holdem/response.py's response (a best response in the abstract game
 blueprint's play, measured on an independent sample of ``--check-deals`` deals).
 
     python experiments/holdem_field.py [--opponents cfr,always-bet,...] [--hands 3000]
-        [--duplicates 2] [--seed 34] [--refresh 100] [--budget 10] [--json]
+        [--duplicates 2] [--from-duplicate 0] [--seed 34] [--refresh 100] [--budget 10] [--json]
+
+``--from-duplicate K`` plays duplicates K .. duplicates - 1 only (the earlier ones ran before: a
+second duplicate beside a recorded first gives a row its standard error).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, a
 from oppmodel.modeling.holdem.response import BUDGET, REFRESH, HoldemMBBR, HoldemMBBRAgent
 from oppmodel.modeling.holdem.styles import bundled_blueprint, policy_factory
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.play.match import run_duplicate
+from oppmodel.modeling.play.match import play_duplicate, summarize
 
 OPPONENTS = "cfr,always-bet,calling-station,tight-passive,maniac,bluffer"
 
@@ -42,7 +45,7 @@ def _parts(check_deals: int) -> tuple:
         blueprint.config, deals=check_deals, seed=blueprint.config.seed + 1
     )
     check = abstract_game("holdem2p", check_config)
-    spots = AbstractSpots(game, blueprint.config, blueprint.cards)
+    spots = AbstractSpots(game, blueprint.config, blueprint.cards, blueprint.flops)
     return spots, abstract_profile(game, blueprint.positions), check
 
 
@@ -86,6 +89,7 @@ def main() -> None:
     parser.add_argument("--opponents", default=OPPONENTS, help=f"(default {OPPONENTS})")
     parser.add_argument("--hands", type=int, default=3000, help="hands a match (default 3000)")
     parser.add_argument("--duplicates", type=int, default=2, help="(default 2)")
+    parser.add_argument("--from-duplicate", type=int, default=0, help="the first played (0)")
     parser.add_argument("--seed", type=int, default=34, help="(default 34: RESULTS' cfr rows)")
     parser.add_argument("--refresh", type=int, default=REFRESH, help="hands between solves")
     parser.add_argument("--budget", type=float, default=BUDGET, help="mbb/h against cfr")
@@ -102,22 +106,21 @@ def main() -> None:
     for name in args.opponents.split(","):
         start = time.process_time()
         CYCLE[:] = [0.0, 0, 0]
-        result = run_duplicate(
-            game,
-            ["mbbr", name],
-            [functools.partial(_agent, args), policy_factory(name, gamedef)],
-            hands=args.hands,
-            duplicates=args.duplicates,
-            seed=args.seed,
-        )
+        factories = [functools.partial(_agent, args), policy_factory(name, gamedef)]
+        played = range(args.from_duplicate, args.duplicates)
+        per_duplicate = [
+            play_duplicate(game, factories, hands=args.hands, seed=args.seed, duplicate=d)
+            for d in played
+        ]
+        result = summarize(game, ["mbbr", name], per_duplicate, hands=args.hands, seed=args.seed)
         mbbr = result.agents[0]
-        hands = args.hands * args.duplicates * 2
+        hands = args.hands * len(played) * 2
         rows.append(
             {
                 "opponent": name,
                 result.unit.key: mbbr.rate,
                 "standard_error": mbbr.standard_error,
-                "per_duplicate": list(mbbr.per_duplicate),
+                "per_duplicate": dict(zip(played, mbbr.per_duplicate, strict=True)),
                 "cpu_s": time.process_time() - start,
                 "hands": hands,
                 "cycle_cpu_ms_per_hand": 1000 * CYCLE[0] / CYCLE[1],

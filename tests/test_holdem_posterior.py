@@ -15,8 +15,9 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
 from oppmodel.modeling.holdem.policy import CARD_NAMES, Uniform
-from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, cards_of
+from oppmodel.modeling.holdem.posterior import NO_DEAL, AbstractSpots, HoldemPosterior, cards_of
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
 from oppmodel.modeling.observation import LimitObservation
 
 
@@ -86,7 +87,8 @@ def test_a_folded_hands_update_equals_the_enumeration_of_the_opponents_hole_pair
     posterior = HoldemPosterior(spots, seeded_blueprint(spots, 0), MBBRConfig(eta=4.0))
     alpha0 = posterior.fits[0].alpha0[0].copy()
     evidence = posterior.observe(FOLD_FLOP)
-    assert evidence.rows.shape[0] == 1081  # 52 - 2 ours - 3 on the board, choose 2
+    assert evidence.weights.sum() == 1081  # 52 - 2 ours - 3 on the board, choose 2
+    assert len(evidence.rows) == len({tuple(r) for r in evidence.entries.tolist()}) < 100
     second, first_again = _two_hidden_hands_enumerated(spots, posterior, alpha0)
     means = posterior.models_profile(0)[1]
     alpha = alpha0 + second + first_again
@@ -146,6 +148,42 @@ def test_over_played_hands_counts_stay_non_negative_and_sum_to_the_moves_seen(
         assert (fit.expected[0][~legal] == 0).all()
         means = posterior.models_profile(p)[1 - p][spots.game.infosets(1 - p)]
         assert np.allclose(means.sum(axis=1), 1.0) and (means > 0).any()
+
+
+def test_merged_rows_fit_as_one_row_per_hole_pair(spots) -> None:
+    """Each hole pair its own row of weight 1 (the evidence before rows merged) and the merged
+    evidence give the same fixed point, the same likelihoods, over a played stream."""
+    game = HoldemGame("holdem2p", spots.game.gamedef)
+    agents = [_Recorder(5), _Recorder(15)]
+    play_holdem_match(game, agents, game.deal_sequence(40, 5))
+    blueprint = seeded_blueprint(spots, 5)
+    merged, expanded = HoldemPosterior(spots, blueprint), HoldemPosterior(spots, blueprint)
+    rows = weights = 0
+    for obs in agents[0].seen:
+        p = obs.position
+        evidence = merged.observe(obs)
+        rows, weights = rows + len(evidence.rows), weights + int(evidence.weights.sum())
+        each = np.repeat(np.arange(len(evidence.rows)), evidence.weights)
+        one_a_pair = Evidence(
+            NO_DEAL, evidence.rows[each], evidence.revealed, evidence.entries[each], 1 + 0 * each
+        )
+        expanded.fits[p].observe(obs, one_a_pair)
+        for profile in (merged.models_profile(p), blueprint):
+            assert hand_likelihood(evidence.rows, evidence.weights, p, profile) == pytest.approx(
+                hand_likelihood(one_a_pair.rows, 1 + 0 * each, p, profile), 1e-12
+            )
+    assert weights > 10 * rows  # merging is worth it
+    for p in range(2):
+        keys, state = merged.fits[p].state()  # the weights are kept, and restored
+        fresh = HoldemPosterior(spots, blueprint)
+        fresh.fits[p].restore(keys, state)
+        fresh.fits[p].converge(max_sweeps=1)
+        merged.fits[p].converge(max_sweeps=1)
+        assert np.array_equal(fresh.models_profile(p), merged.models_profile(p))
+        assert "log_weights" in state and "log_weights" not in expanded.fits[p].state()[1]
+        merged.fits[p].converge()
+        expanded.fits[p].converge()
+        assert np.allclose(merged.models_profile(p), expanded.models_profile(p), rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize(

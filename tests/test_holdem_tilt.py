@@ -118,8 +118,9 @@ def test_the_evidence_against_the_blueprint_sums_each_hands_likelihood_ratio(spo
             posterior.refit()  # the ratio's predictions are whatever the models are at the hand
         model = posterior.models_profile(obs.position).copy()
         evidence = posterior.observe(obs)
-        ratio = hand_likelihood(evidence.rows, obs.position, model) / hand_likelihood(
-            evidence.rows, obs.position, blueprint
+        rows, weights = evidence.rows, evidence.weights
+        ratio = hand_likelihood(rows, weights, obs.position, model) / hand_likelihood(
+            rows, weights, obs.position, blueprint
         )
         expected += math.log(ratio)
         assert posterior.log_odds == pytest.approx(expected, rel=1e-9, abs=1e-9)

@@ -168,13 +168,7 @@ class Blueprint:
         range costs one bucketing of the board per round (:meth:`CardAbstraction.range_buckets`;
         a flop's read from the flop table where there is one) and one table lookup."""
         rows = hole_rows(holes)
-        rounds = view_rounds(self.config, spot.round)
-        buckets = np.stack(
-            [self._range_buckets(spot.board[: BOARD_SIZES[r]])[rows] for r in rounds], axis=-1
-        )
-        if (buckets < 0).any():
-            raise InvalidArgumentError("holes", f"a hole shares a card with the board {spot.board}")
-        views = view_index(self.config, buckets, rounds[0])
+        views = range_views(self.config, self.cards, self.flops, spot.board, spot.round, rows)
         table = self._table(spot.position, spot.round, spot.betting.betting)
         out = table[views]
         missing = np.isnan(out[:, 0])
@@ -186,13 +180,6 @@ class Blueprint:
             raise InvalidStrategyError("strategy", f"no row {key!r} in the blueprint")
         return out
 
-    def _range_buckets(self, board: tuple[int, ...]) -> np.ndarray:
-        if self.flops is not None and len(board) == BOARD_SIZES[FLOP]:
-            read = self.flops.range_buckets(board)
-            if read is not None:
-                return read
-        return self.cards.range_buckets(board)
-
     def _table(self, position: int, round_: int, betting: str) -> np.ndarray:
         """(views, 3) the rows of one betting history by view index (NaN where the file has
         none), made once."""
@@ -201,6 +188,33 @@ class Blueprint:
             views = len(view_strings(self.config, round_))
             self._tables[key] = self.rows[position].table(betting, views)
         return self._tables[key]
+
+
+def range_views(
+    config: AbstractGameConfig,
+    cards: CardAbstraction,
+    flops: FlopTable | None,
+    board: tuple[int, ...],
+    round_: int,
+    rows: np.ndarray,
+) -> np.ndarray:
+    """(k,) the view in ``round_`` of the hands ``rows`` (of ``ALL_HOLES``) on ``board`` (card
+    integers, at least those dealt by that round): one bucketing of the board per round
+    (:meth:`CardAbstraction.range_buckets`, a flop's read from ``flops`` where it holds it);
+    InvalidArgumentError if a hand holds a board card."""
+    rounds = view_rounds(config, round_)
+    buckets = np.stack([_buckets(cards, flops, board[: BOARD_SIZES[r]])[rows] for r in rounds], -1)
+    if (buckets < 0).any():
+        raise InvalidArgumentError("holes", f"a hole shares a card with the board {board}")
+    return view_index(config, buckets, rounds[0])
+
+
+def _buckets(cards: CardAbstraction, flops: FlopTable | None, board: tuple[int, ...]) -> np.ndarray:
+    if flops is not None and len(board) == BOARD_SIZES[FLOP]:
+        read = flops.range_buckets(board)
+        if read is not None:
+            return read
+    return cards.range_buckets(board)
 
 
 def _has(index: list[dict[str, int]], view: str, betting: str) -> bool:

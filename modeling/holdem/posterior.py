@@ -18,12 +18,12 @@ the one pair it showed at a showdown) is an assignment, equally likely before th
 its moves are at the information sets the card abstraction gives that pair on the hand's boards
 (:meth:`~oppmodel.modeling.games.acpc.abstraction.CardAbstraction.range_buckets`, a whole range
 in one pass per board). That is the :class:`~oppmodel.modeling.mbbr.evidence.Evidence` the fit
-reads (one row per assignment, each equally likely), so the expectation step over hidden cards
-is the limit games' own: each pair's responsibility is the product of the model's probabilities
-of the opponent's moves at its information sets, normalised over the pairs (a pair's cards do
-not change the chance of the board: every pair is dealt alike). Pairs with the same information
-sets stay separate rows, which is exact (their responsibilities are equal, and add up) at the
-cost of memory: a hand folded on the river keeps up to 1,225 rows.
+reads, so the expectation step over hidden cards is the limit games' own: each pair's
+responsibility is the product of the model's probabilities of the opponent's moves at its
+information sets, normalised over the pairs (a pair's cards do not change the chance of the
+board: every pair is dealt alike). Pairs at the same information sets all along are one row
+weighted by their number, which is exact (their responsibilities are equal, and add up): a hand
+folded on the river is some 70 rows, not 1,225.
 
 The prior's mean is refitted on demand (:meth:`HoldemPosterior.refit`): the blueprint tilted per
 betting situation and node toward what the opponent did (:mod:`~oppmodel.modeling.holdem.tilt`).
@@ -36,15 +36,13 @@ import functools
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES, CardAbstraction
+from oppmodel.modeling.games.acpc.abstraction import CardAbstraction
 from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, NUM_ACTIONS, ROUND_SEPARATOR
+from oppmodel.modeling.games.acpc.flop_table import FlopTable
 from oppmodel.modeling.games.acpc.hand_rank import card_index
-from oppmodel.modeling.games.acpc.holdem_abstract import (
-    AbstractGameConfig,
-    view_index,
-    view_rounds,
-)
+from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.holdem.blueprint import range_views
 from oppmodel.modeling.holdem.policy import live_holes
 from oppmodel.modeling.holdem.strength import hole_rows
 from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt
@@ -62,25 +60,27 @@ class AbstractSpots:
     """Where real cards and bettings meet the abstract game: the information set a hole pair is
     at after a betting, for a whole range at once."""
 
-    def __init__(self, game: LimitGame, config: AbstractGameConfig, cards: CardAbstraction) -> None:
+    def __init__(
+        self,
+        game: LimitGame,
+        config: AbstractGameConfig,
+        cards: CardAbstraction,
+        flops: FlopTable | None = None,
+    ) -> None:
+        """``flops``: the flops' buckets computed ahead (a blueprint's ``flops``), read instead
+        of bucketing a new flop (10-60 ms of CPU)."""
         if cards.config != config.abstraction:
             raise InvalidArgumentError("cards", "is not the abstraction of the abstract game")
         self.game = game
         self.config = config
         self.cards = cards
+        self.flops = flops
 
     def views(self, board: tuple[int, ...], round_: int, holes: np.ndarray) -> np.ndarray:
         """(k,) the view in ``round_`` of each hole pair ((k, 2) card integers) on ``board``
         (card integers, at least the cards dealt by that round); InvalidArgumentError if a pair
         holds a board card."""
-        rows = hole_rows(holes)
-        rounds = view_rounds(self.config, round_)
-        buckets = np.stack(
-            [self.cards.range_buckets(board[: BOARD_SIZES[r]])[rows] for r in rounds], axis=-1
-        )
-        if (buckets < 0).any():
-            raise InvalidArgumentError("holes", f"a hole shares a card with the board {board}")
-        return view_index(self.config, buckets, rounds[0])
+        return range_views(self.config, self.cards, self.flops, board, round_, hole_rows(holes))
 
     def infosets(self, betting: str, board: tuple[int, ...], holes: np.ndarray) -> np.ndarray:
         """(k,) the information set of the player to act after ``betting`` holding each pair."""
@@ -119,7 +119,8 @@ def cards_of(text: str) -> list[int]:
 
 def holdem_evidence(spots: AbstractSpots, obs: LimitObservation) -> Evidence:
     """The evidence of a validated 2-player observation of real cards (see the module's text):
-    one row per hole pair the opponent may hold, its moves as (0, information set, action)."""
+    one row per distinct sequence of the opponent's information sets over the hole pairs it may
+    hold, its moves as (0, information set, action), weighted by its number of pairs."""
     game = spots.game
     q = 1 - obs.position
     ours = obs.hole[obs.position]
@@ -137,7 +138,8 @@ def holdem_evidence(spots: AbstractSpots, obs: LimitObservation) -> Evidence:
         rows[:, j, 1] = int(game.tree.node_base[node]) + views[r]
         rows[:, j, 2] = a
     entries = rows[:, :, 1] * NUM_ACTIONS + rows[:, :, 2]  # offset 1: the table's first block
-    return Evidence(NO_DEAL, rows, (shown is not None,), entries)
+    _, first, weights = np.unique(entries, axis=0, return_index=True, return_counts=True)
+    return Evidence(NO_DEAL, rows[first], (shown is not None,), entries[first], weights)
 
 
 class HoldemPosterior:
@@ -181,8 +183,8 @@ class HoldemPosterior:
         validate_limit_observation(self.spots.game, obs)
         evidence = holdem_evidence(self.spots, obs)
         p = obs.position
-        model = hand_likelihood(evidence.rows, p, self.models_profile(p))
-        blueprint = hand_likelihood(evidence.rows, p, self.blueprint)
+        model = hand_likelihood(evidence.rows, evidence.weights, p, self.models_profile(p))
+        blueprint = hand_likelihood(evidence.rows, evidence.weights, p, self.blueprint)
         with np.errstate(divide="ignore"):
             self.log_odds += np.log(model) - np.log(blueprint)
         self.fits[obs.position].observe(obs, evidence)

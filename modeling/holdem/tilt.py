@@ -82,7 +82,7 @@ def fit_level(
     theta = np.zeros((groups, 3))
     for _ in range(ITERATIONS):
         predicted = _by_group(visits[:, None] * tilted(log_base, theta[group]), group, groups)
-        predicted *= scale / total
+        predicted = predicted * (scale / total)  # (a float even with no rows: bincount's int)
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.log(target) - np.log(predicted)
         step[~np.isfinite(step)] = 0.0  # an action no row of the group allows, or none saw
@@ -105,9 +105,12 @@ def fit_tilt(tilt_map: TiltMap, base: np.ndarray, expected: np.ndarray) -> np.nd
     counts = expected[rows]
     node = tilt_map.node_of
     situation = tilt_map.situation_of_node[node]
-    theta = fit_level(log_base, counts, situation, tilt_map.num_situations, SITUATION_WEIGHT)
+    seen = counts.sum(axis=1) > 0.0  # the fit's sums over the rows never visited add 0: skipped
+    theta = fit_level(
+        log_base[seen], counts[seen], situation[seen], tilt_map.num_situations, SITUATION_WEIGHT
+    )
     shifted = log_base + theta[situation]
-    delta = fit_level(shifted, counts, node, tilt_map.num_nodes, NODE_WEIGHT)
+    delta = fit_level(shifted[seen], counts[seen], node[seen], tilt_map.num_nodes, NODE_WEIGHT)
     out = base.copy()
     out[rows] = tilted(shifted, delta[node])
     return out

@@ -16,8 +16,9 @@ from oppmodel.modeling.mbbr._limit_kernels import NUM_ACTIONS
 # A Dirichlet posterior's classes, packed in two arrays (numba unboxes each argument on every call):
 # ints = [classes, assignments, entries, hidden, cursor, and the capacities of the first three],
 # then row_start (classes + 1), entry_start (assignments + 1), entries and hidden (classes) at
-# their capacities; floats = counts (classes), resp and scores (assignments).
+# their capacities; floats = counts (classes), resp, log weights and scores (assignments).
 CURSOR = 4
+REFRESH_PER_HAND = 8  # classes with hidden cards revisited after each hand, round robin
 _HEADER = 8
 
 
@@ -27,7 +28,7 @@ def new_dirichlet_tables(classes, assignments, entries):
     classes, assignments, entries = max(classes, 16), max(assignments, 16), max(entries, 64)
     ints = np.zeros(_HEADER + 2 * classes + assignments + entries + 2, dtype=np.int64)
     ints[5], ints[6], ints[7] = classes, assignments, entries
-    return ints, np.zeros(classes + 2 * assignments)
+    return ints, np.zeros(classes + 3 * assignments)
 
 
 @njit(cache=True)
@@ -37,15 +38,17 @@ def _sections(ints, floats):
     starts = np.cumsum(np.array([_HEADER, c + 1, r + 1, e, c]))
     row_start, entry_start = ints[starts[0] : starts[1]], ints[starts[1] : starts[2]]
     entries, hidden = ints[starts[2] : starts[3]], ints[starts[3] : starts[4]]
-    return row_start, entry_start, entries, hidden, floats[:c], floats[c : c + r], floats[c + r :]
+    f, w = floats, c + 2 * r
+    return row_start, entry_start, entries, hidden, f[:c], f[c : c + r], f[c + r : w], f[w:]
 
 
 @njit(cache=True)
 def dirichlet_tables(ints, floats):
-    """(row_start, entry_start, entries, hidden, counts, resp), each its filled part."""
-    row_start, entry_start, entries, hidden, counts, resp, _ = _sections(ints, floats)
+    """(row_start, entry_start, entries, hidden, counts, resp, logw), each its filled part."""
+    row_start, entry_start, entries, hidden, counts, resp, logw, _ = _sections(ints, floats)
     c, r, e, h = ints[0], ints[1], ints[2], ints[3]
-    return row_start[: c + 1], entry_start[: r + 1], entries[:e], hidden[:h], counts[:c], resp[:r]
+    head = row_start[: c + 1], entry_start[: r + 1], entries[:e], hidden[:h]
+    return (*head, counts[:c], resp[:r], logw[:r])
 
 
 @njit(cache=True)
@@ -60,18 +63,19 @@ def tables_with_room(ints, floats, m, moves):
     grown[0][:5] = ints[:5]
     old, new = dirichlet_tables(ints, floats), dirichlet_tables(*grown)
     new[0][:], new[1][:], new[2][:] = old[0], old[1], old[2]
-    new[3][:], new[4][:], new[5][:] = old[3], old[4], old[5]
+    new[3][:], new[4][:], new[5][:], new[6][:] = old[3], old[4], old[5], old[6]
     return grown
 
 
 @njit(cache=True)
-def dirichlet_observe(ints, floats, o, new, refresh, alpha0, expected, scratch, profile, seats):
+def dirichlet_observe(ints, floats, o, new, weights, alpha0, expected, scratch, profile, seats):
     """One hand of class ``o``: a step of that class adding one to its count, then steps of up to
-    ``refresh`` other classes with hidden cards, round robin from the cursor. ``new``: the
-    class's entries (m, L) if it is new (appended first, at count 0 and uniform
-    responsibilities), else empty. Returns whether the hand's own step was taken (if not,
-    nothing else changed). ``scratch``: as :func:`step_class` takes it."""
-    row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
+    ``REFRESH_PER_HAND`` other classes with hidden cards, round robin from the cursor. ``new``
+    (m, L), ``weights`` (m,): the class's entries and the assignments each row stands for if it
+    is new (appended first, at count 0 and uniform responsibilities), else empty. Returns
+    whether the hand's own step was taken (if not, nothing else changed). ``scratch``: as
+    :func:`step_class` takes it."""
+    row_start, entry_start, entries, hidden, counts, resp, logw, scores = _sections(ints, floats)
     if new.shape[0] > 0:
         c, r, e, h = ints[0], ints[1], ints[2], ints[3]
         m, moves = new.shape
@@ -80,17 +84,18 @@ def dirichlet_observe(ints, floats, o, new, refresh, alpha0, expected, scratch, 
             entries[e + i * moves : e + (i + 1) * moves] = new[i]
             entry_start[r + 1 + i] = e + moves * (i + 1)
             resp[r + i] = 1.0 / m
+            logw[r + i] = math.log(weights[i])
         row_start[c + 1] = r + m
         if m > 1:
             hidden[h] = c
             ints[3] = h + 1
         ints[0], ints[1], ints[2] = c + 1, r + m, e + m * moves
-    tables = (counts, resp, row_start, entry_start, entries, scores, scratch)
+    tables = (counts, resp, logw, row_start, entry_start, entries, scores, scratch)
     if step_class(o, 1.0, alpha0, expected, profile, seats, *tables) < 0.0:
         return False
     picked = tries = 0
     cursor, num_hidden = ints[CURSOR], ints[3]
-    while picked < refresh and tries < num_hidden:
+    while picked < REFRESH_PER_HAND and tries < num_hidden:
         c = hidden[cursor]
         cursor = (cursor + 1) % num_hidden
         tries += 1
@@ -104,7 +109,7 @@ def dirichlet_observe(ints, floats, o, new, refresh, alpha0, expected, scratch, 
 @njit(cache=True)
 def dirichlet_recount(ints, floats, expected):
     """``expected`` recomputed from scratch (the sum the steps keep up to date)."""
-    row_start, entry_start, entries, _, counts, resp = dirichlet_tables(ints, floats)
+    row_start, entry_start, entries, _, counts, resp, _ = dirichlet_tables(ints, floats)
     expected[:] = 0.0
     for o in range(counts.shape[0]):
         for r in range(row_start[o], row_start[o + 1]):
@@ -117,8 +122,8 @@ def dirichlet_recount(ints, floats, expected):
 def dirichlet_converge(ints, floats, alpha0, expected, scratch, profile, seats, tolerance, most):
     """Sweeps of steps over every class with hidden cards, at most ``most``, until no entry of
     ``expected`` moved by more than ``tolerance``; returns the sweeps made."""
-    row_start, entry_start, entries, hidden, counts, resp, scores = _sections(ints, floats)
-    tables = (counts, resp, row_start, entry_start, entries, scores, scratch)
+    row_start, entry_start, entries, hidden, counts, resp, logw, scores = _sections(ints, floats)
+    tables = (counts, resp, logw, row_start, entry_start, entries, scores, scratch)
     sweeps = 0
     while ints[3] > 0 and sweeps < most:
         sweeps += 1
@@ -132,16 +137,16 @@ def dirichlet_converge(ints, floats, alpha0, expected, scratch, profile, seats, 
 
 @njit(cache=True)
 def step_class(
-    o, added, alpha0, expected, profile, seats, counts, resp, row_start, entry_start, entries,
-    scores, scratch,
+    o, added, alpha0, expected, profile, seats, counts, resp, logw, row_start, entry_start,
+    entries, scores, scratch,
 ):  # fmt: skip
     """A CVB0 step of class o (seen ``counts[o]`` times; assignment r of ``row_start[o]:
     row_start[o + 1]`` makes the moves ``entries[entry_start[r]:entry_start[r + 1]]``, with
-    responsibility ``resp[r]``): each responsibility becomes the product of its moves' posterior
-    means with one copy of the class's own contribution left out; ``added`` joins the count, and
-    ``expected`` and the touched rows' means (``profile``, opponent d at ``seats[d - 1]``)
-    follow. Returns the largest change of ``expected``, or -1 (nothing changed) if not finite.
-    ``scratch``: (4, size of ``expected``), rows 0-1 zero and 2-3 NaN (left so)."""
+    responsibility ``resp[r]``, weight ``exp(logw[r])``): each responsibility becomes the weight
+    times its moves' posterior means, one copy of the class's own contribution left out; ``added``
+    joins the count, and ``expected`` and the touched rows' means (``profile``, opponent d at
+    ``seats[d - 1]``) follow. Returns the largest change of ``expected``, or -1 (nothing changed)
+    if not finite. ``scratch``: (4, size of ``expected``), rows 0-1 zero and 2-3 NaN (left so)."""
     own, own_row, logs, row_logs = scratch[0], scratch[1], scratch[2], scratch[3]
     first, last = row_start[o], row_start[o + 1]
     old = counts[o]
@@ -161,7 +166,7 @@ def step_class(
                 own_row[f - f % NUM_ACTIONS] += resp[r]
     best = -np.inf
     for r in range(first, last):  # each move's and row's log once (assignments share them)
-        s = 0.0
+        s = logw[r]
         for e in range(entry_start[r], entry_start[r + 1]):
             f = entries[e]
             b = f - f % NUM_ACTIONS

@@ -78,7 +78,7 @@ class ChangeDetectingModel(MBBRModel):
         :meth:`_advance`."""
         rows, masses, explained = evidence.rows, [], False
         for run, w in zip(self.runs, self.log_mass, strict=True):
-            likelihood = hand_likelihood(rows, p, run._models_profile(p))
+            likelihood = hand_likelihood(rows, evidence.weights, p, run._models_profile(p))
             explained = explained or likelihood > 0.0
             masses.append(w + math.log(likelihood) if likelihood > 0.0 else -math.inf)
             run._update(p, obs, evidence)

@@ -22,7 +22,6 @@ from oppmodel.modeling.mbbr.evidence import Evidence
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, take
 
-REFRESH_PER_HAND = 8  # classes with hidden cards revisited after each hand, round robin
 CONVERGE_SWEEPS = 500
 CONVERGE_TOLERANCE = 1e-9  # largest change of any expected count in the last sweep
 
@@ -83,16 +82,16 @@ class DirichletPosterior:
         finite parameters (not seen within the validated ranges of the prior; this is the
         guard) leaves everything as it was."""
         o = self._index.get(key, -1)
-        entries = _NONE
+        entries, weights = _NONE, _NONE.ravel()
         if o < 0:
-            entries = evidence.entries
+            entries, weights = evidence.entries, evidence.weights
             self._ints, self._floats = kernels.tables_with_room(
                 self._ints, self._floats, *entries.shape
             )
             o = self._index[key] = len(self._index)
         applied = kernels.dirichlet_observe(
-            self._ints, self._floats, o, entries, REFRESH_PER_HAND, self._alpha0,
-            self._expected, self._scratch, self._flat, self.seats,
+            self._ints, self._floats, o, entries, weights, self._alpha0, self._expected,
+            self._scratch, self._flat, self.seats,
         )  # fmt: skip
         self.version += applied
         return applied
@@ -122,14 +121,15 @@ class DirichletPosterior:
         """What the observations changed (``modeling/mbbr/snapshot.py``): the distinct
         observations' keys in the order their classes were made, and the arrays ``expected``,
         ``counts``, ``row_start``, ``entry_start``, ``entries``, ``resp``, ``hidden``, ``cursor``
-        (0-d) and ``means`` (the opponents' rows of the profile, which the kernels update row by
-        row and so are kept as they are rather than recomputed)."""
+        (0-d), ``means`` (the opponents' rows of the profile, kept as the kernels updated them)
+        and, where a row stands for several assignments, ``log_weights``."""
         tables = kernels.dirichlet_tables(self._ints, self._floats)
         arrays = {name: table.copy() for name, table in zip(_TABLES, tables, strict=True)}
         arrays["expected"] = self._expected.copy()
         arrays["cursor"] = np.array(self._ints[kernels.CURSOR], dtype=np.int64)
         arrays["means"] = self.profile[self.seats].copy()
-        return list(self._index), {name: arrays[name] for name in _STATE_ALL}
+        names = _STATE_ALL if arrays["log_weights"].any() else _STATE_ALL[:-1]
+        return list(self._index), {name: arrays[name] for name in names}
 
     def restore(self, keys: Sequence[object], state: dict[str, np.ndarray]) -> None:
         """Set what ``state()`` of a posterior with the same prior returned; SnapshotError, with
@@ -141,6 +141,7 @@ class DirichletPosterior:
         entry_start = take(state, "entry_start", "i8", (int(row_start[-1]) + 1,))
         entries = take(state, "entries", "i8", (int(entry_start[-1]),))
         resp = take(state, "resp", "f8", (int(row_start[-1]),))
+        logw = take(state, "log_weights", "f8", resp.shape) if "log_weights" in state else 0 * resp
         hidden = take(state, "hidden", "i8", (None,))
         cursor = int(take(state, "cursor", "i8", ()))
         means = take(state, "means", "f8", self.profile[self.seats].shape)
@@ -159,7 +160,7 @@ class DirichletPosterior:
         sizes = (m, len(resp), len(entries), len(hidden), cursor)
         ints[: len(sizes)] = sizes
         tables = kernels.dirichlet_tables(ints, floats)
-        values = (row_start, entry_start, entries, hidden, counts, resp)
+        values = (row_start, entry_start, entries, hidden, counts, resp, logw)
         for table, value in zip(tables, values, strict=True):
             table[:] = value
         self._ints, self._floats = ints, floats
@@ -180,7 +181,7 @@ class DirichletPosterior:
 
 _NONE = np.zeros((0, 0), dtype=np.int64)  # no new class's entries
 # the arrays of ``_dirichlet_kernels.dirichlet_tables``, as ``state()`` names them
-_TABLES = ("row_start", "entry_start", "entries", "hidden", "counts", "resp")
+_TABLES = ("row_start", "entry_start", "entries", "hidden", "counts", "resp", "log_weights")
 # ``state()``'s arrays, in the order snapshots have always stored them
 _STATE = ("expected", "counts", "row_start", "entry_start", "entries", "resp", "hidden", "cursor")
-_STATE_ALL = (*_STATE, "means")
+_STATE_ALL = (*_STATE, "means", "log_weights")

@@ -23,13 +23,14 @@ HIDDEN = -2  # ``_known_cards``' mark of a hidden hole card
 class Evidence:
     """One observation's evidence. ``rows[r]`` lists assignment r's opponent moves as
     (offset - 1, information set, action); every assignment has the same moves, at information
-    sets that differ only where the mover's cards are hidden."""
+    sets that differ only where the mover's cards are hidden; row r stands for ``weights[r]``."""
 
     deal: int  # the first deal (``game.deal_cards``) that agrees with every card seen
     rows: np.ndarray  # (m, L, 3) int64: m assignments, L opponent moves each
     revealed: tuple[bool, ...]  # per offset d - 1: the opponent's hole cards were seen
     # (m, L) int64: each move as one index into a flat (n - 1, num_infosets, 3) table
     entries: np.ndarray
+    weights: np.ndarray  # (m,) int64, at least 1
 
 
 def hand_evidence(game: LimitGame, obs: LimitObservation) -> Evidence:
@@ -41,19 +42,19 @@ def hand_evidence(game: LimitGame, obs: LimitObservation) -> Evidence:
         p, n, tree.node_base, tree.node_round, tree.deal_view, game.num_infosets,
     )  # fmt: skip
     revealed = tuple(obs.hole[(p + d) % n] is not None for d in range(1, n))
-    return Evidence(deal, rows, revealed, entries)
+    return Evidence(deal, rows, revealed, entries, np.ones(len(rows), dtype=np.int64))
 
 
 @njit(cache=True)
-def hand_likelihood(rows, position, profile):
-    """The probability of the opponents' moves ``rows`` (``Evidence.rows``) in a hand seen from
-    ``position``, each opponent playing its row of ``profile`` (n, num_infosets, 3), summed over
-    the assignments of the cards we did not see; up to a factor that is the same whatever the
-    profile (the deal, and our own moves)."""
+def hand_likelihood(rows, weights, position, profile):
+    """The probability of the opponents' moves ``rows`` (``Evidence.rows``, ``weights``) in a
+    hand seen from ``position``, each opponent playing its row of ``profile`` (n, num_infosets,
+    3), summed over the assignments of the cards we did not see; up to a factor that is the
+    same whatever the profile (the deal, and our own moves)."""
     n = profile.shape[0]
     total = 0.0
     for r in range(rows.shape[0]):
-        prob = 1.0
+        prob = float(weights[r])
         for j in range(rows.shape[1]):
             prob *= profile[(position + 1 + rows[r, j, 0]) % n, rows[r, j, 1], rows[r, j, 2]]
         total += prob

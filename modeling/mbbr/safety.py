@@ -174,10 +174,10 @@ class SafetyBankroll:
         """Multiply each live hypothesis's odds (the models' against it) by this hand's
         likelihood ratio, killing it at probability 0 or when :meth:`mixture_log_odds` reaches
         ``RULE_OUT_ODDS`` (see the module docstring)."""
-        alternative = hand_likelihood(evidence.rows, p, models)
+        alternative = hand_likelihood(evidence.rows, evidence.weights, p, models)
         weighed = []
         for o in np.flatnonzero(self.alive):
-            under = hand_likelihood(evidence.rows, p, self._seated[o, p])
+            under = hand_likelihood(evidence.rows, evidence.weights, p, self._seated[o, p])
             if under <= 0.0:  # impossible under o: the models' odds against it are infinite
                 self.alive[o] = False
                 self.log_odds[o] = math.inf

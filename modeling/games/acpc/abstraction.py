@@ -197,15 +197,18 @@ def by_relabelled_hole(values: np.ndarray, relabel: np.ndarray) -> np.ndarray:
     return values[HOLE_INDEX[relabel[ALL_HOLES[:, 0]], relabel[ALL_HOLES[:, 1]]]]
 
 
+@functools.lru_cache(maxsize=2**14)  # a hand's spots and its update ask for the same boards
 def canonical_board(board: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
     """The least relabelling of the board's suits (its sorted card indices least) as a map of
-    the 52 card indices, and the board it makes (sorted)."""
+    the 52 card indices (read-only), and the board it makes (sorted)."""
     cards = np.arange(DECK_SIZE)
     best = min(
         (tuple(sorted(c - c % 4 + p[c % 4] for c in board)), p)
         for p in itertools.permutations(range(4))
     )
-    return cards - cards % 4 + np.array(best[1])[cards % 4], best[0]
+    relabel = cards - cards % 4 + np.array(best[1])[cards % 4]
+    relabel.setflags(write=False)
+    return relabel, best[0]
 
 
 BOARD_CACHE = 10_000  # canonical boards kept (10.6 KB each): a 3,000-hand series' 9,000 boards

@@ -10,16 +10,22 @@ and malformed hold'em observations (seeded mutations of real ones) are refused n
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from pathlib import Path
 
 import numpy as np
 import pytest
-from service_support import connected
+from acpc_support import AgentThread, run_dealer
+from service_support import connected, running_server
+from test_acpc_service_agent import CommandThread
 
+from oppmodel.clients.acpc.agent import make_policy
 from oppmodel.clients.acpc.convert import logged_limit_observation
 from oppmodel.clients.acpc.log import read_log
+from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.matchstate import MatchState
 from oppmodel.modeling.holdem.served import HoldemServedModel, holdem_served
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -192,3 +198,35 @@ def test_what_holdem_cannot_run_is_refused_naming_the_field(tmp_path: Path, hand
                 bad = f"{head}:{cards.replace(cards.split('/')[0].strip('|'), hole, 1)}"
                 assert _field(lambda b=bad: client.action(sid, matchstate=b)) == "matchstate"
             assert ours
+
+
+def test_acpc_agent_plays_holdem_mbbr_through_the_service(tmp_path: Path, capsys) -> None:
+    """``acpc-agent --service`` on the hold'em game file against the project's dealer: every
+    decision by the service (none by the fallback), the session a holdem2p one with hold'em's
+    configuration and every hand the seat saw."""
+    game_file = DATA / "holdem.limit.2p.reverse_blinds.game"
+    game = read_game_def(game_file)
+    commands: list[CommandThread] = []
+    with running_server(tmp_path / "s.sqlite", model_workers=0) as port:
+
+        def start(ports: tuple[int, ...]) -> list:
+            argv = [str(game_file), "127.0.0.1", str(ports[0]), "--service", f"127.0.0.1:{port}"]
+            argv += ["--seed", "3", "--mbbr-h", "4", "--json", "--rpc-deadline-ms", "120000"]
+            argv += ["--service-wait", "300"]
+            commands.append(CommandThread(argv))
+            other = AgentThread(ports[1], make_policy("calling-station", game, 1), game)
+            return [commands[0], other]
+
+        captured, _ = run_dealer(
+            tmp_path, hands=8, game=game, names=("Alice", "Bob"), clients=start, quiet=True
+        )
+        out, err = capsys.readouterr()
+        assert commands[0].status == 0, err
+        tally = json.loads(out)
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=60) as client:
+            session = client.get_session(tally["session_id"])
+    assert captured.result.status == 0 and commands[0].status == 0
+    assert tally["agent"] == "mbbr (service)" and tally["hands"] == 8
+    assert tally["fallback_decisions"] == 0 and tally["service_decisions"] == tally["actions"] > 0
+    assert session.game == "holdem2p" and session.hands_observed == 8
+    assert (session.config.prior, session.config.hands_default) == ("informed", 4)

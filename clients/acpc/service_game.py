@@ -10,14 +10,23 @@ solved strategy (``cfr``) otherwise; a prior strategy given replaces it (``prior
 
 from __future__ import annotations
 
-from oppmodel.clients.acpc.agent import LimitStrategyPolicy, Policy, ProfilePolicy
+from oppmodel.clients.acpc.agent import (
+    HoldemStylePolicy,
+    LimitStrategyPolicy,
+    Policy,
+    ProfilePolicy,
+)
 from oppmodel.clients.acpc.convert import session_game
+from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc import solved
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported
 from oppmodel.modeling.games.acpc.strategy import parse_profile
 from oppmodel.modeling.games.kuhn3p import equilibria, robust_profile
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
+from oppmodel.modeling.holdem.match import is_holdem
+from oppmodel.modeling.holdem.served import game_short_name
+from oppmodel.modeling.holdem.styles import holdem_policy
 
 PRIOR_STRATEGY = "prior_strategy"  # the field a bad prior strategy's error names
 
@@ -28,6 +37,9 @@ class ServiceGame:
 
     def __init__(self, game: GameDef, seed: int, prior_strategy: str | None = None) -> None:
         self.game = game
+        if is_holdem(game):  # too big to compile: the session models its blueprint's abstraction
+            self._holdem(game, seed, prior_strategy)
+            return
         limit = limit_game_of(game)
         self.session_game = session_game(limit)
         # 3-player Kuhn's sessions were "kuhn_poker(players=3)", which apply MBBRConfig's
@@ -53,3 +65,13 @@ class ServiceGame:
             self.fallback_name = "cfr"
         if prior_strategy is not None:
             self.fallback_name = "prior-strategy"
+
+    def _holdem(self, game: GameDef, seed: int, prior_strategy: str | None) -> None:
+        """Hold'em: the session by its bundled short name (its rules' text otherwise: the service
+        names what it cannot model), the blueprint (``cfr``) as the fallback."""
+        if prior_strategy is not None:
+            raise InvalidArgumentError(PRIOR_STRATEGY, "hold'em's prior is its bundled blueprint")
+        self.session_game = game_short_name(game) or game.to_text()
+        self.send_defaults = False  # unset budget and change detection: hold'em's own
+        self.fallback = HoldemStylePolicy(game, holdem_policy("cfr", game), seed)
+        self.fallback_name = "cfr"

@@ -42,6 +42,8 @@ from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.holdem.match import is_holdem
+from oppmodel.modeling.holdem.served import served_limit_game
+from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.model import build_model
 
 REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
@@ -68,7 +70,8 @@ the rest (cfr, or N2 in 3-player Kuhn). In Kuhn games n1, n2, n3 and MBBR are ag
 In limit Texas hold'em (holdem.limit.2p.reverse_blinds.game, holdem.limit.3p.game: too big to
 compile) the agents are uniform, always-call and the styles defined by HS, the share of an
 opponent's hands beaten now (see `oppmodel match --help`), example, and in the 2-player game cfr,
-the bundled blueprint.
+the bundled blueprint; with --service (2 players) MBBR over the blueprint's abstraction (the
+informed prior, hold'em's only), the blueprint its fallback (no --in-process yet).
 
 With --service ADDR the agent is MBBR played by the oppmodel service: it creates a session (the
 --mbbr-* parameters, --seed), its first decision waiting up to --service-wait seconds (30) for a
@@ -197,7 +200,10 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("agent", "--service and --in-process play mbbr only")
     if args.strategy and args.agent:
         raise InvalidArgumentError("agent", "--strategy plays the file's strategy: drop --agent")
+    holdem = is_holdem(game)
     config = mbbr_config(args, seed=args.seed)
+    if holdem and config.prior == MBBRConfig.prior:  # hold'em's prior: informed, its blueprint's
+        config = dataclasses.replace(config, prior=Prior.INFORMED)
     if args.mbbr_prior_strategy and agent != "mbbr":
         raise InvalidArgumentError(PRIOR_STRATEGY, "is MBBR's: add --in-process or --service")
     if args.mbbr_population and not args.in_process:
@@ -206,20 +212,23 @@ def run(args: argparse.Namespace) -> int:
         )
     budget_ms = args.decision_budget_ms
     policy: Policy
-    if is_holdem(game):  # too big to compile: the hold'em policies
+    if holdem and not args.service:  # too big to compile: the hold'em policies
         if modeled or args.strategy:
             raise InvalidArgumentError(
-                "agent", "in limit hold'em the agent plays a hold'em style: no MBBR or --strategy"
+                "agent",
+                "in limit hold'em the agent plays a hold'em style or MBBR through --service: "
+                "no --in-process or --strategy",
             )
         policy = make_policy(agent, game, args.seed)
     elif args.service:
-        budget_ms = budget_ms or default_decision_budget_ms(limit_game_of(game))
+        model_game = served_limit_game(game).compiled  # hold'em's: its abstract game
+        budget_ms = budget_ms or default_decision_budget_ms(model_game)
         policy = ServicePolicy(
             game,
             args.service,
             config=config,
             deadline=budget_ms / 1000,
-            prior_strategy=prior_strategy_json(args, limit_game_of(game)),
+            prior_strategy=prior_strategy_json(args, model_game),
             startup_wait=args.service_wait,
         )
     elif agent == "mbbr":

@@ -122,10 +122,13 @@ def bound_trajectory(task: tuple) -> dict:
             us[p] = mixture_response(game, profiles, weight[live], p, default[p])
         profile = seated_profile(game, p, us, pairs[truth_index])
         values[t] = game.rate_unit.rate(float(expected_values(game, profile)[p]))
-        rows = hand_evidence(game, _sample_observation(game, profile, p, rng)).rows
+        evidence = hand_evidence(game, _sample_observation(game, profile, p, rng))
         with np.errstate(divide="ignore"):
             log_weight += np.log(
-                [hand_likelihood(rows, p, seated[p][h]) for h in range(len(names))]
+                [
+                    hand_likelihood(evidence.rows, evidence.weights, p, seated[p][h])
+                    for h in range(len(names))
+                ]
             )
     return {"values": values.tolist(), "identified": identified}
 

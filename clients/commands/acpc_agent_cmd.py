@@ -39,7 +39,7 @@ from oppmodel.clients.interrupt import noting
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, BUNDLED_STRATEGIES
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
-from oppmodel.modeling.games.acpc.gamedef import kuhn_unsupported, read_game_def
+from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.holdem.match import is_holdem
 from oppmodel.modeling.holdem.served import served_limit_game
@@ -200,6 +200,45 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("agent", "--service and --in-process play mbbr only")
     if args.strategy and args.agent:
         raise InvalidArgumentError("agent", "--strategy plays the file's strategy: drop --agent")
+    policy, agent, budget_ms = choose_policy(args, game, agent, modeled=modeled)
+    played = 0
+
+    def count_hand() -> None:
+        nonlocal played
+        played += 1
+
+    with noting(progress=lambda: f"after {played} hands", kept=lambda: kept(policy, args.service)):
+        try:
+            sock = connect(args.host, args.port, args.connect_timeout)
+            result = play_match(game, sock, policy, on_hand=count_hand)
+        finally:
+            if isinstance(policy, ServicePolicy):
+                policy.close()
+    label = f"{agent} (service)" if args.service else agent
+    extra = {}
+    if isinstance(policy, ServicePolicy) and budget_ms is not None:  # set with --service
+        extra = service_tally(policy, budget_ms)
+    unit = game.rate_unit
+    rate = unit.rate(result.total, result.hands) if result.hands else 0.0
+    if args.json:
+        tally = {"agent": label, **result.__dict__, unit.key: rate, "unit": unit.name, **extra}
+        print(json.dumps(tally))
+    else:
+        print(
+            f"acpc-agent {label}: {result.hands} hands, {result.total:+g} chips "
+            f"({rate:+.1f} {unit.label}), {result.actions} actions, "
+            f"{result.ignored_lines} lines ignored"
+            + (f"; {describe_sources(extra)}" if extra else ""),
+            file=sys.stderr,
+        )
+    return 0
+
+
+def choose_policy(
+    args: argparse.Namespace, game: GameDef, agent: str, *, modeled: bool
+) -> tuple[Policy, str, float | None]:
+    """The seat's policy (MBBR through the service or in this process, a file's strategy, or a
+    named agent), its agent's label, and the service's decision budget (ms) where it has one."""
     holdem = is_holdem(game)
     config = mbbr_config(args, seed=args.seed)
     if holdem and config.prior == MBBRConfig.prior:  # hold'em's prior: informed, its blueprint's
@@ -244,35 +283,7 @@ def run(args: argparse.Namespace) -> int:
         policy = strategy_policy(game, args.strategy, args.seed)
     else:
         policy = make_policy(agent, game, args.seed)
-    played = 0
-
-    def count_hand() -> None:
-        nonlocal played
-        played += 1
-
-    with noting(progress=lambda: f"after {played} hands", kept=lambda: kept(policy, args.service)):
-        try:
-            sock = connect(args.host, args.port, args.connect_timeout)
-            result = play_match(game, sock, policy, on_hand=count_hand)
-        finally:
-            if isinstance(policy, ServicePolicy):
-                policy.close()
-    label = f"{agent} (service)" if args.service else agent
-    extra = service_tally(policy, budget_ms) if isinstance(policy, ServicePolicy) else {}
-    unit = game.rate_unit
-    rate = unit.rate(result.total, result.hands) if result.hands else 0.0
-    if args.json:
-        tally = {"agent": label, **result.__dict__, unit.key: rate, "unit": unit.name, **extra}
-        print(json.dumps(tally))
-    else:
-        print(
-            f"acpc-agent {label}: {result.hands} hands, {result.total:+g} chips "
-            f"({rate:+.1f} {unit.label}), {result.actions} actions, "
-            f"{result.ignored_lines} lines ignored"
-            + (f"; {describe_sources(extra)}" if extra else ""),
-            file=sys.stderr,
-        )
-    return 0
+    return policy, agent, budget_ms
 
 
 def kept(policy: Policy, service: str | None) -> str:

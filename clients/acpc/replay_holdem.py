@@ -143,6 +143,6 @@ def holdem_replay_parts(short: str, config: MBBRConfig) -> tuple[HoldemReplayGam
     check_holdem_config(config, read_game_def(short).num_players)
     blueprint = bundled_blueprint(short)
     game = abstract_game(short, blueprint.config)
-    spots = AbstractSpots(game, blueprint.config, blueprint.cards)
+    spots = AbstractSpots(game, blueprint.config, blueprint.cards, blueprint.flops)
     profile = abstract_profile(game, blueprint.positions)
     return HoldemReplayGame(spots), HoldemModels(spots, profile, config)

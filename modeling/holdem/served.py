@@ -125,7 +125,7 @@ class HoldemServed(CompiledGame):
         game = abstract_game(short, blueprint.config)
         super().__init__(game)
         self.short = short
-        self.spots = AbstractSpots(game, blueprint.config, blueprint.cards)
+        self.spots = AbstractSpots(game, blueprint.config, blueprint.cards, blueprint.flops)
         self.blueprint = abstract_profile(game, blueprint.positions)
         self.blueprint.flags.writeable = False
         check = dataclasses.replace(

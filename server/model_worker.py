@@ -62,8 +62,14 @@ def serve_objects(sock: socket.socket) -> None:
     """The child's main: answer requests on ``sock`` until the parent closes it.
 
     It ignores SIGINT: Ctrl-C at a terminal reaches every process of the group, and the parent,
-    which closes the socket as it stops, ends the worker (without a traceback of its own)."""
+    which closes the socket as it stops, ends the worker (without a traceback of its own), also
+    when it closes it while a request is running: the answer then has no one to go to."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        _answer_requests(sock)
+
+
+def _answer_requests(sock: socket.socket) -> None:
     objects: Objects = {}
     yield_to_the_loop()
     sock.sendall(_HEADER.pack(0))  # ready

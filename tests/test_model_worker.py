@@ -7,6 +7,7 @@ import asyncio
 import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -116,6 +117,44 @@ def test_a_killed_worker_fails_its_callers_and_a_new_one_starts() -> None:
             await worker.close()
 
     asyncio.run(main())
+
+
+_PARENT_LEAVES_MID_REQUEST = """
+import os, pickle, socket, struct, time
+from oppmodel.server.model_worker import serve_objects
+
+def slow(objects, key):
+    time.sleep(0.5)
+    return b"x" * (1 << 22)  # more than a socket buffer: the send meets the closed socket
+
+parent, child = socket.socketpair()
+pid = os.fork()
+if pid == 0:
+    parent.close()
+    serve_objects(child)
+    os._exit(0)
+child.close()
+header = struct.Struct("<Q")
+assert parent.recv(header.size) == header.pack(0)  # ready
+body = pickle.dumps((slow, "k", ()))
+parent.sendall(header.pack(len(body)) + body)
+parent.close()  # the server stops (Ctrl-C) while the worker runs the request
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_worker_whose_parent_leaves_mid_request_ends_quietly() -> None:
+    # Ctrl-C on `oppmodel demo` closed the worker's socket mid-request, and the worker's answer
+    # printed a BrokenPipeError traceback under the command's one line (the CI of stop 46).
+    done = subprocess.run(
+        [sys.executable, "-c", _PARENT_LEAVES_MID_REQUEST],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stderr == ""
+    assert done.stdout.strip() == "0"
 
 
 def _model_workers() -> list[multiprocessing.process.BaseProcess]:

@@ -12,7 +12,7 @@ import pytest
 from holdem_support import seeded_blueprint, small_spots
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES
+from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES, BOARD_SIZES, HOLE_INDEX
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
 from oppmodel.modeling.holdem.policy import CARD_NAMES, Uniform
 from oppmodel.modeling.holdem.posterior import NO_DEAL, AbstractSpots, HoldemPosterior, cards_of
@@ -95,6 +95,22 @@ def test_a_folded_hands_update_equals_the_enumeration_of_the_opponents_hole_pair
     rows = spots.game.infosets(1)
     assert np.allclose(means[rows], (alpha / alpha.sum(axis=1, keepdims=True))[rows], atol=1e-12)
     assert np.array_equal(posterior.fits[1].expected, np.zeros_like(posterior.fits[1].expected))
+
+
+def test_a_flop_whose_few_draws_all_hit_a_live_pair_still_buckets_it(spots) -> None:
+    """The tests' abstraction draws 4 completions a flop; on AcKsTh each of them holds the 4s
+    or the 6c, which left 4s6c no value (bucket -1, as if it held a board card) and the hand's
+    evidence refused as impossible. Such a pair now gets more draws, so it has a bucket."""
+    board = tuple(cards_of("AcKsTh"))
+    buckets = spots.cards.range_buckets(board)
+    live = ~np.isin(ALL_HOLES, board).any(axis=1)
+    assert (buckets[live] >= 0).all() and (buckets[~live] == -1).all()
+    assert (
+        spots.cards.bucket(["4s", "6c"], ["Ac", "Ks", "Th"]) == buckets[HOLE_INDEX[11, 16]]
+    )  # 4s 6c
+    posterior = HoldemPosterior(spots, seeded_blueprint(spots, 0))
+    evidence = posterior.observe(LimitObservation(0, "rc/rrrf", ("QdQh", None), ("", "AcKsTh")))
+    assert evidence.weights.sum() == 1081
 
 
 def test_after_a_refit_the_update_equals_the_enumeration_under_the_tilted_prior(spots) -> None:

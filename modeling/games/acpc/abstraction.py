@@ -36,7 +36,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -218,28 +218,48 @@ BOARD_CACHE = 10_000  # canonical boards kept (10.6 KB each): a 3,000-hand serie
 def _canonical_strengths(board: tuple[int, ...], rollouts: int, seed: int) -> np.ndarray:
     """:func:`range_strengths` on a canonical board, cached: a hand's spots share its boards,
     and the seatings of a duplicate match replay every board of the series (so the cache holds
-    a whole series', and each seating after the first reads them)."""
+    a whole series', and each seating after the first reads them).
+
+    A hand is valued over the drawn completions that miss its cards. With few draws every one
+    may hold a card of some hand (4 draws on a flop: about one flop in twenty), which would
+    leave that hand no value, as if it held a board card; so while a hand the board leaves live
+    has no completion, another ``rollouts`` are drawn from the same generator. Where the first
+    draws cover every hand (any board at 100 rollouts, in practice) nothing is drawn again."""
     free = [c for c in range(DECK_SIZE) if c not in board]
-    need = BOARD_SIZES[-1] - len(board)
-    if rollouts == 0 or math.comb(len(free), need) <= rollouts:
-        drawn = np.array(list(itertools.combinations(free, need)), dtype=np.int64)
-    else:
-        bits = int(np.bitwise_or.reduce(CARD_BITS[list(board)]))
-        rng = np.random.default_rng([seed, bits])
-        drawn = np.array([rng.choice(free, need, replace=False) for _ in range(rollouts)])
-        fixing = [  # the relabellings that fix the board: the draws are closed under them
-            np.array(p)
-            for p in itertools.permutations(range(4))
-            if tuple(sorted(c - c % 4 + p[c % 4] for c in board)) == board
-        ]
-        drawn = np.concatenate([drawn - drawn % 4 + p[drawn % 4] for p in fixing])
     shown = np.bitwise_or.reduce(CARD_BITS[list(board)])
-    boards = shown | np.bitwise_or.reduce(CARD_BITS[drawn], axis=1).reshape(-1)
+    live = ~np.isin(ALL_HOLES, board).any(axis=1)
     sums, counts = np.zeros((DECK_SIZE, DECK_SIZE)), np.zeros((DECK_SIZE, DECK_SIZE))
-    kernels.board_sums(boards.astype(np.int64), np.ones(boards.size), sums, counts)
+    for drawn in _completions(board, free, rollouts, seed):
+        boards = shown | np.bitwise_or.reduce(CARD_BITS[drawn], axis=1).reshape(-1)
+        kernels.board_sums(boards.astype(np.int64), np.ones(boards.size), sums, counts)
+        if counts[ALL_HOLES[live, 0], ALL_HOLES[live, 1]].all():
+            break
     with np.errstate(invalid="ignore"):  # 0 / 0: the hands that hold a board card
         values = np.round(sums / counts, 12)
     return values[ALL_HOLES[:, 0], ALL_HOLES[:, 1]]
+
+
+def _completions(
+    board: tuple[int, ...], free: list[int], rollouts: int, seed: int
+) -> Iterator[np.ndarray]:
+    """The completions of a canonical board to a river, (k, cards) arrays: every one at once
+    when there are at most ``rollouts`` (or ``rollouts`` is 0); else batches of ``rollouts``
+    drawn with the seed, each closed under the relabellings that fix the board, for as long as
+    they are asked for."""
+    need = BOARD_SIZES[-1] - len(board)
+    if rollouts == 0 or math.comb(len(free), need) <= rollouts:
+        yield np.array(list(itertools.combinations(free, need)), dtype=np.int64)
+        return
+    bits = int(np.bitwise_or.reduce(CARD_BITS[list(board)]))
+    rng = np.random.default_rng([seed, bits])
+    fixing = [  # the relabellings that fix the board: the draws are closed under them
+        np.array(p)
+        for p in itertools.permutations(range(4))
+        if tuple(sorted(c - c % 4 + p[c % 4] for c in board)) == board
+    ]
+    while True:
+        drawn = np.array([rng.choice(free, need, replace=False) for _ in range(rollouts)])
+        yield np.concatenate([drawn - drawn % 4 + p[drawn % 4] for p in fixing])
 
 
 def preflop_cell(first: int, second: int) -> tuple[int, int]:

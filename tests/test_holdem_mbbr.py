@@ -1,12 +1,13 @@
 """MBBR's response in hold'em (modeling/holdem/response.py): the best response to the posterior
 mean, its share of the hands within the safety budget against the blueprint's play on the check
-sample, and the agent playing real hands through the match engine."""
+sample, and the agent playing real hands through the match engine; in 2-player hold'em and in a
+3-player hold'em of one raise a round (whose abstract game compiles)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from holdem_support import SMALL, SMALL_CARDS
+from holdem_support import SMALL, SMALL_CARDS, one_raise_3p
 
 from oppmodel.modeling.evaluation.limit import best_response, expected_values
 from oppmodel.modeling.games.acpc.abstraction import card_abstraction
@@ -22,13 +23,16 @@ CHECK = AbstractGameConfig(SMALL_CARDS, deals=200, seed=3)
 ITERATIONS = 50
 
 
-@pytest.fixture(scope="module")
-def parts() -> tuple[AbstractSpots, np.ndarray, object]:
-    game = abstract_game("holdem2p", SMALL)
+@pytest.fixture(scope="module", params=["holdem2p", "3p"])
+def parts(request, tmp_path_factory) -> tuple[AbstractSpots, np.ndarray, object]:
+    rules = request.param
+    if rules == "3p":
+        rules = one_raise_3p(tmp_path_factory.mktemp("game"))
+    game = abstract_game(rules, SMALL)
     spots = AbstractSpots(game, SMALL, card_abstraction(SMALL_CARDS))
     solver = CFRSolver(game)  # a blueprint: near an equilibrium of the small abstract game
     solver.run(ITERATIONS)
-    return spots, solver.average_profile(), abstract_game("holdem2p", CHECK)
+    return spots, solver.average_profile(), abstract_game(rules, CHECK)
 
 
 def _model(parts, budget: float, hands_default: int = 0, refresh: int = 20) -> HoldemMBBR:
@@ -41,10 +45,11 @@ def _model(parts, budget: float, hands_default: int = 0, refresh: int = 20) -> H
 
 def _play(model: HoldemMBBR, opponent: str, hands: int, seed: int) -> HoldemMBBRAgent:
     spots = model.posterior.spots
-    game = HoldemGame("holdem2p", spots.game.gamedef)
+    game = HoldemGame("holdem", spots.game.gamedef)
     agent = HoldemMBBRAgent("mbbr", model, seed)
-    other = PolicyAgent(opponent, holdem_policy(opponent, game.gamedef), seed + 1)
-    play_holdem_match(game, [agent, other], game.deal_sequence(hands, seed))
+    policy = holdem_policy(opponent, game.gamedef)
+    others = [PolicyAgent(opponent, policy, seed + d) for d in range(1, game.num_players)]
+    play_holdem_match(game, [agent, *others], game.deal_sequence(hands, seed))
     return agent
 
 
@@ -57,7 +62,7 @@ def test_the_response_is_the_best_response_to_the_posterior_and_keeps_the_budget
     assert model.solved_at == 20 and model.posterior.hands == 20
     spots, blueprint, check = parts
     chips = check.rate_unit.to_chips(budget)
-    for p in range(2):
+    for p in range(spots.game.num_players):
         expected, _ = best_response(spots.game, model.posterior.models_profile(p), p)
         assert np.array_equal(model.strategies[p], expected)
         # per-hand mixing: what the share plays is worth share x response + rest x blueprint
@@ -83,8 +88,9 @@ def test_the_bank_covers_every_hands_expected_loss_until_the_blueprint_is_ruled_
 ) -> None:
     model = _model(parts, 1.0, hands_default=10, refresh=10)
     spent = 0.0
+    n = parts[0].game.num_players
     for seed in range(40):
-        p = seed % 2
+        p = seed % n
         share, loss, alive = model.shares[p], model.losses[p], not model.ruled_out
         _play(model, "calling-station", 1, seed=100 + seed)
         if alive:
@@ -93,7 +99,7 @@ def test_the_bank_covers_every_hands_expected_loss_until_the_blueprint_is_ruled_
             assert model.bank == pytest.approx(model.hands * model.budget_chips - spent)
     # a calling station never raises where the blueprint does: 40 hands rule the blueprint out,
     # and the response then plays every hand
-    assert model.ruled_out and model.shares == [1.0, 1.0]
+    assert model.ruled_out and model.shares == [1.0] * n
 
 
 def test_the_agent_plays_the_blueprint_for_h_hands_then_solves_every_refresh(parts) -> None:

@@ -93,7 +93,7 @@ def test_what_an_always_raising_opponent_did_carries_to_the_sets_never_seen(spot
     rows, before = [], []
     for p in range(2):
         q = 1 - p
-        situations, counts = posterior.tilts[p], posterior.fits[p].expected[0]
+        situations, counts = posterior.tilts[p][0], posterior.fits[p].expected[0]
         situation = situations.situation_of_node[situations.node_of]
         raised = np.bincount(situation, counts[situations.rows, 2], situations.num_situations)
         shown = raised[situation] >= 5  # of a situation where it raised 5 times or more

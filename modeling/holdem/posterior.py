@@ -1,5 +1,5 @@
-"""MBBR's posterior in 2-player limit hold'em: a Dirichlet per (our position, abstract information
-set of the opponent), fitted from hands of the real game.
+"""MBBR's posterior in 2- and 3-player limit hold'em: a Dirichlet per (our position, opponent,
+abstract information set of the opponent), fitted from hands of the real game.
 
 The posterior lives on the abstract game of a blueprint
 (:func:`~oppmodel.modeling.games.acpc.holdem_abstract.abstract_game`): the opponent's strategy
@@ -25,6 +25,12 @@ board: every pair is dealt alike). Pairs at the same information sets all along 
 weighted by their number, which is exact (their responsibilities are equal, and add up): a hand
 folded on the river is some 70 rows, not 1,225.
 
+In 3 players the assignments are the hole pairs both opponents may hold together (no card in
+common): a row of the hand is one row of each opponent's, weighted by how many of their pairs
+share no card (:func:`_disjoint_pairs`, an exact count). The model needs the abstract game as
+arrays, so in 3 players it runs where that compiles (a 3-player hold'em of one raise a round:
+the tests'), not on the ACPC 3-player game (23.9 million public nodes, docs/modeling.md).
+
 The prior's mean is refitted on demand (:meth:`HoldemPosterior.refit`): the blueprint tilted per
 betting situation and node toward what the opponent did (:mod:`~oppmodel.modeling.holdem.tilt`).
 """
@@ -36,14 +42,14 @@ import functools
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
-from oppmodel.modeling.games.acpc.abstraction import CardAbstraction
+from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES, HOLE_INDEX, CardAbstraction
 from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, NUM_ACTIONS, ROUND_SEPARATOR
 from oppmodel.modeling.games.acpc.flop_table import FlopTable
 from oppmodel.modeling.games.acpc.hand_rank import card_index
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.holdem.blueprint import range_views
-from oppmodel.modeling.holdem.policy import live_holes
+from oppmodel.modeling.holdem.policy import DECK_SIZE, live_holes
 from oppmodel.modeling.holdem.strength import hole_rows
 from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
@@ -118,33 +124,81 @@ def cards_of(text: str) -> list[int]:
 
 
 def holdem_evidence(spots: AbstractSpots, obs: LimitObservation) -> Evidence:
-    """The evidence of a validated 2-player observation of real cards (see the module's text):
-    one row per distinct sequence of the opponent's information sets over the hole pairs it may
-    hold, its moves as (0, information set, action), weighted by its number of pairs."""
-    game = spots.game
-    q = 1 - obs.position
-    ours = obs.hole[obs.position]
+    """The evidence of a validated observation of real cards (see the module's text), 2 or 3
+    players: one row per distinct sequence of the opponents' information sets over the hole
+    pairs they may hold together, its moves as (offset - 1, information set, action), weighted
+    by its number of pairs (two hidden opponents' pairs never share a card)."""
+    n, p = spots.game.num_players, obs.position
+    ours = obs.hole[p]
     assert ours is not None  # validated: our own cards are always there
     board = tuple(c for text in obs.board for c in cards_of(text))
-    shown = obs.hole[q]
-    if shown is not None:
-        holes = np.array([cards_of(shown)], dtype=np.int64)
-    else:
-        holes = live_holes([*cards_of(ours), *board])
-    moves = [(node, r, a) for node, r, mover, a in spots.moves(obs.betting) if mover == q]
+    shown = {q: cards_of(text) for q, text in enumerate(obs.hole) if text is not None}
+    live = live_holes([c for cards in shown.values() for c in cards] + list(board))
+    parts = []
+    for d in range(1, n):
+        q = (p + d) % n
+        holes = np.array([shown[q]], dtype=np.int64) if q in shown else live
+        parts.append(_opponent_classes(spots, obs.betting, board, q, d - 1, holes))
+    rows, weights = parts[0][0], parts[0][2]
+    if n == 3:
+        (rows_1, members_1, _), (rows_2, members_2, _) = parts
+        joint = _disjoint_pairs(members_1, members_2)
+        a, b = np.nonzero(joint)
+        rows = np.concatenate([rows_1[a], rows_2[b]], axis=1)
+        weights = joint[a, b]
+    flat = rows[:, :, 0] * spots.game.num_infosets + rows[:, :, 1]
+    entries = flat * NUM_ACTIONS + rows[:, :, 2]
+    revealed = tuple((p + d) % n in shown for d in range(1, n))
+    return Evidence(NO_DEAL, rows, revealed, entries, weights)
+
+
+def _opponent_classes(
+    spots: AbstractSpots,
+    betting: str,
+    board: tuple[int, ...],
+    q: int,
+    offset: int,
+    holes: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Position ``q``'s moves over the hole pairs ``holes`` ((k, 2) cards) it may hold: the
+    distinct rows of its moves as (offset, information set, action), (m, L, 3), in the order of
+    their entries; which pairs each row stands for, (m, 1326) 0/1 over ``ALL_HOLES``; and how
+    many."""
+    game = spots.game
+    moves = [(node, r, a) for node, r, mover, a in spots.moves(betting) if mover == q]
     views = {r: spots.views(board, r, holes) for r in {r for _, r, _ in moves}}
     rows = np.zeros((len(holes), len(moves), 3), dtype=np.int64)
+    rows[:, :, 0] = offset
     for j, (node, r, a) in enumerate(moves):
         rows[:, j, 1] = int(game.tree.node_base[node]) + views[r]
         rows[:, j, 2] = a
-    entries = rows[:, :, 1] * NUM_ACTIONS + rows[:, :, 2]  # offset 1: the table's first block
-    _, first, weights = np.unique(entries, axis=0, return_index=True, return_counts=True)
-    return Evidence(NO_DEAL, rows[first], (shown is not None,), entries[first], weights)
+    entries = rows[:, :, 1] * NUM_ACTIONS + rows[:, :, 2]
+    _, first, label, counts = np.unique(
+        entries, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    members = np.zeros((len(first), len(ALL_HOLES)))
+    members[label.reshape(-1), HOLE_INDEX[holes[:, 0], holes[:, 1]]] = 1.0
+    return rows[first], members, counts
+
+
+def _disjoint_pairs(members_1: np.ndarray, members_2: np.ndarray) -> np.ndarray:
+    """(m1, m2) int64: how many pairs of hole pairs, one of each row's of the first opponent
+    (``members_1``: :func:`_opponent_classes`') and one of each of the second's, share no card:
+    all pairs less those sharing a card, counted card by card (a pair sharing both cards is one
+    hole pair in both rows, counted twice)."""
+    sizes = np.outer(members_1.sum(axis=1), members_2.sum(axis=1))
+    by_card = (members_1 @ _HOLE_CARDS) @ (members_2 @ _HOLE_CARDS).T
+    same = members_1 @ members_2.T
+    return np.rint(sizes - by_card + same).astype(np.int64)  # integers below 2^53: exact
+
+
+_HOLE_CARDS = np.zeros((len(ALL_HOLES), DECK_SIZE))  # (1326, 52): each pair's two cards
+_HOLE_CARDS[np.arange(len(ALL_HOLES))[:, None], ALL_HOLES] = 1.0
 
 
 class HoldemPosterior:
-    """Per position of ours, the Dirichlet posterior over the opponent's abstract strategy (see
-    the module's text); 2 players."""
+    """Per position of ours, the Dirichlet posterior over the opponents' abstract strategies
+    (see the module's text); 2 or 3 players."""
 
     def __init__(
         self,
@@ -152,12 +206,13 @@ class HoldemPosterior:
         blueprint: np.ndarray,
         config: MBBRConfig | None = None,
     ) -> None:
-        """``blueprint``: (2, num_infosets, 3) the abstract game's profile the prior is around
+        """``blueprint``: (n, num_infosets, 3) the abstract game's profile the prior is around
         (:func:`abstract_profile`); ``config``: MBBR's, of which ``epsilon`` and ``eta`` are read
         (the informed prior)."""
         game = spots.game
-        if game.num_players != 2:
-            raise InvalidArgumentError("game", "hold'em opponent models are 2-player for now")
+        n = game.num_players
+        if n not in (2, 3):
+            raise InvalidArgumentError("game", "hold'em opponent models are 2- or 3-player")
         config = config or MBBRConfig()
         config.validate()
         self.spots = spots
@@ -167,9 +222,11 @@ class HoldemPosterior:
         )
         self.eta = config.eta
         self.base = alpha / config.eta  # the clipped blueprint rows the tilt multiplies
-        self.tilts = [TiltMap(game, 1 - p) for p in range(2)]
+        # per position of ours, its opponents' positions by offset (``Evidence``'s order)
+        self.seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
+        self.tilts = [[TiltMap(game, q) for q in seats] for seats in self.seats]
         self.fits = [
-            DirichletPosterior(alpha[[1 - p]], blueprint.copy(), [1 - p]) for p in range(2)
+            DirichletPosterior(alpha[seats], blueprint.copy(), seats) for seats in self.seats
         ]
         self.hands = 0
         # log of the likelihood ratio, the models' predictions against the blueprint's, of the
@@ -196,14 +253,14 @@ class HoldemPosterior:
         expected counts now, make it the Dirichlets' prior mean (concentration ``eta``), and step
         the fit ``sweeps`` times over the hands with hidden cards under the new prior."""
         for p, fit in enumerate(self.fits):
-            q = 1 - p
-            mean = fit_tilt(self.tilts[p], self.base[q], fit.expected[0])
-            fit.alpha0[0] = self.eta * mean  # in place: the fit's kernels read this array
+            for d, q in enumerate(self.seats[p]):
+                mean = fit_tilt(self.tilts[p][d], self.base[q], fit.expected[d])
+                fit.alpha0[d] = self.eta * mean  # in place: the fit's kernels read this array
             fit.converge(max_sweeps=sweeps)
 
     def models_profile(self, p: int) -> np.ndarray:
-        """(2, num_infosets, 3): the opponent's posterior mean in its row, the blueprint in ours
-        (kept up to date hand by hand: do not modify it)."""
+        """(n, num_infosets, 3): each opponent's posterior mean in its row, the blueprint in
+        ours (kept up to date hand by hand: do not modify it)."""
         return self.fits[p].profile
 
 

@@ -1,5 +1,5 @@
-"""MBBR's response in 2-player limit hold'em: a best response in the abstract game to the
-posterior mean, computed between hands every ``refresh`` hands, played per hand with a share kept
+"""MBBR's response in 2- and 3-player limit hold'em: a best response in the abstract game to the
+posterior means, computed between hands every ``refresh`` hands, played per hand with a share kept
 within a safety budget against the blueprint's own play.
 
 - **The response** of our position p is the abstract game's pure best response
@@ -73,9 +73,10 @@ class HoldemMBBR:
         self.budget_chips = check.rate_unit.to_chips(budget)
         blueprint = posterior.blueprint
         self._blueprint_ev = expected_values(check, blueprint)
-        self.strategies = [blueprint[p] for p in range(2)]  # what the response plays, per p
-        self.shares = [0.0, 0.0]  # the response's share of the next hand, per p
-        self.losses = [0.0, 0.0]  # chips a hand the response loses to the blueprint (check)
+        n = len(blueprint)
+        self.strategies = [blueprint[p] for p in range(n)]  # what the response plays, per p
+        self.shares = [0.0] * n  # the response's share of the next hand, per p
+        self.losses = [0.0] * n  # chips a hand the response loses to the blueprint (check)
         self.solved_at = -1  # hands seen at the last solve
         self.bank = 0.0  # chips: the budget of the hands so far less their booked loss
         self.ruled_out = False  # whether the blueprint hypothesis is ruled out
@@ -101,7 +102,7 @@ class HoldemMBBR:
         self.posterior.refit()
         blueprint = self.posterior.blueprint
         game = self.posterior.spots.game
-        for p in range(2):
+        for p in range(game.num_players):
             strategy, _ = best_response(game, self.posterior.models_profile(p), p)
             against = blueprint.copy()
             against[p] = strategy
@@ -145,6 +146,7 @@ class HoldemMBBRAgent:
         self.model = model
         self.rng = np.random.default_rng(seed)
         self._respond: bool | None = None  # this hand's draw, made at its first decision
+        self.responded = 0  # hands the response played
 
     def begin_match(self, game: HoldemGame, seat: int, names: Sequence[str]) -> None:
         """Nothing to set: the model learns from the hands."""
@@ -158,5 +160,6 @@ class HoldemMBBRAgent:
 
     def end_hand(self, obs: LimitObservation) -> None:
         """Learn from the hand, and draw the next hand's share afresh."""
+        self.responded += bool(self._respond)
         self.model.observe(obs)
         self._respond = None

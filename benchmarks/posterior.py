@@ -28,6 +28,16 @@ bankroll prices every hand (the worst case), at the default budget and without o
     python benchmarks/posterior.py --game leduc3p [--hands 3000] [--repeats 5] [--whole-table]
     python benchmarks/posterior.py --game kuhn3p --cpu-time   # on a loaded machine
     python benchmarks/posterior.py --bayes-4p [--hands 12] [--cpu-time]
+    python benchmarks/posterior.py --game holdem2p [--hands 1000] [--repeats 3] [--opponent NAME]
+
+Hold'em (``--game holdem2p``): MBBR's hand cycle as the hold'em field times it
+(``experiments/holdem_field.py``: every decision and every hand's update, the response's solve
+every 100 hands included, in one timed agent) over a seeded match of ``--hands`` hands (default
+1000) against ``--opponent`` (a panel style, default calling-station), the model built as a
+session's (the bundled blueprint's abstraction); per repeat a fresh model and cards (seed =
+repeat), the medians over the repeats: hands per second against issue 35's goal (200 in 2
+players), and the split, ms a hand, into decisions, updates and solves (a solve timed again
+alone at the stream's end).
 
 ``--bayes-4p``: 4-player Kuhn with the sample posterior at k = 40 (64,000 joint samples per
 position) and the ``bayes`` response, the rest at the shipped defaults: seconds per hand (observe,
@@ -51,9 +61,15 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from oppmodel.clients.lab.timed_agent import TimedAgent  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.games.acpc.solved import default_profile  # noqa: E402
+from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match  # noqa: E402
+from oppmodel.modeling.holdem.posterior import HoldemPosterior  # noqa: E402
+from oppmodel.modeling.holdem.response import HoldemMBBR, HoldemMBBRAgent  # noqa: E402
+from oppmodel.modeling.holdem.served import holdem_served  # noqa: E402
+from oppmodel.modeling.holdem.styles import policy_factory  # noqa: E402
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.mbbr.holes import hole_split  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
@@ -236,6 +252,71 @@ def limit_report(name: str, count: int, repeats: int, *, whole_table: bool) -> d
     }
 
 
+HOLDEM_GOALS = {"holdem2p": 200.0}  # hands/s of the cycle (issue 35; holdem3p has no model)
+
+
+def holdem_model(short: str) -> HoldemMBBR:
+    """A fresh MBBR model of a session of ``short`` at the defaults."""
+    served, config = holdem_served(short), MBBRConfig()
+    posterior = HoldemPosterior(served.spots, served.blueprint, config)
+    return HoldemMBBR(posterior, served.check, config)
+
+
+def holdem_cycle(short: str, hands: int, opponent: str, seed: int) -> dict[str, float]:
+    """One seeded match of ``hands`` hands, MBBR (a session's model of ``short``) against the
+    style ``opponent`` in one seating: MBBR's cycle in hands/s, and ms a hand of its decisions,
+    updates and solves (``CLOCK``)."""
+    served = holdem_served(short)
+    config = MBBRConfig()
+    model = HoldemMBBR(
+        HoldemPosterior(served.spots, served.blueprint, config), served.check, config
+    )
+    solving = [0.0]
+    solve = model.solve
+
+    def timed_solve() -> None:
+        start = CLOCK[0]()
+        solve()
+        solving[0] += CLOCK[0]() - start
+
+    model.solve = timed_solve  # type: ignore[method-assign]  # the split; the cycle is the same
+    game = HoldemGame(short, served.compiled.gamedef)
+    mbbr = TimedAgent(HoldemMBBRAgent("mbbr", model, seed), CLOCK[0])
+    others = [
+        policy_factory(opponent, game.gamedef)(game, seed + 1 + k)
+        for k in range(game.num_players - 1)
+    ]
+    play_holdem_match(game, [mbbr, *others], game.deal_sequence(hands, seed))
+    ms = 1000 / mbbr.hands
+    return {
+        "cycle_hands_per_s": mbbr.hands / mbbr.seconds,
+        "decisions_ms_per_hand": mbbr.act_seconds * ms,
+        "updates_ms_per_hand": (mbbr.end_seconds - solving[0]) * ms,
+        "solves_ms_per_hand": solving[0] * ms,
+    }
+
+
+def holdem_report(short: str, count: int, repeats: int, opponent: str) -> dict:
+    """The ``--game holdem2p`` figures (see the module docstring)."""
+    holdem_cycle(short, 5, opponent, seed=repeats)  # builds the game and loads the kernels
+    holdem_model(short).solve()  # and the solve's
+    runs = [holdem_cycle(short, count, opponent, seed) for seed in range(repeats)]
+    row: dict = {"game": short, "hands": count, "opponent": opponent}
+    for key in runs[0]:
+        row[key] = round(statistics.median(run[key] for run in runs), 3)
+    row["per_repeat_hands_per_s"] = [round(run["cycle_hands_per_s"], 1) for run in runs]
+    _compare(row, "cycle", "goal", HOLDEM_GOALS.get(short))
+    row["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return {
+        "benchmark": "mbbr_hand_cycle_holdem",
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
+        "repeats": repeats,
+        "statistic": "median",
+        "clock": CLOCK[0].__name__,
+        "results": [row],
+    }
+
+
 BAYES_4P_K = 40  # the service's largest k in 4 players (k^3 <= 2^16)
 
 
@@ -301,6 +382,9 @@ def main() -> None:
         "--hands", type=int, default=None, help="hands per stream (--game: 3000, --bayes-4p: 12)"
     )
     parser.add_argument(
+        "--opponent", default="calling-station", help="hold'em: the style MBBR plays against"
+    )
+    parser.add_argument(
         "--bayes-4p",
         action="store_true",
         help="4-player Kuhn, k = 40, the bayes response: seconds per hand and per response",
@@ -321,6 +405,12 @@ def main() -> None:
     repeats = args.repeats or (3 if args.quick else 7)
     if args.bayes_4p:
         print(json.dumps(bayes_4p_report(args.hands or 12), indent=1 if args.json else None))
+        return
+    if args.game in HOLDEM_GOALS:
+        report = holdem_report(
+            args.game, args.hands or 1000, args.repeats or (2 if args.quick else 3), args.opponent
+        )
+        print(json.dumps(report, indent=1 if args.json else None))
         return
     if args.game is not None:
         report = limit_report(

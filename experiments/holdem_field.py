@@ -22,6 +22,7 @@ import functools
 import json
 import time
 
+from oppmodel.clients.lab.timed_agent import TimedAgent
 from oppmodel.modeling.games.acpc.bundled import game_path
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.holdem_abstract import abstract_game
@@ -57,31 +58,15 @@ def build_model(args: argparse.Namespace) -> HoldemMBBR:
     return HoldemMBBR(posterior, check, config, refresh=args.refresh, budget=args.budget)
 
 
-class TimedAgent(HoldemMBBRAgent):
-    """The MBBR agent, adding the CPU time of its hand cycle (every decision and the hand's
-    update, the solves every ``refresh`` hands included) to ``CYCLE``."""
-
-    def act(self, spot, hole):  # type: ignore[no-untyped-def]
-        start = time.process_time()
-        try:
-            return super().act(spot, hole)
-        finally:
-            CYCLE[0] += time.process_time() - start
-
-    def end_hand(self, obs):  # type: ignore[no-untyped-def]
-        start = time.process_time()
-        CYCLE[2] += bool(self._respond)
-        super().end_hand(obs)
-        CYCLE[0] += time.process_time() - start
-        CYCLE[1] += 1
-
-
-CYCLE = [0.0, 0, 0]  # CPU seconds in MBBR's hand cycle, hands, hands the response played
+TIMED: list[TimedAgent] = []  # the MBBR agents of the opponent being played, timed
 
 
 def _agent(args: argparse.Namespace, game: HoldemGame, seed: int) -> TimedAgent:
-    """The match engine's factory of MBBR: a fresh model for each seating."""
-    return TimedAgent("mbbr", build_model(args), seed)
+    """The match engine's factory of MBBR: a fresh model for each seating, its hand cycle
+    (every decision and the hand's update, the solves every ``refresh`` hands included) timed
+    in CPU time."""
+    TIMED.append(TimedAgent(HoldemMBBRAgent("mbbr", build_model(args), seed)))
+    return TIMED[-1]
 
 
 def main() -> None:
@@ -105,7 +90,7 @@ def main() -> None:
     rows = []
     for name in args.opponents.split(","):
         start = time.process_time()
-        CYCLE[:] = [0.0, 0, 0]
+        TIMED.clear()
         factories = [functools.partial(_agent, args), policy_factory(name, gamedef)]
         played = range(args.from_duplicate, args.duplicates)
         per_duplicate = [
@@ -115,6 +100,7 @@ def main() -> None:
         result = summarize(game, ["mbbr", name], per_duplicate, hands=args.hands, seed=args.seed)
         mbbr = result.agents[0]
         hands = args.hands * len(played) * 2
+        cycled = sum(t.hands for t in TIMED)
         rows.append(
             {
                 "opponent": name,
@@ -123,8 +109,9 @@ def main() -> None:
                 "per_duplicate": dict(zip(played, mbbr.per_duplicate, strict=True)),
                 "cpu_s": time.process_time() - start,
                 "hands": hands,
-                "cycle_cpu_ms_per_hand": 1000 * CYCLE[0] / CYCLE[1],
-                "response_share": CYCLE[2] / CYCLE[1],  # of the hands, the first H included
+                "cycle_cpu_ms_per_hand": 1000 * sum(t.seconds for t in TIMED) / cycled,
+                # of the hands, the first H included
+                "response_share": sum(t.agent.responded for t in TIMED) / cycled,
             }
         )
         if args.json:  # a line per opponent as it ends: a long run's rows survive its stop

@@ -227,12 +227,12 @@ def _canonical_strengths(board: tuple[int, ...], rollouts: int, seed: int) -> np
     draws cover every hand (any board at 100 rollouts, in practice) nothing is drawn again."""
     free = [c for c in range(DECK_SIZE) if c not in board]
     shown = np.bitwise_or.reduce(CARD_BITS[list(board)])
-    live = ~np.isin(ALL_HOLES, board).any(axis=1)
+    live = math.comb(DECK_SIZE - len(board), HOLE_CARDS)  # pairs the board leaves live
     sums, counts = np.zeros((DECK_SIZE, DECK_SIZE)), np.zeros((DECK_SIZE, DECK_SIZE))
     for drawn in _completions(board, free, rollouts, seed):
         boards = shown | np.bitwise_or.reduce(CARD_BITS[drawn], axis=1).reshape(-1)
         kernels.board_sums(boards.astype(np.int64), np.ones(boards.size), sums, counts)
-        if counts[ALL_HOLES[live, 0], ALL_HOLES[live, 1]].all():
+        if np.count_nonzero(counts[ALL_HOLES[:, 0], ALL_HOLES[:, 1]]) == live:
             break
     with np.errstate(invalid="ignore"):  # 0 / 0: the hands that hold a board card
         values = np.round(sums / counts, 12)

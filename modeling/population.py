@@ -123,19 +123,31 @@ class Population:
     alpha: np.ndarray
     fitted: np.ndarray
     opponents: int
+    # the mixture over opponent types (``population_types.py``), None without: (T, n,
+    # num_infosets, 3) each type's Dirichlet parameters, the informed ones last, and (T,) their
+    # prior probabilities
+    types: np.ndarray | None = None
+    type_weights: np.ndarray | None = None
 
     def mean(self) -> np.ndarray:
         """The prior-mean profile, alpha normalised (padding rows uniform over their actions)."""
         return self.alpha / self.alpha.sum(axis=2, keepdims=True)
 
     def digest(self) -> str:
-        """SHA-256 of the parameters' float64 bytes: what a snapshot checks it is restored with."""
-        return hashlib.sha256(self.alpha.astype(np.float64).tobytes()).hexdigest()
+        """SHA-256 of the parameters' float64 bytes (the types' after alpha's, if any): what a
+        snapshot checks it is restored with."""
+        parts = [self.alpha]
+        if self.types is not None and self.type_weights is not None:
+            parts += [self.types, self.type_weights]
+        return hashlib.sha256(b"".join(a.astype(np.float64).tobytes() for a in parts)).hexdigest()
 
     def to_bytes(self) -> bytes:
         """The population as the snapshot format's bytes (the same population, the same bytes)."""
         meta = {"kind": KIND, "opponents": self.opponents}
-        return snapshot_format.encode(meta, {"alpha": self.alpha, "fitted": self.fitted})
+        arrays = {"alpha": self.alpha, "fitted": self.fitted}
+        if self.types is not None and self.type_weights is not None:
+            arrays.update(types=self.types, type_weights=self.type_weights)
+        return snapshot_format.encode(meta, arrays)
 
     @classmethod
     def from_bytes(cls, game: LimitGame, blob: bytes) -> Population:
@@ -146,12 +158,21 @@ class Population:
             shape = game.legal_mask.shape
             alpha = snapshot_format.take(arrays, "alpha", "f8", shape)
             fitted = snapshot_format.take(arrays, "fitted", "?", shape[:2])
+            types = weights = None
+            if "types" in arrays:
+                types = snapshot_format.take(arrays, "types", "f8", (None, *shape))
+                weights = snapshot_format.take(arrays, "type_weights", "f8", (len(types),))
         except snapshot_format.SnapshotError as exc:
             message = f"not a population of {game.name}: {exc}"
             raise InvalidArgumentError("population", message) from None
-        if meta.get("kind") != KIND or not np.all(alpha[game.legal_mask] > 0):
+        bad_types = (
+            types is not None
+            and weights is not None
+            and (not np.all(types[:, game.legal_mask] > 0) or not np.all(weights > 0))
+        )
+        if meta.get("kind") != KIND or not np.all(alpha[game.legal_mask] > 0) or bad_types:
             raise InvalidArgumentError("population", f"not a population of {game.name}")
-        return cls(alpha, fitted, int(meta.get("opponents", 0)))
+        return cls(alpha, fitted, int(meta.get("opponents", 0)), types, weights)
 
 
 def fit_population(

@@ -28,6 +28,7 @@ from oppmodel.modeling.observation import (
     limit_observation_cards,
     limit_observation_of,
 )
+from oppmodel.modeling.population_types import Mixtures, type_mixtures
 
 if TYPE_CHECKING:
     from oppmodel.modeling.population import Population
@@ -46,21 +47,20 @@ class DirichletModel(MBBRModel):
         # a mixture's informed (typed: error-prone) type is the model's own fit
         mixture = config.prior in (Prior.MIXTURE, Prior.ETA_MIXTURE, Prior.TYPED)
         own_prior = Prior.INFORMED if mixture else config.prior
-        population = None if self.population is None else self.population.alpha
         alpha = prior_alpha(
             game,
             self.prior_mean,
             epsilon=config.epsilon,
             eta=config.informed_eta(),
             prior=own_prior,
-            population=population,
+            population=None if self.population is None else self.population.alpha,
         )
         seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
         self._dirichlet = [
             DirichletPosterior(alpha[seats[p]], self.default_strategy.copy(), seats[p])
             for p in range(n)
         ]
-        self._mixture: list[MixturePrior] | None = None
+        self._mixture: Mixtures | None = type_mixtures(self.population, seats, self._dirichlet)
         if mixture:
             # the eta mixture's weak type; the typed prior's in-support type, unclipped
             typed = config.prior == Prior.TYPED
@@ -155,7 +155,7 @@ class DirichletModel(MBBRModel):
         ]
         posterior.restore(keys, state)
 
-    def _fresh_posterior(self) -> tuple[list[DirichletPosterior], list[MixturePrior] | None]:
+    def _fresh_posterior(self) -> tuple[list[DirichletPosterior], Mixtures | None]:
         """New fits (and mixture priors) at the prior, built from this model's."""
         fresh = [post.at_prior() for post in self._dirichlet]
         mixture = self._mixture and [

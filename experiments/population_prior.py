@@ -28,7 +28,11 @@ pairs, both opponents of each a member; the new members are ``--test`` / 2 pairs
 are exact (``learning_cost.trajectory``: the exact value of MBBR's policy hand by hand, our
 position rotating, ``--exact-seeds`` seeds x both seat orders per pair), as is the cost against
 the unlike players, the equilibrium pairs N1+N1, N2+N2 and N3+N3 (what the safety bound
-protects).
+protects). Three priors there: the informed (the baseline), the population as the Polya fit
+(``population``), and the same population with its mixture over types
+(``population_types.with_types``: ``types``); each row also gives each prior's share of the
+static oracle over all hands (``oracle_share.oracle_by_position``: held-out groups of the
+population).
 
     python experiments/population_prior.py [--game leduc2p|kuhn2p|kuhn3p] [--train 16]
         [--train-hands 1000] [--test 16] [--hands 3000] [--early 500] [--unlike cfr,uniform]
@@ -60,6 +64,12 @@ from oppmodel.modeling.play.learning_cost import trajectory  # noqa: E402
 from oppmodel.modeling.play.match import FixedStrategyAgent, play_match  # noqa: E402
 from oppmodel.modeling.play.panel import EXPLOITABLE_RULES, named_profile  # noqa: E402
 from oppmodel.modeling.population import Population, fit_population  # noqa: E402
+from oppmodel.modeling.population_types import with_types  # noqa: E402
+
+try:  # imported as experiments.population_prior, or run as a script from its folder
+    from experiments.oracle_share import oracle_by_position
+except ModuleNotFoundError:
+    from oracle_share import oracle_by_position
 
 STYLES = tuple(EXPLOITABLE_RULES)
 
@@ -100,25 +110,30 @@ def train_group_counts(job: tuple) -> np.ndarray:
     return mbbr.model.opponent_counts()
 
 
-def exact_pairs(pool: ProcessPoolExecutor, args, pairs: list[tuple], population) -> list[dict]:
-    """Per pair of opponent names: the exact value per hand of MBBR's policy with each prior,
-    over its first ``--early`` hands and all ``--hands``, averaged over ``--exact-seeds`` seeds
-    x both seat orders (``learning_cost.trajectory``)."""
+def exact_pairs(pool: ProcessPoolExecutor, args, pairs: list[tuple], priors: dict) -> list[dict]:
+    """Per pair of opponent names: the exact value per hand of MBBR's policy with each of
+    ``priors`` (name -> (prior, population)), over its first ``--early`` hands and all
+    ``--hands``, averaged over ``--exact-seeds`` seeds x both seat orders
+    (``learning_cost.trajectory``), and its share of the static oracle over all hands."""
     rows = []
     for first, second in pairs:
-        row = {}
-        for prior in (Prior.INFORMED, Prior.POPULATION):
-            given = population if prior == Prior.POPULATION else None
+        orders = ((first, second), (second, first))
+        oracle = [oracle_by_position(limit_game(args.game), o) for o in orders]
+        ceiling = np.array([o[np.arange(args.hands) % len(o)] for o in oracle])
+        row = {"oracle": float(ceiling.mean())}
+        for name, (prior, given) in priors.items():
             tasks = [
                 (a, b, MBBRConfig(prior=prior, seed=seed), seed, args.hands, False, args.game,
                  None, given)
                 for seed in range(args.seed, args.seed + args.exact_seeds)
-                for a, b in ((first, second), (second, first))
+                for a, b in orders
             ]  # fmt: skip
             values = np.array([v for v, _, _ in pool.map(trajectory, tasks)])
-            row[prior.value] = [float(values[:, : args.early].mean()), float(values.mean())]
+            # no share where the oracle wins nothing (the equilibrium pairs)
+            share = values.mean() / ceiling.mean() if ceiling.mean() >= 1 else None
+            row[name] = [float(values[:, : args.early].mean()), float(values.mean()), share]
         rows.append(row)
-        print(f"{first}+{second}: {row}", flush=True)
+        print(f"{first}+{second}: {json.dumps(row)}", flush=True)
     return rows
 
 
@@ -136,31 +151,44 @@ def three_player(args: argparse.Namespace, game: LimitGame) -> dict:
             for j in range(0, len(name) - 1, 2)
         ]
         counts = np.concatenate(list(pool.map(train_group_counts, jobs)))
-        population = fit_population(game, counts, prior_mean=named_profile(game, "n3"))
+        mean = named_profile(game, "n3")
+        population = fit_population(game, counts, prior_mean=mean)
+        typed = with_types(population, game, counts, prior_mean=mean)
         print(f"fitted from {len(counts)} members in {time.time() - started:.0f} s: "
-              f"{int(population.fitted.sum())} information sets fitted", flush=True)  # fmt: skip
+              f"{int(population.fitted.sum())} information sets fitted, "
+              f"{len(typed.types)} types", flush=True)  # fmt: skip
+        priors = {
+            "informed": (Prior.INFORMED, None),
+            "population": (Prior.POPULATION, population),
+            "types": (Prior.POPULATION, typed),
+        }
         new_pairs = [(test[j], test[j + 1]) for j in range(0, len(test) - 1, 2)]
-        rows = exact_pairs(pool, args, new_pairs, population)
-        unlike = exact_pairs(pool, args, [("n1", "n1"), ("n2", "n2"), ("n3", "n3")], population)
+        rows = exact_pairs(pool, args, new_pairs, priors)
+        unlike = exact_pairs(pool, args, [("n1", "n1"), ("n2", "n2"), ("n3", "n3")], priors)
     new = [{"opponents": f"{a}+{b}", **row} for (a, b), row in zip(new_pairs, rows, strict=True)]
-    inf_early = mean_se([r["informed"][0] for r in new])
-    pop_early = mean_se([r["population"][0] for r in new])
+    summary = {}
+    for prior in ("informed", "population", "types"):
+        summary[f"{prior}_early"] = mean_se([r[prior][0] for r in new])
+        summary[f"{prior}_full"] = mean_se([r[prior][1] for r in new])
+        summary[f"{prior}_share"] = mean_se([r[prior][2] for r in new])
+        if prior != "informed":
+            summary[f"{prior}_early_gain"] = mean_se([r[prior][0] - r["informed"][0] for r in new])
+            summary[f"{prior}_early_gain_share"] = (
+                summary[f"{prior}_early"][0] / summary["informed_early"][0] - 1
+            )
+            summary[f"{prior}_full_gain"] = mean_se([r[prior][1] - r["informed"][1] for r in new])
     return {
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "unit": game.rate_unit.name,
         "train": name,
         "rows": new,
-        "summary": {
-            "informed_early": inf_early,
-            "population_early": pop_early,
-            "early_gain": mean_se([r["population"][0] - r["informed"][0] for r in new]),
-            "early_gain_share": (pop_early[0] - inf_early[0]) / inf_early[0],
-            "informed_full": mean_se([r["informed"][1] for r in new]),
-            "population_full": mean_se([r["population"][1] for r in new]),
-            "full_gain": mean_se([r["population"][1] - r["informed"][1] for r in new]),
-        },
+        "summary": summary,
         "unlike_exact": {
-            f"{a}+{b}": {**row, "cost": row["informed"][1] - row["population"][1]}
+            f"{a}+{b}": {
+                **row,
+                "cost": row["informed"][1] - row["population"][1],
+                "types_cost": row["informed"][1] - row["types"][1],
+            }
             for (a, b), row in zip((("n1", "n1"), ("n2", "n2"), ("n3", "n3")), unlike, strict=True)
         },
         "seconds": round(time.time() - started),

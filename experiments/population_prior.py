@@ -163,8 +163,11 @@ def three_player(args: argparse.Namespace, game: LimitGame) -> dict:
             "types": (Prior.POPULATION, typed),
         }
         new_pairs = [(test[j], test[j + 1]) for j in range(0, len(test) - 1, 2)]
+        if args.pairs:  # given held-out groups instead (the equilibrium pairs then not run)
+            new_pairs = [tuple(text.split("+")) for text in args.pairs.split(",")]
         rows = exact_pairs(pool, args, new_pairs, priors)
-        unlike = exact_pairs(pool, args, [("n1", "n1"), ("n2", "n2"), ("n3", "n3")], priors)
+        equilibria = [] if args.pairs else [("n1", "n1"), ("n2", "n2"), ("n3", "n3")]
+        unlike = exact_pairs(pool, args, equilibria, priors)
     new = [{"opponents": f"{a}+{b}", **row} for (a, b), row in zip(new_pairs, rows, strict=True)]
     summary = {}
     for prior in ("informed", "population", "types"):
@@ -189,7 +192,7 @@ def three_player(args: argparse.Namespace, game: LimitGame) -> dict:
                 "cost": row["informed"][1] - row["population"][1],
                 "types_cost": row["informed"][1] - row["types"][1],
             }
-            for (a, b), row in zip((("n1", "n1"), ("n2", "n2"), ("n3", "n3")), unlike, strict=True)
+            for (a, b), row in zip(equilibria, unlike, strict=True)
         },
         "seconds": round(time.time() - started),
     }
@@ -272,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.add_argument(flag, type=int, default=default, help=f"{what} (%(default)s)")
     parser.add_argument("--share-low", type=float, default=0.35, help="(%(default)s)")
     parser.add_argument("--unlike", default="cfr,uniform", help="(%(default)s)")
+    parser.add_argument("--pairs", help="kuhn3p: A+B,... played instead of the new members")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     if args.early % 2 or not 0 < args.early < args.hands:

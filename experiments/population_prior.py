@@ -55,14 +55,17 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from oppmodel.modeling.evaluation.limit import expected_values  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
+from oppmodel.modeling.games.acpc.solved import default_profile  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.play.agents import MBBRAgent  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.learning_cost import trajectory  # noqa: E402
 from oppmodel.modeling.play.match import FixedStrategyAgent, play_match  # noqa: E402
 from oppmodel.modeling.play.panel import EXPLOITABLE_RULES, named_profile  # noqa: E402
+from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
 from oppmodel.modeling.population import Population, fit_population  # noqa: E402
 from oppmodel.modeling.population_types import with_types  # noqa: E402
 
@@ -118,9 +121,18 @@ def exact_pairs(pool: ProcessPoolExecutor, args, pairs: list[tuple], priors: dic
     rows = []
     for first, second in pairs:
         orders = ((first, second), (second, first))
-        oracle = [oracle_by_position(limit_game(args.game), o) for o in orders]
+        game = limit_game(args.game)
+        oracle = [oracle_by_position(game, o) for o in orders]
         ceiling = np.array([o[np.arange(args.hands) % len(o)] for o in oracle])
-        row = {"oracle": float(ceiling.mean())}
+        # the most any prior can earn over the early hands: the default's first H, the oracle's
+        default = [default_values(game, o) for o in orders]
+        t = np.arange(args.early)
+        hands_default = MBBRConfig().hands_default
+        cap = [
+            np.where(t < hands_default, d[t % len(d)], o[t % len(o)])
+            for d, o in zip(default, oracle, strict=True)
+        ]
+        row = {"oracle": float(ceiling.mean()), "early_cap": float(np.mean(cap))}
         for name, (prior, given) in priors.items():
             tasks = [
                 (a, b, MBBRConfig(prior=prior, seed=seed), seed, args.hands, False, args.game,
@@ -135,6 +147,16 @@ def exact_pairs(pool: ProcessPoolExecutor, args, pairs: list[tuple], priors: dic
         rows.append(row)
         print(f"{first}+{second}: {json.dumps(row)}", flush=True)
     return rows
+
+
+def default_values(game: LimitGame, order: tuple[str, ...]) -> np.ndarray:
+    """The default strategy's exact win rate in each of our positions against ``order``."""
+    pair = [fixed_profile(game, name) for name in order]
+    default = default_profile(game, "default_strategy")
+    return np.array([
+        game.rate_unit.rate(expected_values(game, seated_profile(game, p, default, pair))[p])
+        for p in range(game.num_players)
+    ])  # fmt: skip
 
 
 def three_player(args: argparse.Namespace, game: LimitGame) -> dict:

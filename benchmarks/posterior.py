@@ -33,11 +33,11 @@ bankroll prices every hand (the worst case), at the default budget and without o
 Hold'em (``--game holdem2p``): MBBR's hand cycle as the hold'em field times it
 (``experiments/holdem_field.py``: every decision and every hand's update, the response's solve
 every 100 hands included, in one timed agent) over a seeded match of ``--hands`` hands (default
-1000) against ``--opponent`` (a panel style, default calling-station), the model built as a
-session's (the bundled blueprint's abstraction); per repeat a fresh model and cards (seed =
-repeat), the medians over the repeats: hands per second against issue 35's goal (200 in 2
-players), and the split, ms a hand, into decisions, updates and solves (a solve timed again
-alone at the stream's end).
+1000, 300 with ``--quick``) against ``--opponent`` (a panel style, default calling-station), the
+model built as a session's (the bundled blueprint's abstraction); per repeat a fresh model and
+cards (seed = repeat), the medians over the repeats: hands per second against issue 35's goal
+(200 in 2 players), and the split, ms a hand, into decisions, updates (the hand's update less
+its solve) and solves.
 
 ``--bayes-4p``: 4-player Kuhn with the sample posterior at k = 40 (64,000 joint samples per
 position) and the ``bayes`` response, the rest at the shipped defaults: seconds per hand (observe,
@@ -408,7 +408,10 @@ def main() -> None:
         return
     if args.game in HOLDEM_GOALS:
         report = holdem_report(
-            args.game, args.hands or 1000, args.repeats or (2 if args.quick else 3), args.opponent
+            args.game,
+            args.hands or (300 if args.quick else 1000),
+            args.repeats or (2 if args.quick else 3),
+            args.opponent,
         )
         print(json.dumps(report, indent=1 if args.json else None))
         return

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
-from numba_warm_up import warm_up_kernels
+from numba_warm_up import WarmUp, start_warm_up
 from postgres_support import (
     MISSING,
     PostgresServer,
@@ -245,10 +245,37 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
         postgres_server.drop_database(url)
 
 
-# -- the numba kernels compiled once a run, before its workers start ---------------------------
+# -- the numba kernels compiled once a run, before its first test (numba_warm_up.py) -----------
+_warm_up: list[WarmUp] = []  # the run's process's, while at work
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the run's process (numba_warm_up.py)
-        warm_up_kernels(session.config)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the run's process: before it starts workers
+        _warm_up.extend(filter(None, [start_warm_up(session.config)]))
+
+
+def _warmed_up() -> None:
+    while _warm_up:
+        _warm_up.pop().finish()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished() -> None:
+    """The run's process, as a worker has collected the tests: none is sent to a worker before
+    the warm-up has finished (the other workers go on collecting meanwhile)."""
+    _warmed_up()
+
+
+def pytest_collection_finish() -> None:
+    """A run without workers: its tests start once the warm-up has finished."""
+    _warmed_up()
+
+
+def pytest_sessionfinish() -> None:
+    """A run that ends before it started its tests (Ctrl-C, an error collecting them) ends the
+    warm-up's processes."""
+    while _warm_up:
+        _warm_up.pop().stop()
 
 
 # -- the order the files run in ------------------------------------------------------------------

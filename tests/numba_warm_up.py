@@ -6,7 +6,8 @@ the suite's first minutes did that many times over: each pytest-xdist worker's f
 an ``oppmodel serve`` (whose warm-up compiles every model kernel, ~67 s of CPU) beside MBBR agents
 compiling the same kernels, and test_cli_interrupt starts thirteen commands at once. Here the
 kernels compile once, split between two processes (one a core; 9 of their 78 kernels shared),
-before the workers start; every later process loads them from the cache.
+while the workers start and collect the tests, and before they run one; every later process
+loads them from the cache.
 
 A run of the whole suite (no files named) warms them when the kernels' sources changed since the
 last warm-up that finished (a stamp in pytest's cache): a run on a warm cache costs nothing.
@@ -79,41 +80,61 @@ def _status(process: subprocess.Popen[bytes]) -> int | None:
         return None
 
 
-def warm_up_kernels(config: pytest.Config) -> None:
-    """Compile the kernels (``GROUPS``, in parallel) if this run is the whole suite and they
-    changed since the last warm-up; a warm-up that fails is reported and leaves no stamp (the
-    tests then compile what they call, as without it)."""
-    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
-    if cache is None or config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
-        return
-    stamp = sources_stamp()
-    if cache.get(STAMP_KEY, None) == stamp:
-        return
-    with tempfile.TemporaryDirectory(prefix="oppmodel-warm-up-") as folder:
-        logs = {group: Path(folder, f"{group}.log") for group in GROUPS}
-        processes = {}
-        for group, log in logs.items():
+class WarmUp:
+    """The warm-up's processes (``GROUPS``, in parallel), at work from ``start`` to ``finish``."""
+
+    def __init__(self, cache: pytest.Cache, stamp: str) -> None:
+        self.cache, self.stamp = cache, stamp
+        self.folder = tempfile.TemporaryDirectory(prefix="oppmodel-warm-up-")
+        self.logs = {group: Path(self.folder.name, f"{group}.log") for group in GROUPS}
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        for group, log in self.logs.items():
             with log.open("w") as sink:
-                processes[group] = subprocess.Popen(
+                self.processes[group] = subprocess.Popen(
                     [sys.executable, __file__, group],
-                    cwd=folder,
+                    cwd=self.folder.name,
                     stdout=subprocess.DEVNULL,
                     stderr=sink,
                 )
+
+    def finish(self) -> None:
+        """Wait for the processes; a warm-up that fails is reported and leaves no stamp (the
+        tests then compile what they call, as without it)."""
         try:
             failed = {
-                g: logs[g].read_text()[-2000:] for g, p in processes.items() if _status(p) != 0
+                g: self.logs[g].read_text()[-2000:]
+                for g, p in self.processes.items()
+                if _status(p) != 0
             }
         finally:  # one that took too long, or the run's own end (Ctrl-C)
-            for process in processes.values():
-                process.kill()
-                process.wait()
-    if failed:
-        for group, error in failed.items():
-            print(f"numba warm-up {group!r} failed or took over {DEADLINE} s (the tests compile")
-            print(f"their kernels):\n{error}")
-        return
-    cache.set(STAMP_KEY, stamp)
+            self.stop()
+        if failed:
+            for group, error in failed.items():
+                print(f"numba warm-up {group!r} failed or took over {DEADLINE} s (the tests")
+                print(f"compile their kernels):\n{error}")
+            return
+        self.cache.set(STAMP_KEY, self.stamp)
+
+    def stop(self) -> None:
+        """End the processes (those at work killed) and remove their folder."""
+        for process in self.processes.values():
+            process.kill()
+            process.wait()
+        self.folder.cleanup()
+
+
+def start_warm_up(config: pytest.Config) -> WarmUp | None:
+    """The warm-up started if this run is the whole suite and the kernels changed since the
+    last warm-up that finished (None: nothing to do). The run's workers start and collect the
+    tests beside it (~16 s of CPU each, on the core the shorter group leaves idle); the run's
+    process calls ``finish`` before it sends them a test."""
+    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
+    if cache is None or config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
+        return None
+    stamp = sources_stamp()
+    if cache.get(STAMP_KEY, None) == stamp:
+        return None
+    return WarmUp(cache, stamp)
 
 
 if __name__ == "__main__":

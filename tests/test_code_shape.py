@@ -20,6 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 FAILING_GRADES = ("E", "F")
+# Issue 30 (one game stack): modeling/mbbr/ held 4,611 lines with the Kuhn-only stack beside the
+# compiled one, and no module may have a ``limit_`` twin (``limit_model.py`` beside ``model.py``)
+MBBR = ROOT / "modeling" / "mbbr"
+MAX_MBBR_LINES = 3_000
 
 
 def package_modules() -> Iterator[Path]:
@@ -62,6 +66,20 @@ def offenders(path: Path, source: str | None = None) -> list[str]:
     return found
 
 
+def limit_twins(paths: list[Path]) -> list[str]:
+    """Each ``limit_X.py`` (or ``_limit_X.py``) with an ``X.py`` (``_X.py``) in its folder: one
+    idea written twice, once for the compiled limit games and once for another stack."""
+    names = {(path.parent, path.name) for path in paths}
+    found = []
+    for folder, name in sorted(names):
+        bare = name.lstrip("_")
+        if bare.startswith("limit_"):
+            twin = name[: len(name) - len(bare)] + bare.removeprefix("limit_")
+            if (folder, twin) in names:
+                found.append(f"{folder.name}/{name} beside {folder.name}/{twin}")
+    return found
+
+
 def test_the_walk_covers_every_installed_folder_and_skips_generated_code() -> None:
     modules = {path.relative_to(ROOT).as_posix() for path in package_modules()}
     for expected in (
@@ -97,3 +115,23 @@ def test_the_rule_names_a_long_module_a_long_function_and_a_complex_one() -> Non
 def test_no_long_module_long_function_or_complex_function_in_the_package() -> None:
     found = [hit for path in package_modules() for hit in offenders(path)]
     assert found == [], "split by meaning (named helpers):\n" + "\n".join(found)
+
+
+def test_the_twin_rule_names_a_limit_module_beside_its_namesake_only() -> None:
+    folder = ROOT / "pkg"
+    paths = [
+        folder / n for n in ("model.py", "limit_model.py", "_limit_kernels.py", "limit_game.py")
+    ]
+    paths += [folder / "_kernels2.py", folder / "_limit_kernels2.py"]
+    assert limit_twins(paths) == [
+        "pkg/_limit_kernels2.py beside pkg/_kernels2.py",
+        "pkg/limit_model.py beside pkg/model.py",
+    ]
+
+
+def test_one_game_stack_no_limit_twin_and_mbbr_within_its_line_cap() -> None:
+    """Issue 30's Done-when: no ``limit_``-prefixed twin of another module anywhere in the
+    package, and modeling/mbbr/ at most 3,000 lines (every ``.py`` line, as ``wc -l`` counts)."""
+    assert limit_twins(list(package_modules())) == []
+    lines = sum(len(path.read_text().splitlines()) for path in MBBR.glob("*.py"))
+    assert lines <= MAX_MBBR_LINES, f"modeling/mbbr/ has {lines} lines (at most {MAX_MBBR_LINES})"

@@ -99,7 +99,8 @@ def replayed(players: int, config: MBBRConfig, observations: list[HandObservatio
 
 def longest_tail(players: int, config: MBBRConfig, observations: list[HandObservation]) -> int:
     """The most hands a reload can have to replay: the server snapshots once the hands since
-    the last snapshot took ``snapshot_seconds`` to apply (or number ``snapshot_hands``), checked
+    the last snapshot took ``snapshot_seconds`` to apply (or number ``snapshot_hands``; a Kuhn
+    snapshot's cost, milliseconds, is under ``snapshot_seconds / snapshot_cost_factor``), checked
     after each commit, and commits at most ``snapshot_seconds`` of hands at once (and at most a
     batch, 100 hands here), so a crash just before a due snapshot leaves about one budget plus
     one commit. Apply times are measured here, on the session's last hands."""

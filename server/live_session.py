@@ -48,6 +48,9 @@ class LiveSession:
     stored_hands: int = 0  # hands this copy knows are stored (committed; applied or being so)
     replay_seconds: float = 0.0  # what applying the hands after it took: the cost of a reload
     seconds_per_hand: float = 0.0  # what the last update took per hand (0: not measured yet)
+    # what the latest snapshot of this copy cost, in seconds (0: none yet): its bytes at
+    # Limits.snapshot_write_rate, or from asking the model for it to its store having it if longer
+    snapshot_cost: float = 0.0
     nbytes: int = 0  # estimated memory, as counted against Limits.memory_bytes
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     model_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

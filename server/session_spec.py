@@ -35,8 +35,8 @@ class Limits:
     max_sessions: int = 10_000
     max_k: int = 200
     # k ** (n - 1), the size of one joint posterior table: every k <= 200 with 3 players, k <= 40
-    # with 4. A snapshot of a session holds n such tables and is due every ~0.2 s of updates, so
-    # its size sets the write volume: 4 players at k = 100 (10^6) took 32 MB every 4-20 hands.
+    # with 4. A snapshot of a session holds n such tables (4 players at k = 100, 10^6: 32 MB);
+    # its cost spaces the snapshots (``snapshot_cost_factor``), so its size sets the reload's tail.
     max_joint_samples: int = 1 << 16
     max_label_length: int = 128
     inline_joint_samples: int = 1024  # tables up to this size are computed on the event loop
@@ -48,9 +48,18 @@ class Limits:
     # needs more is refused.
     memory_bytes: int = 1 << 30
     # A snapshot of a session's model is stored once the hands after the last one took this
-    # long to apply (so a reload replays at most about this much) or number this many.
+    # long to apply (so a reload replays at most about this much) or number this many, and no
+    # sooner than their replay is worth ``snapshot_cost_factor`` times what the last snapshot
+    # cost: the seconds from asking the model for it to its store having it, and at least its
+    # bytes at ``snapshot_write_rate`` (a write the disk caches returns at once; its bytes are
+    # written all the same). Snapshots then take about a tenth of the time spent applying
+    # hands at most, whatever their size, and a reload replays about ten snapshots' cost at
+    # most (session_observer.py). A Kuhn or Leduc 2p snapshot (25-250 KB) costs milliseconds:
+    # 0.2 s rules there; a hold'em one (~5 MB, 0.1 s) is written every ~1 s of updates.
     snapshot_seconds: float = 0.2
     snapshot_hands: int = 1000
+    snapshot_cost_factor: float = 10.0
+    snapshot_write_rate: float = 50e6  # bytes a second
     recent_hands: int = 64  # applied hands kept in memory per session to check resends
     max_streams: int = 512  # Observe streams open at once
     stream_idle_seconds: float = 120.0  # an Observe stream that carries nothing this long ends

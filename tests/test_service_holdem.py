@@ -9,9 +9,11 @@ and malformed hold'em observations (seeded mutations of real ones) are refused n
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import random
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +34,11 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.snapshot import SnapshotError
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.server.conversion import spec_from_proto
+from oppmodel.server.metrics import Metrics
+from oppmodel.server.session_spec import Limits
+from oppmodel.server.sessions import SessionManager
+from oppmodel.server.storage import SnapshotRow
+from oppmodel.server.storage_sqlite import SQLiteStore
 from oppmodel.v1 import opponent_model_pb2 as pb
 
 DATA = Path(__file__).parent / "data" / "acpc"
@@ -135,6 +142,51 @@ def test_a_restored_snapshot_goes_on_as_the_model_fed_every_hand(hands) -> None:
     with pytest.raises(SnapshotError):
         restored.restore(b"not a snapshot")
     assert restored.snapshot() == whole.snapshot()  # nothing changed
+
+
+def test_a_long_holdem_session_snapshots_as_often_as_it_pays(tmp_path: Path, monkeypatch) -> None:
+    """A hold'em snapshot is ~5 MB: the service weighs its cost against the replay it saves
+    (``Limits.snapshot_cost_factor``: 2-3 snapshots in these 200 hands at load 11-42) instead of
+    writing one every 0.2 s of updates (9-13 of them at load 6-21, every ~15-20 hands). The last
+    one is the model's state at its hand: a reload restores it and replays the rest to the same
+    model."""
+    game = holdem_served("holdem2p").compiled
+    log = read_log(DATA / "holdem2p-seed42-example-players.log")
+    hands = [logged_limit_observation(game, hand, i % 2) for i, hand in enumerate(log.hands[:200])]
+    spec = spec_from_proto(
+        pb.SessionConfig(game="holdem2p", our_label="us", opponent_labels=["opp"]),
+        max_label_length=8,
+    )
+    saved: list[int] = []
+
+    async def scenario() -> tuple[bytes, bytes]:
+        with ThreadPoolExecutor(1) as executor:
+            store = SQLiteStore(tmp_path / "db.sqlite")
+            save = store.save_snapshot_async
+
+            def counted(sid: str, row: SnapshotRow):
+                saved.append(row.hands)
+                return save(sid, row)
+
+            monkeypatch.setattr(store, "save_snapshot_async", counted)
+            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=Limits())
+            sid = (await manager.create("", spec)).session_id
+            session = await manager.get("", sid)
+            for sequence, obs in enumerate(hands, start=1):  # one hand a call, as an agent sends
+                _, error = await manager.observe(session, [(sequence, obs)])
+                assert error is None
+            live = await session.host.compute("snapshot")
+            await manager.drain()
+            store.close()
+            store = SQLiteStore(tmp_path / "db.sqlite")
+            manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=Limits())
+            reloaded = await (await manager.get("", sid)).host.compute("snapshot")
+            store.close()
+        return live, reloaded
+
+    live, reloaded = asyncio.run(scenario())
+    assert 1 <= len(saved) <= 5, saved
+    assert reloaded == live
 
 
 def _field(call) -> str:

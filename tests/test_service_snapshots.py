@@ -151,7 +151,8 @@ def test_a_costly_batch_is_committed_in_chunks_each_followed_by_a_due_snapshot(
 
         monkeypatch.setattr(store, "append_observations_async", counted_append)
         monkeypatch.setattr(store, "save_snapshot_async", counted_save)
-        limits = Limits(snapshot_seconds=1e-9)  # every hand costs more than the budget
+        # every hand costs more than the budget, and the snapshots' own cost is not weighed
+        limits = Limits(snapshot_seconds=1e-9, snapshot_cost_factor=0.0)
         with ThreadPoolExecutor(1) as executor:
             manager = SessionManager(store, executor=executor, metrics=Metrics(), limits=limits)
             spec = SessionSpec("kuhn_poker(players=3)", 3, "us", ("a", "b"), MBBRConfig())

@@ -224,7 +224,8 @@ def _add_durability_and_processes(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=Limits.snapshot_hands,
         help="store a snapshot of a session's model at least every this many hands (and once "
-        f"the hands since the last took {Limits.snapshot_seconds:g} s to apply), so a reload "
+        f"the hands since the last took {Limits.snapshot_seconds:g} s to apply and "
+        f"{Limits.snapshot_cost_factor:g} times what the last snapshot cost), so a reload "
         "replays at most that many; fewer: faster reloads, more writes (default %(default)s)",
     )
     parser.add_argument(

@@ -22,7 +22,16 @@ The figures, each the median over repeats of a 3p Kuhn match (seed 42):
 The reference dealer with its C ``example_player``s plays 3000 hands in about 0.7 s (about 4300
 hands/s, timed on the reference log of a seed-42 match); the ratio to that figure is reported.
 
+``--holdem``: instead, issue 35's served hold'em match: one ``acpc-agent --service`` process
+(MBBR over the bundled blueprint's abstraction) against a hold'em style (``--opponent``, a thread
+of this process) on the 2-player game file, 3,000 hands (deck seed 42), the style's first action
+of hand h held until h / ``--rate`` seconds after the first (100 hands/s; 0: unpaced). Reported:
+the decisions by the service and by the fallback, each answered GetAction's time (median, p99,
+max: the agent's tally), the hands per second, the server's CPU per decision and per hand (the
+server process and its model workers, from /proc), and the machine's load average during it.
+
     python benchmarks/acpc.py [--quick] [--json]
+    python benchmarks/acpc.py --holdem [--hands 3000] [--rate 100] [--opponent calling-station]
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -46,6 +56,7 @@ from oppmodel.clients.acpc.agent import connect, make_policy, play_match  # noqa
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer  # noqa: E402
 from oppmodel.clients.acpc.log import LoggedHand  # noqa: E402
 from oppmodel.clients.client import OpponentModelClient  # noqa: E402
+from oppmodel.clients.lab.process_tree import tree_cpu  # noqa: E402
 from oppmodel.modeling.errors import OppModelError  # noqa: E402
 from oppmodel.modeling.games.acpc.betting import HandState  # noqa: E402
 from oppmodel.modeling.games.acpc.bundled import game_path  # noqa: E402
@@ -55,6 +66,9 @@ from oppmodel.server.app import free_ports  # noqa: E402
 GAME_FILE = game_path("kuhn3p")
 GAME = read_game_def(GAME_FILE)
 REFERENCE_HANDS_PER_SECOND = 3000 / 0.7
+
+
+HOLDEM_FILE = game_path("holdem2p")
 
 
 def start_service(workdir: Path) -> tuple[subprocess.Popen, str]:
@@ -213,11 +227,130 @@ def dealer_logic(hands: int, workdir: Path) -> float:
     return elapsed / hands
 
 
+class Paced:
+    """A policy whose first action of hand h waits until h / ``rate`` seconds after the first
+    hand's: the match goes no faster than ``rate`` hands a second."""
+
+    def __init__(self, policy, rate: float) -> None:
+        self.policy = policy
+        self.rate = rate
+        self.start: float | None = None
+        self.paced = -1  # the last hand held
+
+    def act(self, decision) -> str:
+        hand = decision.state.hand
+        if self.rate > 0 and hand != self.paced:
+            self.paced = hand
+            if self.start is None:
+                self.start = time.perf_counter() - hand / self.rate
+            time.sleep(max(0.0, self.start + hand / self.rate - time.perf_counter()))
+        return self.policy.act(decision)
+
+    def observe(self, hand) -> None:
+        self.policy.observe(hand)
+
+
+def load_sampler(samples: list[float], stop: threading.Event) -> threading.Thread:
+    """A thread appending the 1-minute load average every 5 s until ``stop``."""
+
+    def sample() -> None:
+        while True:
+            samples.append(os.getloadavg()[0])
+            if stop.wait(5.0):
+                return
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    return thread
+
+
+def holdem_match(hands: int, rate: float, opponent: str, workdir: Path, seed: int) -> dict:
+    """Issue 35's served hold'em match (see the module's text): the agent's tally and the
+    figures around it."""
+    game = read_game_def(HOLDEM_FILE)
+    server, target = start_service(workdir)
+    stamps: list[float] = []
+    loads: list[float] = []
+    try:
+        dealer = MatchDealer(
+            DealerConfig(
+                match="holdem",
+                game_file=HOLDEM_FILE.name,
+                game=game,
+                hands=hands,
+                seed=42,
+                names=("mbbr", opponent),
+                quiet=True,
+                log_path=workdir / "holdem.log",
+                start_timeout_ms=600_000,
+                fixed_seats=True,
+            ),
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+            on_hand=lambda _hand: stamps.append(time.perf_counter()),
+        )
+        ports = dealer.listen()
+        command = [sys.executable, "-m", "oppmodel.clients.commands.acpc_agent_cmd"]
+        command += [str(HOLDEM_FILE), "127.0.0.1", str(ports[0]), "--service", target]
+        command += ["--seed", str(seed), "--json", "--service-wait", "600"]
+        agent = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        policy = Paced(make_policy(opponent, game, seed + 1), rate)
+        other = threading.Thread(
+            target=lambda: play_match(game, connect("127.0.0.1", ports[1], 60), policy),
+            daemon=True,
+        )
+        other.start()
+        stop = threading.Event()
+        sampler = load_sampler(loads, stop)
+        cpu = tree_cpu(server.pid)
+        result = dealer.run()
+        cpu = tree_cpu(server.pid) - cpu
+        stop.set()
+        sampler.join()
+        tally = json.loads(agent.communicate()[0])
+        other.join()
+    finally:
+        server.terminate()
+        server.wait(60)
+    if result.status != 0:
+        raise RuntimeError(f"the hold'em match failed: {result.error}")
+    decisions = tally["service_decisions"] + tally["fallback_decisions"]
+    return {
+        "benchmark": "acpc-holdem-service",
+        "hands": hands,
+        "pace_hands_per_second": rate,
+        "opponent": opponent,
+        "hands_per_second": (len(stamps) - 1) / (stamps[-1] - stamps[0]),
+        "service_decisions": tally["service_decisions"],
+        "fallback_decisions": tally["fallback_decisions"],
+        "outages": tally["outages"],
+        "getaction_ms": tally["service_decision_ms"],
+        "decision_budget_ms": tally["decision_budget_ms"],
+        "server_cpu_ms_per_decision": 1000 * cpu / max(1, decisions),
+        "server_cpu_ms_per_hand": 1000 * cpu / hands,
+        "load_average": {"median": statistics.median(loads), "min": min(loads), "max": max(loads)},
+        "mbb_per_hand": tally.get("mbb_per_hand"),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter matches, fewer repeats")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON only")
+    parser.add_argument("--holdem", action="store_true", help="the served hold'em match only")
+    parser.add_argument("--hands", type=int, help="--holdem: hands (default 3000; quick 200)")
+    parser.add_argument("--rate", type=float, default=100.0, help="--holdem: hands/s at most")
+    parser.add_argument("--opponent", default="calling-station", help="--holdem: the style")
+    parser.add_argument("--seed", type=int, default=0, help="--holdem: the agents' seed")
     args = parser.parse_args()
+    if args.holdem:
+        with tempfile.TemporaryDirectory() as tmp:
+            hands = args.hands or (200 if args.quick else 3000)
+            report = holdem_match(hands, args.rate, args.opponent, Path(tmp), args.seed)
+        print(json.dumps(report, indent=None if args.json else 2))
+        return
     hands, repeats = (1000, 3) if args.quick else (3000, 5)
     figures: dict[str, list[float]] = {
         "processes": [],

@@ -269,3 +269,10 @@ def test_the_decision_budget_shares_half_the_hand_time_among_a_seats_most_decisi
     assert [most(limit_game(g)) for g in ("kuhn3p", "leduc2p", "leduc3p")] == [2, 4, 6]
     # 3-player Leduc: check, then call two raises, in both rounds
     assert acpc_agent_cmd.default_decision_budget_ms(limit_game("leduc3p")) == 7000 / 2 / 6
+
+
+def test_the_service_decisions_times_are_summed_up_in_ms() -> None:
+    seconds = [0.002] * 98 + [0.040, 0.900]  # numpy's linear percentile: 99% is 0.99 of the way
+    got = acpc_agent_cmd.latency_ms(seconds)
+    assert got == pytest.approx({"p50": 2.0, "p99": 40.0 + 0.01 * 860.0, "max": 900.0})
+    assert acpc_agent_cmd.latency_ms([]) is None

@@ -280,5 +280,7 @@ def test_acpc_agent_plays_holdem_mbbr_through_the_service(tmp_path: Path, capsys
     assert captured.result.status == 0 and commands[0].status == 0
     assert tally["agent"] == "mbbr (service)" and tally["hands"] == 8
     assert tally["fallback_decisions"] == 0 and tally["service_decisions"] == tally["actions"] > 0
+    latency = tally["service_decision_ms"]  # each answered GetAction's time
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["max"] <= 120_000
     assert session.game == "holdem2p" and session.hands_observed == 8
     assert (session.config.prior, session.config.hands_default) == ("informed", 4)

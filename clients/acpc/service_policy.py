@@ -52,7 +52,8 @@ Everything else runs on one background thread, so that no decision ever waits fo
   ``MAX_QUARANTINE``), so it costs at most one budget per quarantine; the hands keep going to it
   meanwhile.
 
-``decisions()`` and ``outages``: decisions per source; each stretch on the fallback.
+``decisions()`` and ``outages``: decisions per source; each stretch on the fallback;
+``service_seconds``: how long each decision the service answered took (the GetAction call).
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ class ServicePolicy:
         self.err = stderr or sys.stderr
         self.service_decisions = 0
         self.fallback_decisions = 0
+        self.service_seconds: list[float] = []  # each decision the service answered: its call
         self.outages: list[Outage] = []
         backoff = max(1, round(retry_interval * 1000))
         options = (
@@ -197,6 +199,7 @@ class ServicePolicy:
             session_id = self._session_id if self._on_service else None
             returning = self._untested_return
         if session_id is not None:
+            start = time.perf_counter()
             try:
                 choice = self._decisions.action(
                     session_id,
@@ -209,6 +212,7 @@ class ServicePolicy:
             except ServiceFailure as exc:
                 self._fall_back(exc)
             else:
+                self.service_seconds.append(time.perf_counter() - start)
                 self._answered(hand)
                 return choice.acpc_action
         self.fallback_decisions += 1

@@ -322,8 +322,17 @@ def service_tally(policy: ServicePolicy, budget_ms: float) -> dict:
         "fallback_decisions": policy.fallback_decisions,
         "fallback": policy.fallback_name,
         "service_share": policy.service_decisions / made if made else None,
+        "service_decision_ms": latency_ms(policy.service_seconds),
         "outages": [dataclasses.asdict(outage) for outage in policy.outages],
     }
+
+
+def latency_ms(seconds: list[float]) -> dict[str, float] | None:
+    """The median, 99th percentile and largest of call times, in ms (None: no call)."""
+    if not seconds:
+        return None
+    p50, p99 = np.percentile(seconds, [50, 99])
+    return {"p50": 1000 * float(p50), "p99": 1000 * float(p99), "max": 1000 * max(seconds)}
 
 
 def describe_sources(tally: dict) -> str:

@@ -48,7 +48,7 @@ from oppmodel.modeling.games.acpc import _abstraction_kernels as kernels
 from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
 from oppmodel.modeling.games.acpc.hand_rank import card_index
-from oppmodel.modeling.games.acpc.solved import cache_folder, cache_lock
+from oppmodel.modeling.games.acpc.solved import cache_file, cache_lock
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +278,7 @@ def preflop_table() -> np.ndarray:
     and on each board every hand's HS comes from one sort of all 1,081 hands
     (``board_strengths``), so the whole table is about 150 million evaluations: tens of seconds
     once, then read from ``<cache folder>/abstractions/preflop-v<PREFLOP_VERSION>.npz``."""
-    path = cache_folder() / "abstractions" / f"preflop-v{PREFLOP_VERSION}.npz"
+    path = cache_file("abstractions", f"preflop-v{PREFLOP_VERSION}.npz")
     with cache_lock(path):  # another process computing it: wait, then read its file
         try:
             with np.load(path) as data:
@@ -342,7 +342,7 @@ def card_abstraction(
     """The abstraction of ``config`` (the defaults if None): from the cache, else built now and
     cached (a cached file of another version or unreadable is built again)."""
     config = config or AbstractionConfig()
-    path = cache_folder() / "abstractions" / f"{config.key}.npz"
+    path = cache_file("abstractions", f"{config.key}.npz")
     with cache_lock(path):  # another process building it: wait, then read its file
         if path.exists():
             try:

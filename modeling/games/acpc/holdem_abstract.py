@@ -61,7 +61,7 @@ from oppmodel.modeling.games.acpc.compiler import MAX_NODES, assemble, betting_t
 from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def
 from oppmodel.modeling.games.acpc.lazy_game import LazyGame, all_masks_shares
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.solved import cache_folder
+from oppmodel.modeling.games.acpc.solved import cache_file
 
 RECALLS = ("imperfect", "perfect")
 MAX_INFOSETS = 20_000_000  # information sets of all positions: three (n, I, 3) float tables
@@ -227,7 +227,7 @@ def _sample(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The sample's cards (D, holes by position then the board, each group sorted) and buckets
     (D, n, rounds): from the cache, else drawn and bucketed now (with a progress bar)."""
-    path = cache_folder() / "abstractions" / f"deals-{key}.npz"
+    path = cache_file("abstractions", f"deals-{key}.npz")
     n, rounds = gamedef.num_players, gamedef.num_rounds
     try:
         with np.load(path) as data:

@@ -37,6 +37,7 @@ import hashlib
 import logging
 import math
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -60,6 +61,7 @@ from oppmodel.modeling.games.units import MILLI
 from oppmodel.modeling.solve.cfr import CFRSolver, strategy_label
 
 CACHE_ENV = "OPPMODEL_CACHE_DIR"
+SHIPPED_CACHE = Path(__file__).parent / "games" / "cache"  # files the package ships: cache_file
 NASH_CONV_BOUND = 1e-3  # units (game.rate_unit) per hand: stop once this close (1 milli-unit)
 MAX_ITERATIONS = 1000  # ... or after this many iterations
 CHECK_EVERY = 50  # iterations between nash_conv checks (one check costs about one iteration)
@@ -82,6 +84,22 @@ def cache_folder() -> Path:
         return Path(given).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "oppmodel"
+
+
+def cache_file(*parts: str) -> Path:
+    """The cache folder's file ``parts``; when it is missing and the package ships it, the shipped
+    copy is put there first. The package ships what its bundled hold'em blueprints need (their
+    card abstraction, the preflop table, their sampled deals: computed by this code from their
+    seeds, keyed as in the cache), so a fresh machine reads them where it would spend about a
+    minute of CPU computing them."""
+    path = cache_folder().joinpath(*parts)
+    shipped = SHIPPED_CACHE.joinpath(*parts)
+    if not path.exists() and shipped.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        shutil.copyfile(shipped, tmp)
+        os.replace(tmp, path)
+    return path
 
 
 @contextlib.contextmanager

@@ -284,3 +284,25 @@ def test_acpc_agent_plays_holdem_mbbr_through_the_service(tmp_path: Path, capsys
     assert 0 < latency["p50"] <= latency["p99"] <= latency["max"] <= 120_000
     assert session.game == "holdem2p" and session.hands_observed == 8
     assert (session.config.prior, session.config.hands_default) == ("informed", 4)
+
+
+def test_acpc_agent_plays_holdem_mbbr_in_process(tmp_path: Path, capsys) -> None:
+    """``acpc-agent --in-process`` on the hold'em game file against the project's dealer: the
+    service's hold'em model in the agent's process, every hand played and the match scored."""
+    game_file = DATA / "holdem.limit.2p.reverse_blinds.game"
+    game = read_game_def(game_file)
+    commands: list[CommandThread] = []
+
+    def start(ports: tuple[int, ...]) -> list:
+        argv = [str(game_file), "127.0.0.1", str(ports[0]), "--in-process", "--seed", "3"]
+        commands.append(CommandThread([*argv, "--mbbr-h", "4", "--json"]))
+        return [commands[0], AgentThread(ports[1], make_policy("calling-station", game, 1), game)]
+
+    captured, _ = run_dealer(
+        tmp_path, hands=8, game=game, names=("Alice", "Bob"), clients=start, quiet=True
+    )
+    out, err = capsys.readouterr()
+    assert captured.result.status == 0 and commands[0].status == 0, err
+    tally = json.loads(out)
+    assert tally["agent"] == "mbbr" and tally["hands"] == 8 and tally["actions"] > 0
+    assert "fallback_decisions" not in tally  # no service, no fallback

@@ -44,6 +44,7 @@ from oppmodel.modeling.games.acpc.hand_rank import card_index
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState, parse_matchstate
 from oppmodel.modeling.games.acpc.strategy import is_strategy_file, load_profile, parse_profile
+from oppmodel.modeling.games.interface import ServedGame, ServedModel
 from oppmodel.modeling.games.kuhn import BET
 from oppmodel.modeling.holdem.match import is_holdem
 from oppmodel.modeling.holdem.policy import HoldemPolicy, Spot, action_row
@@ -218,6 +219,29 @@ class LimitModelPolicy(LimitStrategyPolicy):
     def observe(self, hand: SeatHand) -> None:
         """One Bayesian update from what this seat saw."""
         self.model.observe(hand.limit_observation())
+
+
+class ServedModelPolicy:
+    """Plays in this process the model a service session of the game would hold (hold'em's: MBBR
+    over the bundled blueprint's abstraction, :mod:`oppmodel.modeling.holdem.served`): each
+    decision's MATCHSTATE is read as GetAction reads it and an action drawn from the model's row
+    there; each finished hand updates the model with what this seat saw, as Observe does."""
+
+    def __init__(self, game: ServedGame, model: ServedModel, seed: int) -> None:
+        self.game = game
+        self.model = model
+        self.rng = random.Random(seed)
+
+    def act(self, decision: Decision) -> str:
+        """Draw an action with the model's policy at our information set."""
+        spot = self.game.matchstate_decision(decision.matchstate)
+        row = self.model.action_probabilities(spot.position, spot.infoset)
+        action = self.rng.choices(range(len(row)), weights=row.tolist())[0]
+        return self.game.action_letter(spot.betting, action)
+
+    def observe(self, hand: SeatHand) -> None:
+        """One update from what this seat saw."""
+        self.model.observe(self.game.matchstate_observation(hand.matchstate))
 
 
 class HoldemStylePolicy:

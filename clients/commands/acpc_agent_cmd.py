@@ -6,12 +6,14 @@ import argparse
 import dataclasses
 import json
 import sys
+from typing import Any
 
 import numpy as np
 
 from oppmodel.clients.acpc.agent import (
     LimitModelPolicy,
     Policy,
+    ServedModelPolicy,
     connect,
     make_policy,
     play_match,
@@ -70,8 +72,9 @@ the rest (cfr, or N2 in 3-player Kuhn). In Kuhn games n1, n2, n3 and MBBR are ag
 In limit Texas hold'em (holdem.limit.2p.reverse_blinds.game, holdem.limit.3p.game: too big to
 compile) the agents are uniform, always-call and the styles defined by HS, the share of an
 opponent's hands beaten now (see `oppmodel match --help`), example, and in the 2-player game cfr,
-the bundled blueprint; with --service (2 players) MBBR over the blueprint's abstraction (the
-informed prior, hold'em's only), the blueprint its fallback (no --in-process yet).
+the bundled blueprint; with --service or --in-process (2 players) MBBR over the blueprint's
+abstraction (the informed prior, hold'em's only; the same model either way), the blueprint the
+service's fallback.
 
 With --service ADDR the agent is MBBR played by the oppmodel service: it creates a session (the
 --mbbr-* parameters, --seed), its first decision waiting up to --service-wait seconds (30) for a
@@ -251,14 +254,19 @@ def choose_policy(
         )
     budget_ms = args.decision_budget_ms
     policy: Policy
-    if holdem and not args.service:  # too big to compile: the hold'em policies
-        if modeled or args.strategy:
+    if holdem and not modeled:  # too big to compile: the hold'em policies
+        if args.strategy:
             raise InvalidArgumentError(
-                "agent",
-                "in limit hold'em the agent plays a hold'em style or MBBR through --service: "
-                "no --in-process or --strategy",
+                "agent", "in limit hold'em the agent plays a hold'em style or MBBR: no --strategy"
             )
         policy = make_policy(agent, game, args.seed)
+    elif holdem and args.in_process:  # the service's model of the game, in this process
+        served = served_limit_game(game)  # its values for fields left at their defaults
+        unset: dict[str, Any] = served.unset_config()
+        kept = {k: v for k, v in unset.items() if getattr(config, k) == getattr(MBBRConfig, k)}
+        config = dataclasses.replace(config, **kept)
+        served.check_config(config)
+        policy = ServedModelPolicy(served, served.build_model(config), args.seed)
     elif args.service:
         model_game = served_limit_game(game).compiled  # hold'em's: its abstract game
         budget_ms = budget_ms or default_decision_budget_ms(model_game)

@@ -127,7 +127,7 @@ def test_through_the_dealer_the_mbbr_agent_decides_through_the_service(tmp_path:
 
 
 @pytest.mark.slow  # five processes start, one twice: ~15 s on an idle machine
-def test_after_kill_9_and_a_restart_the_agent_is_back_on_the_service_within_10_hands(
+def test_after_kill_9_and_a_restart_the_agent_is_back_on_the_service_within_30_hands(
     tmp_path: Path,
 ) -> None:
     db, port = tmp_path / "s.sqlite", free_ports(1)[0]
@@ -166,6 +166,10 @@ def test_after_kill_9_and_a_restart_the_agent_is_back_on_the_service_within_10_h
     assert outage["reason"] == "UNAVAILABLE"
     assert 300 <= outage["first_hand"] < restarted  # it left when the service died
     assert outage["back_at_hand"] == back
-    assert back - restarted <= 10, (restarted, back)  # back within 10 hands of the restart
+    # Back within 30 hands of the restart: the agent probes every 5 ms, and what the fallback
+    # plays meanwhile is the probe's and the first decision's time (12 hands at load ~35, a
+    # loaded run's failure at the earlier bound of 10); the defect this guards against, a
+    # return only at the fallback's next planned try, took 100-120 hands.
+    assert back - restarted <= 30, (restarted, back)
     assert tally["fallback_decisions"] > 0 and tally["service_decisions"] > 0
     assert held == tally["hands"] >= back + 200  # the hands played on N1 reached it too

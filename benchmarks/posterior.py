@@ -242,13 +242,19 @@ def limit_report(name: str, count: int, repeats: int, *, whole_table: bool) -> d
         row["samples_k100_hands_per_s"] = round(statistics.median(rates), 1)
         _compare(row, "samples_k100", "samples_k100_goal", SAMPLES_GOALS.get(game.name))
     row["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    return _report("mbbr_hand_cycle_limit_game", repeats, [row])
+
+
+def _report(benchmark: str, repeats: int, results: list[dict]) -> dict:
+    """The JSON every mode prints: its rows, with the machine, statistic and clock they were
+    measured by."""
     return {
-        "benchmark": "mbbr_hand_cycle_limit_game",
+        "benchmark": benchmark,
         "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
         "repeats": repeats,
         "statistic": "median",
         "clock": CLOCK[0].__name__,
-        "results": [row],
+        "results": results,
     }
 
 
@@ -307,14 +313,7 @@ def holdem_report(short: str, count: int, repeats: int, opponent: str) -> dict:
     row["per_repeat_hands_per_s"] = [round(run["cycle_hands_per_s"], 1) for run in runs]
     _compare(row, "cycle", "goal", HOLDEM_GOALS.get(short))
     row["load_average"] = [round(x, 2) for x in os.getloadavg()]
-    return {
-        "benchmark": "mbbr_hand_cycle_holdem",
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
-        "repeats": repeats,
-        "statistic": "median",
-        "clock": CLOCK[0].__name__,
-        "results": [row],
-    }
+    return _report("mbbr_hand_cycle_holdem", repeats, [row])
 
 
 BAYES_4P_K = 40  # the service's largest k in 4 players (k^3 <= 2^16)
@@ -460,14 +459,7 @@ def main() -> None:
     results.append(row)
     if not args.json:
         print(json.dumps(row))
-    report = {
-        "benchmark": "mbbr_hand_cycle_3p_kuhn",
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}",
-        "repeats": repeats,
-        "statistic": "median",
-        "clock": CLOCK[0].__name__,
-        "results": results,
-    }
+    report = _report("mbbr_hand_cycle_3p_kuhn", repeats, results)
     print(json.dumps(report, indent=None if not args.json else 1))
 
 

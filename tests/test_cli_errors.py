@@ -206,6 +206,10 @@ MISTAKES = {
         "acpc-agent kuhn2p 127.0.0.1 1 --in-process --mbbr-prior-strategy {inputs}/n1.json",
         "--mbbr-prior-strategy: num_players: {inputs}/n1.json is for 3 players, kuhn2p has 2",
     ),
+    "acpc-agent-holdem-prior-strategy": (
+        "acpc-agent holdem2p 127.0.0.1 1 --in-process --mbbr-prior-strategy {inputs}/n1.json",
+        "--mbbr-prior-strategy: a hold'em session's prior and default are its bundled blueprint",
+    ),
     "acpc-agent-no-dealer": (
         "acpc-agent kuhn3p 127.0.0.1 {closed} --connect-timeout 0",
         "cannot connect to 127.0.0.1:{closed}",

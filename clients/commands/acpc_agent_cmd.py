@@ -44,7 +44,7 @@ from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported, read_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.holdem.match import is_holdem
-from oppmodel.modeling.holdem.served import served_limit_game
+from oppmodel.modeling.holdem.served import NO_PROFILES, served_limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.model import build_model
 
@@ -261,6 +261,8 @@ def choose_policy(
             )
         policy = make_policy(agent, game, args.seed)
     elif holdem and args.in_process:  # the service's model of the game, in this process
+        if args.mbbr_prior_strategy:  # as a hold'em session refuses one
+            raise InvalidArgumentError(PRIOR_STRATEGY, NO_PROFILES)
         served = served_limit_game(game)  # its values for fields left at their defaults
         unset: dict[str, Any] = served.unset_config()
         kept = {k: v for k, v in unset.items() if getattr(config, k) == getattr(MBBRConfig, k)}

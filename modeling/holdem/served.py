@@ -136,10 +136,10 @@ class HoldemServed(CompiledGame):
     def strategy_from_dict(
         self, position: int, table: Mapping[str, object], field: str
     ) -> np.ndarray:
-        raise InvalidArgumentError(field, _NO_PROFILES)
+        raise InvalidArgumentError(field, NO_PROFILES)
 
     def parse_profile(self, text: str, source: str) -> np.ndarray:
-        raise InvalidArgumentError(source, _NO_PROFILES)
+        raise InvalidArgumentError(source, NO_PROFILES)
 
     def matchstate_decision(self, line: str) -> Decision:
         state = read_matchstate(self.compiled.gamedef, line, "matchstate")
@@ -194,14 +194,14 @@ class HoldemServed(CompiledGame):
     ) -> ServedModel:
         self.check_config(config)
         if default_strategy is not None or prior_mean is not None:
-            raise InvalidArgumentError("config.mbbr", _NO_PROFILES)
+            raise InvalidArgumentError("config.mbbr", NO_PROFILES)
         return cast(ServedModel, HoldemServedModel(self, config))
 
     def served_model(self, model: MBBRModel) -> ServedModel:
         raise AssertionError("hold'em builds its own model (build_model)")
 
 
-_NO_PROFILES = "a hold'em session's prior and default are its bundled blueprint: none is taken"
+NO_PROFILES = "a hold'em session's prior and default are its bundled blueprint: none is taken"
 
 
 def hand_draw(seed: int, hands: int, position: int) -> float:

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from service_support import hands_held
 
+from oppmodel.clients.acpc import service_policy
 from oppmodel.clients.acpc.agent import Decision, SeatHand
 from oppmodel.clients.acpc.service_calls import Outage, tcp_address
 from oppmodel.clients.acpc.service_game import ServiceGame
@@ -492,6 +493,42 @@ def test_closing_hands_the_service_every_hand(tmp_path: Path, hands: int) -> Non
             policy.observe(finished(hand))
         policy.close()
         assert hands_held(port, policy.session_id) == hands
+
+
+class _ClosedBeforeItsCall(service_policy.Deadline):
+    """The start's client, whose health check returns only once ``close()`` closed it: the
+    session's creation then meets a closed channel, as when a loaded machine's start is slow and
+    the agent stops (the clean-clone CI's test above printed the thread's ValueError)."""
+
+    checked, closed = threading.Event(), threading.Event()
+
+    def check_health(self, **kwargs: object) -> None:
+        super().check_health(**kwargs)
+        self.checked.set()
+        assert self.closed.wait(60), "close() never came"
+
+    def close(self) -> None:
+        super().close()
+        self.closed.set()
+
+
+def test_closing_while_the_session_is_created_ends_the_start_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raised: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    monkeypatch.setattr(service_policy, "Deadline", _ClosedBeforeItsCall)
+    _ClosedBeforeItsCall.checked.clear()
+    _ClosedBeforeItsCall.closed.clear()
+    with BackgroundServer(server_config(tmp_path / "s.sqlite", 0)) as port:
+        said = io.StringIO()
+        policy = ServicePolicy(GAME, f"127.0.0.1:{port}", config=CONFIG, stderr=said)
+        assert _ClosedBeforeItsCall.checked.wait(60)  # the start waits in its client
+        policy.close()
+        assert _ClosedBeforeItsCall.closed.is_set()
+        assert raised == []
+        assert not policy.healthy  # the start ended, not on the service
+        assert said.getvalue() == ""  # stopped, not failed: nothing to report
 
 
 @pytest.mark.parametrize(("name", "fallback"), [("kuhn2p", "cfr"), ("kuhn3p", "n1")])

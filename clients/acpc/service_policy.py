@@ -323,6 +323,10 @@ class ServicePolicy:
             try:
                 self._starting.check_health(wait_for_ready=True)
                 self._create_session(self._starting)
+            except ValueError:  # "Cannot invoke RPC on closed channel": close() ended the start
+                if not self._stop:
+                    raise
+                return
             finally:
                 with self._wake:
                     self._starting.close()

@@ -223,7 +223,7 @@ class SessionObserver:
         saving = self.storage.save_snapshot_async(
             session.session_id, SnapshotRow(session.hands_observed, state)
         )
-        session.snapshot_cost = len(state) / self.limits.snapshot_write_rate
+        session.snapshot_cost = self.limits.snapshot_write_seconds(len(state))
         saving.add_done_callback(functools.partial(_snapshot_stored, session, start))
         session.snapshot_hands = session.hands_observed
         session.replay_seconds = 0.0

@@ -66,6 +66,10 @@ class Limits:
     max_observe_request_bytes: int = 4096  # one Observe request (an observation is ~30 bytes)
     max_batch_observations: int = MAX_BATCH  # observations in one ObserveBatch call
 
+    def snapshot_write_seconds(self, nbytes: int) -> float:
+        """The least a snapshot of ``nbytes`` costs: its bytes at ``snapshot_write_rate``."""
+        return nbytes / self.snapshot_write_rate
+
     def check(self, spec: SessionSpec) -> None:
         """Refuse a spec that would exceed these limits (RESOURCE_EXHAUSTED)."""
         k = spec.config.k

@@ -272,7 +272,7 @@ class SessionManager:
             snapshot_hands=base,
             replay_seconds=seconds,
             seconds_per_hand=seconds / len(rows) if rows else 0.0,
-            snapshot_cost=len(stored.snapshot.state) / self.limits.snapshot_write_rate
+            snapshot_cost=self.limits.snapshot_write_seconds(len(stored.snapshot.state))
             if base and stored.snapshot
             else 0.0,
         )

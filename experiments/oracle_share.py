@@ -21,7 +21,11 @@ meaningful share; they are reported and left out of the average.
 
     python experiments/oracle_share.py [--game kuhn3p|leduc2p|leduc3p] [--groups A+B,...]
                                       [--safety-budgets 0.5,inf] [--hands 3000] [--seeds 2]
-                                      [--workers 2] [--out FILE] [--json]
+                                      [--workers 2] [--journal FILE] [--out FILE] [--json]
+
+The trajectories run seed by seed (every group's seed 0 before any seed 1). ``--journal`` keeps
+each finished one with its CPU seconds, so a stopped run resumes, and a run with fewer ``--seeds``
+reports from what a longer one journalled.
 """
 
 from __future__ import annotations
@@ -35,13 +39,15 @@ import argparse  # noqa: E402
 import itertools  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from oppmodel.clients.commands._games import resolve_game  # noqa: E402
+from oppmodel.clients.lab.journal import Journal  # noqa: E402
 from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
-from oppmodel.clients.lab.runner import run_trajectories  # noqa: E402
+from oppmodel.clients.lab.runner import run_all  # noqa: E402
 from oppmodel.modeling.evaluation.limit import best_response  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
@@ -52,6 +58,7 @@ from oppmodel.modeling.play.fields import (  # noqa: E402
     STYLES,
     competent_field,
 )
+from oppmodel.modeling.play.learning_cost import trajectory  # noqa: E402
 from oppmodel.modeling.play.panel import CFR  # noqa: E402
 from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
 
@@ -129,6 +136,47 @@ def group_row(
     }
 
 
+def _run(task: tuple) -> tuple[tuple, list[float], float]:
+    """One trajectory's per-hand rates and its CPU seconds."""
+    start = time.process_time()
+    values = trajectory(task)[0]
+    return task, [float(v) for v in values], time.process_time() - start
+
+
+def trajectories(
+    game: LimitGame, groups: list[tuple[str, ...]], config: MBBRConfig, args: argparse.Namespace
+) -> tuple[dict[tuple, np.ndarray], dict[str, float] | None]:
+    """Every (first, second, seed) trajectory of ``groups`` at ``config``, seed by seed (the
+    journal's and this run's), and the median and total CPU seconds of the ones played or
+    journalled (None without any)."""
+    budget = config.safety_budget
+    settings = {
+        "game": game.name,
+        "hands": args.hands,
+        "safety_budget": "inf" if math.isinf(budget) else budget,
+    }
+    journal = Journal(args.journal, settings)
+    done = {key: (entry["value"], entry["seconds"]) for key, entry in journal.entries().items()}
+    keys = [
+        (*(*order, None)[:2], seed)
+        for seed in range(args.seeds)
+        for group in groups
+        for order in seat_orders(group)
+    ]
+    todo = [
+        (*key[:2], config, key[2], args.hands, False, args.game) for key in keys if key not in done
+    ]
+    for task, values, seconds in run_all(_run, todo, args.workers):
+        key = (task[0], task[1], task[3])
+        done[key] = (values, seconds)
+        journal.record(key, values, seconds)
+        name = "+".join(k for k in key[:2] if k)
+        print(f"{name} seed {key[2]}: {seconds:.1f} s CPU", file=sys.stderr)
+    cpu = [done[key][1] for key in keys]
+    summary = {"median": float(np.median(cpu)), "total": float(np.sum(cpu))} if cpu else None
+    return {key: np.asarray(done[key][0]) for key in keys}, summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--game", choices=GAMES, default=GAMES[0], help="(%(default)s)")
@@ -147,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
         default=1.0,
         help="groups whose oracle wins less (the game's unit) are left out of the average",
     )
+    parser.add_argument(
+        "--journal",
+        type=Path,
+        default=None,
+        help="append each finished trajectory here and skip the ones it holds (resumable)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
@@ -161,17 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     for budget in budgets:
         config = MBBRConfig(safety_budget=budget)
         config.validate()
-        tasks = [
-            (*(*order, None)[:2], config, seed, args.hands, False, args.game)
-            for group in groups
-            for seed in range(args.seeds)
-            for order in seat_orders(group)
-        ]
-        results = iter(run_trajectories(tasks, args.workers))
+        runs, seconds = trajectories(game, groups, config, args)
         rows = []
         for group in groups:
-            runs = [next(results)[0] for _ in range(args.seeds * len(seat_orders(group)))]
-            rows.append(group_row(game, group, runs, args.seeds, args.hands))
+            keys = [(*order, seed) for seed in range(args.seeds) for order in seat_orders(group)]
+            rows.append(group_row(game, group, [runs[k] for k in keys], args.seeds, args.hands))
         counted = [row for row in rows if row["oracle"] >= args.min_ceiling]
         average = {
             c: float(np.mean([row["share_curve"][c] for row in counted]))
@@ -185,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                 "average_share_curve": average,
                 "average_share_late": float(np.mean(lates)) if lates else None,
                 "groups_averaged": len(counted),
+                "cpu_seconds_per_trajectory": seconds,
             }
         )
     report = {

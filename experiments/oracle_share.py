@@ -136,6 +136,11 @@ def group_row(
     }
 
 
+def job_key(order: tuple[str, ...], seed: int) -> tuple[str, str | None, int]:
+    """A trajectory's key: (first, second, seed); ``second`` is None in a 2-player game."""
+    return (order[0], order[1] if len(order) > 1 else None, seed)
+
+
 def _run(task: tuple) -> tuple[tuple, list[float], float]:
     """One trajectory's per-hand rates and its CPU seconds."""
     start = time.process_time()
@@ -158,7 +163,7 @@ def trajectories(
     journal = Journal(args.journal, settings)
     done = {key: (entry["value"], entry["seconds"]) for key, entry in journal.entries().items()}
     keys = [
-        (*(*order, None)[:2], seed)
+        job_key(order, seed)
         for seed in range(args.seeds)
         for group in groups
         for order in seat_orders(group)
@@ -218,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         runs, seconds = trajectories(game, groups, config, args)
         rows = []
         for group in groups:
-            keys = [(*order, seed) for seed in range(args.seeds) for order in seat_orders(group)]
+            orders = seat_orders(group)
+            keys = [job_key(order, seed) for seed in range(args.seeds) for order in orders]
             rows.append(group_row(game, group, [runs[k] for k in keys], args.seeds, args.hands))
         counted = [row for row in rows if row["oracle"] >= args.min_ceiling]
         average = {

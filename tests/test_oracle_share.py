@@ -54,19 +54,30 @@ def test_before_mbbr_leaves_its_default_its_share_is_the_defaults(tmp_path):
     assert row["oracle"] == pytest.approx(oracle / 18, rel=1e-9)
 
 
+@pytest.mark.parametrize(
+    ("game", "groups", "new"),
+    [
+        (
+            "kuhn3p",
+            "n2+maniac@0.35,n1+n3",
+            [("maniac@0.35", "n2", 1), ("n1", "n3", 1), ("n2", "maniac@0.35", 1), ("n3", "n1", 1)],
+        ),
+        ("leduc2p", "cfr,maniac@0.35", [("cfr", None, 1), ("maniac@0.35", None, 1)]),
+    ],
+)
 def test_a_journalled_run_reports_again_without_playing_and_resumes_seed_by_seed(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, game, groups, new
 ):
     """Each finished trajectory is journalled: the same run again plays nothing and gives the
     same report; a run with more seeds plays only the new seed's trajectories."""
     import experiments.oracle_share as oracle_share
 
     journal = tmp_path / "share.jobs.jsonl"
-    common = ["--hands", "7", "--groups", "n2+maniac@0.35,n1+n3", "--workers", "1",
+    common = ["--game", game, "--hands", "7", "--groups", groups, "--workers", "1",
               "--journal", str(journal), "--json"]  # fmt: skip
     first, again, more = (tmp_path / f"{name}.json" for name in ("first", "again", "more"))
     assert main([*common, "--seeds", "1", "--out", str(first)]) == 0
-    assert len(journal.read_text().splitlines()) == 4  # 2 groups x 2 seat orders x seed 0
+    assert len(journal.read_text().splitlines()) == len(new)  # seed 0's trajectories
     played = []
     real = oracle_share.trajectory
 
@@ -80,7 +91,5 @@ def test_a_journalled_run_reports_again_without_playing_and_resumes_seed_by_seed
     tables = [json.loads(path.read_text())["tables"] for path in (first, again)]
     assert tables[0][0]["rows"] == tables[1][0]["rows"]
     assert main([*common, "--seeds", "2", "--out", str(more)]) == 0
-    assert sorted((task[0], task[1], task[3]) for task in played) == [
-        ("maniac@0.35", "n2", 1), ("n1", "n3", 1), ("n2", "maniac@0.35", 1), ("n3", "n1", 1)
-    ]  # fmt: skip
-    assert len(journal.read_text().splitlines()) == 8
+    assert sorted((task[0], task[1], task[3]) for task in played) == new
+    assert len(journal.read_text().splitlines()) == 2 * len(new)

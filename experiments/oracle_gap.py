@@ -1,4 +1,4 @@
-"""Where MBBR's missing share of the static oracle goes, in 3-player Kuhn, exact values.
+"""Where MBBR's missing share of the static oracle goes, exact values (3-player Kuhn, Leduc).
 
 ``oracle_share.py`` says how much of the oracle MBBR wins; this says where the rest goes. It plays
 the same trajectories (MBBR at every default, our position rotating every hand, both seat orders,
@@ -14,9 +14,10 @@ policies would have won in that hand:
   what the sets the data have not reached cost (the exploration gap);
 - ``true_seen``: the best response to the models with the true strategy at every set seen at least
   once (the model kept only where it was never seen): what estimating the seen sets costs;
-- ``no_nut_fold``: the best response to the models with every opponent's folds of an ace set to 0
-  (the ace wins every showdown in Kuhn, so folding it to a bet is dominated; the prior's epsilon
-  floor gives it 5%, and with the folded cards hidden the data barely tell 5% from 0);
+- ``no_nut_fold`` (3-player Kuhn only): the best response to the models with every opponent's
+  folds of an ace set to 0 (the ace wins every showdown in Kuhn, so folding it to a bet is
+  dominated; the prior's epsilon floor gives it 5%, and with the folded cards hidden the data
+  barely tell 5% from 0);
 - ``prior_rare`` / ``light_rare``: the best response to the models with the rarely seen sets
   (fewer than 10 visits) shrunk toward the prior more (the prior's mean alone) or less (the
   data's counts plus one pseudo-count of the prior's mean, not eta's);
@@ -35,9 +36,13 @@ edge and a large loss.
 
 ``--reveal`` makes MBBR see every hand's cards (the opponents' folded holes too): the same
 learner with the hidden cards' cost removed. ``--nut-fold-floor X`` is a probe of a prior that
-knows folding an ace is dominated (its mean for an ace's fold X instead of the epsilon floor).
+knows folding an ace is dominated (its mean for an ace's fold X instead of the epsilon floor;
+3-player Kuhn only). ``--game leduc2p`` (or ``leduc3p``) plays ``oracle_share.py``'s field of that
+game (a 2-player group is one opponent); groups whose oracle wins less than ``--min-ceiling``
+(``cfr``: nothing to win) are reported and left out of the mean.
 
-    python experiments/oracle_gap.py [--groups A+B,...] [--hands 3000] [--seeds 2] [--stride 1]
+    python experiments/oracle_gap.py [--game kuhn3p|leduc2p|leduc3p] [--groups A+B,...]
+        [--hands 3000] [--seeds 2] [--stride 1]
         [--safety-budget 0.5] [--epsilon 0.05] [--hands-default 100] [--reveal]
         [--nut-fold-floor 1e-4] [--workers 2]
         [--journal FILE] [--out FILE]
@@ -55,6 +60,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -63,9 +69,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 try:  # imported as experiments.oracle_gap (the tests), or run as a script from its folder
-    from experiments.oracle_share import LATE, field_groups, seat_orders
+    from experiments.oracle_share import GAMES, LATE, field_groups, job_key, seat_orders
 except ModuleNotFoundError:
-    from oracle_share import LATE, field_groups, seat_orders
+    from oracle_share import GAMES, LATE, field_groups, job_key, seat_orders
 
 from oppmodel.clients.lab.journal import Journal  # noqa: E402
 from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
@@ -188,14 +194,16 @@ def _without_nut_folds(game, models: np.ndarray) -> np.ndarray:
 def gap_trajectory(task: tuple) -> dict[str, list[float]]:
     """One trajectory's window sums of every variant (``VARIANTS`` + ``EXTRA``), per window of
     ``WINDOWS`` (the counterfactuals over the hands evaluated, with their count)."""
-    first, second, config, seed, hands, stride, reveal, *floor = task
+    first, second, config, seed, hands, stride, reveal, *rest = task
+    floor = rest[0] if rest else None
+    game_name = rest[1] if len(rest) > 1 else "kuhn3p"
     if reveal:  # a folded hole is no part of a valid observation: this script's processes only
         base.validate_limit_observation = lambda game, obs: None
-    if floor and floor[0] is not None:  # the probe's prior, in this script's processes only
-        model_module.prior_alpha = _nut_fold_floored(floor[0])
-    game = limit_game("kuhn3p")
+    if floor is not None:  # the probe's prior, in this script's processes only
+        model_module.prior_alpha = _nut_fold_floored(floor)
+    game = limit_game(game_name)
     n = game.num_players
-    pair = tuple(fixed_profile(game, name) for name in (first, second))
+    pair = tuple(fixed_profile(game, opponent) for opponent in (first, second)[: n - 1])
     model = build_model(game, config)
     rng = np.random.default_rng([seed, 7])  # learning_cost.trajectory's stream
     per_hand = {name: np.full(hands, np.nan) for name in (*VARIANTS, *EXTRA)}
@@ -222,8 +230,10 @@ def gap_trajectory(task: tuple) -> dict[str, list[float]]:
             ):
                 target = _with_truth(game, model, p, truth, where)
                 per_hand[name][t] = _value(game, truth, p, best_response(game, target, p)[0])
-            target = _without_nut_folds(game, model.models_profile(p))
-            per_hand["no_nut_fold"][t] = _value(game, truth, p, best_response(game, target, p)[0])
+            if game_name == "kuhn3p":  # the ace is the nuts at every set in 3-player Kuhn only
+                target = _without_nut_folds(game, model.models_profile(p))
+                best = best_response(game, target, p)[0]
+                per_hand["no_nut_fold"][t] = _value(game, truth, p, best)
             for name, row in (
                 ("prior_rare", lambda a0, a: a0 / a0.sum(axis=1, keepdims=True)),
                 ("light_rare", _light_rows),
@@ -276,7 +286,8 @@ def _run(task: tuple) -> tuple[tuple, dict, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--groups", help="A+B,... (default: the field's 28 stationary groups)")
+    parser.add_argument("--game", choices=GAMES, default=GAMES[0], help="(%(default)s)")
+    parser.add_argument("--groups", help="A+B,... (default: the field's stationary groups)")
     parser.add_argument("--hands", type=int, default=3000)
     parser.add_argument("--seeds", type=int, default=2, help="per seat order (%(default)s)")
     parser.add_argument("--stride", type=int, default=1, help="counterfactuals every k-th hand")
@@ -290,19 +301,33 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="probe: the prior's mean for folding an ace (default: the library's epsilon floor)",
     )
+    parser.add_argument(
+        "--min-ceiling",
+        type=float,
+        default=1.0,
+        help="groups whose oracle wins less (the game's unit) are left out of the mean",
+    )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--journal", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    groups = field_groups("kuhn3p")[0]
+    players = limit_game(args.game).num_players
+    groups = field_groups(args.game)[0]
     if args.groups:
         groups = [tuple(text.split("+")) for text in args.groups.split(",")]
+        if any(len(g) != players - 1 for g in groups):
+            parser.error(f"--groups: {players - 1} opponents each, got {args.groups!r}")
+    if math.gcd(args.stride, players) != 1:  # every k-th hand would be the same positions
+        parser.error(f"--stride: must share no factor with the {players} players")
+    if args.nut_fold_floor is not None and args.game != "kuhn3p":
+        parser.error("--nut-fold-floor: 3-player Kuhn only (the ace is the nuts there)")
     config = MBBRConfig(
         safety_budget=args.safety_budget, epsilon=args.epsilon, hands_default=args.hands_default
     )
     config.validate()
     settings = {
+        "game": args.game,
         "hands": args.hands,
         "stride": args.stride,
         "safety_budget": str(args.safety_budget),
@@ -311,42 +336,24 @@ def main(argv: list[str] | None = None) -> int:
         "hands_default": args.hands_default,
         "nut_fold_floor": args.nut_fold_floor,
     }
-    journal = Journal(
-        args.journal,
-        settings,
-        defaults={"epsilon": 0.05, "hands_default": 100, "nut_fold_floor": None},
-    )
-    done = {key: entry["value"] for key, entry in journal.entries().items()}
-    keys = [
-        (*order, seed)
-        for group in groups
-        for seed in range(args.seeds)
-        for order in seat_orders(group)
-    ]
-    todo = [
-        (*key[:2], config, key[2], args.hands, args.stride, args.reveal, args.nut_fold_floor)
-        for key in keys
-        if key not in done
-    ]
-    if todo:
-        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-            for task, value, seconds in pool.imap_unordered(_run, todo):
-                done[(task[0], task[1], task[3])] = value
-                journal.record((task[0], task[1], task[3]), value, seconds)
-                print(f"{task[0]}+{task[1]} seed {task[3]}: {seconds:.1f} s CPU", file=sys.stderr)
+    done = _trajectories(groups, config, settings, args)
     rows = []
     for group in groups:
-        runs = [done[(*order, s)] for s in range(args.seeds) for order in seat_orders(group)]
+        runs = [done[job_key(order, s)] for s in range(args.seeds) for order in seat_orders(group)]
         rows.append({"group": "+".join(group), **_group_figures(runs)})
+    counted = [row for row in rows if row["oracle"] >= args.min_ceiling]
     report = {
         "benchmark": "mbbr_oracle_gap",
-        "game": "kuhn3p",
         "seeds": args.seeds,
         **settings,
+        "min_ceiling": args.min_ceiling,
         "machine": machine(),
         "rows": rows,
+        "groups_averaged": len(counted),
         "mean": {
-            key: float(np.mean([row[key] for row in rows])) for key in rows[0] if key != "group"
+            key: float(np.mean([row[key] for row in counted]))
+            for key in (counted[0] if counted else {})
+            if key != "group"
         },
     }
     if emit_report(report, args.out, args.json):
@@ -355,20 +362,62 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _trajectories(groups: list, config: MBBRConfig, settings: dict, args) -> dict[tuple, dict]:
+    """Every (first, second, seed) trajectory's window sums: the journal's, and the rest played
+    on ``args.workers`` processes (each journalled as it finishes)."""
+    journal = Journal(
+        args.journal,
+        settings,
+        defaults={"game": "kuhn3p", "epsilon": 0.05, "hands_default": 100, "nut_fold_floor": None},
+    )
+    done = {key: entry["value"] for key, entry in journal.entries().items()}
+    keys = [
+        job_key(order, seed)
+        for group in groups
+        for seed in range(args.seeds)
+        for order in seat_orders(group)
+    ]
+    todo = [
+        (
+            *key[:2],
+            config,
+            key[2],
+            args.hands,
+            args.stride,
+            args.reveal,
+            args.nut_fold_floor,
+            args.game,
+        )
+        for key in keys
+        if key not in done
+    ]
+    if todo:
+        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+            for task, value, seconds in pool.imap_unordered(_run, todo):
+                key = (task[0], task[1], task[3])
+                done[key] = value
+                journal.record(key, value, seconds)
+                name = "+".join(k for k in key[:2] if k)
+                print(f"{name} seed {key[2]}: {seconds:.1f} s CPU", file=sys.stderr)
+    return done
+
+
 def _group_figures(runs: list[dict]) -> dict[str, float]:
-    """Per window and variant the mean rate per hand (over the hands evaluated), and each
-    variant's share of the oracle's."""
-    out = {}
+    """The oracle's rate over the hands evaluated, and per window and variant the mean rate per
+    hand (over the hands evaluated), and each variant's share of the oracle's."""
+    oracle = [sum(run["oracle"][w][k] for run in runs for w in range(len(WINDOWS))) for k in (0, 1)]
+    out = {"oracle": oracle[0] / oracle[1] if oracle[1] else float("nan")}
     for w, (a, b) in enumerate(WINDOWS):
         label = f"{a}-{b or 'end'}"
         rate = {}
         for name in (*VARIANTS, *EXTRA):
             total = sum(run[name][w][0] for run in runs)
             count = sum(run[name][w][1] for run in runs)
-            rate[name] = total / count if count else float("nan")
-            out[f"{name} {label}"] = rate[name]
+            if count:  # none: not valued in this game (no_nut_fold) or this window
+                rate[name] = out[f"{name} {label}"] = total / count
         for name in VARIANTS[:-1]:
-            out[f"share {name} {label}"] = rate[name] / rate["oracle"]
+            if name in rate and "oracle" in rate:
+                out[f"share {name} {label}"] = rate[name] / rate["oracle"]
     return out
 
 

@@ -11,25 +11,38 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.learning_cost import trajectory
 
 
-def test_the_played_values_are_learning_costs_trajectory_hand_by_hand():
+@pytest.mark.parametrize(
+    ("game", "pair", "hands"),
+    [("kuhn3p", ("calling-station@0.35", "n1"), 130), ("leduc2p", ("maniac@0.35", None), 106)],
+)
+def test_the_played_values_are_learning_costs_trajectory_hand_by_hand(game, pair, hands):
     """The same stream and model: the played window sums equal trajectory()'s values summed (a
     different card stream or observation would move them)."""
     config = MBBRConfig()
-    hands = 130
-    values = trajectory(("calling-station@0.35", "n1", config, 1, hands, False))[0]
-    gap = gap_trajectory(("calling-station@0.35", "n1", config, 1, hands, 1, False))
+    values = trajectory((*pair, config, 1, hands, False, game))[0]
+    gap = gap_trajectory((*pair, config, 1, hands, 1, False, None, game))
     for w, (a, b) in enumerate(WINDOWS):
         assert gap["played"][w][0] == pytest.approx(float(values[a:b].sum()), abs=1e-9)
         assert gap["played"][w][1] == len(values[a:b])
 
 
-@pytest.mark.parametrize("budget", [0.5, float("inf")])
-def test_before_any_hand_the_truth_at_unseen_sets_is_the_oracle_and_at_seen_sets_the_mean(budget):
+@pytest.mark.parametrize(
+    ("budget", "game", "pair"),
+    [
+        (0.5, "kuhn3p", ("n2", "maniac@0.35")),
+        (float("inf"), "kuhn3p", ("n2", "maniac@0.35")),
+        (0.5, "leduc2p", ("calling-station@0.35", None)),
+    ],
+)
+def test_before_any_hand_the_truth_at_unseen_sets_is_the_oracle_and_at_seen_sets_the_mean(
+    budget, game, pair
+):
     """At the first hand no set has been visited: the models with the truth at every unseen set
     are the truth (their response wins the oracle's value), and with the truth at every seen set
     they are the models (their response wins the mean response's); the default phase plays the
     default, so nothing but the first hand is compared."""
-    gap = gap_trajectory(("n2", "maniac@0.35", MBBRConfig(safety_budget=budget), 0, 1, 1, False))
+    config = MBBRConfig(safety_budget=budget)
+    gap = gap_trajectory((*pair, config, 0, 1, 1, False, None, game))
     first = {name: sums[0][0] for name, sums in gap.items()}
     assert first["true_unseen"] == pytest.approx(first["oracle"], abs=1e-9)
     assert first["true_rare"] == pytest.approx(first["oracle"], abs=1e-9)
@@ -93,3 +106,13 @@ def test_the_robust_response_is_the_mean_response_or_the_default_at_each_set():
     kept = (robust == mean).all(axis=1)
     assert ((robust == default).all(axis=1) | kept).all()
     assert kept.any() and not kept.all()  # both happen here
+
+
+def test_a_stride_that_shares_a_factor_with_the_players_is_refused(capsys):
+    """Every 4th hand of a 2-player match is always the same position: its counterfactuals
+    would value one position only (and the oracle's rate with it)."""
+    from experiments.oracle_gap import main
+
+    with pytest.raises(SystemExit):
+        main(["--game", "leduc2p", "--stride", "4", "--hands", "8"])
+    assert "--stride: must share no factor with the 2 players" in capsys.readouterr().err

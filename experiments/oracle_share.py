@@ -63,7 +63,7 @@ from oppmodel.modeling.play.panel import CFR  # noqa: E402
 from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
 
 GAMES = ("kuhn3p", "leduc2p", "leduc3p")
-CHECKPOINTS = (100, 300, 1000, 3000)
+CHECKPOINTS = (100, 300, 500, 1000, 3000)
 LATE = 1000  # the share over the hands from here on: what is left once most is learned
 
 

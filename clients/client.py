@@ -40,7 +40,7 @@ from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
 from oppmodel.v1_codec import UNSET_BY_OLDER_SERVERS, read_config, set_field, write_config
-from oppmodel.v1_enums import RESPONSE_KIND
+from oppmodel.v1_enums import POPULATION_KIND, RESPONSE_KIND
 from oppmodel.v1_services import MAX_BATCH, REPLICA_KEY
 
 SOLVE_POLL_SECONDS = 1.0  # between CreateSession calls while the server solves the game
@@ -298,11 +298,17 @@ class OpponentModelClient(GrpcClient):
         reply = self._call("ListSessions", pb.ListSessionsRequest())
         return [_describe(s) for s in reply.sessions]
 
-    def fit_population(self, game: str) -> pb.FitPopulationResponse:
+    def fit_population(self, game: str, kind: str | None = None) -> pb.FitPopulationResponse:
         """Fit and store the next version of the caller's population prior of ``game`` (named
-        as ``create_session`` names it) from its sessions: its version, opponents, sessions and
-        fitted information sets."""
-        return self._call("FitPopulation", pb.FitPopulationRequest(game=game))
+        as ``create_session`` names it) from its sessions, as ``kind`` ("types" or "dirichlet";
+        None: the server's default, types): its version, opponents, sessions, fitted
+        information sets, types and kind."""
+        request = pb.FitPopulationRequest(game=game)
+        if kind is not None:
+            if kind not in POPULATION_KIND.values:
+                raise errors.InvalidArgumentError("kind", f"unknown population kind {kind!r}")
+            request.kind = POPULATION_KIND.values[kind]
+        return self._call("FitPopulation", request)
 
     def delete_session(self, session_id: str) -> None:
         """Delete a session and its stored observations."""

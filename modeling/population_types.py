@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+from enum import StrEnum
 
 import numpy as np
 from numba import njit
@@ -41,11 +42,43 @@ from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
 from oppmodel.modeling.mbbr.mixture_prior import MixturePrior
 from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.mbbr.snapshot import take
-from oppmodel.modeling.population import MAX_CONCENTRATION, Population
+from oppmodel.modeling.population import MAX_CONCENTRATION, Population, fit_population
 
 MAX_TYPES = 16  # fitted types at most (members beyond are clustered)
 TYPE_SHARE = 0.8  # prior probability that a new opponent is one of the fitted types
 KMEANS_SWEEPS = 50
+
+
+class PopulationKind(StrEnum):
+    """What a population is fitted as: the Polya fit and its mixture over types (the default:
+    95.0% of the static oracle on held-out 3-player Kuhn pairs where the Polya fit alone reaches
+    93.2%, experiments/RESULTS.md), or the Polya fit alone (the cheaper: a type mixture costs a
+    Leduc 2p hand ~5x the CPU, a 3-player Leduc hand ~20x and 5x the model's memory)."""
+
+    TYPES = "types"
+    DIRICHLET = "dirichlet"
+
+
+def fit_kind(
+    game: LimitGame,
+    counts: np.ndarray,
+    kind: PopulationKind | str = PopulationKind.TYPES,
+    *,
+    prior_mean: np.ndarray,
+    config: MBBRConfig | None = None,
+) -> Population:
+    """The population of ``game`` fitted to ``counts`` (``fit_population``'s) as ``kind``: the
+    Polya fit, and for ``types`` its mixture over types (``with_types``)."""
+    kind = PopulationKind(kind)
+    population = fit_population(game, counts, prior_mean=prior_mean, config=config)
+    if kind == PopulationKind.DIRICHLET:
+        return population
+    return with_types(population, game, counts, prior_mean=prior_mean, config=config)
+
+
+def kind_of(population: Population) -> PopulationKind:
+    """What ``population`` was fitted as (a type mixture of no member has an empty ``types``)."""
+    return PopulationKind.DIRICHLET if population.types is None else PopulationKind.TYPES
 
 
 def with_types(
@@ -59,7 +92,9 @@ def with_types(
 ) -> Population:
     """``population`` with the mixture over types fitted to ``counts`` (opponents, n,
     num_infosets, 3; ``fit_population``'s) around the informed prior of ``config`` at
-    ``prior_mean`` (module docstring)."""
+    ``prior_mean`` (module docstring). With no member (no opponent that acted) the mixture has
+    no type at all: a model on it plays ``population``'s parameters alone, the informed prior,
+    as a population of no opponents does."""
     config = config or MBBRConfig()
     counts = np.asarray(counts, dtype=np.float64)
     if counts.ndim != 4 or counts.shape[1:] != game.legal_mask.shape or max_types < 1:
@@ -67,19 +102,21 @@ def with_types(
             "counts", f"must be shaped (opponents, *{game.legal_mask.shape})"
         )
     counts = counts[counts.sum(axis=(1, 2, 3)) > 0]
+    if not len(counts):
+        nothing = np.zeros((0, *game.legal_mask.shape))
+        return dataclasses.replace(population, types=nothing, type_weights=np.zeros(0))
     informed, weak = (
         prior_alpha(game, prior_mean, epsilon=config.epsilon, eta=eta, prior=Prior.INFORMED)
         for eta in (config.eta, config.weak_eta)
     )
-    labels = _clusters(informed + counts, max_types) if len(counts) else np.zeros(0, np.int64)
+    labels = _clusters(informed + counts, max_types)
     types, sizes = [], []
-    for c in range(int(labels.max()) + 1 if len(labels) else 0):
+    for c in range(int(labels.max()) + 1):
         alpha = informed + counts[labels == c].mean(axis=0)
         total = alpha.sum(axis=2, keepdims=True)
         types.append(alpha * np.minimum(1.0, MAX_CONCENTRATION / total))
         sizes.append(np.sum(labels == c))
-    share = TYPE_SHARE if types else 0.0
-    weights = [*(share * np.array(sizes) / max(sum(sizes), 1)), *[(1 - share) / 2] * 2]
+    weights = [*(TYPE_SHARE * np.array(sizes) / sum(sizes)), *[(1 - TYPE_SHARE) / 2] * 2]
     return dataclasses.replace(
         population, types=np.stack([*types, informed, weak]), type_weights=np.array(weights)
     )
@@ -114,7 +151,7 @@ def type_mixtures(
 ) -> Mixtures | None:
     """The type mixtures of a model's positions (the opponents of position p at ``seats[p]``,
     beside its fit ``fits[p]``) on ``population``; None without a population or its types."""
-    if population is None or population.types is None:
+    if population is None or population.types is None or not len(population.types):
         return None
     mixtures: Mixtures = [
         TypeMixture(population, s, fit) for s, fit in zip(seats, fits, strict=True)

@@ -31,6 +31,7 @@ from oppmodel.modeling.games.interface import Decision, KuhnFields, KuhnInfoStat
 from oppmodel.modeling.games.kuhn_openspiel import kuhn_openspiel
 from oppmodel.modeling.holdem.served import game_short_name, served_limit_game
 from oppmodel.modeling.mbbr.base import OpponentInsight
+from oppmodel.modeling.population_types import PopulationKind
 from oppmodel.server.session_spec import (
     Ack,
     ActionChoice,
@@ -43,7 +44,7 @@ from oppmodel.server.session_spec import (
 )
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1_codec import field_path, read_config, write_config
-from oppmodel.v1_enums import RESPONSE_KIND, UNSPECIFIED, EnumNames
+from oppmodel.v1_enums import POPULATION_KIND, RESPONSE_KIND, UNSPECIFIED, EnumNames
 
 _GAME_RE = re.compile(r"kuhn_poker(?:\(players=([0-9]+)\))?")
 
@@ -57,6 +58,13 @@ def _choice(table: EnumNames, value: int, field: str, *, unset: str | None) -> s
     if name is None:
         raise InvalidArgumentError(field, f"unknown value {value}")
     return name
+
+
+def population_kind(value: int) -> PopulationKind:
+    """``FitPopulationRequest.kind`` as the core's kind (unset: types); InvalidArgumentError
+    naming ``kind`` for a value the API does not know."""
+    name = _choice(POPULATION_KIND, value, "kind", unset=PopulationKind.TYPES.value)
+    return PopulationKind(name or PopulationKind.TYPES)
 
 
 # -- games and information states -----------------------------------------------------------------

@@ -10,6 +10,11 @@ when none was fitted: the informed prior), so a reload, a snapshot and a restart
 the same population, whatever was fitted since. Owners are the hashed tokens of the sessions
 (``sessions.owner_of_token``): another token's sessions and populations are never read.
 
+A population is fitted as a kind (``population_types.PopulationKind``): ``types``, the Polya fit
+and its mixture over the opponents met as types (the default), or ``dirichlet``, the Polya fit
+alone; a fit names it (unset: types), and a refit after a session's end keeps the kind of the
+latest version. A session plays what its version holds: the types where it has them.
+
 A session's end updates its owner's population: when ``DeleteSession`` removes a session of a
 game the owner has a population of, what its opponents were seen to do (their expected counts,
 no hands) is kept as the population's members (the store's ``population_members``) and the
@@ -41,7 +46,8 @@ from oppmodel.modeling.games.acpc import solved
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.solved import default_profile, needs_solving
 from oppmodel.modeling.mbbr.config import Posterior, Prior
-from oppmodel.modeling.population import fit_population
+from oppmodel.modeling.population import Population
+from oppmodel.modeling.population_types import PopulationKind, fit_kind, kind_of
 from oppmodel.server.conversion import parse_game
 from oppmodel.server.session_spec import SessionSpec, game_of
 from oppmodel.server.storage import SessionStore
@@ -56,13 +62,16 @@ log = logging.getLogger("oppmodel.server")
 
 @dataclasses.dataclass(frozen=True)
 class PopulationFit:
-    """What a fit stored: its version, the opponents and sessions it read, and the information
-    sets fitted (the rest keep the informed prior)."""
+    """What a fit stored: its version, the opponents and sessions it read, the information sets
+    fitted (the rest keep the informed prior), the types fitted (0: the Dirichlet kind, or no
+    member) and its kind."""
 
     version: int
     opponents: int
     sessions: int
     fitted_infosets: int
+    types: int
+    kind: PopulationKind
 
 
 def spec_game_key(spec: SessionSpec) -> str:
@@ -95,19 +104,38 @@ class Populations:
             return dataclasses.replace(spec, population_version=0)
         return dataclasses.replace(spec, population_version=found[0], population=found[1])
 
-    async def fit(self, manager: SessionManager, owner: str, game_name: str) -> PopulationFit:
+    async def fit(
+        self,
+        manager: SessionManager,
+        owner: str,
+        game_name: str,
+        kind: PopulationKind = PopulationKind.TYPES,
+    ) -> PopulationFit:
         """Fit and store the next version of the owner's population of the game named as
-        ``SessionConfig.game`` names it."""
+        ``SessionConfig.game`` names it, as ``kind``."""
         try:
             _, game, _ = await self._cpu(parse_game, game_name)
         except InvalidArgumentError as exc:
             raise renamed(exc, "game") from None
-        return await self._fit(manager, owner, game.compiled)
+        return await self._fit(manager, owner, game.compiled, kind)
 
-    async def _fit(self, manager: SessionManager, owner: str, compiled: LimitGame) -> PopulationFit:
+    async def _fit(
+        self,
+        manager: SessionManager,
+        owner: str,
+        compiled: LimitGame,
+        kind: PopulationKind | None = None,
+    ) -> PopulationFit:
         """Fit the owner's population of ``compiled`` from its stored sessions of the game and
-        its kept members (of deleted sessions), and store it as the next version."""
+        its kept members (of deleted sessions) as ``kind`` (None: the latest version's kind),
+        and store it as the next version."""
         key = solved.game_key(compiled)
+        if kind is None:
+            latest = self.storage.load_population_async(owner, key)
+            found = await asyncio.wrap_future(latest)
+            kind = PopulationKind.TYPES
+            if found is not None:
+                kind = kind_of(await self._cpu(Population.from_bytes, compiled, found[1]))
         counts, sessions, stored = [], 0, set()
         for info in await manager.list(owner):
             if info.spec.config.posterior != Posterior.DIRICHLET:
@@ -133,11 +161,13 @@ class Populations:
             mean = await manager.solved.of(compiled)
         else:
             mean = await self._cpu(default_profile, compiled, "prior_mean")
-        fit = functools.partial(fit_population, prior_mean=mean)
-        population = await self._cpu(fit, compiled, seen)
+        fit = functools.partial(fit_kind, prior_mean=mean)
+        population = await self._cpu(fit, compiled, seen, kind)
         state = await self._cpu(population.to_bytes)
         version = await asyncio.wrap_future(self.storage.save_population_async(owner, key, state))
-        return PopulationFit(version, population.opponents, sessions, int(population.fitted.sum()))
+        types = 0 if population.types is None else max(len(population.types) - 2, 0)
+        fitted = int(population.fitted.sum())
+        return PopulationFit(version, population.opponents, sessions, fitted, types, kind)
 
     async def keep_ended(
         self, manager: SessionManager, owner: str, session_id: str

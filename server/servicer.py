@@ -29,6 +29,7 @@ from oppmodel.server.session_spec import Game, ResponseAnswer
 from oppmodel.server.sessions import SessionManager, owner_of_token
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import opponent_model_pb2_grpc as pb_grpc
+from oppmodel.v1_enums import POPULATION_KIND
 
 _OBSERVE_WINDOW = 256  # requests read ahead of the one being processed, per stream
 MAX_WINNINGS_HANDS = 10_000  # hands per GetWinnings answer (80 KB of chips)
@@ -235,8 +236,10 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
     @_rpc("FitPopulation")
     async def FitPopulation(self, request, context, owner):
         manager = self.manager
-        fit = await manager.populations.fit(manager, owner, request.game)
-        return pb.FitPopulationResponse(**dataclasses.asdict(fit))
+        kind = conversion.population_kind(request.kind)
+        fit = await manager.populations.fit(manager, owner, request.game, kind)
+        fields = dataclasses.asdict(fit) | {"kind": POPULATION_KIND.values[fit.kind]}
+        return pb.FitPopulationResponse(**fields)
 
     @_rpc("DeleteSession")
     async def DeleteSession(self, request, context, owner):

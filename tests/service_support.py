@@ -19,6 +19,7 @@ from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.mbbr.model import build_model
 from oppmodel.modeling.observation import HandObservation, LimitObservation, observe_hand
+from oppmodel.modeling.population import Population
 from oppmodel.server.app import BackgroundServer, ServerConfig
 
 GAME = kuhn_game(3)
@@ -91,6 +92,7 @@ class CompiledKuhn:
         *,
         prior_mean: np.ndarray | None = None,
         default_strategy: np.ndarray | None = None,
+        population: Population | None = None,
     ) -> None:
         self.kuhn = kuhn_game(players)
         self.compiled = limit_game(f"kuhn{players}p")
@@ -104,6 +106,7 @@ class CompiledKuhn:
             prior_mean=default
             if prior_mean is None
             else kuhn_profile_on(self.compiled, prior_mean),
+            population=population,
         )
 
     @property

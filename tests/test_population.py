@@ -183,9 +183,19 @@ def test_the_cli_fits_a_population_from_logs_and_match_plays_it(tmp_path, capsys
     assert (
         main(["population", str(log), str(log), str(log), "--as", "Alice", "--out", str(out)]) == 0
     )
-    assert "6 opponents from 3 logs of kuhn3p" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "6 opponents from 3 logs of kuhn3p" in printed and ", 6 types;" in printed
     population = Population.from_bytes(limit_game("kuhn3p"), out.read_bytes())
     assert population.opponents == 6 and population.fitted.any()
+    # the types (the default kind): each opponent one, then the two informed ones; the
+    # Dirichlet kind is the same fit without them
+    assert population.types is not None and len(population.types) == 8
+    polya = tmp_path / "polya.npz"
+    fit = ["population", str(log), str(log), str(log), "--as", "Alice", "--out", str(polya)]
+    assert main([*fit, "--kind", "dirichlet"]) == 0
+    assert ", 6 types" not in capsys.readouterr().out
+    alone = Population.from_bytes(limit_game("kuhn3p"), polya.read_bytes())
+    assert alone.types is None and np.array_equal(alone.alpha, population.alpha)
     argv = ["match", "--agents", "mbbr,n1,n3", "--hands", "40", "--duplicates", "1", "--json"]
     assert main([*argv, "--mbbr-population", str(out)]) == 0
     assert '"prior": "population"' in capsys.readouterr().out

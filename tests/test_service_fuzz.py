@@ -461,7 +461,8 @@ class Templates:
             "ListSessions": lambda: pb.ListSessionsRequest(),
             "DeleteSession": lambda: pb.DeleteSessionRequest(session_id=self.om_id()),
             "FitPopulation": lambda: pb.FitPopulationRequest(game=rng.choice(
-                [_session_config(rng.choice([2, 3, 4])).game, "kuhn3p", "", "spades3p", "x"])),
+                [_session_config(rng.choice([2, 3, 4])).game, "kuhn3p", "", "spades3p", "x"]),
+                kind=rng.choice([0, 1, 2, 3])),
             "Observe": self.observation,
             "ObserveBatch": self.observation_batch,
             "GetModel": lambda: pb.GetModelRequest(

@@ -9,12 +9,26 @@ import time
 
 import numpy as np
 import pytest
-from service_support import connected, random_observations, wait_until
+from service_support import (
+    GAME,
+    CompiledKuhn,
+    connected,
+    kuhn_library,
+    random_observations,
+    wait_until,
+)
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.compiler import limit_game
+from oppmodel.modeling.games.acpc.solved import default_profile, game_key
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
+from oppmodel.modeling.population import Population
+from oppmodel.modeling.population_types import PopulationKind, fit_kind
 from oppmodel.server.app import open_storage
+from oppmodel.server.conversion import parse_game
+from oppmodel.server.sessions import owner_of_token
+from oppmodel.v1 import opponent_model_pb2 as pb
 
 INFORMED = MBBRConfig(hands_default=0, seed=5, change_hazard=0.0)
 POPULATION = dataclasses.replace(INFORMED, prior=Prior.POPULATION)
@@ -130,3 +144,113 @@ def test_a_session_s_end_refits_its_owner_s_population_and_keeps_its_opponents(
         assert (fit.version, fit.opponents, fit.sessions) == (3, 6, 3 + len(sessions))
         v3 = a.create_session(config=POPULATION).session_id
         assert np.array_equal(opponent_models(a, v3), opponent_models(a, v2))
+
+
+def library_models(library: CompiledKuhn) -> np.ndarray:
+    """:func:`opponent_models` of a library model: each opponent label's model in each position,
+    from the position the service answers it from (the label's offset before it)."""
+    rows = []
+    for offset in (1, 2):
+        for position in range(3):
+            strategy, _ = library.opponent_model((position - offset) % 3, position)
+            rows.append([strategy[i] for i in GAME.infosets(position)])
+    return np.array(rows)
+
+
+def stored_population(location: str, token: str, version: int | None = None) -> Population | None:
+    """The population of 3-player Kuhn of ``token``'s owner as the store holds it (``version``'s,
+    else the latest), read from the store itself; None if there is none."""
+    compiled = parse_game(KUHN)[1].compiled
+    store = open_storage(location, synchronous="NORMAL")
+    try:
+        found = store.load_population_async(owner_of_token(token), game_key(compiled), version)
+        blob = found.result()
+    finally:
+        store.close()
+    return None if blob is None else Population.from_bytes(compiled, blob[1])
+
+
+def library_fit(kind: PopulationKind, *runs: tuple[int, str]) -> Population:
+    """The population the library fits as ``kind`` from sessions of 150 hands each (seed,
+    everyone's profile), their opponents in that order."""
+    counts = [
+        kuhn_library(
+            INFORMED, random_observations(150, seed=seed, profile=profile)
+        ).model.opponent_counts()
+        for seed, profile in runs
+    ]
+    game = limit_game("kuhn3p")
+    mean = default_profile(game, "prior_mean")
+    return fit_kind(game, np.concatenate(counts), kind, prior_mean=mean)
+
+
+def test_each_owner_s_types_are_its_own_sessions_and_a_session_on_them_plays_them(
+    store_location: str,
+) -> None:
+    tokens = frozenset({"token-a", "token-b"})
+    a_runs, b_runs = [(1, "maniac"), (2, "maniac")], [(5, "tight-passive"), (6, "tight-passive")]
+    with (
+        connected(store_location, token="token-a", auth_tokens=tokens) as (a, port),
+        OpponentModelClient(f"127.0.0.1:{port}", token="token-b", timeout=120) as b,
+    ):
+        for client, runs in ((a, a_runs), (b, b_runs)):
+            for seed, profile in runs:
+                sid = client.create_session(config=INFORMED).session_id
+                observations = random_observations(150, seed=seed, profile=profile)
+                client.observe_batch(sid, observations, first_sequence=1)
+        fit_b = b.fit_population(KUHN)  # the default kind: the types
+        assert (fit_b.version, fit_b.opponents, fit_b.types) == (1, 4, 4)
+        assert fit_b.kind == pb.POPULATION_KIND_TYPES
+        fit_a = a.fit_population(KUHN, "types")
+        assert (fit_a.version, fit_a.types, fit_a.kind) == (1, 4, pb.POPULATION_KIND_TYPES)
+        # A's session ends: its refit (version 2, the types again) counts its opponents too
+        ended = played(a, INFORMED, 150, 3)
+        a.delete_session(ended)
+        wait_until(lambda: stored_population(store_location, "token-a", 2) is not None, "A's refit")
+        # each owner's stored types are exactly the library's fit of its own sessions' opponents
+        kept_a = stored_population(store_location, "token-a")
+        exact_a = library_fit(PopulationKind.TYPES, *a_runs, (3, "maniac"))
+        exact_b = library_fit(PopulationKind.TYPES, *b_runs)
+        for kept, exact in (
+            (kept_a, exact_a),
+            (stored_population(store_location, "token-b"), exact_b),
+        ):
+            assert kept is not None and kept.types is not None and exact.types is not None
+            assert np.array_equal(kept.types, exact.types)
+            assert np.array_equal(kept.type_weights, exact.type_weights)
+            assert np.array_equal(kept.alpha, exact.alpha)
+        assert len(exact_a.types) == 8 and len(exact_b.types) == 6
+        # a session of A on the population prior plays from A's types: its models are the
+        # library's on them fed the same hands, whose weights found a maniac of A's sessions
+        session = a.create_session(config=POPULATION)
+        assert session.population_version == 2
+        hands = random_observations(30, seed=7)
+        a.observe_batch(session.session_id, hands, first_sequence=1)
+        typed = kuhn_library(POPULATION, hands, population=exact_a)
+        polya = kuhn_library(POPULATION, hands, population=dataclasses.replace(exact_a, types=None))
+        served = opponent_models(a, session.session_id)
+        assert np.allclose(served, library_models(typed), rtol=0, atol=1e-12)
+        assert not np.allclose(served, library_models(polya), atol=1e-3)
+        for p in range(3):
+            for d in (1, 2):
+                assert typed.model._mixture[p].weights(d)[:6].sum() > 0.99  # A's members
+        b_session = b.create_session(config=POPULATION).session_id
+        b.observe_batch(b_session, hands, first_sequence=1)
+        b_typed = library_models(kuhn_library(POPULATION, hands, population=exact_b))
+        assert np.allclose(opponent_models(b, b_session), b_typed, rtol=0, atol=1e-12)
+        # the Dirichlet kind asked: no types, and a refit after an end keeps that kind
+        fit = b.fit_population(KUHN, "dirichlet")
+        assert (fit.version, fit.types, fit.kind) == (2, 0, pb.POPULATION_KIND_DIRICHLET)
+        b.delete_session(played(b, INFORMED, 150, 8))
+        wait_until(lambda: stored_population(store_location, "token-b", 3) is not None, "B's refit")
+        refit = stored_population(store_location, "token-b", 3)
+        assert refit is not None and refit.types is None and refit.opponents == 8  # b_session too
+        before = opponent_models(a, session.session_id)
+    with connected(store_location, token="token-a", auth_tokens=tokens) as (a, _):  # a restart
+        assert np.array_equal(opponent_models(a, session.session_id), before)
+        more = random_observations(20, seed=9)
+        a.observe_batch(session.session_id, more, first_sequence=31)
+        for obs in more:
+            typed.observe(obs)
+        served = opponent_models(a, session.session_id)
+        assert np.allclose(served, library_models(typed), rtol=0, atol=1e-12)

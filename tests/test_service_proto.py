@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.population_types import PopulationKind
 from oppmodel.v1 import opponent_model_pb2 as pb
 from oppmodel.v1 import perfect_info_pb2 as pi_pb
-from oppmodel.v1_enums import POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED
+from oppmodel.v1_enums import POPULATION_KIND, POSTERIOR, PRIOR, RESPONSE_KIND, UNSPECIFIED
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("proto_generate", ROOT / "proto" / "generate.py")
@@ -80,3 +81,10 @@ def test_the_enum_table_names_every_value_with_a_choice_of_the_core(table, enum,
         assert table.name(value) == name
         MBBRConfig(**{field: name}).validate()  # a name the core knows
     assert table.name(UNSPECIFIED) is None and table.name(UNSPECIFIED, "default") == "default"
+
+
+def test_the_population_kinds_are_the_core_s() -> None:
+    assert set(POPULATION_KIND.names) == {kind.value for kind in PopulationKind}
+    assert sorted(POPULATION_KIND.values.values()) == sorted(
+        v for v in pb.PopulationKind.values() if v != UNSPECIFIED
+    )

@@ -1,8 +1,8 @@
 """The v1 API's enums and the domain names they stand for: the one table of them.
 
 Each enum of ``opponent_model.proto`` whose values are choices of the modeling core (MBBR's prior,
-posterior and response kind) maps here, value by value (by name: :func:`enum_names`), to the
-name the core gives the choice
+posterior and response kind, a population's kind) maps here, value by value (by name:
+:func:`enum_names`), to the name the core gives the choice
 (``MBBRConfig.prior`` ``"informed"``, ``.posterior`` ``"dirichlet"``, ``.response`` ``"mean"``,
 ...). Keys are those names as strings, so a core enum whose values are these strings (a
 ``StrEnum``) looks up the same. An enum's ``*_UNSPECIFIED`` value (0) has no name here: what an
@@ -74,3 +74,4 @@ def enum_names(enum: EnumTypeWrapper, prefix: str) -> EnumNames:
 PRIOR = enum_names(pb.Prior, "PRIOR_")
 POSTERIOR = enum_names(pb.Posterior, "POSTERIOR_")
 RESPONSE_KIND = enum_names(pb.ResponseKind, "RESPONSE_KIND_")
+POPULATION_KIND = enum_names(pb.PopulationKind, "POPULATION_KIND_")

@@ -33,6 +33,12 @@ class ResponseKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RESPONSE_KIND_UNSPECIFIED: _ClassVar[ResponseKind]
     RESPONSE_KIND_MEAN: _ClassVar[ResponseKind]
     RESPONSE_KIND_BAYES: _ClassVar[ResponseKind]
+
+class PopulationKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    POPULATION_KIND_UNSPECIFIED: _ClassVar[PopulationKind]
+    POPULATION_KIND_TYPES: _ClassVar[PopulationKind]
+    POPULATION_KIND_DIRICHLET: _ClassVar[PopulationKind]
 METHOD_UNSPECIFIED: Method
 METHOD_MBBR: Method
 PRIOR_UNSPECIFIED: Prior
@@ -48,6 +54,9 @@ POSTERIOR_DIRICHLET: Posterior
 RESPONSE_KIND_UNSPECIFIED: ResponseKind
 RESPONSE_KIND_MEAN: ResponseKind
 RESPONSE_KIND_BAYES: ResponseKind
+POPULATION_KIND_UNSPECIFIED: PopulationKind
+POPULATION_KIND_TYPES: PopulationKind
+POPULATION_KIND_DIRICHLET: PopulationKind
 
 class InfosetPolicy(_message.Message):
     __slots__ = ("infostate", "probabilities")
@@ -174,22 +183,28 @@ class DeleteSessionResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class FitPopulationRequest(_message.Message):
-    __slots__ = ("game",)
+    __slots__ = ("game", "kind")
     GAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     game: str
-    def __init__(self, game: _Optional[str] = ...) -> None: ...
+    kind: PopulationKind
+    def __init__(self, game: _Optional[str] = ..., kind: _Optional[_Union[PopulationKind, str]] = ...) -> None: ...
 
 class FitPopulationResponse(_message.Message):
-    __slots__ = ("version", "opponents", "sessions", "fitted_infosets")
+    __slots__ = ("version", "opponents", "sessions", "fitted_infosets", "types", "kind")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     OPPONENTS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
     FITTED_INFOSETS_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     version: int
     opponents: int
     sessions: int
     fitted_infosets: int
-    def __init__(self, version: _Optional[int] = ..., opponents: _Optional[int] = ..., sessions: _Optional[int] = ..., fitted_infosets: _Optional[int] = ...) -> None: ...
+    types: int
+    kind: PopulationKind
+    def __init__(self, version: _Optional[int] = ..., opponents: _Optional[int] = ..., sessions: _Optional[int] = ..., fitted_infosets: _Optional[int] = ..., types: _Optional[int] = ..., kind: _Optional[_Union[PopulationKind, str]] = ...) -> None: ...
 
 class RevealedCard(_message.Message):
     __slots__ = ("position", "card")

@@ -129,10 +129,11 @@ class OpponentModelServiceServicer:
 
     def FitPopulation(self, request, context):
         """Fits the caller's population of a game anew from the opponents of every one of its sessions
-        of that game (POSTERIOR_DIRICHLET ones) and of its deleted sessions kept as members, and
-        stores it as the next version: what PRIOR_POPULATION sessions created after it start from.
-        Information sets met by fewer than 3 opponents (every set, with fewer than 3 opponents) keep
-        the informed prior.
+        of that game (POSTERIOR_DIRICHLET ones) and of its deleted sessions kept as members, as the
+        kind asked (PopulationKind; a refit after a session's end keeps the latest version's kind),
+        and stores it as the next version: what PRIOR_POPULATION sessions created after it start
+        from. Information sets met by fewer than 3 opponents (every set, with fewer than 3
+        opponents) keep the informed prior.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from oppmodel.modeling.errors import IllegalActionError, InvalidArgumentError
-from oppmodel.modeling.games.acpc.betting import FOLD
+from oppmodel.modeling.games.acpc.betting import FOLD, HandState
+from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.matchstate import MatchState
 from oppmodel.modeling.games.kuhn import KuhnGame
@@ -197,21 +198,53 @@ def validate_limit_observation(game: LimitGame, obs: LimitObservation) -> None:
     """Raise InvalidArgumentError / IllegalActionError naming the field if ``obs`` is impossible
     in ``game`` (the ACPC dealer could not have shown it to that seat)."""
     game.check_position(obs.position)
-    if not isinstance(obs.betting, str):
-        raise IllegalActionError("betting", "must be a string of ACPC actions")
+    _check_betting_text(obs)
     node = game.node(obs.betting)
     terminal = int(game.tree.node_terminal[node])
     if terminal < 0:
         raise IllegalActionError("betting", f"{obs.betting!r} is not a finished hand")
-    n, gamedef = game.num_players, game.gamedef
+    rounds = int(game.tree.node_round[node]) + 1
+    facts = _limit_facts(game)
+    _check_limit_cards(game.gamedef, facts.card_index, obs, rounds, facts.live[terminal])
+
+
+def validate_rules_observation(
+    gamedef: GameDef, card_index: dict[str, int], obs: LimitObservation
+) -> None:
+    """:func:`validate_limit_observation`'s checks in a game too large to compile (3-player
+    hold'em): the betting replayed by the rules; ``card_index`` the deck's cards."""
+    n = gamedef.num_players
+    if not isinstance(obs.position, (int, np.integer)) or not 0 <= obs.position < n:
+        raise InvalidArgumentError("position", f"{obs.position!r} not in 0..{n - 1}")
+    _check_betting_text(obs)
+    hand = HandState.from_betting(gamedef, obs.betting)
+    if not hand.finished:
+        raise IllegalActionError("betting", f"{obs.betting!r} is not a finished hand")
+    live = ~np.array(hand.folded)
+    _check_limit_cards(gamedef, card_index, obs, hand.round + 1, live)
+
+
+def _check_betting_text(obs: LimitObservation) -> None:
+    if not isinstance(obs.betting, str):
+        raise IllegalActionError("betting", "must be a string of ACPC actions")
+
+
+def _check_limit_cards(
+    gamedef: GameDef,
+    index: dict[str, int],
+    obs: LimitObservation,
+    rounds: int,
+    live: np.ndarray,
+) -> None:
+    """The cards' checks of a finished hand that reached ``rounds`` rounds with the positions
+    ``live`` (did not fold) in."""
+    n = gamedef.num_players
     if not isinstance(obs.hole, tuple) or len(obs.hole) != n:
         raise InvalidArgumentError("hole", f"needs a tuple of {n} entries, got {obs.hole!r}")
-    rounds = int(game.tree.node_round[node]) + 1
     if not isinstance(obs.board, tuple) or len(obs.board) != rounds:
         raise InvalidArgumentError(
             "board", f"needs a tuple of {rounds} entries (one per round reached), got {obs.board!r}"
         )
-    index = _limit_facts(game).card_index
     seen: dict[str, str] = {}
 
     def read(field: str, text: object, size: int) -> None:
@@ -220,9 +253,7 @@ def validate_limit_observation(game: LimitGame, obs: LimitObservation) -> None:
         for i in range(0, len(text), 2):
             card = text[i : i + 2]
             if card not in index:
-                raise InvalidArgumentError(
-                    field, f"{card!r} is not in the deck {' '.join(game.deck)}"
-                )
+                raise InvalidArgumentError(field, f"{card!r} is not in the deck {' '.join(index)}")
             if card in seen:
                 raise InvalidArgumentError(field, f"{card} is already in {seen[card]}")
             seen[card] = field
@@ -234,7 +265,6 @@ def validate_limit_observation(game: LimitGame, obs: LimitObservation) -> None:
         read(f"board[{r}]", text, gamedef.num_board_cards[r])
     if obs.hole[obs.position] is None:
         raise InvalidArgumentError(f"hole[{obs.position}]", "our own hole cards are required")
-    live = _limit_facts(game).live[terminal]
     showdown = int(live.sum()) >= 2
     for p, text in enumerate(obs.hole):
         if p == obs.position:

@@ -9,7 +9,7 @@ import itertools
 
 import numpy as np
 import pytest
-from holdem_support import seeded_blueprint, small_spots
+from holdem_support import betting_moves, seeded_blueprint, small_spots
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES, BOARD_SIZES, HOLE_INDEX
@@ -32,12 +32,12 @@ def _moves_by_hand(spots: AbstractSpots, obs: LimitObservation, hole: str) -> li
     game, q = spots.game, 1 - obs.position
     boards = [cards_of(b) for b in obs.board]
     out = []
-    for node, r, mover, a in spots.moves(obs.betting):
+    for before, r, mover, a in betting_moves(game.gamedef, obs.betting):
         if mover != q:
             continue
         board = [CARD_NAMES[c] for b in boards for c in b][: BOARD_SIZES[r]]
         bucket = spots.cards.bucket([hole[:2], hole[2:]], board)
-        key = f"{bucket}:{game.bettings[node]}"
+        key = f"{bucket}:{before}"
         out.append((game.infoset_from_string(q, key), a))
     return out
 

@@ -1,7 +1,8 @@
 """The hold'em opponent posterior in 3 players (modeling/holdem/posterior.py): a hand's update
 against an exact enumeration of both opponents' hole pairs together (two pairs that share no
 card, each bucketed one hand at a time by the card abstraction), with both hidden and with one
-shown; on a 3-player hold'em of one raise a round, whose abstract game compiles."""
+shown; on a 3-player hold'em of one raise a round, whose abstract game compiles, with its sets
+numbered by the compiled game and as met (the ACPC 3-player game's way)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import itertools
 
 import numpy as np
 import pytest
-from holdem_support import one_raise_3p, seeded_blueprint, small_spots
+from holdem_support import (
+    as_compiled,
+    betting_moves,
+    lazy_twin,
+    one_raise_3p,
+    seeded_blueprint,
+    small_spots,
+)
 
 from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES
 from oppmodel.modeling.holdem.policy import CARD_NAMES
@@ -38,10 +46,10 @@ def _moves(spots: AbstractSpots, obs: LimitObservation, q: int, hole: str) -> li
     game = spots.game
     boards = [CARD_NAMES[c] for text in obs.board for c in cards_of(text)]
     out = []
-    for node, r, mover, a in spots.moves(obs.betting):
+    for before, r, mover, a in betting_moves(game.gamedef, obs.betting):
         if mover == q:
             bucket = spots.cards.bucket([hole[:2], hole[2:]], boards[: BOARD_SIZES[r]])
-            out.append((game.infoset_from_string(q, f"{bucket}:{game.bettings[node]}"), a))
+            out.append((game.infoset_from_string(q, f"{bucket}:{before}"), a))
     return out
 
 
@@ -81,19 +89,28 @@ def test_the_observations_are_valid_hands(spots) -> None:
 
 
 def test_two_hands_update_as_the_enumeration_of_both_opponents_hole_pairs(spots) -> None:
-    posterior = HoldemPosterior(spots, seeded_blueprint(spots, 0), MBBRConfig(eta=4.0))
+    blueprint = seeded_blueprint(spots, 0)
+    posterior = HoldemPosterior(spots, blueprint, MBBRConfig(eta=4.0))
+    # the same posterior on the sets numbered as hands meet them (modeling/holdem/sets.py)
+    lazy = HoldemPosterior(lazy_twin(spots, blueprint, 64), None, MBBRConfig(eta=4.0))
     fit = posterior.fits[0]
     alpha0 = fit.alpha0.copy()
+    lazy.observe(BOTH_FOLD)
+    lazy_first = as_compiled(lazy.spots, spots.game, lazy.fits[0].expected, [1, 2])
     evidence = posterior.observe(BOTH_FOLD)
     assert evidence.revealed == (False, False)
     assert evidence.weights.sum() == 46 * 45 * 44 * 43 // 4  # two disjoint pairs of 46 cards
     first = _enumerated(spots, BOTH_FOLD, alpha0)
     assert np.allclose(fit.expected, first, rtol=0, atol=TOLERANCE)
+    assert np.allclose(np.nan_to_num(lazy_first), first, rtol=0, atol=TOLERANCE)
     shown = posterior.observe(ONE_SHOWN)
+    lazy.observe(ONE_SHOWN)
     assert shown.revealed == (False, True) and shown.weights.sum() == 903  # pairs of 43 cards
     second = _enumerated(spots, ONE_SHOWN, alpha0 + first)
     first_again = _enumerated(spots, BOTH_FOLD, alpha0 + second)
     assert np.allclose(fit.expected, second + first_again, rtol=0, atol=TOLERANCE)
+    lazy_both = as_compiled(lazy.spots, spots.game, lazy.fits[0].expected, [1, 2])
+    assert np.allclose(np.nan_to_num(lazy_both), second + first_again, rtol=0, atol=TOLERANCE)
     assert not posterior.fits[1].expected.any() and not posterior.fits[2].expected.any()
     means = posterior.models_profile(0)
     alpha = alpha0 + second + first_again

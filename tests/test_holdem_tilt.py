@@ -16,7 +16,7 @@ from holdem_support import seeded_blueprint, small_spots
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
 from oppmodel.modeling.holdem.styles import holdem_policy
-from oppmodel.modeling.holdem.tilt import LIMIT, fit_level, tilted
+from oppmodel.modeling.holdem.tilt import LIMIT, TiltMap, fit_level, tilted
 from oppmodel.modeling.mbbr.evidence import hand_likelihood
 from oppmodel.modeling.observation import LimitObservation
 
@@ -93,7 +93,7 @@ def test_what_an_always_raising_opponent_did_carries_to_the_sets_never_seen(spot
     rows, before = [], []
     for p in range(2):
         q = 1 - p
-        situations, counts = posterior.tilts[p][0], posterior.fits[p].expected[0]
+        situations, counts = TiltMap(spots.sets, q), posterior.fits[p].expected[0]
         situation = situations.situation_of_node[situations.node_of]
         raised = np.bincount(situation, counts[situations.rows, 2], situations.num_situations)
         shown = raised[situation] >= 5  # of a situation where it raised 5 times or more

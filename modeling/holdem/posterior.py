@@ -27,9 +27,14 @@ folded on the river is some 70 rows, not 1,225.
 
 In 3 players the assignments are the hole pairs both opponents may hold together (no card in
 common): a row of the hand is one row of each opponent's, weighted by how many of their pairs
-share no card (:func:`_disjoint_pairs`, an exact count). The model needs the abstract game as
-arrays, so in 3 players it runs where that compiles (a 3-player hold'em of one raise a round:
-the tests'), not on the ACPC 3-player game (23.9 million public nodes, docs/modeling.md).
+share no card (:func:`_disjoint_pairs`, an exact count).
+
+The information sets are numbered by :mod:`oppmodel.modeling.holdem.sets`: all of a compiled
+abstract game's, or, where the betting tree does not compile (the ACPC 3-player game: 23.9
+million public nodes), each node's as a hand first reaches it (``AbstractSpots(None, ...,
+sets=LazySets(...))``). The posterior's arrays then grow with the numbering (:meth:`HoldemPosterior.
+observe`), and a set numbered after a refit gets the tilt of its situation, as the compiled
+game's unreached sets have it.
 
 The prior's mean is refitted on demand (:meth:`HoldemPosterior.refit`): the blueprint tilted per
 betting situation and node toward what the opponent did (:mod:`~oppmodel.modeling.holdem.tilt`).
@@ -38,25 +43,27 @@ betting situation and node toward what the opponent did (:mod:`~oppmodel.modelin
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES, HOLE_INDEX, CardAbstraction
-from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, NUM_ACTIONS, ROUND_SEPARATOR
+from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, NUM_ACTIONS, ROUND_SEPARATOR
 from oppmodel.modeling.games.acpc.flop_table import FlopTable
 from oppmodel.modeling.games.acpc.hand_rank import card_index
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.holdem.blueprint import range_views
 from oppmodel.modeling.holdem.policy import DECK_SIZE, live_holes
+from oppmodel.modeling.holdem.sets import CompiledSets, LazySets
 from oppmodel.modeling.holdem.strength import hole_rows
-from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt
+from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt, tilted_rows
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
 from oppmodel.modeling.mbbr.priors import prior_alpha
-from oppmodel.modeling.observation import LimitObservation, validate_limit_observation
+from oppmodel.modeling.observation import LimitObservation
 
 REFIT_SWEEPS = 2  # steps over the hidden hands after a refit of the prior (incremental EM goes on)
 NO_DEAL = -1  # ``Evidence.deal`` of a real hand: no deal of the abstract game's sample holds it
@@ -68,16 +75,22 @@ class AbstractSpots:
 
     def __init__(
         self,
-        game: LimitGame,
+        game: LimitGame | None,
         config: AbstractGameConfig,
         cards: CardAbstraction,
         flops: FlopTable | None = None,
+        *,
+        sets: LazySets | None = None,
     ) -> None:
-        """``flops``: the flops' buckets computed ahead (a blueprint's ``flops``), read instead
-        of bucketing a new flop (10-60 ms of CPU)."""
+        """``game``: the compiled abstract game, or None with ``sets``, its sets numbered as met;
+        ``flops``: the flops' buckets computed ahead (a blueprint's ``flops``), read instead of
+        bucketing a new flop (10-60 ms of CPU)."""
         if cards.config != config.abstraction:
             raise InvalidArgumentError("cards", "is not the abstraction of the abstract game")
-        self.game = game
+        if (game is None) == (sets is None):
+            raise InvalidArgumentError("game", "needs the compiled game or lazy sets, not both")
+        self._game = game
+        self.sets: CompiledSets | LazySets = sets or CompiledSets(cast(LimitGame, game))
         self.config = config
         self.cards = cards
         self.flops = flops
@@ -88,33 +101,30 @@ class AbstractSpots:
         holds a board card."""
         return range_views(self.config, self.cards, self.flops, board, round_, hole_rows(holes))
 
+    @property
+    def game(self) -> LimitGame:
+        """The compiled abstract game (InvalidArgumentError if the sets are numbered as met)."""
+        if self._game is None:
+            raise InvalidArgumentError("game", "not compiled: its sets are numbered as met")
+        return self._game
+
     def infosets(self, betting: str, board: tuple[int, ...], holes: np.ndarray) -> np.ndarray:
         """(k,) the information set of the player to act after ``betting`` holding each pair."""
-        node = self.game.node(betting)
-        round_ = int(self.game.tree.node_round[node])
-        return int(self.game.tree.node_base[node]) + self.views(board, round_, holes)
+        base, round_, _ = self.sets.node(betting)
+        return base + self.views(board, round_, holes)
 
     def moves(self, betting: str) -> tuple[tuple[int, int, int, int], ...]:
-        """Every move of a betting: (node before it, its round, the mover, the action code)."""
-        return _moves(self.game, betting)
+        """Every move of a betting: (the first set of the node before it, its round, the mover,
+        the action code)."""
+        return _moves(self.sets, betting)
 
 
-@functools.cache  # per (game, betting): a match meets the same bettings over and over
-def _moves(game: LimitGame, betting: str) -> tuple[tuple[int, int, int, int], ...]:
-    tree = game.tree
+@functools.cache  # per (sets, betting): a match meets the same bettings over and over
+def _moves(sets: CompiledSets | LazySets, betting: str) -> tuple[tuple[int, int, int, int], ...]:
     out = []
     for k, letter in enumerate(betting):
-        if letter == ROUND_SEPARATOR:
-            continue
-        node = game.node(betting[:k])
-        out.append(
-            (
-                node,
-                int(tree.node_round[node]),
-                int(tree.node_player[node]),
-                ACTION_LETTERS.index(letter),
-            )
-        )
+        if letter != ROUND_SEPARATOR:
+            out.append((*sets.node(betting[:k]), ACTION_LETTERS.index(letter)))
     return tuple(out)
 
 
@@ -128,7 +138,7 @@ def holdem_evidence(spots: AbstractSpots, obs: LimitObservation) -> Evidence:
     players: one row per distinct sequence of the opponents' information sets over the hole
     pairs they may hold together, its moves as (offset - 1, information set, action), weighted
     by its number of pairs (two hidden opponents' pairs never share a card)."""
-    n, p = spots.game.num_players, obs.position
+    n, p = spots.sets.num_players, obs.position
     ours = obs.hole[p]
     assert ours is not None  # validated: our own cards are always there
     board = tuple(c for text in obs.board for c in cards_of(text))
@@ -146,7 +156,7 @@ def holdem_evidence(spots: AbstractSpots, obs: LimitObservation) -> Evidence:
         a, b = np.nonzero(joint)
         rows = np.concatenate([rows_1[a], rows_2[b]], axis=1)
         weights = joint[a, b]
-    flat = rows[:, :, 0] * spots.game.num_infosets + rows[:, :, 1]
+    flat = rows[:, :, 0] * spots.sets.capacity + rows[:, :, 1]
     entries = flat * NUM_ACTIONS + rows[:, :, 2]
     revealed = tuple((p + d) % n in shown for d in range(1, n))
     return Evidence(NO_DEAL, rows, revealed, entries, weights)
@@ -164,13 +174,12 @@ def _opponent_classes(
     distinct rows of its moves as (offset, information set, action), (m, L, 3), in the order of
     their entries; which pairs each row stands for, (m, 1326) 0/1 over ``ALL_HOLES``; and how
     many."""
-    game = spots.game
-    moves = [(node, r, a) for node, r, mover, a in spots.moves(betting) if mover == q]
+    moves = [(base, r, a) for base, r, mover, a in spots.moves(betting) if mover == q]
     views = {r: spots.views(board, r, holes) for r in {r for _, r, _ in moves}}
     rows = np.zeros((len(holes), len(moves), 3), dtype=np.int64)
     rows[:, :, 0] = offset
-    for j, (node, r, a) in enumerate(moves):
-        rows[:, j, 1] = int(game.tree.node_base[node]) + views[r]
+    for j, (base, r, a) in enumerate(moves):
+        rows[:, j, 1] = base + views[r]
         rows[:, j, 2] = a
     entries = rows[:, :, 1] * NUM_ACTIONS + rows[:, :, 2]
     _, first, label, counts = np.unique(
@@ -203,28 +212,38 @@ class HoldemPosterior:
     def __init__(
         self,
         spots: AbstractSpots,
-        blueprint: np.ndarray,
+        blueprint: np.ndarray | None,
         config: MBBRConfig | None = None,
     ) -> None:
-        """``blueprint``: (n, num_infosets, 3) the abstract game's profile the prior is around
-        (:func:`abstract_profile`); ``config``: MBBR's, of which ``epsilon`` and ``eta`` are read
-        (the informed prior)."""
-        game = spots.game
-        n = game.num_players
+        """``blueprint``: (n, num_infosets, 3) the compiled abstract game's profile the prior is
+        around (:func:`abstract_profile`), or None where the sets are numbered as met (their
+        numbering reads the blueprint's rows); ``config``: MBBR's, of which ``epsilon`` and
+        ``eta`` are read (the informed prior)."""
+        sets = spots.sets
+        n = sets.num_players
         if n not in (2, 3):
             raise InvalidArgumentError("game", "hold'em opponent models are 2- or 3-player")
         config = config or MBBRConfig()
         config.validate()
-        self.spots = spots
+        self.spots, self.sets = spots, sets
+        self.eta, self.epsilon = config.eta, config.epsilon
+        self.capacity = sets.capacity
+        if blueprint is None:  # every row padding until numbered (``_sync``)
+            self.size = 0
+            blueprint = _padding(np.zeros((n, 0, NUM_ACTIONS)), sets.capacity, 1.0)
+            alpha = blueprint.copy()
+        else:
+            self.size = sets.size
+            alpha = prior_alpha(
+                spots.game, blueprint, epsilon=config.epsilon, eta=config.eta, prior=Prior.INFORMED
+            )
         self.blueprint = blueprint
-        alpha = prior_alpha(
-            game, blueprint, epsilon=config.epsilon, eta=config.eta, prior=Prior.INFORMED
-        )
-        self.eta = config.eta
         self.base = alpha / config.eta  # the clipped blueprint rows the tilt multiplies
         # per position of ours, its opponents' positions by offset (``Evidence``'s order)
         self.seats = [[(p + d) % n for d in range(1, n)] for p in range(n)]
-        self.tilts = [[TiltMap(game, q) for q in seats] for seats in self.seats]
+        self._tilts: dict[int, tuple[int, TiltMap]] = {}  # position -> (sets numbered, its map)
+        # per position of ours and opponent, the situations' tilt of the last refit (None: none)
+        self.thetas: list[list[np.ndarray | None]] = [[None] * (n - 1) for _ in range(n)]
         self.fits = [
             DirichletPosterior(alpha[seats], blueprint.copy(), seats) for seats in self.seats
         ]
@@ -232,13 +251,15 @@ class HoldemPosterior:
         # log of the likelihood ratio, the models' predictions against the blueprint's, of the
         # opponent's moves in every hand so far (each hand's prediction made before it)
         self.log_odds = 0.0
+        self._sync()
 
     def observe(self, obs: LimitObservation) -> Evidence:
         """Add a finished hand seen from ``obs.position`` (InvalidArgumentError /
         IllegalActionError naming the field, nothing changed, if the dealer could not have shown
         it); returns its evidence."""
-        validate_limit_observation(self.spots.game, obs)
+        self.sets.validate(obs)
         evidence = holdem_evidence(self.spots, obs)
+        self._sync()  # the sets the hand numbered (the evidence's indices are the numbering's)
         p = obs.position
         model = hand_likelihood(evidence.rows, evidence.weights, p, self.models_profile(p))
         blueprint = hand_likelihood(evidence.rows, evidence.weights, p, self.blueprint)
@@ -252,16 +273,83 @@ class HoldemPosterior:
         """Fit each position's tilted prior (:mod:`oppmodel.modeling.holdem.tilt`) to the
         expected counts now, make it the Dirichlets' prior mean (concentration ``eta``), and step
         the fit ``sweeps`` times over the hands with hidden cards under the new prior."""
+        self._sync()
         for p, fit in enumerate(self.fits):
             for d, q in enumerate(self.seats[p]):
-                mean = fit_tilt(self.tilts[p][d], self.base[q], fit.expected[d])
+                tilt = self._tilt(q)
+                mean, self.thetas[p][d] = fit_tilt(tilt, self.base[q], fit.expected[d])
                 fit.alpha0[d] = self.eta * mean  # in place: the fit's kernels read this array
             fit.converge(max_sweeps=sweeps)
 
     def models_profile(self, p: int) -> np.ndarray:
         """(n, num_infosets, 3): each opponent's posterior mean in its row, the blueprint in
-        ours (kept up to date hand by hand: do not modify it)."""
+        ours (kept up to date hand by hand: do not modify it; numbering sets may grow it)."""
+        self._sync()
         return self.fits[p].profile
+
+    def _tilt(self, q: int) -> TiltMap:
+        """Position ``q``'s tilt map over the sets numbered now."""
+        made = self._tilts.get(q)
+        if made is None or made[0] != self.sets.size:
+            made = self._tilts[q] = (self.sets.size, TiltMap(self.sets, q))
+        return made[1]
+
+    def _sync(self) -> None:
+        """Take the sets numbered since the last call (only lazy sets number more): the arrays
+        grown to the numbering's capacity, the new rows' prior the blueprint's (as
+        ``prior_alpha`` makes it), tilted by their situation's tilt of the last refit (as
+        ``fit_tilt`` tilts a compiled game's rows no hand reached)."""
+        if self.sets.size == self.size:
+            return
+        sets = cast(LazySets, self.sets)
+        if sets.capacity > self.capacity:
+            self._grow(sets.capacity)
+        new = slice(self.size, sets.size)
+        legal = sets.legal_mask[:, new]
+        self.blueprint[:, new] = sets.blueprint[:, new]
+        mean = np.where(legal, np.clip(sets.blueprint[:, new], self.epsilon, 1 - self.epsilon), 0)
+        alpha = self.eta * mean / mean.sum(axis=2, keepdims=True)
+        self.base[:, new] = alpha / self.eta
+        situations = sets.situation[new]
+        for p, fit in enumerate(self.fits):
+            for d, q in enumerate(self.seats[p]):
+                theta = self.thetas[p][d]
+                rows = alpha[q]
+                if theta is not None:
+                    rows = self.eta * tilted_rows(self.base[q, new], legal[q], theta[situations])
+                fit.alpha0[d, new] = rows
+            fit.profile[:, new] = self.blueprint[:, new]
+            prior = fit.alpha0[:, new]
+            fit.profile[fit.seats, new] = prior / prior.sum(axis=2, keepdims=True)
+        self.size = sets.size
+
+    def _grow(self, capacity: int) -> None:
+        """Every array of ``self.capacity`` sets made ``capacity`` (a padding row calls): the
+        fits rebuilt from their state, each move's flat index (offset, set, action) moved to
+        the wider table."""
+        old = self.capacity
+        self.blueprint = _padding(self.blueprint, capacity, 1.0)
+        self.base = _padding(self.base, capacity, 1.0 / self.eta)
+        for p, fit in enumerate(self.fits):
+            keys, state = fit.state()
+            width = len(self.seats[p])
+            expected = state["expected"].reshape(width, old, NUM_ACTIONS)
+            state["expected"] = _padding(expected, capacity, 0.0).ravel()
+            offset = state["entries"] // (old * NUM_ACTIONS)
+            state["entries"] = state["entries"] + offset * (capacity - old) * NUM_ACTIONS
+            state["means"] = _padding(state["means"], capacity, 1.0)
+            alpha0 = _padding(fit.alpha0, capacity, 1.0)
+            grown = DirichletPosterior(alpha0, _padding(fit.profile, capacity, 1.0), self.seats[p])
+            grown.restore(keys, state)
+            self.fits[p] = grown
+        self.capacity = capacity
+
+
+def _padding(table: np.ndarray, capacity: int, call: float) -> np.ndarray:
+    """(k, capacity, 3) ``table`` (k, I, 3) with rows of ``call`` at the call added."""
+    pad = np.zeros((table.shape[0], capacity - table.shape[1], NUM_ACTIONS))
+    pad[:, :, CALL] = call
+    return np.ascontiguousarray(np.concatenate([table, pad], axis=1))
 
 
 def abstract_profile(game: LimitGame, positions: list[dict[str, list[float]]]) -> np.ndarray:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.holdem.sets import CompiledSets, LazySets
 
 SITUATION_WEIGHT = 2.0  # pseudo-visits a situation's tilt is shrunk to none by
 NODE_WEIGHT = 8.0  # pseudo-visits a node's own tilt is shrunk to its situation's by
@@ -35,25 +35,23 @@ LIMIT = 12.0  # largest |log multiplier|: keeps the rows finite and every legal 
 
 
 class TiltMap:
-    """The nodes and situations of one position's information sets (the opponent's)."""
+    """The nodes and situations of one position's information sets (the opponent's), in either
+    numbering of the sets (:mod:`oppmodel.modeling.holdem.sets`)."""
 
-    def __init__(self, game: LimitGame, position: int) -> None:
-        tree = game.tree
+    def __init__(self, sets: CompiledSets | LazySets, position: int) -> None:
         self.position = position
-        nodes = np.flatnonzero(tree.node_player == position)
-        views = tree.round_views[tree.node_round[nodes]]
-        node_of = np.full(game.num_infosets, -1, dtype=np.int64)
-        for k, (node, count) in enumerate(zip(nodes, views, strict=True)):
-            base = int(tree.node_base[node])
-            node_of[base : base + int(count)] = k
+        bases, views, situations = sets.decision_nodes(position)
+        node_of = np.full(sets.capacity, -1, dtype=np.int64)
+        for k, (base, count) in enumerate(zip(bases.tolist(), views.tolist(), strict=True)):
+            node_of[base : base + count] = k
         self.rows = np.flatnonzero(node_of >= 0)  # the information sets of a node
         self.node_of = node_of[self.rows]
-        legal = game.legal_mask[position, tree.node_base[nodes]]
-        kind = tree.node_round[nodes] * 4 + legal[:, 0] * 2 + legal[:, 2]
-        _, self.situation_of_node = np.unique(kind, return_inverse=True)
-        self.num_nodes = len(nodes)
-        self.num_situations = int(self.situation_of_node.max()) + 1
-        self.legal = game.legal_mask[position, self.rows]
+        # a situation's index is its code (round, fold legal, raise legal): the same in any
+        # numbering, so a tilt fitted once applies to sets numbered later
+        self.situation_of_node = situations
+        self.num_nodes = len(bases)
+        self.num_situations = 4 * sets.gamedef.num_rounds
+        self.legal = sets.legal_mask[position, self.rows]
 
 
 def tilted(log_base: np.ndarray, theta: np.ndarray | float) -> np.ndarray:
@@ -95,10 +93,13 @@ def _by_group(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
     return np.stack([np.bincount(group, values[:, a], groups) for a in range(3)], axis=1)
 
 
-def fit_tilt(tilt_map: TiltMap, base: np.ndarray, expected: np.ndarray) -> np.ndarray:
+def fit_tilt(
+    tilt_map: TiltMap, base: np.ndarray, expected: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(num_infosets, 3) the tilted prior mean of the opponent's rows (module text): ``base``
     the clipped blueprint rows and ``expected`` the fit's expected counts, both (num_infosets,
-    3) of the opponent's position; rows of no node keep ``base``."""
+    3) of the opponent's position; rows of no node keep ``base``. Also the situations' tilt
+    (num_situations, 3), what a node not reached yet gets (:func:`tilted_rows`)."""
     rows = tilt_map.rows
     with np.errstate(divide="ignore"):
         log_base = np.where(tilt_map.legal, np.log(base[rows]), -np.inf)
@@ -113,4 +114,13 @@ def fit_tilt(tilt_map: TiltMap, base: np.ndarray, expected: np.ndarray) -> np.nd
     delta = fit_level(shifted[seen], counts[seen], node[seen], tilt_map.num_nodes, NODE_WEIGHT)
     out = base.copy()
     out[rows] = tilted(shifted, delta[node])
-    return out
+    return out, theta
+
+
+def tilted_rows(base: np.ndarray, legal: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """(k, 3) the tilted prior mean of rows of nodes no hand had reached at the fit (``base``
+    and ``legal`` (k, 3), ``theta`` (k, 3) their situations' tilt): :func:`fit_tilt`'s rows of a
+    node with no tilt of its own, computed as it computes them."""
+    with np.errstate(divide="ignore"):
+        log_base = np.where(legal, np.log(base), -np.inf)
+    return tilted(log_base + theta, 0.0)

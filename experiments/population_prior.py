@@ -221,47 +221,56 @@ def three_player(args: argparse.Namespace, game: LimitGame) -> dict:
 
 
 def paired_match(job: tuple) -> dict:
-    """Both priors against one opponent profile, both seats, the same cards: MBBR's chips over the
-    first ``early`` hands and over all, per prior."""
-    game_name, profile, population_bytes, hands, early, seed = job
+    """The informed prior and each population (name -> its bytes) against one opponent profile,
+    both seats, the same cards: MBBR's chips over the first ``early`` hands and over all, per
+    prior."""
+    game_name, profile, blobs, hands, early, seed = job
     game = limit_game(game_name)
-    population = Population.from_bytes(game, population_bytes)
+    priors = {"informed": None} | {
+        name: Population.from_bytes(game, blob) for name, blob in blobs.items()
+    }
     deals = game.deal_sequence(hands, seed)
     out: dict[str, list[float]] = {}
-    for prior in (Prior.INFORMED, Prior.POPULATION):
+    for name, given in priors.items():
+        prior = Prior.INFORMED if given is None else Prior.POPULATION
         chips = np.zeros(2)
         for seat in (0, 1):
             config = MBBRConfig(prior=prior, seed=seed + seat)
-            given = population if prior == Prior.POPULATION else None
             mbbr = MBBRAgent(game, config, seed=seed + 7 + seat, population=given)
             opponent = FixedStrategyAgent("opp", game, profile, seed + 11 + seat)
             agents = [mbbr, opponent] if seat == 0 else [opponent, mbbr]
             first = play_match(game, agents, deals[:early])[seat]
             rest = play_match(game, agents, deals[early:])[seat]  # an even split: seats rotate on
             chips += (first, first + rest)
-        out[prior.value] = [
+        out[name] = [
             game.rate_unit.rate(chips[0], 2 * early),
             game.rate_unit.rate(chips[1], 2 * hands),
         ]
     return out
 
 
-def exact_cost(pool: ProcessPoolExecutor, args: argparse.Namespace, population: Population) -> dict:
+def exact_cost(pool: ProcessPoolExecutor, args: argparse.Namespace, populations: dict) -> dict:
     """The exact expected value of MBBR's policy hand by hand against ``cfr`` (no card luck:
-    ``learning_cost.trajectory``), per prior over ``--exact-seeds`` seeds, and the population
-    prior's cost: informed minus population, in the game's unit, over ``--hands`` hands."""
+    ``learning_cost.trajectory``), per prior (the informed and each of ``populations``, name ->
+    population) over ``--exact-seeds`` seeds, and each population's cost: informed minus it, in
+    the game's unit, over ``--hands`` hands."""
     out: dict[str, list[float]] = {}
-    for prior in (Prior.INFORMED, Prior.POPULATION):
-        given = population if prior == Prior.POPULATION else None
+    for name, given in ({"informed": None} | populations).items():
+        prior = Prior.INFORMED if given is None else Prior.POPULATION
         tasks = [
             ("cfr", None, MBBRConfig(prior=prior, seed=seed), seed, args.hands, False, args.game,
              None, given)
             for seed in range(args.seed, args.seed + args.exact_seeds)
         ]  # fmt: skip
-        out[prior.value] = [float(values.mean()) for values, _, _ in pool.map(trajectory, tasks)]
-    costs = [i - p for i, p in zip(out["informed"], out["population"], strict=True)]
-    print(f"exact against cfr: informed {out['informed']}, population {out['population']}")
-    return {**out, "cost": mean_se(costs)}
+        out[name] = [float(values.mean()) for values, _, _ in pool.map(trajectory, tasks)]
+    print(f"exact against cfr: {out}")
+    costs = {
+        f"{name}_cost" if name != "population" else "cost": mean_se(
+            [i - p for i, p in zip(out["informed"], out[name], strict=True)]
+        )
+        for name in populations
+    }
+    return {**out, **costs}
 
 
 def _gathered(pool: ProcessPoolExecutor, jobs: list, what: str, started: float) -> list[dict]:
@@ -318,10 +327,13 @@ def main(argv: list[str] | None = None) -> None:
             for j, (style, share) in enumerate(train)
         ]
         counts = np.array(list(pool.map(train_counts, jobs)))
-        population = fit_population(game, counts, prior_mean=named_profile(game, "cfr"))
-        blob = population.to_bytes()
+        mean = named_profile(game, "cfr")
+        population = fit_population(game, counts, prior_mean=mean)
+        typed = with_types(population, game, counts, prior_mean=mean)
+        blob = {"population": population.to_bytes(), "types": typed.to_bytes()}
         print(f"fitted from {len(train)} members in {time.time() - started:.0f} s: "
-              f"{int(population.fitted.sum())} information sets fitted")  # fmt: skip
+              f"{int(population.fitted.sum())} information sets fitted, "
+              f"{len(typed.types)} types")  # fmt: skip
         new_jobs = [
             (args.game, member_profile(game, style, share), blob, args.hands, args.early,
              args.seed * 1000 + 500 + j)
@@ -334,7 +346,8 @@ def main(argv: list[str] | None = None) -> None:
             for u, name in enumerate(unlike)
             for deck in range(args.unlike_decks)
         ]  # fmt: skip
-        exact = exact_cost(pool, args, population) if args.exact_seeds else None
+        populations = {"population": population, "types": typed}
+        exact = exact_cost(pool, args, populations) if args.exact_seeds else None
         new_rows = _gathered(pool, new_jobs, "new members", started)
         unlike_rows = _gathered(pool, unlike_jobs, "unlike the population", started)
     report = summarize(args, game, train, test, unlike, new_rows, unlike_rows)
@@ -359,26 +372,30 @@ def summarize(
         {"opponent": f"{style}@{share:.2f}", **row}
         for (style, share), row in zip(test, new_rows, strict=True)
     ]
-    early = [r["population"][0] - r["informed"][0] for r in rows]
-    full = [r["population"][1] - r["informed"][1] for r in rows]
     inf_early = mean_se([r["informed"][0] for r in rows])
-    pop_early = mean_se([r["population"][0] for r in rows])
     summary = {
         "informed_early": inf_early,
-        "population_early": pop_early,
-        "early_gain": mean_se(early),
-        "early_gain_share": (pop_early[0] - inf_early[0]) / inf_early[0],
         "informed_full": mean_se([r["informed"][1] for r in rows]),
-        "population_full": mean_se([r["population"][1] for r in rows]),
-        "full_gain": mean_se(full),
     }
+    for prior in ("population", "types"):  # the population's keys unprefixed (earlier reports)
+        key = "" if prior == "population" else "types_"
+        own_early = mean_se([r[prior][0] for r in rows])
+        summary |= {
+            f"{prior}_early": own_early,
+            f"{key}early_gain": mean_se([r[prior][0] - r["informed"][0] for r in rows]),
+            f"{key}early_gain_share": (own_early[0] - inf_early[0]) / inf_early[0],
+            f"{prior}_full": mean_se([r[prior][1] for r in rows]),
+            f"{key}full_gain": mean_se([r[prior][1] - r["informed"][1] for r in rows]),
+        }
     unlike_summary = {}
     for u, name in enumerate(unlike):
         chunk = unlike_rows[u * args.unlike_decks : (u + 1) * args.unlike_decks]
         unlike_summary[name] = {
-            "informed_full": mean_se([r["informed"][1] for r in chunk]),
-            "population_full": mean_se([r["population"][1] for r in chunk]),
+            f"{prior}_full": mean_se([r[prior][1] for r in chunk])
+            for prior in ("informed", "population", "types")
+        } | {
             "cost": mean_se([r["informed"][1] - r["population"][1] for r in chunk]),
+            "types_cost": mean_se([r["informed"][1] - r["types"][1] for r in chunk]),
         }
     return {
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
@@ -393,25 +410,31 @@ def summarize(
 def print_report(report: dict, unit: str) -> None:
     """The table of the new members and the summaries, as RESULTS.md shows them."""
     early = report["args"]["early"]
-    print(f"| new opponent | informed, first {early} | population, first {early} | "
-          f"informed, all | population, all |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|")
+    print(f"| new opponent | first {early}: informed / Polya / types | "
+          f"all: informed / Polya / types |")  # fmt: skip
+    print("|---|---|---|")
     for r in report["rows"]:
-        inf, pop = r["informed"], r["population"]
-        cells = " | ".join(f"{x:+.1f}" for x in (inf[0], pop[0], inf[1], pop[1]))
-        print(f"| {r['opponent']} | {cells} |")
+        inf, pop, typ = r["informed"], r["population"], r["types"]
+        cells = [" / ".join(f"{p[k]:+.1f}" for p in (inf, pop, typ)) for k in (0, 1)]
+        print(f"| {r['opponent']} | {cells[0]} | {cells[1]} |")
     s = report["summary"]
     print(f"first {early}: informed {s['informed_early'][0]:+.1f} ± {s['informed_early'][1]:.1f}, "
           f"population {s['population_early'][0]:+.1f} ± {s['population_early'][1]:.1f} {unit}; "
           f"paired gain {s['early_gain'][0]:+.1f} ± {s['early_gain'][1]:.1f} "
           f"({100 * s['early_gain_share']:+.1f}%)")  # fmt: skip
+    print(f"first {early}: types {s['types_early'][0]:+.1f} ± {s['types_early'][1]:.1f}; paired "
+          f"gain {s['types_early_gain'][0]:+.1f} ± {s['types_early_gain'][1]:.1f} "
+          f"({100 * s['types_early_gain_share']:+.1f}%)")  # fmt: skip
     print(f"all hands: informed {s['informed_full'][0]:+.1f}, population "
           f"{s['population_full'][0]:+.1f}; paired gain {s['full_gain'][0]:+.1f} ± "
-          f"{s['full_gain'][1]:.1f}")  # fmt: skip
+          f"{s['full_gain'][1]:.1f}; types {s['types_full'][0]:+.1f}, paired gain "
+          f"{s['types_full_gain'][0]:+.1f} ± {s['types_full_gain'][1]:.1f}")  # fmt: skip
     for name, u in report["unlike"].items():
         cost, se = u["cost"]
         print(f"unlike ({name}): informed {u['informed_full'][0]:+.1f}, population "
-              f"{u['population_full'][0]:+.1f}; cost {cost:+.1f} ± {se:.1f}")  # fmt: skip
+              f"{u['population_full'][0]:+.1f}; cost {cost:+.1f} ± {se:.1f}; types "
+              f"{u['types_full'][0]:+.1f}, cost {u['types_cost'][0]:+.1f} ± "
+              f"{u['types_cost'][1]:.1f}")  # fmt: skip
 
 
 if __name__ == "__main__":

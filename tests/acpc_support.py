@@ -168,13 +168,15 @@ def run_dealer(
     clients: Callable[[tuple[int, ...]], list] | None = None,
     game: GameDef = GAME,
     names: tuple[str, ...] = ("Alice", "Bob", "Carol"),
+    game_file: str = "kuhn.limit.3p.game",
     **options: object,
 ) -> tuple[Captured, list]:
-    """Run a match in this thread; ``clients(ports)`` starts the seats' clients (threads)."""
+    """Run a match in this thread; ``clients(ports)`` starts the seats' clients (threads);
+    ``game_file``: the name the log's header gives the game."""
     out, err = io.StringIO(), io.StringIO()
     config = DealerConfig(
         match="m",
-        game_file="kuhn.limit.3p.game",
+        game_file=game_file,
         game=game,
         hands=hands,
         seed=seed,

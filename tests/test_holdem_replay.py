@@ -5,20 +5,29 @@ dealer's 2-player log. Few hands a test: the blueprint loads from its binary cac
 from __future__ import annotations
 
 import functools
+import io
 import itertools
+import json
 import math
+from contextlib import redirect_stdout
 
 import numpy as np
 import pytest
-from acpc_support import DATA, replay_command_json
+from acpc_support import DATA, AgentThread, replay_command_json, run_dealer
 
-from oppmodel.clients.acpc.log import read_log
+from oppmodel.clients.acpc.agent import make_policy
+from oppmodel.clients.acpc.log import parse_log, read_log
+from oppmodel.clients.acpc.replay import replay
 from oppmodel.clients.acpc.replay_holdem import HoldemModels, HoldemReplayGame, holdem_replay_parts
 from oppmodel.clients.acpc.replay_report import HIDDEN_METHODS
 from oppmodel.clients.acpc.replay_scoring import Prediction, _per_hand
 from oppmodel.clients.cli import main
 from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES
-from oppmodel.modeling.holdem.posterior import cards_of
+from oppmodel.modeling.games.acpc.betting import HandState
+from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.modeling.holdem.posterior import HoldemPosterior, cards_of
+from oppmodel.modeling.holdem.response import HoldemMBBR, HoldemMBBRAgent
+from oppmodel.modeling.holdem.served import holdem_served
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 
 LOG = read_log(DATA / "holdem2p-seed42-example-players.log")
@@ -149,3 +158,95 @@ def test_the_command_replays_a_holdem_log_and_refuses_what_it_cannot_model(
     three.write_text("\n".join(lines[:10]) + "\n")
     assert main(["replay", str(three), "--as", "p1"]) == 2
     assert "hold'em opponent models are 2-player for now" in capsys.readouterr().err
+
+
+class _Recorded:
+    """A model source that keeps every model it hands out, with the hands it had seen then."""
+
+    def __init__(self, source: HoldemModels) -> None:
+        self.source, self.seen, self.models = source, 0, []
+
+    def observe(self, observations) -> None:
+        self.source.observe(observations)
+        self.seen += len(observations)
+
+    def model(self, offset: int, opponent_position: int):
+        out = self.source.model(offset, opponent_position)
+        self.models.append((self.seen, offset, opponent_position, out[0]))
+        return out
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def test_replay_predicts_with_the_model_the_agent_plays_refitted_as_it_refits() -> None:
+    """The replay's models are those of MBBR fed the same hands by the match engine's agent
+    (``HoldemMBBRAgent.end_hand``): past H hands MBBR's solve refits the posterior's prior (the
+    tilt), and the replay's predictions after it are the refitted model's, bit for bit."""
+    config = MBBRConfig(prior=Prior.INFORMED, hands_default=12)  # a solve (and refit) at hand 12
+    hands = LOG.hands[:20]
+    rules, source = holdem_replay_parts("holdem2p", config)
+    recorded = _Recorded(source)
+    replay(rules.game, hands, "p1", lambda labels: recorded, config=config, rules=rules)
+
+    served = holdem_served("holdem2p")
+    played = served.played_config(config)
+    mbbr = HoldemMBBR(
+        HoldemPosterior(served.spots, served.blueprint, played),
+        served.check,
+        played,
+        budget=played.safety_budget,
+    )
+    agent = HoldemMBBRAgent("mbbr", mbbr, seed=0)
+    fresh = HoldemPosterior(served.spots, served.blueprint, played)
+    compared, positions = set(), set()  # the positions p1 has played a hand from
+    for k, hand in enumerate(hands):
+        p = hand.names.index("p1")
+        for seen, offset, q, model in recorded.models:
+            # what the replay predicted hand k with (before a hand from p: the prior column)
+            if seen == k and (q - offset) % 2 == p and p in positions:
+                np.testing.assert_array_equal(model, mbbr.posterior.models_profile(p)[q])
+                compared.add(k)
+        agent.end_hand(rules.observation(hand, p))
+        positions.add(p)
+    assert mbbr.solved_at == 12 and max(compared) >= 16 and len(compared) >= 10
+    for p, fit in enumerate(mbbr.posterior.fits):  # the solve moved the prior: a real refit
+        assert not np.array_equal(fit.alpha0, fresh.fits[p].alpha0)
+
+
+def test_replay_reads_a_holdem_log_the_projects_dealer_wrote(tmp_path, capsys) -> None:
+    """Two hold'em styles play 24 hands through the project's dealer over loopback TCP; the
+    replay of its log (the game from the header's file name) scores every action of Alice's
+    opponent, each hand's."""
+    gamefile = DATA / "holdem.limit.2p.reverse_blinds.game"
+    gamedef = read_game_def(gamefile)
+    policies = [make_policy(name, gamedef, seed) for seed, name in enumerate(("maniac", "cfr"))]
+
+    def start(ports):
+        pairs = zip(ports, policies, strict=True)
+        return [AgentThread(port, policy, game=gamedef) for port, policy in pairs]
+
+    captured, _ = run_dealer(
+        tmp_path,
+        hands=24,
+        game=gamedef,
+        clients=start,
+        names=("Alice", "Bob"),
+        game_file=gamefile.name,
+    )
+    assert captured.result.status == 0, captured.stderr
+    path = tmp_path / "m.log"
+    bob = []  # Bob's actions a hand: every one is an opponent decision from Alice's seat
+    for hand in parse_log(captured.log).hands:
+        state, acts = HandState(gamedef), 0
+        for action in hand.betting.replace("/", ""):
+            acts += hand.names[state.current] == "Bob"
+            state.apply(action)
+        bob.append(acts)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["replay", str(path), "--as", "Alice", "--json"]) == 0
+    data = json.loads(out.getvalue())
+    assert data["hands"] == 24 and data["mbbr"]["prior"] == "informed"
+    assert data["every_decision"]["mbbr"]["decisions"] == sum(bob) > 24
+    assert data["per_hand"]["hands"] == sum(acts > 0 for acts in bob) > 12

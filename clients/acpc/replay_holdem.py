@@ -11,15 +11,18 @@ opponent may hold given what our seat knew then (our cards, the board dealt so f
 weighted by how likely the model makes the opponent's earlier actions of the hand with it: the
 same hole pairs the posterior's evidence sums over.
 
-:class:`HoldemModels` is the model source: the hold'em posterior in this process. Its model of
-an opponent before it saw a hand is the prior mean (the blueprint's rows clipped to
-``[epsilon, 1 - epsilon]``), so the replay's ``prior`` column is the blueprint's own play as a
-predictor, kept finite where the blueprint never takes an action.
+:class:`HoldemModels` is the model source: the model a hold'em session plays with (MBBR over the
+blueprint's abstraction, :mod:`oppmodel.modeling.holdem.served`) in this process, fed each hand as
+the playing agent feeds it, so its prior is refitted when MBBR refits it. Its model of an opponent
+before it saw a hand is the prior mean (the blueprint's rows clipped to ``[epsilon, 1 -
+epsilon]``), so the replay's ``prior`` column is the blueprint's own play as a predictor, kept
+finite where the blueprint never takes an action.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -27,15 +30,9 @@ from oppmodel.clients.acpc.replay_games import OpponentDecision, ReplayGame
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
-from oppmodel.modeling.games.acpc.holdem_abstract import abstract_game
 from oppmodel.modeling.holdem.policy import live_holes
-from oppmodel.modeling.holdem.posterior import (
-    AbstractSpots,
-    HoldemPosterior,
-    abstract_profile,
-    cards_of,
-)
-from oppmodel.modeling.holdem.styles import bundled_blueprint
+from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, cards_of
+from oppmodel.modeling.holdem.served import HoldemServed, HoldemServedModel, holdem_served
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior
 from oppmodel.modeling.observation import LimitObservation
 
@@ -105,33 +102,43 @@ def _board(obs: LimitObservation) -> tuple[int, ...]:
 
 
 class HoldemModels:
-    """The hold'em posterior (:class:`HoldemPosterior`) as the replay's model source."""
+    """The model a hold'em session plays with (:meth:`HoldemServed.build_model`: ``HoldemMBBR``,
+    the posterior of :mod:`~oppmodel.modeling.holdem.posterior`) as the replay's model source: fed
+    each hand by the model's own ``observe``, as the service, the in-process agent and the match
+    engine's agent feed it, so its posterior's prior is refitted (the tilt) when MBBR's solves
+    refit it (every ``REFRESH`` hands from hand H on): the replay scores the model that plays."""
 
-    def __init__(self, spots: AbstractSpots, blueprint: np.ndarray, config: MBBRConfig) -> None:
-        self.posterior = HoldemPosterior(spots, blueprint, config)
-        game = spots.game
+    def __init__(self, served: HoldemServed, config: MBBRConfig) -> None:
+        """``config``: as :meth:`ServedGame.played_config` made it (the service's hold'em
+        values)."""
+        self.played = cast(HoldemServedModel, served.build_model(config))
+        blueprint = served.blueprint
         prior = np.where(
-            game.legal_mask, np.clip(blueprint, config.epsilon, 1.0 - config.epsilon), 0.0
+            served.compiled.legal_mask,
+            np.clip(blueprint, config.epsilon, 1.0 - config.epsilon),
+            0.0,
         )
         self._prior = prior / prior.sum(axis=2, keepdims=True)
-        self._seen = [False] * game.num_players  # per our position: a hand observed there
+        self._seen = [False] * served.num_players  # per our position: a hand observed there
+
+    @property
+    def posterior(self) -> HoldemPosterior:
+        return self.played.posterior
 
     def observe(self, observations: Sequence[LimitObservation]) -> None:
-        """Add each hand to the posterior."""
+        """Feed each hand to the model (an update, and MBBR's solve with its refit when due)."""
         for obs in observations:
-            self.posterior.observe(obs)
+            self.played.observe(obs)
             self._seen[obs.position] = True
 
     def model(self, offset: int, opponent_position: int) -> tuple[np.ndarray, float]:
         """The opponent's posterior mean (the prior mean before a hand was seen from that
         position), and the least concentration of its Dirichlet posterior."""
-        p = (opponent_position - offset) % self.posterior.spots.game.num_players
-        fit = self.posterior.fits[p]
-        rows = self.posterior.spots.game.infosets(opponent_position)
-        spread = float(fit.concentration(1)[rows].min())
+        p = (opponent_position - offset) % len(self._seen)
+        model, spread = self.played.opponent_model(p, opponent_position)
         if not self._seen[p]:
             return self._prior[opponent_position].copy(), spread
-        return self.posterior.models_profile(p)[opponent_position].copy(), spread
+        return model, spread
 
     def close(self) -> None:
         """Nothing to release."""
@@ -139,10 +146,9 @@ class HoldemModels:
 
 def holdem_replay_parts(short: str, config: MBBRConfig) -> tuple[HoldemReplayGame, HoldemModels]:
     """The replay game and model source of a bundled hold'em game (``holdem2p``), over its
-    bundled blueprint's abstraction (InvalidArgumentError if the posterior cannot run it)."""
+    bundled blueprint's abstraction: the served game's model with ``config`` where it sets a
+    field, the service's hold'em values where it leaves one at MBBRConfig's default
+    (InvalidArgumentError if the posterior cannot run it)."""
     check_holdem_config(config, read_game_def(short).num_players)
-    blueprint = bundled_blueprint(short)
-    game = abstract_game(short, blueprint.config)
-    spots = AbstractSpots(game, blueprint.config, blueprint.cards, blueprint.flops)
-    profile = abstract_profile(game, blueprint.positions)
-    return HoldemReplayGame(spots), HoldemModels(spots, profile, config)
+    served = holdem_served(short)
+    return HoldemReplayGame(served.spots), HoldemModels(served, served.played_config(config))

@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import Any
 
 import numpy as np
 
@@ -263,11 +262,8 @@ def choose_policy(
     elif holdem and args.in_process:  # the service's model of the game, in this process
         if args.mbbr_prior_strategy:  # as a hold'em session refuses one
             raise InvalidArgumentError(PRIOR_STRATEGY, NO_PROFILES)
-        served = served_limit_game(game)  # its values for fields left at their defaults
-        unset: dict[str, Any] = served.unset_config()
-        kept = {k: v for k, v in unset.items() if getattr(config, k) == getattr(MBBRConfig, k)}
-        config = dataclasses.replace(config, **kept)
-        served.check_config(config)
+        served = served_limit_game(game)
+        config = served.played_config(config)  # its values for fields left at their defaults
         policy = ServedModelPolicy(served, served.build_model(config), args.seed)
     elif args.service:
         model_game = served_limit_game(game).compiled  # hold'em's: its abstract game

@@ -68,8 +68,9 @@ moves) unless --mbbr-prior says otherwise. The report names the posterior and ex
 
 The game: --game, else the game file the log's header names when it is a bundled one
 (leduc.limit.3p.game is leduc3p, holdem.limit.2p.reverse_blinds.game holdem2p), else n-player
-Kuhn. Limit hold'em (2 players) replays with the hold'em posterior around the bundled blueprint,
-over its abstraction, in this process: a hidden decision is predicted by summing over every hole
+Kuhn. Limit hold'em (2 players) replays with the model a hold'em session plays (the hold'em
+posterior around the bundled blueprint, over its abstraction, its prior refitted when MBBR's solve
+refits it), in this process: a hidden decision is predicted by summing over every hole
 pair the opponent may hold; the prior column is the blueprint clipped to [epsilon, 1 - epsilon];
 the report adds each hand's summed log-loss and MBBR's paired difference to the prior.
 --in-process starts the service in this process (a free loopback port, a temporary SQLite file);

@@ -23,6 +23,7 @@ them; a caller reporting them elsewhere renames them (``server/conversion.rename
 from __future__ import annotations
 
 import abc
+import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, cast
@@ -273,6 +274,16 @@ class ServedGame(abc.ABC):
         """InvalidArgumentError naming the field (``config.mbbr.*``) if this game's model cannot
         run a validated ``config`` (every one, unless the game says otherwise)."""
         return None
+
+    def played_config(self, config: MBBRConfig) -> MBBRConfig:
+        """``config`` with :meth:`unset_config`'s values in the fields it leaves at MBBRConfig's
+        defaults, checked (:meth:`check_config`): what a model of this game runs in this process
+        (the in-process agent's, replay's), as a session leaving those fields unset would."""
+        unset: dict[str, Any] = self.unset_config()
+        kept = {k: v for k, v in unset.items() if getattr(config, k) == getattr(MBBRConfig, k)}
+        config = dataclasses.replace(config, **kept)
+        self.check_config(config)
+        return config
 
     @abc.abstractmethod
     def needs_solving(self, *, default_given: bool, prior_given: bool) -> bool:

@@ -25,6 +25,7 @@ from oppmodel.clients.cli import main
 from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES
 from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
+from oppmodel.modeling.holdem import served as served_module
 from oppmodel.modeling.holdem.posterior import HoldemPosterior, cards_of
 from oppmodel.modeling.holdem.response import HoldemMBBR, HoldemMBBRAgent
 from oppmodel.modeling.holdem.served import holdem_served
@@ -179,10 +180,15 @@ class _Recorded:
         self.source.close()
 
 
-def test_replay_predicts_with_the_model_the_agent_plays_refitted_as_it_refits() -> None:
+def test_replay_predicts_with_the_model_the_agent_plays_refitted_as_it_refits(
+    monkeypatch,
+) -> None:
     """The replay's models are those of MBBR fed the same hands by the match engine's agent
-    (``HoldemMBBRAgent.end_hand``): past H hands MBBR's solve refits the posterior's prior (the
-    tilt), and the replay's predictions after it are the refitted model's, bit for bit."""
+    (``HoldemMBBRAgent.end_hand``), solving as a session does (beside the model, taking effect
+    ``SOLVE_LAG`` hands later: 3 here, 50 in a session): past H hands MBBR's solve refits the
+    posterior's prior (the tilt), and the replay's predictions after it are the refitted
+    model's, bit for bit."""
+    monkeypatch.setattr(served_module, "SOLVE_LAG", 3)
     config = MBBRConfig(prior=Prior.INFORMED, hands_default=12)  # a solve (and refit) at hand 12
     hands = LOG.hands[:20]
     rules, source = holdem_replay_parts("holdem2p", config)
@@ -196,6 +202,7 @@ def test_replay_predicts_with_the_model_the_agent_plays_refitted_as_it_refits() 
         served.check,
         played,
         budget=played.safety_budget,
+        lag=served_module.SOLVE_LAG,
     )
     agent = HoldemMBBRAgent("mbbr", mbbr, seed=0)
     fresh = HoldemPosterior(served.spots, served.blueprint, played)

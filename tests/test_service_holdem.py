@@ -13,13 +13,14 @@ import asyncio
 import dataclasses
 import json
 import random
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 from acpc_support import AgentThread, run_dealer
-from service_support import connected, running_server
+from service_support import LOADED_DEADLINE, connected, running_server
 from test_acpc_service_agent import CommandThread
 
 from oppmodel.clients.acpc.agent import make_policy
@@ -29,9 +30,10 @@ from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.matchstate import MatchState
+from oppmodel.modeling.holdem import response, served
 from oppmodel.modeling.holdem.served import HoldemServedModel, holdem_served
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.mbbr.snapshot import SnapshotError
+from oppmodel.modeling.mbbr.snapshot import SnapshotError, decode, encode
 from oppmodel.modeling.observation import LimitObservation
 from oppmodel.server.conversion import spec_from_proto
 from oppmodel.server.metrics import Metrics
@@ -44,6 +46,13 @@ from oppmodel.v1 import opponent_model_pb2 as pb
 DATA = Path(__file__).parent / "data" / "acpc"
 HANDS = 12
 CONFIG = MBBRConfig(hands_default=5, seed=7, prior="informed", safety_budget=10.0, change_hazard=0)
+
+
+@pytest.fixture(autouse=True)
+def short_lag(monkeypatch) -> None:
+    """A solve takes effect 3 hands after it begins (a session's: 50), so that these dozen hands
+    see the first one (begun after hand 5) play from hand 9 on."""
+    monkeypatch.setattr(served, "SOLVE_LAG", 3)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +134,8 @@ def test_a_holdem_session_answers_as_the_library_and_after_a_reload(tmp_path: Pa
 
 def test_a_restored_snapshot_goes_on_as_the_model_fed_every_hand(hands) -> None:
     whole = library(hands)
-    half = library(hands[:7])  # after the first solve (hand 5): the response and bank are state
+    half = library(hands[:7])  # the first solve (begun after hand 5) is running: its copy is state
+    assert half.mbbr.pending is not None and "solving" in decode(half.snapshot())[1]
     restored = library([])
     restored.restore(half.snapshot())
     assert restored.snapshot() == half.snapshot()
@@ -141,7 +151,58 @@ def test_a_restored_snapshot_goes_on_as_the_model_fed_every_hand(hands) -> None:
         other.restore(half.snapshot())
     with pytest.raises(SnapshotError):
         restored.restore(b"not a snapshot")
+    meta, arrays = decode(half.snapshot())
+    for k, wrong in ((0, 4), (0, 9), (1, 1)):  # the solve's hand (begun after 5), its classes
+        bad = {**arrays, "solving": arrays["solving"].copy()}
+        bad["solving"][k] = wrong
+        with pytest.raises(SnapshotError):
+            restored.restore(encode(meta, bad))
     assert restored.snapshot() == whole.snapshot()  # nothing changed
+
+
+def test_a_decision_during_a_solve_is_answered_by_the_old_response(
+    tmp_path: Path, hands, monkeypatch
+) -> None:
+    """The response's solve runs beside the session's model: while it is held back here (begun
+    after hand 5), the Observe of that hand and of the next two and GetAction answer from the
+    response in play (the blueprint's, before the first solve), where the solve under the
+    model's lock held them all (the served match's fallbacks: a ~0.3 s solve past a decision's
+    292 ms budget). Released, it takes effect after hand 8: the session decides as the library
+    fed the same hands."""
+    held = threading.Event()
+    real = response.best_response
+
+    def held_back(*args):
+        assert held.wait(LOADED_DEADLINE)
+        return real(*args)
+
+    monkeypatch.setattr(response, "best_response", held_back)
+    lines = decision_lines(hands)
+    hand_8 = [line for line in lines if line.split(":")[2] == "7"]
+    game = holdem_served("holdem2p")
+    with connected(tmp_path / "db.sqlite", model_workers=0) as (client, port):
+        sid = client.create_session(game="holdem2p", opponent_labels=("opp",), config=CONFIG)
+        sid = sid.session_id
+        # a solve held under the model's lock holds these calls for good: 30 s tells
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=30.0) as prompt:
+            try:
+                assert prompt.observe(sid, hands[:7], first_sequence=1) == 7
+                assert hand_8
+                for line in hand_8:
+                    got = prompt.action(sid, matchstate=line, draw=1)
+                    decision = game.matchstate_decision(line)
+                    want = game.blueprint[decision.position, decision.infoset]
+                    assert got.probabilities == tuple(want) and not got.default_policy
+            finally:
+                held.set()
+        assert client.observe(sid, hands[7:], first_sequence=8) == HANDS
+        actions = [client.action(sid, matchstate=line, draw=3) for line in lines]
+    model = library(hands)
+    assert model.mbbr.solved_at == 5 and model.mbbr.shares != [0.0, 0.0]
+    for line, got in zip(lines, actions, strict=True):
+        decision = game.matchstate_decision(line)
+        want = model.action_probabilities(decision.position, decision.infoset)
+        assert got.probabilities == tuple(want)
 
 
 def test_a_long_holdem_session_snapshots_as_often_as_it_pays(tmp_path: Path, monkeypatch) -> None:

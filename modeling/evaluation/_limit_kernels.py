@@ -39,7 +39,7 @@ def unpack_tree(ints, floats):
     )  # fmt: skip
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # a hold'em solve runs beside the model's thread
 def best_response(ints, floats, profile, player, strategy):
     """A pure best response of ``player`` to ``profile`` on the packed tree (``unpack_tree``),
     written into ``strategy`` (zeroed; padding rows: call), and its value summed over deals."""
@@ -92,7 +92,7 @@ def _reach_step(above, below, moves, base, seen, skip):
             below[d] = above[d] * moves[base + seen[d]]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # a hold'em solve runs beside the model's thread
 def expected_values(tree, profile):
     """Sum over deals of each position's payoff, weighted by everyone's reach probability.
 

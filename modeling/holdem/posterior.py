@@ -42,6 +42,7 @@ betting situation and node toward what the opponent did (:mod:`~oppmodel.modelin
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import cast
 
@@ -274,12 +275,55 @@ class HoldemPosterior:
         expected counts now, make it the Dirichlets' prior mean (concentration ``eta``), and step
         the fit ``sweeps`` times over the hands with hidden cards under the new prior."""
         self._sync()
+        alpha0: list[np.ndarray] = []
+        thetas: list[list[np.ndarray | None]] = []
         for p, fit in enumerate(self.fits):
-            for d, q in enumerate(self.seats[p]):
-                tilt = self._tilt(q)
-                mean, self.thetas[p][d] = fit_tilt(tilt, self.base[q], fit.expected[d])
-                fit.alpha0[d] = self.eta * mean  # in place: the fit's kernels read this array
+            tilts = [
+                fit_tilt(self._tilt(q), self.base[q], fit.expected[d])
+                for d, q in enumerate(self.seats[p])
+            ]
+            alpha0.append(np.stack([self.eta * mean for mean, _ in tilts]))
+            thetas.append([theta for _, theta in tilts])
+        self.set_prior(alpha0, thetas, sweeps)
+
+    def set_prior(
+        self,
+        alpha0: list[np.ndarray],
+        thetas: list[list[np.ndarray | None]],
+        sweeps: int = REFIT_SWEEPS,
+    ) -> None:
+        """Make ``alpha0[p]`` ((n - 1, num_infosets, 3), a :meth:`refit`'s, maybe of an earlier
+        state of compiled sets: :meth:`detached`) position p's prior and ``thetas[p]`` its
+        situations' tilts, and step its fit ``sweeps`` times over the hands with hidden cards
+        under it."""
+        for p, fit in enumerate(self.fits):
+            fit.alpha0[:] = alpha0[p]  # in place: the fit's kernels read this array
+            self.thetas[p] = list(thetas[p])
             fit.converge(max_sweeps=sweeps)
+
+    def fit_states(self) -> list[tuple[int, dict[str, np.ndarray]]]:
+        """Each position's fit now, copied: its number of classes and its arrays
+        (``DirichletPosterior.state()``), what :meth:`detached` takes."""
+        return [(len(keys), state) for keys, state in (fit.state() for fit in self.fits)]
+
+    def detached(
+        self, states: list[tuple[int, dict[str, np.ndarray]]], alpha0: list[np.ndarray]
+    ) -> HoldemPosterior:
+        """A posterior at ``states`` (:meth:`fit_states`' of this one, now or earlier) with prior
+        parameters ``alpha0`` (per position, as the fits' then) that shares nothing either
+        changes: the sets, blueprint and tilt maps read-only, fits and tilts of its own. For
+        refitting and solving beside this one on compiled sets (whose numbering never grows: a
+        response's solve needs the compiled game anyway); it does not observe (its classes' keys
+        are their numbers)."""
+        other = copy.copy(self)
+        other.thetas = [list(row) for row in self.thetas]
+        other._tilts = dict(self._tilts)
+        other.fits = []
+        for p, (classes, state) in enumerate(states):
+            fit = DirichletPosterior(alpha0[p], self.blueprint.copy(), self.seats[p])
+            fit.restore(range(classes), state)
+            other.fits.append(fit)
+        return other
 
     def models_profile(self, p: int) -> np.ndarray:
         """(n, num_infosets, 3): each opponent's posterior mean in its row, the blueprint in

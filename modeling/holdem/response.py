@@ -27,12 +27,24 @@ within a safety budget against the blueprint's own play.
   the response plays every hand (a real blueprint is ruled out with probability at most 1e-9).
 - At each solve the posterior's tilted prior is fitted again (modeling/holdem/tilt.py).
 - For the first ``hands_default`` hands (MBBR's H) the agent plays the blueprint.
+- **The solve beside the model** (``lag`` > 0, a served session's: ``served.SOLVE_LAG``): a solve
+  due after hand h takes a copy of the fits (:meth:`HoldemPosterior.fit_states`, a few ms) and
+  runs on a thread of its own (:class:`Solving`: the refit and the best responses on the copy,
+  ~0.3 s), while the model goes on observing hands and answering decisions with the response
+  in play. Its result takes effect after hand ``h + lag`` exactly, whenever it was ready (the
+  observation of that hand waits for it if not): the refitted prior becomes the live fits' (and
+  their ``REFIT_SWEEPS`` steps), the responses and their losses the ones played. So what a
+  model plays is a function of the hands it observed alone, not of the machine's speed: a
+  reload's replay, a restored snapshot (it carries the copy) and ``acpc-agent --in-process``
+  play what the live session does. ``lag`` = 0 (the library's, the field's) solves inline.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -62,14 +74,20 @@ class HoldemMBBR:
         *,
         refresh: int = REFRESH,
         budget: float = BUDGET,
+        lag: int = 0,
     ) -> None:
         """``check``: the abstract game on an independent sample of deals (the same abstraction
         and recall, so the same information sets) the safety share is measured in; ``budget``
-        in the game's unit (mbb/h)."""
+        in the game's unit (mbb/h); ``lag``: hands from a solve's start to its effect (0:
+        inline; at most ``refresh``)."""
+        if not 0 <= lag <= refresh:
+            raise ValueError(f"lag {lag} is not within 0 and refresh ({refresh})")
         self.posterior = posterior
         self.check = check
         self.config = config or MBBRConfig()
         self.refresh = refresh
+        self.lag = lag
+        self.pending: Solving | None = None  # the solve running beside the model (lag > 0)
         self.budget_chips = check.rate_unit.to_chips(budget)
         blueprint = posterior.blueprint
         self._blueprint_ev = expected_values(check, blueprint)
@@ -77,7 +95,7 @@ class HoldemMBBR:
         self.strategies = [blueprint[p] for p in range(n)]  # what the response plays, per p
         self.shares = [0.0] * n  # the response's share of the next hand, per p
         self.losses = [0.0] * n  # chips a hand the response loses to the blueprint (check)
-        self.solved_at = -1  # hands seen at the last solve
+        self.solved_at = -1  # hands seen by the solve whose responses play (its start)
         self.bank = 0.0  # chips: the budget of the hands so far less their booked loss
         self.ruled_out = False  # whether the blueprint hypothesis is ruled out
 
@@ -87,29 +105,43 @@ class HoldemMBBR:
 
     def observe(self, obs: LimitObservation) -> None:
         """Add a finished hand; solve the responses again when ``refresh`` hands have passed
-        since the last solve (from hand H on)."""
+        since the last solve began (from hand H on): inline, or beside the model (``lag``), a
+        solve begun ``lag`` hands ago taking effect now."""
         p = obs.position
         self.bank += self.budget_chips - self.shares[p] * self.losses[p]
         self.posterior.observe(obs)
         self.ruled_out = self.ruled_out or self.posterior.log_odds >= RULE_OUT_LOG_ODDS
+        pending = self.pending
+        if pending is not None and self.hands >= pending.started_at + self.lag:
+            self.pending = None
+            alpha0, thetas, strategies, losses = pending.result()
+            self.posterior.set_prior(alpha0, thetas)
+            self._take(strategies, losses, pending.started_at)
+        began = self.solved_at if self.pending is None else self.pending.started_at
         due = self.hands >= self.config.hands_default
-        if due and (self.solved_at < 0 or self.hands - self.solved_at >= self.refresh):
-            self.solve()
+        if due and (began < 0 or self.hands - began >= self.refresh):
+            if self.lag:
+                self.begin_solve(self.hands, self.posterior.fit_states())
+            else:
+                self.solve()
         self._set_shares()
 
     def solve(self) -> None:
         """The best response of each position to its posterior mean now, and its share."""
-        self.posterior.refit()
-        blueprint = self.posterior.blueprint
-        game = self.posterior.spots.game
-        for p in range(game.num_players):
-            strategy, _ = best_response(game, self.posterior.models_profile(p), p)
-            against = blueprint.copy()
-            against[p] = strategy
-            loss = float(self._blueprint_ev[p] - expected_values(self.check, against)[p])
-            self.strategies[p] = strategy
-            self.losses[p] = loss
-        self.solved_at = self.hands
+        _, _, strategies, losses = solved(self.posterior, self.check, self._blueprint_ev)
+        self._take(strategies, losses, self.hands)
+
+    def begin_solve(self, started_at: int, states: list[tuple[int, dict[str, np.ndarray]]]) -> None:
+        """Start, on a thread of its own, the solve of the fits at ``states``: the posterior's
+        ``fit_states()`` after hand ``started_at`` (now, or a restored snapshot's solve); the
+        module's text. The prior is the fits' now: none changes while a solve runs."""
+        alpha0 = [fit.alpha0.copy() for fit in self.posterior.fits]
+        args = (self.posterior, states, alpha0, self.check, self._blueprint_ev)
+        self.pending = Solving(started_at, states, _solved_detached, *args)
+
+    def _take(self, strategies: list[np.ndarray], losses: list[float], solved_at: int) -> None:
+        self.strategies, self.losses = list(strategies), list(losses)
+        self.solved_at = solved_at
         self._set_shares()
 
     def _set_shares(self) -> None:
@@ -134,6 +166,70 @@ class HoldemMBBR:
         )
         table = self.strategies[p] if respond else self.posterior.blueprint[p]
         return table[infoset]
+
+
+# the refitted prior's parameters and situations' tilts, the responses and their losses
+Solution = tuple[list[np.ndarray], list[list[np.ndarray | None]], list[np.ndarray], list[float]]
+
+
+def solved(posterior: HoldemPosterior, check: LimitGame, blueprint_ev: np.ndarray) -> Solution:
+    """Refit ``posterior``'s prior (in place) and solve each position's best response to its
+    posterior mean: the new prior's parameters and tilts (per position), the responses and their
+    losses against the blueprint's own play in ``check`` (chips a hand; ``blueprint_ev``: the
+    blueprint's values there)."""
+    posterior.refit()
+    blueprint = posterior.blueprint
+    game = posterior.spots.game
+    strategies, losses = [], []
+    for p in range(game.num_players):
+        strategy, _ = best_response(game, posterior.models_profile(p), p)
+        against = blueprint.copy()
+        against[p] = strategy
+        losses.append(float(blueprint_ev[p] - expected_values(check, against)[p]))
+        strategies.append(strategy)
+    alpha0 = [fit.alpha0.copy() for fit in posterior.fits]
+    return alpha0, [list(row) for row in posterior.thetas], strategies, losses
+
+
+def _solved_detached(
+    posterior: HoldemPosterior,
+    states: list[tuple[int, dict[str, np.ndarray]]],
+    alpha0: list[np.ndarray],
+    check: LimitGame,
+    blueprint_ev: np.ndarray,
+) -> Solution:
+    """:func:`solved` of ``posterior.detached(states, alpha0)``: on the solve's thread, so that
+    the model's own thread only copies the fits' arrays (a new fit costs ~5-30 ms more)."""
+    return solved(posterior.detached(states, alpha0), check, blueprint_ev)
+
+
+class Solving:
+    """``solve(*args)`` running on a thread of its own, begun after hand ``started_at`` from the
+    fits at ``states`` (what a snapshot keeps of it)."""
+
+    def __init__(
+        self,
+        started_at: int,
+        states: list[tuple[int, dict[str, np.ndarray]]],
+        solve: Callable[..., Solution],
+        *args: object,
+    ) -> None:
+        self.started_at = started_at
+        self.states = states
+        self.future: Future[Solution] = Future()
+        thread = threading.Thread(target=self._run, args=(solve, args), name="holdem-solve")
+        thread.daemon = True  # a process may end with a solve running: its result is not needed
+        thread.start()
+
+    def _run(self, solve: Callable[..., Solution], args: tuple[object, ...]) -> None:
+        try:
+            self.future.set_result(solve(*args))
+        except BaseException as exc:  # raised by ``result()``, in the model's observe
+            self.future.set_exception(exc)
+
+    def result(self) -> Solution:
+        """The solution, once the thread has it."""
+        return self.future.result()
 
 
 class HoldemMBBRAgent:

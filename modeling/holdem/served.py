@@ -19,6 +19,15 @@ GetAction's row is the response's or the blueprint's for the whole hand: the han
 fixed function of the seed, the hands observed and our position (:func:`hand_draw`), so every
 decision of a hand (same hands observed) plays the same one, in any process and after a reload,
 and the expected loss against the blueprint is the share's (``HoldemMBBR``'s text).
+
+The response is solved beside the model (``HoldemMBBR``'s ``lag``): a solve begun after hand h
+(~0.3 s, every ``REFRESH`` hands) runs on a thread of its own and takes effect after hand
+h + ``SOLVE_LAG``, the old response answering until then; the session's model lock (and a model
+worker) is held only for the copy of the fits it starts from. The lag is in hands, not seconds,
+so the decisions are a function of the hands observed: a reload, a restored snapshot (which
+carries the running solve's copy) and ``acpc-agent --in-process`` play what the session played.
+At 100 hands/s the lag is 0.5 s; a solve not ready by then holds the observation of hand
+h + ``SOLVE_LAG`` until it is.
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ from oppmodel.modeling.observation import (
 )
 
 CHECK_DEALS = 500  # deals of the check game the safety share is measured on (the field's)
+SOLVE_LAG = 50  # hands from a solve's start to its effect (the module's text)
 PLAYERS = 2  # the hold'em posterior's
 SNAPSHOT_POSTERIOR = "holdem-dirichlet"  # the snapshot header's posterior
 
@@ -218,7 +228,7 @@ class HoldemServedModel:
         self.config = config
         posterior = HoldemPosterior(game.spots, game.blueprint, config)
         budget = config.safety_budget
-        self.mbbr = HoldemMBBR(posterior, game.check, config, budget=budget)
+        self.mbbr = HoldemMBBR(posterior, game.check, config, budget=budget, lag=SOLVE_LAG)
 
     @property
     def posterior(self) -> HoldemPosterior:
@@ -298,6 +308,9 @@ class HoldemServedModel:
 
     def nbytes(self) -> int:
         strategies = sum(s.nbytes for s in self.mbbr.strategies)
+        solving = self.mbbr.pending
+        if solving is not None:  # its copy of the fits (and the thread's own, about as large)
+            strategies += 2 * sum(a.nbytes for _, state in solving.states for a in state.values())
         return sum(fit.nbytes() for fit in self.posterior.fits) + strategies
 
     # -- snapshots --------------------------------------------------------------------------------
@@ -307,12 +320,15 @@ class HoldemServedModel:
             "num_players": PLAYERS,
             "game": self.game.compiled.name,
             "config": json.dumps(dataclasses.asdict(self.config), sort_keys=True, default=str),
+            "solve_lag": self.mbbr.lag,
         }
 
     def snapshot(self) -> bytes:
         """The state after the hands so far (``modeling/mbbr/snapshot.py``'s format): each
         position's fit (its classes' keys as stored hands), its prior's fitted mean, the
-        response, the share's bank and the evidence against the blueprint."""
+        response, the share's bank and the evidence against the blueprint; and a solve running
+        beside the model, by the copy of the fits it started from (``solving``: its hand and
+        each copy's classes; ``solving{p}.*``: the copies' arrays)."""
         mbbr, arrays = self.mbbr, {}
         for p, fit in enumerate(self.posterior.fits):
             fit_keys, state = fit.state()
@@ -326,6 +342,11 @@ class HoldemServedModel:
         arrays["scalars"] = np.array(
             [mbbr.solved_at, mbbr.bank, mbbr.ruled_out, self.posterior.log_odds], dtype=np.float64
         )
+        if mbbr.pending is not None:
+            classes = [m for m, _ in mbbr.pending.states]
+            arrays["solving"] = np.array([mbbr.pending.started_at, *classes], dtype=np.int64)
+            for p, (_, state) in enumerate(mbbr.pending.states):
+                arrays.update({f"solving{p}.{name}": a for name, a in state.items()})
         meta = {**self._identity(), "hands_observed": self.hands_observed}
         return encode(meta, arrays)
 
@@ -357,6 +378,13 @@ class HoldemServedModel:
         mbbr.solved_at, mbbr.bank = int(solved_at), float(bank)
         mbbr.ruled_out, posterior.log_odds = bool(ruled_out), float(log_odds)
         posterior.hands = hands
+        if "solving" in arrays:
+            started_at, *classes = (int(x) for x in take(arrays, "solving", "i8", (1 + PLAYERS,)))
+            if not solved_at < started_at <= hands < started_at + mbbr.lag:
+                raise SnapshotError(f"a solve begun at hand {started_at} is not running at {hands}")
+            states = [(m, section(arrays, f"solving{p}.")) for p, m in enumerate(classes)]
+            posterior.detached(states, [fit.alpha0 for fit in posterior.fits])  # they fit, or raise
+            mbbr.begin_solve(started_at, states)
 
 
 def _canonical(obs: LimitObservation) -> LimitObservation:

@@ -46,6 +46,22 @@ def test_every_hands_strength_on_a_board_equals_the_count_against_each_opponent(
         assert hs.tolist() == pytest.approx(direct, abs=1e-15)
 
 
+def test_the_radix_sort_of_a_boards_hands_is_a_stable_sort_by_value() -> None:
+    # values over the evaluator's whole range (a straight flush's category is the top bits),
+    # many ties and digits that are the same in every key (a pass that moves nothing)
+    rng = np.random.default_rng(11)
+    top = 1 << kernels.VALUE_BITS
+    for values in (
+        rng.integers(0, top, 1081),
+        rng.integers(0, 16, 1081) << 26,
+        rng.integers(top - 5, top, 900),
+        np.zeros(3, dtype=np.int64),
+    ):
+        keys = (values << kernels.INDEX_BITS) | np.arange(values.size)
+        got = kernels._sorted_by_value(keys.astype(np.int64))
+        assert (got & kernels.INDEX_MASK).tolist() == np.argsort(values, kind="stable").tolist()
+
+
 def test_the_table_orders_the_classes_as_known_pairs_first_and_seven_deuce_near_last() -> None:
     table = preflop_table()
     order = sorted(np.ndindex(13, 13), key=lambda cell: -table[cell])

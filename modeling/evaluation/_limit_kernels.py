@@ -46,7 +46,7 @@ def best_response(ints, floats, profile, player, strategy):
     tree = unpack_tree(ints, floats)
     size = strategy.shape[0]
     cfv = np.zeros((size, NUM_ACTIONS))
-    own_reach = np.zeros(size)
+    own_reach = np.zeros(0)  # the choices need none: the sweep skips the player's own reach
     choice = np.full(size, -1, dtype=np.int64)
     value = sweep(tree, profile, player, True, cfv, own_reach, choice)
     for i in range(size):

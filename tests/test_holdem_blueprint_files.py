@@ -20,6 +20,7 @@ from oppmodel.modeling.games.acpc.abstraction import (
 from oppmodel.modeling.games.acpc.bundled import GAMES_FOLDER, HOLDEM_BLUEPRINTS
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.solved import CACHE_ENV
+from oppmodel.modeling.holdem import blueprint as blueprint_module
 from oppmodel.modeling.holdem.blueprint import Blueprint
 from oppmodel.modeling.holdem.policy import Spot, live_holes
 from oppmodel.modeling.holdem.styles import bundled_blueprint
@@ -65,6 +66,28 @@ def test_the_bundled_flop_tables_answer_what_the_abstraction_computes(short: str
         read = blueprint.flops.range_buckets(board)
         assert read is not None
         assert np.array_equal(read, blueprint.cards.range_buckets(board)), board
+
+
+def test_the_kept_range_buckets_are_each_abstractions_own_and_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(blueprint_module, "BUCKET_CACHE", 3)
+    cards = bundled_blueprint("holdem2p").cards
+    other = CardAbstraction(cards.config, tuple(cut + 0.05 for cut in cards.cuts))
+    rng = np.random.default_rng(3)
+    boards = [tuple(int(c) for c in rng.choice(52, 4, replace=False)) for _ in range(4)]
+    differ = 0
+    for _ in range(2):  # again: some kept, some dropped (3 kept of the 8 asked for)
+        for board in boards:
+            mine = blueprint_module._buckets(cards, None, board)
+            theirs = blueprint_module._buckets(other, None, board)
+            assert np.array_equal(mine, cards.range_buckets(board))
+            assert np.array_equal(theirs, other.range_buckets(board))
+            assert not mine.flags.writeable and not theirs.flags.writeable
+            assert np.array_equal(blueprint_module._buckets(cards, None, board), mine)
+            differ += not np.array_equal(mine, theirs)
+            assert len(blueprint_module._BUCKETS) <= 3
+    assert differ  # the same boards, other cuts: not one abstraction's buckets for the other
 
 
 def test_a_flop_table_of_another_abstraction_is_refused(tmp_path: Path) -> None:

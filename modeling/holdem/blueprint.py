@@ -27,6 +27,8 @@ import hashlib
 import json
 import logging
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,7 @@ log = logging.getLogger(__name__)
 
 GZIP_MAGIC = b"\x1f\x8b"  # a gzip-compressed strategy file (the bundled blueprints) reads as one
 CACHE_VERSION = 1  # of the binary cache's layout: a change makes every cached file's key differ
+BUCKET_CACHE = 256  # boards whose range buckets are kept (10.6 KB each), the last asked for
 
 
 @dataclass(frozen=True)
@@ -210,11 +213,33 @@ def range_views(
 
 
 def _buckets(cards: CardAbstraction, flops: FlopTable | None, board: tuple[int, ...]) -> np.ndarray:
-    if flops is not None and len(board) == BOARD_SIZES[FLOP]:
-        read = flops.range_buckets(board)
-        if read is not None:
-            return read
-    return cards.range_buckets(board)
+    """(1326,) the buckets of every hand on ``board`` (read-only), kept for the last
+    ``BUCKET_CACHE`` boards asked for: a hand's decisions and then its update ask for the same
+    boards, and bucketing a board again (its canonical values relabelled, then cut) was half of
+    a decision's view lookup. An entry holds its abstraction and table, so their ids
+    in its key are theirs as long as it lives."""
+    key = (id(cards), id(flops), board)
+    with _BUCKETS_LOCK:
+        kept = _BUCKETS.get(key)
+        if kept is not None:
+            _BUCKETS.move_to_end(key)
+            return kept[2]
+    read = (
+        flops.range_buckets(board)
+        if flops is not None and len(board) == BOARD_SIZES[FLOP]
+        else None
+    )
+    out = cards.range_buckets(board) if read is None else read
+    out.setflags(write=False)
+    with _BUCKETS_LOCK:
+        _BUCKETS[key] = (cards, flops, out)
+        if len(_BUCKETS) > BUCKET_CACHE:
+            _BUCKETS.popitem(last=False)
+    return out
+
+
+_BUCKETS: OrderedDict[tuple[int, int, tuple[int, ...]], tuple[Any, Any, np.ndarray]] = OrderedDict()
+_BUCKETS_LOCK = threading.Lock()  # served sessions decide in threads
 
 
 def _has(index: list[dict[str, int]], view: str, betting: str) -> bool:

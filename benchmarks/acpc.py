@@ -71,14 +71,14 @@ REFERENCE_HANDS_PER_SECOND = 3000 / 0.7
 HOLDEM_FILE = game_path("holdem2p")
 
 
-def start_service(workdir: Path) -> tuple[subprocess.Popen, str]:
+def start_service(workdir: Path, stderr=subprocess.DEVNULL) -> tuple[subprocess.Popen, str]:
     """``oppmodel serve`` in its own process on a free loopback port; waits until it answers."""
     (port,) = free_ports()
     command = [sys.executable, "-m", "oppmodel.clients.cli", "serve", "--port", str(port)]
     command += ["--db", str(workdir / "bench.sqlite")]
-    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, cwd=ROOT, stderr=stderr)
     target = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a loaded machine starts it slowly
     with OpponentModelClient(target, timeout=1.0) as client:
         while True:
             try:
@@ -264,11 +264,17 @@ def load_sampler(samples: list[float], stop: threading.Event) -> threading.Threa
     return thread
 
 
-def holdem_match(hands: int, rate: float, opponent: str, workdir: Path, seed: int) -> dict:
+def holdem_match(
+    hands: int, rate: float, opponent: str, workdir: Path, seed: int, logs: Path | None = None
+) -> dict:
     """Issue 35's served hold'em match (see the module's text): the agent's tally and the
-    figures around it."""
+    figures around it. With ``logs``, the server's and the agent's stderr and the dealer's log
+    are kept there (server.log, agent.log, holdem.log)."""
     game = read_game_def(HOLDEM_FILE)
-    server, target = start_service(workdir)
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
+    kept = (lambda name: open(logs / name, "w")) if logs else (lambda _name: None)  # noqa: SIM115
+    server, target = start_service(workdir, kept("server.log") or subprocess.DEVNULL)
     stamps: list[float] = []
     loads: list[float] = []
     try:
@@ -281,7 +287,7 @@ def holdem_match(hands: int, rate: float, opponent: str, workdir: Path, seed: in
                 seed=42,
                 names=("mbbr", opponent),
                 quiet=True,
-                log_path=workdir / "holdem.log",
+                log_path=(logs or workdir) / "holdem.log",
                 start_timeout_ms=600_000,
                 fixed_seats=True,
             ),
@@ -293,7 +299,9 @@ def holdem_match(hands: int, rate: float, opponent: str, workdir: Path, seed: in
         command = [sys.executable, "-m", "oppmodel.clients.commands.acpc_agent_cmd"]
         command += [str(HOLDEM_FILE), "127.0.0.1", str(ports[0]), "--service", target]
         command += ["--seed", str(seed), "--json", "--service-wait", "600"]
-        agent = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        agent = subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=kept("agent.log"), text=True
+        )
         policy = Paced(make_policy(opponent, game, seed + 1), rate)
         other = threading.Thread(
             target=lambda: play_match(game, connect("127.0.0.1", ports[1], 60), policy),
@@ -344,11 +352,12 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=100.0, help="--holdem: hands/s at most")
     parser.add_argument("--opponent", default="calling-station", help="--holdem: the style")
     parser.add_argument("--seed", type=int, default=0, help="--holdem: the agents' seed")
+    parser.add_argument("--logs", type=Path, help="--holdem: keep the logs here")
     args = parser.parse_args()
     if args.holdem:
         with tempfile.TemporaryDirectory() as tmp:
             hands = args.hands or (200 if args.quick else 3000)
-            report = holdem_match(hands, args.rate, args.opponent, Path(tmp), args.seed)
+            report = holdem_match(hands, args.rate, args.opponent, Path(tmp), args.seed, args.logs)
         print(json.dumps(report, indent=None if args.json else 2))
         return
     hands, repeats = (1000, 3) if args.quick else (3000, 5)

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from oppmodel.modeling.errors import UnavailableError
-from oppmodel.server.priority import yield_to_the_loop
 
 T = TypeVar("T")
 log = logging.getLogger("oppmodel.server")
@@ -71,7 +70,6 @@ def serve_objects(sock: socket.socket) -> None:
 
 def _answer_requests(sock: socket.socket) -> None:
     objects: Objects = {}
-    yield_to_the_loop()
     sock.sendall(_HEADER.pack(0))  # ready
     while (header := _read_exactly(sock, _HEADER.size)) is not None:
         body = _read_exactly(sock, _HEADER.unpack(header)[0])

@@ -338,11 +338,16 @@ def _is_set(message: pb.Observation, name: str) -> bool:
 
 
 # -- information states ----------------------------------------------------------------------------
-def info_state_from_proto(game: Game, request: pb.GetActionRequest) -> Decision:
+def info_state_from_proto(game: Game, request: pb.GetActionRequest) -> Decision | str:
     """The decision (position, information set index, betting so far) of a GetActionRequest's
-    information state, checked to be one where that position is to act."""
+    information state, checked to be one where that position is to act; or its MATCHSTATE line
+    as is for a game whose arithmetic does not run on the event loop (``ServedGame.runs_inline``:
+    hold'em's lookup buckets the board, which the model's host then looks up beside the hand's
+    update: ``ModelHost.decide``)."""
     which = request.WhichOneof("state")
     if which == "matchstate":
+        if not game.runs_inline:
+            return request.matchstate
         return game.matchstate_decision(request.matchstate)
     if which is None:
         return game.field_decision(None)

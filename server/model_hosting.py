@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from oppmodel.modeling.errors import UnavailableError
+from oppmodel.modeling.games.interface import Decision
 from oppmodel.server.model_worker import ModelWorker
 from oppmodel.server.session_models import build_model, observe_all, replay, restored
 from oppmodel.server.session_spec import Game, Limits, Model, Observation, SessionSpec
@@ -54,6 +55,14 @@ class ModelHost(ABC):
     async def compute_all(self, calls: Sequence[Call]) -> list[Any]:
         """``model.method(*args)`` of each ``(method, args)`` in order, in one go: one round
         trip to a model worker for all (a reader of many answers at one posterior)."""
+
+    async def decide(self, spot: Decision | str) -> tuple[Decision, np.ndarray]:
+        """Our decision and the row the policy plays there: ``spot``'s, or the decision of a
+        MATCHSTATE line looked up where the model is (``conversion.info_state_from_proto``'s
+        lines: hold'em's, whose lookup buckets the board as the hand's update then does)."""
+        if isinstance(spot, str):
+            return await self.compute("matchstate_action", spot)
+        return spot, await self.compute("action_probabilities", spot.position, spot.infoset)
 
     @abstractmethod
     async def observe(self, hands: Sequence[Observation]) -> float:

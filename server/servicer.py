@@ -388,11 +388,9 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
     @_rpc("GetAction")
     async def GetAction(self, request, context, owner):
         session = await self.manager.get(owner, request.session_id)
-        position, infoset, history = conversion.info_state_from_proto(session.game, request)
-        choice = await self.manager.action(
-            session, position=position, infoset=infoset, draw=request.draw
-        )
-        return conversion.action_to_proto(choice, session.game, history)
+        spot = conversion.info_state_from_proto(session.game, request)
+        choice, decision = await self.manager.action(session, spot, draw=request.draw)
+        return conversion.action_to_proto(choice, session.game, decision.betting)
 
 
 def _response_reply(game: Game, position: int, answer: ResponseAnswer) -> pb.GetResponseResponse:

@@ -36,6 +36,7 @@ from oppmodel.modeling.errors import (
     ResourceExhaustedError,
     UnavailableError,
 )
+from oppmodel.modeling.games.interface import Decision
 from oppmodel.modeling.mbbr.base import OpponentInsight
 from oppmodel.server.action_draw import draw_action, uniform_draw
 from oppmodel.server.live_session import LiveSession, SessionLock
@@ -476,21 +477,22 @@ class SessionManager:
         return won
 
     async def action(
-        self, session: LiveSession, *, position: int, infoset: int, draw: int
-    ) -> ActionChoice:
-        """The policy's action at our information set ``infoset`` (an index of the session's
-        game, checked by the caller) in ``position``."""
+        self, session: LiveSession, spot: Decision | str, *, draw: int
+    ) -> tuple[ActionChoice, Decision]:
+        """The policy's action at our decision ``spot`` (checked by the caller), or at a
+        MATCHSTATE line's, looked up where the model is (``ModelHost.decide``); and the decision."""
         game = session.game
         async with self.locked(session, write=False) as session:
             hands = session.hands_observed
             # solves only the deals of this hole of ours, once per change of the posterior
-            row = await session.host.compute("action_probabilities", position, infoset)
+            (position, infoset, betting), row = await session.host.decide(spot)
         probabilities = tuple(np.asarray(row, dtype=np.float64).tolist())
         u = uniform_draw(session.spec.config.seed, hands, position, infoset, draw)
-        return ActionChoice(
+        choice = ActionChoice(
             action=draw_action(probabilities, u),
             probabilities=probabilities,
             infostate=game.infoset_string(position, infoset),
             default_policy=hands < session.spec.config.hands_default,
             hands_observed=hands,
         )
+        return choice, Decision(position, infoset, betting)

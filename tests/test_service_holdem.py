@@ -134,6 +134,40 @@ def test_a_holdem_session_answers_as_the_library_and_after_a_reload(tmp_path: Pa
         assert answers(client, sid, lines) == before
 
 
+def test_a_holdem_decision_is_looked_up_in_the_model_worker(
+    tmp_path: Path, hands, monkeypatch
+) -> None:
+    """GetAction's MATCHSTATE lookup (a new turn board's buckets: ~2 ms) runs in the model
+    worker beside the model, whose update of the hand then finds the board bucketed; the server
+    process looks nothing up (it bucketed every board the worker bucketed again: ~3 ms of the
+    served match's ~22 ms of server CPU a hand). The answers are the library's."""
+    looked_up: list[str] = []  # by this (the server's) process; the worker is another
+    real = served.HoldemServed.matchstate_decision
+
+    def spy(self, line: str):
+        looked_up.append(line)
+        return real(self, line)
+
+    monkeypatch.setattr(served.HoldemServed, "matchstate_decision", spy)
+    lines = [line for line in decision_lines(hands) if line.split(":")[2] in ("4", "5")]
+    assert any(line.split(":")[3].count("/") >= 2 for line in lines)  # turns and rivers
+    with connected(tmp_path / "db.sqlite", model_workers=1) as (client, _):
+        sid = client.create_session(game="holdem2p", opponent_labels=("opp",), config=CONFIG)
+        sid = sid.session_id
+        assert client.observe(sid, hands[:4], first_sequence=1) == 4
+        actions = [client.action(sid, matchstate=line, draw=3) for line in lines]
+        head, cards = lines[-1].rsplit(":", 1)
+        bad = f"{head}:{cards.replace(cards.split('/')[0].strip('|'), 'AsAs', 1)}"
+        assert _field(lambda: client.action(sid, matchstate=bad)) == "matchstate"  # the worker's
+    assert looked_up == []
+    model, game = library(hands[:4]), holdem_served("holdem2p")
+    for line, got in zip(lines, actions, strict=True):
+        decision = game.matchstate_decision(line)
+        want = model.action_probabilities(decision.position, decision.infoset)
+        assert got.probabilities == tuple(want)
+        assert got.infostate == game.infoset_string(decision.position, decision.infoset)
+
+
 def test_a_restored_snapshot_goes_on_as_the_model_fed_every_hand(hands) -> None:
     whole = library(hands)
     half = library(hands[:7])  # the first solve (begun after hand 5) is running: its copy is state

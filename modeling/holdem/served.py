@@ -324,6 +324,13 @@ class HoldemServedModel:
         table = self.mbbr.strategies[our_position] if respond else self.game.blueprint[our_position]
         return table[infoset].copy()
 
+    def matchstate_action(self, line: str) -> tuple[Decision, np.ndarray]:
+        """A MATCHSTATE line's decision and its :meth:`action_probabilities`: the service looks
+        a hold'em decision up where the model is (``ModelHost.decide``), so the boards it
+        buckets are those the hand's update finds bucketed (the buckets are kept per process)."""
+        decision = self.game.matchstate_decision(line)
+        return decision, self.action_probabilities(decision.position, decision.infoset)
+
     def opponent_counts(self) -> np.ndarray:
         counts = np.zeros_like(self.game.blueprint)
         for p, fit in enumerate(self.posterior.fits):

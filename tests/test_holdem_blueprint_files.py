@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,7 @@ def test_the_kept_range_buckets_are_each_abstractions_own_and_bounded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(blueprint_module, "BUCKET_CACHE", 3)
+    monkeypatch.setattr(blueprint_module, "_BUCKETS", OrderedDict())  # not the other tests' boards
     cards = bundled_blueprint("holdem2p").cards
     other = CardAbstraction(cards.config, tuple(cut + 0.05 for cut in cards.cuts))
     rng = np.random.default_rng(3)

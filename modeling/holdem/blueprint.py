@@ -233,7 +233,7 @@ def _buckets(cards: CardAbstraction, flops: FlopTable | None, board: tuple[int, 
     out.setflags(write=False)
     with _BUCKETS_LOCK:
         _BUCKETS[key] = (cards, flops, out)
-        if len(_BUCKETS) > BUCKET_CACHE:
+        while len(_BUCKETS) > BUCKET_CACHE:
             _BUCKETS.popitem(last=False)
     return out
 

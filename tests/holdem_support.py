@@ -13,11 +13,25 @@ from oppmodel.modeling.games.acpc.bundled import game_path
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, abstract_game
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.holdem.match import PolicyAgent
+from oppmodel.modeling.holdem.policy import HoldemPolicy
 from oppmodel.modeling.holdem.posterior import AbstractSpots
 from oppmodel.modeling.holdem.sets import LazySets
+from oppmodel.modeling.observation import LimitObservation
 
 SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
 SMALL = AbstractGameConfig(SMALL_CARDS, deals=200, seed=2)
+
+
+class RecordingAgent(PolicyAgent):
+    """A policy's seat that keeps every hand's end as it saw it (what an observer would send)."""
+
+    def __init__(self, name: str, policy: HoldemPolicy, seed: int) -> None:
+        super().__init__(name, policy, seed)
+        self.seen: list[LimitObservation] = []
+
+    def end_hand(self, obs: LimitObservation) -> None:
+        self.seen.append(obs)
 
 
 def small_spots(game: str | Path = "holdem2p") -> AbstractSpots:

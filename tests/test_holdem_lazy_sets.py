@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from holdem_support import as_compiled, lazy_twin, one_raise_3p, seeded_blueprint, small_spots
+from holdem_support import (
+    RecordingAgent,
+    as_compiled,
+    lazy_twin,
+    one_raise_3p,
+    seeded_blueprint,
+    small_spots,
+)
 
 from oppmodel.modeling.games.acpc.bundled import game_path
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
-from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
+from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.holdem.policy import CARD_NAMES, Spot
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, cards_of
 from oppmodel.modeling.holdem.sets import LazySets
@@ -26,19 +33,13 @@ CONFIG = MBBRConfig(eta=4.0)
 TOLERANCE = 1e-12  # the same sums in another order (a class's rows sort by their indices)
 
 
-class _Recorder(PolicyAgent):
-    def __init__(self, name: str, game: HoldemGame, seed: int) -> None:
-        super().__init__(name, holdem_policy(name, game.gamedef), seed)
-        self.seen: list[LimitObservation] = []
-
-    def end_hand(self, obs: LimitObservation) -> None:
-        self.seen.append(obs)
-
-
 def _hands(gamedef, names: list[str], hands: int, seed: int) -> list[LimitObservation]:
     """Every seat's observations of a seeded match, hand by hand."""
     game = HoldemGame("holdem", gamedef)
-    seats = [_Recorder(name, game, seed + k) for k, name in enumerate(names)]
+    seats = [
+        RecordingAgent(name, holdem_policy(name, game.gamedef), seed + k)
+        for k, name in enumerate(names)
+    ]
     play_holdem_match(game, seats, game.deal_sequence(hands, seed))
     return [obs for hand in zip(*(s.seen for s in seats), strict=True) for obs in hand]
 

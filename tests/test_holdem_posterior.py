@@ -9,11 +9,11 @@ import itertools
 
 import numpy as np
 import pytest
-from holdem_support import betting_moves, seeded_blueprint, small_spots
+from holdem_support import RecordingAgent, betting_moves, seeded_blueprint, small_spots
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES, BOARD_SIZES, HOLE_INDEX
-from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
+from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.holdem.policy import CARD_NAMES, Uniform
 from oppmodel.modeling.holdem.posterior import NO_DEAL, AbstractSpots, HoldemPosterior, cards_of
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -137,21 +137,15 @@ def test_a_shown_hand_adds_exactly_its_actions_counts(spots) -> None:
     assert counts.sum() == 4  # the opponent (position 0) raised preflop, checked after
 
 
-class _Recorder(PolicyAgent):
-    def __init__(self, seed: int) -> None:
-        super().__init__("uniform", Uniform(), seed)
-        self.seen: list[LimitObservation] = []
-
-    def end_hand(self, obs: LimitObservation) -> None:
-        self.seen.append(obs)
-
-
 @pytest.mark.parametrize("seed", [3, 4])
 def test_over_played_hands_counts_stay_non_negative_and_sum_to_the_moves_seen(
     spots, seed: int
 ) -> None:
     game = HoldemGame("holdem2p", spots.game.gamedef)
-    agents = [_Recorder(seed), _Recorder(seed + 10)]
+    agents = [
+        RecordingAgent("uniform", Uniform(), seed),
+        RecordingAgent("uniform", Uniform(), seed + 10),
+    ]
     play_holdem_match(game, agents, game.deal_sequence(40, seed))
     posterior = HoldemPosterior(spots, seeded_blueprint(spots, seed))
     moves = [0, 0]
@@ -170,7 +164,7 @@ def test_merged_rows_fit_as_one_row_per_hole_pair(spots) -> None:
     """Each hole pair its own row of weight 1 (the evidence before rows merged) and the merged
     evidence give the same fixed point, the same likelihoods, over a played stream."""
     game = HoldemGame("holdem2p", spots.game.gamedef)
-    agents = [_Recorder(5), _Recorder(15)]
+    agents = [RecordingAgent("uniform", Uniform(), 5), RecordingAgent("uniform", Uniform(), 15)]
     play_holdem_match(game, agents, game.deal_sequence(40, 5))
     blueprint = seeded_blueprint(spots, 5)
     merged, expanded = HoldemPosterior(spots, blueprint), HoldemPosterior(spots, blueprint)

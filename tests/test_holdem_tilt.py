@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 import pytest
-from holdem_support import seeded_blueprint, small_spots
+from holdem_support import RecordingAgent, seeded_blueprint, small_spots
 
-from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
+from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
 from oppmodel.modeling.holdem.styles import holdem_policy
 from oppmodel.modeling.holdem.tilt import LIMIT, TiltMap, fit_level, tilted
@@ -26,20 +26,11 @@ def spots() -> AbstractSpots:
     return small_spots()
 
 
-class _Recorder(PolicyAgent):
-    def __init__(self, name: str, game: HoldemGame, seed: int) -> None:
-        super().__init__(name, holdem_policy(name, game.gamedef), seed)
-        self.seen: list[LimitObservation] = []
-
-    def end_hand(self, obs: LimitObservation) -> None:
-        self.seen.append(obs)
-
-
 def _hands(spots: AbstractSpots, opponent: str, hands: int, seed: int) -> list[LimitObservation]:
     """What a uniform player saw of ``hands`` hands against ``opponent``."""
     game = HoldemGame("holdem2p", spots.game.gamedef)
-    us = _Recorder("uniform", game, seed)
-    them = _Recorder(opponent, game, seed + 1)
+    us = RecordingAgent("uniform", holdem_policy("uniform", game.gamedef), seed)
+    them = RecordingAgent(opponent, holdem_policy(opponent, game.gamedef), seed + 1)
     play_holdem_match(game, [us, them], game.deal_sequence(hands, seed))
     return us.seen
 

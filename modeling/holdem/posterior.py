@@ -50,14 +50,20 @@ import numpy as np
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES, HOLE_INDEX, CardAbstraction
-from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, CALL, NUM_ACTIONS, ROUND_SEPARATOR
+from oppmodel.modeling.games.acpc.betting import (
+    ACTION_LETTERS,
+    CALL,
+    NUM_ACTIONS,
+    ROUND_SEPARATOR,
+    BettingState,
+)
 from oppmodel.modeling.games.acpc.flop_table import FlopTable
 from oppmodel.modeling.games.acpc.hand_rank import card_index
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.holdem.blueprint import range_views
 from oppmodel.modeling.holdem.policy import DECK_SIZE, live_holes
-from oppmodel.modeling.holdem.sets import CompiledSets, LazySets
+from oppmodel.modeling.holdem.sets import CompiledSets, LazySets, situation
 from oppmodel.modeling.holdem.strength import hole_rows
 from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt, tilted_rows
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
@@ -351,21 +357,47 @@ class HoldemPosterior:
         new = slice(self.size, sets.size)
         legal = sets.legal_mask[:, new]
         self.blueprint[:, new] = sets.blueprint[:, new]
-        mean = np.where(legal, np.clip(sets.blueprint[:, new], self.epsilon, 1 - self.epsilon), 0)
-        alpha = self.eta * mean / mean.sum(axis=2, keepdims=True)
+        alpha = self._clipped(sets.blueprint[:, new], legal)
         self.base[:, new] = alpha / self.eta
         situations = sets.situation[new]
         for p, fit in enumerate(self.fits):
             for d, q in enumerate(self.seats[p]):
-                theta = self.thetas[p][d]
-                rows = alpha[q]
-                if theta is not None:
-                    rows = self.eta * tilted_rows(self.base[q, new], legal[q], theta[situations])
-                fit.alpha0[d, new] = rows
+                fit.alpha0[d, new] = self._prior_rows(p, d, alpha[q], legal[q], situations)
             fit.profile[:, new] = self.blueprint[:, new]
             prior = fit.alpha0[:, new]
             fit.profile[fit.seats, new] = prior / prior.sum(axis=2, keepdims=True)
         self.size = sets.size
+
+    def mean_rows(self, p: int, state: BettingState) -> np.ndarray:
+        """(views, 3) from our position ``p``, the posterior mean of the opponent to act at
+        ``state`` (a decision node of lazy sets), numbering nothing: a node not numbered has
+        the prior's mean :meth:`_sync` would give it now (as a numbered node no hand reached)."""
+        sets = cast(LazySets, self.sets)
+        found = sets.numbered(state.betting)
+        if found is not None:
+            base, round_, q = found
+            return self.models_profile(p)[q, base : base + sets.views[round_]]
+        legal, blueprint = sets.rows_of(state)
+        legal = np.broadcast_to(legal, blueprint.shape)
+        d = self.seats[p].index(state.player)
+        where = np.full(len(blueprint), situation(state.round, legal[0]))
+        prior = self._prior_rows(p, d, self._clipped(blueprint, legal), legal, where)
+        return prior / prior.sum(axis=1, keepdims=True)
+
+    def _clipped(self, blueprint: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """The informed prior's parameters of blueprint rows (``prior_alpha``'s)."""
+        mean = np.where(legal, np.clip(blueprint, self.epsilon, 1 - self.epsilon), 0)
+        return self.eta * mean / mean.sum(axis=-1, keepdims=True)
+
+    def _prior_rows(
+        self, p: int, d: int, alpha: np.ndarray, legal: np.ndarray, situations: np.ndarray
+    ) -> np.ndarray:
+        """Position ``p``'s prior parameters for rows of its ``d``-th opponent whose clipped
+        parameters are ``alpha``: tilted by their situations' tilt of the last refit, if any."""
+        theta = self.thetas[p][d]
+        if theta is None:
+            return alpha
+        return self.eta * tilted_rows(alpha / self.eta, legal, theta[situations])
 
     def _grow(self, capacity: int) -> None:
         """Every array of ``self.capacity`` sets made ``capacity`` (a padding row calls): the

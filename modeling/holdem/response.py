@@ -26,6 +26,14 @@ within a safety budget against the blueprint's own play.
   against the blueprint (``HoldemPosterior.log_odds``) reaches ``RULE_OUT_ODDS`` the guard ends and
   the response plays every hand (a real blueprint is ruled out with probability at most 1e-9).
 - At each solve the posterior's tilted prior is fitted again (modeling/holdem/tilt.py).
+- **Where the abstract game does not compile** (the ACPC 3-player game; ``check`` None, the
+  posterior on sets numbered as met) there is no solve: each decision estimates its actions'
+  values against the posterior means (:mod:`oppmodel.modeling.holdem.decision`) and deviates
+  from the blueprint to the best action only where its gain exceeds its standard error and the
+  bank covers the deviation: its loss against the blueprint's own play (the same estimate with
+  the opponents playing the blueprint) plus that loss's standard error, booked when it is taken.
+  Once the blueprint is ruled out no loss is estimated or booked. Every ``refresh`` hands the
+  tilted prior is refitted.
 - For the first ``hands_default`` hands (MBBR's H) the agent plays the blueprint.
 - **The solve beside the model** (``lag`` > 0, a served session's: ``served.SOLVE_LAG``): a solve
   due after hand h takes a copy of the fits (:meth:`HoldemPosterior.fit_states`, a few ms) and
@@ -45,14 +53,18 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from typing import cast
 
 import numpy as np
 
 from oppmodel.modeling.evaluation.limit import best_response, expected_values
+from oppmodel.modeling.games.acpc.betting import NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.holdem.decision import BLUEPRINT, MODEL, DecisionValues, gains
 from oppmodel.modeling.holdem.match import HoldemGame, drawn_action
 from oppmodel.modeling.holdem.policy import Spot
 from oppmodel.modeling.holdem.posterior import HoldemPosterior
+from oppmodel.modeling.holdem.sets import LazySets
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.safety import RULE_OUT_ODDS
 from oppmodel.modeling.observation import LimitObservation
@@ -69,28 +81,38 @@ class HoldemMBBR:
     def __init__(
         self,
         posterior: HoldemPosterior,
-        check: LimitGame,
+        check: LimitGame | None,
         config: MBBRConfig | None = None,
         *,
         refresh: int = REFRESH,
         budget: float = BUDGET,
         lag: int = 0,
+        decisions: DecisionValues | None = None,
     ) -> None:
         """``check``: the abstract game on an independent sample of deals (the same abstraction
-        and recall, so the same information sets) the safety share is measured in; ``budget``
-        in the game's unit (mbb/h); ``lag``: hands from a solve's start to its effect (0:
-        inline; at most ``refresh``)."""
-        if not 0 <= lag <= refresh:
-            raise ValueError(f"lag {lag} is not within 0 and refresh ({refresh})")
+        and recall, so the same information sets) the safety share is measured in, or None to
+        respond at each decision (the module's text; ``decisions``: its estimator, seeded with
+        ``config.seed`` if not given); ``budget`` in the game's unit (mbb/h); ``lag``: hands
+        from a solve's start to its effect (0: inline; at most ``refresh``)."""
+        if not 0 <= lag <= refresh or (check is None and lag):
+            raise ValueError(f"lag {lag} is not within 0 and refresh ({refresh}), or not inline")
         self.posterior = posterior
         self.check = check
         self.config = config or MBBRConfig()
         self.refresh = refresh
         self.lag = lag
         self.pending: Solving | None = None  # the solve running beside the model (lag > 0)
-        self.budget_chips = check.rate_unit.to_chips(budget)
         blueprint = posterior.blueprint
-        self._blueprint_ev = expected_values(check, blueprint)
+        self.decisions: DecisionValues | None = None
+        if check is None:
+            self.decisions = decisions or DecisionValues(posterior, seed=self.config.seed)
+            self.budget_chips = posterior.sets.gamedef.rate_unit.to_chips(budget)
+        else:
+            self.budget_chips = check.rate_unit.to_chips(budget)
+            self._blueprint_ev = expected_values(check, blueprint)
+        self.deviations = 0  # decisions that deviated from the blueprint (check None)
+        self.refused = 0  # deviations the bank did not cover (check None)
+        self.booked = 0.0  # chips the deviations' losses booked (check None)
         n = len(blueprint)
         self.strategies = [blueprint[p] for p in range(n)]  # what the response plays, per p
         self.shares = [0.0] * n  # the response's share of the next hand, per p
@@ -110,6 +132,8 @@ class HoldemMBBR:
         p = obs.position
         self.bank += self.budget_chips - self.shares[p] * self.losses[p]
         self.posterior.observe(obs)
+        if self.decisions is not None:
+            self.decisions.new_hand()
         self.ruled_out = self.ruled_out or self.posterior.log_odds >= RULE_OUT_LOG_ODDS
         pending = self.pending
         if pending is not None and self.hands >= pending.started_at + self.lag:
@@ -127,9 +151,43 @@ class HoldemMBBR:
         self._set_shares()
 
     def solve(self) -> None:
-        """The best response of each position to its posterior mean now, and its share."""
+        """The best response of each position to its posterior mean now, and its share (the
+        tilted prior refitted alone where responses are made at each decision)."""
+        if self.check is None:
+            self.posterior.refit()
+            self.solved_at = self.hands
+            return
         _, _, strategies, losses = solved(self.posterior, self.check, self._blueprint_ev)
         self._take(strategies, losses, self.hands)
+
+    def decide(self, spot: Spot, hole: Sequence[int]) -> np.ndarray:
+        """(3,) what to play holding ``hole`` at ``spot`` when responding at each decision
+        (``check`` None; the module's text): the blueprint's row, or the deviation's action."""
+        assert self.decisions is not None
+        sets = cast(LazySets, self.posterior.sets)
+        view = self.posterior.spots.views(spot.board, spot.round, np.asarray([hole]))[0]
+        row = sets.rows_of(spot.betting)[1][view]
+        if self.hands < self.config.hands_default:
+            return row
+        legal = spot.legal()
+        gain, error = gains(self.decisions.values(spot, hole, MODEL), row, legal)
+        if np.isnan(gain[legal]).any():  # the models give the opponents' moves no chance
+            return row
+        best = int(np.argmax(np.where(legal, gain, -np.inf)))
+        if not gain[best] > error[best] or row[best] >= 1.0:
+            return row
+        cost = 0.0
+        if not self.ruled_out:
+            loss, loss_error = gains(self.decisions.values(spot, hole, BLUEPRINT), row, legal)
+            if not np.isnan(loss[best]):  # NaN: the blueprint could not have made these moves
+                cost = max(loss_error[best] - loss[best], 0.0)
+            if cost > self.bank:
+                self.refused += 1
+                return row
+        self.bank -= cost
+        self.booked += cost
+        self.deviations += 1
+        return np.eye(NUM_ACTIONS)[best]
 
     def begin_solve(self, started_at: int, states: list[tuple[int, dict[str, np.ndarray]]]) -> None:
         """Start, on a thread of its own, the solve of the fits at ``states``: the posterior's
@@ -250,6 +308,8 @@ class HoldemMBBRAgent:
     def act(self, spot: Spot, hole: Sequence[int]) -> int:
         """0 fold, 1 call, 2 raise."""
         model = self.model
+        if model.decisions is not None:
+            return drawn_action(model.decide(spot, hole), spot, self.rng)
         if self._respond is None:
             self._respond = bool(self.rng.random() < model.shares[spot.position])
         return drawn_action(model.row(spot, hole, self._respond), spot, self.rng)

@@ -24,7 +24,13 @@ from typing import Any
 import numpy as np
 
 from oppmodel.modeling.errors import IllegalActionError
-from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS, HandState, legal_actions
+from oppmodel.modeling.games.acpc.betting import (
+    CALL,
+    NUM_ACTIONS,
+    BettingState,
+    HandState,
+    legal_actions,
+)
 from oppmodel.modeling.games.acpc.gamedef import GameDef
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, view_strings
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
@@ -137,17 +143,25 @@ class LazySets:
         if base + views > self.capacity:
             self._grow(2 * (base + views))
         rows = slice(base, base + views)
-        legal = np.zeros(NUM_ACTIONS, dtype=bool)
-        legal[legal_actions(self.gamedef, state)] = True
+        legal, self.blueprint[state.player, rows] = self.rows_of(state)
         self.legal_mask[state.player, rows] = legal
-        read = np.asarray(self.source(state.player, state.round, betting, views), dtype=float)
-        self.blueprint[state.player, rows] = np.where(
-            np.isnan(read[:, :1]), np.eye(NUM_ACTIONS)[CALL], read
-        )
         self.situation[rows] = situation(state.round, legal)
         self.size += views
         found = self._nodes[betting] = (base, state.round, state.player)
         return found
+
+    def numbered(self, betting: str) -> tuple[int, int, int] | None:
+        """:meth:`node` of a node numbered already, None if it is not (numbering nothing)."""
+        return self._nodes.get(betting)
+
+    def rows_of(self, state: BettingState) -> tuple[np.ndarray, np.ndarray]:
+        """(3,) the legal actions and (views, 3) the blueprint's rows of the decision node of
+        ``state``, numbered or not (numbering nothing)."""
+        legal = np.zeros(NUM_ACTIONS, dtype=bool)
+        legal[legal_actions(self.gamedef, state)] = True
+        views = self.views[state.round]
+        read = np.asarray(self.source(state.player, state.round, state.betting, views), dtype=float)
+        return legal, np.where(np.isnan(read[:, :1]), np.eye(NUM_ACTIONS)[CALL], read)
 
     def decision_nodes(self, position: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`CompiledSets.decision_nodes` over the nodes numbered so far."""

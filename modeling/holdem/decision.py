@@ -1,0 +1,291 @@
+"""MBBR's response where the abstract game does not compile (the ACPC 3-player game): the value of
+each of our actions estimated at the decision, against the posterior means.
+
+At a decision of ours (position p, our hole pair, the board so far, the betting) the value Q(a)
+of a legal action a is our expected chips if we play a and then follow the blueprint, while each
+opponent plays its posterior mean from our position (:meth:`HoldemPosterior.mean_rows`: the
+prior's mean at a node no hand numbered; a rollout numbers nothing). The expectation is over:
+
+- **the rest of the board**: ``boards`` completions drawn uniformly once a round from the cards
+  we do not see, kept for our later decisions of that round (their buckets are then cached);
+- **the opponents' hole pairs**: each opponent's live pairs weighted by its reach, the product
+  of its rows' probabilities of its moves so far in the hand at the sets its pair gives on the
+  boards dealt then; ``per_board`` draws of both pairs for each completion, a draw whose pairs
+  share a card redrawn, so a draw follows ``w1 w2 [disjoint]`` given the completion; each
+  completion weighs by the mass of such pairs it leaves (``sample_pairs``), which makes the
+  uniform completion and the draws the joint distribution of holes and board;
+- **the rest of the hand's actions**, each drawn from its row with one uniform per step.
+
+Every action of ours reuses the same completions, holes and uniforms (common random numbers),
+so a gain ``Q(a) - sum_b blueprint(b) Q(b)`` has a small variance. The rollouts run in one kernel
+(``_decision_kernels.walk``) over a betting tree made as they meet it, for the hand: a rollout
+reaching a child not made yet waits, the children are made (their rows read), and the kernel
+goes on. The same estimate with the opponents playing the blueprint (their reach and rows the
+blueprint's) is the deviation's loss against the blueprint's own play, which the bank books
+(:class:`~oppmodel.modeling.holdem.response.HoldemMBBR`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS
+from oppmodel.modeling.games.acpc.betting import (
+    ACTION_LETTERS,
+    NUM_ACTIONS,
+    RAISE,
+    BettingState,
+    after,
+    legal_actions,
+    opening,
+)
+from oppmodel.modeling.holdem import _decision_kernels as kernels
+from oppmodel.modeling.holdem.policy import DECK_SIZE, Spot, live_holes
+from oppmodel.modeling.holdem.posterior import HoldemPosterior
+from oppmodel.modeling.holdem.sets import LazySets
+
+BOARDS = 12  # board completions a round
+PER_BOARD = 8  # draws of the opponents' holes per completion
+MAX_STEPS = 96  # uniforms a rollout may use: more than a hand's actions (57 in 3-player ACPC)
+MODEL, BLUEPRINT = "model", "blueprint"  # whom the opponents play: the posterior means, or not
+_CARDS = CARD_BITS[:DECK_SIZE].astype(np.int64)
+_COLUMNS = 7  # a node's row: 3 children, player, round, first row, whether a raise is legal
+
+
+class Values(NamedTuple):
+    """Q of each action per sample (S, 3; 0 where illegal; the samples of a completion of the
+    board together, ``boards`` of them) and each sample's weight (S,, mean 1; None if the
+    opponents could not have made their moves)."""
+
+    values: np.ndarray
+    weights: np.ndarray | None
+    boards: int
+
+    def means(self) -> np.ndarray:
+        """(boards, 3) the weighted mean of each completion's samples: independent, so the
+        estimate's standard error is theirs."""
+        assert self.weights is not None
+        weighted = self.values * self.weights[:, None]
+        return weighted.reshape(self.boards, -1, NUM_ACTIONS).mean(axis=1)
+
+
+class _Tree:
+    """The betting nodes the hand's rollouts met, with the rows of the player to act at each:
+    the blueprint's (ours and the opponents') and the posterior means' (the opponents')."""
+
+    def __init__(self, sets: LazySets, me: int, model: Callable[[BettingState], np.ndarray]):
+        self.sets, self.me, self.model = sets, me, model
+        n = sets.num_players
+        self.nodes = np.full((64, _COLUMNS), -1, dtype=np.int64)
+        self.spent, self.folded = np.zeros((64, n)), np.zeros((64, n), dtype=bool)
+        self.rows = {MODEL: np.zeros((0, NUM_ACTIONS)), BLUEPRINT: np.zeros((0, NUM_ACTIONS))}
+        self.parts: dict[str, list[np.ndarray]] = {MODEL: [], BLUEPRINT: []}
+        self.states: list[BettingState] = []
+        self.index: dict[str, int] = {}
+        self.row_count = 0
+
+    def node(self, state: BettingState) -> int:
+        """The node of ``state`` (made now if new)."""
+        key = state.betting if state.player >= 0 else state.betting + "."
+        found = self.index.get(key)
+        if found is not None:
+            return found
+        k = self.index[key] = len(self.states)
+        self.states.append(state)
+        if k == len(self.nodes):
+            self.nodes = np.concatenate([self.nodes, np.full_like(self.nodes, -1)])
+            self.spent = np.concatenate([self.spent, np.zeros_like(self.spent)])
+            self.folded = np.concatenate([self.folded, np.zeros_like(self.folded)])
+        self.nodes[k, 3:] = [state.player, state.round, self.row_count, 0]
+        self.spent[k], self.folded[k] = state.spent, state.folded
+        if state.player >= 0:
+            legal, blueprint = self.sets.rows_of(state)
+            self.nodes[k, 6] = legal[RAISE]
+            model = blueprint if state.player == self.me else self.model(state)
+            self.parts[BLUEPRINT].append(blueprint)
+            self.parts[MODEL].append(model)
+            self.row_count += len(blueprint)
+        return k
+
+    def child(self, node: int, action: int) -> int:
+        made = self.nodes[node, action] = self.node(
+            after(self.sets.gamedef, self.states[node], action)
+        )
+        return int(made)
+
+    def table(self, kind: str) -> np.ndarray:
+        """(rows, 3) every node's rows of ``kind``."""
+        if self.parts[kind]:
+            self.rows[kind] = np.concatenate([self.rows[kind], *self.parts[kind]])
+            self.parts[kind] = []
+        return self.rows[kind]
+
+
+class DecisionValues:
+    """The values of a decision's actions (the module's text), seeded; one hand at a time
+    (:meth:`new_hand` between hands)."""
+
+    def __init__(
+        self,
+        posterior: HoldemPosterior,
+        *,
+        boards: int = BOARDS,
+        per_board: int = PER_BOARD,
+        seed: int = 0,
+    ) -> None:
+        if not isinstance(posterior.sets, LazySets) or posterior.sets.num_players != 3:
+            raise InvalidArgumentError("posterior", "needs 3 players' sets numbered as met")
+        if boards < 2 or per_board < 1:
+            raise InvalidArgumentError("boards", f"need 2+ boards, 1+ draws: {boards}, {per_board}")
+        self.posterior = posterior
+        self.sets: LazySets = posterior.sets
+        self.spots = posterior.spots
+        self.boards, self.per_board = boards, per_board
+        self.rng = np.random.default_rng(seed)
+        self.new_hand()
+
+    def new_hand(self) -> None:
+        """Forget the hand's completions and tree (the posterior changes between hands)."""
+        self._completions: tuple[tuple[int, ...], np.ndarray] | None = None
+        self._tree: _Tree | None = None
+
+    def values(self, spot: Spot, hole: Sequence[int], opponents: str = MODEL) -> Values:
+        """Q of every legal action at ``spot`` holding ``hole``, the opponents playing their
+        posterior means (``MODEL``) or the blueprint (``BLUEPRINT``)."""
+        me, board, state = spot.position, tuple(spot.board), spot.betting
+        gamedef = self.sets.gamedef
+        if self._tree is None or self._tree.me != me:
+            self._tree = _Tree(self.sets, me, lambda s: self.posterior.mean_rows(me, s))
+        tree = self._tree
+        live = live_holes([*hole, *board])
+        bits = _CARDS[live[:, 0]] | _CARDS[live[:, 1]]
+        reach = self._reach(me, board, state, live, opponents)
+        if any(w.sum() <= 0 for w in reach):
+            return Values(np.zeros((self.boards * self.per_board, NUM_ACTIONS)), None, self.boards)
+        rest = self._rest(board, hole)
+        board_bits = np.bitwise_or.reduce(_CARDS[rest], axis=1)  # 0s on the river
+        seed = int(self.rng.integers(2**31))
+        first, second, mass = kernels.sample_pairs(
+            bits, reach[0], reach[1], board_bits, _CARDS, self.per_board, seed
+        )
+        if mass.sum() <= 0:  # no completion leaves the opponents a pair of holes
+            return Values(np.zeros((len(first), NUM_ACTIONS)), None, self.boards)
+        views = self._views(me, board, state.round, hole, live, rest, first, second)
+        own = int(_CARDS[hole[0]] | _CARDS[hole[1]])
+        seats = np.zeros((len(first), 3), dtype=np.int64)
+        seats[:, me] = own
+        opp = self.posterior.seats[me]
+        seats[:, opp[0]], seats[:, opp[1]] = bits[first], bits[second]
+        full = np.repeat(board_bits, self.per_board) | int(
+            np.bitwise_or.reduce(_CARDS[list(board)])
+        )
+        ranks = kernels.showdown_ranks(seats, full)
+        at = np.full((len(first), NUM_ACTIONS), kernels.DONE, dtype=np.int64)
+        root = tree.node(state)
+        for a in legal_actions(gamedef, state):
+            at[first >= 0, a] = tree.child(root, a)
+        steps, want = np.zeros_like(at), np.zeros_like(at)
+        values = np.zeros(at.shape)
+        uniforms = self.rng.random((len(first), MAX_STEPS))
+        walked = (at, steps, want, values)
+        while kernels.walk(
+            *walked,
+            tree.nodes,
+            tree.spent,
+            tree.folded,
+            tree.table(opponents),
+            views,
+            ranks,
+            uniforms,
+            me,
+        ):
+            waiting = at >= 0
+            for node, action in set(zip(at[waiting].tolist(), want[waiting].tolist(), strict=True)):
+                tree.child(node, action)
+        weights = np.repeat(mass / mass.mean(), self.per_board)
+        return Values(values, weights, self.boards)
+
+    def _reach(
+        self, me: int, board: tuple[int, ...], state: BettingState, live: np.ndarray, kind: str
+    ) -> list[np.ndarray]:
+        """Each opponent's weight of each of the ``live`` pairs: the product of its rows' (the
+        posterior means' or the blueprint's) probabilities of its moves so far."""
+        gamedef = self.sets.gamedef
+        opp = self.posterior.seats[me]
+        reach = [np.ones(len(live)) for _ in opp]
+        now = opening(gamedef)
+        for letter in state.betting.replace("/", ""):
+            action = ACTION_LETTERS.index(letter)
+            if now.player != me:
+                rows = (
+                    self.posterior.mean_rows(me, now)
+                    if kind == MODEL
+                    else self.sets.rows_of(now)[1]
+                )
+                views = self.spots.views(board, now.round, live)
+                reach[opp.index(now.player)] *= rows[views, action]
+            now = after(gamedef, now, action)
+        return reach
+
+    def _rest(self, board: tuple[int, ...], hole: Sequence[int]) -> np.ndarray:
+        """(boards, cards to come) the completions of ``board``, drawn once a round."""
+        if self._completions is None or self._completions[0] != board:
+            need = sum(self.sets.gamedef.num_board_cards) - len(board)
+            deck = np.setdiff1d(np.arange(DECK_SIZE), [*hole, *board])
+            rest = np.array([self.rng.permutation(deck)[:need] for _ in range(self.boards)])
+            self._completions = (board, rest.reshape(self.boards, need).astype(np.int64))
+        return self._completions[1]
+
+    def _views(
+        self,
+        me: int,
+        board: tuple[int, ...],
+        round_: int,
+        hole: Sequence[int],
+        live: np.ndarray,
+        rest: np.ndarray,
+        first: np.ndarray,
+        second: np.ndarray,
+    ) -> np.ndarray:
+        """(S, 3, rounds) each seat's view in each round from ``round_`` on, per sample."""
+        rounds = len(self.sets.gamedef.num_board_cards)
+        out = np.zeros((len(first), 3, rounds), dtype=np.int64)
+        opp = self.posterior.seats[me]
+        pick = np.maximum(first, 0), np.maximum(second, 0)
+        ours = np.asarray([hole], dtype=np.int64)
+        made: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}
+        for b, cards in enumerate(rest.tolist()):
+            full = (*board, *cards)
+            if full not in made:  # a completion drawn again (on the turn: 44 cards)
+                clear = ~np.isin(live, cards).any(axis=1)
+                made[full] = []
+                for r in range(round_, rounds):
+                    seen = np.zeros(len(live), dtype=np.int64)
+                    seen[clear] = self.spots.views(full, r, live[clear])
+                    made[full].append((int(self.spots.views(full, r, ours)[0]), seen))
+            rows = slice(b * self.per_board, (b + 1) * self.per_board)
+            for r, (mine, seen) in enumerate(made[full], start=round_):
+                out[rows, me, r] = mine
+                out[rows, opp[0], r] = seen[pick[0][rows]]
+                out[rows, opp[1], r] = seen[pick[1][rows]]
+        return out
+
+
+def gains(
+    estimate: Values, blueprint: np.ndarray, legal: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(3,) each action's mean gain over the blueprint's mix ``blueprint`` and its standard error
+    over the completions (NaN where illegal, or where the estimate has no weight)."""
+    mean = np.full(NUM_ACTIONS, np.nan)
+    error = np.full(NUM_ACTIONS, np.nan)
+    if estimate.weights is None:
+        return mean, error
+    means = estimate.means()
+    per = means - (means @ blueprint)[:, None]  # by completion: the samples of one share it
+    mean[legal] = per[:, legal].mean(axis=0)
+    error[legal] = per[:, legal].std(axis=0, ddof=1) / np.sqrt(len(per))
+    return mean, error

@@ -52,13 +52,16 @@ Everything else runs on one background thread, so that no decision ever waits fo
   ``MAX_QUARANTINE``), so it costs at most one budget per quarantine; the hands keep going to it
   meanwhile.
 
+At the match's end ``close`` keeps sending what the session has not acknowledged for up to
+``CLOSE_WAIT`` seconds (on Ctrl-C it tries once), and says on stderr how many hands the service
+did not take.
+
 ``decisions()`` and ``outages``: decisions per source; each stretch on the fallback;
 ``service_seconds``: how long each decision the service answered took (the GetAction call).
 """
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import sys
 import threading
@@ -84,6 +87,7 @@ MAX_QUARANTINE = 5.0  # seconds; see the module docstring
 BACKGROUND_DEADLINE = 2.0  # seconds: a background call's first deadline; see ServicePolicy._slower
 MAX_BACKGROUND_DEADLINE = 30.0  # seconds; see ServicePolicy._slower
 RESEND_PIECE = 64  # hands per Observe call of a backlog; see ServicePolicy._send_some
+CLOSE_WAIT = 30.0  # seconds a patient close tries to send the last hands; see ServicePolicy.close
 SERVICE_WAIT_S = 30.0  # how long the start waits for a service that does not answer yet
 MAX_REPORTED_OUTAGES = 10  # outages said on stderr; later ones are in the tally only
 
@@ -225,19 +229,44 @@ class ServicePolicy:
             self._hand = hand.hand + 1
             self._wake.notify()
 
-    def close(self) -> None:
-        """Stop the background thread, make one last bounded attempt to hand the service every
-        hand (the match is over, nobody waits), and close the channels."""
+    def close(self, *, patient: bool = True) -> None:
+        """Stop the background thread, hand the service every hand its session has not
+        acknowledged, and close the channels.
+
+        The match is over and nobody waits, so a ``patient`` close keeps trying for up to
+        ``CLOSE_WAIT`` seconds: a missed deadline goes again with a doubled one (``_slower``), a
+        failed call again after ``retry_interval`` (a Ray replica that replaces a lost one
+        answers UNAVAILABLE meanwhile); one attempt was all it made, and a loaded machine's
+        session lost its last hands in silence. An impatient close (Ctrl-C) makes one attempt.
+        What the service did not take is said on stderr."""
         with self._wake:
             self._stop = True
             self._wake.notify()
             if self._starting is not None:  # still waiting for the service: end its calls
                 self._starting.close()
         self._worker.join()
-        with contextlib.suppress(*ServiceFailure):
-            self._send_pending()
+        try:
+            self._deliver_the_rest(patient and self._session_id is not None)
+        except ServiceFailure as exc:
+            if self._session_id is not None and len(self._outbox):
+                self._say(
+                    f"{len(self._outbox)} hands not sent to the service ({failure_reason(exc)}): "
+                    f"session {self._session_id} lacks them"
+                )
         self._decisions.close()
         self._background.close()
+
+    def _deliver_the_rest(self, patient: bool) -> None:
+        """``close``'s sending: once, or (``patient``) until sent or ``CLOSE_WAIT`` is over."""
+        give_up = time.monotonic() + CLOSE_WAIT
+        while True:
+            try:
+                self._send_pending(patient=patient)
+                return
+            except ServiceFailure:
+                if not patient or time.monotonic() + self.retry_interval > give_up:
+                    raise
+                time.sleep(self.retry_interval)
 
     # -- decisions' side -------------------------------------------------------------------
     def _answered(self, hand: int) -> None:
@@ -430,15 +459,16 @@ class ServicePolicy:
             self._session_id = session.session_id
             self._outbox.rewind()
 
-    def _send_pending(self) -> None:
+    def _send_pending(self, *, patient: bool = False) -> None:
         """Send every hand the session has not acknowledged. While the decisions are on the
-        service, a send that missed its deadline goes again with a longer one (see ``_slower``)."""
+        service (or when ``patient``), a send that missed its deadline goes again with a longer
+        one (see ``_slower``)."""
         while True:
             try:
                 if not self._send_some():
                     return
             except DeadlineExceededError:
-                if not (self._on_service and self._slower()):
+                if not ((patient or self._on_service) and self._slower()):
                     raise
 
     def _send_some(self) -> bool:

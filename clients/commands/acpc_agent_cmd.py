@@ -213,9 +213,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             sock = connect(args.host, args.port, args.connect_timeout)
             result = play_match(game, sock, policy, on_hand=count_hand)
-        finally:
+        except BaseException:  # Ctrl-C or a failed match: one last attempt, no wait
             if isinstance(policy, ServicePolicy):
-                policy.close()
+                policy.close(patient=False)
+            raise
+        if isinstance(policy, ServicePolicy):
+            policy.close()
     label = f"{agent} (service)" if args.service else agent
     extra = {}
     if isinstance(policy, ServicePolicy) and budget_ms is not None:  # set with --service

@@ -20,7 +20,8 @@ Groups whose oracle wins less than ``--min-ceiling`` (two cfr agents: +0.5 mA/h)
 meaningful share; they are reported and left out of the average.
 
     python experiments/oracle_share.py [--game kuhn3p|leduc2p|leduc3p] [--groups A+B,...]
-                                      [--safety-budgets 0.5,inf] [--hands 3000] [--seeds 2]
+                                      [--safety-budgets 0.5,inf] [--mbbr-prior PRIOR]
+                                      [--hands 3000] [--seeds 2]
                                       [--workers 2] [--journal FILE] [--out FILE] [--json]
 
 The trajectories run seed by seed (every group's seed 0 before any seed 1). ``--journal`` keeps
@@ -50,7 +51,7 @@ from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
 from oppmodel.clients.lab.runner import run_all  # noqa: E402
 from oppmodel.modeling.evaluation.limit import best_response  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
-from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
+from oppmodel.modeling.mbbr.config import MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.play.adaptive import is_adaptive  # noqa: E402
 from oppmodel.modeling.play.diluted import fixed_profile  # noqa: E402
 from oppmodel.modeling.play.fields import (  # noqa: E402
@@ -159,6 +160,7 @@ def trajectories(
         "game": game.name,
         "hands": args.hands,
         "safety_budget": "inf" if math.isinf(budget) else budget,
+        **({} if config.prior == MBBRConfig.prior else {"prior": str(config.prior)}),
     }
     journal = Journal(args.journal, settings)
     done = {key: (entry["value"], entry["seconds"]) for key, entry in journal.entries().items()}
@@ -191,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
         default=f"{MBBRConfig().safety_budget:g}",
         help="MBBR's safety budgets, 'inf' for none; a table each (%(default)s: the default)",
     )
+    parser.add_argument(
+        "--mbbr-prior",
+        choices=[p for p in Prior.names() if p != Prior.POPULATION],
+        default=MBBRConfig.prior,
+        help="MBBR's prior (%(default)s: the default)",
+    )
     parser.add_argument("--hands", type=int, default=3000, help="(%(default)s)")
     parser.add_argument("--seeds", type=int, default=2, help="per seat order (%(default)s)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -218,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [float(b) for b in args.safety_budgets.split(",")]
     tables = []
     for budget in budgets:
-        config = MBBRConfig(safety_budget=budget)
+        config = MBBRConfig(safety_budget=budget, prior=args.mbbr_prior)
         config.validate()
         runs, seconds = trajectories(game, groups, config, args)
         rows = []
@@ -247,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         "game": game.name,
         "hands": args.hands,
         "seeds": args.seeds,
+        "prior": str(args.mbbr_prior),
         "min_ceiling": args.min_ceiling,
         "skipped": skipped,
         "machine": machine(),

@@ -37,9 +37,10 @@ from numba import njit
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.solved import profile_or_default
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
-from oppmodel.modeling.mbbr.priors import prior_alpha, profile_or_default
+from oppmodel.modeling.mbbr.priors import prior_alpha
 
 MIN_OPPONENTS = 3  # opponents seen at an information set before it is fitted
 MAX_CONCENTRATION = 100.0  # the fitted prior weighs at most as 100 visits

@@ -120,7 +120,9 @@ def _add_prior_arguments(
         "dirichlet posterior): each opponent plays like informed, uninformed or without looking "
         "at its cards (one strategy per betting node), weighed by its revealed moves; "
         "eta-mixture: informed, its concentration eta or --mbbr-weak-eta per opponent, weighed "
-        f"by its revealed moves ({prior_default})",
+        "by its revealed moves; tilted (limit games, dirichlet posterior): the eta mixture, its "
+        "prior mean refitted every 100 hands toward the moves the opponent made, per betting "
+        f"situation and node ({prior_default})",
     )
     group.add_argument(
         "--mbbr-epsilon",

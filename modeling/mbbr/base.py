@@ -20,13 +20,13 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.evaluation.limit import expected_values
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.solved import profile_or_default
 from oppmodel.modeling.mbbr import _limit_kernels as kernels
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_evidence
 from oppmodel.modeling.mbbr.holes import HoleSplit, hole_split
 from oppmodel.modeling.mbbr.memory import ENTRY_BYTES, array_bytes
-from oppmodel.modeling.mbbr.priors import profile_or_default
 from oppmodel.modeling.mbbr.safety import SafetyBankroll
 from oppmodel.modeling.mbbr.snapshot import decode_snapshot
 from oppmodel.modeling.observation import LimitObservation, validate_limit_observation

@@ -20,9 +20,9 @@ import numpy as np
 
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.base import MBBRModel
-from oppmodel.modeling.mbbr.config import Posterior, Response
+from oppmodel.modeling.mbbr.config import Response
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
-from oppmodel.modeling.mbbr.model import MODEL_CLASSES
+from oppmodel.modeling.mbbr.model import model_class
 from oppmodel.modeling.observation import LimitObservation
 
 GRID = 10  # hands between candidate change points
@@ -43,7 +43,7 @@ class ChangeDetectingModel(MBBRModel):
 
     def _build_posterior(self) -> None:
         plain = dataclasses.replace(self.config, change_hazard=0.0, safety_budget=math.inf)
-        first = MODEL_CLASSES[Posterior(self.config.posterior)](
+        first = model_class(plain)(
             self.game, plain, default_strategy=self.default_strategy,
             prior_mean=self.prior_mean, evidence=self._evidence, population=self.population,
         )  # fmt: skip

@@ -50,6 +50,8 @@ class Prior(Choice):
     # Dirichlet per information set fitted across the opponents met before
     # (``oppmodel.modeling.population``); the model is built with the fitted ``population``
     POPULATION = "population"
+    # the eta mixture, its prior mean tilted to the opponent every 100 hands (``tilted_prior``)
+    TILTED = "tilted"
 
 
 class Posterior(Choice):
@@ -66,6 +68,7 @@ class Response(Choice):
     BAYES = "bayes"  # the Bayesian best response to the joint posterior
 
 
+_DIRICHLET_ONLY = (Prior.TYPED, Prior.MIXTURE, Prior.TILTED)  # priors with no sample form
 _CHOICES: tuple[tuple[str, type[Choice]], ...] = (
     ("prior", Prior),
     ("response", Response),
@@ -127,7 +130,7 @@ class MBBRConfig:
             value = getattr(self, name)
             if not isinstance(value, choice):
                 raise InvalidArgumentError(name, f"must be one of {choice.names()}, got {value!r}")
-        if self.prior in (Prior.TYPED, Prior.MIXTURE) and self.posterior != Posterior.DIRICHLET:
+        if self.prior in _DIRICHLET_ONLY and self.posterior != Posterior.DIRICHLET:
             raise InvalidArgumentError(
                 "prior",
                 f"'{self.prior.value}' needs the 'dirichlet' posterior (it has no sample form)",

@@ -57,6 +57,7 @@ ERROR_PRONE_PRIOR = 0.05
 WEIGHTS = {
     Prior.MIXTURE: TYPE_WEIGHTS,
     Prior.ETA_MIXTURE: ETA_WEIGHTS,
+    Prior.TILTED: ETA_WEIGHTS,  # the eta mixture, every row mixed (its prior moves everywhere)
     Prior.TYPED: (ERROR_PRONE_PRIOR, 1.0 - ERROR_PRONE_PRIOR),
 }
 _NO_MOVES = np.zeros((0, 3), dtype=np.int64)  # ``_observe``'s moves, entries of no hand

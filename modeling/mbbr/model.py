@@ -45,7 +45,7 @@ class DirichletModel(MBBRModel):
         game, config = self.game, self.config
         n = game.num_players
         # a mixture's informed (typed: error-prone) type is the model's own fit
-        mixture = config.prior in (Prior.MIXTURE, Prior.ETA_MIXTURE, Prior.TYPED)
+        mixture = config.prior in (Prior.MIXTURE, Prior.ETA_MIXTURE, Prior.TYPED, Prior.TILTED)
         own_prior = Prior.INFORMED if mixture else config.prior
         alpha = prior_alpha(
             game,
@@ -236,11 +236,6 @@ class SampleModel(MBBRModel):
         self.game.check_position(our_position, "our_position")
         return self._samples[our_position].posterior()
 
-    def effective_sample_size(self, our_position: int) -> float:
-        """1 / sum p(s)^2 of the joint posterior for our position."""
-        posterior = self.posterior(our_position)
-        return float(1.0 / np.sum(posterior * posterior))
-
     def _solve_hole(self, p: int, kind: Response, h: int, strategy: np.ndarray) -> float:
         if kind == Response.MEAN:
             return super()._solve_hole(p, kind, h, strategy)
@@ -297,6 +292,15 @@ MODEL_CLASSES: dict[Posterior, type[MBBRModel]] = {
 }
 
 
+def model_class(config: MBBRConfig) -> type[MBBRModel]:
+    """The class of ``config``'s posterior (the tilted prior's is ``tilted_prior.py``'s)."""
+    if config.prior == Prior.TILTED:
+        from oppmodel.modeling.tilted_prior import TiltedModel  # it builds on this module
+
+        return TiltedModel
+    return MODEL_CLASSES[config.posterior]
+
+
 def build_model(
     game: LimitGame,
     config: MBBRConfig | None = None,
@@ -313,7 +317,7 @@ def build_model(
     field; ResourceExhaustedError refuses tables beyond the posterior's limit."""
     config = config or MBBRConfig()
     config.validate()
-    cls = MODEL_CLASSES[config.posterior]
+    cls = model_class(config)
     if config.change_hazard > 0.0:
         from oppmodel.modeling.mbbr.change import ChangeDetectingModel  # it builds on this module
 

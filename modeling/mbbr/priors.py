@@ -4,8 +4,7 @@ Each opponent position's strategy is a priori Dirichlet at every information set
 the error-prone type of the typed prior): eta times the prior mean, clipped to
 [epsilon, 1 - epsilon] and renormalised; uninformed: Dirichlet(2). CreateSamples (Ganzfried, Wang &
 Chiswick 2024, Alg 3) draws the sample posterior's k strategies per (position, opponent) from it.
-Only legal actions get weight. Without a profile given: the game's
-``solved.default_profile``.
+Only legal actions get weight.
 """
 
 from __future__ import annotations
@@ -13,8 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.solved import default_profile
-from oppmodel.modeling.games.acpc.strategy import validate_profile
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 
 UNINFORMED_ALPHA = 2.0
@@ -102,10 +99,3 @@ def _log_space_draws(alpha: np.ndarray, lost: np.ndarray, rng: np.random.Generat
         ) / np.where(a > 0, a, 1.0)
     draws = np.exp(logs - logs.max(axis=1, keepdims=True))
     return draws / draws.sum(axis=1, keepdims=True)
-
-
-def profile_or_default(game: LimitGame, given: np.ndarray | None, field: str) -> np.ndarray:
-    """``given`` validated as ``field``, else the game's ``solved.default_profile`` for it."""
-    if given is None:
-        return default_profile(game, field)
-    return validate_profile(game, given, field)

@@ -55,7 +55,12 @@ from oppmodel.modeling.games.acpc.bundled import (
 from oppmodel.modeling.games.acpc.compiler import bundled_name, compile_limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.strategy import load_profile, profile_text, save_profile
+from oppmodel.modeling.games.acpc.strategy import (
+    load_profile,
+    profile_text,
+    save_profile,
+    validate_profile,
+)
 from oppmodel.modeling.games.kuhn3p import equilibria
 from oppmodel.modeling.games.units import MILLI
 from oppmodel.modeling.solve.cfr import CFRSolver, strategy_label
@@ -184,6 +189,13 @@ def default_profile(game: LimitGame, role: str) -> np.ndarray:
     if family:
         return family["n1" if role == "default_strategy" else "n3"]
     return solved_profile(game).copy()
+
+
+def profile_or_default(game: LimitGame, given: np.ndarray | None, field: str) -> np.ndarray:
+    """``given`` validated as ``field``, else the game's :func:`default_profile` for it."""
+    if given is None:
+        return default_profile(game, field)
+    return validate_profile(game, given, field)
 
 
 def safety_guards(game: LimitGame, default_strategy: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -21,6 +21,7 @@ class Prior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRIOR_MIXTURE: _ClassVar[Prior]
     PRIOR_ETA_MIXTURE: _ClassVar[Prior]
     PRIOR_POPULATION: _ClassVar[Prior]
+    PRIOR_TILTED: _ClassVar[Prior]
 
 class Posterior(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -48,6 +49,7 @@ PRIOR_TYPED: Prior
 PRIOR_MIXTURE: Prior
 PRIOR_ETA_MIXTURE: Prior
 PRIOR_POPULATION: Prior
+PRIOR_TILTED: Prior
 POSTERIOR_UNSPECIFIED: Posterior
 POSTERIOR_SAMPLES: Posterior
 POSTERIOR_DIRICHLET: Posterior

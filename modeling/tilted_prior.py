@@ -1,0 +1,138 @@
+"""The tilted prior in a compiled limit game (``Prior.TILTED``; docs/modeling.md): the eta
+mixture whose prior mean is refitted to the opponent every ``REFIT_EVERY`` hands, as hold'em's
+posterior refits its own (:mod:`oppmodel.modeling.holdem.tilt`, the one fit of a tilt).
+
+A Dirichlet per information set learns nothing at a set the opponent has not shown, and in
+Leduc most of what MBBR leaves of the static oracle is there (experiments/RESULTS.md, session
+47: with the truth at the sets seen fewer than 10 times the late share would be 97.6%, not
+84.4%). The opponent's action at a betting node is public, so its frequency there is seen each
+time the node is reached, whatever the cards: the prior mean of each set is the clipped prior
+mean tilted by a log multiplier per action of its *situation* (round, a bet to call, a raise
+allowed) and of its betting node, fitted by maximum likelihood to the fit's expected counts and
+shrunk to no tilt (``tilt.fit_tilt``). The concentrations stay the eta mixture's (eta and
+weak_eta), so a set the opponent has shown is still learned from its own counts; a set it has
+not shown starts from what it did at the sets of the same node and situation. Empirical Bayes
+(the prior is fitted to the data its Dirichlets also count), stated as such.
+
+Each refit replaces the prior parameters of both types of the mixture (never in place: a
+change-detection run opened later starts from the untilted prior, as every run does), steps the
+fit ``SWEEPS`` times over the hands with hidden cards under it and mixes every row again. The
+weights' evidence from earlier revealed moves is kept as it was scored. A snapshot holds the
+tilted means (``p<p>.tilt_mean``) once the first refit has made them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oppmodel.modeling.holdem.sets import CompiledSets
+from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt
+from oppmodel.modeling.mbbr.config import Prior
+from oppmodel.modeling.mbbr.evidence import Evidence
+from oppmodel.modeling.mbbr.mixture_prior import MixturePrior
+from oppmodel.modeling.mbbr.model import DirichletModel
+from oppmodel.modeling.mbbr.priors import prior_alpha
+from oppmodel.modeling.mbbr.snapshot import take
+from oppmodel.modeling.observation import LimitObservation
+
+REFIT_EVERY = 100  # hands of a run between refits (the first at H, as the default phase ends)
+SWEEPS = 2  # steps over the hands with hidden cards after a refit (incremental EM goes on)
+_NO_ROWS = np.zeros((0, 3), dtype=np.int64)
+
+
+class TiltedModel(DirichletModel):
+    """MBBR with the tilted prior (module docstring): the Dirichlet posterior and the eta
+    mixture, its prior mean refitted every ``REFIT_EVERY`` hands."""
+
+    def _build_posterior(self) -> None:
+        super()._build_posterior()
+        game, config = self.game, self.config
+        sets = CompiledSets(game)
+        self._maps = [TiltMap(sets, q) for q in range(game.num_players)]
+        # the clipped prior mean the tilt multiplies
+        self._base = prior_alpha(
+            game, self.prior_mean, epsilon=config.epsilon, eta=1.0, prior=Prior.INFORMED
+        )
+        self._untilted = [self._alphas(p) for p in range(game.num_players)]
+        self._means: list[np.ndarray | None] = [None] * game.num_players
+
+    def _mixture_of(self, p: int) -> MixturePrior:
+        mixture = self._mixture[p] if self._mixture is not None else None
+        assert isinstance(mixture, MixturePrior)  # the eta mixture's, always
+        return mixture
+
+    def _alphas(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        """Position ``p``'s prior parameters of the two types (the informed one the fit's)."""
+        return self._dirichlet[p].alpha0, self._mixture_of(p).second_alpha0
+
+    def _set_alphas(self, p: int, informed: np.ndarray, second: np.ndarray) -> None:
+        """Make ``informed`` and ``second`` position ``p``'s prior parameters (new arrays: the
+        old ones may be shared with other runs' fits, ``DirichletPosterior.at_prior``)."""
+        fit, mixture = self._dirichlet[p], self._mixture_of(p)
+        fit.alpha0 = informed
+        fit._alpha0 = informed.ravel()  # what the fit's kernels read
+        mixture.informed_alpha0, mixture.second_alpha0 = informed, second
+        args = list(mixture._args)  # the kernels' arguments: the alphas are the 3rd and 4th
+        args[2], args[3] = informed, second
+        mixture._args = tuple(args)
+
+    def _tilt(self, p: int, means: np.ndarray) -> None:
+        """Position ``p``'s prior: its untilted concentrations times ``means`` ((n - 1,
+        num_infosets, 3), the opponents' rows by offset) at the opponents' sets."""
+        self._means[p] = means
+        alphas = []
+        for alpha in self._untilted[p]:
+            tilted = alpha.copy()
+            for d, q in enumerate(self._dirichlet[p].seats):
+                rows = self.game.infosets(int(q))
+                tilted[d, rows] = alpha[d, rows].sum(axis=1, keepdims=True) * means[d, rows]
+            alphas.append(tilted)
+        self._set_alphas(p, *alphas)
+
+    def refit(self) -> None:
+        """Fit every position's tilt to its expected counts now, make it the prior and step the
+        fit under it (module docstring)."""
+        for p, fit in enumerate(self._dirichlet):
+            means = np.stack(
+                [
+                    fit_tilt(self._maps[int(q)], self._base[int(q)], fit.expected[d])[0]
+                    for d, q in enumerate(fit.seats)
+                ]
+            )
+            self._tilt(p, means)
+            fit.converge(max_sweeps=SWEEPS)
+            self._mixture_of(p)._refresh(_NO_ROWS)  # every row mixed again (all are listed)
+
+    def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
+        super()._update(p, obs, evidence)
+        if (self.hands_observed + 1) % REFIT_EVERY == 0:  # counted after this call
+            self.refit()
+
+    def _reset_posterior(self) -> None:
+        super()._reset_posterior()
+        for p, alphas in enumerate(self._untilted):
+            self._set_alphas(p, *alphas)
+        self._means = [None] * self.game.num_players
+
+    def _state(self) -> dict[str, np.ndarray]:
+        arrays = super()._state()
+        for p, means in enumerate(self._means):
+            if means is not None:
+                arrays[f"p{p}.tilt_mean"] = means.copy()
+        return arrays
+
+    def _restore_state(self, arrays: dict[str, np.ndarray], hands: int) -> None:
+        means = [
+            take(arrays, f"p{p}.tilt_mean", "f8", self._dirichlet[p].alpha0.shape)
+            if f"p{p}.tilt_mean" in arrays
+            else None
+            for p in range(self.game.num_players)
+        ]
+        super()._restore_state(arrays, hands)  # at the untilted prior (``_fresh_posterior``)
+        self._means = [None] * self.game.num_players
+        for p, tilt in enumerate(means):
+            if tilt is not None:
+                self._tilt(p, tilt)
+            else:
+                self._set_alphas(p, *self._untilted[p])
+            self._mixture_of(p)._refresh(_NO_ROWS)

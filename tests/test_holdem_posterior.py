@@ -86,7 +86,7 @@ def _two_hidden_hands_enumerated(
 def test_a_folded_hands_update_equals_the_enumeration_of_the_opponents_hole_pairs(spots) -> None:
     posterior = HoldemPosterior(spots, seeded_blueprint(spots, 0), MBBRConfig(eta=4.0))
     alpha0 = posterior.fits[0].alpha0[0].copy()
-    evidence = posterior.observe(FOLD_FLOP)
+    [evidence] = posterior.observe(FOLD_FLOP)
     assert evidence.weights.sum() == 1081  # 52 - 2 ours - 3 on the board, choose 2
     assert len(evidence.rows) == len({tuple(r) for r in evidence.entries.tolist()}) < 100
     second, first_again = _two_hidden_hands_enumerated(spots, posterior, alpha0)
@@ -109,7 +109,7 @@ def test_a_flop_whose_few_draws_all_hit_a_live_pair_still_buckets_it(spots) -> N
         spots.cards.bucket(["4s", "6c"], ["Ac", "Ks", "Th"]) == buckets[HOLE_INDEX[11, 16]]
     )  # 4s 6c
     posterior = HoldemPosterior(spots, seeded_blueprint(spots, 0))
-    evidence = posterior.observe(LimitObservation(0, "rc/rrrf", ("QdQh", None), ("", "AcKsTh")))
+    [evidence] = posterior.observe(LimitObservation(0, "rc/rrrf", ("QdQh", None), ("", "AcKsTh")))
     assert evidence.weights.sum() == 1081
 
 
@@ -128,7 +128,7 @@ def test_after_a_refit_the_update_equals_the_enumeration_under_the_tilted_prior(
 def test_a_shown_hand_adds_exactly_its_actions_counts(spots) -> None:
     posterior = HoldemPosterior(spots, seeded_blueprint(spots, 1))
     obs = LimitObservation(1, "crc/cc/cc/cc", ("AsAc", "2h3h"), ("", "2c7h9s", "Td", "Jd"))
-    evidence = posterior.observe(obs)
+    [evidence] = posterior.observe(obs)
     assert evidence.rows.shape[0] == 1 and evidence.revealed == (True,)
     counts = np.zeros_like(posterior.fits[1].expected[0])
     for i, a in _moves_by_hand(spots, obs, "AsAc"):
@@ -150,7 +150,7 @@ def test_over_played_hands_counts_stay_non_negative_and_sum_to_the_moves_seen(
     posterior = HoldemPosterior(spots, seeded_blueprint(spots, seed))
     moves = [0, 0]
     for obs in agents[0].seen:
-        moves[obs.position] += posterior.observe(obs).rows.shape[1]
+        moves[obs.position] += posterior.observe(obs)[0].rows.shape[1]
     for p, fit in enumerate(posterior.fits):
         assert (fit.expected >= -1e-12).all()
         assert fit.expected.sum() == pytest.approx(moves[p], abs=1e-9)
@@ -171,7 +171,7 @@ def test_merged_rows_fit_as_one_row_per_hole_pair(spots) -> None:
     rows = weights = 0
     for obs in agents[0].seen:
         p = obs.position
-        evidence = merged.observe(obs)
+        [evidence] = merged.observe(obs)
         rows, weights = rows + len(evidence.rows), weights + int(evidence.weights.sum())
         each = np.repeat(np.arange(len(evidence.rows)), evidence.weights)
         one_a_pair = Evidence(

@@ -20,6 +20,7 @@ from holdem_support import (
 )
 
 from oppmodel.modeling.games.acpc.abstraction import BOARD_SIZES
+from oppmodel.modeling.holdem import posterior as holdem_posterior
 from oppmodel.modeling.holdem.policy import CARD_NAMES
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, cards_of
 from oppmodel.modeling.mbbr.config import MBBRConfig
@@ -53,11 +54,13 @@ def _moves(spots: AbstractSpots, obs: LimitObservation, q: int, hole: str) -> li
     return out
 
 
-def _enumerated(spots: AbstractSpots, obs: LimitObservation, alpha: np.ndarray) -> np.ndarray:
+def _enumerated(
+    spots: AbstractSpots, obs: LimitObservation, alpha: np.ndarray, *, apart: bool = True
+) -> np.ndarray:
     """(2, num_infosets, 3) the expected counts a hand adds for the opponents at offsets 1 and 2,
     by enumeration: every two hole pairs they may hold together (no card of ours, of the board
-    or of each other; a shown pair is the one shown), weighed by the product of the Dirichlet
-    means (``alpha``, by offset) of all their moves, normalised."""
+    or, with ``apart``, of each other; a shown pair is the one shown), weighed by the product of
+    the Dirichlet means (``alpha``, by offset) of all their moves, normalised."""
     dead = {c for text in obs.board for c in cards_of(text)}
     dead |= {c for text in obs.hole if text is not None for c in cards_of(text)}
     mean = alpha / alpha.sum(axis=2, keepdims=True)
@@ -73,8 +76,8 @@ def _enumerated(spots: AbstractSpots, obs: LimitObservation, alpha: np.ndarray) 
         weights.append([np.prod([mean[d - 1, i, x] for i, x in m]) for m in moves])
     first, second = (np.array(r) for r in ranges)
     # every pair of hole pairs, 0 where they share a card: compared card by card, not counted
-    apart = ~(first[:, None, :, None] == second[None, :, None, :]).any(axis=(2, 3))
-    joint = np.outer(weights[0], weights[1]) * apart
+    disjoint = ~(first[:, None, :, None] == second[None, :, None, :]).any(axis=(2, 3))
+    joint = np.outer(weights[0], weights[1]) * (disjoint if apart else 1)
     out = np.zeros_like(alpha)
     for d, share in ((0, joint.sum(axis=1)), (1, joint.sum(axis=0))):
         for path, w in zip(paths[d], share, strict=True):
@@ -97,13 +100,13 @@ def test_two_hands_update_as_the_enumeration_of_both_opponents_hole_pairs(spots)
     alpha0 = fit.alpha0.copy()
     lazy.observe(BOTH_FOLD)
     lazy_first = as_compiled(lazy.spots, spots.game, lazy.fits[0].expected, [1, 2])
-    evidence = posterior.observe(BOTH_FOLD)
+    [evidence] = posterior.observe(BOTH_FOLD)
     assert evidence.revealed == (False, False)
     assert evidence.weights.sum() == 46 * 45 * 44 * 43 // 4  # two disjoint pairs of 46 cards
     first = _enumerated(spots, BOTH_FOLD, alpha0)
     assert np.allclose(fit.expected, first, rtol=0, atol=TOLERANCE)
     assert np.allclose(np.nan_to_num(lazy_first), first, rtol=0, atol=TOLERANCE)
-    shown = posterior.observe(ONE_SHOWN)
+    [shown] = posterior.observe(ONE_SHOWN)
     lazy.observe(ONE_SHOWN)
     assert shown.revealed == (False, True) and shown.weights.sum() == 903  # pairs of 43 cards
     second = _enumerated(spots, ONE_SHOWN, alpha0 + first)
@@ -118,3 +121,32 @@ def test_two_hands_update_as_the_enumeration_of_both_opponents_hole_pairs(spots)
         rows = spots.game.infosets(q)
         expected = alpha[d - 1] / alpha[d - 1].sum(axis=1, keepdims=True)
         assert np.allclose(means[q, rows], expected[rows], rtol=0, atol=TOLERANCE)
+
+
+def test_above_the_joint_bound_each_hidden_opponent_is_a_class_of_its_own(
+    spots, monkeypatch
+) -> None:
+    blueprint = seeded_blueprint(spots, 0)
+    joint = HoldemPosterior(spots, blueprint, MBBRConfig(eta=4.0))
+    [whole] = joint.observe(BOTH_FOLD)
+    assert len(whole.weights) <= holdem_posterior.JOINT_ROWS  # stored whole at the default
+    monkeypatch.setattr(holdem_posterior, "JOINT_ROWS", 0)
+    factored = HoldemPosterior(spots, blueprint, MBBRConfig(eta=4.0))
+    alpha0 = factored.fits[0].alpha0.copy()
+    parts = factored.observe(BOTH_FOLD)
+    assert [part.revealed for part in parts] == [(False, False)] * 2
+    for d, part in enumerate(parts):  # each opponent's own moves, all of the joint's pairs
+        assert np.all(part.rows[:, :, 0] == d) and part.weights.sum() == whole.weights.sum()
+    # both hidden: each opponent's pairs as if the other's were independent of them
+    independent = _enumerated(spots, BOTH_FOLD, alpha0, apart=False)
+    assert np.allclose(factored.fits[0].expected, independent, rtol=0, atol=TOLERANCE)
+    assert not np.allclose(independent, joint.fits[0].expected, atol=1e-6)  # exact: the above
+    # the guard's likelihood stays the joint's
+    assert np.isclose(factored.log_odds, joint.log_odds, rtol=1e-9, atol=0)
+    # one opponent shown: the factors are the joint exactly
+    shown = HoldemPosterior(spots, blueprint, MBBRConfig(eta=4.0))
+    assert len(shown.observe(ONE_SHOWN)) == 2
+    monkeypatch.undo()
+    exact = HoldemPosterior(spots, blueprint, MBBRConfig(eta=4.0))
+    assert len(exact.observe(ONE_SHOWN)) == 1
+    assert np.allclose(shown.fits[0].expected, exact.fits[0].expected, rtol=0, atol=TOLERANCE)

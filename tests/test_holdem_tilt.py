@@ -108,7 +108,7 @@ def test_the_evidence_against_the_blueprint_sums_each_hands_likelihood_ratio(spo
         if k == 15:
             posterior.refit()  # the ratio's predictions are whatever the models are at the hand
         model = posterior.models_profile(obs.position).copy()
-        evidence = posterior.observe(obs)
+        [evidence] = posterior.observe(obs)
         rows, weights = evidence.rows, evidence.weights
         ratio = hand_likelihood(rows, weights, obs.position, model) / hand_likelihood(
             rows, weights, obs.position, blueprint

@@ -27,7 +27,16 @@ folded on the river is some 70 rows, not 1,225.
 
 In 3 players the assignments are the hole pairs both opponents may hold together (no card in
 common): a row of the hand is one row of each opponent's, weighted by how many of their pairs
-share no card (:func:`_disjoint_pairs`, an exact count).
+share no card (:func:`_disjoint_pairs`, an exact count). With both opponents hidden these rows are
+every pairing of the two opponents' rows (up to 15,000 a hand, 150 KB of tables a hand on the
+ACPC game against its blueprint: 455 MB in 3,000 hands), so a hand whose joint rows would be more
+than ``JOINT_ROWS`` is stored as one class per opponent (:class:`HandEvidence`): each opponent's
+rows weighted by the joint pairs they are part of. That is exact where one opponent's cards are
+shown (one row) and for each opponent's own range before the actions; what it leaves out is how
+the actions of one hidden opponent, through the cards its likely holdings remove, shift the
+other's (a card removal of two cards in 47). The guard's likelihood of the hand
+(:attr:`HoldemPosterior.log_odds`) stays the joint's, exactly. Measured in experiments/RESULTS.md
+("The 3-player posterior's memory bound").
 
 The information sets are numbered by :mod:`oppmodel.modeling.holdem.sets`: all of a compiled
 abstract game's, or, where the betting tree does not compile (the ACPC 3-player game: 23.9
@@ -44,7 +53,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -73,6 +82,8 @@ from oppmodel.modeling.mbbr.priors import prior_alpha
 from oppmodel.modeling.observation import LimitObservation
 
 REFIT_SWEEPS = 2  # steps over the hidden hands after a refit of the prior (incremental EM goes on)
+# the most joint rows a hand with two hidden opponents is stored as; above, a class per opponent
+JOINT_ROWS = 512
 NO_DEAL = -1  # ``Evidence.deal`` of a real hand: no deal of the abstract game's sample holds it
 
 
@@ -140,11 +151,12 @@ def cards_of(text: str) -> list[int]:
     return [card_index(text[i : i + 2]) for i in range(0, len(text), 2)]
 
 
-def holdem_evidence(spots: AbstractSpots, obs: LimitObservation) -> Evidence:
+def holdem_evidence(spots: AbstractSpots, obs: LimitObservation) -> HandEvidence:
     """The evidence of a validated observation of real cards (see the module's text), 2 or 3
-    players: one row per distinct sequence of the opponents' information sets over the hole
-    pairs they may hold together, its moves as (offset - 1, information set, action), weighted
-    by its number of pairs (two hidden opponents' pairs never share a card)."""
+    players: rows of the opponents' information sets over the hole pairs they may hold together,
+    its moves as (offset - 1, information set, action), weighted by their number of pairs (two
+    hidden opponents' pairs never share a card); factored per opponent when two hidden
+    opponents' joint rows would be more than ``JOINT_ROWS`` (:class:`HandEvidence`)."""
     n, p = spots.sets.num_players, obs.position
     ours = obs.hole[p]
     assert ours is not None  # validated: our own cards are always there
@@ -156,17 +168,58 @@ def holdem_evidence(spots: AbstractSpots, obs: LimitObservation) -> Evidence:
         q = (p + d) % n
         holes = np.array([shown[q]], dtype=np.int64) if q in shown else live
         parts.append(_opponent_classes(spots, obs.betting, board, q, d - 1, holes))
-    rows, weights = parts[0][0], parts[0][2]
-    if n == 3:
-        (rows_1, members_1, _), (rows_2, members_2, _) = parts
-        joint = _disjoint_pairs(members_1, members_2)
-        a, b = np.nonzero(joint)
-        rows = np.concatenate([rows_1[a], rows_2[b]], axis=1)
-        weights = joint[a, b]
-    flat = rows[:, :, 0] * spots.sets.capacity + rows[:, :, 1]
-    entries = flat * NUM_ACTIONS + rows[:, :, 2]
     revealed = tuple((p + d) % n in shown for d in range(1, n))
+    width = spots.sets.capacity
+    if n == 2:
+        return HandEvidence([_evidence(parts[0][0], parts[0][2], revealed, width)], None)
+    (rows_1, members_1, _), (rows_2, members_2, _) = parts
+    joint = _disjoint_pairs(members_1, members_2)
+    if joint.size > JOINT_ROWS:  # each opponent's rows weighted by their joint pairs
+        marginals = (joint.sum(axis=1), joint.sum(axis=0))
+        factors = [
+            _evidence(rows[w > 0], w[w > 0], revealed, width)
+            for rows, w in zip((rows_1, rows_2), marginals, strict=True)
+        ]
+        return HandEvidence(factors, joint)
+    a, b = np.nonzero(joint)
+    rows = np.concatenate([rows_1[a], rows_2[b]], axis=1)
+    return HandEvidence([_evidence(rows, joint[a, b], revealed, width)], None)
+
+
+def _evidence(
+    rows: np.ndarray, weights: np.ndarray, revealed: tuple[bool, ...], width: int
+) -> Evidence:
+    """The ``Evidence`` of ``rows`` (m, L, 3) weighted ``weights``, on sets numbered up to
+    ``width``."""
+    entries = (rows[:, :, 0] * width + rows[:, :, 1]) * NUM_ACTIONS + rows[:, :, 2]
     return Evidence(NO_DEAL, rows, revealed, entries, weights)
+
+
+class HandEvidence(NamedTuple):
+    """A hand's evidence as the fit stores it: one :class:`Evidence` whose rows are whole
+    assignments of the hidden cards (exact), or, where two hidden opponents' rows pair up into
+    more than ``JOINT_ROWS``, one per opponent (offset order), each row weighted by the pairs of
+    both opponents it is part of (``joint`` counted, so each opponent's own prior range is
+    exact): the fit then treats the two opponents' cards as independent given the hand, which
+    misses only how one opponent's likely holdings remove cards from the other's."""
+
+    parts: list[Evidence]
+    joint: np.ndarray | None  # (m1, m2) the joint pairs of the factors' rows, None if one part
+
+    def likelihood(self, p: int, profile: np.ndarray) -> float:
+        """``hand_likelihood`` of the hand seen from ``p`` (exact with factors too: their rows'
+        probabilities paired through ``joint``)."""
+        if self.joint is None:
+            return hand_likelihood(self.parts[0].rows, self.parts[0].weights, p, profile)
+        first, second = (_row_probabilities(part.rows, p, profile) for part in self.parts)
+        rows = [self.joint.sum(axis=1 - d) > 0 for d in (0, 1)]
+        return float(first @ self.joint[np.ix_(*rows)] @ second)
+
+
+def _row_probabilities(rows: np.ndarray, p: int, profile: np.ndarray) -> np.ndarray:
+    """(m,) the probability of each row's moves, each opponent playing its row of ``profile``."""
+    seats = (p + 1 + rows[:, :, 0]) % profile.shape[0]
+    return profile[seats, rows[:, :, 1], rows[:, :, 2]].prod(axis=1)
 
 
 def _opponent_classes(
@@ -260,21 +313,25 @@ class HoldemPosterior:
         self.log_odds = 0.0
         self._sync()
 
-    def observe(self, obs: LimitObservation) -> Evidence:
+    def observe(self, obs: LimitObservation) -> list[Evidence]:
         """Add a finished hand seen from ``obs.position`` (InvalidArgumentError /
         IllegalActionError naming the field, nothing changed, if the dealer could not have shown
-        it); returns its evidence."""
+        it); returns its evidence as stored (:attr:`HandEvidence.parts`)."""
         self.sets.validate(obs)
         evidence = holdem_evidence(self.spots, obs)
         self._sync()  # the sets the hand numbered (the evidence's indices are the numbering's)
         p = obs.position
-        model = hand_likelihood(evidence.rows, evidence.weights, p, self.models_profile(p))
-        blueprint = hand_likelihood(evidence.rows, evidence.weights, p, self.blueprint)
+        model = evidence.likelihood(p, self.models_profile(p))
+        blueprint = evidence.likelihood(p, self.blueprint)
         with np.errstate(divide="ignore"):
             self.log_odds += np.log(model) - np.log(blueprint)
-        self.fits[obs.position].observe(obs, evidence)
+        if evidence.joint is None:
+            self.fits[p].observe(obs, evidence.parts[0])
+        else:  # a class per opponent
+            for d, part in enumerate(evidence.parts, start=1):
+                self.fits[p].observe((obs, d), part)
         self.hands += 1
-        return evidence
+        return evidence.parts
 
     def refit(self, sweeps: int = REFIT_SWEEPS) -> None:
         """Fit each position's tilted prior (:mod:`oppmodel.modeling.holdem.tilt`) to the

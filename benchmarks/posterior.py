@@ -29,6 +29,7 @@ bankroll prices every hand (the worst case), at the default budget and without o
     python benchmarks/posterior.py --game kuhn3p --cpu-time   # on a loaded machine
     python benchmarks/posterior.py --bayes-4p [--hands 12] [--cpu-time]
     python benchmarks/posterior.py --game holdem2p [--hands 1000] [--repeats 3] [--opponent NAME]
+    python benchmarks/posterior.py --game holdem3p [--hands 1000] [--repeats 3] [--opponent NAME]
 
 Hold'em (``--game holdem2p``): MBBR's hand cycle as the hold'em field times it
 (``experiments/holdem_field.py``: every decision and every hand's update, the response's solve
@@ -38,6 +39,12 @@ model built as a session's (the bundled blueprint's abstraction); per repeat a f
 cards (seed = repeat), the medians over the repeats: hands per second against issue 35's goal
 (200 in 2 players), and the split, ms a hand, into decisions, updates (the hand's update less
 its solve) and solves.
+
+Hold'em in 3 players (``--game holdem3p``, the ACPC game): the same cycle with MBBR's 3-player
+model, the posterior on sets numbered as met (``LazySets``) and the response made at each
+decision (``HoldemMBBR`` without a check game: its "solve" is the tilt's refit every 100 hands),
+in seat 0 against two seats of ``--opponent``; against issue 35's 50 hands/s. Both games' rows
+also give the fits' tables in MB at the end.
 
 ``--bayes-4p``: 4-player Kuhn with the sample posterior at k = 40 (64,000 joint samples per
 position) and the ``bayes`` response, the rest at the shipped defaults: seconds per hand (observe,
@@ -63,13 +70,18 @@ import numpy as np  # noqa: E402
 
 from oppmodel.clients.lab.timed_agent import TimedAgent  # noqa: E402
 from oppmodel.modeling.games.acpc.compiler import limit_game  # noqa: E402
+from oppmodel.modeling.games.acpc.gamedef import read_game_def  # noqa: E402
 from oppmodel.modeling.games.acpc.limit_game import LimitGame  # noqa: E402
 from oppmodel.modeling.games.acpc.solved import default_profile  # noqa: E402
-from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match  # noqa: E402
-from oppmodel.modeling.holdem.posterior import HoldemPosterior  # noqa: E402
+from oppmodel.modeling.holdem.match import (  # noqa: E402
+    HoldemGame,
+    play_holdem_match,
+)
+from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior  # noqa: E402
 from oppmodel.modeling.holdem.response import HoldemMBBR, HoldemMBBRAgent  # noqa: E402
 from oppmodel.modeling.holdem.served import holdem_served  # noqa: E402
-from oppmodel.modeling.holdem.styles import policy_factory  # noqa: E402
+from oppmodel.modeling.holdem.sets import LazySets  # noqa: E402
+from oppmodel.modeling.holdem.styles import bundled_blueprint, policy_factory  # noqa: E402
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.mbbr.holes import hole_split  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
@@ -258,25 +270,29 @@ def _report(benchmark: str, repeats: int, results: list[dict]) -> dict:
     }
 
 
-HOLDEM_GOALS = {"holdem2p": 200.0}  # hands/s of the cycle (issue 35; holdem3p has no model)
+HOLDEM_GOALS = {"holdem2p": 200.0, "holdem3p": 50.0}  # hands/s of the cycle (issue 35)
 
 
 def holdem_model(short: str) -> HoldemMBBR:
-    """A fresh MBBR model of a session of ``short`` at the defaults."""
-    served, config = holdem_served(short), MBBRConfig()
-    posterior = HoldemPosterior(served.spots, served.blueprint, config)
-    return HoldemMBBR(posterior, served.check, config)
+    """A fresh MBBR model of ``short`` at the defaults: a session's (2 players), or on the ACPC
+    3-player game the posterior on sets numbered as met with the response made at each
+    decision."""
+    config = MBBRConfig()
+    if short != "holdem3p":
+        served = holdem_served(short)
+        posterior = HoldemPosterior(served.spots, served.blueprint, config)
+        return HoldemMBBR(posterior, served.check, config)
+    gamedef, blueprint = read_game_def(short), bundled_blueprint(short)
+    sets = LazySets.of_blueprint(gamedef, blueprint)
+    spots = AbstractSpots(None, blueprint.config, blueprint.cards, blueprint.flops, sets=sets)
+    return HoldemMBBR(HoldemPosterior(spots, None, config), None, config)
 
 
 def holdem_cycle(short: str, hands: int, opponent: str, seed: int) -> dict[str, float]:
     """One seeded match of ``hands`` hands, MBBR (a session's model of ``short``) against the
     style ``opponent`` in one seating: MBBR's cycle in hands/s, and ms a hand of its decisions,
     updates and solves (``CLOCK``)."""
-    served = holdem_served(short)
-    config = MBBRConfig()
-    model = HoldemMBBR(
-        HoldemPosterior(served.spots, served.blueprint, config), served.check, config
-    )
+    model = holdem_model(short)
     solving = [0.0]
     solve = model.solve
 
@@ -286,7 +302,7 @@ def holdem_cycle(short: str, hands: int, opponent: str, seed: int) -> dict[str, 
         solving[0] += CLOCK[0]() - start
 
     model.solve = timed_solve  # type: ignore[method-assign]  # the split; the cycle is the same
-    game = HoldemGame(short, served.compiled.gamedef)
+    game = HoldemGame(short, read_game_def(short))
     mbbr = TimedAgent(HoldemMBBRAgent("mbbr", model, seed), CLOCK[0])
     others = [
         policy_factory(opponent, game.gamedef)(game, seed + 1 + k)
@@ -299,11 +315,12 @@ def holdem_cycle(short: str, hands: int, opponent: str, seed: int) -> dict[str, 
         "decisions_ms_per_hand": mbbr.act_seconds * ms,
         "updates_ms_per_hand": (mbbr.end_seconds - solving[0]) * ms,
         "solves_ms_per_hand": solving[0] * ms,
+        "fits_mb": sum(fit.nbytes() for fit in model.posterior.fits) / 2**20,
     }
 
 
 def holdem_report(short: str, count: int, repeats: int, opponent: str) -> dict:
-    """The ``--game holdem2p`` figures (see the module docstring)."""
+    """The ``--game holdem2p|holdem3p`` figures (see the module docstring)."""
     holdem_cycle(short, 5, opponent, seed=repeats)  # builds the game and loads the kernels
     holdem_model(short).solve()  # and the solve's
     runs = [holdem_cycle(short, count, opponent, seed) for seed in range(repeats)]

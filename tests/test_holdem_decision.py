@@ -250,7 +250,7 @@ def test_a_completions_weight_is_the_mass_of_the_pairs_it_leaves() -> None:
     w1, w2 = rng.random(len(live)) ** 4, rng.random(len(live)) ** 4
     rest = np.array([[40, 41], [7, 51], [2, 33]])
     boards = CARD_BITS[rest[:, 0]] | CARD_BITS[rest[:, 1]]
-    first, second, mass = sample_pairs(bits, w1, w2, boards, CARD_BITS[:52], 50, 1)
+    first, second, mass = sample_pairs(live, bits, w1, w2, boards, 50, 1)
     disjoint = (bits[:, None] & bits[None, :]) == 0
     for b, board in enumerate(boards):
         clear = (bits & board) == 0

@@ -21,20 +21,19 @@ DONE = -2  # a rollout at the hand's end, its value kept
 
 
 @njit(cache=True)
-def _disjoint_mass(bits, w1, w2, cards):
-    """Sum of ``w1[i] * w2[j]`` over the pairs of holes sharing no card (``cards``: the cardset
-    of each of the 52 cards): all pairs, less those sharing a card, counted card by card, plus
-    the pairs that are the same hole (counted twice)."""
+def _disjoint_mass(holes, w1, w2):
+    """Sum of ``w1[i] * w2[j]`` over the pairs of holes (``holes`` (m, 2) cards) sharing no
+    card: all pairs, less those sharing a card, counted card by card, plus the pairs that are
+    the same hole (counted twice)."""
     total1, total2, same = 0.0, 0.0, 0.0
     by_card1, by_card2 = np.zeros(52), np.zeros(52)
-    for i in range(bits.size):
+    for i in range(holes.shape[0]):
         total1 += w1[i]
         total2 += w2[i]
         same += w1[i] * w2[i]
-        for c in range(52):
-            if bits[i] & cards[c]:
-                by_card1[c] += w1[i]
-                by_card2[c] += w2[i]
+        for c in holes[i]:
+            by_card1[c] += w1[i]
+            by_card2[c] += w2[i]
     return total1 * total2 - (by_card1 * by_card2).sum() + same
 
 
@@ -44,11 +43,12 @@ def _draw(cumulative, u):
 
 
 @njit(cache=True)
-def sample_pairs(bits, w1, w2, boards, cards, per_board, seed):
+def sample_pairs(holes, bits, w1, w2, boards, per_board, seed):
     """For each board completion (``boards``, cardsets), the weight of the completion (the mass of
     the opponents' pairs of holes that share no card with each other nor with it: the
     completions are drawn uniformly, so a completion's share of the joint is this mass) and
-    ``per_board`` draws of the two opponents' holes (rows of ``bits``) by ``w1`` and ``w2``,
+    ``per_board`` draws of the two opponents' holes (rows of ``holes``, cards, and of ``bits``,
+    their cardsets) by ``w1`` and ``w2``,
     a draw sharing a card redrawn: the joint ``w1 w2 [disjoint]`` given the completion.
     Returns (first, second, mass) with -1 holes where a completion leaves no mass."""
     np.random.seed(seed)
@@ -61,7 +61,7 @@ def sample_pairs(bits, w1, w2, boards, cards, per_board, seed):
         for i in range(bits.size):
             if bits[i] & boards[b]:
                 v1[i], v2[i] = 0.0, 0.0
-        mass[b] = _disjoint_mass(bits, v1, v2, cards)
+        mass[b] = _disjoint_mass(holes, v1, v2)
         if mass[b] <= 0.0:
             mass[b] = 0.0
             continue

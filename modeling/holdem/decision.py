@@ -44,13 +44,16 @@ from oppmodel.modeling.games.acpc.betting import (
     opening,
 )
 from oppmodel.modeling.holdem import _decision_kernels as kernels
+from oppmodel.modeling.holdem.blueprint import range_views
 from oppmodel.modeling.holdem.policy import DECK_SIZE, Spot, live_holes
 from oppmodel.modeling.holdem.posterior import HoldemPosterior
 from oppmodel.modeling.holdem.sets import LazySets
+from oppmodel.modeling.holdem.strength import hole_rows
 
 BOARDS = 12  # board completions a round
 PER_BOARD = 8  # draws of the opponents' holes per completion
 MAX_STEPS = 96  # uniforms a rollout may use: more than a hand's actions (57 in 3-player ACPC)
+ROWS_KEPT = 100_000  # bettings whose blueprint rows are kept (~0.2 KB each)
 MODEL, BLUEPRINT = "model", "blueprint"  # whom the opponents play: the posterior means, or not
 _CARDS = CARD_BITS[:DECK_SIZE].astype(np.int64)
 _COLUMNS = 7  # a node's row: 3 children, player, round, first row, whether a raise is legal
@@ -77,8 +80,14 @@ class _Tree:
     """The betting nodes the hand's rollouts met, with the rows of the player to act at each:
     the blueprint's (ours and the opponents') and the posterior means' (the opponents')."""
 
-    def __init__(self, sets: LazySets, me: int, model: Callable[[BettingState], np.ndarray]):
-        self.sets, self.me, self.model = sets, me, model
+    def __init__(
+        self,
+        sets: LazySets,
+        me: int,
+        model: Callable[[BettingState], np.ndarray],
+        blueprint: Callable[[BettingState], tuple[np.ndarray, np.ndarray]],
+    ):
+        self.sets, self.me, self.model, self.blueprint = sets, me, model, blueprint
         n = sets.num_players
         self.nodes = np.full((64, _COLUMNS), -1, dtype=np.int64)
         self.spent, self.folded = np.zeros((64, n)), np.zeros((64, n), dtype=bool)
@@ -103,7 +112,7 @@ class _Tree:
         self.nodes[k, 3:] = [state.player, state.round, self.row_count, 0]
         self.spent[k], self.folded[k] = state.spent, state.folded
         if state.player >= 0:
-            legal, blueprint = self.sets.rows_of(state)
+            legal, blueprint = self.blueprint(state)
             self.nodes[k, 6] = legal[RAISE]
             model = blueprint if state.player == self.me else self.model(state)
             self.parts[BLUEPRINT].append(blueprint)
@@ -146,6 +155,7 @@ class DecisionValues:
         self.spots = posterior.spots
         self.boards, self.per_board = boards, per_board
         self.rng = np.random.default_rng(seed)
+        self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.new_hand()
 
     def new_hand(self) -> None:
@@ -153,13 +163,27 @@ class DecisionValues:
         self._completions: tuple[tuple[int, ...], np.ndarray] | None = None
         self._tree: _Tree | None = None
 
+    def blueprint_rows(self, state: BettingState) -> tuple[np.ndarray, np.ndarray]:
+        """``LazySets.rows_of``, kept for the last ``ROWS_KEPT`` bettings asked (read-only; the
+        blueprint never changes, and the rollouts of every hand meet the same nodes)."""
+        found = self._rows.get(state.betting)
+        if found is None:
+            if len(self._rows) >= ROWS_KEPT:
+                self._rows.clear()
+            legal, rows = found = self.sets.rows_of(state)
+            legal.setflags(write=False)
+            rows.setflags(write=False)
+            self._rows[state.betting] = found
+        return found
+
     def values(self, spot: Spot, hole: Sequence[int], opponents: str = MODEL) -> Values:
         """Q of every legal action at ``spot`` holding ``hole``, the opponents playing their
         posterior means (``MODEL``) or the blueprint (``BLUEPRINT``)."""
         me, board, state = spot.position, tuple(spot.board), spot.betting
         gamedef = self.sets.gamedef
         if self._tree is None or self._tree.me != me:
-            self._tree = _Tree(self.sets, me, lambda s: self.posterior.mean_rows(me, s))
+            model = lambda s: self.posterior.mean_rows(me, s)  # noqa: E731
+            self._tree = _Tree(self.sets, me, model, self.blueprint_rows)
         tree = self._tree
         live = live_holes([*hole, *board])
         bits = _CARDS[live[:, 0]] | _CARDS[live[:, 1]]
@@ -170,7 +194,7 @@ class DecisionValues:
         board_bits = np.bitwise_or.reduce(_CARDS[rest], axis=1)  # 0s on the river
         seed = int(self.rng.integers(2**31))
         first, second, mass = kernels.sample_pairs(
-            bits, reach[0], reach[1], board_bits, _CARDS, self.per_board, seed
+            live, bits, reach[0], reach[1], board_bits, self.per_board, seed
         )
         if mass.sum() <= 0:  # no completion leaves the opponents a pair of holes
             return Values(np.zeros((len(first), NUM_ACTIONS)), None, self.boards)
@@ -224,7 +248,7 @@ class DecisionValues:
                 rows = (
                     self.posterior.mean_rows(me, now)
                     if kind == MODEL
-                    else self.sets.rows_of(now)[1]
+                    else self.blueprint_rows(now)[1]
                 )
                 views = self.spots.views(board, now.round, live)
                 reach[opp.index(now.player)] *= rows[views, action]
@@ -256,7 +280,8 @@ class DecisionValues:
         out = np.zeros((len(first), 3, rounds), dtype=np.int64)
         opp = self.posterior.seats[me]
         pick = np.maximum(first, 0), np.maximum(second, 0)
-        ours = np.asarray([hole], dtype=np.int64)
+        ours, ranged = hole_rows(np.asarray([hole])), hole_rows(live)
+        spots = self.spots
         made: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}
         for b, cards in enumerate(rest.tolist()):
             full = (*board, *cards)
@@ -265,8 +290,9 @@ class DecisionValues:
                 made[full] = []
                 for r in range(round_, rounds):
                     seen = np.zeros(len(live), dtype=np.int64)
-                    seen[clear] = self.spots.views(full, r, live[clear])
-                    made[full].append((int(self.spots.views(full, r, ours)[0]), seen))
+                    at = (spots.config, spots.cards, spots.flops, full, r)
+                    seen[clear] = range_views(*at, ranged[clear])
+                    made[full].append((int(range_views(*at, ours)[0]), seen))
             rows = slice(b * self.per_board, (b + 1) * self.per_board)
             for r, (mine, seen) in enumerate(made[full], start=round_):
                 out[rows, me, r] = mine

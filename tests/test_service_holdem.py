@@ -168,6 +168,27 @@ def test_a_holdem_decision_is_looked_up_in_the_model_worker(
         assert got.infostate == game.infoset_string(decision.position, decision.infoset)
 
 
+def test_a_hands_draw_is_made_once_for_its_decisions(hands, monkeypatch) -> None:
+    """Whether the response plays a hand is drawn with a seeded Generator (~50-130 us) once a
+    hand, not again at each of its decisions; each decision plays the row of that draw."""
+    model, game = library(hands[:6]), holdem_served("holdem2p")
+    lines = [line for line in decision_lines(hands) if line.split(":")[2] == "6"]
+    assert len(lines) >= 2 and len({line.split(":")[1] for line in lines}) == 1  # one seat's
+    real = np.random.default_rng
+    built: list[object] = []
+    served.hand_draw.cache_clear()
+    monkeypatch.setattr(np.random, "default_rng", lambda seed: built.append(seed) or real(seed))
+    rows = [model.matchstate_action(line) for line in lines]
+    monkeypatch.setattr(np.random, "default_rng", real)
+    position = rows[0][0].position
+    assert built == [[CONFIG.seed, 6, position, 0x4845]]
+    u = float(real([CONFIG.seed, 6, position, 0x4845]).random())
+    table = model.mbbr.strategies[position] if u < model.mbbr.shares[position] else None
+    for decision, row in rows:
+        want = game.blueprint[position] if table is None else table
+        assert np.array_equal(row, want[decision.infoset])
+
+
 def test_a_restored_snapshot_goes_on_as_the_model_fed_every_hand(hands) -> None:
     whole = library(hands)
     half = library(hands[:7])  # the first solve (begun after hand 5) is running: its copy is state

@@ -1,17 +1,29 @@
 """The ACPC service agent's calls, apart from its policy (``service_policy.py``): which targets
 are probed over TCP, the name of what went wrong with a call, the record of a stretch on the
-fallback, and a client whose calls share one deadline (the start's)."""
+fallback, a client whose calls share one deadline (the start's), and the stream the hands go on."""
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.clients.grpc_base import ERROR_BY_CODE
-from oppmodel.modeling.errors import OppModelError, ServiceError
+from oppmodel.clients.outbox import Hand, observation_message
+from oppmodel.modeling.errors import (
+    DeadlineExceededError,
+    IdleStreamError,
+    OppModelError,
+    ServiceError,
+    UnavailableError,
+)
+from oppmodel.v1 import opponent_model_pb2 as pb
 
 ServiceFailure = (grpc.RpcError, OppModelError)
 _STATUS_OF: dict[type[BaseException], str] = {e: code.name for code, e in ERROR_BY_CODE.items()}
@@ -68,3 +80,133 @@ class Deadline(OpponentModelClient):
     @timeout.setter
     def timeout(self, value: float) -> None:
         pass  # set by GrpcClient.__init__; the deadline rules
+
+
+class HandStream:
+    """The background sender's Observe stream, kept open across hands: ``send`` puts a piece of
+    hands on it and returns once the last is acknowledged (or sends the piece in ObserveBatch
+    calls, the client's ``observe``, when the client sends batches: a Ray Serve deployment).
+
+    A stream per piece (one a hand in a match) cost the server the opening and closing of a
+    call every hand (~1-3 ms of its CPU a hand in hold'em, against a message on an open
+    stream). What a piece's call had, it keeps: ``send`` waits ``timeout`` seconds at most
+    (DeadlineExceededError), and any failure drops the stream, so the next ``send`` opens a new
+    one with the hands not acknowledged (the server's sequence numbers make a resend safe). A
+    stream lives ``STREAM_SECONDS`` at most and ends when the server finds it idle; a piece that
+    meets either end goes again once, on a new stream, without a failure."""
+
+    STREAM_SECONDS = 600.0
+
+    def __init__(self, client: OpponentModelClient) -> None:
+        self._client = client
+        self._session_id: str | None = None
+        self._requests: queue.SimpleQueue | None = None
+        self._responses: Any = None  # the call: an iterator of acks, cancellable
+        self._watch = threading.Condition()
+        self._armed: tuple[Any, float] | None = None  # (call, deadline) a send waits on
+        self._missed = False  # the watch cancelled the call at its deadline
+        self._waking_at: float | None = None  # the deadline the watch waits for (None: a send)
+        self._closed = False
+        self._watcher: threading.Thread | None = None
+
+    def send(self, session_id: str, first: int, hands: Sequence[Hand]) -> None:
+        """Hands ``first``, ``first + 1``, ... of the session, acknowledged within the client's
+        timeout (and 10 ms a hand), as its ``observe`` would."""
+        if self._client.observe_batches:
+            self._client.observe(session_id, hands, first_sequence=first)
+            return
+        timeout = self._client.timeout + 0.01 * len(hands)
+        for attempt in (0, 1):
+            if self._session_id != session_id or self._responses is None:
+                self._open(session_id)
+            assert self._requests is not None
+            for i, hand in enumerate(hands):
+                message = observation_message(first + i, hand)
+                self._requests.put(pb.ObserveRequest(session_id=session_id, observation=message))
+            try:
+                self._acknowledged(first + len(hands) - 1, timeout)
+                return
+            except _StreamEnded:
+                if attempt:
+                    raise UnavailableError("the server keeps ending the Observe stream") from None
+
+    def _acknowledged(self, last: int, timeout: float) -> None:
+        responses = self._responses
+        self._arm(responses, timeout)
+        try:
+            while next(responses).sequence < last:
+                pass
+        except StopIteration:
+            self.drop()
+            raise _StreamEnded from None
+        except grpc.RpcError as exc:
+            self.drop()
+            if self._disarm():
+                message = f"hands: not acknowledged within {timeout:g} s"
+                raise DeadlineExceededError(message) from None
+            error = self._client._error(exc)
+            if isinstance(error, (IdleStreamError, DeadlineExceededError)):
+                raise _StreamEnded from None  # idle, or at the end of its life
+            raise error from None
+        finally:
+            if self._disarm():  # cancelled as its last ack came: not to be used again
+                self.drop()
+
+    def _open(self, session_id: str) -> None:
+        self.drop()
+        self._session_id, self._requests = session_id, queue.SimpleQueue()
+        self._responses = self._client._stub.Observe(
+            iter(self._requests.get, None),
+            metadata=self._client._routed(session_id),
+            timeout=self.STREAM_SECONDS,
+        )
+
+    def drop(self) -> None:
+        """End the stream (the next ``send`` opens another)."""
+        if self._requests is not None:
+            self._requests.put(None)  # ends the requests: the server closes the stream
+        self._requests = self._responses = None
+
+    def close(self) -> None:
+        """End the stream and the watch."""
+        self.drop()
+        with self._watch:
+            self._closed = True
+            self._watch.notify()
+
+    # -- the watch: one thread cancels a call that outlives a send's deadline ----------------
+    def _arm(self, call: Any, seconds: float) -> None:
+        with self._watch:
+            deadline = time.monotonic() + seconds
+            self._armed, self._missed = (call, deadline), False
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._run, name="hand-stream", daemon=True)
+                self._watcher.start()
+            elif self._waking_at is None or deadline < self._waking_at:
+                self._watch.notify()  # else it wakes at an earlier deadline and waits on
+
+    def _disarm(self) -> bool:
+        """The send is over; whether the watch cancelled its call."""
+        with self._watch:
+            self._armed = None
+            return self._missed
+
+    def _run(self) -> None:
+        with self._watch:
+            while not self._closed:
+                if self._armed is None:
+                    self._waking_at = None
+                    self._watch.wait()
+                    continue
+                call, deadline = self._armed
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._waking_at = deadline
+                    self._watch.wait(left)
+                    continue
+                self._armed, self._missed = None, True
+                call.cancel()
+
+
+class _StreamEnded(Exception):
+    """The stream ended without a failure of the piece (idle, or at the end of its life)."""

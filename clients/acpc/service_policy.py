@@ -28,7 +28,7 @@ after a return to the service before it answered a decision (see the quarantine 
 
 Everything else runs on one background thread, so that no decision ever waits for it:
 
-* it sends every finished hand (Observe, sequence numbers 1, 2, ...; ObserveBatch calls when the
+* it sends every finished hand (on one Observe stream, ``HandStream``; ObserveBatch calls when the
   service is a Ray Serve deployment), resending whatever the service has not acknowledged (the
   clients' one ``Outbox``, :mod:`oppmodel.clients.outbox`); the
   hands not yet acknowledged go together, at most ``RESEND_PIECE`` per call, so that a backlog
@@ -71,6 +71,7 @@ from typing import TextIO
 from oppmodel.clients.acpc.agent import Decision, SeatHand
 from oppmodel.clients.acpc.service_calls import (
     Deadline,
+    HandStream,
     Outage,
     ServiceFailure,
     failure_reason,
@@ -153,6 +154,7 @@ class ServicePolicy:
             channel_options=options,
             observe_batches=observe_batches,
         )
+        self._stream = HandStream(self._background)  # where the hands go
         self._wake = threading.Condition()
         self._outbox = Outbox(keep=True)  # every hand: a new session is sent them all again
         self._session_id: str | None = None
@@ -253,6 +255,7 @@ class ServicePolicy:
                     f"{len(self._outbox)} hands not sent to the service ({failure_reason(exc)}): "
                     f"session {self._session_id} lacks them"
                 )
+        self._stream.close()
         self._decisions.close()
         self._background.close()
 
@@ -487,7 +490,7 @@ class ServicePolicy:
         if not pending:
             return False
         try:
-            self._background.observe(session_id, pending, first_sequence=first)
+            self._stream.send(session_id, first, pending)
         except NotFoundError:
             self._create_session()
             return True

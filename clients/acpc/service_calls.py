@@ -92,10 +92,10 @@ class HandStream:
     stream). What a piece's call had, it keeps: ``send`` waits ``timeout`` seconds at most
     (DeadlineExceededError), and any failure drops the stream, so the next ``send`` opens a new
     one with the hands not acknowledged (the server's sequence numbers make a resend safe). A
-    stream lives ``STREAM_SECONDS`` at most and ends when the server finds it idle; a piece that
-    meets either end goes again once, on a new stream, without a failure."""
+    stream the server closed as idle is reopened once for the piece, without a failure; its
+    deadline (``STREAM_SECONDS``) is only a bound on a stream's life."""
 
-    STREAM_SECONDS = 600.0
+    STREAM_SECONDS = 86_400.0
 
     def __init__(self, client: OpponentModelClient) -> None:
         self._client = client
@@ -145,8 +145,8 @@ class HandStream:
                 message = f"hands: not acknowledged within {timeout:g} s"
                 raise DeadlineExceededError(message) from None
             error = self._client._error(exc)
-            if isinstance(error, (IdleStreamError, DeadlineExceededError)):
-                raise _StreamEnded from None  # idle, or at the end of its life
+            if isinstance(error, IdleStreamError):
+                raise _StreamEnded from None
             raise error from None
         finally:
             if self._disarm():  # cancelled as its last ack came: not to be used again
@@ -209,4 +209,4 @@ class HandStream:
 
 
 class _StreamEnded(Exception):
-    """The stream ended without a failure of the piece (idle, or at the end of its life)."""
+    """The stream ended without a failure of the piece (the server found it idle)."""

@@ -30,14 +30,14 @@ Everything else runs on one background thread, so that no decision ever waits fo
 
 * it sends every finished hand (on one Observe stream, ``HandStream``; ObserveBatch calls when the
   service is a Ray Serve deployment), resending whatever the service has not acknowledged (the
-  clients' one ``Outbox``, :mod:`oppmodel.clients.outbox`); the
-  hands not yet acknowledged go together, at most ``RESEND_PIECE`` per call, so that a backlog
-  goes in pieces (on the server a decision waits behind at most one piece). If the server lost
-  the session (a fresh database, a deletion) it creates it again and resends every hand. The
-  server's sequence numbers make a resend safe. A send that misses its deadline (a busy
-  machine) is no outage: only a decision call, within its budget, decides that the service
-  cannot answer. Its hands go again with a doubled deadline (``_slower``); an unreachable
-  service (UNAVAILABLE) still switches the decisions to the fallback at once.
+  clients' one ``Outbox``, :mod:`oppmodel.clients.outbox`); the hands not yet acknowledged go
+  together, at most ``RESEND_PIECE`` per call, so that a backlog goes in pieces (on the server a
+  decision waits behind at most one piece). If the server lost the session (a fresh database, a
+  deletion) it creates it again and resends every hand. The server's sequence numbers make a resend
+  safe. A send that misses its deadline (a busy machine) is no outage: only a decision call, within
+  its budget, decides that the service cannot answer. Its hands go again with a doubled deadline
+  (``_slower``); an unreachable service (UNAVAILABLE) still switches the decisions to the fallback
+  at once.
 * on the fallback, it probes the service every ``retry_interval`` and hands the decisions back
   as soon as it serves: its port accepts a connection (a HOST:PORT target; a test that fails at
   once while it is down) and it answers the health check. The health check matters: gRPC binds
@@ -232,21 +232,22 @@ class ServicePolicy:
             self._wake.notify()
 
     def close(self, *, patient: bool = True) -> None:
-        """Stop the background thread, hand the service every hand its session has not
-        acknowledged, and close the channels.
+        """Stop the background thread, hand the service every hand its session has not acknowledged
+        (on a new call: the open stream may be what failed), and close the channels.
 
         The match is over and nobody waits, so a ``patient`` close keeps trying for up to
         ``CLOSE_WAIT`` seconds: a missed deadline goes again with a doubled one (``_slower``), a
-        failed call again after ``retry_interval`` (a Ray replica that replaces a lost one
-        answers UNAVAILABLE meanwhile); one attempt was all it made, and a loaded machine's
-        session lost its last hands in silence. An impatient close (Ctrl-C) makes one attempt.
-        What the service did not take is said on stderr."""
+        failed call again after ``retry_interval`` (a Ray replica that replaces a lost one answers
+        UNAVAILABLE meanwhile); one attempt was all it made, and a loaded machine's session lost its
+        last hands in silence. An impatient close (Ctrl-C) makes one attempt. What the service did
+        not take is said on stderr."""
         with self._wake:
             self._stop = True
             self._wake.notify()
             if self._starting is not None:  # still waiting for the service: end its calls
                 self._starting.close()
         self._worker.join()
+        self._stream.drop()
         try:
             self._deliver_the_rest(patient and self._session_id is not None)
         except ServiceFailure as exc:
@@ -417,8 +418,7 @@ class ServicePolicy:
         if self._address is not None:
             with socket.create_connection(self._address, timeout=self.deadline):
                 pass
-        # waits for the background channel's reconnection and the server's start, within its
-        # deadline
+        # waits for the background channel's reconnection and the server's start (its deadline)
         self._background.check_health(wait_for_ready=True)
         if self._session_id is None:
             self._create_session()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from oppmodel.modeling.games.acpc import _abstraction_kernels as kernels
-from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS
+from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS, rank_hands
 from oppmodel.modeling.games.acpc.abstraction import preflop_cell, preflop_table, strength
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS
 from oppmodel.modeling.games.acpc.hand_rank import card_index
@@ -35,31 +35,56 @@ def test_boards_up_to_suit_names_are_the_known_classes_and_weigh_every_board(
 
 def test_every_hands_strength_on_a_board_equals_the_count_against_each_opponent() -> None:
     rng = np.random.default_rng(5)
-    for board_cards in ([48, 44, 40, 36, 0], *(rng.permutation(52)[:5] for _ in range(3))):
+    boards = [
+        [48, 44, 40, 36, 0],  # a flush on the board
+        [1, 5, 9, 13, 30],  # four of a suit: a flush with one card of it
+        [0, 4, 8, 13, 22],  # three of a suit: a flush with two
+        [0, 1, 2, 20, 41],  # trips on the board
+        *(rng.permutation(52)[:5] for _ in range(3)),
+    ]
+    for board_cards in boards:
         board = int(np.bitwise_or.reduce(CARD_BITS[list(board_cards)]))
         free = [c for c in range(52) if c not in board_cards]
         pairs = list(itertools.combinations(free, 2))
-        hs = np.empty(len(pairs))
-        first, second = (np.array(x, dtype=np.int64) for x in zip(*pairs, strict=True))
-        kernels.board_strengths(board, first, second, 990, hs)
+        hs = np.full((52, 52), np.nan)
+        kernels.board_strengths(board, hs)
         direct = [kernels.river_strength(CARD_BITS[a] | CARD_BITS[b], board) for a, b in pairs]
-        assert hs.tolist() == pytest.approx(direct, abs=1e-15)
+        assert [hs[a, b] for a, b in pairs] == pytest.approx(direct, abs=1e-15)
+        assert np.isnan(hs[np.tril_indices(52)]).all()  # only the hands' cells are written
 
 
-def test_the_radix_sort_of_a_boards_hands_is_a_stable_sort_by_value() -> None:
-    # values over the evaluator's whole range (a straight flush's category is the top bits),
-    # many ties and digits that are the same in every key (a pass that moves nothing)
+def test_the_sort_key_orders_every_class_of_hand_as_its_value() -> None:
+    # every class of five-card hand once (7,462): the multisets of ranks, suits spread so that
+    # none makes a flush, and the five distinct ranks of each flush
+    hands = [
+        [4 * rank + j % 4 for j, rank in enumerate(ranks)]
+        for ranks in itertools.combinations_with_replacement(range(13), 5)
+        if max(ranks.count(r) for r in ranks) <= 4
+    ]
+    hands += [[4 * rank for rank in ranks] for ranks in itertools.combinations(range(13), 5)]
+    values = np.empty(len(hands), dtype=np.int64)
+    rank_hands(np.array(hands, dtype=np.int64), values)
+    assert len(set(values.tolist())) == len(hands) == 7_462
+    keys = [kernels.rank_key(v) for v in np.sort(values).tolist()]
+    assert all(a < b for a, b in itertools.pairwise(keys))
+    assert keys[0] >= 0 and keys[-1] < 1 << kernels.KEY_BITS
+
+
+def test_the_radix_sort_of_a_boards_hands_is_a_stable_sort_by_key() -> None:
+    # keys over the whole range (a straight flush's are the top ones), many ties, and digits
+    # that are the same in every key
     rng = np.random.default_rng(11)
-    top = 1 << kernels.VALUE_BITS
+    top = 1 << kernels.KEY_BITS
     for values in (
         rng.integers(0, top, 1081),
-        rng.integers(0, 16, 1081) << 26,
+        rng.integers(0, 16, 1081) << 7,
         rng.integers(top - 5, top, 900),
         np.zeros(3, dtype=np.int64),
     ):
-        keys = (values << kernels.INDEX_BITS) | np.arange(values.size)
-        got = kernels._sorted_by_value(keys.astype(np.int64))
-        assert (got & kernels.INDEX_MASK).tolist() == np.argsort(values, kind="stable").tolist()
+        keys = (values << kernels.PAIR_BITS) | np.arange(values.size)
+        got = kernels._sorted_by_key(keys.astype(np.int64))
+        hands = (got & ((1 << kernels.PAIR_BITS) - 1)).tolist()
+        assert hands == np.argsort(values, kind="stable").tolist()
 
 
 def test_the_table_orders_the_classes_as_known_pairs_first_and_seven_deuce_near_last() -> None:

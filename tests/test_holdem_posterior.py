@@ -15,7 +15,13 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES, BOARD_SIZES, HOLE_INDEX
 from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.holdem.policy import CARD_NAMES, Uniform
-from oppmodel.modeling.holdem.posterior import NO_DEAL, AbstractSpots, HoldemPosterior, cards_of
+from oppmodel.modeling.holdem.posterior import (
+    NO_DEAL,
+    AbstractSpots,
+    HoldemPosterior,
+    cards_of,
+    distinct_rows,
+)
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
 from oppmodel.modeling.observation import LimitObservation
@@ -194,6 +200,22 @@ def test_merged_rows_fit_as_one_row_per_hole_pair(spots) -> None:
         merged.fits[p].converge()
         expanded.fits[p].converge()
         assert np.allclose(merged.models_profile(p), expanded.models_profile(p), rtol=0, atol=1e-6)
+
+
+def test_distinct_rows_are_numpys_unique_rows_in_its_order() -> None:
+    rng = np.random.default_rng(8)
+    tables = [rng.integers(0, high, (k, width)) for k, width, high in [(1081, 4, 3), (50, 7, 2)]]
+    tables += [rng.integers(-5, 5, (1, 3)), np.zeros((6, 0), dtype=np.int64)]
+    for table in tables:
+        _, first, label, counts = np.unique(
+            table, axis=0, return_index=True, return_inverse=True, return_counts=True
+        )
+        got = distinct_rows(table)
+        assert [x.tolist() for x in got] == [
+            first.tolist(),
+            label.ravel().tolist(),
+            counts.tolist(),
+        ]
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,12 @@ import pytest
 
 from oppmodel.modeling.games.acpc import _abstraction_kernels as kernels
 from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS, rank_hands
-from oppmodel.modeling.games.acpc.abstraction import preflop_cell, preflop_table, strength
+from oppmodel.modeling.games.acpc.abstraction import (
+    canonical_board,
+    preflop_cell,
+    preflop_table,
+    strength,
+)
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS
 from oppmodel.modeling.games.acpc.hand_rank import card_index
 
@@ -68,6 +73,20 @@ def test_the_sort_key_orders_every_class_of_hand_as_its_value() -> None:
     keys = [kernels.rank_key(v) for v in np.sort(values).tolist()]
     assert all(a < b for a, b in itertools.pairwise(keys))
     assert keys[0] >= 0 and keys[-1] < 1 << kernels.KEY_BITS
+
+
+def test_a_boards_canonical_form_is_its_least_relabelling_and_the_least_permutation() -> None:
+    rng = np.random.default_rng(13)
+    boards = [(), (0, 1, 2), (0, 4, 8), (48, 49, 50, 51)]
+    boards += [tuple(rng.permutation(52)[: 3 + k % 3].tolist()) for k in range(600)]
+    for board in boards:
+        least = min(  # every relabelling of the suits, as (sorted board, permutation)
+            (tuple(sorted(c - c % 4 + p[c % 4] for c in board)), p)
+            for p in itertools.permutations(range(4))
+        )
+        relabel, canonical = canonical_board(board)
+        assert canonical == least[0]
+        assert relabel.tolist() == [c - c % 4 + least[1][c % 4] for c in range(52)]
 
 
 def test_the_radix_sort_of_a_boards_hands_is_a_stable_sort_by_key() -> None:

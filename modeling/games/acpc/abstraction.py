@@ -197,18 +197,21 @@ def by_relabelled_hole(values: np.ndarray, relabel: np.ndarray) -> np.ndarray:
     return values[HOLE_INDEX[relabel[ALL_HOLES[:, 0]], relabel[ALL_HOLES[:, 1]]]]
 
 
+SUIT_PERMUTATIONS = np.array(list(itertools.permutations(range(4))))  # (24, 4), increasing
+
+
 @functools.lru_cache(maxsize=2**14)  # a hand's spots and its update ask for the same boards
 def canonical_board(board: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
-    """The least relabelling of the board's suits (its sorted card indices least) as a map of
-    the 52 card indices (read-only), and the board it makes (sorted)."""
-    cards = np.arange(DECK_SIZE)
-    best = min(
-        (tuple(sorted(c - c % 4 + p[c % 4] for c in board)), p)
-        for p in itertools.permutations(range(4))
-    )
-    relabel = cards - cards % 4 + np.array(best[1])[cards % 4]
+    """The least relabelling of the board's suits (its sorted card indices least; of equal
+    boards, the least permutation) as a map of the 52 card indices (read-only), and the board
+    it makes (sorted)."""
+    cards = np.array(board, dtype=np.int64)
+    boards = np.sort(cards - cards % 4 + SUIT_PERMUTATIONS[:, cards % 4], axis=1)
+    best = np.lexsort(boards.T[::-1])[0] if len(board) else 0  # stable: ties to the least
+    deck = np.arange(DECK_SIZE)
+    relabel = deck - deck % 4 + SUIT_PERMUTATIONS[best][deck % 4]
     relabel.setflags(write=False)
-    return relabel, best[0]
+    return relabel, tuple(boards[best].tolist())
 
 
 BOARD_CACHE = 10_000  # canonical boards kept (10.6 KB each): a 3,000-hand series' 9,000 boards

@@ -69,7 +69,18 @@ def fit_level(
     """(groups, 3) the log multipliers theta_g maximising the likelihood of ``counts`` ((k, 3)
     expected counts per row) with row k's probabilities ``tilted(log_base[k], theta[group[k]])``,
     plus ``weight`` pseudo-visits per group acting as its rows do at theta = 0 (spread as its
-    visits)."""
+    visits). Only the groups with rows are fitted, the others keep theta = 0 (a node level's
+    groups are every decision node, thousands, its rows those of the ~100-200 reached)."""
+    present, compact = np.unique(group, return_inverse=True)
+    theta = np.zeros((groups, 3))
+    theta[present] = _fitted(log_base, counts, compact, len(present), weight)
+    return theta
+
+
+def _fitted(
+    log_base: np.ndarray, counts: np.ndarray, group: np.ndarray, groups: int, weight: float
+) -> np.ndarray:
+    """:func:`fit_level`'s scaling steps over groups numbered 0 .. ``groups`` - 1."""
     visits = counts.sum(axis=1)
     total = np.bincount(group, visits, groups)
     seen = total > 0.0
@@ -77,12 +88,14 @@ def fit_level(
     prior = weight * _by_group(visits[:, None] * tilted(log_base, 0.0), group, groups) / total
     target = (_by_group(counts, group, groups) + prior) / total
     scale = 1.0 + weight / total  # the pseudo-visits predicted as the visits are
+    with np.errstate(divide="ignore"):
+        log_target = np.log(target)
     theta = np.zeros((groups, 3))
     for _ in range(ITERATIONS):
         predicted = _by_group(visits[:, None] * tilted(log_base, theta[group]), group, groups)
         predicted = predicted * (scale / total)  # (a float even with no rows: bincount's int)
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.log(target) - np.log(predicted)
+            step = log_target - np.log(predicted)
         step[~np.isfinite(step)] = 0.0  # an action no row of the group allows, or none saw
         theta = np.clip(theta + np.where(seen[:, None], step, 0.0), -LIMIT, LIMIT)
         theta -= theta[:, 1:2]  # call is always legal: its multiplier is the reference

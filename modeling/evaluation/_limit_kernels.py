@@ -189,14 +189,32 @@ def sweep(tree, profile, player, best, cfv, own_reach, choice):
                 out, below, children, cfv, choice, profile[p], base, seen, tree.round_views[r], best
             )
         else:
-            for d in range(num_deals):
-                total = 0.0
-                for b in range(NUM_ACTIONS):
-                    if children[b] >= 0:
-                        total += below[b, d]
-                out[d] = total
+            _children_sum(out, below, children)
         k -= 1
     return root.sum()
+
+
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's private flag, not in its stubs
+def _children_sum(out, below, children):
+    """``out[d]``: the sum of the children's values ``below[a, d]`` in action order (from 0.0,
+    as one loop over the actions would add them), one branch-free loop per set of children."""
+    fold, call, raise_ = children[0] >= 0, children[1] >= 0, children[2] >= 0
+    if fold and call and raise_:
+        for d in range(out.shape[0]):
+            out[d] = 0.0 + below[0, d] + below[1, d] + below[2, d]
+    elif call and raise_ and not fold:
+        for d in range(out.shape[0]):
+            out[d] = 0.0 + below[1, d] + below[2, d]
+    elif fold and call and not raise_:
+        for d in range(out.shape[0]):
+            out[d] = 0.0 + below[0, d] + below[1, d]
+    else:
+        for d in range(out.shape[0]):
+            total = 0.0
+            for b in range(NUM_ACTIONS):
+                if children[b] >= 0:
+                    total += below[b, d]
+            out[d] = total
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's private flag, not in its stubs

@@ -15,13 +15,8 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.abstraction import ALL_HOLES, BOARD_SIZES, HOLE_INDEX
 from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.holdem.policy import CARD_NAMES, Uniform
-from oppmodel.modeling.holdem.posterior import (
-    NO_DEAL,
-    AbstractSpots,
-    HoldemPosterior,
-    cards_of,
-    distinct_rows,
-)
+from oppmodel.modeling.holdem.posterior import NO_DEAL, AbstractSpots, HoldemPosterior, cards_of
+from oppmodel.modeling.holdem.sets import distinct_rows
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
 from oppmodel.modeling.observation import LimitObservation

@@ -182,3 +182,19 @@ class LazySets:
         self.blueprint = np.concatenate([self.blueprint, pad.astype(float)], axis=1)
         self.situation = np.concatenate([self.situation, np.zeros(extra, dtype=np.int64)])
         self.capacity = capacity
+
+
+def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of ``table`` ((k, L) integers, k >= 1) in increasing lexicographic
+    order, as ``np.unique(table, axis=0)``'s first index of each, each row's label and each's
+    count, by a stable sort of the columns (np.unique sorts the rows as structured values:
+    ~1.5 ms for a hidden opponent's 1,081 pairs, 10 times this)."""
+    k = len(table)
+    order = np.lexsort(table.T[::-1]) if table.shape[1] else np.arange(k)
+    ordered = table[order]
+    new = np.ones(k, dtype=bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    starts = np.flatnonzero(new)
+    label = np.empty(k, dtype=np.int64)
+    label[order] = np.cumsum(new) - 1
+    return order[starts], label, np.diff(starts, append=k)

@@ -23,6 +23,8 @@ tilted means (``p<p>.tilt_mean``) once the first refit has made them.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from oppmodel.modeling.holdem.sets import CompiledSets
@@ -57,9 +59,8 @@ class TiltedModel(DirichletModel):
         self._means: list[np.ndarray | None] = [None] * game.num_players
 
     def _mixture_of(self, p: int) -> MixturePrior:
-        mixture = self._mixture[p] if self._mixture is not None else None
-        assert isinstance(mixture, MixturePrior)  # the eta mixture's, always
-        return mixture
+        assert self._mixture is not None  # the tilted prior is the eta mixture's, always
+        return cast(MixturePrior, self._mixture[p])
 
     def _alphas(self, p: int) -> tuple[np.ndarray, np.ndarray]:
         """Position ``p``'s prior parameters of the two types (the informed one the fit's)."""

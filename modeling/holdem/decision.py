@@ -28,7 +28,7 @@ blueprint's) is the deviation's loss against the blueprint's own play, which the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -146,12 +146,12 @@ class DecisionValues:
         per_board: int = PER_BOARD,
         seed: int = 0,
     ) -> None:
-        if not isinstance(posterior.sets, LazySets) or posterior.sets.num_players != 3:
+        if not posterior.sets.numbered_as_met or posterior.sets.num_players != 3:
             raise InvalidArgumentError("posterior", "needs 3 players' sets numbered as met")
         if boards < 2 or per_board < 1:
             raise InvalidArgumentError("boards", f"need 2+ boards, 1+ draws: {boards}, {per_board}")
         self.posterior = posterior
-        self.sets: LazySets = posterior.sets
+        self.sets = cast(LazySets, posterior.sets)
         self.spots = posterior.spots
         self.boards, self.per_board = boards, per_board
         self.rng = np.random.default_rng(seed)

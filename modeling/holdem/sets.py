@@ -57,6 +57,8 @@ def situation(round_: int | np.ndarray, legal: np.ndarray) -> np.ndarray:
 class CompiledSets:
     """The numbering of a compiled abstract game (:class:`LimitGame`): every set, fixed."""
 
+    numbered_as_met = False  # every set has its number from the start
+
     def __init__(self, game: LimitGame) -> None:
         self.game = game
         self.gamedef = game.gamedef
@@ -87,6 +89,8 @@ class LazySets:
     """Information sets numbered as met (the module's text), with the blueprint's rows read from
     ``source`` as each node is numbered (a row it lacks checks or calls: the lazy solver's
     unvisited sets)."""
+
+    numbered_as_met = True  # a node gets its sets' numbers when a hand first meets it
 
     def __init__(
         self,

@@ -72,10 +72,7 @@ class TiltedModel(DirichletModel):
         fit, mixture = self._dirichlet[p], self._mixture_of(p)
         fit.alpha0 = informed
         fit._alpha0 = informed.ravel()  # what the fit's kernels read
-        mixture.informed_alpha0, mixture.second_alpha0 = informed, second
-        args = list(mixture._args)  # the kernels' arguments: the alphas are the 3rd and 4th
-        args[2], args[3] = informed, second
-        mixture._args = tuple(args)
+        mixture.set_alphas(informed, second)
 
     def _tilt(self, p: int, means: np.ndarray) -> None:
         """Position ``p``'s prior: its untilted concentrations times ``means`` ((n - 1,

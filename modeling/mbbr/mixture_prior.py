@@ -143,6 +143,11 @@ class MixturePrior:
             (second or informed).expected, self.weighs, self.point_mass,
         )  # fmt: skip
 
+    def set_alphas(self, informed: np.ndarray, second: np.ndarray) -> None:
+        """New prior parameters of the two types, the counts kept (the tilted prior's refit)."""
+        self.informed_alpha0, self.second_alpha0 = informed, second
+        self._args = (*self._args[:2], informed, second, *self._args[4:])
+
     def _unpack(self) -> tuple[np.ndarray, ...]:
         """Views of the packed state: revealed counts, by node, blind counts, log evidence,
         weights, the means, marked rows, listed rows, rows listed."""

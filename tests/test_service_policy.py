@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from service_support import hands_held
 
-from oppmodel.clients.acpc import service_policy
+from oppmodel.clients.acpc import service_calls, service_policy
 from oppmodel.clients.acpc.agent import Decision, SeatHand
 from oppmodel.clients.acpc.service_calls import Outage, tcp_address
 from oppmodel.clients.acpc.service_game import ServiceGame
@@ -567,10 +567,28 @@ def test_closing_off_the_service_waits_for_a_busy_service_to_take_the_last_hands
         assert "not sent" not in said.getvalue()
 
 
+def counting_sends_by(thread: threading.Thread, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets an entry each time ``thread`` starts sending hands (``HandStream.send``,
+    which runs as before). The close's tries, counted where it makes them: the proxy's count of
+    Observe calls is not, since gRPC may itself retry a call the server ended before reading it
+    (a loaded clean-clone CI saw two Observe calls of the one try of a Ctrl-C close)."""
+    sends: list[int] = []
+    send = service_calls.HandStream.send
+
+    def counted(stream: service_calls.HandStream, *args: object, **kwargs: object) -> None:
+        if threading.current_thread() is thread:
+            sends.append(1)
+        send(stream, *args, **kwargs)
+
+    monkeypatch.setattr(service_calls.HandStream, "send", counted)
+    return sends
+
+
 def test_a_close_that_cannot_send_the_last_hands_says_how_many_and_ctrl_c_does_not_wait(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(service_policy, "CLOSE_WAIT", 0.5)
+    closing_sends = counting_sends_by(threading.current_thread(), monkeypatch)
     with BackgroundServer(server_config(tmp_path / "s.sqlite", 0)) as port:
         for patient in (True, False):
             proxy = DecisionHoldingProxy(f"127.0.0.1:{port}")
@@ -579,11 +597,12 @@ def test_a_close_that_cannot_send_the_last_hands_says_how_many_and_ctrl_c_does_n
             try:
                 hands = off_the_service_with_hands_unsent(policy, proxy)
                 proxy.observe_missing = 10**9
+                closing_sends.clear()
             finally:
                 policy.close(patient=patient)
                 proxy.close()
             if not patient:  # one try (how many a patient close makes is the machine's speed)
-                assert 10**9 - proxy.observe_missing == 1
+                assert len(closing_sends) == 1
             held = hands_held(port, policy.session_id)
             assert held < hands
             unsent = f"{hands - held} hands not sent to the service (DEADLINE_EXCEEDED): session "

@@ -243,6 +243,39 @@ def test_seeded_runs_repeat_exactly(setting) -> None:
     assert chips.tolist() == chips_again.tolist()
 
 
+def test_the_tree_kept_between_hands_gives_a_fresh_trees_values(setting) -> None:
+    """The betting tree is kept from hand to hand: after hands that number nodes and change the
+    counts at others, and after a refit of the prior, its values are a fresh tree's bit for
+    bit (the same completions, holes and uniforms)."""
+    spots, blueprint, _ = setting
+    posterior = HoldemPosterior(lazy_twin(spots, blueprint, capacity=64), None, CONFIG)
+    game = HoldemGame("holdem", spots.game.gamedef)
+    seats = [
+        RecordingAgent(name, holdem_policy(name, game.gamedef), 9 + k)
+        for k, name in enumerate(["maniac", "uniform", "calling-station"])
+    ]
+    play_holdem_match(game, seats, game.deal_sequence(12, 4))
+    hands = [obs for hand in zip(*(s.seen for s in seats), strict=True) for obs in hand]
+    kept = DecisionValues(posterior, boards=4, per_board=4, seed=2)
+    spot = Spot.of(spots.game.gamedef, [], "r")
+    hole = _cards("Td9d")
+
+    def both() -> tuple[np.ndarray, np.ndarray]:
+        kept.new_hand()
+        fresh = DecisionValues(posterior, boards=4, per_board=4)
+        fresh.rng.bit_generator.state = kept.rng.bit_generator.state
+        return kept.values(spot, hole).values, fresh.values(spot, hole).values
+
+    both()
+    for obs in hands[:18]:  # hands seen from the opponents' seats 1 and 2: counts of position 0
+        posterior.observe(obs)
+    after_hands, fresh = both()
+    np.testing.assert_array_equal(after_hands, fresh)
+    posterior.refit()
+    after_refit, fresh = both()
+    np.testing.assert_array_equal(after_refit, fresh)
+
+
 def test_a_completions_weight_is_the_mass_of_the_pairs_it_leaves() -> None:
     rng = np.random.default_rng(4)
     live = live_holes([0, 5, 9, 13, 22, 30])

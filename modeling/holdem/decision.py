@@ -18,9 +18,14 @@ prior's mean at a node no hand numbered; a rollout numbers nothing). The expecta
 
 Every action of ours reuses the same completions, holes and uniforms (common random numbers),
 so a gain ``Q(a) - sum_b blueprint(b) Q(b)`` has a small variance. The rollouts run in one kernel
-(``_decision_kernels.walk``) over a betting tree made as they meet it, for the hand: a rollout
-reaching a child not made yet waits, the children are made (their rows read), and the kernel
-goes on. The same estimate with the opponents playing the blueprint (their reach and rows the
+(``_decision_kernels.walk``) over a betting tree made as they meet it: a rollout reaching a child
+not made yet waits, the children are made (their rows read), and the kernel goes on. The tree of
+each of our positions is kept from hand to hand (making a node, its rows read, was 60% of a
+decision's CPU): after a hand the rows of its numbered nodes are read again and a node numbered
+since is read as numbered, so its rows are what a tree made afresh would read; a refit of the
+prior (the rows of the nodes not numbered) or ``TREE_NODES_KEPT`` nodes make it again.
+
+The same estimate with the opponents playing the blueprint (their reach and rows the
 blueprint's) is the deviation's loss against the blueprint's own play, which the bank books
 (:class:`~oppmodel.modeling.holdem.response.HoldemMBBR`).
 """
@@ -54,6 +59,7 @@ BOARDS = 12  # board completions a round
 PER_BOARD = 8  # draws of the opponents' holes per completion
 MAX_STEPS = 96  # uniforms a rollout may use: more than a hand's actions (57 in 3-player ACPC)
 ROWS_KEPT = 100_000  # bettings whose blueprint rows are kept (~0.2 KB each)
+TREE_NODES_KEPT = 50_000  # a position's tree is made again past this many nodes (~0.5 KB each)
 MODEL, BLUEPRINT = "model", "blueprint"  # whom the opponents play: the posterior means, or not
 _CARDS = CARD_BITS[:DECK_SIZE].astype(np.int64)
 _COLUMNS = 7  # a node's row: 3 children, player, round, first row, whether a raise is legal
@@ -82,12 +88,17 @@ class _Tree:
 
     def __init__(
         self,
-        sets: LazySets,
+        posterior: HoldemPosterior,
         me: int,
-        model: Callable[[BettingState], np.ndarray],
         blueprint: Callable[[BettingState], tuple[np.ndarray, np.ndarray]],
     ):
-        self.sets, self.me, self.model, self.blueprint = sets, me, model, blueprint
+        self.posterior, self.me, self.blueprint = posterior, me, blueprint
+        self.sets = sets = cast(LazySets, posterior.sets)
+        self.prior = posterior.thetas[me]  # the prior the rows of nodes not numbered are of
+        self.bettings_seen = len(sets.bettings)  # the numbering's, at the start
+        self.unnumbered: dict[str, int] = {}  # betting -> node, of opponents' nodes not numbered
+        self.numbered: list[tuple[int, int, int, int]] = []  # (q, base, views, first row)
+        self.gather: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         n = sets.num_players
         self.nodes = np.full((64, _COLUMNS), -1, dtype=np.int64)
         self.spent, self.folded = np.zeros((64, n)), np.zeros((64, n), dtype=bool)
@@ -114,7 +125,15 @@ class _Tree:
         if state.player >= 0:
             legal, blueprint = self.blueprint(state)
             self.nodes[k, 6] = legal[RAISE]
-            model = blueprint if state.player == self.me else self.model(state)
+            model = blueprint
+            if state.player != self.me:
+                model = self.posterior.mean_rows(self.me, state)
+                numbered = self.sets.numbered(state.betting)
+                if numbered is None:
+                    self.unnumbered[state.betting] = k
+                else:
+                    self.numbered.append((numbered[2], numbered[0], len(model), self.row_count))
+                    self.gather = None
             self.parts[BLUEPRINT].append(blueprint)
             self.parts[MODEL].append(model)
             self.row_count += len(blueprint)
@@ -125,6 +144,35 @@ class _Tree:
             after(self.sets.gamedef, self.states[node], action)
         )
         return int(made)
+
+    def refresh(self) -> bool:
+        """The posterior means' rows brought to the posterior now (after a hand): those of the
+        numbered nodes read again, a node numbered since read as numbered from now on. False
+        (nothing done) if the prior changed (a refit): the tree must be made again."""
+        posterior, sets = self.posterior, self.sets
+        if posterior.thetas[self.me] is not self.prior:
+            return False
+        bettings = sets.bettings
+        for betting in bettings[self.bettings_seen :]:
+            k = self.unnumbered.pop(betting, None)
+            if k is not None:
+                base, _, q = sets.numbered(betting)  # type: ignore[misc]
+                views = sets.views[self.states[k].round]
+                self.numbered.append((q, base, views, int(self.nodes[k, 5])))
+                self.gather = None
+        self.bettings_seen = len(bettings)
+        if self.numbered:
+            if self.gather is None:
+                q, base, views, row0 = np.array(self.numbered, dtype=np.int64).T
+                offsets = np.arange(views.sum()) - np.repeat(np.cumsum(views) - views, views)
+                self.gather = (
+                    np.repeat(q, views),
+                    np.repeat(base, views) + offsets,
+                    np.repeat(row0, views) + offsets,
+                )
+            who, rows, into = self.gather
+            self.table(MODEL)[into] = posterior.models_profile(self.me)[who, rows]
+        return True
 
     def table(self, kind: str) -> np.ndarray:
         """(rows, 3) every node's rows of ``kind``."""
@@ -156,12 +204,26 @@ class DecisionValues:
         self.boards, self.per_board = boards, per_board
         self.rng = np.random.default_rng(seed)
         self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._trees: dict[int, _Tree] = {}
         self.new_hand()
 
     def new_hand(self) -> None:
-        """Forget the hand's completions and tree (the posterior changes between hands)."""
+        """Forget the hand's completions; the trees' posterior rows are read again before
+        their next use (the posterior changes between hands)."""
         self._completions: tuple[tuple[int, ...], np.ndarray] | None = None
-        self._tree: _Tree | None = None
+        self._fresh: set[int] = set()  # the positions whose tree was refreshed this hand
+
+    def _tree_of(self, me: int) -> _Tree:
+        """Our position ``me``'s tree, its posterior rows the posterior's now: kept from hand to
+        hand, made again when the prior changes or it holds ``TREE_NODES_KEPT`` nodes."""
+        tree = self._trees.get(me)
+        if me not in self._fresh:
+            self._fresh.add(me)
+            if tree is not None and (len(tree.states) >= TREE_NODES_KEPT or not tree.refresh()):
+                tree = None
+        if tree is None:
+            tree = self._trees[me] = _Tree(self.posterior, me, self.blueprint_rows)
+        return tree
 
     def blueprint_rows(self, state: BettingState) -> tuple[np.ndarray, np.ndarray]:
         """``LazySets.rows_of``, kept for the last ``ROWS_KEPT`` bettings asked (read-only; the
@@ -181,10 +243,7 @@ class DecisionValues:
         posterior means (``MODEL``) or the blueprint (``BLUEPRINT``)."""
         me, board, state = spot.position, tuple(spot.board), spot.betting
         gamedef = self.sets.gamedef
-        if self._tree is None or self._tree.me != me:
-            model = lambda s: self.posterior.mean_rows(me, s)  # noqa: E731
-            self._tree = _Tree(self.sets, me, model, self.blueprint_rows)
-        tree = self._tree
+        tree = self._tree_of(me)
         live = live_holes([*hole, *board])
         bits = _CARDS[live[:, 0]] | _CARDS[live[:, 1]]
         reach = self._reach(me, board, state, live, opponents)

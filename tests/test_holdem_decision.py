@@ -205,11 +205,16 @@ class _Watched(HoldemMBBRAgent):
         super().__init__(name, model, seed)
         self.banks: list[float] = []
         self.actions: list[int] = []
+        self.draws: list[tuple[int, int]] = []  # (round, samples drawn) of each decision
 
     def act(self, spot: Spot, hole) -> int:
+        decisions = self.model.decisions
+        assert decisions is not None
+        drawn = decisions.drawn
         action = super().act(spot, hole)
         self.banks.append(self.model.bank)
         self.actions.append(action)
+        self.draws.append((spot.round, decisions.drawn - drawn))
         return action
 
 
@@ -233,6 +238,17 @@ def test_the_bank_never_pays_for_a_deviation_it_cannot_cover(setting) -> None:
     assert min(mbbr.banks) >= 0.0
     assert model.deviations > 0 and model.refused > 0  # the bank pays some and refuses some
     assert model.bank == pytest.approx(24 * model.budget_chips - model.booked, abs=1e-9)
+
+
+def test_a_preflop_decision_draws_at_most_one_and_a_half_estimates(setting) -> None:
+    """The sample budget: while the guard lives, a preflop decision's loss estimate draws half
+    the completions of its value estimate (4 x 4 samples here), a later one's all of them."""
+    mbbr, _ = _mbbr_match(setting, 24, budget=300.0)
+    samples = 4 * 4
+    preflop = [drawn for round_, drawn in mbbr.draws if round_ == 0]
+    later = [drawn for round_, drawn in mbbr.draws if round_ > 0]
+    assert max(preflop) == samples + samples // 2  # some preflop deviation was priced
+    assert max(later) == 2 * samples
 
 
 def test_seeded_runs_repeat_exactly(setting) -> None:

@@ -205,12 +205,15 @@ class DecisionValues:
         self.rng = np.random.default_rng(seed)
         self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._trees: dict[int, _Tree] = {}
+        self.drawn = 0  # the samples drawn so far (completions x draws, every estimate)
         self.new_hand()
 
     def new_hand(self) -> None:
         """Forget the hand's completions; the trees' posterior rows are read again before
         their next use (the posterior changes between hands)."""
         self._completions: tuple[tuple[int, ...], np.ndarray] | None = None
+        # per completion of the round, each round's view of our hole and of each live pair
+        self._seen: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}
         self._fresh: set[int] = set()  # the positions whose tree was refreshed this hand
 
     def _tree_of(self, me: int) -> _Tree:
@@ -238,25 +241,32 @@ class DecisionValues:
             self._rows[state.betting] = found
         return found
 
-    def values(self, spot: Spot, hole: Sequence[int], opponents: str = MODEL) -> Values:
+    def values(
+        self, spot: Spot, hole: Sequence[int], opponents: str = MODEL, boards: int | None = None
+    ) -> Values:
         """Q of every legal action at ``spot`` holding ``hole``, the opponents playing their
-        posterior means (``MODEL``) or the blueprint (``BLUEPRINT``)."""
+        posterior means (``MODEL``) or the blueprint (``BLUEPRINT``), on the first ``boards``
+        of the round's completions (2 to ``self.boards``; all if None)."""
         me, board, state = spot.position, tuple(spot.board), spot.betting
         gamedef = self.sets.gamedef
+        count = self.boards if boards is None else boards
+        if not 2 <= count <= self.boards:
+            raise InvalidArgumentError("boards", f"need 2 to {self.boards}: {boards}")
         tree = self._tree_of(me)
         live = live_holes([*hole, *board])
         bits = _CARDS[live[:, 0]] | _CARDS[live[:, 1]]
         reach = self._reach(me, board, state, live, opponents)
         if any(w.sum() <= 0 for w in reach):
-            return Values(np.zeros((self.boards * self.per_board, NUM_ACTIONS)), None, self.boards)
-        rest = self._rest(board, hole)
+            return Values(np.zeros((count * self.per_board, NUM_ACTIONS)), None, count)
+        rest = self._rest(board, hole)[:count]
+        self.drawn += count * self.per_board
         board_bits = np.bitwise_or.reduce(_CARDS[rest], axis=1)  # 0s on the river
         seed = int(self.rng.integers(2**31))
         first, second, mass = kernels.sample_pairs(
             live, bits, reach[0], reach[1], board_bits, self.per_board, seed
         )
         if mass.sum() <= 0:  # no completion leaves the opponents a pair of holes
-            return Values(np.zeros((len(first), NUM_ACTIONS)), None, self.boards)
+            return Values(np.zeros((len(first), NUM_ACTIONS)), None, count)
         views = self._views(me, board, state.round, hole, live, rest, first, second)
         own = int(_CARDS[hole[0]] | _CARDS[hole[1]])
         seats = np.zeros((len(first), 3), dtype=np.int64)
@@ -290,7 +300,7 @@ class DecisionValues:
             for node, action in set(zip(at[waiting].tolist(), want[waiting].tolist(), strict=True)):
                 tree.child(node, action)
         weights = np.repeat(mass / mass.mean(), self.per_board)
-        return Values(values, weights, self.boards)
+        return Values(values, weights, count)
 
     def _reach(
         self, me: int, board: tuple[int, ...], state: BettingState, live: np.ndarray, kind: str
@@ -321,6 +331,7 @@ class DecisionValues:
             deck = np.setdiff1d(np.arange(DECK_SIZE), [*hole, *board])
             rest = np.array([self.rng.permutation(deck)[:need] for _ in range(self.boards)])
             self._completions = (board, rest.reshape(self.boards, need).astype(np.int64))
+            self._seen = {}
         return self._completions[1]
 
     def _views(
@@ -341,7 +352,7 @@ class DecisionValues:
         pick = np.maximum(first, 0), np.maximum(second, 0)
         ours, ranged = hole_rows(np.asarray([hole])), hole_rows(live)
         spots = self.spots
-        made: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}
+        made = self._seen  # the round's completions' views: the same for all its estimates
         for b, cards in enumerate(rest.tolist()):
             full = (*board, *cards)
             if full not in made:  # a completion drawn again (on the turn: 44 cards)

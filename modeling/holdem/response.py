@@ -32,6 +32,9 @@ within a safety budget against the blueprint's own play.
   from the blueprint to the best action only where its gain exceeds its standard error and the
   bank covers the deviation: its loss against the blueprint's own play (the same estimate with
   the opponents playing the blueprint) plus that loss's standard error, booked when it is taken.
+  Preflop, where a sample costs most, the loss is estimated on half the round's completions (the
+  sample budget: a decision costs at most 1.5 estimates there; the wider standard error is in
+  the cost, so the bank only refuses more).
   Once the blueprint is ruled out no loss is estimated or booked. Every ``refresh`` hands the
   tilted prior is refitted.
 - For the first ``hands_default`` hands (MBBR's H) the agent plays the blueprint.
@@ -178,7 +181,9 @@ class HoldemMBBR:
             return row
         cost = 0.0
         if not self.ruled_out:
-            loss, loss_error = gains(self.decisions.values(spot, hole, BLUEPRINT), row, legal)
+            boards = self.decisions.boards if spot.round else max(2, self.decisions.boards // 2)
+            estimate = self.decisions.values(spot, hole, BLUEPRINT, boards)
+            loss, loss_error = gains(estimate, row, legal)
             if not np.isnan(loss[best]):  # NaN: the blueprint could not have made these moves
                 cost = max(loss_error[best] - loss[best], 0.0)
             if cost > self.bank:

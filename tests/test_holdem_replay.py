@@ -154,11 +154,6 @@ def test_the_command_replays_a_holdem_log_and_refuses_what_it_cannot_model(
     )
     assert main(["replay", small, "--as", "p2", "--mbbr-prior", "mixture"]) == 2
     assert "--mbbr-prior: hold'em's prior is 'informed' only" in capsys.readouterr().err
-    lines = (DATA / "holdem3p-seed42-example-players.log").read_text().splitlines()
-    three = tmp_path / "three.log"
-    three.write_text("\n".join(lines[:10]) + "\n")
-    assert main(["replay", str(three), "--as", "p1"]) == 2
-    assert "hold'em opponent models are 2-player for now" in capsys.readouterr().err
 
 
 class _Recorded:

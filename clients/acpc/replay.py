@@ -44,7 +44,7 @@ import numpy as np
 
 from oppmodel.clients.acpc.convert import session_game
 from oppmodel.clients.acpc.log import LoggedHand
-from oppmodel.clients.acpc.replay_games import ReplayGame
+from oppmodel.clients.acpc.replay_games import ReplayGame, ReplayRules
 from oppmodel.clients.acpc.replay_report import ReplayReport
 from oppmodel.clients.acpc.replay_scoring import Scoring
 from oppmodel.clients.client import OpponentModelClient
@@ -197,20 +197,23 @@ def seat_offsets(hands: Sequence[LoggedHand], name: str) -> tuple[str, ...]:
 
 
 def replay(
-    game: LimitGame,
+    game: LimitGame | None,
     hands: Sequence[LoggedHand],
     name: str,
     source_factory: Callable[[tuple[str, ...]], ModelSource],
     *,
     config: MBBRConfig,
     progress: Callable[[int], object] | None = None,
-    rules: ReplayGame | None = None,
+    rules: ReplayRules | None = None,
 ) -> ReplayReport:
     """Replay ``hands`` from ``name``'s seat; ``source_factory(opponent labels by offset)`` builds
     the model source (a service session or local models) configured with ``config``; ``rules``:
-    the replay's view of the game (hold'em's: :mod:`oppmodel.clients.acpc.replay_holdem`), by
-    default the compiled game's."""
-    rules = rules or ReplayGame(game)
+    the replay's view of the game (hold'em's: :mod:`oppmodel.clients.acpc.replay_holdem`, where
+    ``game`` may be None), by default the compiled game's."""
+    if rules is None:
+        if game is None:
+            raise ValueError("replay needs the compiled game or the replay's rules")
+        rules = ReplayGame(game)
     n = rules.num_players
     labels = seat_offsets(hands, name)
     source = source_factory(labels)

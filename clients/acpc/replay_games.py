@@ -16,6 +16,7 @@ model of :mod:`oppmodel.modeling.movepred.kuhn` is one more predictor (:class:`N
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -42,7 +43,49 @@ class OpponentDecision:
     card: str | None  # its hole cards as the game writes them ("Ks"), None when hidden
     history: str  # the betting before it (ACPC letters, rounds split by "/")
     action: int  # 0 fold, 1 call, 2 raise
-    node: int  # the betting node it acted at
+    node: int  # its betting node (a compiled game's tree node; hold'em's: the node's first set)
+
+
+class ReplayRules(Protocol):
+    """What the replay reads of a game: :class:`ReplayGame` (a compiled game) or hold'em's
+    (:mod:`oppmodel.clients.acpc.replay_holdem`, over its abstraction's sets)."""
+
+    methods: tuple[str, ...]  # the predictors scored on decisions with the cards shown
+    num_players: int
+    num_rounds: int
+    num_actions: int
+
+    @property
+    def num_infosets(self) -> int:
+        """The information sets the models' tables index (every one a replay meets)."""
+        ...
+
+    def observation(self, hand: LoggedHand, position: int) -> LimitObservation:
+        """What ``position`` saw of ``hand`` live (hidden cards hidden)."""
+        ...
+
+    def decisions(self, hand: LoggedHand, obs: LimitObservation) -> list[OpponentDecision]:
+        """Every opponent action in the hand, in order."""
+        ...
+
+    def legal(self, position: int, infoset: int) -> np.ndarray:
+        """(num_actions,) True for the actions legal at the information set."""
+        ...
+
+    def hidden_prediction(
+        self, models: Models, obs: LimitObservation, decisions: list[OpponentDecision], i: int
+    ) -> np.ndarray:
+        """The action probabilities of ``decisions[i]`` (cards hidden) as we could predict them
+        then."""
+        ...
+
+    def infoset_strings(self, position: int) -> dict[int, str]:
+        """The information-state string of each of ``position``'s sets, by index."""
+        ...
+
+    def learner(self, opponents: int, capacity: int) -> NaiveBayesLearner | None:
+        """The naive Bayes move model (Kuhn), or None."""
+        ...
 
 
 class ReplayGame:
@@ -138,9 +181,9 @@ class ReplayGame:
         probs = weight @ models[dec.position][tree.node_base[dec.node] + views]
         return probs / probs.sum()
 
-    def infoset_strings(self, position: int) -> list[str]:
-        """The information-state strings of ``position``, by index."""
-        return [self.game.infoset_string(position, i) for i in self.game.infosets(position)]
+    def infoset_strings(self, position: int) -> dict[int, str]:
+        """The information-state string of each of ``position``'s sets, by index."""
+        return {i: self.game.infoset_string(position, i) for i in self.game.infosets(position)}
 
     def learner(self, opponents: int, capacity: int) -> NaiveBayesLearner | None:
         """The naive Bayes move model, one per opponent, in Kuhn; None in other games."""

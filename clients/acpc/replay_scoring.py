@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oppmodel.clients.acpc.replay_games import OpponentDecision, ReplayGame
+from oppmodel.clients.acpc.replay_games import OpponentDecision, ReplayRules
 from oppmodel.clients.acpc.replay_report import (
     HIDDEN_METHODS,
     Curve,
@@ -65,7 +65,7 @@ class _Counts:
     """Laplace-smoothed action counts per (offset, opponent position, infoset), over the legal
     actions of the information set."""
 
-    def __init__(self, game: ReplayGame, opponents: int) -> None:
+    def __init__(self, game: ReplayRules, opponents: int) -> None:
         self.game = game
         shape = (opponents, game.num_players, game.num_infosets, game.num_actions)
         self.n = np.zeros(shape)
@@ -96,7 +96,7 @@ class Scoring:
     MBBR models the source gave before the hand."""
 
     def __init__(
-        self, rules: ReplayGame, priors: dict[tuple[int, int], np.ndarray], hands: int
+        self, rules: ReplayRules, priors: dict[tuple[int, int], np.ndarray], hands: int
     ) -> None:
         """``priors``: the model before any observation of the opponent ``d`` seats after NAME
         in position ``q``, by (d, q); ``hands``: how many the replay holds at the most."""
@@ -210,7 +210,7 @@ class Scoring:
             ),
             model={
                 key: tuple(float(x) for x in model[i])
-                for i, key in enumerate(self.rules.infoset_strings(q))
+                for i, key in self.rules.infoset_strings(q).items()
             },
             effective_sample_size=float(ess),
         )

@@ -68,10 +68,12 @@ moves) unless --mbbr-prior says otherwise. The report names the posterior and ex
 
 The game: --game, else the game file the log's header names when it is a bundled one
 (leduc.limit.3p.game is leduc3p, holdem.limit.2p.reverse_blinds.game holdem2p), else n-player
-Kuhn. Limit hold'em (2 players) replays with the model a hold'em session plays (the hold'em
-posterior around the bundled blueprint, over its abstraction, its prior refitted when MBBR's solve
-refits it), in this process: a hidden decision is predicted by summing over every hole
-pair the opponent may hold; the prior column is the blueprint clipped to [epsilon, 1 - epsilon];
+Kuhn. Limit hold'em (2 and 3 players) replays with the model MBBR plays (the hold'em posterior
+around the bundled blueprint, over its abstraction, its prior refitted when MBBR's solve refits
+it: a session's in 2 players, in 3 the one responding at each decision), in this process: a
+hidden decision is predicted by summing over every hole pair the opponent may hold (in 3
+players, with the other opponent's earlier actions over the pairs it may hold beside it); the
+prior column is the blueprint clipped to [epsilon, 1 - epsilon];
 the report adds each hand's summed log-loss and MBBR's paired difference to the prior.
 --in-process starts the service in this process (a free loopback port, a temporary SQLite file);
 --service uses a running one; --local skips gRPC and uses the modeling library directly. All three
@@ -91,6 +93,7 @@ tests/data/acpc/):
   oppmodel replay leduc2p-seed42-example-players.log --as Alice --service 127.0.0.1:50051
   oppmodel replay leduc3p-seed42-example-players.log --as Alice --in-process  # via the service
   oppmodel replay holdem2p-seed42-example-players.log --as p1 --plot p1.png  # hold'em
+  oppmodel replay holdem3p-seed42-example-players.log --as p1 --json  # 3-player hold'em
 """
 
 
@@ -209,11 +212,11 @@ def holdem_report(args: argparse.Namespace, name: str, hands: list[LoggedHand]) 
                 "a hold'em replay runs the hold'em posterior in this process (--local) only",
             )
     config = mbbr_config(args, seed=args.seed, limit_prior=Prior.INFORMED)
-    rules, source = holdem_replay_parts(short, config)
-    total = sum(args.name in h.names for h in hands)
-    with Progress(total, desc="oppmodel replay", unit="hand") as bar:
+    played = [h.betting for h in hands if args.name in h.names]  # the hands the model is fed
+    rules, source = holdem_replay_parts(short, config, played)
+    with Progress(len(played), desc="oppmodel replay", unit="hand") as bar:
         return replay(
-            rules.game,
+            None,
             hands,
             args.name,
             lambda labels: source,

@@ -36,7 +36,7 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -45,7 +45,7 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.evaluation.limit import best_response, expected_values
 from oppmodel.modeling.games.acpc.bundled import GAMES_FOLDER, HOLDEM_BLUEPRINTS, HOLDEM_GAMES
 from oppmodel.modeling.games.acpc.compiler import bundled_name, limit_game_of
-from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def
+from oppmodel.modeling.games.acpc.gamedef import GameDef, parse_game_def, read_game_def
 from oppmodel.modeling.games.acpc.holdem_abstract import abstract_game, holdem_unsupported
 from oppmodel.modeling.games.interface import (
     CompiledGame,
@@ -63,6 +63,7 @@ from oppmodel.modeling.holdem.posterior import (
     cards_of,
 )
 from oppmodel.modeling.holdem.response import BUDGET, HoldemMBBR
+from oppmodel.modeling.holdem.sets import LazySets
 from oppmodel.modeling.holdem.styles import bundled_blueprint
 from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
@@ -124,6 +125,23 @@ def _rules(short: str) -> str:
 def holdem_served(short: str) -> HoldemServed:
     """The served hold'em game of a short name with a bundled blueprint (``holdem2p``)."""
     return HoldemServed(short)
+
+
+def lazy_holdem_mbbr(
+    short: str, config: MBBRConfig, bettings: Iterable[str] = (), *, budget: float = BUDGET
+) -> HoldemMBBR:
+    """MBBR of bundled hold'em rules whose abstract game does not compile (``holdem3p``): the
+    posterior around the bundled blueprint on sets numbered as met, the moves of the finished
+    ``bettings`` numbered first, in order (what observing those hands would number), and the
+    response made at each decision (``HoldemMBBR``'s text), its deviations within ``budget``
+    mbb/h. The model the hold'em field and the cycle benchmark play and ``oppmodel replay``
+    scores; no session serves it (the service's hold'em is 2-player: ``served_limit_game``)."""
+    blueprint = bundled_blueprint(short)
+    sets = LazySets.of_blueprint(read_game_def(short), blueprint)
+    spots = AbstractSpots(None, blueprint.config, blueprint.cards, blueprint.flops, sets=sets)
+    for betting in bettings:
+        spots.moves(betting)
+    return HoldemMBBR(HoldemPosterior(spots, None, config), None, config, budget=budget)
 
 
 class HoldemServed(CompiledGame):

@@ -77,11 +77,10 @@ from oppmodel.modeling.holdem.match import (  # noqa: E402
     HoldemGame,
     play_holdem_match,
 )
-from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior  # noqa: E402
+from oppmodel.modeling.holdem.posterior import HoldemPosterior  # noqa: E402
 from oppmodel.modeling.holdem.response import HoldemMBBR, HoldemMBBRAgent  # noqa: E402
-from oppmodel.modeling.holdem.served import holdem_served  # noqa: E402
-from oppmodel.modeling.holdem.sets import LazySets  # noqa: E402
-from oppmodel.modeling.holdem.styles import bundled_blueprint, policy_factory  # noqa: E402
+from oppmodel.modeling.holdem.served import holdem_served, lazy_holdem_mbbr  # noqa: E402
+from oppmodel.modeling.holdem.styles import policy_factory  # noqa: E402
 from oppmodel.modeling.mbbr.config import SAFETY_BUDGET, MBBRConfig, Prior  # noqa: E402
 from oppmodel.modeling.mbbr.holes import hole_split  # noqa: E402
 from oppmodel.modeling.mbbr.model import build_model  # noqa: E402
@@ -282,10 +281,7 @@ def holdem_model(short: str) -> HoldemMBBR:
         served = holdem_served(short)
         posterior = HoldemPosterior(served.spots, served.blueprint, config)
         return HoldemMBBR(posterior, served.check, config)
-    gamedef, blueprint = read_game_def(short), bundled_blueprint(short)
-    sets = LazySets.of_blueprint(gamedef, blueprint)
-    spots = AbstractSpots(None, blueprint.config, blueprint.cards, blueprint.flops, sets=sets)
-    return HoldemMBBR(HoldemPosterior(spots, None, config), None, config)
+    return lazy_holdem_mbbr(short, config)
 
 
 def holdem_cycle(short: str, hands: int, opponent: str, seed: int) -> dict[str, float]:

@@ -45,7 +45,7 @@ from oppmodel.modeling.games.acpc.holdem_abstract import abstract_game
 from oppmodel.modeling.holdem.match import HoldemGame
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, abstract_profile
 from oppmodel.modeling.holdem.response import BUDGET, REFRESH, HoldemMBBR, HoldemMBBRAgent
-from oppmodel.modeling.holdem.sets import LazySets
+from oppmodel.modeling.holdem.served import lazy_holdem_mbbr
 from oppmodel.modeling.holdem.styles import bundled_blueprint, policy_factory
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.play.match import agent_seed, deck_seed, seatings, summarize
@@ -75,15 +75,12 @@ def _parts(check_deals: int) -> tuple:
     return spots, abstract_profile(game, blueprint.positions), check
 
 
-def build_model(args: argparse.Namespace, gamedef) -> HoldemMBBR:
+def build_model(args: argparse.Namespace) -> HoldemMBBR:
     """A fresh MBBR model of the bundled blueprint's abstraction: in 3 players on sets numbered
     as met (their own, as the model grows them), responding at each decision."""
     config = MBBRConfig(hands_default=args.hands_default)
     if args.game == "holdem3p":
-        blueprint = bundled_blueprint("holdem3p")
-        sets = LazySets.of_blueprint(gamedef, blueprint)
-        spots = AbstractSpots(None, blueprint.config, blueprint.cards, blueprint.flops, sets=sets)
-        return HoldemMBBR(HoldemPosterior(spots, None, config), None, config, budget=args.budget)
+        return lazy_holdem_mbbr("holdem3p", config, budget=args.budget)
     spots, profile, check = _parts(args.check_deals)
     posterior = HoldemPosterior(spots, profile, config)
     return HoldemMBBR(posterior, check, config, refresh=args.refresh, budget=args.budget)
@@ -92,7 +89,7 @@ def build_model(args: argparse.Namespace, gamedef) -> HoldemMBBR:
 def _mbbr(args: argparse.Namespace, timed: list[TimedAgent], game: HoldemGame, seed: int):
     """The match engine's factory of MBBR: a fresh model for each seating, its hand cycle
     (every decision and the hand's update, the solves included) timed in CPU time."""
-    timed.append(TimedAgent(HoldemMBBRAgent("mbbr", build_model(args, game.gamedef), seed)))
+    timed.append(TimedAgent(HoldemMBBRAgent("mbbr", build_model(args), seed)))
     return timed[-1]
 
 

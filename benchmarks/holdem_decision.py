@@ -7,10 +7,10 @@ the posterior on sets numbered as met, H = 100) in seat 0 against two seats of `
 cost two estimates), over ``--hands`` hands of ``HoldemGame.deal_sequence`` per seed; the
 decisions from hand H on (those that estimate) are timed in the thread's CPU time. Printed per
 seed and pooled: the decisions, the median, p99 and max ms (all, and the median by round), the
-decisions over the agent's budget, and the bank: deviations, refusals, chips booked, the bank at
-the end. The same seeds give
-the same cards and, on the same code, the same decisions, so two commits compare decision for
-decision (run them alternated).
+decisions over the agent's budget, per seed the five slowest (ms, round, hands seen, samples
+drawn), and the bank: deviations, refusals, chips booked, the bank at the end. The same seeds
+give the same cards and, on the same code, the same decisions, so two commits compare decision
+for decision (run them alternated).
 
     python benchmarks/holdem_decision.py [--seeds 34,35] [--hands 200] [--opponents cfr] [--json]
 """
@@ -47,12 +47,17 @@ class _Timed(HoldemMBBRAgent):
     def __init__(self, *args) -> None:
         super().__init__(*args)
         self.times: list[tuple[int, float]] = []  # (round, ms)
+        self.slowest: list[tuple[float, int, int, int]] = []  # ms, round, hand, samples
 
     def act(self, spot, hole) -> int:
+        drawn = self.model.decisions.drawn
         start = time.thread_time()
         action = super().act(spot, hole)
+        ms = 1000 * (time.thread_time() - start)
         if self.model.hands >= self.model.config.hands_default:
-            self.times.append((spot.round, 1000 * (time.thread_time() - start)))
+            self.times.append((spot.round, ms))
+            drawn = self.model.decisions.drawn - drawn
+            self.slowest = sorted([*self.slowest, (ms, spot.round, self.model.hands, drawn)])[-5:]
         return action
 
 
@@ -89,6 +94,7 @@ def run(
     if warm:
         return {}, []
     row = {"seed": seed, **_figures(mbbr.times)}
+    row["slowest_ms_round_hand_samples"] = [[round(ms, 1), *rest] for ms, *rest in mbbr.slowest]
     row.update(
         deviations=model.deviations,
         refused=model.refused,

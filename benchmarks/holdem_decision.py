@@ -1,16 +1,16 @@
 """Benchmark: the CPU time of each of MBBR's decisions on the ACPC 3-player hold'em game, where
 the response is made at each decision (``modeling/holdem/decision.py``), and what its bank does.
 
-MBBR at the defaults (the 3-player model of ``benchmarks/posterior.py`` and the hold'em field:
-the posterior on sets numbered as met, H = 100) in seat 0 against two seats of ``--opponents``
-(a panel style or ``cfr``, the bundled blueprint: against it the guard lives, and a decision may
-cost two estimates), over ``--hands`` hands of ``HoldemGame.deal_sequence`` per seed; the
-decisions from hand H on (those that estimate) are timed in the thread's CPU time. Printed per
-seed and pooled: the decisions, the median, p99 and max ms (all, and the median by round), the
-decisions over the agent's budget, per seed the five slowest (ms, round, hands seen, samples
-drawn), and the bank: deviations, refusals, chips booked, the bank at the end. The same seeds
-give the same cards and, on the same code, the same decisions, so two commits compare decision
-for decision (run them alternated).
+MBBR at the defaults (``served.lazy_holdem_mbbr``, the model of the cycle benchmark and the
+hold'em field: the posterior on sets numbered as met, H = 100) in seat 0 against two seats of
+``--opponents`` (a panel style or ``cfr``, the bundled blueprint: against it the guard lives,
+and a decision may cost two estimates), over ``--hands`` hands of ``HoldemGame.deal_sequence``
+per seed; the decisions from hand H on (those that estimate) are timed in the thread's CPU time.
+Printed per seed and pooled: the decisions, the median, p99 and max ms (all, and the median by
+round), the decisions over the agent's budget, per seed the five slowest (ms, round, hands seen,
+samples drawn), and the bank: deviations, refusals, chips booked, the bank at the end. The same
+seeds give the same cards and, on the same code, the same decisions, so two commits compare
+decision for decision (run them alternated).
 
     python benchmarks/holdem_decision.py [--seeds 34,35] [--hands 200] [--opponents cfr] [--json]
 """
@@ -31,10 +31,9 @@ import numpy as np  # noqa: E402
 
 from oppmodel.modeling.games.acpc.gamedef import read_game_def  # noqa: E402
 from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match  # noqa: E402
-from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior  # noqa: E402
-from oppmodel.modeling.holdem.response import HoldemMBBR, HoldemMBBRAgent  # noqa: E402
-from oppmodel.modeling.holdem.sets import LazySets  # noqa: E402
-from oppmodel.modeling.holdem.styles import bundled_blueprint, policy_factory  # noqa: E402
+from oppmodel.modeling.holdem.response import HoldemMBBRAgent  # noqa: E402
+from oppmodel.modeling.holdem.served import lazy_holdem_mbbr  # noqa: E402
+from oppmodel.modeling.holdem.styles import policy_factory  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 
 GAME = "holdem3p"
@@ -83,11 +82,7 @@ def run(
     """One seeded match: the decisions' figures and the bank's (``warm``: from the first hand,
     to load the kernels; no figures)."""
     game = HoldemGame(GAME, read_game_def(GAME))
-    config = MBBRConfig(hands_default=0) if warm else MBBRConfig()
-    blueprint = bundled_blueprint(GAME)
-    sets = LazySets.of_blueprint(game.gamedef, blueprint)
-    spots = AbstractSpots(None, blueprint.config, blueprint.cards, blueprint.flops, sets=sets)
-    model = HoldemMBBR(HoldemPosterior(spots, None, config), None, config)
+    model = lazy_holdem_mbbr(GAME, MBBRConfig(hands_default=0) if warm else MBBRConfig())
     mbbr = _Timed("mbbr", model, seed)
     others = [policy_factory(opponents, game.gamedef)(game, seed + 1 + k) for k in range(2)]
     play_holdem_match(game, [mbbr, *others], game.deal_sequence(hands, seed))

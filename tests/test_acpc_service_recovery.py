@@ -166,10 +166,11 @@ def test_after_kill_9_and_a_restart_the_agent_is_back_on_the_service_within_30_h
     assert outage["reason"] == "UNAVAILABLE"
     assert 300 <= outage["first_hand"] < restarted  # it left when the service died
     assert outage["back_at_hand"] == back
-    # Back within 30 hands of the restart: the agent probes every 5 ms, and what the fallback
-    # plays meanwhile is the probe's and the first decision's time (12 hands at load ~35, a
-    # loaded run's failure at the earlier bound of 10); the defect this guards against, a
-    # return only at the fallback's next planned try, took 100-120 hands.
-    assert back - restarted <= 30, (restarted, back)
+    # Back within 60 hands of the restart: the agent probes every 5 ms, and what the fallback
+    # plays meanwhile is the probe's and the first decision's time (12 hands at load ~35; 48
+    # in a suite at load 25-30 run at nice 10, a failure at the earlier bound of 30); the
+    # defect this guards against, a return only at the fallback's next planned try, took
+    # 100-120 hands.
+    assert back - restarted <= 60, (restarted, back)
     assert tally["fallback_decisions"] > 0 and tally["service_decisions"] > 0
     assert held == tally["hands"] >= back + 200  # the hands played on N1 reached it too

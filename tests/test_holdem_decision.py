@@ -231,8 +231,14 @@ def _mbbr_match(setting, hands: int, budget: float) -> tuple[_Watched, np.ndarra
     return mbbr, play_holdem_match(game, seats, game.deal_sequence(hands, 5))
 
 
-def test_the_bank_never_pays_for_a_deviation_it_cannot_cover(setting) -> None:
-    mbbr, _ = _mbbr_match(setting, 24, budget=300.0)  # 3 chips a hand
+@pytest.fixture(scope="module")
+def guarded(setting) -> _Watched:
+    """MBBR's seat after 24 hands against two copies of the blueprint, 3 chips a hand of budget."""
+    return _mbbr_match(setting, 24, budget=300.0)[0]
+
+
+def test_the_bank_never_pays_for_a_deviation_it_cannot_cover(guarded) -> None:
+    mbbr = guarded
     model = mbbr.model
     assert not model.ruled_out  # the guard is alive: every deviation is booked
     assert min(mbbr.banks) >= 0.0
@@ -240,10 +246,10 @@ def test_the_bank_never_pays_for_a_deviation_it_cannot_cover(setting) -> None:
     assert model.bank == pytest.approx(24 * model.budget_chips - model.booked, abs=1e-9)
 
 
-def test_a_preflop_decision_draws_at_most_one_and_a_half_estimates(setting) -> None:
+def test_a_preflop_decision_draws_at_most_one_and_a_half_estimates(guarded) -> None:
     """The sample budget: while the guard lives, a preflop decision's loss estimate draws half
     the completions of its value estimate (4 x 4 samples here), a later one's all of them."""
-    mbbr, _ = _mbbr_match(setting, 24, budget=300.0)
+    mbbr = guarded
     samples = 4 * 4
     preflop = [drawn for round_, drawn in mbbr.draws if round_ == 0]
     later = [drawn for round_, drawn in mbbr.draws if round_ > 0]

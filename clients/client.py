@@ -138,6 +138,12 @@ class ActionDecision:
     default_policy: bool
     hands_observed: int
 
+    @classmethod
+    def from_proto(cls, reply: pb.GetActionResponse) -> ActionDecision:
+        """GetAction's answer (on its own call or a GetActions stream)."""
+        fields = (reply.infostate, reply.default_policy, reply.hands_observed)
+        return cls(reply.action, reply.acpc_action, tuple(reply.probabilities), *fields)
+
 
 def _table(infosets: Sequence[pb.InfosetPolicy]) -> StrategyTable:
     return StrategyTable(
@@ -480,11 +486,4 @@ class OpponentModelClient(GrpcClient):
         reply = self._call_stub(
             self._stub.GetAction, request, session_id=session_id, wait_for_ready=wait_for_ready
         )
-        return ActionDecision(
-            action=reply.action,
-            acpc_action=reply.acpc_action,
-            probabilities=tuple(reply.probabilities),
-            infostate=reply.infostate,
-            default_policy=reply.default_policy,
-            hands_observed=reply.hands_observed,
-        )
+        return ActionDecision.from_proto(reply)

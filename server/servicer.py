@@ -1,7 +1,8 @@
 """The OpponentModelService servicer: proto -> convert -> domain -> proto, nothing else.
 
-Every RPC goes through ``_rpc`` (unary) or the Observe loop, which authenticate the caller, count
-and time the call, and turn exceptions into status codes through the one table in
+Every RPC goes through ``_rpc`` (unary) or ``_streamed`` (Observe, GetActions), which
+authenticate the caller, count and time the call, and turn exceptions into status codes through
+the one table in
 ``server/errors.py``. With bearer tokens configured, a session belongs to the token that created it;
 any other token gets NOT_FOUND for it, exactly as for a session that does not exist (so tokens
 cannot even learn which session ids exist).
@@ -46,7 +47,7 @@ _IDLE = _EndOfStream()  # queued by an _IdleWatch: the handler waited too long f
 
 
 async def _read_into(
-    requests: AsyncIterator[pb.ObserveRequest | Undecodable],
+    requests: AsyncIterator[Any],
     queue: asyncio.Queue,
     *,
     max_bytes: int,
@@ -62,7 +63,7 @@ async def _read_into(
             size = request.ByteSize()
             if size > max_bytes:
                 raise ResourceExhaustedError(
-                    f"request: {size} bytes; an Observe request holds at most {max_bytes}"
+                    f"request: {size} bytes; a streamed request holds at most {max_bytes}"
                 )
             if queue.full():
                 await queue.put(request)
@@ -75,7 +76,7 @@ async def _read_into(
 
 
 class _IdleWatch:
-    """Ends the wait of an Observe stream's handler for its next request once it lasted
+    """Ends the wait of a stream's handler (Observe, GetActions) for its next request once it lasted
     ``seconds``, with one timer per stream: a timer per message (``asyncio.timeout`` around
     each wait) cost the event loop a TimerHandle scheduled and cancelled per hand.
 
@@ -125,7 +126,7 @@ class _IdleWatch:
 
 
 async def _next_round(queue: asyncio.Queue, idle: _IdleWatch, idle_seconds: float) -> list:
-    """What an Observe stream's handler takes in one round: every request queued, up to
+    """What a stream's handler takes in one round: every request queued, up to
     ``_OBSERVE_WINDOW``, after waiting for the first (IdleStreamError if none came for
     ``idle_seconds``, as ``idle`` tells)."""
     if queue.empty():
@@ -193,7 +194,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         self.metrics = metrics
         self.tokens = tokens
         self.max_label_length = max_label_length
-        self._streams = 0  # Observe streams open now
+        self._streams = 0  # streams open now (Observe, GetActions)
 
     def owner(self, context: grpc.aio.ServicerContext) -> str:
         """The caller's owner id: "" without auth, else the hash of its valid bearer token. A
@@ -256,6 +257,61 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         that writes ahead gets one commit per round instead of one per hand (same results, same
         order). The first bad request ends the stream after the acks of those before it.
         """
+        async for reply in self._streamed("Observe", request_iterator, context, self._observed):
+            yield reply
+
+    async def _observed(self, batch: list, owner: str) -> AsyncIterator[pb.ObserveResponse]:
+        """One round of an Observe stream: its requests' acks, a session's together."""
+        start = time.perf_counter()
+        for session_id, group in itertools.groupby(batch, key=lambda r: r.session_id):
+            requests = list(group)
+            session = await self.manager.get(owner, session_id)
+            items, error = [], None
+            for request in requests:
+                try:
+                    items.append(
+                        conversion.observation_from_proto(session.game, request.observation)
+                    )
+                except Exception as exc:
+                    error = exc
+                    break
+            acks, refused = await self.manager.observe(session, items)
+            elapsed = time.perf_counter() - start
+            for ack in acks:
+                self.metrics.observe_latency(elapsed)
+                yield conversion.ack_to_proto(session_id, ack)
+            stop = refused or error
+            if stop is not None:
+                raise stop
+
+    @takes_undecodable
+    async def GetActions(
+        self, request_iterator: AsyncIterator[pb.GetActionsRequest | Undecodable], context: Any
+    ) -> AsyncIterator[pb.GetActionsResponse]:
+        """GetAction's requests on one stream, each answered in order (see the proto)."""
+        async for reply in self._streamed("GetActions", request_iterator, context, self._acted):
+            yield reply
+
+    async def _acted(self, batch: list, owner: str) -> AsyncIterator[pb.GetActionsResponse]:
+        """One round of a GetActions stream: each decision as GetAction answers it, counted as
+        one (its latency too); the first that fails ends the stream with its status."""
+        for request in batch:
+            start = time.perf_counter()
+            reply = await self._action(request.request, owner)
+            self.metrics.count("GetAction", grpc.StatusCode.OK, time.perf_counter() - start)
+            yield pb.GetActionsResponse(response=reply)
+
+    async def _streamed(
+        self,
+        name: str,
+        request_iterator: AsyncIterator[Any],
+        context: Any,
+        answer: Callable[[list, str], AsyncIterator[Any]],
+    ) -> AsyncIterator[Any]:
+        """A bidirectional stream ``name``: ``answer``'s replies to each round of requests (what
+        arrived since the last), until the client ends it; the first failure (of a request or of
+        reading one) ends it with its status, after the replies to those before it. A stream is
+        refused beyond the server's limit of open streams and ends once idle too long."""
         limits = self.manager.limits
         queue: asyncio.Queue = asyncio.Queue(maxsize=_OBSERVE_WINDOW)
         reader = None
@@ -264,8 +320,8 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
         try:
             if self._streams > limits.max_streams:
                 raise ResourceExhaustedError(
-                    f"streams: this server serves at most {limits.max_streams} Observe streams "
-                    "at once (oppmodel serve --max-streams)"
+                    f"streams: this server serves at most {limits.max_streams} streams "
+                    "(Observe, GetActions) at once (oppmodel serve --max-streams)"
                 )
             owner = self.owner(context)
             reader = asyncio.create_task(
@@ -278,32 +334,13 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
                 if isinstance(batch[-1], _EndOfStream):
                     done = True
                     failure = batch.pop().error
-                start = time.perf_counter()
-                for session_id, group in itertools.groupby(batch, key=lambda r: r.session_id):
-                    requests = list(group)
-                    session = await self.manager.get(owner, session_id)
-                    items, error = [], None
-                    for request in requests:
-                        try:
-                            items.append(
-                                conversion.observation_from_proto(session.game, request.observation)
-                            )
-                        except Exception as exc:
-                            error = exc
-                            break
-                    acks, refused = await self.manager.observe(session, items)
-                    elapsed = time.perf_counter() - start
-                    for ack in acks:
-                        self.metrics.observe_latency(elapsed)
-                        yield conversion.ack_to_proto(session_id, ack)
-                    stop = refused or error
-                    if stop is not None:
-                        raise stop
+                async for reply in answer(batch, owner):
+                    yield reply
                 if failure is not None:
                     raise failure
         except Exception as exc:
             code, message, metadata = error_details(exc)
-            self.metrics.count("Observe", code, None)
+            self.metrics.count(name, code, None)
             context.set_trailing_metadata(metadata)
             await context.abort(code, message)
         finally:
@@ -311,7 +348,7 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
             idle.close()
             if reader is not None:
                 reader.cancel()
-        self.metrics.count("Observe", grpc.StatusCode.OK, None)
+        self.metrics.count(name, grpc.StatusCode.OK, None)
 
     @_rpc("ObserveBatch")
     async def ObserveBatch(self, request, context, owner):
@@ -387,6 +424,10 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
 
     @_rpc("GetAction")
     async def GetAction(self, request, context, owner):
+        return await self._action(request, owner)
+
+    async def _action(self, request: pb.GetActionRequest, owner: str) -> pb.GetActionResponse:
+        """GetAction's answer (on its own call or a GetActions stream)."""
         session = await self.manager.get(owner, request.session_id)
         spot = conversion.info_state_from_proto(session.game, request)
         choice, decision = await self.manager.action(session, spot, draw=request.draw)

@@ -61,9 +61,9 @@ class Limits:
     snapshot_cost_factor: float = 10.0
     snapshot_write_rate: float = 50e6  # bytes a second
     recent_hands: int = 64  # applied hands kept in memory per session to check resends
-    max_streams: int = 512  # Observe streams open at once
-    stream_idle_seconds: float = 120.0  # an Observe stream that carries nothing this long ends
-    max_observe_request_bytes: int = 4096  # one Observe request (an observation is ~30 bytes)
+    max_streams: int = 512  # streams (Observe, GetActions) open at once
+    stream_idle_seconds: float = 120.0  # a stream that carries nothing this long ends
+    max_observe_request_bytes: int = 4096  # one streamed request (an observation is ~30 bytes)
     max_batch_observations: int = MAX_BATCH  # observations in one ObserveBatch call
 
     def snapshot_write_seconds(self, nbytes: int) -> float:

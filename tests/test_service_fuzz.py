@@ -472,6 +472,7 @@ class Templates:
                 session_id=self.om_id(), our_position=rng.randint(0, 3), kind=rng.randint(0, 3),
                 include_played=rng.random() < 0.5),
             "GetAction": self.get_action,
+            "GetActions": lambda: pb.GetActionsRequest(request=self.get_action()),
             "GetWinnings": lambda: pb.GetWinningsRequest(
                 session_id=self.om_id(), after_hand=rng.randint(0, 40),
                 max_hands=rng.randint(0, 20)),

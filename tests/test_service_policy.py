@@ -288,16 +288,16 @@ def test_a_service_that_lost_the_session_gets_a_new_one_with_every_hand(tmp_path
 
 
 class DecisionHoldingProxy:
-    """A real gRPC server on 127.0.0.1 that forwards every call, as bytes, to ``target``, except
-    that while ``holding`` is set GetAction calls get no answer (they wait out their deadline):
-    a service that answers health checks and takes hands but cannot decide; while
-    ``cancelling`` is set the server cancels them, as a stopping server cancels the calls in
-    flight; the next ``missing`` GetAction calls end as a call that missed its deadline does
-    (DEADLINE_EXCEEDED, at once: a busy service's missed budgets, not waited out). ``asked``
-    lists the hands (``draw``) of the GetAction calls that reached it. The first CreateSession
-    is forwarded only after ``create_delay`` seconds (a slow first call). While ``unhealthy``
-    is set health checks answer UNAVAILABLE; the next ``observe_missing`` Observe calls end
-    DEADLINE_EXCEEDED at once."""
+    """A real gRPC server on 127.0.0.1 that forwards every call, as bytes, to ``target`` (each
+    decision of a GetActions stream as a GetAction call), except that while ``holding`` is set
+    decisions get no answer (they wait out their deadline): a service that answers health checks
+    and takes hands but cannot decide; while ``cancelling`` is set the server cancels them, as a
+    stopping server cancels the calls in flight; the next ``missing`` decisions end as a call that
+    missed its deadline does (DEADLINE_EXCEEDED, at once: a busy service's missed budgets, not
+    waited out). ``asked`` lists the hands (``draw``) of the decisions that reached it. The first
+    CreateSession is forwarded only after ``create_delay`` seconds (a slow first call). While
+    ``unhealthy`` is set health checks answer UNAVAILABLE; the next ``observe_missing`` Observe
+    calls end DEADLINE_EXCEEDED at once."""
 
     def __init__(self, target: str, *, create_delay: float = 0.0) -> None:
         self.holding = threading.Event()
@@ -325,27 +325,45 @@ class DecisionHoldingProxy:
                 return stream(requests, timeout=context.time_remaining())
 
             return grpc.stream_stream_rpc_method_handler(relay)
+        if method.endswith("/GetActions"):  # the decisions' stream: each as a GetAction call
+            decide = self._channel.unary_unary(method.removesuffix("s"))
+
+            def relay_decisions(
+                requests: Iterator[bytes], context: grpc.ServicerContext
+            ) -> Iterator[bytes]:
+                for request in requests:
+                    asked = pb.GetActionsRequest.FromString(request).request
+                    if not self._decision(asked.draw, context):
+                        return
+                    answer = decide(asked.SerializeToString(), timeout=context.time_remaining())
+                    reply = pb.GetActionsResponse(response=pb.GetActionResponse.FromString(answer))
+                    yield reply.SerializeToString()
+
+            return grpc.stream_stream_rpc_method_handler(relay_decisions)
         unary = self._channel.unary_unary(method)
 
         def forward(request: bytes, context: grpc.ServicerContext) -> bytes:
             if method.endswith("/Check") and self.unhealthy.is_set():
                 context.abort(grpc.StatusCode.UNAVAILABLE, "not serving")
-            if method.endswith("/GetAction"):
-                self.asked.append(pb.GetActionRequest.FromString(request).draw)
-                if self.cancelling.is_set():
-                    context.cancel()
-                    return b""
-                if self.missing > 0:
-                    self.missing -= 1
-                    context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
-                while self.holding.is_set() and context.is_active():
-                    time.sleep(0.005)
             if method.endswith("/CreateSession"):
                 delay, self._create_delay = self._create_delay, 0.0
                 time.sleep(delay)
             return unary(request, timeout=context.time_remaining())
 
         return grpc.unary_unary_rpc_method_handler(forward)
+
+    def _decision(self, draw: int, context: grpc.ServicerContext) -> bool:
+        """What happens to a decision (of hand ``draw``) before it is forwarded; whether it is."""
+        self.asked.append(draw)
+        if self.cancelling.is_set():
+            context.cancel()
+            return False
+        if self.missing > 0:
+            self.missing -= 1
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+        while self.holding.is_set() and context.is_active():
+            time.sleep(0.005)
+        return True
 
     def close(self) -> None:
         self._server.stop(None)

@@ -1,6 +1,7 @@
 """The ACPC service agent's calls, apart from its policy (``service_policy.py``): which targets
 are probed over TCP, the name of what went wrong with a call, the record of a stretch on the
-fallback, a client whose calls share one deadline (the start's), and the stream the hands go on."""
+fallback, a client whose calls share one deadline (the start's), the stream the hands go on and
+the stream the decisions go on."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import grpc
 
-from oppmodel.clients.client import OpponentModelClient
+from oppmodel.clients.client import ActionDecision, OpponentModelClient
 from oppmodel.clients.grpc_base import ERROR_BY_CODE
 from oppmodel.clients.outbox import Hand, observation_message
 from oppmodel.modeling.errors import (
@@ -82,6 +83,60 @@ class Deadline(OpponentModelClient):
         pass  # set by GrpcClient.__init__; the deadline rules
 
 
+class CallWatch:
+    """One thread that cancels a streaming call that outlives a wait's deadline (a message on a
+    stream has no deadline of its own): ``arm`` before the wait, ``disarm`` after it, which says
+    whether the watch cancelled the call. One thread for all waits: a timer per wait would start
+    a thread per message."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._armed: tuple[Any, float] | None = None  # (call, deadline) a wait is on
+        self._missed = False  # the watch cancelled the call at its deadline
+        self._waking_at: float | None = None  # the deadline the watch waits for (None: a wait)
+        self._closed = False
+        self._watcher: threading.Thread | None = None
+
+    def arm(self, call: Any, seconds: float) -> None:
+        """A wait on ``call`` begins; cancel the call if it lasts ``seconds``."""
+        with self._lock:
+            deadline = time.monotonic() + seconds
+            self._armed, self._missed = (call, deadline), False
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._run, name="call-watch", daemon=True)
+                self._watcher.start()
+            elif self._waking_at is None or deadline < self._waking_at:
+                self._lock.notify()  # else it wakes at an earlier deadline and waits on
+
+    def disarm(self) -> bool:
+        """The wait is over; whether the watch cancelled its call."""
+        with self._lock:
+            self._armed = None
+            return self._missed
+
+    def close(self) -> None:
+        """End the watch's thread."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify()
+
+    def _run(self) -> None:
+        with self._lock:
+            while not self._closed:
+                if self._armed is None:
+                    self._waking_at = None
+                    self._lock.wait()
+                    continue
+                call, deadline = self._armed
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._waking_at = deadline
+                    self._lock.wait(left)
+                    continue
+                self._armed, self._missed = None, True
+                call.cancel()
+
+
 class HandStream:
     """The background sender's Observe stream, kept open across hands: ``send`` puts a piece of
     hands on it and returns once the last is acknowledged (or sends the piece in ObserveBatch
@@ -102,12 +157,7 @@ class HandStream:
         self._session_id: str | None = None
         self._requests: queue.SimpleQueue | None = None
         self._responses: Any = None  # the call: an iterator of acks, cancellable
-        self._watch = threading.Condition()
-        self._armed: tuple[Any, float] | None = None  # (call, deadline) a send waits on
-        self._missed = False  # the watch cancelled the call at its deadline
-        self._waking_at: float | None = None  # the deadline the watch waits for (None: a send)
-        self._closed = False
-        self._watcher: threading.Thread | None = None
+        self._watch = CallWatch()
 
     def send(self, session_id: str, first: int, hands: Sequence[Hand]) -> None:
         """Hands ``first``, ``first + 1``, ... of the session, acknowledged within the client's
@@ -132,7 +182,7 @@ class HandStream:
 
     def _acknowledged(self, last: int, timeout: float) -> None:
         responses = self._responses
-        self._arm(responses, timeout)
+        self._watch.arm(responses, timeout)
         try:
             while next(responses).sequence < last:
                 pass
@@ -141,7 +191,7 @@ class HandStream:
             raise _StreamEnded from None
         except grpc.RpcError as exc:
             self.drop()
-            if self._disarm():
+            if self._watch.disarm():
                 message = f"hands: not acknowledged within {timeout:g} s"
                 raise DeadlineExceededError(message) from None
             error = self._client._error(exc)
@@ -149,7 +199,7 @@ class HandStream:
                 raise _StreamEnded from None
             raise error from None
         finally:
-            if self._disarm():  # cancelled as its last ack came: not to be used again
+            if self._watch.disarm():  # cancelled as its last ack came: not to be used again
                 self.drop()
 
     def _open(self, session_id: str) -> None:
@@ -170,43 +220,95 @@ class HandStream:
     def close(self) -> None:
         """End the stream and the watch."""
         self.drop()
-        with self._watch:
-            self._closed = True
-            self._watch.notify()
+        self._watch.close()
 
-    # -- the watch: one thread cancels a call that outlives a send's deadline ----------------
-    def _arm(self, call: Any, seconds: float) -> None:
-        with self._watch:
-            deadline = time.monotonic() + seconds
-            self._armed, self._missed = (call, deadline), False
-            if self._watcher is None:
-                self._watcher = threading.Thread(target=self._run, name="hand-stream", daemon=True)
-                self._watcher.start()
-            elif self._waking_at is None or deadline < self._waking_at:
-                self._watch.notify()  # else it wakes at an earlier deadline and waits on
 
-    def _disarm(self) -> bool:
-        """The send is over; whether the watch cancelled its call."""
-        with self._watch:
-            self._armed = None
-            return self._missed
+class ActionStream:
+    """The decisions' GetActions stream, kept open across decisions: ``action`` asks one, as the
+    client's ``action`` asks it at a MATCHSTATE line, and returns its answer.
 
-    def _run(self) -> None:
-        with self._watch:
-            while not self._closed:
-                if self._armed is None:
-                    self._waking_at = None
-                    self._watch.wait()
-                    continue
-                call, deadline = self._armed
-                left = deadline - time.monotonic()
-                if left > 0:
-                    self._waking_at = deadline
-                    self._watch.wait(left)
-                    continue
-                self._armed, self._missed = None, True
-                call.cancel()
+    A GetAction call per decision (four a hand in hold'em) cost the server the opening and
+    closing of a call each time. What a decision's call had, it keeps: it waits the client's
+    timeout at most (DeadlineExceededError: the watch cancels the stream), and any failure is
+    the call's (the same domain exception) and drops the stream, so the next decision opens a new
+    one (``wait_for_ready`` then applies, as to a call) and never reads a late answer. A stream
+    the server closed as idle is reopened once, within the decision's deadline."""
+
+    def __init__(self, client: OpponentModelClient) -> None:
+        self._client = client
+        self._session_id: str | None = None
+        self._requests: queue.SimpleQueue | None = None
+        self._responses: Any = None  # the call: an iterator of answers, cancellable
+        self._watch = CallWatch()
+
+    def action(
+        self, session_id: str, *, matchstate: str, draw: int, wait_for_ready: bool = False
+    ) -> ActionDecision:
+        """The client's ``action(session_id, matchstate=..., draw=...)``, on the stream."""
+        request = pb.GetActionsRequest(
+            request=pb.GetActionRequest(session_id=session_id, matchstate=matchstate, draw=draw)
+        )
+        deadline = time.monotonic() + self._client.timeout
+        try:
+            return self._ask(request, wait_for_ready, deadline)
+        except _StreamEnded:  # closed as idle: once more, on a new stream
+            try:
+                return self._ask(request, wait_for_ready, deadline)
+            except _StreamEnded:
+                raise UnavailableError("the server keeps ending the GetActions stream") from None
+
+    def _ask(self, request: Any, wait_for_ready: bool, deadline: float) -> ActionDecision:
+        session_id = request.request.session_id
+        if self._session_id != session_id or self._responses is None:
+            self._open(session_id, wait_for_ready)
+        assert self._requests is not None
+        self._requests.put(request)
+        return ActionDecision.from_proto(self._answer(deadline).response)
+
+    def _answer(self, deadline: float) -> pb.GetActionsResponse:
+        responses = self._responses
+        self._watch.arm(responses, deadline - time.monotonic())
+        try:
+            return next(responses)
+        except StopIteration:
+            self.drop()
+            raise _StreamEnded from None
+        except grpc.RpcError as exc:
+            self.drop()
+            if self._watch.disarm():
+                raise DeadlineExceededError(f"{self._client.target}: Deadline Exceeded") from None
+            error = self._client._error(exc)
+            if isinstance(error, IdleStreamError) and time.monotonic() < deadline:
+                raise _StreamEnded from None
+            raise error from None
+        except BaseException:  # Ctrl-C, say: the stream holds a request not answered
+            self.drop()
+            raise
+        finally:
+            if self._watch.disarm():  # cancelled as its answer came: not to be used again
+                self.drop()
+
+    def _open(self, session_id: str, wait_for_ready: bool) -> None:
+        self.drop()
+        self._session_id, self._requests = session_id, queue.SimpleQueue()
+        self._responses = self._client._stub.GetActions(
+            iter(self._requests.get, None),
+            metadata=self._client._routed(session_id),
+            timeout=HandStream.STREAM_SECONDS,
+            wait_for_ready=wait_for_ready,
+        )
+
+    def drop(self) -> None:
+        """End the stream (the next decision opens another)."""
+        if self._requests is not None:
+            self._requests.put(None)  # ends the requests: the server closes the stream
+        self._requests = self._responses = None
+
+    def close(self) -> None:
+        """End the stream and the watch."""
+        self.drop()
+        self._watch.close()
 
 
 class _StreamEnded(Exception):
-    """The stream ended without a failure of the piece (the server found it idle)."""
+    """The stream ended without a failure of its request (the server found it idle)."""

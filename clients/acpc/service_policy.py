@@ -8,14 +8,13 @@ hand is sent as the dealer's last MATCHSTATE line of it, as it came: it holds on
 saw (the session's game and the fallback are the game's side:
 :mod:`oppmodel.clients.acpc.service_game`).
 
-The first decision waits up to ``startup_wait`` seconds while the background thread creates the
-session on a service not yet serving (``oppmodel serve`` binds its port seconds before it serves):
-a match begun on the fallback outruns a starting service and its backlog kept it off the service.
-The wait is at the first decision, outside the dealer's start-up timeout.
+The first decision (outside the dealer's start-up timeout) waits up to ``startup_wait`` seconds
+while the background thread creates the session on a service not yet serving (``oppmodel serve``
+binds its port seconds before it serves): a match begun on the fallback outran a starting service.
 
 Each decision comes from one of two sources:
 
-* the **service**: one GetAction call whose deadline is the per-decision budget (``deadline``);
+* the **service**: GetAction on a stream kept open (``ActionStream``) within a budget, ``deadline``;
 * the **fallback**: the default strategy (N1 in 3-player Kuhn, MBBR's own opening; the game's
   solved strategy, ``cfr``, in any other limit game), local and instant.
 
@@ -34,10 +33,9 @@ Everything else runs on one background thread, so that no decision ever waits fo
   together, at most ``RESEND_PIECE`` per call, so that a backlog goes in pieces (on the server a
   decision waits behind at most one piece). If the server lost the session (a fresh database, a
   deletion) it creates it again and resends every hand. The server's sequence numbers make a resend
-  safe. A send that misses its deadline (a busy machine) is no outage: only a decision call, within
-  its budget, decides that the service cannot answer. Its hands go again with a doubled deadline
-  (``_slower``); an unreachable service (UNAVAILABLE) still switches the decisions to the fallback
-  at once.
+  safe. A send that misses its deadline (a busy machine) is no outage (a decision decides that,
+  within its budget): its hands go again with a doubled deadline (``_slower``); an unreachable
+  service (UNAVAILABLE) still switches the decisions to the fallback at once.
 * on the fallback, it probes the service every ``retry_interval`` and hands the decisions back
   as soon as it serves: its port accepts a connection (a HOST:PORT target; a test that fails at
   once while it is down) and it answers the health check. The health check matters: gRPC binds
@@ -49,15 +47,14 @@ Everything else runs on one background thread, so that no decision ever waits fo
   behind it; GetAction answers from those that have arrived.
 * a service that fails a decision again before answering one since it was handed back (it answers
   health checks, not GetAction) is not probed for a quarantine that doubles each time (up to
-  ``MAX_QUARANTINE``), so it costs at most one budget per quarantine; the hands keep going to it
-  meanwhile.
+  ``MAX_QUARANTINE``): at most one budget per quarantine; the hands keep going to it meanwhile.
 
 At the match's end ``close`` keeps sending what the session has not acknowledged for up to
 ``CLOSE_WAIT`` seconds (on Ctrl-C it tries once), and says on stderr how many hands the service
 did not take.
 
 ``decisions()`` and ``outages``: decisions per source; each stretch on the fallback;
-``service_seconds``: how long each decision the service answered took (the GetAction call).
+``service_seconds``: how long each decision the service answered took (its GetAction).
 """
 
 from __future__ import annotations
@@ -70,6 +67,7 @@ from typing import TextIO
 
 from oppmodel.clients.acpc.agent import Decision, SeatHand
 from oppmodel.clients.acpc.service_calls import (
+    ActionStream,
     Deadline,
     HandStream,
     Outage,
@@ -155,6 +153,7 @@ class ServicePolicy:
             observe_batches=observe_batches,
         )
         self._stream = HandStream(self._background)  # where the hands go
+        self._actions = ActionStream(self._decisions)  # where the decisions go
         self._wake = threading.Condition()
         self._outbox = Outbox(keep=True)  # every hand: a new session is sent them all again
         self._session_id: str | None = None
@@ -207,7 +206,7 @@ class ServicePolicy:
         if session_id is not None:
             start = time.perf_counter()
             try:
-                choice = self._decisions.action(
+                choice = self._actions.action(
                     session_id,
                     matchstate=decision.matchstate,  # the dealer's line as it came
                     draw=hand,
@@ -257,6 +256,7 @@ class ServicePolicy:
                     f"session {self._session_id} lacks them"
                 )
         self._stream.close()
+        self._actions.close()
         self._decisions.close()
         self._background.close()
 

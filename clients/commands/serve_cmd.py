@@ -186,13 +186,14 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
         "--max-streams",
         type=positive_int,
         default=Limits.max_streams,
-        help="Observe streams open at once (default %(default)s)",
+        help="streams (Observe, GetActions) open at once (default %(default)s)",
     )
     limits.add_argument(
         "--stream-idle-seconds",
         type=float_in(0.0, low_open=True),
         default=Limits.stream_idle_seconds,
-        help="an Observe stream that carries nothing this long is closed; clients reopen it "
+        help="a stream (Observe, GetActions) that carries nothing this long is closed; clients "
+        "reopen it "
         "(default %(default)s)",
     )
     message = limits.add_mutually_exclusive_group()

@@ -368,6 +368,18 @@ class GetActionResponse(_message.Message):
     hands_observed: int
     def __init__(self, action: _Optional[int] = ..., acpc_action: _Optional[str] = ..., probabilities: _Optional[_Iterable[float]] = ..., infostate: _Optional[str] = ..., default_policy: _Optional[bool] = ..., hands_observed: _Optional[int] = ...) -> None: ...
 
+class GetActionsRequest(_message.Message):
+    __slots__ = ("request",)
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    request: GetActionRequest
+    def __init__(self, request: _Optional[_Union[GetActionRequest, _Mapping]] = ...) -> None: ...
+
+class GetActionsResponse(_message.Message):
+    __slots__ = ("response",)
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    response: GetActionResponse
+    def __init__(self, response: _Optional[_Union[GetActionResponse, _Mapping]] = ...) -> None: ...
+
 class GetModelsRequest(_message.Message):
     __slots__ = ("session_id", "kind", "include_played")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]

@@ -84,6 +84,11 @@ class OpponentModelServiceStub:
                 request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionRequest.SerializeToString,
                 response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionResponse.FromString,
                 _registered_method=True)
+        self.GetActions = channel.stream_stream(
+                '/oppmodel.v1.OpponentModelService/GetActions',
+                request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionsRequest.SerializeToString,
+                response_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionsResponse.FromString,
+                _registered_method=True)
         self.GetWinnings = channel.unary_unary(
                 '/oppmodel.v1.OpponentModelService/GetWinnings',
                 request_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetWinningsRequest.SerializeToString,
@@ -185,6 +190,17 @@ class OpponentModelServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetActions(self, request_iterator, context):
+        """GetAction's requests on one stream kept open, for a client that asks a decision at a time (a
+        call opened and closed for each costs the server more than a message on an open stream).
+        Each request is answered by one response, in order, as GetAction answers it; the first that
+        fails ends the stream with GetAction's status (the client opens another for its next
+        decision). A stream that carries nothing for the server's idle limit ends as Observe's does.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetWinnings(self, request, context):
         """Our chips in each observed hand, by the game's payoffs from what our seat saw (a fold ends
         the hand; at a showdown the dealer shows the cards of the players in it): the client's
@@ -255,6 +271,11 @@ def add_OpponentModelServiceServicer_to_server(servicer, server):
                     servicer.GetAction,
                     request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionRequest.FromString,
                     response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionResponse.SerializeToString,
+            ),
+            'GetActions': grpc.stream_stream_rpc_method_handler(
+                    servicer.GetActions,
+                    request_deserializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionsRequest.FromString,
+                    response_serializer=oppmodel_dot_v1_dot_opponent__model__pb2.GetActionsResponse.SerializeToString,
             ),
             'GetWinnings': grpc.unary_unary_rpc_method_handler(
                     servicer.GetWinnings,
@@ -537,6 +558,33 @@ class OpponentModelService:
             '/oppmodel.v1.OpponentModelService/GetAction',
             oppmodel_dot_v1_dot_opponent__model__pb2.GetActionRequest.SerializeToString,
             oppmodel_dot_v1_dot_opponent__model__pb2.GetActionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetActions(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/oppmodel.v1.OpponentModelService/GetActions',
+            oppmodel_dot_v1_dot_opponent__model__pb2.GetActionsRequest.SerializeToString,
+            oppmodel_dot_v1_dot_opponent__model__pb2.GetActionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

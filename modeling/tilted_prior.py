@@ -14,6 +14,13 @@ weak_eta), so a set the opponent has shown is still learned from its own counts;
 not shown starts from what it did at the sets of the same node and situation. Empirical Bayes
 (the prior is fitted to the data its Dirichlets also count), stated as such.
 
+No refit while the safety bankroll (the model's own, or its change-detection bank's) has a live
+hypothesis: while the opponents may still be playing the equilibria it guards, the game's prior
+mean is the right one, and a tilt fitted to their noise is exploited by the response (Kuhn's
+pairs of different equilibrium members lost 11-18 points of the oracle to it, session 48). So
+against those the tilted prior plays as the eta mixture, bit for bit; plain MBBR (no budget)
+refits from H on.
+
 Each refit replaces the prior parameters of both types of the mixture (never in place: a
 change-detection run opened later starts from the untilted prior, as every run does), steps the
 fit ``SWEEPS`` times over the hands with hidden cards under it and mixes every row again. The
@@ -39,6 +46,11 @@ from oppmodel.modeling.observation import LimitObservation
 
 REFIT_EVERY = 100  # hands of a run between refits (the first at H, as the default phase ends)
 SWEEPS = 2  # steps over the hands with hidden cards after a refit (incremental EM goes on)
+# the tilt's shrinkage in pseudo-visits, 30x hold'em's (tilt.SITUATION_WEIGHT, NODE_WEIGHT):
+# chosen on Leduc 2p seed 0, 86.7% of the oracle against 86.1% at 1x, 86.0% at 10x, 82.9% at 100x
+# (experiments/RESULTS.md, session 49)
+SITUATION_WEIGHT = 60.0  # a situation's tilt is shrunk to none by these
+NODE_WEIGHT = 240.0  # a node's own tilt is shrunk to its situation's by these
 _NO_ROWS = np.zeros((0, 3), dtype=np.int64)
 
 
@@ -93,7 +105,13 @@ class TiltedModel(DirichletModel):
         for p, fit in enumerate(self._dirichlet):
             means = np.stack(
                 [
-                    fit_tilt(self._maps[int(q)], self._base[int(q)], fit.expected[d])[0]
+                    fit_tilt(
+                        self._maps[int(q)],
+                        self._base[int(q)],
+                        fit.expected[d],
+                        situation_weight=SITUATION_WEIGHT,
+                        node_weight=NODE_WEIGHT,
+                    )[0]
                     for d, q in enumerate(fit.seats)
                 ]
             )
@@ -103,8 +121,9 @@ class TiltedModel(DirichletModel):
 
     def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
         super()._update(p, obs, evidence)
-        if (self.hands_observed + 1) % REFIT_EVERY == 0:  # counted after this call
-            self.refit()
+        guarded = self.guarded or (self._safety is not None and self._safety.live)
+        if (self.hands_observed + 1) % REFIT_EVERY == 0 and not guarded:
+            self.refit()  # (hands counted after this call)
 
     def _reset_posterior(self) -> None:
         super()._reset_posterior()

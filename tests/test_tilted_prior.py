@@ -23,7 +23,7 @@ from oppmodel.modeling.observation import LimitObservation, observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import sample_terminal
 from oppmodel.modeling.play.tournament import seated_profile
-from oppmodel.modeling.tilted_prior import REFIT_EVERY
+from oppmodel.modeling.tilted_prior import NODE_WEIGHT, REFIT_EVERY, SITUATION_WEIGHT
 
 TILTED = MBBRConfig(seed=3, change_hazard=0.0, prior=Prior.TILTED)
 
@@ -60,7 +60,8 @@ def test_a_refit_makes_the_prior_the_tilt_of_the_expected_counts_at_both_concent
     base = prior_alpha(game, tilted.prior_mean, epsilon=TILTED.epsilon, eta=1.0, prior="informed")
     sets, rows = CompiledSets(game), game.infosets(1)
     expected = untilted._dirichlet[0].expected[0]
-    mean = fit_tilt(TiltMap(sets, 1), base[1], expected)[0][rows]
+    weights = {"situation_weight": SITUATION_WEIGHT, "node_weight": NODE_WEIGHT}
+    mean = fit_tilt(TiltMap(sets, 1), base[1], expected, **weights)[0][rows]
     fit, mixture = tilted._dirichlet[0], tilted._mixture[0]
     assert fit is not untilted._dirichlet[0]
     np.testing.assert_allclose(fit.alpha0[0, rows], TILTED.eta * mean, rtol=1e-12)
@@ -86,6 +87,26 @@ def test_the_tilt_predicts_the_sets_the_opponent_never_showed():
     # and the model (the mixture's mean) there is the tilted prior's
     model_rows = model.opponent_model(0, 1)[0][rows]
     np.testing.assert_allclose(model_rows[unseen], prior[unseen], rtol=1e-9)
+
+
+@pytest.mark.parametrize("change_hazard", [0.0, 1e-5])
+def test_no_refit_while_the_bankroll_guards_an_equilibrium_the_opponent_may_play(change_hazard):
+    """Against ``cfr`` (the bankroll's one hypothesis, never ruled out) the prior stays the eta
+    mixture's through a refit's hand, with its own bankroll or change detection's; plain MBBR
+    (no bankroll) tilts it."""
+    game = limit_game("leduc2p")
+    config = dataclasses.replace(TILTED, change_hazard=change_hazard)
+    guarded = build_model(game, config)
+    plain = build_model(game, dataclasses.replace(config, safety_budget=float("inf")))
+    untilted = build_model(game, dataclasses.replace(TILTED, prior=Prior.ETA_MIXTURE))
+    for obs in hands(game, "cfr", REFIT_EVERY, seed=9):
+        guarded.observe(obs)
+        plain.observe(obs)
+    assert guarded._safety.live
+    prior = untilted._dirichlet[0].alpha0
+    runs = [model.runs[0] if change_hazard else model for model in (guarded, plain)]
+    np.testing.assert_array_equal(runs[0]._dirichlet[0].alpha0, prior)
+    assert np.abs(runs[1]._dirichlet[0].alpha0 - prior).max() > 1e-3
 
 
 def test_a_run_opened_after_a_refit_starts_from_the_untilted_prior():

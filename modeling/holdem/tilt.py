@@ -107,12 +107,18 @@ def _by_group(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
 
 
 def fit_tilt(
-    tilt_map: TiltMap, base: np.ndarray, expected: np.ndarray
+    tilt_map: TiltMap,
+    base: np.ndarray,
+    expected: np.ndarray,
+    *,
+    situation_weight: float = SITUATION_WEIGHT,
+    node_weight: float = NODE_WEIGHT,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(num_infosets, 3) the tilted prior mean of the opponent's rows (module text): ``base``
     the clipped blueprint rows and ``expected`` the fit's expected counts, both (num_infosets,
     3) of the opponent's position; rows of no node keep ``base``. Also the situations' tilt
-    (num_situations, 3), what a node not reached yet gets (:func:`tilted_rows`)."""
+    (num_situations, 3), what a node not reached yet gets (:func:`tilted_rows`). The two
+    weights are each level's shrinkage in pseudo-visits (hold'em's by default)."""
     rows = tilt_map.rows
     with np.errstate(divide="ignore"):
         log_base = np.where(tilt_map.legal, np.log(base[rows]), -np.inf)
@@ -121,10 +127,10 @@ def fit_tilt(
     situation = tilt_map.situation_of_node[node]
     seen = counts.sum(axis=1) > 0.0  # the fit's sums over the rows never visited add 0: skipped
     theta = fit_level(
-        log_base[seen], counts[seen], situation[seen], tilt_map.num_situations, SITUATION_WEIGHT
+        log_base[seen], counts[seen], situation[seen], tilt_map.num_situations, situation_weight
     )
     shifted = log_base + theta[situation]
-    delta = fit_level(shifted[seen], counts[seen], node[seen], tilt_map.num_nodes, NODE_WEIGHT)
+    delta = fit_level(shifted[seen], counts[seen], node[seen], tilt_map.num_nodes, node_weight)
     out = base.copy()
     out[rows] = tilted(shifted, delta[node])
     return out, theta

@@ -64,6 +64,7 @@ class MBBRModel(abc.ABC):
     subclass implements one posterior. Build one with :func:`build_model`."""
 
     POSTERIOR: ClassVar[Posterior | None]  # the posterior it implements (None: any)
+    guarded = False  # a run's: its change-detection bank's bankroll has a live hypothesis
 
     def __init__(
         self,

@@ -81,6 +81,7 @@ class ChangeDetectingModel(MBBRModel):
             likelihood = hand_likelihood(rows, evidence.weights, p, run._models_profile(p))
             explained = explained or likelihood > 0.0
             masses.append(w + math.log(likelihood) if likelihood > 0.0 else -math.inf)
+            run.guarded = self._safety is not None and self._safety.live  # its bankroll's
             run._update(p, obs, evidence)
             run.hands_observed += 1
         if explained:

@@ -153,9 +153,23 @@ class GrpcClient:
             status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
             raise errors.FailedPreconditionError(f"health: the server is {status}")
 
-    def _error(self, error: grpc.RpcError) -> errors.OppModelError:
+    def error_of(self, error: grpc.RpcError) -> errors.OppModelError:
         """The domain exception for a failed call on this client's channel."""
         return domain_error(error, target=self.target, tls=self.tls)
+
+    def open_stream(
+        self,
+        method: str,
+        requests: Iterator[Any],
+        *,
+        session_id: str | None = None,
+        **options: Any,
+    ) -> Any:
+        """The call of a bidirectional stream kept open by its caller (routed by
+        ``session_id``): an iterator of the responses that can be cancelled, whose failures
+        raise ``grpc.RpcError`` (``error_of`` names them), so the caller decides which end the
+        stream and which are retried."""
+        return getattr(self._stub, method)(requests, metadata=self._routed(session_id), **options)
 
     def _call(self, method: str, request: object, *, session_id: str | None = None) -> Any:
         return self._call_stub(getattr(self._stub, method), request, session_id=session_id)
@@ -173,7 +187,7 @@ class GrpcClient:
                 request, timeout=self.timeout, metadata=self._routed(session_id), **options
             )
         except grpc.RpcError as exc:
-            raise self._error(exc) from None
+            raise self.error_of(exc) from None
         self._replied(call.trailing_metadata() or ())
         return reply
 
@@ -204,4 +218,4 @@ class GrpcClient:
                 requests, metadata=self._routed(session_id), **options
             )
         except grpc.RpcError as exc:
-            raise self._error(exc) from None
+            raise self.error_of(exc) from None

@@ -103,7 +103,7 @@ class Retry:
     def after(self, exc: grpc.RpcError) -> None:
         """Wait before the next attempt, or raise the domain error of ``exc``."""
         if exc.code() not in RETRYABLE or self.expired():
-            raise self.client._error(exc) from None
+            raise self.client.error_of(exc) from None
         time.sleep(RETRY_PAUSE_S)
 
     def expired(self) -> bool:
@@ -148,8 +148,8 @@ class ObservationStream:
         for observation in self._outbox.messages():
             requests.put(self._request(observation))
         self._requests = requests
-        self._responses = responses = self._client._stub.Observe(
-            iter(requests.get, None), metadata=self._client._routed(self.session_id)
+        self._responses = responses = self._client.open_stream(
+            "Observe", iter(requests.get, None), session_id=self.session_id
         )
         return responses
 
@@ -173,7 +173,7 @@ class ObservationStream:
             try:
                 ack = next(responses)
             except grpc.RpcError as exc:
-                error = self._client._error(exc)
+                error = self._client.error_of(exc)
                 if isinstance(error, errors.IdleStreamError) and not reopened_idle:
                     reopened_idle = True  # closed while we had nothing to send: go on anew
                     responses = self._open()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,147 +137,86 @@ class CallWatch:
                 call.cancel()
 
 
-class HandStream:
-    """The background sender's Observe stream, kept open across hands: ``send`` puts a piece of
-    hands on it and returns once the last is acknowledged (or sends the piece in ObserveBatch
-    calls, the client's ``observe``, when the client sends batches: a Ray Serve deployment).
+class KeptStream:
+    """A bidirectional stream kept open across requests, each of which is answered within a
+    deadline as a call of its own would be: the client's timeout at most (the watch cancels the
+    stream: DeadlineExceededError), any failure raised as the call's domain exception, and the
+    stream dropped on any failure, so the next request opens a new one and never reads an
+    answer meant for an earlier one. A stream the server closed as idle raises ``_StreamEnded``
+    (the request goes again on a new stream, no failure); its own deadline
+    (``STREAM_SECONDS``) only bounds a stream's life.
 
-    A stream per piece (one a hand in a match) cost the server the opening and closing of a
-    call every hand (~1-3 ms of its CPU a hand in hold'em, against a message on an open
-    stream). What a piece's call had, it keeps: ``send`` waits ``timeout`` seconds at most
-    (DeadlineExceededError), and any failure drops the stream, so the next ``send`` opens a new
-    one with the hands not acknowledged (the server's sequence numbers make a resend safe). A
-    stream the server closed as idle is reopened once for the piece, without a failure; its
-    deadline (``STREAM_SECONDS``) is only a bound on a stream's life."""
+    A call per request cost the server the opening and closing of a call each time (~1-3 ms of
+    its CPU a hand in a hold'em match) against a message on an open stream."""
 
     STREAM_SECONDS = 86_400.0
 
-    def __init__(self, client: OpponentModelClient) -> None:
+    def __init__(self, client: OpponentModelClient, method: str) -> None:
         self._client = client
-        self._session_id: str | None = None
-        self._requests: queue.SimpleQueue | None = None
-        self._responses: Any = None  # the call: an iterator of acks, cancellable
-        self._watch = CallWatch()
-
-    def send(self, session_id: str, first: int, hands: Sequence[Hand]) -> None:
-        """Hands ``first``, ``first + 1``, ... of the session, acknowledged within the client's
-        timeout (and 10 ms a hand), as its ``observe`` would."""
-        if self._client.observe_batches:
-            self._client.observe(session_id, hands, first_sequence=first)
-            return
-        timeout = self._client.timeout + 0.01 * len(hands)
-        for attempt in (0, 1):
-            if self._session_id != session_id or self._responses is None:
-                self._open(session_id)
-            assert self._requests is not None
-            for i, hand in enumerate(hands):
-                message = observation_message(first + i, hand)
-                self._requests.put(pb.ObserveRequest(session_id=session_id, observation=message))
-            try:
-                self._acknowledged(first + len(hands) - 1, timeout)
-                return
-            except _StreamEnded:
-                if attempt:
-                    raise UnavailableError("the server keeps ending the Observe stream") from None
-
-    def _acknowledged(self, last: int, timeout: float) -> None:
-        responses = self._responses
-        self._watch.arm(responses, timeout)
-        try:
-            while next(responses).sequence < last:
-                pass
-        except StopIteration:
-            self.drop()
-            raise _StreamEnded from None
-        except grpc.RpcError as exc:
-            self.drop()
-            if self._watch.disarm():
-                message = f"hands: not acknowledged within {timeout:g} s"
-                raise DeadlineExceededError(message) from None
-            error = self._client._error(exc)
-            if isinstance(error, IdleStreamError):
-                raise _StreamEnded from None
-            raise error from None
-        finally:
-            if self._watch.disarm():  # cancelled as its last ack came: not to be used again
-                self.drop()
-
-    def _open(self, session_id: str) -> None:
-        self.drop()
-        self._session_id, self._requests = session_id, queue.SimpleQueue()
-        self._responses = self._client._stub.Observe(
-            iter(self._requests.get, None),
-            metadata=self._client._routed(session_id),
-            timeout=self.STREAM_SECONDS,
-        )
-
-    def drop(self) -> None:
-        """End the stream (the next ``send`` opens another)."""
-        if self._requests is not None:
-            self._requests.put(None)  # ends the requests: the server closes the stream
-        self._requests = self._responses = None
-
-    def close(self) -> None:
-        """End the stream and the watch."""
-        self.drop()
-        self._watch.close()
-
-
-class ActionStream:
-    """The decisions' GetActions stream, kept open across decisions: ``action`` asks one, as the
-    client's ``action`` asks it at a MATCHSTATE line, and returns its answer.
-
-    A GetAction call per decision (four a hand in hold'em) cost the server the opening and
-    closing of a call each time. What a decision's call had, it keeps: it waits the client's
-    timeout at most (DeadlineExceededError: the watch cancels the stream), and any failure is
-    the call's (the same domain exception) and drops the stream, so the next decision opens a new
-    one (``wait_for_ready`` then applies, as to a call) and never reads a late answer. A stream
-    the server closed as idle is reopened once, within the decision's deadline."""
-
-    def __init__(self, client: OpponentModelClient) -> None:
-        self._client = client
+        self._method = method
         self._session_id: str | None = None
         self._requests: queue.SimpleQueue | None = None
         self._responses: Any = None  # the call: an iterator of answers, cancellable
         self._watch = CallWatch()
 
-    def action(
-        self, session_id: str, *, matchstate: str, draw: int, wait_for_ready: bool = False
-    ) -> ActionDecision:
-        """The client's ``action(session_id, matchstate=..., draw=...)``, on the stream."""
-        request = pb.GetActionsRequest(
-            request=pb.GetActionRequest(session_id=session_id, matchstate=matchstate, draw=draw)
-        )
-        deadline = time.monotonic() + self._client.timeout
-        try:
-            return self._ask(request, wait_for_ready, deadline)
-        except _StreamEnded:  # closed as idle: once more, on a new stream
+    def _exchange(
+        self,
+        session_id: str,
+        requests: Sequence[Any],
+        *,
+        deadline: float,
+        late: str,
+        done: Callable[[Any], bool],
+        wait_for_ready: bool = False,
+    ) -> Any:
+        """Put ``requests`` on the session's stream and return the first answer for which
+        ``done`` holds, by ``deadline`` (``time.monotonic``; DeadlineExceededError(``late``)
+        after it). A stream the server closed as idle is replaced once and the requests go
+        again."""
+        for attempt in (0, 1):
+            self._put(session_id, requests, wait_for_ready)
             try:
-                return self._ask(request, wait_for_ready, deadline)
+                return self._answer(deadline, late, done)
             except _StreamEnded:
-                raise UnavailableError("the server keeps ending the GetActions stream") from None
+                if attempt:
+                    message = f"the server keeps ending the {self._method} stream"
+                    raise UnavailableError(message) from None
+        raise AssertionError("two attempts either return or raise")
 
-    def _ask(self, request: Any, wait_for_ready: bool, deadline: float) -> ActionDecision:
-        session_id = request.request.session_id
+    def _put(self, session_id: str, requests: Sequence[Any], wait_for_ready: bool = False) -> None:
+        """Put ``requests`` on the session's stream, opened if it is not (``wait_for_ready``
+        applies to an opening, as to a call)."""
         if self._session_id != session_id or self._responses is None:
-            self._open(session_id, wait_for_ready)
+            self.drop()
+            self._session_id, self._requests = session_id, queue.SimpleQueue()
+            self._responses = self._client.open_stream(
+                self._method,
+                iter(self._requests.get, None),
+                session_id=session_id,
+                timeout=self.STREAM_SECONDS,
+                wait_for_ready=wait_for_ready,
+            )
         assert self._requests is not None
-        self._requests.put(request)
-        return ActionDecision.from_proto(self._answer(deadline).response)
+        for request in requests:
+            self._requests.put(request)
 
-    def _answer(self, deadline: float) -> pb.GetActionsResponse:
+    def _answer(self, deadline: float, late: str, done: Callable[[Any], bool]) -> Any:
+        """The first answer for which ``done`` holds, by ``deadline`` (``time.monotonic``);
+        DeadlineExceededError(``late``) after it."""
         responses = self._responses
         self._watch.arm(responses, deadline - time.monotonic())
         try:
-            return next(responses)
+            while not done(answer := next(responses)):
+                pass
+            return answer
         except StopIteration:
             self.drop()
             raise _StreamEnded from None
         except grpc.RpcError as exc:
             self.drop()
             if self._watch.disarm():
-                raise DeadlineExceededError(f"{self._client.target}: Deadline Exceeded") from None
-            error = self._client._error(exc)
+                raise DeadlineExceededError(late) from None
+            error = self._client.error_of(exc)
             if isinstance(error, IdleStreamError) and time.monotonic() < deadline:
                 raise _StreamEnded from None
             raise error from None
@@ -288,18 +227,8 @@ class ActionStream:
             if self._watch.disarm():  # cancelled as its answer came: not to be used again
                 self.drop()
 
-    def _open(self, session_id: str, wait_for_ready: bool) -> None:
-        self.drop()
-        self._session_id, self._requests = session_id, queue.SimpleQueue()
-        self._responses = self._client._stub.GetActions(
-            iter(self._requests.get, None),
-            metadata=self._client._routed(session_id),
-            timeout=HandStream.STREAM_SECONDS,
-            wait_for_ready=wait_for_ready,
-        )
-
     def drop(self) -> None:
-        """End the stream (the next decision opens another)."""
+        """End the stream (the next request opens another)."""
         if self._requests is not None:
             self._requests.put(None)  # ends the requests: the server closes the stream
         self._requests = self._responses = None
@@ -308,6 +237,61 @@ class ActionStream:
         """End the stream and the watch."""
         self.drop()
         self._watch.close()
+
+
+class HandStream(KeptStream):
+    """The background sender's Observe stream: ``send`` puts a piece of hands on it and returns
+    once the last is acknowledged (or sends the piece in ObserveBatch calls, the client's
+    ``observe``, when the client sends batches: a Ray Serve deployment). After a failure the
+    next ``send`` goes on a new stream with the hands not acknowledged (the server's sequence
+    numbers make a resend safe)."""
+
+    def __init__(self, client: OpponentModelClient) -> None:
+        super().__init__(client, "Observe")
+
+    def send(self, session_id: str, first: int, hands: Sequence[Hand]) -> None:
+        """Hands ``first``, ``first + 1``, ... of the session, acknowledged within the client's
+        timeout (and 10 ms a hand), as its ``observe`` would."""
+        if self._client.observe_batches:
+            self._client.observe(session_id, hands, first_sequence=first)
+            return
+        timeout = self._client.timeout + 0.01 * len(hands)
+        deadline, last = time.monotonic() + timeout, first + len(hands) - 1
+        messages = (observation_message(first + i, hand) for i, hand in enumerate(hands))
+        requests = [pb.ObserveRequest(session_id=session_id, observation=m) for m in messages]
+        self._exchange(
+            session_id,
+            requests,
+            deadline=deadline,
+            late=f"hands: not acknowledged within {timeout:g} s",
+            done=lambda ack: ack.sequence >= last,
+        )
+
+
+class ActionStream(KeptStream):
+    """The decisions' GetActions stream: ``action`` asks one, as the client's ``action`` asks it
+    at a MATCHSTATE line, and returns its answer within the client's timeout."""
+
+    def __init__(self, client: OpponentModelClient) -> None:
+        super().__init__(client, "GetActions")
+
+    def action(
+        self, session_id: str, *, matchstate: str, draw: int, wait_for_ready: bool = False
+    ) -> ActionDecision:
+        """The client's ``action(session_id, matchstate=..., draw=...)``, on the stream."""
+        request = pb.GetActionsRequest(
+            request=pb.GetActionRequest(session_id=session_id, matchstate=matchstate, draw=draw)
+        )
+        deadline = time.monotonic() + self._client.timeout
+        answer = self._exchange(
+            session_id,
+            [request],
+            deadline=deadline,
+            late=f"{self._client.target}: Deadline Exceeded",
+            done=lambda _: True,
+            wait_for_ready=wait_for_ready,
+        )
+        return ActionDecision.from_proto(answer.response)
 
 
 class _StreamEnded(Exception):

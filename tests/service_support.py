@@ -1,4 +1,5 @@
-"""Shared helpers of the service tests: a real server on a free loopback port, random hands, and
+"""Shared helpers of the service tests: a real server on a free loopback port, a relay in front of
+it, random hands, and
 the oracle of a Kuhn session: the compiled ``kuhn<n>p`` model fed the same hands."""
 
 from __future__ import annotations
@@ -6,8 +7,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import numpy as np
 from mbbr_support import kuhn_named_profile
 
@@ -26,6 +29,26 @@ GAME = kuhn_game(3)
 # a call's deadline in the tests: a bound on a hang, not a speed check; building a 3-player
 # Leduc model took over 10 s at load 20
 LOADED_DEADLINE = 120.0
+
+
+class Relay:
+    """A real gRPC server on 127.0.0.1 (``port``) in front of the service at ``target``: a
+    subclass's ``service`` says what each call does, usually relaying it, as bytes, on
+    ``channel`` (a service that fails in ways a test sets)."""
+
+    def __init__(self, target: str) -> None:
+        self.channel = grpc.insecure_channel(target)
+        self._server = grpc.server(ThreadPoolExecutor(8))
+        self._server.add_generic_rpc_handlers((self,))
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        self._server.start()
+
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._server.stop(None)
+        self.channel.close()
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from service_support import LOADED_DEADLINE, connected
+from service_support import LOADED_DEADLINE, Relay, connected
 
 from oppmodel.clients.acpc.agent import Decision, SeatHand
 from oppmodel.clients.acpc.service_calls import ActionStream
@@ -114,34 +114,25 @@ def finished(hand: int) -> SeatHand:
     return SeatHand(hand, 0, "ccc", ("Js", "Qs", "Ks"), -1.0, ("",), line)
 
 
-class CountingRelay:
-    """A real gRPC server on 127.0.0.1 relaying every call, as bytes, to ``target``; ``calls``
-    counts them by method name."""
+class CountingRelay(Relay):
+    """Relays every call; ``calls`` counts them by method name."""
 
     def __init__(self, target: str) -> None:
         self.calls: Counter[str] = Counter()
-        self._channel = grpc.insecure_channel(target)
-        self._server = grpc.server(ThreadPoolExecutor(8))
-        self._server.add_generic_rpc_handlers((self,))
-        self.port = self._server.add_insecure_port("127.0.0.1:0")
-        self._server.start()
+        super().__init__(target)
 
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
         method = details.method
         self.calls[method.rpartition("/")[2]] += 1
         if method.endswith(("/Observe", "/GetActions")):
-            stream = self._channel.stream_stream(method)
+            stream = self.channel.stream_stream(method)
             return grpc.stream_stream_rpc_method_handler(
                 lambda requests, context: stream(requests, timeout=context.time_remaining())
             )
-        unary = self._channel.unary_unary(method)
+        unary = self.channel.unary_unary(method)
         return grpc.unary_unary_rpc_method_handler(
             lambda request, context: unary(request, timeout=context.time_remaining())
         )
-
-    def close(self) -> None:
-        self._server.stop(0)
-        self._channel.close()
 
 
 def test_the_agent_makes_every_decision_of_a_match_on_one_stream(tmp_path: Path) -> None:

@@ -11,13 +11,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
 import numpy as np
 import pytest
-from service_support import hands_held
+from service_support import Relay, hands_held
 
 from oppmodel.clients.acpc import service_calls, service_policy
 from oppmodel.clients.acpc.agent import Decision, SeatHand
@@ -287,8 +286,8 @@ def test_a_service_that_lost_the_session_gets_a_new_one_with_every_hand(tmp_path
         server.stop()
 
 
-class DecisionHoldingProxy:
-    """A real gRPC server on 127.0.0.1 that forwards every call, as bytes, to ``target`` (each
+class DecisionHoldingProxy(Relay):
+    """A relay that forwards every call, as bytes, to ``target`` (each
     decision of a GetActions stream as a GetAction call), except that while ``holding`` is set
     decisions get no answer (they wait out their deadline): a service that answers health checks
     and takes hands but cannot decide; while ``cancelling`` is set the server cancels them, as a
@@ -307,16 +306,12 @@ class DecisionHoldingProxy:
         self.cancelling = threading.Event()
         self.asked: list[int] = []
         self._create_delay = create_delay
-        self._channel = grpc.insecure_channel(target)
-        self._server = grpc.server(ThreadPoolExecutor(8))
-        self._server.add_generic_rpc_handlers((self,))
-        self.port = self._server.add_insecure_port("127.0.0.1:0")
-        self._server.start()
+        super().__init__(target)
 
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
         method = details.method
         if method.endswith("/Observe"):
-            stream = self._channel.stream_stream(method)
+            stream = self.channel.stream_stream(method)
 
             def relay(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
                 if self.observe_missing > 0:
@@ -326,7 +321,7 @@ class DecisionHoldingProxy:
 
             return grpc.stream_stream_rpc_method_handler(relay)
         if method.endswith("/GetActions"):  # the decisions' stream: each as a GetAction call
-            decide = self._channel.unary_unary(method.removesuffix("s"))
+            decide = self.channel.unary_unary(method.removesuffix("s"))
 
             def relay_decisions(
                 requests: Iterator[bytes], context: grpc.ServicerContext
@@ -340,7 +335,7 @@ class DecisionHoldingProxy:
                     yield reply.SerializeToString()
 
             return grpc.stream_stream_rpc_method_handler(relay_decisions)
-        unary = self._channel.unary_unary(method)
+        unary = self.channel.unary_unary(method)
 
         def forward(request: bytes, context: grpc.ServicerContext) -> bytes:
             if method.endswith("/Check") and self.unhealthy.is_set():
@@ -364,10 +359,6 @@ class DecisionHoldingProxy:
         while self.holding.is_set() and context.is_active():
             time.sleep(0.005)
         return True
-
-    def close(self) -> None:
-        self._server.stop(None)
-        self._channel.close()
 
 
 def test_a_call_the_server_cancels_is_an_unavailable_service(tmp_path: Path) -> None:

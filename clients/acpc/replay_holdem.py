@@ -28,9 +28,8 @@ finite where the blueprint never takes an action.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -42,6 +41,7 @@ from oppmodel.modeling.games.acpc.betting import NUM_ACTIONS, HandState
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.holdem_abstract import view_strings
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.interface import with_unset
 from oppmodel.modeling.holdem.policy import DECK_SIZE, live_holes
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, cards_of
 from oppmodel.modeling.holdem.response import BUDGET
@@ -257,9 +257,7 @@ def holdem_replay_parts(
     players = read_game_def(short).num_players
     check_holdem_config(config, players)
     if players == 3:  # hold'em's values where ``config`` leaves a field at MBBRConfig's default
-        unset: dict[str, Any] = {"safety_budget": BUDGET, "change_hazard": 0.0}
-        kept = {k: v for k, v in unset.items() if getattr(config, k) == getattr(MBBRConfig, k)}
-        config = dataclasses.replace(config, **kept)
+        config = with_unset(config, {"safety_budget": BUDGET, "change_hazard": 0.0})
         played = lazy_holdem_mbbr(short, config, bettings, budget=config.safety_budget)
         return HoldemReplayGame(played.posterior.spots), HoldemModels(played)
     served = holdem_served(short)

@@ -180,6 +180,13 @@ class InfosetNames(Protocol):
     def infoset_string(self, position: int, index: int) -> str: ...
 
 
+def with_unset(config: MBBRConfig, unset: dict[str, Any]) -> MBBRConfig:
+    """``config`` with ``unset``'s values in the fields it leaves at MBBRConfig's defaults (a
+    game's values for what a session leaves unset)."""
+    kept = {k: v for k, v in unset.items() if getattr(config, k) == getattr(MBBRConfig, k)}
+    return dataclasses.replace(config, **kept)
+
+
 class ServedGame(abc.ABC):
     """A game as the service and its clients see it (module docstring): the compiled game its
     model plays, and the presentation's names of information sets; every object is its own
@@ -279,9 +286,7 @@ class ServedGame(abc.ABC):
         """``config`` with :meth:`unset_config`'s values in the fields it leaves at MBBRConfig's
         defaults, checked (:meth:`check_config`): what a model of this game runs in this process
         (the in-process agent's, replay's), as a session leaving those fields unset would."""
-        unset: dict[str, Any] = self.unset_config()
-        kept = {k: v for k, v in unset.items() if getattr(config, k) == getattr(MBBRConfig, k)}
-        config = dataclasses.replace(config, **kept)
+        config = with_unset(config, self.unset_config())
         self.check_config(config)
         return config
 

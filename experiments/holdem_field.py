@@ -33,11 +33,12 @@ import functools
 import itertools
 import json
 import math
-import os
 import time
+from pathlib import Path
 
 import numpy as np
 
+from oppmodel.clients.lab.journal import Journal
 from oppmodel.clients.lab.timed_agent import TimedAgent
 from oppmodel.modeling.games.acpc.bundled import game_path
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
@@ -115,15 +116,7 @@ def play_seating(
     return np.array(won)
 
 
-def _journal(path: str | None) -> dict[str, dict]:
-    """The seatings a journal holds, by key."""
-    if path is None or not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        return {entry["key"]: entry for entry in map(json.loads, f) if entry}
-
-
-def play_opponent(args: argparse.Namespace, spec: str, journal: dict[str, dict]) -> dict:
+def play_opponent(args: argparse.Namespace, spec: str) -> dict:
     """One row: MBBR and the blueprint in its seat against ``spec``'s agents over every
     seating of duplicates ``from_duplicate`` .. ``duplicates`` - 1 (the journal's seatings
     read, the others played and appended to it)."""
@@ -148,6 +141,8 @@ def play_opponent(args: argparse.Namespace, spec: str, journal: dict[str, dict])
         args.hands_default,
         args.check_deals,
     ]
+    journal = Journal(Path(args.journal) if args.journal else None, {"settings": settings})
+    done = journal.entries()
     played = range(args.from_duplicate, args.duplicates)
     lines = {"mbbr": [], "cfr": []}  # (duplicates, seatings, blocks, n) chips
     cost = {
@@ -164,17 +159,17 @@ def play_opponent(args: argparse.Namespace, spec: str, journal: dict[str, dict])
         for line in lines.values():
             line.append([])
         for j in range(len(seatings(n))):
-            key = json.dumps([*settings, d, j])
-            if key not in journal:
+            if (d, j) not in done:
                 start, timed = time.process_time(), []
                 mbbr_f = [functools.partial(_mbbr, args, timed), *others_f]
-                entry = {"key": key}
+                entry = {}
                 for name, factories in (("mbbr", mbbr_f), ("cfr", baseline)):
                     kw = dict(seed=args.seed, duplicate=d, seating=j, block=args.block)
                     entry[name] = play_seating(game, factories, deals, **kw).tolist()
                 model = timed[0].agent.model
+                seconds = time.process_time() - start
                 entry["cost"] = {
-                    "cpu_s": time.process_time() - start,
+                    "cpu_s": seconds,
                     "cycle_s": timed[0].seconds,
                     "cycled": timed[0].hands,
                     "responded": timed[0].agent.responded,
@@ -182,11 +177,9 @@ def play_opponent(args: argparse.Namespace, spec: str, journal: dict[str, dict])
                     "refused": model.refused,
                     "booked": model.booked,
                 }
-                journal[key] = entry
-                if args.journal:
-                    with open(args.journal, "a") as f:
-                        f.write(json.dumps(entry) + "\n")
-            entry = journal[key]
+                journal.record((d, j), entry, seconds)
+                done[d, j] = {"value": entry}
+            entry = done[d, j]["value"]
             for name, line in lines.items():
                 line[-1].append(entry[name])
             for k in cost:
@@ -251,10 +244,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         _parts(args.check_deals)  # built before the clock starts
     if args.json:
         print(json.dumps(vars(args)), flush=True)
-    journal = _journal(args.journal)
     rows = []
     for spec in (args.opponents or OPPONENTS[args.game]).split(","):
-        rows.append(row := play_opponent(args, spec, journal))
+        rows.append(row := play_opponent(args, spec))
         if args.json:  # a line per opponent as it ends: a long run's rows survive its stop
             print(json.dumps(row), flush=True)
         else:

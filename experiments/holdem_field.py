@@ -43,8 +43,9 @@ from oppmodel.clients.lab.timed_agent import TimedAgent
 from oppmodel.modeling.games.acpc.bundled import game_path
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.holdem_abstract import abstract_game
+from oppmodel.modeling.holdem.blueprint import abstract_profile
 from oppmodel.modeling.holdem.match import HoldemGame
-from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior, abstract_profile
+from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
 from oppmodel.modeling.holdem.response import BUDGET, REFRESH, HoldemMBBR, HoldemMBBRAgent
 from oppmodel.modeling.holdem.served import lazy_holdem_mbbr
 from oppmodel.modeling.holdem.styles import bundled_blueprint, policy_factory

@@ -50,6 +50,7 @@ from oppmodel.modeling.games.acpc.holdem_abstract import (
     view_rounds,
     view_strings,
 )
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.solved import cache_folder
 from oppmodel.modeling.holdem.policy import Spot
 from oppmodel.modeling.holdem.strength import hole_rows
@@ -308,3 +309,18 @@ def _read_cache(path: Path) -> tuple[dict, list[Rows]]:
             bettings = text.split("\n") if len(starts) > 1 else []
             rows.append(Rows(bettings, starts, data[f"views{p}"], data[f"probs{p}"]))
     return meta, rows
+
+
+def abstract_profile(game: LimitGame, positions: list[dict[str, list[float]]]) -> np.ndarray:
+    """(n, num_infosets, 3) a strategy file's rows (``Blueprint.positions``, keyed
+    ``<view>:<betting>``) as a profile of the abstract game; a row the file lacks checks or
+    calls (the lazy solver's unvisited sets); padding rows call."""
+    out = np.zeros((game.num_players, game.num_infosets, NUM_ACTIONS))
+    out[:, :, 1] = 1.0
+    for p in range(game.num_players):
+        rows = positions[p]
+        for i in game.infosets(p):
+            row = rows.get(game.infoset_string(p, i))
+            if row is not None:
+                out[p, i] = row
+    return out

@@ -75,6 +75,7 @@ from oppmodel.modeling.holdem.policy import DECK_SIZE, live_holes
 from oppmodel.modeling.holdem.sets import CompiledSets, LazySets, distinct_rows, situation
 from oppmodel.modeling.holdem.strength import hole_rows
 from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt, tilted_rows
+from oppmodel.modeling.holdem.window import fold_oldest
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
@@ -272,11 +273,15 @@ class HoldemPosterior:
         spots: AbstractSpots,
         blueprint: np.ndarray | None,
         config: MBBRConfig | None = None,
+        *,
+        window: int | None = None,
     ) -> None:
         """``blueprint``: (n, num_infosets, 3) the compiled abstract game's profile the prior is
         around (:func:`abstract_profile`), or None where the sets are numbered as met (their
         numbering reads the blueprint's rows); ``config``: MBBR's, of which ``epsilon`` and
-        ``eta`` are read (the informed prior)."""
+        ``eta`` are read (the informed prior); ``window``: the classes a fit keeps at a refit,
+        the older folded (:mod:`~oppmodel.modeling.holdem.window`; None: every class kept, as
+        :meth:`detached` needs)."""
         sets = spots.sets
         n = sets.num_players
         if n not in (2, 3):
@@ -305,6 +310,8 @@ class HoldemPosterior:
         self.fits = [
             DirichletPosterior(alpha[seats], blueprint.copy(), seats) for seats in self.seats
         ]
+        self.window = window
+        self.folded = [np.zeros_like(fit.alpha0) for fit in self.fits]  # per p, in alpha0 too
         self.hands = 0
         # log of the likelihood ratio, the models' predictions against the blueprint's, of the
         # opponent's moves in every hand so far (each hand's prediction made before it)
@@ -332,18 +339,20 @@ class HoldemPosterior:
         return evidence.parts
 
     def refit(self, sweeps: int = REFIT_SWEEPS) -> None:
-        """Fit each position's tilted prior (:mod:`oppmodel.modeling.holdem.tilt`) to the
-        expected counts now, make it the Dirichlets' prior mean (concentration ``eta``), and step
-        the fit ``sweeps`` times over the hands with hidden cards under the new prior."""
+        """Fold each fit's classes beyond ``window`` (:func:`fold_oldest`), fit each position's
+        tilted prior (:mod:`oppmodel.modeling.holdem.tilt`) to the expected counts now (folded
+        ones too), make it the Dirichlets' prior mean (concentration ``eta``; plus the folded
+        counts), and step the fit ``sweeps`` times over the hands with hidden cards under it."""
         self._sync()
         alpha0: list[np.ndarray] = []
         thetas: list[list[np.ndarray | None]] = []
         for p, fit in enumerate(self.fits):
-            tilts = [
-                fit_tilt(self._tilt(q), self.base[q], fit.expected[d])
-                for d, q in enumerate(self.seats[p])
-            ]
-            alpha0.append(np.stack([self.eta * mean for mean, _ in tilts]))
+            if self.window is not None:
+                self.folded[p] += fold_oldest(fit, self.window)
+            counts = fit.expected + self.folded[p]
+            seats = enumerate(self.seats[p])
+            tilts = [fit_tilt(self._tilt(q), self.base[q], counts[d]) for d, q in seats]
+            alpha0.append(np.stack([self.eta * mean for mean, _ in tilts]) + self.folded[p])
             thetas.append([theta for _, theta in tilts])
         self.set_prior(alpha0, thetas, sweeps)
 
@@ -470,6 +479,7 @@ class HoldemPosterior:
             state["entries"] = state["entries"] + offset * (capacity - old) * NUM_ACTIONS
             state["means"] = _padding(state["means"], capacity, 1.0)
             alpha0 = _padding(fit.alpha0, capacity, 1.0)
+            self.folded[p] = _padding(self.folded[p], capacity, 0.0)
             grown = DirichletPosterior(alpha0, _padding(fit.profile, capacity, 1.0), self.seats[p])
             grown.restore(keys, state)
             self.fits[p] = grown
@@ -481,18 +491,3 @@ def _padding(table: np.ndarray, capacity: int, call: float) -> np.ndarray:
     pad = np.zeros((table.shape[0], capacity - table.shape[1], NUM_ACTIONS))
     pad[:, :, CALL] = call
     return np.ascontiguousarray(np.concatenate([table, pad], axis=1))
-
-
-def abstract_profile(game: LimitGame, positions: list[dict[str, list[float]]]) -> np.ndarray:
-    """(n, num_infosets, 3) a strategy file's rows (``Blueprint.positions``, keyed
-    ``<view>:<betting>``) as a profile of the abstract game; a row the file lacks checks or
-    calls (the lazy solver's unvisited sets); padding rows call."""
-    out = np.zeros((game.num_players, game.num_infosets, NUM_ACTIONS))
-    out[:, :, 1] = 1.0
-    for p in range(game.num_players):
-        rows = positions[p]
-        for i in game.infosets(p):
-            row = rows.get(game.infoset_string(p, i))
-            if row is not None:
-                out[p, i] = row
-    return out

@@ -56,15 +56,16 @@ from oppmodel.modeling.games.interface import (
     compiled,
     read_matchstate,
 )
+from oppmodel.modeling.holdem.blueprint import abstract_profile
 from oppmodel.modeling.holdem.posterior import (
     AbstractSpots,
     HoldemPosterior,
-    abstract_profile,
     cards_of,
 )
 from oppmodel.modeling.holdem.response import BUDGET, HoldemMBBR
 from oppmodel.modeling.holdem.sets import LazySets
 from oppmodel.modeling.holdem.styles import bundled_blueprint
+from oppmodel.modeling.holdem.window import WINDOW
 from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, decode_snapshot, encode, section, take
@@ -134,14 +135,16 @@ def lazy_holdem_mbbr(
     posterior around the bundled blueprint on sets numbered as met, the moves of the finished
     ``bettings`` numbered first, in order (what observing those hands would number), and the
     response made at each decision (``HoldemMBBR``'s text), its deviations within ``budget``
-    mbb/h. The model the hold'em field and the cycle benchmark play and ``oppmodel replay``
-    scores; no session serves it (the service's hold'em is 2-player: ``served_limit_game``)."""
+    mbb/h; each fit keeps ``WINDOW`` classes at a refit, the older folded (holdem/window.py).
+    The model the hold'em field and the cycle benchmark play and ``oppmodel replay`` scores;
+    no session serves it (the service's hold'em is 2-player: ``served_limit_game``)."""
     blueprint = bundled_blueprint(short)
     sets = LazySets.of_blueprint(read_game_def(short), blueprint)
     spots = AbstractSpots(None, blueprint.config, blueprint.cards, blueprint.flops, sets=sets)
     for betting in bettings:
         spots.moves(betting)
-    return HoldemMBBR(HoldemPosterior(spots, None, config), None, config, budget=budget)
+    posterior = HoldemPosterior(spots, None, config, window=WINDOW)
+    return HoldemMBBR(posterior, None, config, budget=budget)
 
 
 class HoldemServed(CompiledGame):

@@ -1,0 +1,106 @@
+"""The bounded fit of a long 3-player hold'em match (modeling/holdem/window.py): at a refit each
+fit folds its classes beyond the window into its prior's parameters. With every card shown the
+folded posterior is the replaying one through several refits; with no more classes than the
+window it is the replaying one bit for bit; at a fold of hidden hands the posterior's parameters
+and means do not move; and the classes kept stay within the window, the tables shrinking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from holdem_support import RecordingAgent, lazy_twin, one_raise_3p, seeded_blueprint, small_spots
+
+from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
+from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
+from oppmodel.modeling.holdem.styles import holdem_policy
+from oppmodel.modeling.holdem.window import fold_oldest
+from oppmodel.modeling.mbbr.config import MBBRConfig
+from oppmodel.modeling.observation import LimitObservation
+
+CONFIG = MBBRConfig(eta=4.0)
+TOLERANCE = 1e-12  # the same sums in another order
+
+
+@pytest.fixture(scope="module")
+def spots(tmp_path_factory) -> AbstractSpots:
+    return small_spots(one_raise_3p(tmp_path_factory.mktemp("game")))
+
+
+def _hands(spots: AbstractSpots, names: list[str], hands: int, seed: int) -> list[LimitObservation]:
+    """Seat 0's observations of a seeded match."""
+    game = HoldemGame("holdem", spots.game.gamedef)
+    seats = [
+        RecordingAgent(name, holdem_policy(name, game.gamedef), seed + k)
+        for k, name in enumerate(names)
+    ]
+    play_holdem_match(game, seats, game.deal_sequence(hands, seed))
+    return seats[0].seen
+
+
+def _pair(spots: AbstractSpots, window: int) -> tuple[HoldemPosterior, HoldemPosterior]:
+    """The same lazy posterior replaying every class (no window) and folding beyond ``window``."""
+    blueprint = seeded_blueprint(spots, 0)
+    return tuple(  # type: ignore[return-value]
+        HoldemPosterior(lazy_twin(spots, blueprint, 64), None, CONFIG, window=w)
+        for w in (None, window)
+    )
+
+
+def _run(posteriors, hands: list[LimitObservation], refresh: int) -> None:
+    for k, obs in enumerate(hands, start=1):
+        for posterior in posteriors:
+            posterior.observe(obs)
+            if k % refresh == 0:
+                posterior.refit()
+
+
+def _classes(posterior: HoldemPosterior) -> int:
+    """The classes the fits of every position keep."""
+    return sum(len(fit.state()[0]) for fit in posterior.fits)
+
+
+def test_with_every_card_shown_the_folded_refits_are_the_replaying_ones(spots) -> None:
+    # nobody folds: every hand goes to a showdown, every card shown, one row a class
+    hands = _hands(spots, ["always-bet", "calling-station", "calling-station"], 40, seed=7)
+    assert all(None not in obs.hole for obs in hands)
+    replaying, folding = _pair(spots, window=6)
+    _run((replaying, folding), hands, refresh=8)
+    assert _classes(folding) <= 3 * (6 + 8) and _classes(replaying) == len(hands)
+    assert folding.folded[0].sum() > 0  # the oldest hands' counts are in the prior's parameters
+    for p in range(3):
+        want, got = replaying.fits[p], folding.fits[p]
+        assert np.allclose(got.alpha, want.alpha, rtol=0, atol=TOLERANCE)
+        assert np.allclose(
+            folding.models_profile(p), replaying.models_profile(p), rtol=0, atol=TOLERANCE
+        )
+        for d in range(2):  # the refitted prior's tilts, fitted to the same counts
+            assert np.allclose(folding.thetas[p][d], replaying.thetas[p][d], rtol=0, atol=1e-9)
+    assert folding.log_odds == pytest.approx(replaying.log_odds, rel=TOLERANCE)
+
+
+def test_within_the_window_nothing_is_folded_bit_for_bit(spots) -> None:
+    hands = _hands(spots, ["uniform", "maniac", "tight-passive"], 12, seed=3)
+    replaying, folding = _pair(spots, window=len(hands) * 2)  # at most 2 classes a hand
+    _run((replaying, folding), hands, refresh=4)
+    assert not folding.folded[0].any()
+    for want, got in zip(replaying.fits, folding.fits, strict=True):
+        assert np.array_equal(got.alpha, want.alpha) and np.array_equal(got.profile, want.profile)
+
+
+def test_a_fold_of_hidden_hands_keeps_the_posterior_and_bounds_the_classes(spots) -> None:
+    hands = _hands(spots, ["uniform", "maniac", "tight-passive"], 30, seed=5)
+    assert sum(None in obs.hole[1:] for obs in hands) > 10  # hidden cards: CVB0 responsibilities
+    (posterior, _) = _pair(spots, window=1)
+    _run((posterior,), hands, refresh=len(hands) + 1)
+    fit = posterior.fits[0]
+    alpha, means, size = fit.alpha.copy(), fit.profile.copy(), fit.nbytes()
+    assert len(fit.state()[0]) > 8
+    folded = fold_oldest(fit, 5)
+    assert len(fit.state()[0]) == 5 and fit.nbytes() < size
+    assert folded.sum() > 0 and np.all(folded >= 0)
+    assert np.allclose(fit.alpha, alpha, rtol=0, atol=TOLERANCE)
+    assert np.allclose(fit.profile, means, rtol=0, atol=TOLERANCE)
+    fit.converge(max_sweeps=0)  # the kept classes recounted: with the folded, the same alpha
+    assert np.allclose(fit.alpha, alpha, rtol=0, atol=TOLERANCE)
+    posterior.observe(hands[0])  # met again after its fold: a new class
+    assert 6 <= len(fit.state()[0]) <= 7

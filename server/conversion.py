@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from functools import cache
 
 import numpy as np
@@ -105,12 +106,17 @@ def position_infosets(game: Game, position: int) -> tuple[tuple[int, str], ...]:
     return tuple((i, game.infoset_string(position, i)) for i in game.infosets(position))
 
 
-def policy_to_proto(game: Game, position: int, table: np.ndarray) -> list[pb.InfosetPolicy]:
+def policy_to_proto(
+    game: Game,
+    position: int,
+    table: np.ndarray,
+    rows: Sequence[tuple[int, str]] | None = None,
+) -> list[pb.InfosetPolicy]:
     """One InfosetPolicy per information set of ``position`` from a (num_infosets, actions)
-    table."""
+    table (``rows``: (index, name) of the sets to give, if not the game's)."""
     return [
         pb.InfosetPolicy(infostate=name, probabilities=table[index].tolist())
-        for index, name in position_infosets(game, position)
+        for index, name in (position_infosets(game, position) if rows is None else rows)
     ]
 
 
@@ -118,13 +124,13 @@ def model_to_proto(
     game: Game, position: int, insight: OpponentInsight, our_position: int, hands: int
 ) -> pb.GetModelResponse:
     """GetModel's answer: the model of the opponent in ``position`` and what reads it."""
-    rows = position_infosets(game, position)
+    rows = position_infosets(game, position) if insight.names is None else insight.names
     reply = pb.GetModelResponse(
-        infosets=policy_to_proto(game, position, insight.model),
+        infosets=policy_to_proto(game, position, insight.model, rows),
         effective_sample_size=float(insight.spread),
         our_position=our_position,
         hands_observed=hands,
-        prior=policy_to_proto(game, position, insight.prior),
+        prior=policy_to_proto(game, position, insight.prior, rows),
         concentration=insight.concentration[[i for i, _ in rows]].tolist()
         if len(insight.concentration)
         else [],

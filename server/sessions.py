@@ -485,14 +485,15 @@ class SessionManager:
         async with self.locked(session, write=False) as session:
             hands = session.hands_observed
             # solves only the deals of this hole of ours, once per change of the posterior
-            (position, infoset, betting), row = await session.host.decide(spot)
+            decision, row = await session.host.decide(spot)
+        position, infoset = decision.position, decision.infoset
         probabilities = tuple(np.asarray(row, dtype=np.float64).tolist())
         u = uniform_draw(session.spec.config.seed, hands, position, infoset, draw)
         choice = ActionChoice(
             action=draw_action(probabilities, u),
             probabilities=probabilities,
-            infostate=game.infoset_string(position, infoset),
+            infostate=game.decision_string(decision),
             default_policy=hands < session.spec.config.hands_default,
             hands_observed=hands,
         )
-        return choice, Decision(position, infoset, betting)
+        return choice, decision

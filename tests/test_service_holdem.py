@@ -361,13 +361,12 @@ def test_what_holdem_cannot_run_is_refused_naming_the_field(tmp_path: Path, hand
     assert (unset.prior, unset.safety_budget, unset.change_hazard) == ("informed", 10.0, 0.0)
     with connected(tmp_path / "db.sqlite", model_workers=0) as (client, _):
 
-        def create(game: str = "holdem2p", **config: object):
+        def create(**config: object):
             return lambda: client.create_session(
-                game=game, opponent_labels=("opp",) * (2 if game == "holdem3p" else 1),
+                game="holdem2p", opponent_labels=("opp",),
                 config=dataclasses.replace(CONFIG, **config),
             )  # fmt: skip
 
-        assert _field(create("holdem3p")) == "config.game"
         assert _field(create(prior="mixture")) == "config.mbbr.prior"
         assert _field(create(posterior="samples")) == "config.mbbr.posterior"
         assert _field(create(change_hazard=0.05)) == "config.mbbr.change_hazard"

@@ -224,6 +224,10 @@ class ServedGame(abc.ABC):
     def infoset_string(self, position: int, index: int) -> str:
         return self.names.infoset_string(position, index)
 
+    def decision_string(self, decision: Decision) -> str:
+        """The name of a decision's information set (3-player hold'em's needs the betting)."""
+        return self.infoset_string(decision.position, decision.infoset)
+
     @abc.abstractmethod
     def strategy_from_dict(
         self, position: int, table: Mapping[str, object], field: str

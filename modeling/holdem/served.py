@@ -36,7 +36,7 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -86,7 +86,8 @@ def served_limit_game(gamedef: GameDef) -> ServedGame:
     """The served game of ACPC limit rules: hold'em's (a 52-card deck, two hole cards, boards of
     0, 3, 1, 1 cards) over the bundled blueprint of the same rules, any other compiled.
     InvalidArgumentError naming ``game`` for hold'em rules no blueprint is bundled for, or a
-    hold'em the posterior does not model (3 players)."""
+    hold'em the posterior does not model (not 2 or 3 players). 3-player hold'em's abstract game
+    does not compile: it is served by :mod:`~oppmodel.modeling.holdem.served_lazy`."""
     if holdem_unsupported(gamedef):
         return compiled(limit_game_of(gamedef))
     short = _holdem_name(gamedef)
@@ -96,10 +97,14 @@ def served_limit_game(gamedef: GameDef) -> ServedGame:
             "hold'em rules without a bundled blueprint; the service models hold'em by "
             f"{', '.join(HOLDEM_BLUEPRINTS)}'s rules",
         )
+    if gamedef.num_players == 3:
+        from oppmodel.modeling.holdem.served_lazy import lazy_holdem_served  # it imports this
+
+        return lazy_holdem_served(short)
     if gamedef.num_players != PLAYERS:
         raise InvalidArgumentError(
             "game",
-            f"hold'em opponent models are {PLAYERS}-player for now; {short} has "
+            f"hold'em opponent models are 2- and 3-player; {short} has "
             f"{gamedef.num_players} players",
         )
     return holdem_served(short)
@@ -129,17 +134,23 @@ def holdem_served(short: str) -> HoldemServed:
 
 
 def lazy_holdem_mbbr(
-    short: str, config: MBBRConfig, bettings: Iterable[str] = (), *, budget: float = BUDGET
+    short: str,
+    config: MBBRConfig,
+    bettings: Iterable[str] = (),
+    *,
+    budget: float = BUDGET,
+    numbered: Sequence[str] = (),
 ) -> HoldemMBBR:
     """MBBR of bundled hold'em rules whose abstract game does not compile (``holdem3p``): the
     posterior around the bundled blueprint on sets numbered as met, the moves of the finished
-    ``bettings`` numbered first, in order (what observing those hands would number), and the
+    ``bettings`` numbered first, in order (what observing those hands would number; or the
+    nodes of ``numbered``, in order: ``LazySets.bettings`` of a model restored), and the
     response made at each decision (``HoldemMBBR``'s text), its deviations within ``budget``
     mbb/h; each fit keeps ``WINDOW`` classes at a refit, the older folded (holdem/window.py).
-    The model the hold'em field and the cycle benchmark play and ``oppmodel replay`` scores;
-    no session serves it (the service's hold'em is 2-player: ``served_limit_game``)."""
+    The model the hold'em field and the cycle benchmark play, ``oppmodel replay`` scores and a
+    3-player session serves (:mod:`~oppmodel.modeling.holdem.served_lazy`)."""
     blueprint = bundled_blueprint(short)
-    sets = LazySets.of_blueprint(read_game_def(short), blueprint)
+    sets = LazySets.of_blueprint(read_game_def(short), blueprint, bettings=numbered)
     spots = AbstractSpots(None, blueprint.config, blueprint.cards, blueprint.flops, sets=sets)
     for betting in bettings:
         spots.moves(betting)
@@ -210,23 +221,10 @@ class HoldemServed(CompiledGame):
         return False  # the blueprint is bundled
 
     def unset_config(self) -> dict[str, object]:
-        return {
-            **super().unset_config(),
-            "prior": Prior.INFORMED,
-            "safety_budget": BUDGET,
-        }
+        return dict(HOLDEM_UNSET)
 
     def check_config(self, config: MBBRConfig) -> None:
-        if config.posterior != Posterior.DIRICHLET:
-            raise InvalidArgumentError("config.mbbr.posterior", "hold'em's is 'dirichlet' only")
-        if config.prior != Prior.INFORMED:
-            raise InvalidArgumentError(
-                "config.mbbr.prior", "hold'em's is 'informed' only (around the blueprint)"
-            )
-        if config.change_hazard != 0.0:
-            raise InvalidArgumentError(
-                "config.mbbr.change_hazard", "hold'em sessions have no change detection (0)"
-            )
+        check_holdem_config(config)
 
     def build_model(
         self,
@@ -247,6 +245,24 @@ class HoldemServed(CompiledGame):
 
 
 NO_PROFILES = "a hold'em session's prior and default are its bundled blueprint: none is taken"
+# a hold'em session's values of the fields it leaves unset (2 and 3 players)
+HOLDEM_UNSET = {"change_hazard": 0.0, "prior": Prior.INFORMED, "safety_budget": BUDGET}
+
+
+def check_holdem_config(config: MBBRConfig) -> None:
+    """InvalidArgumentError naming the field of what a hold'em model does not run."""
+    if config.posterior != Posterior.DIRICHLET:
+        raise InvalidArgumentError("config.mbbr.posterior", "hold'em's is 'dirichlet' only")
+    if config.prior != Prior.INFORMED:
+        raise InvalidArgumentError(
+            "config.mbbr.prior", "hold'em's is 'informed' only (around the blueprint)"
+        )
+    if config.change_hazard != 0.0:
+        raise InvalidArgumentError(
+            "config.mbbr.change_hazard", "hold'em sessions have no change detection (0)"
+        )
+
+
 # ``HoldemServed._warm_up``'s: a decision of each round, a shown and a folded hand (2 players)
 WARM_DECISIONS = (
     "MATCHSTATE:1:0::|AsKd",
@@ -290,7 +306,7 @@ class HoldemServedModel:
         obs = cast(LimitObservation, hand)
         # the key of the hand's class in the fit, as a stored hand reads back (so a reload's
         # replay meets the classes of the hands before it)
-        self.mbbr.observe(_canonical(obs))
+        self.mbbr.observe(canonical_hand(obs))
 
     def opponent_model(self, our_position: int, opponent_position: int) -> tuple[np.ndarray, float]:
         insight = self.opponent_insight(our_position, opponent_position)
@@ -442,7 +458,7 @@ class HoldemServedModel:
             mbbr.begin_solve(started_at, states)
 
 
-def _canonical(obs: LimitObservation) -> LimitObservation:
+def canonical_hand(obs: LimitObservation) -> LimitObservation:
     return limit_observation_of(
         obs.position, obs.betting, limit_observation_cards(obs), len(obs.hole)
     )

@@ -57,6 +57,7 @@ class OpponentInsight(NamedTuple):
     concentration: np.ndarray  # alpha_0 per information set; empty: none (samples posterior)
     run_start: int  # the hand the run the models rest on began at (change detection)
     safety_bankroll: float  # chips learning may still lose (inf: no budget binds)
+    names: tuple[tuple[int, str], ...] | None = None  # (row, name) of a game naming per session
 
 
 class MBBRModel(abc.ABC):

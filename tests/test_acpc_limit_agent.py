@@ -266,9 +266,12 @@ def test_the_command_refuses_what_it_cannot_play_in_leduc(extra: list[str], mess
 
 def test_the_decision_budget_shares_half_the_hand_time_among_a_seats_most_decisions() -> None:
     most = acpc_agent_cmd.most_decisions_per_hand
-    assert [most(limit_game(g)) for g in ("kuhn3p", "leduc2p", "leduc3p")] == [2, 4, 6]
+    assert [most(limit_game(g).gamedef) for g in ("kuhn3p", "leduc2p", "leduc3p")] == [2, 4, 6]
     # 3-player Leduc: check, then call two raises, in both rounds
-    assert acpc_agent_cmd.default_decision_budget_ms(limit_game("leduc3p")) == 7000 / 2 / 6
+    assert acpc_agent_cmd.default_decision_budget_ms(limit_game("leduc3p").gamedef) == 7000 / 2 / 6
+    # by the rules alone, where the tree does not compile: 3-player hold'em, 3 actions preflop
+    # and 4 in each later round; 2-player hold'em as its compiled abstract game's tree says
+    assert [most(read_game_def(g)) for g in ("holdem2p", "holdem3p")] == [12, 15]
 
 
 def test_the_service_decisions_times_are_summed_up_in_ms() -> None:

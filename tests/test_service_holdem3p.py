@@ -9,12 +9,17 @@ Bad input is refused naming the field."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from service_support import connected
+from acpc_support import AgentThread, run_dealer
+from service_support import connected, running_server
+from test_acpc_service_agent import CommandThread
 
+from oppmodel.clients.acpc.agent import make_policy
+from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
@@ -25,6 +30,7 @@ from oppmodel.modeling.holdem.styles import holdem_policy
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import LimitObservation
 
+DATA = Path(__file__).parent / "data" / "acpc"
 HANDS = 8
 CONFIG = MBBRConfig(hands_default=3, seed=7, prior="informed", safety_budget=10.0, change_hazard=0)
 LABELS = ("left", "right")
@@ -162,3 +168,38 @@ def test_bad_3p_input_is_refused_naming_the_field(tmp_path: Path, hands) -> None
         for hole in ("AsAs", "As", "Zz9s"):
             bad = f"{head}:{cards.replace(ours, hole, 1)}"
             assert _field(lambda b=bad: client.action(sid, matchstate=b)) == "matchstate"
+
+
+def test_acpc_agent_plays_3p_holdem_mbbr_through_the_service(tmp_path: Path, capsys) -> None:
+    """``acpc-agent --service`` on the 3-player hold'em game file against the project's dealer
+    and two panel seats: every decision by the service, the session a holdem3p one holding every
+    hand the seat saw."""
+    game_file = DATA / "holdem.limit.3p.game"
+    game = read_game_def(game_file)
+    commands: list[CommandThread] = []
+    with running_server(tmp_path / "s.sqlite", model_workers=0) as port:
+
+        def start(ports: tuple[int, ...]) -> list:
+            argv = [str(game_file), "127.0.0.1", str(ports[0]), "--service", f"127.0.0.1:{port}"]
+            argv += ["--seed", "3", "--mbbr-h", "2", "--json", "--rpc-deadline-ms", "120000"]
+            argv += ["--service-wait", "300"]
+            commands.append(CommandThread(argv))
+            others = [
+                AgentThread(ports[k], make_policy(name, game, k), game)
+                for k, name in ((1, "calling-station"), (2, "maniac"))
+            ]
+            return [commands[0], *others]
+
+        captured, _ = run_dealer(
+            tmp_path, hands=4, game=game, clients=start, quiet=True, game_file=game_file.name
+        )
+        out, err = capsys.readouterr()
+        assert commands[0].status == 0, err
+        tally = json.loads(out)
+        assert tally["session_id"], (tally, err[-3000:])
+        with OpponentModelClient(f"127.0.0.1:{port}", timeout=60) as client:
+            session = client.get_session(tally["session_id"])
+    assert captured.result.status == 0
+    assert tally["hands"] == 4
+    assert tally["fallback_decisions"] == 0 and tally["service_decisions"] == tally["actions"] > 0
+    assert session.game == "holdem3p" and session.hands_observed == 4

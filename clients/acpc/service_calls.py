@@ -5,6 +5,7 @@ the stream the decisions go on."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -20,6 +21,7 @@ from oppmodel.clients.outbox import Hand, observation_message
 from oppmodel.modeling.errors import (
     DeadlineExceededError,
     IdleStreamError,
+    InvalidArgumentError,
     OppModelError,
     ServiceError,
     UnavailableError,
@@ -28,6 +30,14 @@ from oppmodel.v1 import opponent_model_pb2 as pb
 
 ServiceFailure = (grpc.RpcError, OppModelError)
 _STATUS_OF: dict[type[BaseException], str] = {e: code.name for code, e in ERROR_BY_CODE.items()}
+
+
+def warm_up(client: OpponentModelClient, session_id: str) -> None:
+    """Ask a new session's first response now, not while the dealer waits for a decision: it
+    loads the server's kernels (a server started without its warm-up, as in tests). A game with
+    no response table (3-player hold'em responds at each decision) refuses it: nothing to load."""
+    with contextlib.suppress(InvalidArgumentError):
+        client.response(session_id, 0)
 
 
 def tcp_address(target: str) -> tuple[str, int] | None:

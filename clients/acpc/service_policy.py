@@ -74,6 +74,7 @@ from oppmodel.clients.acpc.service_calls import (
     ServiceFailure,
     failure_reason,
     tcp_address,
+    warm_up,
 )
 from oppmodel.clients.acpc.service_game import ServiceGame
 from oppmodel.clients.client import OpponentModelClient
@@ -455,9 +456,7 @@ class ServicePolicy:
             send_defaults=self.service_game.send_defaults,
             wait_for_solve=False,  # while the server solves the game, the fallback plays
         )
-        # the first response the server computes loads its kernels (a server started without
-        # its warm-up, as in tests): do it now, not while the dealer waits for a decision
-        client.response(session.session_id, 0)
+        warm_up(client, session.session_id)
         with self._wake:
             self._session_id = session.session_id
             self._outbox.rewind()

@@ -38,10 +38,10 @@ from oppmodel.clients.commands._mbbr_options import (
 from oppmodel.clients.commands._types import non_negative_float, port, positive_float, seed
 from oppmodel.clients.interrupt import noting
 from oppmodel.modeling.errors import InvalidArgumentError
+from oppmodel.modeling.games.acpc.betting import CALL, RAISE, BettingState, after, is_legal, opening
 from oppmodel.modeling.games.acpc.bundled import BUNDLED_GAMES, BUNDLED_STRATEGIES
 from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported, read_game_def
-from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.holdem.match import is_holdem
 from oppmodel.modeling.holdem.served import NO_PROFILES, served_limit_game
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
@@ -270,7 +270,7 @@ def choose_policy(
         policy = ServedModelPolicy(served, served.build_model(config), args.seed)
     elif args.service:
         model_game = served_limit_game(game).compiled  # hold'em's: its abstract game
-        budget_ms = budget_ms or default_decision_budget_ms(model_game)
+        budget_ms = budget_ms or default_decision_budget_ms(game)
         policy = ServicePolicy(
             game,
             args.service,
@@ -303,21 +303,36 @@ def kept(policy: Policy, service: str | None) -> str:
     return ""
 
 
-def most_decisions_per_hand(game: LimitGame) -> int:
-    """The most actions one position takes in a hand of ``game`` (2 in every Kuhn game, 4 in
-    2-player Leduc, 6 in 3-player Leduc: check, then call two raises, in each round)."""
-    tree = game.tree
-    counts = np.zeros((game.num_nodes, game.num_players), dtype=np.int64)
-    for node in range(1, game.num_nodes):  # pre-order: a parent comes before its children
-        parent = tree.node_parent[node]
-        counts[node] = counts[parent]
-        counts[node, tree.node_player[parent]] += 1
-    return int(counts.max())
+def most_decisions_per_hand(gamedef: GameDef) -> int:
+    """The most actions one position takes in a hand of ``gamedef`` (2 in every Kuhn game, 4 in
+    2-player Leduc, 6 in 3-player Leduc: check, then call two raises, in each round; 15 in
+    3-player hold'em: 3 preflop, 4 in each later round), by its betting rules: each round's most
+    per position over its calls and raises (a fold never adds an action; the rounds start alike
+    however the ones before went), summed over the rounds."""
+    state, most = opening(gamedef), np.zeros(gamedef.num_players, dtype=np.int64)
+    for round_ in range(gamedef.num_rounds):
+        most += _most_in_round(gamedef, state, round_)
+        while state.player >= 0 and state.round == round_:  # everyone checks on to the next
+            state = after(gamedef, state, CALL)
+    return int(most.max())
 
 
-def default_decision_budget_ms(game: LimitGame) -> float:
+def _most_in_round(gamedef: GameDef, state: BettingState, round_: int) -> np.ndarray:
+    """(n,) the most actions each position takes in round ``round_`` from ``state`` on."""
+    most = np.zeros(gamedef.num_players, dtype=np.int64)
+    if state.player < 0 or state.round != round_:
+        return most
+    for action in (CALL, RAISE):
+        if is_legal(gamedef, state, action):
+            after_it = _most_in_round(gamedef, after(gamedef, state, action), round_)
+            after_it[state.player] += 1
+            most = np.maximum(most, after_it)
+    return most
+
+
+def default_decision_budget_ms(gamedef: GameDef) -> float:
     """Half the reference dealer's time per hand, shared by the most decisions of one hand."""
-    return REFERENCE_TIME_PER_HAND_MS / 2 / most_decisions_per_hand(game)
+    return REFERENCE_TIME_PER_HAND_MS / 2 / most_decisions_per_hand(gamedef)
 
 
 def service_tally(policy: ServicePolicy, budget_ms: float) -> dict:

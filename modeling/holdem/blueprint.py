@@ -16,8 +16,9 @@ The JSON file is the interchange format; reading it takes seconds for a large fi
 3-player blueprint: 41 MB of JSON, ~2.4 s of CPU), so the first read derives a binary cache of
 its rows (:class:`Rows`, an ``.npz`` of arrays in ``<cache folder>/blueprints/``, keyed by a hash
 of the file's bytes and :data:`CACHE_VERSION`) that later reads load instead. A flop table saved
-beside the file (:mod:`oppmodel.modeling.games.acpc.flop_table`) is read with it: the buckets of
-every flop, so a new flop costs a lookup, not a bucketing of the range.
+beside the file (:mod:`oppmodel.modeling.games.acpc.flop_table`) is read with it, and a turn table
+where one is saved: the buckets of every flop (and turn), so a new board of those rounds costs a
+lookup, not a bucketing of the range.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from oppmodel.modeling.games.acpc.abstraction import (
     card_abstraction,
 )
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS, ROUND_SEPARATOR
-from oppmodel.modeling.games.acpc.flop_table import FLOP, FlopTable, path_beside
+from oppmodel.modeling.games.acpc.flop_table import BoardTable, tables_beside
 from oppmodel.modeling.games.acpc.holdem_abstract import (
     AbstractGameConfig,
     view_index,
@@ -131,8 +132,10 @@ class Blueprint:
         name: str = "blueprint",
         cards: CardAbstraction | None = None,
         unvisited: str | None = None,
-        flops: FlopTable | None = None,
+        flops: tuple[BoardTable, ...] = (),
     ) -> None:
+        """``flops``: the boards' tables read beside the file (the flops', and the turns' where
+        saved), which :func:`range_views` reads instead of bucketing a board of their round."""
         self.name = name
         self.rows = rows
         self.config = config
@@ -150,8 +153,8 @@ class Blueprint:
     def from_file(cls, path: str | Path, *, name: str = "blueprint") -> Blueprint:
         """The blueprint of a strategy file ``oppmodel solve`` wrote for a hold'em game (plain or
         gzip-compressed JSON; its binary cache if one was derived from these bytes, else derived
-        now), with the flop table beside it if there is one; InvalidStrategyError if the file
-        records no abstract game, or the table is of another abstraction."""
+        now), with the board tables beside it (flops, turns) if there are; InvalidStrategyError if
+        the file records no abstract game, or a table is of another abstraction."""
         path = Path(path)
         raw = path.read_bytes()
         cached = cache_folder() / "blueprints" / f"{_cache_key(raw)}.npz"
@@ -163,14 +166,13 @@ class Blueprint:
             meta, rows = _parse(raw, path)
             _write_cache(cached, meta, rows)
         config, cards = _abstract_game(meta)
-        flops = path_beside(path)
-        table = FlopTable.load(flops, cards) if flops.exists() else None
-        return cls(rows, config, name=name, cards=cards, unvisited=meta["unvisited"], flops=table)
+        tables = tables_beside(path, cards)
+        return cls(rows, config, name=name, cards=cards, unvisited=meta["unvisited"], flops=tables)
 
     def probabilities(self, spot: Spot, holes: np.ndarray) -> np.ndarray:
         """(k, 3): each hole's row of the strategy at its view and the spot's betting; a whole
         range costs one bucketing of the board per round (:meth:`CardAbstraction.range_buckets`;
-        a flop's read from the flop table where there is one) and one table lookup."""
+        a flop's or turn's read from the board tables where there are) and one table lookup."""
         rows = hole_rows(holes)
         views = range_views(self.config, self.cards, self.flops, spot.board, spot.round, rows)
         table = self._table(spot.position, spot.round, spot.betting.betting)
@@ -197,14 +199,15 @@ class Blueprint:
 def range_views(
     config: AbstractGameConfig,
     cards: CardAbstraction,
-    flops: FlopTable | None,
+    flops: tuple[BoardTable, ...],
     board: tuple[int, ...],
     round_: int,
     rows: np.ndarray,
 ) -> np.ndarray:
     """(k,) the view in ``round_`` of the hands ``rows`` (of ``ALL_HOLES``) on ``board`` (card
     integers, at least those dealt by that round): one bucketing of the board per round
-    (:meth:`CardAbstraction.range_buckets`, a flop's read from ``flops`` where it holds it);
+    (:meth:`CardAbstraction.range_buckets`, a board's read from the tables ``flops`` where
+    one holds it);
     InvalidArgumentError if a hand holds a board card."""
     rounds = view_rounds(config, round_)
     buckets = np.stack([_buckets(cards, flops, board[: BOARD_SIZES[r]])[rows] for r in rounds], -1)
@@ -213,7 +216,9 @@ def range_views(
     return view_index(config, buckets, rounds[0])
 
 
-def _buckets(cards: CardAbstraction, flops: FlopTable | None, board: tuple[int, ...]) -> np.ndarray:
+def _buckets(
+    cards: CardAbstraction, flops: tuple[BoardTable, ...], board: tuple[int, ...]
+) -> np.ndarray:
     """(1326,) the buckets of every hand on ``board`` (read-only), kept for the last
     ``BUCKET_CACHE`` boards asked for: a hand's decisions and then its update ask for the same
     boards, and bucketing a board again (its canonical values relabelled, then cut) was half of
@@ -225,11 +230,11 @@ def _buckets(cards: CardAbstraction, flops: FlopTable | None, board: tuple[int, 
         if kept is not None:
             _BUCKETS.move_to_end(key)
             return kept[2]
-    read = (
-        flops.range_buckets(board)
-        if flops is not None and len(board) == BOARD_SIZES[FLOP]
-        else None
-    )
+    read = None
+    for table in flops:
+        read = table.range_buckets(board)
+        if read is not None:
+            break
     out = cards.range_buckets(board) if read is None else read
     out.setflags(write=False)
     with _BUCKETS_LOCK:

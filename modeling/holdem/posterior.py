@@ -66,7 +66,7 @@ from oppmodel.modeling.games.acpc.betting import (
     ROUND_SEPARATOR,
     BettingState,
 )
-from oppmodel.modeling.games.acpc.flop_table import FlopTable
+from oppmodel.modeling.games.acpc.flop_table import BoardTable
 from oppmodel.modeling.games.acpc.hand_rank import card_index
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
@@ -97,13 +97,13 @@ class AbstractSpots:
         game: LimitGame | None,
         config: AbstractGameConfig,
         cards: CardAbstraction,
-        flops: FlopTable | None = None,
+        flops: tuple[BoardTable, ...] = (),
         *,
         sets: LazySets | None = None,
     ) -> None:
         """``game``: the compiled abstract game, or None with ``sets``, its sets numbered as met;
-        ``flops``: the flops' buckets computed ahead (a blueprint's ``flops``), read instead of
-        bucketing a new flop (10-60 ms of CPU)."""
+        ``flops``: the boards' buckets computed ahead (a blueprint's ``flops``: the flops', the
+        turns' where saved), read instead of bucketing a new board (10-60 ms of CPU a flop)."""
         if cards.config != config.abstraction:
             raise InvalidArgumentError("cards", "is not the abstraction of the abstract game")
         if (game is None) == (sets is None):

@@ -41,9 +41,9 @@ BUNDLED_STRATEGIES = {
 
 # Short name -> hold'em blueprint in GAMES_FOLDER: a strategy file of the game's abstract game
 # (``oppmodel solve holdem2p|holdem3p``, gzip-compressed), played by
-# ``modeling/holdem/blueprint.py``; beside each, its flop table (``X.cfr.flops.npz``,
-# ``flop_table.build`` of the blueprint's cards, saved by ``FlopTable.save`` at
-# ``flop_table.path_beside``).
+# ``modeling/holdem/blueprint.py``; beside each, its flop table (``X.cfr.flops.npz``), and beside
+# the 3-player one its turn table (``X.cfr.turns.npz``): ``flop_table.build`` of the blueprint's
+# cards over the round's boards, saved by ``BoardTable.save`` at ``flop_table.path_beside``.
 HOLDEM_BLUEPRINTS = {
     "holdem2p": "holdem2p.cfr.json.gz",
     "holdem3p": "holdem3p.cfr.json.gz",

@@ -293,9 +293,25 @@ def test_the_tree_kept_between_hands_gives_a_fresh_trees_values(setting) -> None
         posterior.observe(obs)
     after_hands, fresh = both()
     np.testing.assert_array_equal(after_hands, fresh)
+    _the_rows_are_the_posterior_means(kept, spot.position)
     posterior.refit()
     after_refit, fresh = both()
     np.testing.assert_array_equal(after_refit, fresh)
+    _the_rows_are_the_posterior_means(kept, spot.position)
+
+
+def _the_rows_are_the_posterior_means(values: DecisionValues, me: int) -> None:
+    """Every opponent's node of ``me``'s tree has ``HoldemPosterior.mean_rows``' rows (the
+    prior's of nodes not numbered are computed many at once), bit for bit."""
+    tree = values._trees[me]
+    table = tree.table(MODEL)
+    opponents = [(k, s) for k, s in enumerate(tree.states) if s.player not in (-1, me)]
+    numbered = [values.sets.numbered(s.betting) is not None for _, s in opponents]
+    assert any(numbered) and not all(numbered)
+    for k, state in opponents:
+        expected = values.posterior.mean_rows(me, state)
+        row0 = int(tree.nodes[k, 5])
+        np.testing.assert_array_equal(table[row0 : row0 + len(expected)], expected)
 
 
 def test_a_completions_weight_is_the_mass_of_the_pairs_it_leaves() -> None:

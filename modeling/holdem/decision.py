@@ -22,8 +22,11 @@ so a gain ``Q(a) - sum_b blueprint(b) Q(b)`` has a small variance. The rollouts 
 not made yet waits, the children are made (their rows read), and the kernel goes on. The tree of
 each of our positions is kept from hand to hand (making a node, its rows read, was 60% of a
 decision's CPU): after a hand the rows of its numbered nodes are read again and a node numbered
-since is read as numbered, so its rows are what a tree made afresh would read; a refit of the
-prior (the rows of the nodes not numbered) or ``TREE_NODES_KEPT`` nodes make it again.
+since is read as numbered, and after a refit of the prior the prior's rows of every node not
+numbered are computed again (all at once: a refit made the tree again, and its nodes were ~40%
+of those made), so its rows are what a tree made afresh would read; past ``TREE_NODES_KEPT``
+nodes it is made again. The prior's rows of the nodes not numbered are computed for all the
+nodes made since the last read at once, not node by node.
 
 The same estimate with the opponents playing the blueprint (their reach and rows the
 blueprint's) is the deviation's loss against the blueprint's own play, which the bank books
@@ -63,6 +66,7 @@ TREE_NODES_KEPT = 50_000  # a position's tree is made again past this many nodes
 MODEL, BLUEPRINT = "model", "blueprint"  # whom the opponents play: the posterior means, or not
 _CARDS = CARD_BITS[:DECK_SIZE].astype(np.int64)
 _COLUMNS = 7  # a node's row: 3 children, player, round, first row, whether a raise is legal
+_NO_ACTION = np.zeros(NUM_ACTIONS, dtype=bool)  # the legal actions at a hand's end
 
 
 class Values(NamedTuple):
@@ -84,7 +88,10 @@ class Values(NamedTuple):
 
 class _Tree:
     """The betting nodes the hand's rollouts met, with the rows of the player to act at each:
-    the blueprint's (ours and the opponents') and the posterior means' (the opponents')."""
+    the blueprint's (ours and the opponents') and the posterior means' (the opponents'). The
+    posterior means' rows of the opponents' nodes not numbered are the prior's, computed for
+    all the nodes made since the last read at once (:meth:`table`), and again for every such
+    node after a refit of the prior (:meth:`refresh`)."""
 
     def __init__(
         self,
@@ -99,11 +106,12 @@ class _Tree:
         self.unnumbered: dict[str, int] = {}  # betting -> node, of opponents' nodes not numbered
         self.numbered: list[tuple[int, int, int, int]] = []  # (q, base, views, first row)
         self.gather: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.pending: list[int] = []  # unnumbered nodes whose prior rows are not computed
+        self.legal: list[np.ndarray] = []  # each node's legal actions (an end's: none)
         n = sets.num_players
         self.nodes = np.full((64, _COLUMNS), -1, dtype=np.int64)
         self.spent, self.folded = np.zeros((64, n)), np.zeros((64, n), dtype=bool)
-        self.rows = {MODEL: np.zeros((0, NUM_ACTIONS)), BLUEPRINT: np.zeros((0, NUM_ACTIONS))}
-        self.parts: dict[str, list[np.ndarray]] = {MODEL: [], BLUEPRINT: []}
+        self.rows = {MODEL: np.zeros((256, NUM_ACTIONS)), BLUEPRINT: np.zeros((256, NUM_ACTIONS))}
         self.states: list[BettingState] = []
         self.index: dict[str, int] = {}
         self.row_count = 0
@@ -122,21 +130,30 @@ class _Tree:
             self.folded = np.concatenate([self.folded, np.zeros_like(self.folded)])
         self.nodes[k, 3:] = [state.player, state.round, self.row_count, 0]
         self.spent[k], self.folded[k] = state.spent, state.folded
+        legal = _NO_ACTION
         if state.player >= 0:
             legal, blueprint = self.blueprint(state)
             self.nodes[k, 6] = legal[RAISE]
-            model = blueprint
+            start, self.row_count = self.row_count, self.row_count + len(blueprint)
+            if self.row_count > len(self.rows[BLUEPRINT]):
+                for kind, rows in self.rows.items():
+                    self.rows[kind] = np.concatenate([rows, np.zeros_like(rows)])
+            self.rows[BLUEPRINT][start : self.row_count] = blueprint
+            self.rows[MODEL][start : self.row_count] = blueprint
             if state.player != self.me:
-                model = self.posterior.mean_rows(self.me, state)
                 numbered = self.sets.numbered(state.betting)
                 if numbered is None:
                     self.unnumbered[state.betting] = k
+                    self.pending.append(k)
                 else:
-                    self.numbered.append((numbered[2], numbered[0], len(model), self.row_count))
+                    base, _, q = numbered
+                    self.numbered.append((q, base, len(blueprint), start))
+                    profile = self.posterior.models_profile(self.me)
+                    self.rows[MODEL][start : self.row_count] = profile[
+                        q, base : base + len(blueprint)
+                    ]
                     self.gather = None
-            self.parts[BLUEPRINT].append(blueprint)
-            self.parts[MODEL].append(model)
-            self.row_count += len(blueprint)
+        self.legal.append(legal)
         return k
 
     def child(self, node: int, action: int) -> int:
@@ -145,13 +162,12 @@ class _Tree:
         )
         return int(made)
 
-    def refresh(self) -> bool:
+    def refresh(self) -> None:
         """The posterior means' rows brought to the posterior now (after a hand): those of the
-        numbered nodes read again, a node numbered since read as numbered from now on. False
-        (nothing done) if the prior changed (a refit): the tree must be made again."""
+        numbered nodes read again, a node numbered since read as numbered from now on, and
+        after a refit of the prior (its tilts changed) the prior's rows of every node not
+        numbered computed again."""
         posterior, sets = self.posterior, self.sets
-        if posterior.thetas[self.me] is not self.prior:
-            return False
         bettings = sets.bettings
         for betting in bettings[self.bettings_seen :]:
             k = self.unnumbered.pop(betting, None)
@@ -161,6 +177,11 @@ class _Tree:
                 self.numbered.append((q, base, views, int(self.nodes[k, 5])))
                 self.gather = None
         self.bettings_seen = len(bettings)
+        if posterior.thetas[self.me] is not self.prior:
+            self.prior = posterior.thetas[self.me]
+            self.pending = list(self.unnumbered.values())
+        else:  # numbered since: no prior rows to compute
+            self.pending = [k for k in self.pending if self.states[k].betting in self.unnumbered]
         if self.numbered:
             if self.gather is None:
                 q, base, views, row0 = np.array(self.numbered, dtype=np.int64).T
@@ -171,15 +192,30 @@ class _Tree:
                     np.repeat(row0, views) + offsets,
                 )
             who, rows, into = self.gather
-            self.table(MODEL)[into] = posterior.models_profile(self.me)[who, rows]
-        return True
+            self.rows[MODEL][into] = posterior.models_profile(self.me)[who, rows]
 
     def table(self, kind: str) -> np.ndarray:
-        """(rows, 3) every node's rows of ``kind``."""
-        if self.parts[kind]:
-            self.rows[kind] = np.concatenate([self.rows[kind], *self.parts[kind]])
-            self.parts[kind] = []
+        """(rows, 3) every node's rows of ``kind`` (the pending prior rows computed first)."""
+        if kind == MODEL and self.pending:
+            self._prior_rows(np.array(self.pending, dtype=np.int64))
+            self.pending = []
         return self.rows[kind]
+
+    def _prior_rows(self, nodes: np.ndarray) -> None:
+        """The posterior means' rows of the unnumbered opponents' ``nodes``: the prior's mean
+        (:meth:`HoldemPosterior.prior_means`, as ``mean_rows`` gives it), all at once."""
+        player, round_, row0 = self.nodes[nodes, 3], self.nodes[nodes, 4], self.nodes[nodes, 5]
+        views = np.array(self.sets.views)[round_]
+        offsets = np.arange(views.sum()) - np.repeat(np.cumsum(views) - views, views)
+        rows = np.repeat(row0, views) + offsets
+        legal = np.repeat(np.array([self.legal[k] for k in nodes.tolist()]), views, axis=0)
+        rounds, opponent = np.repeat(round_, views), np.repeat(player, views)
+        for d, q in enumerate(self.posterior.seats[self.me]):
+            mine = opponent == q
+            blueprint = self.rows[BLUEPRINT][rows[mine]]
+            self.rows[MODEL][rows[mine]] = self.posterior.prior_means(
+                self.me, d, blueprint, legal[mine], rounds[mine]
+            )
 
 
 class DecisionValues:
@@ -218,12 +254,14 @@ class DecisionValues:
 
     def _tree_of(self, me: int) -> _Tree:
         """Our position ``me``'s tree, its posterior rows the posterior's now: kept from hand to
-        hand, made again when the prior changes or it holds ``TREE_NODES_KEPT`` nodes."""
+        hand, made again when it holds ``TREE_NODES_KEPT`` nodes."""
         tree = self._trees.get(me)
         if me not in self._fresh:
             self._fresh.add(me)
-            if tree is not None and (len(tree.states) >= TREE_NODES_KEPT or not tree.refresh()):
+            if tree is not None and len(tree.states) >= TREE_NODES_KEPT:
                 tree = None
+            elif tree is not None:
+                tree.refresh()
         if tree is None:
             tree = self._trees[me] = _Tree(self.posterior, me, self.blueprint_rows)
         return tree

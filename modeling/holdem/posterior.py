@@ -442,10 +442,17 @@ class HoldemPosterior:
             base, round_, q = found
             return self.models_profile(p)[q, base : base + sets.views[round_]]
         legal, blueprint = sets.rows_of(state)
-        legal = np.broadcast_to(legal, blueprint.shape)
         d = self.seats[p].index(state.player)
-        where = np.full(len(blueprint), situation(state.round, legal[0]))
-        prior = self._prior_rows(p, d, self._clipped(blueprint, legal), legal, where)
+        return self.prior_means(p, d, blueprint, legal, np.full(len(blueprint), state.round))
+
+    def prior_means(
+        self, p: int, d: int, blueprint: np.ndarray, legal: np.ndarray, rounds: np.ndarray
+    ) -> np.ndarray:
+        """(k, 3) :meth:`mean_rows` of rows of nodes not numbered, many at once: rows of our ``p``'s
+        ``d``-th opponent, their blueprint rows, legal actions ((k, 3) or (3,)) and rounds."""
+        legal = np.broadcast_to(legal, blueprint.shape)
+        alpha = self._clipped(blueprint, legal)
+        prior = self._prior_rows(p, d, alpha, legal, situation(rounds, legal))
         return prior / prior.sum(axis=1, keepdims=True)
 
     def _clipped(self, blueprint: np.ndarray, legal: np.ndarray) -> np.ndarray:

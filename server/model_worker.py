@@ -184,6 +184,12 @@ class ModelWorker:
         )
         try:
             await loop.run_in_executor(None, process.start)
+        except EOFError:  # the fork server exited as it imported the preload (it took no fork)
+            ours.close()
+            raise UnavailableError(
+                "the model worker did not start: its fork server exited while importing "
+                f"{', '.join(self._preload)} (its traceback is on the server's stderr)"
+            ) from None
         except BaseException:
             ours.close()
             raise

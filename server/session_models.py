@@ -125,10 +125,12 @@ def replay(game: Game, model: Model, rows: Sequence[ObservationRow]) -> float:
 
 def warm_up_models() -> None:
     """Compile (or load from numba's cache) every model kernel a request can reach: the first
-    update or response otherwise pays the JIT load (~1 s)."""
+    update or response otherwise pays the JIT load (~1 s). Each config names its prior: the
+    default is the posterior's, and the fork server of the model workers, which runs this, dies
+    on any error (every worker's start then fails)."""
     configs = [
-        MBBRConfig(k=2, hands_default=0, posterior=Posterior.SAMPLES),
-        MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET),
+        MBBRConfig(k=2, hands_default=0, posterior=Posterior.SAMPLES, prior=Prior.ETA_MIXTURE),
+        MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET, prior=Prior.TILTED),
         MBBRConfig(hands_default=0, posterior=Posterior.DIRICHLET, prior=Prior.TYPED),
     ]
     kuhn = kuhn_openspiel(3)  # every game shares the limit-game kernels

@@ -156,6 +156,44 @@ def test_a_worker_whose_parent_leaves_mid_request_ends_quietly() -> None:
     assert done.stdout.strip() == "0"
 
 
+def test_a_fork_server_whose_preload_fails_is_unavailable_naming_it(tmp_path: Path) -> None:
+    # The service's warm-up built a model of MBBRConfig's default prior with the sample posterior;
+    # with the tilted prior the default (session 50) that raised, the fork server exited, and
+    # every session's first call failed with a bare EOFError from multiprocessing. In a child
+    # process: the fork server is one per process, and this test's must import the failing module.
+    (tmp_path / "failing_preload.py").write_text("raise RuntimeError('the warm-up failed')\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _PRELOAD_FAILS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert done.stdout.strip() == (
+        "UnavailableError: the model worker did not start: its fork server exited while "
+        "importing failing_preload (its traceback is on the server's stderr)"
+    ), done.stderr
+    assert "RuntimeError: the warm-up failed" in done.stderr  # the cause, where the message says
+
+
+_PRELOAD_FAILS = """
+import asyncio
+from oppmodel.modeling.errors import UnavailableError
+from oppmodel.server.model_worker import ModelWorker
+
+async def main():
+    worker = ModelWorker(preload=["failing_preload"])
+    try:
+        await worker.start()
+    except UnavailableError as exc:
+        print(f"UnavailableError: {exc}")
+    finally:
+        await worker.close()
+
+asyncio.run(main())
+"""
+
+
 def _model_workers() -> list[multiprocessing.process.BaseProcess]:
     return [p for p in multiprocessing.active_children() if p.name == "oppmodel-models"]
 

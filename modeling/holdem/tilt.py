@@ -85,25 +85,29 @@ def _fitted(
     total = np.bincount(group, visits, groups)
     seen = total > 0.0
     total = np.where(seen, total, 1.0)[:, None]  # an unseen group keeps theta = 0
-    prior = weight * _by_group(visits[:, None] * tilted(log_base, 0.0), group, groups) / total
-    target = (_by_group(counts, group, groups) + prior) / total
+    cells = (group[:, None] * 3 + np.arange(3)).ravel()  # each row's (group, action) cells
+    prior = weight * _by_group(visits[:, None] * tilted(log_base, 0.0), cells, groups) / total
+    target = (_by_group(counts, cells, groups) + prior) / total
     scale = 1.0 + weight / total  # the pseudo-visits predicted as the visits are
     with np.errstate(divide="ignore"):
         log_target = np.log(target)
     theta = np.zeros((groups, 3))
-    for _ in range(ITERATIONS):
-        predicted = _by_group(visits[:, None] * tilted(log_base, theta[group]), group, groups)
-        predicted = predicted * (scale / total)  # (a float even with no rows: bincount's int)
-        with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(ITERATIONS):
+            predicted = _by_group(visits[:, None] * tilted(log_base, theta[group]), cells, groups)
+            predicted = predicted * (scale / total)  # (a float even with no rows: bincount's int)
             step = log_target - np.log(predicted)
-        step[~np.isfinite(step)] = 0.0  # an action no row of the group allows, or none saw
-        theta = np.clip(theta + np.where(seen[:, None], step, 0.0), -LIMIT, LIMIT)
-        theta -= theta[:, 1:2]  # call is always legal: its multiplier is the reference
+            step[~np.isfinite(step)] = 0.0  # an action no row of the group allows, or none saw
+            theta = np.clip(theta + np.where(seen[:, None], step, 0.0), -LIMIT, LIMIT)
+            theta -= theta[:, 1:2]  # call is always legal: its multiplier is the reference
     return theta
 
 
-def _by_group(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
-    return np.stack([np.bincount(group, values[:, a], groups) for a in range(3)], axis=1)
+def _by_group(values: np.ndarray, cells: np.ndarray, groups: int) -> np.ndarray:
+    """(groups, 3) the sums of ``values``' (k, 3) rows by group, ``cells`` each entry's
+    (group, action) cell (one pass; each cell adds its rows in their order, as a column's
+    bincount does)."""
+    return np.bincount(cells, values.ravel(), groups * 3).reshape(groups, 3)
 
 
 def fit_tilt(

@@ -15,7 +15,7 @@ random finished betting, seen from the rotating position), so that a per-hand co
 the match shows in the average. Each hand is observed, then the response is asked as the agent
 asks it: the action probabilities of an information set of the next hand's position and hole
 cards (solving that hole's deals once); by turns with it, the same cycle with the paper's
-informed prior in place of the default eta mixture, and their ratio (issue 30's goal for the
+informed prior in place of the default prior, and their ratio (issue 30's goal for the
 default: at least 0.9); with ``--whole-table`` also the cycle with the whole
 response table every hand. On kuhn3p also the paper's sample posterior at k = 100 without the
 bankroll and change detection. (Kuhn's own path, which earlier runs measured beside it, was

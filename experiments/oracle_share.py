@@ -160,7 +160,8 @@ def trajectories(
         "game": game.name,
         "hands": args.hands,
         "safety_budget": "inf" if math.isinf(budget) else budget,
-        **({} if config.prior == MBBRConfig.prior else {"prior": str(config.prior)}),
+        # no "prior": the eta mixture's, the default before session 50 (its journals stay valid)
+        **({} if config.prior == Prior.ETA_MIXTURE else {"prior": str(config.prior)}),
     }
     journal = Journal(args.journal, settings)
     done = {key: (entry["value"], entry["seconds"]) for key, entry in journal.entries().items()}
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--mbbr-prior",
         choices=[p for p in Prior.names() if p != Prior.POPULATION],
-        default=MBBRConfig.prior,
+        default=MBBRConfig().prior,
         help="MBBR's prior (%(default)s: the default)",
     )
     parser.add_argument("--hands", type=int, default=3000, help="(%(default)s)")

@@ -164,7 +164,7 @@ def test_the_command_prints_json_and_a_table_and_draws_the_curves(tmp_path: Path
     small = tmp_path / "small.log"
     assert data["hands"] == 150 and data["name"] == "Bob"
     assert data["posterior"] == data["mbbr"]["posterior"] == "dirichlet"  # the default
-    assert data["mbbr"]["prior"] == "eta-mixture"  # Kuhn's default (limit games: the mixture)
+    assert data["mbbr"]["prior"] == "tilted"  # Kuhn's default (limit games: the mixture)
     assert {r["opponent"] for r in data["opponents"]} == {"Alice", "Carol"}
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out = io.StringIO()

@@ -55,7 +55,9 @@ def test_actions_follow_the_models_probabilities() -> None:
 
 
 def test_factory_seeds_model_and_actions_from_the_match_seed() -> None:
-    factory = mbbr_factory(replace(CONFIG, posterior="samples", change_hazard=0.0))  # samples
+    # the samples, and a prior they have (CONFIG's, the Dirichlet posterior's default, has none)
+    samples = replace(CONFIG, posterior="samples", prior="eta-mixture", change_hazard=0.0)
+    factory = mbbr_factory(samples)
     a, b, c = factory(GAME, 3), factory(GAME, 3), factory(GAME, 4)
     assert a.model.config.seed == 3 and c.model.config.seed == 4
     np.testing.assert_array_equal(a.model.tau, b.model.tau)

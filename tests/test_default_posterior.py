@@ -126,10 +126,25 @@ def test_an_unset_posterior_means_dirichlet_on_the_service_and_samples_stays_one
             timeout=10,
         ).session
         assert unset.config.mbbr.posterior == pb.POSTERIOR_DIRICHLET  # named, not left unset
+        assert unset.config.mbbr.prior == pb.PRIOR_TILTED  # the Dirichlet posterior's prior
         assert client.get_session(unset.session_id).config.posterior == "dirichlet"
         assert client.create_session(config=MBBRConfig()).config.posterior == "dirichlet"
         paper = client.create_session(config=MBBRConfig(posterior="samples", k=7))
         assert (paper.config.posterior, paper.config.k) == ("samples", 7)
+        # an unset prior with the samples: the eta mixture (the tilt has no sample form), named
+        samples = client._stub.CreateSession(
+            pb.CreateSessionRequest(
+                config=pb.SessionConfig(
+                    game="kuhn_poker(players=3)",
+                    our_label="us",
+                    opponent_labels=["a", "b"],
+                    mbbr=pb.MbbrParams(posterior=pb.POSTERIOR_SAMPLES),
+                )
+            ),
+            timeout=10,
+        ).session
+        assert samples.config.mbbr.prior == pb.PRIOR_ETA_MIXTURE
+        assert paper.config.prior == "eta-mixture"  # the client's config resolves it alike
     with connected(tmp_path / "s.sqlite") as (client, _):  # after a restart, as created
         assert client.get_session(unset.session_id).config.posterior == "dirichlet"
         assert client.get_session(paper.session_id).config.posterior == "samples"

@@ -223,13 +223,11 @@ def test_the_revealed_moves_choose_the_concentration_that_fits_the_player(player
 
 
 def test_the_defaults_and_stored_configs_read_as_before():
-    """The default prior is the eta mixture; a config stored before weak_eta existed fills in the
-    value its absence means, which snapshots leave out of their header."""
-    assert (MBBRConfig().prior, MBBRConfig().eta, MBBRConfig().weak_eta) == (
-        Prior.ETA_MIXTURE,
-        4.0,
-        1.0,
-    )
+    """The eta mixture is the sample posterior's default prior (the Dirichlet posterior's is the
+    tilted prior, the eta mixture refitted: session 50); a config stored before weak_eta existed
+    fills in the value its absence means, which snapshots leave out of their header."""
+    samples = MBBRConfig(posterior="samples")
+    assert (samples.prior, samples.eta, samples.weak_eta) == (Prior.ETA_MIXTURE, 4.0, 1.0)
     assert FIELDS_ADDED_LATER["weak_eta"] == MBBRConfig().weak_eta
     with pytest.raises(ValueError) as info:
         MBBRConfig(weak_eta=0.0).validate()

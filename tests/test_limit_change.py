@@ -17,7 +17,6 @@ from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.change import GRID, MAX_RUNS, ChangeDetectingModel, _logaddexp
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.model import (
-    DirichletModel,
     SampleModel,
     build_model,
 )
@@ -25,6 +24,7 @@ from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import sample_terminal
 from oppmodel.modeling.play.tournament import seated_profile
+from oppmodel.modeling.tilted_prior import TiltedModel
 
 DETECTION_DELAY = GRID + 15  # hands after a maniac turns tight-passive
 
@@ -60,7 +60,8 @@ def _switching(game, first: str, then: str, at: int):
 @pytest.mark.parametrize("posterior", ["dirichlet", "samples"])
 def test_hazard_zero_is_the_plain_model_and_a_hazard_a_bank_of_plain_runs(posterior):
     game = limit_game("leduc2p")
-    plain = {"dirichlet": DirichletModel, "samples": SampleModel}[posterior]
+    # (the Dirichlet posterior at its default prior: the tilted prior's class, since session 50)
+    plain = {"dirichlet": TiltedModel, "samples": SampleModel}[posterior]
     config = MBBRConfig(posterior=posterior, k=3, change_hazard=0.0)
     assert type(build_model(game, config)) is plain
     model = build_model(game, dataclasses.replace(config, change_hazard=1e-3))

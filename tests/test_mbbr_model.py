@@ -27,16 +27,18 @@ from oppmodel.modeling.mbbr.model import (
     SampleModel,
     build_model,
 )
+from oppmodel.modeling.tilted_prior import TiltedModel
 
 KUHN3P = limit_game("kuhn3p")
 
 
 @pytest.mark.parametrize(
-    ("posterior", "cls"), [("dirichlet", DirichletModel), ("samples", SampleModel)]
+    ("posterior", "cls"), [("dirichlet", TiltedModel), ("samples", SampleModel)]
 )
 def test_the_factory_builds_the_class_of_the_posterior(posterior, cls):
-    """Without change detection the class of the posterior; with it, the detector over a bank of
-    models of that class."""
+    """Without change detection the class of the posterior (the Dirichlet's at its default
+    prior, the tilted prior's subclass of DirichletModel, since session 50); with it, the
+    detector over a bank of models of that class."""
     model = build_model(KUHN3P, MBBRConfig(posterior=posterior, change_hazard=0.0))
     assert type(model) is cls and model.config.posterior is Posterior(posterior)
     model = build_model(KUHN3P, MBBRConfig(posterior=posterior, change_hazard=1e-3))

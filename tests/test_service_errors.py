@@ -127,6 +127,12 @@ BAD_CONFIGS = [
         "config.mbbr.change_hazard",
     ),
     (dict(config=PAPER_TYPED), InvalidArgumentError, "config.mbbr.prior"),
+    # the tilted prior, the Dirichlet posterior's default, has no sample form either
+    (
+        dict(config=MBBRConfig(prior="tilted", posterior="samples")),
+        InvalidArgumentError,
+        "config.mbbr.prior",
+    ),
     # the mixture prior is for limit games; this session is Kuhn's
     (dict(config=MBBRConfig(prior="mixture")), InvalidArgumentError, "config.mbbr.prior"),
     (dict(config=MBBRConfig(seed=2**63)), InvalidArgumentError, "config.seed"),

@@ -146,6 +146,17 @@ def test_a_snapshot_restores_the_tilt_or_its_absence_and_plays_on_the_same():
             np.testing.assert_array_equal(into.policy(p), model.policy(p))
 
 
-def test_the_tilted_prior_needs_the_dirichlet_posterior():
+def test_the_tilted_prior_needs_the_dirichlet_posterior_and_is_its_default():
+    """The default prior is the posterior's: tilted with the Dirichlet posterior, the eta mixture
+    with the samples (drawn once at the prior, they have no form of a refitted prior mean); the
+    tilted prior named with the samples is refused, naming the prior."""
     with pytest.raises(InvalidArgumentError, match="prior"):
         MBBRConfig(prior="tilted", posterior="samples").validate()
+    game = limit_game("leduc2p")
+    assert build_model(game, MBBRConfig(change_hazard=0.0)).config.prior == Prior.TILTED
+    assert type(build_model(game, MBBRConfig(change_hazard=0.0))).__name__ == "TiltedModel"
+    samples = build_model(game, MBBRConfig(k=2, change_hazard=0.0, posterior="samples"))
+    assert (type(samples).__name__, samples.config.prior) == ("SampleModel", Prior.ETA_MIXTURE)
+    # a config changed to the samples keeps its resolved prior: refused, not silently another
+    with pytest.raises(InvalidArgumentError, match="prior"):
+        dataclasses.replace(MBBRConfig(), posterior="samples").validate()

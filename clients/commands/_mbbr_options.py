@@ -23,7 +23,7 @@ import numpy as np
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.strategy import parse_profile
-from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
+from oppmodel.modeling.mbbr.config import DEFAULT_PRIOR, MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.population import Population
 
 PRIOR_STRATEGY = "--mbbr-prior-strategy"
@@ -54,9 +54,9 @@ def config_field(name: str, convert: Callable[[str], int | float]) -> Callable[[
 def add_mbbr_arguments(
     parser: argparse.ArgumentParser, *, limit_prior: Prior | None = None
 ) -> None:
-    """Add MBBR's parameters as ``--mbbr-*`` flags (defaults as in MBBRConfig; with
-    ``limit_prior``, ``--mbbr-prior`` defaults to None, which :func:`mbbr_config` reads as that
-    prior in a limit game and MBBRConfig's elsewhere)."""
+    """Add MBBR's parameters as ``--mbbr-*`` flags (defaults as in MBBRConfig; ``--mbbr-prior``
+    defaults to None, which :func:`mbbr_config` reads as ``limit_prior`` in a limit game if
+    given, else as the posterior's default prior, ``config.DEFAULT_PRIOR``)."""
     group = parser.add_argument_group(
         "MBBR parameters (Ganzfried et al. 2024's, except the posterior: Dirichlet by default)"
     )
@@ -105,14 +105,13 @@ def _add_prior_arguments(
     group: argparse._ArgumentGroup, defaults: MBBRConfig, limit_prior: Prior | None
 ) -> None:
     """The prior over the opponents' strategies: its kind, clipping and concentrations."""
-    prior_default = (
-        f"{defaults.prior}; in a limit game {limit_prior}" if limit_prior else "%(default)s"
-    )
+    prior_default = ", ".join(f"{p} with the {q} posterior" for q, p in DEFAULT_PRIOR.items())
+    if limit_prior:
+        prior_default += f"; in a limit game {limit_prior}"
     group.add_argument(
         "--mbbr-prior",
         # the population prior needs a fitted population: --mbbr-population gives one
         choices=[name for name in Prior.names() if name != Prior.POPULATION],
-        default=None if limit_prior else defaults.prior,
         help="informed: Dirichlet around N3, its probabilities clipped to [epsilon, 1 - epsilon]; "
         "uninformed: Dirichlet(2) everywhere; typed (dirichlet posterior only): informed as a "
         "hypothesis, each opponent either never makes a move N3 never makes or is the informed "
@@ -240,7 +239,7 @@ def mbbr_config(
         for field in dataclasses.fields(MBBRConfig)
         if getattr(args, f"mbbr_{field.name}", None) is not None
     }
-    given["prior"] = args.mbbr_prior or limit_prior or MBBRConfig.prior
+    given["prior"] = args.mbbr_prior or limit_prior  # None: the posterior's default prior
     config = MBBRConfig(**given, seed=seed)
     config.validate()
     return config

@@ -44,7 +44,7 @@ from oppmodel.modeling.games.acpc.compiler import limit_game_of
 from oppmodel.modeling.games.acpc.gamedef import GameDef, kuhn_unsupported, read_game_def
 from oppmodel.modeling.holdem.match import is_holdem
 from oppmodel.modeling.holdem.served import NO_PROFILES, served_limit_game
-from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
+from oppmodel.modeling.mbbr.config import DEFAULT_PRIOR, Prior
 from oppmodel.modeling.mbbr.model import build_model
 
 REFERENCE_TIME_PER_HAND_MS = 7000.0  # the reference dealer's --t_per_hand default
@@ -246,7 +246,7 @@ def choose_policy(
     named agent), its agent's label, and the service's decision budget (ms) where it has one."""
     holdem = is_holdem(game)
     config = mbbr_config(args, seed=args.seed)
-    if holdem and config.prior == MBBRConfig.prior:  # hold'em's prior: informed, its blueprint's
+    if holdem and config.prior == DEFAULT_PRIOR.get(config.posterior):  # hold'em's: informed
         config = dataclasses.replace(config, prior=Prior.INFORMED)
     if args.mbbr_prior_strategy and agent != "mbbr":
         raise InvalidArgumentError(PRIOR_STRATEGY, "is MBBR's: add --in-process or --service")

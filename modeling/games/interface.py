@@ -182,8 +182,9 @@ class InfosetNames(Protocol):
 
 def with_unset(config: MBBRConfig, unset: dict[str, Any]) -> MBBRConfig:
     """``config`` with ``unset``'s values in the fields it leaves at MBBRConfig's defaults (a
-    game's values for what a session leaves unset)."""
-    kept = {k: v for k, v in unset.items() if getattr(config, k) == getattr(MBBRConfig, k)}
+    game's values for what a session leaves unset; the prior's default is its posterior's)."""
+    defaults = MBBRConfig(posterior=config.posterior)
+    kept = {k: v for k, v in unset.items() if getattr(config, k) == getattr(defaults, k)}
     return dataclasses.replace(config, **kept)
 
 

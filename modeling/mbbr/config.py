@@ -24,9 +24,8 @@ CHANGE_HAZARD_RANGE = (0.0, 0.1)  # [low, high]
 INTEGER_RANGES = {"k": (1, math.inf), "hands_default": (0, math.inf), "seed": (0, 2**63 - 1)}
 # Fields added after sessions and snapshots were first stored, with the value their absence means
 # (what a stored config without them was built with): ``SessionSpec.from_json`` fills them in, and
-# a snapshot's header leaves them out at that value, so earlier snapshots still restore.
-# (mixture_eta: a stored mixture-prior session's informed type was eta's, which
-# ``SessionSpec.from_json`` keeps; with eta at 4, the default of both then, the two agree.)
+# a snapshot's header leaves them out at that value, so earlier snapshots still restore
+# (mixture_eta's absence, in a mixture-prior session, means eta: ``SessionSpec.from_json``).
 FIELDS_ADDED_LATER: dict[str, object] = {
     "safety_budget": math.inf,
     "change_hazard": 0.0,
@@ -69,6 +68,8 @@ class Response(Choice):
 
 
 _DIRICHLET_ONLY = (Prior.TYPED, Prior.MIXTURE, Prior.TILTED)  # priors with no sample form
+# An unset prior's value per posterior (another's: the eta mixture); samples take no tilt
+DEFAULT_PRIOR = {Posterior.DIRICHLET: Prior.TILTED, Posterior.SAMPLES: Prior.ETA_MIXTURE}
 _CHOICES: tuple[tuple[str, type[Choice]], ...] = (
     ("prior", Prior),
     ("response", Response),
@@ -78,12 +79,10 @@ _CHOICES: tuple[tuple[str, type[Choice]], ...] = (
 
 @dataclasses.dataclass(frozen=True)
 class MBBRConfig:
-    """MBBR's parameters (Ganzfried, Wang & Chiswick 2024 use epsilon 0.05, k 10, H 100, the
-    informed prior at eta 4 and the sample posterior; the defaults here are the Dirichlet
-    posterior and the eta mixture, the informed prior at eta 4 or weak_eta 1 as each opponent's
-    revealed moves say, which learns more in games of many rarely met information sets
-    (experiments/RESULTS.md, "The eta mixture"): ``prior="informed", posterior="samples"`` is
-    the paper's).
+    """MBBR's parameters (Ganzfried, Wang & Chiswick 2024 use epsilon 0.05, k 10, H 100 and
+    ``prior="informed", posterior="samples"`` at eta 4); the defaults here are the Dirichlet
+    posterior and the tilted prior, the eta mixture refitted to the opponent, which learn more
+    where information sets are rarely met (experiments/RESULTS.md); unset, ``DEFAULT_PRIOR``.
 
     The choice fields take a member or its name; a name is stored as its member. Nothing is
     checked on construction: :meth:`validate` names the first bad field.
@@ -93,7 +92,7 @@ class MBBRConfig:
     k: int = 10
     hands_default: int = 100  # H: hands of default play before exploiting
     eta: float = 4.0
-    prior: Prior = Prior.ETA_MIXTURE
+    prior: Prior = None  # type: ignore[assignment]  # set on construction (None: unset)
     response: Response = Response.MEAN
     seed: int = 0
     posterior: Posterior = Posterior.DIRICHLET
@@ -110,6 +109,8 @@ class MBBRConfig:
     weak_eta: float = 1.0
 
     def __post_init__(self) -> None:
+        unset = DEFAULT_PRIOR.get(self.posterior, Prior.ETA_MIXTURE)
+        object.__setattr__(self, "prior", unset if self.prior is None else self.prior)
         for name, choice in _CHOICES:
             with contextlib.suppress(ValueError):  # not a name: validate() reports it
                 object.__setattr__(self, name, choice(getattr(self, name)))
@@ -152,8 +153,7 @@ class MBBRConfig:
         }
 
     def informed_eta(self) -> float:
-        """The concentration of the informed prior this configuration fits: the mixture's
-        informed type's (``mixture_eta``) under the mixture prior, eta otherwise."""
+        """The informed prior's concentration: ``mixture_eta`` under the mixture prior, else eta."""
         return self.mixture_eta if self.prior == Prior.MIXTURE else self.eta
 
 

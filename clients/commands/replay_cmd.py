@@ -61,10 +61,10 @@ naive Bayes learn only from them; MBBR learns from every hand), a sample that ne
 fold; the prior, counts and MBBR are also scored on the others, by their marginal over the
 cards never shown, on every decision together, and over the log's last third (what the models
 know by its end). MBBR uses the Dirichlet posterior unless --mbbr-posterior samples asks for
-the paper's k samples; its prior is MBBR's default (the eta mixture) in Kuhn and, in a limit
-game, the mixture prior (informed, uninformed or card-blind players, weighed by their revealed
-moves) unless --mbbr-prior says otherwise. The report names the posterior and explains every column
-(a legend in the text, "columns" in the JSON).
+the paper's k samples; its prior is MBBR's default (the tilted prior; the eta mixture with the
+samples) in Kuhn and, in a limit game, the mixture prior (informed, uninformed or card-blind
+players, weighed by their revealed moves) unless --mbbr-prior says otherwise. The report names
+the posterior and explains every column (a legend in the text, "columns" in the JSON).
 
 The game: --game, else the game file the log's header names when it is a bundled one
 (leduc.limit.3p.game is leduc3p, holdem.limit.2p.reverse_blinds.game holdem2p), else n-player

@@ -9,7 +9,7 @@ under the floor they would count phantom mistakes, but not out of the means).
   must stay near it whatever eta's pull (at 1 it would explain any near-pure player better than
   the uninformed type); *uninformed*, Dirichlet(2); *card-blind*, one Dirichlet(2) per public
   decision node of its seat, shared by every private card (random bots, calling stations).
-- The eta mixture (``Prior.ETA_MIXTURE``, the default, ``ETA_TYPES``): the informed prior at eta
+- The eta mixture (``Prior.ETA_MIXTURE``, ``ETA_TYPES``): the informed prior at eta
   and at ``weak_eta``. The weak type's mean is Dirichlet(its prior + the informed fit's expected
   counts), the hidden cards split as the informed fit splits them (one fit a hand, not two: a
   second fit cost a third of the hand and moved the model by less than the fit's own error,

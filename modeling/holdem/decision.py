@@ -293,7 +293,8 @@ class DecisionValues:
         tree = self._tree_of(me)
         live = live_holes([*hole, *board])
         bits = _CARDS[live[:, 0]] | _CARDS[live[:, 1]]
-        reach = self._reach(me, board, state, live, opponents)
+        ranged = hole_rows(live)
+        reach = self._reach(me, board, state, ranged, opponents)
         if any(w.sum() <= 0 for w in reach):
             return Values(np.zeros((count * self.per_board, NUM_ACTIONS)), None, count)
         rest = self._rest(board, hole)[:count]
@@ -305,7 +306,7 @@ class DecisionValues:
         )
         if mass.sum() <= 0:  # no completion leaves the opponents a pair of holes
             return Values(np.zeros((len(first), NUM_ACTIONS)), None, count)
-        views = self._views(me, board, state.round, hole, live, rest, first, second)
+        views = self._views(me, board, state.round, hole, ranged, bits, rest, first, second)
         own = int(_CARDS[hole[0]] | _CARDS[hole[1]])
         seats = np.zeros((len(first), 3), dtype=np.int64)
         seats[:, me] = own
@@ -341,13 +342,15 @@ class DecisionValues:
         return Values(values, weights, count)
 
     def _reach(
-        self, me: int, board: tuple[int, ...], state: BettingState, live: np.ndarray, kind: str
+        self, me: int, board: tuple[int, ...], state: BettingState, ranged: np.ndarray, kind: str
     ) -> list[np.ndarray]:
-        """Each opponent's weight of each of the ``live`` pairs: the product of its rows' (the
+        """Each opponent's weight of each of the live pairs (``ranged``: their rows of
+        ``ALL_HOLES``): the product of its rows' (the
         posterior means' or the blueprint's) probabilities of its moves so far."""
-        gamedef = self.sets.gamedef
+        gamedef, spots = self.sets.gamedef, self.spots
         opp = self.posterior.seats[me]
-        reach = [np.ones(len(live)) for _ in opp]
+        reach = [np.ones(len(ranged)) for _ in opp]
+        views: dict[int, np.ndarray] = {}  # by round: the same for all its moves
         now = opening(gamedef)
         for letter in state.betting.replace("/", ""):
             action = ACTION_LETTERS.index(letter)
@@ -357,8 +360,10 @@ class DecisionValues:
                     if kind == MODEL
                     else self.blueprint_rows(now)[1]
                 )
-                views = self.spots.views(board, now.round, live)
-                reach[opp.index(now.player)] *= rows[views, action]
+                if now.round not in views:
+                    at = (spots.config, spots.cards, spots.flops, board, now.round)
+                    views[now.round] = range_views(*at, ranged)
+                reach[opp.index(now.player)] *= rows[views[now.round], action]
             now = after(gamedef, now, action)
         return reach
 
@@ -378,29 +383,32 @@ class DecisionValues:
         board: tuple[int, ...],
         round_: int,
         hole: Sequence[int],
-        live: np.ndarray,
+        ranged: np.ndarray,
+        bits: np.ndarray,
         rest: np.ndarray,
         first: np.ndarray,
         second: np.ndarray,
     ) -> np.ndarray:
-        """(S, 3, rounds) each seat's view in each round from ``round_`` on, per sample."""
+        """(S, 3, rounds) each seat's view in each round from ``round_`` on, per sample (the live
+        pairs' rows of ``ALL_HOLES`` ``ranged``, their cardsets ``bits``)."""
         rounds = len(self.sets.gamedef.num_board_cards)
         out = np.zeros((len(first), 3, rounds), dtype=np.int64)
         opp = self.posterior.seats[me]
         pick = np.maximum(first, 0), np.maximum(second, 0)
-        ours, ranged = hole_rows(np.asarray([hole])), hole_rows(live)
+        ours = hole_rows(np.asarray([hole]))
         spots = self.spots
         made = self._seen  # the round's completions' views: the same for all its estimates
         for b, cards in enumerate(rest.tolist()):
             full = (*board, *cards)
             if full not in made:  # a completion drawn again (on the turn: 44 cards)
-                clear = ~np.isin(live, cards).any(axis=1)
+                clear = (bits & int(np.bitwise_or.reduce(_CARDS[cards]))) == 0
+                holes = np.concatenate([ours, ranged[clear]])  # ours first: one bucketing
                 made[full] = []
                 for r in range(round_, rounds):
-                    seen = np.zeros(len(live), dtype=np.int64)
-                    at = (spots.config, spots.cards, spots.flops, full, r)
-                    seen[clear] = range_views(*at, ranged[clear])
-                    made[full].append((int(range_views(*at, ours)[0]), seen))
+                    views = range_views(spots.config, spots.cards, spots.flops, full, r, holes)
+                    seen = np.zeros(len(ranged), dtype=np.int64)
+                    seen[clear] = views[1:]
+                    made[full].append((int(views[0]), seen))
             rows = slice(b * self.per_board, (b + 1) * self.per_board)
             for r, (mine, seen) in enumerate(made[full], start=round_):
                 out[rows, me, r] = mine

@@ -18,14 +18,17 @@ from oppmodel.modeling.evaluation.limit import (
     best_response,
     deviation_gains,
     expected_values,
+    improving_response,
     nash_conv,
     packed_tree,
 )
 from oppmodel.modeling.games.acpc.compiler import compile_limit_game, limit_game
 from oppmodel.modeling.games.acpc.gamedef import parse_game_def
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
-from oppmodel.modeling.games.acpc.strategy import random_profile, uniform_profile
+from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on, random_profile, uniform_profile
 from oppmodel.modeling.games.kuhn import KuhnGame, kuhn_game
+from oppmodel.modeling.games.kuhn3p import robust_profile
+from oppmodel.modeling.play.tournament import seated_profile
 
 
 def kuhn_infoset(kuhn: KuhnGame, game: LimitGame, position: int, index: int) -> int:
@@ -118,6 +121,27 @@ def test_a_best_response_achieves_its_value_and_has_no_deviation_gain(name: str)
         assert expected_values(game, played)[p] == pytest.approx(value, abs=1e-12)
         assert value >= expected_values(game, profile)[p] - 1e-12
         assert np.abs(deviation_gains(game, played, p)).max() < 1e-12
+
+
+@pytest.mark.parametrize("name", ["kuhn3p", "leduc2p"])
+def test_an_improving_response_is_a_best_response_that_keeps_the_rows_already_best(name) -> None:
+    """From a random profile it reaches a best response's value with no gainful switch left; from
+    a best response whose ties are mixed it changes nothing (a pure best response breaks them)."""
+    game = limit_game(name)
+    profile = random_profile(game, np.random.default_rng(5))
+    for p in range(game.num_players):
+        played = profile.copy()
+        played[p] = improving_response(game, profile, p)
+        value = best_response(game, profile, p)[1]
+        assert expected_values(game, played)[p] == pytest.approx(value, abs=1e-12)
+        assert np.abs(deviation_gains(game, played, p)).max() < 1e-12
+    kuhn = limit_game("kuhn3p")
+    n1, n2, n3 = (kuhn_profile_on(kuhn, robust_profile(f"N{i}")) for i in (1, 2, 3))
+    for p in (1, 2):  # N1 is a best response there to N2 and N3 (their pair's regret is P1's)
+        seated, rows = seated_profile(kuhn, p, n1, (n2, n3)), list(kuhn.infosets(p))
+        assert best_response(kuhn, seated, p)[1] == pytest.approx(expected_values(kuhn, seated)[p])
+        np.testing.assert_array_equal(improving_response(kuhn, seated, p), n1[p])
+        assert not np.array_equal(best_response(kuhn, seated, p)[0][rows], n1[p, rows])
 
 
 @settings(max_examples=40, deadline=None)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
+from oppmodel.modeling.evaluation.limit import deal_lines, payoff_range
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.strategy import kuhn_profile_on
 from oppmodel.modeling.games.kuhn3p import robust_profile
@@ -19,7 +20,7 @@ from oppmodel.modeling.mbbr import snapshot
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.mbbr.holes import hole_split
 from oppmodel.modeling.mbbr.model import build_model
-from oppmodel.modeling.mbbr.safety import RULE_OUT_ODDS, _lines_of, payoff_range
+from oppmodel.modeling.mbbr.safety import RULE_OUT_ODDS
 from oppmodel.modeling.observation import observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import sample_terminal
@@ -185,7 +186,7 @@ def test_a_holes_value_from_the_leaf_table_is_the_sweeps(name):
             want_reach = np.zeros(game.num_infosets)
             choice = np.empty(0, dtype=np.int64)
             want = evaluation_kernels.sweep(tree, profile, p, False, cfv, want_reach, choice)
-            columns, views = _lines_of(game, p, tree)
+            columns, views = deal_lines(game, p, tree)
             leaf = np.zeros((game.num_terminals, views.shape[1]))
             evaluation_kernels.fixed_others_leaf_values(tree, profile, p, columns, leaf)
             reach = np.empty((len(tree.node_player), views.shape[1]))
@@ -410,3 +411,31 @@ def test_against_two_different_guards_the_mixture_rules_out_the_pairs_they_are_n
     safety = model._safety
     alive = {safety.hypotheses[h] for h in np.flatnonzero(safety.alive)}
     assert alive == {(0, 2)}
+
+
+def test_a_pair_of_different_members_left_alone_anchors_what_the_bank_holds_back():
+    """Against N2 + N3 every other hypothesis is out by hand 450, and the bank of the true pair
+    (near 0) holds the response back. What is then played in the first position is mixed not
+    with the default but with a best response to that pair (no Nash profile, whatever we play):
+    exactly, it wins at least the best response's value less the bank and the hand's budget,
+    most of the 1/48 chip a hand the pair is worth there (the old rule played the default's
+    -31.2 mA/h less 1.5: -32.7, where the best response wins -10.4)."""
+    from oppmodel.modeling.evaluation.limit import best_response, expected_values
+
+    game = limit_game("kuhn3p")
+    model = build_model(game, MBBRConfig())
+    n = {name: kuhn_profile_on(game, robust_profile(name)) for name in ("N2", "N3")}
+    pair = (n["N2"], n["N3"])
+    _play(model, game, pair, 450, seed=3)
+    safety = model._safety
+    (truth,) = np.flatnonzero(safety.alive)
+    assert safety.hypotheses[truth] == (1, 2)  # N2 at offset 1, N3 at offset 2
+    p = 0
+    at_default = seated_profile(game, p, model.default_strategy, pair)
+    default, best = expected_values(game, at_default)[p], best_response(game, at_default, p)[1]
+    us = model.default_strategy.copy()
+    us[p] = model.policy(p)
+    played = expected_values(game, seated_profile(game, p, us, pair))[p]
+    assert best - default == pytest.approx(1 / 48)  # the pair's worth in the first position
+    assert played >= best - (max(safety.bank[truth], 0.0) + safety.budget_chips) - 1e-12
+    assert played - default > 0.5 * (best - default)

@@ -106,3 +106,40 @@ def deviation_gains(game: LimitGame, profile: np.ndarray, position: int) -> np.n
     gains = own_reach * (best - current)
     gains[~game.valid_infoset_mask[position]] = 0.0
     return gains
+
+
+def payoff_range(game: LimitGame) -> float:
+    """Chips between the best and the worst payoff any position can get in one hand: the most a
+    hand's expected value can differ between two policies."""
+    spent = game.tree.terminal_spent
+    return float((game.tree.terminal_pot[:, None] - spent).max() + spent.max())
+
+
+def deal_lines(game: LimitGame, p: int, tree: LimitTree) -> tuple[np.ndarray, np.ndarray]:
+    """For the deals of ``tree`` (one hole of position ``p``): the line (column) of each deal,
+    one per view ``p`` has in the last round, and the (rounds, lines) views of ``p`` along each
+    line (its earlier views follow from the last one: players remember their cards)."""
+    last = tree.deal_view[-1, :, p]
+    _, first, columns = np.unique(last, return_index=True, return_inverse=True)
+    views = np.ascontiguousarray(tree.deal_view[:, first, p])
+    return columns.astype(np.int64), views.astype(np.int64)
+
+
+def improving_response(game: LimitGame, profile: np.ndarray, position: int) -> np.ndarray:
+    """A best response of ``position`` to the others in ``profile`` that keeps the rows of
+    ``profile[position]`` wherever they are already best given what follows them (a pure best
+    response breaks ties against them): backward induction one switch at a time, always at the
+    deepest information set (reached or not) where an action's counterfactual value exceeds the
+    row's; nothing below it is switched later, so each is switched at most once."""
+    profile = np.array(validate_profile(game, profile), dtype=np.float64)
+    nodes = game.infoset_node[position]  # pre-order: a descendant has a larger node
+    legal = game.legal_mask[position, : len(nodes)]
+    while True:
+        cfv = counterfactual_values(game, profile, position)[0][: len(nodes)]
+        best = np.where(legal, cfv, -np.inf)
+        row = (profile[position, : len(nodes)] * cfv).sum(axis=1)
+        short = np.flatnonzero(best.max(axis=1) - row > 1e-12)
+        if len(short) == 0:
+            return profile[position]
+        i = int(short[np.argmax(nodes[short])])
+        profile[position, i] = np.eye(NUM_ACTIONS)[int(np.argmax(best[i]))]

@@ -1,15 +1,20 @@
 """The safety bankroll (docs/modeling.md, "The safety budget"; after Ganzfried & Sandholm, EC
 2012, made exact per hypothesis o: one guard of the set G per opponent seat offset). bank(o) gains
-B/1000 units a hand; MBBR plays lambda * candidate + (1 - lambda) * default, lambda the largest in
+B/1000 units a hand; MBBR plays lambda * candidate + (1 - lambda) * anchor, lambda the largest in
 [0, 1] with bank(o) + lambda * gain(o) >= 0 for every live o (gain: the candidate's exact expected
-value minus the default's against o, given position and hole), and books the expectation over the
+value minus the anchor's against o, given position and hole), and books the expectation over the
 position's holes of lambda * gain(o): each hole's share is covered, so their mean is, and the bank
 then bounds the hole-averaged value a match's exact learning cost sums on every path, not only in
-expectation (booking the hand's hole alone bounded the realised holes' sum). o dies
+expectation (booking the hand's hole alone bounded the realised holes' sum). The anchor is the
+default, but while a pair of different guards (no Nash profile in 3-player Kuhn, whatever we play)
+is the only live hypothesis it is a best response to that pair that keeps the default wherever
+the default is already best (``evaluation.limit.improving_response``): against that pair it gains
+over the default, so the bound there still holds, and against pairs near it (other members of the
+family, near-members) it wins what the default held back. o dies
 at a hand impossible under it or once ``mixture_log_odds`` reaches ``RULE_OUT_ODDS`` (Ville's
 inequality: the true o dies with probability at most 1 / ``RULE_OUT_ODDS``). Against the guards
-the expected learning cost is at most B + 1000 R / (u ``RULE_OUT_ODDS``), R = ``payoff_range``
-chips, u chips to the unit; nothing is claimed outside G^(n-1).
+the expected learning cost is at most B + 1000 R / (u ``RULE_OUT_ODDS``), R =
+``evaluation.limit.payoff_range`` chips, u chips to the unit; nothing is claimed outside G^(n-1).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from collections.abc import Callable
 import numpy as np
 
 from oppmodel.modeling.evaluation import _limit_kernels as evaluation_kernels
-from oppmodel.modeling.games.acpc.limit_game import LimitGame, LimitTree
+from oppmodel.modeling.evaluation.limit import deal_lines, improving_response
+from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.solved import safety_guards
 from oppmodel.modeling.mbbr._limit_kernels import mix_rows
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
@@ -31,14 +37,6 @@ from oppmodel.modeling.mbbr.snapshot import take
 from oppmodel.modeling.observation import LimitObservation
 
 RULE_OUT_ODDS = 1e9  # likelihood ratio, models against a hypothesis, that rules the hypothesis out
-
-
-def payoff_range(game: LimitGame) -> float:
-    """Chips between the best and the worst payoff any position can get in one hand: the most a
-    hand's expected value can differ between two policies."""
-    tree = game.tree
-    spent = tree.terminal_spent
-    return float((tree.terminal_pot[:, None] - spent).max() + spent.max())
 
 
 class SafetyBankroll:
@@ -63,7 +61,7 @@ class SafetyBankroll:
         # Per (position, hole): the views of each line of our cards (a hole and its boards) by
         # round; per (hypothesis, position, hole): each terminal's worth per line against the
         # guards, and the default's value over the hole's deals.
-        self._lines = [[_lines_of(game, p, tree) for tree in subtrees[p]] for p in range(n)]
+        self._lines = [[deal_lines(game, p, tree) for tree in subtrees[p]] for p in range(n)]
         self._deals = [[float(len(tree.deal_view[0])) for tree in subtrees[p]] for p in range(n)]
         self._leaf: dict[tuple[int, int, int], np.ndarray] = {}
         self._default_value = np.zeros((len(self), n, max(len(h) for h in holes)))
@@ -83,6 +81,18 @@ class SafetyBankroll:
                     self._default_value[o, p, h] = self._value(o, p, h, default_strategy[p])
                     rows = holes[p][h]
                     self._default_reach[p, rows] = self._own_reach[rows]
+        # per hypothesis: its anchor (see the module docstring), with its value against it and
+        # its own reach per (position, hole); the default but for a pair of different guards
+        self._anchor = np.tile(np.asarray(default_strategy, np.float64), (len(self), 1, 1, 1))
+        self._anchor_value = self._default_value.copy()
+        self._anchor_reach = np.tile(self._default_reach, (len(self), 1, 1))
+        for o in (o for o, guards in enumerate(self.hypotheses) if len(set(guards)) > 1):
+            for p in range(n):
+                response = improving_response(game, self._seated[o, p], p)
+                for h, rows in enumerate(holes[p]):
+                    self._anchor[o, p, rows] = response[rows]
+                    self._anchor_value[o, p, h] = self._value(o, p, h, self._anchor[o, p])
+                    self._anchor_reach[o, p, rows] = self._own_reach[rows]
         self.bank = np.zeros(len(self))  # chips, before this hand's budget
         self.alive = np.ones(len(self), dtype=bool)
         self.live = True  # some hypothesis is alive
@@ -109,8 +119,7 @@ class SafetyBankroll:
         the candidate's share in them, given the candidate's rows there (None: the default's).
         Cached until the next :meth:`record` for as long as the caller's ``stamp`` (which must
         change whenever the candidate does) stays the same."""
-        key = (position, hole)
-        cached = self._played.get(key)
+        cached = self._played.get((position, hole))
         if cached is not None and cached[0] == stamp:
             return cached[3], cached[1]
         rows = self._holes[position][hole]
@@ -121,27 +130,28 @@ class SafetyBankroll:
         elif not self.live:
             mixed = candidate
         else:
+            live = np.flatnonzero(self.alive)
+            k = int(live[0]) if len(live) == 1 else None  # the sole live hypothesis's anchor
+            anchor = self.default_strategy if k is None else self._anchor[k]
+            anchored = self._default_value if k is None else self._anchor_value
             strategy = self._scratch[position]
             strategy[rows] = candidate
-            for o in np.flatnonzero(self.alive):
+            for o in live:
                 value = self._value(int(o), position, hole, strategy)
-                gain = value - self._default_value[o, position, hole]
-                gains[o] = gain / self._deals[position][hole]
+                gains[o] = (value - anchored[o, position, hole]) / self._deals[position][hole]
             # the largest share whose expected loss every live bankroll, with this hand's
             # budget, covers: bank + budget + share * gain >= 0
-            share = 1.0
             for o in np.flatnonzero(self.alive & (gains < 0.0)):
                 share = min(share, max(self.bank[o] + self.budget_chips, 0.0) / -gains[o])
             if share >= 1.0:
                 mixed = candidate
             elif share <= 0.0:
-                mixed = self.default_strategy[position, rows]
+                mixed = anchor[position, rows]
             else:
                 mixed = np.empty_like(candidate)
-                default = self.default_strategy[position]
-                reach = self._default_reach[position]
-                mix_rows(default, candidate, rows, reach, self._own_reach, share, mixed)
-        self._played[key] = (stamp, share, gains, mixed)
+                reach = (self._default_reach if k is None else self._anchor_reach[k])[position]
+                mix_rows(anchor[position], candidate, rows, reach, self._own_reach, share, mixed)
+        self._played[position, hole] = (stamp, share, gains, mixed)
         return mixed, share
 
     def record(
@@ -183,12 +193,10 @@ class SafetyBankroll:
                 self.log_odds[o] = math.inf
                 continue
             # a ratio of 0 (the models call the hand impossible) sets the odds to 0 for good
-            ratio = math.log(alternative / under) if alternative > 0.0 else -math.inf
-            self.log_odds[o] += ratio
+            self.log_odds[o] += math.log(alternative / under) if alternative > 0.0 else -math.inf
             weighed.append(o)
         odds = [self.mixture_log_odds(int(o)) for o in weighed]  # before any of them dies
-        for o, log_odds in zip(weighed, odds, strict=True):
-            self.alive[o] = log_odds < math.log(RULE_OUT_ODDS)
+        self.alive[weighed] = np.less(odds, math.log(RULE_OUT_ODDS))
 
     def mixture_log_odds(self, o: int) -> float:
         """Log odds against hypothesis ``o`` of the mixture alternative: MBBR's models at weight
@@ -229,17 +237,7 @@ class SafetyBankroll:
     def nbytes(self) -> int:
         """Bytes of the arrays held."""
         arrays = [self._scratch, self._own_reach, self._default_reach, self._default_value]
-        arrays.append(self._seated)
+        arrays += [self._seated, self._anchor, self._anchor_value, self._anchor_reach]
         arrays += [self.bank, self.alive, self.log_odds, *self._leaf.values()]
         arrays += [a for by_hole in self._lines for line in by_hole for a in line]
         return sum(a.nbytes for a in arrays)
-
-
-def _lines_of(game: LimitGame, p: int, tree: LimitTree) -> tuple[np.ndarray, np.ndarray]:
-    """For the deals of ``tree`` (one hole of position ``p``): the line (column) of each deal,
-    one per view ``p`` has in the last round, and the (rounds, lines) views of ``p`` along each
-    line (its earlier views follow from the last one: players remember their cards)."""
-    last = tree.deal_view[-1, :, p]
-    _, first, columns = np.unique(last, return_index=True, return_inverse=True)
-    views = np.ascontiguousarray(tree.deal_view[:, first, p])
-    return columns.astype(np.int64), views.astype(np.int64)

@@ -28,7 +28,10 @@ of this process) on the 2-player game file, 3,000 hands (deck seed 42), the styl
 of hand h held until h / ``--rate`` seconds after the first (100 hands/s; 0: unpaced). Reported:
 the decisions by the service and by the fallback, each answered GetAction's time (median, p99,
 max: the agent's tally), the hands per second, the server's CPU per decision and per hand (the
-server process and its model workers, from /proc), and the machine's load average during it.
+server process and its model workers, from /proc), the agent process's from its first hand to its
+last and this process's (the dealer and the style: ``harness``) CPU per hand, and the machine's
+load average during it. The three CPU figures times the pace are the cores the match needs: above
+the machine's ``cores``, the pace cannot be met whatever the service does.
 
     python benchmarks/acpc.py [--quick] [--json]
     python benchmarks/acpc.py --holdem [--hands 3000] [--rate 100] [--opponent calling-station]
@@ -277,6 +280,13 @@ def holdem_match(
     server, target = start_service(workdir, kept("server.log") or subprocess.DEVNULL)
     stamps: list[float] = []
     loads: list[float] = []
+    agent_cpu: list[float] = []  # the agent process's CPU at the first and the last hand
+
+    def on_hand(_hand) -> None:
+        stamps.append(time.perf_counter())
+        if len(stamps) in (1, hands):
+            agent_cpu.append(tree_cpu(agent.pid))
+
     try:
         dealer = MatchDealer(
             DealerConfig(
@@ -293,7 +303,7 @@ def holdem_match(
             ),
             stdout=io.StringIO(),
             stderr=io.StringIO(),
-            on_hand=lambda _hand: stamps.append(time.perf_counter()),
+            on_hand=on_hand,
         )
         ports = dealer.listen()
         command = [sys.executable, "-m", "oppmodel.clients.commands.acpc_agent_cmd"]
@@ -310,9 +320,9 @@ def holdem_match(
         other.start()
         stop = threading.Event()
         sampler = load_sampler(loads, stop)
-        cpu = tree_cpu(server.pid)
+        cpu, harness_cpu = tree_cpu(server.pid), time.process_time()
         result = dealer.run()
-        cpu = tree_cpu(server.pid) - cpu
+        cpu, harness_cpu = tree_cpu(server.pid) - cpu, time.process_time() - harness_cpu
         stop.set()
         sampler.join()
         tally = json.loads(agent.communicate()[0])
@@ -336,6 +346,9 @@ def holdem_match(
         "decision_budget_ms": tally["decision_budget_ms"],
         "server_cpu_ms_per_decision": 1000 * cpu / max(1, decisions),
         "server_cpu_ms_per_hand": 1000 * cpu / hands,
+        "agent_cpu_ms_per_hand": 1000 * (agent_cpu[-1] - agent_cpu[0]) / (hands - 1),
+        "harness_cpu_ms_per_hand": 1000 * harness_cpu / hands,
+        "cores": os.cpu_count(),
         "load_average": {"median": statistics.median(loads), "min": min(loads), "max": max(loads)},
         "mbb_per_hand": tally.get("mbb_per_hand"),
         "python": platform.python_version(),

@@ -14,15 +14,19 @@ players and a pair ``A+B`` in 3 (MBBR and the pair over the 6 seatings of a dupl
 
     python experiments/holdem_field.py [--game holdem2p|holdem3p] [--opponents cfr,...]
         [--hands 3000] [--duplicates 2] [--from-duplicate 0] [--seed 34] [--block 30]
-        [--refresh 100] [--budget 10] [--journal PATH] [--json]
+        [--refresh 100] [--budget 10] [--journal PATH] [--seatings 0,3] [--json]
 
 ``--from-duplicate K`` plays duplicates K .. duplicates - 1 only (the earlier ones ran before: a
 second duplicate beside a recorded first gives a row its standard error). ``--journal PATH``
 appends each finished seating (both lines) to PATH as a JSON line and skips the seatings found
-there, so that a stopped run resumes where it stopped. A row's ``paired`` is MBBR's rate less
-the blueprint's on the same cards, its ``paired_standard_error`` over the blocks of ``--block``
-hands of every duplicate (each block summed over the seatings: one sample per block of deals),
-and ``curve`` the paired rate per block (the learning curve, averaged over the duplicates).
+there, so that a stopped run resumes where it stopped. ``--seatings J,...`` plays only those
+seatings (the others are read from the journal): a row's seatings split over processes, their
+journals concatenated, and the row read back from them; a row some of whose seatings are neither
+played nor journaled is reported as the seatings it has (``partial``). A row's ``paired`` is
+MBBR's rate less the blueprint's on the same cards, its ``paired_standard_error`` over the
+blocks of ``--block`` hands of every duplicate (each block summed over the seatings: one sample
+per block of deals), and ``curve`` the paired rate per block (the learning curve, averaged over
+the duplicates).
 """
 
 from __future__ import annotations
@@ -160,7 +164,7 @@ def play_opponent(args: argparse.Namespace, spec: str) -> dict:
         for line in lines.values():
             line.append([])
         for j in range(len(seatings(n))):
-            if (d, j) not in done:
+            if (d, j) not in done and (not args.seatings or j in args.seatings):
                 start, timed = time.process_time(), []
                 mbbr_f = [functools.partial(_mbbr, args, timed), *others_f]
                 entry = {}
@@ -180,11 +184,16 @@ def play_opponent(args: argparse.Namespace, spec: str) -> dict:
                 }
                 journal.record((d, j), entry, seconds)
                 done[d, j] = {"value": entry}
+            if (d, j) not in done:
+                continue
             entry = done[d, j]["value"]
             for name, line in lines.items():
                 line[-1].append(entry[name])
             for k in cost:
                 cost[k] += entry["cost"][k]
+    have = sorted(key for key in done if key[0] in played)
+    if len(have) < len(played) * len(seatings(n)):
+        return {"opponent": spec, "partial": True, "seatings": have}
     return _row(game, spec, args, {k: np.array(v) for k, v in lines.items()}, cost, played)
 
 
@@ -239,8 +248,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--hands-default", type=int, default=100, help="H (default 100)")
     parser.add_argument("--check-deals", type=int, default=500, help="(default 500)")
     parser.add_argument("--journal", help="a JSON-lines file of finished seatings (resumes)")
+    parser.add_argument("--seatings", help="play only these seatings, e.g. 0,3 (all)")
     parser.add_argument("--json", action="store_true", help="print a JSON line per opponent")
     args = parser.parse_args(argv)
+    if args.seatings:
+        args.seatings = [int(j) for j in args.seatings.split(",")]
     if args.game == "holdem2p":
         _parts(args.check_deals)  # built before the clock starts
     if args.json:
@@ -250,6 +262,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         rows.append(row := play_opponent(args, spec))
         if args.json:  # a line per opponent as it ends: a long run's rows survive its stop
             print(json.dumps(row), flush=True)
+        elif row.get("partial"):
+            print(f"mbbr vs {spec:<24} partial: seatings {row['seatings']} journaled", flush=True)
         else:
             error = row["paired_standard_error"]
             print(

@@ -1,7 +1,8 @@
 """experiments/holdem_field.py on the ACPC 3-player game, on a few hands: its baseline line is
 the match engine's duplicate (the same cards, seeds and seatings, played in blocks); before its
 first H hands MBBR plays the blueprint, so the pairing on the same cards nets exactly zero; a
-journal's seatings are read back instead of played."""
+journal's seatings are read back instead of played, and a row's seatings can be played by separate
+runs."""
 
 from __future__ import annotations
 
@@ -70,3 +71,17 @@ def test_mbbr_responds_after_h_and_a_journal_resumes_the_run(tmp_path, monkeypat
     monkeypatch.setattr(holdem_field, "play_seating", unplayed)
     (again,) = holdem_field.main(_field(journal, hands_default=2, hands=3))
     assert json.dumps(again) == json.dumps(row)
+    monkeypatch.undo()
+
+    # a row's seatings split over runs (--seatings), their journals together: the same row
+    split = tmp_path / "split.jsonl"
+    split.write_text("".join(journal.read_text().splitlines(keepends=True)[:4]))
+    (part,) = holdem_field.main([*_field(split, hands_default=2, hands=3), "--seatings", "5"])
+    assert part == {
+        "opponent": PAIR,
+        "partial": True,
+        "seatings": [(0, j) for j in (0, 1, 2, 3, 5)],
+    }
+    (whole,) = holdem_field.main([*_field(split, hands_default=2, hands=3), "--seatings", "4"])
+    timing = ("cpu_s", "cycle_cpu_ms_per_hand")
+    assert json.dumps({**whole, **{k: row[k] for k in timing}}) == json.dumps(row)

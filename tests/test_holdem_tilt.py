@@ -16,7 +16,7 @@ from holdem_support import RecordingAgent, seeded_blueprint, small_spots
 from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
 from oppmodel.modeling.holdem.styles import holdem_policy
-from oppmodel.modeling.holdem.tilt import LIMIT, TiltMap, fit_level, tilted
+from oppmodel.modeling.holdem.tilt import ITERATIONS, LIMIT, TiltMap, fit_level, tilted
 from oppmodel.modeling.mbbr.evidence import hand_likelihood
 from oppmodel.modeling.observation import LimitObservation
 
@@ -62,6 +62,52 @@ def test_the_fitted_multipliers_solve_the_likelihood_equations(seed: int) -> Non
         lhs = fitted * (1.0 + weight / total)
         rhs = counts[m].sum(axis=0) + weight * prior
         assert np.allclose(lhs, rhs, rtol=0, atol=1e-6)
+
+
+def _scaling_steps(log_base, counts, group, groups, weight, iterations):
+    """fit_level's scaling steps as whole-array numpy (the kernel's oracle)."""
+    visits = counts.sum(axis=1)
+    total = np.bincount(group, visits, groups)
+    seen = total > 0.0
+    total = np.where(seen, total, 1.0)[:, None]
+    by_group = lambda v: np.stack([np.bincount(group, v[:, a], groups) for a in range(3)], 1)  # noqa: E731
+    prior = weight * by_group(visits[:, None] * tilted(log_base, 0.0)) / total
+    with np.errstate(divide="ignore"):
+        log_target = np.log((by_group(counts) + prior) / total)
+    theta = np.zeros((groups, 3))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(iterations):
+            predicted = by_group(visits[:, None] * tilted(log_base, theta[group]))
+            step = log_target - np.log(predicted * ((1.0 + weight / total) / total))
+            step[~np.isfinite(step) | ~seen[:, None]] = 0.0
+            theta = np.clip(theta + step, -LIMIT, LIMIT)
+            theta -= theta[:, 1:2].copy()
+    return theta
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_scaling_kernel_steps_as_whole_array_numpy_does(seed: int) -> None:
+    """The numba kernel (holdem/_tilt_kernels.py) against the same steps in numpy, with a group
+    whose rows may never fold, one no hand visited and one with no rows: equal up to the last
+    bits of exp and log."""
+    rng = np.random.default_rng(seed)
+    rows, groups = 40, 5
+    group = rng.integers(0, groups - 1, rows)
+    legal = np.ones((rows, 3), dtype=bool)
+    legal[group == 0, 0] = False
+    base = np.where(legal, rng.uniform(0.05, 1.0, (rows, 3)), 0.0)
+    base /= base.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        log_base = np.where(legal, np.log(base), -np.inf)
+    visits = np.where(group == 3, 0.0, rng.integers(1, 30, rows).astype(float))
+    counts = visits[:, None] * tilted(log_base, rng.normal(0.0, 1.5, (groups, 3))[group])
+    theta = fit_level(log_base, counts, group, groups, 2.0)
+    want = np.zeros((groups, 3))
+    present = np.unique(group)
+    compact = np.searchsorted(present, group)
+    want[present] = _scaling_steps(log_base, counts, compact, len(present), 2.0, ITERATIONS)
+    assert np.allclose(theta, want, rtol=0, atol=1e-12)
+    assert np.array_equal(theta[3:], np.zeros((2, 3)))  # unvisited, no rows: untilted
 
 
 def test_with_no_hands_a_refit_leaves_the_blueprints_prior(spots) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from oppmodel.modeling.holdem._tilt_kernels import fitted_theta
 from oppmodel.modeling.holdem.sets import CompiledSets, LazySets
 
 SITUATION_WEIGHT = 2.0  # pseudo-visits a situation's tilt is shrunk to none by
@@ -80,34 +81,18 @@ def fit_level(
 def _fitted(
     log_base: np.ndarray, counts: np.ndarray, group: np.ndarray, groups: int, weight: float
 ) -> np.ndarray:
-    """:func:`fit_level`'s scaling steps over groups numbered 0 .. ``groups`` - 1."""
-    visits = counts.sum(axis=1)
-    total = np.bincount(group, visits, groups)
-    seen = total > 0.0
-    total = np.where(seen, total, 1.0)[:, None]  # an unseen group keeps theta = 0
-    cells = (group[:, None] * 3 + np.arange(3)).ravel()  # each row's (group, action) cells
-    prior = weight * _by_group(visits[:, None] * tilted(log_base, 0.0), cells, groups) / total
-    target = (_by_group(counts, cells, groups) + prior) / total
-    scale = 1.0 + weight / total  # the pseudo-visits predicted as the visits are
-    with np.errstate(divide="ignore"):
-        log_target = np.log(target)
-    theta = np.zeros((groups, 3))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for _ in range(ITERATIONS):
-            predicted = _by_group(visits[:, None] * tilted(log_base, theta[group]), cells, groups)
-            predicted = predicted * (scale / total)  # (a float even with no rows: bincount's int)
-            step = log_target - np.log(predicted)
-            step[~np.isfinite(step)] = 0.0  # an action no row of the group allows, or none saw
-            theta = np.clip(theta + np.where(seen[:, None], step, 0.0), -LIMIT, LIMIT)
-            theta -= theta[:, 1:2]  # call is always legal: its multiplier is the reference
-    return theta
-
-
-def _by_group(values: np.ndarray, cells: np.ndarray, groups: int) -> np.ndarray:
-    """(groups, 3) the sums of ``values``' (k, 3) rows by group, ``cells`` each entry's
-    (group, action) cell (one pass; each cell adds its rows in their order, as a column's
-    bincount does)."""
-    return np.bincount(cells, values.ravel(), groups * 3).reshape(groups, 3)
+    """:func:`fit_level`'s scaling steps over groups numbered 0 .. ``groups`` - 1: each
+    action's multiplier scaled by observed over predicted (the pseudo-visits predicted as the
+    visits are; an action no row of the group allows, or none saw, keeps its multiplier)."""
+    return fitted_theta(
+        np.ascontiguousarray(log_base, dtype=np.float64),
+        np.ascontiguousarray(counts, dtype=np.float64),
+        np.ascontiguousarray(group, dtype=np.int64),
+        int(groups),
+        float(weight),
+        ITERATIONS,
+        LIMIT,
+    )
 
 
 def fit_tilt(

@@ -158,7 +158,39 @@ def lazy_holdem_mbbr(
     return HoldemMBBR(posterior, None, config, budget=budget)
 
 
-class HoldemServed(CompiledGame):
+class HoldemRules:
+    """What both hold'em presentations (2 players compiled, 3 on sets numbered as met) do with a
+    session's config: the blueprint is bundled, so nothing is solved and no profile is taken;
+    hold'em's unset fields and checks; ``_new_model`` the presentation's served model."""
+
+    def needs_solving(self, *, default_given: bool, prior_given: bool) -> bool:
+        return False  # the blueprint is bundled
+
+    def unset_config(self) -> dict[str, object]:
+        return dict(HOLDEM_UNSET)
+
+    def check_config(self, config: MBBRConfig) -> None:
+        check_holdem_config(config)
+
+    def build_model(
+        self,
+        config: MBBRConfig,
+        *,
+        default_strategy: np.ndarray | None = None,
+        prior_mean: np.ndarray | None = None,
+        solved: np.ndarray | None = None,
+        population: bytes | None = None,
+    ) -> ServedModel:
+        self.check_config(config)
+        if default_strategy is not None or prior_mean is not None:
+            raise InvalidArgumentError("config.mbbr", NO_PROFILES)
+        return self._new_model(config)
+
+    def _new_model(self, config: MBBRConfig) -> ServedModel:
+        raise NotImplementedError  # each presentation's own
+
+
+class HoldemServed(HoldemRules, CompiledGame):
     """Hold'em served over its bundled blueprint's abstract game (the module's text)."""
 
     runs_inline = False  # a hand's update is ~20 ms, a solve seconds: never on the event loop
@@ -217,27 +249,7 @@ class HoldemServed(CompiledGame):
             raise InvalidArgumentError("matchstate", str(exc)) from None
         return Decision(state.position, index, state.betting)
 
-    def needs_solving(self, *, default_given: bool, prior_given: bool) -> bool:
-        return False  # the blueprint is bundled
-
-    def unset_config(self) -> dict[str, object]:
-        return dict(HOLDEM_UNSET)
-
-    def check_config(self, config: MBBRConfig) -> None:
-        check_holdem_config(config)
-
-    def build_model(
-        self,
-        config: MBBRConfig,
-        *,
-        default_strategy: np.ndarray | None = None,
-        prior_mean: np.ndarray | None = None,
-        solved: np.ndarray | None = None,
-        population: bytes | None = None,
-    ) -> ServedModel:
-        self.check_config(config)
-        if default_strategy is not None or prior_mean is not None:
-            raise InvalidArgumentError("config.mbbr", NO_PROFILES)
+    def _new_model(self, config: MBBRConfig) -> ServedModel:
         return cast(ServedModel, HoldemServedModel(self, config))
 
     def served_model(self, model: MBBRModel) -> ServedModel:

@@ -56,10 +56,9 @@ from oppmodel.modeling.holdem.policy import Spot
 from oppmodel.modeling.holdem.posterior import cards_of
 from oppmodel.modeling.holdem.response import HoldemMBBR
 from oppmodel.modeling.holdem.served import (
-    HOLDEM_UNSET,
     NO_PROFILES,
+    HoldemRules,
     canonical_hand,
-    check_holdem_config,
     lazy_holdem_mbbr,
 )
 from oppmodel.modeling.holdem.sets import CARD_INDEX, LazySets
@@ -109,7 +108,7 @@ def lazy_holdem_served(short: str) -> LazyHoldemServed:
     return LazyHoldemServed(short)
 
 
-class LazyHoldemServed(ServedGame):
+class LazyHoldemServed(HoldemRules, ServedGame):
     """3-player hold'em served (the module's text)."""
 
     runs_inline = False  # a hand's update is ~10 ms, a decision ~80: never on the event loop
@@ -191,27 +190,7 @@ class LazyHoldemServed(ServedGame):
         text = tuple(None if c is None else str(c) for c in cards)
         return limit_observation_of(position, betting, text, self.num_players)
 
-    def needs_solving(self, *, default_given: bool, prior_given: bool) -> bool:
-        return False  # the blueprint is bundled
-
-    def unset_config(self) -> dict[str, object]:
-        return dict(HOLDEM_UNSET)
-
-    def check_config(self, config: MBBRConfig) -> None:
-        check_holdem_config(config)
-
-    def build_model(
-        self,
-        config: MBBRConfig,
-        *,
-        default_strategy: np.ndarray | None = None,
-        prior_mean: np.ndarray | None = None,
-        solved: np.ndarray | None = None,
-        population: bytes | None = None,
-    ) -> ServedModel:
-        self.check_config(config)
-        if default_strategy is not None or prior_mean is not None:
-            raise InvalidArgumentError("config.mbbr", NO_PROFILES)
+    def _new_model(self, config: MBBRConfig) -> ServedModel:
         return cast(ServedModel, LazyHoldemServedModel(self, config))
 
     def compiled_profile(

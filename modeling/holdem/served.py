@@ -172,6 +172,14 @@ class HoldemRules:
     def check_config(self, config: MBBRConfig) -> None:
         check_holdem_config(config)
 
+    def strategy_from_dict(
+        self, position: int, table: Mapping[str, object], field: str
+    ) -> np.ndarray:
+        raise InvalidArgumentError(field, NO_PROFILES)
+
+    def parse_profile(self, text: str, source: str) -> np.ndarray:
+        raise InvalidArgumentError(source, NO_PROFILES)
+
     def build_model(
         self,
         config: MBBRConfig,
@@ -220,14 +228,6 @@ class HoldemServed(HoldemRules, CompiledGame):
         model = HoldemServedModel(self, self.played_config(MBBRConfig()))
         for line in WARM_HANDS:
             model.observe(self.matchstate_observation(line))
-
-    def strategy_from_dict(
-        self, position: int, table: Mapping[str, object], field: str
-    ) -> np.ndarray:
-        raise InvalidArgumentError(field, NO_PROFILES)
-
-    def parse_profile(self, text: str, source: str) -> np.ndarray:
-        raise InvalidArgumentError(source, NO_PROFILES)
 
     def matchstate_decision(self, line: str) -> Decision:
         state = read_matchstate(self.compiled.gamedef, line, "matchstate")

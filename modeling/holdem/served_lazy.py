@@ -31,7 +31,7 @@ import functools
 import json
 import math
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -56,7 +56,6 @@ from oppmodel.modeling.holdem.policy import Spot
 from oppmodel.modeling.holdem.posterior import cards_of
 from oppmodel.modeling.holdem.response import HoldemMBBR
 from oppmodel.modeling.holdem.served import (
-    NO_PROFILES,
     HoldemRules,
     canonical_hand,
     lazy_holdem_mbbr,
@@ -119,14 +118,6 @@ class LazyHoldemServed(HoldemRules, ServedGame):
         self.config = bundled_blueprint(short).config
         rules = LazyRules(short, self.gamedef)
         super().__init__(cast(LimitGame, rules), rules)
-
-    def strategy_from_dict(
-        self, position: int, table: Mapping[str, object], field: str
-    ) -> np.ndarray:
-        raise InvalidArgumentError(field, NO_PROFILES)
-
-    def parse_profile(self, text: str, source: str) -> np.ndarray:
-        raise InvalidArgumentError(source, NO_PROFILES)
 
     def field_observation(self, fields: KuhnFields) -> Hand:
         raise InvalidArgumentError("observation.matchstate", f"is required ({self.name})")

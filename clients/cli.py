@@ -19,13 +19,9 @@ how far it got and what it kept, and status 130 (see ``interrupt.py``), in its s
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from types import FrameType
+from collections.abc import Callable
 
 from oppmodel.clients.interrupt import (
     INTERRUPTED_STATUS,
@@ -33,6 +29,7 @@ from oppmodel.clients.interrupt import (
     annotated,
     interrupt_in,
     interrupted_line,
+    sigint_handled,
 )
 from oppmodel.modeling.errors import OppModelError
 
@@ -111,33 +108,6 @@ def run_command(
         return _interrupted(prog, interrupt)
 
 
-@contextlib.contextmanager
-def _sigint_noted() -> Iterator[list[bool]]:
-    """Within the block, SIGINT raises KeyboardInterrupt as Python's own handler does, and is
-    noted in the list given (it gets True). A SIGINT handled in Python code that C code called
-    may not reach the caller as a KeyboardInterrupt: numpy's C-level import, in the first
-    ~0.1 s of a command, imports ``datetime`` through ``PyCapsule_Import``, which replaces any
-    error of that import (the KeyboardInterrupt included, not kept as its context) with
-    ``ImportError: PyCapsule_Import could not import module "datetime"``. Nothing is noted
-    where SIGINT has another handler (ignored, as in a job a shell starts in the background) or
-    where none can be set (off the main thread)."""
-    noted: list[bool] = []
-    main_thread = threading.current_thread() is threading.main_thread()
-    if not main_thread or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield noted
-        return
-
-    def note(signum: int, frame: FrameType | None) -> None:
-        noted.append(True)
-        signal.default_int_handler(signum, frame)
-
-    before = signal.signal(signal.SIGINT, note)
-    try:
-        yield noted
-    finally:
-        signal.signal(signal.SIGINT, before)
-
-
 def _interrupted(prog: str, exc: KeyboardInterrupt) -> int:
     """Say what Ctrl-C interrupted, in one line; the status for it."""
     print(interrupted_line(prog, exc), file=sys.stderr, flush=True)
@@ -148,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     words = [word for word in (sys.argv[1:] if argv is None else argv)[:1] if word[:1] != "-"]
     starting = " ".join(["oppmodel", *words])
-    with _sigint_noted() as sigint:
+    with sigint_handled() as sigint:
         try:  # seconds of imports (every command's modules), where Ctrl-C may come too
             parser = build_parser(words[0] if words and words[0] in COMMAND_MODULES else None)
             if sigint:  # noted, and the import it hit went on as without an optional module
@@ -160,10 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             if not sigint:
                 raise
             return _interrupted(starting, Interrupted("while starting"))
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return USAGE_ERROR_STATUS
-    return run_command(f"{parser.prog} {args.command}", args.func, args)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return USAGE_ERROR_STATUS
+        return run_command(f"{parser.prog} {args.command}", args.func, args)
 
 
 if __name__ == "__main__":

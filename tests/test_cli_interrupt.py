@@ -381,3 +381,36 @@ def test_ctrl_c_inside_numpys_c_level_import_is_one_line_and_status_130(tmp_path
     assert done.stdout == "in numpy's C-level import\n", done.stderr
     assert done.stderr == "oppmodel eval: interrupted while starting; nothing kept\n"
     assert done.returncode == 130
+
+
+# A child that raises a real SIGINT as LLVM hands numba a kernel's object code (the first kernel
+# compiled, in a cold cache): inside ``_raw_object_cache_notify``, a ctypes callback.
+SIGINT_IN_NUMBAS_OBJECT_CODE_HOOK = """
+import signal, sys
+from oppmodel.clients.cli import main
+
+def at_the_hook(frame, event, arg):
+    if event == "call" and frame.f_code.co_name == "_object_compiled_hook":
+        sys.setprofile(None)
+        print("in numba's object-code hook", flush=True)
+        signal.raise_signal(signal.SIGINT)
+
+sys.setprofile(at_the_hook)
+sys.exit(main(["eval", "--game", "kuhn3p", "--profile", "maniac"]))
+"""
+
+
+def test_ctrl_c_while_numba_compiles_is_one_line_and_status_130(tmp_path: Path) -> None:
+    """A KeyboardInterrupt raised inside a callback from C is printed by ctypes ("Exception
+    ignored on calling ctypes callback function") and dropped: Ctrl-C while LLVM handed numba a
+    compiled kernel was lost, the command went on to its end with status 0 (and a kernel whose
+    object code was lost could not be cached: "no compiled object yet"). It ends the command."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGINT_IN_NUMBAS_OBJECT_CODE_HOOK],
+        cwd=tmp_path, capture_output=True, text=True, timeout=STARTED_SECONDS,
+        env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cold")},
+        preexec_fn=as_a_terminal_job,
+    )  # fmt: skip
+    assert done.stdout == "in numba's object-code hook\n", done.stderr
+    assert done.stderr == "oppmodel eval: interrupted; nothing kept\n"
+    assert done.returncode == 130

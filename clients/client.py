@@ -108,7 +108,8 @@ class SessionModels:
     """Every model and response of a session at one posterior (GetModels): ``models[i][p]``
     is opponent ``i``'s (in the order of the session's opponent labels) in position ``p``, as
     ``model(sid, labels[i], p)`` answers it; ``responses[p]`` ours in position ``p``, as
-    ``response(sid, p, kind, played=...)`` answers it."""
+    ``response(sid, p, kind, played=...)`` answers it (none where the game has no response
+    table: 3-player hold'em responds at each decision)."""
 
     models: tuple[tuple[OpponentModel, ...], ...]
     responses: tuple[BestResponse, ...]
@@ -423,12 +424,13 @@ class OpponentModelClient(GrpcClient):
         self, session_id: str, kind: str | None = None, *, played: bool = False
     ) -> SessionModels:
         """Every opponent's model in every position and our response in every position, read
-        at one posterior in one call (``kind`` and ``played`` as ``response``'s)."""
+        at one posterior in one call (``kind`` and ``played`` as ``response``'s; no response
+        where the game has no response table: 3-player hold'em)."""
         request = pb.GetModelsRequest(
             session_id=session_id, kind=_response_kind(kind), include_played=played
         )
         reply = self._call("GetModels", request, session_id=session_id)
-        players = len(reply.responses)
+        players = reply.players or len(reply.responses)  # a server before the field: responses
         models = [model_of(m) for m in reply.models]
         return SessionModels(
             models=tuple(

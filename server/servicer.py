@@ -408,7 +408,9 @@ class OpponentModelServicer(pb_grpc.OpponentModelServiceServicer):
             for i, (insight, our_position) in enumerate(insights)
         ]
         responses = [_response_reply(session.game, p, a) for p, a in enumerate(answers)]
-        return pb.GetModelsResponse(models=models, responses=responses, hands_observed=hands)
+        return pb.GetModelsResponse(
+            models=models, responses=responses, hands_observed=hands, players=players
+        )
 
     @_rpc("GetWinnings")
     async def GetWinnings(self, request, context, owner):

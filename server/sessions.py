@@ -415,24 +415,23 @@ class SessionManager:
         """What ``model`` answers for every opponent in every position (opponent by opponent:
         (model, our position)), what ``response`` answers in every position of ours, and the
         hands, all at one posterior and computed in one go (one round trip to a model worker,
-        where the separate calls made one each)."""
+        where the separate calls made one each); no response where the game has no table."""
         players = session.spec.num_players
         kind = kind or session.spec.config.response
         # (our position, the opponent's) for each opponent (offset seats after us) and position
-        seats = [
-            ((p - offset) % players, p) for offset in range(1, players) for p in range(players)
-        ]
+        seats = [((p - d) % players, p) for d in range(1, players) for p in range(players)]
+        responding = range(players) if session.game.response_table else range(0)
         calls: builtins.list[Call] = [("opponent_insight", seat) for seat in seats]
-        calls += [("response", (p, kind)) for p in range(players)]
-        calls += [("played", (p,)) for p in range(players)] if played else []
+        calls += [("response", (p, kind)) for p in responding]
+        calls += [("played", (p,)) for p in responding] if played else []
         async with self.locked(session, write=False) as session:
             results = await session.host.compute_all(calls)
             hands = session.hands_observed
         insights = results[: len(seats)]
         for insight in insights:
             self.metrics.ess.observe(insight.spread)
-        responses = results[len(seats) : len(seats) + players]
-        policies = results[len(seats) + players :] if played else [None] * players
+        responses = results[len(seats) : len(seats) + len(responding)]
+        policies = results[len(seats) + len(responding) :] if played else [None] * len(responding)
         answers = [
             ResponseAnswer(strategy, float(value), kind, hands, policy)
             for (strategy, value), policy in zip(responses, policies, strict=True)

@@ -2,7 +2,8 @@
 session of the bundled ``holdem3p``, its model the one the hold'em field plays (the posterior on
 sets numbered as met, the response made at each decision). Driven only through the client on a
 real server and checked against the same model in this process fed the same hands: GetModel
-(the sets the session numbered, by name) and GetAction answer as it does, before and after the
+(the sets the session numbered, by name), GetModels (the models alone: no response table) and
+GetAction answer as it does, before and after the
 server restarts; a snapshot restored (the numbering with it) goes on as the model fed every hand.
 Bad input is refused naming the field."""
 
@@ -100,6 +101,14 @@ def test_a_3p_holdem_session_answers_as_the_library_and_after_a_reload(tmp_path:
         assert client.observe(sid, hands, first_sequence=1) == HANDS
         before = answers(client, sid, lines)
         assert _field(lambda: client.response(sid, 0)) == "kind"  # no table: decision by decision
+        # GetModels: every model at one posterior, as GetModel answers each, and no response
+        together = client.models(sid, "mean", played=True)
+        assert together.responses == () and together.hands_observed == HANDS
+        assert [m.strategy.as_dict() for row in together.models for m in row] == before[0]
+        assert [[m.our_position for m in row] for row in together.models] == [
+            [(q - offset) % 3 for q in range(3)] for offset in (1, 2)
+        ]
+        assert _field(lambda: client.models(sid, "median")) == "kind"
     model, game = library(hands), lazy_holdem_served("holdem3p")
     want_models = []
     for offset in (1, 2):

@@ -157,7 +157,7 @@ def test_get_models_answers_every_model_and_response_of_one_posterior(tmp_path: 
                 assert list(got.models) == models  # field for field, the separate calls'
                 assert list(got.responses) == responses
                 assert all(r.played for r in responses) == played
-                assert got.hands_observed == 60
+                assert got.hands_observed == 60 and got.players == 3
             with pytest.raises(grpc.RpcError) as refused:
                 stub.GetModels(pb.GetModelsRequest(session_id="nope"), timeout=LOADED_DEADLINE)
             assert refused.value.code() == grpc.StatusCode.NOT_FOUND

@@ -88,6 +88,21 @@ def session_panel(view: SessionView) -> str:
         f'<b id="hands" data-hands="{view.hands}">{view.hands}</b></p>'
     )
     head += _learning(view)
+    models = "".join(_opponent_card(o) for o in view.opponents)
+    return (
+        head + _response_card(view) + _winnings(view.winnings) + f'<div class="grid">{models}</div>'
+    )
+
+
+def _response_card(view: SessionView) -> str:
+    """Our response in each position and the value curve; a note where the game has none."""
+    if not view.responses:  # GetModels answers no response where the game has no table
+        return (
+            '<section class="card" id="no-response-table"><h2>Our response</h2><p class="note">'
+            "This game's model has no response table: the service makes the response at each "
+            "decision (GetAction; 3-player hold'em), so there is no best response or played "
+            "policy to show, only the models.</p></section>"
+        )
     responses = "".join(
         f'<tr><td>{r.our_position}</td><td class="num ev" data-position="{r.our_position}">'
         f'{r.expected_value:+.4f}</td><td class="num played" data-position="{r.our_position}">'
@@ -95,7 +110,7 @@ def session_panel(view: SessionView) -> str:
         "</td></tr>"
         for r in view.responses
     )
-    value = (
+    return (
         '<section class="card"><h2>Our response</h2><p class="note">The best response to the '
         "posterior-mean models and what is played (the policy the service's GetAction draws "
         "from: the default strategy for the first H hands, then the best response mixed with "
@@ -115,8 +130,6 @@ def session_panel(view: SessionView) -> str:
         )
         + "</div></section>"
     )
-    models = "".join(_opponent_card(o) for o in view.opponents)
-    return head + value + _winnings(view.winnings) + f'<div class="grid">{models}</div>'
 
 
 def _winnings(won: Winnings) -> str:

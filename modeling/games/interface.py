@@ -276,6 +276,9 @@ class ServedGame(abc.ABC):
         ...
 
     runs_inline = True  # whether a small model's arithmetic may run on the service's event loop
+    # whether the model has a whole response table (GetResponse); without one (3-player hold'em
+    # responds at each decision) GetModels answers the models alone
+    response_table = True
 
     def unset_config(self) -> dict[str, object]:
         """MBBRConfig's values for the fields a session leaves unset, where the game's differ

@@ -12,7 +12,8 @@ What differs from 2-player hold'em's :class:`~oppmodel.modeling.holdem.served.Ho
   (:meth:`LazyHoldemServed.decision_string`).
 - **The response is made at each decision** (``HoldemMBBR.decide``): GetAction looks the line up
   where the model is (``ModelHost.decide``) and may deviate from the blueprint within the
-  safety bank; GetResponse (a whole response table) is refused naming ``kind``. A decision's
+  safety bank; GetResponse (a whole response table) is refused naming ``kind``, and GetModels
+  answers the models alone (``response_table``). A decision's
   samples are drawn from a generator seeded by the session's seed, the hands observed, our
   position and the betting, so a decision is a function of the hands observed and the decisions
   asked before it in the session (their deviations book the bank), in any process.
@@ -74,7 +75,11 @@ from oppmodel.modeling.observation import (
 )
 
 SNAPSHOT_POSTERIOR = "holdem-lazy-dirichlet"  # the snapshot header's posterior
-NO_TABLE = "3-player hold'em responds at each decision (GetAction): it has no response table"
+NO_TABLE = (
+    "3-player hold'em has no response table: its abstract game (23.9 million public nodes) does "
+    "not compile, so no whole response is solved; the response is made at each decision "
+    "(GetAction), and GetModels answers the models alone"
+)
 
 
 class LazyRules:
@@ -111,6 +116,7 @@ class LazyHoldemServed(HoldemRules, ServedGame):
     """3-player hold'em served (the module's text)."""
 
     runs_inline = False  # a hand's update is ~10 ms, a decision ~80: never on the event loop
+    response_table = False  # the response is made at each decision (the module's text)
 
     def __init__(self, short: str) -> None:
         self.short = short

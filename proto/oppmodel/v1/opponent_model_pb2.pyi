@@ -391,14 +391,16 @@ class GetModelsRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., kind: _Optional[_Union[ResponseKind, str]] = ..., include_played: _Optional[bool] = ...) -> None: ...
 
 class GetModelsResponse(_message.Message):
-    __slots__ = ("models", "responses", "hands_observed")
+    __slots__ = ("models", "responses", "hands_observed", "players")
     MODELS_FIELD_NUMBER: _ClassVar[int]
     RESPONSES_FIELD_NUMBER: _ClassVar[int]
     HANDS_OBSERVED_FIELD_NUMBER: _ClassVar[int]
+    PLAYERS_FIELD_NUMBER: _ClassVar[int]
     models: _containers.RepeatedCompositeFieldContainer[GetModelResponse]
     responses: _containers.RepeatedCompositeFieldContainer[GetResponseResponse]
     hands_observed: int
-    def __init__(self, models: _Optional[_Iterable[_Union[GetModelResponse, _Mapping]]] = ..., responses: _Optional[_Iterable[_Union[GetResponseResponse, _Mapping]]] = ..., hands_observed: _Optional[int] = ...) -> None: ...
+    players: int
+    def __init__(self, models: _Optional[_Iterable[_Union[GetModelResponse, _Mapping]]] = ..., responses: _Optional[_Iterable[_Union[GetResponseResponse, _Mapping]]] = ..., hands_observed: _Optional[int] = ..., players: _Optional[int] = ...) -> None: ...
 
 class GetWinningsRequest(_message.Message):
     __slots__ = ("session_id", "after_hand", "max_hands")

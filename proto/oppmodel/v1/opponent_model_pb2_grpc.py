@@ -213,7 +213,8 @@ class OpponentModelServiceServicer:
     def GetModels(self, request, context):
         """Every opponent's model in every position and our response in every position, all read at
         one posterior: GetModel's and GetResponse's answers in one call (what the web page draws,
-        where it made a call for each).
+        where it made a call for each). A game with no response table (3-player hold'em) answers
+        the models alone.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

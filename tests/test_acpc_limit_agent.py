@@ -226,7 +226,6 @@ def test_the_command_plays_a_strategy_file_and_cfr_in_a_leduc_match(tmp_path: Pa
         names=("file", "cfr"),
         clients=start,
         quiet=True,
-        start_timeout_ms=60_000,
     )
     (process,) = processes
     out, err = process.communicate(timeout=60)

@@ -248,7 +248,7 @@ def test_replay_and_acpc_agent_play_a_population_file_in_this_process(tmp_path, 
 
         folder = tmp_path / str(len(logs))
         folder.mkdir()
-        captured, _ = run_dealer(folder, hands=60, clients=seats, start_timeout_ms=60_000)
+        captured, _ = run_dealer(folder, hands=60, clients=seats)
         assert codes == [0]
         logs.append(captured.log)
     assert logs[0] != logs[1]  # the population's response plays other moves

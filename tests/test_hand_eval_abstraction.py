@@ -19,7 +19,11 @@ from oppmodel.modeling.games.acpc.abstraction import (
     VERSION,
     AbstractionConfig,
     CardAbstraction,
+    _canonical_strengths,
+    by_relabelled_hole,
+    canonical_board,
     card_abstraction,
+    range_strengths,
     strength,
 )
 from oppmodel.modeling.games.acpc.gamedef import RANK_CHARS, SUIT_CHARS
@@ -209,3 +213,18 @@ def test_a_whole_range_gets_the_buckets_each_hand_gets_alone(
     for a, b in [("AhQd", "AdQh"), ("8c8h", "8d8c"), ("Jh3c", "Jc3d")]:  # twins on that flop
         rows = [HOLE_INDEX[tuple(sorted(card_index(x[i : i + 2]) for i in (0, 2)))] for x in (a, b)]
         assert same[rows[0]] == same[rows[1]]
+
+
+def test_a_river_is_valued_on_its_board_as_the_canonical_board_values_it() -> None:
+    """range_strengths' river path (HS^2 on the board itself) gives, bit for bit, what the
+    general path gives: the canonical board's values read through the relabelling."""
+    rng = np.random.default_rng(11)
+    rivers = [tuple(rng.permutation(52)[:5].tolist()) for _ in range(25)]
+    named = ["AsKsQsJsTs", "9h9d9c4c4s", "2c3d4h5s7c", "AhAdKsKcQh"]  # plays for all; full; pairs
+    rivers += [tuple(card_index(c) for c in cards(text)) for text in named]
+    for river in rivers:
+        relabel, canonical = canonical_board(river)
+        general = by_relabelled_hole(_canonical_strengths(canonical, 100, 0), relabel)
+        fast = range_strengths(river, rollouts=100, seed=0)
+        assert np.array_equal(fast, general, equal_nan=True), river
+        assert not fast.flags.writeable

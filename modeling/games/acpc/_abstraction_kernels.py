@@ -248,3 +248,21 @@ def board_sums(boards, weights, sums, counts):
                 if not board & CARD_BITS[b]:
                     sums[a, b] += w * hs[a, b] * hs[a, b]
                     counts[a, b] += w
+
+
+@njit(cache=True)
+def river_squares(board, holes):
+    """HS^2 of each hand of ``holes`` ((k, 2) card indices) on the complete ``board`` (a
+    cardset), NaN for a hand holding a board card: on a river E[HS^2] is its one board's HS^2,
+    so one ``board_strengths`` call on the board itself values the range (``board_sums`` over
+    one board, without the suit relabelling the boards still to complete need)."""
+    hs = np.empty((CARD_BITS.size, CARD_BITS.size))
+    board_strengths(board, hs)
+    out = np.empty(holes.shape[0])
+    for i in range(holes.shape[0]):
+        a, b = holes[i, 0], holes[i, 1]
+        if board & (CARD_BITS[a] | CARD_BITS[b]):
+            out[i] = np.nan
+        else:
+            out[i] = hs[a, b] * hs[a, b]
+    return out

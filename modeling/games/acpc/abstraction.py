@@ -170,9 +170,17 @@ def range_strengths(board: tuple[int, ...], *, rollouts: int, seed: int) -> np.n
     per completion values the whole range at once. The completions are those of the board's
     canonical form under suit relabelling (:func:`canonical_board`), closed under the
     relabellings that fix it, so deals that differ only in suit names get the same value,
-    sampled or not (rounded to 12 decimals: the sums' order differs between such hands)."""
+    sampled or not (rounded to 12 decimals: the sums' order differs between such hands). On a
+    river, the one completion, the values are its HS^2 computed on the board itself: the same
+    numbers (HS counts hands, which relabelling suits does not change), at a sixth of the cost
+    (a river's range was most of a 3-player decision's views)."""
     if not board:
         return _preflop_range()
+    if len(board) == BOARD_SIZES[-1]:  # one board: its HS^2, no relabelling or completions
+        bits = np.bitwise_or.reduce(CARD_BITS[list(board)])
+        out = np.round(kernels.river_squares(bits, ALL_HOLES), 12)
+        out.setflags(write=False)
+        return out
     relabel, canonical = canonical_board(board)
     values = _canonical_strengths(canonical, rollouts, seed)
     out = by_relabelled_hole(values, relabel)

@@ -53,6 +53,7 @@ from oppmodel.modeling.games.acpc.holdem_abstract import (
 )
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.solved import cache_folder
+from oppmodel.modeling.holdem import _blueprint_kernels as kernels
 from oppmodel.modeling.holdem.policy import Spot
 from oppmodel.modeling.holdem.strength import hole_rows
 from oppmodel.modeling.solve.lazy_mccfr import UNVISITED
@@ -104,12 +105,8 @@ class Rows:
 
     def table(self, betting: str, views: int) -> np.ndarray:
         """(views, 3) the rows of one betting history by view index, NaN where none."""
-        out = np.full((views, NUM_ACTIONS), np.nan)
-        g = self.group.get(betting)
-        if g is not None:
-            start, end = self.starts[g], self.starts[g + 1]
-            out[self.views[start:end]] = self.probs[start:end]
-        return out
+        group = self.group.get(betting, -1)
+        return kernels.group_table(self.starts, self.views, self.probs, group, views)
 
     def as_dict(self, config: AbstractGameConfig) -> dict[str, list[float]]:
         """The file's ``{"<view>:<betting>": row}`` again."""

@@ -44,6 +44,8 @@ from oppmodel.modeling.observation import (
 
 # (position, round, betting, views) -> (views, 3) the blueprint's rows there, NaN where it has none
 RowSource = Callable[[int, int, str, int], np.ndarray]
+_CALLS = np.eye(NUM_ACTIONS)[CALL]  # the row of a set the source lacks
+_CALLS.setflags(write=False)
 FIRST_CAPACITY = 4096  # sets a lazy numbering holds before it first grows
 CARD_INDEX = {name: i for i, name in enumerate(CARD_NAMES)}
 
@@ -162,10 +164,15 @@ class LazySets:
         """(3,) the legal actions and (views, 3) the blueprint's rows of the decision node of
         ``state``, numbered or not (numbering nothing)."""
         legal = np.zeros(NUM_ACTIONS, dtype=bool)
-        legal[legal_actions(self.gamedef, state)] = True
+        for action in legal_actions(self.gamedef, state):
+            legal[action] = True
         views = self.views[state.round]
-        read = np.asarray(self.source(state.player, state.round, state.betting, views), dtype=float)
-        return legal, np.where(np.isnan(read[:, :1]), np.eye(NUM_ACTIONS)[CALL], read)
+        # a copy, ours to fill (a node's rows are read once each: its numpy calls are the cost)
+        read = np.array(self.source(state.player, state.round, state.betting, views), dtype=float)
+        missing = np.isnan(read[:, 0])
+        if missing.any():
+            read[missing] = _CALLS
+        return legal, read
 
     def decision_nodes(self, position: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`CompiledSets.decision_nodes` over the nodes numbered so far."""

@@ -29,6 +29,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from oppmodel.clients.commands.acpc_agent_cmd import default_decision_budget_ms  # noqa: E402
 from oppmodel.modeling.games.acpc.gamedef import read_game_def  # noqa: E402
 from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match  # noqa: E402
 from oppmodel.modeling.holdem.response import HoldemMBBRAgent  # noqa: E402
@@ -37,7 +38,9 @@ from oppmodel.modeling.holdem.styles import policy_factory  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 
 GAME = "holdem3p"
-BUDGET_MS = 292.0  # the ACPC agent's budget a decision on this game (clients/acpc)
+# the ACPC agent's budget a decision on this game, from where the agent takes it: half the
+# reference dealer's time a hand over the most decisions of a hand (15 here: 233 ms)
+BUDGET_MS = default_decision_budget_ms(read_game_def(GAME))
 
 
 class _Timed(HoldemMBBRAgent):

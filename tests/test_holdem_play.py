@@ -22,6 +22,7 @@ from oppmodel.modeling.holdem.policy import (
     check_rows,
     live_holes,
 )
+from oppmodel.modeling.holdem.strength import hole_rows
 
 DATA = Path(__file__).parent / "data" / "acpc"
 HOLDEM2P = read_game_def(DATA / "holdem.limit.2p.reverse_blinds.game")
@@ -79,3 +80,14 @@ def test_check_rows_names_the_first_bad_row():
     spot = Spot.of(HOLDEM2P, ["As", "Kd", "2c"], "rc/")  # no fold here
     with pytest.raises(InvalidArgumentError, match=r"probabilities: row 1 \[1.0, 0.0, 0.0\]"):
         check_rows(spot, np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]))
+
+
+def test_hole_rows_finds_each_pair_in_either_order_and_names_the_first_bad_row() -> None:
+    shuffled = np.random.default_rng(2).permutation(len(ALL_HOLES))
+    pairs = ALL_HOLES[shuffled].copy()
+    pairs[::2] = pairs[::2, ::-1]  # every other pair high card first
+    assert np.array_equal(hole_rows(pairs), shuffled)
+    for bad in ([5, 5], [-1, 4], [52, 0], [0, 53]):
+        with pytest.raises(InvalidArgumentError, match=rf"row 1 \{bad}") as caught:
+            hole_rows(np.array([[0, 1], bad]))
+        assert caught.value.field == "holes"

@@ -42,3 +42,15 @@ def beaten_share(holes, values, queries):
             total += 1
         out[k] = won / total
     return out
+
+
+@njit(cache=True)
+def pair_rows(holes, index):
+    """(k,) the row ``index[a, b]`` of each pair (a, b) of ``holes`` (k, 2), -1 where a card is
+    not of the deck (or the two are one card: ``index``'s diagonal)."""
+    out = np.empty(holes.shape[0], dtype=np.int64)
+    deck = index.shape[0]
+    for i in range(holes.shape[0]):
+        a, b = holes[i, 0], holes[i, 1]
+        out[i] = index[a, b] if 0 <= a < deck and 0 <= b < deck else -1
+    return out

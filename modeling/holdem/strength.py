@@ -31,16 +31,14 @@ from oppmodel.modeling.games.acpc.abstraction import (
     strength,
 )
 from oppmodel.modeling.holdem import _strength_kernels as kernels
-from oppmodel.modeling.holdem.policy import CARD_NAMES, DECK_SIZE
+from oppmodel.modeling.holdem.policy import CARD_NAMES
 
 
 def hole_rows(holes: np.ndarray) -> np.ndarray:
     """The rows of :data:`ALL_HOLES` of a (k, 2) array of two distinct cards each;
     InvalidArgumentError naming the first bad row."""
     holes = np.asarray(holes, dtype=np.int64).reshape(-1, 2)
-    ok = ((holes >= 0) & (holes < DECK_SIZE)).all(axis=1)
-    rows = np.full(len(holes), -1, dtype=np.int64)
-    rows[ok] = HOLE_INDEX[holes[ok, 0], holes[ok, 1]]
+    rows = kernels.pair_rows(holes, HOLE_INDEX)  # one pass: a posterior update asks per round
     if (rows < 0).any():
         i = int(np.flatnonzero(rows < 0)[0])
         raise InvalidArgumentError("holes", f"row {i} {holes[i].tolist()} is no two-card hand")

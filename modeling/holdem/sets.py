@@ -169,9 +169,7 @@ class LazySets:
         views = self.views[state.round]
         # a copy, ours to fill (a node's rows are read once each: its numpy calls are the cost)
         read = np.array(self.source(state.player, state.round, state.betting, views), dtype=float)
-        missing = np.isnan(read[:, 0])
-        if missing.any():
-            read[missing] = _CALLS
+        np.copyto(read, _CALLS, where=np.isnan(read[:, :1]))
         return legal, read
 
     def decision_nodes(self, position: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -8,6 +8,8 @@ hands' likelihood ratios."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from holdem_support import RecordingAgent, seeded_blueprint, small_spots
 from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
 from oppmodel.modeling.holdem.styles import holdem_policy
-from oppmodel.modeling.holdem.tilt import ITERATIONS, LIMIT, TiltMap, fit_level, tilted
+from oppmodel.modeling.holdem.tilt import ITERATIONS, LIMIT, TiltMap, fit_level, fit_tilt, tilted
 from oppmodel.modeling.mbbr.evidence import hand_likelihood
 from oppmodel.modeling.observation import LimitObservation
 
@@ -108,6 +110,35 @@ def test_the_scaling_kernel_steps_as_whole_array_numpy_does(seed: int) -> None:
     want[present] = _scaling_steps(log_base, counts, compact, len(present), 2.0, ITERATIONS)
     assert np.allclose(theta, want, rtol=0, atol=1e-12)
     assert np.array_equal(theta[3:], np.zeros((2, 3)))  # unvisited, no rows: untilted
+
+
+def test_fit_tilt_is_its_two_levels_fitted_one_after_the_other() -> None:
+    """fit_tilt's one kernel call (both levels, the visited rows selected) gives the bits of
+    the levels fitted by fit_level in turn on those rows (the way it was written before): rows
+    no hand visited, a situation with none, nodes of no row, a set the opponent cannot fold."""
+    rng = np.random.default_rng(7)
+    rows, nodes = 30, 9
+    node = rng.integers(0, nodes - 2, rows)  # the last two nodes have no rows
+    situation_of_node = rng.integers(0, 3, nodes)  # situation 3 has no nodes
+    legal = np.ones((rows, 3), dtype=bool)
+    legal[situation_of_node[node] == 0, 0] = False
+    base = np.where(legal, rng.uniform(0.05, 1.0, (rows, 3)), 0.0)
+    base /= base.sum(axis=1, keepdims=True)
+    expected = rng.integers(0, 4, (rows, 3)) * legal * rng.uniform(0.5, 2.0, (rows, 3))
+    expected[::4] = 0.0  # never visited
+    tilt_map = cast(TiltMap, SimpleNamespace(
+        rows=np.arange(rows), node_of=node, situation_of_node=situation_of_node,
+        num_nodes=nodes, num_situations=4, legal=legal,
+    ))  # fmt: skip
+    mean, theta = fit_tilt(tilt_map, base, expected, situation_weight=3.0, node_weight=5.0)
+    with np.errstate(divide="ignore"):
+        log_base = np.where(legal, np.log(base), -np.inf)
+    seen, situation = expected.sum(axis=1) > 0.0, situation_of_node[node]
+    want = fit_level(log_base[seen], expected[seen], situation[seen], 4, 3.0)
+    shifted = log_base + want[situation]
+    delta = fit_level(shifted[seen], expected[seen], node[seen], nodes, 5.0)
+    assert np.array_equal(theta, want) and np.array_equal(theta[3], np.zeros(3))
+    assert np.array_equal(mean, tilted(shifted, delta[node]))
 
 
 def test_with_no_hands_a_refit_leaves_the_blueprints_prior(spots) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oppmodel.modeling.holdem._tilt_kernels import fitted_theta
+from oppmodel.modeling.holdem._tilt_kernels import level_theta, tilt_levels
 from oppmodel.modeling.holdem.sets import CompiledSets, LazySets
 
 SITUATION_WEIGHT = 2.0  # pseudo-visits a situation's tilt is shrunk to none by
@@ -70,21 +70,11 @@ def fit_level(
     """(groups, 3) the log multipliers theta_g maximising the likelihood of ``counts`` ((k, 3)
     expected counts per row) with row k's probabilities ``tilted(log_base[k], theta[group[k]])``,
     plus ``weight`` pseudo-visits per group acting as its rows do at theta = 0 (spread as its
-    visits). Only the groups with rows are fitted, the others keep theta = 0 (a node level's
-    groups are every decision node, thousands, its rows those of the ~100-200 reached)."""
-    present, compact = np.unique(group, return_inverse=True)
-    theta = np.zeros((groups, 3))
-    theta[present] = _fitted(log_base, counts, compact, len(present), weight)
-    return theta
-
-
-def _fitted(
-    log_base: np.ndarray, counts: np.ndarray, group: np.ndarray, groups: int, weight: float
-) -> np.ndarray:
-    """:func:`fit_level`'s scaling steps over groups numbered 0 .. ``groups`` - 1: each
-    action's multiplier scaled by observed over predicted (the pseudo-visits predicted as the
-    visits are; an action no row of the group allows, or none saw, keeps its multiplier)."""
-    return fitted_theta(
+    visits): ``ITERATIONS`` scaling steps, each action's multiplier scaled by observed over
+    predicted (the pseudo-visits predicted as the visits are; an action no row of the group
+    allows, or none saw, keeps its multiplier). Only the groups with rows are fitted, the others
+    keep theta = 0."""
+    return level_theta(
         np.ascontiguousarray(log_base, dtype=np.float64),
         np.ascontiguousarray(counts, dtype=np.float64),
         np.ascontiguousarray(group, dtype=np.int64),
@@ -111,17 +101,16 @@ def fit_tilt(
     rows = tilt_map.rows
     with np.errstate(divide="ignore"):
         log_base = np.where(tilt_map.legal, np.log(base[rows]), -np.inf)
-    counts = expected[rows]
-    node = tilt_map.node_of
-    situation = tilt_map.situation_of_node[node]
+    counts = np.ascontiguousarray(expected[rows], dtype=np.float64)
     seen = counts.sum(axis=1) > 0.0  # the fit's sums over the rows never visited add 0: skipped
-    theta = fit_level(
-        log_base[seen], counts[seen], situation[seen], tilt_map.num_situations, situation_weight
-    )
-    shifted = log_base + theta[situation]
-    delta = fit_level(shifted[seen], counts[seen], node[seen], tilt_map.num_nodes, node_weight)
+    # both levels in one kernel call (numpy's per-call overhead was most of a Kuhn refit)
+    shifted, delta, theta = tilt_levels(
+        log_base, counts, seen, tilt_map.node_of, tilt_map.situation_of_node,
+        tilt_map.num_nodes, tilt_map.num_situations, float(situation_weight),
+        float(node_weight), ITERATIONS, LIMIT,
+    )  # fmt: skip
     out = base.copy()
-    out[rows] = tilted(shifted, delta[node])
+    out[rows] = tilted(shifted, delta)
     return out, theta
 
 

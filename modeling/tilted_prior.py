@@ -68,6 +68,17 @@ class TiltedModel(DirichletModel):
             game, self.prior_mean, epsilon=config.epsilon, eta=1.0, prior=Prior.INFORMED
         )
         self._untilted = [self._alphas(p) for p in range(game.num_players)]
+        # per position: where the opponents' sets are (n - 1, num_infosets, 1) and each untilted
+        # type's concentration there (what ``_tilt`` multiplies the means by)
+        self._sets_of = []
+        for fit in self._dirichlet:
+            sets_of = np.zeros((*fit.alpha0.shape[:2], 1), dtype=np.bool_)
+            for d, q in enumerate(fit.seats):
+                sets_of[d, game.infosets(int(q))] = True
+            self._sets_of.append(sets_of)
+        self._concentrations = [
+            [alpha.sum(axis=2, keepdims=True) for alpha in alphas] for alphas in self._untilted
+        ]
         self._means: list[np.ndarray | None] = [None] * game.num_players
 
     def _mixture_of(self, p: int) -> MixturePrior:
@@ -90,14 +101,11 @@ class TiltedModel(DirichletModel):
         """Position ``p``'s prior: its untilted concentrations times ``means`` ((n - 1,
         num_infosets, 3), the opponents' rows by offset) at the opponents' sets."""
         self._means[p] = means
-        alphas = []
-        for alpha in self._untilted[p]:
-            tilted = alpha.copy()
-            for d, q in enumerate(self._dirichlet[p].seats):
-                rows = self.game.infosets(int(q))
-                tilted[d, rows] = alpha[d, rows].sum(axis=1, keepdims=True) * means[d, rows]
-            alphas.append(tilted)
-        self._set_alphas(p, *alphas)
+        informed, second = (
+            np.where(self._sets_of[p], concentration * means, alpha)
+            for alpha, concentration in zip(self._untilted[p], self._concentrations[p], strict=True)
+        )
+        self._set_alphas(p, informed, second)
 
     def refit(self) -> None:
         """Fit every position's tilt to its expected counts now, make it the prior and step the

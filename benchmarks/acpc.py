@@ -28,10 +28,13 @@ of this process) on the 2-player game file, 3,000 hands (deck seed 42), the styl
 of hand h held until h / ``--rate`` seconds after the first (100 hands/s; 0: unpaced). Reported:
 the decisions by the service and by the fallback, each answered GetAction's time (median, p99,
 max: the agent's tally), the hands per second, the server's CPU per decision and per hand (the
-server process and its model workers, from /proc), the agent process's from its first hand to its
-last and this process's (the dealer and the style: ``harness``) CPU per hand, and the machine's
-load average during it. The three CPU figures times the pace are the cores the match needs: above
-the machine's ``cores``, the pace cannot be met whatever the service does.
+server process and its model workers, from /proc; the session's start is in it, with the agent's
+warm-up GetResponse of the whole response table), the same from the first hand to the last
+split into the server's main process (gRPC, the store) and its model workers (the models), the
+agent process's from its first hand to its last and this process's (the dealer and the style:
+``harness``) CPU per hand, and the machine's load average during it. The three CPU figures
+times the pace are the cores the match needs: above the machine's ``cores``, the pace cannot be
+met whatever the service does.
 
     python benchmarks/acpc.py [--quick] [--json]
     python benchmarks/acpc.py --holdem [--hands 3000] [--rate 100] [--opponent calling-station]
@@ -59,7 +62,7 @@ from oppmodel.clients.acpc.agent import connect, make_policy, play_match  # noqa
 from oppmodel.clients.acpc.dealer import DealerConfig, MatchDealer  # noqa: E402
 from oppmodel.clients.acpc.log import LoggedHand  # noqa: E402
 from oppmodel.clients.client import OpponentModelClient  # noqa: E402
-from oppmodel.clients.lab.process_tree import tree_cpu  # noqa: E402
+from oppmodel.clients.lab.process_tree import process_cpu, tree_cpu  # noqa: E402
 from oppmodel.modeling.errors import OppModelError  # noqa: E402
 from oppmodel.modeling.games.acpc.betting import HandState  # noqa: E402
 from oppmodel.modeling.games.acpc.bundled import game_path  # noqa: E402
@@ -281,11 +284,14 @@ def holdem_match(
     stamps: list[float] = []
     loads: list[float] = []
     agent_cpu: list[float] = []  # the agent process's CPU at the first and the last hand
+    # the server's main process's and its whole tree's CPU at the first and the last hand
+    server_steady: list[tuple[float, float]] = []
 
     def on_hand(_hand) -> None:
         stamps.append(time.perf_counter())
         if len(stamps) in (1, hands):
             agent_cpu.append(tree_cpu(agent.pid))
+            server_steady.append((process_cpu(server.pid), tree_cpu(server.pid)))
 
     try:
         dealer = MatchDealer(
@@ -333,6 +339,8 @@ def holdem_match(
     if result.status != 0:
         raise RuntimeError(f"the hold'em match failed: {result.error}")
     decisions = tally["service_decisions"] + tally["fallback_decisions"]
+    (main_first, tree_first), (main_last, tree_last) = server_steady
+    workers_first, workers_last = tree_first - main_first, tree_last - main_last
     return {
         "benchmark": "acpc-holdem-service",
         "hands": hands,
@@ -346,6 +354,8 @@ def holdem_match(
         "decision_budget_ms": tally["decision_budget_ms"],
         "server_cpu_ms_per_decision": 1000 * cpu / max(1, decisions),
         "server_cpu_ms_per_hand": 1000 * cpu / hands,
+        "server_main_cpu_ms_per_hand": 1000 * (main_last - main_first) / (hands - 1),
+        "model_workers_cpu_ms_per_hand": 1000 * (workers_last - workers_first) / (hands - 1),
         "agent_cpu_ms_per_hand": 1000 * (agent_cpu[-1] - agent_cpu[0]) / (hands - 1),
         "harness_cpu_ms_per_hand": 1000 * harness_cpu / hands,
         "cores": os.cpu_count(),

@@ -60,6 +60,13 @@ def test_live_holes_are_every_two_card_hand_without_the_dead_cards():
     live = live_holes(dead)
     assert live.shape == (comb(47, 2), 2)
     assert not np.isin(live, dead).any()
+    rng = np.random.default_rng(7)  # the hands kept are those of a plain filter, in its order
+    for size in range(9):
+        dead = rng.choice(52, size, replace=False).tolist()
+        kept = [h for h in ALL_HOLES.tolist() if not set(h) & set(dead)]
+        assert live_holes(dead).tolist() == kept
+    with pytest.raises(InvalidArgumentError, match="dead: card 52"):
+        live_holes([3, 52])
 
 
 @pytest.mark.parametrize("betting", ["", "rrr", "rc/", "rc/r"])

@@ -109,11 +109,20 @@ def board_texts(game: GameDef, board: Sequence[int], rounds: int) -> tuple[str, 
     )
 
 
+HOLE_BITS = (1 << ALL_HOLES[:, 0]) | (1 << ALL_HOLES[:, 1])  # each hand's two cards as bits
+HOLE_BITS.setflags(write=False)
+
+
 def live_holes(dead: Sequence[int]) -> np.ndarray:
-    """The rows of :data:`ALL_HOLES` that use none of the ``dead`` cards (a range's support)."""
-    mask = np.zeros(DECK_SIZE, dtype=bool)
-    mask[list(dead)] = True
-    return ALL_HOLES[~(mask[ALL_HOLES[:, 0]] | mask[ALL_HOLES[:, 1]])]
+    """The rows of :data:`ALL_HOLES` that use none of the ``dead`` cards (a range's support), in
+    their order: one AND over the hands' card bits, the rows kept by ``compress`` (a hold'em
+    update asks once a hand; a card mask per hand and boolean indexing cost ~30-50 us, ~6 now)."""
+    bits = 0
+    for card in dead:
+        if not 0 <= card < DECK_SIZE:
+            raise InvalidArgumentError("dead", f"card {card} is not of the deck")
+        bits |= 1 << int(card)
+    return ALL_HOLES.compress((HOLE_BITS & bits) == 0, axis=0)
 
 
 def check_rows(spot: Spot, rows: np.ndarray, field: str = "probabilities") -> np.ndarray:

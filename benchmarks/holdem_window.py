@@ -7,13 +7,13 @@ styles) is fed, seat 0's view of each hand, to the model a ``holdem3p`` session 
 decisions asked, so no bank booked), whose tilted prior is refitted every 100 hands. Every
 ``--every`` hands it reports, in CPU time of this process: the update a hand (median of the
 interval), the refits of the interval (median and max; the fold included), the classes the fits
-keep, the sets numbered, the model's ``nbytes``, the process's peak RSS, the snapshot's size
-and the CPU of ``snapshot()`` and of a reload (a new model restored from it: the sets numbered
-again from their bettings, the fits' tables read). With ``--replaying N`` a second model without
-the window is fed the same first N hands beside it: its refits, classes and snapshot, and how
-far the two
-models' posterior means are apart at the end (the largest difference of any numbered set's
-row) and their guards' log-odds.
+keep, the sets numbered (and the renumberings that bound them so far), the model's ``nbytes``,
+the process's peak RSS, the snapshot's size and the CPU of ``snapshot()`` and of a reload (a new
+model restored from it: the sets numbered again from their bettings, the fits' tables read).
+With ``--replaying N`` a second model without the window is fed the same first N hands beside
+it: its refits, classes and snapshot, and how far the two models' posterior means are apart at
+the end (the largest difference of any set's row the windowed model numbers, by betting: its
+numbering may be bounded, the replaying one's is not) and their guards' log-odds.
 
     python benchmarks/holdem_window.py [--hands 100000] [--every 10000] [--replaying 5000] [--json]
 """
@@ -155,6 +155,7 @@ def checkpoint(k: int, timed: Timed, updates: list[float], start: float) -> dict
         "refit_s_max": round(max(refits), 3) if refits else None,
         "classes": timed.classes(),
         "sets": model.mbbr.posterior.sets.size,
+        "renumbered": model.mbbr.posterior.sets.renumbered,
         "nbytes_mb": round(model.nbytes() / 1e6, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3, 1),
         **reload_figures(model),
@@ -165,9 +166,15 @@ def checkpoint(k: int, timed: Timed, updates: list[float], start: float) -> dict
 def compared(k: int, windowed: Timed, replaying: Timed, updates: list[float]) -> dict:
     """The replaying model after its hands, beside the windowed one (fed the same hands)."""
     mine, theirs = windowed.model.mbbr.posterior, replaying.model.mbbr.posterior
-    size = mine.sets.size
+    ours, their = [], []  # the same sets in each numbering (the windowed one's may be bounded)
+    for betting in mine.sets.bettings:
+        base, round_, _ = mine.sets.node(betting)
+        views = mine.sets.views[round_]
+        ours.append(np.arange(base, base + views))
+        their.append(theirs.sets.node(betting)[0] + np.arange(views))
+    at, there = np.concatenate(ours), np.concatenate(their)
     apart = max(
-        float(np.abs(mine.models_profile(p)[:, :size] - theirs.models_profile(p)[:, :size]).max())
+        float(np.abs(mine.models_profile(p)[:, at] - theirs.models_profile(p)[:, there]).max())
         for p in range(3)
     )
     return {

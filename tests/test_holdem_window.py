@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from holdem_support import RecordingAgent, lazy_twin, one_raise_3p, seeded_blueprint, small_spots
 
+from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.holdem.posterior import AbstractSpots, HoldemPosterior
 from oppmodel.modeling.holdem.styles import holdem_policy
@@ -41,7 +42,7 @@ def _pair(spots: AbstractSpots, window: int) -> tuple[HoldemPosterior, HoldemPos
     """The same lazy posterior replaying every class (no window) and folding beyond ``window``."""
     blueprint = seeded_blueprint(spots, 0)
     return tuple(  # type: ignore[return-value]
-        HoldemPosterior(lazy_twin(spots, blueprint, 64), None, CONFIG, window=w)
+        HoldemPosterior(lazy_twin(spots, blueprint, 64), None, CONFIG, window=w, bound=None)
         for w in (None, window)
     )
 
@@ -104,3 +105,75 @@ def test_a_fold_of_hidden_hands_keeps_the_posterior_and_bounds_the_classes(spots
     assert np.allclose(fit.alpha, alpha, rtol=0, atol=TOLERANCE)
     posterior.observe(hands[0])  # met again after its fold: a new class
     assert 6 <= len(fit.state()[0]) <= 7
+
+
+def _bounded(spots: AbstractSpots, window: int, bound: float) -> tuple[HoldemPosterior, ...]:
+    """The same lazy posterior folding beyond ``window``, its numbering unbounded and bounded."""
+    blueprint = seeded_blueprint(spots, 0)
+    return tuple(
+        HoldemPosterior(lazy_twin(spots, blueprint, 64), None, CONFIG, window=window, bound=b)
+        for b in (None, bound)
+    )
+
+
+def _used(posterior: HoldemPosterior) -> int:
+    """The sets of the nodes the fits' classes have moves at."""
+    sets = posterior.sets
+    at = {int(i) for fit in posterior.fits for i in fit.state()[1]["entries"] // 3}
+    at = {i % posterior.capacity for i in at}
+    used = 0
+    for betting in sets.bettings:
+        base, round_, _ = sets.node(betting)
+        views = sets.views[round_]  # type: ignore[union-attr]
+        used += views if at & set(range(base, base + views)) else 0
+    return used
+
+
+def test_a_renumbering_keeps_the_answers_at_the_sets_it_keeps(spots) -> None:
+    hands = _hands(spots, ["uniform", "maniac", "tight-passive"], 60, seed=11)
+    whole, bounded = _bounded(spots, window=2, bound=1.0)
+    bounded.bound = None  # from the 36th hand on: folded counts at nodes no class uses by then
+    for k, obs in enumerate(hands, start=1):
+        whole.observe(obs)
+        bounded.observe(obs)
+        if k % 6 == 0:
+            bounded.bound = 1.0 if k >= 36 else None
+            whole.refit()
+            bounded.refit()
+            if bounded.sets.renumbered:
+                break
+    sets, every = bounded.sets, whole.sets
+    assert sets.renumbered == 1 and sets.size < every.size
+    assert bounded.capacity == sets.capacity < whole.capacity  # the arrays shrunk with it
+    assert all(len(a.counts) for row in bounded.archives for a in row)  # dropped folded counts
+    gamedef = every.gamedef
+    for p in range(3):
+        want, got = whole.models_profile(p), bounded.models_profile(p)
+        for betting in every.bettings:
+            base, round_, q = every.node(betting)
+            rows = slice(base, base + every.views[round_])  # type: ignore[union-attr]
+            found = sets.numbered(betting)  # type: ignore[union-attr]
+            if found is not None:  # kept: the same posterior
+                kept = slice(found[0], found[0] + every.views[round_])  # type: ignore[union-attr]
+                assert np.allclose(got[:, kept], want[:, rows], rtol=0, atol=TOLERANCE)
+            elif q != p and not whole.folded[p][whole.seats[p].index(q), rows].any():
+                # dropped, never counted: what a decision reads there is the same prior's mean
+                state = HandState.from_betting(gamedef, betting).state
+                mean = bounded.mean_rows(p, state)
+                assert np.allclose(mean, want[q, rows], rtol=0, atol=TOLERANCE)
+        for d in range(2):  # the tilts, the archived counts in their situations' fit
+            assert np.allclose(bounded.thetas[p][d], whole.thetas[p][d], rtol=0, atol=1e-9)
+
+
+def test_the_bound_holds_the_numbering_to_a_multiple_of_the_sets_used(spots) -> None:
+    hands = _hands(spots, ["uniform", "maniac", "tight-passive"], 60, seed=13)
+    whole, bounded = _bounded(spots, window=4, bound=1.5)
+    for k, obs in enumerate(hands, start=1):
+        whole.observe(obs)
+        bounded.observe(obs)
+        if k % 6 == 0:
+            whole.refit()
+            bounded.refit()
+            assert bounded.sets.size <= 1.5 * _used(bounded)
+    assert bounded.sets.renumbered > 1
+    assert whole.sets.size > 1.5 * _used(whole)  # unbounded, it would not hold

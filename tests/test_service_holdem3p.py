@@ -212,3 +212,30 @@ def test_acpc_agent_plays_3p_holdem_mbbr_through_the_service(tmp_path: Path, cap
     assert tally["hands"] == 4
     assert tally["fallback_decisions"] == 0 and tally["service_decisions"] == tally["actions"] > 0
     assert session.game == "holdem3p" and session.hands_observed == 4
+
+
+def test_a_snapshot_after_a_renumbering_restores_it_and_goes_on_alike(hands) -> None:
+    game = lazy_holdem_served("holdem3p")
+    part = library(hands[:6])
+    posterior = part.mbbr.posterior
+    posterior.window, posterior.bound = 1, 1.0  # a small window: the bound drops nodes
+    posterior.refit()
+    assert posterior.sets.renumbered == 1
+    assert any(len(a.counts) for row in posterior.archives for a in row)
+    restored = game.build_model(CONFIG)
+    restored.mbbr.posterior.window = 1  # type: ignore[attr-defined]  # (the snapshot's identity)
+    restored.restore(part.snapshot())  # type: ignore[union-attr]
+    mine = restored.mbbr.posterior  # type: ignore[attr-defined]
+    mine.window, mine.bound = 1, 1.0
+    assert mine.sets.bettings == posterior.sets.bettings
+    for row, theirs in zip(mine.archives, posterior.archives, strict=True):
+        for got, want in zip(row, theirs, strict=True):
+            assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    for model in (part, restored):
+        for obs in hands[6:]:
+            model.observe(obs)
+        model.mbbr.posterior.refit()  # type: ignore[attr-defined]
+    assert mine.sets.bettings == posterior.sets.bettings
+    for got, want in zip(mine.fits, posterior.fits, strict=True):
+        assert np.array_equal(got.alpha, want.alpha) and np.array_equal(got.profile, want.profile)
+    assert mine.log_odds == posterior.log_odds

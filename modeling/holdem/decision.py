@@ -103,6 +103,7 @@ class _Tree:
         self.sets = sets = cast(LazySets, posterior.sets)
         self.prior = posterior.thetas[me]  # the prior the rows of nodes not numbered are of
         self.bettings_seen = len(sets.bettings)  # the numbering's, at the start
+        self.renumbered = sets.renumbered  # the set indices held are this numbering's
         self.unnumbered: dict[str, int] = {}  # betting -> node, of opponents' nodes not numbered
         self.numbered: list[tuple[int, int, int, int]] = []  # (q, base, views, first row)
         self.gather: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -258,7 +259,9 @@ class DecisionValues:
         tree = self._trees.get(me)
         if me not in self._fresh:
             self._fresh.add(me)
-            if tree is not None and len(tree.states) >= TREE_NODES_KEPT:
+            if tree is not None and (
+                len(tree.states) >= TREE_NODES_KEPT or tree.renumbered != self.sets.renumbered
+            ):
                 tree = None
             elif tree is not None:
                 tree.refresh()

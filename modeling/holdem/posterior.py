@@ -52,7 +52,6 @@ betting situation and node toward what the opponent did (:mod:`~oppmodel.modelin
 from __future__ import annotations
 
 import copy
-import functools
 from typing import NamedTuple, cast
 
 import numpy as np
@@ -74,8 +73,8 @@ from oppmodel.modeling.holdem.blueprint import range_views
 from oppmodel.modeling.holdem.policy import DECK_SIZE, live_holes
 from oppmodel.modeling.holdem.sets import CompiledSets, LazySets, distinct_rows, situation
 from oppmodel.modeling.holdem.strength import hole_rows
-from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt, tilted_rows
-from oppmodel.modeling.holdem.window import fold_oldest
+from oppmodel.modeling.holdem.tilt import Archive, TiltMap, fit_tilt, tilted_rows
+from oppmodel.modeling.holdem.window import BOUND, bound_numbering, fold_oldest, move_sets
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
@@ -113,6 +112,8 @@ class AbstractSpots:
         self.config = config
         self.cards = cards
         self.flops = flops
+        self._moves: dict[str, tuple[tuple[int, int, int, int], ...]] = {}
+        self._moves_numbering = self.sets.renumbered
 
     def views(self, board: tuple[int, ...], round_: int, holes: np.ndarray) -> np.ndarray:
         """(k,) the view in ``round_`` of each hole pair ((k, 2) card integers) on ``board``
@@ -134,17 +135,19 @@ class AbstractSpots:
 
     def moves(self, betting: str) -> tuple[tuple[int, int, int, int], ...]:
         """Every move of a betting: (the first set of the node before it, its round, the mover,
-        the action code)."""
-        return _moves(self.sets, betting)
-
-
-@functools.cache  # per (sets, betting): a match meets the same bettings over and over
-def _moves(sets: CompiledSets | LazySets, betting: str) -> tuple[tuple[int, int, int, int], ...]:
-    out = []
-    for k, letter in enumerate(betting):
-        if letter != ROUND_SEPARATOR:
-            out.append((*sets.node(betting[:k]), ACTION_LETTERS.index(letter)))
-    return tuple(out)
+        the action code); kept per betting (a match meets the same bettings over and over) until
+        the numbering drops nodes (:meth:`LazySets.renumber`), which also bounds what is kept."""
+        if self._moves_numbering != self.sets.renumbered:
+            self._moves.clear()
+            self._moves_numbering = self.sets.renumbered
+        found = self._moves.get(betting)
+        if found is None:
+            out = []
+            for k, letter in enumerate(betting):
+                if letter != ROUND_SEPARATOR:
+                    out.append((*self.sets.node(betting[:k]), ACTION_LETTERS.index(letter)))
+            found = self._moves[betting] = tuple(out)
+        return found
 
 
 def cards_of(text: str) -> list[int]:
@@ -275,13 +278,16 @@ class HoldemPosterior:
         config: MBBRConfig | None = None,
         *,
         window: int | None = None,
+        bound: float | None = BOUND,
     ) -> None:
         """``blueprint``: (n, num_infosets, 3) the compiled abstract game's profile the prior is
         around (:func:`abstract_profile`), or None where the sets are numbered as met (their
         numbering reads the blueprint's rows); ``config``: MBBR's, of which ``epsilon`` and
         ``eta`` are read (the informed prior); ``window``: the classes a fit keeps at a refit,
         the older folded (:mod:`~oppmodel.modeling.holdem.window`; None: every class kept, as
-        :meth:`detached` needs)."""
+        :meth:`detached` needs); ``bound``: with a window and sets numbered as met, a refit
+        renumbers the sets when more than ``bound`` times those the kept classes use are numbered
+        (:meth:`refit`; None: never)."""
         sets = spots.sets
         n = sets.num_players
         if n not in (2, 3):
@@ -293,7 +299,8 @@ class HoldemPosterior:
         self.capacity = sets.capacity
         if blueprint is None:  # every row padding until numbered (``_sync``)
             self.size = 0
-            blueprint = _padding(np.zeros((n, 0, NUM_ACTIONS)), sets.capacity, 1.0)
+            blueprint = np.zeros((n, sets.capacity, NUM_ACTIONS))
+            blueprint[:, :, CALL] = 1.0
             alpha = blueprint.copy()
         else:
             self.size = sets.size
@@ -311,6 +318,11 @@ class HoldemPosterior:
             DirichletPosterior(alpha[seats], blueprint.copy(), seats) for seats in self.seats
         ]
         self.window = window
+        if bound is not None and bound < 1.0:
+            raise InvalidArgumentError("bound", f"must be 1 or more (times the sets used): {bound}")
+        self.bound = bound if window is not None and sets.numbered_as_met else None
+        # per position of ours and opponent, the folded counts of rows a renumbering dropped
+        self.archives = [[Archive.empty() for _ in range(n - 1)] for _ in range(n)]
         self.folded = [np.zeros_like(fit.alpha0) for fit in self.fits]  # per p, in alpha0 too
         self.hands = 0
         # log of the likelihood ratio, the models' predictions against the blueprint's, of the
@@ -339,19 +351,27 @@ class HoldemPosterior:
         return evidence.parts
 
     def refit(self, sweeps: int = REFIT_SWEEPS) -> None:
-        """Fold each fit's classes beyond ``window`` (:func:`fold_oldest`), fit each position's
-        tilted prior (:mod:`oppmodel.modeling.holdem.tilt`) to the expected counts now (folded
-        ones too), make it the Dirichlets' prior mean (concentration ``eta``; plus the folded
-        counts), and step the fit ``sweeps`` times over the hands with hidden cards under it."""
+        """Fold each fit's classes beyond ``window`` (:func:`fold_oldest`), renumber the sets if
+        too many are numbered (:func:`bound_numbering`), fit each position's tilted prior
+        (:mod:`oppmodel.modeling.holdem.tilt`) to the expected counts now (folded ones too, and
+        the archived), make it the Dirichlets' prior mean (concentration ``eta``; plus the
+        folded counts), and step the fit ``sweeps`` times over the hands with hidden cards
+        under it."""
         self._sync()
+        if self.window is not None:
+            for p, fit in enumerate(self.fits):
+                self.folded[p] += fold_oldest(fit, self.window)
+            if self.bound is not None:
+                bound_numbering(self, self.bound)
+                self._tilts.clear()  # made again over the numbering now
         alpha0: list[np.ndarray] = []
         thetas: list[list[np.ndarray | None]] = []
         for p, fit in enumerate(self.fits):
-            if self.window is not None:
-                self.folded[p] += fold_oldest(fit, self.window)
             counts = fit.expected + self.folded[p]
-            seats = enumerate(self.seats[p])
-            tilts = [fit_tilt(self._tilt(q), self.base[q], counts[d]) for d, q in seats]
+            tilts = [
+                fit_tilt(self._tilt(q), self.base[q], counts[d], archive=self.archives[p][d])
+                for d, q in enumerate(self.seats[p])
+            ]
             alpha0.append(np.stack([self.eta * mean for mean, _ in tilts]) + self.folded[p])
             thetas.append([theta for _, theta in tilts])
         self.set_prior(alpha0, thetas, sweeps)
@@ -417,7 +437,7 @@ class HoldemPosterior:
             return
         sets = cast(LazySets, self.sets)
         if sets.capacity > self.capacity:
-            self._grow(sets.capacity)
+            move_sets(self, np.arange(self.capacity), sets.capacity)  # a wider table
         new = slice(self.size, sets.size)
         legal = sets.legal_mask[:, new]
         self.blueprint[:, new] = sets.blueprint[:, new]
@@ -469,32 +489,3 @@ class HoldemPosterior:
         if theta is None:
             return alpha
         return self.eta * tilted_rows(alpha / self.eta, legal, theta[situations])
-
-    def _grow(self, capacity: int) -> None:
-        """Every array of ``self.capacity`` sets made ``capacity`` (a padding row calls): the
-        fits rebuilt from their state, each move's flat index (offset, set, action) moved to
-        the wider table."""
-        old = self.capacity
-        self.blueprint = _padding(self.blueprint, capacity, 1.0)
-        self.base = _padding(self.base, capacity, 1.0 / self.eta)
-        for p, fit in enumerate(self.fits):
-            keys, state = fit.state()
-            width = len(self.seats[p])
-            expected = state["expected"].reshape(width, old, NUM_ACTIONS)
-            state["expected"] = _padding(expected, capacity, 0.0).ravel()
-            offset = state["entries"] // (old * NUM_ACTIONS)
-            state["entries"] = state["entries"] + offset * (capacity - old) * NUM_ACTIONS
-            state["means"] = _padding(state["means"], capacity, 1.0)
-            alpha0 = _padding(fit.alpha0, capacity, 1.0)
-            self.folded[p] = _padding(self.folded[p], capacity, 0.0)
-            grown = DirichletPosterior(alpha0, _padding(fit.profile, capacity, 1.0), self.seats[p])
-            grown.restore(keys, state)
-            self.fits[p] = grown
-        self.capacity = capacity
-
-
-def _padding(table: np.ndarray, capacity: int, call: float) -> np.ndarray:
-    """(k, capacity, 3) ``table`` (k, I, 3) with rows of ``call`` at the call added."""
-    pad = np.zeros((table.shape[0], capacity - table.shape[1], NUM_ACTIONS))
-    pad[:, :, CALL] = call
-    return np.ascontiguousarray(np.concatenate([table, pad], axis=1))

@@ -63,7 +63,7 @@ from oppmodel.modeling.holdem.posterior import (
     cards_of,
 )
 from oppmodel.modeling.holdem.response import BUDGET, HoldemMBBR
-from oppmodel.modeling.holdem.sets import LazySets
+from oppmodel.modeling.holdem.sets import FIRST_CAPACITY, LazySets
 from oppmodel.modeling.holdem.styles import bundled_blueprint
 from oppmodel.modeling.holdem.window import WINDOW
 from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
@@ -140,17 +140,20 @@ def lazy_holdem_mbbr(
     *,
     budget: float = BUDGET,
     numbered: Sequence[str] = (),
+    capacity: int = FIRST_CAPACITY,
 ) -> HoldemMBBR:
     """MBBR of bundled hold'em rules whose abstract game does not compile (``holdem3p``): the
     posterior around the bundled blueprint on sets numbered as met, the moves of the finished
     ``bettings`` numbered first, in order (what observing those hands would number; or the
-    nodes of ``numbered``, in order: ``LazySets.bettings`` of a model restored), and the
+    nodes of ``numbered``, in order: ``LazySets.bettings`` of a model restored, in arrays of
+    ``capacity`` sets: its capacity), and the
     response made at each decision (``HoldemMBBR``'s text), its deviations within ``budget``
     mbb/h; each fit keeps ``WINDOW`` classes at a refit, the older folded (holdem/window.py).
     The model the hold'em field and the cycle benchmark play, ``oppmodel replay`` scores and a
     3-player session serves (:mod:`~oppmodel.modeling.holdem.served_lazy`)."""
     blueprint = bundled_blueprint(short)
-    sets = LazySets.of_blueprint(read_game_def(short), blueprint, bettings=numbered)
+    gamedef = read_game_def(short)
+    sets = LazySets.of_blueprint(gamedef, blueprint, bettings=numbered, capacity=capacity)
     spots = AbstractSpots(None, blueprint.config, blueprint.cards, blueprint.flops, sets=sets)
     for betting in bettings:
         spots.moves(betting)

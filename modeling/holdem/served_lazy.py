@@ -19,10 +19,12 @@ What differs from 2-player hold'em's :class:`~oppmodel.modeling.holdem.served.Ho
   asked before it in the session (their deviations book the bank), in any process.
 - **Snapshots** carry the numbering (the bettings of the numbered nodes, in order), each fit's
   classes, prior parameters and folded counts (modeling/holdem/window.py), the tilts of the last
-  refit, the bank and the guard's evidence; a restore numbers the same bettings in the same order
-  and so gets the same indices. A reload replays the hands after the snapshot without their
-  decisions: what those decisions booked is not booked again (the bank of a reload is that much
-  higher; at most the hands since the snapshot).
+  refit, the archived counts of the nodes a renumbering dropped (the numbering's bound,
+  ``HoldemPosterior.refit``), the bank and the guard's evidence; a restore numbers the same
+  bettings in the same order, in arrays of the same capacity, and so gets the same indices. A
+  reload replays the hands after the snapshot without their decisions: what those decisions
+  booked is not booked again (the bank of a reload is that much higher; at most the hands since
+  the snapshot).
 """
 
 from __future__ import annotations
@@ -61,9 +63,10 @@ from oppmodel.modeling.holdem.served import (
     canonical_hand,
     lazy_holdem_mbbr,
 )
-from oppmodel.modeling.holdem.sets import CARD_INDEX, LazySets
+from oppmodel.modeling.holdem.sets import CARD_INDEX, FIRST_CAPACITY, LazySets
 from oppmodel.modeling.holdem.strength import hole_rows
 from oppmodel.modeling.holdem.styles import bundled_blueprint
+from oppmodel.modeling.holdem.tilt import Archive
 from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, decode_snapshot, encode, section, take
@@ -209,14 +212,19 @@ class LazyHoldemServedModel:
     """``lazy_holdem_mbbr``'s model as a session's (``ServedModel``; the module's text)."""
 
     def __init__(
-        self, game: LazyHoldemServed, config: MBBRConfig, numbered: Sequence[str] = ()
+        self,
+        game: LazyHoldemServed,
+        config: MBBRConfig,
+        numbered: Sequence[str] = (),
+        capacity: int = FIRST_CAPACITY,
     ) -> None:
-        """``numbered``: the bettings of the nodes to number first, in order (a snapshot's)."""
+        """``numbered``: the bettings of the nodes to number first, in order, in arrays of
+        ``capacity`` sets (a snapshot's: a renumbering may have shrunk them)."""
         self.game = game
         self.config = config
         budget = config.safety_budget
         self.mbbr: HoldemMBBR = lazy_holdem_mbbr(
-            game.short, config, numbered=numbered, budget=budget
+            game.short, config, numbered=numbered, budget=budget, capacity=capacity
         )
 
     @property
@@ -296,6 +304,7 @@ class LazyHoldemServedModel:
         sets = cast(LazySets, posterior.sets)
         arrays = [sets.legal_mask, sets.blueprint, sets.situation, posterior.blueprint]
         arrays += [posterior.base, *posterior.folded]
+        arrays += [a for row in posterior.archives for archive in row for a in archive]
         return sum(fit.nbytes() for fit in posterior.fits) + sum(a.nbytes for a in arrays)
 
     # -- snapshots --------------------------------------------------------------------------------
@@ -324,6 +333,8 @@ class LazyHoldemServedModel:
             for d, theta in enumerate(posterior.thetas[p]):
                 if theta is not None:
                     arrays[f"theta{p}.{d}"] = theta
+            for d, archive in enumerate(posterior.archives[p]):
+                arrays.update({f"archive{p}.{d}.{k}": a for k, a in archive._asdict().items()})
         scalars = [mbbr.solved_at, mbbr.bank, mbbr.ruled_out, posterior.log_odds, mbbr.booked]
         arrays["scalars"] = np.array(scalars, dtype=np.float64)
         arrays["counters"] = np.array([mbbr.deviations, mbbr.refused], dtype=np.int64)
@@ -335,7 +346,8 @@ class LazyHoldemServedModel:
         hands, arrays = decode_snapshot(blob, self._identity())
         try:
             bettings = [str(b) for b in take(arrays, "bettings", "U", (None,))]
-            fresh = LazyHoldemServedModel(self.game, self.config, bettings)
+            capacity = take(arrays, "alpha0_0", "f8", (None, None, 3)).shape[1]
+            fresh = LazyHoldemServedModel(self.game, self.config, bettings, capacity)
             fresh._set(hands, arrays)
         except SnapshotError:
             raise
@@ -353,6 +365,15 @@ class LazyHoldemServedModel:
             keys = [_key_of(str(text), self.game.num_players) for text in texts]
             fit.restore(keys, section(arrays, f"fit{p}."))
             posterior.thetas[p] = [arrays.get(f"theta{p}.{d}") for d in range(len(fit.seats))]
+            for d in range(len(fit.seats)):
+                name = f"archive{p}.{d}."
+                if f"{name}counts" in arrays:  # none in a snapshot older than the sets' bound
+                    counts = take(arrays, f"{name}counts", "f8", (None, 3))
+                    posterior.archives[p][d] = Archive(
+                        take(arrays, f"{name}log_base", "f8", (len(counts), 3)),
+                        counts,
+                        take(arrays, f"{name}situation", "i8", (len(counts),)),
+                    )
         solved_at, bank, ruled_out, log_odds, booked = take(arrays, "scalars", "f8", (5,))
         mbbr.solved_at, mbbr.bank, mbbr.booked = int(solved_at), float(bank), float(booked)
         mbbr.ruled_out, posterior.log_odds = bool(ruled_out), float(log_odds)

@@ -60,6 +60,7 @@ class CompiledSets:
     """The numbering of a compiled abstract game (:class:`LimitGame`): every set, fixed."""
 
     numbered_as_met = False  # every set has its number from the start
+    renumbered = 0  # never renumbered (:meth:`LazySets.renumber`)
 
     def __init__(self, game: LimitGame) -> None:
         self.game = game
@@ -116,6 +117,7 @@ class LazySets:
         self.legal_mask = np.zeros((self.num_players, 0, NUM_ACTIONS), dtype=bool)
         self.blueprint = np.zeros((self.num_players, 0, NUM_ACTIONS))
         self.situation = np.zeros(0, dtype=np.int64)  # of each set's node
+        self.renumbered = 0  # how many times :meth:`renumber` dropped nodes (what reads it stale)
         self._grow(capacity)
         for betting in bettings:
             self.node(betting)
@@ -156,6 +158,39 @@ class LazySets:
         found = self._nodes[betting] = (base, state.round, state.player)
         return found
 
+    def renumber(self, keep: set[str]) -> np.ndarray:
+        """Number only the nodes of ``keep`` (bettings numbered now), in the order they were
+        numbered (so a snapshot's :attr:`bettings` still restores them), the others forgotten
+        (numbered again if met again), the capacity made twice the sets kept if that is less.
+        Returns (the old capacity,) each set's new index, -1 for a set dropped."""
+        new_of = np.full(self.capacity, -1, dtype=np.int64)
+        nodes: dict[str, tuple[int, int, int]] = {}
+        size = 0
+        for betting, (base, round_, player) in self._nodes.items():
+            if betting in keep:
+                views = self.views[round_]
+                new_of[base : base + views] = np.arange(size, size + views)
+                nodes[betting] = (size, round_, player)
+                size += views
+        moved = np.flatnonzero(new_of >= 0)
+        capacity = min(self.capacity, max(2 * size, 1))
+        legal, blueprint, situations = self.legal_mask, self.blueprint, self.situation
+        self.capacity = 0
+        self._grow(capacity)  # padding only
+        self.legal_mask[:, new_of[moved]] = legal[:, moved]
+        self.blueprint[:, new_of[moved]] = blueprint[:, moved]
+        self.situation[new_of[moved]] = situations[moved]
+        self._nodes, self.size = nodes, size
+        self.renumbered += 1
+        return new_of
+
+    def player_of_sets(self) -> np.ndarray:
+        """(size,) the position to act at each numbered set's node."""
+        out = np.empty(self.size, dtype=np.int64)
+        for base, round_, player in self._nodes.values():
+            out[base : base + self.views[round_]] = player
+        return out
+
     def numbered(self, betting: str) -> tuple[int, int, int] | None:
         """:meth:`node` of a node numbered already, None if it is not (numbering nothing)."""
         return self._nodes.get(betting)
@@ -184,6 +219,10 @@ class LazySets:
 
     def _grow(self, capacity: int) -> None:
         """Room for ``capacity`` sets; a set not numbered yet calls (a padding row)."""
+        if self.capacity == 0:  # new arrays (a renumbering's)
+            self.legal_mask = self.legal_mask[:, :0]
+            self.blueprint = self.blueprint[:, :0]
+            self.situation = self.situation[:0]
         extra = capacity - self.capacity
         pad = np.zeros((self.num_players, extra, NUM_ACTIONS), dtype=bool)
         pad[:, :, CALL] = True

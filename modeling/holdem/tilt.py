@@ -24,6 +24,8 @@ on the flop's unopened nodes moves the nodes of that kind it never reached.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from oppmodel.modeling.holdem._tilt_kernels import level_theta, tilt_levels
@@ -53,6 +55,34 @@ class TiltMap:
         self.num_nodes = len(bases)
         self.num_situations = 4 * sets.gamedef.num_rounds
         self.legal = sets.legal_mask[position, self.rows]
+
+
+class Archive(NamedTuple):
+    """One opponent's expected counts at rows no longer numbered (folded counts of nodes a
+    bounded numbering dropped, :meth:`~oppmodel.modeling.holdem.posterior.HoldemPosterior.refit`),
+    kept for the situation level of :func:`fit_tilt`, which they would feed had they stayed.
+    Rows of the same situation and log base row are one, their counts added: a scaling step's
+    sums are linear in a row's counts given those two (the same fit up to the order of the
+    sums)."""
+
+    log_base: np.ndarray  # (k, 3) the clipped blueprint row's logs (-inf where illegal)
+    counts: np.ndarray  # (k, 3)
+    situation: np.ndarray  # (k,) int64
+
+    @classmethod
+    def empty(cls) -> Archive:
+        return cls(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.int64))
+
+    def merged(self, log_base: np.ndarray, counts: np.ndarray, situation: np.ndarray) -> Archive:
+        """This archive with the rows given added (merged by situation and log base row)."""
+        log_base = np.concatenate([self.log_base, log_base])
+        counts = np.concatenate([self.counts, counts])
+        situation = np.concatenate([self.situation, situation])
+        keys = np.column_stack([situation.astype(np.float64), log_base])
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        added = np.zeros((len(first), 3))
+        np.add.at(added, inverse.ravel(), counts)
+        return Archive(log_base[first], added, situation[first])
 
 
 def tilted(log_base: np.ndarray, theta: np.ndarray | float) -> np.ndarray:
@@ -92,25 +122,37 @@ def fit_tilt(
     *,
     situation_weight: float = SITUATION_WEIGHT,
     node_weight: float = NODE_WEIGHT,
+    archive: Archive | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(num_infosets, 3) the tilted prior mean of the opponent's rows (module text): ``base``
     the clipped blueprint rows and ``expected`` the fit's expected counts, both (num_infosets,
     3) of the opponent's position; rows of no node keep ``base``. Also the situations' tilt
     (num_situations, 3), what a node not reached yet gets (:func:`tilted_rows`). The two
-    weights are each level's shrinkage in pseudo-visits (hold'em's by default)."""
+    weights are each level's shrinkage in pseudo-visits (hold'em's by default). ``archive``:
+    counts of rows no longer numbered, fitted by the situation level only (:class:`Archive`)."""
     rows = tilt_map.rows
     with np.errstate(divide="ignore"):
         log_base = np.where(tilt_map.legal, np.log(base[rows]), -np.inf)
     counts = np.ascontiguousarray(expected[rows], dtype=np.float64)
+    node_of, situation_of_node, num_nodes = (
+        tilt_map.node_of, tilt_map.situation_of_node, tilt_map.num_nodes
+    )  # fmt: skip
+    if archive is not None and len(archive.counts):
+        # each row a node of its own after the numbered ones: its node tilt is fitted apart
+        # (a node's steps read only its rows) and not used
+        log_base = np.concatenate([log_base, archive.log_base])
+        counts = np.concatenate([counts, archive.counts])
+        node_of = np.concatenate([node_of, num_nodes + np.arange(len(archive.counts))])
+        situation_of_node = np.concatenate([situation_of_node, archive.situation])
+        num_nodes += len(archive.counts)
     seen = counts.sum(axis=1) > 0.0  # the fit's sums over the rows never visited add 0: skipped
     # both levels in one kernel call (numpy's per-call overhead was most of a Kuhn refit)
     shifted, delta, theta = tilt_levels(
-        log_base, counts, seen, tilt_map.node_of, tilt_map.situation_of_node,
-        tilt_map.num_nodes, tilt_map.num_situations, float(situation_weight),
-        float(node_weight), ITERATIONS, LIMIT,
+        log_base, counts, seen, node_of, situation_of_node, num_nodes,
+        tilt_map.num_situations, float(situation_weight), float(node_weight), ITERATIONS, LIMIT,
     )  # fmt: skip
     out = base.copy()
-    out[rows] = tilted(shifted, delta)
+    out[rows] = tilted(shifted[: len(rows)], delta[: len(rows)])
     return out, theta
 
 

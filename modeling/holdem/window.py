@@ -20,15 +20,29 @@ assigned as the model then saw them. A hand with every card shown has one row, i
 exact: with no hidden cards the folded fit is the replaying one, and with no more classes than
 the window it is the replaying one bit for bit (tests/test_holdem_window.py). A class met again
 after its fold starts a new class.
+
+The window bounds the classes, not the sets numbered as met; :func:`bound_numbering` bounds
+those (docs/modeling.md, "The numbering's bound").
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
+from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
+from oppmodel.modeling.holdem.sets import LazySets
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 
+if TYPE_CHECKING:
+    from oppmodel.modeling.holdem.posterior import HoldemPosterior
+
 WINDOW = 2048  # classes a 3-player fit keeps at a refit (~1,000-2,000 hands, the others folded)
+# a refit renumbers lazy sets when more than this many times those the kept classes use are
+# numbered (the window's classes use ~8,250 sets in 3-player hold'em; numbered, 20,388 at 10,000
+# hands and 42,712 at 100,000 without a bound)
+BOUND = 2.0
 
 
 def fold_oldest(fit: DirichletPosterior, window: int) -> np.ndarray:
@@ -63,3 +77,80 @@ def fold_oldest(fit: DirichletPosterior, window: int) -> np.ndarray:
     fit.restore(keys[k:], state)
     fit.alpha0 += folded.reshape(fit.alpha0.shape)  # in place: the kernels read this array
     return folded.reshape(fit.alpha0.shape)
+
+
+def bound_numbering(posterior: HoldemPosterior, bound: float) -> None:
+    """Renumber ``posterior``'s lazy sets, after a fold, when more than ``bound`` times the sets
+    of the nodes its fits' classes use are numbered: only those nodes kept, in their order, and
+    every array of the posterior moved to the new numbering (the capacity shrinks with it:
+    :meth:`~oppmodel.modeling.holdem.sets.LazySets.renumber`). A dropped row's folded counts join
+    its archive (:class:`~oppmodel.modeling.holdem.tilt.Archive`: the tilt's situation level
+    fits them as before); nothing else reads a dropped row, so every answer at the kept sets is
+    the same (up to the order of the sums). A dropped node met again starts from the prior its
+    situation's tilt gives, without its folded counts."""
+    sets = cast(LazySets, posterior.sets)
+    cap, size = posterior.capacity, posterior.size
+    used = np.zeros(cap, dtype=bool)
+    for fit in posterior.fits:
+        used[(fit.state()[1]["entries"] // NUM_ACTIONS) % cap] = True
+    keep, kept = set(), 0
+    for betting in sets.bettings:
+        base, round_, _ = sets.node(betting)
+        views = sets.views[round_]
+        if used[base : base + views].any():
+            keep.add(betting)
+            kept += views
+    if size <= bound * kept:
+        return
+    player, situations = sets.player_of_sets(), sets.situation[:size].copy()
+    new_of = sets.renumber(keep)
+    dropped = np.flatnonzero(new_of[:size] < 0)
+    with np.errstate(divide="ignore"):
+        log_base = np.where(posterior.base > 0, np.log(posterior.base), -np.inf)
+    for p, seats in enumerate(posterior.seats):
+        for d, q in enumerate(seats):
+            rows = dropped[player[dropped] == q]
+            rows = rows[posterior.folded[p][d, rows].sum(axis=1) > 0]
+            posterior.archives[p][d] = posterior.archives[p][d].merged(
+                log_base[q, rows], posterior.folded[p][d, rows], situations[rows]
+            )
+    move_sets(posterior, new_of, sets.capacity)
+    posterior.size = sets.size
+
+
+def move_sets(posterior: HoldemPosterior, new_of: np.ndarray, capacity: int) -> None:
+    """Every array of ``posterior``'s sets moved to another numbering, set i to ``new_of[i]``
+    (-1: dropped), in tables of ``capacity`` sets (a padding row calls): the fits rebuilt from
+    their state, each move's flat index (offset, set, action) moved with its set. A wider table
+    (``new_of`` every set in place) or a renumbering (:func:`bound_numbering`)."""
+    cap = posterior.capacity
+    moved = np.flatnonzero(new_of >= 0)
+    to = new_of[moved]
+    posterior.blueprint = _moved(posterior.blueprint, moved, to, capacity, 1.0)
+    posterior.base = _moved(posterior.base, moved, to, capacity, 1.0 / posterior.eta)
+    for p, fit in enumerate(posterior.fits):
+        keys, state = fit.state()
+        expected = state["expected"].reshape(len(posterior.seats[p]), cap, NUM_ACTIONS)
+        state["expected"] = _moved(expected, moved, to, capacity, 0.0).ravel()
+        entries = state["entries"]
+        offset, at = entries // (cap * NUM_ACTIONS), (entries // NUM_ACTIONS) % cap
+        state["entries"] = (offset * capacity + new_of[at]) * NUM_ACTIONS + entries % NUM_ACTIONS
+        state["means"] = _moved(state["means"], moved, to, capacity, 1.0)
+        posterior.folded[p] = _moved(posterior.folded[p], moved, to, capacity, 0.0)
+        alpha0 = _moved(fit.alpha0, moved, to, capacity, 1.0)
+        profile = _moved(fit.profile, moved, to, capacity, 1.0)
+        renumbered = DirichletPosterior(alpha0, profile, posterior.seats[p])
+        renumbered.restore(keys, state)
+        posterior.fits[p] = renumbered
+    posterior.capacity = capacity
+
+
+def _moved(
+    table: np.ndarray, moved: np.ndarray, to: np.ndarray, capacity: int, call: float
+) -> np.ndarray:
+    """(k, capacity, 3) ``table``'s rows ``moved`` at ``to`` (a renumbering's), the other rows
+    padding (``call`` at the call)."""
+    out = np.zeros((table.shape[0], capacity, NUM_ACTIONS))
+    out[:, :, CALL] = call
+    out[:, to] = table[:, moved]
+    return out

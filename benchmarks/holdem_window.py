@@ -15,7 +15,10 @@ it: its refits, classes and snapshot, and how far the two models' posterior mean
 the end (the largest difference of any set's row the windowed model numbers, by betting: its
 numbering may be bounded, the replaying one's is not) and their guards' log-odds.
 
-    python benchmarks/holdem_window.py [--hands 100000] [--every 10000] [--replaying 5000] [--json]
+With ``--bound 0`` the windowed model's numbering is not bounded (modeling/holdem/window.py).
+
+    python benchmarks/holdem_window.py [--hands 100000] [--every 10000] [--replaying 5000]
+        [--bound 2] [--json]
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from oppmodel.modeling.holdem.served_lazy import (  # noqa: E402
     lazy_holdem_served,
 )
 from oppmodel.modeling.holdem.styles import holdem_policy  # noqa: E402
+from oppmodel.modeling.holdem.window import BOUND  # noqa: E402
 from oppmodel.modeling.mbbr.config import MBBRConfig  # noqa: E402
 from oppmodel.modeling.observation import LimitObservation  # noqa: E402
 
@@ -99,6 +103,7 @@ def main() -> None:
     parser.add_argument("--replaying", type=int, default=0, help="hands fed the replaying model")
     parser.add_argument("--seats", default="cfr,maniac,tight-passive")
     parser.add_argument("--seed", type=int, default=34)
+    parser.add_argument("--bound", type=float, default=BOUND, help="the numbering's; 0: none")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     gamedef = read_game_def("holdem3p")
@@ -109,6 +114,7 @@ def main() -> None:
     windowed = Timed(served.build_model(config))  # type: ignore[arg-type]
     replaying = Timed(served.build_model(config))  # type: ignore[arg-type]
     replaying.model.mbbr.posterior.window = None
+    windowed.model.mbbr.posterior.bound = args.bound or None
     rows, updates, replay_updates = [], [], []
     start = time.process_time()
     for first in range(0, args.hands, CHUNK):
@@ -137,6 +143,7 @@ def main() -> None:
         "clock": "process_time",
         "seats": args.seats,
         "window": windowed.model.mbbr.posterior.window,
+        "bound": windowed.model.mbbr.posterior.bound,
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "rows": rows,
     }

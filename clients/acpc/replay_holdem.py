@@ -258,7 +258,8 @@ def holdem_replay_parts(
     check_holdem_config(config, players)
     if players == 3:  # hold'em's values where ``config`` leaves a field at MBBRConfig's default
         config = with_unset(config, {"safety_budget": BUDGET, "change_hazard": 0.0})
-        played = lazy_holdem_mbbr(short, config, bettings, budget=config.safety_budget)
+        # never renumbered: the replay reads the sets by the numbering made here (HoldemModels)
+        played = lazy_holdem_mbbr(short, config, bettings, budget=config.safety_budget, bound=None)
         return HoldemReplayGame(played.posterior.spots), HoldemModels(played)
     served = holdem_served(short)
     model = cast(HoldemServedModel, served.build_model(served.played_config(config)))

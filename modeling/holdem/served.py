@@ -65,7 +65,7 @@ from oppmodel.modeling.holdem.posterior import (
 from oppmodel.modeling.holdem.response import BUDGET, HoldemMBBR
 from oppmodel.modeling.holdem.sets import FIRST_CAPACITY, LazySets
 from oppmodel.modeling.holdem.styles import bundled_blueprint
-from oppmodel.modeling.holdem.window import WINDOW
+from oppmodel.modeling.holdem.window import BOUND, WINDOW
 from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
 from oppmodel.modeling.mbbr.config import MBBRConfig, Posterior, Prior, Response
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, decode_snapshot, encode, section, take
@@ -141,14 +141,16 @@ def lazy_holdem_mbbr(
     budget: float = BUDGET,
     numbered: Sequence[str] = (),
     capacity: int = FIRST_CAPACITY,
+    bound: float | None = BOUND,
 ) -> HoldemMBBR:
     """MBBR of bundled hold'em rules whose abstract game does not compile (``holdem3p``): the
     posterior around the bundled blueprint on sets numbered as met, the moves of the finished
     ``bettings`` numbered first, in order (what observing those hands would number; or the
     nodes of ``numbered``, in order: ``LazySets.bettings`` of a model restored, in arrays of
-    ``capacity`` sets: its capacity), and the
-    response made at each decision (``HoldemMBBR``'s text), its deviations within ``budget``
-    mbb/h; each fit keeps ``WINDOW`` classes at a refit, the older folded (holdem/window.py).
+    ``capacity`` sets: its capacity), and the response made at each decision (``HoldemMBBR``'s
+    text), its deviations within ``budget`` mbb/h; each fit keeps ``WINDOW`` classes at a refit,
+    the older folded, and the numbering is renumbered beyond ``bound`` times the sets they use
+    (holdem/window.py; None: never, where sets are read by a numbering made ahead).
     The model the hold'em field and the cycle benchmark play, ``oppmodel replay`` scores and a
     3-player session serves (:mod:`~oppmodel.modeling.holdem.served_lazy`)."""
     blueprint = bundled_blueprint(short)
@@ -157,7 +159,7 @@ def lazy_holdem_mbbr(
     spots = AbstractSpots(None, blueprint.config, blueprint.cards, blueprint.flops, sets=sets)
     for betting in bettings:
         spots.moves(betting)
-    posterior = HoldemPosterior(spots, None, config, window=WINDOW)
+    posterior = HoldemPosterior(spots, None, config, window=WINDOW, bound=bound)
     return HoldemMBBR(posterior, None, config, budget=budget)
 
 

@@ -35,9 +35,9 @@ def new_dirichlet_tables(classes, assignments, entries):
 def _sections(ints, floats):
     """Every table at its capacity, then the scores scratch."""
     c, r, e = ints[5], ints[6], ints[7]
-    starts = np.cumsum(np.array([_HEADER, c + 1, r + 1, e, c]))
-    row_start, entry_start = ints[starts[0] : starts[1]], ints[starts[1] : starts[2]]
-    entries, hidden = ints[starts[2] : starts[3]], ints[starts[3] : starts[4]]
+    s1, s2, s3 = _HEADER + c + 1, _HEADER + c + r + 2, _HEADER + c + r + e + 2  # tables' ends
+    row_start, entry_start = ints[_HEADER:s1], ints[s1:s2]
+    entries, hidden = ints[s2:s3], ints[s3 : s3 + c]
     f, w = floats, c + 2 * r
     return row_start, entry_start, entries, hidden, f[:c], f[c : c + r], f[c + r : w], f[w:]
 
@@ -91,7 +91,7 @@ def dirichlet_observe(ints, floats, o, new, weights, alpha0, expected, scratch, 
             ints[3] = h + 1
         ints[0], ints[1], ints[2] = c + 1, r + m, e + m * moves
     tables = (counts, resp, logw, row_start, entry_start, entries, scores, scratch)
-    if step_class(o, 1.0, alpha0, expected, profile, seats, *tables) < 0.0:
+    if step_class(o, 1.0, alpha0, expected, profile, seats, tables) < 0.0:
         return False
     picked = tries = 0
     cursor, num_hidden = ints[CURSOR], ints[3]
@@ -100,7 +100,7 @@ def dirichlet_observe(ints, floats, o, new, weights, alpha0, expected, scratch, 
         cursor = (cursor + 1) % num_hidden
         tries += 1
         if c != o:
-            step_class(c, 0.0, alpha0, expected, profile, seats, *tables)
+            step_class(c, 0.0, alpha0, expected, profile, seats, tables)
             picked += 1
     ints[CURSOR] = cursor
     return True
@@ -129,24 +129,24 @@ def dirichlet_converge(ints, floats, alpha0, expected, scratch, profile, seats, 
         sweeps += 1
         change = 0.0
         for o in hidden[: ints[3]]:
-            change = max(change, step_class(o, 0.0, alpha0, expected, profile, seats, *tables))
+            change = max(change, step_class(o, 0.0, alpha0, expected, profile, seats, tables))
         if change <= tolerance:
             break
     return sweeps
 
 
-@njit(cache=True)
-def step_class(
-    o, added, alpha0, expected, profile, seats, counts, resp, logw, row_start, entry_start,
-    entries, scores, scratch,
-):  # fmt: skip
+@njit(cache=True, inline="always")
+def step_class(o, added, alpha0, expected, profile, seats, tables):
     """A CVB0 step of class o (seen ``counts[o]`` times; assignment r of ``row_start[o]:
     row_start[o + 1]`` makes the moves ``entries[entry_start[r]:entry_start[r + 1]]``, with
     responsibility ``resp[r]``, weight ``exp(logw[r])``): each responsibility becomes the weight
     times its moves' posterior means, one copy of the class's own contribution left out; ``added``
     joins the count, and ``expected`` and the touched rows' means (``profile``, opponent d at
     ``seats[d - 1]``) follow. Returns the largest change of ``expected``, or -1 (nothing changed)
-    if not finite. ``scratch``: (4, size of ``expected``), rows 0-1 zero and 2-3 NaN (left so)."""
+    if not finite. ``tables``: (counts, resp, logw, row_start, entry_start, entries, scores,
+    scratch), scratch (4, size of ``expected``) rows 0-1 zero and 2-3 NaN (left so). Inlined, as
+    :func:`_mean_row`: a call's reference counts on its arrays cost a small class's step half."""
+    counts, resp, logw, row_start, entry_start, entries, scores, scratch = tables
     own, own_row, logs, row_logs = scratch[0], scratch[1], scratch[2], scratch[3]
     first, last = row_start[o], row_start[o + 1]
     old = counts[o]
@@ -208,7 +208,7 @@ def step_class(
     return change
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mean_row(alpha0, expected, profile, seats, entry):
     """The posterior mean (alpha / its row's sum) of the row of ``entry``, into ``profile``."""
     num_infosets = alpha0.shape[0] // (NUM_ACTIONS * seats.shape[0])

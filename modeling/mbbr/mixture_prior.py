@@ -255,11 +255,18 @@ def _observe(
 
 @njit(cache=True)
 def _weigh(log_prior, log_evidence, weights):
-    """Each offset's posterior type weights from its log evidence."""
+    """Each offset's posterior type weights from its log evidence: exp(log prior + log evidence
+    - their largest), over their sum (in loops: numpy's temporaries cost more than the sums)."""
     for d in range(log_evidence.shape[0]):
-        log_posterior = log_prior + log_evidence[d]
-        weights[d] = np.exp(log_posterior - log_posterior.max())
-        weights[d] /= weights[d].sum()
+        largest = -math.inf
+        for k in range(log_prior.shape[0]):
+            largest = max(largest, log_prior[k] + log_evidence[d, k])
+        total = 0.0
+        for k in range(log_prior.shape[0]):
+            weights[d, k] = math.exp(log_prior[k] + log_evidence[d, k] - largest)
+            total += weights[d, k]
+        for k in range(log_prior.shape[0]):
+            weights[d, k] /= total
 
 
 @njit(cache=True)
@@ -274,7 +281,7 @@ def _mark(entries, marked, rows, num_rows):
             num_rows[d] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mix_rows(
     rows, num_rows, seats, weights, informed, second_alpha0, second_counts, card_blind,
     blind_alpha0, blind, node_of, out,

@@ -118,6 +118,20 @@ class LimitObservation:
     hole: tuple[str | None, ...]  # per position; ours required, others None when hidden
     board: tuple[str, ...]  # per round reached
 
+    def __hash__(self) -> int:
+        """The fields' hash (the one the dataclass would make), computed once: the model's caches
+        are keyed by the observation, a few lookups a hand, and a tuple's hash is not cached."""
+        try:
+            return self._hash  # type: ignore[attr-defined]
+        except AttributeError:
+            value = hash((self.position, self.betting, self.hole, self.board))
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields only: a string's hash differs between processes (pickled to a worker)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def message_fields(self) -> dict[str, Any]:
         """The fields of the API's ``Observation`` message that carry this hand: its MATCHSTATE
         line (any limit game's hands travel so)."""

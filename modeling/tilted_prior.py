@@ -129,8 +129,9 @@ class TiltedModel(DirichletModel):
 
     def _update(self, p: int, obs: LimitObservation, evidence: Evidence) -> None:
         super()._update(p, obs, evidence)
-        guarded = self.guarded or (self._safety is not None and self._safety.live)
-        if (self.hands_observed + 1) % REFIT_EVERY == 0 and not guarded:
+        if (self.hands_observed + 1) % REFIT_EVERY == 0 and not (
+            self.guarded or (self._safety is not None and self._safety.live)
+        ):
             self.refit()  # (hands counted after this call)
 
     def _reset_posterior(self) -> None:

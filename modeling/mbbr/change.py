@@ -76,12 +76,13 @@ class ChangeDetectingModel(MBBRModel):
         """Multiply each run's mass by the probability its models gave the hand (a hand no run
         explains leaves the masses as they were), let every run observe it, then
         :meth:`_advance`."""
-        rows, masses, explained = evidence.rows, [], False
+        rows, weights, masses, explained = evidence.rows, evidence.weights, [], False
+        guarded = self._safety is not None and self._safety.live  # the runs': this bankroll's
         for run, w in zip(self.runs, self.log_mass, strict=True):
-            likelihood = hand_likelihood(rows, evidence.weights, p, run._models_profile(p))
+            likelihood = hand_likelihood(rows, weights, p, run._models_profile(p))
             explained = explained or likelihood > 0.0
             masses.append(w + math.log(likelihood) if likelihood > 0.0 else -math.inf)
-            run.guarded = self._safety is not None and self._safety.live  # its bankroll's
+            run.guarded = guarded
             run._update(p, obs, evidence)
             run.hands_observed += 1
         if explained:

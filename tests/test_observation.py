@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -194,3 +195,16 @@ def test_a_hand_with_every_card_known_is_observed_as_the_dealer_shows_it(name: s
         assert obs == observe_limit_hand(game, position, deal, terminal)
     with pytest.raises(IllegalActionError, match="betting"):
         observe_limit_cards(game, 0, "r", hole, board)  # not a finished hand
+
+
+def test_a_limit_observations_kept_hash_is_its_fields_and_stays_out_of_its_pickle() -> None:
+    """The hash is computed once and kept on the object; it is the fields' (equal observations
+    hash alike), and a pickle carries the fields only (a string's hash differs by process)."""
+    obs = LimitObservation(1, "rcc", ("Ks", None, None), ("",))
+    fields = (1, "rcc", ("Ks", None, None), ("",))
+    assert hash(obs) == hash(obs) == hash(fields)
+    copy = pickle.loads(pickle.dumps(obs))
+    assert copy == obs and "_hash" not in vars(copy) and hash(copy) == hash(fields)
+    assert {obs: 1}[LimitObservation(*fields)] == 1
+    with pytest.raises(TypeError):  # an unhashable field still refuses, as the dataclass did
+        hash(LimitObservation(1, "rcc", ["Ks", None, None], ("",)))  # type: ignore[arg-type]

@@ -10,13 +10,14 @@ import numpy as np
 from oppmodel.modeling.games.acpc.abstraction import AbstractionConfig, card_abstraction
 from oppmodel.modeling.games.acpc.betting import ACTION_LETTERS, ROUND_SEPARATOR, HandState
 from oppmodel.modeling.games.acpc.bundled import game_path
-from oppmodel.modeling.games.acpc.gamedef import GameDef
+from oppmodel.modeling.games.acpc.gamedef import GameDef, read_game_def
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig, abstract_game
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.holdem.match import PolicyAgent
 from oppmodel.modeling.holdem.policy import HoldemPolicy
 from oppmodel.modeling.holdem.posterior import AbstractSpots
 from oppmodel.modeling.holdem.sets import LazySets
+from oppmodel.modeling.holdem.styles import holdem_policy
 from oppmodel.modeling.observation import LimitObservation
 
 SMALL_CARDS = AbstractionConfig(buckets=(3, 3, 3, 3), samples=50, rollouts=4, seed=1)
@@ -32,6 +33,11 @@ class RecordingAgent(PolicyAgent):
 
     def end_hand(self, obs: LimitObservation) -> None:
         self.seen.append(obs)
+
+
+def recording_style(name: str, seed: int, game: str = "holdem3p") -> RecordingAgent:
+    """A panel style's seat (``holdem_policy``) in a bundled hold'em game, keeping its hands."""
+    return RecordingAgent(name, holdem_policy(name, read_game_def(game)), seed)
 
 
 def small_spots(game: str | Path = "holdem2p") -> AbstractSpots:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from acpc_support import AgentThread, run_dealer
+from holdem_support import recording_style
 from service_support import connected, running_server
 from test_acpc_service_agent import CommandThread
 
@@ -25,9 +26,8 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import HandState
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
 from oppmodel.modeling.games.acpc.matchstate import MatchState
-from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
+from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.holdem.served_lazy import LazyHoldemServedModel, lazy_holdem_served
-from oppmodel.modeling.holdem.styles import holdem_policy
 from oppmodel.modeling.mbbr.config import MBBRConfig
 from oppmodel.modeling.observation import LimitObservation
 
@@ -37,20 +37,13 @@ CONFIG = MBBRConfig(hands_default=3, seed=7, prior="informed", safety_budget=10.
 LABELS = ("left", "right")
 
 
-class Recording(PolicyAgent):
-    def __init__(self, name: str, seed: int) -> None:
-        super().__init__(name, holdem_policy(name, read_game_def("holdem3p")), seed)
-        self.seen: list[LimitObservation] = []
-
-    def end_hand(self, obs: LimitObservation) -> None:
-        self.seen.append(obs)
-
-
 @pytest.fixture(scope="module")
 def hands() -> list[LimitObservation]:
     """Seat 0's view of a seeded 3-player match (its position rotating; folds and showdowns)."""
     game = HoldemGame("holdem", read_game_def("holdem3p"))
-    seats = [Recording(name, 3 + k) for k, name in enumerate(["cfr", "maniac", "calling-station"])]
+    seats = [
+        recording_style(name, 3 + k) for k, name in enumerate(["cfr", "maniac", "calling-station"])
+    ]
     play_holdem_match(game, seats, game.deal_sequence(HANDS, 5))
     return seats[0].seen
 

@@ -10,32 +10,24 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from holdem_support import recording_style
 from service_support import LOADED_DEADLINE
 from ui_support import TOKENS, get, service_and_ui
 
 from oppmodel.clients.client import OpponentModelClient
 from oppmodel.modeling.games.acpc.gamedef import read_game_def
-from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match
-from oppmodel.modeling.holdem.styles import holdem_policy
+from oppmodel.modeling.holdem.match import HoldemGame, play_holdem_match
 from oppmodel.modeling.mbbr.config import MBBRConfig
-from oppmodel.modeling.observation import LimitObservation
 
 LABELS = ("left", "right")
 CELL = re.compile(r'class="num p" data-infostate="([^"]*)" data-action="(\d)">([0-9.]+)<')
 
 
-class Recording(PolicyAgent):
-    def __init__(self, name: str, seed: int) -> None:
-        super().__init__(name, holdem_policy(name, read_game_def("holdem3p")), seed)
-        self.seen: list[LimitObservation] = []
-
-    def end_hand(self, obs: LimitObservation) -> None:
-        self.seen.append(obs)
-
-
 def test_a_3p_holdem_page_shows_the_models_and_no_response_table(tmp_path: Path) -> None:
     game = HoldemGame("holdem", read_game_def("holdem3p"))
-    seats = [Recording(name, 5 + k) for k, name in enumerate(["cfr", "maniac", "tight-passive"])]
+    seats = [
+        recording_style(name, 5 + k) for k, name in enumerate(["cfr", "maniac", "tight-passive"])
+    ]
     play_holdem_match(game, seats, game.deal_sequence(4, 9))
     config = MBBRConfig(seed=3, prior="informed", change_hazard=0)
     with (

@@ -6,7 +6,7 @@ arrays this small, which dominated a validated best response).
 
 from __future__ import annotations
 
-from numba import njit
+from oppmodel.modeling.kernel_cache import njit
 
 
 @njit(cache=True)

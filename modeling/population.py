@@ -33,11 +33,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
 from oppmodel.modeling.games.acpc.solved import profile_or_default
+from oppmodel.modeling.kernel_cache import njit
 from oppmodel.modeling.mbbr import snapshot as snapshot_format
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.priors import prior_alpha

@@ -32,10 +32,10 @@ import math
 from enum import StrEnum
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.kernel_cache import njit
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood

@@ -9,9 +9,9 @@ history tree is ever built. Values are sums over deals; callers divide by the nu
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.acpc.limit_game import LimitTree
+from oppmodel.modeling.kernel_cache import njit
 
 NUM_ACTIONS = 3
 HEADER = 7  # packed tree: nodes, terminals, players, pot classes, deals, rounds, max depth

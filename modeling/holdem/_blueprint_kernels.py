@@ -5,7 +5,8 @@ assignment of a few rows with an int32 index cost more than the rest of making t
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from oppmodel.modeling.kernel_cache import njit
 
 
 @njit(cache=True)

@@ -11,9 +11,9 @@ player to act (-1 at the hand's end), the round, its first row in ``rows`` (the 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.acpc._hand_rank_kernels import rank_cardset
+from oppmodel.modeling.kernel_cache import njit
 
 # the columns of a tree's nodes: the child after each action (-1 not made yet), then these
 PLAYER, ROUND, ROW0, RAISE_OK = 3, 4, 5, 6

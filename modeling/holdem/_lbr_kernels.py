@@ -7,9 +7,9 @@ Cards and hands are cardsets (int64, the evaluator's layout in ``_hand_rank_kern
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.acpc._hand_rank_kernels import rank_cardset
+from oppmodel.modeling.kernel_cache import njit
 
 
 @njit(cache=True)

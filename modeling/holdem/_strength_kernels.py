@@ -8,9 +8,9 @@ evaluator's int64 layout (``_hand_rank_kernels.py``).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.acpc._hand_rank_kernels import CARD_BITS, rank_cardset
+from oppmodel.modeling.kernel_cache import njit
 
 
 @njit(cache=True)

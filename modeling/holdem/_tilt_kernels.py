@@ -6,7 +6,8 @@ of 3-player Kuhn's tilted prior at 60 steps a level, then ~0.75 ms a fit's two l
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from oppmodel.modeling.kernel_cache import njit
 
 
 @njit(cache=True)

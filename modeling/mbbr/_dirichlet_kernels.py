@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from oppmodel.modeling.kernel_cache import njit
 from oppmodel.modeling.mbbr._limit_kernels import NUM_ACTIONS
 
 # A Dirichlet posterior's classes, packed in two arrays (numba unboxes each argument on every call):

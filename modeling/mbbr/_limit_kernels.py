@@ -9,9 +9,9 @@ information set) start at ``entry - entry % 3``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.evaluation import _limit_kernels as tree_kernels
+from oppmodel.modeling.kernel_cache import njit
 
 NUM_ACTIONS = 3
 # Subnormal doubles (below TINY) cost ~100x per operation on x86 (microcode assists): a product

@@ -10,10 +10,10 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.acpc.betting import NUM_ACTIONS
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.kernel_cache import njit
 from oppmodel.modeling.observation import LimitObservation
 
 HIDDEN = -2  # ``_known_cards``' mark of a hidden hole card

@@ -37,9 +37,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.kernel_cache import njit
 from oppmodel.modeling.mbbr._limit_kernels import normalise_rows
 from oppmodel.modeling.mbbr.config import Prior
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior

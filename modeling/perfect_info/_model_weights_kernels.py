@@ -9,7 +9,8 @@ seeds; uniforms are the top 53 bits times 2^-53.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from oppmodel.modeling.kernel_cache import njit
 
 _XS_MULT = np.uint64(2685821657736338717)
 _S12 = np.uint64(12)

@@ -27,7 +27,6 @@ from enum import IntEnum
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.spades._rules_kernels import (
     ONE,
@@ -37,6 +36,7 @@ from oppmodel.modeling.games.spades._rules_kernels import (
     trick_winner,
 )
 from oppmodel.modeling.games.spades.cards import N_PLAYERS, N_RANKS
+from oppmodel.modeling.kernel_cache import njit
 from oppmodel.modeling.perfect_info import _transposition_kernels as tt
 from oppmodel.modeling.perfect_info._spades_values_kernels import (
     combine_maxn,

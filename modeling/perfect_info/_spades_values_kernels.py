@@ -10,9 +10,9 @@ merged and unmerged trees sum the same products in different orders.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.spades._rules_kernels import ONE, bit_index
+from oppmodel.modeling.kernel_cache import njit
 
 TIE_TOL = 1e-9
 _LOW32 = np.uint64(0xFFFFFFFF)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.spades._rules_kernels import ONE, bit_index
 from oppmodel.modeling.games.spades.cards import N_RANKS
+from oppmodel.modeling.kernel_cache import njit
 
 KEY_WORDS = 4  # three canonical hands and the (leader, tricks) word
 

@@ -7,7 +7,8 @@ order (one per decision), so both give identical chips.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from oppmodel.modeling.kernel_cache import njit
 
 
 @njit(cache=True)

@@ -9,9 +9,9 @@ regrets, the average-strategy sums and the position's next strategy, in place.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.evaluation._limit_kernels import sweep
+from oppmodel.modeling.kernel_cache import njit
 
 CFR_PLUS, DCFR = 0, 1
 NUM_ACTIONS = 3

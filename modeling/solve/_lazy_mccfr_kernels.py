@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from oppmodel.modeling.kernel_cache import njit
 from oppmodel.modeling.solve._mccfr_kernels import NUM_ACTIONS, SEED_STRIDE, matched, next_legal
 
 # the columns of a node's row: whom to act (-1 at the end), round, raises and calls this round

@@ -9,9 +9,9 @@ position sees or, in an abstract game, its buckets).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.evaluation._limit_kernels import unpack_tree
+from oppmodel.modeling.kernel_cache import njit
 from oppmodel.modeling.solve._cfr_kernels import regret_matching
 
 NUM_ACTIONS = 3

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.acpc._hand_rank_kernels import (
     CARD_BITS,
@@ -22,6 +21,7 @@ from oppmodel.modeling.games.acpc._hand_rank_kernels import (
     next_combination,
     rank_cardset,
 )
+from oppmodel.modeling.kernel_cache import njit
 
 RANK_FIELD = (1 << 13) - 1  # one suit's ranks in a cardset
 CARD_FIELD = 6  # a card index's bits in a board's sort key, which ends with the hand's two

@@ -17,7 +17,8 @@ beyond) with nothing to build but the tables (numpy, milliseconds at import).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from oppmodel.modeling.kernel_cache import njit
 
 NUM_RANKS = 13
 NUM_SUITS = 4

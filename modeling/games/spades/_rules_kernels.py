@@ -7,9 +7,9 @@ Card ``c`` in 0..51 is suit ``c // 13`` (0 clubs, 1 diamonds, 2 hearts, 3 spades
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from oppmodel.modeling.games.spades.cards import N_RANKS, SPADES
+from oppmodel.modeling.kernel_cache import njit
 
 ONE = np.uint64(1)
 SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=np.uint64)

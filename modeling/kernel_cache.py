@@ -30,8 +30,9 @@ from numba.core import caching
 __all__ = ["PACKAGES", "dependency_files", "njit"]
 
 PACKAGES = {"oppmodel"}  # the top-level packages whose kernels' stamps hold their dependencies
-# the class holding numba's list of locators (_CacheImpl in older numba releases)
-_IMPL: Any = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # type: ignore[attr-defined]
+# the class holding numba's list of locators (_CacheImpl in older releases; a release without
+# either caches by numba's own stamp, which test_kernel_cache tells)
+_IMPL: Any = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
 
 
 @functools.cache
@@ -131,12 +132,13 @@ class DependencyStampedLocator(caching._CacheLocator):
         name = py_func.__module__
         if name.partition(".")[0] not in PACKAGES or name not in sys.modules:
             return None
-        for other in _IMPL._locator_classes:
+        for other in LOCATORS:
             inner = None if other is cls else other.from_function(py_func, py_file)
             if inner is not None:
                 return cls(inner, _dependencies_stamp(sys.modules[name]))
         return None
 
 
-if DependencyStampedLocator not in _IMPL._locator_classes:
-    _IMPL._locator_classes.insert(0, DependencyStampedLocator)
+LOCATORS: list = getattr(_IMPL, "_locator_classes", [])
+if DependencyStampedLocator not in LOCATORS:
+    LOCATORS.insert(0, DependencyStampedLocator)

@@ -55,6 +55,9 @@ def _caller() -> numba.core.registry.CPUDispatcher:
 def test_a_kernel_compiles_again_when_a_module_it_calls_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    assert kernel_cache.LOCATORS[:1] == [kernel_cache.DependencyStampedLocator], (
+        "numba's list of cache locators not found (its internals changed)"
+    )
     package = tmp_path / "kcprobe"
     package.mkdir()
     (package / "__init__.py").write_text("")

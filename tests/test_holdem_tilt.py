@@ -130,7 +130,7 @@ def test_fit_tilt_is_its_two_levels_fitted_one_after_the_other() -> None:
         rows=np.arange(rows), node_of=node, situation_of_node=situation_of_node,
         num_nodes=nodes, num_situations=4, legal=legal,
     ))  # fmt: skip
-    mean, theta = fit_tilt(tilt_map, base, expected, situation_weight=3.0, node_weight=5.0)
+    mean, theta, _ = fit_tilt(tilt_map, base, expected, situation_weight=3.0, node_weight=5.0)
     with np.errstate(divide="ignore"):
         log_base = np.where(legal, np.log(base), -np.inf)
     seen, situation = expected.sum(axis=1) > 0.0, situation_of_node[node]

@@ -214,16 +214,15 @@ def test_a_snapshot_after_a_renumbering_restores_it_and_goes_on_alike(hands) -> 
     posterior.window, posterior.bound = 1, 1.0  # a small window: the bound drops nodes
     posterior.refit()
     assert posterior.sets.renumbered == 1
-    assert any(len(a.counts) for row in posterior.archives for a in row)
+    assert any(kept.bettings for row in posterior.dropped for kept in row)
     restored = game.build_model(CONFIG)
     restored.mbbr.posterior.window = 1  # type: ignore[attr-defined]  # (the snapshot's identity)
     restored.restore(part.snapshot())  # type: ignore[union-attr]
     mine = restored.mbbr.posterior  # type: ignore[attr-defined]
     mine.window, mine.bound = 1, 1.0
     assert mine.sets.bettings == posterior.sets.bettings
-    for row, theirs in zip(mine.archives, posterior.archives, strict=True):
-        for got, want in zip(row, theirs, strict=True):
-            assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    _same_dropped(mine, posterior)
+    kept = {b for row in posterior.dropped for store in row for b in store.bettings}
     for model in (part, restored):
         for obs in hands[6:]:
             model.observe(obs)
@@ -232,3 +231,17 @@ def test_a_snapshot_after_a_renumbering_restores_it_and_goes_on_alike(hands) -> 
     for got, want in zip(mine.fits, posterior.fits, strict=True):
         assert np.array_equal(got.alpha, want.alpha) and np.array_equal(got.profile, want.profile)
     assert mine.log_odds == posterior.log_odds
+    _same_dropped(mine, posterior)
+    assert any(mine.sets.numbered(b) for b in kept)  # a kept node met again, restored alike
+
+
+def _same_dropped(mine, theirs) -> None:
+    """The same counts of dropped nodes, kept whole and archived, bit for bit."""
+    for row, other in zip(mine.archives, theirs.archives, strict=True):
+        for got, want in zip(row, other, strict=True):
+            assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    for row, other in zip(mine.dropped, theirs.dropped, strict=True):
+        for got, want in zip(row, other, strict=True):
+            assert got.bettings == want.bettings
+            for name, a in got.arrays().items():
+                assert np.array_equal(a, want.arrays()[name]), name

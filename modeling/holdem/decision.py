@@ -57,6 +57,7 @@ from oppmodel.modeling.holdem.policy import DECK_SIZE, Spot, live_holes
 from oppmodel.modeling.holdem.posterior import HoldemPosterior
 from oppmodel.modeling.holdem.sets import LazySets
 from oppmodel.modeling.holdem.strength import hole_rows
+from oppmodel.modeling.holdem.window import dropped_means, keeps_dropped
 
 BOARDS = 12  # board completions a round
 PER_BOARD = 8  # draws of the opponents' holes per completion
@@ -204,7 +205,8 @@ class _Tree:
 
     def _prior_rows(self, nodes: np.ndarray) -> None:
         """The posterior means' rows of the unnumbered opponents' ``nodes``: the prior's mean
-        (:meth:`HoldemPosterior.prior_means`, as ``mean_rows`` gives it), all at once."""
+        (:meth:`HoldemPosterior.prior_means`, as ``mean_rows`` gives it), all at once, but a
+        dropped node's kept whole (:func:`~oppmodel.modeling.holdem.window.dropped_means`)."""
         player, round_, row0 = self.nodes[nodes, 3], self.nodes[nodes, 4], self.nodes[nodes, 5]
         views = np.array(self.sets.views)[round_]
         offsets = np.arange(views.sum()) - np.repeat(np.cumsum(views) - views, views)
@@ -217,6 +219,15 @@ class _Tree:
             self.rows[MODEL][rows[mine]] = self.posterior.prior_means(
                 self.me, d, blueprint, legal[mine], rounds[mine]
             )
+        if keeps_dropped(self.posterior):  # a dropped node kept whole: its own rows
+            seats = self.posterior.seats[self.me]
+            for k in nodes.tolist():
+                state = self.states[k]
+                d = seats.index(state.player)
+                kept = dropped_means(self.posterior, self.me, d, state.betting)
+                if kept is not None:
+                    start = int(self.nodes[k, 5])
+                    self.rows[MODEL][start : start + len(kept)] = kept
 
 
 class DecisionValues:

@@ -69,12 +69,12 @@ from oppmodel.modeling.games.acpc.flop_table import BoardTable
 from oppmodel.modeling.games.acpc.hand_rank import card_index
 from oppmodel.modeling.games.acpc.holdem_abstract import AbstractGameConfig
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.holdem import window
 from oppmodel.modeling.holdem.blueprint import range_views
 from oppmodel.modeling.holdem.policy import DECK_SIZE, live_holes
 from oppmodel.modeling.holdem.sets import CompiledSets, LazySets, distinct_rows, situation
 from oppmodel.modeling.holdem.strength import hole_rows
-from oppmodel.modeling.holdem.tilt import Archive, TiltMap, fit_tilt, tilted_rows
-from oppmodel.modeling.holdem.window import BOUND, bound_numbering, fold_oldest, move_sets
+from oppmodel.modeling.holdem.tilt import Archive, Dropped, TiltMap, fit_tilt, tilted_rows
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 from oppmodel.modeling.mbbr.evidence import Evidence, hand_likelihood
@@ -278,7 +278,7 @@ class HoldemPosterior:
         config: MBBRConfig | None = None,
         *,
         window: int | None = None,
-        bound: float | None = BOUND,
+        bound: float | None = window.BOUND,
     ) -> None:
         """``blueprint``: (n, num_infosets, 3) the compiled abstract game's profile the prior is
         around (:func:`abstract_profile`), or None where the sets are numbered as met (their
@@ -321,7 +321,8 @@ class HoldemPosterior:
         if bound is not None and bound < 1.0:
             raise InvalidArgumentError("bound", f"must be 1 or more (times the sets used): {bound}")
         self.bound = bound if window is not None and sets.numbered_as_met else None
-        # per position of ours and opponent, the folded counts of rows a renumbering dropped
+        # per position of ours and opponent, dropped nodes' folded counts (bound_numbering)
+        self.dropped = [[Dropped.empty() for _ in range(n - 1)] for _ in range(n)]
         self.archives = [[Archive.empty() for _ in range(n - 1)] for _ in range(n)]
         self.folded = [np.zeros_like(fit.alpha0) for fit in self.fits]  # per p, in alpha0 too
         self.hands = 0
@@ -353,27 +354,29 @@ class HoldemPosterior:
     def refit(self, sweeps: int = REFIT_SWEEPS) -> None:
         """Fold each fit's classes beyond ``window`` (:func:`fold_oldest`), renumber the sets if
         too many are numbered (:func:`bound_numbering`), fit each position's tilted prior
-        (:mod:`oppmodel.modeling.holdem.tilt`) to the expected counts now (folded ones too, and
-        the archived), make it the Dirichlets' prior mean (concentration ``eta``; plus the
-        folded counts), and step the fit ``sweeps`` times over the hands with hidden cards
-        under it."""
+        (:func:`fit_tilt`) to the expected counts now (folded, dropped ones too), make it the
+        Dirichlets' prior mean (concentration ``eta``; plus the folded counts), and step the
+        fit ``sweeps`` times over the hands with hidden cards under it."""
         self._sync()
         if self.window is not None:
             for p, fit in enumerate(self.fits):
-                self.folded[p] += fold_oldest(fit, self.window)
+                self.folded[p] += window.fold_oldest(fit, self.window)
             if self.bound is not None:
-                bound_numbering(self, self.bound)
+                window.bound_numbering(self, self.bound)
                 self._tilts.clear()  # made again over the numbering now
         alpha0: list[np.ndarray] = []
         thetas: list[list[np.ndarray | None]] = []
         for p, fit in enumerate(self.fits):
             counts = fit.expected + self.folded[p]
             tilts = [
-                fit_tilt(self._tilt(q), self.base[q], counts[d], archive=self.archives[p][d])
+                fit_tilt(self._tilt(q), self.base[q], counts[d], archive=self.archives[p][d],
+                         dropped=self.dropped[p][d])
                 for d, q in enumerate(self.seats[p])
-            ]
-            alpha0.append(np.stack([self.eta * mean for mean, _ in tilts]) + self.folded[p])
-            thetas.append([theta for _, theta in tilts])
+            ]  # fmt: skip
+            for dropped, tilt in zip(self.dropped[p], tilts, strict=True):
+                dropped.delta = tilt.dropped  # the nodes kept whole: their own tilts
+            alpha0.append(np.stack([self.eta * tilt.mean for tilt in tilts]) + self.folded[p])
+            thetas.append([tilt.theta for tilt in tilts])
         self.set_prior(alpha0, thetas, sweeps)
 
     def set_prior(
@@ -437,7 +440,7 @@ class HoldemPosterior:
             return
         sets = cast(LazySets, self.sets)
         if sets.capacity > self.capacity:
-            move_sets(self, np.arange(self.capacity), sets.capacity)  # a wider table
+            window.move_sets(self, np.arange(self.capacity), sets.capacity)  # a wider table
         new = slice(self.size, sets.size)
         legal = sets.legal_mask[:, new]
         self.blueprint[:, new] = sets.blueprint[:, new]
@@ -447,6 +450,8 @@ class HoldemPosterior:
         for p, fit in enumerate(self.fits):
             for d, q in enumerate(self.seats[p]):
                 fit.alpha0[d, new] = self._prior_rows(p, d, alpha[q], legal[q], situations)
+        window.restore_dropped(self, self.size)  # a dropped node met again: as it was
+        for fit in self.fits:
             fit.profile[:, new] = self.blueprint[:, new]
             prior = fit.alpha0[:, new]
             fit.profile[fit.seats, new] = prior / prior.sum(axis=2, keepdims=True)
@@ -455,14 +460,18 @@ class HoldemPosterior:
     def mean_rows(self, p: int, state: BettingState) -> np.ndarray:
         """(views, 3) from our position ``p``, the posterior mean of the opponent to act at
         ``state`` (a decision node of lazy sets), numbering nothing: a node not numbered has
-        the prior's mean :meth:`_sync` would give it now (as a numbered node no hand reached)."""
+        the prior's mean :meth:`_sync` would give it now (as a numbered node no hand reached;
+        a dropped node kept whole, its rows as it was: :func:`dropped_means`)."""
         sets = cast(LazySets, self.sets)
         found = sets.numbered(state.betting)
         if found is not None:
             base, round_, q = found
             return self.models_profile(p)[q, base : base + sets.views[round_]]
-        legal, blueprint = sets.rows_of(state)
         d = self.seats[p].index(state.player)
+        kept = window.dropped_means(self, p, d, state.betting)
+        if kept is not None:
+            return kept
+        legal, blueprint = sets.rows_of(state)
         return self.prior_means(p, d, blueprint, legal, np.full(len(blueprint), state.round))
 
     def prior_means(

@@ -19,8 +19,8 @@ What differs from 2-player hold'em's :class:`~oppmodel.modeling.holdem.served.Ho
   asked before it in the session (their deviations book the bank), in any process.
 - **Snapshots** carry the numbering (the bettings of the numbered nodes, in order), each fit's
   classes, prior parameters and folded counts (modeling/holdem/window.py), the tilts of the last
-  refit, the archived counts of the nodes a renumbering dropped (the numbering's bound,
-  ``HoldemPosterior.refit``), the bank and the guard's evidence; a restore numbers the same
+  refit, the counts of the nodes a renumbering dropped, kept whole and archived (the numbering's
+  bound, ``HoldemPosterior.refit``), the bank and the guard's evidence; a restore numbers the same
   bettings in the same order, in arrays of the same capacity, and so gets the same indices. A
   reload replays the hands after the snapshot without their decisions: what those decisions
   booked is not booked again (the bank of a reload is that much higher; at most the hands since
@@ -66,7 +66,7 @@ from oppmodel.modeling.holdem.served import (
 from oppmodel.modeling.holdem.sets import CARD_INDEX, FIRST_CAPACITY, LazySets
 from oppmodel.modeling.holdem.strength import hole_rows
 from oppmodel.modeling.holdem.styles import bundled_blueprint
-from oppmodel.modeling.holdem.tilt import Archive
+from oppmodel.modeling.holdem.tilt import Archive, Dropped
 from oppmodel.modeling.mbbr.base import MBBRModel, OpponentInsight
 from oppmodel.modeling.mbbr.config import MBBRConfig, Response
 from oppmodel.modeling.mbbr.snapshot import SnapshotError, decode_snapshot, encode, section, take
@@ -305,6 +305,10 @@ class LazyHoldemServedModel:
         arrays = [sets.legal_mask, sets.blueprint, sets.situation, posterior.blueprint]
         arrays += [posterior.base, *posterior.folded]
         arrays += [a for row in posterior.archives for archive in row for a in archive]
+        kept = [
+            a for row in posterior.dropped for dropped in row for a in dropped.arrays().values()
+        ]
+        arrays += kept
         return sum(fit.nbytes() for fit in posterior.fits) + sum(a.nbytes for a in arrays)
 
     # -- snapshots --------------------------------------------------------------------------------
@@ -335,6 +339,8 @@ class LazyHoldemServedModel:
                     arrays[f"theta{p}.{d}"] = theta
             for d, archive in enumerate(posterior.archives[p]):
                 arrays.update({f"archive{p}.{d}.{k}": a for k, a in archive._asdict().items()})
+                kept = posterior.dropped[p][d].arrays()
+                arrays.update({f"dropped{p}.{d}.{k}": a for k, a in kept.items()})
         scalars = [mbbr.solved_at, mbbr.bank, mbbr.ruled_out, posterior.log_odds, mbbr.booked]
         arrays["scalars"] = np.array(scalars, dtype=np.float64)
         arrays["counters"] = np.array([mbbr.deviations, mbbr.refused], dtype=np.int64)
@@ -374,6 +380,8 @@ class LazyHoldemServedModel:
                         counts,
                         take(arrays, f"{name}situation", "i8", (len(counts),)),
                     )
+                if f"dropped{p}.{d}.starts" in arrays:  # none in a snapshot older than them
+                    posterior.dropped[p][d] = Dropped.of_arrays(section(arrays, f"dropped{p}.{d}."))
         solved_at, bank, ruled_out, log_odds, booked = take(arrays, "scalars", "f8", (5,))
         mbbr.solved_at, mbbr.bank, mbbr.booked = int(solved_at), float(bank), float(booked)
         mbbr.ruled_out, posterior.log_odds = bool(ruled_out), float(log_odds)

@@ -184,12 +184,15 @@ class LazySets:
         self.renumbered += 1
         return new_of
 
-    def player_of_sets(self) -> np.ndarray:
-        """(size,) the position to act at each numbered set's node."""
-        out = np.empty(self.size, dtype=np.int64)
-        for base, round_, player in self._nodes.values():
-            out[base : base + self.views[round_]] = player
-        return out
+    def numbered_from(self, first: int) -> list[tuple[str, int, int]]:
+        """The nodes whose sets are numbered from set ``first`` on (the last numbered: nodes
+        are numbered in order of their sets), in order: (betting, first set, views)."""
+        out = []
+        for betting, (base, round_, _) in reversed(self._nodes.items()):
+            if base < first:
+                break
+            out.append((betting, base, self.views[round_]))
+        return out[::-1]
 
     def numbered(self, betting: str) -> tuple[int, int, int] | None:
         """:meth:`node` of a node numbered already, None if it is not (numbering nothing)."""

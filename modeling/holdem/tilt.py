@@ -59,11 +59,12 @@ class TiltMap:
 
 class Archive(NamedTuple):
     """One opponent's expected counts at rows no longer numbered (folded counts of nodes a
-    bounded numbering dropped, :meth:`~oppmodel.modeling.holdem.posterior.HoldemPosterior.refit`),
-    kept for the situation level of :func:`fit_tilt`, which they would feed had they stayed.
-    Rows of the same situation and log base row are one, their counts added: a scaling step's
-    sums are linear in a row's counts given those two (the same fit up to the order of the
-    sums)."""
+    bounded numbering dropped and no longer keeps whole: :meth:`Dropped.bounded`), kept for the
+    situation level of :func:`fit_tilt`, which they would feed had they stayed. Rows of the
+    same situation and log base row are one, their counts added: a scaling step's sums are
+    linear in a row's counts given those two (the same fit up to the order of the sums). So it
+    never holds more rows than there are distinct (situation, clipped blueprint row) pairs
+    among the opponent's sets: a bound of the blueprint's, not of the hands."""
 
     log_base: np.ndarray  # (k, 3) the clipped blueprint row's logs (-inf where illegal)
     counts: np.ndarray  # (k, 3)
@@ -83,6 +84,146 @@ class Archive(NamedTuple):
         added = np.zeros((len(first), 3))
         np.add.at(added, inverse.ravel(), counts)
         return Archive(log_base[first], added, situation[first])
+
+
+class Dropped:
+    """One opponent's nodes a bounded numbering dropped while folded counts were at them, kept
+    whole by betting, oldest first (:func:`~oppmodel.modeling.holdem.window.bound_numbering`):
+    every row of the node (a view no count reached too), its counts, and the node's own tilt of
+    the last refit, which :func:`fit_tilt` fits as it fits a numbered node's. A kept node met
+    again is numbered with exactly the prior parameters and folded counts it would have had
+    never dropped (:meth:`alpha0`); one merged into the :class:`Archive` (the oldest, beyond the
+    bound) only feeds its situation's tilt, as every archived row does."""
+
+    def __init__(
+        self,
+        bettings: list[str],
+        starts: np.ndarray,
+        log_base: np.ndarray,
+        counts: np.ndarray,
+        situation: np.ndarray,
+        delta: np.ndarray,
+    ) -> None:
+        """``bettings`` (m,); ``starts`` (m + 1,) int64, node j's rows ``starts[j]:starts[j +
+        1]`` of ``log_base`` and ``counts`` (k, 3); ``situation`` (m,) int64 and ``delta``
+        (m, 3) per node."""
+        self.bettings, self.starts = bettings, starts
+        self.log_base, self.counts = log_base, counts
+        self.situation, self.delta = situation, delta
+        self.index = {betting: j for j, betting in enumerate(bettings)}
+
+    @classmethod
+    def empty(cls) -> Dropped:
+        rows, nodes = np.zeros((0, 3)), np.zeros(0, dtype=np.int64)
+        return cls([], np.zeros(1, dtype=np.int64), rows, rows.copy(), nodes, rows.copy())
+
+    @property
+    def rows(self) -> int:
+        """The rows kept (every node's views)."""
+        return int(self.starts[-1])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What a snapshot keeps (:meth:`of_arrays` reads it back)."""
+        bettings = np.array(self.bettings, dtype=str).reshape(len(self.bettings))
+        return {
+            "bettings": bettings,
+            "starts": self.starts,
+            "log_base": self.log_base,
+            "counts": self.counts,
+            "situation": self.situation,
+            "delta": self.delta,
+        }
+
+    @classmethod
+    def of_arrays(cls, arrays: dict[str, np.ndarray]) -> Dropped:
+        """The store of :meth:`arrays` (KeyError / ValueError if they do not fit together)."""
+        bettings = [str(b) for b in arrays["bettings"]]
+        starts = np.asarray(arrays["starts"], dtype=np.int64)
+        rows, nodes = int(starts[-1]), len(bettings)
+        if starts.shape != (nodes + 1,) or starts[0] != 0 or np.any(np.diff(starts) < 1):
+            raise ValueError("the dropped nodes' row starts do not fit their bettings")
+        shapes = {
+            "log_base": ((rows, 3), np.float64),
+            "counts": ((rows, 3), np.float64),
+            "situation": ((nodes,), np.int64),
+            "delta": ((nodes, 3), np.float64),
+        }
+        read = []
+        for name, (shape, dtype) in shapes.items():
+            array = np.array(arrays[name], dtype=dtype)  # a copy of our own
+            if array.shape != shape:
+                raise ValueError(f"the dropped nodes' {name} is {array.shape}, not {shape}")
+            read.append(array)
+        return cls(bettings, starts, *read)
+
+    def added(
+        self,
+        bettings: list[str],
+        views: np.ndarray,
+        log_base: np.ndarray,
+        counts: np.ndarray,
+        situation: np.ndarray,
+    ) -> Dropped:
+        """This store with nodes added after its own (``views`` (m,) rows each, in order), their
+        tilt none until the next fit."""
+        starts = np.concatenate([self.starts, self.rows + np.cumsum(views)])
+        return Dropped(
+            self.bettings + bettings,
+            starts,
+            np.concatenate([self.log_base, log_base]),
+            np.concatenate([self.counts, counts]),
+            np.concatenate([self.situation, situation]),
+            np.concatenate([self.delta, np.zeros((len(bettings), 3))]),
+        )
+
+    def without(self, drop: np.ndarray) -> Dropped:
+        """This store without the nodes where ``drop`` ((m,) bool) is set."""
+        keep = np.flatnonzero(~drop)
+        views = np.diff(self.starts)[keep]
+        rows = np.repeat(self.starts[keep], views) + row_offsets(views)
+        return Dropped(
+            [self.bettings[j] for j in keep.tolist()],
+            np.concatenate([[0], np.cumsum(views)]).astype(np.int64),
+            self.log_base[rows],
+            self.counts[rows],
+            self.situation[keep],
+            self.delta[keep],
+        )
+
+    def bounded(self, rows: int, archive: Archive) -> tuple[Dropped, Archive]:
+        """This store's oldest nodes merged into ``archive`` until it keeps ``rows`` rows at
+        most; the store and archive then."""
+        if self.rows <= rows:
+            return self, archive
+        old = np.zeros(len(self.bettings), dtype=bool)
+        old[: int(np.searchsorted(self.starts, self.rows - rows))] = True
+        end = int(self.starts[old.sum()])
+        counted = np.flatnonzero(self.counts[:end].sum(axis=1) > 0)
+        situation = np.repeat(self.situation, np.diff(self.starts))[counted]
+        archive = archive.merged(self.log_base[counted], self.counts[counted], situation)
+        return self.without(old), archive
+
+    def alpha0(self, j: int, eta: float, theta: np.ndarray) -> np.ndarray:
+        """(views, 3) the prior parameters node j would have now, ``theta`` the situations' tilt
+        of the last refit: ``eta`` times its rows tilted by its situation's and its own, plus
+        its folded counts (as :meth:`~oppmodel.modeling.holdem.posterior.HoldemPosterior.refit`
+        makes a numbered node's)."""
+        rows = slice(self.starts[j], self.starts[j + 1])
+        mean = tilted(self.log_base[rows] + theta[self.situation[j]], self.delta[j])
+        return eta * mean + self.counts[rows]
+
+
+def row_offsets(views: np.ndarray) -> np.ndarray:
+    """Each row's place in its node, nodes of ``views`` rows one after the other."""
+    return np.arange(views.sum()) - np.repeat(np.cumsum(views) - views, views)
+
+
+class TiltFit(NamedTuple):
+    """:func:`fit_tilt`'s fit."""
+
+    mean: np.ndarray  # (num_infosets, 3) the tilted prior mean of the opponent's rows
+    theta: np.ndarray  # (num_situations, 3) the situations' tilt
+    dropped: np.ndarray  # (m, 3) the own tilt of each node of ``dropped`` (none: (0, 3))
 
 
 def tilted(log_base: np.ndarray, theta: np.ndarray | float) -> np.ndarray:
@@ -123,13 +264,16 @@ def fit_tilt(
     situation_weight: float = SITUATION_WEIGHT,
     node_weight: float = NODE_WEIGHT,
     archive: Archive | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+    dropped: Dropped | None = None,
+) -> TiltFit:
     """(num_infosets, 3) the tilted prior mean of the opponent's rows (module text): ``base``
     the clipped blueprint rows and ``expected`` the fit's expected counts, both (num_infosets,
     3) of the opponent's position; rows of no node keep ``base``. Also the situations' tilt
     (num_situations, 3), what a node not reached yet gets (:func:`tilted_rows`). The two
     weights are each level's shrinkage in pseudo-visits (hold'em's by default). ``archive``:
-    counts of rows no longer numbered, fitted by the situation level only (:class:`Archive`)."""
+    counts of rows no longer numbered, fitted by the situation level only (:class:`Archive`);
+    ``dropped``: nodes no longer numbered kept whole, fitted as numbered nodes are (both
+    levels), their own tilts returned (:class:`TiltFit`)."""
     rows = tilt_map.rows
     with np.errstate(divide="ignore"):
         log_base = np.where(tilt_map.legal, np.log(base[rows]), -np.inf)
@@ -137,6 +281,14 @@ def fit_tilt(
     node_of, situation_of_node, num_nodes = (
         tilt_map.node_of, tilt_map.situation_of_node, tilt_map.num_nodes
     )  # fmt: skip
+    kept = 0 if dropped is None else len(dropped.bettings)
+    if dropped is not None and kept:  # a node each after the numbered ones
+        views = np.diff(dropped.starts)
+        log_base = np.concatenate([log_base, dropped.log_base])
+        counts = np.concatenate([counts, dropped.counts])
+        node_of = np.concatenate([node_of, num_nodes + np.repeat(np.arange(kept), views)])
+        situation_of_node = np.concatenate([situation_of_node, dropped.situation])
+        num_nodes += kept
     if archive is not None and len(archive.counts):
         # each row a node of its own after the numbered ones: its node tilt is fitted apart
         # (a node's steps read only its rows) and not used
@@ -153,7 +305,8 @@ def fit_tilt(
     )  # fmt: skip
     out = base.copy()
     out[rows] = tilted(shifted[: len(rows)], delta[: len(rows)])
-    return out, theta
+    first = len(rows) + (dropped.starts[:-1] if dropped is not None else np.zeros(0, np.int64))
+    return TiltFit(out, theta, delta[first])
 
 
 def tilted_rows(base: np.ndarray, legal: np.ndarray, theta: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ import numpy as np
 
 from oppmodel.modeling.games.acpc.betting import CALL, NUM_ACTIONS
 from oppmodel.modeling.holdem.sets import LazySets
+from oppmodel.modeling.holdem.tilt import row_offsets
 from oppmodel.modeling.mbbr.dirichlet import DirichletPosterior
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ WINDOW = 2048  # classes a 3-player fit keeps at a refit (~1,000-2,000 hands, th
 # numbered (the window's classes use ~8,250 sets in 3-player hold'em; numbered, 20,388 at 10,000
 # hands and 42,712 at 100,000 without a bound)
 BOUND = 2.0
+# the dropped nodes with folded counts kept whole per position and opponent, in rows, at most
+# this many times the sets a renumbering keeps numbered (the oldest beyond merged into the
+# archive: bound_numbering)
+DROPPED = 1.0
 
 
 def fold_oldest(fit: DirichletPosterior, window: int) -> np.ndarray:
@@ -79,43 +84,105 @@ def fold_oldest(fit: DirichletPosterior, window: int) -> np.ndarray:
     return folded.reshape(fit.alpha0.shape)
 
 
-def bound_numbering(posterior: HoldemPosterior, bound: float) -> None:
+def bound_numbering(posterior: HoldemPosterior, bound: float, dropped: float = DROPPED) -> None:
     """Renumber ``posterior``'s lazy sets, after a fold, when more than ``bound`` times the sets
     of the nodes its fits' classes use are numbered: only those nodes kept, in their order, and
     every array of the posterior moved to the new numbering (the capacity shrinks with it:
-    :meth:`~oppmodel.modeling.holdem.sets.LazySets.renumber`). A dropped row's folded counts join
-    its archive (:class:`~oppmodel.modeling.holdem.tilt.Archive`: the tilt's situation level
-    fits them as before); nothing else reads a dropped row, so every answer at the kept sets is
-    the same (up to the order of the sums). A dropped node met again starts from the prior its
-    situation's tilt gives, without its folded counts."""
+    :meth:`~oppmodel.modeling.holdem.sets.LazySets.renumber`). Nothing but a dropped node's
+    folded counts is read any more (no class has moves there), so they are kept, per position
+    of ours and opponent, whole by node (:class:`~oppmodel.modeling.holdem.tilt.Dropped`: both
+    tilt levels fit it as before, and a node met again is numbered with them, exactly as if
+    never dropped), up to ``dropped`` times the sets kept numbered, in rows; the oldest beyond
+    that merge into the archive (:class:`~oppmodel.modeling.holdem.tilt.Archive`: rows of the
+    same situation and clipped blueprint row are one, so it holds at most as many rows as the
+    blueprint has distinct rows per situation), which feeds only their situations' tilt: such
+    a node met again starts from that tilt, without its counts or its own tilt. Every answer
+    at the kept sets is the same (up to the order of the sums), and at a kept dropped node,
+    numbered again or read unnumbered (:meth:`HoldemPosterior.mean_rows`), too."""
     sets = cast(LazySets, posterior.sets)
     cap, size = posterior.capacity, posterior.size
     used = np.zeros(cap, dtype=bool)
     for fit in posterior.fits:
         used[(fit.state()[1]["entries"] // NUM_ACTIONS) % cap] = True
-    keep, kept = set(), 0
+    keep, kept, gone = set(), 0, []
     for betting in sets.bettings:
-        base, round_, _ = sets.node(betting)
-        views = sets.views[round_]
-        if used[base : base + views].any():
+        base, round_, player = sets.node(betting)
+        count = sets.views[round_]
+        if used[base : base + count].any():
             keep.add(betting)
-            kept += views
+            kept += count
+        else:
+            gone.append((betting, base, count, player))
     if size <= bound * kept:
         return
-    player, situations = sets.player_of_sets(), sets.situation[:size].copy()
+    situations = sets.situation[:size].copy()
     new_of = sets.renumber(keep)
-    dropped = np.flatnonzero(new_of[:size] < 0)
+    bettings = [betting for betting, *_ in gone]
+    bases, views, players = (np.array([g[k] for g in gone], dtype=np.int64) for k in (1, 2, 3))
+    rows = np.repeat(bases, views) + row_offsets(views)
+    node_of_row = np.repeat(np.arange(len(gone)), views)
     with np.errstate(divide="ignore"):
         log_base = np.where(posterior.base > 0, np.log(posterior.base), -np.inf)
     for p, seats in enumerate(posterior.seats):
         for d, q in enumerate(seats):
-            rows = dropped[player[dropped] == q]
-            rows = rows[posterior.folded[p][d, rows].sum(axis=1) > 0]
-            posterior.archives[p][d] = posterior.archives[p][d].merged(
-                log_base[q, rows], posterior.folded[p][d, rows], situations[rows]
+            counted = np.zeros(len(gone), dtype=bool)
+            counted[node_of_row[posterior.folded[p][d, rows].sum(axis=1) > 0]] = True
+            nodes = np.flatnonzero(counted & (players == q))
+            at = rows[counted[node_of_row] & (players[node_of_row] == q)]
+            store = posterior.dropped[p][d].added(
+                [bettings[j] for j in nodes.tolist()],
+                views[nodes],
+                log_base[q, at],
+                posterior.folded[p][d, at],
+                situations[bases[nodes]],
+            )
+            posterior.dropped[p][d], posterior.archives[p][d] = store.bounded(
+                int(dropped * sets.size), posterior.archives[p][d]
             )
     move_sets(posterior, new_of, sets.capacity)
     posterior.size = sets.size
+
+
+def restore_dropped(posterior: HoldemPosterior, first: int) -> None:
+    """The nodes numbered from set ``first`` on that a renumbering dropped and keeps whole
+    (:class:`~oppmodel.modeling.holdem.tilt.Dropped`), met again: their rows' prior parameters
+    and folded counts made what they would be had they stayed numbered, and they leave the
+    store (:meth:`~oppmodel.modeling.holdem.posterior.HoldemPosterior._sync`, after the new
+    rows' prior)."""
+    if not keeps_dropped(posterior):
+        return
+    nodes = cast(LazySets, posterior.sets).numbered_from(first)
+    for p, fit in enumerate(posterior.fits):
+        for d, dropped in enumerate(posterior.dropped[p]):
+            met = np.zeros(len(dropped.bettings), dtype=bool)
+            for betting, base, views in nodes:
+                j = dropped.index.get(betting)
+                if j is not None:
+                    theta = cast(np.ndarray, posterior.thetas[p][d])  # a refit fitted the node
+                    fit.alpha0[d, base : base + views] = dropped.alpha0(j, posterior.eta, theta)
+                    rows = slice(dropped.starts[j], dropped.starts[j + 1])
+                    posterior.folded[p][d, base : base + views] = dropped.counts[rows]
+                    met[j] = True
+            if met.any():
+                posterior.dropped[p][d] = dropped.without(met)
+
+
+def dropped_means(posterior: HoldemPosterior, p: int, d: int, betting: str) -> np.ndarray | None:
+    """(views, 3) the posterior mean from our position ``p`` of its ``d``-th opponent at the
+    node of ``betting``, not numbered, if a renumbering dropped it and keeps it whole (what
+    :func:`restore_dropped` would give it); None otherwise (the prior's mean is then its:
+    :meth:`~oppmodel.modeling.holdem.posterior.HoldemPosterior.prior_means`)."""
+    dropped = posterior.dropped[p][d]
+    j = dropped.index.get(betting)
+    if j is None:
+        return None
+    alpha0 = dropped.alpha0(j, posterior.eta, cast(np.ndarray, posterior.thetas[p][d]))
+    return alpha0 / alpha0.sum(axis=1, keepdims=True)
+
+
+def keeps_dropped(posterior: HoldemPosterior) -> bool:
+    """Whether ``posterior`` keeps any node a renumbering dropped whole."""
+    return any(dropped.bettings for row in posterior.dropped for dropped in row)
 
 
 def move_sets(posterior: HoldemPosterior, new_of: np.ndarray, capacity: int) -> None:

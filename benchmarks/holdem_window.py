@@ -7,10 +7,10 @@ styles) is fed, seat 0's view of each hand, to the model a ``holdem3p`` session 
 decisions asked, so no bank booked), whose tilted prior is refitted every 100 hands. Every
 ``--every`` hands it reports, in CPU time of this process: the update a hand (median of the
 interval), the refits of the interval (median and max; the fold included), the classes the fits
-keep, the sets numbered (the renumberings that bound them so far, the rows archived), the model's
-``nbytes``, the process's peak RSS, the snapshot's size and the CPU of ``snapshot()`` and of a
-reload (a new model restored from it: the sets numbered again from their bettings, the fits'
-tables read).
+keep, the sets numbered (the renumberings that bound them so far, the rows of the dropped nodes
+kept whole and those merged into the archive), the model's ``nbytes``, the process's peak RSS,
+the snapshot's size and the CPU of ``snapshot()`` and of a reload (a new model restored from it:
+the sets numbered again from their bettings, the fits' tables read).
 With ``--replaying N`` a second model without the window is fed the same first N hands beside
 it: its refits, classes and snapshot, and how far the two models' posterior means are apart at
 the end (the largest difference of any set's row the windowed model numbers, by betting: its
@@ -165,6 +165,7 @@ def checkpoint(k: int, timed: Timed, updates: list[float], start: float) -> dict
         "sets": model.mbbr.posterior.sets.size,
         "renumbered": model.mbbr.posterior.sets.renumbered,
         "archived_rows": sum(len(a.counts) for row in model.mbbr.posterior.archives for a in row),
+        "dropped_rows": sum(d.rows for row in model.mbbr.posterior.dropped for d in row),
         "nbytes_mb": round(model.nbytes() / 1e6, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3, 1),
         **reload_figures(model),

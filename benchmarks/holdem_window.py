@@ -14,12 +14,15 @@ the sets numbered again from their bettings, the fits' tables read).
 With ``--replaying N`` a second model without the window is fed the same first N hands beside
 it: its refits, classes and snapshot, and how far the two models' posterior means are apart at
 the end (the largest difference of any set's row the windowed model numbers, by betting: its
-numbering may be bounded, the replaying one's is not) and their guards' log-odds.
+numbering may be bounded, the replaying one's is not; and of the means a decision reads,
+``mean_rows``, at the opponents' nodes only the second model numbers) and their guards'
+log-odds. With ``--twin unbounded`` the second model has the window but not the numbering's
+bound: how far the bound moves the answers.
 
 With ``--bound 0`` the windowed model's numbering is not bounded (modeling/holdem/window.py).
 
     python benchmarks/holdem_window.py [--hands 100000] [--every 10000] [--replaying 5000]
-        [--bound 2] [--json]
+        [--twin replaying|unbounded] [--bound 2] [--json]
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from oppmodel.modeling.games.acpc.betting import HandState  # noqa: E402
 from oppmodel.modeling.games.acpc.gamedef import read_game_def  # noqa: E402
 from oppmodel.modeling.holdem.match import HoldemGame, PolicyAgent, play_holdem_match  # noqa: E402
 from oppmodel.modeling.holdem.served_lazy import (  # noqa: E402
@@ -102,6 +106,7 @@ def main() -> None:
     parser.add_argument("--hands", type=int, default=100_000)
     parser.add_argument("--every", type=int, default=10_000)
     parser.add_argument("--replaying", type=int, default=0, help="hands fed the replaying model")
+    parser.add_argument("--twin", choices=("replaying", "unbounded"), default="replaying")
     parser.add_argument("--seats", default="cfr,maniac,tight-passive")
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--bound", type=float, default=BOUND, help="the numbering's; 0: none")
@@ -114,7 +119,10 @@ def main() -> None:
     config = served.played_config(MBBRConfig(seed=args.seed))
     windowed = Timed(served.build_model(config))  # type: ignore[arg-type]
     replaying = Timed(served.build_model(config))  # type: ignore[arg-type]
-    replaying.model.mbbr.posterior.window = None
+    if args.twin == "replaying":
+        replaying.model.mbbr.posterior.window = None
+    else:  # the window, the numbering unbounded
+        replaying.model.mbbr.posterior.bound = None
     windowed.model.mbbr.posterior.bound = args.bound or None
     rows, updates, replay_updates = [], [], []
     start = time.process_time()
@@ -187,16 +195,26 @@ def compared(k: int, windowed: Timed, replaying: Timed, updates: list[float]) ->
         float(np.abs(mine.models_profile(p)[:, at] - theirs.models_profile(p)[:, there]).max())
         for p in range(3)
     )
+    read = 0.0  # what a decision reads where only the second model numbers the node
+    for betting in theirs.sets.bettings:
+        base, round_, q = theirs.sets.node(betting)
+        if mine.sets.numbered(betting) is None:  # type: ignore[union-attr]
+            rows = slice(base, base + theirs.sets.views[round_])
+            state = HandState.from_betting(mine.sets.gamedef, betting).state
+            for p in set(range(3)) - {q}:
+                want = theirs.models_profile(p)[q, rows]
+                read = max(read, float(np.abs(mine.mean_rows(p, state) - want).max()))
     return {
         "hands": k,
-        "model": "replaying",
+        "model": "replaying" if theirs.window is None else "unbounded",
         "update_ms_median": round(1000 * statistics.median(updates), 2),
         "refit_s_last": round(replaying.refits[-1], 3) if replaying.refits else None,
         "refit_s_max": round(max(replaying.refits), 3) if replaying.refits else None,
         "classes": replaying.classes(),
         "nbytes_mb": round(replaying.model.nbytes() / 1e6, 1),
         "snapshot_mb": round(len(replaying.model.snapshot()) / 1e6, 2),
-        "means_max_abs_difference": round(apart, 4),
+        "means_max_abs_difference": float(f"{apart:.3g}"),
+        "mean_rows_max_abs_difference": float(f"{read:.3g}"),
         "log_odds": [round(mine.log_odds, 2), round(theirs.log_odds, 2)],
     }
 

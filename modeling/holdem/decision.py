@@ -57,6 +57,7 @@ from oppmodel.modeling.holdem.policy import DECK_SIZE, Spot, live_holes
 from oppmodel.modeling.holdem.posterior import HoldemPosterior
 from oppmodel.modeling.holdem.sets import LazySets
 from oppmodel.modeling.holdem.strength import hole_rows
+from oppmodel.modeling.holdem.tilt import row_offsets
 from oppmodel.modeling.holdem.window import dropped_means, keeps_dropped
 
 BOARDS = 12  # board completions a round
@@ -187,7 +188,7 @@ class _Tree:
         if self.numbered:
             if self.gather is None:
                 q, base, views, row0 = np.array(self.numbered, dtype=np.int64).T
-                offsets = np.arange(views.sum()) - np.repeat(np.cumsum(views) - views, views)
+                offsets = row_offsets(views)
                 self.gather = (
                     np.repeat(q, views),
                     np.repeat(base, views) + offsets,
@@ -209,7 +210,7 @@ class _Tree:
         dropped node's kept whole (:func:`~oppmodel.modeling.holdem.window.dropped_means`)."""
         player, round_, row0 = self.nodes[nodes, 3], self.nodes[nodes, 4], self.nodes[nodes, 5]
         views = np.array(self.sets.views)[round_]
-        offsets = np.arange(views.sum()) - np.repeat(np.cumsum(views) - views, views)
+        offsets = row_offsets(views)
         rows = np.repeat(row0, views) + offsets
         legal = np.repeat(np.array([self.legal[k] for k in nodes.tolist()]), views, axis=0)
         rounds, opponent = np.repeat(round_, views), np.repeat(player, views)

@@ -32,11 +32,11 @@ protects). Three priors there: the informed (the baseline), the population as th
 (``population``), and the same population with its mixture over types
 (``population_types.with_types``: ``types``); each row also gives each prior's share of the
 static oracle over all hands (``oracle_share.oracle_by_position``: held-out groups of the
-population).
+population). ``--shares`` gives the same shares in a 2-player game, against each new member.
 
     python experiments/population_prior.py [--game leduc2p|kuhn2p|kuhn3p] [--train 16]
         [--train-hands 1000] [--test 16] [--hands 3000] [--early 500] [--unlike cfr,uniform]
-        [--unlike-decks 4] [--seed 32] [--workers 2] [--out FILE]
+        [--unlike-decks 4] [--exact-seeds 2] [--shares] [--seed 32] [--workers 2] [--out FILE]
 """
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ from oppmodel.modeling.population import Population, fit_population  # noqa: E40
 from oppmodel.modeling.population_types import with_types  # noqa: E402
 
 try:  # imported as experiments.population_prior, or run as a script from its folder
-    from experiments.oracle_share import oracle_by_position
+    from experiments.oracle_share import oracle_by_position, seat_orders
 except ModuleNotFoundError:
-    from oracle_share import oracle_by_position
+    from oracle_share import oracle_by_position, seat_orders
 
 STYLES = tuple(EXPLOITABLE_RULES)
 
@@ -113,14 +113,17 @@ def train_group_counts(job: tuple) -> np.ndarray:
     return mbbr.model.opponent_counts()
 
 
-def exact_pairs(pool: ProcessPoolExecutor, args, pairs: list[tuple], priors: dict) -> list[dict]:
-    """Per pair of opponent names: the exact value per hand of MBBR's policy with each of
-    ``priors`` (name -> (prior, population)), over its first ``--early`` hands and all
-    ``--hands``, averaged over ``--exact-seeds`` seeds x both seat orders
-    (``learning_cost.trajectory``), and its share of the static oracle over all hands."""
+def exact_groups(
+    pool: ProcessPoolExecutor, args, groups: list[tuple[str, ...]], priors: dict
+) -> list[dict]:
+    """Per group of opponent names (a pair in 3-player games, one opponent in 2-player ones): the
+    exact value per hand of MBBR's policy with each of ``priors`` (name -> (prior, population)),
+    over its first ``--early`` hands and all ``--hands``, averaged over ``--exact-seeds`` seeds x
+    the group's seat orders (``learning_cost.trajectory``), and its share of the static oracle
+    over all hands."""
     rows = []
-    for first, second in pairs:
-        orders = ((first, second), (second, first))
+    for group in groups:
+        orders = seat_orders(group)
         game = limit_game(args.game)
         oracle = [oracle_by_position(game, o) for o in orders]
         ceiling = np.array([o[np.arange(args.hands) % len(o)] for o in oracle])
@@ -135,18 +138,39 @@ def exact_pairs(pool: ProcessPoolExecutor, args, pairs: list[tuple], priors: dic
         row = {"oracle": float(ceiling.mean()), "early_cap": float(np.mean(cap))}
         for name, (prior, given) in priors.items():
             tasks = [
-                (a, b, MBBRConfig(prior=prior, seed=seed), seed, args.hands, False, args.game,
-                 None, given)
+                (order[0], order[1] if len(order) > 1 else None, MBBRConfig(prior=prior, seed=seed),
+                 seed, args.hands, False, args.game, None, given)
                 for seed in range(args.seed, args.seed + args.exact_seeds)
-                for a, b in orders
+                for order in orders
             ]  # fmt: skip
             values = np.array([v for v, _, _ in pool.map(trajectory, tasks)])
             # no share where the oracle wins nothing (the equilibrium pairs)
             share = values.mean() / ceiling.mean() if ceiling.mean() >= 1 else None
             row[name] = [float(values[:, : args.early].mean()), float(values.mean()), share]
         rows.append(row)
-        print(f"{first}+{second}: {json.dumps(row)}", flush=True)
+        print(f"{'+'.join(group)}: {json.dumps(row)}", flush=True)
     return rows
+
+
+def exact_shares(rows: list[dict], groups: list[tuple[str, ...]]) -> dict:
+    """The exact rows per group and, per prior, the mean share of the static oracle over the
+    groups, the share of the summed winnings, and (against the informed prior) the paired gain in
+    points of the share."""
+    summary = {}
+    for prior in ("informed", "population", "types"):
+        share = [r[prior][2] for r in rows]
+        summary[f"{prior}_share"] = mean_se(share)
+        summary[f"{prior}_share_of_sum"] = sum(r[prior][1] for r in rows) / sum(
+            r["oracle"] for r in rows
+        )
+        if prior != "informed":
+            summary[f"{prior}_share_gain"] = mean_se(
+                [s - r["informed"][2] for s, r in zip(share, rows, strict=True)]
+            )
+    return {
+        "rows": [{"opponents": "+".join(g), **r} for g, r in zip(groups, rows, strict=True)],
+        "summary": summary,
+    }
 
 
 def default_values(game: LimitGame, order: tuple[str, ...]) -> np.ndarray:
@@ -187,9 +211,9 @@ def three_player(args: argparse.Namespace, game: LimitGame) -> dict:
         new_pairs = [(test[j], test[j + 1]) for j in range(0, len(test) - 1, 2)]
         if args.pairs:  # given held-out groups instead (the equilibrium pairs then not run)
             new_pairs = [tuple(text.split("+")) for text in args.pairs.split(",")]
-        rows = exact_pairs(pool, args, new_pairs, priors)
+        rows = exact_groups(pool, args, new_pairs, priors)
         equilibria = [] if args.pairs else [("n1", "n1"), ("n2", "n2"), ("n3", "n3")]
-        unlike = exact_pairs(pool, args, equilibria, priors)
+        unlike = exact_groups(pool, args, equilibria, priors)
     new = [{"opponents": f"{a}+{b}", **row} for (a, b), row in zip(new_pairs, rows, strict=True)]
     summary = {}
     for prior in ("informed", "population", "types"):
@@ -307,6 +331,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--share-low", type=float, default=0.35, help="(%(default)s)")
     parser.add_argument("--unlike", default="cfr,uniform", help="(%(default)s)")
     parser.add_argument("--pairs", help="kuhn3p: A+B,... played instead of the new members")
+    parser.add_argument(
+        "--shares",
+        action="store_true",
+        help="2-player: also each prior's exact share of the static oracle against every new "
+        "member (--exact-seeds seeds x both seats; the 3-player run always gives them)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     if args.early % 2 or not 0 < args.early < args.hands:
@@ -348,10 +378,18 @@ def main(argv: list[str] | None = None) -> None:
         ]  # fmt: skip
         populations = {"population": population, "types": typed}
         exact = exact_cost(pool, args, populations) if args.exact_seeds else None
+        shares = None
+        if args.shares:
+            priors = {"informed": (Prior.INFORMED, None)} | {
+                name: (Prior.POPULATION, given) for name, given in populations.items()
+            }
+            groups = [(f"{style}@{share:.2f}",) for style, share in test]
+            shares = exact_shares(exact_groups(pool, args, groups, priors), groups)
         new_rows = _gathered(pool, new_jobs, "new members", started)
         unlike_rows = _gathered(pool, unlike_jobs, "unlike the population", started)
     report = summarize(args, game, train, test, unlike, new_rows, unlike_rows)
     report["exact_cfr"] = exact
+    report["exact_shares"] = shares
     report["seconds"] = round(time.time() - started)
     print_report(report, game.rate_unit.name)
     if args.out:

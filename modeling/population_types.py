@@ -22,6 +22,11 @@ type's mean before the hand, summed over the hidden cards (``mbbr.evidence.hand_
 every hand moves the weights, not only those whose cards were shown. The opponents of one of
 our positions are weighed jointly, one weight per combination of their types (T^(n-1): the
 hidden cards couple them); each opponent's model is the mean of its marginal mixture.
+
+The informed parts of the types (the two informed types, and a fitted type's rows its members
+never reached: the informed type's own parameters there) are what the tilted prior tilts to the
+opponent (``TypeMixture.tilt``, ``tilted_prior.TiltedModel``): a population by this module's
+convention holds its informed types last.
 """
 
 from __future__ import annotations
@@ -171,7 +176,8 @@ class TypeMixture:
         this position, at the prior."""
         assert population.types is not None and population.type_weights is not None
         self.seats = np.asarray(seats, dtype=np.int64)
-        self.types = np.ascontiguousarray(population.types[:, self.seats])  # (T, n - 1, I, 3)
+        self.untilted = np.ascontiguousarray(population.types[:, self.seats])  # (T, n - 1, I, 3)
+        self.types = self.untilted
         num_types, offsets = len(self.types), len(self.seats)
         digits = (
             np.arange(num_types**offsets)[:, None] // num_types ** np.arange(offsets) % num_types
@@ -180,8 +186,30 @@ class TypeMixture:
         self._log_prior = np.log(population.type_weights)[self.digits].sum(axis=1)
         self._start(fit)
 
+    def base(self) -> np.ndarray:
+        """(n - 1, num_infosets, 3) the informed type's mean by offset: the clipped prior mean the
+        population was fitted around, what a tilt multiplies."""
+        informed = self.untilted[-2]
+        total = informed.sum(axis=2, keepdims=True)
+        return np.divide(informed, total, out=np.zeros_like(informed), where=total > 0.0)
+
+    def tilt(self, means: np.ndarray | None) -> None:
+        """Make ``means`` ((n - 1, num_infosets, 3) by offset, the tilted prior's) the mean of
+        every informed part of the types at its own concentration, or (None) the population's
+        types again; the members' rows are kept. Then the means and models."""
+        self.types = self.untilted
+        if means is not None:
+            # the informed parts: the two informed types, and the rows of a fitted type its
+            # members never reached (the informed type's own parameters there)
+            informed = np.all(self.untilted == self.untilted[-2], axis=3, keepdims=True)
+            informed[-2:] = True
+            concentration = self.untilted.sum(axis=3, keepdims=True)
+            self.types = np.where(informed, concentration * means, self.untilted)
+        self._refresh()
+
     def _start(self, fit: DirichletPosterior) -> None:
-        """No hand seen, beside the fit ``fit`` (at the prior)."""
+        """No hand seen, beside the fit ``fit`` (at the prior) and the population's types."""
+        self.types = self.untilted
         self.fit = fit
         self.log_weights = self._log_prior.copy()
         self.means = np.empty_like(self.types)
@@ -225,7 +253,10 @@ class TypeMixture:
     def nbytes(self) -> int:
         """Bytes of the arrays held (not the fit's)."""
         arrays = (self.types, self.digits, self.log_weights, self.means, self.profile)
-        return sum(a.nbytes for a in (*arrays, self.marginals, self._scratch, self._log_prior))
+        tilted = () if self.types is self.untilted else (self.untilted,)
+        return sum(
+            a.nbytes for a in (*arrays, *tilted, self.marginals, self._scratch, self._log_prior)
+        )
 
 
 Mixtures = list[MixturePrior | TypeMixture]  # a model's mixture priors, one a position

@@ -14,6 +14,7 @@ from oppmodel.modeling.errors import InvalidArgumentError
 from oppmodel.modeling.games.acpc.betting import RAISE
 from oppmodel.modeling.games.acpc.compiler import limit_game
 from oppmodel.modeling.games.acpc.limit_game import LimitGame
+from oppmodel.modeling.games.acpc.solved import default_profile
 from oppmodel.modeling.holdem.sets import CompiledSets
 from oppmodel.modeling.holdem.tilt import TiltMap, fit_tilt
 from oppmodel.modeling.mbbr.config import MBBRConfig, Prior
@@ -23,6 +24,8 @@ from oppmodel.modeling.observation import LimitObservation, observe_limit_hand
 from oppmodel.modeling.play.diluted import fixed_profile
 from oppmodel.modeling.play.match import sample_terminal
 from oppmodel.modeling.play.tournament import seated_profile
+from oppmodel.modeling.population import Population, fit_population
+from oppmodel.modeling.population_types import with_types
 from oppmodel.modeling.tilted_prior import NODE_WEIGHT, REFIT_EVERY, SITUATION_WEIGHT
 
 TILTED = MBBRConfig(seed=3, change_hazard=0.0, prior=Prior.TILTED)
@@ -160,3 +163,98 @@ def test_the_tilted_prior_needs_the_dirichlet_posterior_and_is_its_default():
     # a config changed to the samples keeps its resolved prior: refused, not silently another
     with pytest.raises(InvalidArgumentError, match="prior"):
         dataclasses.replace(MBBRConfig(), posterior="samples").validate()
+
+
+def leduc_population(game: LimitGame, members: tuple[str, ...]) -> Population:
+    """A population with types fitted from one 150-hand session against each of ``members``."""
+    counts = []
+    for j, name in enumerate(members):
+        model = build_model(game, dataclasses.replace(TILTED, prior=Prior.INFORMED))
+        for obs in hands(game, name, 150, seed=20 + j):
+            model.observe(obs)
+        counts.append(model.opponent_counts()[0])
+    mean = default_profile(game, "prior_mean")
+    return with_types(fit_population(game, counts, prior_mean=mean), game, counts, prior_mean=mean)
+
+
+POPULATION = dataclasses.replace(TILTED, prior=Prior.POPULATION, safety_budget=float("inf"))
+
+
+def test_a_refit_tilts_the_informed_parts_of_a_populations_types_and_keeps_its_members_rows():
+    """With a population's type mixture the refit fits the same tilt, to the fit's expected counts
+    around the informed type's mean, and makes it the mean of every informed part of the types
+    (the two informed types, and a fitted type's rows its members never reached) at their own
+    concentrations; the rows the members reached keep the population's parameters. Against an
+    opponent unlike every member the model then raises more than the informed prior at the sets
+    neither the members nor this opponent showed."""
+    game = limit_game("leduc2p")
+    population = leduc_population(game, ("calling-station", "calling-station@0.5"))
+    model = build_model(game, POPULATION, population=population)
+    assert type(model).__name__ == "TiltedModel"
+    seen = hands(game, "always-bet", REFIT_EVERY, seed=11)
+    for obs in seen[:-1]:
+        model.observe(obs)
+    types = model._mixture[0]
+    np.testing.assert_array_equal(types.types, population.types[:, [1]])
+    model.observe(seen[-1])
+    fit, untilted = model._dirichlet[0], population.types[:, 1]
+    np.testing.assert_array_equal(fit.alpha0, population.alpha[[1]])  # the fit keeps its prior
+    informed = untilted[-2]
+    base = informed / informed.sum(axis=1, keepdims=True)
+    mean = fit_tilt(TiltMap(CompiledSets(game), 1), base, fit.expected[0],
+                    situation_weight=SITUATION_WEIGHT, node_weight=NODE_WEIGHT)[0]  # fmt: skip
+    rows = np.asarray(game.infosets(1))
+    reached = ~np.all(untilted == informed, axis=2)  # (types, infosets): a member's row
+    reached[-2:] = False
+    assert reached[:-2, rows].any() and (~reached[:-2, rows]).any()
+    tilted = types.types[:, 0]
+    for t in range(len(untilted)):
+        own, informed_rows = rows[reached[t, rows]], rows[~reached[t, rows]]
+        np.testing.assert_array_equal(tilted[t, own], untilted[t, own])
+        concentration = untilted[t, informed_rows].sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(tilted[t, informed_rows], concentration * mean[informed_rows],
+                                   rtol=1e-12)  # fmt: skip
+    unseen = game.legal_mask[1, rows, RAISE] & ~reached[:-2, rows].any(axis=0)
+    unseen &= fit.expected[0, rows].sum(axis=1) == 0.0
+    assert unseen.sum() >= 20
+    model_rows = model.opponent_model(0, 1)[0][rows]
+    gain = model_rows[unseen, RAISE] - base[rows][unseen, RAISE]
+    assert np.all(gain > 0.0) and gain.mean() > 0.05
+
+
+def test_a_population_model_is_guarded_restored_and_reset_untilted():
+    """No tilt of the types while the bankroll guards ``cfr``; a snapshot restores the tilt and
+    plays on the same; a run change detection opens after a refit starts from the population's
+    types; the Polya fit alone (no types) has nothing to tilt."""
+    game = limit_game("leduc2p")
+    population = leduc_population(game, ("maniac", "tight-passive"))
+    guarded = build_model(game, dataclasses.replace(TILTED, prior=Prior.POPULATION),
+                          population=population)  # fmt: skip
+    for obs in hands(game, "cfr", REFIT_EVERY, seed=12):
+        guarded.observe(obs)
+    assert guarded._safety.live
+    np.testing.assert_array_equal(guarded._mixture[0].types, population.types[:, [1]])
+    config = dataclasses.replace(POPULATION, hands_default=0, change_hazard=1e-5)
+    seen = hands(game, "always-bet@0.5", REFIT_EVERY + 30, seed=13)
+    model = build_model(game, config, population=population)
+    for obs in seen[:-10]:
+        model.observe(obs)
+    first, newest = model.runs[0], model.runs[-1]
+    assert not np.array_equal(first._mixture[0].types, population.types[:, [1]])
+    if newest is not first:
+        np.testing.assert_array_equal(newest._mixture[0].types, population.types[:, [1]])
+    into = build_model(game, config, population=population)
+    into.restore(model.snapshot())
+    np.testing.assert_array_equal(into.runs[0]._mixture[0].types, first._mixture[0].types)
+    for obs in seen[-10:]:
+        model.observe(obs)
+        into.observe(obs)
+    for p in range(game.num_players):
+        np.testing.assert_array_equal(into.opponent_model(p, 1 - p)[0],
+                                      model.opponent_model(p, 1 - p)[0])  # fmt: skip
+        np.testing.assert_array_equal(into.policy(p), model.policy(p))
+    polya = dataclasses.replace(population, types=None, type_weights=None)
+    alone = build_model(game, POPULATION, population=polya)
+    for obs in seen[:REFIT_EVERY]:
+        alone.observe(obs)
+    np.testing.assert_array_equal(alone._dirichlet[0].alpha0, polya.alpha[[1]])

@@ -47,7 +47,7 @@ class Prior(Choice):
     # (``mixture_prior``); the samples draw alternately at each
     ETA_MIXTURE = "eta-mixture"
     # Dirichlet per information set fitted across the opponents met before
-    # (``oppmodel.modeling.population``); the model is built with the fitted ``population``
+    # (``oppmodel.modeling.population``), its types tilted as the tilted prior (``tilted_prior``)
     POPULATION = "population"
     # the eta mixture, its prior mean tilted to the opponent every 100 hands (``tilted_prior``)
     TILTED = "tilted"

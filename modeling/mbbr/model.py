@@ -293,8 +293,8 @@ MODEL_CLASSES: dict[Posterior, type[MBBRModel]] = {
 
 
 def model_class(config: MBBRConfig) -> type[MBBRModel]:
-    """The class of ``config``'s posterior (the tilted prior's is ``tilted_prior.py``'s)."""
-    if config.prior == Prior.TILTED:
+    """The class of ``config``'s posterior (``tilted_prior``'s: the tilted, population priors)."""
+    if config.prior in (Prior.TILTED, Prior.POPULATION) and config.posterior == Posterior.DIRICHLET:
         from oppmodel.modeling.tilted_prior import TiltedModel  # it builds on this module
 
         return TiltedModel

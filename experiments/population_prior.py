@@ -330,7 +330,11 @@ def main(argv: list[str] | None = None) -> None:
         parser.add_argument(flag, type=int, default=default, help=f"{what} (%(default)s)")
     parser.add_argument("--share-low", type=float, default=0.35, help="(%(default)s)")
     parser.add_argument("--unlike", default="cfr,uniform", help="(%(default)s)")
-    parser.add_argument("--pairs", help="kuhn3p: A+B,... played instead of the new members")
+    parser.add_argument(
+        "--pairs",
+        help="held-out groups played instead of the new members: kuhn3p A+B,...; a 2-player "
+        "game's opponents A,B,... (their exact shares, with --shares)",
+    )
     parser.add_argument(
         "--shares",
         action="store_true",
@@ -384,6 +388,8 @@ def main(argv: list[str] | None = None) -> None:
                 name: (Prior.POPULATION, given) for name, given in populations.items()
             }
             groups = [(f"{style}@{share:.2f}",) for style, share in test]
+            if args.pairs:  # given held-out opponents instead (the field's, say)
+                groups = [(name,) for name in args.pairs.split(",")]
             shares = exact_shares(exact_groups(pool, args, groups, priors), groups)
         new_rows = _gathered(pool, new_jobs, "new members", started)
         unlike_rows = _gathered(pool, unlike_jobs, "unlike the population", started)

@@ -56,9 +56,10 @@ KMEANS_SWEEPS = 50
 
 class PopulationKind(StrEnum):
     """What a population is fitted as: the Polya fit and its mixture over types (the default:
-    95.0% of the static oracle on held-out 3-player Kuhn pairs where the Polya fit alone reaches
-    93.2%, experiments/RESULTS.md), or the Polya fit alone (the cheaper: a type mixture costs a
-    Leduc 2p hand ~5x the CPU, a 3-player Leduc hand ~20x and 5x the model's memory)."""
+    on held-out members of the population, tilted, 94.6% of the static oracle in 3-player Kuhn
+    and 87.2% in Leduc 2p where the Polya fit alone reaches 92.8% and 74.8%; experiments/
+    RESULTS.md, session 53), or the Polya fit alone (the cheaper: a type mixture costs a Leduc 2p
+    hand ~5x the CPU, a 3-player Leduc hand ~20x and 5x the model's memory)."""
 
     TYPES = "types"
     DIRICHLET = "dirichlet"

@@ -140,13 +140,19 @@ def test_a_snapshot_restores_the_tilt_or_its_absence_and_plays_on_the_same():
     # a tilted snapshot into a model at the prior, an untilted one into a tilted model
     for model, into in ((after, build_model(game, config)), (before, after)):
         into.restore(model.snapshot())
-        for obs in seen[-10:]:
-            model.observe(obs)
-            into.observe(obs)
-        for p in range(game.num_players):
-            np.testing.assert_array_equal(into.opponent_model(p, 1 - p)[0],
-                                          model.opponent_model(p, 1 - p)[0])  # fmt: skip
-            np.testing.assert_array_equal(into.policy(p), model.policy(p))
+        assert_plays_on_the_same(game, model, into, seen[-10:])
+
+
+def assert_plays_on_the_same(game: LimitGame, model, into, more: list[LimitObservation]) -> None:
+    """``into`` (restored from ``model``'s snapshot) models and plays as ``model`` through
+    ``more`` hands."""
+    for obs in more:
+        model.observe(obs)
+        into.observe(obs)
+    for p in range(game.num_players):
+        np.testing.assert_array_equal(into.opponent_model(p, 1 - p)[0],
+                                      model.opponent_model(p, 1 - p)[0])  # fmt: skip
+        np.testing.assert_array_equal(into.policy(p), model.policy(p))
 
 
 def test_the_tilted_prior_needs_the_dirichlet_posterior_and_is_its_default():
@@ -241,18 +247,12 @@ def test_a_population_model_is_guarded_restored_and_reset_untilted():
         model.observe(obs)
     first, newest = model.runs[0], model.runs[-1]
     assert not np.array_equal(first._mixture[0].types, population.types[:, [1]])
-    if newest is not first:
-        np.testing.assert_array_equal(newest._mixture[0].types, population.types[:, [1]])
+    assert newest.hands_observed < REFIT_EVERY  # opened after the first run's refit
+    np.testing.assert_array_equal(newest._mixture[0].types, population.types[:, [1]])
     into = build_model(game, config, population=population)
     into.restore(model.snapshot())
     np.testing.assert_array_equal(into.runs[0]._mixture[0].types, first._mixture[0].types)
-    for obs in seen[-10:]:
-        model.observe(obs)
-        into.observe(obs)
-    for p in range(game.num_players):
-        np.testing.assert_array_equal(into.opponent_model(p, 1 - p)[0],
-                                      model.opponent_model(p, 1 - p)[0])  # fmt: skip
-        np.testing.assert_array_equal(into.policy(p), model.policy(p))
+    assert_plays_on_the_same(game, model, into, seen[-10:])
     polya = dataclasses.replace(population, types=None, type_weights=None)
     alone = build_model(game, POPULATION, population=polya)
     for obs in seen[:REFIT_EVERY]:

@@ -171,11 +171,10 @@ class TiltedModel(DirichletModel):
             self.refit()  # (hands counted after this call)
 
     def _reset_posterior(self) -> None:
-        super()._reset_posterior()  # the types' mixtures at the population's types again
+        super()._reset_posterior()
+        self._means = [None] * self.game.num_players  # its own: a new run is a copy of another
         for p in range(self.game.num_players):
-            if self.config.prior != Prior.POPULATION:
-                self._set_alphas(p, *self._untilted[p])
-        self._means = [None] * self.game.num_players
+            self._tilt(p, None)
 
     def _state(self) -> dict[str, np.ndarray]:
         arrays = super()._state()

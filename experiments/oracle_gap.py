@@ -69,9 +69,16 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 try:  # imported as experiments.oracle_gap (the tests), or run as a script from its folder
-    from experiments.oracle_share import GAMES, LATE, field_groups, job_key, seat_orders
+    from experiments.oracle_share import (
+        GAMES,
+        LATE,
+        MIN_CEILING,
+        field_groups,
+        job_key,
+        seat_orders,
+    )
 except ModuleNotFoundError:
-    from oracle_share import GAMES, LATE, field_groups, job_key, seat_orders
+    from oracle_share import GAMES, LATE, MIN_CEILING, field_groups, job_key, seat_orders
 
 from oppmodel.clients.lab.journal import Journal  # noqa: E402
 from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
@@ -304,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--min-ceiling",
         type=float,
-        default=1.0,
+        default=MIN_CEILING,
         help="groups whose oracle wins less (the game's unit) are left out of the mean",
     )
     parser.add_argument("--workers", type=int, default=1)

@@ -66,6 +66,7 @@ from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
 GAMES = ("kuhn3p", "leduc2p", "leduc3p")
 CHECKPOINTS = (100, 300, 500, 1000, 3000)
 LATE = 1000  # the share over the hands from here on: what is left once most is learned
+MIN_CEILING = 1.0  # groups whose oracle wins less (the game's unit) have no meaningful share
 
 
 def field_groups(game: str) -> tuple[list[tuple[str, ...]], dict[str, str]]:
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--min-ceiling",
         type=float,
-        default=1.0,
+        default=MIN_CEILING,
         help="groups whose oracle wins less (the game's unit) are left out of the average",
     )
     parser.add_argument(

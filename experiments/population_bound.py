@@ -44,9 +44,16 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 try:  # imported as experiments.population_bound (the tests), or run as a script from its folder
-    from experiments.oracle_share import LATE, field_groups, group_row, job_key, seat_orders
+    from experiments.oracle_share import (
+        LATE,
+        MIN_CEILING,
+        field_groups,
+        group_row,
+        job_key,
+        seat_orders,
+    )
 except ModuleNotFoundError:
-    from oracle_share import LATE, field_groups, group_row, job_key, seat_orders
+    from oracle_share import LATE, MIN_CEILING, field_groups, group_row, job_key, seat_orders
 
 from oppmodel.clients.lab.journal import Journal  # noqa: E402
 from oppmodel.clients.lab.reports import emit_report, machine  # noqa: E402
@@ -59,7 +66,6 @@ from oppmodel.modeling.play.learning_cost import _sample_observation  # noqa: E4
 from oppmodel.modeling.play.tournament import seated_profile  # noqa: E402
 
 CUTOFF = 1e-12  # hypotheses below this share of the posterior's weight are dropped
-MIN_CEILING = 0.5  # groups whose oracle wins less have no share (two cfr agents: oracle_share's)
 
 
 def hypotheses(game, shares: tuple[float, ...] | None = None) -> list[tuple[str, ...]]:

@@ -198,6 +198,8 @@ class TypeMixture:
         """Make ``means`` ((n - 1, num_infosets, 3) by offset, the tilted prior's) the mean of
         every informed part of the types at its own concentration, or (None) the population's
         types again; the members' rows are kept. Then the means and models."""
+        if means is None and self.types is self.untilted:
+            return  # untilted already (a run change detection opens, a restore at the prior)
         self.types = self.untilted
         if means is not None:
             # the informed parts: the two informed types, and the rows of a fitted type its
